@@ -1,0 +1,83 @@
+/* log — stderr logging with a level and a module name per line. See log.h. */
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+static atomic_int current_level = LOG_WARN;
+
+static const char *level_names[] = {"error", "warn", "info", "debug", "trace"};
+
+int log_level_parse(const char *name)
+{
+    static const struct {
+        const char *name;
+        int level;
+    } names[] = {
+        {"error", LOG_ERROR},     {"critical", LOG_ERROR}, {"alert", LOG_ERROR},
+        {"emergency", LOG_ERROR}, {"warn", LOG_WARN},      {"warning", LOG_WARN},
+        {"notice", LOG_INFO},     {"info", LOG_INFO},      {"debug", LOG_DEBUG},
+        {"trace", LOG_TRACE},
+    };
+    if (!name)
+        return -1;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcasecmp(name, names[i].name) == 0)
+            return names[i].level;
+    return -1;
+}
+
+void log_init_from_env(void)
+{
+    const char *v = getenv("CODEMCP_LOG");
+    if (!v || !*v)
+        return;
+    int level = log_level_parse(v);
+    if (level < 0) {
+        log_warn("log", "CODEMCP_LOG=%s is not a level (error|warn|info|debug|trace); using warn",
+                 v);
+        return;
+    }
+    current_level = level;
+}
+
+void log_set_level(enum log_level level)
+{
+    current_level = level;
+}
+
+enum log_level log_get_level(void)
+{
+    return (enum log_level)current_level;
+}
+
+void log_write(enum log_level level, const char *module, const char *fmt, ...)
+{
+    if ((int)level > current_level)
+        return;
+    char line[4096];
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    int n = snprintf(line, sizeof(line), "%02d:%02d:%02d.%03ld codemcp %s [%s] ", tm.tm_hour,
+                     tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, level_names[level], module);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n > 0 && (size_t)n < sizeof(line))
+        vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    va_end(ap);
+    size_t len = strlen(line);
+    if (len > 0 && line[len - 1] == '\n')
+        line[--len] = '\0';
+    /* One fputs per line so concurrent threads do not interleave within a line. */
+    flockfile(stderr);
+    fputs(line, stderr);
+    fputc('\n', stderr);
+    funlockfile(stderr);
+}

@@ -1,0 +1,35 @@
+/* log — the one logging facility of codemcp.
+ *
+ * Everything goes to stderr (stdout belongs to MCP in stdio mode). Each line carries the
+ * level and the module name. The level comes from CODEMCP_LOG (error|warn|info|debug|trace,
+ * default "warn") or from MCP logging/setLevel. Safe to call from any thread. */
+#ifndef CODEMCP_LOG_H
+#define CODEMCP_LOG_H
+
+enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG, LOG_TRACE };
+
+/* Reads CODEMCP_LOG once. Unknown values keep the default and say so. */
+void log_init_from_env(void);
+void log_set_level(enum log_level level);
+enum log_level log_get_level(void);
+/* Parses "error", "warning", "info", "debug", ... (also MCP/syslog names). -1 if unknown. */
+int log_level_parse(const char *name);
+
+void log_write(enum log_level level, const char *module, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define log_error(mod, ...) log_write(LOG_ERROR, mod, __VA_ARGS__)
+#define log_warn(mod, ...)  log_write(LOG_WARN, mod, __VA_ARGS__)
+#define log_info(mod, ...)  log_write(LOG_INFO, mod, __VA_ARGS__)
+#define log_debug(mod, ...)                                                                        \
+    do {                                                                                           \
+        if (log_get_level() >= LOG_DEBUG)                                                          \
+            log_write(LOG_DEBUG, mod, __VA_ARGS__);                                                \
+    } while (0)
+#define log_trace(mod, ...)                                                                        \
+    do {                                                                                           \
+        if (log_get_level() >= LOG_TRACE)                                                          \
+            log_write(LOG_TRACE, mod, __VA_ARGS__);                                                \
+    } while (0)
+
+#endif

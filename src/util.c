@@ -1,0 +1,221 @@
+/* util — see util.h. */
+#include "util.h"
+#include "log.h"
+
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fputs("codemcp: out of memory\n", stderr);
+        abort();
+    }
+    return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) {
+        fputs("codemcp: out of memory\n", stderr);
+        abort();
+    }
+    return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q) {
+        fputs("codemcp: out of memory\n", stderr);
+        abort();
+    }
+    return q;
+}
+
+char *xstrdup(const char *s)
+{
+    return xstrndup(s, strlen(s));
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+    char *d = xmalloc(n + 1);
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+static void buf_reserve(struct buf *b, size_t extra)
+{
+    if (b->len + extra + 1 <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra + 1)
+        cap *= 2;
+    b->data = xrealloc(b->data, cap);
+    b->cap = cap;
+}
+
+void buf_append(struct buf *b, const void *data, size_t n)
+{
+    buf_reserve(b, n);
+    if (n)
+        memcpy(b->data + b->len, data, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void buf_appends(struct buf *b, const char *s)
+{
+    buf_append(b, s, strlen(s));
+}
+
+void buf_printf(struct buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        buf_reserve(b, (size_t)n);
+        vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap2);
+        b->len += (size_t)n;
+    }
+    va_end(ap2);
+}
+
+void buf_consume(struct buf *b, size_t n)
+{
+    if (n >= b->len) {
+        b->len = 0;
+        if (b->data)
+            b->data[0] = '\0';
+        return;
+    }
+    memmove(b->data, b->data + n, b->len - n);
+    b->len -= n;
+    b->data[b->len] = '\0';
+}
+
+void buf_reset(struct buf *b)
+{
+    b->len = 0;
+    if (b->data)
+        b->data[0] = '\0';
+}
+
+void buf_free(struct buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+char *buf_steal(struct buf *b)
+{
+    char *d = b->data ? b->data : xstrdup("");
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return d;
+}
+
+int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int random_hex(char *out, size_t nbytes)
+{
+    unsigned char raw[64];
+    static const char hex[] = "0123456789abcdef";
+    if (nbytes > sizeof(raw) || RAND_bytes(raw, (int)nbytes) != 1)
+        return -1;
+    for (size_t i = 0; i < nbytes; i++) {
+        out[2 * i] = hex[raw[i] >> 4];
+        out[2 * i + 1] = hex[raw[i] & 15];
+    }
+    out[2 * nbytes] = '\0';
+    return 0;
+}
+
+int secure_streq(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la != lb)
+        return 0;
+    return CRYPTO_memcmp(a, b, la) == 0;
+}
+
+char *read_file(const char *path, size_t *len_out)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    struct buf b = {0};
+    char chunk[8192];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        buf_append(&b, chunk, n);
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        buf_free(&b);
+        errno = EIO;
+        return NULL;
+    }
+    if (len_out)
+        *len_out = b.len;
+    return buf_steal(&b);
+}
+
+long env_long(const char *name, long def)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || *end || n < 0) {
+        log_warn("config", "%s=%s is not a non-negative integer; using %ld", name, v, def);
+        return def;
+    }
+    return n;
+}
+
+int env_bool(const char *name, int def)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    if (!strcasecmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
+        !strcasecmp(v, "on"))
+        return 1;
+    if (!strcasecmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
+        !strcasecmp(v, "off"))
+        return 0;
+    log_warn("config", "%s=%s is not a boolean (true/false); using %s", name, v,
+             def ? "true" : "false");
+    return def;
+}

@@ -1,0 +1,52 @@
+/* util — small shared pieces: a growable byte buffer, monotonic time, random tokens,
+ * constant-time comparison, and checked allocation. No module state, no I/O. */
+#ifndef CODEMCP_UTIL_H
+#define CODEMCP_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A growable byte buffer, always NUL-terminated after `len` bytes when `data` is set. */
+struct buf {
+    char *data;
+    size_t len;
+    size_t cap;
+};
+
+void buf_append(struct buf *b, const void *data, size_t n);
+void buf_appends(struct buf *b, const char *s);
+void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Removes the first n bytes (O(len)). */
+void buf_consume(struct buf *b, size_t n);
+void buf_reset(struct buf *b);
+void buf_free(struct buf *b);
+/* Hands the bytes to the caller (who frees them) and leaves the buffer empty. */
+char *buf_steal(struct buf *b);
+
+/* Allocation that aborts on out-of-memory: the gateway has no sane way to continue. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+int64_t now_ms(void);
+/* Microseconds on CLOCK_MONOTONIC. */
+int64_t now_us(void);
+
+/* Fills out with 2*nbytes hex characters of OpenSSL randomness plus a NUL. 0 or -1. */
+int random_hex(char *out, size_t nbytes);
+/* Constant-time equality of two strings (length leaks, content does not). */
+int secure_streq(const char *a, const char *b);
+
+/* Reads a whole file; caller frees. NULL with errno set on failure. */
+char *read_file(const char *path, size_t *len_out);
+
+/* Parses a non-negative integer environment variable; returns def when unset or invalid
+ * (an invalid value is logged). */
+long env_long(const char *name, long def);
+/* true for 1/true/yes/on, false for 0/false/no/off, def otherwise. */
+int env_bool(const char *name, int def);
+
+#endif
