@@ -1,0 +1,609 @@
+// lib.mjs — harness for codemcp's end-to-end tests (node --test).
+//
+// Owns: where things are (binary, fixtures, npm peers), temp dirs and mcp.json files, spawning
+// the real codemcp binary (through the official SDK client or a raw line client), a /proc
+// process-tree reader for zombie and leftover checks, and cleanup that always kills what a
+// test started. It never fakes codemcp behaviour: every assertion is about the real binary.
+//
+// Environment:
+//   CODEMCP_BIN           gateway binary (meson sets it; default <repo>/build/src/codemcp)
+//   CODEMCP_WORKER_BIN    worker binary, passed through to codemcp when set
+//   CODEMCP_WRAPPER       command prefix for codemcp, e.g. "valgrind --error-exitcode=99 -q"
+//   CODEMCP_TEST_TIME_FACTOR  multiplies every timeout here (slow builds: asan, valgrind)
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, afterEach } from 'node:test';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+export { Client, StdioClientTransport };
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const REPO = path.resolve(here, '..', '..');
+export const TESTS = path.join(REPO, 'tests');
+export const NODE = process.execPath;
+export const PYTHON = '/usr/bin/python3';
+export const FAKE_UPSTREAM = path.join(TESTS, 'fixtures', 'fake_upstream.py');
+export const NPM_PEERS = path.join(TESTS, 'node_modules', '@modelcontextprotocol');
+export const CODEMCP_BIN = process.env.CODEMCP_BIN || path.join(REPO, 'build', 'src', 'codemcp');
+export const TIME_FACTOR = Math.max(1, Number(process.env.CODEMCP_TEST_TIME_FACTOR) || 1);
+
+/** Scales a timeout (ms) for slow builds. */
+export function ms(n) {
+  return Math.round(n * TIME_FACTOR);
+}
+
+export function sleep(n) {
+  return new Promise((resolve) => setTimeout(resolve, n));
+}
+
+/** Rejects after `limit` ms with a message naming what was awaited. */
+export function withTimeout(promise, limit, what) {
+  let timer;
+  const t = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${limit} ms waiting for ${what}`)), limit);
+  });
+  return Promise.race([promise, t]).finally(() => clearTimeout(timer));
+}
+
+/** Polls `fn` until it returns a truthy value or `limit` ms pass; returns the last value. */
+export async function waitFor(fn, limit, step = 50) {
+  const end = Date.now() + limit;
+  for (;;) {
+    const v = await fn();
+    if (v || Date.now() >= end) return v;
+    await sleep(step);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cleanup: every process and temp dir a test creates is registered here and removed after
+// that test (root-level afterEach also runs after each subtest and `it`), even when it failed
+// or timed out. Things created with {shared: true} (e.g. in a describe's `before`) live until
+// the end of the file instead.
+
+const cleanups = [];
+const fileCleanups = [];
+
+function onCleanup(fn, shared = false) {
+  (shared ? fileCleanups : cleanups).push(fn);
+}
+
+async function runCleanups(list) {
+  while (list.length) {
+    const fn = list.pop();
+    try {
+      await fn();
+    } catch {
+      // cleanup must not mask the test's own failure
+    }
+  }
+}
+
+export async function cleanupAll() {
+  await runCleanups(cleanups);
+  await runCleanups(fileCleanups);
+}
+
+afterEach(() => runCleanups(cleanups));
+after(cleanupAll);
+
+// Last resort if the runner exits without running `after` hooks (e.g. a hard timeout).
+const liveProcs = new Set();
+process.on('exit', () => {
+  for (const p of liveProcs) killTree(p.pid, p.seen);
+});
+
+/** SIGKILLs pid, its process group when it leads one, and every pid in `seen` still alive. */
+function killTree(pid, seen = new Map()) {
+  const snap = processTable();
+  for (const d of descendantsIn(snap, pid)) seen.set(d.pid, d.start);
+  for (const [p, start] of seen) {
+    const cur = snap.get(p);
+    if (cur && cur.start === start) tryKill(p, 'SIGKILL');
+  }
+  if (pid) tryKill(pid, 'SIGKILL');
+}
+
+function tryKill(pid, sig) {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // already gone
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Temp dirs and config files.
+
+export function tempDir(prefix = 'codemcp-e2e-', { shared = false } = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }), shared);
+  return dir;
+}
+
+/** opencode-format entries for the real npm servers and the fake upstream. */
+export const servers = {
+  everything: (extra = {}) => ({
+    type: 'local',
+    command: [NODE, path.join(NPM_PEERS, 'server-everything', 'dist', 'index.js'), 'stdio'],
+    ...extra,
+  }),
+  memory: (memoryFile, extra = {}) => ({
+    type: 'local',
+    command: [NODE, path.join(NPM_PEERS, 'server-memory', 'dist', 'index.js')],
+    environment: { MEMORY_FILE_PATH: memoryFile },
+    ...extra,
+  }),
+  filesystem: (allowedDir, extra = {}) => ({
+    type: 'local',
+    command: [NODE, path.join(NPM_PEERS, 'server-filesystem', 'dist', 'index.js'), allowedDir],
+    ...extra,
+  }),
+  /** flags: argv for fake_upstream.py, e.g. ['--paginate', '2']. */
+  fake: (flags = [], extra = {}) => ({
+    type: 'local',
+    command: [PYTHON, FAKE_UPSTREAM, ...flags],
+    ...extra,
+  }),
+};
+
+/** Writes {"mcp": servers} (opencode format) to dir/mcp.json; returns the path. */
+export function writeConfig(dir, mcp, file = 'mcp.json') {
+  const p = path.join(dir, file);
+  fs.writeFileSync(p, JSON.stringify({ mcp }, null, 2));
+  return p;
+}
+
+/** Writes {"mcpServers": servers} (Claude Desktop / Cursor format); returns the path. */
+export function writeMcpServersConfig(dir, mcpServers, file = 'mcp.json') {
+  const p = path.join(dir, file);
+  fs.writeFileSync(p, JSON.stringify({ mcpServers }, null, 2));
+  return p;
+}
+
+/** The environment codemcp runs with: isolated from the user's own config. */
+export function codemcpEnv({ config, env = {}, home } = {}) {
+  const base = { ...process.env };
+  delete base.CODEMCP_CONFIG;
+  delete base.CODEMCP_DUMP;
+  delete base.CODEMCP_SMOKE;
+  const xdg = home || tempDir('codemcp-xdg-', { shared: true });
+  const out = { ...base, XDG_CONFIG_HOME: xdg };
+  if (config) out.CODEMCP_CONFIG = config;
+  return { ...out, ...env };
+}
+
+/** [command, args] to start codemcp, honouring CODEMCP_WRAPPER. */
+export function codemcpCommand(args = []) {
+  const wrapper = (process.env.CODEMCP_WRAPPER || '').trim();
+  if (!wrapper) return [CODEMCP_BIN, args];
+  const w = wrapper.split(/\s+/);
+  return [w[0], [...w.slice(1), CODEMCP_BIN, ...args]];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Spawning codemcp directly: a process with captured stdout/stderr and exit helpers.
+
+export class Proc {
+  /** opts: {args, config, env, home, cwd, shared} — see codemcpEnv; shared: keep it alive
+   *  until the end of the file instead of the end of the current test. */
+  constructor(opts = {}) {
+    const [cmd, args] = codemcpCommand(opts.args || []);
+    this.startedAt = Date.now();
+    this.child = spawn(cmd, args, {
+      env: codemcpEnv(opts),
+      cwd: opts.cwd || REPO,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    this.pid = this.child.pid;
+    this.stdout = '';
+    this.stderr = '';
+    this.seen = new Map(); // descendants ever observed: pid -> start time
+    this.exit = null; // {code, signal} once exited
+    this.child.stdout.setEncoding('utf8');
+    this.child.stderr.setEncoding('utf8');
+    this.child.stdout.on('data', (d) => {
+      this.stdout += d;
+      this.onStdout?.();
+    });
+    this.child.stderr.on('data', (d) => (this.stderr += d));
+    this.child.stdin.on('error', () => {}); // EPIPE when codemcp is already gone
+    this.exited = new Promise((resolve) => {
+      this.child.on('error', (err) => {
+        this.exit = { code: null, signal: null, error: err };
+        resolve(this.exit);
+      });
+      this.child.on('close', (code, signal) => {
+        this.exit = { code, signal };
+        liveProcs.delete(this);
+        this.onStdout?.();
+        resolve(this.exit);
+      });
+    });
+    liveProcs.add(this);
+    onCleanup(() => this.kill(), !!opts.shared);
+  }
+
+  /** Records the current descendants so leftovers can be found after exit. */
+  snapshot() {
+    const snap = processTable();
+    const d = descendantsIn(snap, this.pid);
+    for (const p of d) this.seen.set(p.pid, p.start);
+    return d;
+  }
+
+  closeStdin() {
+    this.snapshot();
+    this.child.stdin.end();
+  }
+
+  /** Waits for exit; rejects after `limit` ms. Resolves {code, signal}. */
+  waitExit(limit) {
+    return withTimeout(this.exited, limit, `codemcp (pid ${this.pid}) to exit`);
+  }
+
+  /** Stops it for good: stdin EOF, then SIGKILL of it and everything it started. */
+  async kill() {
+    if (this.exit) {
+      killTree(0, this.seen);
+      return;
+    }
+    this.snapshot();
+    try {
+      this.child.stdin.end();
+    } catch {
+      // ignore
+    }
+    await Promise.race([this.exited, sleep(500)]);
+    killTree(this.exit ? 0 : this.pid, this.seen);
+    await Promise.race([this.exited, sleep(2000)]);
+  }
+
+  /** A short excerpt of stderr for assertion messages. */
+  stderrTail(n = 3000) {
+    return this.stderr.length > n ? '…' + this.stderr.slice(-n) : this.stderr;
+  }
+}
+
+/** Runs codemcp to completion (stdin closed at once); resolves {code, signal, stdout, stderr}. */
+export async function runCodemcp(opts = {}, limit = ms(30000)) {
+  const p = new Proc(opts);
+  if (opts.input !== undefined) p.child.stdin.write(opts.input);
+  if (!opts.keepStdinOpen) p.child.stdin.end();
+  const ex = await p.waitExit(limit);
+  return { ...ex, stdout: p.stdout, stderr: p.stderr, elapsed: Date.now() - p.startedAt, proc: p };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Raw line-protocol client: write arbitrary lines, read JSON-RPC messages with timeouts.
+// Every stdout line must be a JSON object (stdout carries only MCP); violations are recorded
+// in `nonJson` and tests assert it stays empty.
+
+export class RawClient extends Proc {
+  constructor(opts = {}) {
+    super(opts);
+    this.buf = '';
+    this.messages = []; // parsed, not yet consumed
+    this.nonJson = [];
+    this.waiters = [];
+    this.nextId = 1000;
+    this.onStdout = () => this.drain();
+  }
+
+  drain() {
+    const fresh = this.stdout.slice(this.consumed || 0);
+    this.consumed = this.stdout.length;
+    this.buf += fresh;
+    let i;
+    while ((i = this.buf.indexOf('\n')) >= 0) {
+      const line = this.buf.slice(0, i).replace(/\r$/, '');
+      this.buf = this.buf.slice(i + 1);
+      if (!line.trim()) continue;
+      try {
+        const msg = JSON.parse(line);
+        if (msg === null || typeof msg !== 'object' || Array.isArray(msg)) throw new Error('not an object');
+        this.messages.push(msg);
+      } catch {
+        this.nonJson.push(line);
+      }
+    }
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w();
+  }
+
+  /** Writes one line: an object is JSON-encoded, a string is sent as is. */
+  send(msg) {
+    const line = typeof msg === 'string' ? msg : JSON.stringify(msg);
+    this.child.stdin.write(line + '\n');
+  }
+
+  /** Next message matching `pred` (removed from the queue), or rejects after `limit` ms or
+   *  when codemcp exits first. */
+  async next(pred = () => true, limit = ms(10000), what = 'a message') {
+    const end = Date.now() + limit;
+    for (;;) {
+      const idx = this.messages.findIndex(pred);
+      if (idx >= 0) return this.messages.splice(idx, 1)[0];
+      if (this.exit) {
+        throw new Error(
+          `codemcp exited (code ${this.exit.code}, signal ${this.exit.signal}) before ${what}; ` +
+            `stderr:\n${this.stderrTail()}`,
+        );
+      }
+      const left = end - Date.now();
+      if (left <= 0) throw new Error(`timed out after ${limit} ms waiting for ${what}; stderr:\n${this.stderrTail()}`);
+      await new Promise((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+  }
+
+  /** The response carrying `id` (compared as JSON, so 1 and "1" differ). */
+  response(id, limit = ms(10000)) {
+    const key = JSON.stringify(id);
+    return this.next(
+      (m) => 'id' in m && JSON.stringify(m.id) === key && !('method' in m),
+      limit,
+      `the response to id ${key}`,
+    );
+  }
+
+  /** Sends a request and resolves its response message (not just the result). */
+  async request(method, params, { id, limit } = {}) {
+    const rid = id === undefined ? this.nextId++ : id;
+    const msg = { jsonrpc: '2.0', id: rid, method };
+    if (params !== undefined) msg.params = params;
+    this.send(msg);
+    return this.response(rid, limit);
+  }
+
+  notify(method, params) {
+    const msg = { jsonrpc: '2.0', method };
+    if (params !== undefined) msg.params = params;
+    this.send(msg);
+  }
+
+  /** initialize + notifications/initialized; resolves the initialize result. */
+  async initialize(protocolVersion = '2025-11-25', limit) {
+    const r = await this.request(
+      'initialize',
+      { protocolVersion, capabilities: {}, clientInfo: { name: 'codemcp-e2e-raw', version: '0' } },
+      { limit },
+    );
+    if (!r.result) throw new Error(`initialize failed: ${JSON.stringify(r)}`);
+    this.notify('notifications/initialized');
+    return r.result;
+  }
+
+  /** Asserts nothing (other than server-initiated notifications) arrives for `quiet` ms. */
+  async expectNoResponse(quiet = 300) {
+    await sleep(quiet);
+    const responses = this.messages.filter((m) => !('method' in m));
+    return responses;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SDK client through the real binary.
+
+/** Connects an official SDK client to a fresh codemcp. Resolves {client, transport, pid,
+ *  stderr(), close()}. opts: {args, config, env, home, cwd, shared, limit,
+ *  clientCapabilities}. */
+export async function connectClient(opts = {}) {
+  const [cmd, args] = codemcpCommand(opts.args || []);
+  const transport = new StdioClientTransport({
+    command: cmd,
+    args,
+    env: codemcpEnv(opts),
+    cwd: opts.cwd || REPO,
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  transport.stderr?.setEncoding('utf8');
+  transport.stderr?.on('data', (d) => (stderr += d));
+  const client = new Client(
+    { name: 'codemcp-e2e', version: '0' },
+    { capabilities: opts.clientCapabilities || {} },
+  );
+  const seen = new Map();
+  const handle = {
+    client,
+    transport,
+    pid: undefined,
+    seen,
+    stderr: () => stderr,
+    snapshot() {
+      if (!handle.pid) return [];
+      const d = descendantsIn(processTable(), handle.pid);
+      for (const p of d) seen.set(p.pid, p.start);
+      return d;
+    },
+    async close() {
+      handle.snapshot();
+      await client.close().catch(() => {});
+      killTree(0, seen);
+    },
+  };
+  onCleanup(() => handle.close(), !!opts.shared);
+  try {
+    await client.connect(transport, { timeout: opts.limit || ms(15000) });
+  } catch (err) {
+    err.message += `\ncodemcp stderr:\n${stderr.slice(-3000)}`;
+    throw err;
+  } finally {
+    handle.pid = transport.pid;
+  }
+  return handle;
+}
+
+/** The execute_python tool from tools/list (asserting it is the only tool). */
+export async function executePythonTool(client, limit = ms(30000)) {
+  const r = await client.listTools(undefined, { timeout: limit });
+  if (r.tools.length !== 1 || r.tools[0].name !== 'execute_python') {
+    throw new Error(`expected exactly [execute_python], got ${JSON.stringify(r.tools.map((t) => t.name))}`);
+  }
+  return r.tools[0];
+}
+
+/** Tool names a real upstream reports itself (to compare with what codemcp generated). */
+export async function upstreamToolNames(entry) {
+  const [command, ...args] = entry.command;
+  const transport = new StdioClientTransport({
+    command,
+    args,
+    env: { ...process.env, ...(entry.environment || {}) },
+    stderr: 'ignore',
+  });
+  const client = new Client({ name: 'codemcp-e2e-direct', version: '0' });
+  await client.connect(transport, { timeout: ms(15000) });
+  try {
+    const names = [];
+    let cursor;
+    do {
+      const r = await client.listTools(cursor ? { cursor } : undefined, { timeout: ms(15000) });
+      names.push(...r.tools.map((t) => t.name));
+      cursor = r.nextCursor;
+    } while (cursor);
+    return names;
+  } finally {
+    await client.close();
+  }
+}
+
+const PY_KEYWORDS = new Set(
+  ('False None True and as assert async await break class continue def del elif else except ' +
+    'finally for from global if import in is lambda nonlocal not or pass raise return try while ' +
+    'with yield match case').split(' '),
+);
+
+/** The Python function name DESIGN.md specifies for server + tool (no collision handling). */
+export function sdkName(server, tool) {
+  let n = `${server}_${tool}`.replace(/[^A-Za-z0-9_]/g, '_');
+  if (/^[0-9]/.test(n)) n = '_' + n;
+  if (PY_KEYWORDS.has(n)) n += '_';
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// /proc process tree: zombies and leftovers.
+
+/** Map pid -> {pid, ppid, state, start, comm} for every process visible in /proc. */
+export function processTable() {
+  const table = new Map();
+  let entries;
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return table;
+  }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    let stat;
+    try {
+      stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
+    } catch {
+      continue; // raced with exit
+    }
+    // "pid (comm) state ppid ... starttime(22nd field)"; comm may hold spaces and parens.
+    const close = stat.lastIndexOf(')');
+    const comm = stat.slice(stat.indexOf('(') + 1, close);
+    const f = stat.slice(close + 2).split(' ');
+    table.set(Number(e), { pid: Number(e), comm, state: f[0], ppid: Number(f[1]), start: f[19] });
+  }
+  return table;
+}
+
+export function descendantsIn(table, pid) {
+  if (!pid) return [];
+  const out = [];
+  const queue = [pid];
+  while (queue.length) {
+    const p = queue.shift();
+    for (const proc of table.values()) {
+      if (proc.ppid === p) {
+        out.push(proc);
+        queue.push(proc.pid);
+      }
+    }
+  }
+  return out;
+}
+
+export function descendants(pid) {
+  return descendantsIn(processTable(), pid);
+}
+
+/** Direct children of pid in state Z (exited, not yet reaped by pid). */
+export function zombieChildren(pid) {
+  return [...processTable().values()].filter((p) => p.ppid === pid && p.state === 'Z');
+}
+
+/** Waits up to `limit` ms for pid to have no zombie children; returns the remaining ones. */
+export async function waitNoZombies(pid, limit = ms(3000)) {
+  let z = zombieChildren(pid);
+  const end = Date.now() + limit;
+  while (z.length && Date.now() < end) {
+    await sleep(50);
+    z = zombieChildren(pid);
+  }
+  return z;
+}
+
+/** Processes from `seen` (pid -> start time) that still exist, zombies included. */
+export function survivors(seen) {
+  const table = processTable();
+  const out = [];
+  for (const [pid, start] of seen) {
+    const cur = table.get(pid);
+    if (cur && cur.start === start) out.push(cur);
+  }
+  return out;
+}
+
+export function describeProcs(list) {
+  return list.map((p) => `${p.pid}(${p.comm},${p.state},ppid ${p.ppid})`).join(', ');
+}
+
+/** The pid written by fake_upstream --pid-file, or 0 while the file is absent. */
+export function readPidFile(p) {
+  try {
+    return Number(fs.readFileSync(p, 'utf8').trim()) || 0;
+  } catch {
+    return 0;
+  }
+}
+
+export function pidAlive(pid) {
+  const p = processTable().get(pid);
+  return !!p && p.state !== 'Z';
+}
+
+/** Lines of a fake_upstream --log-file, parsed. */
+export function readFakeLog(p) {
+  let text = '';
+  try {
+    text = fs.readFileSync(p, 'utf8');
+  } catch {
+    return [];
+  }
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
+}
+
+/** The project version from meson.build (what --version must print). */
+export function projectVersion() {
+  const m = fs.readFileSync(path.join(REPO, 'meson.build'), 'utf8').match(/version\s*:\s*'([^']+)'/);
+  return m ? m[1] : null;
+}
