@@ -1,0 +1,904 @@
+/* config — turns mcp.json (or a --wrap command line) into struct cfg. See config.h for the
+ * accepted formats and rules.
+ *
+ * Reads and validates only: never connects, spawns or writes. One bad entry or one missing
+ * environment variable disables that server alone (first problem found wins the reason);
+ * only an unusable file fails cfg_load. Not thread-safe (getenv, getpwuid): call it from the
+ * thread that owns configuration. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "util.h"
+
+#define MOD "config"
+
+/* ---- small helpers ---------------------------------------------------------------------- */
+
+static char *vfmt(const char *f, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, f, ap2);
+    va_end(ap2);
+    if (n < 0)
+        return xstrdup(f);
+    char *s = xmalloc((size_t)n + 1);
+    vsnprintf(s, (size_t)n + 1, f, ap);
+    return s;
+}
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...)
+{
+    va_list ap;
+    va_start(ap, f);
+    char *s = vfmt(f, ap);
+    va_end(ap);
+    return s;
+}
+
+static void set_err(char **err, const char *f, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(char **err, const char *f, ...)
+{
+    if (!err)
+        return;
+    va_list ap;
+    va_start(ap, f);
+    free(*err);
+    *err = vfmt(f, ap);
+    va_end(ap);
+}
+
+/* A growable NULL-terminated string vector; items are owned. */
+struct strv {
+    char **v;
+    size_t n, cap;
+};
+
+static void strv_push(struct strv *s, char *item)
+{
+    if (s->n + 2 > s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 8;
+        s->v = xrealloc(s->v, s->cap * sizeof(*s->v));
+    }
+    s->v[s->n++] = item;
+    s->v[s->n] = NULL;
+}
+
+/* Hands the vector to the caller: never NULL, even when empty. */
+static char **strv_steal(struct strv *s)
+{
+    char **v = s->v ? s->v : xcalloc(1, sizeof(*v));
+    memset(s, 0, sizeof(*s));
+    return v;
+}
+
+static void strv_free(char **v)
+{
+    if (!v)
+        return;
+    for (char **p = v; *p; p++)
+        free(*p);
+    free(v);
+}
+
+/* A key whose value is null counts as absent ("cwd": null is common in generated files). */
+static json_t *get(json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    return json_is_null(v) ? NULL : v;
+}
+
+static const char *jtype(const json_t *v)
+{
+    static const char *names[] = {
+        [JSON_OBJECT] = "an object", [JSON_ARRAY] = "an array", [JSON_STRING] = "a string",
+        [JSON_INTEGER] = "a number", [JSON_REAL] = "a number",  [JSON_TRUE] = "a boolean",
+        [JSON_FALSE] = "a boolean",  [JSON_NULL] = "null",
+    };
+    return names[json_typeof(v)];
+}
+
+/* $HOME, else the password database; NULL when neither knows. Borrowed. */
+static const char *home_dir(void)
+{
+    const char *h = getenv("HOME");
+    if (h && *h)
+        return h;
+    struct passwd *pw = getpwuid(getuid());
+    return pw && pw->pw_dir && *pw->pw_dir ? pw->pw_dir : NULL;
+}
+
+/* ---- shell-like splitting --------------------------------------------------------------- */
+
+/* Splits s into words like a POSIX shell would, without any expansion. 0, or -1 with *why. */
+static int split_words(const char *s, struct strv *out, const char **why)
+{
+    struct buf w = {0};
+    int in_word = 0;
+    const char *p = s;
+    while (*p) {
+        char c = *p;
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            if (in_word)
+                strv_push(out, buf_steal(&w));
+            in_word = 0;
+            p++;
+        } else if (c == '\'') {
+            const char *end = strchr(p + 1, '\'');
+            if (!end) {
+                *why = "unterminated single quote";
+                goto fail;
+            }
+            buf_append(&w, p + 1, (size_t)(end - p - 1));
+            in_word = 1;
+            p = end + 1;
+        } else if (c == '"') {
+            in_word = 1;
+            for (p++; *p != '"'; p++) {
+                if (!*p) {
+                    *why = "unterminated double quote";
+                    goto fail;
+                }
+                /* Inside double quotes a backslash only escapes these (POSIX). */
+                if (*p == '\\' && p[1] && strchr("\"\\$`\n", p[1])) {
+                    p++;
+                    if (*p == '\n')
+                        continue;
+                }
+                buf_append(&w, p, 1);
+            }
+            p++;
+        } else if (c == '\\') {
+            if (!p[1]) {
+                *why = "trailing backslash";
+                goto fail;
+            }
+            if (p[1] != '\n') { /* backslash-newline joins lines */
+                buf_append(&w, p + 1, 1);
+                in_word = 1;
+            }
+            p += 2;
+        } else {
+            buf_append(&w, p, 1);
+            in_word = 1;
+            p++;
+        }
+    }
+    if (in_word)
+        strv_push(out, buf_steal(&w));
+    return 0;
+fail:
+    buf_free(&w);
+    return -1;
+}
+
+/* ---- interpolation ---------------------------------------------------------------------- */
+
+static int name_start(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+}
+
+static int name_char(char c)
+{
+    return name_start(c) || (c >= '0' && c <= '9');
+}
+
+char *cfg_interpolate(const char *s, char **missing)
+{
+    struct buf b = {0};
+    buf_appends(&b, "");
+    for (const char *p = s; *p;) {
+        const char *name = NULL, *def = NULL, *next = NULL;
+        size_t nlen = 0, dlen = 0;
+        if (strncmp(p, "{env:", 5) == 0) {
+            /* opencode's form: any name up to the closing brace. */
+            const char *end = strchr(p + 5, '}');
+            if (end && end > p + 5 && !memchr(p + 5, '{', (size_t)(end - p - 5))) {
+                name = p + 5;
+                nlen = (size_t)(end - name);
+                next = end + 1;
+            }
+        } else if (p[0] == '$' && p[1] == '{' && name_start(p[2])) {
+            const char *q = p + 2;
+            while (name_char(*q))
+                q++;
+            if (*q == '}') {
+                name = p + 2;
+                nlen = (size_t)(q - name);
+                next = q + 1;
+            } else if (q[0] == ':' && q[1] == '-' && strchr(q + 2, '}')) {
+                name = p + 2;
+                nlen = (size_t)(q - name);
+                def = q + 2;
+                dlen = (size_t)(strchr(def, '}') - def);
+                next = def + dlen + 1;
+            }
+        }
+        if (!name) { /* not a reference: copied literally */
+            buf_append(&b, p, 1);
+            p++;
+            continue;
+        }
+        char *var = xstrndup(name, nlen);
+        const char *val = getenv(var);
+        if (def && (!val || !*val)) {
+            buf_append(&b, def, dlen);
+        } else if (val) {
+            buf_appends(&b, val);
+        } else {
+            if (missing)
+                *missing = var;
+            else
+                free(var);
+            buf_free(&b);
+            return NULL;
+        }
+        free(var);
+        p = next;
+    }
+    return buf_steal(&b);
+}
+
+/* ---- one server entry ------------------------------------------------------------------- */
+
+/* Parse state of one entry: the server being filled, its place in the file, and a scratch
+ * buffer for key paths such as "mcp.github.headers.Authorization". */
+struct ent {
+    struct cfg_server *s;
+    const char *rk; /* "mcp" or "mcpServers" */
+    int ms;         /* mcpServers format */
+    char where[512];
+};
+
+/* Formats "<rk>.<name>[.<suffix>]" into e->where (truncated if huge; it is only a message). */
+static const char *at(struct ent *e, const char *f, ...) __attribute__((format(printf, 2, 3)));
+static const char *at(struct ent *e, const char *f, ...)
+{
+    char suffix[256];
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(suffix, sizeof(suffix), f, ap);
+    va_end(ap);
+    snprintf(e->where, sizeof(e->where), "%s.%s%s%s", e->rk, e->s->name, *suffix ? "." : "",
+             suffix);
+    return e->where;
+}
+
+/* Records why the server is unusable; the first reason wins. Always returns -1. */
+static int bad(struct ent *e, const char *f, ...) __attribute__((format(printf, 2, 3)));
+static int bad(struct ent *e, const char *f, ...)
+{
+    if (e->s->disabled_reason)
+        return -1;
+    va_list ap;
+    va_start(ap, f);
+    e->s->disabled_reason = vfmt(f, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Interpolates s found at `where`; NULL (reason set) when a variable is missing. */
+static char *interp(struct ent *e, const char *s, const char *where)
+{
+    char *missing = NULL;
+    char *r = cfg_interpolate(s, &missing);
+    if (!r) {
+        bad(e, "environment variable %s is not set (used in %s)", missing, where);
+        free(missing);
+    }
+    return r;
+}
+
+/* "~" or "~/..." at the start of *p becomes the home directory. */
+static int expand_tilde(struct ent *e, char **p, const char *key)
+{
+    const char *s = *p;
+    if (s[0] != '~' || (s[1] != '/' && s[1] != '\0'))
+        return 0;
+    const char *home = home_dir();
+    if (!home)
+        return bad(e, "%s starts with ~ but HOME is not set", at(e, "%s", key));
+    char *n = fmt("%s%s", home, s + 1);
+    free(*p);
+    *p = n;
+    return 0;
+}
+
+static int opt_string(struct ent *e, json_t *obj, const char *key, char **out)
+{
+    json_t *v = get(obj, key);
+    if (!v)
+        return 0;
+    if (!json_is_string(v))
+        return bad(e, "%s must be a string, not %s", at(e, "%s", key), jtype(v));
+    *out = interp(e, json_string_value(v), at(e, "%s", key));
+    return *out ? 0 : -1;
+}
+
+static int add_items(struct ent *e, json_t *arr, const char *key, struct strv *out)
+{
+    size_t i;
+    json_t *it;
+    json_array_foreach(arr, i, it)
+    {
+        if (!json_is_string(it))
+            return bad(e, "%s must be a string, not %s", at(e, "%s[%zu]", key, i), jtype(it));
+        char *s = interp(e, json_string_value(it), at(e, "%s[%zu]", key, i));
+        if (!s)
+            return -1;
+        strv_push(out, s);
+    }
+    return 0;
+}
+
+static int header_name_ok(const char *k)
+{
+    if (!*k)
+        return 0;
+    for (; *k; k++)
+        if (!name_char(*k) && !strchr("!#$%&'*+-.^`|~", *k))
+            return 0;
+    return 1;
+}
+
+/* Reads an object of strings into "K=V" (env) or "K: V" (headers) items. Absent: empty. */
+static int string_map(struct ent *e, json_t *obj, const char *key, int headers, char ***out)
+{
+    json_t *m = get(obj, key), *v;
+    const char *k;
+    struct strv items = {0};
+    if (m && !json_is_object(m)) {
+        bad(e, "%s must be an object of strings, not %s", at(e, "%s", key), jtype(m));
+        goto fail;
+    }
+    json_object_foreach(m, k, v)
+    {
+        if (!json_is_string(v)) {
+            bad(e, "%s must be a string, not %s", at(e, "%s.%s", key, k), jtype(v));
+            goto fail;
+        }
+        if (headers ? !header_name_ok(k) : (!*k || strchr(k, '='))) {
+            bad(e, "%s: \"%s\" is not a valid %s name", at(e, "%s", key), k,
+                headers ? "header" : "environment variable");
+            goto fail;
+        }
+        char *val = interp(e, json_string_value(v), at(e, "%s.%s", key, k));
+        if (!val)
+            goto fail;
+        /* A line break in a header value would let a variable inject headers. */
+        if (headers && strpbrk(val, "\r\n")) {
+            free(val);
+            bad(e, "%s contains a line break", at(e, "%s.%s", key, k));
+            goto fail;
+        }
+        strv_push(&items, headers ? fmt("%s: %s", k, val) : fmt("%s=%s", k, val));
+        free(val);
+    }
+    *out = strv_steal(&items);
+    return 0;
+fail:
+    strv_free(items.v);
+    return -1;
+}
+
+static int parse_type(struct ent *e, json_t *v)
+{
+    json_t *t = get(v, "type"), *cmd = get(v, "command"), *url = get(v, "url");
+    if (!t) {
+        if (cmd && url)
+            return bad(e, "%s has both \"command\" and \"url\": set \"type\"", at(e, "%s", ""));
+        if (!cmd && !url)
+            return bad(e, "%s needs \"command\" (local) or \"url\" (remote)", at(e, "%s", ""));
+        e->s->type = url ? CFG_REMOTE : CFG_LOCAL;
+        return 0;
+    }
+    const char *ts = json_string_value(t);
+    static const char *local[] = {"local", "stdio"};
+    static const char *remote[] = {"remote", "http", "streamable-http", "streamableHttp", "sse"};
+    for (size_t i = 0; ts && i < sizeof(local) / sizeof(*local); i++)
+        if (strcmp(ts, local[i]) == 0) {
+            e->s->type = CFG_LOCAL;
+            return 0;
+        }
+    for (size_t i = 0; ts && i < sizeof(remote) / sizeof(*remote); i++)
+        if (strcmp(ts, remote[i]) == 0) {
+            e->s->type = CFG_REMOTE;
+            return 0;
+        }
+    return bad(e, "%s must be %s", at(e, "type"),
+               e->ms ? "\"stdio\", \"http\", \"streamable-http\" or \"sse\""
+                     : "\"local\" or \"remote\"");
+}
+
+static int parse_common(struct ent *e, json_t *v)
+{
+    struct cfg_server *s = e->s;
+    json_t *x;
+    if ((x = get(v, "enabled"))) {
+        if (!json_is_boolean(x))
+            return bad(e, "%s must be true or false, not %s", at(e, "enabled"), jtype(x));
+        s->enabled = json_is_true(x);
+    }
+    if ((x = get(v, "disabled"))) {
+        if (!json_is_boolean(x))
+            return bad(e, "%s must be true or false, not %s", at(e, "disabled"), jtype(x));
+        if (json_is_true(x))
+            s->enabled = 0;
+    }
+    if ((x = get(v, "timeout"))) {
+        double ms = json_number_value(x);
+        /* Cline and friends write seconds; nobody means a sub-second connect timeout. */
+        if (e->ms && ms > 0 && ms < 1000)
+            ms *= 1000;
+        if (!json_is_number(x) || !(ms >= 1 && ms <= INT_MAX))
+            return bad(e, "%s must be a positive number of milliseconds", at(e, "timeout"));
+        s->timeout_ms = (int)ms;
+    }
+    if ((x = get(v, "oauth"))) {
+        if (!json_is_boolean(x) && !json_is_object(x))
+            return bad(e, "%s must be false or an object, not %s", at(e, "oauth"), jtype(x));
+        s->oauth = json_incref(x);
+    }
+    if ((x = get(v, "tools"))) {
+        const char *tn, *k;
+        json_t *tv, *f;
+        if (!json_is_object(x))
+            return bad(e, "%s must be an object, not %s", at(e, "tools"), jtype(x));
+        /* Fail closed: a mistyped "enabled": "false" must not leave a tool switched on. */
+        json_object_foreach(x, tn, tv)
+        {
+            if (!json_is_object(tv))
+                return bad(e, "%s must be an object, not %s", at(e, "tools.%s", tn), jtype(tv));
+            json_object_foreach(tv, k, f)
+            {
+                if ((!strcmp(k, "enabled") || !strcmp(k, "mutation")) && !json_is_boolean(f))
+                    return bad(e, "%s must be true or false, not %s", at(e, "tools.%s.%s", tn, k),
+                               jtype(f));
+            }
+        }
+        s->tools = json_incref(x);
+    }
+    return 0;
+}
+
+/* Keys of the other format are a likely mix-up: say so instead of silently ignoring them. */
+static void hint_foreign_keys(struct ent *e, json_t *v)
+{
+    static const char *oc[][2] = {{"args", "command"}, {"env", "environment"}};
+    static const char *ms[][2] = {{"environment", "env"}};
+    size_t n = e->ms ? 1 : 2;
+    for (size_t i = 0; i < n; i++) {
+        const char *const *kv = e->ms ? ms[i] : oc[i];
+        if (json_object_get(v, kv[0]))
+            log_warn(MOD, "%s is not read in this format (use \"%s\"); ignored", at(e, "%s", kv[0]),
+                     kv[1]);
+    }
+}
+
+static int parse_local(struct ent *e, json_t *v)
+{
+    struct cfg_server *s = e->s;
+    struct strv argv = {0};
+    json_t *cmd = get(v, "command"), *args = get(v, "args");
+    if (!cmd) {
+        bad(e, "%s is missing (a local server needs a command)", at(e, "command"));
+        goto fail;
+    }
+    if (json_is_string(cmd) && e->ms) { /* mcpServers: the executable as-is */
+        char *c = interp(e, json_string_value(cmd), at(e, "command"));
+        if (!c)
+            goto fail;
+        strv_push(&argv, c);
+    } else if (json_is_string(cmd)) { /* opencode: split first, so values are never split */
+        const char *why = NULL;
+        if (split_words(json_string_value(cmd), &argv, &why) < 0) {
+            bad(e, "%s: %s", at(e, "command"), why);
+            goto fail;
+        }
+        for (size_t i = 0; i < argv.n; i++) {
+            char *w = interp(e, argv.v[i], at(e, "command"));
+            if (!w)
+                goto fail;
+            free(argv.v[i]);
+            argv.v[i] = w;
+        }
+    } else if (json_is_array(cmd)) {
+        if (add_items(e, cmd, "command", &argv) < 0)
+            goto fail;
+    } else {
+        bad(e, "%s must be %s, not %s", at(e, "command"),
+            e->ms ? "a string" : "an array of strings", jtype(cmd));
+        goto fail;
+    }
+    if (e->ms && args) {
+        if (!json_is_array(args)) {
+            bad(e, "%s must be an array of strings, not %s", at(e, "args"), jtype(args));
+            goto fail;
+        }
+        if (add_items(e, args, "args", &argv) < 0)
+            goto fail;
+    }
+    if (argv.n == 0 || !argv.v[0][0]) {
+        bad(e, "%s is empty", at(e, "command"));
+        goto fail;
+    }
+    if (expand_tilde(e, &argv.v[0], "command") < 0)
+        goto fail;
+    if (string_map(e, v, e->ms ? "env" : "environment", 0, &s->env) < 0)
+        goto fail;
+    if (opt_string(e, v, "cwd", &s->cwd) < 0 || (s->cwd && expand_tilde(e, &s->cwd, "cwd") < 0))
+        goto fail;
+    s->argv = strv_steal(&argv);
+    return 0;
+fail:
+    strv_free(argv.v);
+    return -1;
+}
+
+static int parse_remote(struct ent *e, json_t *v)
+{
+    struct cfg_server *s = e->s;
+    if (!get(v, "url"))
+        return bad(e, "%s is missing (a remote server needs a url)", at(e, "url"));
+    if (opt_string(e, v, "url", &s->url) < 0)
+        return -1;
+    /* The value is not echoed: it may carry a token. */
+    if (strncasecmp(s->url, "http://", 7) != 0 && strncasecmp(s->url, "https://", 8) != 0)
+        return bad(e, "%s must start with http:// or https://", at(e, "url"));
+    return string_map(e, v, "headers", 1, &s->headers);
+}
+
+/* Runtime fields of an unusable server are dropped so nobody half-uses them. */
+static void drop_runtime(struct cfg_server *s)
+{
+    strv_free(s->argv);
+    strv_free(s->env);
+    strv_free(s->headers);
+    free(s->cwd);
+    free(s->url);
+    s->argv = s->env = s->headers = NULL;
+    s->cwd = s->url = NULL;
+}
+
+static void parse_entry(struct cfg_server *s, const char *rk, int ms, const char *name, json_t *v)
+{
+    struct ent e = {.s = s, .rk = rk, .ms = ms};
+    s->name = xstrdup(name);
+    s->enabled = 1;
+    s->timeout_ms = CFG_DEFAULT_TIMEOUT_MS;
+    s->entry = json_incref(v);
+    if (!*name) {
+        bad(&e, "%s has a server with an empty name", rk);
+    } else if (!json_is_object(v)) {
+        bad(&e, "%s must be an object, not %s", at(&e, "%s", ""), jtype(v));
+    } else if (parse_type(&e, v) == 0 && parse_common(&e, v) == 0) {
+        hint_foreign_keys(&e, v);
+        if (s->type == CFG_LOCAL)
+            parse_local(&e, v);
+        else
+            parse_remote(&e, v);
+    }
+    if (s->disabled_reason)
+        drop_runtime(s);
+}
+
+/* ---- files -------------------------------------------------------------------------------- */
+
+const char *cfg_default_path(char *buf, size_t n)
+{
+    const char *v = getenv("CODEMCP_CONFIG");
+    int r;
+    if (v && *v) {
+        r = snprintf(buf, n, "%s", v);
+    } else if ((v = getenv("XDG_CONFIG_HOME")) && v[0] == '/') { /* XDG: relative is invalid */
+        r = snprintf(buf, n, "%s/codemcp/mcp.json", v);
+    } else {
+        const char *home = home_dir();
+        if (!home)
+            return NULL;
+        r = snprintf(buf, n, "%s/.config/codemcp/mcp.json", home);
+    }
+    return r < 0 || (size_t)r >= n ? NULL : buf;
+}
+
+static void cfg_init(struct cfg *c, const char *format)
+{
+    memset(c, 0, sizeof(*c));
+    c->format = format;
+}
+
+/* Picks the servers object of root; NULL with *err when there is none. */
+static json_t *servers_of(const char *path, json_t *root, struct cfg *out, char **err)
+{
+    json_t *mcp = json_object_get(root, "mcp"), *ms = json_object_get(root, "mcpServers");
+    if (mcp) {
+        if (!json_is_object(mcp)) {
+            set_err(err, "%s: \"mcp\" must be an object of servers, not %s", path, jtype(mcp));
+            return NULL;
+        }
+        if (ms)
+            log_warn(MOD,
+                     "%s has both \"mcp\" and \"mcpServers\": using \"mcp\", ignoring "
+                     "\"mcpServers\"",
+                     path);
+        out->format = "opencode";
+        return mcp;
+    }
+    if (ms) {
+        if (!json_is_object(ms)) {
+            set_err(err, "%s: \"mcpServers\" must be an object of servers, not %s", path,
+                    jtype(ms));
+            return NULL;
+        }
+        out->format = "mcpServers";
+        return ms;
+    }
+    set_err(err, "%s: no \"mcp\" or \"mcpServers\" object (expected {\"mcp\": {\"name\": {...}}})",
+            path);
+    return NULL;
+}
+
+int cfg_load(const char *explicit_path, struct cfg *out, char **err)
+{
+    char defbuf[PATH_MAX];
+    char *text = NULL;
+    json_t *root = NULL, *servers;
+    json_error_t jerr;
+    struct stat st;
+    size_t len = 0;
+
+    cfg_init(out, "none");
+    if (err)
+        *err = NULL;
+    const char *path =
+        explicit_path && *explicit_path ? explicit_path : cfg_default_path(defbuf, sizeof(defbuf));
+    if (!path) {
+        log_warn(MOD, "no HOME and no CODEMCP_CONFIG: starting with no servers");
+        goto none;
+    }
+    if (stat(path, &st) < 0) {
+        if (errno == ENOENT) {
+            log_info(MOD, "no config file at %s: starting with no servers", path);
+            goto none;
+        }
+        set_err(err, "%s: cannot read: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        set_err(err, "%s: is a directory, not a config file", path);
+        goto fail;
+    }
+    if (!(text = read_file(path, &len))) {
+        set_err(err, "%s: cannot read: %s", path, strerror(errno));
+        goto fail;
+    }
+    /* DECODE_ANY so a top-level scalar gets our clearer message below. */
+    if (!(root = json_loadb(text, len, JSON_DECODE_ANY, &jerr))) {
+        set_err(err, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+        goto fail;
+    }
+    if (!json_is_object(root)) {
+        set_err(err, "%s: the top level must be a JSON object, not %s", path, jtype(root));
+        goto fail;
+    }
+    if (!(servers = servers_of(path, root, out, err)))
+        goto fail;
+
+    out->path = xstrdup(path);
+    out->root = root;
+    out->n_servers = json_object_size(servers);
+    out->servers = xcalloc(out->n_servers ? out->n_servers : 1, sizeof(*out->servers));
+    const char *name;
+    json_t *v;
+    size_t i = 0;
+    int ms = strcmp(out->format, "mcpServers") == 0;
+    json_object_foreach(servers, name, v) /* insertion order = file order (jansson >= 2.8) */
+        parse_entry(&out->servers[i++], ms ? "mcpServers" : "mcp", ms, name, v);
+    free(text);
+    return 0;
+none:
+    out->root = json_object();
+    return 0;
+fail:
+    free(text);
+    json_decref(root);
+    cfg_init(out, "none");
+    return -1;
+}
+
+/* ---- --wrap ------------------------------------------------------------------------------- */
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+static int in_list(const char *s, size_t n, const char *const *list)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(s, list[i]) == 0)
+            return 1;
+    return 0;
+}
+
+#define IN(s, ...)                                                                                 \
+    in_list(s, sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *),                       \
+            (const char *[]){__VA_ARGS__})
+
+static int is_launcher(const char *prog)
+{
+    if (strncmp(prog, "python", 6) == 0 && strspn(prog + 6, "0123456789.") == strlen(prog + 6))
+        return 1;
+    return IN(prog, "node", "nodejs", "npx", "bun", "bunx", "deno", "pnpx", "uvx", "pipx");
+}
+
+/* Name of a launcher's target: a package spec or a script path (rules in config.h). */
+static char *target_name(const char *a)
+{
+    if (a[0] == '@' && strchr(a, '/')) /* @scope/pkg@version */
+        a = strchr(a, '/') + 1;
+    if (!strchr(a, '/')) { /* pkg@version, or a script in the current directory */
+        const char *ver = strchr(a + 1, '@'), *dot = strrchr(a, '.');
+        if (ver)
+            return xstrndup(a, (size_t)(ver - a));
+        if (dot && IN(dot, ".js", ".mjs", ".cjs", ".ts", ".mts", ".py"))
+            return xstrndup(a, (size_t)(dot - a));
+        return xstrdup(a);
+    }
+    struct strv comps = {0};
+    char *copy = xstrdup(a), *save = NULL, *name;
+    for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save))
+        if (strcmp(c, ".") != 0)
+            strv_push(&comps, xstrdup(c));
+    free(copy);
+    if (comps.n == 0) {
+        name = xstrdup(a);
+        goto out;
+    }
+    char *file = comps.v[comps.n - 1];
+    char *dot = strrchr(file, '.');
+    if (dot && dot != file)
+        *dot = '\0'; /* file is now the stem */
+    /* The last run of build-output directories is preceded by the package directory. */
+    size_t j = comps.n - 1;
+    while (j > 0 && !IN(comps.v[j - 1], "dist", "build", "lib", "src", "bin", "out"))
+        j--;
+    while (j > 0 && IN(comps.v[j - 1], "dist", "build", "lib", "src", "bin", "out"))
+        j--;
+    if (j > 0 && j < comps.n - 1)
+        name = xstrdup(comps.v[j - 1]);
+    else if (comps.n > 1 && IN(file, "index", "main", "__main__", "server", "cli", "app") &&
+             !IN(comps.v[comps.n - 2], "dist", "build", "lib", "src", "bin", "out"))
+        name = xstrdup(comps.v[comps.n - 2]);
+    else
+        name = xstrdup(file);
+out:
+    strv_free(strv_steal(&comps));
+    return name;
+}
+
+/* Keeps [A-Za-z0-9_-], turns the rest into '-', trims '-' at both ends. Takes s. */
+static char *sanitize_name(char *s)
+{
+    for (char *p = s; *p; p++)
+        if (!name_char(*p) && *p != '-')
+            *p = '-';
+    size_t lead = strspn(s, "-"), n = strlen(s);
+    while (n > lead && s[n - 1] == '-')
+        n--;
+    char *r = n > lead ? xstrndup(s + lead, n - lead) : xstrdup("server");
+    free(s);
+    return r;
+}
+
+static char *wrap_name(char **argv)
+{
+    const char *prog = base_name(argv[0]);
+    if (is_launcher(prog)) {
+        int run_sub = IN(prog, "deno", "bun"); /* deno run x.ts, bun run x.ts */
+        for (size_t i = 1; argv[i]; i++) {
+            if (strcmp(argv[i], "-m") == 0 && argv[i + 1])
+                return sanitize_name(xstrdup(argv[i + 1]));
+            if (argv[i][0] == '-' || (run_sub && strcmp(argv[i], "run") == 0))
+                continue;
+            return sanitize_name(target_name(argv[i]));
+        }
+    }
+    return sanitize_name(xstrdup(prog));
+}
+
+int cfg_from_wrap(const char *cmdline, const char *name, struct cfg *out, char **err)
+{
+    struct strv argv = {0};
+    const char *why = NULL;
+    cfg_init(out, "wrap");
+    if (err)
+        *err = NULL;
+    if (split_words(cmdline ? cmdline : "", &argv, &why) < 0) {
+        set_err(err, "--wrap: %s in the command line", why);
+        goto fail;
+    }
+    if (argv.n == 0 || !argv.v[0][0]) {
+        set_err(err, "--wrap: the command is empty");
+        goto fail;
+    }
+    if (name && !*name) {
+        set_err(err, "--wrap: --name must not be empty");
+        goto fail;
+    }
+    /* The entry records the command as the user wrote it, like a file entry would. */
+    json_t *cmd = json_array();
+    for (size_t i = 0; i < argv.n; i++)
+        if (json_array_append_new(cmd, json_string(argv.v[i])) < 0)
+            break;
+    char *nm = name ? xstrdup(name) : wrap_name(argv.v);
+    json_t *entry = json_pack("{s:s, s:o}", "type", "local", "command", cmd);
+    if (!entry || json_array_size(cmd) != argv.n ||
+        !(out->root = json_pack("{s:{s:O}}", "mcp", nm, entry))) {
+        set_err(err, "--wrap: the command line or name is not valid UTF-8");
+        json_decref(entry);
+        free(nm);
+        goto fail;
+    }
+    struct cfg_server *s = xcalloc(1, sizeof(*s));
+    struct ent e = {.s = s, .rk = "wrap"};
+    s->name = nm;
+    s->type = CFG_LOCAL;
+    s->enabled = 1;
+    s->timeout_ms = CFG_DEFAULT_TIMEOUT_MS;
+    s->entry = entry;
+    expand_tilde(&e, &argv.v[0], "command");
+    s->argv = strv_steal(&argv);
+    s->env = xcalloc(1, sizeof(char *));
+    if (s->disabled_reason)
+        drop_runtime(s);
+    out->servers = s;
+    out->n_servers = 1;
+    return 0;
+fail:
+    strv_free(argv.v);
+    return -1;
+}
+
+/* ---- lifetime ----------------------------------------------------------------------------- */
+
+void cfg_free(struct cfg *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->n_servers; i++) {
+        struct cfg_server *s = &c->servers[i];
+        drop_runtime(s);
+        free(s->name);
+        free(s->disabled_reason);
+        json_decref(s->tools);
+        json_decref(s->oauth);
+        json_decref(s->entry);
+    }
+    free(c->servers);
+    free(c->path);
+    json_decref(c->root);
+    cfg_init(c, "none");
+}
+
+const struct cfg_server *cfg_find(const struct cfg *c, const char *name)
+{
+    for (size_t i = 0; c && name && i < c->n_servers; i++)
+        if (strcmp(c->servers[i].name, name) == 0)
+            return &c->servers[i];
+    return NULL;
+}
