@@ -1,1 +1,255 @@
-int main(void){return 0;}
+/* main — the codemcp command line: parse arguments, load the config, wire the modules
+ * together and run the event loop.
+ *
+ * Modes: serve MCP over stdio (default), `start` (Streamable HTTP), CODEMCP_DUMP=1
+ * (print the generated SDK and the execute_python description, then exit) and
+ * CODEMCP_SMOKE='code' (run one program against the upstreams, print its envelope, exit).
+ * Shutdown order: front (cancels runs) → workers → upstreams (stdin, SIGTERM, SIGKILL)
+ * → flush stdout → stop the loop. */
+#include "catalog.h"
+#include "config.h"
+#include "control.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "loop.h"
+#include "mcp_server.h"
+#include "runs.h"
+#include "serve_stdio.h"
+#include "upstream.h"
+#include "util.h"
+#include "workers.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum mode { MODE_STDIO, MODE_DUMP, MODE_SMOKE, MODE_HTTP };
+
+static enum mode mode = MODE_STDIO;
+static struct cfg config;
+static int exit_code;
+static int shutting_down;
+static int serving;
+static struct lp_timer shutdown_deadline, flush_timer, settle_timer;
+static const char *smoke_code;
+
+static void usage(FILE *f)
+{
+    fputs("usage: codemcp [options]              serve MCP over stdio\n"
+          "       codemcp start [-p PORT] [-H HOST]  serve MCP over Streamable HTTP\n"
+          "\n"
+          "options:\n"
+          "  -c, --config PATH   mcp.json to load (default: $CODEMCP_CONFIG, else\n"
+          "                      $XDG_CONFIG_HOME/codemcp/mcp.json, else "
+          "~/.config/codemcp/mcp.json)\n"
+          "      --wrap CMDLINE  serve a single stdio upstream, no config file needed\n"
+          "      --name NAME     server name for --wrap (default: from the executable)\n"
+          "  -h, --help          this help\n"
+          "  -V, --version       print the version\n"
+          "\n"
+          "environment (see README): CODEMCP_DUMP=1 prints the generated SDK and the\n"
+          "execute_python description; CODEMCP_SMOKE='code' runs one program and exits;\n"
+          "CODEMCP_LOG=error|warn|info|debug|trace sets the stderr log level.\n",
+          f);
+}
+
+/* ---- shutdown ---------------------------------------------------------------------------- */
+
+static void stop_when_flushed(void *ud)
+{
+    (void)ud;
+    if (stdio_pending_output() == 0) {
+        lp_stop();
+        return;
+    }
+    lp_timer_start(&flush_timer, 10, stop_when_flushed, NULL);
+}
+
+static void upstreams_gone(void)
+{
+    log_debug("main", "upstreams closed");
+    stop_when_flushed(NULL);
+}
+
+static void workers_gone(void)
+{
+    up_shutdown_all(upstreams_gone);
+}
+
+static void force_stop(void *ud)
+{
+    (void)ud;
+    log_warn("main", "shutdown took too long; stopping anyway");
+    lp_stop();
+}
+
+static void begin_shutdown(void)
+{
+    if (shutting_down)
+        return;
+    shutting_down = 1;
+    lp_timer_start(&shutdown_deadline, 8000, force_stop, NULL);
+    if (mode == MODE_STDIO)
+        stdio_close();
+    if (serving)
+        wk_shutdown_all(workers_gone);
+    else
+        workers_gone();
+}
+
+/* ---- wiring ------------------------------------------------------------------------------ */
+
+static void on_smoke_done(json_t *envelope, int is_error)
+{
+    char *text = json_dumps(envelope, JSON_INDENT(2) | JSON_SORT_KEYS);
+    printf("%s\n", text ? text : "{}");
+    fflush(stdout);
+    free(text);
+    exit_code = is_error ? 1 : 0;
+    begin_shutdown();
+}
+
+static void on_settled_once(void)
+{
+    static int done;
+    if (done || !up_all_settled())
+        return;
+    done = 1;
+    lp_timer_stop(&settle_timer);
+    if (mode == MODE_DUMP) {
+        printf("%s\n# ---- execute_python description ----\n%s\n", cat_source(), cat_description());
+        fflush(stdout);
+        begin_shutdown();
+    } else if (mode == MODE_SMOKE) {
+        run_smoke(smoke_code, on_smoke_done);
+    }
+}
+
+static void on_upstreams_changed(void)
+{
+    cat_rebuild();
+    mcp_on_upstreams_changed();
+    if (up_all_settled())
+        run_dispatch();
+    on_settled_once();
+}
+
+static void on_catalog_changed(void)
+{
+    mcp_on_catalog_changed();
+    if (serving)
+        wk_on_catalog_changed();
+}
+
+static void check_settled(void *ud)
+{
+    (void)ud;
+    on_settled_once();
+}
+
+int main(int argc, char **argv)
+{
+    log_init_from_env();
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'}, {"wrap", required_argument, NULL, 'w'},
+        {"name", required_argument, NULL, 'n'},   {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},      {"port", required_argument, NULL, 'p'},
+        {"host", required_argument, NULL, 'H'},   {NULL, 0, NULL, 0},
+    };
+    const char *config_path = NULL, *wrap = NULL, *wrap_name = NULL;
+    int c;
+    while ((c = getopt_long(argc, argv, "+c:hVp:H:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            config_path = optarg;
+            break;
+        case 'w':
+            wrap = optarg;
+            break;
+        case 'n':
+            wrap_name = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'V':
+            printf("codemcp %s\n", CODEMCP_VERSION);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        if (strcmp(argv[optind], "start") == 0) {
+            fprintf(stderr, "codemcp: `start` (Streamable HTTP) is not available in this build "
+                            "yet; use stdio\n");
+            return 2;
+        }
+        fprintf(stderr, "codemcp: unknown command '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    if (env_bool("CODEMCP_DUMP", 0))
+        mode = MODE_DUMP;
+    smoke_code = getenv("CODEMCP_SMOKE");
+    if (smoke_code && *smoke_code && mode == MODE_STDIO)
+        mode = MODE_SMOKE;
+
+    char *err = NULL;
+    int rc =
+        wrap ? cfg_from_wrap(wrap, wrap_name, &config, &err) : cfg_load(config_path, &config, &err);
+    if (rc < 0) {
+        if (wrap || mode != MODE_STDIO) {
+            fprintf(stderr, "codemcp: %s\n", err ? err : "cannot load the config");
+            free(err);
+            return 1;
+        }
+        /* Serving: a broken config must not take the gateway down; serve no upstreams. */
+        log_error("config", "%s — serving with no upstream servers until it is fixed",
+                  err ? err : "cannot load the config");
+        free(err);
+        memset(&config, 0, sizeof(config));
+    }
+    log_info("main", "config: %s (%zu servers)", config.path ? config.path : "(none)",
+             config.n_servers);
+
+    if (lp_init() < 0)
+        return 1;
+    lp_on_shutdown_signal(begin_shutdown);
+    up_set_listener(on_upstreams_changed);
+    cat_set_listener(on_catalog_changed);
+    cat_init();
+
+    if (mode != MODE_DUMP) {
+        if (ctl_init() < 0)
+            return 1;
+        long workers = env_long("CODEMCP_WORKERS", 1);
+        if (wk_init((int)workers, 1) < 0) {
+            if (mode == MODE_SMOKE)
+                return 1;
+            log_error("main", "execute_python will fail until codemcp-worker is installed");
+        } else {
+            serving = 1;
+        }
+    }
+    if (mode == MODE_STDIO && stdio_serve(begin_shutdown) < 0)
+        return 1;
+    if (mode == MODE_SMOKE && !serving)
+        return 1;
+
+    up_start_all(&config);
+    lp_timer_start(&settle_timer, 0, check_settled, NULL);
+    lp_run();
+
+    run_free_all();
+    mcp_free_all();
+    ctl_free_all();
+    up_free_all();
+    cat_free();
+    lp_destroy();
+    cfg_free(&config);
+    return exit_code;
+}

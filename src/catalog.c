@@ -1,0 +1,133 @@
+/* catalog — see catalog.h. The generator itself lives in sdkgen/ (pure functions); this
+ * file only gathers its input from the registry and keeps the latest output. */
+#include "catalog.h"
+#include "log.h"
+#include "sdkgen.h"
+#include "upstream.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static struct sdk_output current;
+static int version;
+static void (*listener)(void);
+static json_t *exemplars;
+static json_t *by_server_tool; /* "server\x1ftool" -> function entry */
+
+void cat_set_listener(void (*on_change)(void))
+{
+    listener = on_change;
+}
+
+int cat_version(void)
+{
+    return version;
+}
+
+const char *cat_source(void)
+{
+    return current.source ? current.source : "";
+}
+
+const char *cat_description(void)
+{
+    return current.description ? current.description : "";
+}
+
+json_t *cat_functions(void)
+{
+    return current.functions;
+}
+
+json_t *cat_find(const char *server, const char *tool)
+{
+    char key[1024];
+    snprintf(key, sizeof(key), "%s\x1f%s", server, tool);
+    return json_object_get(by_server_tool, key);
+}
+
+static json_t *gather_input(void)
+{
+    json_t *servers = json_array();
+    for (size_t i = 0; i < up_count(); i++) {
+        struct upstream *up = up_at(i);
+        /* A crashed server keeps its functions: calls then fail with a clear ToolError
+         * instead of a NameError in the agent's code. */
+        if (!up->tools)
+            continue;
+        json_t *entry = json_pack("{s:s, s:O}", "server", up->name, "tools", up->tools);
+        if (up->cfg && up->cfg->tools)
+            json_object_set(entry, "config", up->cfg->tools);
+        json_array_append_new(servers, entry);
+    }
+    return servers;
+}
+
+static void index_functions(void)
+{
+    json_decref(by_server_tool);
+    by_server_tool = json_object();
+    const char *fn;
+    json_t *f;
+    json_object_foreach(current.functions, fn, f)
+    {
+        char key[1024];
+        snprintf(key, sizeof(key), "%s\x1f%s", json_string_value(json_object_get(f, "server")),
+                 json_string_value(json_object_get(f, "tool")));
+        json_object_set(by_server_tool, key, f);
+        json_object_set_new(f, "function", json_string(fn));
+    }
+}
+
+void cat_rebuild(void)
+{
+    json_t *input = gather_input();
+    struct sdk_output next = {0};
+    int rc = sdk_generate(input, exemplars, &next);
+    json_decref(input);
+    if (rc < 0) {
+        log_error("catalog", "SDK generation failed; keeping the previous SDK");
+        sdk_output_free(&next);
+        return;
+    }
+    int changed = !current.source || strcmp(current.source, next.source) != 0 ||
+                  strcmp(current.description, next.description) != 0;
+    if (!changed) {
+        sdk_output_free(&next);
+        return;
+    }
+    sdk_output_free(&current);
+    current = next;
+    index_functions();
+    version++;
+    log_debug("catalog", "SDK version %d: %zu functions", version,
+              json_object_size(current.functions));
+    if (listener)
+        listener();
+}
+
+void cat_set_exemplars(json_t *ex)
+{
+    if (ex && exemplars && json_equal(ex, exemplars))
+        return;
+    json_decref(exemplars);
+    exemplars = json_incref(ex);
+    cat_rebuild();
+}
+
+void cat_init(void)
+{
+    if (!current.source)
+        cat_rebuild();
+}
+
+void cat_free(void)
+{
+    sdk_output_free(&current);
+    memset(&current, 0, sizeof(current));
+    json_decref(by_server_tool);
+    by_server_tool = NULL;
+    json_decref(exemplars);
+    exemplars = NULL;
+}

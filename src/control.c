@@ -1,0 +1,445 @@
+/* control — see control.h.
+ *
+ * lws traps handled: a WS upgrade without our subprotocol binds to protocol 0 and would
+ * hang, so protocol 0 refuses every connection; messages arrive in fragments and have no
+ * size limit of their own, so we accumulate with a cap; one lws_write per WRITEABLE
+ * callback from our own queue. */
+#include "control.h"
+#include "catalog.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "loop.h"
+#include "runs.h"
+#include "upstream.h"
+#include "util.h"
+#include "workers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CTL_PROTOCOL "codemcp-control"
+
+struct out_frame {
+    struct out_frame *next;
+    size_t len;
+    unsigned char data[]; /* LWS_PRE bytes of headroom, then the text */
+};
+
+struct ctl_conn {
+    uint64_t id;
+    struct lws *wsi;
+    int slot; /* -1 until the token is accepted */
+    struct buf rx;
+    int rx_overflow;
+    struct out_frame *out_head, *out_tail;
+    struct ctl_conn *next;
+};
+
+/* One tool call routed for a worker, waiting for the upstream. */
+struct ctl_call {
+    uint64_t conn_id;
+    json_t *id;
+    char *run_id;
+    char *server, *tool;
+    int mutation;
+    uint64_t up_handle;
+    int64_t started_ms;
+    struct ctl_call *next;
+};
+
+static struct lws_vhost *vhost;
+static char url[64];
+static struct ctl_conn *conns;
+static uint64_t next_conn_id = 1;
+static struct ctl_call *calls;
+static size_t max_frame;
+
+static struct ctl_conn *conn_find(uint64_t id)
+{
+    for (struct ctl_conn *c = conns; c; c = c->next)
+        if (c->id == id)
+            return c;
+    return NULL;
+}
+
+static void conn_unlink(struct ctl_conn *c)
+{
+    for (struct ctl_conn **p = &conns; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            return;
+        }
+}
+
+int ctl_send(uint64_t conn_id, json_t *msg)
+{
+    struct ctl_conn *c = conn_find(conn_id);
+    char *text = c ? rpc_dump(msg) : NULL;
+    json_decref(msg);
+    if (!text)
+        return -1;
+    size_t len = strlen(text);
+    struct out_frame *f = xmalloc(sizeof(*f) + LWS_PRE + len);
+    f->next = NULL;
+    f->len = len;
+    memcpy(f->data + LWS_PRE, text, len);
+    free(text);
+    if (c->out_tail)
+        c->out_tail->next = f;
+    else
+        c->out_head = f;
+    c->out_tail = f;
+    lws_callback_on_writable(c->wsi);
+    return 0;
+}
+
+void ctl_close(uint64_t conn_id)
+{
+    struct ctl_conn *c = conn_find(conn_id);
+    if (c)
+        lws_set_timeout(c->wsi, 1, LWS_TO_KILL_ASYNC);
+}
+
+/* ---- tool calls ------------------------------------------------------------------------ */
+
+static void call_unlink(struct ctl_call *call)
+{
+    for (struct ctl_call **p = &calls; *p; p = &(*p)->next)
+        if (*p == call) {
+            *p = call->next;
+            return;
+        }
+}
+
+static void call_free(struct ctl_call *call)
+{
+    json_decref(call->id);
+    free(call->run_id);
+    free(call->server);
+    free(call->tool);
+    free(call);
+}
+
+static void reply_error(uint64_t conn_id, json_t *id, const char *kind, const char *message,
+                        int64_t elapsed_ms)
+{
+    ctl_send(conn_id, rpc_error(id, RPC_SERVER_ERROR, message,
+                                json_pack("{s:s, s:I}", "kind", kind, "elapsed_ms",
+                                          (json_int_t)elapsed_ms)));
+}
+
+/* Marks a result as a write for the worker's mutation report. Steals result. */
+static json_t *mark_mutation(json_t *result, int dry_run)
+{
+    json_t *meta = json_object_get(result, "_meta");
+    if (!json_is_object(meta)) {
+        meta = json_object();
+        json_object_set_new(result, "_meta", meta);
+    }
+    json_object_set_new(meta, "codemcp",
+                        json_pack("{s:b, s:b}", "mutation", 1, "dry_run", dry_run));
+    return result;
+}
+
+static void on_upstream_result(void *ud, json_t *result, const struct up_error *err)
+{
+    struct ctl_call *call = ud;
+    call_unlink(call);
+    int64_t elapsed = now_ms() - call->started_ms;
+    struct run *r = run_find(call->run_id);
+    if (r)
+        run_call_done(r);
+    if (err) {
+        reply_error(call->conn_id, call->id, err->kind, err->message, elapsed);
+    } else {
+        json_t *copy = json_deep_copy(result);
+        if (call->mutation)
+            copy = mark_mutation(copy, 0);
+        ctl_send(call->conn_id, rpc_result(call->id, copy));
+    }
+    call_free(call);
+}
+
+/* A dry-run write: a deterministic stub with the keys dependent code usually reads. */
+static json_t *dry_run_stub(const char *fn, const char *server, const char *tool, json_t *args)
+{
+    char id[512];
+    snprintf(id, sizeof(id), "dry-run:%s/%s", server, tool);
+    json_t *stub = json_pack("{s:b, s:s, s:s, s:s, s:s, s:i, s:s, s:s, s:s, s:s}", "_dry_run", 1,
+                             "function", fn, "server", server, "tool", tool, "id", id, "number", 0,
+                             "name", id, "url", "https://dry-run.invalid/", "sha",
+                             "0000000000000000000000000000000000000000", "key", id);
+    (void)args; /* never echoed: it may hold secrets */
+    char *text = json_dumps(stub, JSON_COMPACT);
+    json_t *result = json_pack("{s:[{s:s, s:s}], s:o}", "content", "type", "text", "text", text,
+                               "structuredContent", stub);
+    free(text);
+    return mark_mutation(result, 1);
+}
+
+static void handle_call_tool(struct ctl_conn *c, json_t *id, json_t *params)
+{
+    int64_t t0 = now_ms();
+    const char *run_id = json_string_value(json_object_get(params, "run_id"));
+    const char *server = json_string_value(json_object_get(params, "server"));
+    const char *tool = json_string_value(json_object_get(params, "tool"));
+    json_t *args = json_object_get(params, "args");
+    json_t *tmo = json_object_get(params, "timeout_ms");
+    if (!run_id || !server || !tool || (args && !json_is_object(args))) {
+        ctl_send(c->id, rpc_error(id, RPC_INVALID_PARAMS,
+                                  "call_tool needs run_id, server, tool and object args", NULL));
+        return;
+    }
+    struct run *r = run_find(run_id);
+    if (!r || wk_current_run(c->slot) != r) {
+        reply_error(c->id, id, "denied", "this run is not active: tool calls are refused", 0);
+        return;
+    }
+    json_t *f = cat_find(server, tool);
+    if (!f) {
+        char msg[600];
+        snprintf(msg, sizeof(msg), "no enabled tool %s on server %s", tool, server);
+        reply_error(c->id, id, "not_found", msg, 0);
+        return;
+    }
+    const char *fn = json_string_value(json_object_get(f, "function"));
+    int mutation = json_is_true(json_object_get(f, "mutation"));
+    if (mutation && run_dry(r)) {
+        ctl_send(c->id, rpc_result(id, dry_run_stub(fn, server, tool, args)));
+        run_call_done(r);
+        return;
+    }
+    if (mutation && !run_mutation_allowed(r, fn)) {
+        char msg[700];
+        snprintf(msg, sizeof(msg),
+                 "%s is a write tool and this run did not authorize it: re-send with "
+                 "\"allow_mutations\": [\"%s\"], or preview with \"dry_run\": true",
+                 fn, fn);
+        reply_error(c->id, id, "denied", msg, 0);
+        return;
+    }
+    struct ctl_call *call = xcalloc(1, sizeof(*call));
+    call->conn_id = c->id;
+    call->id = json_incref(id);
+    call->run_id = xstrdup(run_id);
+    call->server = xstrdup(server);
+    call->tool = xstrdup(tool);
+    call->mutation = mutation;
+    call->started_ms = t0;
+    struct up_error err = {0};
+    if (up_call_tool(server, tool, args, json_is_integer(tmo) ? json_integer_value(tmo) : 0,
+                     on_upstream_result, call, &call->up_handle, &err) < 0) {
+        reply_error(c->id, id, err.kind, err.message, now_ms() - t0);
+        call_free(call);
+        return;
+    }
+    call->next = calls;
+    calls = call;
+}
+
+void ctl_cancel_run_calls(const char *run_id, const char *reason)
+{
+    struct ctl_call *call = calls;
+    while (call) {
+        struct ctl_call *next = call->next;
+        if (strcmp(call->run_id, run_id) == 0) {
+            call_unlink(call);
+            up_cancel_call(call->up_handle, reason);
+            reply_error(call->conn_id, call->id, "timeout", reason, now_ms() - call->started_ms);
+            call_free(call);
+        }
+        call = next;
+    }
+}
+
+size_t ctl_calls_in_flight(void)
+{
+    size_t n = 0;
+    for (struct ctl_call *c = calls; c; c = c->next)
+        n++;
+    return n;
+}
+
+/* ---- frames ------------------------------------------------------------------------------- */
+
+static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
+{
+    if (c->slot < 0) {
+        char token[129];
+        size_t n = len < sizeof(token) - 1 ? len : sizeof(token) - 1;
+        memcpy(token, text, n);
+        token[n] = '\0';
+        c->slot = len < sizeof(token) ? wk_authenticate(token, c->id) : -1;
+        if (c->slot < 0) {
+            log_warn("control", "connection %llu sent a wrong token: closing it",
+                     (unsigned long long)c->id);
+            lws_set_timeout(c->wsi, 1, LWS_TO_KILL_ASYNC);
+        }
+        return;
+    }
+    json_error_t jerr;
+    json_t *msg = json_loadb(text, len, 0, &jerr);
+    if (!msg) {
+        ctl_send(c->id, rpc_error(NULL, RPC_PARSE_ERROR, jerr.text, NULL));
+        return;
+    }
+    const char *why;
+    enum rpc_kind kind = rpc_classify(msg, &why);
+    if (kind == RPC_REQUEST &&
+        strcmp(json_string_value(json_object_get(msg, "method")), "call_tool") == 0) {
+        json_t *params = json_object_get(msg, "params");
+        handle_call_tool(c, json_object_get(msg, "id"), params);
+    } else if (kind == RPC_INVALID) {
+        ctl_send(c->id, rpc_error(json_object_get(msg, "id"), RPC_INVALID_REQUEST, why, NULL));
+    } else if (kind == RPC_REQUEST) {
+        ctl_send(c->id, rpc_error(json_object_get(msg, "id"), RPC_METHOD_NOT_FOUND,
+                                  "workers may only send call_tool", NULL));
+    } else {
+        wk_on_message(c->slot, msg);
+    }
+    json_decref(msg);
+}
+
+static int refuse_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                           size_t len)
+{
+    (void)wsi;
+    (void)user;
+    (void)in;
+    (void)len;
+    switch (reason) {
+    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: /* upgrade without our subprotocol */
+    case LWS_CALLBACK_HTTP:
+        return -1;
+    default:
+        return 0;
+    }
+}
+
+static int ctl_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                        size_t len)
+{
+    struct ctl_conn *c = user;
+    switch (reason) {
+    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: {
+        char uri[64];
+        if (lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) < 0 ||
+            strcmp(uri, "/control") != 0)
+            return -1;
+        return 0;
+    }
+    case LWS_CALLBACK_ESTABLISHED:
+        memset(c, 0, sizeof(*c));
+        c->id = next_conn_id++;
+        c->wsi = wsi;
+        c->slot = -1;
+        c->next = conns;
+        conns = c;
+        return 0;
+    case LWS_CALLBACK_RECEIVE:
+        if (!c->rx_overflow) {
+            if (c->rx.len + len > max_frame) {
+                c->rx_overflow = 1;
+                buf_free(&c->rx);
+            } else {
+                buf_append(&c->rx, in, len);
+            }
+        }
+        if (lws_is_final_fragment(wsi) && !lws_remaining_packet_payload(wsi)) {
+            if (c->rx_overflow) {
+                log_warn("control", "worker frame over %zu bytes refused", max_frame);
+                c->rx_overflow = 0;
+                ctl_send(c->id, rpc_error(NULL, RPC_INVALID_REQUEST, "frame too large", NULL));
+            } else if (c->rx.len) {
+                char *text = c->rx.data;
+                size_t n = c->rx.len;
+                c->rx.data = NULL;
+                c->rx.len = c->rx.cap = 0;
+                handle_frame(c, text, n);
+                free(text);
+            }
+        }
+        return 0;
+    case LWS_CALLBACK_SERVER_WRITEABLE: {
+        struct out_frame *f = c->out_head;
+        if (!f)
+            return 0;
+        c->out_head = f->next;
+        if (!c->out_head)
+            c->out_tail = NULL;
+        int n = lws_write(wsi, f->data + LWS_PRE, f->len, LWS_WRITE_TEXT);
+        free(f);
+        if (n < 0)
+            return -1;
+        if (c->out_head)
+            lws_callback_on_writable(wsi);
+        return 0;
+    }
+    case LWS_CALLBACK_CLOSED: {
+        conn_unlink(c);
+        while (c->out_head) {
+            struct out_frame *f = c->out_head;
+            c->out_head = f->next;
+            free(f);
+        }
+        buf_free(&c->rx);
+        /* Calls of this connection can no longer be answered: cancel them upstream. */
+        struct ctl_call *call = calls;
+        while (call) {
+            struct ctl_call *next = call->next;
+            if (call->conn_id == c->id) {
+                call_unlink(call);
+                up_cancel_call(call->up_handle, "the worker went away");
+                call_free(call);
+            }
+            call = next;
+        }
+        if (c->slot >= 0)
+            wk_on_disconnect(c->slot, c->id);
+        return 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+static const struct lws_protocols ctl_protocols[] = {
+    {"codemcp-refuse", refuse_callback, 0, 0, 0, NULL, 0},
+    {CTL_PROTOCOL, ctl_callback, sizeof(struct ctl_conn), 65536, 0, NULL, 0},
+    {NULL, NULL, 0, 0, 0, NULL, 0},
+};
+
+int ctl_init(void)
+{
+    max_frame = (size_t)env_long("CODEMCP_CONTROL_MAX_FRAME", 64L << 20);
+    struct lws_context_creation_info vi;
+    memset(&vi, 0, sizeof(vi));
+    vi.port = 0; /* the kernel picks a free port */
+    vi.iface = "127.0.0.1";
+    vi.protocols = ctl_protocols;
+    vi.vhost_name = "codemcp-control";
+    vi.options = LWS_SERVER_OPTION_DISABLE_IPV6;
+    vhost = lws_create_vhost(lp_context(), &vi);
+    if (!vhost) {
+        log_error("control", "cannot listen on 127.0.0.1 for the worker control channel");
+        return -1;
+    }
+    int port = lws_get_vhost_listen_port(vhost);
+    snprintf(url, sizeof(url), "ws://127.0.0.1:%d/control", port);
+    log_debug("control", "listening on %s", url);
+    return 0;
+}
+
+const char *ctl_url(void)
+{
+    return url;
+}
+
+void ctl_free_all(void)
+{
+    while (calls) {
+        struct ctl_call *c = calls;
+        calls = c->next;
+        call_free(c);
+    }
+}

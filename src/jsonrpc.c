@@ -1,0 +1,112 @@
+/* jsonrpc — see jsonrpc.h. */
+#include "jsonrpc.h"
+
+#include <string.h>
+
+enum rpc_kind rpc_classify(json_t *msg, const char **why)
+{
+    *why = NULL;
+    if (!json_is_object(msg)) {
+        *why = "a JSON-RPC message must be an object";
+        return RPC_INVALID;
+    }
+    json_t *v = json_object_get(msg, "jsonrpc");
+    if (!json_is_string(v) || strcmp(json_string_value(v), "2.0") != 0) {
+        *why = "\"jsonrpc\" must be \"2.0\"";
+        return RPC_INVALID;
+    }
+    json_t *id = json_object_get(msg, "id");
+    json_t *method = json_object_get(msg, "method");
+    if (id && !json_is_string(id) && !json_is_integer(id) && !json_is_null(id)) {
+        *why = "\"id\" must be a string or an integer";
+        return RPC_INVALID;
+    }
+    if (method) {
+        if (!json_is_string(method)) {
+            *why = "\"method\" must be a string";
+            return RPC_INVALID;
+        }
+        json_t *params = json_object_get(msg, "params");
+        if (params && !json_is_object(params) && !json_is_array(params)) {
+            *why = "\"params\" must be an object or an array";
+            return RPC_INVALID;
+        }
+        return id && !json_is_null(id) ? RPC_REQUEST : RPC_NOTIFICATION;
+    }
+    if (id && (json_object_get(msg, "result") || json_object_get(msg, "error")))
+        return RPC_RESPONSE;
+    *why = "neither a request (\"method\") nor a response (\"result\"/\"error\")";
+    return RPC_INVALID;
+}
+
+json_t *rpc_result(json_t *id, json_t *result)
+{
+    return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "result",
+                     result ? result : json_object());
+}
+
+json_t *rpc_error(json_t *id, int code, const char *message, json_t *data)
+{
+    json_t *err = json_pack("{s:i, s:s}", "code", code, "message", message);
+    if (data)
+        json_object_set_new(err, "data", data);
+    return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error",
+                     err);
+}
+
+json_t *rpc_request(json_t *id, const char *method, json_t *params)
+{
+    json_t *m = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", method);
+    if (id)
+        json_object_set(m, "id", id);
+    if (params)
+        json_object_set_new(m, "params", params);
+    return m;
+}
+
+char *rpc_dump(json_t *msg)
+{
+    return json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+void rpc_lines_feed(struct rpc_lines *l, const char *data, size_t len, rpc_line_cb cb, void *ud)
+{
+    while (len) {
+        const char *nl = memchr(data, '\n', len);
+        size_t take = nl ? (size_t)(nl - data) : len;
+        if (!l->discarding) {
+            if (l->max_line && l->buf.len + take > l->max_line) {
+                l->discarding = 1;
+                buf_reset(&l->buf);
+            } else {
+                buf_append(&l->buf, data, take);
+            }
+        }
+        if (!nl)
+            return;
+        data += take + 1;
+        len -= take + 1;
+        if (l->discarding) {
+            l->discarding = 0;
+            cb(ud, NULL, 0);
+            continue;
+        }
+        size_t n = l->buf.len;
+        if (n && l->buf.data[n - 1] == '\r')
+            n--;
+        if (n) {
+            /* Copy out: the callback may feed more data or free the framer's owner. */
+            char *line = xstrndup(l->buf.data, n);
+            buf_reset(&l->buf);
+            cb(ud, line, n);
+            free(line);
+        } else {
+            buf_reset(&l->buf);
+        }
+    }
+}
+
+void rpc_lines_free(struct rpc_lines *l)
+{
+    buf_free(&l->buf);
+}

@@ -1,0 +1,528 @@
+/* loop — the gateway's single-threaded event loop on libwebsockets. See loop.h.
+ *
+ * Raw descriptors are adopted into a private vhost ("lp-raw") as LWS_ADOPT_RAW_FILE_DESC;
+ * lws polls them and we do the read()/write() ourselves, so partial writes are buffered
+ * here and never block. SIGCHLD/SIGTERM/SIGINT arrive through a signalfd adopted the same
+ * way. Traps of lws 4.1 handled here: EVENT_WAIT_CANCELLED reaches every protocol (we only
+ * act in ours), lws closes adopted fds itself, pipe EOF may arrive as RAW_CLOSE_FILE with
+ * data still unread (we drain first), and ignored SIGPIPE survives exec (reset in child). */
+#include "loop.h"
+#include "log.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct lp_io {
+    struct lws *wsi;
+    int fd;
+    int closing;
+    int closed;
+    const struct lp_io_ops *ops;
+    void *ud;
+    struct buf out;
+};
+
+struct child_watch {
+    pid_t pid;
+    void (*cb)(void *ud, pid_t pid, int status);
+    void *ud;
+};
+
+struct posted {
+    void (*fn)(void *ud);
+    void *ud;
+    struct posted *next;
+};
+
+static struct lws_context *ctx;
+static struct lws_vhost *raw_vhost;
+static volatile int stop_flag;
+static int sig_fd = -1;
+static void (*shutdown_cb)(void);
+static int shutdown_signalled;
+
+static struct child_watch *children;
+static size_t n_children, cap_children;
+
+static pthread_mutex_t post_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct posted *post_head, *post_tail;
+
+struct lws_context *lp_context(void)
+{
+    return ctx;
+}
+
+static void drain_posted(void)
+{
+    pthread_mutex_lock(&post_lock);
+    struct posted *p = post_head;
+    post_head = post_tail = NULL;
+    pthread_mutex_unlock(&post_lock);
+    while (p) {
+        struct posted *next = p->next;
+        p->fn(p->ud);
+        free(p);
+        p = next;
+    }
+}
+
+void lp_post(void (*fn)(void *ud), void *ud)
+{
+    struct posted *p = xcalloc(1, sizeof(*p));
+    p->fn = fn;
+    p->ud = ud;
+    pthread_mutex_lock(&post_lock);
+    if (post_tail)
+        post_tail->next = p;
+    else
+        post_head = p;
+    post_tail = p;
+    pthread_mutex_unlock(&post_lock);
+    if (ctx)
+        lws_cancel_service(ctx);
+}
+
+/* ---- children ---------------------------------------------------------------------- */
+
+static struct child_watch *find_child(pid_t pid)
+{
+    for (size_t i = 0; i < n_children; i++)
+        if (children[i].pid == pid)
+            return &children[i];
+    return NULL;
+}
+
+void lp_on_child_exit(pid_t pid, void (*cb)(void *ud, pid_t pid, int status), void *ud)
+{
+    struct child_watch *w = find_child(pid);
+    if (w) {
+        w->cb = cb;
+        w->ud = ud;
+    }
+}
+
+void lp_forget_child(pid_t pid)
+{
+    struct child_watch *w = find_child(pid);
+    if (w)
+        w->cb = NULL;
+}
+
+int lp_children_alive(void)
+{
+    return (int)n_children;
+}
+
+static void reap_children(void)
+{
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0)
+            break;
+        struct child_watch *w = find_child(pid);
+        if (!w)
+            continue;
+        struct child_watch copy = *w;
+        *w = children[--n_children];
+        if (copy.cb)
+            copy.cb(copy.ud, pid, status);
+    }
+}
+
+static void child_exec(const struct lp_spawn_opts *o, int in[2], int out[2], int err[2],
+                       int report_fd)
+{
+    sigset_t all;
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    setpgid(0, 0);
+    int devnull = open("/dev/null", O_RDWR);
+    dup2(o->want_stdin ? in[0] : devnull, 0);
+    dup2(o->want_stdout ? out[1] : devnull, 1);
+    dup2(o->want_stderr ? err[1] : devnull, 2);
+    if (o->rlimit_as_mb > 0) {
+        struct rlimit rl = {.rlim_cur = (rlim_t)o->rlimit_as_mb << 20,
+                            .rlim_max = (rlim_t)o->rlimit_as_mb << 20};
+        setrlimit(RLIMIT_AS, &rl);
+    }
+    if (o->cwd && chdir(o->cwd) != 0)
+        goto fail;
+    if (o->clear_env)
+        clearenv();
+    for (char *const *e = o->env; e && *e; e++)
+        putenv(*e);
+    /* Close inherited descriptors except the CLOEXEC report pipe, which exec closes. */
+    if (report_fd > 3)
+        close_range(3, (unsigned)report_fd - 1, 0);
+    close_range((unsigned)report_fd + 1, ~0U, 0);
+    execvp(o->argv[0], o->argv);
+fail:;
+    int e = errno;
+    (void)!write(report_fd, &e, sizeof(e));
+    _exit(127);
+}
+
+pid_t lp_spawn(const struct lp_spawn_opts *o, int fds[3], char *err_msg, size_t err_len)
+{
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, rep[2] = {-1, -1};
+    pid_t pid = -1;
+    fds[0] = fds[1] = fds[2] = -1;
+    if ((o->want_stdin && pipe2(in, O_CLOEXEC) < 0) ||
+        (o->want_stdout && pipe2(out, O_CLOEXEC) < 0) ||
+        (o->want_stderr && pipe2(err, O_CLOEXEC) < 0) || pipe2(rep, O_CLOEXEC) < 0) {
+        snprintf(err_msg, err_len, "pipe: %s", strerror(errno));
+        goto fail;
+    }
+    pid = fork();
+    if (pid < 0) {
+        snprintf(err_msg, err_len, "fork: %s", strerror(errno));
+        goto fail;
+    }
+    if (pid == 0) {
+        close(rep[0]);
+        /* Keep only the report pipe (CLOEXEC) above fd 2 after the dup2s. */
+        child_exec(o, in, out, err, rep[1]);
+    }
+    close(rep[1]);
+    rep[1] = -1;
+    int child_errno = 0;
+    ssize_t n;
+    do
+        n = read(rep[0], &child_errno, sizeof(child_errno));
+    while (n < 0 && errno == EINTR);
+    close(rep[0]);
+    rep[0] = -1;
+    if (n == (ssize_t)sizeof(child_errno)) {
+        int st;
+        waitpid(pid, &st, 0);
+        snprintf(err_msg, err_len, "cannot run %s: %s", o->argv[0], strerror(child_errno));
+        errno = child_errno;
+        pid = -1;
+        goto fail;
+    }
+    if (n_children == cap_children) {
+        cap_children = cap_children ? cap_children * 2 : 8;
+        children = xrealloc(children, cap_children * sizeof(*children));
+    }
+    children[n_children++] = (struct child_watch){.pid = pid};
+    if (o->want_stdin) {
+        close(in[0]);
+        fds[0] = in[1];
+    }
+    if (o->want_stdout) {
+        close(out[1]);
+        fds[1] = out[0];
+    }
+    if (o->want_stderr) {
+        close(err[1]);
+        fds[2] = err[0];
+    }
+    return pid;
+fail:
+    for (int *p = &in[0]; p <= &in[1]; p++)
+        if (*p >= 0)
+            close(*p);
+    for (int *p = &out[0]; p <= &out[1]; p++)
+        if (*p >= 0)
+            close(*p);
+    for (int *p = &err[0]; p <= &err[1]; p++)
+        if (*p >= 0)
+            close(*p);
+    if (rep[0] >= 0)
+        close(rep[0]);
+    if (rep[1] >= 0)
+        close(rep[1]);
+    return -1;
+}
+
+/* ---- raw descriptors ------------------------------------------------------------- */
+
+static void io_deliver_read(struct lp_io *io)
+{
+    char chunk[65536];
+    for (;;) {
+        ssize_t n = read(io->fd, chunk, sizeof(chunk));
+        if (n > 0) {
+            if (io->ops && io->ops->on_read && !io->closing)
+                io->ops->on_read(io->ud, chunk, (size_t)n);
+            if ((size_t)n < sizeof(chunk))
+                return;
+            continue;
+        }
+        return;
+    }
+}
+
+static void handle_signalfd(void)
+{
+    struct signalfd_siginfo si;
+    while (read(sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        if (si.ssi_signo == SIGCHLD) {
+            reap_children();
+        } else if (!shutdown_signalled) {
+            shutdown_signalled = 1;
+            log_info("loop", "signal %u: shutting down", si.ssi_signo);
+            if (shutdown_cb)
+                shutdown_cb();
+            else
+                lp_stop();
+        }
+    }
+}
+
+static int raw_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                        size_t len)
+{
+    (void)user;
+    (void)in;
+    (void)len;
+    struct lp_io *io = wsi ? lws_get_opaque_user_data(wsi) : NULL;
+    switch (reason) {
+    case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+        drain_posted();
+        return 0;
+    case LWS_CALLBACK_RAW_RX_FILE:
+        if (!io)
+            return 0;
+        if (io->fd == sig_fd) {
+            handle_signalfd();
+            return 0;
+        }
+        {
+            char chunk[65536];
+            ssize_t n = read(io->fd, chunk, sizeof(chunk));
+            if (n > 0) {
+                if (io->ops && io->ops->on_read && !io->closing)
+                    io->ops->on_read(io->ud, chunk, (size_t)n);
+                return 0;
+            }
+            if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return 0;
+            return -1; /* EOF or error */
+        }
+    case LWS_CALLBACK_RAW_WRITEABLE_FILE:
+        if (!io)
+            return 0;
+        while (io->out.len) {
+            ssize_t n = write(io->fd, io->out.data, io->out.len);
+            if (n < 0) {
+                if (errno == EAGAIN || errno == EINTR)
+                    break;
+                log_debug("loop", "write fd %d: %s", io->fd, strerror(errno));
+                return -1;
+            }
+            buf_consume(&io->out, (size_t)n);
+        }
+        if (io->out.len)
+            lws_callback_on_writable(wsi);
+        else if (io->closing)
+            return -1;
+        return 0;
+    case LWS_CALLBACK_RAW_CLOSE_FILE:
+        if (!io)
+            return 0;
+        if (!io->closing)
+            io_deliver_read(io);
+        io->closed = 1;
+        lws_set_opaque_user_data(wsi, NULL);
+        if (io->ops && io->ops->on_close)
+            io->ops->on_close(io->ud);
+        buf_free(&io->out);
+        free(io);
+        return 0; /* lws closes the fd */
+    default:
+        return 0;
+    }
+}
+
+static const struct lws_protocols raw_protocols[] = {
+    {"lp-raw", raw_callback, 0, 0, 0, NULL, 0},
+    {NULL, NULL, 0, 0, 0, NULL, 0}, /* lws 4.1 has no LWS_PROTOCOL_LIST_TERM */
+};
+
+struct lp_io *lp_io_watch(int fd, int readable, const struct lp_io_ops *ops, void *ud)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    struct lp_io *io = xcalloc(1, sizeof(*io));
+    io->fd = fd;
+    io->ops = ops;
+    io->ud = ud;
+    lws_sock_file_fd_type u;
+    u.filefd = (lws_filefd_type)(intptr_t)fd;
+    io->wsi = lws_adopt_descriptor_vhost(raw_vhost, LWS_ADOPT_RAW_FILE_DESC, u, "lp-raw", NULL);
+    if (!io->wsi) {
+        log_error("loop", "cannot watch fd %d", fd);
+        close(fd);
+        free(io);
+        return NULL;
+    }
+    lws_set_opaque_user_data(io->wsi, io);
+    if (!readable)
+        lws_rx_flow_control(io->wsi, 0);
+    return io;
+}
+
+int lp_io_write(struct lp_io *io, const void *data, size_t len)
+{
+    if (!io || io->closing || io->closed)
+        return -1;
+    /* Try directly first: most writes fit in the pipe and need no poll round. */
+    if (!io->out.len) {
+        ssize_t n = write(io->fd, data, len);
+        if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            log_debug("loop", "write fd %d: %s", io->fd, strerror(errno));
+            n = 0;
+            buf_append(&io->out, data, len); /* the writable callback reports the error */
+            lws_callback_on_writable(io->wsi);
+            return 0;
+        }
+        if (n < 0)
+            n = 0;
+        data = (const char *)data + n;
+        len -= (size_t)n;
+        if (!len)
+            return 0;
+    }
+    buf_append(&io->out, data, len);
+    lws_callback_on_writable(io->wsi);
+    return 0;
+}
+
+size_t lp_io_pending(struct lp_io *io)
+{
+    return io ? io->out.len : 0;
+}
+
+void lp_io_close(struct lp_io *io)
+{
+    if (!io || io->closing)
+        return;
+    io->closing = 1;
+    if (io->out.len)
+        lws_callback_on_writable(io->wsi);
+    else
+        lws_set_timeout(io->wsi, 1, LWS_TO_KILL_ASYNC);
+}
+
+/* ---- timers -------------------------------------------------------------------------- */
+
+static void timer_fired(lws_sorted_usec_list_t *sul)
+{
+    struct lp_timer *t = lws_container_of(sul, struct lp_timer, sul);
+    if (t->cb)
+        t->cb(t->ud);
+}
+
+void lp_timer_start(struct lp_timer *t, int64_t ms, void (*cb)(void *ud), void *ud)
+{
+    t->cb = cb;
+    t->ud = ud;
+    lws_sul_schedule(ctx, 0, &t->sul, timer_fired, (lws_usec_t)(ms < 0 ? 0 : ms) * 1000);
+}
+
+void lp_timer_stop(struct lp_timer *t)
+{
+    lws_sul_cancel(&t->sul);
+}
+
+/* ---- context --------------------------------------------------------------------------- */
+
+static void lws_log_emit(int level, const char *line)
+{
+    enum log_level l = level == LLL_ERR ? LOG_ERROR : level == LLL_WARN ? LOG_WARN : LOG_DEBUG;
+    log_write(l, "lws", "%s", line);
+}
+
+int lp_init(void)
+{
+    lws_set_log_level(LLL_ERR | LLL_WARN, lws_log_emit);
+
+    /* Signals become events: block them here (threads created later inherit the mask). */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sig_fd < 0) {
+        log_error("loop", "signalfd: %s", strerror(errno));
+        return -1;
+    }
+
+    struct lws_context_creation_info info;
+    memset(&info, 0, sizeof(info));
+    info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
+    info.port = CONTEXT_PORT_NO_LISTEN;
+    info.gid = (gid_t)-1;
+    info.uid = (uid_t)-1;
+    ctx = lws_create_context(&info);
+    if (!ctx) {
+        log_error("loop", "cannot create the libwebsockets context");
+        return -1;
+    }
+    struct lws_context_creation_info vi;
+    memset(&vi, 0, sizeof(vi));
+    vi.port = CONTEXT_PORT_NO_LISTEN_SERVER;
+    vi.protocols = raw_protocols;
+    vi.vhost_name = "lp-raw";
+    raw_vhost = lws_create_vhost(ctx, &vi);
+    if (!raw_vhost) {
+        log_error("loop", "cannot create the raw vhost");
+        return -1;
+    }
+    if (!lp_io_watch(sig_fd, 1, NULL, NULL))
+        return -1;
+    return 0;
+}
+
+void lp_run(void)
+{
+    while (!stop_flag) {
+        if (lws_service(ctx, 0) < 0)
+            break;
+    }
+}
+
+void lp_stop(void)
+{
+    stop_flag = 1;
+    if (ctx)
+        lws_cancel_service(ctx);
+}
+
+int lp_stopping(void)
+{
+    return stop_flag;
+}
+
+void lp_on_shutdown_signal(void (*cb)(void))
+{
+    shutdown_cb = cb;
+}
+
+void lp_destroy(void)
+{
+    if (ctx)
+        lws_context_destroy(ctx);
+    ctx = NULL;
+    drain_posted();
+    free(children);
+    children = NULL;
+    n_children = cap_children = 0;
+}

@@ -1,0 +1,82 @@
+/* loop — the gateway's one event loop (a libwebsockets context on the main thread).
+ *
+ * Owns: the lws context, watched file descriptors (stdin/stdout, child pipes), timers,
+ * child processes (spawn, SIGCHLD reaping through a signalfd), shutdown signals, and the
+ * one cross-thread entry point (lp_post). Everything here runs on the loop thread except
+ * lp_post(), which any thread may call.
+ *
+ * Nothing registered here may block: callbacks get data that is already read, and writes
+ * are buffered and flushed when the descriptor is writable. */
+#ifndef CODEMCP_LOOP_H
+#define CODEMCP_LOOP_H
+
+#include <libwebsockets.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct lp_io;
+
+struct lp_io_ops {
+    /* Bytes read from the descriptor (never zero-length). */
+    void (*on_read)(void *ud, const char *data, size_t len);
+    /* The descriptor reached EOF/error and is closed; the lp_io is freed after this. */
+    void (*on_close)(void *ud);
+};
+
+/* Creates the context. Other modules add their vhosts through lp_context(). 0 / -1. */
+int lp_init(void);
+struct lws_context *lp_context(void);
+/* Runs until lp_stop(). */
+void lp_run(void);
+void lp_stop(void);
+int lp_stopping(void);
+void lp_destroy(void);
+
+/* Watches fd (made non-blocking). `readable`: deliver reads; write-only pipes pass 0.
+ * The loop owns the fd from now on and closes it. NULL on failure (fd closed). */
+struct lp_io *lp_io_watch(int fd, int readable, const struct lp_io_ops *ops, void *ud);
+/* Queues bytes for writing (copied). Never blocks. -1 if the io is closing. */
+int lp_io_write(struct lp_io *io, const void *data, size_t len);
+/* Bytes queued and not yet written. */
+size_t lp_io_pending(struct lp_io *io);
+/* Closes after flushing what is queued (on_close still fires). */
+void lp_io_close(struct lp_io *io);
+
+/* One-shot timer owned by the caller (embed it; zero it before first use). */
+struct lp_timer {
+    lws_sorted_usec_list_t sul;
+    void (*cb)(void *ud);
+    void *ud;
+};
+void lp_timer_start(struct lp_timer *t, int64_t ms, void (*cb)(void *ud), void *ud);
+void lp_timer_stop(struct lp_timer *t);
+
+/* Spawns argv with extra env ("K=V", may be NULL), cwd (may be NULL), and optionally a
+ * fresh environment (clear_env: start from nothing but `env`). Pipes for stdin/stdout/
+ * stderr are returned in fds[0..2] (parent ends; -1 where not wanted: want_* = 0 gives
+ * /dev/null). SIGPIPE and the signal mask are restored in the child. rlimit_as_mb > 0
+ * caps the child's address space. Returns the pid or -1 (errno set; *err_msg says why). */
+struct lp_spawn_opts {
+    char *const *argv;
+    char *const *env;
+    int clear_env;
+    const char *cwd;
+    int want_stdin, want_stdout, want_stderr;
+    long rlimit_as_mb;
+};
+pid_t lp_spawn(const struct lp_spawn_opts *o, int fds[3], char *err_msg, size_t err_len);
+/* Calls cb once when pid exits (status as from waitpid). One watcher per pid. */
+void lp_on_child_exit(pid_t pid, void (*cb)(void *ud, pid_t pid, int status), void *ud);
+/* Forgets the watcher (the child is still reaped). */
+void lp_forget_child(pid_t pid);
+/* How many spawned children have not been reaped yet. */
+int lp_children_alive(void);
+
+/* Runs fn(ud) on the loop thread soon. Safe from any thread. */
+void lp_post(void (*fn)(void *ud), void *ud);
+
+/* Called on SIGTERM/SIGINT (once); default: lp_stop(). */
+void lp_on_shutdown_signal(void (*cb)(void));
+
+#endif

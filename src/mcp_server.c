@@ -1,0 +1,356 @@
+/* mcp_server — MCP method handling for any transport. See mcp_server.h.
+ *
+ * Error codes: -32700 unparsable JSON, -32600 not a valid request, -32601 unknown
+ * method, -32602 bad params (also an unknown tool name, as the MCP spec asks). The first
+ * tools/list of a session waits until every upstream has connected or given up, so
+ * clients that snapshot the tool list once still see every tool. */
+#include "mcp_server.h"
+#include "catalog.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "runs.h"
+#include "upstream.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const mcp_protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
+                                             NULL};
+
+struct mcp_session {
+    uint64_t id;
+    char *label;
+    mcp_send_fn send;
+    void *tud;
+    char *protocol_version;
+    int initialized;
+    int log_level;
+    int listed_version;    /* catalog version last sent in tools/list; 0 = never listed */
+    int notified_version;  /* catalog version we last sent list_changed for */
+    json_t *waiting_lists; /* ids of tools/list requests waiting for upstreams */
+    struct mcp_session *next;
+};
+
+static struct mcp_session *sessions;
+static uint64_t next_session_id = 1;
+
+int mcp_protocol_supported(const char *v)
+{
+    for (int i = 0; mcp_protocol_versions[i]; i++)
+        if (strcmp(v, mcp_protocol_versions[i]) == 0)
+            return 1;
+    return 0;
+}
+
+uint64_t mcp_session_id(struct mcp_session *s)
+{
+    return s->id;
+}
+
+const char *mcp_session_protocol(struct mcp_session *s)
+{
+    return s->protocol_version ? s->protocol_version : mcp_protocol_versions[0];
+}
+
+struct mcp_session *mcp_session_find(uint64_t id)
+{
+    for (struct mcp_session *s = sessions; s; s = s->next)
+        if (s->id == id)
+            return s;
+    return NULL;
+}
+
+int mcp_session_busy(struct mcp_session *s)
+{
+    return (int)json_array_size(s->waiting_lists);
+}
+
+static void session_send(struct mcp_session *s, json_t *msg, json_t *related)
+{
+    char *text = rpc_dump(msg);
+    json_decref(msg);
+    if (!text)
+        return;
+    s->send(s->tud, text, strlen(text), related);
+    free(text);
+}
+
+void mcp_send_to(uint64_t session_id, json_t *msg, json_t *related)
+{
+    struct mcp_session *s = mcp_session_find(session_id);
+    if (!s) {
+        json_decref(msg);
+        return;
+    }
+    session_send(s, msg, related);
+}
+
+struct mcp_session *mcp_session_new(mcp_send_fn send, void *tud, const char *label)
+{
+    struct mcp_session *s = xcalloc(1, sizeof(*s));
+    s->id = next_session_id++;
+    s->label = xstrdup(label ? label : "session");
+    s->send = send;
+    s->tud = tud;
+    s->log_level = 3; /* warning */
+    s->waiting_lists = json_array();
+    s->next = sessions;
+    sessions = s;
+    log_debug("mcp", "session %llu opened (%s)", (unsigned long long)s->id, s->label);
+    return s;
+}
+
+void mcp_session_close(struct mcp_session *s)
+{
+    for (struct mcp_session **p = &sessions; *p; p = &(*p)->next)
+        if (*p == s) {
+            *p = s->next;
+            break;
+        }
+    run_session_closed(s->id);
+    log_debug("mcp", "session %llu closed", (unsigned long long)s->id);
+    json_decref(s->waiting_lists);
+    free(s->protocol_version);
+    free(s->label);
+    free(s);
+}
+
+json_t *mcp_execute_python_tool(void)
+{
+    return json_pack(
+        "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:s}, s:{s:s, s:s}, "
+        "s:{s:s, s:{s:s}, s:s}, s:{s:s, s:s}}, s:[s], s:b}, s:{s:b, s:b, s:b}}",
+        "name", "execute_python", "title", "Run Python against the connected MCP tools",
+        "description", cat_description(), "inputSchema", "type", "object", "properties", "code",
+        "type", "string", "description",
+        "Python source. Assign `result` or end with an expression to return a value.", "timeout_ms",
+        "type", "integer", "minimum", 1, "description",
+        "Run time limit in milliseconds (default from CODEMCP_EXEC_TIMEOUT_MS).", "dry_run", "type",
+        "boolean", "description",
+        "Preview: write tools are not sent upstream and return a stub; reads run normally.",
+        "allow_mutations", "type", "array", "items", "type", "string", "description",
+        "SDK function names of write tools this run may call (needed when the gateway "
+        "enforces mutations).",
+        "reset", "type", "boolean", "description",
+        "Start from a fresh namespace (variables normally persist between runs).", "required",
+        "code", "additionalProperties", 0, "annotations", "readOnlyHint", 0, "destructiveHint", 1,
+        "openWorldHint", 1);
+}
+
+/* ---- methods ------------------------------------------------------------------------------ */
+
+static json_t *handle_initialize(struct mcp_session *s, json_t *params, int *code, const char **why)
+{
+    json_t *v = json_object_get(params, "protocolVersion");
+    if (!json_is_string(v)) {
+        *code = RPC_INVALID_PARAMS;
+        *why = "initialize needs params.protocolVersion (a string)";
+        return NULL;
+    }
+    const char *asked = json_string_value(v);
+    const char *chosen = mcp_protocol_supported(asked) ? asked : mcp_protocol_versions[0];
+    free(s->protocol_version);
+    s->protocol_version = xstrdup(chosen);
+    json_t *ci = json_object_get(params, "clientInfo");
+    json_t *cname = json_object_get(ci, "name");
+    if (json_is_string(cname)) {
+        free(s->label);
+        s->label = xstrdup(json_string_value(cname));
+    }
+    log_info("mcp", "session %llu: initialize from %s, protocol %s%s", (unsigned long long)s->id,
+             s->label, chosen, strcmp(chosen, asked) ? " (client asked for an unknown one)" : "");
+    return json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", chosen,
+                     "capabilities", "tools", "listChanged", 1, "logging", "serverInfo", "name",
+                     "codemcp", "title", "codemcp code-mode gateway", "version", CODEMCP_VERSION,
+                     "instructions",
+                     "Use execute_python to call the connected tools from one Python program; "
+                     "return only what you need.");
+}
+
+static json_t *tools_list_result(struct mcp_session *s)
+{
+    s->listed_version = cat_version();
+    s->notified_version = 0;
+    return json_pack("{s:[o]}", "tools", mcp_execute_python_tool());
+}
+
+static void answer_waiting_lists(void)
+{
+    if (!up_all_settled())
+        return;
+    for (struct mcp_session *s = sessions; s; s = s->next) {
+        size_t i;
+        json_t *id;
+        json_array_foreach(s->waiting_lists, i, id)
+        {
+            session_send(s, rpc_result(id, tools_list_result(s)), id);
+        }
+        json_array_clear(s->waiting_lists);
+    }
+}
+
+static json_t *handle_set_level(struct mcp_session *s, json_t *params, int *code, const char **why)
+{
+    static const char *const levels[] = {"emergency", "alert", "critical", "error", "warning",
+                                         "notice",    "info",  "debug",    NULL};
+    json_t *v = json_object_get(params, "level");
+    for (int i = 0; levels[i] && json_is_string(v); i++)
+        if (strcmp(levels[i], json_string_value(v)) == 0) {
+            s->log_level = i;
+            return json_object();
+        }
+    *code = RPC_INVALID_PARAMS;
+    *why = "level must be one of debug, info, notice, warning, error, critical, alert, "
+           "emergency";
+    return NULL;
+}
+
+/* tools/call: returns NULL when the answer comes later (a run) or on error (*code set). */
+static json_t *handle_tools_call(struct mcp_session *s, json_t *id, json_t *params, int *code,
+                                 const char **why)
+{
+    static char err[512];
+    json_t *name = json_object_get(params, "name");
+    if (!json_is_string(name)) {
+        *code = RPC_INVALID_PARAMS;
+        *why = "tools/call needs params.name";
+        return NULL;
+    }
+    if (strcmp(json_string_value(name), "execute_python") != 0) {
+        *code = RPC_INVALID_PARAMS;
+        snprintf(err, sizeof(err), "unknown tool %s: this server has one tool, execute_python",
+                 json_string_value(name));
+        *why = err;
+        return NULL;
+    }
+    json_t *args = json_object_get(params, "arguments");
+    json_t *meta = json_object_get(params, "_meta");
+    json_t *progress = json_object_get(meta, "progressToken");
+    if (run_submit(s->id, id, args, progress, err, sizeof(err)) < 0) {
+        *code = RPC_INVALID_PARAMS;
+        *why = err;
+    }
+    return NULL;
+}
+
+static void handle_request(struct mcp_session *s, json_t *msg)
+{
+    json_t *id = json_object_get(msg, "id");
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    json_t *params = json_object_get(msg, "params");
+    if (params && !json_is_object(params)) {
+        session_send(s, rpc_error(id, RPC_INVALID_PARAMS, "params must be an object", NULL), id);
+        return;
+    }
+    int code = 0;
+    const char *why = NULL;
+    json_t *result = NULL;
+    if (strcmp(method, "initialize") == 0) {
+        result = handle_initialize(s, params, &code, &why);
+    } else if (strcmp(method, "ping") == 0) {
+        result = json_object();
+    } else if (strcmp(method, "tools/list") == 0) {
+        if (!up_all_settled()) {
+            json_array_append(s->waiting_lists, id);
+            return;
+        }
+        result = tools_list_result(s);
+    } else if (strcmp(method, "tools/call") == 0) {
+        result = handle_tools_call(s, id, params, &code, &why);
+        if (!result && !code)
+            return; /* answered when the run ends */
+    } else if (strcmp(method, "logging/setLevel") == 0) {
+        result = handle_set_level(s, params, &code, &why);
+    } else if (strcmp(method, "resources/list") == 0 || strcmp(method, "prompts/list") == 0 ||
+               strcmp(method, "resources/templates/list") == 0) {
+        code = RPC_METHOD_NOT_FOUND;
+        why = "codemcp serves tools only (capability not advertised)";
+    } else {
+        code = RPC_METHOD_NOT_FOUND;
+        why = "method not found";
+    }
+    if (result)
+        session_send(s, rpc_result(id, result), id);
+    else
+        session_send(s, rpc_error(id, code, why, json_pack("{s:s}", "method", method)), id);
+}
+
+static void handle_notification(struct mcp_session *s, json_t *msg)
+{
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    json_t *params = json_object_get(msg, "params");
+    if (strcmp(method, "notifications/initialized") == 0) {
+        s->initialized = 1;
+    } else if (strcmp(method, "notifications/cancelled") == 0) {
+        json_t *rid = json_object_get(params, "requestId");
+        json_t *reason = json_object_get(params, "reason");
+        if (rid)
+            run_cancel_request(s->id, rid,
+                               json_is_string(reason) ? json_string_value(reason)
+                                                      : "cancelled by the client");
+    } else {
+        log_trace("mcp", "session %llu: notification %s ignored", (unsigned long long)s->id,
+                  method);
+    }
+}
+
+void mcp_session_receive(struct mcp_session *s, const char *text, size_t len)
+{
+    json_error_t jerr;
+    json_t *msg = json_loadb(text, len, 0, &jerr);
+    if (!msg) {
+        char why[300];
+        snprintf(why, sizeof(why), "parse error: %s (column %d)", jerr.text, jerr.column);
+        session_send(s, rpc_error(NULL, RPC_PARSE_ERROR, why, NULL), NULL);
+        return;
+    }
+    if (json_is_array(msg)) {
+        session_send(
+            s, rpc_error(NULL, RPC_INVALID_REQUEST, "JSON-RPC batches are not supported", NULL),
+            NULL);
+        json_decref(msg);
+        return;
+    }
+    const char *why;
+    switch (rpc_classify(msg, &why)) {
+    case RPC_REQUEST:
+        handle_request(s, msg);
+        break;
+    case RPC_NOTIFICATION:
+        handle_notification(s, msg);
+        break;
+    case RPC_RESPONSE:
+        break; /* we send no requests to clients */
+    case RPC_INVALID: {
+        json_t *id = json_object_get(msg, "id");
+        if (id && !json_is_string(id) && !json_is_integer(id))
+            id = NULL;
+        session_send(s, rpc_error(id, RPC_INVALID_REQUEST, why, NULL), id);
+        break;
+    }
+    }
+    json_decref(msg);
+}
+
+void mcp_on_upstreams_changed(void)
+{
+    answer_waiting_lists();
+}
+
+void mcp_on_catalog_changed(void)
+{
+    int v = cat_version();
+    for (struct mcp_session *s = sessions; s; s = s->next) {
+        if (!s->listed_version || s->listed_version == v || s->notified_version)
+            continue;
+        s->notified_version = v;
+        session_send(s, rpc_request(NULL, "notifications/tools/list_changed", NULL), NULL);
+    }
+}
+
+void mcp_free_all(void)
+{
+    while (sessions)
+        mcp_session_close(sessions);
+}

@@ -1,0 +1,44 @@
+/* mcp_server — the MCP server logic, independent of the transport.
+ *
+ * A transport (serve_stdio.c, serve_http.c) creates a session, feeds it each received
+ * JSON-RPC text, and supplies a send function. This module answers initialize, ping,
+ * tools/list, tools/call (handing execute_python to runs.c), logging/setLevel and the
+ * notifications; it sends tools/list_changed once per session per change. Sessions are
+ * referred to by their 64-bit id in long-lived state (runs), never by pointer. */
+#ifndef CODEMCP_MCP_SERVER_H
+#define CODEMCP_MCP_SERVER_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+/* Sends one JSON-RPC message text. `related` is the id of the request the message
+ * answers or reports progress for (borrowed, NULL for unsolicited messages). */
+typedef void (*mcp_send_fn)(void *tud, const char *text, size_t len, json_t *related);
+
+struct mcp_session;
+
+struct mcp_session *mcp_session_new(mcp_send_fn send, void *tud, const char *label);
+/* Handles one received message text (any JSON; errors are answered). */
+void mcp_session_receive(struct mcp_session *s, const char *text, size_t len);
+/* The transport is gone: runs of the session are cancelled, the session is freed. */
+void mcp_session_close(struct mcp_session *s);
+uint64_t mcp_session_id(struct mcp_session *s);
+const char *mcp_session_protocol(struct mcp_session *s);
+struct mcp_session *mcp_session_find(uint64_t id);
+/* Sends msg (stolen) on session `id` if it still exists. */
+void mcp_send_to(uint64_t session_id, json_t *msg, json_t *related);
+/* Number of requests of the session still waiting for an answer. */
+int mcp_session_busy(struct mcp_session *s);
+
+/* The protocol versions we speak, newest first. */
+extern const char *const mcp_protocol_versions[];
+int mcp_protocol_supported(const char *v);
+
+/* Registry hooks (called from main's wiring). */
+void mcp_on_upstreams_changed(void);
+void mcp_on_catalog_changed(void);
+/* The execute_python tool object (new reference). */
+json_t *mcp_execute_python_tool(void);
+void mcp_free_all(void);
+
+#endif

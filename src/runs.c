@@ -1,0 +1,402 @@
+/* runs — see runs.h.
+ *
+ * Life of a run: QUEUED (waiting for its session's worker) → SENT (executing; the
+ * deadline timer runs) → at the deadline a cancel goes to the worker and a grace timer
+ * starts; past the grace the worker is killed (workers.c restarts it) → DONE. The MCP
+ * answer is built here from the worker's envelope: structuredContent plus the same
+ * envelope as compact JSON text, isError on failure. A run cancelled by the client is
+ * stopped and never answered, as MCP asks. */
+#include "runs.h"
+#include "control.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "loop.h"
+#include "mcp_server.h"
+#include "util.h"
+#include "workers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum run_state { RUN_QUEUED, RUN_SENT, RUN_DONE };
+
+struct run {
+    char id[32];
+    uint64_t session_id;
+    json_t *request_id;
+    json_t *progress_token;
+    char *code;
+    int64_t timeout_ms;
+    int dry_run;
+    int reset;
+    json_t *allow_mutations;
+    int slot;
+    enum run_state state;
+    int cancel_reason; /* 0 none, 1 timeout, 2 client cancel */
+    int silent;        /* client cancelled: no answer */
+    int calls_done;
+    int64_t started_ms;
+    struct lp_timer deadline;
+    struct lp_timer grace;
+    void (*smoke_done)(json_t *envelope, int is_error);
+    struct run *next;
+};
+
+static struct run *runs; /* in arrival order */
+static uint64_t next_run = 1;
+static int64_t default_timeout_ms = -1;
+static int64_t grace_ms;
+static long max_output_bytes;
+static int enforce_mutations;
+static int dispatching;
+
+static void load_settings(void)
+{
+    if (default_timeout_ms >= 0)
+        return;
+    default_timeout_ms = env_long("CODEMCP_EXEC_TIMEOUT_MS", 30000);
+    grace_ms = env_long("CODEMCP_KILL_GRACE_MS", 2000);
+    max_output_bytes = env_long("CODEMCP_MAX_OUTPUT_BYTES", 1L << 20);
+    enforce_mutations = env_bool("CODEMCP_ENFORCE_MUTATIONS", 0);
+}
+
+struct run *run_find(const char *run_id)
+{
+    for (struct run *r = runs; r; r = r->next)
+        if (strcmp(r->id, run_id) == 0 && r->state != RUN_DONE)
+            return r;
+    return NULL;
+}
+
+uint64_t run_session(struct run *r)
+{
+    return r->session_id;
+}
+
+int run_dry(struct run *r)
+{
+    return r->dry_run;
+}
+
+int run_mutation_allowed(struct run *r, const char *fn)
+{
+    if (!enforce_mutations)
+        return 1;
+    size_t i;
+    json_t *v;
+    json_array_foreach(r->allow_mutations, i,
+                       v) if (json_is_string(v) && strcmp(json_string_value(v), fn) == 0) return 1;
+    return 0;
+}
+
+size_t run_active_count(void)
+{
+    size_t n = 0;
+    for (struct run *r = runs; r; r = r->next)
+        n += r->state != RUN_DONE;
+    return n;
+}
+
+static void run_free(struct run *r)
+{
+    for (struct run **p = &runs; *p; p = &(*p)->next)
+        if (*p == r) {
+            *p = r->next;
+            break;
+        }
+    lp_timer_stop(&r->deadline);
+    lp_timer_stop(&r->grace);
+    json_decref(r->request_id);
+    json_decref(r->progress_token);
+    json_decref(r->allow_mutations);
+    free(r->code);
+    free(r);
+}
+
+/* ---- answering ------------------------------------------------------------------------------ */
+
+static json_t *failure_envelope(const char *why, const char *kind)
+{
+    return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", why, "error_kind", kind);
+}
+
+static void answer(struct run *r, json_t *envelope)
+{
+    int is_error = !json_is_true(json_object_get(envelope, "ok"));
+    json_t *env = json_deep_copy(envelope);
+    json_object_del(env, "ok");
+    json_object_del(env, "calls");
+    if (r->smoke_done) {
+        r->smoke_done(env, is_error);
+    } else if (!r->silent) {
+        char *text = json_dumps(env, JSON_COMPACT);
+        json_t *result =
+            json_pack("{s:[{s:s, s:s}], s:O, s:b}", "content", "type", "text", "text",
+                      text ? text : "{}", "structuredContent", env, "isError", is_error);
+        free(text);
+        mcp_send_to(r->session_id, rpc_result(r->request_id, result), r->request_id);
+    }
+    json_decref(env);
+}
+
+void run_finished(struct run *r, json_t *envelope, const char *failure)
+{
+    if (r->state == RUN_DONE)
+        return;
+    r->state = RUN_DONE;
+    lp_timer_stop(&r->deadline);
+    lp_timer_stop(&r->grace);
+    ctl_cancel_run_calls(r->id, "the run ended");
+    int64_t elapsed = now_ms() - r->started_ms;
+    log_info("runs", "%s finished in %lld ms%s%s", r->id, (long long)elapsed, failure ? ": " : "",
+             failure ? failure : "");
+    if (json_is_object(envelope)) {
+        answer(r, envelope);
+    } else {
+        json_t *env = failure_envelope(failure ? failure : "the worker gave no answer",
+                                       r->cancel_reason == 1   ? "timeout"
+                                       : r->cancel_reason == 2 ? "cancelled"
+                                                               : "worker");
+        answer(r, env);
+        json_decref(env);
+    }
+    run_free(r);
+}
+
+void run_call_done(struct run *r)
+{
+    r->calls_done++;
+    if (!r->progress_token || r->silent)
+        return;
+    char msg[64];
+    snprintf(msg, sizeof(msg), "%d tool call%s completed", r->calls_done,
+             r->calls_done == 1 ? "" : "s");
+    json_t *n = rpc_request(NULL, "notifications/progress",
+                            json_pack("{s:O, s:i, s:s}", "progressToken", r->progress_token,
+                                      "progress", r->calls_done, "message", msg));
+    mcp_send_to(r->session_id, n, r->request_id);
+}
+
+/* ---- deadlines ---------------------------------------------------------------------------- */
+
+static void grace_expired(void *ud)
+{
+    struct run *r = ud;
+    char why[256];
+    snprintf(why, sizeof(why),
+             "execution %s after %lld ms and the code did not stop when interrupted; the "
+             "worker was restarted and this session's variables were lost",
+             r->cancel_reason == 2 ? "was cancelled" : "timed out",
+             (long long)(now_ms() - r->started_ms));
+    wk_kill(r->slot, why);
+}
+
+static void interrupt_run(struct run *r, int reason)
+{
+    if (r->state != RUN_SENT || r->cancel_reason)
+        return;
+    r->cancel_reason = reason;
+    wk_cancel(r->slot, r->id, reason == 1 ? "timeout" : "cancelled");
+    ctl_cancel_run_calls(r->id, reason == 1 ? "the run timed out" : "the run was cancelled");
+    lp_timer_start(&r->grace, grace_ms, grace_expired, r);
+}
+
+static void deadline_expired(void *ud)
+{
+    struct run *r = ud;
+    log_info("runs", "%s: timed out after %lld ms", r->id, (long long)r->timeout_ms);
+    interrupt_run(r, 1);
+}
+
+/* ---- dispatch ---------------------------------------------------------------------------- */
+
+static void send_run(struct run *r)
+{
+    char sid[32];
+    snprintf(sid, sizeof(sid), r->smoke_done ? "smoke" : "s%llu",
+             (unsigned long long)r->session_id);
+    json_t *params =
+        json_pack("{s:s, s:s, s:s, s:I, s:b, s:O, s:b, s:I, s:I, s:b, s:b}", "run_id", r->id,
+                  "session", sid, "code", r->code, "timeout_ms", (json_int_t)r->timeout_ms,
+                  "dry_run", r->dry_run, "allow_mutations", r->allow_mutations, "enforce_mutations",
+                  enforce_mutations, "max_output_bytes", (json_int_t)max_output_bytes,
+                  "max_result_bytes", (json_int_t)max_output_bytes, "reset", r->reset, "validate",
+                  env_bool("CODEMCP_VALIDATE", 1));
+    if (wk_start_run(r->slot, r, params) < 0)
+        return;
+    r->state = RUN_SENT;
+    r->started_ms = now_ms();
+    lp_timer_start(&r->deadline, r->timeout_ms, deadline_expired, r);
+    log_debug("runs", "%s sent to worker %d", r->id, r->slot);
+}
+
+void run_dispatch(void)
+{
+    if (dispatching)
+        return; /* run_finished → run_dispatch recursion: the outer loop continues */
+    dispatching = 1;
+    int progress = 1;
+    while (progress) {
+        progress = 0;
+        for (struct run *r = runs; r; r = r->next) {
+            if (r->state != RUN_QUEUED)
+                continue;
+            const char *failure = wk_start_failure(r->slot);
+            if (failure) {
+                run_finished(r, NULL, failure);
+                progress = 1;
+                break;
+            }
+            if (!wk_ready(r->slot))
+                continue;
+            if (wk_current_run(r->slot))
+                continue;
+            send_run(r);
+            if (r->state == RUN_SENT)
+                progress = 1;
+        }
+    }
+    dispatching = 0;
+}
+
+static struct run *new_run(uint64_t session_id)
+{
+    load_settings();
+    struct run *r = xcalloc(1, sizeof(*r));
+    snprintf(r->id, sizeof(r->id), "r%llu", (unsigned long long)next_run++);
+    r->session_id = session_id;
+    r->timeout_ms = default_timeout_ms;
+    r->allow_mutations = json_array();
+    r->slot = wk_slot_for_session(session_id);
+    struct run **tail = &runs;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = r;
+    return r;
+}
+
+int run_submit(uint64_t session_id, json_t *request_id, json_t *arguments, json_t *progress_token,
+               char *err, size_t errlen)
+{
+    if (!json_is_object(arguments)) {
+        snprintf(err, errlen, "execute_python needs arguments {\"code\": \"...\"}");
+        return -1;
+    }
+    json_t *code = json_object_get(arguments, "code");
+    json_t *timeout = json_object_get(arguments, "timeout_ms");
+    json_t *dry = json_object_get(arguments, "dry_run");
+    json_t *allow = json_object_get(arguments, "allow_mutations");
+    json_t *reset = json_object_get(arguments, "reset");
+    if (!json_is_string(code)) {
+        snprintf(err, errlen, "execute_python: \"code\" (a string of Python) is required");
+        return -1;
+    }
+    if (timeout && !(json_is_integer(timeout) && json_integer_value(timeout) > 0) &&
+        !(json_is_real(timeout) && json_real_value(timeout) >= 1)) {
+        snprintf(err, errlen, "execute_python: \"timeout_ms\" must be a positive integer");
+        return -1;
+    }
+    if (dry && !json_is_boolean(dry)) {
+        snprintf(err, errlen, "execute_python: \"dry_run\" must be true or false");
+        return -1;
+    }
+    if (reset && !json_is_boolean(reset)) {
+        snprintf(err, errlen, "execute_python: \"reset\" must be true or false");
+        return -1;
+    }
+    if (allow) {
+        size_t i;
+        json_t *v;
+        int ok = json_is_array(allow);
+        json_array_foreach(allow, i, v) ok = ok && json_is_string(v);
+        if (!ok) {
+            snprintf(err, errlen,
+                     "execute_python: \"allow_mutations\" must be a list of SDK function names");
+            return -1;
+        }
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(arguments, key, v)
+    {
+        if (strcmp(key, "code") && strcmp(key, "timeout_ms") && strcmp(key, "dry_run") &&
+            strcmp(key, "allow_mutations") && strcmp(key, "reset")) {
+            snprintf(err, errlen,
+                     "execute_python: unknown argument \"%s\" (valid: code, timeout_ms, dry_run, "
+                     "allow_mutations, reset)",
+                     key);
+            return -1;
+        }
+    }
+    struct run *r = new_run(session_id);
+    r->request_id = json_incref(request_id);
+    r->progress_token = json_incref(progress_token);
+    r->code = xstrdup(json_string_value(code));
+    if (timeout)
+        r->timeout_ms = json_is_integer(timeout) ? json_integer_value(timeout)
+                                                 : (int64_t)json_real_value(timeout);
+    r->dry_run = json_is_true(dry);
+    r->reset = json_is_true(reset);
+    if (allow) {
+        json_decref(r->allow_mutations);
+        r->allow_mutations = json_incref(allow);
+    }
+    log_debug("runs", "%s queued for session %llu", r->id, (unsigned long long)session_id);
+    run_dispatch();
+    return 0;
+}
+
+int run_smoke(const char *code, void (*done)(json_t *envelope, int is_error))
+{
+    struct run *r = new_run(0);
+    r->code = xstrdup(code);
+    r->smoke_done = done;
+    run_dispatch();
+    return 0;
+}
+
+static int same_id(json_t *a, json_t *b)
+{
+    return a && b && json_equal(a, b);
+}
+
+void run_cancel_request(uint64_t session_id, json_t *request_id, const char *reason)
+{
+    for (struct run *r = runs; r; r = r->next) {
+        if (r->session_id != session_id || !same_id(r->request_id, request_id) ||
+            r->state == RUN_DONE)
+            continue;
+        log_info("runs", "%s cancelled by the client: %s", r->id, reason);
+        r->silent = 1;
+        if (r->state == RUN_QUEUED) {
+            run_free(r);
+            return;
+        }
+        interrupt_run(r, 2);
+        return;
+    }
+}
+
+void run_session_closed(uint64_t session_id)
+{
+    struct run *r = runs;
+    while (r) {
+        struct run *next = r->next;
+        if (r->session_id == session_id && r->state != RUN_DONE && !r->smoke_done) {
+            r->silent = 1;
+            if (r->state == RUN_QUEUED)
+                run_free(r);
+            else
+                interrupt_run(r, 2);
+        }
+        r = next;
+    }
+    wk_session_closed(session_id);
+}
+
+void run_free_all(void)
+{
+    while (runs)
+        run_free(runs);
+}

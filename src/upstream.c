@@ -1,0 +1,639 @@
+/* upstream — MCP client state machine over any transport, and the server registry.
+ *
+ * Lifecycle of one server: start transport → initialize → notifications/initialized →
+ * tools/list (following nextCursor) → READY. The whole handshake is bounded by the
+ * server's `timeout` (default 30 s); a server that misses it is FAILED and never blocks
+ * the others. list_changed bursts are coalesced: at most one re-list in flight, one more
+ * queued. Requests are tracked in one list with a per-request timer; responses are
+ * matched by (server, id), so out-of-order replies are fine. */
+#include "upstream.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "util.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROTOCOL_VERSION "2025-11-25"
+#define RELIST_DELAY_MS  30
+
+__attribute__((weak)) extern const struct up_transport_ops up_http_ops;
+
+typedef void (*req_cb)(struct upstream *up, void *ud, json_t *result, const struct up_error *err);
+
+struct up_req {
+    uint64_t handle;
+    struct upstream *up;
+    int64_t wire_id;
+    int64_t started_ms;
+    req_cb cb;
+    void *ud;
+    up_call_cb call_cb; /* tools/call requests */
+    void *call_ud;
+    struct lp_timer timer;
+    struct up_req *next;
+};
+
+static struct upstream **ups;
+static size_t n_ups;
+static struct up_req *reqs;
+static uint64_t next_handle = 1;
+static void (*listener)(void);
+static void (*shutdown_done)(void);
+static int shutting_down;
+static int64_t default_call_timeout_ms = 60000;
+
+static void notify(void)
+{
+    if (listener)
+        listener();
+}
+
+void up_set_listener(void (*on_change)(void))
+{
+    listener = on_change;
+}
+
+const char *up_state_name(enum up_state s)
+{
+    switch (s) {
+    case UP_DISABLED:
+        return "disabled";
+    case UP_CONNECTING:
+        return "connecting";
+    case UP_READY:
+        return "ready";
+    case UP_FAILED:
+        return "failed";
+    case UP_CLOSED:
+        return "closed";
+    }
+    return "?";
+}
+
+size_t up_count(void)
+{
+    return n_ups;
+}
+
+struct upstream *up_at(size_t i)
+{
+    return i < n_ups ? ups[i] : NULL;
+}
+
+struct upstream *up_find(const char *name)
+{
+    for (size_t i = 0; i < n_ups; i++)
+        if (strcmp(ups[i]->name, name) == 0)
+            return ups[i];
+    return NULL;
+}
+
+int up_all_settled(void)
+{
+    for (size_t i = 0; i < n_ups; i++)
+        if (ups[i]->state == UP_CONNECTING)
+            return 0;
+    return 1;
+}
+
+void up__set_error(struct upstream *up, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    free(up->error);
+    up->error = xstrdup(msg);
+}
+
+/* ---- requests ------------------------------------------------------------------------ */
+
+static void req_unlink(struct up_req *r)
+{
+    for (struct up_req **p = &reqs; *p; p = &(*p)->next)
+        if (*p == r) {
+            *p = r->next;
+            return;
+        }
+}
+
+static void req_finish(struct up_req *r, json_t *result, const struct up_error *err)
+{
+    req_unlink(r);
+    lp_timer_stop(&r->timer);
+    if (r->call_cb)
+        r->call_cb(r->call_ud, result, err);
+    else if (r->cb)
+        r->cb(r->up, r->ud, result, err);
+    free(r);
+}
+
+static void send_cancelled(struct upstream *up, int64_t wire_id, const char *reason)
+{
+    if (up->state != UP_READY && up->state != UP_CONNECTING)
+        return;
+    json_t *n = rpc_request(NULL, "notifications/cancelled",
+                            json_pack("{s:I, s:s}", "requestId", (json_int_t)wire_id, "reason",
+                                      reason ? reason : "cancelled"));
+    char *text = rpc_dump(n);
+    up->ops->send(up, text, strlen(text));
+    free(text);
+    json_decref(n);
+}
+
+static void req_timed_out(void *ud)
+{
+    struct up_req *r = ud;
+    struct up_error err = {.kind = "timeout"};
+    snprintf(err.message, sizeof(err.message), "%s did not answer within %lld ms", r->up->name,
+             (long long)(now_ms() - r->started_ms));
+    send_cancelled(r->up, r->wire_id, "timeout");
+    req_finish(r, NULL, &err);
+}
+
+/* Sends a request; steals params. Returns the request or NULL (cb not called then). */
+static struct up_req *send_request(struct upstream *up, const char *method, json_t *params,
+                                   int64_t timeout_ms, req_cb cb, void *ud)
+{
+    struct up_req *r = xcalloc(1, sizeof(*r));
+    r->handle = next_handle++;
+    r->up = up;
+    r->wire_id = ++up->next_id;
+    r->started_ms = now_ms();
+    r->cb = cb;
+    r->ud = ud;
+    json_t *id = json_integer(r->wire_id);
+    json_t *msg = rpc_request(id, method, params);
+    json_decref(id);
+    char *text = rpc_dump(msg);
+    json_decref(msg);
+    int rc = up->ops->send(up, text, strlen(text));
+    free(text);
+    if (rc < 0) {
+        free(r);
+        return NULL;
+    }
+    r->next = reqs;
+    reqs = r;
+    if (timeout_ms > 0)
+        lp_timer_start(&r->timer, timeout_ms, req_timed_out, r);
+    return r;
+}
+
+static void fail_requests_of(struct upstream *up, const char *why)
+{
+    struct up_req *r = reqs;
+    while (r) {
+        struct up_req *next = r->next;
+        if (r->up == up) {
+            struct up_error err = {.kind = "transport"};
+            snprintf(err.message, sizeof(err.message), "%s: %s", up->name, why);
+            req_finish(r, NULL, &err);
+            next = reqs; /* the callback may have changed the list */
+        }
+        r = next;
+    }
+}
+
+size_t up_calls_in_flight(void)
+{
+    size_t n = 0;
+    for (struct up_req *r = reqs; r; r = r->next)
+        n += r->call_cb != NULL;
+    return n;
+}
+
+/* ---- handshake and listing ------------------------------------------------------------ */
+
+static void set_state(struct upstream *up, enum up_state s)
+{
+    if (up->state == s)
+        return;
+    up->state = s;
+    if (s != UP_CONNECTING)
+        lp_timer_stop(&up->connect_timer);
+    notify();
+}
+
+static void list_page(struct upstream *up, const char *cursor);
+
+static void relist_now(void *ud)
+{
+    struct upstream *up = ud;
+    if (up->state != UP_READY || up->listing)
+        return;
+    log_debug("upstream", "%s: re-listing tools", up->name);
+    list_page(up, NULL);
+}
+
+static void on_list_page(struct upstream *up, void *ud, json_t *result, const struct up_error *err)
+{
+    (void)ud;
+    if (err) {
+        up->listing = 0;
+        json_decref(up->list_acc);
+        up->list_acc = NULL;
+        if (up->state == UP_CONNECTING) {
+            up__set_error(up, "tools/list failed: %s", err->message);
+            log_warn("upstream", "%s: %s; skipping this server", up->name, up->error);
+            up->ops->shutdown(up);
+            set_state(up, UP_FAILED);
+        } else {
+            log_warn("upstream", "%s: re-listing tools failed: %s", up->name, err->message);
+        }
+        return;
+    }
+    json_t *tools = json_object_get(result, "tools");
+    if (json_is_array(tools)) {
+        size_t i;
+        json_t *t;
+        json_array_foreach(tools, i, t)
+        {
+            if (json_is_object(t) && json_is_string(json_object_get(t, "name")))
+                json_array_append(up->list_acc, t);
+            else
+                log_warn("upstream", "%s: ignoring a malformed tool entry", up->name);
+        }
+    }
+    json_t *cursor = json_object_get(result, "nextCursor");
+    if (json_is_string(cursor) && json_string_length(cursor) > 0) {
+        list_page(up, json_string_value(cursor));
+        return;
+    }
+    up->listing = 0;
+    json_decref(up->tools);
+    up->tools = up->list_acc;
+    up->list_acc = NULL;
+    log_info("upstream", "%s: %zu tools", up->name, json_array_size(up->tools));
+    if (up->state == UP_CONNECTING) {
+        up->ready_ms = now_ms();
+        log_info("upstream", "%s: ready in %lld ms", up->name,
+                 (long long)(up->ready_ms - up->started_ms));
+        set_state(up, UP_READY);
+    } else {
+        notify();
+    }
+    if (up->relist_wanted) {
+        up->relist_wanted = 0;
+        lp_timer_start(&up->relist_timer, RELIST_DELAY_MS, relist_now, up);
+    }
+}
+
+static int64_t handshake_budget(struct upstream *up)
+{
+    int64_t left = up->cfg->timeout_ms - (now_ms() - up->started_ms);
+    return left > 1 ? left : 1;
+}
+
+static void list_page(struct upstream *up, const char *cursor)
+{
+    if (!cursor) {
+        up->listing = 1;
+        json_decref(up->list_acc);
+        up->list_acc = json_array();
+    }
+    json_t *params = cursor ? json_pack("{s:s}", "cursor", cursor) : NULL;
+    int64_t timeout = up->state == UP_CONNECTING ? handshake_budget(up) : default_call_timeout_ms;
+    if (!send_request(up, "tools/list", params, timeout, on_list_page, NULL)) {
+        up->listing = 0;
+        up__transport_failed(up, "cannot send tools/list");
+    }
+}
+
+static void on_initialized(struct upstream *up, void *ud, json_t *result,
+                           const struct up_error *err)
+{
+    (void)ud;
+    if (err) {
+        up__set_error(up, "initialize failed: %s", err->message);
+        log_warn("upstream", "%s: %s; skipping this server", up->name, up->error);
+        up->ops->shutdown(up);
+        set_state(up, UP_FAILED);
+        return;
+    }
+    json_t *v = json_object_get(result, "protocolVersion");
+    free(up->protocol_version);
+    up->protocol_version = xstrdup(json_is_string(v) ? json_string_value(v) : PROTOCOL_VERSION);
+    json_decref(up->server_info);
+    up->server_info = json_incref(json_object_get(result, "serverInfo"));
+    json_decref(up->capabilities);
+    up->capabilities = json_incref(json_object_get(result, "capabilities"));
+    json_t *n = rpc_request(NULL, "notifications/initialized", NULL);
+    char *text = rpc_dump(n);
+    json_decref(n);
+    up->ops->send(up, text, strlen(text));
+    free(text);
+    list_page(up, NULL);
+}
+
+void up__transport_open(struct upstream *up)
+{
+    json_t *params = json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s}}", "protocolVersion",
+                               PROTOCOL_VERSION, "capabilities", "roots", "listChanged", 0,
+                               "clientInfo", "name", "codemcp", "version", CODEMCP_VERSION);
+    if (!send_request(up, "initialize", params, handshake_budget(up), on_initialized, NULL))
+        up__transport_failed(up, "cannot send initialize");
+}
+
+static void connect_timed_out(void *ud)
+{
+    struct upstream *up = ud;
+    if (up->state != UP_CONNECTING)
+        return;
+    up__set_error(up, "did not finish starting within %d ms (raise \"timeout\" in its config)",
+                  up->cfg->timeout_ms);
+    log_warn("upstream", "%s: %s; skipping this server", up->name, up->error);
+    fail_requests_of(up, "start-up timed out");
+    up->ops->shutdown(up);
+    set_state(up, UP_FAILED);
+}
+
+/* ---- incoming messages ----------------------------------------------------------------- */
+
+static void reply(struct upstream *up, json_t *msg)
+{
+    char *text = rpc_dump(msg);
+    up->ops->send(up, text, strlen(text));
+    free(text);
+    json_decref(msg);
+}
+
+static void handle_server_request(struct upstream *up, json_t *msg, const char *method)
+{
+    json_t *id = json_object_get(msg, "id");
+    if (strcmp(method, "ping") == 0) {
+        reply(up, rpc_result(id, json_object()));
+    } else if (strcmp(method, "roots/list") == 0) {
+        reply(up, rpc_result(id, json_pack("{s:[]}", "roots")));
+    } else {
+        log_debug("upstream", "%s: refusing server request %s", up->name, method);
+        reply(up,
+              rpc_error(id, RPC_METHOD_NOT_FOUND, "codemcp does not support this request", NULL));
+    }
+}
+
+static void handle_notification(struct upstream *up, json_t *msg, const char *method)
+{
+    if (strcmp(method, "notifications/tools/list_changed") == 0) {
+        if (up->listing) {
+            up->relist_wanted = 1;
+        } else if (up->state == UP_READY) {
+            lp_timer_stop(&up->relist_timer);
+            lp_timer_start(&up->relist_timer, RELIST_DELAY_MS, relist_now, up);
+        }
+    } else if (strcmp(method, "notifications/message") == 0) {
+        json_t *p = json_object_get(msg, "params");
+        json_t *data = json_object_get(p, "data");
+        char *text = data ? json_dumps(data, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+        log_info("upstream", "%s: %s", up->name, text ? text : "(message)");
+        free(text);
+    } else {
+        log_trace("upstream", "%s: notification %s", up->name, method);
+    }
+}
+
+static struct up_req *find_req(struct upstream *up, json_t *id)
+{
+    if (!json_is_integer(id))
+        return NULL;
+    int64_t wire = json_integer_value(id);
+    for (struct up_req *r = reqs; r; r = r->next)
+        if (r->up == up && r->wire_id == wire)
+            return r;
+    return NULL;
+}
+
+void up__transport_message(struct upstream *up, const char *text, size_t len)
+{
+    json_error_t jerr;
+    json_t *msg = json_loadb(text, len, JSON_PRESERVE_ORDER, &jerr);
+    if (!msg) {
+        log_warn("upstream", "%s: ignoring a line that is not JSON (%s): %.120s", up->name,
+                 jerr.text, text);
+        return;
+    }
+    const char *why;
+    switch (rpc_classify(msg, &why)) {
+    case RPC_RESPONSE: {
+        struct up_req *r = find_req(up, json_object_get(msg, "id"));
+        if (!r) {
+            log_debug("upstream", "%s: response to an unknown or expired request", up->name);
+            break;
+        }
+        json_t *error = json_object_get(msg, "error");
+        if (error) {
+            struct up_error err = {.kind = "upstream_error"};
+            json_t *m = json_object_get(error, "message");
+            snprintf(err.message, sizeof(err.message), "%s: %s (code %lld)", up->name,
+                     json_is_string(m) ? json_string_value(m) : "error",
+                     (long long)json_integer_value(json_object_get(error, "code")));
+            req_finish(r, NULL, &err);
+        } else {
+            json_t *res = json_object_get(msg, "result");
+            if (!json_is_object(res)) {
+                struct up_error err = {.kind = "upstream_error"};
+                snprintf(err.message, sizeof(err.message), "%s: result is not an object", up->name);
+                req_finish(r, NULL, &err);
+            } else {
+                req_finish(r, res, NULL);
+            }
+        }
+        break;
+    }
+    case RPC_REQUEST:
+        handle_server_request(up, msg, json_string_value(json_object_get(msg, "method")));
+        break;
+    case RPC_NOTIFICATION:
+        handle_notification(up, msg, json_string_value(json_object_get(msg, "method")));
+        break;
+    case RPC_INVALID:
+        log_warn("upstream", "%s: ignoring an invalid JSON-RPC message: %s", up->name, why);
+        break;
+    }
+    json_decref(msg);
+}
+
+void up__transport_failed(struct upstream *up, const char *why)
+{
+    if (up->state == UP_CLOSED || up->state == UP_FAILED)
+        return;
+    int was_ready = up->state == UP_READY;
+    up__set_error(up, "%s", why);
+    if (shutting_down) {
+        fail_requests_of(up, why);
+        return;
+    }
+    if (was_ready)
+        log_error("upstream",
+                  "%s: connection lost: %s. Its tools now fail with ToolError(kind=\"transport\"); "
+                  "automatic reconnect is not implemented yet: restart codemcp to reconnect",
+                  up->name, why);
+    else
+        log_warn("upstream", "%s: %s; skipping this server", up->name, why);
+    lp_timer_stop(&up->relist_timer);
+    set_state(up, UP_FAILED);
+    fail_requests_of(up, why);
+}
+
+static int all_closed(void)
+{
+    for (size_t i = 0; i < n_ups; i++)
+        if (ups[i]->tp)
+            return 0;
+    return 1;
+}
+
+void up__transport_closed(struct upstream *up)
+{
+    if (up->ops && up->ops->free)
+        up->ops->free(up);
+    up->tp = NULL;
+    if (shutting_down && all_closed() && shutdown_done) {
+        void (*done)(void) = shutdown_done;
+        shutdown_done = NULL;
+        done();
+    }
+}
+
+/* ---- calls -------------------------------------------------------------------------------- */
+
+int up_call_tool(const char *server, const char *tool, json_t *args, int64_t timeout_ms,
+                 up_call_cb cb, void *ud, uint64_t *handle, struct up_error *err)
+{
+    struct upstream *up = up_find(server);
+    if (!up) {
+        err->kind = "not_found";
+        snprintf(err->message, sizeof(err->message), "no upstream server named %s", server);
+        return -1;
+    }
+    if (up->state != UP_READY) {
+        err->kind = "transport";
+        snprintf(err->message, sizeof(err->message), "server %s is not connected (%s%s%s)", server,
+                 up_state_name(up->state), up->error ? ": " : "", up->error ? up->error : "");
+        return -1;
+    }
+    if (timeout_ms <= 0)
+        timeout_ms = default_call_timeout_ms;
+    json_t *a = json_is_object(args) ? json_incref(args) : json_object();
+    json_t *params = json_pack("{s:s, s:o}", "name", tool, "arguments", a);
+    struct up_req *r = send_request(up, "tools/call", params, timeout_ms, NULL, NULL);
+    if (!r) {
+        err->kind = "transport";
+        snprintf(err->message, sizeof(err->message), "cannot send to %s", server);
+        return -1;
+    }
+    r->call_cb = cb;
+    r->call_ud = ud;
+    *handle = r->handle;
+    return 0;
+}
+
+void up_cancel_call(uint64_t handle, const char *reason)
+{
+    for (struct up_req *r = reqs; r; r = r->next)
+        if (r->handle == handle) {
+            send_cancelled(r->up, r->wire_id, reason);
+            req_unlink(r);
+            lp_timer_stop(&r->timer);
+            free(r);
+            return;
+        }
+}
+
+/* ---- registry ------------------------------------------------------------------------------ */
+
+void up_start_all(struct cfg *cfg)
+{
+    default_call_timeout_ms = env_long("CODEMCP_CALL_TIMEOUT_MS", 60000);
+    ups = xcalloc(cfg->n_servers ? cfg->n_servers : 1, sizeof(*ups));
+    for (size_t i = 0; i < cfg->n_servers; i++) {
+        struct cfg_server *s = &cfg->servers[i];
+        struct upstream *up = xcalloc(1, sizeof(*up));
+        up->index = (int)i;
+        up->name = xstrdup(s->name);
+        up->cfg = s;
+        up->state = UP_DISABLED;
+        ups[n_ups++] = up;
+        if (s->disabled_reason) {
+            up__set_error(up, "%s", s->disabled_reason);
+            log_warn("upstream", "%s: disabled: %s", up->name, s->disabled_reason);
+            continue;
+        }
+        if (!s->enabled) {
+            up__set_error(up, "disabled in the config (\"enabled\": false)");
+            continue;
+        }
+        if (s->type == CFG_REMOTE) {
+            if (!&up_http_ops) {
+                up__set_error(up, "remote servers are not supported by this build");
+                log_warn("upstream", "%s: %s", up->name, up->error);
+                up->state = UP_FAILED;
+                continue;
+            }
+            up->ops = &up_http_ops;
+        } else {
+            up->ops = &up_stdio_ops;
+        }
+        up->state = UP_CONNECTING;
+        up->started_ms = now_ms();
+        lp_timer_start(&up->connect_timer, s->timeout_ms > 0 ? s->timeout_ms : 30000,
+                       connect_timed_out, up);
+        if (up->ops->start(up) < 0) {
+            log_warn("upstream", "%s: %s; skipping this server", up->name,
+                     up->error ? up->error : "failed to start");
+            set_state(up, UP_FAILED);
+        }
+    }
+    notify();
+}
+
+void up_shutdown_all(void (*done)(void))
+{
+    shutting_down = 1;
+    shutdown_done = done;
+    for (size_t i = 0; i < n_ups; i++) {
+        struct upstream *up = ups[i];
+        lp_timer_stop(&up->connect_timer);
+        lp_timer_stop(&up->relist_timer);
+        fail_requests_of(up, "codemcp is shutting down");
+        if (up->tp) {
+            up->state = UP_CLOSED;
+            up->ops->shutdown(up);
+        }
+    }
+    if (all_closed() && shutdown_done) {
+        shutdown_done = NULL;
+        done();
+    }
+}
+
+void up_free_all(void)
+{
+    while (reqs) {
+        struct up_req *r = reqs;
+        reqs = r->next;
+        lp_timer_stop(&r->timer);
+        free(r);
+    }
+    for (size_t i = 0; i < n_ups; i++) {
+        struct upstream *up = ups[i];
+        if (up->tp && up->ops->free)
+            up->ops->free(up);
+        lp_timer_stop(&up->connect_timer);
+        lp_timer_stop(&up->relist_timer);
+        json_decref(up->tools);
+        json_decref(up->server_info);
+        json_decref(up->capabilities);
+        json_decref(up->list_acc);
+        free(up->protocol_version);
+        free(up->error);
+        free(up->name);
+        free(up);
+    }
+    free(ups);
+    ups = NULL;
+    n_ups = 0;
+}

@@ -1,0 +1,104 @@
+/* upstream — the registry of upstream MCP servers and the MCP client state machine.
+ *
+ * One `struct upstream` per configured server. This module speaks MCP (initialize,
+ * notifications/initialized, paginated tools/list, tools/call with timeouts and
+ * cancellation, answering the server's ping and roots/list, re-listing on
+ * tools/list_changed); the transports (upstream_stdio.c, upstream_http.c) only move
+ * bytes. Runs on the loop thread. Long-lived state elsewhere refers to calls by their
+ * 64-bit handle, never by pointer. */
+#ifndef CODEMCP_UPSTREAM_H
+#define CODEMCP_UPSTREAM_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "loop.h"
+
+enum up_state {
+    UP_DISABLED,   /* not started: disabled in config or unusable entry */
+    UP_CONNECTING, /* spawning / handshaking / first tools/list */
+    UP_READY,      /* tools known, calls accepted */
+    UP_FAILED,     /* failed to start, timed out, or crashed; `error` says why */
+    UP_CLOSED,     /* shut down by us */
+};
+
+struct upstream;
+
+/* A transport moves JSON-RPC texts; it reports through the up__transport_* calls. */
+struct up_transport_ops {
+    const char *name;
+    int (*start)(struct upstream *up);                              /* 0 / -1 (error set) */
+    int (*send)(struct upstream *up, const char *text, size_t len); /* 0 / -1 */
+    void (*shutdown)(struct upstream *up);                          /* graceful, then forceful */
+    void (*free)(struct upstream *up);                              /* release transport state */
+};
+
+struct upstream {
+    int index;
+    char *name;
+    struct cfg_server *cfg; /* borrowed from the loaded config, lives as long as the gateway */
+    enum up_state state;
+    char *error; /* why it is FAILED/DISABLED */
+    const struct up_transport_ops *ops;
+    void *tp; /* transport state */
+
+    json_t *tools; /* array of MCP Tool objects (owned), NULL until listed */
+    json_t *server_info;
+    json_t *capabilities;
+    char *protocol_version;
+
+    int64_t next_id;
+    int64_t started_ms;
+    int64_t ready_ms;
+    struct lp_timer connect_timer;
+    struct lp_timer relist_timer;
+    int listing;       /* a tools/list chain is in flight */
+    int relist_wanted; /* list_changed arrived while listing */
+    json_t *list_acc;  /* tools accumulated across pages */
+};
+
+struct up_error {
+    const char *kind; /* timeout|auth|transport|not_found|upstream_error|denied */
+    char message[512];
+};
+
+/* Result callback: exactly one of result (borrowed CallToolResult) and err is set. */
+typedef void (*up_call_cb)(void *ud, json_t *result, const struct up_error *err);
+
+/* Creates every server of the config and starts the enabled ones concurrently. */
+void up_start_all(struct cfg *cfg);
+/* Called (on the loop) whenever a server's state or tool list changes. */
+void up_set_listener(void (*on_change)(void));
+/* True when no server is still connecting (first tools/list waits for this). */
+int up_all_settled(void);
+size_t up_count(void);
+struct upstream *up_at(size_t i);
+struct upstream *up_find(const char *name);
+const char *up_state_name(enum up_state s);
+
+/* Sends tools/call. Returns 0 and a handle, or -1 with *err filled (no callback then).
+ * timeout_ms <= 0 means the default (CODEMCP_CALL_TIMEOUT_MS). On expiry the upstream gets
+ * notifications/cancelled and cb gets kind "timeout". Borrows args. */
+int up_call_tool(const char *server, const char *tool, json_t *args, int64_t timeout_ms,
+                 up_call_cb cb, void *ud, uint64_t *handle, struct up_error *err);
+/* Cancels a call: notifications/cancelled upstream; its callback is never called. */
+void up_cancel_call(uint64_t handle, const char *reason);
+/* Calls in flight (all servers). */
+size_t up_calls_in_flight(void);
+
+/* Graceful shutdown of every server; done() once all are gone (children reaped). */
+void up_shutdown_all(void (*done)(void));
+void up_free_all(void);
+
+/* ---- for transports only ---- */
+void up__transport_open(struct upstream *up); /* ready to send initialize */
+void up__transport_message(struct upstream *up, const char *text, size_t len);
+void up__transport_failed(struct upstream *up, const char *why); /* connection lost/failed */
+void up__transport_closed(struct upstream *up);                  /* fully gone after shutdown */
+void up__set_error(struct upstream *up, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+extern const struct up_transport_ops up_stdio_ops;
+extern const struct up_transport_ops up_http_ops; /* defined by upstream_http.c when built */
+
+#endif

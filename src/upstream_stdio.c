@@ -1,0 +1,213 @@
+/* upstream_stdio — the stdio transport for upstream MCP servers.
+ *
+ * Spawns the configured command with its env and cwd (in its own process group), writes
+ * newline-delimited JSON-RPC to its stdin, splits its stdout into lines for upstream.c,
+ * and logs its stderr line by line prefixed with the server name. Shutdown is graceful
+ * first: close stdin, then SIGTERM to the group after a grace period, then SIGKILL. The
+ * transport is gone (up__transport_closed) once the child is reaped. Loop thread only. */
+#include "jsonrpc.h"
+#include "log.h"
+#include "upstream.h"
+#include "util.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#define GRACE_MS          1500
+#define MAX_MESSAGE_BYTES ((size_t)256 << 20)
+
+struct stdio_tp {
+    struct upstream *up;
+    pid_t pid;
+    int exited;
+    int stopping;
+    struct lp_io *in, *out, *err;
+    struct rpc_lines out_lines, err_lines;
+    struct lp_timer kill_timer;
+    int kill_stage;
+};
+
+static void on_stdout_line(void *ud, const char *line, size_t len)
+{
+    struct stdio_tp *tp = ud;
+    if (!line) {
+        log_warn("upstream", "%s: dropped a message larger than %zu bytes", tp->up->name,
+                 (size_t)MAX_MESSAGE_BYTES);
+        return;
+    }
+    up__transport_message(tp->up, line, len);
+}
+
+static void on_stdout(void *ud, const char *data, size_t len)
+{
+    struct stdio_tp *tp = ud;
+    rpc_lines_feed(&tp->out_lines, data, len, on_stdout_line, tp);
+}
+
+static void on_stderr_line(void *ud, const char *line, size_t len)
+{
+    struct stdio_tp *tp = ud;
+    if (line)
+        log_info("upstream", "[%s] %.*s", tp->up->name, (int)(len > 2000 ? 2000 : len), line);
+}
+
+static void on_stderr(void *ud, const char *data, size_t len)
+{
+    struct stdio_tp *tp = ud;
+    rpc_lines_feed(&tp->err_lines, data, len, on_stderr_line, tp);
+}
+
+static void maybe_closed(struct stdio_tp *tp)
+{
+    /* Gone once reaped and both output pipes are drained. */
+    if (tp->exited && !tp->out && !tp->err)
+        up__transport_closed(tp->up);
+}
+
+static void on_stdout_close(void *ud)
+{
+    struct stdio_tp *tp = ud;
+    tp->out = NULL;
+    maybe_closed(tp);
+}
+
+static void on_stderr_close(void *ud)
+{
+    struct stdio_tp *tp = ud;
+    tp->err = NULL;
+    maybe_closed(tp);
+}
+
+static void on_stdin_close(void *ud)
+{
+    struct stdio_tp *tp = ud;
+    tp->in = NULL;
+}
+
+static const struct lp_io_ops out_ops = {on_stdout, on_stdout_close};
+static const struct lp_io_ops err_ops = {on_stderr, on_stderr_close};
+static const struct lp_io_ops in_ops = {NULL, on_stdin_close};
+
+static void on_exit_status(void *ud, pid_t pid, int status)
+{
+    (void)pid;
+    struct stdio_tp *tp = ud;
+    tp->exited = 1;
+    lp_timer_stop(&tp->kill_timer);
+    if (tp->in)
+        lp_io_close(tp->in);
+    if (!tp->stopping) {
+        char why[128];
+        if (WIFEXITED(status))
+            snprintf(why, sizeof(why), "the server process exited with status %d",
+                     WEXITSTATUS(status));
+        else if (WIFSIGNALED(status))
+            snprintf(why, sizeof(why), "the server process was killed by signal %d",
+                     WTERMSIG(status));
+        else
+            snprintf(why, sizeof(why), "the server process ended");
+        up__transport_failed(tp->up, why);
+    }
+    maybe_closed(tp);
+}
+
+static void kill_step(void *ud)
+{
+    struct stdio_tp *tp = ud;
+    if (tp->exited)
+        return;
+    int sig = tp->kill_stage++ == 0 ? SIGTERM : SIGKILL;
+    log_debug("upstream", "%s: sending %s", tp->up->name, sig == SIGTERM ? "SIGTERM" : "SIGKILL");
+    kill(-tp->pid, sig);
+    kill(tp->pid, sig);
+    if (sig == SIGTERM)
+        lp_timer_start(&tp->kill_timer, GRACE_MS, kill_step, tp);
+}
+
+static int stdio_start(struct upstream *up)
+{
+    struct cfg_server *s = up->cfg;
+    if (!s->argv || !s->argv[0]) {
+        up__set_error(up, "no command configured");
+        return -1;
+    }
+    struct stdio_tp *tp = xcalloc(1, sizeof(*tp));
+    tp->up = up;
+    tp->out_lines.max_line = MAX_MESSAGE_BYTES;
+    tp->err_lines.max_line = 64 * 1024;
+    struct lp_spawn_opts o = {
+        .argv = s->argv,
+        .env = s->env,
+        .cwd = s->cwd,
+        .want_stdin = 1,
+        .want_stdout = 1,
+        .want_stderr = 1,
+    };
+    int fds[3];
+    char err[512];
+    tp->pid = lp_spawn(&o, fds, err, sizeof(err));
+    if (tp->pid < 0) {
+        up__set_error(up, "%s%s", err,
+                      errno == ENOENT ? " (check \"command\" in the config and PATH)" : "");
+        free(tp);
+        return -1;
+    }
+    up->tp = tp;
+    lp_on_child_exit(tp->pid, on_exit_status, tp);
+    tp->in = lp_io_watch(fds[0], 0, &in_ops, tp);
+    tp->out = lp_io_watch(fds[1], 1, &out_ops, tp);
+    tp->err = lp_io_watch(fds[2], 1, &err_ops, tp);
+    log_info("upstream", "%s: started pid %d (%s)", up->name, (int)tp->pid, s->argv[0]);
+    up__transport_open(up);
+    return 0;
+}
+
+static int stdio_send(struct upstream *up, const char *text, size_t len)
+{
+    struct stdio_tp *tp = up->tp;
+    if (!tp || !tp->in || tp->exited)
+        return -1;
+    log_trace("upstream", "%s <- %.*s", up->name, (int)(len > 500 ? 500 : len), text);
+    if (lp_io_write(tp->in, text, len) < 0 || lp_io_write(tp->in, "\n", 1) < 0)
+        return -1;
+    return 0;
+}
+
+static void stdio_shutdown(struct upstream *up)
+{
+    struct stdio_tp *tp = up->tp;
+    if (!tp || tp->stopping)
+        return;
+    tp->stopping = 1;
+    if (tp->exited)
+        return;
+    /* MCP stdio shutdown: close stdin, then SIGTERM, then SIGKILL. */
+    if (tp->in)
+        lp_io_close(tp->in);
+    lp_timer_start(&tp->kill_timer, GRACE_MS, kill_step, tp);
+}
+
+static void stdio_free(struct upstream *up)
+{
+    struct stdio_tp *tp = up->tp;
+    if (!tp)
+        return;
+    lp_timer_stop(&tp->kill_timer);
+    if (!tp->exited)
+        lp_forget_child(tp->pid);
+    rpc_lines_free(&tp->out_lines);
+    rpc_lines_free(&tp->err_lines);
+    free(tp);
+    up->tp = NULL;
+}
+
+const struct up_transport_ops up_stdio_ops = {
+    .name = "stdio",
+    .start = stdio_start,
+    .send = stdio_send,
+    .shutdown = stdio_shutdown,
+    .free = stdio_free,
+};

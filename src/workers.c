@@ -1,0 +1,546 @@
+/* workers — see workers.h.
+ *
+ * A slot is one worker process position in the pool; its process may be restarted many
+ * times. States: DOWN → STARTING (spawned, waiting for the connection and token) →
+ * READY (connected, SDK sent) ⇄ BUSY (a run is executing). A worker that exits while
+ * BUSY fails its run with the reason; a slot that fails to start three times in a row
+ * reports a start failure to the runs waiting for it instead of looping forever. */
+#include "workers.h"
+#include "catalog.h"
+#include "control.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "loop.h"
+#include "runs.h"
+#include "util.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum wk_state { WK_DOWN, WK_STARTING, WK_READY, WK_BUSY };
+
+struct worker {
+    int slot;
+    enum wk_state state;
+    pid_t pid;
+    char token[65];
+    uint64_t conn_id;
+    int sdk_sent;    /* catalog version last sent */
+    struct run *run; /* executing run (BUSY) */
+    int64_t run_rpc_id;
+    char *kill_reason; /* set when we kill it on purpose */
+    int failed_starts;
+    char *start_failure;
+    struct lp_timer start_timer;
+    struct lp_timer restart_timer;
+    struct lp_io *out_io, *err_io;
+    struct rpc_lines out_lines, err_lines;
+};
+
+struct pin {
+    uint64_t session_id;
+    int slot;
+};
+
+static struct worker *workers;
+static int n_workers;
+static struct pin *pins;
+static size_t n_pins, cap_pins;
+static char worker_bin[PATH_MAX];
+static int64_t next_rpc_id = 1;
+static long memory_mb;
+static void (*shutdown_done)(void);
+static int shutting_down;
+
+static int spawn(struct worker *w);
+
+/* ---- locating the binary ------------------------------------------------------------ */
+
+static int try_bin(const char *path)
+{
+    if (access(path, X_OK) == 0) {
+        snprintf(worker_bin, sizeof(worker_bin), "%s", path);
+        return 1;
+    }
+    return 0;
+}
+
+static int find_worker_bin(void)
+{
+    const char *env = getenv("CODEMCP_WORKER_BIN");
+    if (env && *env)
+        return try_bin(env);
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *dir = dirname(self);
+        char p[PATH_MAX + 64];
+        snprintf(p, sizeof(p), "%s/worker/codemcp-worker", dir); /* build tree */
+        if (try_bin(p))
+            return 1;
+        snprintf(p, sizeof(p), "%s/codemcp-worker", dir);
+        if (try_bin(p))
+            return 1;
+        snprintf(p, sizeof(p), "%s/../libexec/codemcp/codemcp-worker", dir);
+        if (try_bin(p))
+            return 1;
+    }
+    return try_bin(CODEMCP_LIBEXECDIR "/codemcp-worker");
+}
+
+/* ---- process output → log ------------------------------------------------------------ */
+
+static void on_out_line(void *ud, const char *line, size_t len)
+{
+    struct worker *w = ud;
+    if (line)
+        log_info("worker", "[worker %d] %.*s", w->slot, (int)(len > 2000 ? 2000 : len), line);
+}
+
+static void on_out(void *ud, const char *data, size_t len)
+{
+    struct worker *w = ud;
+    rpc_lines_feed(&w->out_lines, data, len, on_out_line, w);
+}
+
+static void on_err(void *ud, const char *data, size_t len)
+{
+    struct worker *w = ud;
+    rpc_lines_feed(&w->err_lines, data, len, on_out_line, w);
+}
+
+static void on_out_close(void *ud)
+{
+    ((struct worker *)ud)->out_io = NULL;
+}
+
+static void on_err_close(void *ud)
+{
+    ((struct worker *)ud)->err_io = NULL;
+}
+
+static const struct lp_io_ops out_ops = {on_out, on_out_close};
+static const struct lp_io_ops err_ops = {on_err, on_err_close};
+
+/* ---- lifecycle -------------------------------------------------------------------------- */
+
+static void fail_current_run(struct worker *w, const char *why)
+{
+    struct run *r = w->run;
+    w->run = NULL;
+    if (r)
+        run_finished(r, NULL, why);
+}
+
+static void restart_later(void *ud)
+{
+    struct worker *w = ud;
+    if (w->state == WK_DOWN && !shutting_down)
+        spawn(w);
+}
+
+static void on_worker_exit(void *ud, pid_t pid, int status)
+{
+    struct worker *w = ud;
+    if (pid != w->pid)
+        return;
+    lp_timer_stop(&w->start_timer);
+    char why[512];
+    if (w->kill_reason)
+        snprintf(why, sizeof(why), "%s", w->kill_reason);
+    else if (WIFSIGNALED(status))
+        snprintf(why, sizeof(why),
+                 "the Python worker crashed (signal %d) while running this code; it was "
+                 "restarted and this session's variables were lost",
+                 WTERMSIG(status));
+    else
+        snprintf(why, sizeof(why),
+                 "the Python worker exited (status %d) while running this code; it was "
+                 "restarted and this session's variables were lost",
+                 WEXITSTATUS(status));
+    int was_started = w->state == WK_READY || w->state == WK_BUSY;
+    log_info("worker", "worker %d (pid %d) exited: %s", w->slot, (int)pid,
+             WIFSIGNALED(status) ? "signal" : "status");
+    w->state = WK_DOWN;
+    w->pid = 0;
+    free(w->kill_reason);
+    w->kill_reason = NULL;
+    if (w->conn_id)
+        ctl_close(w->conn_id);
+    w->conn_id = 0;
+    fail_current_run(w, why);
+    if (shutting_down) {
+        for (int i = 0; i < n_workers; i++)
+            if (workers[i].state != WK_DOWN)
+                return;
+        if (shutdown_done) {
+            void (*done)(void) = shutdown_done;
+            shutdown_done = NULL;
+            done();
+        }
+        return;
+    }
+    if (!was_started) {
+        w->failed_starts++;
+        free(w->start_failure);
+        char msg[PATH_MAX + 256];
+        snprintf(msg, sizeof(msg),
+                 "the Python worker (%s) failed to start (exit %s %d); see codemcp's log "
+                 "(CODEMCP_LOG=info)",
+                 worker_bin, WIFSIGNALED(status) ? "signal" : "status",
+                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        w->start_failure = w->failed_starts >= 3 ? xstrdup(msg) : NULL;
+    }
+    /* Restart right away after a run-induced crash; back off when it cannot start. */
+    if (!w->start_failure)
+        lp_timer_start(&w->restart_timer, w->failed_starts ? 200L * w->failed_starts : 0,
+                       restart_later, w);
+    run_dispatch();
+}
+
+static void start_timed_out(void *ud)
+{
+    struct worker *w = ud;
+    if (w->state != WK_STARTING)
+        return;
+    log_warn("worker", "worker %d did not connect in time: killing it", w->slot);
+    w->kill_reason = xstrdup("the Python worker did not start in time");
+    kill(w->pid, SIGKILL);
+}
+
+static char *env_entry(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v)
+        return NULL;
+    size_t n = strlen(name) + strlen(v) + 2;
+    char *e = xmalloc(n);
+    snprintf(e, n, "%s=%s", name, v);
+    return e;
+}
+
+static int spawn(struct worker *w)
+{
+    if (random_hex(w->token, 32) < 0) {
+        log_error("worker", "cannot get random bytes for the worker token");
+        return -1;
+    }
+    /* A scrubbed environment: nothing of the gateway's secrets or upstream credentials. */
+    static const char *const pass[] = {"PATH",
+                                       "HOME",
+                                       "LANG",
+                                       "LC_ALL",
+                                       "LC_CTYPE",
+                                       "TZ",
+                                       "TMPDIR",
+                                       "CODEMCP_LOG",
+                                       "CODEMCP_PYTHONPATH_DEV",
+                                       "ASAN_OPTIONS",
+                                       "UBSAN_OPTIONS",
+                                       "LSAN_OPTIONS",
+                                       NULL};
+    char *env[32];
+    int n = 0;
+    for (int i = 0; pass[i]; i++) {
+        char *e = env_entry(pass[i]);
+        if (e)
+            env[n++] = e;
+    }
+    char url_e[128], tok_e[128], id_e[64], mem_e[64];
+    snprintf(url_e, sizeof(url_e), "CODEMCP_CONTROL_URL=%s", ctl_url());
+    snprintf(tok_e, sizeof(tok_e), "CODEMCP_WORKER_TOKEN=%s", w->token);
+    snprintf(id_e, sizeof(id_e), "CODEMCP_WORKER_ID=%d", w->slot);
+    snprintf(mem_e, sizeof(mem_e), "CODEMCP_WORKER_MEMORY_MB=%ld", memory_mb);
+    env[n++] = url_e;
+    env[n++] = tok_e;
+    env[n++] = id_e;
+    env[n++] = mem_e;
+    env[n] = NULL;
+    char *argv[] = {worker_bin, NULL};
+    struct lp_spawn_opts o = {.argv = argv,
+                              .env = env,
+                              .clear_env = 1,
+                              .want_stdout = 1,
+                              .want_stderr = 1,
+                              .rlimit_as_mb = memory_mb};
+    int fds[3];
+    char err[512];
+    w->pid = lp_spawn(&o, fds, err, sizeof(err));
+    for (int i = 0; i < n - 4; i++)
+        free(env[i]);
+    if (w->pid < 0) {
+        log_error("worker", "cannot start %s: %s", worker_bin, err);
+        free(w->start_failure);
+        w->start_failure = xstrdup(err);
+        w->pid = 0;
+        return -1;
+    }
+    w->state = WK_STARTING;
+    w->sdk_sent = 0;
+    lp_on_child_exit(w->pid, on_worker_exit, w);
+    w->out_io = lp_io_watch(fds[1], 1, &out_ops, w);
+    w->err_io = lp_io_watch(fds[2], 1, &err_ops, w);
+    lp_timer_start(&w->start_timer, env_long("CODEMCP_WORKER_START_TIMEOUT_MS", 15000),
+                   start_timed_out, w);
+    log_debug("worker", "worker %d started (pid %d)", w->slot, (int)w->pid);
+    return 0;
+}
+
+int wk_init(int max_workers, int prewarm)
+{
+    if (!find_worker_bin()) {
+        log_error("worker",
+                  "cannot find codemcp-worker (set CODEMCP_WORKER_BIN or reinstall codemcp)");
+        return -1;
+    }
+    memory_mb = env_long("CODEMCP_WORKER_MEMORY_MB", 0);
+    n_workers = max_workers < 1 ? 1 : max_workers;
+    workers = xcalloc((size_t)n_workers, sizeof(*workers));
+    for (int i = 0; i < n_workers; i++) {
+        workers[i].slot = i;
+        workers[i].out_lines.max_line = 64 * 1024;
+        workers[i].err_lines.max_line = 64 * 1024;
+    }
+    if (prewarm)
+        spawn(&workers[0]);
+    return 0;
+}
+
+/* ---- sessions ----------------------------------------------------------------------------- */
+
+int wk_slot_for_session(uint64_t session_id)
+{
+    for (size_t i = 0; i < n_pins; i++)
+        if (pins[i].session_id == session_id)
+            return pins[i].slot;
+    int best = 0;
+    size_t best_count = (size_t)-1;
+    for (int s = 0; s < n_workers; s++) {
+        size_t count = 0;
+        for (size_t i = 0; i < n_pins; i++)
+            count += pins[i].slot == s;
+        if (count < best_count) {
+            best = s;
+            best_count = count;
+        }
+    }
+    if (n_pins == cap_pins) {
+        cap_pins = cap_pins ? cap_pins * 2 : 16;
+        pins = xrealloc(pins, cap_pins * sizeof(*pins));
+    }
+    pins[n_pins++] = (struct pin){session_id, best};
+    return best;
+}
+
+void wk_session_closed(uint64_t session_id)
+{
+    for (size_t i = 0; i < n_pins; i++)
+        if (pins[i].session_id == session_id) {
+            int slot = pins[i].slot;
+            pins[i] = pins[--n_pins];
+            struct worker *w = &workers[slot];
+            if (w->conn_id) {
+                char sid[32];
+                snprintf(sid, sizeof(sid), "s%llu", (unsigned long long)session_id);
+                ctl_send(w->conn_id,
+                         rpc_request(NULL, "drop_session", json_pack("{s:s}", "session", sid)));
+            }
+            return;
+        }
+}
+
+/* ---- runs ------------------------------------------------------------------------------------ */
+
+const char *wk_start_failure(int slot)
+{
+    return workers[slot].start_failure;
+}
+
+int wk_ready(int slot)
+{
+    struct worker *w = &workers[slot];
+    if (w->state == WK_READY)
+        return 1;
+    if (w->state == WK_DOWN && !w->start_failure && !shutting_down)
+        spawn(w);
+    return 0;
+}
+
+struct run *wk_current_run(int slot)
+{
+    return slot >= 0 && slot < n_workers ? workers[slot].run : NULL;
+}
+
+int wk_start_run(int slot, struct run *r, json_t *params)
+{
+    struct worker *w = &workers[slot];
+    if (w->state != WK_READY) {
+        json_decref(params);
+        return -1;
+    }
+    w->run_rpc_id = next_rpc_id++;
+    json_t *id = json_integer(w->run_rpc_id);
+    json_t *msg = rpc_request(id, "run", params);
+    json_decref(id);
+    if (ctl_send(w->conn_id, msg) < 0)
+        return -1;
+    w->run = r;
+    w->state = WK_BUSY;
+    return 0;
+}
+
+void wk_cancel(int slot, const char *run_id, const char *reason)
+{
+    struct worker *w = &workers[slot];
+    if (w->conn_id)
+        ctl_send(w->conn_id,
+                 rpc_request(NULL, "cancel",
+                             json_pack("{s:s, s:s}", "run_id", run_id, "reason", reason)));
+}
+
+void wk_kill(int slot, const char *why)
+{
+    struct worker *w = &workers[slot];
+    if (!w->pid)
+        return;
+    free(w->kill_reason);
+    w->kill_reason = xstrdup(why);
+    log_warn("worker", "killing worker %d (pid %d): %s", slot, (int)w->pid, why);
+    kill(w->pid, SIGKILL);
+}
+
+/* ---- control-channel events ---------------------------------------------------------------- */
+
+static void send_sdk(struct worker *w)
+{
+    int v = cat_version();
+    if (!w->conn_id || w->sdk_sent == v)
+        return;
+    w->sdk_sent = v;
+    json_t *id = json_integer(next_rpc_id++);
+    ctl_send(
+        w->conn_id,
+        rpc_request(id, "load_sdk", json_pack("{s:s, s:i}", "source", cat_source(), "version", v)));
+    json_decref(id);
+}
+
+int wk_authenticate(const char *token, uint64_t conn_id)
+{
+    int match = -1;
+    /* Compare against every starting worker: constant time per comparison, no early exit. */
+    for (int i = 0; i < n_workers; i++)
+        if (workers[i].state == WK_STARTING && secure_streq(token, workers[i].token))
+            match = i;
+    if (match < 0)
+        return -1;
+    struct worker *w = &workers[match];
+    lp_timer_stop(&w->start_timer);
+    w->conn_id = conn_id;
+    w->state = WK_READY;
+    w->failed_starts = 0;
+    free(w->start_failure);
+    w->start_failure = NULL;
+    log_info("worker", "worker %d connected (pid %d)", match, (int)w->pid);
+    send_sdk(w);
+    run_dispatch();
+    return match;
+}
+
+void wk_on_message(int slot, json_t *msg)
+{
+    struct worker *w = &workers[slot];
+    json_t *id = json_object_get(msg, "id");
+    json_t *error = json_object_get(msg, "error");
+    if (json_is_integer(id) && json_integer_value(id) == w->run_rpc_id && w->run) {
+        struct run *r = w->run;
+        w->run = NULL;
+        w->state = WK_READY;
+        if (error) {
+            json_t *m = json_object_get(error, "message");
+            run_finished(r, NULL, json_is_string(m) ? json_string_value(m) : "worker error");
+        } else {
+            run_finished(r, json_object_get(msg, "result"), NULL);
+        }
+        run_dispatch();
+        return;
+    }
+    if (error) {
+        json_t *m = json_object_get(error, "message");
+        log_error("worker", "worker %d: %s", slot,
+                  json_is_string(m) ? json_string_value(m) : "error reply");
+    }
+}
+
+void wk_on_disconnect(int slot, uint64_t conn_id)
+{
+    struct worker *w = &workers[slot];
+    if (w->conn_id != conn_id)
+        return;
+    w->conn_id = 0;
+    /* The process exit (reaped via SIGCHLD) does the rest; make sure it happens. */
+    if (w->pid && !shutting_down) {
+        if (!w->kill_reason)
+            w->kill_reason = xstrdup("the Python worker lost its control connection; it was "
+                                     "restarted and this session's variables were lost");
+        kill(w->pid, SIGKILL);
+    }
+}
+
+void wk_on_catalog_changed(void)
+{
+    for (int i = 0; i < n_workers; i++)
+        if (workers[i].state == WK_READY || workers[i].state == WK_BUSY)
+            send_sdk(&workers[i]);
+}
+
+void wk_shutdown_all(void (*done)(void))
+{
+    shutting_down = 1;
+    shutdown_done = done;
+    int any = 0;
+    for (int i = 0; i < n_workers; i++) {
+        struct worker *w = &workers[i];
+        lp_timer_stop(&w->start_timer);
+        lp_timer_stop(&w->restart_timer);
+        if (w->pid) {
+            any = 1;
+            if (!w->kill_reason)
+                w->kill_reason = xstrdup("codemcp is shutting down");
+            kill(w->pid, SIGKILL);
+        }
+    }
+    if (!any && shutdown_done) {
+        shutdown_done = NULL;
+        done();
+    }
+}
+
+long wk_rss_kib(int slot)
+{
+    if (slot < 0 || slot >= n_workers || !workers[slot].pid)
+        return -1;
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)workers[slot].pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    long kib = -1;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+            break;
+    fclose(f);
+    return kib;
+}
+
+int wk_pid(int slot)
+{
+    return slot >= 0 && slot < n_workers ? (int)workers[slot].pid : 0;
+}

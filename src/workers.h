@@ -1,0 +1,46 @@
+/* workers — the pool of Python worker processes (codemcp-worker).
+ *
+ * Spawns workers with a scrubbed environment and a fresh random token each start,
+ * tracks their control connection, keeps their SDK current (load_sdk on every catalog
+ * change; a worker handles requests in order, so a reload never lands inside a run),
+ * and restarts them after a crash or a kill. Session → worker pinning lives here too:
+ * a session's namespace exists in one worker. Loop thread only. */
+#ifndef CODEMCP_WORKERS_H
+#define CODEMCP_WORKERS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+struct run;
+
+/* max_workers >= 1. prewarm: start worker 0 now. 0 / -1 (no worker binary). */
+int wk_init(int max_workers, int prewarm);
+/* The worker slot a session's runs go to (pins on first use). */
+int wk_slot_for_session(uint64_t session_id);
+void wk_session_closed(uint64_t session_id);
+/* True when the slot can take a run now; otherwise makes sure it is starting. */
+int wk_ready(int slot);
+/* Sends the run request (params stolen). 0 / -1. */
+int wk_start_run(int slot, struct run *r, json_t *params);
+/* Sends a cancel for the run now executing on slot. */
+void wk_cancel(int slot, const char *run_id, const char *reason);
+/* Kills the worker (hard deadline passed); its run fails with `why`. */
+void wk_kill(int slot, const char *why);
+/* A start problem that makes queued runs fail (NULL when fine). */
+const char *wk_start_failure(int slot);
+
+/* From control.c: token check of a new connection → slot, or -1. */
+int wk_authenticate(const char *token, uint64_t conn_id);
+void wk_on_message(int slot, json_t *msg);
+void wk_on_disconnect(int slot, uint64_t conn_id);
+/* The run currently executing on slot (NULL if none). */
+struct run *wk_current_run(int slot);
+/* Catalog changed: push the new SDK to connected workers. */
+void wk_on_catalog_changed(void);
+/* Kills every worker (shutdown). done() when all are reaped. */
+void wk_shutdown_all(void (*done)(void));
+/* Resident set of the worker processes, in KiB (for bench/status). */
+long wk_rss_kib(int slot);
+int wk_pid(int slot);
+
+#endif
