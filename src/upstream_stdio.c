@@ -16,7 +16,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#define GRACE_MS          1500
+#define STDIN_GRACE_MS    500  /* after closing stdin, before SIGTERM */
+#define GRACE_MS          1500 /* after SIGTERM, before SIGKILL */
 #define MAX_MESSAGE_BYTES ((size_t)256 << 20)
 
 struct stdio_tp {
@@ -187,7 +188,7 @@ static void stdio_shutdown(struct upstream *up)
     /* MCP stdio shutdown: close stdin, then SIGTERM, then SIGKILL. */
     if (tp->in)
         lp_io_close(tp->in);
-    lp_timer_start(&tp->kill_timer, GRACE_MS, kill_step, tp);
+    lp_timer_start(&tp->kill_timer, STDIN_GRACE_MS, kill_step, tp);
 }
 
 static void stdio_free(struct upstream *up)

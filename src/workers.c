@@ -53,7 +53,7 @@ static struct worker *workers;
 static int n_workers;
 static struct pin *pins;
 static size_t n_pins, cap_pins;
-static char worker_bin[PATH_MAX];
+static char worker_bin[PATH_MAX + 128];
 static int64_t next_rpc_id = 1;
 static long memory_mb;
 static void (*shutdown_done)(void);
@@ -191,7 +191,7 @@ static void on_worker_exit(void *ud, pid_t pid, int status)
     if (!was_started) {
         w->failed_starts++;
         free(w->start_failure);
-        char msg[PATH_MAX + 256];
+        char msg[PATH_MAX + 512];
         snprintf(msg, sizeof(msg),
                  "the Python worker (%s) failed to start (exit %s %d); see codemcp's log "
                  "(CODEMCP_LOG=info)",
@@ -314,10 +314,17 @@ int wk_init(int max_workers, int prewarm)
     return 0;
 }
 
+int wk_available(void)
+{
+    return n_workers > 0;
+}
+
 /* ---- sessions ----------------------------------------------------------------------------- */
 
 int wk_slot_for_session(uint64_t session_id)
 {
+    if (!n_workers)
+        return 0;
     for (size_t i = 0; i < n_pins; i++)
         if (pins[i].session_id == session_id)
             return pins[i].slot;
@@ -342,6 +349,8 @@ int wk_slot_for_session(uint64_t session_id)
 
 void wk_session_closed(uint64_t session_id)
 {
+    if (!n_workers)
+        return;
     for (size_t i = 0; i < n_pins; i++)
         if (pins[i].session_id == session_id) {
             int slot = pins[i].slot;
@@ -361,6 +370,9 @@ void wk_session_closed(uint64_t session_id)
 
 const char *wk_start_failure(int slot)
 {
+    if (!n_workers)
+        return "codemcp-worker was not found, so Python cannot run (set CODEMCP_WORKER_BIN "
+               "or reinstall codemcp)";
     return workers[slot].start_failure;
 }
 

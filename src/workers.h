@@ -15,6 +15,8 @@ struct run;
 
 /* max_workers >= 1. prewarm: start worker 0 now. 0 / -1 (no worker binary). */
 int wk_init(int max_workers, int prewarm);
+/* False when no worker binary was found (execute_python then fails clearly). */
+int wk_available(void);
 /* The worker slot a session's runs go to (pins on first use). */
 int wk_slot_for_session(uint64_t session_id);
 void wk_session_closed(uint64_t session_id);
