@@ -37,6 +37,7 @@ struct worker {
     int64_t run_rpc_id;
     char *kill_reason; /* set when we kill it on purpose */
     int failed_starts;
+    int runs_done; /* runs completed by the current process */
     char *start_failure;
     struct lp_timer start_timer;
     struct lp_timer restart_timer;
@@ -166,7 +167,9 @@ static void on_worker_exit(void *ud, pid_t pid, int status)
                  "the Python worker exited (status %d) while running this code; it was "
                  "restarted and this session's variables were lost",
                  WEXITSTATUS(status));
-    int was_started = w->state == WK_READY || w->state == WK_BUSY;
+    /* A process that dies while idle before finishing any run failed to start, even if
+     * it connected: counting it stops a crash loop. */
+    int was_started = (w->state == WK_READY || w->state == WK_BUSY) && (w->run || w->runs_done);
     log_info("worker", "worker %d (pid %d) exited: %s", w->slot, (int)pid,
              WIFSIGNALED(status) ? "signal" : "status");
     w->state = WK_DOWN;
@@ -285,6 +288,7 @@ static int spawn(struct worker *w)
     }
     w->state = WK_STARTING;
     w->sdk_sent = 0;
+    w->runs_done = 0;
     lp_on_child_exit(w->pid, on_worker_exit, w);
     w->out_io = lp_io_watch(fds[1], 1, &out_ops, w);
     w->err_io = lp_io_watch(fds[2], 1, &err_ops, w);
@@ -475,6 +479,7 @@ void wk_on_message(int slot, json_t *msg)
         struct run *r = w->run;
         w->run = NULL;
         w->state = WK_READY;
+        w->runs_done++;
         if (error) {
             json_t *m = json_object_get(error, "message");
             run_finished(r, NULL, json_is_string(m) ? json_string_value(m) : "worker error");
