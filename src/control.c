@@ -9,6 +9,8 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
+#include "policy.h"
+#include "redact.h"
 #include "runs.h"
 #include "upstream.h"
 #include "util.h"
@@ -203,6 +205,14 @@ static void handle_call_tool(struct ctl_conn *c, json_t *id, json_t *params)
         return;
     }
     const char *fn = json_string_value(json_object_get(f, "function"));
+    char why[512];
+    if (!policy_allows(server, tool, fn, why, sizeof(why))) {
+        char *shown = redact_dump(args, 300);
+        log_info("control", "%s refused: %s (args %s)", fn, why, shown);
+        free(shown);
+        reply_error(c->id, id, "denied", why, 0);
+        return;
+    }
     int mutation = json_is_true(json_object_get(f, "mutation"));
     if (mutation && run_dry(r)) {
         ctl_send(c->id, rpc_result(id, dry_run_stub(fn, server, tool, args)));

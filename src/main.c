@@ -13,6 +13,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp_server.h"
+#include "policy.h"
 #include "runs.h"
 #include "serve_stdio.h"
 #include "upstream.h"
@@ -216,6 +217,7 @@ int main(int argc, char **argv)
     log_info("main", "config: %s (%zu servers)", config.path ? config.path : "(none)",
              config.n_servers);
 
+    policy_init(&config);
     if (lp_init() < 0)
         return 1;
     lp_on_shutdown_signal(begin_shutdown);
