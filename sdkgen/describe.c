@@ -172,7 +172,9 @@ char *sdk__describe(struct sdk_fn *fns, size_t n, json_t *shapes)
         buf_appends(&b, "(no upstream tools connected)\n");
     for (size_t i = 0; i < n; i++) {
         struct sdk_fn *fn = &fns[i];
-        sdk__signature(&b, fn, 0);
+        /* The intro promises timeout_ms; only a tool that owns a timeout_ms parameter of
+         * its own shows the renamed keyword. */
+        sdk__signature(&b, fn, strcmp(fn->timeout_name, "timeout_ms") != 0);
         buf_printf(&b, "\n    # %s%s\n", fn->mutation ? "[write] " : "",
                    fn->summary[0] ? fn->summary : "(no description)");
         json_t *shape = json_object_get(shapes, fn->name);

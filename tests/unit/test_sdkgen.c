@@ -385,6 +385,8 @@ static void case_content(void)
     EXPECT_STR(param_names(cls, &b), "from_,lambda_,missing_but_required,a_b,a_b_2,timeout_ms,"
                                      "_args_2,_call_2,__debug___,match_,type_,__");
     EXPECT_STR(json_string_value(json_object_get(cls, "timeout_param")), "_timeout_ms");
+    EXPECT(strstr(h->description, "__: str | None = None, *, _timeout_ms: int | None = None) "
+                                  "-> dict[str, Any]:\n"));
     EXPECT(json_is_false(json_object_get(cls, "extra")));
     EXPECT(json_is_false(json_object_get(cls, "mutation"))); /* readOnlyHint */
     EXPECT(strstr(h->source, "    _args: dict[str, Any] = {\"from\": from_, \"lambda\": "
