@@ -56,7 +56,7 @@ npm_in_sync() {
 if command -v npm >/dev/null; then
     if [ "$force_npm" = 1 ] || ! npm_in_sync; then
         say "npm ci (tests/)"
-        (cd tests && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed in tests/"
+        (cd tests && npm ci --no-audit --no-fund --loglevel=error) >&2 || die "npm ci failed in tests/"
     else
         say "npm peers in tests/node_modules match package-lock.json; skipping npm ci"
     fi

@@ -1,11 +1,12 @@
 // Inspection and the command line: CODEMCP_DUMP=1, --wrap (with and without --name), --help,
 // --version and bad options. Issue 2, "Inspection".
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { FAKE_UPSTREAM, NODE, NPM_PEERS, ms, projectVersion, runCodemcp, servers, tempDir, writeConfig } from './lib.mjs';
+import { FAKE_UPSTREAM, NODE, NPM_PEERS, PYTHON, ms, projectVersion, runCodemcp, servers, tempDir, writeConfig } from './lib.mjs';
 
 const LOG_LINE = /codemcp (error|warn|info|debug|trace) \[/;
 const EVERYTHING_CMD = `${NODE} ${path.join(NPM_PEERS, 'server-everything', 'dist', 'index.js')} stdio`;
@@ -13,6 +14,9 @@ const EVERYTHING_CMD = `${NODE} ${path.join(NPM_PEERS, 'server-everything', 'dis
 function count(hay, needle) {
   return hay.split(needle).length - 1;
 }
+
+// The dump prints sdk.py, then this marker line, then the description (README documents it).
+const MARKER = /^# -+ execute_python description -+$/m;
 
 function assertDumpOk(r, what) {
   assert.equal(r.code, 0, `${what}: exit ${r.code} (signal ${r.signal}); stderr:\n${r.stderr.slice(-3000)}`);
@@ -30,6 +34,47 @@ test('CODEMCP_DUMP=1 prints sdk.py and the description, then exits 0', { timeout
   // Once in sdk.py, once in the description.
   assert.ok(count(r.stdout, 'def dumpy_echo(') >= 2, 'the dump should hold both sdk.py and the description');
   assert.match(r.stdout, /execute_python|result/, 'the description intro is missing');
+});
+
+test('the dumped sdk.py compiles with /usr/bin/python3 and has one unique function per tool, hostile names included', { timeout: ms(60000) }, async () => {
+  const dir = tempDir();
+  const hostile = ['class', '2fa', 'a.b-c', 'a_b_c', 'café', 'über-tool', 'x'.repeat(128), 'None', 'match', 'def', 'import', 'spaces in name'];
+  const toolsFile = path.join(dir, 'hostile.json');
+  fs.writeFileSync(
+    toolsFile,
+    JSON.stringify(hostile.map((name) => ({ name, description: `tool ${name}`, inputSchema: { type: 'object', properties: { lambda: { type: 'string' }, 'from': { type: 'integer' } }, required: ['lambda'] } }))),
+  );
+  const cfg = writeConfig(dir, {
+    everything: servers.everything(),
+    memory: servers.memory(path.join(dir, 'memory.jsonl')),
+    filesystem: servers.filesystem(dir),
+    hostile: servers.fake(['--tools-file', toolsFile]),
+  });
+  const r = await runCodemcp({ config: cfg, env: { CODEMCP_DUMP: '1' } }, ms(45000));
+  assertDumpOk(r, 'dump');
+  const m = MARKER.exec(r.stdout);
+  assert.ok(m, 'no "# ---- execute_python description ----" line between sdk.py and the description');
+  const sdk = r.stdout.slice(0, m.index);
+  const check = spawnSync(
+    PYTHON,
+    [
+      '-c',
+      `import ast, keyword, sys, json
+src = sys.stdin.read()
+tree = ast.parse(src, "sdk.py")
+compile(tree, "sdk.py", "exec")
+names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+print(json.dumps(names))`,
+    ],
+    { input: sdk, encoding: 'utf8' },
+  );
+  assert.equal(check.status, 0, `sdk.py does not compile:\n${check.stderr}`);
+  const names = JSON.parse(check.stdout);
+  assert.equal(new Set(names).size, names.length, `duplicate function names: ${names}`);
+  const hostileFns = names.filter((n) => n.startsWith('hostile_'));
+  assert.equal(hostileFns.length, hostile.length, `hostile tools → ${JSON.stringify(hostileFns)}`);
+  for (const n of names) assert.match(n, /^[A-Za-z_][A-Za-z0-9_]*$/, `not a plain identifier: ${n}`);
+  assert.ok(names.includes('everything_get_sum') && names.includes('memory_create_entities'));
 });
 
 test('CODEMCP_DUMP=1 works with stdin left open (a terminal) as well as closed (CI)', { timeout: ms(60000) }, async () => {
