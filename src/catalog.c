@@ -11,6 +11,7 @@
 
 static struct sdk_output current;
 static int version;
+static int source_version;
 static void (*listener)(void);
 static json_t *exemplars;
 static json_t *by_server_tool; /* "server\x1ftool" -> function entry */
@@ -23,6 +24,11 @@ void cat_set_listener(void (*on_change)(void))
 int cat_version(void)
 {
     return version;
+}
+
+int cat_source_version(void)
+{
+    return source_version;
 }
 
 const char *cat_source(void)
@@ -64,6 +70,20 @@ static json_t *gather_input(void)
     return servers;
 }
 
+/* The outputSchema the upstream declared for a tool (borrowed) or NULL. */
+static json_t *tool_output_schema(const char *server, const char *tool)
+{
+    struct upstream *up = up_find(server);
+    size_t i;
+    json_t *t;
+    json_array_foreach(up ? up->tools : NULL, i, t)
+    {
+        if (strcmp(json_string_value(json_object_get(t, "name")), tool) == 0)
+            return json_object_get(t, "outputSchema");
+    }
+    return NULL;
+}
+
 static void index_functions(void)
 {
     json_decref(by_server_tool);
@@ -77,6 +97,10 @@ static void index_functions(void)
                  json_string_value(json_object_get(f, "tool")));
         json_object_set(by_server_tool, key, f);
         json_object_set_new(f, "function", json_string(fn));
+        json_t *schema = tool_output_schema(json_string_value(json_object_get(f, "server")),
+                                            json_string_value(json_object_get(f, "tool")));
+        if (schema)
+            json_object_set(f, "output_schema", schema);
     }
 }
 
@@ -97,6 +121,8 @@ void cat_rebuild(void)
         sdk_output_free(&next);
         return;
     }
+    if (!current.source || strcmp(current.source, next.source) != 0)
+        source_version++;
     sdk_output_free(&current);
     current = next;
     index_functions();

@@ -14,6 +14,8 @@ void cat_init(void);
 void cat_rebuild(void);
 void cat_set_listener(void (*on_change)(void));
 int cat_version(void);
+/* Changes only when the SDK source changes (the description may change alone). */
+int cat_source_version(void);
 const char *cat_source(void);
 const char *cat_description(void);
 /* {"<fn>": {"server","tool","mutation",...}} borrowed; never NULL. */

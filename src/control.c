@@ -12,6 +12,7 @@
 #include "policy.h"
 #include "redact.h"
 #include "runs.h"
+#include "shapes.h"
 #include "upstream.h"
 #include "util.h"
 #include "workers.h"
@@ -42,7 +43,7 @@ struct ctl_call {
     uint64_t conn_id;
     json_t *id;
     char *run_id;
-    char *server, *tool;
+    char *server, *tool, *fn;
     int mutation;
     uint64_t up_handle;
     int64_t started_ms;
@@ -119,6 +120,7 @@ static void call_free(struct ctl_call *call)
     free(call->run_id);
     free(call->server);
     free(call->tool);
+    free(call->fn);
     free(call);
 }
 
@@ -158,6 +160,8 @@ static void on_upstream_result(void *ud, json_t *result, const struct up_error *
         if (call->mutation)
             copy = mark_mutation(copy, 0);
         ctl_send(call->conn_id, rpc_result(call->id, copy));
+        /* After the answer is queued: learning never delays the call. */
+        shapes_learn(call->fn, result);
     }
     call_free(call);
 }
@@ -234,6 +238,7 @@ static void handle_call_tool(struct ctl_conn *c, json_t *id, json_t *params)
     call->run_id = xstrdup(run_id);
     call->server = xstrdup(server);
     call->tool = xstrdup(tool);
+    call->fn = xstrdup(fn);
     call->mutation = mutation;
     call->started_ms = t0;
     struct up_error err = {0};

@@ -16,6 +16,7 @@
 #include "policy.h"
 #include "runs.h"
 #include "serve_stdio.h"
+#include "shapes.h"
 #include "upstream.h"
 #include "util.h"
 #include "workers.h"
@@ -137,8 +138,15 @@ static void on_upstreams_changed(void)
     on_settled_once();
 }
 
+static void on_shapes_changed(void)
+{
+    if (serving)
+        wk_on_catalog_changed();
+}
+
 static void on_catalog_changed(void)
 {
+    shapes_seed();
     mcp_on_catalog_changed();
     if (serving)
         wk_on_catalog_changed();
@@ -223,6 +231,8 @@ int main(int argc, char **argv)
     lp_on_shutdown_signal(begin_shutdown);
     up_set_listener(on_upstreams_changed);
     cat_set_listener(on_catalog_changed);
+    shapes_init();
+    shapes_set_listener(on_shapes_changed);
     cat_init();
 
     if (mode != MODE_DUMP) {
@@ -251,6 +261,7 @@ int main(int argc, char **argv)
     ctl_free_all();
     up_free_all();
     cat_free();
+    shapes_free();
     lp_destroy();
     cfg_free(&config);
     return exit_code;

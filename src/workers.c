@@ -12,6 +12,7 @@
 #include "log.h"
 #include "loop.h"
 #include "runs.h"
+#include "shapes.h"
 #include "util.h"
 
 #include <errno.h>
@@ -32,7 +33,8 @@ struct worker {
     pid_t pid;
     char token[65];
     uint64_t conn_id;
-    int sdk_sent;    /* catalog version last sent */
+    int sdk_sent;    /* catalog source version last sent */
+    int shapes_sent; /* shapes version last sent */
     struct run *run; /* executing run (BUSY) */
     int64_t run_rpc_id;
     char *kill_reason; /* set when we kill it on purpose */
@@ -288,6 +290,7 @@ static int spawn(struct worker *w)
     }
     w->state = WK_STARTING;
     w->sdk_sent = 0;
+    w->shapes_sent = 0;
     w->runs_done = 0;
     lp_on_child_exit(w->pid, on_worker_exit, w);
     w->out_io = lp_io_watch(fds[1], 1, &out_ops, w);
@@ -435,9 +438,21 @@ void wk_kill(int slot, const char *why)
 
 /* ---- control-channel events ---------------------------------------------------------------- */
 
+static void send_shapes(struct worker *w)
+{
+    int v = shapes_version();
+    if (!w->conn_id || w->shapes_sent == v || !shapes_enabled())
+        return;
+    w->shapes_sent = v;
+    json_t *id = json_integer(next_rpc_id++);
+    ctl_send(w->conn_id, rpc_request(id, "set_shapes", json_pack("{s:O}", "shapes", shapes_all())));
+    json_decref(id);
+}
+
 static void send_sdk(struct worker *w)
 {
-    int v = cat_version();
+    send_shapes(w);
+    int v = cat_source_version();
     if (!w->conn_id || w->sdk_sent == v)
         return;
     w->sdk_sent = v;

@@ -1,0 +1,365 @@
+/* shapes — see shapes.h. */
+#include "shapes.h"
+#include "catalog.h"
+#include "log.h"
+#include "util.h"
+
+#include <string.h>
+
+#define EXEMPLAR_DEPTH  3
+#define EXEMPLAR_FIELDS 12
+#define EXEMPLAR_BYTES  600
+#define LEARN_MAX_TEXT  (256 * 1024)
+#define SHAPE_MAX_DEPTH 24
+
+static int enabled = -1;
+static json_t *learned; /* fn -> shape */
+static int version;
+static void (*listener)(void);
+
+void shapes_set_listener(void (*on_change)(void))
+{
+    listener = on_change;
+}
+
+void shapes_init(void)
+{
+    enabled = env_bool("CODEMCP_LEARN_SHAPES", 1);
+    learned = json_object();
+}
+
+int shapes_enabled(void)
+{
+    return enabled > 0;
+}
+
+json_t *shapes_all(void)
+{
+    return learned;
+}
+
+int shapes_version(void)
+{
+    return version;
+}
+
+static json_t *leaf(const char *t)
+{
+    return json_pack("{s:s, s:s}", "k", "leaf", "t", t);
+}
+
+static json_t *any(void)
+{
+    return json_pack("{s:s}", "k", "any");
+}
+
+static const char *kind(json_t *s)
+{
+    const char *k = json_string_value(json_object_get(s, "k"));
+    return k ? k : "any";
+}
+
+static json_t *value_shape(json_t *v, int depth)
+{
+    if (depth > SHAPE_MAX_DEPTH)
+        return any();
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        json_t *fields = json_object();
+        const char *key;
+        json_t *val;
+        json_object_foreach(v, key, val)
+            json_object_set_new(fields, key, value_shape(val, depth + 1));
+        return json_pack("{s:s, s:o}", "k", "object", "fields", fields);
+    }
+    case JSON_ARRAY: {
+        json_t *items = NULL;
+        size_t i;
+        json_t *val;
+        json_array_foreach(v, i, val)
+        {
+            json_t *s = value_shape(val, depth + 1);
+            json_t *m = items ? shapes_merge(items, s) : json_incref(s);
+            json_decref(items);
+            json_decref(s);
+            items = m;
+        }
+        return items ? json_pack("{s:s, s:o}", "k", "array", "items", items)
+                     : json_pack("{s:s}", "k", "array");
+    }
+    case JSON_STRING:
+        return leaf("str");
+    case JSON_INTEGER:
+        return leaf("int");
+    case JSON_REAL:
+        return leaf("float");
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return leaf("bool");
+    case JSON_NULL:
+        return leaf("None");
+    }
+    return any();
+}
+
+json_t *shapes_of_value(json_t *v)
+{
+    return value_shape(v, 0);
+}
+
+json_t *shapes_merge(json_t *a, json_t *b)
+{
+    const char *ka = kind(a), *kb = kind(b);
+    /* null merges into anything: optional values are common. */
+    if (!strcmp(ka, "leaf") && !strcmp(json_string_value(json_object_get(a, "t")), "None"))
+        return json_incref(b);
+    if (!strcmp(kb, "leaf") && !strcmp(json_string_value(json_object_get(b, "t")), "None"))
+        return json_incref(a);
+    if (strcmp(ka, kb) != 0 || !strcmp(ka, "any"))
+        return any();
+    if (!strcmp(ka, "leaf")) {
+        const char *ta = json_string_value(json_object_get(a, "t"));
+        const char *tb = json_string_value(json_object_get(b, "t"));
+        if (ta && tb && !strcmp(ta, tb))
+            return json_incref(a);
+        if (ta && tb &&
+            ((!strcmp(ta, "int") && !strcmp(tb, "float")) ||
+             (!strcmp(ta, "float") && !strcmp(tb, "int"))))
+            return leaf("float");
+        return leaf("Any");
+    }
+    if (!strcmp(ka, "array")) {
+        json_t *ia = json_object_get(a, "items"), *ib = json_object_get(b, "items");
+        if (!ia || !ib)
+            return json_incref(ia ? a : b);
+        return json_pack("{s:s, s:o}", "k", "array", "items", shapes_merge(ia, ib));
+    }
+    /* objects: union of fields */
+    json_t *fields = json_deep_copy(json_object_get(a, "fields"));
+    if (!fields)
+        fields = json_object();
+    const char *key;
+    json_t *fb;
+    json_object_foreach(json_object_get(b, "fields"), key, fb)
+    {
+        json_t *fa = json_object_get(fields, key);
+        json_object_set_new(fields, key, fa ? shapes_merge(fa, fb) : json_incref(fb));
+    }
+    json_t *out = json_pack("{s:s, s:o}", "k", "object", "fields", fields);
+    if (json_is_true(json_object_get(a, "open")) || json_is_true(json_object_get(b, "open")))
+        json_object_set_new(out, "open", json_true());
+    return out;
+}
+
+static json_t *schema_shape(json_t *s, int depth)
+{
+    if (!json_is_object(s) || depth > SHAPE_MAX_DEPTH)
+        return any();
+    json_t *type = json_object_get(s, "type");
+    const char *t = json_string_value(type);
+    json_t *props = json_object_get(s, "properties");
+    if ((t && !strcmp(t, "object")) || (!t && json_is_object(props))) {
+        if (!json_is_object(props))
+            return any();
+        json_t *fields = json_object();
+        const char *key;
+        json_t *p;
+        json_object_foreach(props, key, p)
+            json_object_set_new(fields, key, schema_shape(p, depth + 1));
+        json_t *out = json_pack("{s:s, s:o}", "k", "object", "fields", fields);
+        json_t *ap = json_object_get(s, "additionalProperties");
+        /* Unknown keys are possible unless the schema says otherwise. */
+        if (!json_is_false(ap))
+            json_object_set_new(out, "open", json_true());
+        return out;
+    }
+    if (t && !strcmp(t, "array")) {
+        json_t *items = json_object_get(s, "items");
+        return json_is_object(items)
+                   ? json_pack("{s:s, s:o}", "k", "array", "items", schema_shape(items, depth + 1))
+                   : json_pack("{s:s}", "k", "array");
+    }
+    if (t && !strcmp(t, "string"))
+        return leaf("str");
+    if (t && !strcmp(t, "integer"))
+        return leaf("int");
+    if (t && !strcmp(t, "number"))
+        return leaf("float");
+    if (t && !strcmp(t, "boolean"))
+        return leaf("bool");
+    if (t && !strcmp(t, "null"))
+        return leaf("None");
+    return any();
+}
+
+json_t *shapes_of_schema(json_t *schema)
+{
+    return schema_shape(schema, 0);
+}
+
+/* ---- exemplars ------------------------------------------------------------------------- */
+
+static int compare_keys(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void exemplar(struct buf *b, json_t *s, int depth)
+{
+    const char *k = kind(s);
+    if (!strcmp(k, "leaf")) {
+        buf_appends(b, json_string_value(json_object_get(s, "t")));
+    } else if (!strcmp(k, "array")) {
+        json_t *items = json_object_get(s, "items");
+        buf_appends(b, "[");
+        if (items && depth < EXEMPLAR_DEPTH)
+            exemplar(b, items, depth + 1);
+        else if (items)
+            buf_appends(b, "...");
+        buf_appends(b, "]");
+    } else if (!strcmp(k, "object")) {
+        if (depth >= EXEMPLAR_DEPTH) {
+            buf_appends(b, "{...}");
+            return;
+        }
+        /* Sorted keys: a stable description, whatever order calls taught us. */
+        json_t *fields = json_object_get(s, "fields");
+        size_t n = json_object_size(fields);
+        const char **keys = xcalloc(n ? n : 1, sizeof(*keys));
+        size_t i = 0;
+        const char *key;
+        json_t *v;
+        json_object_foreach(fields, key, v) keys[i++] = key;
+        qsort(keys, n, sizeof(*keys), compare_keys);
+        buf_appends(b, "{");
+        for (i = 0; i < n && i < EXEMPLAR_FIELDS; i++) {
+            buf_printf(b, "%s%s: ", i ? ", " : "", keys[i]);
+            exemplar(b, json_object_get(fields, keys[i]), depth + 1);
+        }
+        if (n > EXEMPLAR_FIELDS)
+            buf_appends(b, ", ...");
+        buf_appends(b, "}");
+        free(keys);
+    } else {
+        buf_appends(b, "Any");
+    }
+}
+
+char *shapes_exemplar(json_t *shape)
+{
+    struct buf b = {0};
+    exemplar(&b, shape, 0);
+    if (b.len > EXEMPLAR_BYTES) {
+        size_t cut = EXEMPLAR_BYTES - 4;
+        while (cut > 0 && ((unsigned char)b.data[cut] & 0xC0) == 0x80)
+            cut--;
+        b.len = cut;
+        b.data[cut] = '\0';
+        buf_appends(&b, " ...");
+    }
+    return buf_steal(&b);
+}
+
+/* ---- learning --------------------------------------------------------------------------- */
+
+static void publish(void)
+{
+    version++;
+    json_t *ex = json_object();
+    const char *fn;
+    json_t *s;
+    json_object_foreach(learned, fn, s)
+    {
+        if (!strcmp(kind(s), "any"))
+            continue;
+        char *text = shapes_exemplar(s);
+        json_object_set_new(ex, fn, json_string(text));
+        free(text);
+    }
+    cat_set_exemplars(ex);
+    json_decref(ex);
+    if (listener)
+        listener();
+}
+
+/* Adds shape s (stolen) for fn; returns 1 if anything changed. */
+static int absorb(const char *fn, json_t *s)
+{
+    json_t *old = json_object_get(learned, fn);
+    json_t *merged = old ? shapes_merge(old, s) : json_incref(s);
+    json_decref(s);
+    if (old && json_equal(old, merged)) {
+        json_decref(merged);
+        return 0;
+    }
+    json_object_set_new(learned, fn, merged);
+    return 1;
+}
+
+void shapes_seed(void)
+{
+    if (!shapes_enabled())
+        return;
+    int changed = 0;
+    const char *fn;
+    json_t *f;
+    json_object_foreach(cat_functions(), fn, f)
+    {
+        json_t *schema = json_object_get(f, "output_schema");
+        if (!schema || json_object_get(learned, fn))
+            continue;
+        changed |= absorb(fn, shapes_of_schema(schema));
+    }
+    if (changed)
+        publish();
+}
+
+/* The value the worker will see: structuredContent, else text parsed as JSON. */
+static json_t *unwrapped(json_t *result)
+{
+    json_t *sc = json_object_get(result, "structuredContent");
+    if (sc)
+        return json_incref(sc);
+    struct buf text = {0};
+    size_t i;
+    json_t *block;
+    json_array_foreach(json_object_get(result, "content"), i, block)
+    {
+        json_t *t = json_object_get(block, "text");
+        if (json_is_string(t)) {
+            if (text.len)
+                buf_append(&text, "\n", 1);
+            buf_append(&text, json_string_value(t), json_string_length(t));
+        }
+        if (text.len > LEARN_MAX_TEXT)
+            break;
+    }
+    json_t *v = NULL;
+    if (text.len && text.len <= LEARN_MAX_TEXT)
+        v = json_loadb(text.data, text.len, JSON_DECODE_ANY, NULL);
+    buf_free(&text);
+    return v;
+}
+
+void shapes_learn(const char *fn, json_t *call_result)
+{
+    if (!shapes_enabled() || !fn || json_is_true(json_object_get(call_result, "isError")))
+        return;
+    json_t *v = unwrapped(call_result);
+    if (!json_is_object(v) && !json_is_array(v)) {
+        json_decref(v);
+        return; /* plain text results have no fields to check */
+    }
+    int changed = absorb(fn, shapes_of_value(v));
+    json_decref(v);
+    if (changed) {
+        log_debug("shapes", "learned a new shape for %s", fn);
+        publish();
+    }
+}
+
+void shapes_free(void)
+{
+    json_decref(learned);
+    learned = NULL;
+}
