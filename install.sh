@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# install.sh — installs codemcp from this checkout on Debian/Ubuntu.
+#
+# 1. Installs the Debian build and run dependencies with apt-get (skipped when all are present;
+#    `apt-get update` runs once, only when something is missing; sudo only when not root).
+# 2. Builds a release build in build-release/ with meson.
+# 3. Installs `codemcp` into $PREFIX/bin and `codemcp-worker` into $PREFIX/libexec/codemcp/.
+# It runs nothing else (no tests, no npm).
+#
+#   ./install.sh                    PREFIX=/usr/local (codemcp lands on PATH)
+#   PREFIX=$HOME/.local ./install.sh
+#   ./install.sh --prefix DIR | --no-apt | --help
+# DESTDIR is honoured by the install step (for packaging).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$ROOT"
+
+PREFIX="${PREFIX:-/usr/local}"
+use_apt=1
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --prefix) PREFIX="${2:?--prefix needs a directory}"; shift ;;
+    --prefix=*) PREFIX="${1#--prefix=}" ;;
+    --no-apt) use_apt=0 ;;
+    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+case "$PREFIX" in /*) ;; *) PREFIX="$(pwd)/$PREFIX" ;; esac
+
+say() { printf '== %s\n' "$*"; }
+die() { printf 'install.sh: %s\n' "$*" >&2; exit 1; }
+
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null && SUDO=sudo
+fi
+
+# --- 1. Debian packages ------------------------------------------------------------------------
+# Needed to build and run codemcp and its worker.
+REQUIRED=(meson ninja-build pkg-config gcc libc6-dev libwebsockets-dev libjansson-dev
+    libcurl4-openssl-dev libssl-dev libpython3-dev python3 ca-certificates)
+# Needed by the test suite (./tests/run.sh); installed when the distribution has them.
+OPTIONAL=(valgrind python3-pytest clang libclang-rt-14-dev)
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+
+missing=()
+for p in "${REQUIRED[@]}" "${OPTIONAL[@]}"; do
+    installed "$p" || missing+=("$p")
+done
+# node and npm may come from elsewhere (e.g. NodeSource ships npm inside its nodejs package;
+# Debian's npm package would conflict with it): check the commands, not the packages.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
+
+if [ "${#missing[@]}" -eq 0 ]; then
+    say "Debian packages: all present"
+elif [ "$use_apt" = 0 ]; then
+    say "Debian packages missing (not installed because of --no-apt): ${missing[*]}"
+else
+    command -v apt-get >/dev/null || die "apt-get not found; install these packages yourself: ${missing[*]}"
+    if [ "$(id -u)" -ne 0 ] && [ -z "$SUDO" ]; then
+        die "not root and no sudo: install these packages as root: ${missing[*]}"
+    fi
+    say "apt-get update"
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    to_install=()
+    for p in "${missing[@]}"; do
+        is_optional=0
+        for o in "${OPTIONAL[@]}"; do [ "$p" = "$o" ] && is_optional=1; done
+        if [ "$is_optional" = 1 ] && ! apt-cache show "$p" >/dev/null 2>&1; then
+            say "optional package $p is not available here; skipping it"
+            continue
+        fi
+        to_install+=("$p")
+    done
+    if [ "${#to_install[@]}" -gt 0 ]; then
+        say "apt-get install ${to_install[*]}"
+        $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${to_install[@]}"
+    fi
+fi
+
+# --- 2. build ----------------------------------------------------------------------------------
+BUILD=build-release
+setup_opts=(--buildtype=release --prefix="$PREFIX" --libexecdir=libexec)
+if [ -f "$BUILD/meson-private/coredata.dat" ]; then
+    say "meson setup --reconfigure $BUILD (prefix $PREFIX)"
+    meson setup --reconfigure "$BUILD" "${setup_opts[@]}"
+else
+    say "meson setup $BUILD (prefix $PREFIX)"
+    meson setup "$BUILD" "${setup_opts[@]}"
+fi
+say "ninja -C $BUILD"
+ninja -C "$BUILD"
+
+# --- 3. install --------------------------------------------------------------------------------
+INSTALL_SUDO=
+probe="${DESTDIR:-}$PREFIX"
+while [ ! -e "$probe" ]; do probe="$(dirname "$probe")"; done
+if [ ! -w "$probe" ] || { [ -e "${DESTDIR:-}$PREFIX/bin" ] && [ ! -w "${DESTDIR:-}$PREFIX/bin" ]; }; then
+    [ -n "$SUDO" ] || die "cannot write to $PREFIX; run as root or set PREFIX=\$HOME/.local"
+    INSTALL_SUDO=$SUDO
+fi
+say "meson install -C $BUILD"
+$INSTALL_SUDO meson install -C "$BUILD" --no-rebuild --quiet
+
+bin="$PREFIX/bin/codemcp"
+worker="$PREFIX/libexec/codemcp/codemcp-worker"
+echo
+echo "installed: ${DESTDIR:-}$bin"
+if [ -e "${DESTDIR:-}$worker" ]; then
+    echo "installed: ${DESTDIR:-}$worker"
+else
+    echo "note: no codemcp-worker at ${DESTDIR:-}$worker (execute_python needs it)"
+fi
+case ":$PATH:" in
+*":$PREFIX/bin:"*) ;;
+*) echo "note: $PREFIX/bin is not on your PATH; add it: export PATH=\"$PREFIX/bin:\$PATH\"" ;;
+esac
