@@ -126,6 +126,8 @@ static void on_settled_once(void)
         begin_shutdown();
     } else if (mode == MODE_SMOKE) {
         run_smoke(smoke_code, on_smoke_done);
+    } else if (serving) {
+        wk_prewarm();
     }
 }
 
@@ -239,7 +241,7 @@ int main(int argc, char **argv)
         if (ctl_init() < 0)
             return 1;
         long workers = env_long("CODEMCP_WORKERS", 1);
-        if (wk_init((int)workers, 1) < 0) {
+        if (wk_init((int)workers) < 0) {
             if (mode == MODE_SMOKE)
                 return 1;
             log_error("main", "execute_python will fail until codemcp-worker is installed");

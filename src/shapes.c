@@ -212,7 +212,7 @@ static void exemplar(struct buf *b, json_t *s, int depth)
     } else if (!strcmp(k, "array")) {
         json_t *items = json_object_get(s, "items");
         buf_appends(b, "[");
-        if (items && depth < EXEMPLAR_DEPTH)
+        if (items && (depth < EXEMPLAR_DEPTH || !strcmp(kind(items), "leaf")))
             exemplar(b, items, depth + 1);
         else if (items)
             buf_appends(b, "...");

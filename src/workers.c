@@ -301,7 +301,7 @@ static int spawn(struct worker *w)
     return 0;
 }
 
-int wk_init(int max_workers, int prewarm)
+int wk_init(int max_workers)
 {
     if (!find_worker_bin()) {
         log_error("worker",
@@ -316,9 +316,13 @@ int wk_init(int max_workers, int prewarm)
         workers[i].out_lines.max_line = 64 * 1024;
         workers[i].err_lines.max_line = 64 * 1024;
     }
-    if (prewarm)
-        spawn(&workers[0]);
     return 0;
+}
+
+void wk_prewarm(void)
+{
+    if (n_workers && workers[0].state == WK_DOWN && !shutting_down)
+        spawn(&workers[0]);
 }
 
 int wk_available(void)

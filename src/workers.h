@@ -13,8 +13,11 @@
 
 struct run;
 
-/* max_workers >= 1. prewarm: start worker 0 now. 0 / -1 (no worker binary). */
-int wk_init(int max_workers, int prewarm);
+/* max_workers >= 1. 0 / -1 (no worker binary). */
+int wk_init(int max_workers);
+/* Starts worker 0 ahead of the first run (called once upstreams settled, so Python's
+ * start-up does not compete with theirs for the CPU). */
+void wk_prewarm(void);
 /* False when no worker binary was found (execute_python then fails clearly). */
 int wk_available(void);
 /* The worker slot a session's runs go to (pins on first use). */

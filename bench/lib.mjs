@@ -1,0 +1,92 @@
+// Shared helpers for codemcp benchmarks: spawn a line-protocol MCP peer, time requests,
+// read RSS, summarize samples. Benchmarks compare side by side in one run (ratios).
+import { spawn } from 'node:child_process';
+import { readFileSync, existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+export const NM = join(ROOT, 'tests', 'node_modules', '@modelcontextprotocol');
+export const SERVERS = {
+  everything: ['node', join(NM, 'server-everything/dist/index.js'), 'stdio'],
+  memory: ['node', join(NM, 'server-memory/dist/index.js')],
+  filesystem: ['node', join(NM, 'server-filesystem/dist/index.js'), '/tmp'],
+};
+
+export function codemcpBin() {
+  const candidates = [process.env.CODEMCP_BIN, join(ROOT, 'build/src/codemcp'),
+    join(ROOT, 'build-release/src/codemcp')].filter(Boolean);
+  for (const c of candidates) if (existsSync(c)) return c;
+  throw new Error('codemcp binary not found: build it or set CODEMCP_BIN');
+}
+
+// A process speaking newline-delimited JSON-RPC on stdio.
+export class LinePeer {
+  constructor(argv, env = {}) {
+    this.t0 = process.hrtime.bigint();
+    this.proc = spawn(argv[0], argv.slice(1), { env: { ...process.env, ...env },
+      stdio: ['pipe', 'pipe', 'ignore'] });
+    this.buf = '';
+    this.waiters = new Map();
+    this.nextId = 1;
+    this.proc.stdout.on('data', (d) => {
+      this.buf += d;
+      let i;
+      while ((i = this.buf.indexOf('\n')) >= 0) {
+        const line = this.buf.slice(0, i);
+        this.buf = this.buf.slice(i + 1);
+        if (!line.trim()) continue;
+        let msg;
+        try { msg = JSON.parse(line); } catch { continue; }
+        const w = this.waiters.get(msg.id);
+        if (w) { this.waiters.delete(msg.id); w(msg); }
+      }
+    });
+  }
+  request(method, params = {}) {
+    const id = this.nextId++;
+    return new Promise((res) => {
+      this.waiters.set(id, res);
+      this.proc.stdin.write(JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n');
+    });
+  }
+  notify(method, params = {}) {
+    this.proc.stdin.write(JSON.stringify({ jsonrpc: '2.0', method, params }) + '\n');
+  }
+  elapsedMs() { return Number(process.hrtime.bigint() - this.t0) / 1e6; }
+  async initialize() {
+    const r = await this.request('initialize', { protocolVersion: '2025-06-18', capabilities: {},
+      clientInfo: { name: 'bench', version: '1' } });
+    this.notify('notifications/initialized');
+    return r;
+  }
+  close() {
+    return new Promise((res) => {
+      this.proc.on('exit', res);
+      this.proc.stdin.end();
+      setTimeout(() => this.proc.kill('SIGKILL'), 5000).unref();
+    });
+  }
+}
+
+export function rssKiB(pid) {
+  try {
+    const m = readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/);
+    return m ? Number(m[1]) : null;
+  } catch { return null; }
+}
+
+export function childPids(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/)
+      .filter(Boolean).map(Number);
+  } catch { return []; }
+}
+
+export function stats(samples) {
+  const s = [...samples].sort((a, b) => a - b);
+  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * (s.length - 1) + 0.5))];
+  return { n: s.length, median: q(0.5), p99: q(0.99), min: s[0], max: s[s.length - 1] };
+}
+
+export const fmt = (x, d = 1) => (x === null || x === undefined ? 'n/a' : Number(x).toFixed(d));
