@@ -1,0 +1,763 @@
+"""Pre-flight validation of agent code, before anything runs.
+
+The model's program is parsed once (``ast``) and checked against the SDK it will run
+with: syntax, calls to SDK functions that do not exist or are disabled, unknown / missing
+/ surplus arguments (read from ``inspect.signature`` of the very functions the program
+will call, so the check never drifts from what the model was shown), writes that were
+not authorized, and - with learned result shapes - literal field accesses that cannot
+exist. Every problem names its line; the report says the code was not executed.
+
+This is a courtesy, never the enforcement: the gateway re-checks every call. So the
+validator is conservative by construction - it only flags what is certainly wrong.
+Names the program binds anywhere (in any scope), builtins, imports, attribute calls,
+calls through variables, ``*args``/``**kwargs`` spreads, decorators, and programs that
+can create names at run time (``globals()``, ``exec``, ``eval``, ``sys.modules`` ...)
+are left alone.
+
+Cost: one ``ast.parse`` and one iterative walk; signatures are cached per function
+object. Stdlib only (plus the sibling ``shapes`` module): importable on its own.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import difflib
+import inspect
+import weakref
+from typing import Any, Callable, Iterable
+
+try:
+    from . import shapes as _shapes
+except ImportError:  # loaded as a top-level module (tools, embedding experiments)
+    import shapes as _shapes  # type: ignore[no-redef]
+
+__all__ = ["validate", "format_report", "syntax_problem", "HEADER", "RUNTIME_NAMES"]
+
+HEADER = "Pre-flight validation failed (code was not executed). Fix these and resend:"
+
+RUNTIME_NAMES = frozenset({"Pending", "ToolError", "RunInterrupted", "gather", "settle", "resolve", "result"})
+"""Names the runner defines in the program's globals besides the SDK functions."""
+
+STRICT = False
+"""Tests set this: an internal error in the validator then raises instead of passing
+the program through unvalidated (the production behaviour: never block a run on a bug
+of ours)."""
+
+_MAX_REPORTED = 40  # lines in format_report; the rest is counted
+_BUILTINS = frozenset(dir(builtins))
+# Any of these lets a program create or replace names at run time.
+_DYNAMIC_NAMES = frozenset({"globals", "locals", "vars", "exec", "eval", "compile", "__import__", "__builtins__"})
+_DYNAMIC_MODULES = frozenset({"builtins", "importlib"})
+# Calls whose result is a new container: storing into it cannot change a tool's result.
+_FRESH_CALLS = frozenset(
+    {"dict", "list", "set", "frozenset", "tuple", "sorted", "defaultdict", "Counter", "OrderedDict", "deque"}
+)
+_FRESH_NODES = (
+    ast.Dict,
+    ast.List,
+    ast.Set,
+    ast.Tuple,
+    ast.ListComp,
+    ast.DictComp,
+    ast.SetComp,
+    ast.GeneratorExp,
+    ast.Constant,
+    ast.JoinedStr,
+)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_GROW_METHODS = frozenset({"append", "extend", "insert", "__iadd__"})
+_KEY_METHODS = frozenset({"update", "setdefault", "__setitem__", "__ior__", "fromkeys"})
+
+_MISSING = object()
+
+
+# -- signatures ------------------------------------------------------------------------
+
+
+class _Sig:
+    """What the argument checks need from one SDK function's signature."""
+
+    __slots__ = ("positional", "keywords", "required", "var_pos", "var_kw", "valid")
+
+    def __init__(self, sig: inspect.Signature) -> None:
+        P = inspect.Parameter
+        self.positional: list[str] = []  # names that can be filled by position, in order
+        self.keywords: set[str] = set()  # names that can be passed by keyword
+        self.required: list[str] = []
+        self.var_pos = self.var_kw = False
+        valid: list[str] = []
+        for p in sig.parameters.values():
+            if p.kind is P.VAR_POSITIONAL:
+                self.var_pos = True
+                continue
+            if p.kind is P.VAR_KEYWORD:
+                self.var_kw = True
+                continue
+            if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD):
+                self.positional.append(p.name)
+            if p.kind is not P.POSITIONAL_ONLY:
+                self.keywords.add(p.name)
+                valid.append(p.name)
+            if p.default is P.empty:
+                self.required.append(p.name)
+        if "timeout_ms" not in self.keywords:  # every SDK call accepts it (sdkgen)
+            self.keywords.add("timeout_ms")
+            valid.append("timeout_ms")
+        self.valid = valid
+
+
+_SIG_CACHE: "weakref.WeakKeyDictionary[Any, _Sig | None]" = weakref.WeakKeyDictionary()
+
+
+def _signature(fn: Callable) -> _Sig | None:
+    try:
+        return _SIG_CACHE[fn]
+    except KeyError:
+        pass
+    except TypeError:  # not weak-referenceable: no cache, still correct
+        return _make_sig(fn)
+    info = _make_sig(fn)
+    _SIG_CACHE[fn] = info
+    return info
+
+
+def _make_sig(fn: Callable) -> _Sig | None:
+    try:
+        return _Sig(inspect.signature(fn))
+    except (TypeError, ValueError):
+        return None
+
+
+# -- the walk ----------------------------------------------------------------------------
+
+
+class _Facts:
+    """Everything one walk over the tree learns; the checks run on it afterwards."""
+
+    def __init__(self) -> None:
+        self.binds: dict[str, list[Any]] = {}  # name -> one entry per binding: value node, "aug" or None
+        self.loads: dict[str, list[tuple[ast.Name, int, bool]]] = {}  # name -> (node, scope, guarded)
+        self.calls: list[ast.Call] = []  # calls of a bare name
+        self.call_of: dict[int, ast.Call] = {}  # id(func node) -> its Call
+        self.parent: dict[int, ast.AST] = {}  # id(x) -> Subscript/Attribute/Call whose value/func is x
+        self.decorators: set[int] = set()
+        self.candidates: list[tuple[str, str, ast.stmt, int]] = []  # x = fn(...): (x, fn, stmt, scope)
+        self.scope_parent: dict[int, int] = {0: -1}
+        self.class_scopes: set[int] = set()
+        self.dynamic = False
+        self.star_import = False
+        self.written: set[Any] = set()  # literal keys / attributes the program stores
+        self.key_writes: list[ast.AST | None] = []  # bases of stores with a computed key
+        self.grows: list[ast.AST | None] = []  # bases of list growth (append, += ...)
+        self.mentioned: set[str] = set()  # string constants used other than as x["k"] reads
+
+
+def _bind(f: _Facts, name: str, value: Any = None) -> None:
+    lst = f.binds.get(name)
+    if lst is None:
+        f.binds[name] = [value]
+    else:
+        lst.append(value)
+
+
+def _literal_key(node: ast.AST) -> Any:
+    """The constant a subscript uses (str, int, negative int), else _MISSING."""
+    if type(node) is ast.Constant and type(node.value) in (str, int):
+        return node.value
+    if (
+        type(node) is ast.UnaryOp
+        and type(node.op) is ast.USub
+        and type(node.operand) is ast.Constant
+        and type(node.operand.value) is int
+    ):
+        return -node.operand.value
+    return _MISSING
+
+
+def _sdk_call_name(value: ast.AST) -> str | None:
+    """`fn(...)` or `fn(...).result()` -> "fn" (a bare name), else None."""
+    if type(value) is ast.Call and type(value.func) is ast.Attribute:
+        if value.func.attr != "result" or value.args or value.keywords:
+            return None
+        value = value.func.value
+    if type(value) is ast.Call and type(value.func) is ast.Name:
+        return value.func.id
+    return None
+
+
+def _collect(tree: ast.Module) -> _Facts:
+    f = _Facts()
+    next_scope = 1
+    # (node, scope id, guarded): guarded = inside a try body that catches KeyError & co.
+    stack: list[tuple[ast.AST, int, bool]] = [(tree, 0, False)]
+    pop, push = stack.pop, stack.append
+    child_fields, AST = _CHILD_FIELDS, ast.AST
+    assign_value: dict[int, Any] = {}  # id(Name target) -> the value bound to it
+    read_keys: set[int] = set()  # id() of constants that are the key of a x["k"] read
+    Name, Call, Attribute, Subscript = ast.Name, ast.Call, ast.Attribute, ast.Subscript
+    Load = ast.Load
+    while stack:
+        node, scope, guarded = pop()
+        t = type(node)
+        inner = scope
+        if t is ast.Constant:
+            if type(node.value) is str and id(node) not in read_keys:
+                f.mentioned.add(node.value)
+            continue
+        if t is Name:
+            if type(node.ctx) is Load:
+                name = node.id
+                lst = f.loads.get(name)
+                if lst is None:
+                    f.loads[name] = [(node, scope, guarded)]
+                else:
+                    lst.append((node, scope, guarded))
+                if name in _DYNAMIC_NAMES:
+                    f.dynamic = True
+            else:
+                _bind(f, node.id, assign_value.get(id(node)))
+            continue  # a Name has only its ctx below it
+        if t is Call:
+            func = node.func
+            f.call_of[id(func)] = node
+            f.parent[id(func)] = node
+            ft = type(func)
+            if ft is Name:
+                f.calls.append(node)
+                if func.id == "setattr" and len(node.args) >= 2:
+                    key = _literal_key(node.args[1])
+                    if key is _MISSING:
+                        f.key_writes.append(None)
+                    else:
+                        f.written.add(key)
+                elif func.id == "setitem":  # operator.setitem imported by name
+                    f.key_writes.append(None)
+            elif ft is Attribute:
+                _method_call(f, node, func)
+        elif t is Attribute:
+            f.parent[id(node.value)] = node
+            ctx = type(node.ctx)
+            if ctx is not Load:
+                f.written.add(node.attr)
+            attr = node.attr
+            if attr == "__dict__" or (
+                attr == "modules" and type(node.value) is Name and node.value.id == "sys"
+            ):
+                f.dynamic = True
+        elif t is Subscript:
+            f.parent[id(node.value)] = node
+            if type(node.ctx) is Load:
+                read_keys.add(id(node.slice))
+            else:
+                key = _literal_key(node.slice)
+                if key is _MISSING:
+                    f.key_writes.append(node.value)
+                else:
+                    f.written.add(key)
+        elif t is ast.Assign:
+            value = node.value
+            for target in node.targets:
+                if type(target) is Name:
+                    assign_value[id(target)] = value
+            if len(node.targets) == 1 and type(node.targets[0]) is Name:
+                fn = _sdk_call_name(value)
+                if fn is not None:
+                    f.candidates.append((node.targets[0].id, fn, node, scope))
+        elif t is ast.AnnAssign:
+            if type(node.target) is Name and node.value is not None:
+                assign_value[id(node.target)] = node.value
+                fn = _sdk_call_name(node.value)
+                if fn is not None:
+                    f.candidates.append((node.target.id, fn, node, scope))
+        elif t is ast.AugAssign:
+            target = node.target
+            op = type(node.op)
+            if type(target) is Name:
+                assign_value[id(target)] = "aug"
+            if _literal_key(node.value) is not _MISSING or type(node.value) is ast.JoinedStr:
+                pass  # n += 1, s += "x", flags |= 4: no container changes
+            elif op is ast.BitOr:  # d |= {...} adds keys in place
+                f.key_writes.append(target)
+            elif op is ast.Add:  # lst += [...] grows a list in place
+                f.grows.append(target)
+        elif t is ast.Try or t is ast.TryStar:
+            body_guarded = guarded or any(_catches_lookup(h.type) for h in node.handlers)
+            for child in node.body:
+                push((child, scope, body_guarded))
+            for part in (node.handlers, node.orelse, node.finalbody):
+                for child in part:
+                    push((child, scope, guarded))
+            continue
+        elif t is ast.With or t is ast.AsyncWith:
+            if any(_suppresses_lookup(item.context_expr) for item in node.items):
+                for item in node.items:
+                    push((item, scope, guarded))
+                for child in node.body:
+                    push((child, scope, True))
+                continue
+        elif t in _FUNCS:
+            _bind(f, node.name)
+            for d in node.decorator_list:
+                f.decorators.add(id(d))
+            if t is ast.ClassDef:
+                inner = next_scope
+                next_scope += 1
+                f.scope_parent[inner] = scope
+                f.class_scopes.add(inner)
+        elif t is ast.arg:
+            _bind(f, node.arg)
+        elif t is ast.Import or t is ast.ImportFrom:
+            if t is ast.ImportFrom and node.module and node.module.split(".")[0] in _DYNAMIC_MODULES:
+                f.dynamic = True
+            for alias in node.names:
+                if alias.name == "*":
+                    f.star_import = True
+                    continue
+                root = alias.name.split(".")[0]
+                if t is ast.Import and root in _DYNAMIC_MODULES:
+                    f.dynamic = True
+                _bind(f, alias.asname or (root if t is ast.Import else alias.name))
+        elif t is ast.Global or t is ast.Nonlocal:
+            for name in node.names:
+                _bind(f, name)
+        elif t is ast.ExceptHandler:
+            if node.name:
+                _bind(f, node.name)
+        elif t is ast.MatchAs or t is ast.MatchStar:
+            if node.name:
+                _bind(f, node.name)
+        elif t is ast.MatchMapping:
+            if node.rest:
+                _bind(f, node.rest)
+        if t in _SCOPES:
+            inner = next_scope
+            next_scope += 1
+            f.scope_parent[inner] = scope
+        fields = child_fields.get(t)
+        if fields is None:
+            fields = child_fields[t] = _child_fields(t)
+        for name in fields:
+            v = getattr(node, name, None)
+            if type(v) is list:
+                for child in v:
+                    if isinstance(child, AST):
+                        push((child, inner, guarded))
+            elif isinstance(v, AST):
+                push((v, inner, guarded))
+    return f
+
+
+# Fields never worth walking into: names and flags, and the context/operator singletons
+# (Load, Store, Add, ...) that make up a good share of all nodes.
+_SKIP_FIELDS = frozenset(
+    {"ctx", "op", "ops", "id", "attr", "name", "arg", "asname", "module", "level", "type_comment",
+     "kind", "is_async", "conversion", "simple", "kwd_attrs", "names"}
+)
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(t: type) -> tuple[str, ...]:
+    """The fields of node type ``t`` that can hold child nodes we need to visit ("names"
+    is skipped: Import/ImportFrom/Global/Nonlocal read it themselves)."""
+    return tuple(f for f in t._fields if f not in _SKIP_FIELDS)  # type: ignore[attr-defined]
+
+
+# Exceptions that mean "this key/attribute may be missing" when a try catches them.
+_LOOKUP_ERRORS = frozenset({"KeyError", "LookupError", "AttributeError", "Exception", "BaseException", "IndexError"})
+
+
+def _catches_lookup(typ: ast.AST | None) -> bool:
+    """True if an except clause of this type would catch a missing key."""
+    if typ is None:
+        return True  # bare except
+    if type(typ) is ast.Tuple:
+        return any(_catches_lookup(e) for e in typ.elts)
+    if type(typ) is ast.Name:
+        return typ.id in _LOOKUP_ERRORS
+    if type(typ) is ast.Attribute:
+        return typ.attr in _LOOKUP_ERRORS
+    return True  # computed: assume it might
+
+
+def _suppresses_lookup(expr: ast.AST) -> bool:
+    """`with suppress(KeyError):` (contextlib) guards its body like a try."""
+    if type(expr) is not ast.Call:
+        return False
+    func = expr.func
+    name = func.id if type(func) is ast.Name else func.attr if type(func) is ast.Attribute else None
+    return name == "suppress" and any(_catches_lookup(a) for a in expr.args)
+
+
+def _method_call(f: _Facts, node: ast.Call, func: ast.Attribute) -> None:
+    """Record what a method call may do to the containers it touches."""
+    m = func.attr
+    base = func.value
+    if m in _GROW_METHODS:
+        f.grows.append(base)
+    elif m in _KEY_METHODS:
+        if m == "update" and not node.args:
+            f.written.update(k.arg for k in node.keywords if k.arg)
+            if any(k.arg is None for k in node.keywords):
+                f.key_writes.append(base)
+            return
+        if m in ("update", "setdefault") and len(node.args) >= 1:
+            arg = node.args[0]
+            if m == "setdefault":
+                key = _literal_key(arg)
+                if key is not _MISSING:
+                    f.written.add(key)
+                    return
+            elif type(arg) is ast.Dict and all(k is not None for k in arg.keys):
+                keys = [_literal_key(k) for k in arg.keys]  # type: ignore[arg-type]
+                if _MISSING not in keys:
+                    f.written.update(keys)
+                    f.written.update(k.arg for k in node.keywords if k.arg)
+                    return
+        f.key_writes.append(base)
+    elif m == "setitem":  # operator.setitem(d, k, v)
+        f.key_writes.append(None)
+
+
+# -- the checks --------------------------------------------------------------------------
+
+
+def validate(
+    code: str,
+    functions: dict[str, Callable],
+    meta: dict[str, dict],
+    *,
+    shapes: dict[str, dict] | None = None,
+    enforce_mutations: bool = False,
+    allow_mutations: Iterable[str] = (),
+    disabled: Iterable[str] = (),
+    dry_run: bool = False,
+    known_names: Iterable[str] = (),
+    tree: ast.Module | None = None,
+) -> list[str]:
+    """Check ``code`` before it runs; return one line per problem ([] = nothing found).
+
+    ``functions``: the SDK functions by name (what the program's globals will hold);
+    ``meta``: the SDK's ``__codemcp_meta__`` ({fn: {"server", "tool", "mutation"}});
+    ``shapes``: learned result shapes ({fn: shape}, see shapes.py), None = no field checks;
+    ``enforce_mutations``/``allow_mutations``/``dry_run``: the run's mutation settings (a
+    write not in allow_mutations is reported when enforcing, unless dry_run);
+    ``disabled``: SDK names of tools disabled in the gateway's configuration;
+    ``known_names``: further names the runner defines in the program's globals (e.g.
+    what a session kept from earlier runs);
+    ``tree``: ``ast.parse(code)`` if the caller already has it (saves the parse, which
+    is most of the cost). It is only read, but must not have been modified.
+    """
+    if tree is None:
+        try:
+            tree = ast.parse(code, "<code>", "exec")
+        except SyntaxError as exc:
+            return [syntax_problem(exc, code)]
+        except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+            return ["SyntaxError: %s (line 1, col 1)." % exc]
+    try:
+        return _check(tree, functions, meta, shapes, enforce_mutations, allow_mutations, disabled, dry_run, known_names)
+    except Exception:
+        if STRICT:
+            raise
+        return []  # our bug must not block the run; the gateway still enforces everything
+
+
+def syntax_problem(exc: SyntaxError, code: str = "") -> str:
+    """The problem line for a SyntaxError: message, position, the offending line and a
+    caret under the column."""
+    line = exc.lineno or 1
+    col = exc.offset or 1
+    msg = "SyntaxError: %s (line %d, col %d)." % (exc.msg or "invalid syntax", line, col)
+    text = exc.text
+    if text is None and code:
+        lines = code.splitlines()
+        text = lines[line - 1] if 0 < line <= len(lines) else None
+    if text is None:
+        return msg
+    text = text.rstrip("\r\n").expandtabs(1)
+    if len(text) > 160:  # keep the report small; centre the window on the column
+        start = max(0, min(col - 80, len(text) - 160))
+        text, col = text[start : start + 160], col - start
+    return "%s\n    %s\n    %s^" % (msg, text, " " * max(0, col - 1))
+
+
+def format_report(problems: Iterable[str]) -> str:
+    """The text returned to the model: the header, then "- problem" per line (continuation
+    lines indented), at most 40 problems plus a count of the rest."""
+    problems = list(problems)
+    out = [HEADER]
+    for p in problems[:_MAX_REPORTED]:
+        out.append("- " + p.replace("\n", "\n  "))
+    if len(problems) > _MAX_REPORTED:
+        out.append("- … and %d more problem(s) of the same kinds." % (len(problems) - _MAX_REPORTED))
+    return "\n".join(out)
+
+
+def _check(
+    tree: ast.Module,
+    functions: dict[str, Callable],
+    meta: dict[str, dict],
+    shapes: dict[str, dict] | None,
+    enforce_mutations: bool,
+    allow_mutations: Iterable[str],
+    disabled: Iterable[str],
+    dry_run: bool,
+    known_names: Iterable[str],
+) -> list[str]:
+    f = _collect(tree)
+    if f.dynamic:
+        return []  # names may be created at run time: nothing here is certain
+    problems: list[tuple[int, int, str]] = []
+    bound = f.binds
+    disabled = frozenset(disabled)
+    sdk = _SdkIndex(functions, meta)
+    known = _BUILTINS | RUNTIME_NAMES | frozenset(known_names)
+    allowed = frozenset(allow_mutations)
+    check_writes = enforce_mutations and not dry_run
+    writes_reported: set[str] = set()
+    unknown_cache: dict[str, str | None] = {}
+    fine_calls: set[tuple] = set()  # call forms already found correct: skip the re-check
+
+    f.calls.sort(key=lambda c: (c.lineno, c.col_offset))  # the walk is not in source order
+    for call in f.calls:
+        name = call.func.id  # type: ignore[attr-defined]
+        if name in bound or id(call) in f.decorators:
+            continue
+        line, col = call.lineno, call.col_offset
+        if name in disabled:
+            msg = "`%s` is disabled in this gateway's configuration (line %d)." % (name, line)
+            problems.append((line, col, msg))
+            continue
+        fn = functions.get(name)
+        if fn is None:
+            if name in known or f.star_import:
+                continue
+            if name not in unknown_cache:
+                unknown_cache[name] = sdk.unknown(name)
+            hint = unknown_cache[name]
+            if hint is not None:
+                problems.append((line, col, "`%s` is not a known SDK function (line %d).%s" % (name, line, hint)))
+            continue
+        if check_writes and name not in allowed and name not in writes_reported:
+            info = meta.get(name)
+            if isinstance(info, dict) and info.get("mutation"):
+                writes_reported.add(name)
+                problems.append((line, col, _write_problem(name, line)))
+        form = (name, len(call.args), tuple(k.arg for k in call.keywords), any(type(a) is ast.Starred for a in call.args))
+        if form in fine_calls:
+            continue
+        sig = _signature(fn) if name in sdk.names else None
+        found = _argument_problems(name, sig, call) if sig is not None else ()
+        if found:
+            problems.extend((line, col, msg) for msg in found)
+        else:
+            fine_calls.add(form)
+
+    if shapes:
+        for msg_line in _shape_problems(f, functions, shapes):
+            problems.append(msg_line)
+
+    problems.sort(key=lambda p: (p[0], p[1]))
+    out: list[str] = []
+    seen: set[str] = set()
+    for _, _, msg in problems:
+        if msg not in seen:
+            seen.add(msg)
+            out.append(msg)
+    return out
+
+
+def _write_problem(name: str, line: int) -> str:
+    return (
+        '%s is a write tool and was not authorized (line %d). Re-send with "allow_mutations": ["%s"], '
+        'or preview it with "dry_run": true.' % (name, line, name)
+    )
+
+
+def _argument_problems(name: str, sig: _Sig, call: ast.Call) -> list[str]:
+    line = call.lineno
+    out: list[str] = []
+    star = any(type(a) is ast.Starred for a in call.args)
+    dstar = any(k.arg is None for k in call.keywords)
+    given = [k.arg for k in call.keywords if k.arg is not None]
+    suggested: set[str] = set()  # a typo's fix is not also reported as missing
+    if not sig.var_kw:
+        for k in given:
+            if k not in sig.keywords:
+                close = difflib.get_close_matches(k, sig.valid, n=1, cutoff=0.6)
+                if close:
+                    suggested.add(close[0])
+                    hint = "Did you mean `%s`?" % close[0]
+                else:
+                    hint = "Valid arguments: %s." % (", ".join(sig.valid) or "none")
+                out.append("unknown argument `%s` for %s (line %d). %s" % (k, name, line, hint))
+    if star:
+        return out
+    npos = len(call.args)
+    if npos > len(sig.positional) and not sig.var_pos:
+        out.append(
+            "%s takes %d positional argument(s) but %d were given (line %d)."
+            % (name, len(sig.positional), npos, line)
+        )
+        return out
+    filled = set(sig.positional[:npos])
+    for k in given:
+        if k in filled and k in sig.keywords:
+            out.append("%s got multiple values for argument `%s` (line %d)." % (name, k, line))
+    if not dstar:
+        missing = [p for p in sig.required if p not in filled and p not in given and p not in suggested]
+        if missing:
+            out.append(
+                "%s: missing required argument(s) %s (line %d)." % (name, ", ".join("`%s`" % m for m in missing), line)
+            )
+    return out
+
+
+class _SdkIndex:
+    """Lookups over the SDK's names for the unknown-function check."""
+
+    def __init__(self, functions: dict[str, Callable], meta: dict[str, dict]) -> None:
+        names = [n for n in functions if n in meta] if meta else [n for n in functions if not n.startswith("_")]
+        self.names = frozenset(names)
+        self.sorted = sorted(names)
+        self.prefixes: dict[str, list[str]] = {}  # "memory_" -> its functions
+        self.by_tool: dict[str, list[str]] = {}  # "create_entities" -> ["memory_create_entities"]
+        for n in self.sorted:
+            info = meta.get(n) if meta else None
+            server = info.get("server") if isinstance(info, dict) else None
+            if isinstance(server, str) and server:
+                prefix = _sanitize(server) + "_"
+                if n.startswith(prefix):
+                    self.prefixes.setdefault(prefix, []).append(n)
+                    self.by_tool.setdefault(n[len(prefix) :], []).append(n)
+
+    def unknown(self, name: str) -> str | None:
+        """None if ``name`` does not look like an SDK function, else the hint to append
+        (possibly empty)."""
+        server_fns: list[str] | None = None
+        cands: list[str] = []
+        for prefix, fns in self.prefixes.items():
+            if name.startswith(prefix):
+                server_fns = fns
+                cands += self.by_tool.get(name[len(prefix) :], ())  # right tool, wrong server
+                break
+        cands += self.by_tool.get(name, ())  # the server prefix was left out
+        cands += difflib.get_close_matches(name, self.sorted, n=2, cutoff=0.8)
+        if server_fns is None and not cands:
+            return None
+        if not cands:
+            cands = difflib.get_close_matches(name, server_fns or self.sorted, n=1, cutoff=0.6)
+        cands = list(dict.fromkeys(cands))[:2]
+        if cands:
+            return " Did you mean %s?" % " or ".join("`%s`" % c for c in cands)
+        if server_fns:
+            shown = ", ".join(server_fns[:10]) + (", …" if len(server_fns) > 10 else "")
+            return " Functions of that server: %s." % shown
+        return ""
+
+
+def _sanitize(server: str) -> str:
+    """sdkgen's server-name sanitizer: ASCII letters, digits and _ kept, others -> _,
+    leading digit -> _ prefix."""
+    out = "".join(c if (c.isascii() and (c.isalnum() or c == "_")) else "_" for c in server)
+    return "_" + out if out[:1].isdigit() else out
+
+
+# -- shapes --------------------------------------------------------------------------------
+
+
+def _is_fresh(f: _Facts, base: ast.AST | None) -> bool:
+    """True if ``base`` is a name that only ever holds containers the program built
+    itself, so storing into it cannot change a tool's result."""
+    if type(base) is not ast.Name:
+        return False
+    values = f.binds.get(base.id)
+    if not values:
+        return False
+    for v in values:
+        if v == "aug" or isinstance(v, _FRESH_NODES):
+            continue
+        if type(v) is ast.BinOp:  # a + b builds a new object
+            continue
+        if type(v) is ast.Call and type(v.func) is ast.Name and v.func.id in _FRESH_CALLS and v.func.id not in f.binds:
+            continue
+        return False
+    return True
+
+
+def _within(f: _Facts, scope: int, home: int) -> bool:
+    """True if code in ``scope`` sees names bound in ``home``."""
+    while scope != -1:
+        if scope == home:
+            return True
+        scope = f.scope_parent[scope]
+    return False
+
+
+def _shape_problems(f: _Facts, functions: dict[str, Callable], shapes: dict[str, dict]) -> list[tuple[int, int, str]]:
+    if any(not _is_fresh(f, b) for b in f.key_writes):
+        return []  # the program stores computed keys into data it did not build: any key may exist
+    arrays_grow = any(not _is_fresh(f, b) for b in f.grows)
+    written = frozenset(f.written)
+    out: list[tuple[int, int, str]] = []
+    for x, fn, stmt, home in f.candidates:
+        if fn not in functions or fn in f.binds or len(f.binds.get(x, ())) != 1:
+            continue
+        shape = shapes.get(fn)
+        if not isinstance(shape, dict) or shape.get("k") not in ("object", "array"):
+            continue
+        if home in f.class_scopes:
+            continue
+        end = (stmt.end_lineno, stmt.end_col_offset)
+        for node, scope, guarded in f.loads.get(x, ()):
+            if guarded or (node.lineno, node.col_offset) <= end or not _within(f, scope, home):
+                continue
+            steps = _steps(f, node)
+            if not steps:
+                continue
+            msg = _shapes.check_path(
+                fn, shape, steps, written=written, mentioned=f.mentioned, arrays_grow=arrays_grow
+            )
+            if msg is not None:
+                out.append((node.lineno, node.col_offset, msg))
+    return out
+
+
+def _steps(f: _Facts, node: ast.AST) -> list[tuple[str, Any, int]]:
+    """The literal access path that starts at ``node`` (a Name), as shapes.check_path
+    steps. Stops at the first step that is not a plain read."""
+    steps: list[tuple[str, Any, int]] = []
+    parent = f.parent
+    cur = node
+    while True:
+        p = parent.get(id(cur))
+        if p is None:
+            return steps
+        tp = type(p)
+        if tp is ast.Call:  # cur is being called: not a field read
+            return steps
+        line = p.lineno
+        if tp is ast.Subscript:
+            if type(p.ctx) is not ast.Load:
+                return steps  # the last step is a store / del: not a read
+            s = p.slice
+            if type(s) is ast.Slice:
+                steps.append(("slice", None, line))
+            else:
+                key = _literal_key(s)
+                if key is _MISSING:
+                    return steps
+                steps.append(("key", key, line))
+        else:  # Attribute
+            if type(p.ctx) is not ast.Load:
+                return steps
+            call = f.call_of.get(id(p))
+            if call is not None:
+                if p.attr == "result" and not call.args and not call.keywords:
+                    cur = call  # x.result() is x's value: keep following from the call
+                    continue
+                return steps  # a method call
+            steps.append(("attr", p.attr, line))
+        cur = p

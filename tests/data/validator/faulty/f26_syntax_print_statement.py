@@ -1,0 +1,4 @@
+# Python 2 print.
+# expect: SyntaxError: Missing parentheses in call to 'print'
+graph = memory_read_graph()
+print graph
