@@ -1,0 +1,276 @@
+/* pymod — the `_codemcp` built-in module; see pymod.h and notes/pymod-api.md.
+ *
+ * Every function here is called with the GIL held and may be called from any Python
+ * thread. Blocking waits drop the GIL around each wsclient slice; nothing in wsclient ever
+ * calls back into Python. Reference ownership is noted where a reference is taken. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "pymod.h"
+
+#include "importer.h"
+#include "util.h"
+#include "wsclient.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static long pym_worker_id;
+
+/* Parses a timeout in seconds (None = wait forever) into milliseconds; -1 for forever.
+ * Returns 0, or -1 with TypeError/ValueError set. */
+static int pym_timeout_ms(PyObject *obj /* borrowed, may be NULL */, int64_t *ms)
+{
+    if (!obj || obj == Py_None) {
+        *ms = -1;
+        return 0;
+    }
+    double t = PyFloat_AsDouble(obj);
+    if (t == -1.0 && PyErr_Occurred())
+        return -1;
+    if (isnan(t) || t < 0) {
+        PyErr_SetString(PyExc_ValueError, "timeout must be a non-negative number or None");
+        return -1;
+    }
+    *ms = t > 1e12 ? (int64_t)1e15 : (int64_t)ceil(t * 1000.0);
+    return 0;
+}
+
+/* Wraps received text in a new str reference (frees text). Invalid UTF-8 is replaced
+ * rather than raising: the runtime then answers with a parse error. */
+static PyObject *pym_text(char *text, size_t len)
+{
+    PyObject *s = PyUnicode_DecodeUTF8(text, (Py_ssize_t)len, "replace"); /* new ref */
+    free(text);
+    return s;
+}
+
+static PyObject *pym_closed_error(void)
+{
+    PyErr_SetString(PyExc_ConnectionError, "the control connection to the gateway is closed");
+    return NULL;
+}
+
+/* The shared wait loop of next_request (id == NULL) and wait_reply. Returns a new
+ * reference (str or None), or NULL with an exception (ConnectionError, or whatever the
+ * signal handler raised). `id` is borrowed from an argument the caller keeps alive. */
+static PyObject *pym_wait(const char *id, PyObject *timeout_obj)
+{
+    int64_t timeout_ms, deadline = 0;
+    if (pym_timeout_ms(timeout_obj, &timeout_ms) < 0)
+        return NULL;
+    if (timeout_ms >= 0)
+        deadline = now_ms() + timeout_ms;
+
+    for (;;) {
+        int slice = PYM_SLICE_MS;
+        if (timeout_ms >= 0) {
+            int64_t left = deadline - now_ms();
+            if (left <= 0)
+                slice = 0;
+            else if (left < slice)
+                slice = (int)left;
+        }
+        char *text = NULL;
+        size_t len = 0;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS;
+        rc = id ? wsc_wait_reply(id, slice, &text, &len) : wsc_next_request(slice, &text, &len);
+        Py_END_ALLOW_THREADS;
+        if (rc == WSC_OK)
+            return pym_text(text, len);
+        if (rc == WSC_CLOSED)
+            return pym_closed_error();
+        if (timeout_ms >= 0 && now_ms() >= deadline)
+            Py_RETURN_NONE;
+        if (PyErr_CheckSignals() < 0)
+            return NULL; /* e.g. RunInterrupted raised by the SIGUSR1 handler */
+    }
+}
+
+PyDoc_STRVAR(pym_send_doc, "send(text: str) -> None\n--\n\n"
+                           "Queue one text frame for the gateway (never blocks).");
+
+static PyObject *pym_send(PyObject *self, PyObject *arg /* borrowed */)
+{
+    (void)self;
+    Py_ssize_t len;
+    if (!PyUnicode_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "send() takes a str, not %.100s", Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    const char *utf8 = PyUnicode_AsUTF8AndSize(arg, &len); /* borrowed from arg */
+    if (!utf8)
+        return NULL;
+    int rc = wsc_send(utf8, (size_t)len);
+    if (rc == -2)
+        return PyErr_NoMemory();
+    if (rc < 0)
+        return pym_closed_error();
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(pym_next_request_doc,
+             "next_request(timeout: float | None = None) -> str | None\n--\n\n"
+             "Next gateway request as raw JSON text; None on timeout.\n"
+             "Raises ConnectionError once the control connection is gone.");
+
+static PyObject *pym_next_request(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    (void)self;
+    static char *kwlist[] = {"timeout", NULL};
+    PyObject *timeout = NULL; /* borrowed */
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:next_request", kwlist, &timeout))
+        return NULL;
+    return pym_wait(NULL, timeout);
+}
+
+PyDoc_STRVAR(pym_wait_reply_doc,
+             "wait_reply(id: str, timeout: float | None = None) -> str | None\n--\n\n"
+             "The JSON-RPC response with this id (raw text, then forgotten); None on\n"
+             "timeout. Raises ConnectionError if the connection is gone.");
+
+static PyObject *pym_wait_reply(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    (void)self;
+    static char *kwlist[] = {"id", "timeout", NULL};
+    const char *id;           /* borrowed from the argument tuple */
+    PyObject *timeout = NULL; /* borrowed */
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|O:wait_reply", kwlist, &id, &timeout))
+        return NULL;
+    return pym_wait(id, timeout);
+}
+
+/* Borrowed UTF-8 of a str argument, or NULL with TypeError. */
+static const char *pym_str_arg(PyObject *arg, const char *fn)
+{
+    if (!PyUnicode_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "%s() takes a str, not %.100s", fn, Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    return PyUnicode_AsUTF8(arg);
+}
+
+PyDoc_STRVAR(pym_take_reply_doc, "take_reply(id: str) -> str | None\n--\n\n"
+                                 "Non-blocking wait_reply.");
+
+static PyObject *pym_take_reply(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *id = pym_str_arg(arg, "take_reply");
+    if (!id)
+        return NULL;
+    char *text = NULL;
+    size_t len = 0;
+    int rc = wsc_wait_reply(id, 0, &text, &len); /* polls: no GIL release needed */
+    if (rc == WSC_OK)
+        return pym_text(text, len);
+    if (rc == WSC_CLOSED)
+        return pym_closed_error();
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(pym_forget_doc, "forget(id: str) -> None\n--\n\n"
+                             "Drop the reply for id now, or when it arrives later.");
+
+static PyObject *pym_forget(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *id = pym_str_arg(arg, "forget");
+    if (!id)
+        return NULL;
+    wsc_forget(id);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(pym_set_current_run_doc,
+             "set_current_run(run_id: str | None) -> None\n--\n\n"
+             "Which run executes on the main thread; clears any pending interrupt.");
+
+static PyObject *pym_set_current_run(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *run_id = NULL;
+    if (arg != Py_None && !(run_id = pym_str_arg(arg, "set_current_run")))
+        return NULL;
+    wsc_set_current_run(run_id);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(pym_interrupt_reason_doc,
+             "interrupt_reason() -> str | None\n--\n\n"
+             "The pending interrupt reason ('timeout' or 'cancelled'), cleared on read.");
+
+static PyObject *pym_interrupt_reason(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    char *reason = wsc_interrupt_reason();
+    if (!reason)
+        Py_RETURN_NONE;
+    PyObject *s = PyUnicode_FromString(reason); /* new ref */
+    free(reason);
+    return s;
+}
+
+PyDoc_STRVAR(pym_worker_id_doc, "worker_id() -> int\n--\n\n"
+                                "This worker's slot number (CODEMCP_WORKER_ID).");
+
+static PyObject *pym_worker_id_fn(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyLong_FromLong(pym_worker_id);
+}
+
+PyDoc_STRVAR(pym_embedded_source_doc,
+             "embedded_source(name: str) -> tuple[str, bool] | None\n--\n\n"
+             "Source and is-package flag of a module compiled into the worker, or None.");
+
+static PyObject *pym_embedded_source(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *name = pym_str_arg(arg, "embedded_source");
+    const char *source;
+    int is_package;
+    if (!name)
+        return NULL;
+    if (imp_lookup(name, &source, &is_package) < 0)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(sO)", source, is_package ? Py_True : Py_False); /* new ref */
+}
+
+static PyMethodDef pym_methods[] = {
+    {"send", pym_send, METH_O, pym_send_doc},
+    {"next_request", (PyCFunction)(void (*)(void))pym_next_request, METH_VARARGS | METH_KEYWORDS,
+     pym_next_request_doc},
+    {"wait_reply", (PyCFunction)(void (*)(void))pym_wait_reply, METH_VARARGS | METH_KEYWORDS,
+     pym_wait_reply_doc},
+    {"take_reply", pym_take_reply, METH_O, pym_take_reply_doc},
+    {"forget", pym_forget, METH_O, pym_forget_doc},
+    {"set_current_run", pym_set_current_run, METH_O, pym_set_current_run_doc},
+    {"interrupt_reason", pym_interrupt_reason, METH_NOARGS, pym_interrupt_reason_doc},
+    {"worker_id", pym_worker_id_fn, METH_NOARGS, pym_worker_id_doc},
+    {"embedded_source", pym_embedded_source, METH_O, pym_embedded_source_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef pym_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_codemcp",
+    .m_doc = "The codemcp worker host: control channel to the gateway, run interrupts and "
+             "the embedded runtime sources.",
+    .m_size = -1,
+    .m_methods = pym_methods,
+};
+
+static PyObject *pym_init(void)
+{
+    return PyModule_Create(&pym_module); /* new ref */
+}
+
+int pym_register(long worker_id)
+{
+    pym_worker_id = worker_id;
+    return PyImport_AppendInittab("_codemcp", pym_init) == 0 ? 0 : -1;
+}
