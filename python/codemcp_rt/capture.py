@@ -1,0 +1,106 @@
+"""Per-run capture of print() output: sys.stdout / sys.stderr replaced for one run.
+
+One run executes at a time per worker process, so swapping the sys streams is enough
+to keep runs apart; the worker's real stdout/stderr (pipes into the gateway log) stay
+reachable as sys.__stdout__ / sys.__stderr__. Each stream keeps at most ``limit``
+bytes (UTF-8) and counts the rest, so a runaway loop of prints costs no memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+import threading
+from typing import Iterator
+
+
+class CappedStream(io.TextIOBase):
+    """A text stream that keeps the first ``limit`` UTF-8 bytes written to it."""
+
+    def __init__(self, name: str, limit: int) -> None:
+        super().__init__()
+        self.name = name
+        self.limit = max(0, int(limit))
+        self._parts: list[bytes] = []
+        self._kept = 0
+        self._cut = 0
+        self._lock = threading.Lock()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "utf-8"
+
+    @property
+    def errors(self) -> str:  # type: ignore[override]
+        return "replace"
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:  # type: ignore[override]
+        if not isinstance(text, str):
+            raise TypeError("write() argument must be str, not %s" % type(text).__name__)
+        self._write_bytes(text.encode("utf-8", "replace"))
+        return len(text)
+
+    def _write_bytes(self, data: bytes) -> None:
+        with self._lock:
+            room = self.limit - self._kept
+            if room >= len(data):
+                self._parts.append(data)
+                self._kept += len(data)
+            else:
+                if room > 0:
+                    self._parts.append(data[:room])
+                    self._kept += room
+                self._cut += len(data) - max(room, 0)
+
+    @property
+    def buffer(self) -> "_ByteSink":
+        """Binary view, for code that writes bytes to sys.stdout.buffer."""
+        return _ByteSink(self)
+
+    def flush(self) -> None:
+        pass
+
+    @property
+    def cut_bytes(self) -> int:
+        """How many bytes were dropped because of the cap."""
+        return self._cut
+
+    def getvalue(self) -> str:
+        """What was written, cut at the cap, with a marker saying how much was dropped."""
+        with self._lock:
+            text = b"".join(self._parts).decode("utf-8", "ignore" if self._cut else "replace")
+            if self._cut:
+                text += "\n…[codemcp: %d more bytes of %s cut]" % (self._cut, self.name)
+        return text
+
+
+class _ByteSink:
+    def __init__(self, stream: CappedStream) -> None:
+        self._stream = stream
+
+    def write(self, data: bytes) -> int:
+        self._stream._write_bytes(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def capture(limit: int) -> Iterator[tuple[CappedStream, CappedStream]]:
+    """Install capped sys.stdout/sys.stderr (and an empty sys.stdin, so input() ends
+    at once instead of reading the worker's stdin) for the ``with`` block."""
+    out, err = CappedStream("stdout", limit), CappedStream("stderr", limit)
+    saved = sys.stdout, sys.stderr, sys.stdin
+    sys.stdout, sys.stderr, sys.stdin = out, err, io.StringIO("")
+    try:
+        yield out, err
+    finally:
+        sys.stdout, sys.stderr, sys.stdin = saved

@@ -1,0 +1,302 @@
+"""run(params) -> envelope: execute one `run` request's code and describe the outcome.
+
+What agent code sees:
+  * The value of a final expression is the result (if that value is None and the
+    code assigned ``result``, ``result`` wins, so ``result = x; print(result)`` works);
+    otherwise ``result`` as assigned. ``result`` is cleared before every run.
+  * Names injected fresh at the start of every run, replacing a variable of the same
+    name: every function of the SDK the run started with, plus Pending, ToolError,
+    gather, settle and resolve. Names the previous run injected that the current SDK no
+    longer has are removed (unless the code rebound them).
+  * Each session keeps its namespace between runs (`reset: true` starts over).
+  * print() output is captured per run, capped at max_output_bytes per stream.
+  * Calls never read are waited for when the code finishes normally, so their writes
+    are reported; after an error, a timeout or a cancellation they are abandoned.
+
+The envelope (notes/control-protocol.md):
+  success {"ok": true, "result", "calls", "stdout"?, "stderr"?, "mutations"?}
+  failure {"ok": false, "error", "error_kind", "stdout"?, "stderr"?, "trace"?, "mutations"?}
+  error_kind: exception | tool_error | timeout | cancelled | validation | syntax
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import collections
+import importlib
+import json
+import sys
+import traceback
+import types
+import weakref
+from typing import Any
+
+from codemcp_rt import client, jsonsafe, runstate, sdk
+from codemcp_rt.capture import capture
+from codemcp_rt.errors import RunInterrupted, ToolError
+from codemcp_rt.pending import Pending, gather, install_json_hook, resolve, settle
+from codemcp_rt.transport import get_transport
+
+FILENAME = "<codemcp>"
+MAX_SESSIONS = 64
+DEFAULT_MAX_BYTES = 1 << 20
+_MAX_ERROR_CHARS = 16000
+
+_sessions: "collections.OrderedDict[str, dict[str, Any]]" = collections.OrderedDict()
+_injected: dict[str, dict[str, Any]] = {}
+# Source lines of every live code object compiled from agent code, so a traceback
+# through a function defined in an earlier run shows that run's line, not today's.
+_sources: "weakref.WeakKeyDictionary[types.CodeType, list[str]]" = weakref.WeakKeyDictionary()
+
+
+class BadRequest(ValueError):
+    """The `run` request itself is malformed (answered with a JSON-RPC error)."""
+
+
+class _Compiled:
+    def __init__(self, code: str) -> None:
+        tree = ast.parse(code, FILENAME, "exec")
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        self.body = compile(tree, FILENAME, "exec")
+        self.last = compile(last, FILENAME, "eval") if last is not None else None
+        lines = code.splitlines()
+        for top in (self.body, self.last):
+            if top is not None:
+                self._register(top, lines)
+
+    def _register(self, co: types.CodeType, lines: list[str]) -> None:
+        _sources[co] = lines
+        for const in co.co_consts:
+            if isinstance(const, types.CodeType):
+                self._register(const, lines)
+
+
+def _syntax_message(exc: BaseException) -> str:
+    if not isinstance(exc, SyntaxError):
+        return "SyntaxError: %s." % exc
+    name = "SyntaxError" if type(exc) is SyntaxError else type(exc).__name__
+    text = "%s: %s (line %s, col %s)." % (name, exc.msg, exc.lineno, exc.offset)
+    if exc.text:
+        src = exc.text.rstrip("\r\n")
+        stripped = src.lstrip()
+        text += "\n    " + stripped
+        if exc.offset and exc.offset > 0:
+            caret = max(0, exc.offset - 1 - (len(src) - len(stripped)))
+            text += "\n    " + " " * caret + "^"
+    return text
+
+
+def _namespace(session: str, reset: bool, snap: sdk.Sdk) -> dict[str, Any]:
+    ns = _sessions.get(session)
+    if ns is None or reset:
+        ns = {"__name__": "__main__", "__builtins__": builtins}
+        _sessions[session] = ns
+        _injected[session] = {}
+        while len(_sessions) > MAX_SESSIONS:
+            old, _ = _sessions.popitem(last=False)
+            _injected.pop(old, None)
+    _sessions.move_to_end(session)
+    for name, obj in _injected.get(session, {}).items():
+        if ns.get(name) is obj:
+            del ns[name]
+    fresh: dict[str, Any] = dict(snap.functions)
+    fresh.update(Pending=Pending, ToolError=ToolError, gather=gather, settle=settle, resolve=resolve)
+    ns.update(fresh)
+    _injected[session] = fresh
+    ns.pop("result", None)
+    return ns
+
+
+def drop_session(session: str) -> None:
+    """Forget a session's namespace."""
+    _sessions.pop(session, None)
+    _injected.pop(session, None)
+
+
+def _validate(code: str, snap: sdk.Sdk, params: dict[str, Any], session: str) -> str | None:
+    """Run the pre-flight validator (codemcp_rt.validator) when it is there; return its
+    report, or None when the code may run. A missing or crashing validator never
+    blocks a run: the gateway enforces everything anyway."""
+    try:
+        module = importlib.import_module("codemcp_rt.validator")
+        check, report = module.validate, module.format_report
+    except Exception as exc:
+        _log("validator unavailable (%s); running without pre-flight checks" % exc)
+        return None
+    bound = () if params.get("reset") else tuple(_sessions.get(session, {}).keys())
+    try:
+        problems = check(
+            code,
+            snap.functions,
+            snap.meta,
+            shapes=sdk.shapes() or None,
+            enforce_mutations=bool(params.get("enforce_mutations")),
+            allow_mutations=tuple(params.get("allow_mutations") or ()),
+            disabled=tuple(params.get("disabled") or ()),
+            dry_run=bool(params.get("dry_run")),
+            known_names=bound,
+        )
+        return report(problems) if problems else None
+    except Exception as exc:
+        _log("validator failed (%s: %s); running without pre-flight checks" % (type(exc).__name__, exc))
+        return None
+
+
+def _user_stack(tb: Any) -> traceback.StackSummary:
+    frames = []
+    for frame, lineno in traceback.walk_tb(tb):
+        co = frame.f_code
+        if co.co_filename != FILENAME:
+            continue
+        lines = _sources.get(co) or []
+        line = lines[lineno - 1] if lineno and 0 < lineno <= len(lines) else ""
+        frames.append(traceback.FrameSummary(FILENAME, lineno, co.co_name, lookup_line=False, line=line))
+    return traceback.StackSummary.from_list(frames)
+
+
+def _format_exception(exc: BaseException) -> str:
+    """The traceback text, showing only the agent's own frames (file "<codemcp>")."""
+    te = traceback.TracebackException(type(exc), exc, exc.__traceback__, lookup_lines=False)
+    pairs = [(te, exc)]
+    seen = set()
+    while pairs:
+        t, e = pairs.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        t.stack = _user_stack(e.__traceback__)
+        if t.__cause__ is not None and e.__cause__ is not None:
+            pairs.append((t.__cause__, e.__cause__))
+        if t.__context__ is not None and e.__context__ is not None:
+            pairs.append((t.__context__, e.__context__))
+    text = "".join(te.format()).rstrip("\n")
+    if len(text) > _MAX_ERROR_CHARS:
+        half = _MAX_ERROR_CHARS // 2
+        text = text[:half] + "\n…[%d characters cut]…\n" % (len(text) - 2 * half) + text[-half:]
+    return text
+
+
+def _execute(compiled: _Compiled, ns: dict[str, Any], state: runstate.RunState) -> Any:
+    """Run the code; return the (resolved) result. Raises what the code raised."""
+    try:
+        state.interruptible = True
+        value = None
+        exited = False
+        try:
+            exec(compiled.body, ns)
+        except SystemExit as exc:  # exit()/sys.exit(0) end the run normally
+            if exc.code not in (None, 0):
+                raise
+            exited = True
+        if compiled.last is not None and not exited:
+            value = eval(compiled.last, ns)
+            if value is None and "result" in ns:
+                value = ns["result"]
+        else:
+            value = ns.get("result")
+        value = resolve(value)
+        client.settle_open_calls(state, wait=True)
+        return value
+    finally:
+        state.interruptible = False
+
+
+def _set_current_run(run_id: str | None) -> None:
+    try:
+        setter = getattr(get_transport(), "set_current_run", None)
+        if setter is not None:
+            setter(run_id)
+    except Exception:
+        pass
+
+
+def _log(message: str) -> None:
+    stream = sys.__stderr__
+    if stream is not None:
+        try:
+            stream.write("codemcp_rt: %s\n" % message)
+            stream.flush()
+        except Exception:
+            pass
+
+
+def _int_param(params: dict[str, Any], name: str, default: int) -> int:
+    value = params.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadRequest("run: params.%s must be a number" % name)
+    return int(value)
+
+
+def run(params: dict[str, Any]) -> dict[str, Any]:
+    """Execute ``params["code"]`` and return the envelope. Raises BadRequest only for a
+    malformed request; every outcome of the code itself is an envelope."""
+    if not isinstance(params, dict):
+        raise BadRequest("run: params must be an object")
+    code = params.get("code")
+    if not isinstance(code, str):
+        raise BadRequest("run: params.code must be a string")
+    run_id = params.get("run_id")
+    session = str(params.get("session") or "default")
+    max_output = _int_param(params, "max_output_bytes", DEFAULT_MAX_BYTES)
+    max_result = _int_param(params, "max_result_bytes", DEFAULT_MAX_BYTES)
+    timeout_ms = params.get("timeout_ms")
+    install_json_hook()
+
+    try:
+        compiled = _Compiled(code)
+    except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as exc:
+        return {"ok": False, "error": _syntax_message(exc), "error_kind": "syntax"}
+
+    snap = sdk.current()
+    if params.get("validate"):
+        message = _validate(code, snap, params, session)
+        if message:
+            return {"ok": False, "error": message, "error_kind": "validation"}
+
+    ns = _namespace(session, bool(params.get("reset")), snap)
+    state = runstate.RunState(run_id, params)
+    envelope: dict[str, Any]
+    runstate.begin(state)
+    _set_current_run(run_id)
+    try:
+        with capture(max_output) as (out, err):
+            try:
+                value = _execute(compiled, ns, state)
+                envelope = {"ok": True, "result": jsonsafe.cap(value, max_result), "calls": state.calls}
+            except RunInterrupted as exc:
+                if exc.reason == "timeout":
+                    after = " after %s ms" % timeout_ms if isinstance(timeout_ms, int) else ""
+                    envelope = {"ok": False, "error": "execution timed out%s" % after, "error_kind": "timeout"}
+                else:
+                    envelope = {"ok": False, "error": "execution cancelled", "error_kind": "cancelled"}
+            except ToolError as exc:
+                text = jsonsafe.dumps_capped({"tool_error": exc.to_dict()}, _MAX_ERROR_CHARS)
+                envelope = {"ok": False, "error": text, "error_kind": "tool_error"}
+            except BaseException as exc:  # noqa: B902 - agent code may raise anything
+                envelope = {"ok": False, "error": _format_exception(exc), "error_kind": "exception"}
+            if not envelope["ok"]:
+                client.settle_open_calls(state, wait=False)
+    finally:
+        _set_current_run(None)
+        runstate.end()
+
+    stdout, stderr = out.getvalue(), err.getvalue()
+    if stdout:
+        envelope["stdout"] = stdout
+    if stderr:
+        envelope["stderr"] = stderr
+    if not envelope["ok"] and state.trace:
+        envelope["trace"] = [dict(entry) for entry in state.trace]
+    if state.mutations:
+        envelope["mutations"] = list(state.mutations)
+    return envelope
+
+
+def envelope_json(envelope: dict[str, Any]) -> str:
+    """The envelope as compact JSON text (it is already JSON-safe)."""
+    return json.dumps(envelope, ensure_ascii=False, allow_nan=False, separators=(",", ":"))

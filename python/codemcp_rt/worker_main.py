@@ -1,0 +1,158 @@
+"""The worker's request loop: read gateway requests, dispatch them, send the replies.
+
+Runs on the worker's main thread (the C host calls ``codemcp_rt.worker_main.main()``).
+Requests are handled one at a time: load_sdk, run, set_shapes. Replies to our own
+call_tool requests and `cancel` notifications never reach this loop (the C side routes
+them). A `cancel` for the current run makes the C side send SIGUSR1 to this thread; the
+handler installed here raises RunInterrupted once, and only while agent code runs.
+
+Nothing but a closed control connection ends the loop.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from typing import Any
+
+from codemcp_rt import runner, runstate, sdk
+from codemcp_rt.errors import RunInterrupted
+from codemcp_rt.transport import get_transport
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+SERVER_ERROR = -32000
+
+
+def _on_interrupt(signum: int, frame: Any) -> None:
+    """SIGUSR1: raise RunInterrupted(reason) once, if an interrupt is pending for a run
+    that is executing agent code; otherwise do nothing (the reason is consumed)."""
+    try:
+        reason = get_transport().interrupt_reason()
+    except Exception:
+        return
+    if reason is None:
+        return
+    state = runstate.current()
+    if state is None or not state.interruptible or state.interrupted:
+        return
+    state.interrupted = True
+    raise RunInterrupted(str(reason))
+
+
+def install_interrupt_handler() -> None:
+    """Install the SIGUSR1 handler (must be called on the main thread)."""
+    signal.signal(signal.SIGUSR1, _on_interrupt)
+
+
+def _log(message: str) -> None:
+    stream = sys.__stderr__
+    if stream is not None:
+        try:
+            stream.write("codemcp_rt: %s\n" % message)
+            stream.flush()
+        except Exception:
+            pass
+
+
+def _reply(req_id: Any, result: Any = None, error: dict[str, Any] | None = None) -> str:
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": req_id}
+    if error is not None:
+        msg["error"] = error
+    else:
+        msg["result"] = result
+    try:
+        return json.dumps(msg, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:  # a bug upstream of here; still answer
+        fallback = {"code": INTERNAL_ERROR, "message": "reply not serializable: %s" % exc}
+        return json.dumps({"jsonrpc": "2.0", "id": req_id, "error": fallback})
+
+
+def handle(text: str) -> str | None:
+    """Handle one raw request; return the raw reply, or None for a notification."""
+    try:
+        msg = json.loads(text)
+    except (ValueError, TypeError) as exc:
+        return _reply(None, error={"code": PARSE_ERROR, "message": "parse error: %s" % exc})
+    if not isinstance(msg, dict) or not isinstance(msg.get("method"), str):
+        req_id = msg.get("id") if isinstance(msg, dict) else None
+        return _reply(req_id, error={"code": INVALID_REQUEST, "message": "invalid request"})
+    req_id = msg.get("id")
+    method = msg["method"]
+    params = msg.get("params")
+    if params is None:
+        params = {}
+    is_notification = "id" not in msg
+    try:
+        if not isinstance(params, dict):
+            raise runner.BadRequest("params must be an object")
+        if method == "run":
+            result = runner.run(params)
+        elif method == "load_sdk":
+            loaded = sdk.load_sdk(params.get("source"), params.get("version"))
+            if not loaded["ok"]:
+                _log("load_sdk failed: %s" % loaded["error"])
+                return None if is_notification else _reply(
+                    req_id, error={"code": SERVER_ERROR, "message": loaded["error"]})
+            result = {"ok": True, "functions": loaded["functions"]}
+        elif method == "set_shapes":
+            sdk.set_shapes(params.get("shapes"))
+            result = {"ok": True}
+        elif method == "ping":
+            result = {}
+        else:
+            if is_notification:
+                return None
+            return _reply(req_id, error={"code": METHOD_NOT_FOUND, "message": "unknown method %s" % method})
+    except runner.BadRequest as exc:
+        return None if is_notification else _reply(req_id, error={"code": INVALID_PARAMS, "message": str(exc)})
+    except RunInterrupted:  # a stray interrupt outside agent code: answer anyway
+        return None if is_notification else _reply(
+            req_id, error={"code": INTERNAL_ERROR, "message": "interrupted while handling %s" % method})
+    except Exception as exc:
+        _log("%s failed: %s: %s" % (method, type(exc).__name__, exc))
+        return None if is_notification else _reply(
+            req_id, error={"code": INTERNAL_ERROR, "message": "%s failed: %s: %s" % (method, type(exc).__name__, exc)})
+    return None if is_notification else _reply(req_id, result)
+
+
+def serve() -> int:
+    """Loop on transport.next_request() until the connection closes; returns 0."""
+    transport = get_transport()
+    while True:
+        try:
+            text = transport.next_request()
+        except ConnectionError:
+            return 0
+        except RunInterrupted:
+            continue
+        if text is None:
+            continue
+        try:
+            reply = handle(text)
+            if reply is not None:
+                transport.send(reply)
+        except ConnectionError:
+            return 0
+        except BaseException as exc:  # never let one request kill the worker
+            if isinstance(exc, (SystemExit, KeyboardInterrupt)) and not isinstance(exc, RunInterrupted):
+                _log("stopping: %s" % type(exc).__name__)
+                raise
+            _log("request loop: %s: %s" % (type(exc).__name__, exc))
+
+
+def main() -> int:
+    """Entry point for the worker host: install the interrupt handler, then serve."""
+    install_interrupt_handler()
+    try:
+        return serve()
+    finally:
+        _log("control connection closed; worker exiting")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

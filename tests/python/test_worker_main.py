@@ -1,0 +1,76 @@
+"""worker_main: the request loop answers every request and survives bad ones."""
+
+import json
+import signal
+import unittest
+
+from support import RuntimeTest, sdk_source
+
+from codemcp_rt import sdk, worker_main
+
+
+class LoopTest(RuntimeTest):
+    def serve(self) -> dict:
+        self.t.close()
+        saved = signal.getsignal(signal.SIGUSR1)
+        try:
+            self.assertEqual(worker_main.main(), 0)  # returns once the connection is gone
+        finally:
+            signal.signal(signal.SIGUSR1, saved)
+        return {r["id"]: r for r in self.t.replies()}
+
+    def test_dispatch(self) -> None:
+        t = self.t
+        t.push_request("load_sdk", {"source": sdk_source({"a_b": ("a", "b", False)}), "version": 5}, 1)
+        t.push_request("run", {"run_id": "r1", "session": "s", "code": "a_b(x=1)['args']"}, 2)
+        t.push_request("set_shapes", {"shapes": {"a_b": {"k": "object", "fields": {"args": {"k": "leaf"}}}}}, 3)
+        t.push_request("load_sdk", {"source": "this is not python", "version": 6}, 4)
+        t.push_request("run", {"run_id": "r2", "session": "s", "code": "1/0"}, 5)
+        t.push_request("run", {"run_id": "r3"}, 6)
+        t.push_request("frobnicate", {}, 7)
+        t.push_request("frobnicate", {}, None)  # a notification: no reply
+        t.requests.put("{broken json")
+        t.requests.put(json.dumps({"jsonrpc": "2.0", "id": 9, "method": 5}))
+        t.push_request("run", {"run_id": "r4", "session": "s", "code": "a_b()['tool']"}, 10)
+        replies = self.serve()
+        self.assertEqual(replies[1]["result"], {"ok": True, "functions": 1})
+        self.assertEqual(replies[2]["result"], {"ok": True, "result": {"x": 1}, "calls": 1})
+        self.assertEqual(replies[3]["result"], {"ok": True})
+        self.assertIn("a_b", sdk.shapes())
+        self.assertEqual(replies[4]["error"]["code"], -32000)
+        self.assertIn("line 1", replies[4]["error"]["message"])
+        self.assertEqual(replies[5]["result"]["error_kind"], "exception")
+        self.assertEqual(replies[6]["error"]["code"], -32602)
+        self.assertEqual(replies[7]["error"]["code"], -32601)
+        self.assertEqual(replies[None]["error"]["code"], -32700)
+        self.assertEqual(replies[9]["error"]["code"], -32600)
+        self.assertEqual(replies[10]["result"]["result"], "b")  # the failed load kept version 5
+        self.assertEqual(len(t.replies()), 10)
+        self.assertEqual(sdk.current().version, 5)
+
+    def test_replies_are_strict_json(self) -> None:
+        self.t.push_request("run", {"run_id": "r1", "code": "float('nan')"}, 1)
+        self.serve()
+        raw = [m for m in self.t.sent if m.get("id") == 1]
+        self.assertEqual(raw[0]["result"]["result"], None)
+
+    def test_loop_survives_a_failing_send(self) -> None:
+        sends = []
+        real_send = self.t.send
+
+        def flaky(text: str) -> None:
+            sends.append(text)
+            if len(sends) == 1:
+                raise RuntimeError("queue full")
+            real_send(text)
+
+        self.t.send = flaky  # type: ignore[method-assign]
+        self.t.push_request("run", {"code": "1"}, 1)
+        self.t.push_request("run", {"code": "2"}, 2)
+        replies = self.serve()
+        self.assertEqual(list(replies), [2])
+        self.assertEqual(replies[2]["result"]["result"], 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
