@@ -568,9 +568,10 @@ int wsc_start(const char *url, const char *token, pthread_t main_thread)
     info.protocols = wsc_protocols;
     info.gid = (gid_t)-1;
     info.uid = (uid_t)-1;
-    /* lws sizes its fd tables from RLIMIT_NOFILE otherwise; one socket and a pipe is all
-     * we need (they are opened first, so their numbers are small). */
-    info.fd_limit_per_thread = 64;
+    /* lws sizes its fd tables from RLIMIT_NOFILE otherwise (8 MiB of tables at 1M fds);
+     * one socket and a pipe is all we need, opened before Python, so their numbers are
+     * small. */
+    info.fd_limit_per_thread = 1024;
     wsc.ctx = lws_create_context(&info);
     if (!wsc.ctx) {
         log_error("worker", "cannot create the libwebsockets context");

@@ -11,6 +11,8 @@
  *   close     the worker exits when the gateway closes, idle and in the middle of a run
  *   unix      `basic`'s call round trip over a Unix socket
  *   bigframe  10 MiB frames both ways; a frame over 64 MiB drops the connection
+ *   memory    CODEMCP_WORKER_MEMORY_MB: MemoryError above the cap, room below (not ASan)
+ *   eval      not a test: runs $FG_CODE and prints the envelope
  * The lws loop runs on its own thread; the scenario is plain sequential code on the main
  * thread talking to it through locked queues (the same shape as the worker itself).
  * Exit status 0 = pass. */
@@ -60,6 +62,7 @@ static struct {
 } gw = {.mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static int gw_failures;
+static const char *gw_extra_env; /* one more NAME=value for spawned workers, or NULL */
 
 #define CHECK(cond, ...)                                                                           \
     do {                                                                                           \
@@ -321,9 +324,15 @@ static void gw_dump(const char *what, json_t *j)
 
 static pid_t gw_spawn(const char *url, const char *token)
 {
-    static const char *pass[] = {
-        "PATH",         "HOME",         "LANG",          "CODEMCP_LOG",
-        "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS", "CODEMCP_PYTHONPATH_DEV"};
+    static const char *pass[] = {"PATH",
+                                 "HOME",
+                                 "LANG",
+                                 "CODEMCP_LOG",
+                                 "ASAN_OPTIONS",
+                                 "LSAN_OPTIONS",
+                                 "UBSAN_OPTIONS",
+                                 "CODEMCP_PYTHONPATH_DEV",
+                                 "CODEMCP_WORKER_MEMORY_MB"};
     char *envp[32];
     int n = 0;
     struct buf b[4] = {{0}};
@@ -340,6 +349,8 @@ static pid_t gw_spawn(const char *url, const char *token)
             envp[n++] = e;
         }
     }
+    if (gw_extra_env)
+        envp[n++] = xstrdup(gw_extra_env);
     envp[n] = NULL;
 
     /* lws set SIGPIPE to SIG_IGN, which exec would pass on: restore defaults. */
@@ -398,7 +409,7 @@ static int gw_start_server(const char *unix_path)
     info.protocols = gw_protocols;
     info.gid = (gid_t)-1;
     info.uid = (uid_t)-1;
-    info.fd_limit_per_thread = 64;
+    info.fd_limit_per_thread = 1024;
     if (unix_path) {
         info.options = LWS_SERVER_OPTION_UNIX_SOCK;
         info.iface = unix_path;
@@ -574,13 +585,19 @@ static int scenario_basic(const char *url)
     /* The token is gone from the environment, also from /proc/self/environ; argv and
      * stdin are what the contract says; the worker id reaches Python. */
     {
-        char code[512];
+        char code[1024];
         snprintf(code, sizeof(code),
                  "import os, sys, _codemcp\n"
                  "raw = open('/proc/self/environ', 'rb').read()\n"
+                 "import inspect, linecache, codemcp_rt.errors as m\n"
+                 "fn = next(v for v in vars(m).values()\n"
+                 "          if inspect.isfunction(v) and v.__module__ == m.__name__)\n"
+                 "f = fn.__code__\n"
+                 "linecache.lazycache(f.co_filename, vars(m))\n"
                  "result = [os.environ.get('CODEMCP_WORKER_TOKEN'), raw.find(b'%s'),\n"
                  "          sys.argv, sys.stdin.read(), _codemcp.worker_id(),\n"
-                 "          sys.flags.isolated, sys.prefix]\n",
+                 "          sys.flags.isolated, sys.prefix, f.co_filename,\n"
+                 "          linecache.getline(f.co_filename, f.co_firstlineno)]\n",
                  gw.token);
         res = gw_run_ok(3, "r2", code, 10000);
         CHECK(res, "environment run");
@@ -595,6 +612,15 @@ static int scenario_basic(const char *url)
         CHECK(json_integer_value(json_array_get(res, 4)) == 7, "worker_id");
         CHECK(json_integer_value(json_array_get(res, 5)) == 1, "not isolated");
         CHECK(strcmp(json_string_value(json_array_get(res, 6)), "/usr") == 0, "sys.prefix");
+        /* The runtime comes from the table compiled into the binary (unless the dev path is
+         * in use), and its source lines are there for tracebacks. */
+        const char *file = json_string_value(json_array_get(res, 7));
+        const char *line = json_string_value(json_array_get(res, 8));
+        CHECK(file && (getenv("CODEMCP_PYTHONPATH_DEV") ||
+                       strcmp(file, "<codemcp-worker>/codemcp_rt/errors.py") == 0),
+              "codemcp_rt.errors not loaded from the embedded table: %s", file ? file : "?");
+        CHECK(line && (strstr(line, "def ") || strchr(line, '@')),
+              "no source line for embedded code: '%s'", line ? line : "?");
         json_decref(res);
         res = NULL;
     }
@@ -819,6 +845,76 @@ out:
     return gw_failures ? 1 : 0;
 }
 
+/* CODEMCP_WORKER_MEMORY_MB: a clean MemoryError above the cap, room left below it. */
+static int scenario_memory(const char *url)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    (void)url;
+    fprintf(stderr, "fake_gateway: memory limits are not applied under ASan: skipped\n");
+    return 77;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    (void)url;
+    fprintf(stderr, "fake_gateway: memory limits are not applied under ASan: skipped\n");
+    return 77;
+#endif
+#endif
+    pid_t pid;
+    json_t *res = NULL;
+    int st;
+    gw_extra_env = "CODEMCP_WORKER_MEMORY_MB=400";
+    pid = gw_worker(url, gw.token);
+    CHECK(pid > 0, "worker did not start under a 400 MB limit");
+    res = gw_run_ok(1, "r1",
+                    "import resource\n"
+                    "lim = resource.getrlimit(resource.RLIMIT_AS)\n"
+                    "try:\n"
+                    "    b = bytearray(600 * 1024 * 1024)\n"
+                    "    big = 'allocated'\n"
+                    "except MemoryError:\n"
+                    "    big = 'MemoryError'\n"
+                    "c = bytearray(150 * 1024 * 1024)\n"
+                    "result = [lim[0], lim[1], big, len(c)]\n",
+                    30000);
+    CHECK(res, "memory run");
+    CHECK(json_integer_value(json_array_get(res, 0)) == 400LL << 20 &&
+              json_integer_value(json_array_get(res, 1)) == 400LL << 20,
+          "RLIMIT_AS soft and hard should be 400 MB");
+    CHECK(strcmp(json_string_value(json_array_get(res, 2)), "MemoryError") == 0,
+          "600 MB should fail with MemoryError");
+    CHECK(json_integer_value(json_array_get(res, 3)) == 150LL << 20, "150 MB should fit");
+    gw_close_conn();
+    st = gw_wait_exit(pid, 10000);
+    pid = -1;
+    CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status (got %#x)", st);
+out:
+    json_decref(res);
+    if (pid > 0)
+        gw_wait_exit(pid, 0);
+    return gw_failures ? 1 : 0;
+}
+
+/* Not a test: runs $FG_CODE once and prints the envelope (manual poking). */
+static int scenario_eval(const char *url)
+{
+    pid_t pid = gw_worker(url, gw.token);
+    json_t *r = NULL;
+    CHECK(pid > 0, "worker did not start");
+    CHECK(gw_load_sdk(1) == 0, "load_sdk");
+    gw_run(2, "r1", getenv("FG_CODE") ? getenv("FG_CODE") : "None");
+    r = gw_recv_response(2, 60000);
+    CHECK(r, "no envelope");
+    gw_dump("envelope", r);
+    gw_close_conn();
+    gw_wait_exit(pid, 10000);
+    pid = -1;
+out:
+    json_decref(r);
+    if (pid > 0)
+        gw_wait_exit(pid, 0);
+    return gw_failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *scenario = argc > 1 ? argv[1] : "basic";
@@ -857,6 +953,10 @@ int main(int argc, char **argv)
         rc = scenario_unix(url);
     else if (strcmp(scenario, "bigframe") == 0)
         rc = scenario_bigframe(url);
+    else if (strcmp(scenario, "memory") == 0)
+        rc = scenario_memory(url);
+    else if (strcmp(scenario, "eval") == 0)
+        rc = scenario_eval(url);
     else
         fprintf(stderr, "fake_gateway: unknown scenario %s\n", scenario);
 
