@@ -476,7 +476,8 @@ def syntax_problem(exc: SyntaxError, code: str = "") -> str:
         text = lines[line - 1] if 0 < line <= len(lines) else None
     if text is None:
         return msg
-    text = text.rstrip("\r\n").expandtabs(1)
+    lines = text.splitlines()
+    text = (lines[0] if lines else "").expandtabs(1)  # a tab is one column in exc.offset
     if len(text) > 160:  # keep the report small; centre the window on the column
         start = max(0, min(col - 80, len(text) - 160))
         text, col = text[start : start + 160], col - start
@@ -512,7 +513,7 @@ def _check(
     problems: list[tuple[int, int, str]] = []
     bound = f.binds
     disabled = frozenset(disabled)
-    sdk = _SdkIndex(functions, meta)
+    sdk = _SdkIndex.of(functions, meta)
     known = _BUILTINS | RUNTIME_NAMES | frozenset(known_names)
     allowed = frozenset(allow_mutations)
     check_writes = enforce_mutations and not dry_run
@@ -540,9 +541,9 @@ def _check(
             if hint is not None:
                 problems.append((line, col, "`%s` is not a known SDK function (line %d).%s" % (name, line, hint)))
             continue
-        if check_writes and name not in allowed and name not in writes_reported:
+        if check_writes and name not in writes_reported:
             info = meta.get(name)
-            if isinstance(info, dict) and info.get("mutation"):
+            if isinstance(info, dict) and info.get("mutation") and not _authorized(name, info, allowed):
                 writes_reported.add(name)
                 problems.append((line, col, _write_problem(name, line)))
         form = (name, len(call.args), tuple(k.arg for k in call.keywords), any(type(a) is ast.Starred for a in call.args))
@@ -567,6 +568,19 @@ def _check(
             seen.add(msg)
             out.append(msg)
     return out
+
+
+def _authorized(name: str, info: dict, allowed: frozenset) -> bool:
+    """Whether allow_mutations names this write. The SDK name is the documented form;
+    "server/tool", "server.tool", "server/*" and "*" are accepted too, so the courtesy
+    check is never stricter than the gateway, which decides for real."""
+    if name in allowed or "*" in allowed:
+        return True
+    server, tool = info.get("server"), info.get("tool")
+    if not isinstance(server, str) or not isinstance(tool, str):
+        return False
+    forms = (server + "/" + tool, server + "." + tool, server + ":" + tool, server + "/*", server + ".*", server)
+    return any(f in allowed for f in forms)
 
 
 def _write_problem(name: str, line: int) -> str:
@@ -618,6 +632,20 @@ def _argument_problems(name: str, sig: _Sig, call: ast.Call) -> list[str]:
 class _SdkIndex:
     """Lookups over the SDK's names for the unknown-function check."""
 
+    _last: "tuple[Any, Any, _SdkIndex, tuple[int, int]] | None" = None
+
+    @classmethod
+    def of(cls, functions: dict[str, Callable], meta: dict[str, dict]) -> "_SdkIndex":
+        """The index for these dicts, reused while the runner passes the same SDK
+        snapshot (its dicts are never modified after loading)."""
+        last = cls._last
+        key = (len(functions), len(meta) if meta else 0)
+        if last is not None and last[0] is functions and last[1] is meta and last[3] == key:
+            return last[2]
+        index = cls(functions, meta)
+        cls._last = (functions, meta, index, key)
+        return index
+
     def __init__(self, functions: dict[str, Callable], meta: dict[str, dict]) -> None:
         names = [n for n in functions if n in meta] if meta else [n for n in functions if not n.startswith("_")]
         self.names = frozenset(names)
@@ -644,7 +672,7 @@ class _SdkIndex:
                 cands += self.by_tool.get(name[len(prefix) :], ())  # right tool, wrong server
                 break
         cands += self.by_tool.get(name, ())  # the server prefix was left out
-        cands += difflib.get_close_matches(name, self.sorted, n=2, cutoff=0.8)
+        cands += difflib.get_close_matches(name, self.sorted, n=1, cutoff=0.8)
         if server_fns is None and not cands:
             return None
         if not cands:

@@ -485,6 +485,24 @@ class MessageTest(unittest.TestCase):
         self.assertEqual(check(code), [])
         self.assertEqual(check("memory_read_graph()\n", enforce_mutations=True), [])
 
+    def test_mutation_allow_forms(self) -> None:
+        code = "memory_create_entities(entities=[])\n"
+        for form in ("memory_create_entities", "memory/create_entities", "memory.create_entities", "memory/*", "*"):
+            with self.subTest(form=form):
+                self.assertEqual(check(code, enforce_mutations=True, allow_mutations=[form]), [])
+        for form in ("memory_create_relations", "filesystem/*", "create"):
+            with self.subTest(form=form):
+                self.assertEqual(len(check(code, enforce_mutations=True, allow_mutations=[form])), 1)
+
+    def test_stdlib_sources_never_crash_or_flag(self) -> None:
+        # Real-world code of every shape: parsed and walked without an error, no finding.
+        import dataclasses, difflib, inspect, json.decoder, argparse, tarfile, http.client, unittest.case
+        import email.message, pathlib, typing, asyncio.base_events, collections, re._parser
+        for mod in (dataclasses, difflib, inspect, json.decoder, argparse, tarfile, http.client, unittest.case,
+                    email.message, pathlib, typing, asyncio.base_events, collections, re._parser, ast):
+            with self.subTest(module=mod.__name__), open(mod.__file__, encoding="utf-8") as fh:
+                self.assertEqual(check(fh.read(), enforce_mutations=True), [])
+
     def test_problems_sorted_by_line(self) -> None:
         code = "x = 1\neverything_echo()\neverythng_echo(message='a')\neverything_get_sum(1, 2, 3)\n"
         lines = [int(p.split("(line ")[1].split(")")[0]) for p in check(code)]
