@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 from codemcp_rt import runstate
-from codemcp_rt.errors import KINDS, ToolError, redact
+from codemcp_rt.errors import KINDS, ToolError
 from codemcp_rt.pending import Pending, resolve
 from codemcp_rt.transport import get_transport
 
@@ -284,4 +284,4 @@ def settle_open_calls(state: runstate.RunState, wait: bool) -> None:
                 state.open_calls.pop(c.id, None)
 
 
-__all__ = ["call", "unwrap", "settle_open_calls", "redact"]
+__all__ = ["call", "unwrap", "settle_open_calls"]

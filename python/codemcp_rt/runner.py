@@ -183,6 +183,9 @@ def _execute(compiled: _Compiled, ns: dict[str, Any], state: runstate.RunState) 
     """Run the code; return the (resolved) result. Raises what the code raised."""
     try:
         state.interruptible = True
+        if state.early_interrupt is not None and not state.interrupted:
+            state.interrupted = True
+            raise RunInterrupted(state.early_interrupt)
         value = None
         exited = False
         try:
@@ -202,6 +205,7 @@ def _execute(compiled: _Compiled, ns: dict[str, Any], state: runstate.RunState) 
         return value
     finally:
         state.interruptible = False
+        state.finished = True
 
 
 def _set_current_run(run_id: str | None) -> None:

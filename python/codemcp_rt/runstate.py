@@ -23,6 +23,9 @@ class RunState:
         open_calls: calls whose reply has not been consumed yet, by call id.
         interruptible: True while agent code (or waiting on its calls) is running; the
             SIGUSR1 handler raises RunInterrupted only then.
+        early_interrupt: an interrupt reason that arrived before agent code started; it
+            is raised as soon as the code starts.
+        finished: set once agent code is over; later interrupts are ignored.
         interrupted: set once RunInterrupted has been raised (it is raised once).
     """
 
@@ -35,6 +38,8 @@ class RunState:
         self.open_calls: dict[str, Any] = {}
         self.calls = 0
         self.interruptible = False
+        self.early_interrupt: str | None = None
+        self.finished = False
         self.interrupted = False
 
 

@@ -29,8 +29,9 @@ SERVER_ERROR = -32000
 
 
 def _on_interrupt(signum: int, frame: Any) -> None:
-    """SIGUSR1: raise RunInterrupted(reason) once, if an interrupt is pending for a run
-    that is executing agent code; otherwise do nothing (the reason is consumed)."""
+    """SIGUSR1: raise RunInterrupted(reason) once, if an interrupt is pending for the run
+    executing agent code. One that arrives while the run is still starting is kept and
+    raised when the code starts; one that arrives after the code finished is dropped."""
     try:
         reason = get_transport().interrupt_reason()
     except Exception:
@@ -38,7 +39,10 @@ def _on_interrupt(signum: int, frame: Any) -> None:
     if reason is None:
         return
     state = runstate.current()
-    if state is None or not state.interruptible or state.interrupted:
+    if state is None or state.finished or state.interrupted:
+        return
+    if not state.interruptible:
+        state.early_interrupt = str(reason)
         return
     state.interrupted = True
     raise RunInterrupted(str(reason))

@@ -63,8 +63,9 @@ class ConvertTest(unittest.TestCase):
         self.assertEqual(to_jsonable(Point(1, math.nan)), {"x": 1, "y": None})
 
     def test_keys(self) -> None:
-        out = to_jsonable({1: "a", None: "b", True: "c", 2.5: "d", (1, 2): "e"})
-        self.assertEqual(out["1"], "c")  # 1 and True are the same dict key in Python
+        out = to_jsonable({1: "a", None: "b", False: "c", 2.5: "d", (1, 2): "e"})
+        self.assertEqual(out["1"], "a")
+        self.assertEqual(out["false"], "c")
         self.assertEqual(out["null"], "b")
         self.assertEqual(out["2.5"], "d")
         self.assertEqual(out["(1, 2)"], "e")

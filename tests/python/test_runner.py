@@ -1,5 +1,6 @@
 """runner.run(): results, sessions, errors, envelopes, SDK swap, interrupts."""
 
+import importlib.util
 import json
 import signal
 import threading
@@ -302,6 +303,17 @@ class InterruptTest(RuntimeTest):
         self.assertIsNone(self.t.reason)
         self.assertTrue(self.run_code("1")["ok"])
 
+    def test_cancel_before_the_code_starts(self) -> None:
+        def set_current_run(run_id):
+            self.t.current_runs.append(run_id)
+            if run_id is not None:  # the cancel lands while the run is still starting
+                self.t.reason = "cancelled"
+                signal.pthread_kill(self.main, signal.SIGUSR1)
+
+        self.t.set_current_run = set_current_run  # type: ignore[method-assign]
+        env = self.run_code("print('ran')\n1")
+        self.assertEqual(env, {"ok": False, "error": "execution cancelled", "error_kind": "cancelled"})
+
     def test_no_reason_no_raise(self) -> None:
         timer = threading.Timer(0.1, lambda: signal.pthread_kill(self.main, signal.SIGUSR1))
         timer.start()
@@ -310,9 +322,7 @@ class InterruptTest(RuntimeTest):
 
 class ValidateHookTest(RuntimeTest):
     def test_validation_failure_stops_the_run(self) -> None:
-        try:
-            import codemcp_rt.validator  # noqa: F401
-        except ImportError:
+        if importlib.util.find_spec("codemcp_rt.validator") is None:
             self.skipTest("no validator module")
         env = self.run_code("srv_gett()", validate=True)
         self.assertEqual(env["error_kind"], "validation", env)
