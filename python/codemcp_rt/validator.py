@@ -12,7 +12,10 @@ validator is conservative by construction - it only flags what is certainly wron
 Names the program binds anywhere (in any scope), builtins, imports, attribute calls,
 calls through variables, ``*args``/``**kwargs`` spreads, decorators, and programs that
 can create names at run time (``globals()``, ``exec``, ``eval``, ``sys.modules`` ...)
-are left alone.
+are left alone. Field checks follow only ``x = fn(...)`` bindings that are never rebound
+and stop wherever the program itself may add keys (stores, update/setdefault, appends to
+lists it did not build), names the key elsewhere (``"k" in x``, ``x.get("k")``), or reads
+it under ``try: ... except KeyError``.
 
 Cost: one ``ast.parse`` and one iterative walk; signatures are cached per function
 object. Stdlib only (plus the sibling ``shapes`` module): importable on its own.
