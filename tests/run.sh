@@ -38,31 +38,35 @@ say() { printf '\n== %s\n' "$*" >&2; }
 die() { echo "run.sh: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
 
 # --- npm peers ---------------------------------------------------------------------------------
+# Every tests/ directory with a package-lock.json (tests/ itself: the SDK and the reference
+# servers; subdirectories such as tests/conformance may pin their own tools).
 # `npm ci` deletes and reinstalls node_modules; skip it when the installed tree already matches
 # package-lock.json exactly (same packages, versions and integrity), so repeated runs are
 # offline and do not disturb a concurrent run.
-npm_in_sync() {
-    [ -f tests/node_modules/.package-lock.json ] || return 1
+npm_in_sync() { # dir
+    [ -f "$1/node_modules/.package-lock.json" ] || return 1
     command -v node >/dev/null || return 1
-    node -e '
-      const want = require("./tests/package-lock.json").packages || {};
-      const have = require("./tests/node_modules/.package-lock.json").packages || {};
+    (cd "$1" && node -e '
+      const want = require("./package-lock.json").packages || {};
+      const have = require("./node_modules/.package-lock.json").packages || {};
       const keys = Object.keys(want).filter((k) => k !== "");
       const same = (k) => have[k] && have[k].version === want[k].version && have[k].integrity === want[k].integrity;
       process.exit(keys.every(same) && Object.keys(have).every((k) => k in want) ? 0 : 1);
-    ' 2>/dev/null
+    ' 2>/dev/null)
 }
 
-if command -v npm >/dev/null; then
-    if [ "$force_npm" = 1 ] || ! npm_in_sync; then
-        say "npm ci (tests/)"
-        (cd tests && npm ci --no-audit --no-fund --loglevel=error) >&2 || die "npm ci failed in tests/"
+for lock in tests/package-lock.json tests/*/package-lock.json; do
+    [ -f "$lock" ] || continue
+    d="$(dirname "$lock")"
+    if ! command -v npm >/dev/null; then
+        echo "run.sh: npm not found; $d needs it (run ./install.sh)" >&2
+    elif [ "$force_npm" = 1 ] || ! npm_in_sync "$d"; then
+        say "npm ci ($d)"
+        (cd "$d" && npm ci --no-audit --no-fund --loglevel=error) >&2 || die "npm ci failed in $d"
     else
-        say "npm peers in tests/node_modules match package-lock.json; skipping npm ci"
+        say "$d/node_modules matches package-lock.json; skipping npm ci"
     fi
-else
-    echo "run.sh: npm not found; the e2e tests need it (run ./install.sh)" >&2
-fi
+done
 
 # --- build and test one directory ----------------------------------------------------------------
 total_pass=0 total_fail=0 total_skip=0

@@ -170,10 +170,12 @@ test('invalid requests get -32600', async () => {
   assertError(await c.response(8), -32600, 8);
   c.send('{"jsonrpc":"1.0","id":9,"method":"ping"}'); // wrong version
   assertError(await c.response(9), -32600, 9);
-  c.send('42'); // not an object
-  assertError(await c.next((m) => m.error?.code === -32600, ms(5000), '-32600 for 42'), -32600, null);
-  c.send('"ping"');
-  assertError(await c.next((m) => m.error?.code === -32600, ms(5000), '-32600 for a string'), -32600, null);
+  // Valid JSON that is not a request object: -32600, not -32700.
+  for (const line of ['42', '"ping"', 'null', 'true']) {
+    c.send(line);
+    const err = await c.next((m) => 'error' in m && m.id === null, ms(5000), `an error for ${line}`);
+    assert.equal(err.error.code, -32600, `for ${line}: ${JSON.stringify(err)}`);
+  }
   assert.deepEqual((await c.request('ping', undefined, { id: 'still' })).result, {});
   assertStdoutClean(c);
 });
