@@ -35,18 +35,18 @@
 #include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
-#define WK_ASAN 1
+#define WM_ASAN 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define WK_ASAN 1
+#define WM_ASAN 1
 #endif
 #endif
 
-#define WK_EXIT_ENV 2
+#define WM_EXIT_ENV 2
 
 /* fd 0 becomes /dev/null (agent code must not read the gateway's stdin); fds 1 and 2 are
  * opened on /dev/null if closed, so no socket can take their numbers. */
-static void wk_fix_stdio(void)
+static void wm_fix_stdio(void)
 {
     int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (fd < 0)
@@ -60,12 +60,12 @@ static void wk_fix_stdio(void)
 }
 
 /* Belt and braces for the gateway's RLIMIT_AS: soft and hard, never raising it. */
-static void wk_apply_memory_limit(void)
+static void wm_apply_memory_limit(void)
 {
     long mb = env_long("CODEMCP_WORKER_MEMORY_MB", 0);
     if (mb <= 0)
         return;
-#ifdef WK_ASAN
+#ifdef WM_ASAN
     log_warn("worker", "CODEMCP_WORKER_MEMORY_MB ignored: AddressSanitizer reserves terabytes "
                        "of address space");
 #else
@@ -86,7 +86,7 @@ static void wk_apply_memory_limit(void)
 /* Returns a copy of a secret variable and removes every trace of it from the environment:
  * the value is overwritten in place first, because /proc/self/environ keeps showing the
  * original block after unsetenv(). NULL if unset. Caller wipes and frees. */
-static char *wk_take_secret(const char *name)
+static char *wm_take_secret(const char *name)
 {
     char *v = getenv(name);
     if (!v)
@@ -98,7 +98,7 @@ static char *wk_take_secret(const char *name)
 }
 
 /* Exit status for the exception that ended main() (consumes it). */
-static int wk_exception_status(void)
+static int wm_exception_status(void)
 {
     if (PyErr_ExceptionMatches(PyExc_SystemExit)) {
         /* Not PyErr_Print(): it would call exit() itself, skipping our cleanup. */
@@ -131,7 +131,7 @@ static int wk_exception_status(void)
 }
 
 /* Imports codemcp_rt.worker_main and runs main(). Interpreter initialised, GIL held. */
-static int wk_call_main(void)
+static int wm_call_main(void)
 {
     int status = 1;
     PyObject *mod = NULL, *fn = NULL, *res = NULL;
@@ -142,7 +142,7 @@ static int wk_call_main(void)
     if (!dev && imp_count() == 0) {
         log_error("worker", "built without the embedded codemcp_rt runtime: set "
                             "CODEMCP_PYTHONPATH_DEV to the python/ directory");
-        return WK_EXIT_ENV;
+        return WM_EXIT_ENV;
     }
     if (imp_install(dev) < 0)
         goto fail;
@@ -165,7 +165,7 @@ static int wk_call_main(void)
     }
     goto done;
 fail:
-    status = wk_exception_status();
+    status = wm_exception_status();
 done:
     Py_XDECREF(res);
     Py_XDECREF(fn);
@@ -174,7 +174,7 @@ done:
 }
 
 /* Configures and starts CPython, runs the runtime, finalizes. Returns the exit status. */
-static int wk_run_python(long worker_id)
+static int wm_run_python(long worker_id)
 {
     PyPreConfig pre;
     PyConfig config;
@@ -215,7 +215,7 @@ static int wk_run_python(long worker_id)
         goto fail;
     PyConfig_Clear(&config);
 
-    int status = wk_call_main();
+    int status = wm_call_main();
     if (Py_FinalizeEx() < 0 && status == 0)
         status = 120; /* flushing stdout/stderr failed, as python(1) reports it */
     return status;
@@ -232,14 +232,14 @@ int main(int argc, char **argv)
      * RLIMIT_AS counts (measured under a 256 MB cap: 165 MB usable with 2 arenas, 229 MB
      * with 1). Only the lws thread competes with Python for it, rarely. */
     mallopt(M_ARENA_MAX, 1);
-    wk_fix_stdio();
+    wm_fix_stdio();
     log_init_from_env();
-    wk_apply_memory_limit();
+    wm_apply_memory_limit();
 
     const char *url = getenv("CODEMCP_CONTROL_URL");
-    char *token = wk_take_secret("CODEMCP_WORKER_TOKEN");
+    char *token = wm_take_secret("CODEMCP_WORKER_TOKEN");
     long worker_id = env_long("CODEMCP_WORKER_ID", 0);
-    int status = WK_EXIT_ENV;
+    int status = WM_EXIT_ENV;
 
     if (!url || !*url) {
         log_error("worker", "CODEMCP_CONTROL_URL is not set: codemcp-worker is started by the "
@@ -255,7 +255,7 @@ int main(int argc, char **argv)
         goto done;
     explicit_bzero(token, strlen(token));
 
-    status = wk_run_python(worker_id);
+    status = wm_run_python(worker_id);
     if (status == 0 && !wsc_was_connected())
         status = WSC_EXIT_NO_CONNECT;
 done:

@@ -23,6 +23,7 @@
 
 #define WSC_PROTOCOL  "codemcp-control"
 #define WSC_BUCKETS   256
+#define WSC_EARLY     16
 #define WSC_RX_CHUNK  65536
 #define WSC_UNIX_PATH "/control" /* HTTP path used on a Unix socket URL */
 
@@ -63,6 +64,13 @@ static struct {
     char *current_run;
     char *reason;    /* pending interrupt reason */
     int interrupted; /* SIGUSR1 already sent for current_run */
+    /* Cancels for runs that were not current when they arrived: the run may simply not
+     * have started yet (its request still queued). Small ring, oldest overwritten. */
+    struct {
+        char *run_id;
+        char *reason;
+    } early[WSC_EARLY];
+    unsigned early_next;
     atomic_int closed, connected, stop;
 
     /* Set before the service thread starts, read-only afterwards. */
@@ -213,35 +221,56 @@ static void wsc_mark_closed(void)
 /* Interrupts the run executing on the main thread if it is `run_id` (NULL: whichever run
  * is current): remembers the reason and sends SIGUSR1, at most once per run (a second
  * exception would land inside the runner's own cleanup). */
-static void wsc_interrupt(const char *run_id, const char *reason)
+static void wsc_signal_main(const char *run_id, const char *reason)
 {
-    int do_signal = 0;
-    char *target = NULL;
-
-    pthread_mutex_lock(&wsc.mu);
-    if (wsc.current_run && (!run_id || strcmp(run_id, wsc.current_run) == 0) && !wsc.interrupted) {
-        free(wsc.reason);
-        wsc.reason = xstrdup(reason);
-        wsc.interrupted = 1;
-        target = xstrdup(wsc.current_run);
-        do_signal = 1;
-    }
-    pthread_mutex_unlock(&wsc.mu);
-    if (!do_signal) {
-        log_debug("worker", "cancel for run %s ignored (not current)", run_id ? run_id : "?");
-        return;
-    }
-
     /* SIGUSR1's default action kills the process: only signal once the runtime has
      * installed its handler (it always does before any run starts). */
     struct sigaction sa;
     if (sigaction(SIGUSR1, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL &&
         sa.sa_handler != SIG_IGN) {
-        log_debug("worker", "interrupting run %s (%s)", target, reason);
+        log_debug("worker", "interrupting run %s (%s)", run_id, reason);
         pthread_kill(wsc.main_thread, SIGUSR1);
     } else {
-        log_warn("worker", "cannot interrupt run %s: no SIGUSR1 handler installed", target);
+        log_warn("worker", "cannot interrupt run %s: no SIGUSR1 handler installed", run_id);
     }
+}
+
+/* Records reason for the current run (caller holds mu). Returns 1 if the main thread must
+ * be signalled: at most once per run, since a second exception would land inside the
+ * runner's own cleanup. */
+static int wsc_arm_interrupt(const char *reason)
+{
+    if (wsc.interrupted)
+        return 0;
+    free(wsc.reason);
+    wsc.reason = xstrdup(reason);
+    wsc.interrupted = 1;
+    return 1;
+}
+
+/* Interrupts the run executing on the main thread if it is `run_id` (NULL: whichever run
+ * is current). A cancel for a run that is not current is remembered in case that run
+ * is about to start. */
+static void wsc_interrupt(const char *run_id, const char *reason)
+{
+    char *target = NULL;
+
+    pthread_mutex_lock(&wsc.mu);
+    if (wsc.current_run && (!run_id || strcmp(run_id, wsc.current_run) == 0)) {
+        if (wsc_arm_interrupt(reason))
+            target = xstrdup(wsc.current_run);
+    } else if (run_id) {
+        unsigned i = wsc.early_next++ % WSC_EARLY;
+        free(wsc.early[i].run_id);
+        free(wsc.early[i].reason);
+        wsc.early[i].run_id = xstrdup(run_id);
+        wsc.early[i].reason = xstrdup(reason);
+    }
+    pthread_mutex_unlock(&wsc.mu);
+    if (target)
+        wsc_signal_main(target, reason);
+    else
+        log_debug("worker", "cancel for run %s: not current, remembered", run_id ? run_id : "?");
     free(target);
 }
 
@@ -629,6 +658,11 @@ void wsc_stop(void)
     free(wsc.current_run);
     free(wsc.reason);
     wsc.current_run = wsc.reason = NULL;
+    for (int i = 0; i < WSC_EARLY; i++) {
+        free(wsc.early[i].run_id);
+        free(wsc.early[i].reason);
+        wsc.early[i].run_id = wsc.early[i].reason = NULL;
+    }
     pthread_mutex_unlock(&wsc.mu);
     if (wsc.token) {
         explicit_bzero(wsc.token->data + LWS_PRE, wsc.token->len);
@@ -739,13 +773,29 @@ void wsc_forget(const char *id)
 
 void wsc_set_current_run(const char *run_id)
 {
+    char *reason = NULL;
     pthread_mutex_lock(&wsc.mu);
     free(wsc.current_run);
     wsc.current_run = run_id ? xstrdup(run_id) : NULL;
     free(wsc.reason);
     wsc.reason = NULL;
     wsc.interrupted = 0;
+    /* Cancelled before it started: interrupt it now. The runtime's handler keeps the
+     * reason as an "early interrupt" and raises once agent code begins. */
+    for (int i = 0; run_id && i < WSC_EARLY; i++) {
+        if (wsc.early[i].run_id && strcmp(wsc.early[i].run_id, run_id) == 0) {
+            if (wsc_arm_interrupt(wsc.early[i].reason))
+                reason = xstrdup(wsc.early[i].reason);
+            free(wsc.early[i].run_id);
+            free(wsc.early[i].reason);
+            wsc.early[i].run_id = wsc.early[i].reason = NULL;
+            break;
+        }
+    }
     pthread_mutex_unlock(&wsc.mu);
+    if (reason)
+        wsc_signal_main(run_id, reason);
+    free(reason);
 }
 
 char *wsc_interrupt_reason(void)

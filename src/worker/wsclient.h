@@ -54,7 +54,8 @@ int wsc_wait_reply(const char *id, int timeout_ms, char **out, size_t *out_len);
 void wsc_forget(const char *id);
 
 /* Sets which run executes on the main thread (NULL: none). Clears any pending interrupt
- * reason; a cancel for another run id is ignored. */
+ * reason. A cancel for a run that is not current is remembered (last 16): if that run
+ * becomes current later, it is interrupted at once; otherwise it is ignored. */
 void wsc_set_current_run(const char *run_id);
 
 /* Returns the pending interrupt reason (malloc'd, caller frees) and clears it, or NULL. */

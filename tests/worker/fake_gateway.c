@@ -6,7 +6,8 @@
  *   basic     load_sdk, a run whose two SDK calls must be in flight together (answered
  *             out of order), stdout capture, the token hidden from agent code, a bad frame
  *   cancel    cancel of a busy loop (timeout) and of a wait on a call (cancelled), a cancel
- *             for another run id ignored, then normal runs still work
+ *             for another run id ignored, a cancel that overtakes its run, and normal runs
+ *             still work after each
  *   badtoken  a worker with the wrong token is refused and exits
  *   close     the worker exits when the gateway closes, idle and in the middle of a run
  *   unix      `basic`'s call round trip over a Unix socket
@@ -719,6 +720,16 @@ static int scenario_cancel(const char *url)
     json_decref(res);
     res = NULL;
 
+    /* A cancel that overtakes its run (the run request still queued) still stops it. */
+    gw_send(json_pack("{s:s, s:s, s:{s:s, s:s}}", "jsonrpc", "2.0", "method", "cancel", "params",
+                      "run_id", "r6", "reason", "timeout"));
+    gw_run(7, "r6", "result = 'should not run'");
+    CHECK(gw_expect_interrupted(7, "timeout", 5000) == 0, "early cancel lost");
+    res = gw_run_ok(8, "r7", "result = 'fine again'", 10000);
+    CHECK(res && strcmp(json_string_value(res), "fine again") == 0, "run after early cancel");
+    json_decref(res);
+    res = NULL;
+
     gw_close_conn();
     st = gw_wait_exit(pid, 10000);
     pid = -1;
@@ -775,6 +786,26 @@ static int scenario_close(const char *url)
     st = gw_wait_exit(pid, 10000);
     pid = -1;
     CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "busy worker exit (got %#x)", st);
+
+    /* A run left a non-daemon thread behind: Py_FinalizeEx() would wait for it forever;
+     * the close grace period ends the process anyway. */
+    pthread_mutex_lock(&gw.mu);
+    gw.authed = gw.closed = gw.close_req = 0;
+    pthread_mutex_unlock(&gw.mu);
+    pid = gw_worker(url, gw.token);
+    CHECK(pid > 0, "third worker did not start");
+    CHECK(gw_load_sdk(1) == 0, "load_sdk");
+    json_t *res = gw_run_ok(2, "r1",
+                            "import threading, time\n"
+                            "threading.Thread(target=time.sleep, args=(3600,)).start()\n"
+                            "result = threading.active_count()\n",
+                            10000);
+    CHECK(res && json_integer_value(res) == 2, "thread started");
+    json_decref(res);
+    gw_close_conn();
+    st = gw_wait_exit(pid, 10000);
+    pid = -1;
+    CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit with a stray thread (%#x)", st);
 
     /* No gateway at all: exit status 3. */
     pid = gw_spawn("ws://127.0.0.1:1/control", gw.token);
