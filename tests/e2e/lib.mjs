@@ -29,7 +29,10 @@ export const NODE = process.execPath;
 export const PYTHON = '/usr/bin/python3';
 export const FAKE_UPSTREAM = path.join(TESTS, 'fixtures', 'fake_upstream.py');
 export const NPM_PEERS = path.join(TESTS, 'node_modules', '@modelcontextprotocol');
-export const CODEMCP_BIN = process.env.CODEMCP_BIN || path.join(REPO, 'build', 'src', 'codemcp');
+// Resolved against the caller's cwd: codemcp itself runs with cwd = the repository root.
+export const CODEMCP_BIN = process.env.CODEMCP_BIN
+  ? path.resolve(process.env.CODEMCP_BIN)
+  : path.join(REPO, 'build', 'src', 'codemcp');
 export const TIME_FACTOR = Math.max(1, Number(process.env.CODEMCP_TEST_TIME_FACTOR) || 1);
 
 /** Scales a timeout (ms) for slow builds. */
@@ -73,6 +76,10 @@ function onCleanup(fn, shared = false) {
   (shared ? fileCleanups : cleanups).push(fn);
 }
 
+// Set by cleanups that found a real problem (valgrind errors in a codemcp run); reported by
+// failing the hook, after everything was cleaned up.
+const cleanupProblems = [];
+
 async function runCleanups(list) {
   while (list.length) {
     const fn = list.pop();
@@ -81,6 +88,17 @@ async function runCleanups(list) {
     } catch {
       // cleanup must not mask the test's own failure
     }
+  }
+  if (cleanupProblems.length) {
+    const msg = cleanupProblems.splice(0).join('\n');
+    throw new Error(msg);
+  }
+}
+
+/** Under CODEMCP_WRAPPER=valgrind --error-exitcode=99, exit code 99 means memory errors. */
+function checkWrapperExit(code, stderr) {
+  if (process.env.CODEMCP_WRAPPER && code === 99) {
+    cleanupProblems.push(`codemcp under ${process.env.CODEMCP_WRAPPER} exited 99 (errors):\n${stderr.slice(-4000)}`);
   }
 }
 
@@ -249,19 +267,21 @@ export class Proc {
 
   /** Stops it for good: stdin EOF, then SIGKILL of it and everything it started. */
   async kill() {
-    if (this.exit) {
-      killTree(0, this.seen);
-      return;
+    if (!this.exit) {
+      this.snapshot();
+      try {
+        this.child.stdin.end();
+      } catch {
+        // ignore
+      }
+      await Promise.race([this.exited, sleep(ms(500))]);
     }
-    this.snapshot();
-    try {
-      this.child.stdin.end();
-    } catch {
-      // ignore
-    }
-    await Promise.race([this.exited, sleep(500)]);
     killTree(this.exit ? 0 : this.pid, this.seen);
     await Promise.race([this.exited, sleep(2000)]);
+    if (!this.wrapperChecked) {
+      this.wrapperChecked = true;
+      checkWrapperExit(this.exit?.code, this.stderr);
+    }
   }
 
   /** A short excerpt of stderr for assertion messages. */
@@ -429,9 +449,13 @@ export async function connectClient(opts = {}) {
       return d;
     },
     async close() {
+      if (handle.closed) return;
+      handle.closed = true;
       handle.snapshot();
+      const child = transport._process; // SDK internal; only used for the exit code
       await client.close().catch(() => {});
       killTree(0, seen);
+      if (child) checkWrapperExit(child.exitCode, stderr);
     },
   };
   onCleanup(() => handle.close(), !!opts.shared);
