@@ -88,8 +88,6 @@ static struct {
     int rx_binary;
 } wsc = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-void wsc_set_current_run(const char *run_id);
-
 /* ---- frames and queues ------------------------------------------------------------- */
 
 /* Returns a frame holding a copy of text (NULL on out-of-memory; a 64 MiB send under
@@ -441,14 +439,26 @@ static int wsc_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
                 wsc.rx_len = 0;
                 break;
             }
-            /* Hand the buffer over (no copy of a large frame) and start a fresh one. */
-            char *text = (char *)wsc.rx;
+            /* Small frames are copied out and the buffer reused; a large one is handed
+             * over trimmed (no copy). Either way a stored reply costs about its size. */
             size_t n = wsc.rx_len;
-            if (!text) {
-                text = xstrdup("");
+            char *text;
+            if (wsc.rx_cap > WSC_RX_CHUNK) {
+                text = realloc(wsc.rx, n + 1);
+                if (!text)
+                    text = (char *)wsc.rx;
+                wsc.rx = NULL;
+                wsc.rx_cap = 0;
+            } else {
+                text = malloc(n + 1);
+                if (!text) {
+                    log_error("worker", "out of memory receiving a control frame");
+                    return -1;
+                }
+                memcpy(text, wsc.rx ? (char *)wsc.rx : "", n);
+                text[n] = '\0';
             }
-            wsc.rx = NULL;
-            wsc.rx_len = wsc.rx_cap = 0;
+            wsc.rx_len = 0;
             wsc_route(text, n);
         }
         break;

@@ -203,6 +203,26 @@ static int scenario_basic(const char *url)
         res = NULL;
     }
 
+    /* 50 calls in flight, answered last first. */
+    {
+        json_t *calls[50] = {NULL};
+        gw_run(5, "r4",
+               "ps = [demo_add(a=i, b=i) for i in range(50)]\n"
+               "result = sum(p['sum'] for p in ps)\n");
+        int got = 0;
+        while (got < 50 && (calls[got] = gw_recv(10000)))
+            got++;
+        for (int i = got - 1; i >= 0; i--)
+            gw_answer_add(calls[i]);
+        CHECK(got == 50, "expected 50 call_tool frames in flight, got %d", got);
+        r = gw_recv_response(5, 10000);
+        CHECK(r && json_integer_value(json_object_get(json_object_get(r, "result"), "result")) ==
+                       2450,
+              "50 out-of-order replies");
+        json_decref(r);
+        r = NULL;
+    }
+
     /* A frame that is not JSON gets a JSON-RPC parse error, and the worker lives on. */
     gw_send_text("{not json");
     r = gw_recv(10000);
