@@ -71,15 +71,17 @@ done
 # --- build and test one directory ----------------------------------------------------------------
 total_pass=0 total_fail=0 total_skip=0
 
-# Counts results from meson's machine-readable log. Prints "pass fail skip".
+# Counts results from meson's machine-readable logs. Prints "pass fail skip".
 count_results() {
-    /usr/bin/python3 - "$1" <<'EOF'
+    /usr/bin/python3 - "$@" <<'EOF'
 import json, sys
 ok = fail = skip = 0
-try:
-    lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
-except FileNotFoundError:
-    lines = []
+lines = []
+for path in sys.argv[1:]:
+    try:
+        lines += open(path, encoding="utf-8").read().splitlines()
+    except FileNotFoundError:  # the unexpanded glob when no test ran
+        pass
 for line in lines:
     if not line.strip():
         continue
@@ -112,9 +114,10 @@ test_dir() { # dir, label, meson test arguments...
     local dir="$1" label="$2" rc=0 counts p f s
     shift 2
     say "meson test -C $dir $* ($label)"
-    rm -f "$dir/meson-logs/testlog.json"
+    # meson writes testlog.json, or testlog-<wrapper>.json with --wrapper.
+    rm -f "$dir"/meson-logs/testlog*.json
     meson test -C "$dir" --num-processes 2 --print-errorlogs "$@" "${meson_test_args[@]}" >&2 || rc=$?
-    counts=$(count_results "$dir/meson-logs/testlog.json") || counts="0 1 0"
+    counts=$(count_results "$dir"/meson-logs/testlog*.json) || counts="0 1 0"
     read -r p f s <<<"$counts"
     # meson failed without recording a failing test (e.g. a build error): count it.
     if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
