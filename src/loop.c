@@ -29,6 +29,7 @@ struct lp_io {
     const struct lp_io_ops *ops;
     void *ud;
     struct buf out;
+    lws_sorted_usec_list_t rearm; /* re-asks for POLLOUT outside the writable callback */
 };
 
 struct child_watch {
@@ -264,6 +265,13 @@ static void io_deliver_read(struct lp_io *io)
     }
 }
 
+static void io_rearm(lws_sorted_usec_list_t *sul)
+{
+    struct lp_io *io = lws_container_of(sul, struct lp_io, rearm);
+    if (!io->closed)
+        lws_callback_on_writable(io->wsi);
+}
+
 static void handle_signalfd(void)
 {
     struct signalfd_siginfo si;
@@ -312,6 +320,7 @@ static int raw_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
             return -1; /* EOF or error */
         }
     case LWS_CALLBACK_RAW_WRITEABLE_FILE:
+        log_trace("loop", "writable fd %d (%zu queued)", io ? io->fd : -1, io ? io->out.len : 0);
         if (!io)
             return 0;
         while (io->out.len) {
@@ -324,8 +333,10 @@ static int raw_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
             }
             buf_consume(&io->out, (size_t)n);
         }
+        /* lws 4.1's raw-file role drops a POLLOUT request made inside this callback: ask
+         * again from a zero-delay timer instead. */
         if (io->out.len)
-            lws_callback_on_writable(wsi);
+            lws_sul_schedule(ctx, 0, &io->rearm, io_rearm, 0);
         else if (io->closing)
             return -1;
         return 0;
@@ -335,6 +346,7 @@ static int raw_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
         if (!io->closing)
             io_deliver_read(io);
         io->closed = 1;
+        lws_sul_cancel(&io->rearm);
         lws_set_opaque_user_data(wsi, NULL);
         if (io->ops && io->ops->on_close)
             io->ops->on_close(io->ud);
@@ -371,8 +383,7 @@ struct lp_io *lp_io_watch(int fd, int readable, const struct lp_io_ops *ops, voi
         return NULL;
     }
     lws_set_opaque_user_data(io->wsi, io);
-    if (!readable)
-        lws_rx_flow_control(io->wsi, 0);
+    (void)readable; /* poll never reports POLLIN on a pipe's write end */
     return io;
 }
 
