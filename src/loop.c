@@ -24,6 +24,7 @@
 struct lp_io {
     struct lws *wsi;
     int fd;
+    int readable;
     int closing;
     int closed;
     const struct lp_io_ops *ops;
@@ -307,6 +308,8 @@ static int raw_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
             handle_signalfd();
             return 0;
         }
+        if (!io->readable)
+            return 0; /* a write-only descriptor: nothing to read */
         {
             char chunk[65536];
             ssize_t n = read(io->fd, chunk, sizeof(chunk));
@@ -343,7 +346,7 @@ static int raw_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
     case LWS_CALLBACK_RAW_CLOSE_FILE:
         if (!io)
             return 0;
-        if (!io->closing)
+        if (!io->closing && io->readable)
             io_deliver_read(io);
         io->closed = 1;
         lws_sul_cancel(&io->rearm);
@@ -383,7 +386,9 @@ struct lp_io *lp_io_watch(int fd, int readable, const struct lp_io_ops *ops, voi
         return NULL;
     }
     lws_set_opaque_user_data(io->wsi, io);
-    (void)readable; /* poll never reports POLLIN on a pipe's write end */
+    io->readable = readable;
+    if (!readable)
+        lws_rx_flow_control(io->wsi, 0);
     return io;
 }
 

@@ -298,7 +298,7 @@ static void handle_notification(struct mcp_session *s, json_t *msg)
 void mcp_session_receive(struct mcp_session *s, const char *text, size_t len)
 {
     json_error_t jerr;
-    json_t *msg = json_loadb(text, len, 0, &jerr);
+    json_t *msg = json_loadb(text, len, JSON_DECODE_ANY, &jerr);
     if (!msg) {
         char why[300];
         snprintf(why, sizeof(why), "parse error: %s (column %d)", jerr.text, jerr.column);

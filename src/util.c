@@ -86,7 +86,8 @@ void buf_printf(struct buf *b, const char *fmt, ...)
     va_start(ap, fmt);
     va_list ap2;
     va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    char probe[1];
+    int n = vsnprintf(probe, sizeof(probe), fmt, ap); /* sizing pass */
     va_end(ap);
     if (n > 0) {
         buf_reserve(b, (size_t)n);
