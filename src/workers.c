@@ -270,12 +270,10 @@ static int spawn(struct worker *w)
     env[n++] = mem_e;
     env[n] = NULL;
     char *argv[] = {worker_bin, NULL};
-    struct lp_spawn_opts o = {.argv = argv,
-                              .env = env,
-                              .clear_env = 1,
-                              .want_stdout = 1,
-                              .want_stderr = 1,
-                              .rlimit_as_mb = memory_mb};
+    struct lp_spawn_opts o = {
+        .argv = argv, .env = env, .clear_env = 1, .want_stdout = 1, .want_stderr = 1};
+    /* The worker applies CODEMCP_WORKER_MEMORY_MB (RLIMIT_AS) itself, before Python starts:
+     * a sanitizer build must skip it (ASan reserves terabytes of address space). */
     int fds[3];
     char err[512];
     w->pid = lp_spawn(&o, fds, err, sizeof(err));

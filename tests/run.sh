@@ -143,10 +143,15 @@ if [ "$want_plain" = 1 ]; then
     fi
 fi
 if [ "$want_asan" = 1 ]; then
-    if setup_dir build-asan -Db_sanitize=address,undefined -Db_lundef=false; then
-        ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=1} \
+    # clang: gcc 12 reports a bogus -Wformat-truncation under the sanitizers, and clang's
+    # ASan/LSan is the one verified with embedded CPython (tests/worker/lsan.supp).
+    asan_cc=gcc
+    command -v clang >/dev/null && asan_cc=clang
+    if CC="$asan_cc" setup_dir build-asan -Db_sanitize=address,undefined -Db_lundef=false; then
+        LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/tests/worker/lsan.supp:print_suppressions=0} \
+        ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:malloc_context_size=2} \
         UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
-        CODEMCP_TEST_TIME_FACTOR=${CODEMCP_TEST_TIME_FACTOR:-2} \
+        CODEMCP_TEST_TIME_FACTOR=${CODEMCP_TEST_TIME_FACTOR:-2} CODEMCP_TEST_SANITIZER=1 \
             test_dir build-asan build-asan --timeout-multiplier 2
     else
         echo "build-asan: configure or build failed" >&2
