@@ -15,6 +15,7 @@ static int source_version;
 static void (*listener)(void);
 static json_t *exemplars;
 static json_t *by_server_tool; /* "server\x1ftool" -> function entry */
+static json_t *disabled;       /* SDK names of tools the config disables */
 
 void cat_set_listener(void (*on_change)(void))
 {
@@ -53,15 +54,42 @@ json_t *cat_find(const char *server, const char *tool)
     return json_object_get(by_server_tool, key);
 }
 
+json_t *cat_disabled(void)
+{
+    return disabled;
+}
+
+static void note_disabled(struct upstream *up)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(up->tools, i, t)
+    {
+        const char *name = json_string_value(json_object_get(t, "name"));
+        json_t *conf = json_object_get(up->cfg ? up->cfg->tools : NULL, name ? name : "");
+        if (!name || !json_is_false(json_object_get(conf, "enabled")))
+            continue;
+        char *a = sdk_identifier(up->name), *b = sdk_identifier(name);
+        char fn[1024];
+        snprintf(fn, sizeof(fn), "%s_%s", a, b);
+        json_array_append_new(disabled, json_string(fn));
+        free(a);
+        free(b);
+    }
+}
+
 static json_t *gather_input(void)
 {
     json_t *servers = json_array();
+    json_decref(disabled);
+    disabled = json_array();
     for (size_t i = 0; i < up_count(); i++) {
         struct upstream *up = up_at(i);
         /* A crashed server keeps its functions: calls then fail with a clear ToolError
          * instead of a NameError in the agent's code. */
         if (!up->tools)
             continue;
+        note_disabled(up);
         json_t *entry = json_pack("{s:s, s:O}", "server", up->name, "tools", up->tools);
         if (up->cfg && up->cfg->tools)
             json_object_set(entry, "config", up->cfg->tools);
@@ -156,4 +184,6 @@ void cat_free(void)
     by_server_tool = NULL;
     json_decref(exemplars);
     exemplars = NULL;
+    json_decref(disabled);
+    disabled = NULL;
 }

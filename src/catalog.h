@@ -20,6 +20,8 @@ const char *cat_source(void);
 const char *cat_description(void);
 /* {"<fn>": {"server","tool","mutation",...}} borrowed; never NULL. */
 json_t *cat_functions(void);
+/* SDK names of tools disabled in the config (borrowed array): the validator names them. */
+json_t *cat_disabled(void);
 /* The function entry for (server, tool), borrowed, or NULL when not in the SDK. */
 json_t *cat_find(const char *server, const char *tool);
 /* Learned/seeded shape exemplars for the description: {"<fn>": "<exemplar>"} (borrowed,

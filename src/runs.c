@@ -7,6 +7,7 @@
  * envelope as compact JSON text, isError on failure. A run cancelled by the client is
  * stopped and never answered, as MCP asks. */
 #include "runs.h"
+#include "catalog.h"
 #include "control.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -223,6 +224,9 @@ static void send_run(struct run *r)
                   enforce_mutations, "max_output_bytes", (json_int_t)max_output_bytes,
                   "max_result_bytes", (json_int_t)max_output_bytes, "reset", r->reset, "validate",
                   env_bool("CODEMCP_VALIDATE", 1));
+    json_t *off = cat_disabled();
+    if (json_array_size(off))
+        json_object_set(params, "disabled", off);
     if (wk_start_run(r->slot, r, params) < 0)
         return;
     r->state = RUN_SENT;
