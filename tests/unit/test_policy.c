@@ -2,23 +2,12 @@
 #include "config.h"
 #include "policy.h"
 
+#include "check.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int failures, cases;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        cases++;                                                                                   \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-        }                                                                                          \
-    } while (0)
 
 static const char *doc =
     "{\"policy\": {\"deny\": [\"filesystem_write_*\"]},\n"
@@ -72,6 +61,5 @@ int main(void)
 
     cfg_free(&cfg);
     free(err);
-    printf("%d passed, %d failed\n", cases - failures, failures);
-    return failures ? 1 : 0;
+    return CHECK_DONE();
 }

@@ -1,21 +1,10 @@
 /* Unit tests for src/redact.c: which keys are secrets, deep redaction, shortening. */
 #include "redact.h"
 
+#include "check.h"
+
 #include <stdio.h>
 #include <string.h>
-
-static int failures, cases;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        cases++;                                                                                   \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-        }                                                                                          \
-    } while (0)
 
 int main(void)
 {
@@ -48,6 +37,5 @@ int main(void)
     free(d);
     json_decref(r);
     json_decref(args);
-    printf("%d passed, %d failed\n", cases - failures, failures);
-    return failures ? 1 : 0;
+    return CHECK_DONE();
 }

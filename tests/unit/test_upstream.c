@@ -7,27 +7,12 @@
 #include "upstream.h"
 #include "util.h"
 
+#include "check.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int failures, cases;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        cases++;                                                                                   \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-        } else {                                                                                   \
-            printf("ok   ");                                                                       \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-        }                                                                                          \
-    } while (0)
 
 static char log_path[] = "/tmp/codemcp-upstream-log-XXXXXX";
 static struct lp_timer watchdog, step_timer;
@@ -96,7 +81,7 @@ static void watchdog_fired(void *ud)
 {
     (void)ud;
     printf("FAIL: watchdog: the test did not finish in time\n");
-    failures++;
+    check_failures++;
     lp_stop();
 }
 
@@ -148,6 +133,5 @@ int main(void)
     up_free_all();
     lp_destroy();
     cfg_free(&cfg);
-    printf("%d passed, %d failed\n", cases - failures, failures);
-    return failures ? 1 : 0;
+    return CHECK_DONE();
 }
