@@ -108,7 +108,7 @@ struct hconn {
     struct hstream *stream;
     uint64_t sent_seq; /* last event fully written */
     size_t ev_off;     /* bytes of event sent_seq + 1 already written */
-    int keepalive, ended;
+    int keepalive;
     int rx_paused; /* see want_write() */
 };
 
@@ -123,7 +123,6 @@ static struct {
     int any_host;
 } cfg;
 
-static struct lws_vhost *vhost;
 static struct hsession *sessions;
 static long n_sessions;
 static uint64_t next_stream_num = 1;
@@ -180,8 +179,7 @@ static void stream_free(struct hstream *st)
     if (st->conn) {
         struct hconn *c = st->conn;
         detach(c);
-        c->ended = 1; /* the writer ends the response */
-        want_write(c);
+        want_write(c); /* the writer ends the response */
     }
     for (size_t i = 0; i < st->n_ev; i++)
         free(st->ev[i]);
@@ -331,7 +329,7 @@ static int session_busy(struct hsession *s)
 
 static void session_end(struct hsession *s, const char *why)
 {
-    log_info(MODULE, "session %.8s… ended (%s)", s->sid, why);
+    log_info(MODULE, "session %.8s ended (%s)", s->sid, why);
     s->ending = 1;
     lp_timer_stop(&s->idle);
     for (struct hsession **p = &sessions; *p; p = &(*p)->next)
@@ -374,7 +372,7 @@ static void on_send(void *tud, const char *text, size_t len, json_t *related)
                 st = x;
         if (!st) {
             log_debug(MODULE,
-                      "session %.8s…: message for a request that is no longer open "
+                      "session %.8s: message for a request that is no longer open "
                       "dropped",
                       s->sid);
             return;
@@ -432,7 +430,10 @@ static void reply_error(struct hconn *c, int status, int code, const char *messa
     /* A body we have not read stays unread: end the connection rather than resync. */
     if (c->method == M_POST && c->body.len == 0)
         c->close_after = 1;
-    log_debug(MODULE, "%d: %s", status, message);
+    if (status == 401 || status == 403) /* worth seeing when a client is misconfigured */
+        log_info(MODULE, "%d: %s", status, message);
+    else
+        log_debug(MODULE, "%d: %s", status, message);
     reply_ready(c, status);
 }
 
@@ -552,7 +553,7 @@ static int write_body_step(struct hconn *c)
 static int write_sse_step(struct hconn *c)
 {
     struct hstream *st = c->stream;
-    if (c->prime) { /* an id to resume from before anything else, and the retry hint */
+    if (c->prime && st) { /* an id to resume from before anything else, and the retry hint */
         char frame[96];
         int n =
             snprintf(frame, sizeof(frame), "id: %llu-%llu\nretry: %d\ndata: \n\n",
@@ -577,6 +578,7 @@ static int write_sse_step(struct hconn *c)
     if (st && !(st->answered && c->sent_seq + 1 == st->next_seq)) {
         if (c->keepalive) {
             c->keepalive = 0;
+            want_write(c); /* to pause reading again */
             return write_chunk(c, ": keepalive\n\n", 13);
         }
         pause_rx(c);
@@ -870,7 +872,7 @@ static void handle_get(struct hconn *c, const char *accept)
             for (struct hstream *x = s->streams; x && !st; x = x->next)
                 if (x->num == num)
                     st = x;
-        if (!st) {
+        if (!st || seq >= st->next_seq) {
             reply_error(c, 400, RPC_SERVER_ERROR,
                         "Bad Request: unknown or expired Last-Event-ID for this session");
             return;
@@ -1224,7 +1226,7 @@ int http_serve(const char *host, int port)
         vi.ssl_private_key_filepath = key;
         vi.alpn = "http/1.1"; /* custom headers do not work on HTTP/2 streams in lws 4.1 */
     }
-    vhost = lws_create_vhost(lp_context(), &vi);
+    struct lws_vhost *vhost = lws_create_vhost(lp_context(), &vi);
     int actual = vhost ? lws_get_vhost_listen_port(vhost) : -1;
     if (actual <= 0) {
         fprintf(stderr, "codemcp: cannot listen on %s port %d%s (see the log above)\n", bind_host,

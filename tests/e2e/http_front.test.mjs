@@ -524,6 +524,12 @@ describe('Streamable HTTP protocol edges (raw HTTP)', () => {
     assertHttpError(noSession, 400, 'GET without a session');
     const s1 = new SseReader(url, { headers: { accept: 'text/event-stream', 'mcp-session-id': sid } });
     assert.equal((await s1.opened).statusCode, 200);
+    const priming = await s1.next();
+    const future = await request(url, {
+      method: 'GET',
+      headers: { accept: 'text/event-stream', 'mcp-session-id': sid, 'last-event-id': `${priming.id.split('-')[0]}-99` },
+    });
+    assertHttpError(future, 400, 'Last-Event-ID beyond the stream');
     const second = await request(url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': sid } });
     assertHttpError(second, 409, 'a second GET stream');
     const badId = await request(url, {
@@ -589,7 +595,7 @@ describe('Streamable HTTP protocol edges (raw HTTP)', () => {
       s.on('error', () => resolve(t.split('\r\n')[0]));
       setTimeout(() => s.destroy(), ms(3000));
     });
-    assert.doesNotMatch(status, / 101 /, 'a WebSocket upgrade must not be accepted');
+    assert.match(status, /^HTTP\/1\.[01] 400 /, `a WebSocket upgrade must be refused, got '${status}'`);
   });
 
   test('a POST stream survives a dropped connection: Last-Event-ID resumes only that stream', async () => {
