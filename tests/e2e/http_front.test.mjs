@@ -722,6 +722,21 @@ test('CODEMCP_HTTP_ALLOWED_HOSTS and CODEMCP_HTTP_ALLOWED_ORIGINS add to the loo
   await gw.stop();
 });
 
+test('CODEMCP_HTTP_MAX_SESSIONS: initialize beyond the cap gets 503 until a session ends', async () => {
+  const gw = await startGateway({ env: { CODEMCP_HTTP_MAX_SESSIONS: '2' } });
+  const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: initParams() };
+  const first = await rawSession(gw.url);
+  await rawSession(gw.url);
+  const third = await request(gw.url, { headers: POST, body: init });
+  assertHttpError(third, 503, 'a third session over the cap of 2');
+  assert.equal(third.headers['mcp-session-id'], undefined);
+  const del = await request(gw.url, { method: 'DELETE', headers: { 'mcp-session-id': first } });
+  assert.equal(del.status, 200);
+  const again = await request(gw.url, { headers: POST, body: init });
+  assert.equal(again.status, 200, again.text);
+  await gw.stop();
+});
+
 test('idle sessions expire (404); a session with a request in flight does not', async () => {
   const gw = await startGateway({ env: { CODEMCP_HTTP_SESSION_IDLE_MS: String(ms(700)) } });
   const idle = await rawSession(gw.url);
