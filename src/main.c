@@ -15,6 +15,7 @@
 #include "mcp_server.h"
 #include "policy.h"
 #include "runs.h"
+#include "serve_http.h"
 #include "serve_stdio.h"
 #include "shapes.h"
 #include "upstream.h"
@@ -95,6 +96,8 @@ static void begin_shutdown(void)
     lp_timer_start(&shutdown_deadline, 8000, force_stop, NULL);
     if (mode == MODE_STDIO)
         stdio_close();
+    if (mode == MODE_HTTP)
+        http_close();
     if (serving)
         wk_shutdown_all(workers_gone);
     else
@@ -169,8 +172,8 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, 'V'},      {"port", required_argument, NULL, 'p'},
         {"host", required_argument, NULL, 'H'},   {NULL, 0, NULL, 0},
     };
-    const char *config_path = NULL, *wrap = NULL, *wrap_name = NULL;
-    int c;
+    const char *config_path = NULL, *wrap = NULL, *wrap_name = NULL, *http_host = NULL;
+    int c, http_port = -1;
     while ((c = getopt_long(argc, argv, "+c:hVp:H:", opts, NULL)) != -1) {
         switch (c) {
         case 'c':
@@ -194,15 +197,46 @@ int main(int argc, char **argv)
         }
     }
     if (optind < argc) {
-        if (strcmp(argv[optind], "start") == 0) {
-            fprintf(stderr, "codemcp: `start` (Streamable HTTP) is not available in this build "
-                            "yet; use stdio\n");
+        if (strcmp(argv[optind], "start") != 0) {
+            fprintf(stderr, "codemcp: unknown command '%s'\n", argv[optind]);
+            usage(stderr);
             return 2;
         }
-        fprintf(stderr, "codemcp: unknown command '%s'\n", argv[optind]);
-        usage(stderr);
-        return 2;
+        mode = MODE_HTTP;
+        optind++; /* `start` takes its own options: -p PORT, -H HOST (and -c) */
+        while ((c = getopt_long(argc, argv, "+c:p:H:", opts, NULL)) != -1) {
+            char *end;
+            switch (c) {
+            case 'c':
+                config_path = optarg;
+                break;
+            case 'p':
+                http_port = (int)strtol(optarg, &end, 10);
+                if (*end || !*optarg || http_port < 0 || http_port > 65535) {
+                    fprintf(stderr, "codemcp: -p needs a port number (0-65535), got '%s'\n",
+                            optarg);
+                    return 2;
+                }
+                break;
+            case 'H':
+                http_host = optarg;
+                break;
+            default:
+                usage(stderr);
+                return 2;
+            }
+        }
+        if (optind < argc) {
+            fprintf(stderr, "codemcp: unexpected argument '%s'\n", argv[optind]);
+            return 2;
+        }
     }
+    const char *transport = getenv("CODEMCP_TRANSPORT");
+    if (mode == MODE_STDIO && transport && strcmp(transport, "http") == 0)
+        mode = MODE_HTTP;
+    else if (transport && *transport && strcmp(transport, "http") && strcmp(transport, "stdio"))
+        log_warn("main", "CODEMCP_TRANSPORT=%s is not stdio or http; using %s", transport,
+                 mode == MODE_HTTP ? "http" : "stdio");
     if (env_bool("CODEMCP_DUMP", 0))
         mode = MODE_DUMP;
     smoke_code = getenv("CODEMCP_SMOKE");
@@ -213,7 +247,7 @@ int main(int argc, char **argv)
     int rc =
         wrap ? cfg_from_wrap(wrap, wrap_name, &config, &err) : cfg_load(config_path, &config, &err);
     if (rc < 0) {
-        if (wrap || mode != MODE_STDIO) {
+        if (wrap || (mode != MODE_STDIO && mode != MODE_HTTP)) {
             fprintf(stderr, "codemcp: %s\n", err ? err : "cannot load the config");
             free(err);
             return 1;
@@ -230,6 +264,9 @@ int main(int argc, char **argv)
     policy_init(&config);
     if (lp_init() < 0)
         return 1;
+    /* Before any child is spawned: a taken port ends here, with a message naming it. */
+    if (mode == MODE_HTTP && http_serve(http_host, http_port) < 0)
+        return 1;
     lp_on_shutdown_signal(begin_shutdown);
     up_set_listener(on_upstreams_changed);
     cat_set_listener(on_catalog_changed);
@@ -240,7 +277,10 @@ int main(int argc, char **argv)
     if (mode != MODE_DUMP) {
         if (ctl_init() < 0)
             return 1;
-        long workers = env_long("CODEMCP_WORKERS", 1);
+        /* One worker runs one program at a time and a session's namespace lives in one
+         * worker: stdio has one session; an HTTP gateway spreads sessions over a pool so
+         * CPU-bound runs of different sessions proceed in parallel. */
+        long workers = env_long("CODEMCP_WORKERS", mode == MODE_HTTP ? 4 : 1);
         if (wk_init((int)workers) < 0) {
             if (mode == MODE_SMOKE)
                 return 1;
