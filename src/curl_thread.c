@@ -1,0 +1,523 @@
+/* curl_thread — libcurl multi on a helper thread; see curl_thread.h for the contract.
+ *
+ * Threads: ct_start/ct_stop/ct_submit/ct_cancel run on the loop thread; everything named
+ * xfer_* and thread_* runs on the curl thread only, which owns the multi handle and every
+ * easy handle once submitted. The two meet in a mutex-protected command queue (loop → curl)
+ * and in lp_post (curl → loop). The curl thread blocks every signal so that the loop's
+ * signalfd sees them, and sets CURLOPT_NOSIGNAL on every handle.
+ *
+ * Streaming responses are parsed here (sse.c) so that the loop receives whole events, not
+ * byte chunks; a collected body larger than max_body aborts the transfer with a clear error. */
+#include "curl_thread.h"
+#include "log.h"
+#include "loop.h"
+#include "sse.h"
+#include "util.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define DEFAULT_MAX_BODY ((size_t)64 << 20)
+#define POLL_MS          1000
+
+struct ct_xfer {
+    uint64_t id;
+    CURL *easy;
+    struct curl_slist *hdrs;
+    char *body;
+    ct_event_fn fn;
+    size_t max_body;
+    char errbuf[CURL_ERROR_SIZE];
+    /* response (curl thread only) */
+    long status;
+    char *content_type, *session_id, *location, *www_auth;
+    int head_sent;
+    int is_sse;
+    struct sse_parser sse;
+    unsigned long sse_dropped;
+    char *sent_id;   /* last event id already reported to the loop */
+    long sent_retry; /* retry already reported */
+    struct buf resp;
+    int too_large;
+    struct ct_xfer *next;
+};
+
+struct ct_cmd {
+    uint64_t cancel_id;  /* non-zero: cancel this transfer */
+    struct ct_xfer *add; /* else: add this transfer */
+    struct ct_cmd *next;
+};
+
+static pthread_mutex_t cmd_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ct_cmd *cmd_head, *cmd_tail;
+static int quit;
+static CURLM *multi;
+static pthread_t thread;
+static int refs;
+static uint64_t next_id = 1;
+static struct ct_xfer *xfers; /* curl thread only */
+
+/* ---- events (built on the curl thread, delivered on the loop) ------------------------- */
+
+static char *dup_or_null(const char *s)
+{
+    return s ? xstrdup(s) : NULL;
+}
+
+static void event_free(struct ct_event *ev)
+{
+    free(ev->content_type);
+    free(ev->session_id);
+    free(ev->location);
+    free(ev->www_auth);
+    free(ev->type);
+    free(ev->data);
+    free(ev->last_id);
+    free(ev->body);
+    free(ev);
+}
+
+struct posted_event {
+    ct_event_fn fn;
+    struct ct_event *ev;
+};
+
+static void deliver(void *ud)
+{
+    struct posted_event *pe = ud;
+    if (pe->fn)
+        pe->fn(pe->ev);
+    event_free(pe->ev);
+    free(pe);
+}
+
+static void post(struct ct_xfer *x, struct ct_event *ev)
+{
+    struct posted_event *pe = xmalloc(sizeof(*pe));
+    pe->fn = x->fn;
+    pe->ev = ev;
+    lp_post(deliver, pe);
+}
+
+static struct ct_event *event_new(struct ct_xfer *x, enum ct_kind kind)
+{
+    struct ct_event *ev = xcalloc(1, sizeof(*ev));
+    ev->kind = kind;
+    ev->xfer = x->id;
+    ev->status = x->status;
+    ev->retry_ms = -1;
+    if (kind != CT_SSE) {
+        ev->content_type = dup_or_null(x->content_type);
+        ev->session_id = dup_or_null(x->session_id);
+        ev->location = dup_or_null(x->location);
+        ev->www_auth = dup_or_null(x->www_auth);
+        ev->is_sse = x->is_sse;
+    }
+    return ev;
+}
+
+/* ---- response parsing (curl thread) --------------------------------------------------- */
+
+static void set_str(char **dst, const char *s, size_t n)
+{
+    free(*dst);
+    *dst = xstrndup(s, n);
+}
+
+static void send_head(struct ct_xfer *x)
+{
+    if (x->head_sent)
+        return;
+    x->head_sent = 1;
+    x->is_sse = x->status >= 200 && x->status < 300 && x->content_type &&
+                strcmp(x->content_type, "text/event-stream") == 0;
+    if (x->is_sse) {
+        sse_init(&x->sse, x->max_body);
+        x->sent_retry = -1;
+    }
+    post(x, event_new(x, CT_HEAD));
+}
+
+static size_t on_header(char *line, size_t size, size_t n, void *ud)
+{
+    struct ct_xfer *x = ud;
+    size_t len = size * n;
+    if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
+        /* A new response (after 1xx interim ones): forget earlier headers. */
+        free(x->content_type);
+        free(x->session_id);
+        free(x->location);
+        free(x->www_auth);
+        x->content_type = x->session_id = x->location = x->www_auth = NULL;
+        return len;
+    }
+    size_t end = len;
+    while (end > 0 && (line[end - 1] == '\r' || line[end - 1] == '\n'))
+        end--;
+    if (end == 0) {
+        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+        if (x->status >= 200)
+            send_head(x);
+        return len;
+    }
+    const char *colon = memchr(line, ':', end);
+    if (!colon)
+        return len;
+    size_t name_len = (size_t)(colon - line);
+    const char *v = colon + 1;
+    while (v < line + end && (*v == ' ' || *v == '\t'))
+        v++;
+    size_t vn = (size_t)(line + end - v);
+    while (vn > 0 && (v[vn - 1] == ' ' || v[vn - 1] == '\t'))
+        vn--;
+#define IS(name) (name_len == strlen(name) && strncasecmp(line, name, name_len) == 0)
+    if (IS("mcp-session-id")) {
+        set_str(&x->session_id, v, vn);
+    } else if (IS("content-type")) {
+        size_t t = 0;
+        while (t < vn && v[t] != ';' && v[t] != ' ' && v[t] != '\t')
+            t++;
+        set_str(&x->content_type, v, t);
+        for (char *c = x->content_type; *c; c++)
+            if (*c >= 'A' && *c <= 'Z')
+                *c = (char)(*c - 'A' + 'a');
+    } else if (IS("location")) {
+        set_str(&x->location, v, vn);
+    } else if (IS("www-authenticate")) {
+        set_str(&x->www_auth, v, vn);
+    }
+#undef IS
+    return len;
+}
+
+static int cursor_changed(struct ct_xfer *x)
+{
+    const char *id = x->sse.last_id;
+    if (x->sse.retry_ms != x->sent_retry)
+        return 1;
+    if (!id != !x->sent_id)
+        return 1;
+    return id && strcmp(id, x->sent_id) != 0;
+}
+
+static struct ct_event *sse_event_new(struct ct_xfer *x)
+{
+    struct ct_event *ev = event_new(x, CT_SSE);
+    ev->last_id = dup_or_null(x->sse.last_id);
+    ev->retry_ms = x->sse.retry_ms;
+    free(x->sent_id);
+    x->sent_id = dup_or_null(x->sse.last_id);
+    x->sent_retry = x->sse.retry_ms;
+    return ev;
+}
+
+static void on_sse_event(void *ud, const char *type, const char *data, size_t len)
+{
+    struct ct_xfer *x = ud;
+    struct ct_event *ev = sse_event_new(x);
+    ev->type = xstrdup(type);
+    ev->data = xstrndup(data, len);
+    ev->len = len;
+    post(x, ev);
+}
+
+static size_t on_write(char *data, size_t size, size_t n, void *ud)
+{
+    struct ct_xfer *x = ud;
+    size_t len = size * n;
+    if (!x->head_sent) {
+        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+        send_head(x);
+    }
+    if (x->is_sse) {
+        sse_feed(&x->sse, data, len, on_sse_event, x);
+        if (x->sse.dropped != x->sse_dropped) {
+            x->sse_dropped = x->sse.dropped;
+            log_warn("http", "dropped an event larger than %zu bytes from a stream", x->max_body);
+        }
+        if (cursor_changed(x))
+            post(x, sse_event_new(x)); /* an id or retry without a dispatched event */
+        return len;
+    }
+    if (x->resp.len + len > x->max_body) {
+        x->too_large = 1;
+        return 0; /* aborts with CURLE_WRITE_ERROR */
+    }
+    buf_append(&x->resp, data, len);
+    return len;
+}
+
+/* ---- transfers (curl thread) ---------------------------------------------------------- */
+
+static void xfer_free(struct ct_xfer *x)
+{
+    if (x->easy)
+        curl_easy_cleanup(x->easy);
+    curl_slist_free_all(x->hdrs);
+    free(x->body);
+    free(x->content_type);
+    free(x->session_id);
+    free(x->location);
+    free(x->www_auth);
+    free(x->sent_id);
+    if (x->is_sse)
+        sse_free(&x->sse);
+    buf_free(&x->resp);
+    free(x);
+}
+
+static void xfer_unlink(struct ct_xfer *x)
+{
+    for (struct ct_xfer **p = &xfers; *p; p = &(*p)->next)
+        if (*p == x) {
+            *p = x->next;
+            return;
+        }
+}
+
+static int is_connect_error(CURLcode c)
+{
+    return c == CURLE_COULDNT_CONNECT || c == CURLE_COULDNT_RESOLVE_HOST ||
+           c == CURLE_COULDNT_RESOLVE_PROXY || c == CURLE_SSL_CONNECT_ERROR ||
+           c == CURLE_PEER_FAILED_VERIFICATION;
+}
+
+static void xfer_done(struct ct_xfer *x, CURLcode code)
+{
+    curl_multi_remove_handle(multi, x->easy);
+    xfer_unlink(x);
+    if (!x->head_sent && code == CURLE_OK) {
+        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+        send_head(x);
+    }
+    struct ct_event *ev = event_new(x, CT_DONE);
+    ev->curl_code = (int)code;
+    if (code != CURLE_OK) {
+        ev->connect_failed = is_connect_error(code);
+        if (x->too_large)
+            snprintf(ev->error, sizeof(ev->error), "the response is larger than %zu bytes",
+                     x->max_body);
+        else
+            snprintf(ev->error, sizeof(ev->error), "%s",
+                     x->errbuf[0] ? x->errbuf : curl_easy_strerror(code));
+    }
+    if (!x->is_sse && x->resp.data) {
+        ev->body_len = x->resp.len;
+        ev->body = buf_steal(&x->resp);
+    }
+    post(x, ev);
+    xfer_free(x);
+}
+
+static void thread_run_commands(void)
+{
+    pthread_mutex_lock(&cmd_lock);
+    struct ct_cmd *c = cmd_head;
+    cmd_head = cmd_tail = NULL;
+    pthread_mutex_unlock(&cmd_lock);
+    while (c) {
+        struct ct_cmd *next = c->next;
+        if (c->add) {
+            c->add->next = xfers;
+            xfers = c->add;
+            curl_multi_add_handle(multi, c->add->easy);
+        } else {
+            for (struct ct_xfer *x = xfers; x; x = x->next)
+                if (x->id == c->cancel_id) {
+                    curl_multi_remove_handle(multi, x->easy);
+                    xfer_unlink(x);
+                    xfer_free(x);
+                    break;
+                }
+        }
+        free(c);
+        c = next;
+    }
+}
+
+static void *thread_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        thread_run_commands();
+        pthread_mutex_lock(&cmd_lock);
+        int stop = quit;
+        pthread_mutex_unlock(&cmd_lock);
+        if (stop)
+            break;
+        int running = 0;
+        curl_multi_perform(multi, &running);
+        CURLMsg *m;
+        int left;
+        while ((m = curl_multi_info_read(multi, &left))) {
+            if (m->msg != CURLMSG_DONE)
+                continue;
+            struct ct_xfer *x = NULL;
+            curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+            CURLcode code = m->data.result; /* m is invalid once the handle is removed */
+            if (x)
+                xfer_done(x, code);
+        }
+        curl_multi_poll(multi, NULL, 0, POLL_MS, NULL);
+    }
+    while (xfers) {
+        struct ct_xfer *x = xfers;
+        curl_multi_remove_handle(multi, x->easy);
+        xfers = x->next;
+        xfer_free(x);
+    }
+    return NULL;
+}
+
+/* ---- loop-thread API ------------------------------------------------------------------ */
+
+static void enqueue(struct ct_cmd *c)
+{
+    pthread_mutex_lock(&cmd_lock);
+    if (cmd_tail)
+        cmd_tail->next = c;
+    else
+        cmd_head = c;
+    cmd_tail = c;
+    pthread_mutex_unlock(&cmd_lock);
+    curl_multi_wakeup(multi);
+}
+
+int ct_start(void)
+{
+    if (refs++ > 0)
+        return 0;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        log_error("http", "libcurl failed to initialise");
+        goto fail;
+    }
+    multi = curl_multi_init();
+    if (!multi) {
+        log_error("http", "libcurl failed to create a multi handle");
+        curl_global_cleanup();
+        goto fail;
+    }
+    quit = 0;
+    /* The thread inherits a fully blocked signal mask: signals belong to the loop. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = pthread_create(&thread, NULL, thread_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        log_error("http", "cannot start the HTTP thread: %s", strerror(rc));
+        curl_multi_cleanup(multi);
+        multi = NULL;
+        curl_global_cleanup();
+        goto fail;
+    }
+    return 0;
+fail:
+    refs = 0;
+    return -1;
+}
+
+void ct_stop(void)
+{
+    if (refs == 0 || --refs > 0)
+        return;
+    pthread_mutex_lock(&cmd_lock);
+    quit = 1;
+    pthread_mutex_unlock(&cmd_lock);
+    curl_multi_wakeup(multi);
+    pthread_join(thread, NULL);
+    /* Commands queued after the thread's last look: transfers never added. */
+    struct ct_cmd *c = cmd_head;
+    cmd_head = cmd_tail = NULL;
+    while (c) {
+        struct ct_cmd *next = c->next;
+        if (c->add)
+            xfer_free(c->add);
+        free(c);
+        c = next;
+    }
+    curl_multi_cleanup(multi);
+    multi = NULL;
+    curl_global_cleanup();
+}
+
+static int set_options(struct ct_xfer *x, const struct ct_request *rq)
+{
+    CURL *e = x->easy;
+    int bad = 0;
+    bad |= curl_easy_setopt(e, CURLOPT_URL, rq->url) != CURLE_OK;
+#if LIBCURL_VERSION_NUM >= 0x075500
+    bad |= curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK;
+#else
+    bad |= curl_easy_setopt(e, CURLOPT_PROTOCOLS, CURLPROTO_HTTP | CURLPROTO_HTTPS) != CURLE_OK;
+#endif
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, x);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, "codemcp/" CODEMCP_VERSION);
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 15L);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L); /* prefer multiplexing on HTTP/2 */
+#if LIBCURL_VERSION_NUM >= 0x075700
+    curl_easy_setopt(e, CURLOPT_QUICK_EXIT, 1L); /* never wait for a stuck DNS thread */
+#endif
+    if (rq->connect_timeout_ms > 0)
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, rq->connect_timeout_ms);
+    if (rq->timeout_ms > 0)
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, rq->timeout_ms);
+    if (strcmp(rq->method, "POST") == 0) {
+        x->body = xstrndup(rq->body ? rq->body : "", rq->body_len);
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->body);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
+    } else if (strcmp(rq->method, "GET") == 0) {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    } else {
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, rq->method);
+    }
+    for (const char *const *h = rq->headers; h && *h; h++)
+        x->hdrs = curl_slist_append(x->hdrs, *h);
+    /* curl would wait up to 1 s for "100 Continue" on large bodies: never ask for it. */
+    x->hdrs = curl_slist_append(x->hdrs, "Expect:");
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
+    return bad ? -1 : 0;
+}
+
+uint64_t ct_submit(const struct ct_request *rq)
+{
+    if (refs == 0 || !multi)
+        return 0;
+    struct ct_xfer *x = xcalloc(1, sizeof(*x));
+    x->fn = rq->on_event;
+    x->max_body = rq->max_body ? rq->max_body : DEFAULT_MAX_BODY;
+    x->easy = curl_easy_init();
+    if (!x->easy || set_options(x, rq) < 0) {
+        log_error("http", "cannot prepare a request to %s (unsupported URL?)", rq->url);
+        xfer_free(x);
+        return 0;
+    }
+    uint64_t id = x->id = next_id++;
+    struct ct_cmd *c = xcalloc(1, sizeof(*c));
+    c->add = x;
+    enqueue(c); /* x belongs to the curl thread from here on: it may already be freed */
+    return id;
+}
+
+void ct_cancel(uint64_t xfer)
+{
+    if (refs == 0 || !multi || xfer == 0)
+        return;
+    struct ct_cmd *c = xcalloc(1, sizeof(*c));
+    c->cancel_id = xfer;
+    enqueue(c);
+}

@@ -1,0 +1,863 @@
+/* upstream_http — the Streamable HTTP transport for `type: remote` upstream servers.
+ *
+ * Each JSON-RPC message upstream.c sends becomes one POST (Accept: JSON and SSE, the
+ * configured headers, Mcp-Session-Id once the initialize response gave one,
+ * MCP-Protocol-Version once negotiated). Replies come back as one JSON body (or a batch) or
+ * as an SSE stream whose `message` events are handed to upstream.c as they arrive; 202 means
+ * nothing to deliver. After notifications/initialized a GET stream carries the server's own
+ * messages (405: the server has none); it is reopened after the server's `retry` with
+ * Last-Event-ID. A POST stream that ends before its response is resumed the same way.
+ *
+ * Failures: 404 on a request that carried the session id means the session expired: the
+ * transport replays the initialize request and notifications/initialized by itself, resends
+ * the failed request once, and asks upstream.c to re-list tools. 401/403 mark the server
+ * needs_auth. A connection failure fails everything in flight (ToolError kind "transport"
+ * through up__transport_failed) and reconnects with exponential backoff (1 s .. 30 s) through
+ * up__transport_reopen, which restarts upstream.c's handshake.
+ *
+ * Loop thread only: the network work happens on curl_thread.c's thread. Transfers are
+ * referred to by their 64-bit id; events for ids no longer known are dropped. */
+#include "curl_thread.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "upstream.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define MAX_MESSAGE_BYTES  ((size_t)256 << 20)
+#define CONNECT_TIMEOUT_MS 10000L /* per connection attempt; upstream.c bounds the handshake */
+#define DELETE_TIMEOUT_MS  2000L
+#define DEFAULT_RETRY_MS   1000L /* reconnect delay for SSE streams without a `retry` */
+#define BACKOFF_MIN_MS     1000L
+#define BACKOFF_MAX_MS     30000L
+#define RESUME_MAX_TRIES   3 /* resumptions of one response stream without any progress */
+#define REINIT_MAX_STREAK  3 /* session expiries in a row without a successful request */
+
+/* Restarts upstream.c's handshake after up__transport_failed (weak: absent in builds whose
+ * upstream.c cannot reconnect; the server then stays failed, as stdio ones do). */
+__attribute__((weak)) void up__transport_reopen(struct upstream *up);
+
+enum hx_kind { HX_MSG, HX_GET, HX_DELETE, HX_REINIT };
+
+/* One logical exchange. HX_MSG lives until its request is answered (possibly over several
+ * transfers: the POST, then resuming GETs); the others until their transfer ends. */
+struct hx {
+    struct http_tp *tp;
+    enum hx_kind kind;
+    uint64_t xfer; /* current transfer, 0 when none (held, or waiting to reconnect) */
+    char *text;    /* HX_MSG: the message, kept for a resend after the session expired */
+    size_t len;
+    json_t *req_id; /* HX_MSG request: its id; NULL for notifications and responses */
+    int is_initialize, is_initialized;
+    int answered, retried, held, resuming, sent_session;
+    int is_sse;      /* the current response is an event stream */
+    int progress;    /* the current stream produced an event (or a cursor) */
+    int failures;    /* consecutive attempts without progress (streams) */
+    int reinit_step; /* HX_REINIT: 0 initialize, 1 notifications/initialized */
+    char *last_id;   /* stream cursor for Last-Event-ID */
+    long retry_ms;
+    struct lp_timer timer;
+    struct hx *next;
+};
+
+struct http_tp {
+    struct upstream *up;
+    char *shown_url; /* the URL without credentials or query, for logs and errors */
+    char **headers;  /* configured "Name: value" lines that are safe to send */
+    char *session_id;
+    char *protocol_version;
+    char *init_text; /* upstream.c's initialize request, replayed when the session expires */
+    size_t init_len;
+    struct hx *get; /* the standalone GET stream, or NULL */
+    int get_unsupported, reinit, reinit_streak, down, stopping;
+    long backoff_ms;
+    struct lp_timer reconnect_timer, close_timer;
+};
+
+static struct hx *hxs; /* every exchange of every remote server, oldest first */
+
+/* ---- exchanges ------------------------------------------------------------------------ */
+
+static struct hx *hx_new(struct http_tp *tp, enum hx_kind kind)
+{
+    struct hx *h = xcalloc(1, sizeof(*h));
+    h->tp = tp;
+    h->kind = kind;
+    h->retry_ms = -1;
+    struct hx **p = &hxs;
+    while (*p)
+        p = &(*p)->next;
+    *p = h;
+    return h;
+}
+
+static struct hx *hx_find(uint64_t xfer)
+{
+    for (struct hx *h = hxs; xfer && h; h = h->next)
+        if (h->xfer == xfer)
+            return h;
+    return NULL;
+}
+
+static void hx_abort(struct hx *h)
+{
+    if (h->xfer)
+        ct_cancel(h->xfer);
+    h->xfer = 0;
+    lp_timer_stop(&h->timer);
+}
+
+static void hx_free(struct hx *h)
+{
+    for (struct hx **p = &hxs; *p; p = &(*p)->next)
+        if (*p == h) {
+            *p = h->next;
+            break;
+        }
+    hx_abort(h);
+    if (h->tp->get == h)
+        h->tp->get = NULL;
+    json_decref(h->req_id);
+    free(h->text);
+    free(h->last_id);
+    free(h);
+}
+
+static void hx_free_all(struct http_tp *tp)
+{
+    struct hx **p = &hxs;
+    while (*p) {
+        if ((*p)->tp == tp)
+            hx_free(*p); /* unlinks *p */
+        else
+            p = &(*p)->next;
+    }
+}
+
+/* ---- requests ------------------------------------------------------------------------- */
+
+static void on_event(const struct ct_event *ev);
+
+static void add_header(struct buf *lines, size_t *n, const char *fmt, const char *v)
+{
+    buf_printf(lines, fmt, v);
+    buf_append(lines, "", 1); /* keep the NUL: lines are split on it below */
+    (*n)++;
+}
+
+/* Starts a transfer for h. with_session: send Mcp-Session-Id and MCP-Protocol-Version.
+ * last_id: Last-Event-ID (GET) or NULL. Returns 0, or -1 when nothing could be queued. */
+static int submit(struct hx *h, const char *method, int with_session, const char *last_id)
+{
+    struct http_tp *tp = h->tp;
+    struct buf lines = {0};
+    size_t n = 0;
+    int post = strcmp(method, "POST") == 0;
+    if (post) {
+        add_header(&lines, &n, "%s", "Content-Type: application/json");
+        add_header(&lines, &n, "%s", "Accept: application/json, text/event-stream");
+    } else if (strcmp(method, "GET") == 0) {
+        add_header(&lines, &n, "%s", "Accept: text/event-stream");
+    }
+    for (char **c = tp->headers; c && *c; c++)
+        add_header(&lines, &n, "%s", *c);
+    const char *version = tp->protocol_version ? tp->protocol_version : tp->up->protocol_version;
+    h->sent_session = with_session && tp->session_id;
+    if (h->sent_session)
+        add_header(&lines, &n, "Mcp-Session-Id: %s", tp->session_id);
+    if (with_session && version)
+        add_header(&lines, &n, "MCP-Protocol-Version: %s", version);
+    if (last_id)
+        add_header(&lines, &n, "Last-Event-ID: %s", last_id);
+    const char **hv = xcalloc(n + 1, sizeof(*hv));
+    const char *at = lines.data;
+    for (size_t i = 0; i < n; i++, at += strlen(at) + 1)
+        hv[i] = at;
+    struct ct_request rq = {
+        .method = method,
+        .url = tp->up->cfg->url,
+        .headers = hv,
+        .body = post ? h->text : NULL,
+        .body_len = post ? h->len : 0,
+        .connect_timeout_ms = CONNECT_TIMEOUT_MS,
+        .timeout_ms = h->kind == HX_DELETE ? DELETE_TIMEOUT_MS : 0,
+        .max_body = MAX_MESSAGE_BYTES,
+        .on_event = on_event,
+    };
+    if (h->kind == HX_DELETE)
+        rq.connect_timeout_ms = DELETE_TIMEOUT_MS / 2;
+    h->xfer = ct_submit(&rq);
+    h->is_sse = h->progress = 0;
+    free(hv);
+    buf_free(&lines);
+    log_trace("upstream", "%s <- %s %.*s", tp->up->name, method,
+              post ? (int)(h->len > 500 ? 500 : h->len) : 0, post ? h->text : "");
+    return h->xfer ? 0 : -1;
+}
+
+/* ---- failure paths -------------------------------------------------------------------- */
+
+static void open_get(struct http_tp *tp);
+
+static void reconnect_now(void *ud)
+{
+    struct http_tp *tp = ud;
+    if (tp->stopping)
+        return;
+    if (!up__transport_reopen) {
+        log_warn("upstream", "%s: this build cannot reconnect; restart codemcp to retry",
+                 tp->up->name);
+        return;
+    }
+    log_info("upstream", "%s: reconnecting to %s", tp->up->name, tp->shown_url);
+    tp->down = 0;
+    up__transport_reopen(tp->up);
+}
+
+/* The server is unreachable or the session cannot be recovered: everything in flight fails
+ * (kind "transport"), and a reconnect is scheduled with backoff unless `final`. */
+static void lose_connection(struct http_tp *tp, int final, const char *why)
+{
+    if (tp->stopping || tp->down)
+        return;
+    tp->down = 1;
+    tp->reinit = 0;
+    free(tp->session_id);
+    tp->session_id = NULL;
+    hx_free_all(tp);
+    if (!final) {
+        tp->backoff_ms = tp->backoff_ms ? tp->backoff_ms * 2 : BACKOFF_MIN_MS;
+        if (tp->backoff_ms > BACKOFF_MAX_MS)
+            tp->backoff_ms = BACKOFF_MAX_MS;
+        long jitter = (long)(now_us() % (tp->backoff_ms / 5 + 1)); /* spread retries */
+        lp_timer_start(&tp->reconnect_timer, tp->backoff_ms + jitter, reconnect_now, tp);
+        log_info("upstream", "%s: %s; reconnecting in %ld ms", tp->up->name, why,
+                 tp->backoff_ms + jitter);
+    }
+    /* May re-enter (upstream.c may call shutdown); tp stays valid: closing is asynchronous. */
+    up__transport_failed(tp->up, why);
+}
+
+/* Answers request h with a JSON-RPC error so that upstream.c fails just this call. */
+static void fail_request(struct hx *h, int code, const char *why)
+{
+    struct upstream *up = h->tp->up;
+    json_t *id = json_incref(h->req_id);
+    hx_free(h);
+    json_t *msg = rpc_error(id, code, why, NULL);
+    char *text = rpc_dump(msg);
+    up__transport_message(up, text, strlen(text));
+    free(text);
+    json_decref(msg);
+    json_decref(id);
+}
+
+static void auth_failed(struct http_tp *tp, long status)
+{
+    char why[256];
+    if (status == 401)
+        snprintf(why, sizeof(why),
+                 "needs_auth: the server answered 401; OAuth login is not "
+                 "implemented yet (use a bearer header)");
+    else
+        snprintf(why, sizeof(why),
+                 "needs_auth: the server answered 403 (forbidden); check the "
+                 "credentials in \"headers\" (OAuth login is not implemented "
+                 "yet)");
+    lose_connection(tp, 1, why);
+}
+
+/* A short description of an HTTP error answer: the JSON-RPC error message in the body when
+ * there is one, else the start of the body. */
+static void describe(const struct ct_event *ev, const char *url, char *out, size_t n)
+{
+    if (ev->status >= 300 && ev->status < 400) {
+        snprintf(out, n, "%s redirects (HTTP %ld) to %s; put that URL in the config", url,
+                 ev->status, ev->location ? ev->location : "(no Location)");
+        return;
+    }
+    json_t *body = ev->body ? json_loadb(ev->body, ev->body_len, 0, NULL) : NULL;
+    json_t *m = json_object_get(json_object_get(body, "error"), "message");
+    if (json_is_string(m))
+        snprintf(out, n, "HTTP %ld from %s: %s", ev->status, url, json_string_value(m));
+    else if (ev->body_len > 0)
+        snprintf(out, n, "HTTP %ld from %s: %.200s", ev->status, url, ev->body);
+    else
+        snprintf(out, n, "HTTP %ld from %s", ev->status, url);
+    json_decref(body);
+}
+
+/* Did the server say that our session id is unknown? 404 is the specified answer; the SDK's
+ * example servers (copied widely) answer 400 "No valid session ID provided" instead. */
+static int session_unknown(const struct hx *h, const struct ct_event *ev)
+{
+    if (!h->sent_session)
+        return 0;
+    if (ev->status == 404)
+        return 1;
+    return ev->status == 400 && ev->body && strcasestr(ev->body, "session");
+}
+
+static void begin_reinit(struct http_tp *tp);
+
+static void session_expired(struct http_tp *tp, struct hx *h)
+{
+    if (++tp->reinit_streak > REINIT_MAX_STREAK) {
+        lose_connection(tp, 0, "the server keeps forgetting its sessions");
+        return;
+    }
+    if (!tp->reinit)
+        log_info("upstream", "%s: the server no longer knows session %s; re-initializing",
+                 tp->up->name, tp->session_id ? tp->session_id : "?");
+    free(tp->session_id);
+    tp->session_id = NULL;
+    if (h && h->kind == HX_MSG && h->req_id && !h->retried) {
+        hx_abort(h);
+        h->retried = h->held = 1; /* resent once the new session is up */
+        h->resuming = 0;
+        free(h->last_id);
+        h->last_id = NULL;
+    } else if (h && h->kind == HX_MSG && h->req_id) {
+        fail_request(h, RPC_SERVER_ERROR,
+                     "the server lost the session again after a re-initialize");
+    } else if (h) {
+        hx_free(h); /* notifications, responses, the old session's GET stream */
+    }
+    begin_reinit(tp);
+}
+
+/* ---- delivering messages -------------------------------------------------------------- */
+
+static void mark_answered(struct http_tp *tp, json_t *id)
+{
+    struct hx *h = hxs;
+    while (h) {
+        struct hx *next = h->next;
+        if (h->tp == tp && h->kind == HX_MSG && h->req_id && json_equal(h->req_id, id)) {
+            h->answered = 1;
+            if (h->resuming || !h->xfer)
+                hx_free(h); /* a resume stream or a pending resume: no longer needed */
+        }
+        h = next;
+    }
+}
+
+static void reinit_answered(struct http_tp *tp, struct hx *h, json_t *msg)
+{
+    json_t *err = json_object_get(msg, "error");
+    if (err) {
+        json_t *m = json_object_get(err, "message");
+        char why[512];
+        snprintf(why, sizeof(why), "re-initializing after the session expired failed: %s",
+                 json_is_string(m) ? json_string_value(m) : "error");
+        lose_connection(tp, 0, why);
+        return;
+    }
+    json_t *v = json_object_get(json_object_get(msg, "result"), "protocolVersion");
+    if (json_is_string(v)) {
+        free(tp->protocol_version);
+        tp->protocol_version = xstrdup(json_string_value(v));
+    }
+    h->answered = 1;
+}
+
+/* One message (text of len bytes, or msg when text is NULL) read from transfer xfer. */
+static void deliver_one(struct http_tp *tp, uint64_t xfer, json_t *msg, const char *text,
+                        size_t len)
+{
+    struct hx *h = hx_find(xfer);
+    json_t *id = json_object_get(msg, "id");
+    int response = id && !json_object_get(msg, "method");
+    if (response && h && h->kind == HX_REINIT) {
+        reinit_answered(tp, h, msg); /* ours, not upstream.c's */
+        return;
+    }
+    if (response) {
+        if (h && h->is_initialize && json_equal(id, h->req_id)) {
+            json_t *v = json_object_get(json_object_get(msg, "result"), "protocolVersion");
+            free(tp->protocol_version);
+            tp->protocol_version = json_is_string(v) ? xstrdup(json_string_value(v)) : NULL;
+        }
+        mark_answered(tp, id);
+    }
+    char *owned = NULL;
+    if (!text) {
+        owned = json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
+        text = owned;
+        len = owned ? strlen(owned) : 0;
+    }
+    if (text) {
+        log_trace("upstream", "%s -> %.*s", tp->up->name, (int)(len > 500 ? 500 : len), text);
+        up__transport_message(tp->up, text, len);
+    }
+    free(owned);
+}
+
+/* Hands a body or an event's data to upstream.c: one message or a batch of them. */
+static void deliver(struct http_tp *tp, uint64_t xfer, const char *text, size_t len)
+{
+    json_t *msg = json_loadb(text, len, 0, NULL);
+    if (!msg) {
+        up__transport_message(tp->up, text, len); /* upstream.c reports what is wrong */
+        return;
+    }
+    if (json_is_array(msg)) {
+        size_t i;
+        json_t *m;
+        json_array_foreach(msg, i, m)
+        {
+            if (tp->stopping || tp->down)
+                break;
+            deliver_one(tp, xfer, m, NULL, 0);
+        }
+    } else {
+        deliver_one(tp, xfer, msg, text, len);
+    }
+    json_decref(msg);
+}
+
+/* ---- streams: the GET stream, resumption ---------------------------------------------- */
+
+static long stream_delay(struct hx *h)
+{
+    long delay = h->retry_ms >= 0 ? h->retry_ms : DEFAULT_RETRY_MS;
+    if (h->progress) {
+        h->failures = 0;
+        return delay;
+    }
+    h->failures++;
+    long backoff = BACKOFF_MIN_MS << (h->failures < 6 ? h->failures - 1 : 5);
+    if (backoff > BACKOFF_MAX_MS)
+        backoff = BACKOFF_MAX_MS;
+    return delay > backoff ? delay : backoff;
+}
+
+static void get_connect(void *ud)
+{
+    struct hx *h = ud;
+    if (submit(h, "GET", 1, h->last_id) < 0)
+        lose_connection(h->tp, 0, "cannot open the event stream");
+}
+
+static void open_get(struct http_tp *tp)
+{
+    if (tp->stopping || tp->down || tp->reinit || tp->get_unsupported || tp->get)
+        return;
+    tp->get = hx_new(tp, HX_GET);
+    get_connect(tp->get);
+}
+
+static void get_done(struct hx *h, const struct ct_event *ev)
+{
+    struct http_tp *tp = h->tp;
+    h->xfer = 0;
+    if (ev->curl_code && ev->connect_failed) {
+        char why[400];
+        snprintf(why, sizeof(why), "cannot reach %s: %s", tp->shown_url, ev->error);
+        lose_connection(tp, 0, why);
+    } else if (ev->status == 405) {
+        log_debug("upstream", "%s: no server-initiated stream (GET answered 405)", tp->up->name);
+        tp->get_unsupported = 1;
+        hx_free(h);
+    } else if (!ev->curl_code && session_unknown(h, ev)) {
+        session_expired(tp, h);
+    } else if (ev->status == 401 || ev->status == 403) {
+        auth_failed(tp, ev->status);
+    } else {
+        /* Ended (cleanly or not) or refused for now (409, 5xx): reopen after `retry`, with
+         * backoff while it yields nothing. */
+        long delay = stream_delay(h);
+        log_debug("upstream", "%s: event stream ended (HTTP %ld%s%s); reopening in %ld ms",
+                  tp->up->name, ev->status, ev->curl_code ? ", " : "",
+                  ev->curl_code ? ev->error : "", delay);
+        lp_timer_start(&h->timer, delay, get_connect, h);
+    }
+}
+
+static void resume_now(void *ud)
+{
+    struct hx *h = ud;
+    h->resuming = 1;
+    if (submit(h, "GET", 1, h->last_id) < 0)
+        lose_connection(h->tp, 0, "cannot resume a response stream");
+}
+
+/* The response stream of request h ended before its response: resume it with Last-Event-ID
+ * after the server's `retry` (SEP-1699), or fail the request if that cannot work. */
+static void resume_later(struct hx *h)
+{
+    if (!h->progress && ++h->failures >= RESUME_MAX_TRIES) {
+        fail_request(h, RPC_SERVER_ERROR,
+                     "the server's response stream kept ending without the response");
+        return;
+    }
+    if (h->progress)
+        h->failures = 0;
+    long delay = h->retry_ms >= 0 ? h->retry_ms : DEFAULT_RETRY_MS;
+    log_debug("upstream", "%s: response stream ended early; resuming after event %s in %ld ms",
+              h->tp->up->name, h->last_id, delay);
+    lp_timer_start(&h->timer, delay, resume_now, h);
+}
+
+/* ---- session expiry: replaying the handshake ------------------------------------------ */
+
+static void post_msg(struct hx *h);
+
+static void begin_reinit(struct http_tp *tp)
+{
+    if (tp->reinit)
+        return;
+    tp->reinit = 1;
+    if (tp->get)
+        hx_free(tp->get); /* it belongs to the old session */
+    if (!tp->init_text) {
+        lose_connection(tp, 0, "the session expired before it was initialized");
+        return;
+    }
+    struct hx *r = hx_new(tp, HX_REINIT);
+    r->text = xstrndup(tp->init_text, tp->init_len);
+    r->len = tp->init_len;
+    if (submit(r, "POST", 0, NULL) < 0)
+        lose_connection(tp, 0, "cannot re-initialize");
+}
+
+static void reinit_finished(struct http_tp *tp)
+{
+    tp->reinit = 0;
+    log_info("upstream", "%s: new session %s", tp->up->name,
+             tp->session_id ? tp->session_id : "(none)");
+    /* Resend in order; post_msg may take the transport down (and free the list). */
+    for (;;) {
+        struct hx *h = hxs;
+        while (h && !(h->tp == tp && h->held))
+            h = h->next;
+        if (!h || tp->down)
+            break;
+        post_msg(h);
+    }
+    open_get(tp);
+    /* The server may have restarted with other tools: let upstream.c re-list them. */
+    static const char changed[] =
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}";
+    up__transport_message(tp->up, changed, sizeof(changed) - 1);
+}
+
+static void reinit_done(struct hx *r, const struct ct_event *ev)
+{
+    struct http_tp *tp = r->tp;
+    char why[512];
+    if (ev->curl_code) {
+        snprintf(why, sizeof(why), "re-initializing failed: %s", ev->error);
+        lose_connection(tp, 0, why);
+        return;
+    }
+    if (ev->status < 200 || ev->status >= 300) {
+        char d[400];
+        describe(ev, tp->shown_url, d, sizeof(d));
+        snprintf(why, sizeof(why), "re-initializing failed: %s", d);
+        lose_connection(tp, 0, why);
+        return;
+    }
+    uint64_t xfer = r->xfer;
+    if (r->reinit_step == 0 && !ev->is_sse && ev->body)
+        deliver(tp, xfer, ev->body, ev->body_len);
+    if (hx_find(xfer) != r)
+        return; /* the answer was an error: already handled */
+    if (r->reinit_step == 0) {
+        if (!r->answered) {
+            lose_connection(tp, 0, "re-initializing failed: no initialize response");
+            return;
+        }
+        r->reinit_step = 1;
+        free(r->text);
+        r->text = xstrdup("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+        r->len = strlen(r->text);
+        if (submit(r, "POST", 1, NULL) < 0)
+            lose_connection(tp, 0, "cannot re-initialize");
+        return;
+    }
+    hx_free(r);
+    reinit_finished(tp);
+}
+
+/* ---- message exchanges ---------------------------------------------------------------- */
+
+static void post_msg(struct hx *h)
+{
+    h->held = 0;
+    h->resuming = 0;
+    if (submit(h, "POST", !h->is_initialize, NULL) < 0)
+        lose_connection(h->tp, 0, "cannot send a request");
+}
+
+static void msg_done(struct hx *h, const struct ct_event *ev)
+{
+    struct http_tp *tp = h->tp;
+    uint64_t xfer = h->xfer;
+    char why[512];
+    if (ev->curl_code) {
+        int streamed = h->is_sse || h->resuming;
+        if (h->req_id && !h->answered && streamed && h->last_id && !ev->connect_failed) {
+            h->xfer = 0;
+            resume_later(h); /* the stream broke after it gave a cursor */
+        } else if (!ev->connect_failed && h->req_id && strstr(ev->error, "larger than")) {
+            fail_request(h, RPC_SERVER_ERROR, ev->error);
+        } else {
+            snprintf(why, sizeof(why), "%s %s failed: %s", h->resuming ? "GET" : "POST",
+                     tp->shown_url, ev->error);
+            lose_connection(tp, 0, why);
+        }
+        return;
+    }
+    if (ev->status >= 200 && ev->status < 300) {
+        tp->backoff_ms = 0;
+        if (h->sent_session)
+            tp->reinit_streak = 0;
+        if (h->req_id && !ev->is_sse && ev->body && ev->body_len > 0)
+            deliver(tp, xfer, ev->body, ev->body_len);
+        if ((h = hx_find(xfer)) == NULL)
+            return; /* answered by a resume, or the transport went down meanwhile */
+        if (h->is_initialized)
+            open_get(tp);
+        if (h->req_id && !h->answered) {
+            if ((h->is_sse || h->resuming) && h->last_id) {
+                h->xfer = 0;
+                resume_later(h);
+            } else {
+                fail_request(h, RPC_SERVER_ERROR,
+                             ev->status == 202
+                                 ? "the server accepted the request but did not answer it"
+                                 : "the server's reply did not contain the response");
+            }
+            return;
+        }
+        hx_free(h);
+        return;
+    }
+    if (session_unknown(h, ev)) {
+        session_expired(tp, h);
+        return;
+    }
+    if (ev->status == 401 || ev->status == 403) {
+        auth_failed(tp, ev->status);
+        return;
+    }
+    describe(ev, tp->shown_url, why, sizeof(why));
+    if (h->resuming && ev->status == 405)
+        snprintf(why, sizeof(why), "the response stream was cut and %s cannot resume it",
+                 tp->shown_url);
+    if (h->req_id) {
+        fail_request(h, RPC_SERVER_ERROR, why);
+    } else {
+        log_warn("upstream", "%s: %s", tp->up->name, why);
+        hx_free(h);
+    }
+}
+
+static void on_sse(struct hx *h, const struct ct_event *ev)
+{
+    free(h->last_id);
+    h->last_id = ev->last_id ? xstrdup(ev->last_id) : NULL;
+    if (ev->retry_ms >= 0)
+        h->retry_ms = ev->retry_ms;
+    h->progress = 1;
+    if (!ev->data)
+        return;
+    if (strcmp(ev->type, "message") != 0) {
+        log_debug("upstream", "%s: ignoring an SSE event of type %s", h->tp->up->name, ev->type);
+        return;
+    }
+    size_t i = 0;
+    while (i < ev->len && strchr(" \t\r\n", ev->data[i]))
+        i++;
+    if (i == ev->len)
+        return; /* a priming event: only its id matters */
+    deliver(h->tp, h->xfer, ev->data, ev->len);
+}
+
+static void on_event(const struct ct_event *ev)
+{
+    struct hx *h = hx_find(ev->xfer);
+    if (!h)
+        return; /* cancelled, or its transport is gone */
+    struct http_tp *tp = h->tp;
+    switch (ev->kind) {
+    case CT_HEAD:
+        h->is_sse = ev->is_sse;
+        if ((h->is_initialize || (h->kind == HX_REINIT && h->reinit_step == 0)) &&
+            ev->status >= 200 && ev->status < 300 && ev->session_id) {
+            free(tp->session_id);
+            tp->session_id = xstrdup(ev->session_id);
+        }
+        break;
+    case CT_SSE:
+        on_sse(h, ev);
+        break;
+    case CT_DONE:
+        if (h->kind == HX_MSG)
+            msg_done(h, ev);
+        else if (h->kind == HX_GET)
+            get_done(h, ev);
+        else if (h->kind == HX_REINIT)
+            reinit_done(h, ev);
+        else {
+            hx_free(h); /* HX_DELETE: best effort, whatever the answer */
+            up__transport_closed(tp->up);
+        }
+        break;
+    }
+}
+
+/* ---- the transport -------------------------------------------------------------------- */
+
+/* scheme://host[:port]/path of url: user:password@ and ?query#fragment (where tokens often
+ * live) are left out. Caller frees. */
+static char *shown_url(const char *url)
+{
+    const char *host = strstr(url, "://");
+    host = host ? host + 3 : url;
+    size_t auth_len = strcspn(host, "/?#");
+    const char *at = memchr(host, '@', auth_len);
+    const char *start = at ? at + 1 : host;
+    size_t path_len = strcspn(host + auth_len, "?#");
+    struct buf b = {0};
+    buf_append(&b, url, (size_t)(host - url));
+    buf_append(&b, start, (size_t)(host + auth_len - start) + path_len);
+    return buf_steal(&b);
+}
+
+static int http_start(struct upstream *up)
+{
+    const char *url = up->cfg->url;
+    if (!url || (strncasecmp(url, "http://", 7) != 0 && strncasecmp(url, "https://", 8) != 0)) {
+        up__set_error(up, "\"url\" must start with http:// or https:// (got \"%s\")",
+                      url ? url : "");
+        return -1;
+    }
+    if (ct_start() < 0) {
+        up__set_error(up, "cannot start the HTTP client thread");
+        return -1;
+    }
+    struct http_tp *tp = xcalloc(1, sizeof(*tp));
+    tp->up = up;
+    tp->shown_url = shown_url(url);
+    size_t n = 0;
+    for (char **h = up->cfg->headers; h && *h; h++)
+        n++;
+    tp->headers = xcalloc(n + 1, sizeof(char *));
+    n = 0;
+    for (char **h = up->cfg->headers; h && *h; h++) {
+        if (strpbrk(*h, "\r\n") || !strchr(*h, ':')) {
+            log_warn("upstream", "%s: ignoring a header that is not one \"Name: value\" line",
+                     up->name);
+            continue;
+        }
+        tp->headers[n++] = xstrdup(*h);
+    }
+    up->tp = tp;
+    log_info("upstream", "%s: connecting to %s", up->name, tp->shown_url);
+    up__transport_open(up);
+    return 0;
+}
+
+static int http_send(struct upstream *up, const char *text, size_t len)
+{
+    struct http_tp *tp = up->tp;
+    if (!tp || tp->stopping)
+        return -1;
+    json_t *msg = json_loadb(text, len, 0, NULL);
+    json_t *method = json_object_get(msg, "method");
+    json_t *id = json_object_get(msg, "id");
+    int is_init = json_is_string(method) && strcmp(json_string_value(method), "initialize") == 0;
+    if (tp->down && !is_init) {
+        json_decref(msg);
+        return -1; /* nothing gets through until upstream.c starts over */
+    }
+    struct hx *h = hx_new(tp, HX_MSG);
+    h->text = xstrndup(text, len);
+    h->len = len;
+    if (json_is_string(method) && id && !json_is_null(id))
+        h->req_id = json_incref(id);
+    h->is_initialize = is_init;
+    h->is_initialized = json_is_string(method) &&
+                        strcmp(json_string_value(method), "notifications/initialized") == 0;
+    json_decref(msg);
+    if (is_init) {
+        /* A (re)start of the handshake: a new session. */
+        tp->down = 0;
+        tp->reinit = 0;
+        free(tp->session_id);
+        tp->session_id = NULL;
+        free(tp->protocol_version);
+        tp->protocol_version = NULL;
+        tp->get_unsupported = 0;
+        free(tp->init_text);
+        tp->init_text = xstrndup(text, len);
+        tp->init_len = len;
+    }
+    if (tp->reinit) {
+        h->held = 1;
+        return 0;
+    }
+    h->held = 0;
+    if (submit(h, "POST", !is_init, NULL) < 0) {
+        hx_free(h);
+        return -1;
+    }
+    return 0;
+}
+
+static void close_now(void *ud)
+{
+    struct http_tp *tp = ud;
+    up__transport_closed(tp->up);
+}
+
+static void http_shutdown(struct upstream *up)
+{
+    struct http_tp *tp = up->tp;
+    if (!tp || tp->stopping)
+        return;
+    tp->stopping = 1;
+    lp_timer_stop(&tp->reconnect_timer);
+    hx_free_all(tp);
+    if (tp->session_id) {
+        /* Best effort: tell the server the session is over (405 is a fine answer). */
+        struct hx *d = hx_new(tp, HX_DELETE);
+        if (submit(d, "DELETE", 1, NULL) == 0)
+            return;
+        hx_free(d);
+    }
+    lp_timer_start(&tp->close_timer, 0, close_now, tp);
+}
+
+static void http_free(struct upstream *up)
+{
+    struct http_tp *tp = up->tp;
+    if (!tp)
+        return;
+    hx_free_all(tp);
+    lp_timer_stop(&tp->reconnect_timer);
+    lp_timer_stop(&tp->close_timer);
+    for (char **h = tp->headers; h && *h; h++)
+        free(*h);
+    free(tp->headers);
+    free(tp->session_id);
+    free(tp->protocol_version);
+    free(tp->init_text);
+    free(tp->shown_url);
+    free(tp);
+    up->tp = NULL;
+    ct_stop();
+}
+
+const struct up_transport_ops up_http_ops = {
+    .name = "http",
+    .start = http_start,
+    .send = http_send,
+    .shutdown = http_shutdown,
+    .free = http_free,
+};
