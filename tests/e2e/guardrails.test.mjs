@@ -318,6 +318,29 @@ result = mine`, { reset: false });
   });
 });
 
+describe('allow_mutations forms: the validator and the gateway agree', () => {
+  test('a form the validator accepts is honoured by the gateway (no run-time denial after pre-flight passed)', {
+    todo: 'BUG: validator._authorized accepts "server/tool", "server.tool", "server/*", "server" and "*", ' +
+      'the gateway (runs.c run_mutation_allowed) only the exact SDK name: the code runs, then fails half-way',
+  }, async () => {
+    const dir = tempDir('codemcp-guard-forms-');
+    const memFile = seededMemoryFile(dir);
+    const config = writeConfig(dir, { memory: servers.memory(memFile) });
+    const h = await connectClient({ config, env: { CODEMCP_ENFORCE_MUTATIONS: 'true' } });
+    await waitReady(h, ['memory_create_entities']);
+    const bad = [];
+    for (const form of ['memory/create_entities', 'memory.create_entities', 'memory/*', 'memory', '*']) {
+      const r = await run(h, `print("reads happen first")
+result = memory_create_entities(entities=[{"name": "Form", "entityType": "t", "observations": []}])`,
+      { allow_mutations: [form] });
+      const env = envelope(r);
+      const ranThenDenied = env.error_kind === 'tool_error' && JSON.parse(env.error).tool_error.kind === 'denied';
+      if (ranThenDenied) bad.push(`${form}: passed pre-flight, ran (stdout ${JSON.stringify(env.stdout)}), then denied`);
+    }
+    assert.deepEqual(bad, []);
+  });
+});
+
 // ---------------------------------------------------------------------------------------------
 
 describe('dry_run over a chain of dependent writes', () => {
@@ -580,11 +603,17 @@ result = {"gather": outs, "caught": caught}`);
     assert.equal(te.args.id, 'x1');
   });
 
+  test('a successful call with a secret argument', async () => {
+    const r = await run(h, `result = str(fake_sleep(ms=1, api_key="${SECRET}", author="ann"))`);
+    assert.equal(r.isError, false, JSON.stringify(r.structuredContent));
+    assert.match(envelope(r).result, /slept 1 ms/);
+  });
+
   test('the secret appears nowhere in codemcp\'s debug log', async () => {
     await sleep(ms(300)); // let the log catch up
     const log = h.stderr();
     assert.ok(log.length > 0, 'expected debug logging on stderr');
-    assert.ok(log.includes('fake_delete_thing') || log.includes('delete_thing'), 'the denial was not logged');
+    assert.match(log, /fake_delete_thing refused: .*"auth_token":\s*"\*\*\*"/, 'the denial was not logged redacted');
     const at = log.indexOf(SECRET);
     assert.equal(at, -1, `the secret is in the log: …${log.slice(Math.max(0, at - 300), at + 100)}…`);
   });
@@ -705,6 +734,25 @@ result = out["arguments"]["field_00_${'y'.repeat(40)}"]["l1"]["l2"]["l3"]["l4"][
     const env = envelope(bad);
     assert.equal(env.error_kind, 'validation', JSON.stringify(env));
     assert.match(env.error, /\[.l4.\] has no field `l6` \(line 2\)\. Fields: l5\./);
+  });
+});
+
+describe('shapes: learned from a few calls, a field is not proven impossible', () => {
+  test('code that would run is not refused because one earlier result lacked an optional key', {
+    todo: 'WEAKNESS: a shape learned from calls is treated as closed, so a key absent from the results seen so ' +
+      'far (optional fields, echoes of free-form input) is refused pre-flight although the call would return it',
+  }, async () => {
+    const dir = tempDir('codemcp-guard-optional-');
+    const config = writeConfig(dir, { fake: servers.fake(['--tools-file', fakeToolsFile(dir)]) });
+    const h = await connectClient({ config });
+    await waitReady(h, ['fake_mirror']);
+    const first = await run(h, 'result = fake_mirror(tag="a")["arguments"]["tag"]');
+    assert.equal(envelope(first).result, 'a');
+    await sleep(ms(300));
+    const r = await run(h, 'r = fake_mirror(tag="a", extra=1)\nresult = r["arguments"]["extra"]');
+    const env = envelope(r);
+    assert.notEqual(env.error_kind, 'validation', env.error);
+    assert.equal(env.result, 1);
   });
 });
 
