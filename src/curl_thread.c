@@ -298,6 +298,7 @@ static void xfer_done(struct ct_xfer *x, CURLcode code)
     ev->curl_code = (int)code;
     if (code != CURLE_OK) {
         ev->connect_failed = is_connect_error(code);
+        ev->too_large = x->too_large;
         if (x->too_large)
             snprintf(ev->error, sizeof(ev->error), "the response is larger than %zu bytes",
                      x->max_body);

@@ -38,6 +38,7 @@ struct ct_event {
     int curl_code;      /* 0 when the transfer completed (whatever the HTTP status) */
     char error[256];    /* what went wrong when curl_code != 0 */
     int connect_failed; /* curl_code means no connection could be made at all */
+    int too_large;      /* aborted: the body or one event exceeded max_body */
     char *body;         /* non-SSE body, NUL-terminated (may contain NULs), or NULL */
     size_t body_len;
 };

@@ -52,7 +52,8 @@ struct hx {
     size_t len;
     json_t *req_id; /* HX_MSG request: its id; NULL for notifications and responses */
     int is_initialize, is_initialized;
-    int answered, retried, held, resuming, sent_session;
+    int answered, retried, held, resuming;
+    char *sent_sid;  /* the Mcp-Session-Id the current transfer carried, or NULL */
     int is_sse;      /* the current response is an event stream */
     int progress;    /* the current stream produced an event (or a cursor) */
     int failures;    /* consecutive attempts without progress (streams) */
@@ -121,6 +122,7 @@ static void hx_free(struct hx *h)
     if (h->tp->get == h)
         h->tp->get = NULL;
     json_decref(h->req_id);
+    free(h->sent_sid);
     free(h->text);
     free(h->last_id);
     free(h);
@@ -165,9 +167,10 @@ static int submit(struct hx *h, const char *method, int with_session, const char
     for (char **c = tp->headers; c && *c; c++)
         add_header(&lines, &n, "%s", *c);
     const char *version = tp->protocol_version ? tp->protocol_version : tp->up->protocol_version;
-    h->sent_session = with_session && tp->session_id;
-    if (h->sent_session)
-        add_header(&lines, &n, "Mcp-Session-Id: %s", tp->session_id);
+    free(h->sent_sid);
+    h->sent_sid = with_session && tp->session_id ? xstrdup(tp->session_id) : NULL;
+    if (h->sent_sid)
+        add_header(&lines, &n, "Mcp-Session-Id: %s", h->sent_sid);
     if (with_session && version)
         add_header(&lines, &n, "MCP-Protocol-Version: %s", version);
     if (last_id)
@@ -294,7 +297,7 @@ static void describe(const struct ct_event *ev, const char *url, char *out, size
  * example servers (copied widely) answer 400 "No valid session ID provided" instead. */
 static int session_unknown(const struct hx *h, const struct ct_event *ev)
 {
-    if (!h->sent_session)
+    if (!h->sent_sid)
         return 0;
     if (ev->status == 404)
         return 1;
@@ -303,30 +306,40 @@ static int session_unknown(const struct hx *h, const struct ct_event *ev)
 
 static void begin_reinit(struct http_tp *tp);
 
+static void post_msg(struct hx *h);
+
+/* h's transfer was refused because the server does not know the session it carried. If that
+ * is still our session, re-initialize; if the session was already replaced (h was sent before
+ * a re-initialize), only h needs resending. A request is resent at most once. */
 static void session_expired(struct http_tp *tp, struct hx *h)
 {
-    if (++tp->reinit_streak > REINIT_MAX_STREAK) {
-        lose_connection(tp, 0, "the server keeps forgetting its sessions");
-        return;
-    }
-    if (!tp->reinit)
+    int stale = !tp->session_id || strcmp(h->sent_sid, tp->session_id) != 0;
+    if (!stale) {
         log_info("upstream", "%s: the server no longer knows session %s; re-initializing",
-                 tp->up->name, tp->session_id ? tp->session_id : "?");
-    free(tp->session_id);
-    tp->session_id = NULL;
-    if (h && h->kind == HX_MSG && h->req_id && !h->retried) {
+                 tp->up->name, tp->session_id);
+        free(tp->session_id);
+        tp->session_id = NULL;
+    }
+    if (h->kind == HX_MSG && h->req_id && !h->retried) {
         hx_abort(h);
-        h->retried = h->held = 1; /* resent once the new session is up */
+        h->retried = 1;
         h->resuming = 0;
         free(h->last_id);
         h->last_id = NULL;
-    } else if (h && h->kind == HX_MSG && h->req_id) {
+        if (stale && !tp->reinit)
+            post_msg(h);
+        else
+            h->held = 1; /* resent once the new session is up */
+    } else if (h->kind == HX_MSG && h->req_id) {
         fail_request(h, RPC_SERVER_ERROR,
                      "the server lost the session again after a re-initialize");
-    } else if (h) {
+    } else {
         hx_free(h); /* notifications, responses, the old session's GET stream */
     }
-    begin_reinit(tp);
+    if (!stale)
+        begin_reinit(tp);
+    else
+        open_get(tp); /* no-op while re-initializing or when a GET stream is open */
 }
 
 /* ---- delivering messages -------------------------------------------------------------- */
@@ -458,14 +471,17 @@ static void get_done(struct hx *h, const struct ct_event *ev)
         char why[400];
         snprintf(why, sizeof(why), "cannot reach %s: %s", tp->shown_url, ev->error);
         lose_connection(tp, 0, why);
-    } else if (ev->status == 405) {
-        log_debug("upstream", "%s: no server-initiated stream (GET answered 405)", tp->up->name);
-        tp->get_unsupported = 1;
-        hx_free(h);
     } else if (!ev->curl_code && session_unknown(h, ev)) {
         session_expired(tp, h);
     } else if (ev->status == 401 || ev->status == 403) {
         auth_failed(tp, ev->status);
+    } else if (ev->status >= 400 && ev->status < 500 && ev->status != 408 && ev->status != 409 &&
+               ev->status != 429) {
+        /* 405 is the specified "no stream here"; other client errors will not go away. */
+        log_debug("upstream", "%s: no server-initiated stream (GET answered %ld)", tp->up->name,
+                  ev->status);
+        tp->get_unsupported = 1;
+        hx_free(h);
     } else {
         /* Ended (cleanly or not) or refused for now (409, 5xx): reopen after `retry`, with
          * backoff while it yields nothing. */
@@ -504,12 +520,14 @@ static void resume_later(struct hx *h)
 
 /* ---- session expiry: replaying the handshake ------------------------------------------ */
 
-static void post_msg(struct hx *h);
-
 static void begin_reinit(struct http_tp *tp)
 {
     if (tp->reinit)
         return;
+    if (++tp->reinit_streak > REINIT_MAX_STREAK) {
+        lose_connection(tp, 0, "the server keeps forgetting its sessions");
+        return;
+    }
     tp->reinit = 1;
     if (tp->get)
         hx_free(tp->get); /* it belongs to the old session */
@@ -603,7 +621,7 @@ static void msg_done(struct hx *h, const struct ct_event *ev)
         if (h->req_id && !h->answered && streamed && h->last_id && !ev->connect_failed) {
             h->xfer = 0;
             resume_later(h); /* the stream broke after it gave a cursor */
-        } else if (!ev->connect_failed && h->req_id && strstr(ev->error, "larger than")) {
+        } else if (ev->too_large && h->req_id) {
             fail_request(h, RPC_SERVER_ERROR, ev->error);
         } else {
             snprintf(why, sizeof(why), "%s %s failed: %s", h->resuming ? "GET" : "POST",
@@ -614,7 +632,7 @@ static void msg_done(struct hx *h, const struct ct_event *ev)
     }
     if (ev->status >= 200 && ev->status < 300) {
         tp->backoff_ms = 0;
-        if (h->sent_session)
+        if (h->sent_sid)
             tp->reinit_streak = 0;
         if (h->req_id && !ev->is_sse && ev->body && ev->body_len > 0)
             deliver(tp, xfer, ev->body, ev->body_len);
@@ -794,6 +812,8 @@ static int http_send(struct upstream *up, const char *text, size_t len)
         free(tp->protocol_version);
         tp->protocol_version = NULL;
         tp->get_unsupported = 0;
+        if (tp->get)
+            hx_free(tp->get); /* it belongs to the old session */
         free(tp->init_text);
         tp->init_text = xstrndup(text, len);
         tp->init_len = len;
