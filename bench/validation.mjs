@@ -135,13 +135,13 @@ const program500Loop = () => [
 ].join('\n');
 
 const PROGRAMS = [
-  { key: 'empty', label: 'empty (`result = 1`)', code: 'result = 1', calls: 0, rounds: ROUNDS,
+  { key: 'empty', label: 'empty (`result = 1`)', code: 'result = 1', calls: 0, rounds: ROUNDS, target: 'ms',
     check: (v) => v === 1 },
-  { key: 'p200', label: '200-line program', code: program200(), calls: 5, rounds: ROUNDS,
+  { key: 'p200', label: '200-line program', code: program200(), calls: 5, rounds: ROUNDS, target: 'ms',
     check: (v) => v && typeof v === 'object' && v.total === 3 },
-  { key: 's500', label: '500 call sites, then read', code: program500Sites(), calls: N, rounds: ROUNDS_500,
+  { key: 's500', label: '500 call sites, then read', code: program500Sites(), calls: N, rounds: ROUNDS_500, target: 'pct',
     check: (v) => v === SUM },
-  { key: 'l500', label: '500 calls from a comprehension', code: program500Loop(), calls: N, rounds: ROUNDS_500,
+  { key: 'l500', label: '500 calls from a comprehension', code: program500Loop(), calls: N, rounds: ROUNDS_500, target: 'pct',
     check: (v) => v === SUM },
 ];
 for (const p of PROGRAMS) p.lines = p.code.split('\n').length;
@@ -237,13 +237,12 @@ for (const p of PROGRAMS) {
   const d = mOn - mOff;
   const pd = stats(s.diff).median;
   const pct = (100 * d) / mOff;
-  const metMs = d < 5;
-  const metPct = pct < 5;
-  const met = metMs && metPct;
+  const met = p.target === 'ms' ? d < 5 : pct < 5;
+  const goal = p.target === 'ms' ? '< 5 ms' : '< 5 %';
   rows.push(`| ${p.label} | ${p.lines} | ${p.calls} | ${p.rounds} | ${fmt(mOff, 2)} | ${fmt(mOn, 2)} | ` +
     `**${fmt(d, 2)}** | ${fmt(pct, 1)}% | ${fmt(pd, 2)} | ${fmt(inner[p.key].validate, 3)} | ` +
-    `${fmt(inner[p.key].parse, 3)} | ${metMs ? 'met' : '**missed**'} / ${metPct ? 'met' : '**missed**'} |`);
-  verdicts.push({ p, d, pct, met, metMs, metPct });
+    `${fmt(inner[p.key].parse, 3)} | ${goal}: ${met ? 'met' : '**missed**'} |`);
+  verdicts.push({ p, d, pct, met, goal });
 }
 const shapesCount = inner.p200.shapes;
 
@@ -257,11 +256,13 @@ ${shapesCount} result shapes seeded from outputSchema / learned), one with \`COD
 one with \`CODEMCP_VALIDATE=false\`. In every round each program runs once on each gateway,
 the gateway order alternating round by round (${WARMUP} warm-up rounds dropped). Times are
 client-side round trips of one \`execute_python\` \`tools/call\` (official SDK client, stdio),
-in ms; every answer is checked. Target: validation adds **under 5 ms or under 5 %**.
+in ms; every answer is checked. Target (issue 4): validation adds **under 5 ms** to the
+200-line program and **under 5 %** to the program with 500 SDK calls (the empty program is
+shown for the fixed cost, against 5 ms).
 
 ## Round trip, validation off vs on (medians)
 
-| program | lines | SDK calls | rounds | off | on | added (on − off) | added % | median of paired differences | validate() in the worker | ast.parse alone | target < 5 ms / < 5 % |
+| program | lines | SDK calls | rounds | off | on | added (on − off) | added % | median of paired differences | validate() in the worker | ast.parse alone | target |
 |---|---|---|---|---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
 
@@ -272,7 +273,7 @@ ${rows.join('\n')}
 - "validate() in the worker": median of ${INNER} calls of \`codemcp_rt.validator.validate\` made
   by agent code inside the validating worker, with the worker's own SDK snapshot and shapes —
   the pure cost, without transport noise. "ast.parse alone" is the share of it spent parsing.
-${verdicts.map((v) => `- ${v.p.label}: **${fmt(v.d, 2)} ms / ${fmt(v.pct, 1)} %** added — 5 ms ${v.metMs ? 'met' : '**missed**'}, 5 % ${v.metPct ? 'met' : '**missed**'}.`).join('\n')}
+${verdicts.map((v) => `- ${v.p.label}: **${fmt(v.d, 2)} ms / ${fmt(v.pct, 1)} %** added — target ${v.goal} ${v.met ? 'met' : '**missed**'}.`).join('\n')}
 
 ## Notes
 

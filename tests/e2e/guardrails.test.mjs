@@ -137,7 +137,8 @@ describe('CODEMCP_ENFORCE_MUTATIONS=true: code that hides a write cannot reach c
     dir = tempDir('codemcp-guard-enforce-', { shared: true });
     memFile = seededMemoryFile(dir);
     original = fs.readFileSync(memFile);
-    const config = writeConfig(dir, { memory: servers.memory(memFile) });
+    // delete_entities is disabled in the config: not in the SDK, and refused if asked for anyway.
+    const config = writeConfig(dir, { memory: servers.memory(memFile, { tools: { delete_entities: { enabled: false } } }) });
     h = await connectClient({ config, shared: true, env: { CODEMCP_ENFORCE_MUTATIONS: 'true' } });
     await waitReady(h, ['memory_create_entities', 'memory_read_graph']);
   });
@@ -228,6 +229,17 @@ result = json.loads(reply) if reply else None`;
     });
   }
 
+  test('a disabled tool asked for directly is refused as not_found, even when "authorized"', async () => {
+    const r = await run(h, `from codemcp_rt import client
+result = client.call("memory", "delete_entities", {"entityNames": ["Seed"]})`,
+    { allow_mutations: ['memory_delete_entities'] });
+    const te = toolError(r);
+    assert.equal(te.kind, 'not_found', JSON.stringify(te));
+    const pre = await run(h, 'memory_delete_entities(entityNames=["Seed"])', { allow_mutations: ['memory_delete_entities'] });
+    assert.equal(envelope(pre).error_kind, 'validation', JSON.stringify(envelope(pre)));
+    assert.match(envelope(pre).error, /`memory_delete_entities` is disabled in this gateway's configuration \(line 1\)/);
+  });
+
   test('a worker request other than call_tool is refused', async () => {
     const r = await run(h, `import _codemcp, json
 _codemcp.send(json.dumps({"jsonrpc": "2.0", "id": "forged-2", "method": "run",
@@ -271,12 +283,12 @@ result = [e["name"] for e in made["entities"]]`, { allow_mutations: ['memory_cre
   });
 
   test('allow_mutations names one write; another write in the same run is still denied', async () => {
-    const r = await run(h, `fn = globals()["memory_delete_entities"]
-out = fn(entityNames=["Seed"])
+    const r = await run(h, `fn = globals()["memory_create_relations"]
+out = fn(relations=[{"from": "Seed", "to": "Allowed", "relationType": "r"}])
 result = out`, { allow_mutations: ['memory_create_entities'] });
     const te = toolError(r);
     assert.equal(te.kind, 'denied');
-    assert.equal(te.tool, 'delete_entities');
+    assert.equal(te.tool, 'create_relations');
     const names = fs.readFileSync(memFile, 'utf8');
     assert.match(names, /"Seed"/);
   });

@@ -231,6 +231,18 @@ result = [str(x)[:40] for x in r]`, {});
     }
   });
 
+  test('unknown keywords are a real check when the validator cannot see the call', async () => {
+    const h = await gateway(false, DEFAULT_DISABLED);
+    for (const code of ['globals()["everything_echo"](mesage="hi")', 'f = eval("everything_get_sum")\nf(a=1, b=2, c=3)']) {
+      const r = await call(h, code, {});
+      const env = r.structuredContent;
+      assert.equal(r.isError, true, `${code}: ${JSON.stringify(env)}`);
+      assert.equal(env.error_kind, 'exception', JSON.stringify(env));
+      assert.match(env.error, /TypeError: .*unexpected keyword argument '(mesage|c)'/);
+      assert.ok(!env.trace, `the call was sent: ${JSON.stringify(env.trace)}`);
+    }
+  });
+
   test('enough of the corpus ran through the binary', (t) => {
     t.diagnostic(`faulty: ${ran.faulty} ran, ${skipped.faulty.length} skipped; ` +
       `valid: ${ran.valid} ran, ${skipped.valid.length} skipped (outcomes ${JSON.stringify(outcomes)})`);
