@@ -208,6 +208,7 @@ verdicts.push(['gateway RSS < 15 MB', `${fmt(MB(memory.gateway.rss))} MB`, MB(me
 verdicts.push(['worker RSS < 30 MB', `${fmt(MB(memory.worker.rss))} MB`, MB(memory.worker.rss) < 30]);
 const ec = stats(empty.codemcp), ef = stats(empty.cloudflare);
 const cpuInfo = cpus();
+const rev = (() => { try { return execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim(); } catch { return '?'; } })();
 const ver = (() => { try { return execFileSync(bin, ['--version'], { encoding: 'utf8' }).trim(); } catch { return bin; } })();
 const findingsFile = join(ROOT, 'bench', 'execute-findings.md');
 const findings = existsSync(findingsFile) ? readFileSync(findingsFile, 'utf8') : '';
@@ -216,7 +217,7 @@ const report = `# execute_python benchmark (issue 3)
 
 ${new Date().toISOString()} — ${ROUNDS} rounds after ${WARMUP} warm-up rounds; in every round each
 workload runs once per arm, arm order rotated round by round. ${cpuInfo.length} × ${cpuInfo[0]?.model ?? '?'},
-Node ${process.version}, codemcp \`${ver}\` (${bin}). Times in ms, client-side round trip of one
+Node ${process.version}, codemcp \`${ver}\` at commit ${rev} (${bin}). Times in ms, client-side round trip of one
 \`tools/call\` (the direct arm: all of its own calls); each answer is checked (sum = ${EXPECT.seq50}).
 
 Arms (each with its own server-everything child over stdio, all driven by the official SDK client):
