@@ -55,8 +55,9 @@ class VmWorkerLoader {
     const Entrypoint = factory(WorkerEntrypoint);
     return {
       getEntrypoint: () => new Entrypoint({}, env ?? {}),
-      // Disposing a dynamic Worker ends its isolate; here: drop its pending timeout timers.
-      [Symbol.dispose]: () => { for (const t of timers) clearTimeout(t); },
+      // Disposing a dynamic Worker ends its isolate; here: drop its pending timeout timers
+      // (the context itself is freed whenever V8 next collects it, which can be late).
+      [Symbol.dispose]: () => { for (const t of timers) clearTimeout(t); timers.clear(); },
     };
   }
 }
