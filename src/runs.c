@@ -13,6 +13,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp_server.h"
+#include "upstream.h"
 #include "util.h"
 #include "workers.h"
 
@@ -239,6 +240,10 @@ void run_dispatch(void)
 {
     if (dispatching)
         return; /* run_finished → run_dispatch recursion: the outer loop continues */
+    /* Runs wait until every upstream connected or gave up: a program sent right after
+     * initialize must see the whole SDK, not a NameError (bounded by each `timeout`). */
+    if (!up_all_settled())
+        return;
     dispatching = 1;
     int progress = 1;
     while (progress) {

@@ -18,7 +18,7 @@
 #define PROTOCOL_VERSION "2025-11-25"
 #define RELIST_DELAY_MS  30
 
-__attribute__((weak)) extern const struct up_transport_ops up_http_ops;
+extern const struct up_transport_ops up_http_ops;
 
 typedef void (*req_cb)(struct upstream *up, void *ud, json_t *result, const struct up_error *err);
 
@@ -308,6 +308,8 @@ static void on_initialized(struct upstream *up, void *ud, json_t *result,
 {
     (void)ud;
     if (err) {
+        if (up->state == UP_FAILED)
+            return; /* the transport reported the failure (and may reconnect) */
         up__set_error(up, "initialize failed: %s", err->message);
         log_warn("upstream", "%s: %s; skipping this server", up->name, up->error);
         up->ops->shutdown(up);
@@ -329,6 +331,8 @@ static void on_initialized(struct upstream *up, void *ud, json_t *result,
     list_page(up, NULL);
 }
 
+static void connect_timed_out(void *ud);
+
 void up__transport_open(struct upstream *up)
 {
     json_t *params = json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s}}", "protocolVersion",
@@ -349,6 +353,17 @@ static void connect_timed_out(void *ud)
     fail_requests_of(up, "start-up timed out");
     up->ops->shutdown(up);
     set_state(up, UP_FAILED);
+}
+
+void up__transport_reopen(struct upstream *up)
+{
+    if (shutting_down || up->state != UP_FAILED || !up->tp)
+        return;
+    up->started_ms = now_ms();
+    set_state(up, UP_CONNECTING);
+    lp_timer_start(&up->connect_timer, up->cfg->timeout_ms > 0 ? up->cfg->timeout_ms : 30000,
+                   connect_timed_out, up);
+    up__transport_open(up);
 }
 
 /* ---- incoming messages ----------------------------------------------------------------- */
@@ -466,7 +481,9 @@ void up__transport_failed(struct upstream *up, const char *why)
         fail_requests_of(up, why);
         return;
     }
-    if (was_ready)
+    if (up->ops == &up_http_ops) /* it reconnects by itself, and logs its plan */
+        log_warn("upstream", "%s: %s", up->name, why);
+    else if (was_ready)
         log_error("upstream",
                   "%s: connection lost: %s. Its tools now fail with ToolError(kind=\"transport\"); "
                   "automatic reconnect is not implemented yet: restart codemcp to reconnect",
@@ -567,12 +584,6 @@ void up_start_all(struct cfg *cfg)
             continue;
         }
         if (s->type == CFG_REMOTE) {
-            if (!&up_http_ops) {
-                up__set_error(up, "remote servers are not supported by this build");
-                log_warn("upstream", "%s: %s", up->name, up->error);
-                up->state = UP_FAILED;
-                continue;
-            }
             up->ops = &up_http_ops;
         } else {
             up->ops = &up_stdio_ops;

@@ -96,6 +96,10 @@ void up__transport_open(struct upstream *up); /* ready to send initialize */
 void up__transport_message(struct upstream *up, const char *text, size_t len);
 void up__transport_failed(struct upstream *up, const char *why); /* connection lost/failed */
 void up__transport_closed(struct upstream *up);                  /* fully gone after shutdown */
+/* After up__transport_failed, a transport that reconnects by itself (HTTP) calls this when it
+ * is ready to try again: the handshake restarts (CONNECTING, a fresh `timeout` budget) and
+ * up__transport_open follows. No-op unless FAILED. */
+void up__transport_reopen(struct upstream *up);
 void up__set_error(struct upstream *up, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 extern const struct up_transport_ops up_stdio_ops;
