@@ -17,8 +17,11 @@
 #include "util.h"
 #include "workers.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define CTL_PROTOCOL "codemcp-control"
 
@@ -51,7 +54,8 @@ struct ctl_call {
 };
 
 static struct lws_vhost *vhost;
-static char url[64];
+static char url[300];
+static char sock_dir[200], sock_path[220];
 static struct ctl_conn *conns;
 static uint64_t next_conn_id = 1;
 static struct ctl_call *calls;
@@ -424,23 +428,57 @@ static const struct lws_protocols ctl_protocols[] = {
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
 
+/* A private directory (0700) for the control socket: only this user can connect, and the
+ * token still has to match. */
+static int make_socket_dir(void)
+{
+    const char *base = getenv("XDG_RUNTIME_DIR");
+    if (!base || !*base || access(base, W_OK) != 0)
+        base = "/tmp";
+    char rnd[17];
+    if (random_hex(rnd, 8) < 0)
+        return -1;
+    snprintf(sock_dir, sizeof(sock_dir), "%s/codemcp-%d-%s", base, (int)getpid(), rnd);
+    if (mkdir(sock_dir, 0700) < 0) {
+        log_error("control", "cannot create %s: %s", sock_dir, strerror(errno));
+        sock_dir[0] = '\0';
+        return -1;
+    }
+    snprintf(sock_path, sizeof(sock_path), "%s/ctl.sock", sock_dir);
+    return 0;
+}
+
 int ctl_init(void)
 {
     max_frame = (size_t)env_long("CODEMCP_CONTROL_MAX_FRAME", 64L << 20);
+    /* Unix socket by default: cheaper per frame than loopback TCP, reachable from a
+     * sandbox without a network route; CODEMCP_CONTROL_TCP=1 listens on 127.0.0.1. */
+    int tcp = env_bool("CODEMCP_CONTROL_TCP", 0);
     struct lws_context_creation_info vi;
     memset(&vi, 0, sizeof(vi));
-    vi.port = 0; /* the kernel picks a free port */
-    vi.iface = "127.0.0.1";
     vi.protocols = ctl_protocols;
     vi.vhost_name = "codemcp-control";
-    vi.options = LWS_SERVER_OPTION_DISABLE_IPV6;
+    if (tcp) {
+        vi.port = 0; /* the kernel picks a free port */
+        vi.iface = "127.0.0.1";
+        vi.options = LWS_SERVER_OPTION_DISABLE_IPV6;
+    } else {
+        if (make_socket_dir() < 0)
+            return -1;
+        vi.port = 0;
+        vi.iface = sock_path;
+        vi.options = LWS_SERVER_OPTION_UNIX_SOCK;
+    }
     vhost = lws_create_vhost(lp_context(), &vi);
     if (!vhost) {
-        log_error("control", "cannot listen on 127.0.0.1 for the worker control channel");
+        log_error("control", "cannot listen on %s for the worker control channel",
+                  tcp ? "127.0.0.1" : sock_path);
         return -1;
     }
-    int port = lws_get_vhost_listen_port(vhost);
-    snprintf(url, sizeof(url), "ws://127.0.0.1:%d/control", port);
+    if (tcp)
+        snprintf(url, sizeof(url), "ws://127.0.0.1:%d/control", lws_get_vhost_listen_port(vhost));
+    else
+        snprintf(url, sizeof(url), "unix:%s", sock_path);
     log_debug("control", "listening on %s", url);
     return 0;
 }
@@ -452,6 +490,11 @@ const char *ctl_url(void)
 
 void ctl_free_all(void)
 {
+    if (sock_path[0])
+        unlink(sock_path);
+    if (sock_dir[0])
+        rmdir(sock_dir);
+    sock_path[0] = sock_dir[0] = '\0';
     while (calls) {
         struct ctl_call *c = calls;
         calls = c->next;

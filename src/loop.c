@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -414,6 +415,35 @@ int lp_io_write(struct lp_io *io, const void *data, size_t len)
             return 0;
     }
     buf_append(&io->out, data, len);
+    lws_callback_on_writable(io->wsi);
+    return 0;
+}
+
+int lp_io_write_line(struct lp_io *io, const char *data, size_t len)
+{
+    if (!io || io->closing || io->closed)
+        return -1;
+    if (io->out.len) {
+        buf_append(&io->out, data, len);
+        buf_append(&io->out, "\n", 1);
+        lws_callback_on_writable(io->wsi);
+        return 0;
+    }
+    struct iovec iov[2] = {{(void *)data, len}, {"\n", 1}};
+    ssize_t n = writev(io->fd, iov, 2);
+    if (n < 0) {
+        if (errno != EAGAIN && errno != EINTR)
+            log_debug("loop", "write fd %d: %s", io->fd, strerror(errno));
+        n = 0;
+    }
+    if ((size_t)n == len + 1)
+        return 0;
+    if ((size_t)n < len) {
+        buf_append(&io->out, data + n, len - (size_t)n);
+        buf_append(&io->out, "\n", 1);
+    } else {
+        buf_append(&io->out, "\n", 1);
+    }
     lws_callback_on_writable(io->wsi);
     return 0;
 }

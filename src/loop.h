@@ -38,6 +38,9 @@ void lp_destroy(void);
 struct lp_io *lp_io_watch(int fd, int readable, const struct lp_io_ops *ops, void *ud);
 /* Queues bytes for writing (copied). Never blocks. -1 if the io is closing. */
 int lp_io_write(struct lp_io *io, const void *data, size_t len);
+/* Queues a line: data then "\n", in one write when the pipe has room (a reader woken
+ * once, not twice). */
+int lp_io_write_line(struct lp_io *io, const char *data, size_t len);
 /* Bytes queued and not yet written. */
 size_t lp_io_pending(struct lp_io *io);
 /* Closes after flushing what is queued (on_close still fires). */

@@ -23,8 +23,7 @@ static void send_line(void *tud, const char *text, size_t len, json_t *related)
     (void)related;
     if (!out_io)
         return;
-    lp_io_write(out_io, text, len);
-    lp_io_write(out_io, "\n", 1);
+    lp_io_write_line(out_io, text, len);
 }
 
 static void on_line(void *ud, const char *line, size_t len)

@@ -172,7 +172,7 @@ static int stdio_send(struct upstream *up, const char *text, size_t len)
     if (!tp || !tp->in || tp->exited)
         return -1;
     log_trace("upstream", "%s <- %.*s", up->name, (int)(len > 500 ? 500 : len), text);
-    if (lp_io_write(tp->in, text, len) < 0 || lp_io_write(tp->in, "\n", 1) < 0)
+    if (lp_io_write_line(tp->in, text, len) < 0)
         return -1;
     return 0;
 }
