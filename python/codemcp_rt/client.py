@@ -12,50 +12,176 @@ Reply handling:
     parsed as JSON when possible, else that text; else the raw result (images, etc.).
     ``isError: true`` results are values, not exceptions; dry-run stubs are normal results.
   * ``_meta.codemcp.mutation`` in a result marks a write: recorded in the run's mutations.
+
+This is the hot path of every SDK call (budget: a few tens of µs of CPU), hence: the
+arguments go straight to the C JSON encoder when they are plain JSON data (the
+to_jsonable/resolve walks run only when that fails), the frame is a string template
+around them, each reply is parsed once, the trace entry is built only when a report
+needs it, and no lock is taken (list/dict updates are atomic under the GIL).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import threading
+import json.encoder
+import json.scanner
 import time
 from typing import Any
 
-from codemcp_rt import runstate
+from codemcp_rt import runstate, sdk, transport
 from codemcp_rt.errors import KINDS, ToolError
 from codemcp_rt.pending import Pending, resolve
-from codemcp_rt.transport import get_transport
 
-_ids = itertools.count(1)
-_ids_lock = threading.Lock()
+_ids = itertools.count(1)  # next() on a C iterator is atomic under the GIL
 _GRACE_S = 10.0  # extra wait beyond a call's timeout_ms before giving up locally
 _PROTOCOL_CODES = (-32700, -32600, -32601, -32603)
+_FRAME = ('{"jsonrpc":"2.0","id":"%s","method":"call_tool","params":{"run_id":%s,%s,'
+          '"args":%s,"timeout_ms":%s}}')
+# A text block is tried as JSON only when it starts like a JSON value (json.loads also
+# takes NaN/Infinity); a failed parse costs an exception, and most text is prose.
+_JSON_START = frozenset('{["-0123456789tfnNI')
+_SPACE = frozenset(" \t\r\n")
 
 
-def _next_id() -> str:
-    with _ids_lock:
-        return "c%d" % next(_ids)
+_MAX_DEPTH = 100  # jsonsafe.MAX_DEPTH: deeper containers take the converting path
+_BIG_INT = 1 << 13000  # jsonsafe._HUGE_INT_BITS: larger ints take the converting path
 
 
-def _sdk_says_mutation(server: str, tool: str) -> bool:
-    try:
-        from codemcp_rt import sdk
+class _NotPlain(TypeError):
+    """Raised by the fast encoder for a value that needs jsonsafe's conversions."""
 
-        return sdk.is_mutation(server, tool)
-    except Exception:
+
+def _plain(items: Any, depth: int) -> bool:
+    """True when every item is JSON data the C encoder writes exactly as jsonsafe would:
+    str/int/float/bool/None, dicts with str keys and lists of those, Pendings, nested
+    less than _MAX_DEPTH (so no cycles). NaN/Infinity pass here; the encoder refuses them.
+    Tuples do not pass (a namedtuple becomes a dict in jsonsafe, a list in json)."""
+    for v in items:
+        t = type(v)
+        if t is str or t is float or t is bool or v is None:
+            continue
+        if t is int:
+            if -_BIG_INT < v < _BIG_INT:
+                continue
+            return False
+        if depth < _MAX_DEPTH:
+            if t is dict:
+                for k in v:
+                    if type(k) is not str:
+                        return False
+                if _plain(v.values(), depth + 1):
+                    continue
+            elif t is list:
+                if _plain(v, depth + 1):
+                    continue
+            elif t is Pending:
+                continue  # _plain_default resolves and checks it
         return False
+    return True
+
+
+def _plain_default(value: Any) -> Any:
+    if type(value) is Pending:
+        inner = value.result()  # a failed call raises ToolError, like resolve() would
+        if _plain((inner,), 1):
+            return inner
+    raise _NotPlain()
+
+
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+if _c_make_encoder is not None:
+    # No circular-reference markers: _plain() has bounded the depth, so there is no
+    # state in the encoder object and one serves every call.
+    _c_encode = _c_make_encoder(None, _plain_default, json.encoder.c_encode_basestring, None, ":", ",",
+                                False, False, False)
+else:
+    _c_encode = None
+_py_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"),
+                               default=_plain_default)
+
+
+def _encode_plain(args: dict[str, Any]) -> str | None:
+    """Compact JSON of ``args`` when it is plain JSON data (see _plain), else None (the
+    caller then converts with jsonsafe: NaN, sets, datetimes, namedtuples, cycles...)."""
+    for k in args:
+        if type(k) is not str:
+            return None
+    if not _plain(args.values(), 1):
+        return None
+    try:
+        if _c_encode is not None:
+            return "".join(_c_encode(args, 0))
+        return _py_encoder.encode(args)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+_decoder = json.JSONDecoder()
+_scan = _decoder.scan_once
+
+
+def _parse(text: str) -> Any:
+    """json.loads for the gateway's compact replies, without the whitespace regexes;
+    anything unusual goes through json.loads. Raises ValueError/TypeError."""
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration:
+        return json.loads(text)
+    if end != len(text) and text[end:].strip():
+        return json.loads(text)  # raises "Extra data"
+    return value
+
+
+def _transport() -> Any:
+    # transport.get_transport() takes a lock on every call; once a transport is set,
+    # reading the module global is enough (rebinding it is atomic).
+    t = transport._transport
+    return t if t is not None else transport.get_transport()
+
+
+# Per SDK snapshot: (server, tool) -> (frame fragment, label, is a write per the SDK).
+_tools: dict[tuple[Any, Any], tuple[str, str, bool]] = {}
+_tools_snap: Any = None
+
+
+def _tool_info(server: Any, tool: Any) -> tuple[str, str, bool]:
+    global _tools_snap
+    snap = sdk.current()
+    if snap is not _tools_snap:
+        _tools.clear()
+        _tools_snap = snap
+    info = _tools.get((server, tool))
+    if info is None:
+        fragment = '"server":%s,"tool":%s' % (json.dumps(server, ensure_ascii=False),
+                                               json.dumps(tool, ensure_ascii=False))
+        try:
+            mutation = sdk.is_mutation(server, tool)
+        except Exception:
+            mutation = False
+        info = (fragment, "%s/%s" % (server, tool), mutation)
+        try:
+            _tools[(server, tool)] = info
+        except TypeError:  # unhashable names: the request fails below anyway
+            pass
+    return info
 
 
 class _Call:
-    """One call_tool request: its id, its trace entry, and how to read its reply."""
+    """One call_tool request: its id, what the trace says about it, how to read its reply.
 
-    def __init__(self, call_id: str, server: str, tool: str, args: Any, timeout_ms: int | None,
-                 state: runstate.RunState | None) -> None:
+    Also the run's trace record (runstate.RunState.made): trace_entry() builds the dict."""
+
+    __slots__ = ("id", "server", "tool", "args", "args_json", "timeout_ms", "state", "started", "early",
+                 "finished", "value", "exc", "ok", "elapsed_ms", "kind", "mutation")
+
+    def __init__(self, call_id: str, server: str, tool: str, args: Any, args_json: str | None,
+                 timeout_ms: int | None, state: runstate.RunState | None, mutation: bool) -> None:
         self.id = call_id
         self.server = server
         self.tool = tool
-        self.args = args
+        self.args = args  # the plain arguments, or None: parse args_json when needed
+        self.args_json = args_json
         self.timeout_ms = timeout_ms
         self.state = state
         self.started = time.monotonic()
@@ -63,28 +189,37 @@ class _Call:
         self.finished = False
         self.value: Any = None  # the outcome, kept so a later wait() repeats it
         self.exc: ToolError | None = None
-        self.entry: dict[str, Any] = {
-            "server": server,
-            "tool": tool,
-            "ok": None,
-            "elapsed_ms": None,
-            "mutation": _sdk_says_mutation(server, tool),
-        }
+        self.ok: bool | None = None
+        self.elapsed_ms: int | None = None
+        self.kind: str | None = None
+        self.mutation = mutation
 
-    @property
-    def label(self) -> str:
-        return "%s/%s" % (self.server, self.tool)
+    def trace_entry(self) -> dict[str, Any]:
+        """{server, tool, ok, elapsed_ms, mutation, kind?} as the envelope reports it."""
+        entry: dict[str, Any] = {"server": self.server, "tool": self.tool, "ok": self.ok,
+                                 "elapsed_ms": self.elapsed_ms, "mutation": self.mutation}
+        if self.kind is not None:
+            entry["kind"] = self.kind
+        return entry
+
+    def plain_args(self) -> Any:
+        if self.args is None and self.args_json is not None:
+            try:
+                self.args = json.loads(self.args_json)
+            except ValueError:
+                self.args = {}
+        return self.args
 
     def error(self, kind: str, message: str, elapsed_ms: int | None = None) -> ToolError:
         if elapsed_ms is None:
             elapsed_ms = int((time.monotonic() - self.started) * 1000)
-        return ToolError(kind, message, self.server, self.tool, self.args, elapsed_ms)
+        return ToolError(kind, message, self.server, self.tool, self.plain_args(), elapsed_ms)
 
     def poll(self) -> bool:
         """True when the reply has arrived (keeps it for wait())."""
         if self.early is not None or self.finished:
             return True
-        raw = get_transport().take_reply(self.id)
+        raw = _transport().take_reply(self.id)
         if raw is not None:
             self.early = raw
             return True
@@ -102,13 +237,20 @@ class _Call:
         if raw is None:
             timeout = None if self.timeout_ms is None else self.timeout_ms / 1000.0 + _GRACE_S
             try:
-                raw = get_transport().wait_reply(self.id, timeout)
+                raw = _transport().wait_reply(self.id, timeout)
             except ConnectionError as exc:
                 self._record_error(self.error("transport", "control connection lost: %s" % exc))
             if raw is None:
-                get_transport().forget(self.id)
+                _transport().forget(self.id)
                 self._record_error(self.error("timeout", "no reply from the gateway in time"))
         return self._finish(raw)
+
+    def take(self) -> Any:
+        """wait() for the Pending, which keeps the value itself: this call forgets it, so
+        the run's trace does not hold every result until the run ends."""
+        value = self.wait()
+        self.value = None
+        return value
 
     def abandon(self) -> None:
         """The run is over and nobody will read this call: record what is known, drop it."""
@@ -117,16 +259,16 @@ class _Call:
         raw = self.early
         try:
             if raw is None:
-                raw = get_transport().take_reply(self.id)
+                raw = _transport().take_reply(self.id)
             if raw is not None:
                 self._finish(raw)
                 return
-            get_transport().forget(self.id)
+            _transport().forget(self.id)
         except ToolError:
             return
         except Exception:  # connection gone: nothing more to learn about this call
             pass
-        self.entry.update(ok=False, kind="unfinished")
+        self.ok, self.kind = False, "unfinished"
         self.exc = self.error("transport", "the run that made this call ended before its reply was read")
         self._close()
 
@@ -134,24 +276,20 @@ class _Call:
 
     def _close(self) -> None:
         self.finished = True
-        if self.entry["elapsed_ms"] is None:
-            self.entry["elapsed_ms"] = int((time.monotonic() - self.started) * 1000)
-        state = self.state
-        if state is not None:
-            with state.lock:
-                state.open_calls.pop(self.id, None)
+        self.early = None
+        if self.elapsed_ms is None:
+            self.elapsed_ms = int((time.monotonic() - self.started) * 1000)
 
     def _record_mutation(self, ok: bool, dry_run: bool = False) -> None:
-        self.entry["mutation"] = True
+        self.mutation = True
         if self.state is not None:
             item: dict[str, Any] = {"server": self.server, "tool": self.tool, "ok": ok}
             if dry_run:
                 item["dry_run"] = True
-            with self.state.lock:
-                self.state.mutations.append(item)
+            self.state.mutations.append(item)
 
     def _record_error(self, exc: ToolError, write_attempted: bool = False) -> None:
-        self.entry.update(ok=False, kind=exc.kind, elapsed_ms=exc.elapsed_ms)
+        self.ok, self.kind, self.elapsed_ms = False, exc.kind, exc.elapsed_ms
         self.exc = exc
         if write_attempted:
             self._record_mutation(False)
@@ -160,26 +298,31 @@ class _Call:
 
     def _finish(self, raw: str) -> Any:
         try:
-            msg = json.loads(raw)
-        except (ValueError, TypeError):
+            msg = _parse(raw)
+        except (ValueError, TypeError, RecursionError):
             msg = None
-        if not isinstance(msg, dict):
+        if type(msg) is not dict:
             self._record_error(self.error("transport", "malformed reply from the gateway"))
         if msg.get("error") is not None:
             self._fail(msg["error"])
         result = msg.get("result")
-        self.entry.update(ok=True, elapsed_ms=int((time.monotonic() - self.started) * 1000))
-        if isinstance(result, dict):
+        self.ok = True
+        self.elapsed_ms = int((time.monotonic() - self.started) * 1000)
+        if type(result) is dict:
             meta = result.get("_meta")
-            info = meta.get("codemcp") if isinstance(meta, dict) else None
-            if isinstance(info, dict) and "mutation" in info:
-                if info.get("mutation"):
-                    self._record_mutation(not result.get("isError"), bool(info.get("dry_run")))
-                else:
-                    self.entry["mutation"] = False
+            if meta is not None:
+                self._note_meta(result, meta)
         self.value = unwrap(result)
         self._close()
         return self.value
+
+    def _note_meta(self, result: dict[str, Any], meta: Any) -> None:
+        info = meta.get("codemcp") if isinstance(meta, dict) else None
+        if isinstance(info, dict) and "mutation" in info:
+            if info.get("mutation"):
+                self._record_mutation(not result.get("isError"), bool(info.get("dry_run")))
+            else:
+                self.mutation = False
 
     def _fail(self, err: Any) -> None:
         if not isinstance(err, dict):
@@ -194,8 +337,20 @@ class _Call:
         message = err.get("message") or "tool call failed"
         exc = self.error(kind, str(message), elapsed)
         attempted = bool(data.get("mutation")) if "mutation" in data else (
-            self.entry["mutation"] and kind in ("upstream_error", "timeout", "transport"))
+            self.mutation and kind in ("upstream_error", "timeout", "transport"))
         self._record_error(exc, attempted)
+
+
+def _text_value(text: str) -> Any:
+    """A text result: its JSON value when it is JSON, else the text itself."""
+    first = text[:1]
+    if first not in _JSON_START:
+        if first not in _SPACE or text.lstrip()[:1] not in _JSON_START:
+            return text
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
 
 
 def unwrap(result: Any) -> Any:
@@ -213,11 +368,7 @@ def unwrap(result: Any) -> Any:
             if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
         ]
         if texts:
-            text = "\n".join(texts)
-            try:
-                return json.loads(text)
-            except ValueError:
-                return text
+            return _text_value(texts[0] if len(texts) == 1 else "\n".join(texts))
     return result
 
 
@@ -228,50 +379,51 @@ def call(server: str, tool: str, args: dict[str, Any] | None = None, timeout_ms:
     Never blocks and never raises for a failed call: errors surface when the value is
     used (ToolError), or in gather().
     """
-    from codemcp_rt.jsonsafe import to_jsonable
-
-    state = runstate.current()
-    call_id = _next_id()
+    state = runstate._current
+    call_id = "c%d" % next(_ids)
     if timeout_ms is not None:
         timeout_ms = int(timeout_ms)
-    plain_args = to_jsonable(resolve(dict(args) if args else {}))
-    c = _Call(call_id, server, tool, plain_args, timeout_ms, state)
+    fragment, label, mutation = _tool_info(server, tool)
+    plain_args: Any = None
+    args_json: str | None = None
+    if type(args) is dict:
+        args_json = _encode_plain(args)
+    elif args is None:
+        args_json = "{}"
+    if args_json is None:  # sets, NaN, datetimes, cycles...: jsonsafe's conversions
+        from codemcp_rt.jsonsafe import to_jsonable
+
+        plain_args = to_jsonable(resolve(dict(args) if args else {}))
+    c = _Call(call_id, server, tool, plain_args, args_json, timeout_ms, state, mutation)
     if state is not None:
-        with state.lock:
-            state.calls += 1
-            state.trace.append(c.entry)
-            state.open_calls[call_id] = c
-    request = {
-        "jsonrpc": "2.0",
-        "id": call_id,
-        "method": "call_tool",
-        "params": {
-            "run_id": state.run_id if state is not None else None,
-            "server": server,
-            "tool": tool,
-            "args": plain_args,
-            "timeout_ms": timeout_ms,
-        },
-    }
+        state.made.append(c)
     try:
-        get_transport().send(json.dumps(request, ensure_ascii=False, allow_nan=False))
+        if args_json is None:
+            args_json = json.dumps(plain_args, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        frame = _FRAME % (call_id, state.run_id_json if state is not None else "null", fragment, args_json,
+                          "null" if timeout_ms is None else timeout_ms)
+        _transport().send(frame)
     except Exception as exc:  # connection gone, no transport: fail on first use
         try:
             c._record_error(c.error("transport", "could not send the request: %s" % exc, 0))
         except ToolError:
             pass
-    return Pending(c.wait, c.poll, c.label)
+    return Pending(c.take, c.poll, label)
 
 
 def settle_open_calls(state: runstate.RunState, wait: bool) -> None:
     """At the end of a run: wait for (``wait``) or abandon every call nobody read, so the
     trace and the mutations are complete and no stale reply is kept. Never raises a
     ToolError; RunInterrupted passes through."""
+    done = 0
     while True:
-        with state.lock:
-            pending = list(state.open_calls.values())
+        made = state.made
+        upto = len(made)
+        pending = [c for c in made[done:upto] if not c.finished]
         if not pending:
-            return
+            if upto == len(made):
+                return
+        done = upto  # calls made before this pass are settled by it (or raised)
         for c in pending:
             if wait:
                 try:
@@ -280,8 +432,6 @@ def settle_open_calls(state: runstate.RunState, wait: bool) -> None:
                     pass
             else:
                 c.abandon()
-            with state.lock:
-                state.open_calls.pop(c.id, None)
 
 
 __all__ = ["call", "unwrap", "settle_open_calls"]

@@ -55,11 +55,15 @@ class BadRequest(ValueError):
 
 
 class _Compiled:
-    def __init__(self, code: str) -> None:
-        tree = ast.parse(code, FILENAME, "exec")
+    """The code objects of one program: ``body`` (exec) and ``last`` (the final
+    expression, eval), compiled from ``tree`` without modifying it."""
+
+    def __init__(self, code: str, tree: ast.Module) -> None:
+        body = tree.body
         last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
+        if body and isinstance(body[-1], ast.Expr):
+            last = ast.Expression(body[-1].value)
+            tree = ast.Module(body=body[:-1], type_ignores=tree.type_ignores)
         self.body = compile(tree, FILENAME, "exec")
         self.last = compile(last, FILENAME, "eval") if last is not None else None
         lines = code.splitlines()
@@ -72,6 +76,35 @@ class _Compiled:
         for const in co.co_consts:
             if isinstance(const, types.CodeType):
                 self._register(const, lines)
+
+
+# Programs are often sent again (retries, the same loop over new data): the compiled code
+# and the validator's verdict are kept for the last few, in LRU order. Code objects are
+# immutable, so one serves every run; the verdict also depends on the SDK snapshot, the
+# shapes table, the run's mutation settings and the names the session already has.
+CACHE_SIZE = 64
+_compiled: "collections.OrderedDict[str, _Compiled]" = collections.OrderedDict()
+_verdicts: "collections.OrderedDict[tuple[Any, ...], tuple[str | None]]" = collections.OrderedDict()
+_verdicts_for: tuple[Any, Any] = (None, None)  # the (SDK snapshot, shapes table) they hold for
+
+
+def _remember(cache: "collections.OrderedDict[Any, Any]", key: Any, value: Any) -> None:
+    cache[key] = value
+    if len(cache) > CACHE_SIZE:
+        cache.popitem(last=False)
+
+
+def _compile(code: str) -> tuple[_Compiled, ast.Module | None]:
+    """The compiled program (from the cache when it is there) and, when it had to be
+    parsed now, its AST for the validator. Raises SyntaxError & co."""
+    hit = _compiled.get(code)
+    if hit is not None:
+        _compiled.move_to_end(code)
+        return hit, None
+    tree = ast.parse(code, FILENAME, "exec")
+    compiled = _Compiled(code, tree)
+    _remember(_compiled, code, compiled)
+    return compiled, tree
 
 
 def _syntax_message(exc: BaseException) -> str:
@@ -89,6 +122,19 @@ def _syntax_message(exc: BaseException) -> str:
     return text
 
 
+_fresh_for: tuple[Any, dict[str, Any]] = (None, {})
+
+
+def _fresh(snap: sdk.Sdk) -> dict[str, Any]:
+    """The names every run of ``snap`` injects (one dict per snapshot, never modified)."""
+    global _fresh_for
+    if _fresh_for[0] is not snap:
+        fresh: dict[str, Any] = dict(snap.functions)
+        fresh.update(Pending=Pending, ToolError=ToolError, gather=gather, settle=settle, resolve=resolve)
+        _fresh_for = (snap, fresh)
+    return _fresh_for[1]
+
+
 def _namespace(session: str, reset: bool, snap: sdk.Sdk) -> dict[str, Any]:
     ns = _sessions.get(session)
     if ns is None or reset:
@@ -99,13 +145,13 @@ def _namespace(session: str, reset: bool, snap: sdk.Sdk) -> dict[str, Any]:
             old, _ = _sessions.popitem(last=False)
             _injected.pop(old, None)
     _sessions.move_to_end(session)
-    for name, obj in _injected.get(session, {}).items():
-        if ns.get(name) is obj:
-            del ns[name]
-    fresh: dict[str, Any] = dict(snap.functions)
-    fresh.update(Pending=Pending, ToolError=ToolError, gather=gather, settle=settle, resolve=resolve)
-    ns.update(fresh)
-    _injected[session] = fresh
+    fresh = _fresh(snap)
+    if _injected.get(session) is not fresh:  # a new SDK since this session's last run
+        for name, obj in _injected.get(session, {}).items():
+            if ns.get(name) is obj:
+                del ns[name]
+        _injected[session] = fresh
+    ns.update(fresh)  # also puts back any injected name the last run rebound
     ns.pop("result", None)
     return ns
 
@@ -116,33 +162,52 @@ def drop_session(session: str) -> None:
     _injected.pop(session, None)
 
 
-def _validate(code: str, snap: sdk.Sdk, params: dict[str, Any], session: str) -> str | None:
+_validator: Any = None
+
+
+def _validate(code: str, snap: sdk.Sdk, params: dict[str, Any], session: str,
+              tree: ast.Module | None) -> str | None:
     """Run the pre-flight validator (codemcp_rt.validator) when it is there; return its
     report, or None when the code may run. A missing or crashing validator never
-    blocks a run: the gateway enforces everything anyway."""
+    blocks a run: the gateway enforces everything anyway. ``tree`` is ``code``'s AST
+    when the caller has it (unmodified)."""
+    global _validator
+    if _validator is None:
+        try:
+            _validator = importlib.import_module("codemcp_rt.validator")
+        except Exception as exc:
+            _log("validator unavailable (%s); running without pre-flight checks" % exc)
+            return None
+    module = _validator
+    bound = frozenset() if params.get("reset") else frozenset(_sessions.get(session, ()))
+    shapes = sdk.shapes() or None
+    enforce = bool(params.get("enforce_mutations"))
+    allow = tuple(params.get("allow_mutations") or ())
+    disabled = tuple(params.get("disabled") or ())
+    dry_run = bool(params.get("dry_run"))
+    global _verdicts_for
+    if _verdicts_for[0] is not snap or _verdicts_for[1] is not shapes:
+        _verdicts.clear()  # verdicts hold for one SDK snapshot and one shapes table
+        _verdicts_for = (snap, shapes)
     try:
-        module = importlib.import_module("codemcp_rt.validator")
-        check, report = module.validate, module.format_report
-    except Exception as exc:
-        _log("validator unavailable (%s); running without pre-flight checks" % exc)
-        return None
-    bound = () if params.get("reset") else tuple(_sessions.get(session, {}).keys())
+        key: Any = (code, enforce, allow, disabled, dry_run, bound)
+        hit = _verdicts.get(key)
+    except TypeError:  # unhashable option values: validate without the cache
+        key, hit = None, None
+    if hit is not None:
+        _verdicts.move_to_end(key)
+        return hit[0]
     try:
-        problems = check(
-            code,
-            snap.functions,
-            snap.meta,
-            shapes=sdk.shapes() or None,
-            enforce_mutations=bool(params.get("enforce_mutations")),
-            allow_mutations=tuple(params.get("allow_mutations") or ()),
-            disabled=tuple(params.get("disabled") or ()),
-            dry_run=bool(params.get("dry_run")),
-            known_names=bound,
-        )
-        return report(problems) if problems else None
+        problems = module.validate(code, snap.functions, snap.meta, shapes=shapes, enforce_mutations=enforce,
+                                   allow_mutations=allow, disabled=disabled, dry_run=dry_run, known_names=bound,
+                                   tree=tree)
+        verdict = module.format_report(problems) if problems else None
     except Exception as exc:
         _log("validator failed (%s: %s); running without pre-flight checks" % (type(exc).__name__, exc))
         return None
+    if key is not None:
+        _remember(_verdicts, key, (verdict,))
+    return verdict
 
 
 def _user_stack(tb: Any) -> traceback.StackSummary:
@@ -252,13 +317,13 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
     install_json_hook()
 
     try:
-        compiled = _Compiled(code)
+        compiled, tree = _compile(code)
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as exc:
         return {"ok": False, "error": _syntax_message(exc), "error_kind": "syntax"}
 
     snap = sdk.current()
     if params.get("validate"):
-        message = _validate(code, snap, params, session)
+        message = _validate(code, snap, params, session, tree)
         if message:
             return {"ok": False, "error": message, "error_kind": "validation"}
 
@@ -294,10 +359,11 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
         envelope["stdout"] = stdout
     if stderr:
         envelope["stderr"] = stderr
-    if not envelope["ok"] and state.trace:
-        envelope["trace"] = [dict(entry) for entry in state.trace]
+    if not envelope["ok"] and state.made:
+        envelope["trace"] = state.trace
     if state.mutations:
         envelope["mutations"] = list(state.mutations)
+    state.release()
     return envelope
 
 

@@ -8,6 +8,7 @@ run_id None and recorded nowhere.
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -18,9 +19,13 @@ class RunState:
     Attributes:
         run_id: the gateway's id of the run ("r17").
         params: the `run` request's params as received.
+        made: one record per call made, in order (client._Call: ``id``, ``finished``
+            and ``trace_entry()``); the dicts below are built from it only when asked.
         trace: one dict per call made: {server, tool, ok, elapsed_ms, mutation, kind?}.
+        calls: how many calls the run made.
         mutations: one dict per write that happened: {server, tool, ok}.
         open_calls: calls whose reply has not been consumed yet, by call id.
+        run_id_json: run_id as JSON text, for the call_tool frames.
         interruptible: True while agent code (or waiting on its calls) is running; the
             SIGUSR1 handler raises RunInterrupted only then.
         early_interrupt: an interrupt reason that arrived before agent code started; it
@@ -32,15 +37,35 @@ class RunState:
     def __init__(self, run_id: str | None, params: dict[str, Any] | None = None) -> None:
         self.run_id = run_id
         self.params = params or {}
+        try:
+            self.run_id_json = json.dumps(run_id, ensure_ascii=False)
+        except (TypeError, ValueError):
+            self.run_id_json = json.dumps(str(run_id), ensure_ascii=False)
         self.lock = threading.Lock()
-        self.trace: list[dict[str, Any]] = []
+        self.made: list[Any] = []  # appended without the lock: atomic under the GIL
         self.mutations: list[dict[str, Any]] = []
-        self.open_calls: dict[str, Any] = {}
-        self.calls = 0
         self.interruptible = False
         self.early_interrupt: str | None = None
         self.finished = False
         self.interrupted = False
+
+    @property
+    def trace(self) -> list[dict[str, Any]]:
+        """A fresh list of fresh dicts (see the class docstring)."""
+        return [c.trace_entry() for c in list(self.made)]
+
+    @property
+    def calls(self) -> int:
+        return len(self.made)
+
+    @property
+    def open_calls(self) -> dict[str, Any]:
+        """A fresh dict of the calls not finished yet, by call id."""
+        return {c.id: c for c in list(self.made) if not c.finished}
+
+    def release(self) -> None:
+        """Drop the call records once the run is reported (they point back at this state)."""
+        self.made = []
 
 
 _current: RunState | None = None

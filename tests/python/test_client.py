@@ -200,5 +200,78 @@ class ClientTest(unittest.TestCase):
         del t
 
 
+class ArgumentEncodingTest(ClientTest):
+    """Plain arguments skip jsonsafe; whatever path they take, the wire carries exactly
+    what to_jsonable(resolve(args)) gives."""
+
+    def sent_args(self, args):
+        t = self.use(lambda p: ("result", text_result(1)))
+        client.call("srv", "get", args).result()
+        return t.calls()[-1]["params"]["args"]
+
+    def test_same_as_jsonsafe(self) -> None:
+        import collections
+        import datetime
+        import math
+
+        from codemcp_rt.jsonsafe import to_jsonable
+
+        Point = collections.namedtuple("Point", "x y")
+        deep: list = []
+        for _ in range(120):
+            deep = [deep]
+        cyclic: list = [1]
+        cyclic.append(cyclic)
+        cases = [
+            {}, {"a": 1, "b": "x", "c": 1.5, "d": True, "e": None, "f": "é\u2028\"\\"},
+            {"l": [1, [2, {"k": "v"}]], "t": (1, 2)}, {"p": Point(1, 2)}, {"n": math.nan, "i": [math.inf]},
+            {"s": {3, 1}}, {"when": datetime.date(2020, 1, 2)}, {"k": {1: "one", None: 2}},
+            {"big": 1 << 13001, "ok": (1 << 12999)}, {"deep": deep}, {"cyc": cyclic}, {"b": b"\xff"},
+        ]
+        for args in cases:
+            with self.subTest(args=repr(args)[:60]):
+                want = json.loads(json.dumps(to_jsonable(args)))
+                self.assertEqual(self.sent_args(args), want)
+
+    def test_pendings_inside_arguments(self) -> None:
+        t = self.use(lambda p: ("result", text_result(p["args"])))
+        first = client.call("srv", "get", {"n": 1})
+        nested = client.call("srv", "get", {"a": first, "l": [first, {"x": first}]})
+        self.assertEqual(nested.result(), {"a": {"n": 1}, "l": [{"n": 1}, {"x": {"n": 1}}]})
+        self.assertEqual(t.calls()[-1]["params"]["args"]["l"][1], {"x": {"n": 1}})
+        odd = client.call("srv", "get", {"v": Pending.of({1, 2})})  # a value jsonsafe converts
+        self.assertEqual(odd.result(), {"v": [1, 2]})
+
+    def test_failed_pending_argument_raises_at_call_time(self) -> None:
+        self.use(lambda p: ("error", {"code": -32000, "message": "boom"}))
+        bad = client.call("srv", "get", {})
+        with self.assertRaises(ToolError):
+            client.call("srv", "get", {"x": bad})
+
+    def test_arguments_are_a_snapshot(self) -> None:
+        self.use(lambda p: ("error", {"code": -32000, "message": "no", "data": {"kind": "denied"}}))
+        args = {"items": [1, 2], "password": "hunter2"}
+        p = client.call("srv", "get", args)
+        args["items"].append(3)
+        with self.assertRaises(ToolError) as ctx:
+            p.result()
+        self.assertEqual(ctx.exception.call_args, {"items": [1, 2], "password": "***"})
+
+    def test_text_results(self) -> None:
+        for text, want in [("The sum of 1 and 2 is 3.", "The sum of 1 and 2 is 3."), ("  [1]", [1]),
+                           ("\n{\"a\": 2}\n", {"a": 2}), ("3 apples", "3 apples"), ("null", None),
+                           ("true", True), ("", ""), ("-", "-"), ("Infinity", float("inf"))]:
+            with self.subTest(text=text):
+                self.assertEqual(client.unwrap({"content": [{"type": "text", "text": text}]}), want)
+
+    def test_records_do_not_keep_values(self) -> None:
+        self.reply_with(text_result({"big": "x" * 1000}))
+        p = client.call("srv", "get")
+        self.assertEqual(p["big"], "x" * 1000)
+        self.assertIsNone(self.state.made[0].value)  # the Pending has it
+        self.assertEqual(p["big"], "x" * 1000)
+        self.assertEqual(self.state.calls, 1)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -330,6 +330,52 @@ class ValidateHookTest(RuntimeTest):
         self.assertEqual(self.t.calls(), [])
         self.assertEqual(self.run_code("srv_get()['tool']", validate=True)["result"], "get")
 
+    def test_cached_verdicts_follow_what_they_depend_on(self) -> None:
+        if importlib.util.find_spec("codemcp_rt.validator") is None:
+            self.skipTest("no validator module")
+        code = "srv_gett(n=1)"
+        for _ in range(2):  # the second time from the cache
+            self.assertEqual(self.run_code(code, validate=True)["error_kind"], "validation")
+        self.run_code("def srv_gett(n): return n + 6")  # the session now has that name
+        self.assertEqual(self.run_code(code, validate=True)["result"], 7)
+        self.assertEqual(self.run_code(code, validate=True, reset=True)["error_kind"], "validation")
+        self.assertTrue(sdk.load_sdk(sdk_source({"srv_gett": ("srv", "gett", False)}), 2)["ok"])
+        self.assertEqual(self.run_code(code + "['tool']", validate=True)["result"], "gett")
+        write = "srv_create(x=1)['tool']"
+        self.assertTrue(sdk.load_sdk(sdk_source(DEFAULT_TOOLS), 3)["ok"])
+        self.assertEqual(self.run_code(write, validate=True)["result"], "create")
+        env = self.run_code(write, validate=True, enforce_mutations=True)
+        self.assertEqual(env["error_kind"], "validation", env)
+        self.assertEqual(self.run_code(write, validate=True, enforce_mutations=True,
+                                       allow_mutations=["srv_create"])["result"], "create")
+
+
+class CompileCacheTest(RuntimeTest):
+    def test_same_code_runs_again_with_fresh_state(self) -> None:
+        code = "n = globals().get('n', 0) + 1\ndef f():\n    return 1 / 0\nn"
+        self.assertEqual([self.run_code(code)["result"] for _ in range(3)], [1, 2, 3])
+        self.assertIs(runner._compiled.get(code), runner._compiled.get(code))
+        env = self.run_code(code + "\nf()")
+        self.assertIn('line 3, in f\n    return 1 / 0', env["error"])
+        self.assertEqual(self.run_code(code, session="other")["result"], 1)
+
+    def test_lru_bound(self) -> None:
+        for i in range(runner.CACHE_SIZE + 10):
+            self.assertEqual(self.run_code("%d" % i)["result"], i)
+        self.assertEqual(len(runner._compiled), runner.CACHE_SIZE)
+        self.assertNotIn("0", runner._compiled)
+        self.assertIn("%d" % (runner.CACHE_SIZE + 9), runner._compiled)
+
+    def test_syntax_errors_are_not_cached(self) -> None:
+        self.assertEqual(self.run_code("1 +")["error_kind"], "syntax")
+        self.assertNotIn("1 +", runner._compiled)
+
+    def test_last_expression_tree_is_not_modified(self) -> None:
+        code = "x = 2\nx * 3"
+        self.assertEqual(self.run_code(code, validate=True)["result"], 6)
+        runner._compiled.clear()
+        self.assertEqual(self.run_code(code, validate=True)["result"], 6)
+
 
 if __name__ == "__main__":
     unittest.main()
