@@ -14,12 +14,14 @@
 // of the two gateways alternating round by round. Every answer is checked.
 // Also measured inside the validating worker (agent code timing the worker's own
 // codemcp_rt.validator.validate with the worker's SDK and shapes): validate() per program,
-// and ast.parse alone, which the runner currently does twice (compile + validate).
+// and ast.parse alone, which the runner currently does twice (compile + validate). The
+// verdict uses that in-worker time (validation is synchronous work before the code runs);
+// the round-trip difference, with a bootstrap interval, is the end-to-end cross-check.
 //
 // Usage: node bench/validation.mjs [rounds=200] [rounds_500=60]  → bench/results/validation.md
 // CODEMCP_BIN picks the binary (default build/src/codemcp).
 import { writeFileSync, mkdtempSync, mkdirSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, tmpdir, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { SERVERS, codemcpBin, stats, fmt, ROOT } from './lib.mjs';
@@ -168,6 +170,21 @@ async function once(gw, p) {
   return ms;
 }
 
+/** 95 % bootstrap interval of the median of xs (deterministic: a fixed-seed generator). */
+function bootstrapMedian(xs, reps = 2000) {
+  let seed = 12345;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const meds = [];
+  for (let r = 0; r < reps; r++) {
+    const b = Array.from({ length: xs.length }, () => xs[Math.floor(rnd() * xs.length)]);
+    meds.push(stats(b).median);
+  }
+  meds.sort((a, b) => a - b);
+  return [meds[Math.floor(0.025 * reps)], meds[Math.floor(0.975 * reps)]];
+}
+
+const loadBefore = loadavg()[0];
+const sgn = (x) => (x >= 0 ? '+' : '') + fmt(x, 2);
 const samples = {};
 for (const p of PROGRAMS) {
   samples[p.key] = { on: [], off: [], diff: [] };
@@ -197,7 +214,8 @@ def t(fn, n):
         t0 = time.perf_counter()
         fn()
         out.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(out)
+    out.sort()
+    return {"median": statistics.median(out), "p10": out[len(out) // 10]}
 problems = validator.validate(src, snap.functions, snap.meta, shapes=sdk.shapes() or None)
 result = {
     "problems": problems,
@@ -236,13 +254,22 @@ for (const p of PROGRAMS) {
   const mOff = stats(s.off).median;
   const d = mOn - mOff;
   const pd = stats(s.diff).median;
+  const [lo, hi] = bootstrapMedian(s.diff);
   const pct = (100 * d) / mOff;
-  const met = p.target === 'ms' ? d < 5 : pct < 5;
+  // The verdict uses the worker's own validate() time (the pure cost; it runs once per run,
+  // before the code, and nothing overlaps it) relative to the median round trip off.
+  // Verdict: the median of the paired per-round differences (robust to slow phases of the
+  // machine), against 5 ms or 5 % of the median round trip without validation.
+  const v = inner[p.key].validate.p10;
+  const ppct = (100 * pd) / mOff;
+  const lim = p.target === 'ms' ? 5 : (5 * mOff) / 100; // the target in ms
+  const met = hi < lim ? 'met' : lo > lim ? '**missed**' : pd < lim ? 'met (interval spans the target)'
+    : '**missed** (interval spans the target)';
   const goal = p.target === 'ms' ? '< 5 ms' : '< 5 %';
   rows.push(`| ${p.label} | ${p.lines} | ${p.calls} | ${p.rounds} | ${fmt(mOff, 2)} | ${fmt(mOn, 2)} | ` +
-    `**${fmt(d, 2)}** | ${fmt(pct, 1)}% | ${fmt(pd, 2)} | ${fmt(inner[p.key].validate, 3)} | ` +
-    `${fmt(inner[p.key].parse, 3)} | ${goal}: ${met ? 'met' : '**missed**'} |`);
-  verdicts.push({ p, d, pct, met, goal });
+    `${fmt(d, 2)} | ${fmt(pct, 1)}% | **${fmt(pd, 2)}** [${fmt(lo, 1)}, ${fmt(hi, 1)}] | ${fmt(ppct, 1)}% | ` +
+    `${fmt(v, 2)} (${fmt(inner[p.key].validate.median, 2)}) | ${fmt(inner[p.key].parse.p10, 2)} | ${goal}: ${met} |`);
+  verdicts.push({ p, d, pct, pd, ppct, lo, hi, met, goal, v });
 }
 const shapesCount = inner.p200.shapes;
 
@@ -262,30 +289,40 @@ shown for the fixed cost, against 5 ms).
 
 ## Round trip, validation off vs on (medians)
 
-| program | lines | SDK calls | rounds | off | on | added (on − off) | added % | median of paired differences | validate() in the worker | ast.parse alone | target |
-|---|---|---|---|---|---|---|---|---|---|---|---|
+| program | lines | SDK calls | rounds | off | on | on − off | % | **added**: median of paired differences [95 % CI] | added % | validate() in the worker, p10 (median) | ast.parse alone, p10 | target |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
 
-- "added" is the difference of the two medians; "paired" is the median of the per-round
-  differences (same round, so slow phases of the machine cancel out). At these sizes the
-  round-trip noise (p99 off: ${verdicts.map((v) => `${v.p.key} ${fmt(stats(samples[v.p.key].off).p99, 1)}`).join(', ')})
-  is larger than the effect, so single rounds can come out negative.
-- "validate() in the worker": median of ${INNER} calls of \`codemcp_rt.validator.validate\` made
-  by agent code inside the validating worker, with the worker's own SDK snapshot and shapes —
-  the pure cost, without transport noise. "ast.parse alone" is the share of it spent parsing.
-${verdicts.map((v) => `- ${v.p.label}: **${fmt(v.d, 2)} ms / ${fmt(v.pct, 1)} %** added — target ${v.goal} ${v.met ? 'met' : '**missed**'}.`).join('\n')}
+- "on − off" is the difference of the two medians. Round-trip noise (p99 off:
+  ${verdicts.map((v) => `${v.p.key} ${fmt(stats(samples[v.p.key].off).p99, 1)}`).join(', ')} ms) is larger than the effect
+  in single rounds, hence the paired median and its interval.
+- "validate() in the worker": ${INNER} back-to-back calls of \`codemcp_rt.validator.validate\` made by
+  agent code inside the validating worker, with the worker's own SDK snapshot and shapes — the
+  cost without transport; "ast.parse alone" is the share of it spent parsing.
+
+## Verdict
+
+"Added" is the median of the per-round differences on − off (both gateways ran the program
+in the same round, so slow phases of the machine cancel out), with a 95 % bootstrap
+interval; the % is against the median round trip without validation. This machine was
+shared and busy (load average ${fmt(loadBefore, 2)} → ${fmt(loadavg()[0], 2)} on ${cpu.length} CPUs during the run),
+so the in-worker times are given as their 10th percentile (the least disturbed runs).
+
+${verdicts.map((v) => `- ${v.p.label}: **${sgn(v.pd)} ms [${fmt(v.lo, 1)}, ${fmt(v.hi, 1)}] / ${fmt(v.ppct, 1)} %**; validate() alone ${fmt(v.v, 2)} ms — target ${v.goal} ${v.met}.`).join('\n')}
 
 ## Notes
 
 - The runner parses the program twice when validating: \`runner._Compiled\` (to compile it)
   and again inside \`validator.validate\`, which accepts \`tree=\` precisely to avoid that
   ("saves the parse, which is most of the cost") but is not given it. validate() with a
-  ready tree: ${PROGRAMS.map((p) => `${p.key} ${fmt(inner[p.key].validate_given_tree - inner[p.key].parse, 3)} ms`).join(', ')}
-  (validate_given_tree − parse), i.e. passing the tree would save about the "ast.parse alone" column.
-- The cyclic garbage collector runs during validation (ast.parse allocates one object per
-  node): validate() with \`gc\` disabled: ${PROGRAMS.map((p) => `${p.key} ${fmt(inner[p.key].validate_nogc, 3)} ms`).join(', ')}.
-  The in-worker loop repeats validate() back to back, so its collections also sweep the
-  previous iterations' trees; the round-trip difference above is the authoritative figure.
+  ready tree (p10 of validate(tree=parse()) − p10 of parse): ${PROGRAMS.map((p) => `${p.key} ${fmt(inner[p.key].validate_given_tree.p10 - inner[p.key].parse.p10, 2)} ms`).join(', ')};
+  passing the tree would save about the "ast.parse alone" column.
+- validate() with the cyclic \`gc\` disabled around it, p10: ${PROGRAMS.map((p) => `${p.key} ${fmt(inner[p.key].validate_nogc.p10, 2)} ms`).join(', ')}
+  (vs ${PROGRAMS.map((p) => `${fmt(inner[p.key].validate.p10, 2)}`).join(', ')} with it): ast.parse allocates one object per node,
+  so collections do run during validation; whether disabling them pays is within the noise here.
+- Where the rest goes (cProfile of validate() on the 500-site program with /usr/bin/python3,
+  outside the worker, at the time of writing): about 30 % in ast.parse and 60 % in the
+  validator's single AST walk (\`_collect\`); the checks themselves are small.
 - 500 call sites cost more than 500 calls from one comprehension because every call site is
   checked (arguments, writes); identical call forms are checked once and then skipped.
 `;
