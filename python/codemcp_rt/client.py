@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import itertools
 import json
-import json.encoder
-import json.scanner
 import time
 from typing import Any
 
-from codemcp_rt import runstate, sdk, transport
+from codemcp_rt import jsonsafe, runstate, sdk, transport
 from codemcp_rt.errors import KINDS, ToolError
 from codemcp_rt.pending import Pending, resolve
 
@@ -44,75 +42,18 @@ _JSON_START = frozenset('{["-0123456789tfnNI')
 _SPACE = frozenset(" \t\r\n")
 
 
-_MAX_DEPTH = 100  # jsonsafe.MAX_DEPTH: deeper containers take the converting path
-_BIG_INT = 1 << 13000  # jsonsafe._HUGE_INT_BITS: larger ints take the converting path
-
-
-class _NotPlain(TypeError):
-    """Raised by the fast encoder for a value that needs jsonsafe's conversions."""
-
-
-def _plain(items: Any, depth: int) -> bool:
-    """True when every item is JSON data the C encoder writes exactly as jsonsafe would:
-    str/int/float/bool/None, dicts with str keys and lists of those, Pendings, nested
-    less than _MAX_DEPTH (so no cycles). NaN/Infinity pass here; the encoder refuses them.
-    Tuples do not pass (a namedtuple becomes a dict in jsonsafe, a list in json)."""
-    for v in items:
-        t = type(v)
-        if t is str or t is float or t is bool or v is None:
-            continue
-        if t is int:
-            if -_BIG_INT < v < _BIG_INT:
-                continue
-            return False
-        if depth < _MAX_DEPTH:
-            if t is dict:
-                for k in v:
-                    if type(k) is not str:
-                        return False
-                if _plain(v.values(), depth + 1):
-                    continue
-            elif t is list:
-                if _plain(v, depth + 1):
-                    continue
-            elif t is Pending:
-                continue  # _plain_default resolves and checks it
-        return False
-    return True
-
-
-def _plain_default(value: Any) -> Any:
-    if type(value) is Pending:
-        inner = value.result()  # a failed call raises ToolError, like resolve() would
-        if _plain((inner,), 1):
-            return inner
-    raise _NotPlain()
-
-
-_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
-if _c_make_encoder is not None:
-    # No circular-reference markers: _plain() has bounded the depth, so there is no
-    # state in the encoder object and one serves every call.
-    _c_encode = _c_make_encoder(None, _plain_default, json.encoder.c_encode_basestring, None, ":", ",",
-                                False, False, False)
-else:
-    _c_encode = None
-_py_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"),
-                               default=_plain_default)
+_encode_with_pendings = jsonsafe.make_encoder(resolve_pendings=True)
+_ARGS_BUDGET = 64 << 20  # larger arguments take jsonsafe's converting path
 
 
 def _encode_plain(args: dict[str, Any]) -> str | None:
-    """Compact JSON of ``args`` when it is plain JSON data (see _plain), else None (the
-    caller then converts with jsonsafe: NaN, sets, datetimes, namedtuples, cycles...)."""
-    for k in args:
-        if type(k) is not str:
-            return None
-    if not _plain(args.values(), 1):
+    """Compact JSON of ``args`` when it is plain JSON data (jsonsafe.plain; Pendings are
+    resolved), else None: the caller then converts with jsonsafe (NaN, sets, datetimes,
+    namedtuples, cycles...), so the wire carries the same either way."""
+    if not jsonsafe.plain(args, _ARGS_BUDGET, pendings=True):
         return None
     try:
-        if _c_encode is not None:
-            return "".join(_c_encode(args, 0))
-        return _py_encoder.encode(args)
+        return _encode_with_pendings(args)
     except (TypeError, ValueError, RecursionError):
         return None
 
@@ -391,15 +332,13 @@ def call(server: str, tool: str, args: dict[str, Any] | None = None, timeout_ms:
     elif args is None:
         args_json = "{}"
     if args_json is None:  # sets, NaN, datetimes, cycles...: jsonsafe's conversions
-        from codemcp_rt.jsonsafe import to_jsonable
-
-        plain_args = to_jsonable(resolve(dict(args) if args else {}))
+        plain_args = jsonsafe.to_jsonable(resolve(dict(args) if args else {}))
     c = _Call(call_id, server, tool, plain_args, args_json, timeout_ms, state, mutation)
     if state is not None:
         state.made.append(c)
     try:
         if args_json is None:
-            args_json = json.dumps(plain_args, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+            args_json = jsonsafe.dumps(plain_args)
         frame = _FRAME % (call_id, state.run_id_json if state is not None else "null", fragment, args_json,
                           "null" if timeout_ms is None else timeout_ms)
         _transport().send(frame)

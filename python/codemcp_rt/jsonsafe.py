@@ -17,6 +17,9 @@ dumps_capped(value, limit) returns JSON text of at most about ``limit`` bytes: a
 whose JSON is larger is replaced by {"_truncated": true, "bytes", "limit", "preview",
 "hint"} ("bytes" is exact up to 4 x limit; past that the walk stops and the stand-in
 says "bytes_at_least": true).
+
+Fast path: a value that is already plain JSON data (see plain()) is not copied; the C
+encoder writes it directly, with the same result as the conversion.
 """
 
 from __future__ import annotations
@@ -30,8 +33,11 @@ import decimal
 import enum
 import fractions
 import json
+import json.encoder
 import math
-from typing import Any
+from typing import Any, Callable
+
+from codemcp_rt.pending import Pending
 
 MAX_DEPTH = 100
 _MAX_REPR = 1000
@@ -39,7 +45,90 @@ _MAX_PREVIEW = 4096
 _WALK_FACTOR = 4
 _WALK_SLACK = 65536
 _HUGE_INT_BITS = 13000  # str(int) refuses > 4300 digits (~14284 bits) in 3.11
+_BIG_INT = 1 << _HUGE_INT_BITS
 HINT = "Return less data: filter or aggregate in Python before returning."
+
+
+def plain(value: Any, budget: int, pendings: bool = False) -> bool:
+    """True when ``value`` is JSON data that the C encoder writes exactly as the
+    conversion below would: str/int/float/bool/None, dicts with str keys and lists of
+    those, nested less than MAX_DEPTH deep (so no cycles), whose JSON is at most about
+    ``budget`` bytes by the converter's own lower-bound count. NaN and Infinity pass
+    here (an encoder made with allow_nan=False refuses them). Tuples do not pass (a
+    namedtuple is a dict here, a list to json). ``pendings``: a Pending counts as plain
+    too (an encoder from make_encoder(resolve_pendings=True) checks its value)."""
+    return _walk((value,), 0, budget, pendings) >= 0
+
+
+def _walk(items: Any, depth: int, room: int, pendings: bool) -> int:
+    """``room`` left after ``items`` (the _Converter._spend count), or -1."""
+    for v in items:
+        t = type(v)
+        if t is str:
+            room -= len(v) + 2
+        elif t is int:
+            if not -_BIG_INT < v < _BIG_INT:
+                return -1
+            room -= 1
+        elif t is float:
+            room -= 1
+        elif t is bool or v is None:
+            room -= 4
+        elif depth >= MAX_DEPTH:
+            return -1
+        elif t is dict:
+            room -= 2
+            for k in v:
+                if type(k) is not str:
+                    return -1
+                room -= len(k) + 4
+            room = _walk(v.values(), depth + 1, room, pendings)
+        elif t is list:
+            room = _walk(v, depth + 1, room - 2 - len(v), pendings)
+        elif t is Pending and pendings:
+            pass
+        else:
+            return -1
+        if room < 0:
+            return -1
+    return room
+
+
+class _NotPlain(TypeError):
+    pass
+
+
+def _refuse(value: Any) -> Any:
+    raise _NotPlain("Object of type %s is not JSON serializable" % type(value).__name__)
+
+
+def _resolve_plain(value: Any) -> Any:
+    if type(value) is Pending:
+        inner = value.result()  # a failed call raises ToolError
+        if plain(inner, 1 << 62):
+            return inner
+    raise _NotPlain("Object of type %s is not plain JSON data" % type(value).__name__)
+
+
+def make_encoder(resolve_pendings: bool = False) -> Callable[[Any], str]:
+    """A compact, strict (no NaN) JSON encoder for data without cycles (plain(), the
+    converter's output, envelopes). Raises TypeError/ValueError for anything else;
+    ``resolve_pendings``: a Pending is written as its value when that is plain."""
+    default = _resolve_plain if resolve_pendings else _refuse
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"),
+                                check_circular=False, default=default).encode
+    # No circular-reference markers, so the encoder object has no state: one serves all.
+    encoder = make(None, default, json.encoder.c_encode_basestring, None, ":", ",", False, False, False)
+
+    def encode(value: Any) -> str:
+        return "".join(encoder(value, 0))
+
+    return encode
+
+
+_encode = make_encoder()
 
 
 class _Converter:
@@ -70,7 +159,6 @@ class _Converter:
 
     def _convert(self, value: Any, depth: int) -> Any:
         from codemcp_rt.errors import ToolError
-        from codemcp_rt.pending import Pending
 
         t = type(value)
         if value is None or t is bool:
@@ -174,8 +262,6 @@ class _Converter:
         return out
 
     def _key(self, key: Any) -> str:
-        from codemcp_rt.pending import Pending
-
         if type(key) is Pending:
             key = key.result()
         if isinstance(key, str):
@@ -232,8 +318,13 @@ def to_jsonable(value: Any, max_depth: int = MAX_DEPTH) -> Any:
     return _Converter(max_depth, None).convert(value, 0)
 
 
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+def dumps(obj: Any) -> str:
+    """Compact, strict JSON (no NaN) of JSON-ready data, e.g. what to_jsonable or cap
+    return; raises TypeError/ValueError like json.dumps for anything else."""
+    try:
+        return _encode(obj)
+    except (TypeError, ValueError, RecursionError):  # not plain data: the general (slower) way
+        return json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def truncated(size: int, limit: int, text: str, at_least: bool = False) -> dict[str, Any]:
@@ -246,29 +337,48 @@ def truncated(size: int, limit: int, text: str, at_least: bool = False) -> dict[
     return out
 
 
-def cap(value: Any, limit: int | None) -> Any:
-    """``value`` as JSON-ready data, or the truncation stand-in when its JSON is larger
-    than ``limit`` bytes (None or <= 0: no limit). Never raises."""
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def cap_json(value: Any, limit: int | None) -> tuple[Any, str]:
+    """cap(value, limit) and its JSON text. Never raises."""
     try:
         budget = limit if limit and limit > 0 else None
         # Walk up to a few times the limit so "bytes" is exact for the usual overshoot;
         # beyond that stop early and report a lower bound.
-        conv = _Converter(MAX_DEPTH, None if budget is None else budget * _WALK_FACTOR + _WALK_SLACK)
-        obj = conv.convert(value, 0)
-        text = _dumps(obj)
-        if conv.tripped:
-            return truncated(max(conv.used, len(text.encode("utf-8"))), budget or 0, text, at_least=True)
-        size = len(text.encode("utf-8"))
-        if budget is not None and size > budget:
-            return truncated(size, budget, text)
-        return obj
+        walk = None if budget is None else budget * _WALK_FACTOR + _WALK_SLACK
+        obj = text = None
+        if plain(value, (1 << 62) if walk is None else walk):
+            try:
+                obj, text = value, _encode(value)
+            except ValueError:  # NaN or Infinity: the converter makes them null
+                pass
+        if text is None:
+            conv = _Converter(MAX_DEPTH, walk)
+            obj = conv.convert(value, 0)
+            text = dumps(obj)
+            if conv.tripped:
+                obj = truncated(max(conv.used, _utf8_len(text)), budget or 0, text, at_least=True)
+                return obj, dumps(obj)
+        if budget is not None:
+            size = _utf8_len(text)
+            if size > budget:
+                obj = truncated(size, budget, text)
+                return obj, dumps(obj)
+        return obj, text
     except Exception as exc:  # last resort: the result is lost, the envelope stays valid
-        return {"_unserializable": "%s: %s" % (type(exc).__name__, exc)}
+        obj = {"_unserializable": "%s: %s" % (type(exc).__name__, exc)}
+        return obj, json.dumps(obj, ensure_ascii=False)
+
+
+def cap(value: Any, limit: int | None) -> Any:
+    """``value`` as JSON-ready data, or the truncation stand-in when its JSON is larger
+    than ``limit`` bytes (None or <= 0: no limit). Never raises. A plain value (see
+    plain()) is returned as it is, not copied."""
+    return cap_json(value, limit)[0]
 
 
 def dumps_capped(value: Any, limit: int | None) -> str:
     """JSON text for ``value``, replaced by the truncation stand-in above ``limit`` bytes."""
-    try:
-        return _dumps(cap(value, limit))
-    except Exception as exc:
-        return _dumps({"_unserializable": "%s" % type(exc).__name__})
+    return cap_json(value, limit)[1]

@@ -25,7 +25,6 @@ import ast
 import builtins
 import collections
 import importlib
-import json
 import sys
 import traceback
 import types
@@ -304,6 +303,17 @@ def _int_param(params: dict[str, Any], name: str, default: int) -> int:
 def run(params: dict[str, Any]) -> dict[str, Any]:
     """Execute ``params["code"]`` and return the envelope. Raises BadRequest only for a
     malformed request; every outcome of the code itself is an envelope."""
+    return _run(params)[0]
+
+
+def run_json(params: dict[str, Any]) -> str:
+    """run(), with the envelope as compact JSON text (the result is serialized once)."""
+    envelope, result_text = _run(params)
+    return envelope_json(envelope, result_text)
+
+
+def _run(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The envelope, and the JSON text of its "result" when it has one."""
     if not isinstance(params, dict):
         raise BadRequest("run: params must be an object")
     code = params.get("code")
@@ -319,24 +329,26 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
     try:
         compiled, tree = _compile(code)
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as exc:
-        return {"ok": False, "error": _syntax_message(exc), "error_kind": "syntax"}
+        return {"ok": False, "error": _syntax_message(exc), "error_kind": "syntax"}, None
 
     snap = sdk.current()
     if params.get("validate"):
         message = _validate(code, snap, params, session, tree)
         if message:
-            return {"ok": False, "error": message, "error_kind": "validation"}
+            return {"ok": False, "error": message, "error_kind": "validation"}, None
 
     ns = _namespace(session, bool(params.get("reset")), snap)
     state = runstate.RunState(run_id, params)
     envelope: dict[str, Any]
+    result_text: str | None = None
     runstate.begin(state)
     _set_current_run(run_id)
     try:
         with capture(max_output) as (out, err):
             try:
                 value = _execute(compiled, ns, state)
-                envelope = {"ok": True, "result": jsonsafe.cap(value, max_result), "calls": state.calls}
+                result, result_text = jsonsafe.cap_json(value, max_result)
+                envelope = {"ok": True, "result": result, "calls": state.calls}
             except RunInterrupted as exc:
                 if exc.reason == "timeout":
                     after = " after %s ms" % timeout_ms if isinstance(timeout_ms, int) else ""
@@ -364,9 +376,13 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
     if state.mutations:
         envelope["mutations"] = list(state.mutations)
     state.release()
-    return envelope
+    return envelope, result_text
 
 
-def envelope_json(envelope: dict[str, Any]) -> str:
-    """The envelope as compact JSON text (it is already JSON-safe)."""
-    return json.dumps(envelope, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+def envelope_json(envelope: dict[str, Any], result_text: str | None = None) -> str:
+    """The envelope as compact JSON text (it is already JSON-safe). ``result_text``: the
+    JSON of envelope["result"] when the caller has it (it is used, not recomputed)."""
+    if result_text is None or envelope.get("ok") is not True or "result" not in envelope:
+        return jsonsafe.dumps(envelope)
+    rest = jsonsafe.dumps({k: v for k, v in envelope.items() if k != "ok" and k != "result"})
+    return '{"ok":true,"result":%s%s' % (result_text, "," + rest[1:] if len(rest) > 2 else "}")

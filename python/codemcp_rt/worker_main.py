@@ -63,7 +63,13 @@ def _log(message: str) -> None:
             pass
 
 
+class _Raw(str):
+    """A result that is JSON text already (the run envelope): spliced in, not re-encoded."""
+
+
 def _reply(req_id: Any, result: Any = None, error: dict[str, Any] | None = None) -> str:
+    if error is None and type(result) is _Raw:  # req_id came from json.loads: it encodes
+        return '{"jsonrpc":"2.0","id":%s,"result":%s}' % (json.dumps(req_id), result)
     msg: dict[str, Any] = {"jsonrpc": "2.0", "id": req_id}
     if error is not None:
         msg["error"] = error
@@ -95,7 +101,7 @@ def handle(text: str) -> str | None:
         if not isinstance(params, dict):
             raise runner.BadRequest("params must be an object")
         if method == "run":
-            result = runner.run(params)
+            result = _Raw(runner.run_json(params))
         elif method == "load_sdk":
             loaded = sdk.load_sdk(params.get("source"), params.get("version"))
             if not loaded["ok"]:
