@@ -11,7 +11,8 @@ import time
 import unittest
 
 from codemcp_rt.errors import ToolError
-from codemcp_rt.jsonsafe import HINT, cap, dumps_capped, to_jsonable
+from codemcp_rt import jsonsafe
+from codemcp_rt.jsonsafe import HINT, cap, cap_json, dumps_capped, to_jsonable
 from codemcp_rt.pending import Pending
 
 
@@ -154,6 +155,73 @@ class CapTest(unittest.TestCase):
         value = "a" * 8  # JSON "aaaaaaaa" is 10 bytes
         self.assertEqual(cap(value, 10), value)
         self.assertTrue(cap(value, 9)["_truncated"])
+
+
+class FastPathTest(unittest.TestCase):
+    """Plain values skip the converter; the outcome must be the converter's, byte for byte."""
+
+    def converted(self, value, limit):
+        saved = jsonsafe.plain
+        jsonsafe.plain = lambda *a, **k: False  # force the converter
+        try:
+            return cap_json(value, limit)
+        finally:
+            jsonsafe.plain = saved
+
+    def test_same_as_converter(self) -> None:
+        Pair = collections.namedtuple("Pair", "a b")
+        deep: list = ["x"]
+        for _ in range(105):
+            deep = [deep]
+        values = [None, True, 0, -5, 1.5, "é\u2028\x00\"", [], {}, {"a": [1, 2.5, None, {"b": "c"}]},
+                  [math.nan], {"k": math.inf}, (1, 2), Pair(1, 2), {"t": Pair(1, 2)}, {1: "x"}, deep,
+                  1 << 13001, [1 << 12999], "x" * 30, ["y" * 10] * 10, [{"id": i} for i in range(3000)]]
+        for value in values:
+            for limit in (None, 0, 12, 25, 200, 40000):
+                with self.subTest(value=repr(value)[:40], limit=limit):
+                    got = cap_json(value, limit)
+                    want = self.converted(value, limit)
+                    self.assertEqual(got[1], want[1])
+                    self.assertEqual(got[0], want[0])
+                    self.assertEqual(json.loads(got[1]), got[0])
+
+    def test_walk_budget_matches_the_converters_count(self) -> None:
+        # Past 4 x limit + slack the converter stops and says "at least"; so must the fast path.
+        value = ["z" * 1000] * 400
+        for limit in (100, 1000, 100000, 10 ** 6):
+            with self.subTest(limit=limit):
+                self.assertEqual(cap_json(value, limit), self.converted(value, limit))
+        walk = 1000 * jsonsafe._WALK_FACTOR + jsonsafe._WALK_SLACK
+        for extra in (-1, 0, 1):  # right at the point where the converter stops counting
+            for value in ("a" * (walk - 2 + extra), ["b" * (walk - 5 + extra)], {"k": "c" * (walk - 9 + extra)},
+                          [None] * ((walk - 2) // 5) + [1] * (extra + 2)):
+                with self.subTest(extra=extra, kind=type(value).__name__):
+                    got = cap_json(value, 1000)
+                    self.assertEqual(got, self.converted(value, 1000))
+                    self.assertEqual(got[0].get("bytes_at_least", False), extra > 0)
+
+    def test_plain(self) -> None:
+        self.assertTrue(jsonsafe.plain({"a": [1, "b", None, 2.5, True]}, 100))
+        self.assertFalse(jsonsafe.plain({"a": (1,)}, 100))
+        self.assertFalse(jsonsafe.plain({1: 1}, 100))
+        self.assertFalse(jsonsafe.plain("x" * 100, 50))
+        self.assertFalse(jsonsafe.plain([Pending.of(1)], 100))
+        self.assertTrue(jsonsafe.plain([Pending.of(1)], 100, pendings=True))
+        cyc: list = []
+        cyc.append(cyc)
+        self.assertFalse(jsonsafe.plain(cyc, 1 << 40))
+
+    def test_dumps(self) -> None:
+        self.assertEqual(jsonsafe.dumps({"a": [1, "é"]}), '{"a":[1,"é"]}')
+        self.assertEqual(jsonsafe.dumps({"t": (1, 2)}), '{"t":[1,2]}')
+        with self.assertRaises(ValueError):
+            jsonsafe.dumps([math.nan])
+        with self.assertRaises(TypeError):
+            jsonsafe.dumps([object()])
+        cyc: list = []
+        cyc.append(cyc)
+        with self.assertRaises(ValueError):
+            jsonsafe.dumps(cyc)
 
 
 if __name__ == "__main__":

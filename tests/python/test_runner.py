@@ -90,6 +90,24 @@ class ResultTest(RuntimeTest):
         self.assertEqual(self.t.current_runs, ["r77", None])
 
 
+class EnvelopeTextTest(RuntimeTest):
+    def test_run_json_is_the_envelope(self) -> None:
+        for code in ("1", "print('hi')\n[1, {'a': 'é'}]", "None", "srv_get(n=1)", "1/0", "srv_create(x=1)", "x = ("):
+            with self.subTest(code=code):
+                text = runner.run_json({"run_id": "r1", "session": "s1", "code": code})
+                env = json.loads(text)
+                self.assertEqual(env, strict_json(self.run_code(code, session="s2")) | (
+                    {"error": env["error"]} if "error" in env else {}) | (
+                    {"trace": env["trace"]} if "trace" in env else {}))
+                self.assertEqual(next(iter(env)), "ok")
+
+    def test_envelope_json_splices_the_result_text(self) -> None:
+        env = {"ok": True, "result": [1], "calls": 0, "stdout": "x"}
+        self.assertEqual(runner.envelope_json(env, "[1]"), '{"ok":true,"result":[1],"calls":0,"stdout":"x"}')
+        self.assertEqual(runner.envelope_json({"ok": True, "result": 2}, "2"), '{"ok":true,"result":2}')
+        self.assertEqual(runner.envelope_json(env), '{"ok":true,"result":[1],"calls":0,"stdout":"x"}')
+
+
 class SessionTest(RuntimeTest):
     def test_persistence_and_reset(self) -> None:
         self.run_code("x = 41\ndef helper(v):\n    return v + 1")
