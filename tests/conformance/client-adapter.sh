@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# client-adapter.sh — codemcp as "the client" of the MCP conformance suite's client scenarios.
+#
+#   conformance client --command tests/conformance/client-adapter.sh --scenario NAME
+#
+# The suite starts its test server, then runs this script with the server URL appended as the
+# last argument and the scenario name in MCP_CONFORMANCE_SCENARIO. The script writes a temporary
+# mcp.json with one remote upstream named "conf" at that URL and runs the real codemcp binary
+# against it: a CODEMCP_DUMP run (initialize, tools/list) or a CODEMCP_SMOKE program that calls
+# the scenario's tool through the generated SDK and asserts what the tool returned. The suite
+# judges what codemcp sent; the exit status tells it whether codemcp itself was satisfied.
+#
+# Environment: CODEMCP_BIN (default <repo>/build/src/codemcp), CODEMCP_WRAPPER (command
+# prefix, e.g. valgrind), CODEMCP_LOG (passed through; stderr ends up in the suite's
+# stderr.txt). Exit: codemcp's status; 2 for a scenario this adapter does not cover (see
+# tests/e2e/conformance_client.test.mjs for why those do not apply to codemcp).
+set -u
+
+url="${!#}"
+scenario="${MCP_CONFORMANCE_SCENARIO:-}"
+if [ $# -lt 1 ] || ! [[ "$url" =~ ^https?://[A-Za-z0-9.:/_~%-]+$ ]]; then
+    echo "client-adapter: expected the server URL as the last argument, got '${url:-}'" >&2
+    exit 2
+fi
+
+# What codemcp runs for each scenario. The tool names and results are fixed by the suite's
+# scenario servers (add_numbers answers "The sum of A and B is A+B"; test_reconnection's
+# answer arrives on the resumed GET stream after the tools/call stream was closed early).
+dump=0 program=
+case "$scenario" in
+initialize)
+    dump=1 # initialize + notifications/initialized + tools/list, nothing else
+    ;;
+tools_call)
+    program='r = conf_add_numbers(a=1, b=2)
+assert r == "The sum of 1 and 2 is 3", r
+result = r'
+    ;;
+sse-retry)
+    program='r = conf_test_reconnection()
+assert r == "Reconnection test completed successfully", r
+result = r'
+    ;;
+*)
+    echo "client-adapter: scenario '$scenario' does not apply to codemcp (see conformance_client.test.mjs)" >&2
+    exit 2
+    ;;
+esac
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+bin="${CODEMCP_BIN:-$here/../../build/src/codemcp}"
+if [ ! -x "$bin" ]; then
+    echo "client-adapter: codemcp binary not found at $bin (set CODEMCP_BIN)" >&2
+    exit 2
+fi
+
+home="$(mktemp -d "${TMPDIR:-/tmp}/codemcp-conf-client.XXXXXX")" || exit 2
+trap 'rm -rf "$home"' EXIT
+# The URL passed the character check above, so it needs no JSON escaping.
+printf '{"mcp": {"conf": {"type": "remote", "url": "%s"}}}\n' "$url" >"$home/mcp.json"
+
+# Isolated from the user's own configuration; nothing inherited selects another mode.
+unset CODEMCP_DUMP CODEMCP_SMOKE CODEMCP_TRANSPORT
+export CODEMCP_CONFIG="$home/mcp.json" XDG_CONFIG_HOME="$home"
+
+# shellcheck disable=SC2206 # the wrapper is a command prefix split on blanks, as in lib.mjs
+wrapper=(${CODEMCP_WRAPPER:-})
+if [ "$dump" = 1 ]; then
+    CODEMCP_DUMP=1 "${wrapper[@]}" "$bin" </dev/null
+else
+    CODEMCP_SMOKE="$program" "${wrapper[@]}" "$bin" </dev/null
+fi

