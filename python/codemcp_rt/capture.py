@@ -8,11 +8,10 @@ bytes (UTF-8) and counts the rest, so a runaway loop of prints costs no memory.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import sys
 import threading
-from typing import Iterator
+from typing import Any
 
 
 class CappedStream(io.TextIOBase):
@@ -74,6 +73,8 @@ class CappedStream(io.TextIOBase):
 
     def getvalue(self) -> str:
         """What was written, cut at the cap, with a marker saying how much was dropped."""
+        if not self._parts and not self._cut:
+            return ""
         with self._lock:
             text = b"".join(self._parts).decode("utf-8", "ignore" if self._cut else "replace")
             if self._cut:
@@ -93,14 +94,22 @@ class _ByteSink:
         pass
 
 
-@contextlib.contextmanager
-def capture(limit: int) -> Iterator[tuple[CappedStream, CappedStream]]:
+class capture:
     """Install capped sys.stdout/sys.stderr (and an empty sys.stdin, so input() ends
-    at once instead of reading the worker's stdin) for the ``with`` block."""
-    out, err = CappedStream("stdout", limit), CappedStream("stderr", limit)
-    saved = sys.stdout, sys.stderr, sys.stdin
-    sys.stdout, sys.stderr, sys.stdin = out, err, io.StringIO("")
-    try:
-        yield out, err
-    finally:
-        sys.stdout, sys.stderr, sys.stdin = saved
+    at once instead of reading the worker's stdin) for the ``with`` block, which gets
+    (stdout, stderr). A class, not a generator: it is entered once per run."""
+
+    __slots__ = ("streams", "saved")
+
+    def __init__(self, limit: int) -> None:
+        self.streams = (CappedStream("stdout", limit), CappedStream("stderr", limit))
+        self.saved: tuple[Any, Any, Any] | None = None
+
+    def __enter__(self) -> tuple[CappedStream, CappedStream]:
+        self.saved = sys.stdout, sys.stderr, sys.stdin
+        sys.stdout, sys.stderr = self.streams
+        sys.stdin = io.StringIO("")
+        return self.streams
+
+    def __exit__(self, *exc: Any) -> None:
+        sys.stdout, sys.stderr, sys.stdin = self.saved  # type: ignore[misc]

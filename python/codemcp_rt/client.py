@@ -46,10 +46,23 @@ _encode_with_pendings = jsonsafe.make_encoder(resolve_pendings=True)
 _ARGS_BUDGET = 64 << 20  # larger arguments take jsonsafe's converting path
 
 
+_FLAT = frozenset((str, float, bool, type(None)))
+_INT_LIMIT = jsonsafe._BIG_INT  # larger ints are converted by jsonsafe, not written
+
+
 def _encode_plain(args: dict[str, Any]) -> str | None:
     """Compact JSON of ``args`` when it is plain JSON data (jsonsafe.plain; Pendings are
     resolved), else None: the caller then converts with jsonsafe (NaN, sets, datetimes,
     namedtuples, cycles...), so the wire carries the same either way."""
+    for key, value in args.items():  # the usual case, scalars only, checked inline
+        t = type(value)
+        if type(key) is not str or (t not in _FLAT and (t is not int or not -_INT_LIMIT < value < _INT_LIMIT)):
+            break
+    else:
+        try:
+            return _encode_with_pendings(args)
+        except ValueError:  # NaN/Infinity
+            return None
     if not jsonsafe.plain(args, _ARGS_BUDGET, pendings=True):
         return None
     try:

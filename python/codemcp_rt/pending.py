@@ -54,7 +54,7 @@ class Pending:
         self._wait = wait
         self._poll = poll
         self._label = label
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()  # not re-entrant: nothing below wait() reads this Pending
         self._state = _UNSET
         self._value: Any = None
         self._error: ToolError | None = None

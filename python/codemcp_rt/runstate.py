@@ -9,8 +9,11 @@ run_id None and recorded nowhere.
 from __future__ import annotations
 
 import json
+import json.encoder
 import threading
 from typing import Any
+
+_encode_str = json.encoder.encode_basestring  # the C version when there is one
 
 
 class RunState:
@@ -37,10 +40,13 @@ class RunState:
     def __init__(self, run_id: str | None, params: dict[str, Any] | None = None) -> None:
         self.run_id = run_id
         self.params = params or {}
-        try:
-            self.run_id_json = json.dumps(run_id, ensure_ascii=False)
-        except (TypeError, ValueError):
-            self.run_id_json = json.dumps(str(run_id), ensure_ascii=False)
+        if type(run_id) is str:
+            self.run_id_json = _encode_str(run_id)
+        else:
+            try:
+                self.run_id_json = json.dumps(run_id, ensure_ascii=False, allow_nan=False)
+            except (TypeError, ValueError):
+                self.run_id_json = _encode_str(str(run_id))
         self.lock = threading.Lock()
         self.made: list[Any] = []  # appended without the lock: atomic under the GIL
         self.mutations: list[dict[str, Any]] = []
