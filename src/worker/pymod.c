@@ -15,6 +15,9 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* Frames from this size up are written with the GIL released. */
+#define PYM_BIG_SEND 65536
+
 static long pym_worker_id;
 
 /* Parses a timeout in seconds (None = wait forever) into milliseconds; -1 for forever.
@@ -89,7 +92,8 @@ static PyObject *pym_wait(const char *id, PyObject *timeout_obj)
 }
 
 PyDoc_STRVAR(pym_send_doc, "send(text: str) -> None\n--\n\n"
-                           "Queue one text frame for the gateway (never blocks).");
+                           "Write one text frame to the gateway (waits only for socket "
+                           "buffer space).");
 
 static PyObject *pym_send(PyObject *self, PyObject *arg /* borrowed */)
 {
@@ -102,7 +106,18 @@ static PyObject *pym_send(PyObject *self, PyObject *arg /* borrowed */)
     const char *utf8 = PyUnicode_AsUTF8AndSize(arg, &len); /* borrowed from arg */
     if (!utf8)
         return NULL;
-    int rc = wsc_send(utf8, (size_t)len);
+    /* Small frames are written with the GIL held: releasing it costs more than the write,
+     * and a GIL-holding writer never waits for anything that needs the GIL. A large frame
+     * may wait for socket buffer space: let other threads run (arg, which the caller keeps
+     * alive, is immutable, so its buffer stays valid). */
+    int rc;
+    if (len < PYM_BIG_SEND) {
+        rc = wsc_send(utf8, (size_t)len);
+    } else {
+        Py_BEGIN_ALLOW_THREADS;
+        rc = wsc_send(utf8, (size_t)len);
+        Py_END_ALLOW_THREADS;
+    }
     if (rc == -2)
         return PyErr_NoMemory();
     if (rc < 0)
@@ -162,7 +177,7 @@ static PyObject *pym_take_reply(PyObject *self, PyObject *arg)
         return NULL;
     char *text = NULL;
     size_t len = 0;
-    int rc = wsc_wait_reply(id, 0, &text, &len); /* polls: no GIL release needed */
+    int rc = wsc_wait_reply(id, 0, &text, &len); /* no I/O: no GIL release needed */
     if (rc == WSC_OK)
         return pym_text(text, len);
     if (rc == WSC_CLOSED)

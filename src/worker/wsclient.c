@@ -1,558 +1,707 @@
 /* wsclient — the worker's control-channel client; see wsclient.h for the contract.
  *
- * Threads: the service thread owns the lws context loop, `wsc.wsi`, the token and the
- * receive buffer. Everything shared with other threads (queues, reply table, run id,
- * interrupt reason, flags) lives under `wsc.mu`; waiters sleep on `wsc.cond`. Other
- * threads reach lws only through lws_cancel_service() (the one thread-safe lws call).
- * This file never touches Python. */
+ * Roles, not threads, own the socket:
+ *   - the reader role (wsc.reader, under mu) reads and routes frames. A thread that must
+ *     block for a message takes it and polls the socket itself; others sleep on wsc.cond
+ *     until the reader leaves. The watcher takes it only when no thread is blocked.
+ *   - writing happens under wsc.wmu, from the thread that sends.
+ * The watcher sleeps in epoll_wait on the socket, a timerfd and an eventfd. While some
+ * thread is blocked in a wait, the socket is armed for hang-ups only (EPOLLRDHUP, which data
+ * never triggers), so a reply wakes the waiting thread and nobody else. When the last
+ * blocked thread leaves, it arms the timer (a syscall, no wake-up); if WSC_WATCH_DELAY_MS
+ * pass without a new wait, the watcher arms the socket for data too and reads whatever
+ * comes while agent code computes. The eventfd carries stop and "connection lost".
+ *
+ * Locks: mu guards the connection state, the inbox, the role bookkeeping and the epoll and
+ * timer arming; wmu serialises whole frames on the wire. mu is never held across a
+ * blocking call or while taking wmu; a thread holding wmu never waits for the GIL (it may
+ * hold the GIL, see pymod). This file never calls Python. */
 #include "wsclient.h"
 
+#include "inbox.h"
 #include "log.h"
 #include "util.h"
+#include "wsproto.h"
 
-#include <jansson.h>
-#include <libwebsockets.h>
-
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #define WSC_PROTOCOL  "codemcp-control"
-#define WSC_BUCKETS   256
-#define WSC_EARLY     16
-#define WSC_RX_CHUNK  65536
 #define WSC_UNIX_PATH "/control" /* HTTP path used on a Unix socket URL */
+#define WSC_RBUF      65536
+#define WSC_STACK_OUT 16384 /* frames up to this size are built on the stack */
 
-/* One queued frame: LWS_PRE bytes of headroom, then len bytes of text, then a NUL. */
-struct wsc_frame {
-    struct wsc_frame *next;
-    size_t len;
-    unsigned char data[];
-};
-
-struct wsc_fifo {
-    struct wsc_frame *head, *tail;
-};
-
-/* One gateway request waiting for the main thread (text is malloc'd, NUL-terminated). */
-struct wsc_req {
-    struct wsc_req *next;
-    char *text;
-    size_t len;
-};
-
-/* A reply that arrived (text != NULL) or one nobody wants any more (forgotten). */
-struct wsc_reply {
-    struct wsc_reply *next;
-    char *id;
-    char *text;
-    size_t len;
-    int forgotten;
-};
+enum { ST_CONNECTING, ST_OPEN, ST_CLOSED };
+enum { ARM_NONE, ARM_HUP, ARM_IN }; /* what the socket's epoll entry waits for */
 
 static struct {
-    /* Shared state, under mu. */
+    /* Under mu. */
     pthread_mutex_t mu;
-    pthread_cond_t cond;                /* CLOCK_MONOTONIC; broadcast on every change */
-    struct wsc_fifo out;                /* to the gateway */
-    struct wsc_req *in_head, **in_tail; /* gateway requests for the main thread */
-    struct wsc_reply *replies[WSC_BUCKETS];
-    char *current_run;
-    char *reason;    /* pending interrupt reason */
-    int interrupted; /* SIGUSR1 already sent for current_run */
-    /* Cancels for runs that were not current when they arrived: the run may simply not
-     * have started yet (its request still queued). Small ring, oldest overwritten. */
-    struct {
-        char *run_id;
-        char *reason;
-    } early[WSC_EARLY];
-    unsigned early_next;
-    atomic_int closed, connected, stop;
+    pthread_cond_t cond; /* CLOCK_MONOTONIC; state changes, reader role freed, new data */
+    int state;
+    int reader;   /* a thread holds the reader role */
+    int nblocked; /* threads inside a blocking wait */
+    int ncond;    /* threads sleeping on cond */
+    int armed;    /* ARM_*: the socket's epoll entry */
+    int hup;      /* the watcher saw a hang-up while someone else was reading */
 
-    /* Set before the service thread starts, read-only afterwards. */
-    struct lws_context *ctx;
+    pthread_mutex_t wmu; /* whole frames on the wire */
+    atomic_uint_fast64_t rng;
+    atomic_int connected, stop;
+
+    /* Set before the watcher starts or before state leaves ST_CONNECTING, then constant. */
+    int fd, epfd, efd, tfd;
     pthread_t thread, main_thread;
-    int started;
-    char *address, *path, *host;
+    atomic_int started;
+    int is_unix;
+    char *address, *path, *host, *token;
     int port;
 
-    /* Service thread only. */
-    struct lws *wsi;
-    struct wsc_frame *token; /* sent first, then wiped */
-    unsigned char *rx;
-    size_t rx_len, rx_cap;
-    int rx_binary;
-} wsc = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    /* Reader role only. */
+    struct wsp_reader rd;
+    const char *end_why; /* why the reader saw the connection end */
+} wsc = {
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .wmu = PTHREAD_MUTEX_INITIALIZER,
+    .fd = -1,
+    .epfd = -1,
+    .efd = -1,
+    .tfd = -1,
+};
 
-/* ---- frames and queues ------------------------------------------------------------- */
+/* ---- writing (caller holds wmu) ------------------------------------------------------ */
 
-/* Returns a frame holding a copy of text (NULL on out-of-memory; a 64 MiB send under
- * RLIMIT_AS must not abort the worker). */
-static struct wsc_frame *wsc_frame_new(const char *text, size_t len)
+/* Writes all of p[0..n), waiting for room when the socket buffer is full. The gateway reads
+ * continuously; what it sends us meanwhile is read by a waiting thread or the watcher, so
+ * this cannot deadlock against a gateway that pauses reading while its own output to us
+ * is stuck (lws does). 0, or -1 if the connection is gone. */
+static int wsc_write_all(const unsigned char *p, size_t n)
 {
-    struct wsc_frame *f = malloc(sizeof(*f) + LWS_PRE + len + 1);
-    if (!f)
-        return NULL;
-    f->next = NULL;
-    f->len = len;
-    memcpy(f->data + LWS_PRE, text, len);
-    f->data[LWS_PRE + len] = '\0';
-    return f;
-}
-
-static void wsc_fifo_push(struct wsc_fifo *q, struct wsc_frame *f)
-{
-    f->next = NULL;
-    if (q->tail)
-        q->tail->next = f;
-    else
-        q->head = f;
-    q->tail = f;
-}
-
-static struct wsc_frame *wsc_fifo_pop(struct wsc_fifo *q)
-{
-    struct wsc_frame *f = q->head;
-    if (f) {
-        q->head = f->next;
-        if (!q->head)
-            q->tail = NULL;
+    while (n) {
+        ssize_t w = send(wsc.fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd pfd = {.fd = wsc.fd, .events = POLLOUT};
+            if (poll(&pfd, 1, 1000) < 0 && errno != EINTR)
+                return -1;
+            if (pfd.revents & (POLLERR | POLLNVAL))
+                return -1;
+            continue;
+        }
+        return -1;
     }
-    return f;
+    return 0;
 }
 
-static void wsc_fifo_clear(struct wsc_fifo *q)
+/* Masks and writes one frame; caller holds wmu. `secret`: wipe the masked copy (the token
+ * must not linger on the stack or heap). 0, -1 (connection gone) or -2 (OOM). */
+static int wsc_write_frame(int opcode, const void *payload, size_t len, int secret)
 {
-    struct wsc_frame *f;
-    while ((f = wsc_fifo_pop(q)))
-        free(f);
+    unsigned char stackbuf[WSC_STACK_OUT];
+    size_t total = wsp_header_len(len) + len;
+    unsigned char *out = total <= sizeof(stackbuf) ? stackbuf : malloc(total);
+    if (!out)
+        return -2;
+    uint64_t s = atomic_fetch_add(&wsc.rng, 1);
+    wsp_encode(out, opcode, payload, len, (uint32_t)wsp_rand(&s));
+    int rc = wsc_write_all(out, total);
+    if (secret)
+        explicit_bzero(out, total);
+    if (out != stackbuf)
+        free(out);
+    return rc;
 }
 
-/* ---- reply table (caller holds mu) ------------------------------------------------- */
-
-static unsigned wsc_hash(const char *s)
+/* A control frame from the reader: written only if no sender holds wmu (the reader must
+ * never wait for a writer, which may be waiting for the gateway, which may be waiting for
+ * us to read). The gateway does not ping, so a skipped pong costs nothing. */
+static void wsc_write_control(int opcode, const void *payload, size_t len)
 {
-    unsigned h = 5381;
-    while (*s)
-        h = h * 33u + (unsigned char)*s++;
-    return h % WSC_BUCKETS;
-}
-
-/* Returns the link pointing at the entry for id, or the bucket's terminating NULL link. */
-static struct wsc_reply **wsc_reply_find(const char *id)
-{
-    struct wsc_reply **p = &wsc.replies[wsc_hash(id)];
-    while (*p && strcmp((*p)->id, id) != 0)
-        p = &(*p)->next;
-    return p;
-}
-
-static void wsc_reply_unlink_free(struct wsc_reply **link)
-{
-    struct wsc_reply *r = *link;
-    *link = r->next;
-    free(r->id);
-    free(r->text);
-    free(r);
-}
-
-/* Takes ownership of text. */
-static void wsc_reply_deliver(const char *id, char *text, size_t len)
-{
-    pthread_mutex_lock(&wsc.mu);
-    struct wsc_reply **link = wsc_reply_find(id);
-    if (*link && (*link)->forgotten) {
-        wsc_reply_unlink_free(link); /* nobody wants it: drop both */
-        free(text);
-    } else if (*link) {
-        log_warn("worker", "duplicate reply for id %s from the gateway: ignored", id);
-        free(text);
-    } else {
-        struct wsc_reply *r = xcalloc(1, sizeof(*r));
-        r->id = xstrdup(id);
-        r->text = text;
-        r->len = len;
-        *link = r;
-        pthread_cond_broadcast(&wsc.cond);
+    if (pthread_mutex_trylock(&wsc.wmu) != 0) {
+        log_debug("worker", "control frame %d skipped: a send is in progress", opcode);
+        return;
     }
-    pthread_mutex_unlock(&wsc.mu);
+    wsc_write_frame(opcode, payload, len, 0);
+    pthread_mutex_unlock(&wsc.wmu);
 }
 
-/* ---- waiting ----------------------------------------------------------------------- */
+/* ---- state (caller holds mu) --------------------------------------------------------- */
 
-static void wsc_deadline(int timeout_ms, struct timespec *ts)
+static void wsc_notify_watcher(void)
 {
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += timeout_ms / 1000;
-    ts->tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
+    uint64_t one = 1;
+    if (write(wsc.efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        log_warn("worker", "cannot wake the watcher thread: %s", strerror(errno));
+}
+
+/* Points the socket's epoll entry at `want`. ARM_HUP after a seen hang-up would fire at
+ * once, again and again: the blocked threads read the end of stream themselves. */
+static void wsc_arm(int want)
+{
+    if (want == ARM_HUP && wsc.hup)
+        want = ARM_NONE;
+    if (want == wsc.armed || want == ARM_NONE || wsc.state != ST_OPEN) {
+        if (want == ARM_NONE)
+            wsc.armed = ARM_NONE; /* one-shot entries disarm themselves when they fire */
+        return;
+    }
+    struct epoll_event ev = {.data.fd = wsc.fd};
+    ev.events = EPOLLRDHUP | EPOLLONESHOT | (want == ARM_IN ? EPOLLIN : 0);
+    if (epoll_ctl(wsc.epfd, EPOLL_CTL_MOD, wsc.fd, &ev) < 0)
+        log_warn("worker", "epoll_ctl: %s", strerror(errno));
+    wsc.armed = want;
+}
+
+static void wsc_timer(int ms)
+{
+    struct itimerspec its = {.it_value = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L}};
+    timerfd_settime(wsc.tfd, 0, &its, NULL);
+}
+
+/* A thread starts blocking: the socket's data goes to it, not to the watcher. */
+static void wsc_block_enter(void)
+{
+    if (wsc.nblocked++ == 0 && wsc.state == ST_OPEN) {
+        wsc_timer(0);
+        if (wsc.armed == ARM_IN)
+            wsc_arm(ARM_HUP);
     }
 }
 
-/* One wait on cond (caller holds mu). Returns 0, or ETIMEDOUT once the deadline passed. */
-static int wsc_wait(int timeout_ms, const struct timespec *deadline)
+/* A thread stops blocking: if nobody waits again soon, the watcher reads. */
+static void wsc_block_leave(void)
 {
-    if (timeout_ms == 0)
-        return ETIMEDOUT;
-    if (timeout_ms < 0)
-        return pthread_cond_wait(&wsc.cond, &wsc.mu);
-    return pthread_cond_timedwait(&wsc.cond, &wsc.mu, deadline);
+    if (--wsc.nblocked == 0 && wsc.state == ST_OPEN)
+        wsc_timer(WSC_WATCH_DELAY_MS);
 }
 
-static void wsc_mark_closed(void)
+/* The connection is gone: wake everyone, tell the watcher (it ends the process if the main
+ * thread does not), and stop a run in progress, whose result nobody can receive. Returns 1
+ * when the main thread must be signalled (after unlocking). */
+static int wsc_lost(const char *why)
 {
-    pthread_mutex_lock(&wsc.mu);
-    wsc.closed = 1;
-    wsc_fifo_clear(&wsc.out); /* nobody will read these any more */
+    if (wsc.state == ST_CLOSED)
+        return 0;
+    if (wsc.state == ST_OPEN)
+        log_info("worker", "control connection closed (%s)", why);
+    wsc.state = ST_CLOSED;
+    wsc_notify_watcher();
     pthread_cond_broadcast(&wsc.cond);
-    pthread_mutex_unlock(&wsc.mu);
+    return inb_lost();
 }
 
-/* ---- routing (service thread) ------------------------------------------------------ */
+/* Stores a batch of messages. Returns 1 when the main thread must be interrupted. */
+static int wsc_store(struct inb_msg *batch)
+{
+    int signal = 0;
+    while (batch) {
+        struct inb_msg *next = batch->next;
+        signal |= inb_store(batch);
+        batch = next;
+    }
+    return signal;
+}
 
-/* Interrupts the run executing on the main thread if it is `run_id` (NULL: whichever run
- * is current): remembers the reason and sends SIGUSR1, at most once per run (a second
- * exception would land inside the runner's own cleanup). */
-static void wsc_signal_main(const char *run_id, const char *reason)
+/* Sends SIGUSR1 to the main thread, whose Python handler then asks interrupt_reason(). */
+static void wsc_signal_main(void)
 {
     /* SIGUSR1's default action kills the process: only signal once the runtime has
      * installed its handler (it always does before any run starts). */
     struct sigaction sa;
     if (sigaction(SIGUSR1, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL &&
         sa.sa_handler != SIG_IGN) {
-        log_debug("worker", "interrupting run %s (%s)", run_id, reason);
+        log_debug("worker", "interrupting the current run");
         pthread_kill(wsc.main_thread, SIGUSR1);
     } else {
-        log_warn("worker", "cannot interrupt run %s: no SIGUSR1 handler installed", run_id);
+        log_warn("worker", "cannot interrupt the run: no SIGUSR1 handler installed");
     }
 }
 
-/* Records reason for the current run (caller holds mu). Returns 1 if the main thread must
- * be signalled: at most once per run, since a second exception would land inside the
- * runner's own cleanup. */
-static int wsc_arm_interrupt(const char *reason)
+/* ---- reading (reader role only) ------------------------------------------------------ */
+
+/* Reader callback: a finished message or control frame. ud is the batch's tail link. */
+static int wsc_on_event(void *ud, int event, char *data, size_t len)
 {
-    if (wsc.interrupted)
+    struct inb_msg ***tail = ud;
+    switch (event) {
+    case WSP_EV_TEXT:
+        **tail = inb_classify(data, len);
+        *tail = &(**tail)->next;
         return 0;
-    free(wsc.reason);
-    wsc.reason = xstrdup(reason);
-    wsc.interrupted = 1;
-    return 1;
-}
-
-/* Interrupts the run executing on the main thread if it is `run_id` (NULL: whichever run
- * is current). A cancel for a run that is not current is remembered in case that run
- * is about to start. */
-static void wsc_interrupt(const char *run_id, const char *reason)
-{
-    char *target = NULL;
-
-    pthread_mutex_lock(&wsc.mu);
-    if (wsc.current_run && (!run_id || strcmp(run_id, wsc.current_run) == 0)) {
-        if (wsc_arm_interrupt(reason))
-            target = xstrdup(wsc.current_run);
-    } else if (run_id) {
-        unsigned i = wsc.early_next++ % WSC_EARLY;
-        free(wsc.early[i].run_id);
-        free(wsc.early[i].reason);
-        wsc.early[i].run_id = xstrdup(run_id);
-        wsc.early[i].reason = xstrdup(reason);
-    }
-    pthread_mutex_unlock(&wsc.mu);
-    if (target)
-        wsc_signal_main(target, reason);
-    else
-        log_debug("worker", "cancel for run %s: not current, remembered", run_id ? run_id : "?");
-    free(target);
-}
-
-static void wsc_handle_cancel(json_t *params /* borrowed */)
-{
-    const char *run_id = json_string_value(json_object_get(params, "run_id"));
-    const char *reason = json_string_value(json_object_get(params, "reason"));
-
-    if (!reason || (strcmp(reason, "timeout") != 0 && strcmp(reason, "cancelled") != 0))
-        reason = "cancelled";
-    if (run_id)
-        wsc_interrupt(run_id, reason);
-}
-
-/* The connection is gone (service thread): wake every waiter and stop a run in progress,
- * whose result nobody can receive any more. */
-static void wsc_connection_lost(void)
-{
-    wsc.wsi = NULL;
-    wsc_mark_closed();
-    wsc_interrupt(NULL, "cancelled");
-}
-
-/* Routes one complete incoming frame; takes ownership of text (NUL-terminated). */
-static void wsc_route(char *text, size_t len)
-{
-    json_error_t err;
-    json_t *msg = json_loadb(text, len, 0, &err); /* owned */
-
-    if (json_is_object(msg)) {
-        json_t *method = json_object_get(msg, "method"); /* borrowed */
-        json_t *id = json_object_get(msg, "id");         /* borrowed */
-        if (!method && id &&
-            (json_object_get(msg, "result") != NULL || json_object_get(msg, "error") != NULL)) {
-            char key[32];
-            const char *k = json_string_value(id);
-            if (!k && json_is_integer(id)) {
-                snprintf(key, sizeof(key), "%" JSON_INTEGER_FORMAT, json_integer_value(id));
-                k = key;
-            }
-            if (k) {
-                wsc_reply_deliver(k, text, len);
-            } else {
-                /* e.g. the gateway's -32700 answer to a frame it could not parse */
-                log_warn("worker", "gateway sent a reply without a usable id: %.300s", text);
-                free(text);
-            }
-            json_decref(msg);
-            return;
-        }
-        if (json_is_string(method) && strcmp(json_string_value(method), "cancel") == 0) {
-            wsc_handle_cancel(json_object_get(msg, "params"));
-            free(text);
-            json_decref(msg);
-            return;
-        }
-    }
-    json_decref(msg);
-
-    /* Requests, notifications and unparseable text: the main thread answers them (a
-     * malformed frame gets its JSON-RPC error from the runtime). */
-    struct wsc_req *r = xcalloc(1, sizeof(*r));
-    r->text = text;
-    r->len = len;
-    pthread_mutex_lock(&wsc.mu);
-    if (!wsc.in_tail)
-        wsc.in_tail = &wsc.in_head;
-    *wsc.in_tail = r;
-    wsc.in_tail = &r->next;
-    pthread_cond_broadcast(&wsc.cond);
-    pthread_mutex_unlock(&wsc.mu);
-}
-
-/* Appends a fragment; returns -1 when the message exceeds the cap or memory runs out. */
-static int wsc_rx_append(const void *in, size_t len)
-{
-    if (wsc.rx_len + len > WSC_MAX_FRAME) {
-        log_error("worker", "incoming control frame exceeds %u bytes: dropping the connection",
-                  WSC_MAX_FRAME);
-        return -1;
-    }
-    if (wsc.rx_len + len + 1 > wsc.rx_cap) {
-        size_t cap = wsc.rx_cap ? wsc.rx_cap : WSC_RX_CHUNK;
-        while (cap < wsc.rx_len + len + 1)
-            cap *= 2;
-        unsigned char *p = realloc(wsc.rx, cap);
-        if (!p) {
-            log_error("worker", "out of memory receiving a control frame: dropping the "
-                                "connection");
-            return -1;
-        }
-        wsc.rx = p;
-        wsc.rx_cap = cap;
-    }
-    memcpy(wsc.rx + wsc.rx_len, in, len);
-    wsc.rx_len += len;
-    wsc.rx[wsc.rx_len] = '\0';
-    return 0;
-}
-
-/* ---- lws callback (service thread) ------------------------------------------------- */
-
-static int wsc_has_output(void)
-{
-    pthread_mutex_lock(&wsc.mu);
-    int has = wsc.out.head != NULL;
-    pthread_mutex_unlock(&wsc.mu);
-    return has;
-}
-
-/* Exactly one lws_write per WRITEABLE: lws buffers partial sends itself and only calls us
- * again once that buffer has drained, which is our backpressure. */
-static int wsc_write_one(struct lws *wsi)
-{
-    struct wsc_frame *f;
-    if (wsc.token) {
-        f = wsc.token;
-        wsc.token = NULL;
-    } else {
-        pthread_mutex_lock(&wsc.mu);
-        f = wsc_fifo_pop(&wsc.out);
-        pthread_mutex_unlock(&wsc.mu);
-    }
-    if (!f)
+    case WSP_EV_BINARY:
+        log_warn("worker", "binary control frame of %zu bytes ignored", len);
         return 0;
-    int n = lws_write(wsi, f->data + LWS_PRE, f->len, LWS_WRITE_TEXT);
-    explicit_bzero(f->data + LWS_PRE, f->len); /* the token must not linger in the heap */
-    free(f);
-    if (n < 0) {
-        log_error("worker", "writing to the control connection failed");
+    case WSP_EV_PING:
+        wsc_write_control(WSP_OP_PONG, data, len);
+        return 0;
+    case WSP_EV_CLOSE:
+        wsc_write_control(WSP_OP_CLOSE, data, len >= 2 ? 2 : 0);
+        wsc.end_why = "closed by the gateway";
         return -1;
-    }
-    if (wsc_has_output())
-        lws_callback_on_writable(wsi);
-    return 0;
-}
-
-static int wsc_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
-                        size_t len)
-{
-    (void)user;
-    switch (reason) {
-    case LWS_CALLBACK_CLIENT_ESTABLISHED:
-        log_debug("worker", "control connection established");
-        wsc.wsi = wsi;
-        wsc.connected = 1;
-        lws_callback_on_writable(wsi); /* the token goes first */
-        break;
-
-    case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
-        log_error("worker", "control connection failed: %s", in ? (const char *)in : "unknown");
-        wsc_connection_lost();
-        break;
-
-    case LWS_CALLBACK_CLIENT_CLOSED:
-        log_info("worker", "control connection closed");
-        wsc_connection_lost();
-        break;
-
-    case LWS_CALLBACK_CLIENT_RECEIVE:
-        if (wsc.rx_len == 0 && lws_is_first_fragment(wsi))
-            wsc.rx_binary = lws_frame_is_binary(wsi);
-        if (wsc_rx_append(in, len) < 0)
-            return -1;
-        if (lws_is_final_fragment(wsi) && !lws_remaining_packet_payload(wsi)) {
-            if (wsc.rx_binary) {
-                log_warn("worker", "binary control frame of %zu bytes ignored", wsc.rx_len);
-                wsc.rx_len = 0;
-                break;
-            }
-            /* Small frames are copied out and the buffer reused; a large one is handed
-             * over trimmed (no copy). Either way a stored reply costs about its size. */
-            size_t n = wsc.rx_len;
-            char *text;
-            if (wsc.rx_cap > WSC_RX_CHUNK) {
-                text = realloc(wsc.rx, n + 1);
-                if (!text)
-                    text = (char *)wsc.rx;
-                wsc.rx = NULL;
-                wsc.rx_cap = 0;
-            } else {
-                text = malloc(n + 1);
-                if (!text) {
-                    log_error("worker", "out of memory receiving a control frame");
-                    return -1;
-                }
-                memcpy(text, wsc.rx ? (char *)wsc.rx : "", n);
-                text[n] = '\0';
-            }
-            wsc.rx_len = 0;
-            wsc_route(text, n);
-        }
-        break;
-
-    case LWS_CALLBACK_CLIENT_WRITEABLE:
-        return wsc_write_one(wsi);
-
-    case LWS_CALLBACK_EVENT_WAIT_CANCELLED: {
-        /* Sent to every protocol of every vhost: act for ours only. */
-        const struct lws_protocols *p = lws_get_protocol(wsi);
-        if (!p || !p->name || strcmp(p->name, WSC_PROTOCOL) != 0)
-            break;
-        if (wsc.wsi && wsc_has_output())
-            lws_callback_on_writable(wsc.wsi);
-        break;
-    }
-
     default:
-        break;
+        return 0;
     }
-    return 0;
 }
 
-static const struct lws_protocols wsc_protocols[] = {
-    {WSC_PROTOCOL, wsc_callback, 0, WSC_RX_CHUNK, 0, NULL, 0},
-    {NULL, NULL, 0, 0, 0, NULL, 0} /* lws 4.1 has no LWS_PROTOCOL_LIST_TERM */
+/* Parses n bytes just put into the reader's space. 0, or -1 when the connection must end. */
+static int wsc_feed(size_t n, struct inb_msg ***tail)
+{
+    if (wsp_reader_feed(&wsc.rd, n, wsc_on_event, tail) == 0)
+        return 0;
+    if (!wsc.end_why) {
+        log_error("worker", "control connection: %s: dropping it", wsc.rd.error);
+        wsc.end_why = wsc.rd.error;
+    }
+    return -1;
+}
+
+/* One recv (non-blocking) and the parse of what it brought. Returns 1 if bytes came, 0 if
+ * none were waiting, -1 when the connection is over (end of stream, error, protocol
+ * violation, close frame). */
+static int wsc_recv_once(struct inb_msg ***tail)
+{
+    void *dst;
+    size_t cap;
+    wsp_reader_space(&wsc.rd, &dst, &cap);
+    ssize_t n = recv(wsc.fd, dst, cap, MSG_DONTWAIT);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+            return 0;
+        wsc.end_why = strerror(errno);
+        return -1;
+    }
+    if (n == 0) {
+        wsc.end_why = "end of stream";
+        return -1;
+    }
+    return wsc_feed((size_t)n, tail) < 0 ? -1 : 1;
+}
+
+/* Waits up to timeout_ms for the socket to be readable, then reads once. Returns 1 (read
+ * something), 0 (nothing yet), -2 (a signal arrived: let the caller look at it), -1 (the
+ * connection is over). Reader role only; no locks held. */
+static int wsc_poll_read(int timeout_ms, struct inb_msg ***tail)
+{
+    struct pollfd pfd = {.fd = wsc.fd, .events = POLLIN};
+    int n = poll(&pfd, 1, timeout_ms);
+    if (n < 0)
+        return errno == EINTR ? -2 : -1;
+    if (n == 0)
+        return 0;
+    if (pfd.revents & POLLNVAL)
+        return -1;
+    return wsc_recv_once(tail);
+}
+
+/* ---- waiting ------------------------------------------------------------------------- */
+
+/* Blocks until take(arg) (called with mu held) returns 1, the connection closes or
+ * timeout_ms pass; a signal to this thread ends the wait early (WSC_TIMEOUT). */
+static int wsc_wait(int timeout_ms, int (*take)(void *), void *arg)
+{
+    int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+    int rc, entered = 0, signal = 0;
+
+    pthread_mutex_lock(&wsc.mu);
+    for (;;) {
+        if (take(arg)) {
+            rc = WSC_OK;
+            break;
+        }
+        if (wsc.state == ST_CLOSED || !wsc.started) {
+            rc = WSC_CLOSED;
+            break;
+        }
+        int left = -1;
+        if (timeout_ms >= 0) {
+            int64_t l = timeout_ms ? deadline - now_ms() : 0;
+            left = l <= 0 ? 0 : l > 1000000 ? 1000000 : (int)l;
+        }
+        if (left == 0) {
+            rc = WSC_TIMEOUT;
+            break;
+        }
+        if (wsc.state == ST_CONNECTING || wsc.reader) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            int ms = left < 0 ? 1000 : left;
+            ts.tv_sec += ms / 1000;
+            ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            wsc.ncond++;
+            pthread_cond_timedwait(&wsc.cond, &wsc.mu, &ts);
+            wsc.ncond--;
+            continue;
+        }
+        if (!entered) {
+            wsc_block_enter();
+            entered = 1;
+        }
+        wsc.reader = 1;
+        pthread_mutex_unlock(&wsc.mu);
+
+        struct inb_msg *batch = NULL, **tail = &batch;
+        int r = wsc_poll_read(left, &tail);
+
+        pthread_mutex_lock(&wsc.mu);
+        wsc.reader = 0;
+        int got = batch != NULL;
+        signal |= wsc_store(batch);
+        if (r == -1)
+            signal |= wsc_lost(wsc.end_why ? wsc.end_why : "poll failed");
+        if (wsc.ncond && got)
+            pthread_cond_broadcast(&wsc.cond); /* another thread's reply, maybe */
+        if (r == -2) {
+            rc = take(arg) ? WSC_OK : WSC_TIMEOUT;
+            break;
+        }
+    }
+    if (entered)
+        wsc_block_leave();
+    int wake = wsc.ncond > 0 && entered; /* the reader role is free again */
+    pthread_mutex_unlock(&wsc.mu);
+    if (wake)
+        pthread_cond_broadcast(&wsc.cond);
+    if (signal)
+        wsc_signal_main();
+    return rc;
+}
+
+struct wsc_take {
+    const char *id;
+    char **out;
+    size_t *len;
 };
 
-/* ---- service thread ---------------------------------------------------------------- */
+static int wsc_take_request(void *arg)
+{
+    struct wsc_take *t = arg;
+    return inb_take_request(t->out, t->len);
+}
 
-static void *wsc_service_main(void *arg)
+static int wsc_take_reply(void *arg)
+{
+    struct wsc_take *t = arg;
+    return inb_take_reply(t->id, t->out, t->len);
+}
+
+int wsc_next_request(int timeout_ms, char **out, size_t *out_len)
+{
+    struct wsc_take t = {NULL, out, out_len};
+    return wsc_wait(timeout_ms, wsc_take_request, &t);
+}
+
+int wsc_wait_reply(const char *id, int timeout_ms, char **out, size_t *out_len)
+{
+    struct wsc_take t = {id, out, out_len};
+    return wsc_wait(timeout_ms, wsc_take_reply, &t);
+}
+
+/* ---- the watcher thread -------------------------------------------------------------- */
+
+/* Waits for fd to become ready for `events`, or for wsc_stop(). 1 ready, 0 timeout, -1 stop
+ * or error. */
+static int wsc_poll_connecting(int fd, short events, int64_t deadline)
+{
+    for (;;) {
+        int64_t left = deadline - now_ms();
+        if (left <= 0)
+            return 0;
+        struct pollfd p[2] = {{.fd = fd, .events = events}, {.fd = wsc.efd, .events = POLLIN}};
+        int n = poll(p, 2, (int)left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 || p[1].revents || wsc.stop)
+            return -1;
+        if (n > 0)
+            return 1;
+    }
+}
+
+/* Opens the socket and connects it (non-blocking, with a deadline). Returns the fd or -1
+ * (logged). */
+static int wsc_open_socket(int64_t deadline)
+{
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    struct addrinfo *ai = NULL;
+    int fd = -1;
+
+    memset(&ss, 0, sizeof(ss));
+    if (wsc.is_unix) {
+        struct sockaddr_un *un = (struct sockaddr_un *)&ss;
+        if (strlen(wsc.address) >= sizeof(un->sun_path)) {
+            log_error("worker", "control socket path too long: %s", wsc.address);
+            return -1;
+        }
+        un->sun_family = AF_UNIX;
+        strcpy(un->sun_path, wsc.address);
+        sslen = sizeof(*un);
+    } else {
+        struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
+        char port[16];
+        snprintf(port, sizeof(port), "%d", wsc.port);
+        int e = getaddrinfo(wsc.address, port, &hints, &ai);
+        if (e != 0 || !ai) {
+            log_error("worker", "control connection failed: cannot resolve %s: %s", wsc.address,
+                      gai_strerror(e));
+            return -1;
+        }
+        memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+        sslen = ai->ai_addrlen;
+        freeaddrinfo(ai);
+    }
+    fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        log_error("worker", "control connection failed: socket: %s", strerror(errno));
+        return -1;
+    }
+    if (!wsc.is_unix) {
+        int one = 1; /* small frames must leave at once, not wait for an ACK */
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+    if (connect(fd, (struct sockaddr *)&ss, sslen) < 0) {
+        int err = errno;
+        if (err == EINPROGRESS || err == EAGAIN) {
+            socklen_t l = sizeof(err);
+            int r = wsc_poll_connecting(fd, POLLOUT, deadline);
+            if (r <= 0)
+                err = r == 0 ? ETIMEDOUT : ECANCELED;
+            else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
+                err = errno;
+        }
+        if (err) {
+            if (err != ECANCELED)
+                log_error("worker", "control connection failed: %s%s: %s",
+                          wsc.is_unix ? "unix:" : "", wsc.address, strerror(err));
+            close(fd);
+            return -1;
+        }
+    }
+    return fd;
+}
+
+/* The opening handshake on wsc.fd. Bytes that came after the response head are put in the
+ * reader's space, *extra says how many. 0/-1. */
+static int wsc_handshake(int64_t deadline, size_t *extra)
+{
+    char key[WSP_KEY_LEN + 1], req[1024], head[WSP_MAX_HEAD_TEXT];
+    size_t got = 0, hlen = 0;
+    uint64_t s = atomic_fetch_add(&wsc.rng, 1);
+    const char *why = "connection closed during the handshake";
+
+    wsp_make_key(key, &s);
+    int n = wsp_request(req, sizeof(req), wsc.host, wsc.path, WSC_PROTOCOL, key);
+    if (n < 0 || wsc_write_all((const unsigned char *)req, (size_t)n) < 0)
+        goto fail;
+    while (!(hlen = wsp_head_len(head, got))) {
+        if (got == sizeof(head)) {
+            why = "handshake response too long";
+            goto fail;
+        }
+        ssize_t r = recv(wsc.fd, head + got, sizeof(head) - got, MSG_DONTWAIT);
+        if (r > 0) {
+            got += (size_t)r;
+            continue;
+        }
+        if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            goto fail;
+        int p = wsc_poll_connecting(wsc.fd, POLLIN, deadline);
+        if (p <= 0) {
+            why = p == 0 ? "handshake timed out" : "stopped";
+            goto fail;
+        }
+    }
+    if (wsp_check_response(head, hlen, key, WSC_PROTOCOL, &why) < 0)
+        goto fail;
+    void *dst;
+    size_t cap;
+    wsp_reader_space(&wsc.rd, &dst, &cap); /* WSC_RBUF > sizeof(head) */
+    memcpy(dst, head + hlen, got - hlen);
+    *extra = got - hlen;
+    return 0;
+fail:
+    if (!wsc.stop)
+        log_error("worker", "control connection failed: %s", why);
+    return -1;
+}
+
+/* Connects, shakes hands and sends the token. *extra: see wsc_handshake. 0, or -1. */
+static int wsc_connect(size_t *extra)
+{
+    int64_t deadline = now_ms() + WSC_CONNECT_TIMEOUT_MS;
+    wsc.fd = wsc_open_socket(deadline);
+    if (wsc.fd < 0)
+        return -1;
+    if (wsc_handshake(deadline, extra) < 0)
+        return -1;
+    pthread_mutex_lock(&wsc.wmu);
+    int rc = wsc_write_frame(WSP_OP_TEXT, wsc.token, strlen(wsc.token), 1);
+    pthread_mutex_unlock(&wsc.wmu);
+    explicit_bzero(wsc.token, strlen(wsc.token));
+    if (rc < 0)
+        log_error("worker", "control connection failed: cannot send the token");
+    return rc < 0 ? -1 : 0;
+}
+
+/* The timer fired: Python has not waited for WSC_WATCH_DELAY_MS. Watch for data too. */
+static void wsc_on_timer(void)
+{
+    uint64_t ticks;
+    if (read(wsc.tfd, &ticks, sizeof(ticks)) < 0)
+        return; /* re-armed or disarmed meanwhile */
+    pthread_mutex_lock(&wsc.mu);
+    if (wsc.nblocked == 0 && !wsc.reader) {
+        wsc.hup = 0; /* nobody else will read the end of stream now: we must */
+        wsc_arm(ARM_IN);
+    }
+    pthread_mutex_unlock(&wsc.mu);
+}
+
+/* The socket is readable or hung up, and nobody may be waiting: read for them. */
+static void wsc_on_socket(uint32_t events)
+{
+    int signal = 0, wake;
+    pthread_mutex_lock(&wsc.mu);
+    wsc.armed = ARM_NONE; /* one-shot */
+    if (wsc.state != ST_OPEN) {
+        pthread_mutex_unlock(&wsc.mu);
+        return;
+    }
+    if (wsc.nblocked > 0 || wsc.reader) {
+        /* A blocked thread reads; it sees a hang-up as the end of stream itself. */
+        if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            wsc.hup = 1;
+        else
+            wsc_arm(ARM_HUP);
+        pthread_mutex_unlock(&wsc.mu);
+        return;
+    }
+    wsc.reader = 1;
+    pthread_mutex_unlock(&wsc.mu);
+
+    struct inb_msg *batch = NULL, **tail = &batch;
+    int r;
+    while ((r = wsc_recv_once(&tail)) > 0)
+        ;
+
+    pthread_mutex_lock(&wsc.mu);
+    wsc.reader = 0;
+    signal = wsc_store(batch);
+    if (r < 0)
+        signal |= wsc_lost(wsc.end_why ? wsc.end_why : "read failed");
+    else
+        wsc_arm(wsc.nblocked ? ARM_HUP : ARM_IN);
+    wake = wsc.ncond > 0;
+    pthread_mutex_unlock(&wsc.mu);
+    if (wake)
+        pthread_cond_broadcast(&wsc.cond);
+    if (signal)
+        wsc_signal_main();
+}
+
+static void *wsc_watch_main(void *arg)
 {
     (void)arg;
-    struct lws_client_connect_info ci;
-    memset(&ci, 0, sizeof(ci));
-    ci.context = wsc.ctx;
-    ci.address = wsc.address;
-    ci.port = wsc.port;
-    ci.path = wsc.path;
-    ci.host = wsc.host;
-    ci.protocol = WSC_PROTOCOL;
-    ci.local_protocol_name = WSC_PROTOCOL;
-    if (!lws_client_connect_via_info(&ci) && !wsc.closed) {
-        log_error("worker", "cannot start connecting to the gateway at %s", wsc.address);
-        wsc_mark_closed();
-    }
+    struct inb_msg *batch = NULL, **tail = &batch;
+    size_t extra = 0;
+    int ok = wsc_connect(&extra) == 0;
+    /* Frames that came along with the handshake response: nobody else reads yet. */
+    if (ok && extra && wsc_feed(extra, &tail) < 0)
+        ok = 0;
 
-    while (!wsc.stop && !wsc.closed)
-        lws_service(wsc.ctx, 0);
+    pthread_mutex_lock(&wsc.mu);
+    wsc_store(batch);
+    if (ok && wsc.state == ST_CONNECTING) {
+        struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLONESHOT, .data.fd = wsc.fd};
+        epoll_ctl(wsc.epfd, EPOLL_CTL_ADD, wsc.fd, &ev);
+        wsc.armed = ARM_HUP;
+        wsc.state = ST_OPEN;
+        wsc.connected = 1;
+        log_debug("worker", "control connection established");
+        if (wsc.nblocked == 0)
+            wsc_timer(WSC_WATCH_DELAY_MS);
+    } else {
+        wsc.state = ST_CLOSED;
+    }
+    pthread_cond_broadcast(&wsc.cond);
+    pthread_mutex_unlock(&wsc.mu);
+
+    while (ok && !wsc.stop) {
+        struct epoll_event ev[4];
+        int n = epoll_wait(wsc.epfd, ev, 4, -1);
+        if (n < 0 && errno != EINTR)
+            break;
+        for (int i = 0; i < n; i++) {
+            if (ev[i].data.fd == wsc.tfd)
+                wsc_on_timer();
+            else if (ev[i].data.fd == wsc.fd)
+                wsc_on_socket(ev[i].events);
+        }
+        pthread_mutex_lock(&wsc.mu);
+        int closed = wsc.state == ST_CLOSED;
+        pthread_mutex_unlock(&wsc.mu);
+        if (closed)
+            break;
+    }
     if (wsc.stop)
         return NULL;
 
     /* The gateway is gone. The main thread normally notices (ConnectionError) and calls
      * wsc_stop(); if agent code keeps it busy, end the process ourselves. */
-    struct timespec deadline;
-    wsc_deadline(WSC_CLOSE_GRACE_MS, &deadline);
-    pthread_mutex_lock(&wsc.mu);
-    while (!wsc.stop)
-        if (pthread_cond_timedwait(&wsc.cond, &wsc.mu, &deadline) == ETIMEDOUT)
-            break;
-    int stop = wsc.stop;
-    pthread_mutex_unlock(&wsc.mu);
-    if (!stop) {
+    int64_t deadline = now_ms() + WSC_CLOSE_GRACE_MS;
+    while (!wsc.stop && now_ms() < deadline) {
+        struct pollfd p = {.fd = wsc.efd, .events = POLLIN};
+        if (poll(&p, 1, (int)(deadline - now_ms())) > 0) {
+            uint64_t v;
+            if (read(wsc.efd, &v, sizeof(v)) < 0)
+                break;
+        }
+    }
+    if (!wsc.stop) {
         log_warn("worker",
-                 "main thread still busy %d ms after the control connection closed: "
-                 "exiting",
+                 "main thread still busy %d ms after the control connection closed: exiting",
                  WSC_CLOSE_GRACE_MS);
         _exit(wsc.connected ? 0 : WSC_EXIT_NO_CONNECT);
     }
     return NULL;
 }
 
-static void wsc_lws_log(int level, const char *line)
-{
-    size_t n = strlen(line);
-    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-        n--;
-    if (level & LLL_ERR)
-        log_error("lws", "%.*s", (int)n, line);
-    else if (level & LLL_WARN)
-        log_warn("lws", "%.*s", (int)n, line);
-    else
-        log_debug("lws", "%.*s", (int)n, line);
-}
+/* ---- start, stop --------------------------------------------------------------------- */
 
 /* Splits "ws://host:port/path" or "unix:/path.sock" into wsc.address/port/path/host. */
 static int wsc_parse_url(const char *url)
 {
     if (strncmp(url, "unix:", 5) == 0 && url[5] == '/') {
-        size_t n = strlen(url + 5);
-        wsc.address = xmalloc(n + 2);
-        wsc.address[0] = '+'; /* lws: a leading '+' means a Unix socket path */
-        memcpy(wsc.address + 1, url + 5, n + 1);
-        wsc.port = 0;
+        wsc.is_unix = 1;
+        wsc.address = xstrdup(url + 5);
         wsc.path = xstrdup(WSC_UNIX_PATH);
         wsc.host = xstrdup("localhost");
         return 0;
@@ -577,14 +726,12 @@ static int wsc_parse_url(const char *url)
 
 int wsc_start(const char *url, const char *token, pthread_t main_thread)
 {
-    struct lws_context_creation_info info;
     pthread_condattr_t ca;
     sigset_t all, old;
+    uint64_t seed;
 
     if (wsc_parse_url(url) < 0) {
-        log_error("worker",
-                  "CODEMCP_CONTROL_URL '%s' is not ws://HOST:PORT/PATH or "
-                  "unix:/PATH",
+        log_error("worker", "CODEMCP_CONTROL_URL '%s' is not ws://HOST:PORT/PATH or unix:/PATH",
                   url);
         return -1;
     }
@@ -593,44 +740,38 @@ int wsc_start(const char *url, const char *token, pthread_t main_thread)
     pthread_cond_init(&wsc.cond, &ca);
     pthread_condattr_destroy(&ca);
     wsc.main_thread = main_thread;
-
-    size_t tlen = strlen(token);
-    wsc.token = wsc_frame_new(token, tlen);
-    if (!wsc.token)
+    if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+        seed = (uint64_t)now_us() ^ ((uint64_t)getpid() << 32);
+    atomic_store(&wsc.rng, seed);
+    wsc.token = xstrdup(token);
+    if (wsp_reader_init(&wsc.rd, WSC_RBUF, WSC_MAX_FRAME) < 0)
         return -1;
+    wsc.state = ST_CONNECTING;
 
-    lws_set_log_level(log_get_level() >= LOG_DEBUG ? LLL_ERR | LLL_WARN | LLL_NOTICE
-                                                   : LLL_ERR | LLL_WARN,
-                      wsc_lws_log);
-    memset(&info, 0, sizeof(info));
-    info.port = CONTEXT_PORT_NO_LISTEN;
-    info.protocols = wsc_protocols;
-    info.gid = (gid_t)-1;
-    info.uid = (uid_t)-1;
-    /* lws sizes its fd tables from RLIMIT_NOFILE otherwise (8 MiB of tables at 1M fds);
-     * one socket and a pipe is all we need, opened before Python, so their numbers are
-     * small. */
-    info.fd_limit_per_thread = 1024;
-    wsc.ctx = lws_create_context(&info);
-    if (!wsc.ctx) {
-        log_error("worker", "cannot create the libwebsockets context");
+    wsc.epfd = epoll_create1(EPOLL_CLOEXEC);
+    wsc.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    wsc.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (wsc.epfd < 0 || wsc.efd < 0 || wsc.tfd < 0) {
+        log_error("worker", "cannot create the watcher's descriptors: %s", strerror(errno));
         return -1;
     }
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = wsc.efd};
+    epoll_ctl(wsc.epfd, EPOLL_CTL_ADD, wsc.efd, &ev);
+    ev.data.fd = wsc.tfd;
+    epoll_ctl(wsc.epfd, EPOLL_CTL_ADD, wsc.tfd, &ev);
 
-    /* The service thread inherits a full signal mask: SIGUSR1 and friends must reach the
-     * main thread (Python's handlers only run there). */
+    /* The watcher inherits a full signal mask: SIGUSR1 and friends must reach the main
+     * thread (Python's handlers only run there). */
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 256 * 1024); /* counts against RLIMIT_AS */
-    int rc = pthread_create(&wsc.thread, &attr, wsc_service_main, NULL);
+    int rc = pthread_create(&wsc.thread, &attr, wsc_watch_main, NULL);
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         log_error("worker", "cannot start the control thread: %s", strerror(rc));
-        lws_context_destroy(wsc.ctx);
-        wsc.ctx = NULL;
         return -1;
     }
     wsc.started = 1;
@@ -641,185 +782,106 @@ void wsc_stop(void)
 {
     wsc_set_current_run(NULL); /* nothing left to interrupt while tearing down */
     if (wsc.started) {
-        pthread_mutex_lock(&wsc.mu);
         wsc.stop = 1;
-        pthread_cond_broadcast(&wsc.cond);
-        pthread_mutex_unlock(&wsc.mu);
-        lws_cancel_service(wsc.ctx);
+        wsc_notify_watcher();
         pthread_join(wsc.thread, NULL);
-        wsc.started = 0;
     }
-    if (wsc.ctx) {
-        lws_context_destroy(wsc.ctx);
-        wsc.ctx = NULL;
-    }
-    wsc_mark_closed();
     pthread_mutex_lock(&wsc.mu);
-    while (wsc.in_head) {
-        struct wsc_req *r = wsc.in_head;
-        wsc.in_head = r->next;
-        free(r->text);
-        free(r);
+    int was_open = wsc.state == ST_OPEN;
+    wsc.state = ST_CLOSED;
+    pthread_cond_broadcast(&wsc.cond);
+    pthread_mutex_unlock(&wsc.mu);
+    if (was_open && pthread_mutex_trylock(&wsc.wmu) == 0) {
+        static const unsigned char normal[2] = {0x03, 0xE8}; /* 1000: normal closure */
+        wsc_write_frame(WSP_OP_CLOSE, normal, sizeof(normal), 0);
+        pthread_mutex_unlock(&wsc.wmu);
     }
-    wsc.in_tail = &wsc.in_head;
-    for (int i = 0; i < WSC_BUCKETS; i++)
-        while (wsc.replies[i])
-            wsc_reply_unlink_free(&wsc.replies[i]);
-    free(wsc.current_run);
-    free(wsc.reason);
-    wsc.current_run = wsc.reason = NULL;
-    for (int i = 0; i < WSC_EARLY; i++) {
-        free(wsc.early[i].run_id);
-        free(wsc.early[i].reason);
-        wsc.early[i].run_id = wsc.early[i].reason = NULL;
-    }
+    wsc.started = 0;
+    int *fds[] = {&wsc.fd, &wsc.epfd, &wsc.efd, &wsc.tfd};
+    for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+        if (*fds[i] >= 0) {
+            close(*fds[i]);
+            *fds[i] = -1;
+        }
+    pthread_mutex_lock(&wsc.mu);
+    inb_clear();
     pthread_mutex_unlock(&wsc.mu);
     if (wsc.token) {
-        explicit_bzero(wsc.token->data + LWS_PRE, wsc.token->len);
+        explicit_bzero(wsc.token, strlen(wsc.token));
         free(wsc.token);
         wsc.token = NULL;
     }
-    free(wsc.rx);
+    wsp_reader_free(&wsc.rd);
     free(wsc.address);
     free(wsc.path);
     free(wsc.host);
-    wsc.rx = NULL;
     wsc.address = wsc.path = wsc.host = NULL;
 }
 
-/* ---- API for other threads --------------------------------------------------------- */
+/* ---- the rest of the API ------------------------------------------------------------- */
+
+/* Waits while the connection is being set up. Returns the state after. */
+static int wsc_wait_open(void)
+{
+    pthread_mutex_lock(&wsc.mu);
+    while (wsc.state == ST_CONNECTING) {
+        wsc.ncond++;
+        pthread_cond_wait(&wsc.cond, &wsc.mu);
+        wsc.ncond--;
+    }
+    int st = wsc.state;
+    pthread_mutex_unlock(&wsc.mu);
+    return st;
+}
 
 int wsc_send(const char *text, size_t len)
 {
-    if (!wsc.started || wsc.closed)
+    if (!wsc.started || wsc_wait_open() != ST_OPEN)
         return -1;
-    struct wsc_frame *f = wsc_frame_new(text, len);
-    if (!f)
-        return -2;
-    pthread_mutex_lock(&wsc.mu);
-    if (wsc.closed) {
+    pthread_mutex_lock(&wsc.wmu);
+    int rc = wsc_write_frame(WSP_OP_TEXT, text, len, 0);
+    pthread_mutex_unlock(&wsc.wmu);
+    if (rc == -1) {
+        /* The reader will see the end of stream too; say it now for senders. */
+        pthread_mutex_lock(&wsc.mu);
+        int signal = wsc_lost("write failed");
         pthread_mutex_unlock(&wsc.mu);
-        free(f);
-        return -1;
+        if (signal)
+            wsc_signal_main();
     }
-    wsc_fifo_push(&wsc.out, f);
-    pthread_mutex_unlock(&wsc.mu);
-    lws_cancel_service(wsc.ctx); /* the service thread asks for WRITEABLE */
-    return 0;
-}
-
-int wsc_next_request(int timeout_ms, char **out, size_t *out_len)
-{
-    struct timespec deadline;
-    int rc = WSC_TIMEOUT;
-    if (timeout_ms > 0)
-        wsc_deadline(timeout_ms, &deadline);
-    pthread_mutex_lock(&wsc.mu);
-    for (;;) {
-        struct wsc_req *r = wsc.in_head;
-        if (r) {
-            wsc.in_head = r->next;
-            if (!wsc.in_head)
-                wsc.in_tail = &wsc.in_head;
-            *out = r->text;
-            *out_len = r->len;
-            free(r);
-            rc = WSC_OK;
-            break;
-        }
-        if (wsc.closed) {
-            rc = WSC_CLOSED;
-            break;
-        }
-        if (wsc_wait(timeout_ms, &deadline) == ETIMEDOUT)
-            break;
-    }
-    pthread_mutex_unlock(&wsc.mu);
-    return rc;
-}
-
-int wsc_wait_reply(const char *id, int timeout_ms, char **out, size_t *out_len)
-{
-    struct timespec deadline;
-    int rc = WSC_TIMEOUT;
-    if (timeout_ms > 0)
-        wsc_deadline(timeout_ms, &deadline);
-    pthread_mutex_lock(&wsc.mu);
-    for (;;) {
-        struct wsc_reply **link = wsc_reply_find(id);
-        if (*link && (*link)->text) {
-            *out = (*link)->text;
-            *out_len = (*link)->len;
-            (*link)->text = NULL;
-            wsc_reply_unlink_free(link);
-            rc = WSC_OK;
-            break;
-        }
-        if (wsc.closed) {
-            rc = WSC_CLOSED;
-            break;
-        }
-        if (wsc_wait(timeout_ms, &deadline) == ETIMEDOUT)
-            break;
-    }
-    pthread_mutex_unlock(&wsc.mu);
     return rc;
 }
 
 void wsc_forget(const char *id)
 {
     pthread_mutex_lock(&wsc.mu);
-    struct wsc_reply **link = wsc_reply_find(id);
-    if (*link && (*link)->text) {
-        wsc_reply_unlink_free(link);
-    } else if (!*link && !wsc.closed) {
-        struct wsc_reply *r = xcalloc(1, sizeof(*r));
-        r->id = xstrdup(id);
-        r->forgotten = 1;
-        *link = r;
-    }
+    inb_forget(id, wsc.state == ST_CLOSED);
     pthread_mutex_unlock(&wsc.mu);
 }
 
 void wsc_set_current_run(const char *run_id)
 {
-    char *reason = NULL;
     pthread_mutex_lock(&wsc.mu);
-    free(wsc.current_run);
-    wsc.current_run = run_id ? xstrdup(run_id) : NULL;
-    free(wsc.reason);
-    wsc.reason = NULL;
-    wsc.interrupted = 0;
-    /* Cancelled before it started: interrupt it now. The runtime's handler keeps the
-     * reason as an "early interrupt" and raises once agent code begins. */
-    for (int i = 0; run_id && i < WSC_EARLY; i++) {
-        if (wsc.early[i].run_id && strcmp(wsc.early[i].run_id, run_id) == 0) {
-            if (wsc_arm_interrupt(wsc.early[i].reason))
-                reason = xstrdup(wsc.early[i].reason);
-            free(wsc.early[i].run_id);
-            free(wsc.early[i].reason);
-            wsc.early[i].run_id = wsc.early[i].reason = NULL;
-            break;
-        }
-    }
+    int signal = inb_set_current_run(run_id);
     pthread_mutex_unlock(&wsc.mu);
-    if (reason)
-        wsc_signal_main(run_id, reason);
-    free(reason);
+    if (signal)
+        wsc_signal_main();
 }
 
 char *wsc_interrupt_reason(void)
 {
     pthread_mutex_lock(&wsc.mu);
-    char *r = wsc.reason;
-    wsc.reason = NULL;
+    char *r = inb_take_reason();
     pthread_mutex_unlock(&wsc.mu);
     return r;
 }
 
 int wsc_is_closed(void)
 {
-    return wsc.closed;
+    pthread_mutex_lock(&wsc.mu);
+    int closed = wsc.state == ST_CLOSED || !wsc.started;
+    pthread_mutex_unlock(&wsc.mu);
+    return closed;
 }
 
 int wsc_was_connected(void)

@@ -1,13 +1,16 @@
-/* wsclient — the worker's end of the control channel (WebSocket client, libwebsockets).
+/* wsclient — the worker's end of the control channel (a WebSocket client, RFC 6455 by hand).
  *
- * Runs libwebsockets on its own service thread, which blocks every signal and never touches
- * Python. Other threads talk to it only through locked queues and lws_cancel_service():
- *   - wsc_send() queues one outgoing text frame (the first frame on the wire is the token);
- *   - incoming frames are routed on the service thread: JSON-RPC responses go to a reply
- *     table keyed by id, `cancel` notifications interrupt the current run (SIGUSR1 to the
- *     main thread), everything else goes to the request queue read by wsc_next_request().
+ * No thread owns the socket. A Python thread blocked in wsc_next_request()/wsc_wait_reply()
+ * reads it itself (GIL released), and wsc_send() writes from the calling thread, so a tool
+ * call costs no thread hand-off inside the worker. A watcher thread connects, then sleeps:
+ * it wakes for a hang-up, or when Python has not waited for WSC_WATCH_DELAY_MS (agent code
+ * computing), and only then reads, so that a `cancel` still interrupts the run.
+ * Incoming messages are routed by whoever reads: JSON-RPC responses to a reply table keyed
+ * by id, `cancel` notifications to the run interrupt (SIGUSR1 to the main thread),
+ * everything else to the request queue read by wsc_next_request() (see inbox.h).
  * All wait functions take a timeout in milliseconds (< 0 waits forever, 0 polls) and are
- * meant to be called in short slices by code that must also look at signals.
+ * meant to be called in short slices by code that must also look at signals; a signal to
+ * the waiting thread ends its slice early.
  * When the connection closes, every waiter is woken and the process is guaranteed to exit
  * within WSC_CLOSE_GRACE_MS even if the main thread is stuck (the gateway respawns us). */
 #ifndef CODEMCP_WSCLIENT_H
@@ -18,36 +21,44 @@
 
 /* Incoming frames larger than this drop the connection (the contract's 64 MiB cap). */
 #define WSC_MAX_FRAME (64u * 1024u * 1024u)
-/* After the connection is gone, the service thread _exit()s the process after this delay
+/* After the connection is gone, the watcher thread _exit()s the process after this delay
  * if the main thread has not called wsc_stop() by then. */
 #define WSC_CLOSE_GRACE_MS 3000
+/* How long Python may go without waiting before the watcher starts reading for it: the
+ * extra latency of a `cancel` that arrives while agent code computes. Shorter compute
+ * phases (the usual case between tool calls) never wake the watcher. */
+#define WSC_WATCH_DELAY_MS 10
+/* Connecting and the opening handshake must finish within this. */
+#define WSC_CONNECT_TIMEOUT_MS 30000
 /* Exit status used when the connection could never be established. */
 #define WSC_EXIT_NO_CONNECT 3
 
 /* Wait results. */
 enum { WSC_CLOSED = -1, WSC_TIMEOUT = 0, WSC_OK = 1 };
 
-/* Starts the service thread and begins connecting to url ("ws://host:port/path" or
- * "unix:/path/to.sock"). token is copied and wiped after it is sent. Signals that
- * interrupt a run go to `main_thread`. Returns 0, or -1 on a bad URL or lws failure
- * (logged). Call once. */
+/* Starts the watcher thread, which connects to url ("ws://host:port/path" or
+ * "unix:/path/to.sock") and sends token (copied, wiped after use) as the first frame.
+ * Calls made before the connection is up wait for it. Signals that interrupt a run go to
+ * `main_thread`. Returns 0, or -1 on a bad URL or a system error (logged). Call once. */
 int wsc_start(const char *url, const char *token, pthread_t main_thread);
 
-/* Stops the service thread, closes the connection and frees everything. Safe if
+/* Stops the watcher thread, closes the connection and frees everything. Safe if
  * wsc_start() failed or was never called. */
 void wsc_stop(void);
 
-/* Queues a copy of text[0..len) as one text frame. Never blocks on the network.
- * Returns 0, -1 when the connection is closed (or was never started), -2 when out of
- * memory. The outgoing queue itself is not capped: RLIMIT_AS bounds it. */
+/* Writes text[0..len) as one text frame from the calling thread. Blocks only while the
+ * socket buffer is full (a frame of hundreds of KiB; the gateway reads continuously) or
+ * another thread is writing, and while the connection is still being set up. Returns 0,
+ * -1 when the connection is closed (or was never started), -2 when out of memory. */
 int wsc_send(const char *text, size_t len);
 
 /* Next gateway request (anything that is not a reply to us and not a cancel).
  * On WSC_OK *out and *out_len receive a malloc'd NUL-terminated copy (caller frees). */
 int wsc_next_request(int timeout_ms, char **out, size_t *out_len);
 
-/* The reply whose id is `id`; removes it from the table. Same conventions as above.
- * A reply that is already there is returned even if the connection has closed since. */
+/* The reply whose id is `id`; removes it from the table. Same conventions as above; with
+ * timeout 0 it only looks at replies already read (no I/O). A reply that is already there
+ * is returned even if the connection has closed since. */
 int wsc_wait_reply(const char *id, int timeout_ms, char **out, size_t *out_len);
 
 /* Drops the reply for id now, or when it arrives later. */

@@ -1,0 +1,399 @@
+/* wsproto — RFC 6455 client pieces; see wsproto.h. Pure functions: no I/O, no state. */
+#include "wsproto.h"
+
+#include <openssl/evp.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define WSP_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+uint64_t wsp_rand(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+void wsp_make_key(char key[WSP_KEY_LEN + 1], uint64_t *rng)
+{
+    unsigned char nonce[16];
+    uint64_t a = wsp_rand(rng), b = wsp_rand(rng);
+    memcpy(nonce, &a, 8);
+    memcpy(nonce + 8, &b, 8);
+    EVP_EncodeBlock((unsigned char *)key, nonce, sizeof(nonce)); /* 24 chars + NUL */
+}
+
+int wsp_request(char *out, size_t cap, const char *host, const char *path, const char *protocol,
+                const char *key)
+{
+    int n = snprintf(out, cap,
+                     "GET %s HTTP/1.1\r\n"
+                     "Host: %s\r\n"
+                     "Upgrade: websocket\r\n"
+                     "Connection: Upgrade\r\n"
+                     "Sec-WebSocket-Key: %s\r\n"
+                     "Sec-WebSocket-Version: 13\r\n"
+                     "Sec-WebSocket-Protocol: %s\r\n"
+                     "\r\n",
+                     path, host, key, protocol);
+    return n < 0 || (size_t)n >= cap ? -1 : n;
+}
+
+size_t wsp_head_len(const char *buf, size_t len)
+{
+    for (size_t i = 3; i < len; i++)
+        if (buf[i] == '\n' && buf[i - 1] == '\r' && buf[i - 2] == '\n' && buf[i - 3] == '\r')
+            return i + 1;
+    return 0;
+}
+
+/* Finds header `name` (case-insensitive) in head; sets *val and *vlen to its trimmed value.
+ * Returns 1 if found. */
+static int wsp_header(const char *head, size_t len, const char *name, const char **val,
+                      size_t *vlen)
+{
+    size_t nlen = strlen(name);
+    const char *end = head + len;
+    const char *line = memchr(head, '\n', len); /* skip the status line */
+    while (line && line + 1 < end) {
+        line++;
+        const char *eol = memchr(line, '\n', (size_t)(end - line));
+        if (!eol)
+            break;
+        if ((size_t)(eol - line) > nlen && line[nlen] == ':' &&
+            strncasecmp(line, name, nlen) == 0) {
+            const char *v = line + nlen + 1, *e = eol;
+            while (v < e && (*v == ' ' || *v == '\t'))
+                v++;
+            while (e > v && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+                e--;
+            *val = v;
+            *vlen = (size_t)(e - v);
+            return 1;
+        }
+        line = eol;
+    }
+    return 0;
+}
+
+/* 1 if the comma-separated list v[0..n) holds token (case-insensitive). */
+static int wsp_has_token(const char *v, size_t n, const char *token)
+{
+    size_t tlen = strlen(token);
+    size_t i = 0;
+    while (i < n) {
+        while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+            i++;
+        size_t s = i;
+        while (i < n && v[i] != ',')
+            i++;
+        size_t e = i;
+        while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+            e--;
+        if (e - s == tlen && strncasecmp(v + s, token, tlen) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int wsp_check_response(const char *head, size_t len, const char *key, const char *protocol,
+                       const char **why)
+{
+    const char *v;
+    size_t vlen;
+    char src[WSP_KEY_LEN + sizeof(WSP_GUID)];
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int dlen = 0;
+    char expect[64];
+
+    if (len < 12 || strncmp(head, "HTTP/1.1 101", 12) != 0) {
+        *why = "the server did not switch protocols (expected HTTP/1.1 101)";
+        return -1;
+    }
+    if (!wsp_header(head, len, "upgrade", &v, &vlen) || vlen != 9 ||
+        strncasecmp(v, "websocket", 9) != 0) {
+        *why = "missing 'Upgrade: websocket'";
+        return -1;
+    }
+    if (!wsp_header(head, len, "connection", &v, &vlen) || !wsp_has_token(v, vlen, "upgrade")) {
+        *why = "missing 'Connection: upgrade'";
+        return -1;
+    }
+    snprintf(src, sizeof(src), "%s%s", key, WSP_GUID);
+    if (!EVP_Digest(src, strlen(src), digest, &dlen, EVP_sha1(), NULL) || dlen != 20) {
+        *why = "SHA-1 unavailable";
+        return -1;
+    }
+    EVP_EncodeBlock((unsigned char *)expect, digest, 20); /* 28 chars + NUL */
+    if (!wsp_header(head, len, "sec-websocket-accept", &v, &vlen) || vlen != strlen(expect) ||
+        memcmp(v, expect, vlen) != 0) {
+        *why = "wrong Sec-WebSocket-Accept";
+        return -1;
+    }
+    if (wsp_header(head, len, "sec-websocket-protocol", &v, &vlen) &&
+        (vlen != strlen(protocol) || memcmp(v, protocol, vlen) != 0)) {
+        *why = "the server chose another subprotocol";
+        return -1;
+    }
+    if (wsp_header(head, len, "sec-websocket-extensions", &v, &vlen) && vlen) {
+        *why = "the server enabled an extension we did not offer";
+        return -1;
+    }
+    return 0;
+}
+
+size_t wsp_header_len(size_t len)
+{
+    return (len < 126 ? 2 : len <= 0xFFFF ? 4 : 10) + 4;
+}
+
+void wsp_encode(unsigned char *out, int opcode, const void *payload, size_t len, uint32_t mask)
+{
+    unsigned char *p = out;
+    *p++ = (unsigned char)(0x80 | (opcode & 0x0F));
+    if (len < 126) {
+        *p++ = (unsigned char)(0x80 | len);
+    } else if (len <= 0xFFFF) {
+        *p++ = 0x80 | 126;
+        *p++ = (unsigned char)(len >> 8);
+        *p++ = (unsigned char)len;
+    } else {
+        *p++ = 0x80 | 127;
+        for (int i = 7; i >= 0; i--)
+            *p++ = (unsigned char)((uint64_t)len >> (8 * i));
+    }
+    unsigned char m[8];
+    memcpy(m, &mask, 4);
+    memcpy(m + 4, &mask, 4);
+    memcpy(p, m, 4);
+    p += 4;
+
+    /* XOR eight bytes at a time: m repeats the key, so byte i of a word gets key[i % 4]. */
+    const unsigned char *in = payload;
+    uint64_t m64;
+    memcpy(&m64, m, 8);
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, in + i, 8);
+        w ^= m64;
+        memcpy(p + i, &w, 8);
+    }
+    for (; i < len; i++)
+        p[i] = in[i] ^ m[i & 3];
+}
+
+int wsp_parse_header(const unsigned char *buf, size_t len, struct wsp_frame *f, const char **why)
+{
+    if (len < 2)
+        return 0;
+    int fin = buf[0] & 0x80, opcode = buf[0] & 0x0F;
+    if (buf[0] & 0x70) {
+        *why = "reserved bits set (no extension was negotiated)";
+        return -1;
+    }
+    if (opcode != WSP_OP_CONT && opcode != WSP_OP_TEXT && opcode != WSP_OP_BINARY &&
+        opcode != WSP_OP_CLOSE && opcode != WSP_OP_PING && opcode != WSP_OP_PONG) {
+        *why = "unknown opcode";
+        return -1;
+    }
+    if (buf[1] & 0x80) {
+        *why = "masked frame from the server";
+        return -1;
+    }
+    uint64_t plen = buf[1] & 0x7F;
+    size_t hlen = 2;
+    if (plen == 126) {
+        if (len < 4)
+            return 0;
+        plen = (uint64_t)buf[2] << 8 | buf[3];
+        hlen = 4;
+    } else if (plen == 127) {
+        if (len < 10)
+            return 0;
+        plen = 0;
+        for (int i = 0; i < 8; i++)
+            plen = plen << 8 | buf[2 + i];
+        if (plen >> 63) {
+            *why = "frame length with the top bit set";
+            return -1;
+        }
+        hlen = 10;
+    }
+    if (opcode >= WSP_OP_CLOSE && (!fin || plen > 125)) {
+        *why = "fragmented or oversized control frame";
+        return -1;
+    }
+    f->fin = fin != 0;
+    f->opcode = opcode;
+    f->header_len = hlen;
+    f->payload_len = plen;
+    return 1;
+}
+
+/* ---- reader -------------------------------------------------------------------------- */
+
+/* Payloads with at least this much left, and nothing buffered, are received in place. */
+#define WSP_DIRECT 4096
+
+int wsp_reader_init(struct wsp_reader *r, size_t bufsize, size_t max_message)
+{
+    memset(r, 0, sizeof(*r));
+    r->buf = malloc(bufsize < 256 ? 256 : bufsize);
+    if (!r->buf)
+        return -1;
+    r->cap = bufsize < 256 ? 256 : bufsize;
+    r->max_message = max_message;
+    r->mop = -1;
+    return 0;
+}
+
+void wsp_reader_free(struct wsp_reader *r)
+{
+    free(r->buf);
+    free(r->msg);
+    memset(r, 0, sizeof(*r));
+    r->mop = -1;
+}
+
+static int wsp_direct(const struct wsp_reader *r)
+{
+    return r->in_frame && r->cur.opcode < WSP_OP_CLOSE && r->left >= WSP_DIRECT &&
+           r->start == r->end;
+}
+
+void wsp_reader_space(struct wsp_reader *r, void **dst, size_t *cap)
+{
+    if (wsp_direct(r)) {
+        *dst = r->msg + r->mlen;
+        *cap = (size_t)r->left;
+        return;
+    }
+    if (r->start == r->end)
+        r->start = r->end = 0;
+    *dst = r->buf + r->end;
+    *cap = r->cap - r->end; /* feed leaves at most a partial header, moved to the front */
+}
+
+/* Grows the message buffer for `more` bytes plus a NUL. */
+static int wsp_reserve(struct wsp_reader *r, uint64_t more)
+{
+    if (r->mlen + more > r->max_message) {
+        r->error = "message over the size cap";
+        return -1;
+    }
+    size_t need = r->mlen + (size_t)more + 1;
+    if (need <= r->mcap)
+        return 0;
+    char *p = realloc(r->msg, need); /* exact: a large frame is allocated once */
+    if (!p) {
+        r->error = "out of memory for a message";
+        return -1;
+    }
+    r->msg = p;
+    r->mcap = need;
+    return 0;
+}
+
+/* Starts the frame whose header is at buf[start]. 1 started, 0 need more, -1 error. */
+static int wsp_frame_start(struct wsp_reader *r)
+{
+    int rc = wsp_parse_header(r->buf + r->start, r->end - r->start, &r->cur, &r->error);
+    if (rc <= 0)
+        return rc;
+    r->start += r->cur.header_len;
+    r->in_frame = 1;
+    r->left = r->cur.payload_len;
+    if (r->cur.opcode >= WSP_OP_CLOSE) {
+        r->ctl_len = 0;
+        return 1;
+    }
+    if (r->cur.opcode == WSP_OP_CONT && r->mop < 0) {
+        r->error = "continuation frame without a message";
+        return -1;
+    }
+    if (r->cur.opcode != WSP_OP_CONT) {
+        if (r->mop >= 0) {
+            r->error = "new message inside a fragmented one";
+            return -1;
+        }
+        r->mop = r->cur.opcode;
+        r->mlen = 0;
+    }
+    return wsp_reserve(r, r->left) < 0 ? -1 : 1;
+}
+
+/* The current frame's payload is complete: hand over what it finished. */
+static int wsp_frame_done(struct wsp_reader *r, wsp_event_fn fn, void *ud)
+{
+    int rc = 0;
+    r->in_frame = 0;
+    if (r->cur.opcode >= WSP_OP_CLOSE) {
+        int ev = r->cur.opcode == WSP_OP_PING   ? WSP_EV_PING
+                 : r->cur.opcode == WSP_OP_PONG ? WSP_EV_PONG
+                                                : WSP_EV_CLOSE;
+        rc = fn(ud, ev, (char *)r->ctl, r->ctl_len);
+    } else if (r->cur.fin) {
+        if (r->mop == WSP_OP_BINARY) {
+            rc = fn(ud, WSP_EV_BINARY, NULL, r->mlen);
+        } else {
+            char *text = r->msg;
+            size_t len = r->mlen;
+            text[len] = '\0';
+            r->msg = NULL;
+            r->mlen = r->mcap = 0;
+            rc = fn(ud, WSP_EV_TEXT, text, len);
+        }
+        r->mop = -1;
+        r->mlen = 0;
+    }
+    if (rc < 0)
+        r->error = "stopped";
+    return rc < 0 ? -1 : 0;
+}
+
+int wsp_reader_feed(struct wsp_reader *r, size_t n, wsp_event_fn fn, void *ud)
+{
+    if (wsp_direct(r)) {
+        r->mlen += n;
+        r->left -= n;
+        return r->left ? 0 : wsp_frame_done(r, fn, ud);
+    }
+    r->end += n;
+    for (;;) {
+        if (!r->in_frame) {
+            int rc = wsp_frame_start(r);
+            if (rc < 0)
+                return -1;
+            if (rc == 0)
+                break;
+        }
+        size_t avail = r->end - r->start;
+        size_t k = avail < r->left ? avail : (size_t)r->left;
+        if (r->cur.opcode >= WSP_OP_CLOSE) {
+            memcpy(r->ctl + r->ctl_len, r->buf + r->start, k);
+            r->ctl_len += k;
+        } else {
+            memcpy(r->msg + r->mlen, r->buf + r->start, k);
+            r->mlen += k;
+        }
+        r->start += k;
+        r->left -= k;
+        if (r->left)
+            break; /* everything buffered was consumed */
+        if (wsp_frame_done(r, fn, ud) < 0)
+            return -1;
+    }
+    if (r->start == r->end) {
+        r->start = r->end = 0;
+    } else if (r->start > 0) { /* a partial header: move it to the front */
+        memmove(r->buf, r->buf + r->start, r->end - r->start);
+        r->end -= r->start;
+        r->start = 0;
+    }
+    return 0;
+}
