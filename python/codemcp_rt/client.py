@@ -99,16 +99,23 @@ _tools: dict[tuple[Any, Any], tuple[str, str, bool]] = {}
 _tools_snap: Any = None
 
 
-def _tool_info(server: Any, tool: Any) -> tuple[str, str, bool]:
+def _tool_info(server: Any, tool: Any) -> tuple[str | None, str, bool]:
+    """(the frame's "server"/"tool" members or None when they are not JSON, the label,
+    whether the SDK marks the tool as a write). Never raises."""
     global _tools_snap
     snap = sdk.current()
     if snap is not _tools_snap:
         _tools.clear()
         _tools_snap = snap
-    info = _tools.get((server, tool))
+    try:
+        info = _tools.get((server, tool))
+    except TypeError:  # unhashable names
+        info = None
     if info is None:
-        fragment = '"server":%s,"tool":%s' % (json.dumps(server, ensure_ascii=False),
-                                               json.dumps(tool, ensure_ascii=False))
+        try:
+            fragment: str | None = '"server":%s,"tool":%s' % (jsonsafe.dumps(server), jsonsafe.dumps(tool))
+        except (TypeError, ValueError, RecursionError):
+            fragment = None  # the request fails when it is sent
         try:
             mutation = sdk.is_mutation(server, tool)
         except Exception:
@@ -116,7 +123,7 @@ def _tool_info(server: Any, tool: Any) -> tuple[str, str, bool]:
         info = (fragment, "%s/%s" % (server, tool), mutation)
         try:
             _tools[(server, tool)] = info
-        except TypeError:  # unhashable names: the request fails below anyway
+        except TypeError:
             pass
     return info
 
@@ -352,6 +359,9 @@ def call(server: str, tool: str, args: dict[str, Any] | None = None, timeout_ms:
     try:
         if args_json is None:
             args_json = jsonsafe.dumps(plain_args)
+        if fragment is None:
+            raise TypeError("server and tool must be JSON values, not %s/%s"
+                            % (type(server).__name__, type(tool).__name__))
         frame = _FRAME % (call_id, state.run_id_json if state is not None else "null", fragment, args_json,
                           "null" if timeout_ms is None else timeout_ms)
         _transport().send(frame)

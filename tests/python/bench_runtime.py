@@ -10,7 +10,9 @@ envelope and its JSON text (worker_main.handle, what the worker's main thread do
 
 The SDK is the one codemcp generates for server-everything (bench_everything_sdk.txt).
 Reported: CPU µs per run (thread_time: lowest mean of 10 consecutive runs, and median), and µs per SDK call derived as
-(seq50 - empty) / 50 and (conc50 - empty) / 50. "fresh" is the empty program with
+(seq50 - empty) / 50 and (conc50 - empty) / 50. The -cold variants sleep 1 ms before
+each run and 0.3 ms in each wait_reply, as the worker's thread does while it waits (its
+caches go cold: on this machine that doubles the cost). "fresh" is the empty program with
 new code text every run (no cache hit). The transport's own cost per call is
 measured separately and subtracted.
 """
@@ -44,6 +46,7 @@ class InstantTransport:
 
     def __init__(self) -> None:
         self.replies: dict[str, str] = {}
+        self.latency = 0.0  # seconds wait_reply sleeps first (a gateway round trip)
 
     def send(self, text: str) -> None:
         if '"call_tool"' not in text:
@@ -58,6 +61,8 @@ class InstantTransport:
                              '"text":"The sum of 1 and 2 is 3."}]}}' % cid)
 
     def wait_reply(self, cid: str, timeout: float | None = None) -> str | None:
+        if self.latency:
+            time.sleep(self.latency)
         return self.replies.pop(cid, None)
 
     def take_reply(self, cid: str) -> str | None:
@@ -147,10 +152,11 @@ def main() -> None:
     tc = transport_cost(t)
     best: dict[str, float] = {}
     med: dict[str, float] = {}
-    for name in list(PROGRAMS) + ["fresh", "empty-cold", "one-cold", "fresh-cold"]:
+    for name in list(PROGRAMS) + ["fresh", "empty-cold", "one-cold", "fresh-cold", "seq50-cold"]:
         prog, cold = name.split("-")[0], name.endswith("-cold")
         measure(prog, max(20, iterations // 10))  # warm-up
         runs = iterations if prog in ("empty", "one", "fresh") else max(50, iterations // 5)
+        t.latency = 0.0003 if cold else 0.0
         cpu = measure(prog, runs // 4 if cold else runs, cold)
         # Other processes preempt this one now and then: the lowest mean over a batch of
         # 10 consecutive runs is the stable figure; the median is shown for reference.
@@ -164,6 +170,14 @@ def main() -> None:
     print("one - empty: %.1f µs" % (best["one"] - best["empty"] - tc))
     print("cold (1 ms sleep before each run, medians): empty %.1f µs, one %.1f µs, fresh %.1f µs" % (
         med["empty-cold"], med["one-cold"], med["fresh-cold"]))
+    sleeps = []
+    for _ in range(500):
+        t0 = time.thread_time()
+        time.sleep(0.0003)
+        sleeps.append((time.thread_time() - t0) * 1e6)
+    nap = statistics.median(sleeps)
+    print("cold per call (seq50, 0.3 ms sleep in each wait_reply): %.1f µs (the sleep's own %.1f µs CPU "
+          "subtracted)" % ((med["seq50-cold"] - med["empty-cold"]) / N - tc - nap, nap))
 
 if __name__ == "__main__":
     main()

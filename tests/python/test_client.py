@@ -264,6 +264,16 @@ class ArgumentEncodingTest(ClientTest):
             with self.subTest(text=text):
                 self.assertEqual(client.unwrap({"content": [{"type": "text", "text": text}]}), want)
 
+    def test_odd_names_fail_on_use_not_at_call_time(self) -> None:
+        t = self.use(lambda p: ("result", text_result(1)))
+        for server, tool in ((object(), "t"), ({"x"}, "t"), ("srv", {"x": object()})):
+            p = client.call(server, tool, {})
+            with self.assertRaises(ToolError) as ctx:
+                p.result()
+            self.assertEqual(ctx.exception.kind, "transport")
+        self.assertEqual(client.call(["srv"], 7).result(), 1)  # JSON, just unusual: sent
+        self.assertEqual(t.calls()[-1]["params"]["server"], ["srv"])
+
     def test_records_do_not_keep_values(self) -> None:
         self.reply_with(text_result({"big": "x" * 1000}))
         p = client.call("srv", "get")
