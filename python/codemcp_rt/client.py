@@ -322,6 +322,12 @@ def unwrap(result: Any) -> Any:
     if structured is not None:
         return structured
     content = result.get("content")
+    if type(content) is list and len(content) == 1:  # the usual answer: one text block
+        block = content[0]
+        if type(block) is dict and block.get("type") == "text":
+            text = block.get("text")
+            if type(text) is str:
+                return _text_value(text)
     if isinstance(content, list):
         texts = [
             block["text"]
