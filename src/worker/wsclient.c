@@ -12,10 +12,11 @@
  * pass without a new wait, the watcher arms the socket for data too and reads whatever
  * comes while agent code computes. The eventfd carries stop and "connection lost".
  *
- * Locks: mu guards the connection state, the inbox, the role bookkeeping and the epoll and
- * timer arming; wmu serialises whole frames on the wire. mu is never held across a
- * blocking call or while taking wmu; a thread holding wmu never waits for the GIL (it may
- * hold the GIL, see pymod). This file never calls Python. */
+ * Locks: mu guards the connection state, the inbox, the role bookkeeping, the epoll and
+ * timer arming and the pending control frame; wmu serialises whole frames on the wire.
+ * Order: wmu, then mu. mu is never held across a blocking call; readers only trylock wmu
+ * (see wsc_write_control); a thread holding wmu never waits for the GIL (it may hold the
+ * GIL, see pymod). This file never calls Python. */
 #include "wsclient.h"
 
 #include "inbox.h"
@@ -62,6 +63,11 @@ static struct {
     int ncond;    /* threads sleeping on cond */
     int armed;    /* ARM_*: the socket's epoll entry */
     int hup;      /* the watcher saw a hang-up while someone else was reading */
+
+    int ctl_op; /* a control frame waiting for wmu (see wsc_flush_control) */
+    unsigned char ctl_data[125];
+    size_t ctl_len;
+    atomic_int ctl_pending;
 
     pthread_mutex_t wmu; /* whole frames on the wire */
     atomic_uint_fast64_t rng;
@@ -136,17 +142,41 @@ static int wsc_write_frame(int opcode, const void *payload, size_t len, int secr
     return rc;
 }
 
-/* A control frame from the reader: written only if no sender holds wmu (the reader must
- * never wait for a writer, which may be waiting for the gateway, which may be waiting for
- * us to read). The gateway does not ping, so a skipped pong costs nothing. */
+/* Writes the pending control frame, if any, unless a sender holds wmu: that sender then
+ * writes it when it releases wmu. Everyone who releases wmu, and the reader after storing
+ * one, calls this, so a frame stored while wmu was busy is never left behind. */
+static void wsc_flush_control(void)
+{
+    while (atomic_load(&wsc.ctl_pending) && pthread_mutex_trylock(&wsc.wmu) == 0) {
+        unsigned char data[125];
+        size_t len = 0;
+        int op = 0;
+        pthread_mutex_lock(&wsc.mu);
+        if (wsc.ctl_pending) {
+            op = wsc.ctl_op;
+            len = wsc.ctl_len;
+            memcpy(data, wsc.ctl_data, len);
+            wsc.ctl_pending = 0;
+        }
+        pthread_mutex_unlock(&wsc.mu);
+        if (op)
+            wsc_write_frame(op, data, len, 0);
+        pthread_mutex_unlock(&wsc.wmu);
+    }
+}
+
+/* A control frame from the reader (pong, close echo). The reader must never wait for
+ * wmu: its holder may be waiting for socket space, which the gateway may only make after
+ * we read. So it is stored (a newer one replaces an older one) and flushed. */
 static void wsc_write_control(int opcode, const void *payload, size_t len)
 {
-    if (pthread_mutex_trylock(&wsc.wmu) != 0) {
-        log_debug("worker", "control frame %d skipped: a send is in progress", opcode);
-        return;
-    }
-    wsc_write_frame(opcode, payload, len, 0);
-    pthread_mutex_unlock(&wsc.wmu);
+    pthread_mutex_lock(&wsc.mu);
+    wsc.ctl_op = opcode;
+    wsc.ctl_len = len > sizeof(wsc.ctl_data) ? sizeof(wsc.ctl_data) : len;
+    memcpy(wsc.ctl_data, payload, wsc.ctl_len);
+    wsc.ctl_pending = 1;
+    pthread_mutex_unlock(&wsc.mu);
+    wsc_flush_control();
 }
 
 /* ---- state (caller holds mu) --------------------------------------------------------- */
@@ -841,6 +871,8 @@ int wsc_send(const char *text, size_t len)
     pthread_mutex_lock(&wsc.wmu);
     int rc = wsc_write_frame(WSP_OP_TEXT, text, len, 0);
     pthread_mutex_unlock(&wsc.wmu);
+    if (atomic_load(&wsc.ctl_pending))
+        wsc_flush_control();
     if (rc == -1) {
         /* The reader will see the end of stream too; say it now for senders. */
         pthread_mutex_lock(&wsc.mu);

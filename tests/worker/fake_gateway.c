@@ -13,6 +13,9 @@
  *   unix      `basic`'s call round trip over a Unix socket
  *   bigframe  10 MiB frames both ways; a frame over 64 MiB drops the connection
  *   memory    CODEMCP_WORKER_MEMORY_MB: MemoryError above the cap, room below (not ASan)
+ *   io        a request in fragments with a ping between them (pong echoes it); SDK calls
+ *             from four threads and the main thread at once; a reply that arrives while
+ *             agent code computes without waiting (read by the worker's watcher)
  *   eval      not a test: runs $FG_CODE and prints the envelope
  * The lws loop runs on its own thread; the scenario is plain sequential code on the main
  * thread talking to it through locked queues (the same shape as the worker itself).
@@ -522,6 +525,117 @@ out:
     return gw_failures ? 1 : 0;
 }
 
+/* Reads call_tool frames and answers each demo_add until `want` were answered; the
+ * frames are answered in batches of up to 3, last first, so replies reach threads out of
+ * order. Returns how many were answered. */
+static int gw_answer_calls(int want, int ms)
+{
+    int done = 0;
+    while (done < want) {
+        json_t *batch[3];
+        int n = 0;
+        batch[n] = gw_recv(ms);
+        if (!batch[n])
+            break;
+        n++;
+        while (n < 3 && done + n < want && (batch[n] = gw_recv(50)))
+            n++;
+        for (int i = n - 1; i >= 0; i--)
+            gw_answer_add(batch[i]);
+        done += n;
+    }
+    return done;
+}
+
+static int scenario_io(const char *url)
+{
+    pid_t pid = gw_worker(url, gw.token);
+    json_t *r = NULL, *res = NULL;
+    char *req = NULL;
+    int st;
+    CHECK(pid > 0, "worker did not start");
+    CHECK(gw_load_sdk(1) == 0, "load_sdk");
+
+    /* A run request in three fragments, a ping between the first two. */
+    json_t *run =
+        json_pack("{s:s, s:i, s:s, s:{s:s, s:s, s:s, s:i, s:b, s:[], s:b, s:i, s:i, "
+                  "s:b, s:b}}",
+                  "jsonrpc", "2.0", "id", 2, "method", "run", "params", "run_id", "r1", "session",
+                  "s1", "code", "result = 'fragments ' + 'joined'", "timeout_ms", 30000, "dry_run",
+                  0, "allow_mutations", "enforce_mutations", 0, "max_output_bytes", 1048576,
+                  "max_result_bytes", 16777216, "reset", 0, "validate", 1);
+    req = json_dumps(run, JSON_COMPACT);
+    json_decref(run);
+    size_t n = strlen(req), a = n / 3, b = 2 * n / 3;
+    gw_send_frame(req, a, LWS_WRITE_TEXT | LWS_WRITE_NO_FIN);
+    gw_send_frame("are you there", 13, LWS_WRITE_PING);
+    gw_send_frame(req + a, b - a, LWS_WRITE_CONTINUATION | LWS_WRITE_NO_FIN);
+    gw_send_frame(req + b, n - b, LWS_WRITE_CONTINUATION);
+    r = gw_recv_response(2, 10000);
+    res = json_object_get(json_object_get(r, "result"), "result");
+    CHECK(json_is_string(res) && strcmp(json_string_value(res), "fragments joined") == 0,
+          "fragmented request reassembled");
+    res = NULL;
+    json_decref(r);
+    r = NULL;
+    CHECK(gw_wait_flag(&gw.pongs, 5000) == 0 && strcmp(gw.last_pong, "are you there") == 0,
+          "ping answered with its payload (got %d pongs, '%s')", gw.pongs, gw.last_pong);
+
+    /* Five threads calling at once: whoever waits reads for the others. */
+    gw_run(3, "r2",
+           "import threading\n"
+           "out = {}\n"
+           "def work(k):\n"
+           "    out[k] = [demo_add(a=k, b=i)['sum'] for i in range(5)]\n"
+           "ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]\n"
+           "for t in ts: t.start()\n"
+           "mine = [demo_add(a=100, b=i)['sum'] for i in range(5)]\n"
+           "for t in ts: t.join()\n"
+           "result = [mine] + [out[k] for k in range(4)]\n");
+    CHECK(gw_answer_calls(25, 10000) == 25, "expected 25 call_tool frames");
+    r = gw_recv_response(3, 10000);
+    res = json_object_get(json_object_get(r, "result"), "result");
+    int good = json_array_size(res) == 5;
+    for (int k = 0; good && k < 5; k++)
+        for (int i = 0; i < 5; i++)
+            if (json_integer_value(json_array_get(json_array_get(res, (size_t)k), (size_t)i)) !=
+                (k == 0 ? 100 : k - 1) + i)
+                good = 0;
+    if (!good && r)
+        gw_dump("threads run", r);
+    res = NULL;
+    CHECK(good, "every thread got its own replies");
+    json_decref(r);
+    r = NULL;
+
+    /* The reply comes while agent code computes without waiting for 300 ms. */
+    gw_run(4, "r3",
+           "import time\n"
+           "p = demo_add(a=1, b=2)\n"
+           "t = time.monotonic()\n"
+           "while time.monotonic() - t < 0.3:\n"
+           "    pass\n"
+           "result = p['sum']\n");
+    CHECK(gw_answer_calls(1, 10000) == 1, "expected the call_tool frame");
+    r = gw_recv_response(4, 10000);
+    res = json_object_get(json_object_get(r, "result"), "result");
+    CHECK(json_integer_value(res) == 3, "reply read while computing");
+    res = NULL;
+    json_decref(r);
+    r = NULL;
+
+    gw_close_conn();
+    st = gw_wait_exit(pid, 10000);
+    pid = -1;
+    CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status (got %#x)", st);
+out:
+    free(req);
+    json_decref(r);
+    if (pid > 0)
+        gw_wait_exit(pid, 0);
+    return gw_failures ? 1 : 0;
+}
+
 /* Not a test: runs $FG_CODE once and prints the envelope (manual poking). */
 static int scenario_eval(const char *url)
 {
@@ -583,6 +697,8 @@ int main(int argc, char **argv)
         rc = scenario_bigframe(url);
     else if (strcmp(scenario, "memory") == 0)
         rc = scenario_memory(url);
+    else if (strcmp(scenario, "io") == 0)
+        rc = scenario_io(url);
     else if (strcmp(scenario, "eval") == 0)
         rc = scenario_eval(url);
     else

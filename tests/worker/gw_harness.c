@@ -30,6 +30,7 @@ static void gw_push(struct gw_msg **head, struct gw_msg **tail, const char *text
 {
     struct gw_msg *m = xmalloc(sizeof(*m) + LWS_PRE + len + 1);
     m->next = NULL;
+    m->flags = LWS_WRITE_TEXT;
     m->len = len;
     memcpy(m->data + LWS_PRE, text, len);
     m->data[LWS_PRE + len] = '\0';
@@ -128,7 +129,7 @@ static int gw_ctl_cb(struct lws *wsi, enum lws_callback_reasons reason, void *us
             return -1;
         }
         if (m) {
-            int n = lws_write(wsi, m->data + LWS_PRE, m->len, LWS_WRITE_TEXT);
+            int n = lws_write(wsi, m->data + LWS_PRE, m->len, (enum lws_write_protocol)m->flags);
             free(m);
             if (n < 0)
                 return -1;
@@ -137,6 +138,14 @@ static int gw_ctl_cb(struct lws *wsi, enum lws_callback_reasons reason, void *us
             lws_callback_on_writable(wsi);
         break;
     }
+    case LWS_CALLBACK_RECEIVE_PONG:
+        pthread_mutex_lock(&gw.mu);
+        gw.pongs++;
+        snprintf(gw.last_pong, sizeof(gw.last_pong), "%.*s", (int)(len < 127 ? len : 127),
+                 in ? (const char *)in : "");
+        pthread_cond_broadcast(&gw.cond);
+        pthread_mutex_unlock(&gw.mu);
+        break;
     case LWS_CALLBACK_EVENT_WAIT_CANCELLED: {
         const struct lws_protocols *p = lws_get_protocol(wsi);
         if (p && p->name && strcmp(p->name, GW_PROTOCOL) == 0 && gw.conn)
@@ -180,6 +189,15 @@ void gw_send_text(const char *text)
 {
     pthread_mutex_lock(&gw.mu);
     gw_push(&gw.out_head, &gw.out_tail, text, strlen(text));
+    pthread_mutex_unlock(&gw.mu);
+    lws_cancel_service(gw.ctx);
+}
+
+void gw_send_frame(const char *data, size_t len, int flags)
+{
+    pthread_mutex_lock(&gw.mu);
+    gw_push(&gw.out_head, &gw.out_tail, data, len);
+    gw.out_tail->flags = flags;
     pthread_mutex_unlock(&gw.mu);
     lws_cancel_service(gw.ctx);
 }

@@ -23,6 +23,7 @@ struct lws;
 
 struct gw_msg {
     struct gw_msg *next;
+    int flags; /* enum lws_write_protocol of the frame (outgoing only) */
     size_t len;
     unsigned char data[]; /* LWS_PRE headroom, text, NUL */
 };
@@ -33,6 +34,8 @@ struct gw_state {
     struct gw_msg *in_head, *in_tail;   /* worker -> test, after auth */
     struct gw_msg *out_head, *out_tail; /* test -> worker */
     int authed, rejected, closed, close_req, connections;
+    int pongs;           /* PONG frames received */
+    char last_pong[128]; /* payload of the last one */
     atomic_int stop;
     char token[65];
     /* service thread only */
@@ -70,6 +73,9 @@ int gw_wait_exit(pid_t pid, int ms);
 
 /* Queues a frame for the worker. gw_send consumes msg. */
 void gw_send_text(const char *text);
+/* Queues one raw frame: flags is an enum lws_write_protocol value (LWS_WRITE_PING,
+ * LWS_WRITE_TEXT | LWS_WRITE_NO_FIN, LWS_WRITE_CONTINUATION, ...). */
+void gw_send_frame(const char *data, size_t len, int flags);
 void gw_send(json_t *msg);
 /* Closes the worker connection from the gateway side. */
 void gw_close_conn(void);
