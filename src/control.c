@@ -227,7 +227,7 @@ static void handle_call_tool(struct ctl_conn *c, json_t *id, json_t *params)
         run_call_done(r);
         return;
     }
-    if (mutation && !run_mutation_allowed(r, fn)) {
+    if (mutation && !run_mutation_allowed(r, fn, server, tool)) {
         char msg[700];
         snprintf(msg, sizeof(msg),
                  "%s is a write tool and this run did not authorize it: re-send with "

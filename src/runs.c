@@ -81,14 +81,27 @@ int run_dry(struct run *r)
     return r->dry_run;
 }
 
-int run_mutation_allowed(struct run *r, const char *fn)
+int run_mutation_allowed(struct run *r, const char *fn, const char *server, const char *tool)
 {
     if (!enforce_mutations)
         return 1;
+    static const char *const forms[] = {"%s/%s", "%s.%s", "%s:%s", "%s/*", "%s.*", "%s"};
     size_t i;
     json_t *v;
-    json_array_foreach(r->allow_mutations, i,
-                       v) if (json_is_string(v) && strcmp(json_string_value(v), fn) == 0) return 1;
+    json_array_foreach(r->allow_mutations, i, v)
+    {
+        const char *a = json_string_value(v);
+        if (!a)
+            continue;
+        if (strcmp(a, fn) == 0 || strcmp(a, "*") == 0)
+            return 1;
+        for (size_t k = 0; k < sizeof(forms) / sizeof(forms[0]); k++) {
+            char form[600];
+            snprintf(form, sizeof(form), forms[k], server, tool);
+            if (strcmp(a, form) == 0)
+                return 1;
+        }
+    }
     return 0;
 }
 

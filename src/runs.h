@@ -32,7 +32,11 @@ int run_smoke(const char *code, void (*done)(json_t *envelope, int is_error));
 struct run *run_find(const char *run_id);
 uint64_t run_session(struct run *r);
 int run_dry(struct run *r);
-int run_mutation_allowed(struct run *r, const char *fn);
+/* Whether the run may call write tool fn (server/tool): always when enforcement is off;
+ * else allow_mutations must name it as "fn", "server/tool", "server.tool", "server:tool",
+ * "server/<star>", "server.<star>", "server" or "<star>" (<star> = an asterisk; the forms the
+ * validator accepts too). */
+int run_mutation_allowed(struct run *r, const char *fn, const char *server, const char *tool);
 /* Reports that one of the run's tool calls completed (for progress notifications). */
 void run_call_done(struct run *r);
 /* The worker answered the run (envelope borrowed) or died while running it (NULL, why). */
