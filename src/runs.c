@@ -142,6 +142,7 @@ static void answer(struct run *r, json_t *envelope)
     json_t *env = json_deep_copy(envelope);
     json_object_del(env, "ok");
     json_object_del(env, "calls");
+    json_object_del(env, "recycle");
     if (r->smoke_done) {
         r->smoke_done(env, is_error);
     } else if (!r->silent) {

@@ -497,11 +497,21 @@ void wk_on_message(int slot, json_t *msg)
         w->run = NULL;
         w->state = WK_READY;
         w->runs_done++;
+        json_t *result = json_object_get(msg, "result");
+        /* The runtime asks for a fresh process when a run leaves threads behind under
+         * enforcement: they must not act under a later run's allow_mutations. */
+        int recycle = json_is_true(json_object_get(result, "recycle"));
         if (error) {
             json_t *m = json_object_get(error, "message");
             run_finished(r, NULL, json_is_string(m) ? json_string_value(m) : "worker error");
         } else {
-            run_finished(r, json_object_get(msg, "result"), NULL);
+            run_finished(r, result, NULL);
+        }
+        if (recycle && w->pid) {
+            log_info("worker", "worker %d: restarting it (the run left threads running)", slot);
+            w->state = WK_BUSY; /* no new run until the replacement connects */
+            kill(w->pid, SIGKILL);
+            return;
         }
         run_dispatch();
         return;
