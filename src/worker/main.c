@@ -16,7 +16,8 @@
  * Exit status: worker_main.main()'s, 0 once the gateway closed the connection, 2 for a bad
  * environment, 3 if the connection could never be established.
  *
- * The main thread runs Python; it never does network I/O itself. */
+ * The main thread runs Python and, while Python waits for the gateway, reads the control
+ * socket itself (see wsclient.h); a watcher thread covers the times it computes. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -230,7 +231,7 @@ int main(int argc, char **argv)
     (void)argv;
     /* One malloc arena: every extra arena reserves 64 MiB of address space, which
      * RLIMIT_AS counts (measured under a 256 MB cap: 165 MB usable with 2 arenas, 229 MB
-     * with 1). Only the lws thread competes with Python for it, rarely. */
+     * with 1). Only the watcher thread competes with Python for it, rarely. */
     mallopt(M_ARENA_MAX, 1);
     wm_fix_stdio();
     log_init_from_env();
