@@ -22,17 +22,13 @@
 #include "inbox.h"
 #include "log.h"
 #include "util.h"
+#include "wsconnect.h"
 #include "wsproto.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,12 +37,10 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #define WSC_PROTOCOL  "codemcp-control"
-#define WSC_UNIX_PATH "/control" /* HTTP path used on a Unix socket URL */
 #define WSC_RBUF      65536
 #define WSC_STACK_OUT 16384 /* frames up to this size are built on the stack */
 
@@ -77,9 +71,8 @@ static struct {
     int fd, epfd, efd, tfd;
     pthread_t thread, main_thread;
     atomic_int started;
-    int is_unix;
-    char *address, *path, *host, *token;
-    int port;
+    struct wcn_target target;
+    char *token;
 
     /* Reader role only. */
     struct wsp_reader rd;
@@ -456,141 +449,16 @@ int wsc_wait_reply(const char *id, int timeout_ms, char **out, size_t *out_len)
 
 /* ---- the watcher thread -------------------------------------------------------------- */
 
-/* Waits for fd to become ready for `events`, or for wsc_stop(). 1 ready, 0 timeout, -1 stop
- * or error. */
-static int wsc_poll_connecting(int fd, short events, int64_t deadline)
-{
-    for (;;) {
-        int64_t left = deadline - now_ms();
-        if (left <= 0)
-            return 0;
-        struct pollfd p[2] = {{.fd = fd, .events = events}, {.fd = wsc.efd, .events = POLLIN}};
-        int n = poll(p, 2, (int)left);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 || p[1].revents || wsc.stop)
-            return -1;
-        if (n > 0)
-            return 1;
-    }
-}
-
-/* Opens the socket and connects it (non-blocking, with a deadline). Returns the fd or -1
- * (logged). */
-static int wsc_open_socket(int64_t deadline)
-{
-    struct sockaddr_storage ss;
-    socklen_t sslen;
-    struct addrinfo *ai = NULL;
-    int fd = -1;
-
-    memset(&ss, 0, sizeof(ss));
-    if (wsc.is_unix) {
-        struct sockaddr_un *un = (struct sockaddr_un *)&ss;
-        if (strlen(wsc.address) >= sizeof(un->sun_path)) {
-            log_error("worker", "control socket path too long: %s", wsc.address);
-            return -1;
-        }
-        un->sun_family = AF_UNIX;
-        strcpy(un->sun_path, wsc.address);
-        sslen = sizeof(*un);
-    } else {
-        struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
-        char port[16];
-        snprintf(port, sizeof(port), "%d", wsc.port);
-        int e = getaddrinfo(wsc.address, port, &hints, &ai);
-        if (e != 0 || !ai) {
-            log_error("worker", "control connection failed: cannot resolve %s: %s", wsc.address,
-                      gai_strerror(e));
-            return -1;
-        }
-        memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
-        sslen = ai->ai_addrlen;
-        freeaddrinfo(ai);
-    }
-    fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        log_error("worker", "control connection failed: socket: %s", strerror(errno));
-        return -1;
-    }
-    if (!wsc.is_unix) {
-        int one = 1; /* small frames must leave at once, not wait for an ACK */
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    }
-    if (connect(fd, (struct sockaddr *)&ss, sslen) < 0) {
-        int err = errno;
-        if (err == EINPROGRESS || err == EAGAIN) {
-            socklen_t l = sizeof(err);
-            int r = wsc_poll_connecting(fd, POLLOUT, deadline);
-            if (r <= 0)
-                err = r == 0 ? ETIMEDOUT : ECANCELED;
-            else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
-                err = errno;
-        }
-        if (err) {
-            if (err != ECANCELED)
-                log_error("worker", "control connection failed: %s%s: %s",
-                          wsc.is_unix ? "unix:" : "", wsc.address, strerror(err));
-            close(fd);
-            return -1;
-        }
-    }
-    return fd;
-}
-
-/* The opening handshake on wsc.fd. Bytes that came after the response head are put in the
- * reader's space, *extra says how many. 0/-1. */
-static int wsc_handshake(int64_t deadline, size_t *extra)
-{
-    char key[WSP_KEY_LEN + 1], req[1024], head[WSP_MAX_HEAD_TEXT];
-    size_t got = 0, hlen = 0;
-    uint64_t s = atomic_fetch_add(&wsc.rng, 1);
-    const char *why = "connection closed during the handshake";
-
-    wsp_make_key(key, &s);
-    int n = wsp_request(req, sizeof(req), wsc.host, wsc.path, WSC_PROTOCOL, key);
-    if (n < 0 || wsc_write_all((const unsigned char *)req, (size_t)n) < 0)
-        goto fail;
-    while (!(hlen = wsp_head_len(head, got))) {
-        if (got == sizeof(head)) {
-            why = "handshake response too long";
-            goto fail;
-        }
-        ssize_t r = recv(wsc.fd, head + got, sizeof(head) - got, MSG_DONTWAIT);
-        if (r > 0) {
-            got += (size_t)r;
-            continue;
-        }
-        if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-            goto fail;
-        int p = wsc_poll_connecting(wsc.fd, POLLIN, deadline);
-        if (p <= 0) {
-            why = p == 0 ? "handshake timed out" : "stopped";
-            goto fail;
-        }
-    }
-    if (wsp_check_response(head, hlen, key, WSC_PROTOCOL, &why) < 0)
-        goto fail;
-    void *dst;
-    size_t cap;
-    wsp_reader_space(&wsc.rd, &dst, &cap); /* WSC_RBUF > sizeof(head) */
-    memcpy(dst, head + hlen, got - hlen);
-    *extra = got - hlen;
-    return 0;
-fail:
-    if (!wsc.stop)
-        log_error("worker", "control connection failed: %s", why);
-    return -1;
-}
-
-/* Connects, shakes hands and sends the token. *extra: see wsc_handshake. 0, or -1. */
+/* Connects, shakes hands and sends the token. Bytes that came after the handshake
+ * response are in the reader's space, *extra of them. 0, or -1 (logged). */
 static int wsc_connect(size_t *extra)
 {
-    int64_t deadline = now_ms() + WSC_CONNECT_TIMEOUT_MS;
-    wsc.fd = wsc_open_socket(deadline);
+    void *dst;
+    size_t cap;
+    wsp_reader_space(&wsc.rd, &dst, &cap);
+    wsc.fd = wcn_open(&wsc.target, WSC_PROTOCOL, wsc.efd, now_ms() + WSC_CONNECT_TIMEOUT_MS,
+                      (uint64_t)atomic_fetch_add(&wsc.rng, 1), dst, cap, extra);
     if (wsc.fd < 0)
-        return -1;
-    if (wsc_handshake(deadline, extra) < 0)
         return -1;
     pthread_mutex_lock(&wsc.wmu);
     int rc = wsc_write_frame(WSP_OP_TEXT, wsc.token, strlen(wsc.token), 1);
@@ -726,41 +594,13 @@ static void *wsc_watch_main(void *arg)
 
 /* ---- start, stop --------------------------------------------------------------------- */
 
-/* Splits "ws://host:port/path" or "unix:/path.sock" into wsc.address/port/path/host. */
-static int wsc_parse_url(const char *url)
-{
-    if (strncmp(url, "unix:", 5) == 0 && url[5] == '/') {
-        wsc.is_unix = 1;
-        wsc.address = xstrdup(url + 5);
-        wsc.path = xstrdup(WSC_UNIX_PATH);
-        wsc.host = xstrdup("localhost");
-        return 0;
-    }
-    if (strncmp(url, "ws://", 5) != 0)
-        return -1;
-    const char *h = url + 5;
-    const char *colon = strchr(h, ':');
-    const char *slash = strchr(h, '/');
-    if (!colon || colon == h || (slash && slash < colon))
-        return -1;
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (end == colon + 1 || port <= 0 || port > 65535 || (*end && *end != '/'))
-        return -1;
-    wsc.address = xstrndup(h, (size_t)(colon - h));
-    wsc.port = (int)port;
-    wsc.path = xstrdup(*end ? end : "/");
-    wsc.host = xstrndup(h, (size_t)(end - h));
-    return 0;
-}
-
 int wsc_start(const char *url, const char *token, pthread_t main_thread)
 {
     pthread_condattr_t ca;
     sigset_t all, old;
     uint64_t seed;
 
-    if (wsc_parse_url(url) < 0) {
+    if (wcn_parse_url(url, &wsc.target) < 0) {
         log_error("worker", "CODEMCP_CONTROL_URL '%s' is not ws://HOST:PORT/PATH or unix:/PATH",
                   url);
         return -1;
@@ -842,10 +682,7 @@ void wsc_stop(void)
         wsc.token = NULL;
     }
     wsp_reader_free(&wsc.rd);
-    free(wsc.address);
-    free(wsc.path);
-    free(wsc.host);
-    wsc.address = wsc.path = wsc.host = NULL;
+    wcn_target_free(&wsc.target);
 }
 
 /* ---- the rest of the API ------------------------------------------------------------- */

@@ -1,0 +1,33 @@
+/* wsconnect — opens the worker's control connection: parses the control URL, connects
+ * (loopback TCP with TCP_NODELAY, or a Unix socket) and performs the WebSocket opening
+ * handshake, within a deadline and interruptible through a stop descriptor. Blocking: it
+ * runs on wsclient's watcher thread before anyone else uses the socket. */
+#ifndef CODEMCP_WSCONNECT_H
+#define CODEMCP_WSCONNECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Where to connect. Strings are owned (wcn_target_free). */
+struct wcn_target {
+    int is_unix;
+    char *address; /* host name or address; the socket path when is_unix */
+    int port;
+    char *path; /* HTTP path of the upgrade request */
+    char *host; /* Host header */
+};
+
+/* Parses "ws://HOST:PORT/PATH" or "unix:/PATH" (HTTP path /control). 0, or -1 (nothing
+ * allocated). */
+int wcn_parse_url(const char *url, struct wcn_target *t);
+void wcn_target_free(struct wcn_target *t);
+
+/* Connects to t and shakes hands for `protocol`, giving up at `deadline` (now_ms() time)
+ * or once stop_fd becomes readable. key_seed seeds the handshake nonce. Bytes that came
+ * after the handshake response (the first frames) are copied to extra (cap bytes, at least
+ * WSP_MAX_HEAD_TEXT) and counted in *extra_len. Returns the connected socket, non-blocking
+ * and close-on-exec, or -1 (logged, except when stopped). */
+int wcn_open(const struct wcn_target *t, const char *protocol, int stop_fd, int64_t deadline,
+             uint64_t key_seed, void *extra, size_t cap, size_t *extra_len);
+
+#endif
