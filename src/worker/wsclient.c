@@ -401,7 +401,9 @@ static int wsc_wait(int timeout_ms, int (*take)(void *), void *arg)
             signal |= wsc_lost(wsc.end_why ? wsc.end_why : "poll failed");
         if (wsc.ncond && got)
             pthread_cond_broadcast(&wsc.cond); /* another thread's reply, maybe */
-        if (r == -2) {
+        if (r == -2 || signal) {
+            /* A signal arrived, or we are about to send one (maybe to ourselves): return
+             * so the caller's PyErr_CheckSignals() sees it now, not a slice later. */
             rc = take(arg) ? WSC_OK : WSC_TIMEOUT;
             break;
         }
