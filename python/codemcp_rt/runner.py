@@ -22,6 +22,7 @@ The envelope (notes/control-protocol.md):
 from __future__ import annotations
 
 import ast
+import threading
 import builtins
 import collections
 import importlib
@@ -104,6 +105,18 @@ def _compile(code: str) -> tuple[_Compiled, ast.Module | None]:
     compiled = _Compiled(code, tree)
     _remember(_compiled, code, compiled)
     return compiled, tree
+
+
+def _syntax_report(exc: BaseException, code: str) -> str:
+    """A compile error in the validator's words (the code was not executed), or the plain
+    message when the validator is not available."""
+    try:
+        from . import validator
+    except Exception:  # noqa: BLE001 - reporting must not fail
+        return _syntax_message(exc)
+    if isinstance(exc, SyntaxError):
+        return validator.format_report([validator.syntax_problem(exc, code)])
+    return validator.format_report([_syntax_message(exc)])
 
 
 def _syntax_message(exc: BaseException) -> str:
@@ -329,7 +342,7 @@ def _run(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     try:
         compiled, tree = _compile(code)
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as exc:
-        return {"ok": False, "error": _syntax_message(exc), "error_kind": "syntax"}, None
+        return {"ok": False, "error": _syntax_report(exc, code), "error_kind": "syntax"}, None
 
     snap = sdk.current()
     if params.get("validate"):
@@ -338,6 +351,8 @@ def _run(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
             return {"ok": False, "error": message, "error_kind": "validation"}, None
 
     ns = _namespace(session, bool(params.get("reset")), snap)
+    enforce = bool(params.get("enforce_mutations"))
+    threads_before = set(threading.enumerate()) if enforce else None
     state = runstate.RunState(run_id, params)
     envelope: dict[str, Any]
     result_text: str | None = None
@@ -367,6 +382,15 @@ def _run(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         runstate.end()
 
     stdout, stderr = out.getvalue(), err.getvalue()
+    if threads_before is not None:
+        left = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
+        if left:
+            # A thread outliving its run could call tools under a later run's
+            # allow_mutations: the gateway restarts this worker instead.
+            envelope["recycle"] = True
+            stderr += ("codemcp: this run left %d thread(s) running; the worker is restarted "
+                       "(session variables are lost) so they cannot act under a later run's "
+                       "authorization\n" % len(left))
     if stdout:
         envelope["stdout"] = stdout
     if stderr:

@@ -295,10 +295,7 @@ result = out`, { allow_mutations: ['memory_create_entities'] });
 });
 
 describe('authorization belongs to one run', () => {
-  test('a thread left running by an unauthorized run cannot write during a later authorized run', {
-    todo: 'BUG: the gateway only checks that the run id is the worker\'s current run, so a thread started by ' +
-      'an earlier run (or another session sharing the worker) borrows a later run\'s allow_mutations',
-  }, async () => {
+  test('a thread left running by an unauthorized run cannot write during a later authorized run', async () => {
     const dir = tempDir('codemcp-guard-lurker-');
     const memFile = seededMemoryFile(dir);
     const original = fs.readFileSync(memFile);

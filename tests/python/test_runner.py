@@ -132,15 +132,28 @@ class SessionTest(RuntimeTest):
         self.assertIs(self.run_code("callable(keep)")["result"], True)
 
 
+class ThreadRecycleTest(RuntimeTest):
+    def test_threads_left_under_enforcement_ask_for_a_fresh_worker(self) -> None:
+        code = "import threading, time\nthreading.Thread(target=time.sleep, args=(0.3,), daemon=True).start()"
+        env = self.run_code(code, enforce_mutations=True)
+        self.assertIs(env.get("recycle"), True, env)
+        self.assertIn("left 1 thread(s) running", env.get("stderr", ""))
+        self.assertNotIn("recycle", self.run_code(code))  # enforcement off: nothing to protect
+        self.assertNotIn("recycle", self.run_code("result = 1", enforce_mutations=True))
+
+
 class ErrorTest(RuntimeTest):
     def test_syntax_error(self) -> None:
         env = self.run_code("x = 1\nfoo(1, 2\n")
         self.assertEqual(env["error_kind"], "syntax")
-        self.assertTrue(env["error"].startswith("SyntaxError: '(' was never closed (line 2, col 4)."), env["error"])
-        self.assertIn("\n    foo(1, 2", env["error"])
+        self.assertTrue(env["error"].startswith("Pre-flight validation failed (code was not executed)"),
+                        env["error"])
+        self.assertIn("- SyntaxError: '(' was never closed (line 2, col 4).", env["error"])
+        self.assertIn("\n      foo(1, 2", env["error"])
         self.assertEqual(self.t.calls(), [])
         env = self.run_code("def f():\nreturn 1")
-        self.assertTrue(env["error"].startswith("IndentationError: expected an indented block"), env["error"])
+        self.assertEqual(env["error_kind"], "syntax")
+        self.assertIn("expected an indented block", env["error"])
         self.assertEqual(self.run_code("x = '\0'[0]\n\0")["error_kind"], "syntax")
 
     def test_traceback_shows_only_user_frames(self) -> None:
