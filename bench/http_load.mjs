@@ -1,0 +1,456 @@
+// Benchmark (issue 5, "Benchmark"): 50 concurrent Streamable HTTP sessions, each running one
+// execute_python with 10 upstream calls per task, against the same load sent by SDK clients
+// straight to the upstream. Side by side in one run:
+//   direct        — SESSIONS SDK clients (StreamableHTTPClientTransport) connected to
+//                   server-everything; one task = 10 get-sum calls at once (Promise.all);
+//   codemcp W=<n> — SESSIONS SDK clients connected to `codemcp start` (CODEMCP_WORKERS=n), one
+//                   task = one execute_python issuing 10 everything_get_sum calls, then reading
+//                   them; one gateway per worker count in the list, all alive for the whole run.
+// All arms share ONE server-everything instance in streamableHttp mode: every arm then talks to
+// the same process with the same accumulated state (its per-session event stores grow with
+// traffic), and because the arms alternate round by round any drift of that process over the
+// run is spread over all of them. The arms never run at the same time: each round runs every
+// arm once for a fixed duration (all SESSIONS clients looping tasks until the deadline), arm
+// order rotated round by round.
+// Every answer is checked (each of the 10 texts must be exactly "The sum of A and B is A+B.",
+// with A unique per task); an isError, an exception or a wrong answer counts as an error.
+// A reference arm (BENCH_RAW=0 drops it) sends the direct load from a minimal node:http client,
+// to show what the upstream serves when the SDK client's own CPU is out of the way.
+// Reports tasks/s, p50/p99 task latency, errors, CPU per task of every process (and of the rest
+// of the machine, which is shared), RSS of the gateways and their codemcp-worker children.
+// Usage: node bench/http_load.mjs [seconds_per_round=4] [rounds=4] [workers=4,2]
+//        → bench/results/http_load.md
+// Env: CODEMCP_BIN (binary), BENCH_SESSIONS (default 50), BENCH_CALLS (default 10),
+//      BENCH_CODEMCP_LOG=<prefix> keeps each gateway's stderr in <prefix>.w<n>.log (combine with
+//      CODEMCP_LOG=info or debug), BENCH_OUT=<file> writes the report elsewhere.
+import { spawn, execFileSync } from 'node:child_process';
+import { openSync, readFileSync, readdirSync, writeFileSync, mkdtempSync, closeSync, existsSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import http from 'node:http';
+import net from 'node:net';
+import { join } from 'node:path';
+import { NM, ROOT, codemcpBin, rssKiB, childPids, stats, fmt } from './lib.mjs';
+
+const SECONDS = Number(process.argv[2] || 4);
+const ROUNDS = Number(process.argv[3] || 4);
+const WORKERS = String(process.argv[4] || '4,2').split(',').map(Number).filter((n) => n > 0);
+const SESSIONS = Number(process.env.BENCH_SESSIONS || 50);
+const CALLS = Number(process.env.BENCH_CALLS || 10);
+const WARMUP_SECONDS = 3;
+const RAMP = 1; // seconds at the start of each round not counted in tasks/s
+const TARGET = 0.8;
+const RAW = process.env.BENCH_RAW !== '0';
+const RAW_ARM = 'direct, raw HTTP (reference)';
+if (SECONDS * ROUNDS + WARMUP_SECONDS > 20) throw new Error('keep each arm to ≤ 20 s of load (warm-up + seconds × rounds)');
+
+const SDK = join(ROOT, 'tests/node_modules/@modelcontextprotocol/sdk/dist/esm');
+const { Client } = await import(join(SDK, 'client/index.js'));
+const { StreamableHTTPClientTransport } = await import(join(SDK, 'client/streamableHttp.js'));
+const EVERYTHING = join(NM, 'server-everything/dist/index.js');
+const bin = codemcpBin();
+const dir = mkdtempSync(join(tmpdir(), 'codemcp-bench-http-'));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const procs = [];
+const cleanup = () => {
+  for (const p of procs) try { p.kill('SIGKILL'); } catch {}
+  rmSync(dir, { recursive: true, force: true }); // server-everything logs every request
+};
+process.on('exit', cleanup);
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+// Spawns argv with stdout+stderr going to a file (nothing for this process to drain during
+// the load) and waits until the file matches `ready`; resolves {proc, match, log}.
+async function startLogged(argv, env, log, ready) {
+  const fd = openSync(log, 'w');
+  const proc = spawn(argv[0], argv.slice(1), { env: { ...process.env, ...env }, stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  procs.push(proc);
+  for (let k = 0; k < 300; k++) {
+    const m = readFileSync(log, 'utf8').match(ready);
+    if (m) return { proc, match: m, log };
+    if (proc.exitCode !== null) break;
+    await sleep(50);
+  }
+  throw new Error(`${argv.join(' ')} did not come up:\n${readFileSync(log, 'utf8').slice(-2000)}`);
+}
+
+async function connect(name, url) {
+  const transport = new StreamableHTTPClientTransport(new URL(url));
+  const client = new Client({ name, version: '1' });
+  await client.connect(transport);
+  return { client, transport, tools: (await client.listTools()).tools.map((t) => t.name) };
+}
+
+// ---- processes ------------------------------------------------------------------------------
+const upPort = await freePort();
+// server-everything console.logs every request; into a file, not a pipe we would have to drain.
+const upstream = await startLogged(['node', EVERYTHING, 'streamableHttp'], { PORT: String(upPort) },
+  join(dir, 'everything.log'), /listening on port (\d+)/i);
+const upUrl = `http://127.0.0.1:${upPort}/mcp`;
+const cfg = join(dir, 'mcp.json');
+writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'remote', url: upUrl } } }));
+
+const gateways = {};
+for (const w of WORKERS) {
+  const log = process.env.BENCH_CODEMCP_LOG ? `${process.env.BENCH_CODEMCP_LOG}.w${w}.log` : join(dir, `gw${w}.log`);
+  const env = { CODEMCP_CONFIG: cfg, CODEMCP_WORKERS: String(w), XDG_CONFIG_HOME: join(dir, 'xdg'),
+    CODEMCP_LOG: process.env.CODEMCP_LOG || 'warn' };
+  const g = await startLogged([bin, 'start', '-p', '0'], env, log,
+    /serving MCP over Streamable HTTP at (\S+)/);
+  gateways[w] = { ...g, url: g.match[1], pid: g.proc.pid };
+}
+
+// ---- arms -----------------------------------------------------------------------------------
+let nextA = 1;
+const expectText = (a, b) => `The sum of ${a} and ${b} is ${a + b}.`;
+function check(got, a) {
+  if (!Array.isArray(got) || got.length !== CALLS) throw new Error(`wrong answer: ${JSON.stringify(got)}`);
+  for (let i = 0; i < CALLS; i++)
+    if (got[i] !== expectText(a + i, i)) throw new Error(`wrong answer [${i}]: ${JSON.stringify(got[i])}`);
+}
+const directTask = async (c, a) => {
+  const rs = await Promise.all(Array.from({ length: CALLS }, (_, i) =>
+    c.client.callTool({ name: 'get-sum', arguments: { a: a + i, b: i } })));
+  for (const r of rs) if (r.isError) throw new Error(`isError: ${JSON.stringify(r.content)}`);
+  check(rs.map((r) => r.content?.[0]?.text), a);
+};
+const codemcpTask = async (c, a) => {
+  const code = `ps = [everything_get_sum(a=${a} + i, b=i) for i in range(${CALLS})]\n` +
+    'result = [str(p) for p in ps]';
+  const r = await c.client.callTool({ name: 'execute_python', arguments: { code } });
+  if (r.isError) throw new Error(`isError: ${JSON.stringify(r.structuredContent ?? r.content).slice(0, 400)}`);
+  check(r.structuredContent?.result, a);
+};
+
+// Reference only: the same direct load from a lean hand-written client (node:http keep-alive,
+// one POST per call, SSE reply parsed by hand), to show what server-everything itself can
+// serve when the SDK client's own CPU is out of the way.
+// A fresh agent per round: server-everything closes keep-alive sockets idle for 5 s (Node's
+// default keepAliveTimeout), which they are while the other arms run, and reusing one of those
+// races the close (ECONNRESET).
+let rawAgent = new http.Agent({ keepAlive: true });
+const freshRawAgent = () => { rawAgent.destroy(); rawAgent = new http.Agent({ keepAlive: true }); };
+function rawPost(url, msg, sid) {
+  const body = JSON.stringify(msg);
+  const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+    'content-length': Buffer.byteLength(body) };
+  if (sid) Object.assign(headers, { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' });
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers,
+      agent: rawAgent }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+async function rawConnect(url) {
+  const r = await rawPost(url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: {
+    protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench-raw', version: '1' } } });
+  const sid = r.headers['mcp-session-id'];
+  if (r.status !== 200 || !sid) throw new Error(`raw initialize: ${r.status} ${r.text.slice(0, 200)}`);
+  await rawPost(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, sid);
+  let id = 1;
+  const request = async (method, params) => {
+    const res = await rawPost(url, { jsonrpc: '2.0', id: id++, method, params }, sid);
+    if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${res.text.slice(0, 200)}`);
+    const t = res.text.trimStart();
+    const msg = t.startsWith('{') ? JSON.parse(t)
+      : JSON.parse(t.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n'));
+    if (msg.error) throw new Error(JSON.stringify(msg.error));
+    return msg.result;
+  };
+  const tools = (await request('tools/list', {})).tools.map((t) => t.name);
+  return { client: { callTool: (p) => request('tools/call', p) }, tools,
+    transport: { terminateSession: () => new Promise((resolve) => {
+      const u = new URL(url);
+      http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'DELETE', agent: rawAgent,
+        headers: { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' } }, (res) => {
+        res.resume(); res.on('end', resolve);
+      }).on('error', resolve).end();
+    }) } };
+}
+
+const arms = {};
+async function makeArm(name, url, task, tool, connectFn = connect) {
+  const clients = [];
+  for (let k = 0; k < SESSIONS; k++) {
+    const c = await connectFn(`bench-${name}-${k}`, url);
+    if (!c.tools.includes(tool)) throw new Error(`${name}: no ${tool} in ${JSON.stringify(c.tools)}`);
+    clients.push(c);
+  }
+  arms[name] = { clients, task, rounds: [], errors: [], lat: [] };
+}
+await makeArm('direct', upUrl, directTask, 'get-sum');
+for (const w of WORKERS) await makeArm(`codemcp W=${w}`, gateways[w].url, codemcpTask, 'execute_python');
+if (RAW) await makeArm(RAW_ARM, upUrl, directTask, 'get-sum', (_, url) => rawConnect(url));
+const ARMS = Object.keys(arms);
+
+// ---- CPU accounting (ns on CPU, from /proc/<pid>/task/*/schedstat) ---------------------------
+const comm = (pid) => { try { return readFileSync(`/proc/${pid}/comm`, 'utf8').trim(); } catch { return ''; } };
+function cpuNs(pid) {
+  let ns = 0;
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`))
+      try { ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]); } catch {}
+  } catch {}
+  return ns;
+}
+const workerPids = (gw) => childPids(gw).filter((p) => comm(p) === 'codemcp-worker');
+// All CPU time of the machine (ns), to tell how much of it other processes took: the VM is
+// shared, and a round that ran while something else was busy is visible as such.
+function machineNs() {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const busy = f.reduce((a, b) => a + b, 0) - f[3] - (f[4] ?? 0); // minus idle and iowait
+  return (busy * 1e9) / 100; // USER_HZ is 100 on Linux
+}
+const selfNs = () => { const u = process.cpuUsage(); return (u.user + u.system) * 1e3; };
+function snapCpu() {
+  const s = { machine: machineNs(), 'bench clients (node)': selfNs(), 'server-everything': cpuNs(upstream.proc.pid) };
+  for (const w of WORKERS) {
+    s[`gateway W=${w}`] = cpuNs(gateways[w].pid);
+    s[`workers W=${w}`] = workerPids(gateways[w].pid).reduce((n, p) => n + cpuNs(p), 0);
+  }
+  return s;
+}
+
+// ---- rounds ---------------------------------------------------------------------------------
+// One round: every client of the arm loops tasks until the deadline. Throughput counts the
+// tasks completed inside the window [start + RAMP, deadline] — the load is then at full
+// concurrency (every client has a task in flight), unlike at the start, when no task has
+// completed yet, or after the deadline, when tasks drain. CPU is sampled at the window's ends
+// too. Every task, ramp and drain included, is checked and its latency kept.
+async function runRound(name, seconds, keep) {
+  const arm = arms[name];
+  if (name === RAW_ARM) freshRawAgent();
+  const lat = [];
+  let tasks = 0, errors = 0, inWindow = 0, open = false, w0 = 0, w1 = 0, before = null, after = null;
+  const t0 = performance.now();
+  const deadline = t0 + seconds * 1000;
+  const opener = setTimeout(() => { open = true; w0 = performance.now(); before = snapCpu(); }, RAMP * 1000);
+  const closer = setTimeout(() => { open = false; w1 = performance.now(); after = snapCpu(); }, seconds * 1000);
+  await Promise.all(arm.clients.map(async (c) => {
+    while (performance.now() < deadline) {
+      const a = nextA; nextA += CALLS + 1;
+      const s = performance.now();
+      try {
+        await arm.task(c, a);
+        lat.push(performance.now() - s);
+        tasks++;
+        if (open) inWindow++;
+      } catch (e) {
+        errors++;
+        if (arm.errors.length < 5) arm.errors.push(String(e?.message ?? e).slice(0, 300));
+      }
+    }
+  }));
+  clearTimeout(opener);
+  clearTimeout(closer);
+  if (!keep) { arm.warmErrors = errors; arm.warmTasks = tasks; return; }
+  if (!before || !after) throw new Error('round timers did not fire: the event loop was blocked');
+  const cpu = Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - before[k]]));
+  arm.rounds.push({ tasks: inWindow, all: tasks, errors, wall: w1 - w0, cpu });
+  arm.lat.push(...lat);
+}
+
+for (const name of ARMS) await runRound(name, WARMUP_SECONDS, false); // JIT, worker start, pools
+for (let r = 0; r < ROUNDS; r++) {
+  for (let k = 0; k < ARMS.length; k++) {
+    await runRound(ARMS[(k + r) % ARMS.length], SECONDS, true);
+    await sleep(300); // let the last responses and GC settle before the next arm
+  }
+}
+
+// ---- memory at the end ----------------------------------------------------------------------
+function mem(pid) {
+  try {
+    const s = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kib = (k) => Number(s.match(new RegExp(`${k}:\\s+(\\d+)`))?.[1] ?? NaN);
+    return { rss: rssKiB(pid) ?? kib('VmRSS'), hwm: kib('VmHWM') };
+  } catch { return { rss: NaN, hwm: NaN }; }
+}
+const memory = { 'server-everything': [mem(upstream.proc.pid)] };
+for (const w of WORKERS) {
+  memory[`gateway W=${w}`] = [mem(gateways[w].pid)];
+  memory[`workers W=${w}`] = workerPids(gateways[w].pid).map(mem);
+}
+for (const name of ARMS) for (const c of arms[name].clients) {
+  try { await c.transport.terminateSession(); } catch {}
+  try { await c.client.close?.(); } catch {}
+}
+for (const w of WORKERS) gateways[w].proc.kill('SIGTERM');
+await sleep(500);
+upstream.proc.kill('SIGKILL');
+
+// ---- report ---------------------------------------------------------------------------------
+const sum = (xs) => xs.reduce((s, x) => s + x, 0);
+const R = Object.fromEntries(ARMS.map((name) => {
+  const a = arms[name];
+  const tasks = sum(a.rounds.map((r) => r.tasks)), wall = sum(a.rounds.map((r) => r.wall));
+  const errors = sum(a.rounds.map((r) => r.errors)), all = sum(a.rounds.map((r) => r.all));
+  const cpu = {};
+  for (const r of a.rounds) for (const [k, v] of Object.entries(r.cpu)) cpu[k] = (cpu[k] ?? 0) + v;
+  return [name, { tasks, all, wall, errors, tps: tasks / (wall / 1000), lat: stats(a.lat), cpu,
+    meanLat: sum(a.lat) / a.lat.length,
+    perRound: a.rounds.map((r) => r.tasks / (r.wall / 1000)) }];
+}));
+const d = R.direct;
+const MB = (k) => k / 1024;
+const rows = ARMS.map((name) => {
+  const x = R[name];
+  const ratio = x.tps / d.tps;
+  return `| ${name} | ${x.tasks} (${x.all}) | ${fmt(x.tps, 1)} | ${fmt(x.tps * CALLS, 0)} | ${fmt(x.lat.median, 1)} | ` +
+    `${fmt(x.lat.p99, 1)} | ${fmt(x.lat.max, 1)} | ${x.errors} | ` +
+    (name === 'direct' ? '1.00× | – |' : name === RAW_ARM ? `${fmt(ratio, 2)}× | (reference) |`
+      : `**${fmt(ratio, 2)}×** | ${ratio >= TARGET ? 'met' : '**missed**'} |`);
+});
+const roundRows = ARMS.map((name) => `| ${name} | ${R[name].perRound.map((t) => fmt(t, 1)).join(' | ')} |`);
+// Paired per-round ratio: this round's codemcp tasks/s over the same round's direct tasks/s.
+const paired = (name) => stats(R[name].perRound.map((t, i) => t / d.perRound[i])).median;
+const procNames = Object.keys(d.cpu).filter((k) => k !== 'machine' &&
+  ARMS.some((n) => R[n].cpu[k] / R[n].tasks > 1e3));
+const cpuRows = ARMS.map((name) => {
+  const x = R[name];
+  const total = sum(Object.entries(x.cpu).filter(([k]) => k !== 'machine').map(([, v]) => v));
+  return `| ${name} | ${procNames.map((k) => fmt(x.cpu[k] / 1e3 / x.tasks, 0)).join(' | ')} | ` +
+    `${fmt(total / 1e3 / x.tasks, 0)} | ${fmt(total / 1e6 / x.wall, 2)} | ` +
+    `${fmt(Math.max(0, x.cpu.machine - total) / 1e6 / x.wall, 2)} |`;
+});
+// Where a codemcp task's time goes, by Little's law: a worker runs one execute at a time, so
+// with W workers always busy each run occupies its worker for W / throughput; the rest of the
+// client-side latency is waiting for the session's pinned worker. Of the occupied time, the
+// worker's own CPU is the Python part; the remainder is waiting for upstream replies (and
+// hops through the gateway).
+const busiest = (x) => Object.entries(x.cpu).filter(([k]) => k !== 'machine')
+  .map(([k, v]) => [k, v / 1e6 / x.wall]).sort((p, q) => q[1] - p[1])[0];
+const timeRows = ARMS.filter((n) => n.startsWith('codemcp')).map((n) => {
+  const x = R[n], w = Number(n.split('=')[1]);
+  const service = (w * 1000) / x.tps;
+  const workerCpu = x.cpu[`workers W=${w}`] / 1e6 / x.tasks, gwCpu = x.cpu[`gateway W=${w}`] / 1e6 / x.tasks;
+  return `| ${n} | ${fmt(x.meanLat, 0)} | ${fmt(Math.max(0, x.meanLat - service), 0)} | ${fmt(service, 1)} | ` +
+    `${fmt(workerCpu, 2)} | ${fmt(gwCpu, 2)} | ${fmt(service - workerCpu, 1)} |`;
+});
+const machineRows = ARMS.map((n) => {
+  const x = R[n], [bk, bv] = busiest(x);
+  return `| ${n} | ${bk} (${fmt(bv, 2)} cores) | ${fmt(x.cpu['server-everything'] / 1e6 / x.wall, 2)} | ` +
+    `${fmt(x.cpu.machine / 1e6 / x.wall, 2)} of ${cpus().length} |`;
+});
+const memRows = Object.entries(memory).flatMap(([k, ms]) => ms.map((m, i) =>
+  `| ${k}${ms.length > 1 ? ` #${i}` : ''} | ${fmt(MB(m.rss))} | ${fmt(MB(m.hwm))} |`));
+const cpuInfo = cpus();
+const rev = (() => { try { return execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim(); } catch { return '?'; } })();
+const ver = (() => { try { return execFileSync(bin, ['--version'], { encoding: 'utf8' }).trim(); } catch { return bin; } })();
+const warmNote = ARMS.map((n) => `${n} ${arms[n].warmTasks} tasks / ${arms[n].warmErrors} errors`).join(', ');
+const allErrors = ARMS.flatMap((n) => arms[n].errors.map((e) => `- ${n}: ${e}`));
+const verdicts = ARMS.filter((n) => n.startsWith('codemcp')).map((n) => {
+  const ratio = R[n].tps / d.tps;
+  return `- ${n}: ${fmt(ratio, 2)}× direct throughput (paired per-round median ${fmt(paired(n), 2)}×), ` +
+    `target ≥ ${TARGET}× ${ratio >= TARGET ? 'met' : '**missed**'}; errors ${R[n].errors} ` +
+    `(target 0: ${R[n].errors === 0 ? 'met' : '**missed**'})` +
+    (RAW ? `; against the raw-HTTP reference ${fmt(R[n].tps / R[RAW_ARM].tps, 2)}×` : '');
+});
+
+const report = `# Streamable HTTP load benchmark (issue 5)
+
+${new Date().toISOString()} — ${SESSIONS} concurrent sessions per arm, ${CALLS} upstream calls per task,
+${ROUNDS} rounds × ${SECONDS} s per arm after a ${WARMUP_SECONDS} s warm-up per arm; arm order rotated
+round by round. ${cpuInfo.length} × ${cpuInfo[0]?.model ?? '?'}, Node ${process.version}, codemcp
+\`${ver}\` at commit ${rev} (${bin}). Loopback only.
+
+Arms (clients are the official SDK \`Client\` + \`StreamableHTTPClientTransport\`, all in this one
+Node process; every arm talks to the same server-everything process in \`streamableHttp\` mode,
+one arm at a time):
+- **direct**: ${SESSIONS} sessions to server-everything; one task = ${CALLS} \`get-sum\` calls at once
+  (\`Promise.all\`).
+- **codemcp W=n**: ${SESSIONS} sessions to \`codemcp start\` with \`CODEMCP_WORKERS=n\` (server-everything
+  configured as a \`remote\` upstream); one task = one \`execute_python\` running
+  \`ps = [everything_get_sum(a=A + i, b=i) for i in range(${CALLS})]; result = [str(p) for p in ps]\`.
+  One gateway per worker count, all started before the first round. A worker runs one execute
+  at a time, so at most W × ${CALLS} upstream calls are in flight (direct: ${SESSIONS} × ${CALLS}).
+
+One server-everything serves every arm (sessions are independent; a fresh process per arm
+would hand each arm a different process age). Its in-memory event store keeps every SSE event
+of every session, so it grows during the run (its RSS below); since the arms alternate round by
+round, that drift falls on all of them alike.
+${RAW ? `- **${RAW_ARM}**: the direct load from a minimal hand-written client (\`node:http\` keep-alive
+  agent, one POST per call, the SSE reply parsed by hand) — not a target, it shows what the
+  upstream serves when the SDK client's CPU is out of the way.
+` : ''}
+Every answer is checked text by text (A is unique per task); an \`isError\`, an exception or a
+wrong answer is an error (warm-up, not counted below: ${warmNote}).
+Latency is one task, client side, over all measured tasks. Throughput = tasks completed inside
+each round's window [start + ${RAMP} s, deadline], when every client has a task in flight, / the
+windows' length; tasks of the first second and those still in flight at a deadline (which drain
+afterwards) are checked and timed, and counted in "incl. ramp+drain", not in tasks/s. CPU is
+sampled at the windows' ends.
+
+## Results
+
+| arm | tasks (incl. ramp+drain) | tasks/s | upstream calls/s | p50 ms | p99 ms | max ms | errors | throughput vs direct | target ≥ ${TARGET}× |
+|---|---|---|---|---|---|---|---|---|---|
+${rows.join('\n')}
+
+${verdicts.join('\n')}
+
+Tasks/s per round (same round = same machine phase):
+
+| arm | ${Array.from({ length: ROUNDS }, (_, i) => `round ${i + 1}`).join(' | ')} |
+|---|${'---|'.repeat(ROUNDS)}
+${roundRows.join('\n')}
+
+## CPU per task (µs on CPU, all threads; from /proc schedstat and process.cpuUsage)
+
+| arm | ${procNames.join(' | ')} | total | cores busy | other processes (cores) |
+|---|${'---|'.repeat(procNames.length + 3)}
+${cpuRows.join('\n')}
+
+"cores busy" = CPU used by the processes of this benchmark during the arm's windows / the
+windows' length (the machine has ${cpuInfo.length}); "other processes" = the rest of the machine's busy
+time in the same windows (/proc/stat; the VM is shared, so this says how quiet it was). The
+bench clients' column is this Node process (the SDK clients of the arm).
+
+## Where the time goes
+
+Which process was busiest, and how full the machine was (all processes, /proc/stat), per arm:
+
+| arm | busiest process | server-everything cores | machine busy (cores) |
+|---|---|---|---|
+${machineRows.join('\n')}
+
+codemcp tasks, in ms (mean latency; a worker runs one execute at a time, so with every worker
+busy a run holds its worker for W / throughput, and the rest of the latency is the wait for the
+session's pinned worker; of the held time, worker CPU is Python and the remainder is waiting
+for the upstream's replies through the gateway):
+
+| arm | mean latency | waiting for the worker | run holds the worker | worker CPU per run | gateway CPU per run | worker waiting on upstream |
+|---|---|---|---|---|---|---|
+${timeRows.join('\n')}
+
+## Memory at the end (MB; VmRSS, VmHWM = peak)
+
+| process | RSS | peak |
+|---|---|---|
+${memRows.join('\n')}
+
+${allErrors.length ? `## Errors (first of each arm)\n\n${allErrors.join('\n')}\n` : 'No errors in the measured rounds.\n'}`;
+
+// A hand-written "## Findings" section at the end of the previous report (profiling notes, fixes)
+// is carried over, so a re-run refreshes the numbers without losing it; edit it by hand.
+const out = process.env.BENCH_OUT || join(ROOT, 'bench/results/http_load.md');
+const prev = existsSync(out) ? readFileSync(out, 'utf8') : '';
+const findings = prev.includes('\n## Findings') ? prev.slice(prev.indexOf('\n## Findings') + 1) : '';
+writeFileSync(out, findings ? `${report}\n${findings}` : report);
+process.stdout.write(report);
+process.exit(0);
