@@ -1,14 +1,10 @@
 /* serve_http — the Streamable HTTP front. See serve_http.h. Loop thread only.
  *
- * Objects. A session (struct hsession) owns one mcp_session and its SSE streams. A stream
- * (struct hstream) is an ordered, bounded buffer of events with ids "<stream>-<seq>"; stream
- * numbers are global, so ids never repeat across sessions. Each request that is not
- * answered at once gets a POST stream; each session has one standalone stream for messages
- * that answer nothing (tools/list_changed, logging). A connection (struct hconn, the lws
- * per-transaction memory) is attached to at most one stream and writes its events from a
- * cursor; stream->conn and conn->stream are set and cleared together, so neither outlives
- * the other. Events stay buffered after a connection drops, so a client that comes back with
- * Last-Event-ID gets what it missed on that stream and nothing from any other.
+ * This file reads requests and decides the answers: the Host/Origin/token checks, the
+ * header checks, sessions (created by initialize, found by Mcp-Session-Id, ended by DELETE
+ * or idleness), routing mcp_server's messages to streams, and listening. How an answer goes
+ * out on a connection (SSE streams, replay buffers, the writer) is http_stream.c; the objects
+ * both files share are described in http_int.h.
  *
  * Answers: JSON when mcp_server answered during mcp_session_receive() without intermediate
  * messages (initialize, ping, most tools/list, errors), SSE otherwise (execute_python runs,
@@ -17,13 +13,12 @@
  * Batches (JSON arrays) get 400: mcp_server handles single messages, and 2025-06-18 dropped
  * batching; 2025-03-26 clients in practice send single messages.
  *
- * lws 4.1 traps handled here: bodies of unknown length are never chunked for us (we frame
- * chunks), chunked request bodies are not decoded (411 without Content-Length), Expect:
- * 100-continue is never answered (we write it), custom headers are read with
- * lws_hdr_custom_copy and copied at once, WebSocket and h2c upgrades are refused, one
- * lws_write per WRITEABLE from our own buffers, and the 5 s body timeout lws arms after
- * LWS_CALLBACK_HTTP is cleared once an SSE stream starts. */
+ * lws 4.1 traps handled here: chunked request bodies are not decoded (411 without
+ * Content-Length), Expect: 100-continue is never answered (we write it), custom headers are
+ * read with lws_hdr_custom_copy and copied at once, and WebSocket and h2c upgrades are
+ * refused. The write-side traps are handled in http_stream.c. */
 #include "serve_http.h"
+#include "http_int.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
@@ -41,76 +36,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define SID_BYTES         32    /* Mcp-Session-Id: 64 hex characters */
-#define SLICE             65536 /* bytes per lws_write: bounds what lws buffers for us */
-#define STREAM_MAX_EVENTS 1024  /* per stream; the oldest go first */
-#define STREAM_MAX_BYTES  (16u << 20)
-#define MAX_DETACHED_DONE 16   /* answered POST streams kept per session for a resume */
-#define SSE_RETRY_MS      1000 /* reconnect hint in the priming event */
-#define TICK_MS           1000 /* liveness check of GET streams */
-#define KEEPALIVE_TICKS   15   /* SSE comment on idle streams every 15 s (as the SDK) */
-#define MODULE            "http"
-
-struct hevent {
-    uint64_t seq;
-    size_t len;      /* whole SSE frame */
-    size_t data_off; /* where the JSON text starts */
-    char text[];     /* "id: N-S\nevent: message\ndata: <json>\n\n" */
-};
-
-struct hsession;
-struct hconn;
-
-struct hstream {
-    uint64_t num;
-    struct hsession *sess;
-    json_t *request_id; /* POST streams: the request this stream answers; NULL: standalone */
-    struct hevent **ev; /* consecutive seqs, oldest first */
-    size_t n_ev, cap_ev, bytes;
-    uint64_t next_seq; /* starts at 1; the priming event is "N-0" */
-    int answered;      /* the response is in ev[] */
-    struct hconn *conn;
-    struct hstream *next;
-};
-
-struct hsession {
-    char sid[2 * SID_BYTES + 1];
-    struct mcp_session *mcp;
-    struct hstream *streams; /* newest first; includes the standalone stream */
-    struct hstream *standalone;
-    struct lp_timer idle;
-    int ending;
-    struct hsession *next;
-};
-
-enum method { M_OTHER, M_GET, M_POST, M_DELETE };
-
-/* Per-transaction state in lws's per-connection memory (zeroed by lws for each request). */
-struct hconn {
-    struct lws *wsi;
-    int live;
-    enum method method;
-    char sid[2 * SID_BYTES + 1];
-    int has_sid, bad_sid;
-    char proto[32];
-    int has_proto;
-    char last_event_id[64];
-    int http10;
-    struct buf body;
-    /* the reply */
-    int ready, headers_sent, close_after, sse, prime;
-    int status;
-    const char *extra_name, *extra_value;
-    char reply_sid[2 * SID_BYTES + 1];
-    struct buf out;
-    size_t out_off;
-    /* SSE */
-    struct hstream *stream;
-    uint64_t sent_seq; /* last event fully written */
-    size_t ev_off;     /* bytes of event sent_seq + 1 already written */
-    int keepalive;
-    int rx_paused; /* see want_write() */
-};
+#define TICK_MS         1000 /* liveness check of GET streams */
+#define KEEPALIVE_TICKS 15   /* SSE comment on idle streams every 15 s (as the SDK) */
+#define MODULE          "http"
 
 static struct {
     char path[256];
@@ -125,196 +53,14 @@ static struct {
 
 static struct hsession *sessions;
 static long n_sessions;
-static uint64_t next_stream_num = 1;
 static int closing;
 static char url[300];
 static struct lp_timer tick_timer;
 static unsigned ticks;
-static unsigned char scratch[LWS_PRE + SLICE + 64];
-
-/* GET streams: lws 4.1 does not read a connection while it serves a GET (state
- * DOING_TRANSACTION) yet keeps polling it for input, so once the client closes, the loop
- * spins on POLLIN. Such a connection has reading paused whenever it has nothing to write
- * (lws then skips its POLLOUT too, so writing resumes it), and its FIN is found by
- * peer_closed() on every tick. */
-static void want_write(struct hconn *c)
-{
-    if (c->rx_paused) {
-        lws_rx_flow_control(c->wsi, 1);
-        c->rx_paused = 0;
-    }
-    lws_callback_on_writable(c->wsi);
-}
-
-static void pause_rx(struct hconn *c)
-{
-    if (c->method == M_GET && !c->rx_paused) {
-        lws_rx_flow_control(c->wsi, 0);
-        c->rx_paused = 1;
-    }
-}
 
 const char *http_url(void)
 {
     return url;
-}
-
-/* ---- streams ------------------------------------------------------------------------------ */
-
-static void detach(struct hconn *c)
-{
-    if (c->stream)
-        c->stream->conn = NULL;
-    c->stream = NULL;
-}
-
-static void stream_free(struct hstream *st)
-{
-    struct hsession *s = st->sess;
-    for (struct hstream **p = &s->streams; *p; p = &(*p)->next)
-        if (*p == st) {
-            *p = st->next;
-            break;
-        }
-    if (st->conn) {
-        struct hconn *c = st->conn;
-        detach(c);
-        want_write(c); /* the writer ends the response */
-    }
-    for (size_t i = 0; i < st->n_ev; i++)
-        free(st->ev[i]);
-    free(st->ev);
-    json_decref(st->request_id);
-    free(st);
-}
-
-static struct hstream *stream_new(struct hsession *s, json_t *request_id)
-{
-    struct hstream *st = xcalloc(1, sizeof(*st));
-    st->num = next_stream_num++;
-    st->sess = s;
-    st->request_id = request_id ? json_incref(request_id) : NULL;
-    st->next_seq = 1;
-    st->next = s->streams;
-    s->streams = st;
-    return st;
-}
-
-/* Keeps at most MAX_DETACHED_DONE answered POST streams nobody is reading (newest win). */
-static void session_trim(struct hsession *s)
-{
-    int kept = 0;
-    struct hstream *st = s->streams;
-    while (st) {
-        struct hstream *next = st->next;
-        if (st->request_id && st->answered && !st->conn && ++kept > MAX_DETACHED_DONE)
-            stream_free(st);
-        st = next;
-    }
-}
-
-/* The event after `seq`, or NULL. Events are consecutive, so this is O(1). */
-static struct hevent *stream_after(struct hstream *st, uint64_t seq)
-{
-    if (!st->n_ev)
-        return NULL;
-    uint64_t first = st->ev[0]->seq;
-    size_t i = seq + 1 <= first ? 0 : (size_t)(seq + 1 - first);
-    return i < st->n_ev ? st->ev[i] : NULL;
-}
-
-/* Ends a connection from our side; its stream stays and can be resumed. */
-static void conn_drop(struct hconn *c, enum log_level level, const char *why)
-{
-    log_write(level, MODULE, "dropping an SSE connection: %s", why);
-    detach(c);
-    lws_set_timeout(c->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
-}
-
-static void stream_push(struct hstream *st, const char *json, size_t len, int is_response)
-{
-    char head[80];
-    uint64_t seq = st->next_seq++;
-    int hl = snprintf(head, sizeof(head),
-                      "id: %llu-%llu\nevent: message\ndata: ", (unsigned long long)st->num,
-                      (unsigned long long)seq);
-    struct hevent *ev = xmalloc(sizeof(*ev) + (size_t)hl + len + 3);
-    ev->seq = seq;
-    ev->data_off = (size_t)hl;
-    ev->len = (size_t)hl + len + 2;
-    memcpy(ev->text, head, (size_t)hl);
-    memcpy(ev->text + hl, json, len);
-    memcpy(ev->text + hl + len, "\n\n", 3);
-    if (st->n_ev == st->cap_ev) {
-        st->cap_ev = st->cap_ev ? st->cap_ev * 2 : 4;
-        st->ev = xrealloc(st->ev, st->cap_ev * sizeof(*st->ev));
-    }
-    st->ev[st->n_ev++] = ev;
-    st->bytes += ev->len;
-    if (is_response)
-        st->answered = 1;
-    /* Bounded: the oldest events go; a reader that has not got them yet is too slow. */
-    while (st->n_ev > 1 && (st->n_ev > STREAM_MAX_EVENTS || st->bytes > STREAM_MAX_BYTES)) {
-        struct hevent *old = st->ev[0];
-        if (st->conn && st->conn->sent_seq < old->seq)
-            conn_drop(st->conn, LOG_WARN,
-                      "the client reads slower than messages arrive (it may resume with "
-                      "Last-Event-ID)");
-        st->bytes -= old->len;
-        memmove(st->ev, st->ev + 1, (st->n_ev - 1) * sizeof(*st->ev));
-        st->n_ev--;
-        free(old);
-    }
-    if (st->conn)
-        want_write(st->conn);
-    else if (st->answered)
-        session_trim(st->sess);
-}
-
-/* 1 when the JSON object text has a top-level "method" member (a request or notification;
- * responses have none). A scan, not a parse: results can be megabytes. */
-static int has_method_member(const char *t, size_t n)
-{
-    int depth = 0, in_str = 0, key = 0, expect_key = 0;
-    size_t start = 0;
-    for (size_t i = 0; i < n; i++) {
-        char ch = t[i];
-        if (in_str) {
-            if (ch == '\\') {
-                i++;
-            } else if (ch == '"') {
-                in_str = 0;
-                if (key && i - start == 6 && memcmp(t + start, "method", 6) == 0)
-                    return 1;
-            }
-            continue;
-        }
-        switch (ch) {
-        case '"':
-            in_str = 1;
-            key = depth == 1 && expect_key;
-            start = i + 1;
-            break;
-        case '{':
-        case '[':
-            expect_key = ++depth == 1;
-            break;
-        case '}':
-        case ']':
-            depth--;
-            break;
-        case ',':
-            expect_key = depth == 1;
-            break;
-        case ':':
-            if (depth == 1)
-                expect_key = 0;
-            break;
-        default:
-            break;
-        }
-    }
-    return 0;
 }
 
 /* ---- sessions ----------------------------------------------------------------------------- */
@@ -340,7 +86,7 @@ static void session_end(struct hsession *s, const char *why)
     n_sessions--;
     mcp_session_close(s->mcp); /* cancels its runs */
     while (s->streams)
-        stream_free(s->streams);
+        http__stream_free(s->streams);
     free(s);
 }
 
@@ -380,7 +126,7 @@ static void on_send(void *tud, const char *text, size_t len, json_t *related)
     } else {
         st = s->standalone;
     }
-    stream_push(st, text, len, related && !has_method_member(text, len));
+    http__stream_push(st, text, len, related && !http__has_method_member(text, len));
 }
 
 static struct hsession *session_new(void)
@@ -393,7 +139,7 @@ static struct hsession *session_new(void)
     char label[32];
     snprintf(label, sizeof(label), "http %.8s", s->sid);
     s->mcp = mcp_session_new(on_send, s, label);
-    s->standalone = stream_new(s, NULL);
+    s->standalone = http__stream_new(s, NULL);
     s->next = sessions;
     sessions = s;
     n_sessions++;
@@ -409,232 +155,15 @@ static struct hsession *session_find(const char *sid)
     return NULL;
 }
 
-/* ---- replies ------------------------------------------------------------------------------ */
-
-static void reply_ready(struct hconn *c, int status)
-{
-    c->status = status;
-    c->ready = 1;
-    want_write(c);
-}
-
-/* An HTTP error with a JSON-RPC error body (as the SDK sends them). */
-static void reply_error(struct hconn *c, int status, int code, const char *message)
-{
-    json_t *e = rpc_error(NULL, code, message, NULL);
-    char *t = rpc_dump(e);
-    json_decref(e);
-    buf_reset(&c->out);
-    buf_appends(&c->out, t ? t : "{}");
-    free(t);
-    /* A body we have not read stays unread: end the connection rather than resync. */
-    if (c->method == M_POST && c->body.len == 0)
-        c->close_after = 1;
-    if (status == 401 || status == 403) /* worth seeing when a client is misconfigured */
-        log_info(MODULE, "%d: %s", status, message);
-    else
-        log_debug(MODULE, "%d: %s", status, message);
-    reply_ready(c, status);
-}
-
-static void reply_json(struct hconn *c, const char *json, size_t len)
-{
-    buf_reset(&c->out);
-    buf_append(&c->out, json, len);
-    reply_ready(c, 200);
-}
-
-static void reply_sse(struct hconn *c, struct hstream *st, uint64_t from_seq, int prime)
-{
-    c->sse = 1;
-    c->stream = st;
-    st->conn = c;
-    c->sent_seq = from_seq;
-    c->prime = prime;
-    reply_ready(c, 200);
-}
-
-static int write_chunk(struct hconn *c, const char *data, size_t n)
-{
-    unsigned char *p = scratch + LWS_PRE;
-    size_t len = 0;
-    if (!c->http10)
-        len = (size_t)sprintf((char *)p, "%zx\r\n", n);
-    memcpy(p + len, data, n);
-    len += n;
-    if (!c->http10) {
-        memcpy(p + len, "\r\n", 2);
-        len += 2;
-    }
-    return lws_write(c->wsi, p, len, LWS_WRITE_HTTP) < (int)len ? -1 : 0;
-}
-
-static int write_headers(struct hconn *c)
-{
-    struct lws *wsi = c->wsi;
-    unsigned char *start = scratch + LWS_PRE, *p = start, *end = scratch + sizeof(scratch) - 1;
-    int bad = lws_add_http_header_status(wsi, (unsigned)c->status, &p, end);
-#define ADD(name, value)                                                                           \
-    (bad = bad || lws_add_http_header_by_name(wsi, (const unsigned char *)name,                    \
-                                              (const unsigned char *)(value), (int)strlen(value),  \
-                                              &p, end))
-    if (c->sse) {
-        ADD("content-type:", "text/event-stream");
-        ADD("cache-control:", "no-cache, no-transform");
-        ADD("x-accel-buffering:", "no");
-        if (c->http10)
-            ADD("connection:", "close");
-        else
-            ADD("transfer-encoding:", "chunked");
-    } else {
-        if (c->out.len)
-            ADD("content-type:", "application/json");
-        bad = bad || lws_add_http_header_content_length(wsi, c->out.len, &p, end);
-        if (c->close_after)
-            ADD("connection:", "close");
-    }
-    if (c->reply_sid[0])
-        ADD("mcp-session-id:", c->reply_sid);
-    if (c->extra_name)
-        ADD(c->extra_name, c->extra_value);
-#undef ADD
-    if (bad || lws_finalize_write_http_header(wsi, start, &p, end))
-        return -1;
-    return 0;
-}
-
-static void conn_release(struct hconn *c)
-{
-    if (!c->live)
-        return;
-    c->live = 0;
-    detach(c);
-    buf_free(&c->body);
-    buf_free(&c->out);
-}
-
-/* The response is complete: keep the connection for the next request, or close it. */
-static int finish(struct hconn *c)
-{
-    struct lws *wsi = c->wsi;
-    if (c->close_after || c->http10) {
-        if (lws_partial_buffered(wsi)) { /* lws still holds bytes: close once they are out */
-            want_write(c);
-            return 0;
-        }
-        conn_release(c);
-        return -1;
-    }
-    if (c->rx_paused)
-        lws_rx_flow_control(wsi, 1);
-    conn_release(c);
-    return lws_http_transaction_completed(wsi) ? -1 : 0;
-}
-
-static int write_body_step(struct hconn *c)
-{
-    size_t left = c->out.len - c->out_off;
-    if (left) {
-        size_t n = left > SLICE ? SLICE : left;
-        memcpy(scratch + LWS_PRE, c->out.data + c->out_off, n);
-        int final = n == left;
-        if (lws_write(c->wsi, scratch + LWS_PRE, n, final ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) <
-            (int)n)
-            return -1;
-        c->out_off += n;
-        if (!final) {
-            want_write(c);
-            return 0;
-        }
-    }
-    return finish(c);
-}
-
-static int write_sse_step(struct hconn *c)
-{
-    struct hstream *st = c->stream;
-    if (c->prime && st) { /* an id to resume from before anything else, and the retry hint */
-        char frame[96];
-        int n =
-            snprintf(frame, sizeof(frame), "id: %llu-%llu\nretry: %d\ndata: \n\n",
-                     (unsigned long long)st->num, (unsigned long long)c->sent_seq, SSE_RETRY_MS);
-        c->prime = 0;
-        want_write(c);
-        return write_chunk(c, frame, (size_t)n);
-    }
-    struct hevent *ev = st ? stream_after(st, c->sent_seq) : NULL;
-    if (ev) {
-        size_t left = ev->len - c->ev_off, n = left > SLICE ? SLICE : left;
-        if (write_chunk(c, ev->text + c->ev_off, n) < 0)
-            return -1;
-        c->ev_off += n;
-        if (c->ev_off == ev->len) {
-            c->sent_seq = ev->seq;
-            c->ev_off = 0;
-        }
-        want_write(c);
-        return 0;
-    }
-    if (st && !(st->answered && c->sent_seq + 1 == st->next_seq)) {
-        if (c->keepalive) {
-            c->keepalive = 0;
-            want_write(c); /* to pause reading again */
-            return write_chunk(c, ": keepalive\n\n", 13);
-        }
-        pause_rx(c);
-        return 0; /* nothing to say yet */
-    }
-    /* The stream is complete (or its session ended): end the response. */
-    if (st && st->request_id)
-        stream_free(st); /* fully delivered: nothing left to resume */
-    if (c->http10)
-        return finish(c);
-    unsigned char *p = scratch + LWS_PRE;
-    memcpy(p, "0\r\n\r\n", 5);
-    if (lws_write(c->wsi, p, 5, LWS_WRITE_HTTP_FINAL) < 5)
-        return -1;
-    return finish(c);
-}
-
-static int on_writable(struct hconn *c)
-{
-    if (!c->live || !c->ready)
-        return 0;
-    if (!c->headers_sent) {
-        if (write_headers(c) < 0)
-            return -1;
-        c->headers_sent = 1;
-        if (c->sse) /* lws armed a 5 s content timeout after LWS_CALLBACK_HTTP */
-            lws_set_timeout(c->wsi, NO_PENDING_TIMEOUT, 0);
-        want_write(c);
-        return 0;
-    }
-    return c->sse ? write_sse_step(c) : write_body_step(c);
-}
-
-/* A GET stream's client has closed (see want_write): checked on every tick and before
- * refusing a second GET with 409. */
-static int peer_closed(struct hconn *c)
-{
-    char b;
-    ssize_t n = recv(lws_get_socket_fd(c->wsi), &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
+/* Once a second: every attached stream's liveness check, and keepalives every
+ * KEEPALIVE_TICKS (see http__stream_tick). */
 static void tick(void *ud)
 {
     (void)ud;
     int keepalive = ++ticks % KEEPALIVE_TICKS == 0;
     for (struct hsession *s = sessions; s; s = s->next)
-        for (struct hstream *st = s->streams; st; st = st->next) {
-            struct hconn *c = st->conn;
-            if (c && c->method == M_GET && peer_closed(c)) {
-                conn_drop(c, LOG_DEBUG, "the client closed it");
-            } else if (c && keepalive && c->headers_sent && !stream_after(st, c->sent_seq)) {
-                c->keepalive = 1;
-                want_write(c);
-            }
-        }
+        for (struct hstream *st = s->streams; st; st = st->next)
+            http__stream_tick(st, keepalive);
     lp_timer_start(&tick_timer, TICK_MS, tick, NULL);
 }
 
@@ -749,14 +278,14 @@ static int token_ok(struct lws *wsi)
 static struct hsession *session_for(struct hconn *c)
 {
     if (!c->has_sid) {
-        reply_error(c, 400, RPC_SERVER_ERROR,
-                    "Bad Request: Mcp-Session-Id header is required (send initialize first)");
+        http__reply_error(c, 400, RPC_SERVER_ERROR,
+                          "Bad Request: Mcp-Session-Id header is required (send initialize first)");
         return NULL;
     }
     struct hsession *s = c->bad_sid ? NULL : session_find(c->sid);
     if (!s) {
-        reply_error(c, 404, -32001,
-                    "Session not found: it ended or expired; initialize a new session");
+        http__reply_error(c, 404, -32001,
+                          "Session not found: it ended or expired; initialize a new session");
         return NULL;
     }
     if (c->has_proto && !mcp_protocol_supported(c->proto)) {
@@ -765,7 +294,7 @@ static struct hsession *session_for(struct hconn *c)
                  "Bad Request: unsupported MCP-Protocol-Version '%s' (supported: 2025-11-25, "
                  "2025-06-18, 2025-03-26, 2024-11-05)",
                  c->proto);
-        reply_error(c, 400, RPC_SERVER_ERROR, msg);
+        http__reply_error(c, 400, RPC_SERVER_ERROR, msg);
         return NULL;
     }
     snprintf(c->reply_sid, sizeof(c->reply_sid), "%s", s->sid);
@@ -783,15 +312,15 @@ static int wants_priming(struct hconn *c, struct hsession *s)
 /* Hands a request to mcp_server; the reply is JSON when it was answered at once. */
 static void dispatch_request(struct hconn *c, struct hsession *s, json_t *msg, int is_init)
 {
-    struct hstream *st = stream_new(s, json_object_get(msg, "id"));
+    struct hstream *st = http__stream_new(s, json_object_get(msg, "id"));
     mcp_session_receive(s->mcp, c->body.data, c->body.len);
     if (!(st->answered && st->n_ev == 1)) {
-        reply_sse(c, st, 0, wants_priming(c, s));
+        http__reply_sse(c, st, 0, wants_priming(c, s));
         return;
     }
     struct hevent *ev = st->ev[0];
-    reply_json(c, ev->text + ev->data_off, ev->len - ev->data_off - 2);
-    stream_free(st);
+    http__reply_json(c, ev->text + ev->data_off, ev->len - ev->data_off - 2);
+    http__stream_free(st);
     if (is_init) {
         json_t *r = json_loadb(c->out.data, c->out.len, 0, NULL);
         if (!json_object_get(r, "result")) { /* a failed initialize creates no session */
@@ -810,14 +339,14 @@ static void handle_post(struct hconn *c)
     char text[300];
     if (!msg) {
         snprintf(text, sizeof(text), "Parse error: %s", jerr.text);
-        reply_error(c, 400, RPC_PARSE_ERROR, text);
+        http__reply_error(c, 400, RPC_PARSE_ERROR, text);
         return;
     }
     enum rpc_kind kind = json_is_array(msg) ? RPC_INVALID : rpc_classify(msg, &why);
     if (kind == RPC_INVALID) {
         snprintf(text, sizeof(text), "Invalid Request: %s",
                  json_is_array(msg) ? "JSON-RPC batches are not supported; POST one message" : why);
-        reply_error(c, 400, RPC_INVALID_REQUEST, text);
+        http__reply_error(c, 400, RPC_INVALID_REQUEST, text);
         json_decref(msg);
         return;
     }
@@ -825,16 +354,17 @@ static void handle_post(struct hconn *c)
     int is_init = kind == RPC_REQUEST && strcmp(method, "initialize") == 0;
     struct hsession *s = NULL;
     if (is_init && c->has_sid) {
-        reply_error(c, 400, RPC_INVALID_REQUEST,
-                    "Invalid Request: this session is already initialized (send initialize "
-                    "without Mcp-Session-Id to start a new one)");
+        http__reply_error(c, 400, RPC_INVALID_REQUEST,
+                          "Invalid Request: this session is already initialized (send initialize "
+                          "without Mcp-Session-Id to start a new one)");
     } else if (is_init && n_sessions >= cfg.max_sessions) {
-        reply_error(c, 503, RPC_SERVER_ERROR,
-                    "too many sessions (CODEMCP_HTTP_MAX_SESSIONS); end unused ones with DELETE");
+        http__reply_error(
+            c, 503, RPC_SERVER_ERROR,
+            "too many sessions (CODEMCP_HTTP_MAX_SESSIONS); end unused ones with DELETE");
     } else if (is_init) {
         s = session_new();
         if (!s)
-            reply_error(c, 500, RPC_INTERNAL_ERROR, "cannot generate a session id");
+            http__reply_error(c, 500, RPC_INTERNAL_ERROR, "cannot generate a session id");
         else
             snprintf(c->reply_sid, sizeof(c->reply_sid), "%s", s->sid);
     } else {
@@ -844,7 +374,7 @@ static void handle_post(struct hconn *c)
         dispatch_request(c, s, msg, is_init);
     } else if (s) { /* notifications and responses are accepted, never answered */
         mcp_session_receive(s->mcp, c->body.data, c->body.len);
-        reply_ready(c, 202);
+        http__reply_ready(c, 202);
     }
     json_decref(msg);
 }
@@ -854,9 +384,9 @@ static void handle_get(struct hconn *c, const char *accept)
     if (!strcasestr(accept, "text/event-stream")) {
         c->extra_name = "allow:";
         c->extra_value = "GET, POST, DELETE";
-        reply_error(c, 405, RPC_SERVER_ERROR,
-                    "Method Not Allowed: GET opens the session's SSE stream and needs "
-                    "Accept: text/event-stream");
+        http__reply_error(c, 405, RPC_SERVER_ERROR,
+                          "Method Not Allowed: GET opens the session's SSE stream and needs "
+                          "Accept: text/event-stream");
         return;
     }
     struct hsession *s = session_for(c);
@@ -873,22 +403,22 @@ static void handle_get(struct hconn *c, const char *accept)
                 if (x->num == num)
                     st = x;
         if (!st || seq >= st->next_seq) {
-            reply_error(c, 400, RPC_SERVER_ERROR,
-                        "Bad Request: unknown or expired Last-Event-ID for this session");
+            http__reply_error(c, 400, RPC_SERVER_ERROR,
+                              "Bad Request: unknown or expired Last-Event-ID for this session");
             return;
         }
         from = seq;
     }
-    if (st->conn && st->conn->method == M_GET && peer_closed(st->conn))
-        conn_drop(st->conn, LOG_DEBUG, "the client closed it");
+    if (st->conn && st->conn->method == M_GET && http__peer_closed(st->conn))
+        http__conn_drop(st->conn, LOG_DEBUG, "the client closed it");
     else if (st->conn && c->last_event_id[0]) /* a resuming client has lost the old one */
-        conn_drop(st->conn, LOG_DEBUG, "replaced by a resuming connection");
+        http__conn_drop(st->conn, LOG_DEBUG, "replaced by a resuming connection");
     if (st->conn) {
-        reply_error(c, 409, RPC_SERVER_ERROR,
-                    "Conflict: this session already has a GET stream (one per session)");
+        http__reply_error(c, 409, RPC_SERVER_ERROR,
+                          "Conflict: this session already has a GET stream (one per session)");
         return;
     }
-    reply_sse(c, st, from, !c->last_event_id[0] && wants_priming(c, s));
+    http__reply_sse(c, st, from, !c->last_event_id[0] && wants_priming(c, s));
 }
 
 static void handle_delete(struct hconn *c)
@@ -898,7 +428,7 @@ static void handle_delete(struct hconn *c)
         return;
     c->reply_sid[0] = '\0';
     session_end(s, "deleted by the client");
-    reply_ready(c, 200);
+    http__reply_ready(c, 200);
 }
 
 /* POST: everything that can be decided from the headers, before the body is read. */
@@ -906,23 +436,24 @@ static void check_post_headers(struct hconn *c, const char *accept)
 {
     char ctype[128], clen[32], te[64], expect[64];
     if (!strcasestr(accept, "application/json") || !strcasestr(accept, "text/event-stream")) {
-        reply_error(c, 406, RPC_SERVER_ERROR,
-                    "Not Acceptable: Accept must list application/json and text/event-stream");
+        http__reply_error(
+            c, 406, RPC_SERVER_ERROR,
+            "Not Acceptable: Accept must list application/json and text/event-stream");
         return;
     }
     header(c->wsi, WSI_TOKEN_HTTP_CONTENT_TYPE, NULL, ctype, sizeof(ctype));
     ctype[strcspn(ctype, "; \t")] = '\0';
     if (strcasecmp(ctype, "application/json") != 0) {
-        reply_error(c, 415, RPC_SERVER_ERROR,
-                    "Unsupported Media Type: Content-Type must be application/json");
+        http__reply_error(c, 415, RPC_SERVER_ERROR,
+                          "Unsupported Media Type: Content-Type must be application/json");
         return;
     }
     int has_len = header(c->wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH, NULL, clen, sizeof(clen)) > 0;
     int chunked = header(c->wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING, NULL, te, sizeof(te)) > 0;
     if (!has_len || chunked || clen[strspn(clen, "0123456789")] != '\0') {
-        reply_error(c, 411, RPC_SERVER_ERROR,
-                    "Length Required: send the body with Content-Length (chunked request "
-                    "bodies are not accepted)");
+        http__reply_error(c, 411, RPC_SERVER_ERROR,
+                          "Length Required: send the body with Content-Length (chunked request "
+                          "bodies are not accepted)");
         return;
     }
     unsigned long long n = strtoull(clen, NULL, 10);
@@ -932,15 +463,13 @@ static void check_post_headers(struct hconn *c, const char *accept)
                  "Payload Too Large: the body limit is %zu bytes "
                  "(CODEMCP_HTTP_MAX_BODY)",
                  cfg.max_body);
-        reply_error(c, 413, RPC_SERVER_ERROR, msg);
+        http__reply_error(c, 413, RPC_SERVER_ERROR, msg);
         return;
     }
     /* curl and others wait up to a second for this before sending a large body. */
     if (header(c->wsi, WSI_TOKEN_HTTP_EXPECT, NULL, expect, sizeof(expect)) > 0 &&
         strcasecmp(expect, "100-continue") == 0) {
-        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-        memcpy(scratch + LWS_PRE, cont, sizeof(cont) - 1);
-        lws_write(c->wsi, scratch + LWS_PRE, sizeof(cont) - 1, LWS_WRITE_RAW);
+        http__write_continue(c);
     }
 }
 
@@ -964,14 +493,14 @@ static int on_request(struct hconn *c, struct lws *wsi, const char *uri)
     c->http10 = strcmp(version, "HTTP/1.0") == 0;
 
     if (closing) {
-        reply_error(c, 503, RPC_SERVER_ERROR, "codemcp is shutting down");
+        http__reply_error(c, 503, RPC_SERVER_ERROR, "codemcp is shutting down");
     } else if (header(wsi, WSI_TOKEN_HOST, NULL, host, sizeof(host)) < 0 || !host_allowed(host)) {
         char msg[320];
         snprintf(msg, sizeof(msg),
                  "Forbidden: Host '%s' is not allowed "
                  "(CODEMCP_HTTP_ALLOWED_HOSTS)",
                  host);
-        reply_error(c, 403, RPC_SERVER_ERROR, msg);
+        http__reply_error(c, 403, RPC_SERVER_ERROR, msg);
     } else if (header(wsi, WSI_TOKEN_ORIGIN, NULL, origin, sizeof(origin)) != -1 &&
                !origin_allowed(origin)) {
         char msg[320];
@@ -979,16 +508,16 @@ static int on_request(struct hconn *c, struct lws *wsi, const char *uri)
                  "Forbidden: Origin '%s' is not allowed "
                  "(CODEMCP_HTTP_ALLOWED_ORIGINS)",
                  origin);
-        reply_error(c, 403, RPC_SERVER_ERROR, msg);
+        http__reply_error(c, 403, RPC_SERVER_ERROR, msg);
     } else if (!token_ok(wsi)) {
         c->extra_name = "www-authenticate:";
         c->extra_value = "Bearer realm=\"codemcp\"";
-        reply_error(c, 401, RPC_SERVER_ERROR,
-                    "Unauthorized: send Authorization: Bearer <CODEMCP_HTTP_TOKEN>");
+        http__reply_error(c, 401, RPC_SERVER_ERROR,
+                          "Unauthorized: send Authorization: Bearer <CODEMCP_HTTP_TOKEN>");
     } else if (strcmp(uri, cfg.path) != 0) {
         char msg[320];
         snprintf(msg, sizeof(msg), "Not Found: MCP is served at %s", cfg.path);
-        reply_error(c, 404, RPC_SERVER_ERROR, msg);
+        http__reply_error(c, 404, RPC_SERVER_ERROR, msg);
     } else if (c->method == M_POST) {
         check_post_headers(c, accept);
     } else if (c->method == M_GET) {
@@ -998,7 +527,7 @@ static int on_request(struct hconn *c, struct lws *wsi, const char *uri)
     } else {
         c->extra_name = "allow:";
         c->extra_value = "GET, POST, DELETE";
-        reply_error(c, 405, RPC_SERVER_ERROR, "Method Not Allowed");
+        http__reply_error(c, 405, RPC_SERVER_ERROR, "Method Not Allowed");
     }
     return 0;
 }
@@ -1042,11 +571,11 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
             handle_post(c);
         return 0;
     case LWS_CALLBACK_HTTP_WRITEABLE:
-        return c ? on_writable(c) : 0;
+        return c ? http__on_writable(c) : 0;
     case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
     case LWS_CALLBACK_CLOSED_HTTP:
         if (c)
-            conn_release(c);
+            http__conn_release(c);
         return 0;
     default:
         return 0;

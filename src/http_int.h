@@ -1,0 +1,125 @@
+/* http_int — the objects serve_http.c and http_stream.c share, and their cross-file http__
+ * functions. Internal to the HTTP front: nothing else includes it. Loop thread only.
+ *
+ * Objects. A session (struct hsession) owns one mcp_session and its SSE streams. A stream
+ * (struct hstream) is an ordered, bounded buffer of events with ids "<stream>-<seq>"; stream
+ * numbers are global, so ids never repeat across sessions. Each request that is not
+ * answered at once gets a POST stream; each session has one standalone stream for messages
+ * that answer nothing (tools/list_changed, logging). A connection (struct hconn, the lws
+ * per-transaction memory) is attached to at most one stream and writes its events from a
+ * cursor; stream->conn and conn->stream are set and cleared together, so neither outlives
+ * the other. Events stay buffered after a connection drops, so a client that comes back with
+ * Last-Event-ID gets what it missed on that stream and nothing from any other. */
+#ifndef CODEMCP_HTTP_INT_H
+#define CODEMCP_HTTP_INT_H
+
+#include "log.h"
+#include "loop.h"
+#include "util.h"
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SID_BYTES 32 /* Mcp-Session-Id: 64 hex characters */
+
+struct hevent {
+    uint64_t seq;
+    size_t len;      /* whole SSE frame */
+    size_t data_off; /* where the JSON text starts */
+    char text[];     /* "id: N-S\nevent: message\ndata: <json>\n\n" */
+};
+
+struct hsession;
+struct hconn;
+struct mcp_session;
+
+struct hstream {
+    uint64_t num;
+    struct hsession *sess;
+    json_t *request_id; /* POST streams: the request this stream answers; NULL: standalone */
+    struct hevent **ev; /* consecutive seqs, oldest first */
+    size_t n_ev, cap_ev, bytes;
+    uint64_t next_seq; /* starts at 1; the priming event is "N-0" */
+    int answered;      /* the response is in ev[] */
+    struct hconn *conn;
+    struct hstream *next;
+};
+
+struct hsession {
+    char sid[2 * SID_BYTES + 1];
+    struct mcp_session *mcp;
+    struct hstream *streams; /* newest first; includes the standalone stream */
+    struct hstream *standalone;
+    struct lp_timer idle;
+    int ending;
+    struct hsession *next;
+};
+
+enum method { M_OTHER, M_GET, M_POST, M_DELETE };
+
+/* Per-transaction state in lws's per-connection memory (zeroed by lws for each request). */
+struct hconn {
+    struct lws *wsi;
+    int live;
+    enum method method;
+    char sid[2 * SID_BYTES + 1];
+    int has_sid, bad_sid;
+    char proto[32];
+    int has_proto;
+    char last_event_id[64];
+    int http10;
+    struct buf body;
+    /* the reply */
+    int ready, headers_sent, close_after, sse, prime;
+    int status;
+    const char *extra_name, *extra_value;
+    char reply_sid[2 * SID_BYTES + 1];
+    struct buf out;
+    size_t out_off;
+    /* SSE */
+    struct hstream *stream;
+    uint64_t sent_seq; /* last event fully written */
+    size_t ev_off;     /* bytes of event sent_seq + 1 already written */
+    int keepalive;
+    int rx_paused; /* see want_write() in http_stream.c */
+};
+
+/* ---- http_stream.c: streams ---------------------------------------------------------------- */
+
+/* A new stream of session s, newest first in s->streams. request_id (borrowed; a reference is
+ * taken) names the request a POST stream answers; NULL makes the standalone stream. */
+struct hstream *http__stream_new(struct hsession *s, json_t *request_id);
+/* Unlinks and frees st; a connection reading it is detached and ends its response. */
+void http__stream_free(struct hstream *st);
+/* Appends one message (json, len bytes, copied) as an SSE event; is_response marks the
+ * stream answered. The oldest events go beyond the bounds, dropping a reader that lags. */
+void http__stream_push(struct hstream *st, const char *json, size_t len, int is_response);
+/* 1 when the JSON object text has a top-level "method" member (a request or notification). */
+int http__has_method_member(const char *t, size_t n);
+/* Called for every stream once a second: drops a GET stream's connection whose client has
+ * closed; with keepalive set, wakes idle readers to send an SSE comment. */
+void http__stream_tick(struct hstream *st, int keepalive);
+
+/* ---- http_stream.c: connections and replies ------------------------------------------------ */
+
+/* Ends a connection from our side (logged at level); its stream stays and can be resumed. */
+void http__conn_drop(struct hconn *c, enum log_level level, const char *why);
+/* 1 when a GET stream's client has closed (a peek: reading is paused on such connections). */
+int http__peer_closed(struct hconn *c);
+/* Frees what c holds and detaches it from its stream. Idempotent. */
+void http__conn_release(struct hconn *c);
+/* LWS_CALLBACK_HTTP_WRITEABLE: writes the next piece of c's reply. -1 closes the connection. */
+int http__on_writable(struct hconn *c);
+/* Writes the interim "HTTP/1.1 100 Continue" (lws 4.1 never answers Expect itself). */
+void http__write_continue(struct hconn *c);
+/* Replies: the status and body are set and writing starts. reply_ready sends c->out as is
+ * (empty for 202/200 without a body); reply_error a JSON-RPC error body; reply_json the given
+ * JSON (copied); reply_sse attaches c to st and streams its events after from_seq, with a
+ * priming event first when prime is set. */
+void http__reply_ready(struct hconn *c, int status);
+void http__reply_error(struct hconn *c, int status, int code, const char *message);
+void http__reply_json(struct hconn *c, const char *json, size_t len);
+void http__reply_sse(struct hconn *c, struct hstream *st, uint64_t from_seq, int prime);
+
+#endif
