@@ -1,11 +1,14 @@
-/* config — turns mcp.json (or a --wrap command line) into struct cfg. See config.h for the
- * accepted formats and rules.
+/* config — turns mcp.json into struct cfg: finding the file, its two formats, interpolation
+ * of environment variables, and validation of every entry. See config.h for the accepted
+ * formats and rules. `--wrap` (one server from a command line) is config_wrap.c; the helpers
+ * both files use are cfg__* in config_int.h.
  *
  * Reads and validates only: never connects, spawns or writes. One bad entry or one missing
  * environment variable disables that server alone (first problem found wins the reason);
  * only an unusable file fails cfg_load. Not thread-safe (getenv, getpwuid): call it from the
  * thread that owns configuration. */
 #include "config.h"
+#include "config_int.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -48,8 +51,7 @@ static char *fmt(const char *f, ...)
     return s;
 }
 
-static void set_err(char **err, const char *f, ...) __attribute__((format(printf, 2, 3)));
-static void set_err(char **err, const char *f, ...)
+void cfg__set_err(char **err, const char *f, ...)
 {
     if (!err)
         return;
@@ -60,13 +62,7 @@ static void set_err(char **err, const char *f, ...)
     va_end(ap);
 }
 
-/* A growable NULL-terminated string vector; items are owned. */
-struct strv {
-    char **v;
-    size_t n, cap;
-};
-
-static void strv_push(struct strv *s, char *item)
+void cfg__strv_push(struct strv *s, char *item)
 {
     if (s->n + 2 > s->cap) {
         s->cap = s->cap ? s->cap * 2 : 8;
@@ -77,14 +73,14 @@ static void strv_push(struct strv *s, char *item)
 }
 
 /* Hands the vector to the caller: never NULL, even when empty. */
-static char **strv_steal(struct strv *s)
+char **cfg__strv_steal(struct strv *s)
 {
     char **v = s->v ? s->v : xcalloc(1, sizeof(*v));
     memset(s, 0, sizeof(*s));
     return v;
 }
 
-static void strv_free(char **v)
+void cfg__strv_free(char **v)
 {
     if (!v)
         return;
@@ -120,70 +116,6 @@ static const char *home_dir(void)
     return pw && pw->pw_dir && *pw->pw_dir ? pw->pw_dir : NULL;
 }
 
-/* ---- shell-like splitting --------------------------------------------------------------- */
-
-/* Splits s into words like a POSIX shell would, without any expansion. 0, or -1 with *why. */
-static int split_words(const char *s, struct strv *out, const char **why)
-{
-    struct buf w = {0};
-    int in_word = 0;
-    const char *p = s;
-    while (*p) {
-        char c = *p;
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-            if (in_word)
-                strv_push(out, buf_steal(&w));
-            in_word = 0;
-            p++;
-        } else if (c == '\'') {
-            const char *end = strchr(p + 1, '\'');
-            if (!end) {
-                *why = "unterminated single quote";
-                goto fail;
-            }
-            buf_append(&w, p + 1, (size_t)(end - p - 1));
-            in_word = 1;
-            p = end + 1;
-        } else if (c == '"') {
-            in_word = 1;
-            for (p++; *p != '"'; p++) {
-                if (!*p) {
-                    *why = "unterminated double quote";
-                    goto fail;
-                }
-                /* Inside double quotes a backslash only escapes these (POSIX). */
-                if (*p == '\\' && p[1] && strchr("\"\\$`\n", p[1])) {
-                    p++;
-                    if (*p == '\n')
-                        continue;
-                }
-                buf_append(&w, p, 1);
-            }
-            p++;
-        } else if (c == '\\') {
-            if (!p[1]) {
-                *why = "trailing backslash";
-                goto fail;
-            }
-            if (p[1] != '\n') { /* backslash-newline joins lines */
-                buf_append(&w, p + 1, 1);
-                in_word = 1;
-            }
-            p += 2;
-        } else {
-            buf_append(&w, p, 1);
-            in_word = 1;
-            p++;
-        }
-    }
-    if (in_word)
-        strv_push(out, buf_steal(&w));
-    return 0;
-fail:
-    buf_free(&w);
-    return -1;
-}
-
 /* ---- interpolation ---------------------------------------------------------------------- */
 
 static int name_start(char c)
@@ -191,7 +123,7 @@ static int name_start(char c)
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
 }
 
-static int name_char(char c)
+int cfg__name_char(char c)
 {
     return name_start(c) || (c >= '0' && c <= '9');
 }
@@ -213,7 +145,7 @@ char *cfg_interpolate(const char *s, char **missing)
             }
         } else if (p[0] == '$' && p[1] == '{' && name_start(p[2])) {
             const char *q = p + 2;
-            while (name_char(*q))
+            while (cfg__name_char(*q))
                 q++;
             if (*q == '}') {
                 name = p + 2;
@@ -253,15 +185,6 @@ char *cfg_interpolate(const char *s, char **missing)
 }
 
 /* ---- one server entry ------------------------------------------------------------------- */
-
-/* Parse state of one entry: the server being filled, its place in the file, and a scratch
- * buffer for key paths such as "mcp.github.headers.Authorization". */
-struct ent {
-    struct cfg_server *s;
-    const char *rk; /* "mcp" or "mcpServers" */
-    int ms;         /* mcpServers format */
-    char where[512];
-};
 
 /* Formats "<rk>.<name>[.<suffix>]" into e->where (truncated if huge; it is only a message). */
 static const char *at(struct ent *e, const char *f, ...) __attribute__((format(printf, 2, 3)));
@@ -303,7 +226,7 @@ static char *interp(struct ent *e, const char *s, const char *where)
 }
 
 /* "~" or "~/..." at the start of *p becomes the home directory. */
-static int expand_tilde(struct ent *e, char **p, const char *key)
+int cfg__expand_tilde(struct ent *e, char **p, const char *key)
 {
     const char *s = *p;
     if (s[0] != '~' || (s[1] != '/' && s[1] != '\0'))
@@ -339,7 +262,7 @@ static int add_items(struct ent *e, json_t *arr, const char *key, struct strv *o
         char *s = interp(e, json_string_value(it), at(e, "%s[%zu]", key, i));
         if (!s)
             return -1;
-        strv_push(out, s);
+        cfg__strv_push(out, s);
     }
     return 0;
 }
@@ -349,7 +272,7 @@ static int header_name_ok(const char *k)
     if (!*k)
         return 0;
     for (; *k; k++)
-        if (!name_char(*k) && !strchr("!#$%&'*+-.^`|~", *k))
+        if (!cfg__name_char(*k) && !strchr("!#$%&'*+-.^`|~", *k))
             return 0;
     return 1;
 }
@@ -384,13 +307,13 @@ static int string_map(struct ent *e, json_t *obj, const char *key, int headers, 
             bad(e, "%s contains a line break", at(e, "%s.%s", key, k));
             goto fail;
         }
-        strv_push(&items, headers ? fmt("%s: %s", k, val) : fmt("%s=%s", k, val));
+        cfg__strv_push(&items, headers ? fmt("%s: %s", k, val) : fmt("%s=%s", k, val));
         free(val);
     }
-    *out = strv_steal(&items);
+    *out = cfg__strv_steal(&items);
     return 0;
 fail:
-    strv_free(items.v);
+    cfg__strv_free(items.v);
     return -1;
 }
 
@@ -501,10 +424,10 @@ static int parse_local(struct ent *e, json_t *v)
         char *c = interp(e, json_string_value(cmd), at(e, "command"));
         if (!c)
             goto fail;
-        strv_push(&argv, c);
+        cfg__strv_push(&argv, c);
     } else if (json_is_string(cmd)) { /* opencode: split first, so values are never split */
         const char *why = NULL;
-        if (split_words(json_string_value(cmd), &argv, &why) < 0) {
+        if (cfg__split_words(json_string_value(cmd), &argv, &why) < 0) {
             bad(e, "%s: %s", at(e, "command"), why);
             goto fail;
         }
@@ -535,16 +458,17 @@ static int parse_local(struct ent *e, json_t *v)
         bad(e, "%s is empty", at(e, "command"));
         goto fail;
     }
-    if (expand_tilde(e, &argv.v[0], "command") < 0)
+    if (cfg__expand_tilde(e, &argv.v[0], "command") < 0)
         goto fail;
     if (string_map(e, v, e->ms ? "env" : "environment", 0, &s->env) < 0)
         goto fail;
-    if (opt_string(e, v, "cwd", &s->cwd) < 0 || (s->cwd && expand_tilde(e, &s->cwd, "cwd") < 0))
+    if (opt_string(e, v, "cwd", &s->cwd) < 0 ||
+        (s->cwd && cfg__expand_tilde(e, &s->cwd, "cwd") < 0))
         goto fail;
-    s->argv = strv_steal(&argv);
+    s->argv = cfg__strv_steal(&argv);
     return 0;
 fail:
-    strv_free(argv.v);
+    cfg__strv_free(argv.v);
     return -1;
 }
 
@@ -562,11 +486,11 @@ static int parse_remote(struct ent *e, json_t *v)
 }
 
 /* Runtime fields of an unusable server are dropped so nobody half-uses them. */
-static void drop_runtime(struct cfg_server *s)
+void cfg__drop_runtime(struct cfg_server *s)
 {
-    strv_free(s->argv);
-    strv_free(s->env);
-    strv_free(s->headers);
+    cfg__strv_free(s->argv);
+    cfg__strv_free(s->env);
+    cfg__strv_free(s->headers);
     free(s->cwd);
     free(s->url);
     s->argv = s->env = s->headers = NULL;
@@ -592,7 +516,7 @@ static void parse_entry(struct cfg_server *s, const char *rk, int ms, const char
             parse_remote(&e, v);
     }
     if (s->disabled_reason)
-        drop_runtime(s);
+        cfg__drop_runtime(s);
 }
 
 /* ---- files -------------------------------------------------------------------------------- */
@@ -614,7 +538,7 @@ const char *cfg_default_path(char *buf, size_t n)
     return r < 0 || (size_t)r >= n ? NULL : buf;
 }
 
-static void cfg_init(struct cfg *c, const char *format)
+void cfg__init(struct cfg *c, const char *format)
 {
     memset(c, 0, sizeof(*c));
     c->format = format;
@@ -626,7 +550,7 @@ static json_t *servers_of(const char *path, json_t *root, struct cfg *out, char 
     json_t *mcp = json_object_get(root, "mcp"), *ms = json_object_get(root, "mcpServers");
     if (mcp) {
         if (!json_is_object(mcp)) {
-            set_err(err, "%s: \"mcp\" must be an object of servers, not %s", path, jtype(mcp));
+            cfg__set_err(err, "%s: \"mcp\" must be an object of servers, not %s", path, jtype(mcp));
             return NULL;
         }
         if (ms)
@@ -639,15 +563,16 @@ static json_t *servers_of(const char *path, json_t *root, struct cfg *out, char 
     }
     if (ms) {
         if (!json_is_object(ms)) {
-            set_err(err, "%s: \"mcpServers\" must be an object of servers, not %s", path,
-                    jtype(ms));
+            cfg__set_err(err, "%s: \"mcpServers\" must be an object of servers, not %s", path,
+                         jtype(ms));
             return NULL;
         }
         out->format = "mcpServers";
         return ms;
     }
-    set_err(err, "%s: no \"mcp\" or \"mcpServers\" object (expected {\"mcp\": {\"name\": {...}}})",
-            path);
+    cfg__set_err(err,
+                 "%s: no \"mcp\" or \"mcpServers\" object (expected {\"mcp\": {\"name\": {...}}})",
+                 path);
     return NULL;
 }
 
@@ -660,7 +585,7 @@ int cfg_load(const char *explicit_path, struct cfg *out, char **err)
     struct stat st;
     size_t len = 0;
 
-    cfg_init(out, "none");
+    cfg__init(out, "none");
     if (err)
         *err = NULL;
     const char *path =
@@ -674,24 +599,24 @@ int cfg_load(const char *explicit_path, struct cfg *out, char **err)
             log_info(MOD, "no config file at %s: starting with no servers", path);
             goto none;
         }
-        set_err(err, "%s: cannot read: %s", path, strerror(errno));
+        cfg__set_err(err, "%s: cannot read: %s", path, strerror(errno));
         goto fail;
     }
     if (S_ISDIR(st.st_mode)) {
-        set_err(err, "%s: is a directory, not a config file", path);
+        cfg__set_err(err, "%s: is a directory, not a config file", path);
         goto fail;
     }
     if (!(text = read_file(path, &len))) {
-        set_err(err, "%s: cannot read: %s", path, strerror(errno));
+        cfg__set_err(err, "%s: cannot read: %s", path, strerror(errno));
         goto fail;
     }
     /* DECODE_ANY so a top-level scalar gets our clearer message below. */
     if (!(root = json_loadb(text, len, JSON_DECODE_ANY, &jerr))) {
-        set_err(err, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+        cfg__set_err(err, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
         goto fail;
     }
     if (!json_is_object(root)) {
-        set_err(err, "%s: the top level must be a JSON object, not %s", path, jtype(root));
+        cfg__set_err(err, "%s: the top level must be a JSON object, not %s", path, jtype(root));
         goto fail;
     }
     if (!(servers = servers_of(path, root, out, err)))
@@ -715,162 +640,7 @@ none:
 fail:
     free(text);
     json_decref(root);
-    cfg_init(out, "none");
-    return -1;
-}
-
-/* ---- --wrap ------------------------------------------------------------------------------- */
-
-static const char *base_name(const char *p)
-{
-    const char *s = strrchr(p, '/');
-    return s ? s + 1 : p;
-}
-
-static int in_list(const char *s, size_t n, const char *const *list)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(s, list[i]) == 0)
-            return 1;
-    return 0;
-}
-
-#define IN(s, ...)                                                                                 \
-    in_list(s, sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *),                       \
-            (const char *[]){__VA_ARGS__})
-
-static int is_launcher(const char *prog)
-{
-    if (strncmp(prog, "python", 6) == 0 && strspn(prog + 6, "0123456789.") == strlen(prog + 6))
-        return 1;
-    return IN(prog, "node", "nodejs", "npx", "bun", "bunx", "deno", "pnpx", "uvx", "pipx");
-}
-
-/* Name of a launcher's target: a package spec or a script path (rules in config.h). */
-static char *target_name(const char *a)
-{
-    if (a[0] == '@' && strchr(a, '/')) /* @scope/pkg@version */
-        a = strchr(a, '/') + 1;
-    if (!strchr(a, '/')) { /* pkg@version, or a script in the current directory */
-        const char *ver = strchr(a + 1, '@'), *dot = strrchr(a, '.');
-        if (ver)
-            return xstrndup(a, (size_t)(ver - a));
-        if (dot && IN(dot, ".js", ".mjs", ".cjs", ".ts", ".mts", ".py"))
-            return xstrndup(a, (size_t)(dot - a));
-        return xstrdup(a);
-    }
-    struct strv comps = {0};
-    char *copy = xstrdup(a), *save = NULL, *name;
-    for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save))
-        if (strcmp(c, ".") != 0)
-            strv_push(&comps, xstrdup(c));
-    free(copy);
-    if (comps.n == 0) {
-        name = xstrdup(a);
-        goto out;
-    }
-    char *file = comps.v[comps.n - 1];
-    char *dot = strrchr(file, '.');
-    if (dot && dot != file)
-        *dot = '\0'; /* file is now the stem */
-    /* The last run of build-output directories is preceded by the package directory. */
-    size_t j = comps.n - 1;
-    while (j > 0 && !IN(comps.v[j - 1], "dist", "build", "lib", "src", "bin", "out"))
-        j--;
-    while (j > 0 && IN(comps.v[j - 1], "dist", "build", "lib", "src", "bin", "out"))
-        j--;
-    if (j > 0 && j < comps.n - 1)
-        name = xstrdup(comps.v[j - 1]);
-    else if (comps.n > 1 && IN(file, "index", "main", "__main__", "server", "cli", "app") &&
-             !IN(comps.v[comps.n - 2], "dist", "build", "lib", "src", "bin", "out"))
-        name = xstrdup(comps.v[comps.n - 2]);
-    else
-        name = xstrdup(file);
-out:
-    strv_free(strv_steal(&comps));
-    return name;
-}
-
-/* Keeps [A-Za-z0-9_-], turns the rest into '-', trims '-' at both ends. Takes s. */
-static char *sanitize_name(char *s)
-{
-    for (char *p = s; *p; p++)
-        if (!name_char(*p) && *p != '-')
-            *p = '-';
-    size_t lead = strspn(s, "-"), n = strlen(s);
-    while (n > lead && s[n - 1] == '-')
-        n--;
-    char *r = n > lead ? xstrndup(s + lead, n - lead) : xstrdup("server");
-    free(s);
-    return r;
-}
-
-static char *wrap_name(char **argv)
-{
-    const char *prog = base_name(argv[0]);
-    if (is_launcher(prog)) {
-        int run_sub = IN(prog, "deno", "bun"); /* deno run x.ts, bun run x.ts */
-        for (size_t i = 1; argv[i]; i++) {
-            if (strcmp(argv[i], "-m") == 0 && argv[i + 1])
-                return sanitize_name(xstrdup(argv[i + 1]));
-            if (argv[i][0] == '-' || (run_sub && strcmp(argv[i], "run") == 0))
-                continue;
-            return sanitize_name(target_name(argv[i]));
-        }
-    }
-    return sanitize_name(xstrdup(prog));
-}
-
-int cfg_from_wrap(const char *cmdline, const char *name, struct cfg *out, char **err)
-{
-    struct strv argv = {0};
-    const char *why = NULL;
-    cfg_init(out, "wrap");
-    if (err)
-        *err = NULL;
-    if (split_words(cmdline ? cmdline : "", &argv, &why) < 0) {
-        set_err(err, "--wrap: %s in the command line", why);
-        goto fail;
-    }
-    if (argv.n == 0 || !argv.v[0][0]) {
-        set_err(err, "--wrap: the command is empty");
-        goto fail;
-    }
-    if (name && !*name) {
-        set_err(err, "--wrap: --name must not be empty");
-        goto fail;
-    }
-    /* The entry records the command as the user wrote it, like a file entry would. */
-    json_t *cmd = json_array();
-    for (size_t i = 0; i < argv.n; i++)
-        if (json_array_append_new(cmd, json_string(argv.v[i])) < 0)
-            break;
-    char *nm = name ? xstrdup(name) : wrap_name(argv.v);
-    json_t *entry = json_pack("{s:s, s:o}", "type", "local", "command", cmd);
-    if (!entry || json_array_size(cmd) != argv.n ||
-        !(out->root = json_pack("{s:{s:O}}", "mcp", nm, entry))) {
-        set_err(err, "--wrap: the command line or name is not valid UTF-8");
-        json_decref(entry);
-        free(nm);
-        goto fail;
-    }
-    struct cfg_server *s = xcalloc(1, sizeof(*s));
-    struct ent e = {.s = s, .rk = "wrap"};
-    s->name = nm;
-    s->type = CFG_LOCAL;
-    s->enabled = 1;
-    s->timeout_ms = CFG_DEFAULT_TIMEOUT_MS;
-    s->entry = entry;
-    expand_tilde(&e, &argv.v[0], "command");
-    s->argv = strv_steal(&argv);
-    s->env = xcalloc(1, sizeof(char *));
-    if (s->disabled_reason)
-        drop_runtime(s);
-    out->servers = s;
-    out->n_servers = 1;
-    return 0;
-fail:
-    strv_free(argv.v);
+    cfg__init(out, "none");
     return -1;
 }
 
@@ -882,7 +652,7 @@ void cfg_free(struct cfg *c)
         return;
     for (size_t i = 0; i < c->n_servers; i++) {
         struct cfg_server *s = &c->servers[i];
-        drop_runtime(s);
+        cfg__drop_runtime(s);
         free(s->name);
         free(s->disabled_reason);
         json_decref(s->tools);
@@ -892,7 +662,7 @@ void cfg_free(struct cfg *c)
     free(c->servers);
     free(c->path);
     json_decref(c->root);
-    cfg_init(c, "none");
+    cfg__init(c, "none");
 }
 
 const struct cfg_server *cfg_find(const struct cfg *c, const char *name)
