@@ -160,10 +160,10 @@ static void on_upstream_result(void *ud, json_t *result, const struct up_error *
     if (err) {
         reply_error(call->conn_id, call->id, err->kind, err->message, elapsed);
     } else {
-        json_t *copy = json_deep_copy(result);
-        if (call->mutation)
-            copy = mark_mutation(copy, 0);
-        ctl_send(call->conn_id, rpc_result(call->id, copy));
+        /* Shared, not copied: only a write's result is changed (its _meta mark). */
+        json_t *out =
+            call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
+        ctl_send(call->conn_id, rpc_result(call->id, out));
         /* After the answer is queued: learning never delays the call. */
         shapes_learn(call->fn, result);
     }
