@@ -53,14 +53,7 @@ def install_interrupt_handler() -> None:
     signal.signal(signal.SIGUSR1, _on_interrupt)
 
 
-def _log(message: str) -> None:
-    stream = sys.__stderr__
-    if stream is not None:
-        try:
-            stream.write("codemcp_rt: %s\n" % message)
-            stream.flush()
-        except Exception:
-            pass
+_log = runner._log  # one stderr logger for the runtime (goes to the gateway's log)
 
 
 class _Raw(str):
