@@ -379,21 +379,23 @@ static int ctl_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
             }
         }
         return 0;
-    case LWS_CALLBACK_SERVER_WRITEABLE: {
-        struct out_frame *f = c->out_head;
-        if (!f)
-            return 0;
-        c->out_head = f->next;
-        if (!c->out_head)
-            c->out_tail = NULL;
-        int n = lws_write(wsi, f->data + LWS_PRE, f->len, LWS_WRITE_TEXT);
-        free(f);
-        if (n < 0)
-            return -1;
+    case LWS_CALLBACK_SERVER_WRITEABLE:
+        /* Several frames per callback while the socket takes them whole: a burst of 50
+         * replies costs one poll round, not 50. Once lws has to buffer a partial write we
+         * stop and wait for the next WRITEABLE, as lws requires. */
+        while (c->out_head && !lws_partial_buffered(wsi)) {
+            struct out_frame *f = c->out_head;
+            c->out_head = f->next;
+            if (!c->out_head)
+                c->out_tail = NULL;
+            int n = lws_write(wsi, f->data + LWS_PRE, f->len, LWS_WRITE_TEXT);
+            free(f);
+            if (n < 0)
+                return -1;
+        }
         if (c->out_head)
             lws_callback_on_writable(wsi);
         return 0;
-    }
     case LWS_CALLBACK_CLOSED: {
         conn_unlink(c);
         while (c->out_head) {
