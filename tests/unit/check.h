@@ -22,6 +22,27 @@ static int check_failures, check_cases;
         printf("\n");                                                                              \
     } while (0)
 
+/* Case style: a test function marks itself failed through EXPECT (and helpers that set
+ * case_failed); check_case runs it and reports it as one CHECK line. */
+static int case_failed __attribute__((unused));
+
+#define EXPECT(cond)                                                                               \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "  %s:%d: expected %s\n", __FILE__, __LINE__, #cond);                  \
+            case_failed = 1;                                                                       \
+        }                                                                                          \
+    } while (0)
+
+__attribute__((unused)) static void check_case(const char *name, void (*fn)(void))
+{
+    case_failed = 0;
+    fn();
+    fflush(stderr);
+    CHECK(!case_failed, "%s", name);
+    fflush(stdout);
+}
+
 #define CHECK_DONE()                                                                               \
     (printf("%d passed, %d failed\n", check_cases - check_failures, check_failures),               \
      check_failures ? 1 : 0)

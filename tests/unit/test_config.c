@@ -1,6 +1,7 @@
 /* test_config — cfg_load / cfg_from_wrap / cfg_interpolate against the fixture files in
  * $CODEMCP_TEST_DATA/config and against config trees written to temp dirs (resolution order).
  * One output line per case; exit status is the number of failed cases. */
+#include "check.h"
 #include "config.h"
 
 #include <errno.h>
@@ -10,17 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int failures;
-static int case_failed;
 static char home[256];
-
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "  %s:%d: expected %s\n", __FILE__, __LINE__, #cond);                  \
-            case_failed = 1;                                                                       \
-        }                                                                                          \
-    } while (0)
 
 #define EXPECT_STR(got, want) expect_str(__LINE__, #got, (got), (want))
 
@@ -49,15 +40,6 @@ static void expect_strv(int line, const char *what, char **got, const char **wan
     fprintf(stderr, "  line %d: %s differs at item %zu: got %s, want %s\n", line, what, i,
             got ? (got[i] ? got[i] : "(end)") : "NULL vector", want[i] ? want[i] : "(end)");
     case_failed = 1;
-}
-
-static void run(const char *name, void (*fn)(void))
-{
-    case_failed = 0;
-    fn();
-    printf("%s %s\n", case_failed ? "FAIL" : "ok  ", name);
-    fflush(stdout);
-    failures += case_failed;
 }
 
 static const char *data(const char *file)
@@ -604,23 +586,22 @@ int main(void)
     unsetenv("CFGT_NOPE");
     unsetenv("CFGT_NOPE2");
 
-    run("opencode format: local, remote, inferred type, tools", t_opencode_format);
-    run("opencode string command is split like a shell", t_opencode_string_command);
-    run("missing variable disables only that server, naming it", t_missing_var_disables_one);
-    run("${VAR:-default} when unset, empty and set", t_interpolation_defaults);
-    run("cfg_interpolate: both syntaxes, defaults, literals", t_interpolate_function);
-    run("mcpServers format: command+args, env, disabled, seconds", t_mcpservers_format);
-    run("bad entries disable only themselves, naming the key", t_bad_entries);
-    run("syntax error reports file:line:col", t_syntax_error_position);
-    run("unusable files fail the load with a message", t_unusable_files);
-    run("missing file gives zero servers", t_missing_file);
-    run("both mcp and mcpServers: mcp wins", t_both_keys);
-    run("unknown keys preserved in root and entries", t_unknown_keys_preserved);
-    run("mcp.json.example loads", t_example_file);
-    run("resolution: CODEMCP_CONFIG, XDG_CONFIG_HOME, HOME", t_resolution_order);
-    run("--wrap splitting and errors", t_wrap_split);
-    run("--wrap derived names", t_wrap_names);
+    check_case("opencode format: local, remote, inferred type, tools", t_opencode_format);
+    check_case("opencode string command is split like a shell", t_opencode_string_command);
+    check_case("missing variable disables only that server, naming it", t_missing_var_disables_one);
+    check_case("${VAR:-default} when unset, empty and set", t_interpolation_defaults);
+    check_case("cfg_interpolate: both syntaxes, defaults, literals", t_interpolate_function);
+    check_case("mcpServers format: command+args, env, disabled, seconds", t_mcpservers_format);
+    check_case("bad entries disable only themselves, naming the key", t_bad_entries);
+    check_case("syntax error reports file:line:col", t_syntax_error_position);
+    check_case("unusable files fail the load with a message", t_unusable_files);
+    check_case("missing file gives zero servers", t_missing_file);
+    check_case("both mcp and mcpServers: mcp wins", t_both_keys);
+    check_case("unknown keys preserved in root and entries", t_unknown_keys_preserved);
+    check_case("mcp.json.example loads", t_example_file);
+    check_case("resolution: CODEMCP_CONFIG, XDG_CONFIG_HOME, HOME", t_resolution_order);
+    check_case("--wrap splitting and errors", t_wrap_split);
+    check_case("--wrap derived names", t_wrap_names);
 
-    printf("%d failure(s)\n", failures);
-    return failures ? 1 : 0;
+    return CHECK_DONE();
 }

@@ -6,6 +6,7 @@
  * compiled and executed by /usr/bin/python3 against a stub codemcp_rt.client whose call()
  * returns its arguments, and every function is called. Prints one line per case; exits
  * non-zero if any case failed. */
+#include "check.h"
 #include "sdkgen.h"
 #include "util.h"
 
@@ -17,16 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int case_failed, failures;
 static char data_dir[4096];
-
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "  %s:%d: expected %s\n", __FILE__, __LINE__, #cond);                  \
-            case_failed = 1;                                                                       \
-        }                                                                                          \
-    } while (0)
 
 #define EXPECT_STR(got, want)                                                                      \
     do {                                                                                           \
@@ -37,15 +29,6 @@ static char data_dir[4096];
             case_failed = 1;                                                                       \
         }                                                                                          \
     } while (0)
-
-static void run_case(const char *name, void (*fn)(void))
-{
-    case_failed = 0;
-    fn();
-    printf("%s %s\n", case_failed ? "FAIL" : "ok  ", name);
-    fflush(stdout);
-    failures += case_failed;
-}
 
 /* The servers array for a data file: a dump ({"server", "tools"}) is wrapped, the hostile
  * corpus carries {"servers": [...]}. NUL bytes in strings are allowed on purpose. */
@@ -556,16 +539,15 @@ int main(void)
 {
     const char *dir = getenv("CODEMCP_TEST_DATA");
     snprintf(data_dir, sizeof data_dir, "%s", dir && *dir ? dir : "../data");
-    run_case("identifier sanitizing", case_identifier);
-    run_case("mutation classification", case_mutation);
-    run_case("golden + python: everything", case_everything);
-    run_case("golden + python: memory", case_memory);
-    run_case("golden + python: filesystem", case_filesystem);
-    run_case("golden + python: hostile", case_hostile);
-    run_case("content assertions", case_content);
-    run_case("shapes add a returns line", case_shapes);
-    run_case("input order does not matter", case_deterministic);
-    run_case("malformed and empty input", case_malformed_and_empty);
-    printf("%d case(s) failed\n", failures);
-    return failures ? 1 : 0;
+    check_case("identifier sanitizing", case_identifier);
+    check_case("mutation classification", case_mutation);
+    check_case("golden + python: everything", case_everything);
+    check_case("golden + python: memory", case_memory);
+    check_case("golden + python: filesystem", case_filesystem);
+    check_case("golden + python: hostile", case_hostile);
+    check_case("content assertions", case_content);
+    check_case("shapes add a returns line", case_shapes);
+    check_case("input order does not matter", case_deterministic);
+    check_case("malformed and empty input", case_malformed_and_empty);
+    return CHECK_DONE();
 }

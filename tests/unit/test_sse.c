@@ -1,32 +1,13 @@
 /* test_sse — the text/event-stream parser (src/sse.c) against the WHATWG rules, and chunk
  * boundary fuzzing: every stream is also fed split at every byte offset (and pairs of
  * offsets, and byte by byte) and must yield exactly the events of the whole-buffer feed.
- * One output line per case; exit status is the number of failed cases. */
+ * One output line per case; non-zero exit status when any case failed. */
+#include "check.h"
 #include "sse.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-static int case_failed;
-
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "  %s:%d: expected %s\n", __FILE__, __LINE__, #cond);                  \
-            case_failed = 1;                                                                       \
-        }                                                                                          \
-    } while (0)
-
-static void run(const char *name, void (*fn)(void))
-{
-    case_failed = 0;
-    fn();
-    printf("%s %s\n", case_failed ? "FAIL" : "ok  ", name);
-    fflush(stdout);
-    failures += case_failed;
-}
 
 /* Events are recorded as "type|data|last_id" records separated by '\n' (data escapes '\n'
  * as "\\n" so records stay one line), followed by the final "retry=N". */
@@ -307,17 +288,17 @@ static void t_large_event_chunked(void)
 
 int main(void)
 {
-    run("basic events and types", t_basic);
-    run("multi-line data, spaces, colons, field names", t_multiline_data);
-    run("comments", t_comments);
-    run("no data line: not dispatched, id committed", t_empty_data_not_dispatched);
-    run("ids persist, clear, ignore NUL, incomplete events", t_ids);
-    run("retry: digits only, clamped", t_retry);
-    run("CRLF, CR and LF line ends", t_line_endings);
-    run("leading BOM", t_bom);
-    run("event size cap", t_size_cap);
-    run("split at every offset, pairs of offsets, byte by byte", t_split_every_offset);
-    run("fuzz streams pinned", t_fuzz_streams_pinned);
-    run("1 MiB event in 1000-byte chunks", t_large_event_chunked);
-    return failures;
+    check_case("basic events and types", t_basic);
+    check_case("multi-line data, spaces, colons, field names", t_multiline_data);
+    check_case("comments", t_comments);
+    check_case("no data line: not dispatched, id committed", t_empty_data_not_dispatched);
+    check_case("ids persist, clear, ignore NUL, incomplete events", t_ids);
+    check_case("retry: digits only, clamped", t_retry);
+    check_case("CRLF, CR and LF line ends", t_line_endings);
+    check_case("leading BOM", t_bom);
+    check_case("event size cap", t_size_cap);
+    check_case("split at every offset, pairs of offsets, byte by byte", t_split_every_offset);
+    check_case("fuzz streams pinned", t_fuzz_streams_pinned);
+    check_case("1 MiB event in 1000-byte chunks", t_large_event_chunked);
+    return CHECK_DONE();
 }
