@@ -190,6 +190,17 @@ def _sdk_call_name(value: ast.AST) -> str | None:
     return None
 
 
+def _constant_args(call: ast.Call) -> bool:
+    """True when every argument is a literal constant given by position or by name."""
+    for a in call.args:
+        if type(a) is not ast.Constant:
+            return False
+    for k in call.keywords:
+        if k.arg is None or type(k.value) is not ast.Constant:
+            return False
+    return True
+
+
 def _collect(tree: ast.Module) -> _Facts:
     f = _Facts()
     next_scope = 1
@@ -237,6 +248,25 @@ def _collect(tree: ast.Module) -> _Facts:
                         f.written.add(key)
                 elif func.id == "setitem":  # operator.setitem imported by name
                     f.key_writes.append(None)
+                elif _constant_args(node):
+                    # fn(a=1, b="x"): the usual SDK call. Do what visiting its children
+                    # would do (a load of `fn`, string constants mentioned) without
+                    # walking them; programs with hundreds of call sites are mostly this.
+                    name = func.id
+                    lst = f.loads.get(name)
+                    if lst is None:
+                        f.loads[name] = [(func, scope, guarded)]
+                    else:
+                        lst.append((func, scope, guarded))
+                    if name in _DYNAMIC_NAMES:
+                        f.dynamic = True
+                    for a in node.args:
+                        if type(a.value) is str:
+                            f.mentioned.add(a.value)
+                    for k in node.keywords:
+                        if type(k.value.value) is str:
+                            f.mentioned.add(k.value.value)
+                    continue
             elif ft is Attribute:
                 _method_call(f, node, func)
         elif t is Attribute:
