@@ -191,12 +191,17 @@ def _sdk_call_name(value: ast.AST) -> str | None:
 
 
 def _constant_args(call: ast.Call) -> bool:
-    """True when every argument is a literal constant given by position or by name."""
+    """True when every argument is a literal constant or a plain variable (read), given by
+    position or by name: nothing below the call needs the general walk."""
     for a in call.args:
-        if type(a) is not ast.Constant:
+        t = type(a)
+        if t is not ast.Constant and not (t is ast.Name and type(a.ctx) is ast.Load):
             return False
     for k in call.keywords:
-        if k.arg is None or type(k.value) is not ast.Constant:
+        if k.arg is None:
+            return False
+        t = type(k.value)
+        if t is not ast.Constant and not (t is ast.Name and type(k.value.ctx) is ast.Load):
             return False
     return True
 
@@ -260,12 +265,17 @@ def _collect(tree: ast.Module) -> _Facts:
                         lst.append((func, scope, guarded))
                     if name in _DYNAMIC_NAMES:
                         f.dynamic = True
-                    for a in node.args:
-                        if type(a.value) is str:
-                            f.mentioned.add(a.value)
-                    for k in node.keywords:
-                        if type(k.value.value) is str:
-                            f.mentioned.add(k.value.value)
+                    for v in [a for a in node.args] + [k.value for k in node.keywords]:
+                        if type(v) is Name:
+                            lst = f.loads.get(v.id)
+                            if lst is None:
+                                f.loads[v.id] = [(v, scope, guarded)]
+                            else:
+                                lst.append((v, scope, guarded))
+                            if v.id in _DYNAMIC_NAMES:
+                                f.dynamic = True
+                        elif type(v.value) is str:
+                            f.mentioned.add(v.value)
                     continue
             elif ft is Attribute:
                 _method_call(f, node, func)
