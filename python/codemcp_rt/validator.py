@@ -165,6 +165,17 @@ def _bind(f: _Facts, name: str, value: Any = None) -> None:
         lst.append(value)
 
 
+def _load(f: _Facts, node: ast.Name, scope: int, guarded: bool) -> None:
+    """Records a read of a bare name (and notes names that make the program dynamic)."""
+    lst = f.loads.get(node.id)
+    if lst is None:
+        f.loads[node.id] = [(node, scope, guarded)]
+    else:
+        lst.append((node, scope, guarded))
+    if node.id in _DYNAMIC_NAMES:
+        f.dynamic = True
+
+
 def _literal_key(node: ast.AST) -> Any:
     """The constant a subscript uses (str, int, negative int), else _MISSING."""
     if type(node) is ast.Constant and type(node.value) in (str, int):
@@ -227,14 +238,7 @@ def _collect(tree: ast.Module) -> _Facts:
             continue
         if t is Name:
             if type(node.ctx) is Load:
-                name = node.id
-                lst = f.loads.get(name)
-                if lst is None:
-                    f.loads[name] = [(node, scope, guarded)]
-                else:
-                    lst.append((node, scope, guarded))
-                if name in _DYNAMIC_NAMES:
-                    f.dynamic = True
+                _load(f, node, scope, guarded)
             else:
                 _bind(f, node.id, assign_value.get(id(node)))
             continue  # a Name has only its ctx below it
@@ -257,23 +261,10 @@ def _collect(tree: ast.Module) -> _Facts:
                     # fn(a=1, b="x"): the usual SDK call. Do what visiting its children
                     # would do (a load of `fn`, string constants mentioned) without
                     # walking them; programs with hundreds of call sites are mostly this.
-                    name = func.id
-                    lst = f.loads.get(name)
-                    if lst is None:
-                        f.loads[name] = [(func, scope, guarded)]
-                    else:
-                        lst.append((func, scope, guarded))
-                    if name in _DYNAMIC_NAMES:
-                        f.dynamic = True
-                    for v in [a for a in node.args] + [k.value for k in node.keywords]:
+                    _load(f, func, scope, guarded)
+                    for v in [*node.args, *(k.value for k in node.keywords)]:
                         if type(v) is Name:
-                            lst = f.loads.get(v.id)
-                            if lst is None:
-                                f.loads[v.id] = [(v, scope, guarded)]
-                            else:
-                                lst.append((v, scope, guarded))
-                            if v.id in _DYNAMIC_NAMES:
-                                f.dynamic = True
+                            _load(f, v, scope, guarded)
                         elif type(v.value) is str:
                             f.mentioned.add(v.value)
                     continue
