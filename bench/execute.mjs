@@ -13,7 +13,7 @@ import { writeFileSync, readFileSync, readdirSync, existsSync, mkdtempSync, open
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { SERVERS, codemcpBin, rssKiB, childPids, stats, fmt, ROOT } from './lib.mjs';
+import { SERVERS, codemcpBin, childPids, stats, fmt, ROOT, memKiB, comm } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 60);
 const EMPTY_RUNS = Number(process.argv[3] || 200);
@@ -115,7 +115,6 @@ for (let k = 0; ; k++) {
 
 // CPU accounting from /proc/<pid>/task/<tid>/schedstat (ns on CPU), per execute, so the
 // report says where the time goes, not only how long it took.
-const comm = (pid) => { try { return readFileSync(`/proc/${pid}/comm`, 'utf8').trim(); } catch { return ''; } };
 function cpuNs(pid, keep = () => true) {
   let ns = 0;
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
@@ -168,15 +167,8 @@ for (let r = 0; r < EMPTY_RUNS; r++)
     empty[arm].push(await timed(arm, 'empty'));
 
 // Memory after the runs: VmRSS now and VmHWM (peak) for each process.
-function mem(pid) {
-  try {
-    const s = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kib = (k) => Number(s.match(new RegExp(`${k}:\\s+(\\d+)`))?.[1] ?? NaN);
-    return { rss: rssKiB(pid) ?? kib('VmRSS'), hwm: kib('VmHWM') };
-  } catch { return { rss: NaN, hwm: NaN }; }
-}
-const memory = { gateway: mem(gwPid), worker: workerPid ? mem(workerPid) : { rss: NaN, hwm: NaN },
-  cloudflare: mem(peers.cloudflare.pid) };
+const memory = { gateway: memKiB(gwPid), worker: workerPid ? memKiB(workerPid) : { rss: NaN, hwm: NaN },
+  cloudflare: memKiB(peers.cloudflare.pid) };
 for (const p of Object.values(peers)) await p.client.close();
 
 // ---- report ----

@@ -29,7 +29,7 @@ import { cpus, tmpdir } from 'node:os';
 import http from 'node:http';
 import net from 'node:net';
 import { join } from 'node:path';
-import { NM, ROOT, codemcpBin, rssKiB, childPids, stats, fmt } from './lib.mjs';
+import { NM, ROOT, codemcpBin, childPids, stats, fmt, memKiB, comm } from './lib.mjs';
 
 const SECONDS = Number(process.argv[2] || 4);
 const ROUNDS = Number(process.argv[3] || 4);
@@ -199,7 +199,6 @@ if (RAW) await makeArm(RAW_ARM, upUrl, directTask, 'get-sum', (_, url) => rawCon
 const ARMS = Object.keys(arms);
 
 // ---- CPU accounting (ns on CPU, from /proc/<pid>/task/*/schedstat) ---------------------------
-const comm = (pid) => { try { return readFileSync(`/proc/${pid}/comm`, 'utf8').trim(); } catch { return ''; } };
 function cpuNs(pid) {
   let ns = 0;
   try {
@@ -274,16 +273,9 @@ for (let r = 0; r < ROUNDS; r++) {
 }
 
 // ---- memory at the end ----------------------------------------------------------------------
-function mem(pid) {
-  try {
-    const s = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kib = (k) => Number(s.match(new RegExp(`${k}:\\s+(\\d+)`))?.[1] ?? NaN);
-    return { rss: rssKiB(pid) ?? kib('VmRSS'), hwm: kib('VmHWM') };
-  } catch { return { rss: NaN, hwm: NaN }; }
-}
-const memory = { 'server-everything': [mem(upstream.proc.pid)] };
+const memory = { 'server-everything': [memKiB(upstream.proc.pid)] };
 for (const w of WORKERS) {
-  memory[`gateway W=${w}`] = [mem(gateways[w].pid)];
+  memory[`gateway W=${w}`] = [memKiB(gateways[w].pid)];
   memory[`workers W=${w}`] = workerPids(gateways[w].pid).map(mem);
 }
 for (const name of ARMS) for (const c of arms[name].clients) {

@@ -76,6 +76,20 @@ export function rssKiB(pid) {
   } catch { return null; }
 }
 
+// VmRSS now and VmHWM (peak) of a process, in KiB; NaN when it is gone.
+export function memKiB(pid) {
+  try {
+    const s = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kib = (k) => Number(s.match(new RegExp(`${k}:\\s+(\\d+)`))?.[1] ?? NaN);
+    return { rss: kib('VmRSS'), hwm: kib('VmHWM') };
+  } catch { return { rss: NaN, hwm: NaN }; }
+}
+
+// A process's command name (/proc/<pid>/comm), '' when it is gone.
+export const comm = (pid) => {
+  try { return readFileSync(`/proc/${pid}/comm`, 'utf8').trim(); } catch { return ''; }
+};
+
 export function childPids(pid) {
   try {
     return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/)
