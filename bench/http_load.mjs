@@ -276,7 +276,7 @@ for (let r = 0; r < ROUNDS; r++) {
 const memory = { 'server-everything': [memKiB(upstream.proc.pid)] };
 for (const w of WORKERS) {
   memory[`gateway W=${w}`] = [memKiB(gateways[w].pid)];
-  memory[`workers W=${w}`] = workerPids(gateways[w].pid).map(mem);
+  memory[`workers W=${w}`] = workerPids(gateways[w].pid).map(memKiB);
 }
 for (const name of ARMS) for (const c of arms[name].clients) {
   try { await c.transport.terminateSession(); } catch {}
