@@ -473,6 +473,14 @@ static void check_post_headers(struct hconn *c, const char *accept)
     }
 }
 
+/* 403 for a Host or Origin outside the allow-list, naming the variable that extends it. */
+static void forbid(struct hconn *c, const char *what, const char *value, const char *setting)
+{
+    char msg[400];
+    snprintf(msg, sizeof(msg), "Forbidden: %s '%s' is not allowed (%s)", what, value, setting);
+    http__reply_error(c, 403, RPC_SERVER_ERROR, msg);
+}
+
 static int on_request(struct hconn *c, struct lws *wsi, const char *uri)
 {
     char host[256], origin[256], accept[512], version[16];
@@ -495,20 +503,10 @@ static int on_request(struct hconn *c, struct lws *wsi, const char *uri)
     if (closing) {
         http__reply_error(c, 503, RPC_SERVER_ERROR, "codemcp is shutting down");
     } else if (header(wsi, WSI_TOKEN_HOST, NULL, host, sizeof(host)) < 0 || !host_allowed(host)) {
-        char msg[320];
-        snprintf(msg, sizeof(msg),
-                 "Forbidden: Host '%s' is not allowed "
-                 "(CODEMCP_HTTP_ALLOWED_HOSTS)",
-                 host);
-        http__reply_error(c, 403, RPC_SERVER_ERROR, msg);
+        forbid(c, "Host", host, "CODEMCP_HTTP_ALLOWED_HOSTS");
     } else if (header(wsi, WSI_TOKEN_ORIGIN, NULL, origin, sizeof(origin)) != -1 &&
                !origin_allowed(origin)) {
-        char msg[320];
-        snprintf(msg, sizeof(msg),
-                 "Forbidden: Origin '%s' is not allowed "
-                 "(CODEMCP_HTTP_ALLOWED_ORIGINS)",
-                 origin);
-        http__reply_error(c, 403, RPC_SERVER_ERROR, msg);
+        forbid(c, "Origin", origin, "CODEMCP_HTTP_ALLOWED_ORIGINS");
     } else if (!token_ok(wsi)) {
         c->extra_name = "www-authenticate:";
         c->extra_value = "Bearer realm=\"codemcp\"";
