@@ -51,6 +51,7 @@ static int64_t default_timeout_ms = -1;
 static int64_t grace_ms;
 static long max_output_bytes;
 static int enforce_mutations;
+static int validate_programs;
 static int dispatching;
 
 static void load_settings(void)
@@ -61,6 +62,7 @@ static void load_settings(void)
     grace_ms = env_long("CODEMCP_KILL_GRACE_MS", 2000);
     max_output_bytes = env_long("CODEMCP_MAX_OUTPUT_BYTES", 1L << 20);
     enforce_mutations = env_bool("CODEMCP_ENFORCE_MUTATIONS", 0);
+    validate_programs = env_bool("CODEMCP_VALIDATE", 1); /* read once, not per run */
 }
 
 struct run *run_find(const char *run_id)
@@ -232,13 +234,12 @@ static void send_run(struct run *r)
     char sid[32];
     snprintf(sid, sizeof(sid), r->smoke_done ? "smoke" : "s%llu",
              (unsigned long long)r->session_id);
-    json_t *params =
-        json_pack("{s:s, s:s, s:s, s:I, s:b, s:O, s:b, s:I, s:I, s:b, s:b}", "run_id", r->id,
-                  "session", sid, "code", r->code, "timeout_ms", (json_int_t)r->timeout_ms,
-                  "dry_run", r->dry_run, "allow_mutations", r->allow_mutations, "enforce_mutations",
-                  enforce_mutations, "max_output_bytes", (json_int_t)max_output_bytes,
-                  "max_result_bytes", (json_int_t)max_output_bytes, "reset", r->reset, "validate",
-                  env_bool("CODEMCP_VALIDATE", 1));
+    json_t *params = json_pack(
+        "{s:s, s:s, s:s, s:I, s:b, s:O, s:b, s:I, s:I, s:b, s:b}", "run_id", r->id, "session", sid,
+        "code", r->code, "timeout_ms", (json_int_t)r->timeout_ms, "dry_run", r->dry_run,
+        "allow_mutations", r->allow_mutations, "enforce_mutations", enforce_mutations,
+        "max_output_bytes", (json_int_t)max_output_bytes, "max_result_bytes",
+        (json_int_t)max_output_bytes, "reset", r->reset, "validate", validate_programs);
     json_t *off = cat_disabled();
     if (json_array_size(off))
         json_object_set(params, "disabled", off);
