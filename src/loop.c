@@ -16,7 +16,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -154,11 +153,6 @@ static void child_exec(const struct lp_spawn_opts *o, int in[2], int out[2], int
     dup2(o->want_stdin ? in[0] : devnull, 0);
     dup2(o->want_stdout ? out[1] : devnull, 1);
     dup2(o->want_stderr ? err[1] : devnull, 2);
-    if (o->rlimit_as_mb > 0) {
-        struct rlimit rl = {.rlim_cur = (rlim_t)o->rlimit_as_mb << 20,
-                            .rlim_max = (rlim_t)o->rlimit_as_mb << 20};
-        setrlimit(RLIMIT_AS, &rl);
-    }
     if (o->cwd && chdir(o->cwd) != 0)
         goto fail;
     if (o->clear_env)

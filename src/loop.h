@@ -58,15 +58,14 @@ void lp_timer_stop(struct lp_timer *t);
 /* Spawns argv with extra env ("K=V", may be NULL), cwd (may be NULL), and optionally a
  * fresh environment (clear_env: start from nothing but `env`). Pipes for stdin/stdout/
  * stderr are returned in fds[0..2] (parent ends; -1 where not wanted: want_* = 0 gives
- * /dev/null). SIGPIPE and the signal mask are restored in the child. rlimit_as_mb > 0
- * caps the child's address space. Returns the pid or -1 (errno set; *err_msg says why). */
+ * /dev/null). SIGPIPE and the signal mask are restored in the child. Returns the pid or -1 (errno
+ * set; *err_msg says why). */
 struct lp_spawn_opts {
     char *const *argv;
     char *const *env;
     int clear_env;
     const char *cwd;
     int want_stdin, want_stdout, want_stderr;
-    long rlimit_as_mb;
 };
 pid_t lp_spawn(const struct lp_spawn_opts *o, int fds[3], char *err_msg, size_t err_len);
 /* Calls cb once when pid exits (status as from waitpid). One watcher per pid. */
