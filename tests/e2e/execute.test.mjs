@@ -84,7 +84,7 @@ result = [str(p)[:20] for p in ps]
   test('an upstream isError result is a value, not an exception', async () => {
     const r = await run(h, 'fake_fail()');
     assert.equal(r.isError, false, JSON.stringify(r));
-    assert.ok(r.structuredContent.result !== undefined);
+    assert.equal(r.structuredContent.result, 'fail: this tool always fails');
   });
 
   test('gather settles every call, one failing', async () => {
