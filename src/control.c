@@ -2,8 +2,12 @@
  *
  * lws traps handled: a WS upgrade without our subprotocol binds to protocol 0 and would
  * hang, so protocol 0 refuses every connection; messages arrive in fragments and have no
- * size limit of their own, so we accumulate with a cap; one lws_write per WRITEABLE
- * callback from our own queue. */
+ * size limit of their own, so we accumulate with a cap. Outgoing messages are framed here
+ * (server frames are unmasked: a 2-10 byte header) into one byte queue per connection and
+ * leave at the end of the loop iteration as one LWS_WRITE_RAW: the 50 replies of 50
+ * concurrent calls cost one send, not 50, and no poll round waits for WRITEABLE. Only when
+ * lws still holds a partial send do we wait for WRITEABLE; the queue is written whole, so
+ * frames lws sends itself (pong, close) can only land between whole frames. */
 #include "control.h"
 #include "catalog.h"
 #include "jsonrpc.h"
@@ -25,19 +29,14 @@
 
 #define CTL_PROTOCOL "codemcp-control"
 
-struct out_frame {
-    struct out_frame *next;
-    size_t len;
-    unsigned char data[]; /* LWS_PRE bytes of headroom, then the text */
-};
-
 struct ctl_conn {
     uint64_t id;
     struct lws *wsi;
     int slot; /* -1 until the token is accepted */
     struct buf rx;
     int rx_overflow;
-    struct out_frame *out_head, *out_tail;
+    struct buf out;           /* framed messages not yet handed to lws */
+    struct lp_deferred flush; /* hands `out` to lws at the end of the iteration */
     struct ctl_conn *next;
 };
 
@@ -78,6 +77,28 @@ static void conn_unlink(struct ctl_conn *c)
         }
 }
 
+/* Hands the whole queue to lws unless lws still holds part of an earlier send; then
+ * WRITEABLE comes back here once that is out. -1 when the connection is broken. */
+static int conn_write_out(struct ctl_conn *c)
+{
+    if (!c->out.len)
+        return 0;
+    if (lws_partial_buffered(c->wsi)) {
+        lws_callback_on_writable(c->wsi);
+        return 0;
+    }
+    int n = lws_write(c->wsi, (unsigned char *)c->out.data, c->out.len, LWS_WRITE_RAW);
+    buf_consume(&c->out, c->out.len);
+    return n < 0 ? -1 : 0;
+}
+
+static void conn_flush(void *ud)
+{
+    struct ctl_conn *c = ud;
+    if (conn_write_out(c) < 0)
+        lws_set_timeout(c->wsi, 1, LWS_TO_KILL_ASYNC);
+}
+
 int ctl_send(uint64_t conn_id, json_t *msg)
 {
     struct ctl_conn *c = conn_find(conn_id);
@@ -86,17 +107,27 @@ int ctl_send(uint64_t conn_id, json_t *msg)
     if (!text)
         return -1;
     size_t len = strlen(text);
-    struct out_frame *f = xmalloc(sizeof(*f) + LWS_PRE + len);
-    f->next = NULL;
-    f->len = len;
-    memcpy(f->data + LWS_PRE, text, len);
+    unsigned char hdr[10];
+    size_t h = 2;
+    hdr[0] = 0x81; /* FIN, text */
+    if (len < 126) {
+        hdr[1] = (unsigned char)len;
+    } else if (len <= 0xffff) {
+        hdr[1] = 126;
+        hdr[2] = (unsigned char)(len >> 8);
+        hdr[3] = (unsigned char)len;
+        h = 4;
+    } else {
+        hdr[1] = 127;
+        for (int i = 0; i < 8; i++)
+            hdr[2 + i] = (unsigned char)((uint64_t)len >> (56 - 8 * i));
+        h = 10;
+    }
+    if (!c->out.len)
+        lp_defer(&c->flush, conn_flush, c);
+    buf_append(&c->out, hdr, h);
+    buf_append(&c->out, text, len);
     free(text);
-    if (c->out_tail)
-        c->out_tail->next = f;
-    else
-        c->out_head = f;
-    c->out_tail = f;
-    lws_callback_on_writable(c->wsi);
     return 0;
 }
 
@@ -380,29 +411,11 @@ static int ctl_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
         }
         return 0;
     case LWS_CALLBACK_SERVER_WRITEABLE:
-        /* Several frames per callback while the socket takes them whole: a burst of 50
-         * replies costs one poll round, not 50. Once lws has to buffer a partial write we
-         * stop and wait for the next WRITEABLE, as lws requires. */
-        while (c->out_head && !lws_partial_buffered(wsi)) {
-            struct out_frame *f = c->out_head;
-            c->out_head = f->next;
-            if (!c->out_head)
-                c->out_tail = NULL;
-            int n = lws_write(wsi, f->data + LWS_PRE, f->len, LWS_WRITE_TEXT);
-            free(f);
-            if (n < 0)
-                return -1;
-        }
-        if (c->out_head)
-            lws_callback_on_writable(wsi);
-        return 0;
+        return conn_write_out(c);
     case LWS_CALLBACK_CLOSED: {
         conn_unlink(c);
-        while (c->out_head) {
-            struct out_frame *f = c->out_head;
-            c->out_head = f->next;
-            free(f);
-        }
+        lp_defer_cancel(&c->flush);
+        buf_free(&c->out);
         buf_free(&c->rx);
         /* Calls of this connection can no longer be answered: cancel them upstream. */
         struct ctl_call *call = calls;

@@ -30,6 +30,7 @@ struct lp_io {
     const struct lp_io_ops *ops;
     void *ud;
     struct buf out;
+    struct lp_deferred flush;     /* writes `out` at the end of the iteration */
     lws_sorted_usec_list_t rearm; /* re-asks for POLLOUT outside the writable callback */
 };
 
@@ -52,6 +53,7 @@ static int sig_fd = -1;
 static void (*shutdown_cb)(void);
 static int shutdown_signalled;
 
+static struct lp_deferred *deferred_head, *deferred_tail;
 static struct child_watch *children;
 static size_t n_children, cap_children;
 
@@ -268,6 +270,35 @@ static void io_rearm(lws_sorted_usec_list_t *sul)
         lws_callback_on_writable(io->wsi);
 }
 
+/* Writes what `out` holds until the descriptor would block. -1 on a write error. */
+static int io_write_out(struct lp_io *io)
+{
+    while (io->out.len) {
+        ssize_t n = write(io->fd, io->out.data, io->out.len);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                return 0;
+            log_debug("loop", "write fd %d: %s", io->fd, strerror(errno));
+            return -1;
+        }
+        buf_consume(&io->out, (size_t)n);
+    }
+    return 0;
+}
+
+/* End of the iteration: one write for everything this round queued. What the descriptor
+ * does not take waits for POLLOUT (asked from here, outside the writable callback). */
+static void io_flush(void *ud)
+{
+    struct lp_io *io = ud;
+    if (io_write_out(io) < 0 || (!io->out.len && io->closing)) {
+        lws_set_timeout(io->wsi, 1, LWS_TO_KILL_ASYNC); /* the close path reports it */
+        return;
+    }
+    if (io->out.len)
+        lws_callback_on_writable(io->wsi);
+}
+
 static void handle_signalfd(void)
 {
     struct signalfd_siginfo si;
@@ -321,16 +352,8 @@ static int raw_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
         log_trace("loop", "writable fd %d (%zu queued)", io ? io->fd : -1, io ? io->out.len : 0);
         if (!io)
             return 0;
-        while (io->out.len) {
-            ssize_t n = write(io->fd, io->out.data, io->out.len);
-            if (n < 0) {
-                if (errno == EAGAIN || errno == EINTR)
-                    break;
-                log_debug("loop", "write fd %d: %s", io->fd, strerror(errno));
-                return -1;
-            }
-            buf_consume(&io->out, (size_t)n);
-        }
+        if (io_write_out(io) < 0)
+            return -1;
         /* lws 4.1's raw-file role drops a POLLOUT request made inside this callback: ask
          * again from a zero-delay timer instead. */
         if (io->out.len)
@@ -345,6 +368,7 @@ static int raw_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
             io_deliver_read(io);
         io->closed = 1;
         lws_sul_cancel(&io->rearm);
+        lp_defer_cancel(&io->flush);
         lws_set_opaque_user_data(wsi, NULL);
         if (io->ops && io->ops->on_close)
             io->ops->on_close(io->ud);
@@ -391,54 +415,17 @@ int lp_io_write(struct lp_io *io, const void *data, size_t len)
 {
     if (!io || io->closing || io->closed)
         return -1;
-    /* Try directly first: most writes fit in the pipe and need no poll round. */
-    if (!io->out.len) {
-        ssize_t n = write(io->fd, data, len);
-        if (n < 0 && errno != EAGAIN && errno != EINTR) {
-            log_debug("loop", "write fd %d: %s", io->fd, strerror(errno));
-            n = 0;
-            buf_append(&io->out, data, len); /* the writable callback reports the error */
-            lws_callback_on_writable(io->wsi);
-            return 0;
-        }
-        if (n < 0)
-            n = 0;
-        data = (const char *)data + n;
-        len -= (size_t)n;
-        if (!len)
-            return 0;
-    }
+    if (!io->out.len)
+        lp_defer(&io->flush, io_flush, io);
     buf_append(&io->out, data, len);
-    lws_callback_on_writable(io->wsi);
     return 0;
 }
 
 int lp_io_write_line(struct lp_io *io, const char *data, size_t len)
 {
-    if (!io || io->closing || io->closed)
+    if (lp_io_write(io, data, len) < 0)
         return -1;
-    if (io->out.len) {
-        buf_append(&io->out, data, len);
-        buf_append(&io->out, "\n", 1);
-        lws_callback_on_writable(io->wsi);
-        return 0;
-    }
-    struct iovec iov[2] = {{(void *)data, len}, {"\n", 1}};
-    ssize_t n = writev(io->fd, iov, 2);
-    if (n < 0) {
-        if (errno != EAGAIN && errno != EINTR)
-            log_debug("loop", "write fd %d: %s", io->fd, strerror(errno));
-        n = 0;
-    }
-    if ((size_t)n == len + 1)
-        return 0;
-    if ((size_t)n < len) {
-        buf_append(&io->out, data + n, len - (size_t)n);
-        buf_append(&io->out, "\n", 1);
-    } else {
-        buf_append(&io->out, "\n", 1);
-    }
-    lws_callback_on_writable(io->wsi);
+    buf_append(&io->out, "\n", 1);
     return 0;
 }
 
@@ -531,12 +518,64 @@ int lp_init(void)
     return 0;
 }
 
+/* ---- end-of-iteration work ----------------------------------------------------------- */
+
+void lp_defer(struct lp_deferred *d, void (*fn)(void *ud), void *ud)
+{
+    d->fn = fn;
+    d->ud = ud;
+    if (d->queued)
+        return;
+    d->queued = 1;
+    d->next = NULL;
+    if (deferred_tail)
+        deferred_tail->next = d;
+    else
+        deferred_head = d;
+    deferred_tail = d;
+}
+
+void lp_defer_cancel(struct lp_deferred *d)
+{
+    if (!d->queued)
+        return;
+    struct lp_deferred *prev = NULL;
+    for (struct lp_deferred *p = deferred_head; p; prev = p, p = p->next)
+        if (p == d) {
+            if (prev)
+                prev->next = d->next;
+            else
+                deferred_head = d->next;
+            if (deferred_tail == d)
+                deferred_tail = prev;
+            break;
+        }
+    d->queued = 0;
+    d->next = NULL;
+}
+
+/* In order of deferral; work deferred while this runs runs too (FIFO, same round). */
+static void run_deferred(void)
+{
+    while (deferred_head) {
+        struct lp_deferred *d = deferred_head;
+        deferred_head = d->next;
+        if (!deferred_head)
+            deferred_tail = NULL;
+        d->next = NULL;
+        d->queued = 0;
+        d->fn(d->ud);
+    }
+}
+
 void lp_run(void)
 {
     while (!stop_flag) {
+        run_deferred();
         if (lws_service(ctx, 0) < 0)
             break;
     }
+    run_deferred();
 }
 
 void lp_stop(void)

@@ -36,15 +36,29 @@ void lp_destroy(void);
 /* Watches fd (made non-blocking). `readable`: deliver reads; write-only pipes pass 0.
  * The loop owns the fd from now on and closes it. NULL on failure (fd closed). */
 struct lp_io *lp_io_watch(int fd, int readable, const struct lp_io_ops *ops, void *ud);
-/* Queues bytes for writing (copied). Never blocks. -1 if the io is closing. */
+/* Queues bytes for writing (copied); they leave at the end of this loop iteration, together
+ * with whatever else this round queued for the descriptor. Never blocks. -1 if closing. */
 int lp_io_write(struct lp_io *io, const void *data, size_t len);
-/* Queues a line: data then "\n", in one write when the pipe has room (a reader woken
- * once, not twice). */
+/* Queues a line: data then "\n" (a reader woken once per round, not once per line). */
 int lp_io_write_line(struct lp_io *io, const char *data, size_t len);
 /* Bytes queued and not yet written. */
 size_t lp_io_pending(struct lp_io *io);
 /* Closes after flushing what is queued (on_close still fires). */
 void lp_io_close(struct lp_io *io);
+
+/* Work run at the end of the current loop iteration: after every event of this poll round
+ * is handled, before the next poll. Writers use it to coalesce: the lines or frames one round
+ * produces for a descriptor leave in one syscall (50 concurrent tool calls: one write to the
+ * upstream, one to the worker, instead of 50 each). Embed it, zero it before first use;
+ * deferring one that is already queued does nothing. Cancel it before freeing its owner. */
+struct lp_deferred {
+    void (*fn)(void *ud);
+    void *ud;
+    struct lp_deferred *next;
+    int queued;
+};
+void lp_defer(struct lp_deferred *d, void (*fn)(void *ud), void *ud);
+void lp_defer_cancel(struct lp_deferred *d);
 
 /* One-shot timer owned by the caller (embed it; zero it before first use). */
 struct lp_timer {

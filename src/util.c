@@ -100,6 +100,10 @@ void buf_printf(struct buf *b, const char *fmt, ...)
 void buf_consume(struct buf *b, size_t n)
 {
     if (n >= b->len) {
+        if (b->cap > 65536) { /* a one-off big message must not pin its size */
+            buf_free(b);
+            return;
+        }
         b->len = 0;
         if (b->data)
             b->data[0] = '\0';

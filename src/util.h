@@ -16,7 +16,7 @@ struct buf {
 void buf_append(struct buf *b, const void *data, size_t n);
 void buf_appends(struct buf *b, const char *s);
 void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Removes the first n bytes (O(len)). */
+/* Removes the first n bytes (O(len)); an emptied buffer over 64 KiB gives its memory back. */
 void buf_consume(struct buf *b, size_t n);
 void buf_reset(struct buf *b);
 void buf_free(struct buf *b);
