@@ -52,11 +52,12 @@ static struct {
     pthread_mutex_t mu;
     pthread_cond_t cond; /* CLOCK_MONOTONIC; state changes, reader role freed, new data */
     int state;
-    int reader;   /* a thread holds the reader role */
-    int nblocked; /* threads inside a blocking wait */
-    int ncond;    /* threads sleeping on cond */
-    int armed;    /* ARM_*: the socket's epoll entry */
-    int hup;      /* the watcher saw a hang-up while someone else was reading */
+    int reader;           /* a thread holds the reader role */
+    int nblocked;         /* threads inside a blocking wait */
+    int ncond;            /* threads sleeping on cond */
+    int armed;            /* ARM_*: the socket's epoll entry */
+    int hup;              /* the watcher saw a hang-up while someone else was reading */
+    int64_t timer_due_us; /* when the armed watch timer fires (now_us() time) */
 
     int ctl_op; /* a control frame waiting for wmu (see wsc_flush_control) */
     unsigned char ctl_data[125];
@@ -205,21 +206,26 @@ static void wsc_timer(int ms)
     timerfd_settime(wsc.tfd, 0, &its, NULL);
 }
 
-/* A thread starts blocking: the socket's data goes to it, not to the watcher. */
+/* A thread starts blocking: the socket's data goes to it, not to the watcher. The timer
+ * stays armed: firing while someone is blocked does nothing (wsc_on_timer checks). */
 static void wsc_block_enter(void)
 {
-    if (wsc.nblocked++ == 0 && wsc.state == ST_OPEN) {
-        wsc_timer(0);
-        if (wsc.armed == ARM_IN)
-            wsc_arm(ARM_HUP);
-    }
+    if (wsc.nblocked++ == 0 && wsc.state == ST_OPEN && wsc.armed == ARM_IN)
+        wsc_arm(ARM_HUP);
 }
 
-/* A thread stops blocking: if nobody waits again soon, the watcher reads. */
+/* A thread stops blocking: if nobody waits again soon, the watcher reads. "Soon" is 5-10 ms:
+ * the timer is only pushed back once less than half the delay is left, so a program making
+ * call after call pays one timerfd_settime per 5 ms, not two syscalls per call. */
 static void wsc_block_leave(void)
 {
-    if (--wsc.nblocked == 0 && wsc.state == ST_OPEN)
-        wsc_timer(WSC_WATCH_DELAY_MS);
+    if (--wsc.nblocked == 0 && wsc.state == ST_OPEN) {
+        int64_t now = now_us();
+        if (wsc.timer_due_us - now < WSC_WATCH_DELAY_MS * 500) {
+            wsc_timer(WSC_WATCH_DELAY_MS);
+            wsc.timer_due_us = now + WSC_WATCH_DELAY_MS * 1000;
+        }
+    }
 }
 
 /* The connection is gone: wake everyone, tell the watcher (it ends the process if the main
@@ -546,8 +552,10 @@ static void *wsc_watch_main(void *arg)
         wsc.state = ST_OPEN;
         wsc.connected = 1;
         log_debug("worker", "control connection established");
-        if (wsc.nblocked == 0)
+        if (wsc.nblocked == 0) {
             wsc_timer(WSC_WATCH_DELAY_MS);
+            wsc.timer_due_us = now_us() + WSC_WATCH_DELAY_MS * 1000;
+        }
     } else {
         wsc.state = ST_CLOSED;
     }

@@ -3,7 +3,7 @@
  * No thread owns the socket. A Python thread blocked in wsc_next_request()/wsc_wait_reply()
  * reads it itself (GIL released), and wsc_send() writes from the calling thread, so a tool
  * call costs no thread hand-off inside the worker. A watcher thread connects, then sleeps:
- * it wakes for a hang-up, or when Python has not waited for WSC_WATCH_DELAY_MS (agent code
+ * it wakes for a hang-up, or when Python has not waited for ½–1 × WSC_WATCH_DELAY_MS (agent code
  * computing), and only then reads, so that a `cancel` still interrupts the run.
  * Incoming messages are routed by whoever reads: JSON-RPC responses to a reply table keyed
  * by id, `cancel` notifications to the run interrupt (SIGUSR1 to the main thread),
