@@ -15,8 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PROTOCOL_VERSION "2025-11-25"
-#define RELIST_DELAY_MS  30
+#define PROTOCOL_VERSION  "2025-11-25"
+#define RELIST_DELAY_MS   30
+#define RESTART_FIRST_MS  1000  /* a crashed stdio server: first restart after 1 s, */
+#define RESTART_MAX_MS    30000 /* doubling up to 30 s while restarts keep failing, */
+#define RESTART_STABLE_MS 60000 /* and back to 1 s once it stayed up this long */
 
 extern const struct up_transport_ops up_http_ops;
 
@@ -90,10 +93,12 @@ struct upstream *up_find(const char *name)
     return NULL;
 }
 
+/* Only first starts count: a restart or a reconnect must not hold back tools/list or runs
+ * (the server's tools are in the SDK already and fail with a transport error meanwhile). */
 int up_all_settled(void)
 {
     for (size_t i = 0; i < n_ups; i++)
-        if (ups[i]->state == UP_CONNECTING)
+        if (ups[i]->state == UP_CONNECTING && !ups[i]->started_once)
             return 0;
     return 1;
 }
@@ -212,7 +217,18 @@ static void set_state(struct upstream *up, enum up_state s)
 {
     if (up->state == s)
         return;
+    /* A stdio server that worked and then failed (or whose restart failed) is started
+     * again once its process is gone (up__transport_closed). One that never came up is a
+     * configuration problem and stays failed. Remote servers reconnect by themselves. */
+    if (s == UP_FAILED && up->ops == &up_stdio_ops && !shutting_down &&
+        (up->state == UP_READY || up->restarts > 0)) {
+        if (up->state == UP_READY && now_ms() - up->ready_ms >= RESTART_STABLE_MS)
+            up->restarts = 0;
+        up->restart_pending = 1;
+    }
     up->state = s;
+    if (s == UP_READY || s == UP_FAILED)
+        up->started_once = 1;
     if (s != UP_CONNECTING)
         lp_timer_stop(&up->connect_timer);
     notify();
@@ -270,8 +286,8 @@ static void on_list_page(struct upstream *up, void *ud, json_t *result, const st
     log_info("upstream", "%s: %zu tools", up->name, json_array_size(up->tools));
     if (up->state == UP_CONNECTING) {
         up->ready_ms = now_ms();
-        log_info("upstream", "%s: ready in %lld ms", up->name,
-                 (long long)(up->ready_ms - up->started_ms));
+        log_info("upstream", "%s: ready in %lld ms%s", up->name,
+                 (long long)(up->ready_ms - up->started_ms), up->restarts ? " (restarted)" : "");
         set_state(up, UP_READY);
     } else {
         notify();
@@ -485,9 +501,11 @@ void up__transport_failed(struct upstream *up, const char *why)
         log_warn("upstream", "%s: %s", up->name, why);
     else if (was_ready)
         log_error("upstream",
-                  "%s: connection lost: %s. Its tools now fail with ToolError(kind=\"transport\"); "
-                  "automatic reconnect is not implemented yet: restart codemcp to reconnect",
+                  "%s: connection lost: %s. Its tools fail with ToolError(kind=\"transport\") "
+                  "until it is restarted",
                   up->name, why);
+    else if (up->restarts > 0)
+        log_warn("upstream", "%s: restart failed: %s", up->name, why);
     else
         log_warn("upstream", "%s: %s; skipping this server", up->name, why);
     lp_timer_stop(&up->relist_timer);
@@ -503,16 +521,52 @@ static int all_closed(void)
     return 1;
 }
 
+static void schedule_restart(struct upstream *up);
+
 void up__transport_closed(struct upstream *up)
 {
     if (up->ops && up->ops->free)
         up->ops->free(up);
     up->tp = NULL;
+    if (up->restart_pending && !shutting_down)
+        schedule_restart(up);
     if (shutting_down && all_closed() && shutdown_done) {
         void (*done)(void) = shutdown_done;
         shutdown_done = NULL;
         done();
     }
+}
+
+/* ---- restarting crashed stdio servers ------------------------------------------------------ */
+
+static void restart_now(void *ud)
+{
+    struct upstream *up = ud;
+    if (shutting_down || up->state != UP_FAILED || up->tp)
+        return;
+    up->restarts++;
+    log_info("upstream", "%s: restarting it (attempt %d)", up->name, up->restarts);
+    up->started_ms = now_ms();
+    set_state(up, UP_CONNECTING);
+    lp_timer_start(&up->connect_timer, up->cfg->timeout_ms > 0 ? up->cfg->timeout_ms : 30000,
+                   connect_timed_out, up);
+    if (up->ops->start(up) < 0) { /* nothing was spawned: no close will come, retry from here */
+        log_warn("upstream", "%s: restart failed: %s", up->name, up->error ? up->error : "?");
+        set_state(up, UP_FAILED);
+        schedule_restart(up);
+    }
+}
+
+static void schedule_restart(struct upstream *up)
+{
+    up->restart_pending = 0;
+    int64_t delay = RESTART_FIRST_MS;
+    for (int i = 0; i < up->restarts && delay < RESTART_MAX_MS; i++)
+        delay *= 2;
+    if (delay > RESTART_MAX_MS)
+        delay = RESTART_MAX_MS;
+    log_info("upstream", "%s: restarting it in %lld ms", up->name, (long long)delay);
+    lp_timer_start(&up->restart_timer, delay, restart_now, up);
 }
 
 /* ---- calls -------------------------------------------------------------------------------- */
@@ -609,6 +663,7 @@ void up_shutdown_all(void (*done)(void))
         struct upstream *up = ups[i];
         lp_timer_stop(&up->connect_timer);
         lp_timer_stop(&up->relist_timer);
+        lp_timer_stop(&up->restart_timer);
         fail_requests_of(up, "codemcp is shutting down");
         if (up->tp) {
             up->state = UP_CLOSED;
@@ -635,6 +690,7 @@ void up_free_all(void)
             up->ops->free(up);
         lp_timer_stop(&up->connect_timer);
         lp_timer_stop(&up->relist_timer);
+        lp_timer_stop(&up->restart_timer);
         json_decref(up->tools);
         json_decref(up->server_info);
         json_decref(up->capabilities);

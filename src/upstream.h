@@ -53,9 +53,13 @@ struct upstream {
     int64_t ready_ms;
     struct lp_timer connect_timer;
     struct lp_timer relist_timer;
-    int listing;       /* a tools/list chain is in flight */
-    int relist_wanted; /* list_changed arrived while listing */
-    json_t *list_acc;  /* tools accumulated across pages */
+    struct lp_timer restart_timer; /* a crashed stdio server is started again after backoff */
+    int restart_pending;           /* restart once the old process is gone */
+    int restarts;                  /* consecutive restart attempts (sets the backoff) */
+    int started_once;              /* its first start ended (ready or failed) */
+    int listing;                   /* a tools/list chain is in flight */
+    int relist_wanted;             /* list_changed arrived while listing */
+    json_t *list_acc;              /* tools accumulated across pages */
 };
 
 struct up_error {
@@ -70,7 +74,8 @@ typedef void (*up_call_cb)(void *ud, json_t *result, const struct up_error *err)
 void up_start_all(struct cfg *cfg);
 /* Called (on the loop) whenever a server's state or tool list changes. */
 void up_set_listener(void (*on_change)(void));
-/* True when no server is still connecting (first tools/list waits for this). */
+/* True when every server's first start has ended, ready or failed (the first tools/list and
+ * runs wait for this; restarts and reconnects do not count). */
 int up_all_settled(void);
 size_t up_count(void);
 struct upstream *up_at(size_t i);

@@ -185,7 +185,7 @@ while True:
     }
   });
 
-  test('a call to a server that died raises a transport ToolError', async () => {
+  test('a call to a server that died raises a transport ToolError; the server is restarted', async () => {
     const r = await run(h, `
 out = []
 for _ in range(2):
@@ -199,6 +199,21 @@ result = out
     assert.deepEqual(r.structuredContent.result, ['transport', 'transport']);
     const ok = await run(h, 'everything_get_sum(a=1, b=2)');
     assert.equal(ok.isError, false, 'other servers keep working');
+    // The gateway starts the crashed server again (first restart after 1 s); a run made
+    // meanwhile is not held back waiting for it, and once it is up its tools answer again.
+    const t0 = Date.now();
+    const during = await run(h, `
+try:
+    result = str(fake_echo(text="early"))
+except ToolError as e:
+    result = e.kind`);
+    assert.ok(Date.now() - t0 < ms(5000), 'a run waited for the restarting server');
+    assert.match(String(during.structuredContent.result), /transport|early/);
+    const back = await waitFor(async () => {
+      const b = await run(h, 'result = str(fake_echo(text="back again"))');
+      return !b.isError && /back again/.test(b.structuredContent.result) ? b : null;
+    }, ms(15000), 200);
+    assert.ok(back, 'the crashed server was not restarted');
   });
 
   test('progress notifications arrive as calls complete', async () => {
