@@ -36,10 +36,6 @@
 #define RESUME_MAX_TRIES   3 /* resumptions of one response stream without any progress */
 #define REINIT_MAX_STREAK  3 /* session expiries in a row without a successful request */
 
-/* Restarts upstream.c's handshake after up__transport_failed (weak: absent in builds whose
- * upstream.c cannot reconnect; the server then stays failed, as stdio ones do). */
-__attribute__((weak)) void up__transport_reopen(struct upstream *up);
-
 enum hx_kind { HX_MSG, HX_GET, HX_DELETE, HX_REINIT };
 
 /* One logical exchange. HX_MSG lives until its request is answered (possibly over several
@@ -210,11 +206,6 @@ static void reconnect_now(void *ud)
     struct http_tp *tp = ud;
     if (tp->stopping)
         return;
-    if (!up__transport_reopen) {
-        log_warn("upstream", "%s: this build cannot reconnect; restart codemcp to retry",
-                 tp->up->name);
-        return;
-    }
     log_info("upstream", "%s: reconnecting to %s", tp->up->name, tp->shown_url);
     tp->down = 0;
     up__transport_reopen(tp->up);
