@@ -5,7 +5,11 @@
  * everything else (no Python, no WebSocket, no SDK, no policy), so its timings are a lower
  * bound for any implementation of the design on the machine that runs it.
  *
- *   floor-gateway WORKER UPSTREAM [ARGS...]
+ *   [FLOOR_PIN_CPU=n] floor-gateway WORKER UPSTREAM [ARGS...]
+ *
+ * With FLOOR_PIN_CPU the gateway and the worker are pinned to CPU n (the upstream is spawned
+ * first and keeps every CPU): the placement variant of the floor, since a hop between two
+ * processes on one CPU costs a fraction of a hop across CPUs (see floor-hop).
  *
  * - Client: newline-delimited JSON-RPC on stdin/stdout. Answers initialize, ping and
  *   tools/list (one tool, `run {workload}`); ignores notifications; a tools/call of `run` is
@@ -25,6 +29,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,10 +290,14 @@ int main(int argc, char **argv)
     }
 
     char *wk_argv[] = {argv[1], NULL};
+    const char *pin = getenv("FLOOR_PIN_CPU");
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    CPU_SET(pin ? atoi(pin) : 0, &cpus);
     g.up_pid = spawn(argv + 2, up_rd, up_wr, -1);
-    g.wk_pid = spawn(wk_argv, -1, -1, wk_end);
-    if (g.up_pid < 0 || g.wk_pid < 0) {
-        perror("floor-gateway: fork");
+    if (g.up_pid < 0 || (pin && sched_setaffinity(0, sizeof(cpus), &cpus) < 0) ||
+        (g.wk_pid = spawn(wk_argv, -1, -1, wk_end)) < 0) {
+        perror("floor-gateway: fork/pin");
         goto cleanup;
     }
     close_fd(&up_rd);
