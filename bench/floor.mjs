@@ -14,7 +14,8 @@
 // Every answer is checked (3 for one, 1275 for seq50/conc50, 1 for empty). CPU per execute of
 // every process from /proc/<pid>/task/*/schedstat; load average and the rest of the machine's
 // CPU during the run (the VM is shared), so a disturbed run can be seen and re-run.
-// Usage: node bench/floor.mjs [rounds=200]   → bench/results/floor.md
+// Usage: node bench/floor.mjs [quiet_rounds=200]   → bench/results/floor.md
+// (BENCH_MAX_SECONDS=900 caps the measured phase, BENCH_HOP_TRIPS=20000 sizes floor-hop)
 // CODEMCP_BIN picks codemcp (its build dir also holds bench/floor/*; FLOOR_DIR overrides).
 import { writeFileSync, readFileSync, readdirSync, existsSync, mkdtempSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -169,22 +170,45 @@ async function timed(arm, w, rec) {
 
 // Rounds: every workload once per arm, arm order rotated each round. Each round also records
 // the share of the machine's CPU time used by anything but this benchmark's processes (the VM
-// is shared): a round where someone else's job held a CPU is "disturbed" and kept apart.
+// is shared): a round where someone else's job held ≥ DISTURBED of it is "disturbed", kept apart,
+// and followed by a pause until the machine is idle again and one unrecorded round. The run
+// goes on until ROUNDS quiet rounds are in or MAX_SECONDS have passed.
 const DISTURBED = 0.15;
+const MAX_SECONDS = Number(process.env.BENCH_MAX_SECONDS || 900);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const ourNs = () => ourPids().reduce((s, p) => s + cpuNs(p), 0);
-const rounds = [], loads = [];
-let m0, ours0, tRun0;
-for (let r = -WARMUP; r < ROUNDS; r++) {
-  const rec = r >= 0 ? { ms: {}, cpu: {} } : null;
-  const m = machineNs(), o = ourNs();
-  if (r === 0) [m0, ours0, tRun0] = [m, o, performance.now()];
-  if (r >= 0 && r % 10 === 0) loads.push(loadavg()[0]);
+async function waitIdle(deadline) {
+  for (let waited = 0; performance.now() < deadline; waited++) {
+    const m = machineNs();
+    await sleep(1000);
+    const m2 = machineNs();
+    if ((m2.busy - m.busy) / (m2.total - m.total) < 0.05) return waited;
+  }
+  return -1;
+}
+async function round(r, rec) {
   for (const w of WORKLOADS)
-    for (let k = 0; k < ARMS.length; k++) await timed(ARMS[(k + Math.max(r, 0)) % ARMS.length], w, rec);
-  if (!rec) continue;
+    for (let k = 0; k < ARMS.length; k++) await timed(ARMS[(k + r) % ARMS.length], w, rec);
+}
+for (let r = 0; r < WARMUP; r++) await round(r, null);
+const rounds = [], loads = [];
+let pausedSec = 0;
+const tRun0 = performance.now(), deadline = tRun0 + MAX_SECONDS * 1e3;
+const m0 = machineNs(), ours0 = ourNs();
+for (let r = 0; rounds.filter((x) => x.other < DISTURBED).length < ROUNDS && performance.now() < deadline; r++) {
+  const rec = { ms: {}, cpu: {} };
+  const m = machineNs(), o = ourNs();
+  if (r % 10 === 0) loads.push(loadavg()[0]);
+  await round(r, rec);
   const m2 = machineNs(), o2 = ourNs();
   rec.other = Math.max(0, (m2.busy - m.busy) - (o2 - o)) / (m2.total - m.total);
   rounds.push(rec);
+  if (rec.other >= DISTURBED) {
+    const t = performance.now();
+    if ((await waitIdle(deadline)) < 0) break;
+    await round(r, null);
+    pausedSec += (performance.now() - t) / 1e3;
+  }
 }
 const m1 = machineNs();
 const ours1 = ourNs();
@@ -196,8 +220,8 @@ for (const p of Object.values(peers)) await p.close();
 const quiet = rounds.filter((r) => r.other < DISTURBED);
 const disturbed = rounds.filter((r) => r.other >= DISTURBED);
 const used = quiet.length >= 100 ? quiet : rounds;
-const usedWhat = used === quiet ? `the ${quiet.length} quiet rounds (of ${ROUNDS})` :
-  `all ${ROUNDS} rounds (**only ${quiet.length} were quiet: a disturbed run**)`;
+const usedWhat = used === quiet ? `the ${quiet.length} quiet rounds (of ${rounds.length})` :
+  `all ${rounds.length} rounds (**only ${quiet.length} were quiet: a disturbed run**)`;
 const samplesOf = (rs) => Object.fromEntries(WORKLOADS.map((w) =>
   [w, Object.fromEntries(ARMS.map((a) => [a, rs.map((r) => r.ms[w][a])]))]));
 const samples = samplesOf(used);
@@ -244,7 +268,7 @@ const pct = (x) => `${fmt(100 * x, 0)} %`;
 
 const report = `# The topology floor (issue 3)
 
-${new Date().toISOString()} — ${ROUNDS} rounds after ${WARMUP} warm-up rounds; in every round each
+${new Date().toISOString()} — ${rounds.length} rounds after ${WARMUP} warm-up rounds; in every round each
 workload runs once per arm, arm order rotated round by round. ${ncpu} × ${cpus()[0]?.model ?? '?'},
 Node ${process.version}, commit ${rev}, codemcp ${bin}, relays ${FLOOR_DIR}.
 
@@ -316,7 +340,8 @@ ${cpuRows.join('\n')}
 
 Load average before ${loadBefore.join(' / ')}, after ${loadAfter.join(' / ')} (1/5/15 min); 1-min
 load sampled every 10 rounds: min ${fmt(Math.min(...loads), 2)}, median ${fmt(med(loads), 2)}, max
-${fmt(Math.max(...loads), 2)}. Over the ${fmt(runSec, 0)} s of measured rounds the machine's CPUs were
+${fmt(Math.max(...loads), 2)}. Over the ${fmt(runSec, 0)} s of the measured phase (${fmt(pausedSec, 0)} s of it pauses after disturbed
+rounds, waiting for an idle machine) the machine's CPUs were
 ${pct(machine.busy)} busy, ${pct(machine.ours)} of it this benchmark's processes and
 ${pct(Math.max(0, machine.busy - machine.ours))} everything else (of ${ncpu} CPUs' time). Everything else per round: min
 ${pct(Math.min(...rounds.map((r) => r.other)))}, median ${pct(med(rounds.map((r) => r.other)))}, max ${pct(Math.max(...rounds.map((r) => r.other)))} (on ${ncpu} CPUs, ${pct(1 / ncpu)} is one CPU held by someone
