@@ -8,6 +8,7 @@
  * only an unusable file fails cfg_load. Not thread-safe (getenv, getpwuid): call it from the
  * thread that owns configuration. */
 #include "config.h"
+#include "jsonc.h"
 #include "config_int.h"
 
 #include <errno.h>
@@ -521,20 +522,32 @@ static void parse_entry(struct cfg_server *s, const char *rk, int ms, const char
 
 /* ---- files -------------------------------------------------------------------------------- */
 
-const char *cfg_default_path(char *buf, size_t n)
+const char *cfg_config_dir(char *buf, size_t n)
 {
-    const char *v = getenv("CODEMCP_CONFIG");
+    const char *v = getenv("XDG_CONFIG_HOME");
     int r;
-    if (v && *v) {
+    if (v && v[0] == '/') { /* XDG: a relative path is invalid and ignored */
         r = snprintf(buf, n, "%s", v);
-    } else if ((v = getenv("XDG_CONFIG_HOME")) && v[0] == '/') { /* XDG: relative is invalid */
-        r = snprintf(buf, n, "%s/codemcp/mcp.json", v);
     } else {
         const char *home = home_dir();
         if (!home)
             return NULL;
-        r = snprintf(buf, n, "%s/.config/codemcp/mcp.json", home);
+        r = snprintf(buf, n, "%s/.config", home);
     }
+    return r < 0 || (size_t)r >= n ? NULL : buf;
+}
+
+const char *cfg_default_path(char *buf, size_t n)
+{
+    const char *v = getenv("CODEMCP_CONFIG");
+    char dir[4096];
+    int r;
+    if (v && *v)
+        r = snprintf(buf, n, "%s", v);
+    else if (cfg_config_dir(dir, sizeof(dir)))
+        r = snprintf(buf, n, "%s/codemcp/mcp.json", dir);
+    else
+        return NULL;
     return r < 0 || (size_t)r >= n ? NULL : buf;
 }
 
@@ -610,7 +623,9 @@ int cfg_load(const char *explicit_path, struct cfg *out, char **err)
         cfg__set_err(err, "%s: cannot read: %s", path, strerror(errno));
         goto fail;
     }
-    /* DECODE_ANY so a top-level scalar gets our clearer message below. */
+    /* Comments and trailing commas as opencode allows them; positions are kept. DECODE_ANY
+     * so a top-level scalar gets our clearer message below. */
+    jsonc_strip(text, len);
     if (!(root = json_loadb(text, len, JSON_DECODE_ANY, &jerr))) {
         cfg__set_err(err, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
         goto fail;

@@ -88,6 +88,8 @@ const struct cfg_server *cfg_find(const struct cfg *c, const char *name);
 /* The path cfg_load(NULL, ...) would read, written into buf. Returns buf, or NULL when no
  * path can be formed (no HOME and no password entry) or it does not fit. */
 const char *cfg_default_path(char *buf, size_t n);
+/* The user's config directory: $XDG_CONFIG_HOME when absolute, else ~/.config. buf or NULL. */
+const char *cfg_config_dir(char *buf, size_t n);
 
 /* Expands {env:VAR}, ${VAR} and ${VAR:-default} in s. Returns a new string (caller frees), or
  * NULL when a variable is unset and has no default; *missing (caller frees) then names it.

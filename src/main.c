@@ -17,6 +17,7 @@
 #include "runs.h"
 #include "serve_http.h"
 #include "serve_stdio.h"
+#include "setup.h"
 #include "shapes.h"
 #include "upstream.h"
 #include "util.h"
@@ -42,6 +43,7 @@ static void usage(FILE *f)
 {
     fputs("usage: codemcp [options]              serve MCP over stdio\n"
           "       codemcp start [-p PORT] [-H HOST]  serve MCP over Streamable HTTP\n"
+          "       codemcp setup opencode [--dry-run] move opencode's MCP servers behind codemcp\n"
           "\n"
           "options:\n"
           "  -c, --config PATH   mcp.json to load (default: $CODEMCP_CONFIG, else\n"
@@ -196,6 +198,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (optind < argc && strcmp(argv[optind], "setup") == 0)
+        return setup_main(argc - optind - 1, argv + optind + 1, config_path);
     if (optind < argc) {
         if (strcmp(argv[optind], "start") != 0) {
             fprintf(stderr, "codemcp: unknown command '%s'\n", argv[optind]);

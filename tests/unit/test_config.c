@@ -3,6 +3,7 @@
  * One output line per case; exit status is the number of failed cases. */
 #include "check.h"
 #include "config.h"
+#include "jsonc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -294,6 +295,35 @@ static void t_syntax_error_position(void)
     EXPECT(c.n_servers == 0 && !c.root && !c.path);
     free(err);
     cfg_free(&c);
+}
+
+/* jsonc_strip: comments and trailing commas go, strings stay, line:col positions hold. */
+static void t_jsonc(void)
+{
+    char text[] = "{ // a comment with \"quotes\" and a , before }\n"
+                  "  \"url\": \"http://x/*y*/z//w\", /* block\n comment */\n"
+                  "  \"esc\": \"a\\\" // not a comment\",\n"
+                  "  \"list\": [1, 2, /* c */ ],\n"
+                  "}\n";
+    jsonc_strip(text, strlen(text));
+    json_error_t jerr;
+    json_t *v = json_loads(text, 0, &jerr);
+    EXPECT(v != NULL);
+    EXPECT_STR(json_string_value(json_object_get(v, "url")), "http://x/*y*/z//w");
+    EXPECT_STR(json_string_value(json_object_get(v, "esc")), "a\" // not a comment");
+    EXPECT(json_array_size(json_object_get(v, "list")) == 2);
+    json_decref(v);
+
+    char bad[] = "{ /* one\n two */ \"a\": 1,\n  \"b\" 2 }";
+    jsonc_strip(bad, strlen(bad));
+    EXPECT(json_loads(bad, 0, &jerr) == NULL);
+    EXPECT(jerr.line == 3); /* the error is still reported on the line it is on */
+
+    char unterminated[] = "{\"a\": 1} /* never closed";
+    jsonc_strip(unterminated, strlen(unterminated));
+    v = json_loads(unterminated, 0, &jerr);
+    EXPECT(v != NULL);
+    json_decref(v);
 }
 
 static void t_unusable_files(void)
@@ -594,6 +624,7 @@ int main(void)
     check_case("mcpServers format: command+args, env, disabled, seconds", t_mcpservers_format);
     check_case("bad entries disable only themselves, naming the key", t_bad_entries);
     check_case("syntax error reports file:line:col", t_syntax_error_position);
+    check_case("JSON with comments and trailing commas (jsonc_strip)", t_jsonc);
     check_case("unusable files fail the load with a message", t_unusable_files);
     check_case("missing file gives zero servers", t_missing_file);
     check_case("both mcp and mcpServers: mcp wins", t_both_keys);
