@@ -9,11 +9,11 @@
 // Usage: node bench/execute.mjs [rounds=60] [empty_runs=200]   → bench/results/execute.md
 // CODEMCP_BIN picks the binary; BENCH_CODEMCP_LOG=<file> keeps codemcp's stderr (with
 // CODEMCP_LOG=debug for timestamps) for profiling.
-import { writeFileSync, readFileSync, readdirSync, existsSync, mkdtempSync, openSync } from 'node:fs';
+import { writeFileSync, readFileSync, existsSync, mkdtempSync, openSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { SERVERS, codemcpBin, childPids, stats, fmt, ROOT, memKiB, comm } from './lib.mjs';
+import { SERVERS, codemcpBin, childPids, stats, fmt, ROOT, memKiB, comm, cpuNs, untilSdkReady } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 60);
 const EMPTY_RUNS = Number(process.argv[3] || 200);
@@ -104,25 +104,8 @@ const arms = { direct: makeDirect(peers.direct.client), codemcp: makeCodemcp(pee
 const ARMS = Object.keys(arms);
 const WORKLOADS = ['one', 'seq50', 'conc50'];
 
-// codemcp answers tools/list before its upstreams are up (by design); wait until the SDK
-// function exists rather than racing server-everything's start.
-for (let k = 0; ; k++) {
-  try { await arms.codemcp.one(); break; } catch (e) {
-    if (k > 200 || !/NameError/.test(String(e))) throw e;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+await untilSdkReady(() => arms.codemcp.one());
 
-// CPU accounting from /proc/<pid>/task/<tid>/schedstat (ns on CPU), per execute, so the
-// report says where the time goes, not only how long it took.
-function cpuNs(pid, keep = () => true) {
-  let ns = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    if (!keep(Number(tid))) continue;
-    try { ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]); } catch {}
-  }
-  return ns;
-}
 const gwPid = peers.codemcp.pid;
 const workerPid = childPids(gwPid).find((p) => comm(p) === 'codemcp-worker');
 const upOf = (pid) => childPids(pid).find((p) => comm(p) !== 'codemcp-worker');

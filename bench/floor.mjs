@@ -17,11 +17,11 @@
 // Usage: node bench/floor.mjs [quiet_rounds=200]   → bench/results/floor.md
 // (BENCH_MAX_SECONDS=900 caps the measured phase, BENCH_HOP_TRIPS=20000 sizes floor-hop)
 // CODEMCP_BIN picks codemcp (its build dir also holds bench/floor/*; FLOOR_DIR overrides).
-import { writeFileSync, readFileSync, readdirSync, existsSync, mkdtempSync } from 'node:fs';
+import { writeFileSync, readFileSync, existsSync, mkdtempSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { LinePeer, SERVERS, codemcpBin, childPids, comm, fmt, ROOT } from './lib.mjs';
+import { LinePeer, SERVERS, codemcpBin, childPids, comm, fmt, ROOT, cpuNs, untilSdkReady } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 200);
 const WARMUP = 10;
@@ -109,23 +109,8 @@ const arms = { direct: makeDirect(peers.direct), floor: makeFloor(peers.floor, '
 const ARMS = Object.keys(arms);
 const WORKLOADS = Object.keys(EXPECT);
 
-// codemcp answers tools/list before its upstream is up (by design): wait for the SDK function.
-for (let k = 0; ; k++) {
-  try { await arms.codemcp.one(); break; } catch (e) {
-    if (k > 200 || !/NameError/.test(String(e))) throw e;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+await untilSdkReady(() => arms.codemcp.one());
 
-// ---- CPU accounting (ns on CPU, from schedstat) ----
-function cpuNs(pid, keep = () => true) {
-  let ns = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    if (!keep(Number(tid))) continue;
-    try { ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]); } catch {}
-  }
-  return ns;
-}
 const pidOf = (arm) => peers[arm].proc.pid;
 const childNamed = (pid, name) => childPids(pid).find((p) => comm(p) === name);
 const childNot = (pid, name) => childPids(pid).find((p) => comm(p) !== name);

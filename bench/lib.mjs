@@ -1,7 +1,7 @@
 // Shared helpers for codemcp benchmarks: spawn a line-protocol MCP peer, time requests,
 // read RSS, summarize samples. Benchmarks compare side by side in one run (ratios).
 import { spawn } from 'node:child_process';
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -104,3 +104,25 @@ export function stats(samples) {
 }
 
 export const fmt = (x, d = 1) => (x === null || x === undefined ? 'n/a' : Number(x).toFixed(d));
+
+// Nanoseconds a process has spent on CPU (every thread, or those `keep(tid)` accepts), from
+// /proc/<pid>/task/<tid>/schedstat: per-execute CPU says where the time goes, not only how long.
+export function cpuNs(pid, keep = () => true) {
+  let ns = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    if (!keep(Number(tid))) continue;
+    try { ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]); } catch {}
+  }
+  return ns;
+}
+
+// codemcp answers tools/list before its upstreams are up (by design); retry `run` (a call of
+// an SDK function) until the function exists rather than racing the upstream's start.
+export async function untilSdkReady(run) {
+  for (let k = 0; ; k++) {
+    try { return await run(); } catch (e) {
+      if (k > 200 || !/NameError/.test(String(e))) throw e;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
