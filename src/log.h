@@ -11,6 +11,8 @@ enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG, LOG_TRACE };
 /* Reads CODEMCP_LOG once. Unknown values keep the default and say so. */
 void log_init_from_env(void);
 void log_set_level(enum log_level level);
+/* Lines go to fd instead of stderr (the worker keeps its log apart from agent output). */
+void log_set_fd(int fd);
 enum log_level log_get_level(void);
 /* Parses "error", "warning", "info", "debug", ... (also MCP/syslog names). -1 if unknown. */
 int log_level_parse(const char *name);

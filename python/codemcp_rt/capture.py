@@ -1,9 +1,13 @@
-"""Per-run capture of print() output: sys.stdout / sys.stderr replaced for one run.
+"""Per-run capture of output: sys.stdout / sys.stderr replaced for one run, plus what the
+run wrote to file descriptors 1 and 2 directly.
 
 One run executes at a time per worker process, so swapping the sys streams is enough
-to keep runs apart; the worker's real stdout/stderr (pipes into the gateway log) stay
-reachable as sys.__stdout__ / sys.__stderr__. Each stream keeps at most ``limit``
-bytes (UTF-8) and counts the rest, so a runaway loop of prints costs no memory.
+to keep print() output of runs apart. Output that bypasses sys.stdout (os.write(1, ...),
+subprocesses, C code) reaches the worker host's fd capture (_codemcp.fd_capture_*, see
+src/worker/fdcap.h) and is appended after the print() output of the same stream when the
+run ends. Each stream keeps at most ``limit`` bytes (UTF-8) and counts the rest, so a
+runaway loop of prints costs no memory. Without the worker host (unit tests under a plain
+interpreter) only print() output is captured.
 """
 
 from __future__ import annotations
@@ -12,6 +16,11 @@ import io
 import sys
 import threading
 from typing import Any
+
+try:
+    import _codemcp  # the worker host
+except ImportError:  # a plain interpreter: no fd-level capture
+    _codemcp = None
 
 
 class CappedStream(io.TextIOBase):
@@ -45,6 +54,15 @@ class CappedStream(io.TextIOBase):
             raise TypeError("write() argument must be str, not %s" % type(text).__name__)
         self._write_bytes(text.encode("utf-8", "replace"))
         return len(text)
+
+    def add_raw(self, data: bytes, cut: int) -> None:
+        """Output of the run that reached the file descriptor directly (already capped by
+        the host at ``cut`` bytes dropped)."""
+        if data:
+            self._write_bytes(data)
+        if cut:
+            with self._lock:
+                self._cut += cut
 
     def _write_bytes(self, data: bytes) -> None:
         with self._lock:
@@ -109,7 +127,13 @@ class capture:
         self.saved = sys.stdout, sys.stderr, sys.stdin
         sys.stdout, sys.stderr = self.streams
         sys.stdin = io.StringIO("")
+        if _codemcp is not None:
+            _codemcp.fd_capture_begin(self.streams[0].limit)
         return self.streams
 
     def __exit__(self, *exc: Any) -> None:
         sys.stdout, sys.stderr, sys.stdin = self.saved  # type: ignore[misc]
+        if _codemcp is not None:
+            out, out_cut, err, err_cut = _codemcp.fd_capture_end()
+            self.streams[0].add_raw(out, out_cut)
+            self.streams[1].add_raw(err, err_cut)

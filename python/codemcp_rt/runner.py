@@ -26,6 +26,7 @@ import threading
 import builtins
 import collections
 import importlib
+import os
 import sys
 import traceback
 import types
@@ -33,7 +34,7 @@ import weakref
 from typing import Any
 
 from codemcp_rt import client, jsonsafe, runstate, sdk
-from codemcp_rt.capture import capture
+from codemcp_rt.capture import _codemcp as _codemcp_host, capture
 from codemcp_rt.errors import RunInterrupted, ToolError
 from codemcp_rt.pending import Pending, gather, install_json_hook, resolve, settle
 from codemcp_rt.transport import get_transport
@@ -295,13 +296,17 @@ def _set_current_run(run_id: str | None) -> None:
 
 
 def _log(message: str) -> None:
-    stream = sys.__stderr__
-    if stream is not None:
-        try:
-            stream.write("codemcp_rt: %s\n" % message)
-            stream.flush()
-        except Exception:
-            pass
+    """A line for the gateway's log. In the worker host that is its own descriptor: fds 1
+    and 2 carry the current run's output (see capture.py)."""
+    data = ("codemcp_rt: %s\n" % message).encode("utf-8", "replace")
+    try:
+        if _codemcp_host is not None:
+            os.write(_codemcp_host.log_fd(), data)
+        elif sys.__stderr__ is not None:
+            sys.__stderr__.write(data.decode("utf-8"))
+            sys.__stderr__.flush()
+    except Exception:
+        pass
 
 
 def _int_param(params: dict[str, Any], name: str, default: int) -> int:

@@ -21,6 +21,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "fdcap.h"
 #include "importer.h"
 #include "log.h"
 #include "pymod.h"
@@ -197,7 +198,7 @@ static int wm_run_python(long worker_id)
      * stdlib is found from the prefix of the executable named below. */
     PyConfig_InitIsolatedConfig(&config);
     config.install_signal_handlers = 1; /* SIGUSR1 handlers need Python's C handler */
-    config.buffered_stdio = 0;          /* stderr is the gateway's log pipe */
+    config.buffered_stdio = 0;          /* fds 1/2 reach fdcap at once, in order */
     config.write_bytecode = 0;          /* never write .pyc next to the system stdlib */
     st = PyConfig_SetArgv(&config, 1, argv);
     if (PyStatus_Exception(st))
@@ -235,6 +236,7 @@ int main(int argc, char **argv)
     mallopt(M_ARENA_MAX, 1);
     wm_fix_stdio();
     log_init_from_env();
+    fdcap_start();
     wm_apply_memory_limit();
 
     const char *url = getenv("CODEMCP_CONTROL_URL");

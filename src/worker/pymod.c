@@ -8,6 +8,7 @@
 
 #include "pymod.h"
 
+#include "fdcap.h"
 #include "importer.h"
 #include "util.h"
 #include "wsclient.h"
@@ -255,7 +256,55 @@ static PyObject *pym_embedded_source(PyObject *self, PyObject *arg)
     return Py_BuildValue("(sO)", source, is_package ? Py_True : Py_False); /* new ref */
 }
 
+PyDoc_STRVAR(pym_fd_capture_begin_doc,
+             "fd_capture_begin(limit: int) -> None\n--\n\n"
+             "A run starts: what reaches fds 1 and 2 is kept for it, up to limit bytes each.");
+
+static PyObject *pym_fd_capture_begin(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    Py_ssize_t limit = PyLong_AsSsize_t(arg);
+    if (limit < 0 && PyErr_Occurred())
+        return NULL;
+    fdcap_begin(limit < 0 ? 0 : (size_t)limit);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(pym_fd_capture_end_doc,
+             "fd_capture_end() -> tuple[bytes, int, bytes, int]\n--\n\n"
+             "The run ended: (stdout bytes, bytes cut, stderr bytes, bytes cut) written to fds "
+             "1 and 2 during it.");
+
+static PyObject *pym_fd_capture_end(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    char *out, *err;
+    size_t out_len, out_cut, err_len, err_cut;
+    fflush(stdout); /* C code's buffered printf output belongs to the run too */
+    fdcap_end(&out, &out_len, &out_cut, &err, &err_len, &err_cut); /* never waits on Python */
+    PyObject *r =
+        Py_BuildValue("(y#ny#n)", out ? out : "", (Py_ssize_t)out_len, (Py_ssize_t)out_cut,
+                      err ? err : "", (Py_ssize_t)err_len, (Py_ssize_t)err_cut); /* new ref */
+    free(out);
+    free(err);
+    return r;
+}
+
+PyDoc_STRVAR(pym_log_fd_doc, "log_fd() -> int\n--\n\n"
+                             "The descriptor of the worker's log (the gateway's log pipe).");
+
+static PyObject *pym_log_fd(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyLong_FromLong(fdcap_log_fd());
+}
+
 static PyMethodDef pym_methods[] = {
+    {"fd_capture_begin", pym_fd_capture_begin, METH_O, pym_fd_capture_begin_doc},
+    {"fd_capture_end", pym_fd_capture_end, METH_NOARGS, pym_fd_capture_end_doc},
+    {"log_fd", pym_log_fd, METH_NOARGS, pym_log_fd_doc},
     {"send", pym_send, METH_O, pym_send_doc},
     {"next_request", (PyCFunction)(void (*)(void))pym_next_request, METH_VARARGS | METH_KEYWORDS,
      pym_next_request_doc},

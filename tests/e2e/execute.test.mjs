@@ -145,6 +145,27 @@ result = {"nan": float("nan"), "inf": float("inf"), "b": b"hi", "s": {3, 1, 2},
     assert.match(r.structuredContent.stdout, /codemcp: \d+ more bytes of stdout cut/);
   });
 
+  test('output written to the descriptors (os.write, subprocesses, C printf) is the run\'s', async () => {
+    const r = await run(h, `
+import os, subprocess, ctypes
+print("py-out")
+os.write(1, b"fd-out\\n")
+os.write(2, b"fd-err\\n")
+subprocess.run(["sh", "-c", "echo sub-out; echo sub-err >&2"])
+ctypes.CDLL(None).printf(b"c-printf\\n")
+result = 1`);
+    assert.equal(r.isError, false, JSON.stringify(r));
+    assert.equal(r.structuredContent.stdout, 'py-out\nfd-out\nsub-out\nc-printf\n');
+    assert.equal(r.structuredContent.stderr, 'fd-err\nsub-err\n');
+    // Nothing of it leaks into the next run; the cap applies to raw writes too.
+    const next = await run(h, 'import os\nos.write(1, b"x" * 3_000_000)\nresult = 2');
+    assert.equal(next.structuredContent.result, 2);
+    assert.ok(next.structuredContent.stdout.startsWith('xxx'));
+    assert.ok(!/py-out|fd-out|sub-out|c-printf/.test(next.structuredContent.stdout), 'output of the previous run leaked');
+    assert.match(next.structuredContent.stdout, /more bytes of stdout cut/);
+    assert.ok(next.structuredContent.stdout.length < 2_000_000);
+  });
+
   test('an oversized result becomes a valid truncated preview', async () => {
     const r = await run(h, 'result = ["y" * 1000] * 5000');
     const v = r.structuredContent.result;

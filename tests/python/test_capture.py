@@ -51,3 +51,27 @@ class CaptureTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RawOutputTest(unittest.TestCase):
+    """Bytes that reached the descriptors (handed over by the worker host) join the stream
+    after its print() output and share its cap."""
+
+    def test_appended_after_print_output(self) -> None:
+        s = CappedStream("stdout", 100)
+        s.write("printed\n")
+        s.add_raw(b"raw\n", 0)
+        self.assertEqual(s.getvalue(), "printed\nraw\n")
+
+    def test_shares_the_cap_and_counts_what_the_host_cut(self) -> None:
+        s = CappedStream("stdout", 10)
+        s.write("12345678")
+        s.add_raw(b"abcdef", 1000)
+        self.assertEqual(s.cut_bytes, 4 + 1000)
+        self.assertTrue(s.getvalue().startswith("12345678ab\n"))
+        self.assertIn("1004 more bytes of stdout cut", s.getvalue())
+
+    def test_nothing_raw_changes_nothing(self) -> None:
+        s = CappedStream("stderr", 10)
+        s.add_raw(b"", 0)
+        self.assertEqual(s.getvalue(), "")
