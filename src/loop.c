@@ -1,8 +1,9 @@
 /* loop — the gateway's single-threaded event loop on libwebsockets. See loop.h.
  *
  * Raw descriptors are adopted into a private vhost ("lp-raw") as LWS_ADOPT_RAW_FILE_DESC;
- * lws polls them and we do the read()/write() ourselves, so partial writes are buffered
- * here and never block. SIGCHLD/SIGTERM/SIGINT arrive through a signalfd adopted the same
+ * lws polls them and we do the read()/write() ourselves: writes are queued and leave at
+ * the end of the loop iteration (lp_defer), one write per descriptor per round, and what a
+ * full pipe does not take waits for POLLOUT, so nothing blocks. SIGCHLD/SIGTERM/SIGINT arrive through a signalfd adopted the same
  * way. Traps of lws 4.1 handled here: EVENT_WAIT_CANCELLED reaches every protocol (we only
  * act in ours), lws closes adopted fds itself, pipe EOF may arrive as RAW_CLOSE_FILE with
  * data still unread (we drain first), and ignored SIGPIPE survives exec (reset in child). */
@@ -17,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
-#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
