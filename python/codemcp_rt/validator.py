@@ -17,22 +17,23 @@ and stop wherever the program itself may add keys (stores, update/setdefault, ap
 lists it did not build), names the key elsewhere (``"k" in x``, ``x.get("k")``), or reads
 it under ``try: ... except KeyError``.
 
-Cost: one ``ast.parse`` and one iterative walk; signatures are cached per function
-object. Stdlib only (plus the sibling ``shapes`` module): importable on its own.
+Cost: one ``ast.parse`` (the runner's, shared with the compiler) and one iterative
+walk; call sites are checked once per form (callcheck.py), signatures cached per
+function object. Stdlib only (plus the sibling ``callcheck`` and ``shapes`` modules):
+importable on its own.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
-import difflib
-import inspect
-import weakref
 from typing import Any, Callable, Iterable
 
 try:
+    from . import callcheck as _callcheck
     from . import shapes as _shapes
 except ImportError:  # loaded as a top-level module (tools, embedding experiments)
+    import callcheck as _callcheck  # type: ignore[no-redef]
     import shapes as _shapes  # type: ignore[no-redef]
 
 __all__ = ["validate", "format_report", "syntax_problem", "HEADER", "RUNTIME_NAMES"]
@@ -76,63 +77,6 @@ _KEY_METHODS = frozenset({"update", "setdefault", "__setitem__", "__ior__", "fro
 _MISSING = object()
 
 
-# -- signatures ------------------------------------------------------------------------
-
-
-class _Sig:
-    """What the argument checks need from one SDK function's signature."""
-
-    __slots__ = ("positional", "keywords", "required", "var_pos", "var_kw", "valid")
-
-    def __init__(self, sig: inspect.Signature) -> None:
-        P = inspect.Parameter
-        self.positional: list[str] = []  # names that can be filled by position, in order
-        self.keywords: set[str] = set()  # names that can be passed by keyword
-        self.required: list[str] = []
-        self.var_pos = self.var_kw = False
-        valid: list[str] = []
-        for p in sig.parameters.values():
-            if p.kind is P.VAR_POSITIONAL:
-                self.var_pos = True
-                continue
-            if p.kind is P.VAR_KEYWORD:
-                self.var_kw = True
-                continue
-            if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD):
-                self.positional.append(p.name)
-            if p.kind is not P.POSITIONAL_ONLY:
-                self.keywords.add(p.name)
-                valid.append(p.name)
-            if p.default is P.empty:
-                self.required.append(p.name)
-        if "timeout_ms" not in self.keywords:  # every SDK call accepts it (sdkgen)
-            self.keywords.add("timeout_ms")
-            valid.append("timeout_ms")
-        self.valid = valid
-
-
-_SIG_CACHE: "weakref.WeakKeyDictionary[Any, _Sig | None]" = weakref.WeakKeyDictionary()
-
-
-def _signature(fn: Callable) -> _Sig | None:
-    try:
-        return _SIG_CACHE[fn]
-    except KeyError:
-        pass
-    except TypeError:  # not weak-referenceable: no cache, still correct
-        return _make_sig(fn)
-    info = _make_sig(fn)
-    _SIG_CACHE[fn] = info
-    return info
-
-
-def _make_sig(fn: Callable) -> _Sig | None:
-    try:
-        return _Sig(inspect.signature(fn))
-    except (TypeError, ValueError):
-        return None
-
-
 # -- the walk ----------------------------------------------------------------------------
 
 
@@ -142,10 +86,10 @@ class _Facts:
     def __init__(self) -> None:
         self.binds: dict[str, list[Any]] = {}  # name -> one entry per binding: value node, "aug" or None
         self.loads: dict[str, list[tuple[ast.Name, int, bool]]] = {}  # name -> (node, scope, guarded)
-        self.calls: list[ast.Call] = []  # calls of a bare name
+        self.sites: dict[tuple, list[ast.Call]] = {}  # calls of a bare name by form (callcheck)
         self.call_of: dict[int, ast.Call] = {}  # id(func node) -> its Call
         self.parent: dict[int, ast.AST] = {}  # id(x) -> Subscript/Attribute/Call whose value/func is x
-        self.decorators: set[int] = set()
+        self.decorators: set[int] = set()  # id() of decorator expressions
         self.candidates: list[tuple[str, str, ast.stmt, int]] = []  # x = fn(...): (x, fn, stmt, scope)
         self.scope_parent: dict[int, int] = {0: -1}
         self.class_scopes: set[int] = set()
@@ -248,7 +192,13 @@ def _collect(tree: ast.Module) -> _Facts:
             f.parent[id(func)] = node
             ft = type(func)
             if ft is Name:
-                f.calls.append(node)
+                if id(node) not in f.decorators:  # a decorator is not checked as a call
+                    form = _callcheck.form_of(node, func.id)
+                    group = f.sites.get(form)
+                    if group is None:
+                        f.sites[form] = [node]
+                    else:
+                        group.append(node)
                 if func.id == "setattr" and len(node.args) >= 2:
                     key = _literal_key(node.args[1])
                     if key is _MISSING:
@@ -544,191 +494,33 @@ def _check(
     f = _collect(tree)
     if f.dynamic:
         return []  # names may be created at run time: nothing here is certain
-    problems: list[tuple[int, int, str]] = []
-    bound = f.binds
-    disabled = frozenset(disabled)
-    sdk = _SdkIndex.of(functions, meta)
-    known = _BUILTINS | RUNTIME_NAMES | frozenset(known_names)
-    allowed = frozenset(allow_mutations)
-    check_writes = enforce_mutations and not dry_run
-    writes_reported: set[str] = set()
-    unknown_cache: dict[str, str | None] = {}
-    fine_calls: set[tuple] = set()  # call forms already found correct: skip the re-check
-
-    f.calls.sort(key=lambda c: (c.lineno, c.col_offset))  # the walk is not in source order
-    for call in f.calls:
-        name = call.func.id  # type: ignore[attr-defined]
-        if name in bound or id(call) in f.decorators:
-            continue
-        line, col = call.lineno, call.col_offset
-        if name in disabled:
-            msg = "`%s` is disabled in this gateway's configuration (line %d)." % (name, line)
-            problems.append((line, col, msg))
-            continue
-        fn = functions.get(name)
-        if fn is None:
-            if name in known or f.star_import:
-                continue
-            if name not in unknown_cache:
-                unknown_cache[name] = sdk.unknown(name)
-            hint = unknown_cache[name]
-            if hint is not None:
-                problems.append((line, col, "`%s` is not a known SDK function (line %d).%s" % (name, line, hint)))
-            continue
-        if check_writes and name not in writes_reported:
-            info = meta.get(name)
-            if isinstance(info, dict) and info.get("mutation") and not _authorized(name, info, allowed):
-                writes_reported.add(name)
-                problems.append((line, col, _write_problem(name, line)))
-        form = (name, len(call.args), tuple(k.arg for k in call.keywords), any(type(a) is ast.Starred for a in call.args))
-        if form in fine_calls:
-            continue
-        sig = _signature(fn) if name in sdk.names else None
-        found = _argument_problems(name, sig, call) if sig is not None else ()
-        if found:
-            problems.extend((line, col, msg) for msg in found)
-        else:
-            fine_calls.add(form)
+    problems = _callcheck.call_problems(
+        f.sites,
+        f.binds,
+        functions,
+        meta,
+        _BUILTINS | RUNTIME_NAMES | frozenset(known_names),
+        f.star_import,
+        frozenset(disabled),
+        enforce_mutations and not dry_run,
+        frozenset(allow_mutations),
+    )
 
     if shapes and dry_run:
         # Under dry_run a write returns the gateway's stub, not the tool's real result: its
         # learned shape says nothing about what the program will read.
         shapes = {fn: s for fn, s in shapes.items() if not (meta.get(fn) or {}).get("mutation")}
     if shapes:
-        for msg_line in _shape_problems(f, functions, shapes):
-            problems.append(msg_line)
+        problems += _shape_problems(f, functions, shapes)
 
-    problems.sort(key=lambda p: (p[0], p[1]))
+    problems.sort(key=lambda p: (p[0], p[1], p[2]))  # the walk is not in source order
     out: list[str] = []
     seen: set[str] = set()
-    for _, _, msg in problems:
+    for _, _, _, msg in problems:
         if msg not in seen:
             seen.add(msg)
             out.append(msg)
     return out
-
-
-def _authorized(name: str, info: dict, allowed: frozenset) -> bool:
-    """Whether allow_mutations names this write. The SDK name is the documented form;
-    "server/tool", "server.tool", "server/*" and "*" are accepted too, so the courtesy
-    check is never stricter than the gateway, which decides for real."""
-    if name in allowed or "*" in allowed:
-        return True
-    server, tool = info.get("server"), info.get("tool")
-    if not isinstance(server, str) or not isinstance(tool, str):
-        return False
-    forms = (server + "/" + tool, server + "." + tool, server + ":" + tool, server + "/*", server + ".*", server)
-    return any(f in allowed for f in forms)
-
-
-def _write_problem(name: str, line: int) -> str:
-    return (
-        '%s is a write tool and was not authorized (line %d). Re-send with "allow_mutations": ["%s"], '
-        'or preview it with "dry_run": true.' % (name, line, name)
-    )
-
-
-def _argument_problems(name: str, sig: _Sig, call: ast.Call) -> list[str]:
-    line = call.lineno
-    out: list[str] = []
-    star = any(type(a) is ast.Starred for a in call.args)
-    dstar = any(k.arg is None for k in call.keywords)
-    given = [k.arg for k in call.keywords if k.arg is not None]
-    suggested: set[str] = set()  # a typo's fix is not also reported as missing
-    if not sig.var_kw:
-        for k in given:
-            if k not in sig.keywords:
-                close = difflib.get_close_matches(k, sig.valid, n=1, cutoff=0.6)
-                if close:
-                    suggested.add(close[0])
-                    hint = "Did you mean `%s`?" % close[0]
-                else:
-                    hint = "Valid arguments: %s." % (", ".join(sig.valid) or "none")
-                out.append("unknown argument `%s` for %s (line %d). %s" % (k, name, line, hint))
-    if star:
-        return out
-    npos = len(call.args)
-    if npos > len(sig.positional) and not sig.var_pos:
-        out.append(
-            "%s takes %d positional argument(s) but %d were given (line %d)."
-            % (name, len(sig.positional), npos, line)
-        )
-        return out
-    filled = set(sig.positional[:npos])
-    for k in given:
-        if k in filled and k in sig.keywords:
-            out.append("%s got multiple values for argument `%s` (line %d)." % (name, k, line))
-    if not dstar:
-        missing = [p for p in sig.required if p not in filled and p not in given and p not in suggested]
-        if missing:
-            out.append(
-                "%s: missing required argument(s) %s (line %d)." % (name, ", ".join("`%s`" % m for m in missing), line)
-            )
-    return out
-
-
-class _SdkIndex:
-    """Lookups over the SDK's names for the unknown-function check."""
-
-    _last: "tuple[Any, Any, _SdkIndex, tuple[int, int]] | None" = None
-
-    @classmethod
-    def of(cls, functions: dict[str, Callable], meta: dict[str, dict]) -> "_SdkIndex":
-        """The index for these dicts, reused while the runner passes the same SDK
-        snapshot (its dicts are never modified after loading)."""
-        last = cls._last
-        key = (len(functions), len(meta) if meta else 0)
-        if last is not None and last[0] is functions and last[1] is meta and last[3] == key:
-            return last[2]
-        index = cls(functions, meta)
-        cls._last = (functions, meta, index, key)
-        return index
-
-    def __init__(self, functions: dict[str, Callable], meta: dict[str, dict]) -> None:
-        names = [n for n in functions if n in meta] if meta else [n for n in functions if not n.startswith("_")]
-        self.names = frozenset(names)
-        self.sorted = sorted(names)
-        self.prefixes: dict[str, list[str]] = {}  # "memory_" -> its functions
-        self.by_tool: dict[str, list[str]] = {}  # "create_entities" -> ["memory_create_entities"]
-        for n in self.sorted:
-            info = meta.get(n) if meta else None
-            server = info.get("server") if isinstance(info, dict) else None
-            if isinstance(server, str) and server:
-                prefix = _sanitize(server) + "_"
-                if n.startswith(prefix):
-                    self.prefixes.setdefault(prefix, []).append(n)
-                    self.by_tool.setdefault(n[len(prefix) :], []).append(n)
-
-    def unknown(self, name: str) -> str | None:
-        """None if ``name`` does not look like an SDK function, else the hint to append
-        (possibly empty)."""
-        server_fns: list[str] | None = None
-        cands: list[str] = []
-        for prefix, fns in self.prefixes.items():
-            if name.startswith(prefix):
-                server_fns = fns
-                cands += self.by_tool.get(name[len(prefix) :], ())  # right tool, wrong server
-                break
-        cands += self.by_tool.get(name, ())  # the server prefix was left out
-        cands += difflib.get_close_matches(name, self.sorted, n=1, cutoff=0.8)
-        if server_fns is None and not cands:
-            return None
-        if not cands:
-            cands = difflib.get_close_matches(name, server_fns or self.sorted, n=1, cutoff=0.6)
-        cands = list(dict.fromkeys(cands))[:2]
-        if cands:
-            return " Did you mean %s?" % " or ".join("`%s`" % c for c in cands)
-        if server_fns:
-            shown = ", ".join(server_fns[:10]) + (", …" if len(server_fns) > 10 else "")
-            return " Functions of that server: %s." % shown
-        return ""
-
-
-def _sanitize(server: str) -> str:
-    """sdkgen's server-name sanitizer: ASCII letters, digits and _ kept, others -> _,
-    leading digit -> _ prefix."""
-    out = "".join(c if (c.isascii() and (c.isalnum() or c == "_")) else "_" for c in server)
-    return "_" + out if out[:1].isdigit() else out
 
 
 # -- shapes --------------------------------------------------------------------------------
@@ -762,12 +554,15 @@ def _within(f: _Facts, scope: int, home: int) -> bool:
     return False
 
 
-def _shape_problems(f: _Facts, functions: dict[str, Callable], shapes: dict[str, dict]) -> list[tuple[int, int, str]]:
+def _shape_problems(
+    f: _Facts, functions: dict[str, Callable], shapes: dict[str, dict]
+) -> list[tuple[int, int, int, str]]:
+    """(line, col, 0, message) per field read that the learned shapes rule out."""
     if any(not _is_fresh(f, b) for b in f.key_writes):
         return []  # the program stores computed keys into data it did not build: any key may exist
     arrays_grow = any(not _is_fresh(f, b) for b in f.grows)
     written = frozenset(f.written)
-    out: list[tuple[int, int, str]] = []
+    out: list[tuple[int, int, int, str]] = []
     for x, fn, stmt, home in f.candidates:
         if fn not in functions or fn in f.binds or len(f.binds.get(x, ())) != 1:
             continue
@@ -787,7 +582,7 @@ def _shape_problems(f: _Facts, functions: dict[str, Callable], shapes: dict[str,
                 fn, shape, steps, written=written, mentioned=f.mentioned, arrays_grow=arrays_grow
             )
             if msg is not None:
-                out.append((node.lineno, node.col_offset, msg))
+                out.append((node.lineno, node.col_offset, 0, msg))
     return out
 
 
