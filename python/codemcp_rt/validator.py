@@ -69,8 +69,17 @@ _FRESH_NODES = (
     ast.Constant,
     ast.JoinedStr,
 )
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_SCOPES = frozenset(
+    {ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp}
+)
+_FUNCS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+# The node types _collect does something for besides Call/Attribute/Subscript/Assign (and
+# the Name/Constant leaves): every other type only has its children walked.
+_HANDLED = _FUNCS | {
+    ast.AnnAssign, ast.AugAssign, ast.Try, ast.TryStar, ast.With, ast.AsyncWith, ast.arg, ast.Import,
+    ast.ImportFrom, ast.Global, ast.Nonlocal, ast.ExceptHandler, ast.MatchAs, ast.MatchStar, ast.MatchMapping,
+}
+_KEY_SETTERS = frozenset({"setattr", "setitem"})  # calls of these by name may store any key
 _GROW_METHODS = frozenset({"append", "extend", "insert", "__iadd__"})
 _KEY_METHODS = frozenset({"update", "setdefault", "__setitem__", "__ior__", "fromkeys"})
 
@@ -85,10 +94,12 @@ class _Facts:
 
     def __init__(self) -> None:
         self.binds: dict[str, list[Any]] = {}  # name -> one entry per binding: value node, "aug" or None
-        self.loads: dict[str, list[tuple[ast.Name, int, bool]]] = {}  # name -> (node, scope, guarded)
+        # name -> (node, scope, guarded) for each read of it as ``name[...]`` or ``name.attr``:
+        # the only reads where a field path can start (see _steps).
+        self.loads: dict[str, list[tuple[ast.Name, int, bool]]] = {}
         self.sites: dict[tuple, list[ast.Call]] = {}  # calls of a bare name by form (callcheck)
-        self.call_of: dict[int, ast.Call] = {}  # id(func node) -> its Call
-        self.parent: dict[int, ast.AST] = {}  # id(x) -> Subscript/Attribute/Call whose value/func is x
+        self.call_of: dict[int, ast.Call] = {}  # id(Attribute) -> the Call it is the func of
+        self.parent: dict[int, ast.AST] = {}  # id(x) -> Subscript/Attribute whose value is x
         self.decorators: set[int] = set()  # id() of decorator expressions
         self.candidates: list[tuple[str, str, ast.stmt, int]] = []  # x = fn(...): (x, fn, stmt, scope)
         self.scope_parent: dict[int, int] = {0: -1}
@@ -110,14 +121,12 @@ def _bind(f: _Facts, name: str, value: Any = None) -> None:
 
 
 def _load(f: _Facts, node: ast.Name, scope: int, guarded: bool) -> None:
-    """Records a read of a bare name (and notes names that make the program dynamic)."""
+    """Records ``node`` (a bare name read) as the start of a possible field path."""
     lst = f.loads.get(node.id)
     if lst is None:
         f.loads[node.id] = [(node, scope, guarded)]
     else:
         lst.append((node, scope, guarded))
-    if node.id in _DYNAMIC_NAMES:
-        f.dynamic = True
 
 
 def _literal_key(node: ast.AST) -> Any:
@@ -145,23 +154,74 @@ def _sdk_call_name(value: ast.AST) -> str | None:
     return None
 
 
-def _constant_args(call: ast.Call) -> bool:
-    """True when every argument is a literal constant or a plain variable (read), given by
-    position or by name: nothing below the call needs the general walk."""
-    for a in call.args:
-        t = type(a)
-        if t is not ast.Constant and not (t is ast.Name and type(a.ctx) is ast.Load):
-            return False
+def _call_site(f: _Facts, call: ast.Call, form: tuple) -> None:
+    """Records ``call``, a call of a bare name, for the call checks (callcheck), under
+    its form. Decorators are left out: they are not checked as calls."""
+    if id(call) not in f.decorators:
+        group = f.sites.get(form)
+        if group is None:
+            f.sites[form] = [call]
+        else:
+            group.append(call)
+
+
+def _key_setter(f: _Facts, call: ast.Call, fid: str) -> None:
+    """What a call of setattr / setitem (by name) may store."""
+    if fid == "setattr":
+        if len(call.args) >= 2:
+            key = _literal_key(call.args[1])
+            if key is _MISSING:
+                f.key_writes.append(None)
+            else:
+                f.written.add(key)
+    else:  # operator.setitem imported by name
+        f.key_writes.append(None)
+
+
+def _plain_form(f: _Facts, call: ast.Call, fid: str) -> tuple | None:
+    """For ``fid(1, k="v", n=x)`` - every argument a literal constant or a plain name read,
+    the usual SDK call - do what walking the call's children would do (names that make
+    the program dynamic, string constants mentioned) and return the call's form (as
+    callcheck.form_of): nothing below it needs the walk. Else None (what was done so far
+    the walk repeats harmlessly). One pass over the arguments: this runs once per call
+    site, and programs with hundreds of call sites are mostly this."""
+    if fid in _DYNAMIC_NAMES:
+        f.dynamic = True
+    Constant, Name = ast.Constant, ast.Name
+    args = call.args
+    for v in args:
+        t = type(v)
+        if t is Constant:
+            if type(v.value) is str:
+                f.mentioned.add(v.value)
+        elif t is Name and type(v.ctx) is ast.Load:
+            if v.id in _DYNAMIC_NAMES:
+                f.dynamic = True
+        else:
+            return None
+    names = []
     for k in call.keywords:
-        if k.arg is None:
-            return False
-        t = type(k.value)
-        if t is not ast.Constant and not (t is ast.Name and type(k.value.ctx) is ast.Load):
-            return False
-    return True
+        arg = k.arg
+        if arg is None:
+            return None
+        names.append(arg)
+        v = k.value
+        t = type(v)
+        if t is Constant:
+            if type(v.value) is str:
+                f.mentioned.add(v.value)
+        elif t is Name and type(v.ctx) is ast.Load:
+            if v.id in _DYNAMIC_NAMES:
+                f.dynamic = True
+        else:
+            return None
+    return (fid, len(args), tuple(names), False)
 
 
 def _collect(tree: ast.Module) -> _Facts:
+    """One walk over ``tree`` (iterative, not in source order). Name and Constant nodes
+    are handled where their parent is, never pushed: they are half of all nodes and
+    only ever need a set or dict update."""
     f = _Facts()
     next_scope = 1
     # (node, scope id, guarded): guarded = inside a try body that catches KeyError & co.
@@ -170,85 +230,77 @@ def _collect(tree: ast.Module) -> _Facts:
     child_fields, AST = _CHILD_FIELDS, ast.AST
     assign_value: dict[int, Any] = {}  # id(Name target) -> the value bound to it
     read_keys: set[int] = set()  # id() of constants that are the key of a x["k"] read
-    Name, Call, Attribute, Subscript = ast.Name, ast.Call, ast.Attribute, ast.Subscript
-    Load = ast.Load
+    Name, Call, Attribute, Subscript, Assign = ast.Name, ast.Call, ast.Attribute, ast.Subscript, ast.Assign
+    Load, Constant, dynamic_names, mentioned, binds = ast.Load, ast.Constant, _DYNAMIC_NAMES, f.mentioned, f.binds
     while stack:
         node, scope, guarded = pop()
         t = type(node)
         inner = scope
-        if t is ast.Constant:
-            if type(node.value) is str and id(node) not in read_keys:
-                f.mentioned.add(node.value)
-            continue
-        if t is Name:
-            if type(node.ctx) is Load:
-                _load(f, node, scope, guarded)
-            else:
-                _bind(f, node.id, assign_value.get(id(node)))
-            continue  # a Name has only its ctx below it
         if t is Call:
             func = node.func
-            f.call_of[id(func)] = node
-            f.parent[id(func)] = node
             ft = type(func)
             if ft is Name:
-                if id(node) not in f.decorators:  # a decorator is not checked as a call
-                    form = _callcheck.form_of(node, func.id)
-                    group = f.sites.get(form)
-                    if group is None:
-                        f.sites[form] = [node]
-                    else:
-                        group.append(node)
-                if func.id == "setattr" and len(node.args) >= 2:
-                    key = _literal_key(node.args[1])
-                    if key is _MISSING:
-                        f.key_writes.append(None)
-                    else:
-                        f.written.add(key)
-                elif func.id == "setitem":  # operator.setitem imported by name
-                    f.key_writes.append(None)
-                elif _constant_args(node):
-                    # fn(a=1, b="x"): the usual SDK call. Do what visiting its children
-                    # would do (a load of `fn`, string constants mentioned) without
-                    # walking them; programs with hundreds of call sites are mostly this.
-                    _load(f, func, scope, guarded)
-                    for v in [*node.args, *(k.value for k in node.keywords)]:
-                        if type(v) is Name:
-                            _load(f, v, scope, guarded)
-                        elif type(v.value) is str:
-                            f.mentioned.add(v.value)
-                    continue
+                fid = func.id
+                if fid in _KEY_SETTERS:
+                    _key_setter(f, node, fid)
+                else:
+                    form = _plain_form(f, node, fid)
+                    if form is not None:
+                        _call_site(f, node, form)
+                        continue
+                _call_site(f, node, _callcheck.form_of(node, fid))
             elif ft is Attribute:
+                f.call_of[id(func)] = node
                 _method_call(f, node, func)
         elif t is Attribute:
-            f.parent[id(node.value)] = node
-            ctx = type(node.ctx)
-            if ctx is not Load:
+            value = node.value
+            f.parent[id(value)] = node
+            if type(value) is Name and type(value.ctx) is Load:
+                _load(f, value, scope, guarded)
+            if type(node.ctx) is not Load:
                 f.written.add(node.attr)
             attr = node.attr
-            if attr == "__dict__" or (
-                attr == "modules" and type(node.value) is Name and node.value.id == "sys"
-            ):
+            if attr == "__dict__" or (attr == "modules" and type(value) is Name and value.id == "sys"):
                 f.dynamic = True
         elif t is Subscript:
-            f.parent[id(node.value)] = node
+            value = node.value
+            f.parent[id(value)] = node
+            if type(value) is Name and type(value.ctx) is Load:
+                _load(f, value, scope, guarded)
             if type(node.ctx) is Load:
                 read_keys.add(id(node.slice))
             else:
                 key = _literal_key(node.slice)
                 if key is _MISSING:
-                    f.key_writes.append(node.value)
+                    f.key_writes.append(value)
                 else:
                     f.written.add(key)
-        elif t is ast.Assign:
+        elif t is Assign:
             value = node.value
-            for target in node.targets:
+            targets = node.targets
+            if len(targets) == 1 and type(targets[0]) is Name:
+                x = targets[0].id
+                if type(value) is Call and type(value.func) is Name:
+                    fid = value.func.id
+                    f.candidates.append((x, fid, node, scope))
+                    form = None if fid in _KEY_SETTERS else _plain_form(f, value, fid)
+                    if form is not None:  # x = fn(1, k="v"): both children are done here
+                        _call_site(f, value, form)
+                        group = binds.get(x)
+                        if group is None:
+                            binds[x] = [value]
+                        else:
+                            group.append(value)
+                        continue
+                else:
+                    fn = _sdk_call_name(value)
+                    if fn is not None:
+                        f.candidates.append((x, fn, node, scope))
+            for target in targets:
                 if type(target) is Name:
                     assign_value[id(target)] = value
-            if len(node.targets) == 1 and type(node.targets[0]) is Name:
-                fn = _sdk_call_name(value)
-                if fn is not None:
-                    f.candidates.append((node.targets[0].id, fn, node, scope))
+        elif t not in _HANDLED:
+            pass  # Expr, BinOp, keyword, If, For ...: only their children matter
         elif t is ast.AnnAssign:
             if type(node.target) is Name and node.value is not None:
                 assign_value[id(node.target)] = node.value
@@ -324,12 +376,21 @@ def _collect(tree: ast.Module) -> _Facts:
             fields = child_fields[t] = _child_fields(t)
         for name in fields:
             v = getattr(node, name, None)
-            if type(v) is list:
-                for child in v:
-                    if isinstance(child, AST):
-                        push((child, inner, guarded))
-            elif isinstance(v, AST):
-                push((v, inner, guarded))
+            for child in v if type(v) is list else (v,):
+                ct = type(child)
+                if ct is Name:
+                    # A read matters only for the names that make a program dynamic (the
+                    # reads where a field path starts are taken by their Subscript/Attribute).
+                    if type(child.ctx) is Load:
+                        if child.id in dynamic_names:
+                            f.dynamic = True
+                    else:
+                        _bind(f, child.id, assign_value.get(id(child)))
+                elif ct is Constant:
+                    if type(child.value) is str and id(child) not in read_keys:
+                        mentioned.add(child.value)
+                elif isinstance(child, AST):
+                    push((child, inner, guarded))
     return f
 
 
@@ -545,6 +606,20 @@ def _is_fresh(f: _Facts, base: ast.AST | None) -> bool:
     return True
 
 
+def _all_fresh(f: _Facts, bases: list[ast.AST | None]) -> bool:
+    """_is_fresh for every base; each name is judged once (`out.append(x)` 500 times is
+    one name)."""
+    done: set[str] = set()
+    for base in bases:
+        if type(base) is not ast.Name:
+            return False
+        if base.id not in done:
+            if not _is_fresh(f, base):
+                return False
+            done.add(base.id)
+    return True
+
+
 def _within(f: _Facts, scope: int, home: int) -> bool:
     """True if code in ``scope`` sees names bound in ``home``."""
     while scope != -1:
@@ -558,12 +633,15 @@ def _shape_problems(
     f: _Facts, functions: dict[str, Callable], shapes: dict[str, dict]
 ) -> list[tuple[int, int, int, str]]:
     """(line, col, 0, message) per field read that the learned shapes rule out."""
-    if any(not _is_fresh(f, b) for b in f.key_writes):
+    if not _all_fresh(f, f.key_writes):
         return []  # the program stores computed keys into data it did not build: any key may exist
-    arrays_grow = any(not _is_fresh(f, b) for b in f.grows)
+    arrays_grow = not _all_fresh(f, f.grows)
     written = frozenset(f.written)
     out: list[tuple[int, int, int, str]] = []
     for x, fn, stmt, home in f.candidates:
+        loads = f.loads.get(x)
+        if not loads:
+            continue  # never read as x[...] or x.attr
         if fn not in functions or fn in f.binds or len(f.binds.get(x, ())) != 1:
             continue
         shape = shapes.get(fn)
@@ -572,7 +650,7 @@ def _shape_problems(
         if home in f.class_scopes:
             continue
         end = (stmt.end_lineno, stmt.end_col_offset)
-        for node, scope, guarded in f.loads.get(x, ()):
+        for node, scope, guarded in loads:
             if guarded or (node.lineno, node.col_offset) <= end or not _within(f, scope, home):
                 continue
             steps = _steps(f, node)
@@ -594,11 +672,9 @@ def _steps(f: _Facts, node: ast.AST) -> list[tuple[str, Any, int]]:
     cur = node
     while True:
         p = parent.get(id(cur))
-        if p is None:
+        if p is None:  # cur is not read further (it may be called, passed, compared ...)
             return steps
         tp = type(p)
-        if tp is ast.Call:  # cur is being called: not a field read
-            return steps
         line = p.lineno
         if tp is ast.Subscript:
             if type(p.ctx) is not ast.Load:
