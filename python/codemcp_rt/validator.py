@@ -232,6 +232,7 @@ def _collect(tree: ast.Module) -> _Facts:
     read_keys: set[int] = set()  # id() of constants that are the key of a x["k"] read
     Name, Call, Attribute, Subscript, Assign = ast.Name, ast.Call, ast.Attribute, ast.Subscript, ast.Assign
     Load, Constant, dynamic_names, mentioned, binds = ast.Load, ast.Constant, _DYNAMIC_NAMES, f.mentioned, f.binds
+    sites = f.sites
     while stack:
         node, scope, guarded = pop()
         t = type(node)
@@ -285,7 +286,11 @@ def _collect(tree: ast.Module) -> _Facts:
                     f.candidates.append((x, fid, node, scope))
                     form = None if fid in _KEY_SETTERS else _plain_form(f, value, fid)
                     if form is not None:  # x = fn(1, k="v"): both children are done here
-                        _call_site(f, value, form)
+                        group = sites.get(form)  # (a value is never a decorator)
+                        if group is None:
+                            sites[form] = [value]
+                        else:
+                            group.append(value)
                         group = binds.get(x)
                         if group is None:
                             binds[x] = [value]
