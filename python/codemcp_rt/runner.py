@@ -95,17 +95,26 @@ def _remember(cache: "collections.OrderedDict[Any, Any]", key: Any, value: Any) 
         cache.popitem(last=False)
 
 
-def _compile(code: str) -> tuple[_Compiled, ast.Module | None]:
-    """The compiled program (from the cache when it is there) and, when it had to be
-    parsed now, its AST for the validator. Raises SyntaxError & co."""
+def _cached_or_parse(code: str) -> tuple[_Compiled | None, ast.Module | None]:
+    """The compiled program from the cache, else (None, its AST) for the validator and
+    _compile. Raises SyntaxError & co."""
     hit = _compiled.get(code)
     if hit is not None:
         _compiled.move_to_end(code)
         return hit, None
-    tree = ast.parse(code, FILENAME, "exec")
+    return None, ast.parse(code, FILENAME, "exec")
+
+
+def _compile(code: str, tree: ast.Module) -> _Compiled:
+    """Compiles ``tree`` (``code``'s AST, not modified) and caches the result. Raises
+    SyntaxError & co. (the compiler finds some the parser does not: `break` outside a
+    loop, `nonlocal` at module level ...)."""
     compiled = _Compiled(code, tree)
     _remember(_compiled, code, compiled)
-    return compiled, tree
+    return compiled
+
+
+_SYNTAX_ERRORS = (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError)  # from parse/compile
 
 
 def _syntax_report(exc: BaseException, code: str) -> str:
@@ -344,16 +353,24 @@ def _run(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     timeout_ms = params.get("timeout_ms")
     install_json_hook()
 
+    # Parse, validate, then compile: the validator walks the tree while the parse has just
+    # left it in the CPU caches (a 500-line program's tree is megabytes of objects; walked
+    # after the compiler, validation took about 0.5 ms more of a 2 ms phase in the worker).
+    # A syntax error the compiler finds still wins over the validator's report, as it did
+    # when compiling came first.
     try:
-        compiled, tree = _compile(code)
-    except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as exc:
+        compiled, tree = _cached_or_parse(code)
+    except _SYNTAX_ERRORS as exc:
         return {"ok": False, "error": _syntax_report(exc, code), "error_kind": "syntax"}, None
-
     snap = sdk.current()
-    if params.get("validate"):
-        message = _validate(code, snap, params, session, tree)
-        if message:
-            return {"ok": False, "error": message, "error_kind": "validation"}, None
+    message = _validate(code, snap, params, session, tree) if params.get("validate") else None
+    if compiled is None:
+        try:
+            compiled = _compile(code, tree)  # type: ignore[arg-type]
+        except _SYNTAX_ERRORS as exc:
+            return {"ok": False, "error": _syntax_report(exc, code), "error_kind": "syntax"}, None
+    if message:
+        return {"ok": False, "error": message, "error_kind": "validation"}, None
 
     ns = _namespace(session, bool(params.get("reset")), snap)
     enforce = bool(params.get("enforce_mutations"))

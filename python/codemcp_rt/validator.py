@@ -17,22 +17,23 @@ and stop wherever the program itself may add keys (stores, update/setdefault, ap
 lists it did not build), names the key elsewhere (``"k" in x``, ``x.get("k")``), or reads
 it under ``try: ... except KeyError``.
 
-Cost: one ``ast.parse`` and one iterative walk; signatures are cached per function
-object. Stdlib only (plus the sibling ``shapes`` module): importable on its own.
+Cost: one ``ast.parse`` (the runner's, shared with the compiler) and one iterative
+walk; call sites are checked once per form (callcheck.py), signatures cached per
+function object. Stdlib only (plus the sibling ``callcheck`` and ``shapes`` modules):
+importable on its own.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
-import difflib
-import inspect
-import weakref
 from typing import Any, Callable, Iterable
 
 try:
+    from . import callcheck as _callcheck
     from . import shapes as _shapes
 except ImportError:  # loaded as a top-level module (tools, embedding experiments)
+    import callcheck as _callcheck  # type: ignore[no-redef]
     import shapes as _shapes  # type: ignore[no-redef]
 
 __all__ = ["validate", "format_report", "syntax_problem", "HEADER", "RUNTIME_NAMES"]
@@ -68,69 +69,21 @@ _FRESH_NODES = (
     ast.Constant,
     ast.JoinedStr,
 )
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_SCOPES = frozenset(
+    {ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp}
+)
+_FUNCS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+# The node types _collect does something for besides Call/Attribute/Subscript/Assign (and
+# the Name/Constant leaves): every other type only has its children walked.
+_HANDLED = _FUNCS | {
+    ast.AnnAssign, ast.AugAssign, ast.Try, ast.TryStar, ast.With, ast.AsyncWith, ast.arg, ast.Import,
+    ast.ImportFrom, ast.Global, ast.Nonlocal, ast.ExceptHandler, ast.MatchAs, ast.MatchStar, ast.MatchMapping,
+}
+_KEY_SETTERS = frozenset({"setattr", "setitem"})  # calls of these by name may store any key
 _GROW_METHODS = frozenset({"append", "extend", "insert", "__iadd__"})
 _KEY_METHODS = frozenset({"update", "setdefault", "__setitem__", "__ior__", "fromkeys"})
 
 _MISSING = object()
-
-
-# -- signatures ------------------------------------------------------------------------
-
-
-class _Sig:
-    """What the argument checks need from one SDK function's signature."""
-
-    __slots__ = ("positional", "keywords", "required", "var_pos", "var_kw", "valid")
-
-    def __init__(self, sig: inspect.Signature) -> None:
-        P = inspect.Parameter
-        self.positional: list[str] = []  # names that can be filled by position, in order
-        self.keywords: set[str] = set()  # names that can be passed by keyword
-        self.required: list[str] = []
-        self.var_pos = self.var_kw = False
-        valid: list[str] = []
-        for p in sig.parameters.values():
-            if p.kind is P.VAR_POSITIONAL:
-                self.var_pos = True
-                continue
-            if p.kind is P.VAR_KEYWORD:
-                self.var_kw = True
-                continue
-            if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD):
-                self.positional.append(p.name)
-            if p.kind is not P.POSITIONAL_ONLY:
-                self.keywords.add(p.name)
-                valid.append(p.name)
-            if p.default is P.empty:
-                self.required.append(p.name)
-        if "timeout_ms" not in self.keywords:  # every SDK call accepts it (sdkgen)
-            self.keywords.add("timeout_ms")
-            valid.append("timeout_ms")
-        self.valid = valid
-
-
-_SIG_CACHE: "weakref.WeakKeyDictionary[Any, _Sig | None]" = weakref.WeakKeyDictionary()
-
-
-def _signature(fn: Callable) -> _Sig | None:
-    try:
-        return _SIG_CACHE[fn]
-    except KeyError:
-        pass
-    except TypeError:  # not weak-referenceable: no cache, still correct
-        return _make_sig(fn)
-    info = _make_sig(fn)
-    _SIG_CACHE[fn] = info
-    return info
-
-
-def _make_sig(fn: Callable) -> _Sig | None:
-    try:
-        return _Sig(inspect.signature(fn))
-    except (TypeError, ValueError):
-        return None
 
 
 # -- the walk ----------------------------------------------------------------------------
@@ -141,11 +94,13 @@ class _Facts:
 
     def __init__(self) -> None:
         self.binds: dict[str, list[Any]] = {}  # name -> one entry per binding: value node, "aug" or None
-        self.loads: dict[str, list[tuple[ast.Name, int, bool]]] = {}  # name -> (node, scope, guarded)
-        self.calls: list[ast.Call] = []  # calls of a bare name
-        self.call_of: dict[int, ast.Call] = {}  # id(func node) -> its Call
-        self.parent: dict[int, ast.AST] = {}  # id(x) -> Subscript/Attribute/Call whose value/func is x
-        self.decorators: set[int] = set()
+        # name -> (node, scope, guarded) for each read of it as ``name[...]`` or ``name.attr``:
+        # the only reads where a field path can start (see _steps).
+        self.loads: dict[str, list[tuple[ast.Name, int, bool]]] = {}
+        self.sites: dict[tuple, list[ast.Call]] = {}  # calls of a bare name by form (callcheck)
+        self.call_of: dict[int, ast.Call] = {}  # id(Attribute) -> the Call it is the func of
+        self.parent: dict[int, ast.AST] = {}  # id(x) -> Subscript/Attribute whose value is x
+        self.decorators: set[int] = set()  # id() of decorator expressions
         self.candidates: list[tuple[str, str, ast.stmt, int]] = []  # x = fn(...): (x, fn, stmt, scope)
         self.scope_parent: dict[int, int] = {0: -1}
         self.class_scopes: set[int] = set()
@@ -166,14 +121,12 @@ def _bind(f: _Facts, name: str, value: Any = None) -> None:
 
 
 def _load(f: _Facts, node: ast.Name, scope: int, guarded: bool) -> None:
-    """Records a read of a bare name (and notes names that make the program dynamic)."""
+    """Records ``node`` (a bare name read) as the start of a possible field path."""
     lst = f.loads.get(node.id)
     if lst is None:
         f.loads[node.id] = [(node, scope, guarded)]
     else:
         lst.append((node, scope, guarded))
-    if node.id in _DYNAMIC_NAMES:
-        f.dynamic = True
 
 
 def _literal_key(node: ast.AST) -> Any:
@@ -201,23 +154,74 @@ def _sdk_call_name(value: ast.AST) -> str | None:
     return None
 
 
-def _constant_args(call: ast.Call) -> bool:
-    """True when every argument is a literal constant or a plain variable (read), given by
-    position or by name: nothing below the call needs the general walk."""
-    for a in call.args:
-        t = type(a)
-        if t is not ast.Constant and not (t is ast.Name and type(a.ctx) is ast.Load):
-            return False
+def _call_site(f: _Facts, call: ast.Call, form: tuple) -> None:
+    """Records ``call``, a call of a bare name, for the call checks (callcheck), under
+    its form. Decorators are left out: they are not checked as calls."""
+    if id(call) not in f.decorators:
+        group = f.sites.get(form)
+        if group is None:
+            f.sites[form] = [call]
+        else:
+            group.append(call)
+
+
+def _key_setter(f: _Facts, call: ast.Call, fid: str) -> None:
+    """What a call of setattr / setitem (by name) may store."""
+    if fid == "setattr":
+        if len(call.args) >= 2:
+            key = _literal_key(call.args[1])
+            if key is _MISSING:
+                f.key_writes.append(None)
+            else:
+                f.written.add(key)
+    else:  # operator.setitem imported by name
+        f.key_writes.append(None)
+
+
+def _plain_form(f: _Facts, call: ast.Call, fid: str) -> tuple | None:
+    """For ``fid(1, k="v", n=x)`` - every argument a literal constant or a plain name read,
+    the usual SDK call - do what walking the call's children would do (names that make
+    the program dynamic, string constants mentioned) and return the call's form (as
+    callcheck.form_of): nothing below it needs the walk. Else None (what was done so far
+    the walk repeats harmlessly). One pass over the arguments: this runs once per call
+    site, and programs with hundreds of call sites are mostly this."""
+    if fid in _DYNAMIC_NAMES:
+        f.dynamic = True
+    Constant, Name = ast.Constant, ast.Name
+    args = call.args
+    for v in args:
+        t = type(v)
+        if t is Constant:
+            if type(v.value) is str:
+                f.mentioned.add(v.value)
+        elif t is Name and type(v.ctx) is ast.Load:
+            if v.id in _DYNAMIC_NAMES:
+                f.dynamic = True
+        else:
+            return None
+    names = []
     for k in call.keywords:
-        if k.arg is None:
-            return False
-        t = type(k.value)
-        if t is not ast.Constant and not (t is ast.Name and type(k.value.ctx) is ast.Load):
-            return False
-    return True
+        arg = k.arg
+        if arg is None:
+            return None
+        names.append(arg)
+        v = k.value
+        t = type(v)
+        if t is Constant:
+            if type(v.value) is str:
+                f.mentioned.add(v.value)
+        elif t is Name and type(v.ctx) is ast.Load:
+            if v.id in _DYNAMIC_NAMES:
+                f.dynamic = True
+        else:
+            return None
+    return (fid, len(args), tuple(names), False)
 
 
 def _collect(tree: ast.Module) -> _Facts:
+    """One walk over ``tree`` (iterative, not in source order). Name and Constant nodes
+    are handled where their parent is, never pushed: they are half of all nodes and
+    only ever need a set or dict update."""
     f = _Facts()
     next_scope = 1
     # (node, scope id, guarded): guarded = inside a try body that catches KeyError & co.
@@ -226,79 +230,82 @@ def _collect(tree: ast.Module) -> _Facts:
     child_fields, AST = _CHILD_FIELDS, ast.AST
     assign_value: dict[int, Any] = {}  # id(Name target) -> the value bound to it
     read_keys: set[int] = set()  # id() of constants that are the key of a x["k"] read
-    Name, Call, Attribute, Subscript = ast.Name, ast.Call, ast.Attribute, ast.Subscript
-    Load = ast.Load
+    Name, Call, Attribute, Subscript, Assign = ast.Name, ast.Call, ast.Attribute, ast.Subscript, ast.Assign
+    Load, Constant, dynamic_names, mentioned, binds = ast.Load, ast.Constant, _DYNAMIC_NAMES, f.mentioned, f.binds
+    sites = f.sites
     while stack:
         node, scope, guarded = pop()
         t = type(node)
         inner = scope
-        if t is ast.Constant:
-            if type(node.value) is str and id(node) not in read_keys:
-                f.mentioned.add(node.value)
-            continue
-        if t is Name:
-            if type(node.ctx) is Load:
-                _load(f, node, scope, guarded)
-            else:
-                _bind(f, node.id, assign_value.get(id(node)))
-            continue  # a Name has only its ctx below it
         if t is Call:
             func = node.func
-            f.call_of[id(func)] = node
-            f.parent[id(func)] = node
             ft = type(func)
             if ft is Name:
-                f.calls.append(node)
-                if func.id == "setattr" and len(node.args) >= 2:
-                    key = _literal_key(node.args[1])
-                    if key is _MISSING:
-                        f.key_writes.append(None)
-                    else:
-                        f.written.add(key)
-                elif func.id == "setitem":  # operator.setitem imported by name
-                    f.key_writes.append(None)
-                elif _constant_args(node):
-                    # fn(a=1, b="x"): the usual SDK call. Do what visiting its children
-                    # would do (a load of `fn`, string constants mentioned) without
-                    # walking them; programs with hundreds of call sites are mostly this.
-                    _load(f, func, scope, guarded)
-                    for v in [*node.args, *(k.value for k in node.keywords)]:
-                        if type(v) is Name:
-                            _load(f, v, scope, guarded)
-                        elif type(v.value) is str:
-                            f.mentioned.add(v.value)
-                    continue
+                fid = func.id
+                if fid in _KEY_SETTERS:
+                    _key_setter(f, node, fid)
+                else:
+                    form = _plain_form(f, node, fid)
+                    if form is not None:
+                        _call_site(f, node, form)
+                        continue
+                _call_site(f, node, _callcheck.form_of(node, fid))
             elif ft is Attribute:
+                f.call_of[id(func)] = node
                 _method_call(f, node, func)
         elif t is Attribute:
-            f.parent[id(node.value)] = node
-            ctx = type(node.ctx)
-            if ctx is not Load:
+            value = node.value
+            f.parent[id(value)] = node
+            if type(value) is Name and type(value.ctx) is Load:
+                _load(f, value, scope, guarded)
+            if type(node.ctx) is not Load:
                 f.written.add(node.attr)
             attr = node.attr
-            if attr == "__dict__" or (
-                attr == "modules" and type(node.value) is Name and node.value.id == "sys"
-            ):
+            if attr == "__dict__" or (attr == "modules" and type(value) is Name and value.id == "sys"):
                 f.dynamic = True
         elif t is Subscript:
-            f.parent[id(node.value)] = node
+            value = node.value
+            f.parent[id(value)] = node
+            if type(value) is Name and type(value.ctx) is Load:
+                _load(f, value, scope, guarded)
             if type(node.ctx) is Load:
                 read_keys.add(id(node.slice))
             else:
                 key = _literal_key(node.slice)
                 if key is _MISSING:
-                    f.key_writes.append(node.value)
+                    f.key_writes.append(value)
                 else:
                     f.written.add(key)
-        elif t is ast.Assign:
+        elif t is Assign:
             value = node.value
-            for target in node.targets:
+            targets = node.targets
+            if len(targets) == 1 and type(targets[0]) is Name:
+                x = targets[0].id
+                if type(value) is Call and type(value.func) is Name:
+                    fid = value.func.id
+                    f.candidates.append((x, fid, node, scope))
+                    form = None if fid in _KEY_SETTERS else _plain_form(f, value, fid)
+                    if form is not None:  # x = fn(1, k="v"): both children are done here
+                        group = sites.get(form)  # (a value is never a decorator)
+                        if group is None:
+                            sites[form] = [value]
+                        else:
+                            group.append(value)
+                        group = binds.get(x)
+                        if group is None:
+                            binds[x] = [value]
+                        else:
+                            group.append(value)
+                        continue
+                else:
+                    fn = _sdk_call_name(value)
+                    if fn is not None:
+                        f.candidates.append((x, fn, node, scope))
+            for target in targets:
                 if type(target) is Name:
                     assign_value[id(target)] = value
-            if len(node.targets) == 1 and type(node.targets[0]) is Name:
-                fn = _sdk_call_name(value)
-                if fn is not None:
-                    f.candidates.append((node.targets[0].id, fn, node, scope))
+        elif t not in _HANDLED:
+            pass  # Expr, BinOp, keyword, If, For ...: only their children matter
         elif t is ast.AnnAssign:
             if type(node.target) is Name and node.value is not None:
                 assign_value[id(node.target)] = node.value
@@ -374,12 +381,21 @@ def _collect(tree: ast.Module) -> _Facts:
             fields = child_fields[t] = _child_fields(t)
         for name in fields:
             v = getattr(node, name, None)
-            if type(v) is list:
-                for child in v:
-                    if isinstance(child, AST):
-                        push((child, inner, guarded))
-            elif isinstance(v, AST):
-                push((v, inner, guarded))
+            for child in v if type(v) is list else (v,):
+                ct = type(child)
+                if ct is Name:
+                    # A read matters only for the names that make a program dynamic (the
+                    # reads where a field path starts are taken by their Subscript/Attribute).
+                    if type(child.ctx) is Load:
+                        if child.id in dynamic_names:
+                            f.dynamic = True
+                    else:
+                        _bind(f, child.id, assign_value.get(id(child)))
+                elif ct is Constant:
+                    if type(child.value) is str and id(child) not in read_keys:
+                        mentioned.add(child.value)
+                elif isinstance(child, AST):
+                    push((child, inner, guarded))
     return f
 
 
@@ -544,191 +560,33 @@ def _check(
     f = _collect(tree)
     if f.dynamic:
         return []  # names may be created at run time: nothing here is certain
-    problems: list[tuple[int, int, str]] = []
-    bound = f.binds
-    disabled = frozenset(disabled)
-    sdk = _SdkIndex.of(functions, meta)
-    known = _BUILTINS | RUNTIME_NAMES | frozenset(known_names)
-    allowed = frozenset(allow_mutations)
-    check_writes = enforce_mutations and not dry_run
-    writes_reported: set[str] = set()
-    unknown_cache: dict[str, str | None] = {}
-    fine_calls: set[tuple] = set()  # call forms already found correct: skip the re-check
-
-    f.calls.sort(key=lambda c: (c.lineno, c.col_offset))  # the walk is not in source order
-    for call in f.calls:
-        name = call.func.id  # type: ignore[attr-defined]
-        if name in bound or id(call) in f.decorators:
-            continue
-        line, col = call.lineno, call.col_offset
-        if name in disabled:
-            msg = "`%s` is disabled in this gateway's configuration (line %d)." % (name, line)
-            problems.append((line, col, msg))
-            continue
-        fn = functions.get(name)
-        if fn is None:
-            if name in known or f.star_import:
-                continue
-            if name not in unknown_cache:
-                unknown_cache[name] = sdk.unknown(name)
-            hint = unknown_cache[name]
-            if hint is not None:
-                problems.append((line, col, "`%s` is not a known SDK function (line %d).%s" % (name, line, hint)))
-            continue
-        if check_writes and name not in writes_reported:
-            info = meta.get(name)
-            if isinstance(info, dict) and info.get("mutation") and not _authorized(name, info, allowed):
-                writes_reported.add(name)
-                problems.append((line, col, _write_problem(name, line)))
-        form = (name, len(call.args), tuple(k.arg for k in call.keywords), any(type(a) is ast.Starred for a in call.args))
-        if form in fine_calls:
-            continue
-        sig = _signature(fn) if name in sdk.names else None
-        found = _argument_problems(name, sig, call) if sig is not None else ()
-        if found:
-            problems.extend((line, col, msg) for msg in found)
-        else:
-            fine_calls.add(form)
+    problems = _callcheck.call_problems(
+        f.sites,
+        f.binds,
+        functions,
+        meta,
+        _BUILTINS | RUNTIME_NAMES | frozenset(known_names),
+        f.star_import,
+        frozenset(disabled),
+        enforce_mutations and not dry_run,
+        frozenset(allow_mutations),
+    )
 
     if shapes and dry_run:
         # Under dry_run a write returns the gateway's stub, not the tool's real result: its
         # learned shape says nothing about what the program will read.
         shapes = {fn: s for fn, s in shapes.items() if not (meta.get(fn) or {}).get("mutation")}
     if shapes:
-        for msg_line in _shape_problems(f, functions, shapes):
-            problems.append(msg_line)
+        problems += _shape_problems(f, functions, shapes)
 
-    problems.sort(key=lambda p: (p[0], p[1]))
+    problems.sort(key=lambda p: (p[0], p[1], p[2]))  # the walk is not in source order
     out: list[str] = []
     seen: set[str] = set()
-    for _, _, msg in problems:
+    for _, _, _, msg in problems:
         if msg not in seen:
             seen.add(msg)
             out.append(msg)
     return out
-
-
-def _authorized(name: str, info: dict, allowed: frozenset) -> bool:
-    """Whether allow_mutations names this write. The SDK name is the documented form;
-    "server/tool", "server.tool", "server/*" and "*" are accepted too, so the courtesy
-    check is never stricter than the gateway, which decides for real."""
-    if name in allowed or "*" in allowed:
-        return True
-    server, tool = info.get("server"), info.get("tool")
-    if not isinstance(server, str) or not isinstance(tool, str):
-        return False
-    forms = (server + "/" + tool, server + "." + tool, server + ":" + tool, server + "/*", server + ".*", server)
-    return any(f in allowed for f in forms)
-
-
-def _write_problem(name: str, line: int) -> str:
-    return (
-        '%s is a write tool and was not authorized (line %d). Re-send with "allow_mutations": ["%s"], '
-        'or preview it with "dry_run": true.' % (name, line, name)
-    )
-
-
-def _argument_problems(name: str, sig: _Sig, call: ast.Call) -> list[str]:
-    line = call.lineno
-    out: list[str] = []
-    star = any(type(a) is ast.Starred for a in call.args)
-    dstar = any(k.arg is None for k in call.keywords)
-    given = [k.arg for k in call.keywords if k.arg is not None]
-    suggested: set[str] = set()  # a typo's fix is not also reported as missing
-    if not sig.var_kw:
-        for k in given:
-            if k not in sig.keywords:
-                close = difflib.get_close_matches(k, sig.valid, n=1, cutoff=0.6)
-                if close:
-                    suggested.add(close[0])
-                    hint = "Did you mean `%s`?" % close[0]
-                else:
-                    hint = "Valid arguments: %s." % (", ".join(sig.valid) or "none")
-                out.append("unknown argument `%s` for %s (line %d). %s" % (k, name, line, hint))
-    if star:
-        return out
-    npos = len(call.args)
-    if npos > len(sig.positional) and not sig.var_pos:
-        out.append(
-            "%s takes %d positional argument(s) but %d were given (line %d)."
-            % (name, len(sig.positional), npos, line)
-        )
-        return out
-    filled = set(sig.positional[:npos])
-    for k in given:
-        if k in filled and k in sig.keywords:
-            out.append("%s got multiple values for argument `%s` (line %d)." % (name, k, line))
-    if not dstar:
-        missing = [p for p in sig.required if p not in filled and p not in given and p not in suggested]
-        if missing:
-            out.append(
-                "%s: missing required argument(s) %s (line %d)." % (name, ", ".join("`%s`" % m for m in missing), line)
-            )
-    return out
-
-
-class _SdkIndex:
-    """Lookups over the SDK's names for the unknown-function check."""
-
-    _last: "tuple[Any, Any, _SdkIndex, tuple[int, int]] | None" = None
-
-    @classmethod
-    def of(cls, functions: dict[str, Callable], meta: dict[str, dict]) -> "_SdkIndex":
-        """The index for these dicts, reused while the runner passes the same SDK
-        snapshot (its dicts are never modified after loading)."""
-        last = cls._last
-        key = (len(functions), len(meta) if meta else 0)
-        if last is not None and last[0] is functions and last[1] is meta and last[3] == key:
-            return last[2]
-        index = cls(functions, meta)
-        cls._last = (functions, meta, index, key)
-        return index
-
-    def __init__(self, functions: dict[str, Callable], meta: dict[str, dict]) -> None:
-        names = [n for n in functions if n in meta] if meta else [n for n in functions if not n.startswith("_")]
-        self.names = frozenset(names)
-        self.sorted = sorted(names)
-        self.prefixes: dict[str, list[str]] = {}  # "memory_" -> its functions
-        self.by_tool: dict[str, list[str]] = {}  # "create_entities" -> ["memory_create_entities"]
-        for n in self.sorted:
-            info = meta.get(n) if meta else None
-            server = info.get("server") if isinstance(info, dict) else None
-            if isinstance(server, str) and server:
-                prefix = _sanitize(server) + "_"
-                if n.startswith(prefix):
-                    self.prefixes.setdefault(prefix, []).append(n)
-                    self.by_tool.setdefault(n[len(prefix) :], []).append(n)
-
-    def unknown(self, name: str) -> str | None:
-        """None if ``name`` does not look like an SDK function, else the hint to append
-        (possibly empty)."""
-        server_fns: list[str] | None = None
-        cands: list[str] = []
-        for prefix, fns in self.prefixes.items():
-            if name.startswith(prefix):
-                server_fns = fns
-                cands += self.by_tool.get(name[len(prefix) :], ())  # right tool, wrong server
-                break
-        cands += self.by_tool.get(name, ())  # the server prefix was left out
-        cands += difflib.get_close_matches(name, self.sorted, n=1, cutoff=0.8)
-        if server_fns is None and not cands:
-            return None
-        if not cands:
-            cands = difflib.get_close_matches(name, server_fns or self.sorted, n=1, cutoff=0.6)
-        cands = list(dict.fromkeys(cands))[:2]
-        if cands:
-            return " Did you mean %s?" % " or ".join("`%s`" % c for c in cands)
-        if server_fns:
-            shown = ", ".join(server_fns[:10]) + (", …" if len(server_fns) > 10 else "")
-            return " Functions of that server: %s." % shown
-        return ""
-
-
-def _sanitize(server: str) -> str:
-    """sdkgen's server-name sanitizer: ASCII letters, digits and _ kept, others -> _,
-    leading digit -> _ prefix."""
-    out = "".join(c if (c.isascii() and (c.isalnum() or c == "_")) else "_" for c in server)
-    return "_" + out if out[:1].isdigit() else out
 
 
 # -- shapes --------------------------------------------------------------------------------
@@ -753,6 +611,20 @@ def _is_fresh(f: _Facts, base: ast.AST | None) -> bool:
     return True
 
 
+def _all_fresh(f: _Facts, bases: list[ast.AST | None]) -> bool:
+    """_is_fresh for every base; each name is judged once (`out.append(x)` 500 times is
+    one name)."""
+    done: set[str] = set()
+    for base in bases:
+        if type(base) is not ast.Name:
+            return False
+        if base.id not in done:
+            if not _is_fresh(f, base):
+                return False
+            done.add(base.id)
+    return True
+
+
 def _within(f: _Facts, scope: int, home: int) -> bool:
     """True if code in ``scope`` sees names bound in ``home``."""
     while scope != -1:
@@ -762,13 +634,19 @@ def _within(f: _Facts, scope: int, home: int) -> bool:
     return False
 
 
-def _shape_problems(f: _Facts, functions: dict[str, Callable], shapes: dict[str, dict]) -> list[tuple[int, int, str]]:
-    if any(not _is_fresh(f, b) for b in f.key_writes):
+def _shape_problems(
+    f: _Facts, functions: dict[str, Callable], shapes: dict[str, dict]
+) -> list[tuple[int, int, int, str]]:
+    """(line, col, 0, message) per field read that the learned shapes rule out."""
+    if not _all_fresh(f, f.key_writes):
         return []  # the program stores computed keys into data it did not build: any key may exist
-    arrays_grow = any(not _is_fresh(f, b) for b in f.grows)
+    arrays_grow = not _all_fresh(f, f.grows)
     written = frozenset(f.written)
-    out: list[tuple[int, int, str]] = []
+    out: list[tuple[int, int, int, str]] = []
     for x, fn, stmt, home in f.candidates:
+        loads = f.loads.get(x)
+        if not loads:
+            continue  # never read as x[...] or x.attr
         if fn not in functions or fn in f.binds or len(f.binds.get(x, ())) != 1:
             continue
         shape = shapes.get(fn)
@@ -777,7 +655,7 @@ def _shape_problems(f: _Facts, functions: dict[str, Callable], shapes: dict[str,
         if home in f.class_scopes:
             continue
         end = (stmt.end_lineno, stmt.end_col_offset)
-        for node, scope, guarded in f.loads.get(x, ()):
+        for node, scope, guarded in loads:
             if guarded or (node.lineno, node.col_offset) <= end or not _within(f, scope, home):
                 continue
             steps = _steps(f, node)
@@ -787,7 +665,7 @@ def _shape_problems(f: _Facts, functions: dict[str, Callable], shapes: dict[str,
                 fn, shape, steps, written=written, mentioned=f.mentioned, arrays_grow=arrays_grow
             )
             if msg is not None:
-                out.append((node.lineno, node.col_offset, msg))
+                out.append((node.lineno, node.col_offset, 0, msg))
     return out
 
 
@@ -799,11 +677,9 @@ def _steps(f: _Facts, node: ast.AST) -> list[tuple[str, Any, int]]:
     cur = node
     while True:
         p = parent.get(id(cur))
-        if p is None:
+        if p is None:  # cur is not read further (it may be called, passed, compared ...)
             return steps
         tp = type(p)
-        if tp is ast.Call:  # cur is being called: not a field read
-            return steps
         line = p.lineno
         if tp is ast.Subscript:
             if type(p.ctx) is not ast.Load:

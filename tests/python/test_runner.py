@@ -361,6 +361,20 @@ class ValidateHookTest(RuntimeTest):
         self.assertEqual(self.t.calls(), [])
         self.assertEqual(self.run_code("srv_get()['tool']", validate=True)["result"], "get")
 
+    def test_compiler_syntax_errors_win_over_validation(self) -> None:
+        # The runner validates between parsing and compiling; an error only the compiler
+        # finds must still be reported as the syntax error it is, and nothing cached.
+        if importlib.util.find_spec("codemcp_rt.validator") is None:
+            self.skipTest("no validator module")
+        for code in ("srv_gett()\nbreak\n", "srv_gett()\nnonlocal x\n", "srv_gett()\nreturn 1\n"):
+            with self.subTest(code=code):
+                env = self.run_code(code, validate=True)
+                self.assertEqual(env["error_kind"], "syntax", env)
+                self.assertNotIn(code, runner._compiled)
+        env = self.run_code("srv_gett()\nx = 1\n", validate=True)
+        self.assertEqual(env["error_kind"], "validation", env)
+        self.assertEqual(self.t.calls(), [])
+
     def test_cached_verdicts_follow_what_they_depend_on(self) -> None:
         if importlib.util.find_spec("codemcp_rt.validator") is None:
             self.skipTest("no validator module")

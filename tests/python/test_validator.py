@@ -8,6 +8,8 @@ validator sees real functions with real signatures. Then:
     its `# expect: <text>` header lines, a problem containing that text; every valid/*.py
     must produce no problem at all (and must compile);
   * direct tests for each kind of message and for the shape walk;
+  * call sites are checked once per form: no site may get another site's verdict, and
+    the shortcut for plain calls must agree with the general walk;
   * a micro-benchmark that prints timings (never asserts them: timing belongs in bench/).
 
 Run: PYTHONPATH=python /usr/bin/python3 -m unittest tests/python/test_validator.py -v
@@ -566,6 +568,146 @@ class MessageTest(unittest.TestCase):
         self.assertEqual(validator.validate("everything_echo(zzz=1)\n", {"everything_echo": max}, {}), [])
 
 
+class CallFormTest(unittest.TestCase):
+    """Call sites are checked once per form (callcheck): name, positional count, keyword
+    names, *spread. The grouping must never hand one site another's verdict."""
+
+    def setUp(self) -> None:
+        validator.STRICT = True
+
+    def tearDown(self) -> None:
+        validator.STRICT = False
+
+    def test_every_site_of_a_faulty_form_is_reported_with_its_line(self) -> None:
+        lines = ["p%d = everything_get_sum(a=%d, b=1)" % (i, i) for i in range(300)]
+        lines[7] = "p7 = everything_get_sum(a=7)"
+        lines[250] = "p250 = everything_get_sum(a=250)"
+        lines[100] = "p100 = everything_get_sum(a=100, bb=1)"
+        self.assertEqual(
+            check("\n".join(lines)),
+            [
+                "everything_get_sum: missing required argument(s) `b` (line 8).",
+                "unknown argument `bb` for everything_get_sum (line 101). Did you mean `b`?",
+                "everything_get_sum: missing required argument(s) `b` (line 251).",
+            ],
+        )
+
+    def test_each_call_shape_gets_its_own_verdict(self) -> None:
+        ok = ["everything_get_sum(a=1, b=2)", "everything_get_sum(b=2, a=1)", "everything_get_sum(1, b=2)",
+              "everything_get_sum(1, 2)", "everything_get_sum(*xs)", "everything_get_sum(1, *xs)",
+              "everything_get_sum(**kw)", "everything_get_sum(a=1, **kw)", "everything_get_sum(1, 2, timeout_ms=5)"]
+        bad = {
+            "everything_get_sum(a=1)": "missing required argument(s) `b`",
+            "everything_get_sum(1)": "missing required argument(s) `b`",
+            "everything_get_sum(1, 2, 3)": "takes 2 positional argument(s) but 3 were given",
+            "everything_get_sum(1, a=2, b=3)": "got multiple values for argument `a`",
+            "everything_get_sum(*xs, c=1)": "unknown argument `c`",
+        }
+        for n in range(len(ok) + 1):  # every mix of fine forms around the faulty ones
+            code = "\n".join(ok[:n] + list(bad) + ok[n:] + list(bad))
+            problems = check(code)
+            self.assertEqual(len(problems), 2 * len(bad), problems)
+            for i, (line, want) in enumerate(bad.items()):
+                self.assertIn(want, problems[i])
+                self.assertIn("(line %d)" % (n + i + 1), problems[i])
+
+    def test_write_is_reported_once_at_its_first_site_before_its_argument_problems(self) -> None:
+        code = (
+            "def later():\n"
+            "    memory_create_entities(entities=[], extra=1)\n"
+            "memory_create_entities()\n"
+            "memory_create_entities(entities=[])\n"
+        )
+        problems = check(code, enforce_mutations=True)
+        self.assertEqual(len(problems), 3, problems)
+        self.assertTrue(problems[0].startswith("memory_create_entities is a write tool and was not authorized (line 2)"))
+        self.assertIn("unknown argument `extra` for memory_create_entities (line 2)", problems[1])
+        self.assertIn("missing required argument(s) `entities` (line 3)", problems[2])
+
+    def test_decorator_sites_are_left_out_but_not_their_form(self) -> None:
+        code = "@everything_echo(mesage='x')\ndef f():\n    pass\neverything_echo(mesage='x')\n"
+        (p,) = check(code)
+        self.assertIn("(line 4)", p)
+
+    def test_a_name_bound_anywhere_silences_all_its_forms(self) -> None:
+        code = "everything_echo(mesage='x')\neverything_echo()\neverything_echo = print\n"
+        self.assertEqual(check(code), [])
+
+    def test_nothing_is_kept_between_calls_for_another_sdk(self) -> None:
+        # The same program (the same forms) against an SDK whose function changed between
+        # two validations: the second verdict is the new SDK's, never the first one's.
+        code = "\n".join("r%d = everything_echo(message='m%d')" % (i, i) for i in range(50))
+        self.assertEqual(check(code), [])
+        module, _ = build_sdk(SDK_SOURCE.replace("def everything_echo(message: str,", "def everything_echo(text: str,"))
+        functions = {n: getattr(module, n) for n in module.__all__}
+        problems = validator.validate(code, functions, module.__codemcp_meta__)
+        self.assertEqual(len(problems), 100, problems[:3])  # unknown `message` + missing `text`, each site
+        self.assertEqual(check(code), [])  # and back
+
+    def test_nothing_is_kept_between_calls_for_other_shapes(self) -> None:
+        code = "r = memory_read_graph()\nprint(r['entities'], r['nodes'])\n"
+        (p,) = check(code)
+        self.assertIn("no field `nodes`", p)
+        table = dict(SHAPES, memory_read_graph=obj(entities=arr(ENTITY), nodes=LEAF))
+        self.assertEqual(check(code, shapes=table), [])
+        (p,) = check(code, shapes=dict(SHAPES, memory_read_graph=obj(nodes=LEAF)))
+        self.assertIn("no field `entities`", p)
+
+    def test_plain_call_shortcut_matches_the_general_walk(self) -> None:
+        # Calls whose arguments are all constants or names skip the general walk. Making
+        # every argument non-plain (x -> (x if True else None)) forces the general walk:
+        # the verdict of every corpus program must not change.
+        class Unplain(ast.NodeTransformer):
+            def visit_Call(self, node: ast.Call) -> ast.Call:
+                self.generic_visit(node)
+                wrap = lambda v: ast.copy_location(ast.IfExp(ast.Constant(True), v, ast.Constant(None)), v)
+                node.args = [a if isinstance(a, ast.Starred) else wrap(a) for a in node.args]
+                for k in node.keywords:
+                    k.value = wrap(k.value)
+                return node
+
+        # What the shortcut must do itself: strings it passes count as mentioned keys (no
+        # field check on them), names it passes may make the program dynamic (no checks).
+        quiet = {
+            'r = memory_read_graph()\nlog("zz")\nprint(r["zz"])\n': "log(1)",
+            'r = memory_read_graph()\nx = log(1, k="zz")\nprint(r["zz"])\n': 'log(1, k="z")',
+            'r = memory_read_graph()\nlog(eval)\nprint(r["zz"])\n': "log(e)",
+            'r = memory_read_graph()\nx = log(k=globals)\nprint(r["zz"])\n': "log(k=g)",
+        }
+        for code, plain in quiet.items():
+            with self.subTest(code=code):
+                self.assertEqual(check(code), [])
+                loud = code.split("\n")
+                loud[1] = plain
+                self.assertEqual(len(check("\n".join(loud))), 1)  # r["zz"] is flagged
+        cases = [(code, {}) for code in quiet]
+        for path in corpus("faulty") + corpus("valid"):
+            code, _, options = read_case(path)
+            cases.append((code, options))
+        for code, options in cases:
+            try:
+                tree = ast.parse(code)
+            except SyntaxError:
+                continue
+            with self.subTest(code=code[:60]):
+                general = ast.fix_missing_locations(Unplain().visit(ast.parse(code)))
+                self.assertEqual(check(code, tree=general, **options), check(code, tree=tree, **options))
+
+    def test_form_of_plain_calls(self) -> None:
+        from codemcp_rt import callcheck
+
+        for src in ("f()", "f(1, 'a', x)", "f(a=1, b=x)", "f(1, b='x', timeout_ms=3)"):
+            call = ast.parse(src).body[0].value
+            f = validator._Facts()
+            self.assertEqual(validator._plain_form(f, call, "f"), callcheck.form_of(call, "f"))
+        for src in ("f(*a)", "f(**k)", "f(g(1))", "f(a=[1])"):
+            call = ast.parse(src).body[0].value
+            self.assertIsNone(validator._plain_form(validator._Facts(), call, "f"))
+        self.assertNotEqual(
+            callcheck.form_of(ast.parse("f(*a)").body[0].value, "f"), callcheck.form_of(ast.parse("f(a)").body[0].value, "f")
+        )
+
+
 class ShapeTest(unittest.TestCase):
     def setUp(self) -> None:
         validator.STRICT = True
@@ -729,12 +871,21 @@ def _program_500_calls() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _program_500_sites() -> str:
+    """bench/validation.mjs's worst case: 500 call sites, one per line, then all read."""
+    lines = ["p%d = everything_get_sum(a=%d, b=1)" % (i, i) for i in range(500)]
+    lines.append("vals = [%s]" % ", ".join("p%d" % i for i in range(500)))
+    return "\n".join(lines) + "\n"
+
+
 def bench(rounds: int = 30) -> dict[str, float]:
     """Median milliseconds, per program, of: ast.parse alone; compile() of the source
     (what a run costs without validation); validate() parsing itself; validate() given
     the caller's tree (the runner parses anyway)."""
     out: dict[str, float] = {}
-    for label, code in (("200 lines", _program_200_lines()), ("500 SDK calls", _program_500_calls())):
+    programs = (("200 lines", _program_200_lines()), ("500 SDK calls", _program_500_calls()),
+                ("500 call sites", _program_500_sites()))
+    for label, code in programs:
         assert len(code.splitlines()) >= 200
         times: dict[str, list[float]] = {"ast.parse": [], "compile": [], "validate": [], "validate(tree=)": []}
         for _ in range(rounds):

@@ -1,0 +1,286 @@
+"""The validator's checks of SDK call sites: unknown or disabled functions, unknown /
+missing / surplus arguments, unauthorized writes.
+
+Split from validator.py, which walks the program and hands over its call sites already
+grouped by *form*: (function name, number of positional arguments, keyword names,
+whether a ``*args`` spread is among them). Everything a verdict depends on besides the
+site's line is in that key, so each distinct form is checked once and identical sites
+(a program with 500 ``p = fn(a=..., b=...)`` lines has one form) cost a dict lookup
+each. The grouping lives for one validate() call only, so it can never outlive the SDK
+or the run settings it was computed with; the only state kept across calls is the
+signature cache, keyed weakly by the function object itself (a reloaded SDK has new
+function objects).
+
+Stdlib only: importable on its own.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import inspect
+import operator
+import weakref
+from typing import Any, Callable
+
+__all__ = ["call_problems", "form_of"]
+
+Form = tuple  # (name, positional count, keyword names (None for **), has *spread)
+
+
+def form_of(call: ast.Call, name: str, _arg=operator.attrgetter("arg"), _Starred=ast.Starred) -> Form:
+    """The key ``call`` (a call of the bare name ``name``) is grouped by. (Paid once per
+    call site, hence the plain loop and map(): no generator, no comprehension.)"""
+    args = call.args
+    star = False
+    for a in args:
+        if type(a) is _Starred:
+            star = True
+            break
+    return (name, len(args), tuple(map(_arg, call.keywords)), star)
+
+
+def call_problems(
+    sites: dict[Form, list[ast.Call]],
+    bound: dict[str, Any],
+    functions: dict[str, Callable],
+    meta: dict[str, dict],
+    known: frozenset,
+    star_import: bool,
+    disabled: frozenset,
+    check_writes: bool,
+    allowed: frozenset,
+) -> list[tuple[int, int, int, str]]:
+    """(line, col, rank, message) per problem found at the call sites of bare names.
+
+    ``sites``: call nodes by form (decorators left out: they run at definition time);
+    ``bound``: names the program binds anywhere (their calls are the program's own);
+    ``known``: builtins and names the runner defines; ``star_import``: the program has
+    ``from x import *`` (any unknown name may come from there). ``rank`` orders the
+    problems of one site: the write problem (0) before argument problems (1)."""
+    out: list[tuple[int, int, int, str]] = []
+    sdk = _SdkIndex.of(functions, meta)
+    first_write: dict[str, ast.Call] = {}  # write tool -> its first call site
+    for form, calls in sites.items():
+        name = form[0]
+        if name in bound:
+            continue
+        if name in disabled:
+            for c in calls:
+                msg = "`%s` is disabled in this gateway's configuration (line %d)." % (name, c.lineno)
+                out.append((c.lineno, c.col_offset, 1, msg))
+            continue
+        fn = functions.get(name)
+        if fn is None:
+            if name in known or star_import:
+                continue
+            hint = sdk.unknown(name)
+            if hint is not None:
+                for c in calls:
+                    msg = "`%s` is not a known SDK function (line %d).%s" % (name, c.lineno, hint)
+                    out.append((c.lineno, c.col_offset, 1, msg))
+            continue
+        if check_writes:
+            info = meta.get(name)
+            if isinstance(info, dict) and info.get("mutation") and not _authorized(name, info, allowed):
+                first = min(calls, key=_position)
+                other = first_write.get(name)
+                if other is None or _position(first) < _position(other):
+                    first_write[name] = first
+        sig = _signature(fn) if name in sdk.names else None
+        if sig is None or not _argument_problems(name, sig, calls[0]):
+            continue  # the form is fine: so is every site of it
+        for c in calls:
+            out.extend((c.lineno, c.col_offset, 1, msg) for msg in _argument_problems(name, sig, c))
+    for name, c in first_write.items():
+        out.append((c.lineno, c.col_offset, 0, _write_problem(name, c.lineno)))
+    return out
+
+
+def _position(call: ast.Call) -> tuple[int, int]:
+    return (call.lineno, call.col_offset)
+
+
+# -- signatures ------------------------------------------------------------------------
+
+
+class _Sig:
+    """What the argument checks need from one SDK function's signature."""
+
+    __slots__ = ("positional", "keywords", "required", "var_pos", "var_kw", "valid")
+
+    def __init__(self, sig: inspect.Signature) -> None:
+        P = inspect.Parameter
+        self.positional: list[str] = []  # names that can be filled by position, in order
+        self.keywords: set[str] = set()  # names that can be passed by keyword
+        self.required: list[str] = []
+        self.var_pos = self.var_kw = False
+        valid: list[str] = []
+        for p in sig.parameters.values():
+            if p.kind is P.VAR_POSITIONAL:
+                self.var_pos = True
+                continue
+            if p.kind is P.VAR_KEYWORD:
+                self.var_kw = True
+                continue
+            if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD):
+                self.positional.append(p.name)
+            if p.kind is not P.POSITIONAL_ONLY:
+                self.keywords.add(p.name)
+                valid.append(p.name)
+            if p.default is P.empty:
+                self.required.append(p.name)
+        if "timeout_ms" not in self.keywords:  # every SDK call accepts it (sdkgen)
+            self.keywords.add("timeout_ms")
+            valid.append("timeout_ms")
+        self.valid = valid
+
+
+_SIG_CACHE: "weakref.WeakKeyDictionary[Any, _Sig | None]" = weakref.WeakKeyDictionary()
+
+
+def _signature(fn: Callable) -> _Sig | None:
+    try:
+        return _SIG_CACHE[fn]
+    except KeyError:
+        pass
+    except TypeError:  # not weak-referenceable: no cache, still correct
+        return _make_sig(fn)
+    info = _make_sig(fn)
+    _SIG_CACHE[fn] = info
+    return info
+
+
+def _make_sig(fn: Callable) -> _Sig | None:
+    try:
+        return _Sig(inspect.signature(fn))
+    except (TypeError, ValueError):
+        return None
+
+
+# -- the checks --------------------------------------------------------------------------
+
+
+def _authorized(name: str, info: dict, allowed: frozenset) -> bool:
+    """Whether allow_mutations names this write. The SDK name is the documented form;
+    "server/tool", "server.tool", "server/*" and "*" are accepted too, so the courtesy
+    check is never stricter than the gateway, which decides for real."""
+    if name in allowed or "*" in allowed:
+        return True
+    server, tool = info.get("server"), info.get("tool")
+    if not isinstance(server, str) or not isinstance(tool, str):
+        return False
+    forms = (server + "/" + tool, server + "." + tool, server + ":" + tool, server + "/*", server + ".*", server)
+    return any(f in allowed for f in forms)
+
+
+def _write_problem(name: str, line: int) -> str:
+    return (
+        '%s is a write tool and was not authorized (line %d). Re-send with "allow_mutations": ["%s"], '
+        'or preview it with "dry_run": true.' % (name, line, name)
+    )
+
+
+def _argument_problems(name: str, sig: _Sig, call: ast.Call) -> list[str]:
+    """The argument problems of one call site. Reads only what its form holds (plus the
+    line for the messages)."""
+    line = call.lineno
+    out: list[str] = []
+    star = any(type(a) is ast.Starred for a in call.args)
+    dstar = any(k.arg is None for k in call.keywords)
+    given = [k.arg for k in call.keywords if k.arg is not None]
+    suggested: set[str] = set()  # a typo's fix is not also reported as missing
+    if not sig.var_kw:
+        for k in given:
+            if k not in sig.keywords:
+                close = difflib.get_close_matches(k, sig.valid, n=1, cutoff=0.6)
+                if close:
+                    suggested.add(close[0])
+                    hint = "Did you mean `%s`?" % close[0]
+                else:
+                    hint = "Valid arguments: %s." % (", ".join(sig.valid) or "none")
+                out.append("unknown argument `%s` for %s (line %d). %s" % (k, name, line, hint))
+    if star:
+        return out
+    npos = len(call.args)
+    if npos > len(sig.positional) and not sig.var_pos:
+        out.append(
+            "%s takes %d positional argument(s) but %d were given (line %d)."
+            % (name, len(sig.positional), npos, line)
+        )
+        return out
+    filled = set(sig.positional[:npos])
+    for k in given:
+        if k in filled and k in sig.keywords:
+            out.append("%s got multiple values for argument `%s` (line %d)." % (name, k, line))
+    if not dstar:
+        missing = [p for p in sig.required if p not in filled and p not in given and p not in suggested]
+        if missing:
+            out.append(
+                "%s: missing required argument(s) %s (line %d)." % (name, ", ".join("`%s`" % m for m in missing), line)
+            )
+    return out
+
+
+class _SdkIndex:
+    """Lookups over the SDK's names for the unknown-function check."""
+
+    _last: "tuple[Any, Any, _SdkIndex, tuple[int, int]] | None" = None
+
+    @classmethod
+    def of(cls, functions: dict[str, Callable], meta: dict[str, dict]) -> "_SdkIndex":
+        """The index for these dicts, reused while the runner passes the same SDK
+        snapshot (its dicts are never modified after loading)."""
+        last = cls._last
+        key = (len(functions), len(meta) if meta else 0)
+        if last is not None and last[0] is functions and last[1] is meta and last[3] == key:
+            return last[2]
+        index = cls(functions, meta)
+        cls._last = (functions, meta, index, key)
+        return index
+
+    def __init__(self, functions: dict[str, Callable], meta: dict[str, dict]) -> None:
+        names = [n for n in functions if n in meta] if meta else [n for n in functions if not n.startswith("_")]
+        self.names = frozenset(names)
+        self.sorted = sorted(names)
+        self.prefixes: dict[str, list[str]] = {}  # "memory_" -> its functions
+        self.by_tool: dict[str, list[str]] = {}  # "create_entities" -> ["memory_create_entities"]
+        for n in self.sorted:
+            info = meta.get(n) if meta else None
+            server = info.get("server") if isinstance(info, dict) else None
+            if isinstance(server, str) and server:
+                prefix = _sanitize(server) + "_"
+                if n.startswith(prefix):
+                    self.prefixes.setdefault(prefix, []).append(n)
+                    self.by_tool.setdefault(n[len(prefix) :], []).append(n)
+
+    def unknown(self, name: str) -> str | None:
+        """None if ``name`` does not look like an SDK function, else the hint to append
+        (possibly empty)."""
+        server_fns: list[str] | None = None
+        cands: list[str] = []
+        for prefix, fns in self.prefixes.items():
+            if name.startswith(prefix):
+                server_fns = fns
+                cands += self.by_tool.get(name[len(prefix) :], ())  # right tool, wrong server
+                break
+        cands += self.by_tool.get(name, ())  # the server prefix was left out
+        cands += difflib.get_close_matches(name, self.sorted, n=1, cutoff=0.8)
+        if server_fns is None and not cands:
+            return None
+        if not cands:
+            cands = difflib.get_close_matches(name, server_fns or self.sorted, n=1, cutoff=0.6)
+        cands = list(dict.fromkeys(cands))[:2]
+        if cands:
+            return " Did you mean %s?" % " or ".join("`%s`" % c for c in cands)
+        if server_fns:
+            shown = ", ".join(server_fns[:10]) + (", …" if len(server_fns) > 10 else "")
+            return " Functions of that server: %s." % shown
+        return ""
+
+
+def _sanitize(server: str) -> str:
+    """sdkgen's server-name sanitizer: ASCII letters, digits and _ kept, others -> _,
+    leading digit -> _ prefix."""
+    out = "".join(c if (c.isascii() and (c.isalnum() or c == "_")) else "_" for c in server)
+    return "_" + out if out[:1].isdigit() else out
