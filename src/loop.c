@@ -3,10 +3,11 @@
  * Raw descriptors are adopted into a private vhost ("lp-raw") as LWS_ADOPT_RAW_FILE_DESC;
  * lws polls them and we do the read()/write() ourselves: writes are queued and leave at
  * the end of the loop iteration (lp_defer), one write per descriptor per round, and what a
- * full pipe does not take waits for POLLOUT, so nothing blocks. SIGCHLD/SIGTERM/SIGINT arrive through a signalfd adopted the same
- * way. Traps of lws 4.1 handled here: EVENT_WAIT_CANCELLED reaches every protocol (we only
- * act in ours), lws closes adopted fds itself, pipe EOF may arrive as RAW_CLOSE_FILE with
- * data still unread (we drain first), and ignored SIGPIPE survives exec (reset in child). */
+ * full pipe does not take waits for POLLOUT, so nothing blocks. SIGCHLD/SIGTERM/SIGINT arrive
+ * through a signalfd adopted the same way. Traps of lws 4.1 handled here: EVENT_WAIT_CANCELLED
+ * reaches every protocol (we only act in ours), lws closes adopted fds itself, pipe EOF may arrive
+ * as RAW_CLOSE_FILE with data still unread (we drain first), and ignored SIGPIPE survives exec
+ * (reset in child). */
 #include "loop.h"
 #include "log.h"
 #include "util.h"
@@ -54,6 +55,7 @@ static void (*shutdown_cb)(void);
 static int shutdown_signalled;
 
 static struct lp_deferred *deferred_head, *deferred_tail;
+static lws_sorted_usec_list_t deferred_sul; /* see lp_defer */
 static struct child_watch *children;
 static size_t n_children, cap_children;
 
@@ -520,6 +522,14 @@ int lp_init(void)
 
 /* ---- end-of-iteration work ----------------------------------------------------------- */
 
+static void run_deferred(void);
+
+static void deferred_due(lws_sorted_usec_list_t *sul)
+{
+    (void)sul;
+    run_deferred();
+}
+
 void lp_defer(struct lp_deferred *d, void (*fn)(void *ud), void *ud)
 {
     d->fn = fn;
@@ -528,10 +538,16 @@ void lp_defer(struct lp_deferred *d, void (*fn)(void *ud), void *ud)
         return;
     d->queued = 1;
     d->next = NULL;
-    if (deferred_tail)
+    if (deferred_tail) {
         deferred_tail->next = d;
-    else
+    } else {
         deferred_head = d;
+        /* lws runs due timers just before it polls, inside lws_service(), and then polls
+         * without returning: work deferred by a timer callback would wait for the next
+         * event. A zero-delay timer makes that poll return at once. After descriptor
+         * events lws_service() returns and lp_run() cancels it unfired: no extra poll. */
+        lws_sul_schedule(ctx, 0, &deferred_sul, deferred_due, 0);
+    }
     deferred_tail = d;
 }
 
@@ -572,6 +588,7 @@ void lp_run(void)
 {
     while (!stop_flag) {
         run_deferred();
+        lws_sul_cancel(&deferred_sul);
         if (lws_service(ctx, 0) < 0)
             break;
     }

@@ -97,14 +97,16 @@ result = [str(p)[:20] for p in ps]
   });
 
   test('a per-call timeout raises ToolError(kind="timeout")', async () => {
+    const t0 = Date.now();
     const r = await run(h, `
 try:
-    fake_sleep(ms=5000, timeout_ms=300).result()
+    fake_sleep(ms=20000, timeout_ms=300).result()
     result = "no error"
 except ToolError as e:
     result = {"kind": e.kind, "server": e.server, "tool": e.tool}
 `);
     assert.deepEqual(r.structuredContent.result, { kind: 'timeout', server: 'fake', tool: 'sleep' });
+    assert.ok(Date.now() - t0 < ms(8000), 'the timeout did not end the call long before the sleep');
   });
 
   test('an uncaught ToolError is a structured error with a trace', async () => {
@@ -174,12 +176,16 @@ result = 1`);
   });
 
   test('a run past its timeout is interrupted, then the next run works', async () => {
+    await run(h, 'kept = "alive"');
     const t0 = Date.now();
     const r = await run(h, 'x = 0\nwhile True:\n    x += 1', { timeout_ms: 500 });
     assert.equal(r.isError, true);
     assert.match(r.structuredContent.error, /timed out/);
+    // The interrupt stopped it, not the kill that follows an ignored one: same worker,
+    // so the session's variables are still there.
+    assert.doesNotMatch(r.structuredContent.error, /restarted/);
     assert.ok(Date.now() - t0 < ms(10000));
-    const ok = await run(h, 'result = "alive"');
+    const ok = await run(h, 'result = kept');
     assert.equal(ok.structuredContent.result, 'alive');
   });
 
