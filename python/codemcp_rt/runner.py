@@ -25,6 +25,7 @@ import ast
 import threading
 import builtins
 import collections
+import gc
 import importlib
 import os
 import sys
@@ -358,17 +359,25 @@ def _run(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     # after the compiler, validation took about 0.5 ms more of a 2 ms phase in the worker).
     # A syntax error the compiler finds still wins over the validator's report, as it did
     # when compiling came first.
+    # The collector is paused while the program is parsed, validated and compiled: the tree
+    # is tens of thousands of new objects that its allocations would make it traverse again
+    # and again, and none of them forms a cycle (the tree is freed by reference counting
+    # below). bench/validation.mjs, 500 call sites: a run 2-6 ms faster with or without
+    # validation, and the share validation adds 2.2-7.5 % before, 3.3-3.4 % after (3 runs).
+    gc_was = gc.isenabled()
+    gc.disable()
     try:
         compiled, tree = _cached_or_parse(code)
+        snap = sdk.current()
+        message = _validate(code, snap, params, session, tree) if params.get("validate") else None
+        if compiled is None:
+            compiled = _compile(code, tree)  # type: ignore[arg-type]
     except _SYNTAX_ERRORS as exc:
         return {"ok": False, "error": _syntax_report(exc, code), "error_kind": "syntax"}, None
-    snap = sdk.current()
-    message = _validate(code, snap, params, session, tree) if params.get("validate") else None
-    if compiled is None:
-        try:
-            compiled = _compile(code, tree)  # type: ignore[arg-type]
-        except _SYNTAX_ERRORS as exc:
-            return {"ok": False, "error": _syntax_report(exc, code), "error_kind": "syntax"}, None
+    finally:
+        tree = None
+        if gc_was:
+            gc.enable()
     if message:
         return {"ok": False, "error": message, "error_kind": "validation"}, None
 

@@ -130,10 +130,13 @@ test('CODEMCP_DUMP lists the tools of server-everything over HTTP, then ends the
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /def everything_get_sum\(a: float, b: float/);
   assert.match(r.stdout, /def everything_echo\(/);
-  // The server saw: a session created, the GET stream opened, and the session deleted.
-  await waitFor(() => /termination request/.test(up.out), ms(3000));
+  // The server saw: a session created, the GET stream asked for, and the session deleted.
+  // (DUMP ends as soon as the tools are listed, so the GET, made on its own connection
+  // right after notifications/initialized, may reach the server after the DELETE.)
+  await waitFor(() => /termination request/.test(up.out) && /Received MCP GET request/.test(up.out),
+    ms(3000));
   assert.match(up.out, /Session initialized with ID/);
-  assert.match(up.out, /Establishing new SSE stream/);
+  assert.match(up.out, /Received MCP GET request/);
   assert.match(up.out, /Received session termination request/);
   await stopProc(up);
 });

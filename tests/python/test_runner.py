@@ -79,6 +79,28 @@ class ResultTest(RuntimeTest):
         env = self.run_code("raise SystemExit(3)")
         self.assertEqual(env["error_kind"], "exception")
 
+    def test_gc_paused_only_while_preparing(self) -> None:
+        # The collector is off while the program is parsed, validated and compiled (its
+        # tree is megabytes of objects), on again for the agent's code, and a run that
+        # turned it off itself finds it off in the next run too.
+        import gc
+
+        from unittest import mock
+
+        self.assertTrue(gc.isenabled())
+        seen = []
+        real_disable = gc.disable
+        with mock.patch.object(runner.gc, "disable", side_effect=lambda: seen.append(1) or real_disable()):
+            self.assertIs(self.run_code("import gc\ngc.isenabled()")["result"], True)
+        self.assertEqual(seen, [1])
+        self.assertIs(self.run_code("break", session="gc")["ok"], False)  # compile error path
+        self.assertTrue(gc.isenabled())
+        try:
+            self.run_code("import gc\ngc.disable()", session="gc")
+            self.assertIs(self.run_code("import gc\ngc.isenabled()", session="gc")["result"], False)
+        finally:
+            gc.enable()
+
     def test_bad_request(self) -> None:
         with self.assertRaises(runner.BadRequest):
             runner.run({"run_id": "r"})
