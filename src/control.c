@@ -3,7 +3,7 @@
  * lws traps handled: a WS upgrade without our subprotocol binds to protocol 0 and would
  * hang, so protocol 0 refuses every connection; messages arrive in fragments and have no
  * size limit of their own, so we accumulate with a cap. Outgoing messages are framed here
- * (server frames are unmasked: a 2-10 byte header) into one byte queue per connection and
+ * (wsproto's header encoder; server frames are unmasked) into one byte queue per connection and
  * leave at the end of the loop iteration as one LWS_WRITE_RAW: the 50 replies of 50
  * concurrent calls cost one send, not 50, and no poll round waits for WRITEABLE. Only when
  * lws still holds a partial send do we wait for WRITEABLE; the queue is written whole, so
@@ -20,6 +20,7 @@
 #include "upstream.h"
 #include "util.h"
 #include "workers.h"
+#include "wsproto.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -108,21 +109,7 @@ int ctl_send(uint64_t conn_id, json_t *msg)
         return -1;
     size_t len = strlen(text);
     unsigned char hdr[10];
-    size_t h = 2;
-    hdr[0] = 0x81; /* FIN, text */
-    if (len < 126) {
-        hdr[1] = (unsigned char)len;
-    } else if (len <= 0xffff) {
-        hdr[1] = 126;
-        hdr[2] = (unsigned char)(len >> 8);
-        hdr[3] = (unsigned char)len;
-        h = 4;
-    } else {
-        hdr[1] = 127;
-        for (int i = 0; i < 8; i++)
-            hdr[2 + i] = (unsigned char)((uint64_t)len >> (56 - 8 * i));
-        h = 10;
-    }
+    size_t h = wsp_put_header(hdr, WSP_OP_TEXT, len, 0); /* server frames are unmasked */
     if (!c->out.len)
         lp_defer(&c->flush, conn_flush, c);
     buf_append(&c->out, hdr, h);

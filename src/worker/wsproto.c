@@ -242,21 +242,28 @@ size_t wsp_header_len(size_t len)
     return (len < 126 ? 2 : len <= 0xFFFF ? 4 : 10) + 4;
 }
 
-void wsp_encode(unsigned char *out, int opcode, const void *payload, size_t len, uint32_t mask)
+size_t wsp_put_header(unsigned char *out, int opcode, size_t len, int masked)
 {
     unsigned char *p = out;
+    unsigned char mbit = masked ? 0x80 : 0;
     *p++ = (unsigned char)(0x80 | (opcode & 0x0F));
     if (len < 126) {
-        *p++ = (unsigned char)(0x80 | len);
+        *p++ = (unsigned char)(mbit | len);
     } else if (len <= 0xFFFF) {
-        *p++ = 0x80 | 126;
+        *p++ = mbit | 126;
         *p++ = (unsigned char)(len >> 8);
         *p++ = (unsigned char)len;
     } else {
-        *p++ = 0x80 | 127;
+        *p++ = mbit | 127;
         for (int i = 7; i >= 0; i--)
             *p++ = (unsigned char)((uint64_t)len >> (8 * i));
     }
+    return (size_t)(p - out);
+}
+
+void wsp_encode(unsigned char *out, int opcode, const void *payload, size_t len, uint32_t mask)
+{
+    unsigned char *p = out + wsp_put_header(out, opcode, len, 1);
     unsigned char m[8];
     memcpy(m, &mask, 4);
     memcpy(m + 4, &mask, 4);

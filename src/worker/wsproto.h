@@ -46,6 +46,11 @@ size_t wsp_head_len(const char *buf, size_t len);
 int wsp_check_response(const char *head, size_t len, const char *key, const char *protocol,
                        const char **why);
 
+/* Writes the header of one final frame with a len-byte payload into out (10 bytes at most)
+ * and returns its length: with the mask bit set for a client frame (the 4 key bytes are the
+ * caller's to append), without for a server frame (the gateway's control channel). */
+size_t wsp_put_header(unsigned char *out, int opcode, size_t len, int masked);
+
 /* Header length of a client (masked) frame with a payload of len bytes. */
 size_t wsp_header_len(size_t len);
 

@@ -128,6 +128,14 @@ static void test_encode(void)
                 same = 0;
         CHECK(out[0] == 0x81 && (out[1] & 0x80) && plen == len && off + 4 == hl && same,
               "encode %zu bytes: FIN+text, masked, length form, payload round trip", len);
+        /* The unmasked header the gateway frames its messages with parses as a server frame. */
+        unsigned char sh[10];
+        struct wsp_frame f;
+        const char *why = NULL;
+        size_t shl = wsp_put_header(sh, WSP_OP_TEXT, len, 0);
+        CHECK(shl == hl - 4 && wsp_parse_header(sh, shl, &f, &why) == 1 && f.fin &&
+                  f.opcode == WSP_OP_TEXT && f.header_len == shl && f.payload_len == len,
+              "server header for %zu bytes: unmasked, parses back (%s)", len, why ? why : "ok");
         free(payload);
         free(out);
     }
