@@ -189,9 +189,9 @@ def _plain_form(f: _Facts, call: ast.Call, fid: str) -> tuple | None:
         f.dynamic = True
     Constant, Name = ast.Constant, ast.Name
     args = call.args
-    # The leaf test is written out for positional and keyword values alike rather than
-    # called: a helper would add a Python call per argument (a thousand in a program with
-    # 500 call sites) to the path this shortcut exists to make cheap.
+    # The leaf test is written out for positional and keyword values alike: one loop over
+    # both (values gathered into a list first) made validate() of a 500-call-site program
+    # ~10 % slower on /usr/bin/python3 (best of 15: 0.81-0.84 vs 0.73-0.75 ms).
     for v in args:
         t = type(v)
         if t is Constant:
