@@ -1,6 +1,7 @@
 /* upstream — MCP client state machine over any transport, and the server registry.
  *
- * Lifecycle of one server: start transport → initialize → notifications/initialized →
+ * Lifecycle of one server: start transport → handshake (upstream_handshake.c: the era
+ * probe, then initialize + notifications/initialized, or nothing more in the 2026 era) →
  * tools/list (following nextCursor) → READY. The whole handshake is bounded by the
  * server's `timeout` (default 30 s); a server that misses it is FAILED and never blocks
  * the others. list_changed bursts are coalesced: at most one re-list in flight, one more
@@ -8,6 +9,7 @@
  * matched by (server, id), so out-of-order replies are fine. */
 #include "upstream.h"
 #include "jsonrpc.h"
+#include "upstream_int.h"
 #include "log.h"
 #include "util.h"
 
@@ -15,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PROTOCOL_VERSION  "2025-11-25"
 #define RELIST_DELAY_MS   30
 #define RESTART_FIRST_MS  1000  /* a crashed stdio server: first restart after 1 s, */
 #define RESTART_MAX_MS    30000 /* doubling up to 30 s while restarts keep failing, */
@@ -23,14 +24,12 @@
 
 extern const struct up_transport_ops up_http_ops;
 
-typedef void (*req_cb)(struct upstream *up, void *ud, json_t *result, const struct up_error *err);
-
 struct up_req {
     uint64_t handle;
     struct upstream *up;
     int64_t wire_id;
     int64_t started_ms;
-    req_cb cb;
+    up__req_cb cb;
     void *ud;
     up_call_cb call_cb; /* tools/call requests */
     void *call_ud;
@@ -129,6 +128,19 @@ static void req_finish(struct up_req *r, json_t *result, const struct up_error *
 {
     req_unlink(r);
     lp_timer_stop(&r->timer);
+    struct up_error asked;
+    if (r->call_cb && result && mcp_era_is_input_required(result)) {
+        /* A program cannot answer the server's question: say what it asked. */
+        char what[400];
+        mcp_era_describe_input_required(result, what, sizeof(what));
+        asked = (struct up_error){.kind = "input_required"};
+        snprintf(asked.message, sizeof(asked.message),
+                 "%s %s; a running program cannot answer it (call this tool from the client "
+                 "directly)",
+                 r->up->name, what);
+        result = NULL;
+        err = &asked;
+    }
     if (r->call_cb)
         r->call_cb(r->call_ud, result, err);
     else if (r->cb)
@@ -136,17 +148,25 @@ static void req_finish(struct up_req *r, json_t *result, const struct up_error *
     free(r);
 }
 
-static void send_cancelled(struct upstream *up, int64_t wire_id, const char *reason)
+void up__notify(struct upstream *up, const char *method, json_t *params)
 {
-    if (up->state != UP_READY && up->state != UP_CONNECTING)
-        return;
-    json_t *n = rpc_request(NULL, "notifications/cancelled",
-                            json_pack("{s:I, s:s}", "requestId", (json_int_t)wire_id, "reason",
-                                      reason ? reason : "cancelled"));
+    json_t *n = rpc_request(NULL, method, params);
     char *text = rpc_dump(n);
     up->ops->send(up, text, strlen(text));
     free(text);
     json_decref(n);
+}
+
+static void send_cancelled(struct upstream *up, int64_t wire_id, const char *reason)
+{
+    if (up->state != UP_READY && up->state != UP_CONNECTING)
+        return;
+    /* 2026 era over HTTP: cancellation is the closed response stream, not a message. */
+    if (up->era == MCP_ERA_MODERN && up->ops == &up_http_ops)
+        return;
+    up__notify(up, "notifications/cancelled",
+               json_pack("{s:I, s:s}", "requestId", (json_int_t)wire_id, "reason",
+                         reason ? reason : "cancelled"));
 }
 
 static void req_timed_out(void *ud)
@@ -161,8 +181,17 @@ static void req_timed_out(void *ud)
 
 /* Sends a request; steals params. Returns the request or NULL (cb not called then). */
 static struct up_req *send_request(struct upstream *up, const char *method, json_t *params,
-                                   int64_t timeout_ms, req_cb cb, void *ud)
+                                   int64_t timeout_ms, up__req_cb cb, void *ud)
 {
+    if (up->era == MCP_ERA_MODERN || strcmp(method, "server/discover") == 0) {
+        if (!params)
+            params = json_object();
+        /* elicitation: a server may say what it would ask (input_required); we report it. */
+        json_t *caps = json_pack("{s:{s:{}}}", "elicitation", "form");
+        mcp_era_attach_meta(params,
+                            mcp_era_request_meta(MCP_MODERN_VERSION, "codemcp", CODEMCP_VERSION, caps));
+        json_decref(caps);
+    }
     struct up_req *r = xcalloc(1, sizeof(*r));
     r->handle = next_handle++;
     r->up = up;
@@ -186,6 +215,12 @@ static struct up_req *send_request(struct upstream *up, const char *method, json
     if (timeout_ms > 0)
         lp_timer_start(&r->timer, timeout_ms, req_timed_out, r);
     return r;
+}
+
+int up__request(struct upstream *up, const char *method, json_t *params, int64_t timeout_ms,
+                up__req_cb cb, void *ud)
+{
+    return send_request(up, method, params, timeout_ms, cb, ud) ? 0 : -1;
 }
 
 static void fail_requests_of(struct upstream *up, const char *why)
@@ -217,6 +252,8 @@ static void set_state(struct upstream *up, enum up_state s)
 {
     if (up->state == s)
         return;
+    if (up->state == UP_READY)
+        up__era_stop(up);
     /* A stdio server that worked and then failed (or whose restart failed) is started
      * again once its process is gone (up__transport_closed). One that never came up is a
      * configuration problem and stays failed. Remote servers reconnect by themselves. */
@@ -231,7 +268,14 @@ static void set_state(struct upstream *up, enum up_state s)
         up->started_once = 1;
     if (s != UP_CONNECTING)
         lp_timer_stop(&up->connect_timer);
+    if (s == UP_READY)
+        up__era_ready(up);
     notify();
+}
+
+void up__set_state(struct upstream *up, enum up_state s)
+{
+    set_state(up, s);
 }
 
 static void list_page(struct upstream *up, const char *cursor);
@@ -274,6 +318,9 @@ static void on_list_page(struct upstream *up, void *ud, json_t *result, const st
                 log_warn("upstream", "%s: ignoring a malformed tool entry", up->name);
         }
     }
+    json_t *ttl = json_object_get(result, "ttlMs");
+    up->list_ttl_ms = json_is_integer(ttl) && json_integer_value(ttl) > 0 ? json_integer_value(ttl)
+                                                                           : 0;
     json_t *cursor = json_object_get(result, "nextCursor");
     if (json_is_string(cursor) && json_string_length(cursor) > 0) {
         list_page(up, json_string_value(cursor));
@@ -290,6 +337,7 @@ static void on_list_page(struct upstream *up, void *ud, json_t *result, const st
                  (long long)(up->ready_ms - up->started_ms), up->restarts ? " (restarted)" : "");
         set_state(up, UP_READY);
     } else {
+        up__era_ready(up); /* a ttlMs re-list arms the next one */
         notify();
     }
     if (up->relist_wanted) {
@@ -298,7 +346,7 @@ static void on_list_page(struct upstream *up, void *ud, json_t *result, const st
     }
 }
 
-static int64_t handshake_budget(struct upstream *up)
+int64_t up__handshake_budget(struct upstream *up)
 {
     int64_t left = up->cfg->timeout_ms - (now_ms() - up->started_ms);
     return left > 1 ? left : 1;
@@ -312,50 +360,30 @@ static void list_page(struct upstream *up, const char *cursor)
         up->list_acc = json_array();
     }
     json_t *params = cursor ? json_pack("{s:s}", "cursor", cursor) : NULL;
-    int64_t timeout = up->state == UP_CONNECTING ? handshake_budget(up) : default_call_timeout_ms;
+    int64_t timeout =
+        up->state == UP_CONNECTING ? up__handshake_budget(up) : default_call_timeout_ms;
     if (!send_request(up, "tools/list", params, timeout, on_list_page, NULL)) {
         up->listing = 0;
         up__transport_failed(up, "cannot send tools/list");
     }
 }
 
-static void on_initialized(struct upstream *up, void *ud, json_t *result,
-                           const struct up_error *err)
+void up__list_tools(struct upstream *up)
 {
-    (void)ud;
-    if (err) {
-        if (up->state == UP_FAILED)
-            return; /* the transport reported the failure (and may reconnect) */
-        up__set_error(up, "initialize failed: %s", err->message);
-        log_warn("upstream", "%s: %s; skipping this server", up->name, up->error);
-        up->ops->shutdown(up);
-        set_state(up, UP_FAILED);
-        return;
-    }
-    json_t *v = json_object_get(result, "protocolVersion");
-    free(up->protocol_version);
-    up->protocol_version = xstrdup(json_is_string(v) ? json_string_value(v) : PROTOCOL_VERSION);
-    json_decref(up->server_info);
-    up->server_info = json_incref(json_object_get(result, "serverInfo"));
-    json_decref(up->capabilities);
-    up->capabilities = json_incref(json_object_get(result, "capabilities"));
-    json_t *n = rpc_request(NULL, "notifications/initialized", NULL);
-    char *text = rpc_dump(n);
-    json_decref(n);
-    up->ops->send(up, text, strlen(text));
-    free(text);
     list_page(up, NULL);
 }
 
-static void connect_timed_out(void *ud);
-
-void up__transport_open(struct upstream *up)
+void up__handshake_failed(struct upstream *up, const char *fmt, ...)
 {
-    json_t *params = json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s}}", "protocolVersion",
-                               PROTOCOL_VERSION, "capabilities", "roots", "listChanged", 0,
-                               "clientInfo", "name", "codemcp", "version", CODEMCP_VERSION);
-    if (!send_request(up, "initialize", params, handshake_budget(up), on_initialized, NULL))
-        up__transport_failed(up, "cannot send initialize");
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    up__set_error(up, "%s", msg);
+    log_warn("upstream", "%s: %s; skipping this server", up->name, up->error);
+    up->ops->shutdown(up);
+    set_state(up, UP_FAILED);
 }
 
 static void connect_timed_out(void *ud)
@@ -456,7 +484,7 @@ void up__transport_message(struct upstream *up, const char *text, size_t len)
         }
         json_t *error = json_object_get(msg, "error");
         if (error) {
-            struct up_error err = {.kind = "upstream_error"};
+            struct up_error err = {.kind = "upstream_error", .rpc_error = error};
             json_t *m = json_object_get(error, "message");
             snprintf(err.message, sizeof(err.message), "%s: %s (code %lld)", up->name,
                      json_is_string(m) ? json_string_value(m) : "error",
@@ -545,6 +573,7 @@ static void restart_now(void *ud)
     if (shutting_down || up->state != UP_FAILED || up->tp)
         return;
     up->restarts++;
+    up->era = MCP_ERA_UNKNOWN; /* a new process: probe its era again */
     log_info("upstream", "%s: restarting it (attempt %d)", up->name, up->restarts);
     up->started_ms = now_ms();
     set_state(up, UP_CONNECTING);
@@ -665,6 +694,7 @@ void up_shutdown_all(void (*done)(void))
         lp_timer_stop(&up->relist_timer);
         lp_timer_stop(&up->restart_timer);
         fail_requests_of(up, "codemcp is shutting down");
+        lp_timer_stop(&up->listen_timer); /* after: an ended listen stream re-arms it */
         if (up->tp) {
             up->state = UP_CLOSED;
             up->ops->shutdown(up);
@@ -691,6 +721,7 @@ void up_free_all(void)
         lp_timer_stop(&up->connect_timer);
         lp_timer_stop(&up->relist_timer);
         lp_timer_stop(&up->restart_timer);
+        lp_timer_stop(&up->listen_timer);
         json_decref(up->tools);
         json_decref(up->server_info);
         json_decref(up->capabilities);

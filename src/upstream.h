@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "loop.h"
+#include "mcp_era.h"
 
 enum up_state {
     UP_DISABLED,   /* not started: disabled in config or unusable entry */
@@ -60,11 +61,21 @@ struct upstream {
     int listing;                   /* a tools/list chain is in flight */
     int relist_wanted;             /* list_changed arrived while listing */
     json_t *list_acc;              /* tools accumulated across pages */
+
+    /* Protocol era, chosen per server: probed with server/discover, else `initialize`.
+     * Cached for the server process (stdio: a restart probes again) or origin (HTTP). */
+    enum mcp_era era;
+    int era_flips;                /* era switches during one start (bounds a -32022 ping-pong) */
+    int listen_open;              /* modern: a subscriptions/listen stream is open */
+    int listen_unsupported;       /* modern: the server refused subscriptions/listen */
+    int64_t list_ttl_ms;          /* modern: the last tools/list's ttlMs (0: no hint) */
+    struct lp_timer listen_timer; /* modern: reopen the listen stream / re-list at ttl */
 };
 
 struct up_error {
-    const char *kind; /* timeout|auth|transport|not_found|upstream_error|denied */
+    const char *kind; /* timeout|auth|transport|not_found|upstream_error|denied|input_required */
     char message[512];
+    json_t *rpc_error; /* the server's JSON-RPC error object, if it sent one (borrowed) */
 };
 
 /* Result callback: exactly one of result (borrowed CallToolResult) and err is set. */

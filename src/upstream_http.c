@@ -8,6 +8,12 @@
  * messages (405: the server has none); it is reopened after the server's `retry` with
  * Last-Event-ID. A POST stream that ends before its response is resumed the same way.
  *
+ * A message in the 2026-07-28 era (its params carry `_meta` with the protocol version)
+ * goes without a session: MCP-Protocol-Version, Mcp-Method and Mcp-Name are taken from the
+ * body (Mcp-Name base64-sentinel-encoded when it is not plain ASCII). A 4xx whose body is a
+ * JSON-RPC error is that request's answer (how modern servers say -32022, -32601 or
+ * -32020, and how legacy servers refuse server/discover), so upstream.c can choose the era.
+ *
  * Failures: 404 on a request that carried the session id means the session expired: the
  * transport replays the initialize request and notifications/initialized by itself, resends
  * the failed request once, and asks upstream.c to re-list tools. 401/403 mark the server
@@ -20,6 +26,7 @@
 #include "curl_thread.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "mcp_era.h"
 #include "upstream.h"
 #include "util.h"
 
@@ -50,6 +57,9 @@ struct hx {
     int is_initialize, is_initialized;
     int answered, retried, held, resuming;
     char *sent_sid;  /* the Mcp-Session-Id the current transfer carried, or NULL */
+    char *modern_version; /* 2026 era: the body's protocol version (no session then) */
+    char *mcp_method;     /* 2026 era: Mcp-Method */
+    char *mcp_name;       /* 2026 era: Mcp-Name, already encoded for the header */
     int is_sse;      /* the current response is an event stream */
     int progress;    /* the current stream produced an event (or a cursor) */
     int failures;    /* consecutive attempts without progress (streams) */
@@ -119,6 +129,9 @@ static void hx_free(struct hx *h)
         h->tp->get = NULL;
     json_decref(h->req_id);
     free(h->sent_sid);
+    free(h->modern_version);
+    free(h->mcp_method);
+    free(h->mcp_name);
     free(h->text);
     free(h->last_id);
     free(h);
@@ -164,11 +177,19 @@ static int submit(struct hx *h, const char *method, int with_session, const char
         add_header(&lines, &n, "%s", *c);
     const char *version = tp->protocol_version ? tp->protocol_version : tp->up->protocol_version;
     free(h->sent_sid);
-    h->sent_sid = with_session && tp->session_id ? xstrdup(tp->session_id) : NULL;
-    if (h->sent_sid)
-        add_header(&lines, &n, "Mcp-Session-Id: %s", h->sent_sid);
-    if (with_session && version)
-        add_header(&lines, &n, "MCP-Protocol-Version: %s", version);
+    h->sent_sid = NULL;
+    if (h->modern_version) {
+        add_header(&lines, &n, "MCP-Protocol-Version: %s", h->modern_version);
+        add_header(&lines, &n, "Mcp-Method: %s", h->mcp_method);
+        if (h->mcp_name)
+            add_header(&lines, &n, "Mcp-Name: %s", h->mcp_name);
+    } else {
+        h->sent_sid = with_session && tp->session_id ? xstrdup(tp->session_id) : NULL;
+        if (h->sent_sid)
+            add_header(&lines, &n, "Mcp-Session-Id: %s", h->sent_sid);
+        if (with_session && version)
+            add_header(&lines, &n, "MCP-Protocol-Version: %s", version);
+    }
     if (last_id)
         add_header(&lines, &n, "Last-Event-ID: %s", last_id);
     const char **hv = xcalloc(n + 1, sizeof(*hv));
@@ -602,6 +623,8 @@ static void post_msg(struct hx *h)
         lose_connection(h->tp, 0, "cannot send a request");
 }
 
+static int answer_with_error_body(struct hx *h, const struct ct_event *ev);
+
 static void msg_done(struct hx *h, const struct ct_event *ev)
 {
     struct http_tp *tp = h->tp;
@@ -654,6 +677,8 @@ static void msg_done(struct hx *h, const struct ct_event *ev)
         auth_failed(tp, ev->status);
         return;
     }
+    if (h->req_id && ev->status >= 400 && ev->status < 500 && answer_with_error_body(h, ev))
+        return;
     describe(ev, tp->shown_url, why, sizeof(why));
     if (h->resuming && ev->status == 405)
         snprintf(why, sizeof(why), "the response stream was cut and %s cannot resume it",
@@ -664,6 +689,33 @@ static void msg_done(struct hx *h, const struct ct_event *ev)
         log_warn("upstream", "%s: %s", tp->up->name, why);
         hx_free(h);
     }
+}
+
+/* A 4xx whose body is one JSON-RPC error response: hand it to upstream.c as the answer to
+ * h's request (with h's id when the server sent "id": null). 1 when delivered (h is freed). */
+static int answer_with_error_body(struct hx *h, const struct ct_event *ev)
+{
+    if (!ev->body || ev->body_len == 0)
+        return 0;
+    json_t *msg = json_loadb(ev->body, ev->body_len, 0, NULL);
+    json_t *error = json_object_get(msg, "error");
+    if (!json_is_object(error) || !json_is_integer(json_object_get(error, "code"))) {
+        json_decref(msg);
+        return 0;
+    }
+    struct upstream *up = h->tp->up;
+    json_t *answer = rpc_error(h->req_id, (int)json_integer_value(json_object_get(error, "code")),
+                               json_is_string(json_object_get(error, "message"))
+                                   ? json_string_value(json_object_get(error, "message"))
+                                   : "error",
+                               json_incref(json_object_get(error, "data")));
+    json_decref(msg);
+    hx_free(h);
+    char *text = rpc_dump(answer);
+    json_decref(answer);
+    up__transport_message(up, text, strlen(text));
+    free(text);
+    return 1;
 }
 
 static void on_sse(struct hx *h, const struct ct_event *ev)
@@ -772,6 +824,50 @@ static int http_start(struct upstream *up)
     return 0;
 }
 
+/* Base64 sentinel for header values that are not plain, trimmed ASCII (or look like one). */
+static char *header_value(const char *v)
+{
+    size_t n = strlen(v);
+    int plain = n > 0 && v[0] != ' ' && v[0] != '\t' && v[n - 1] != ' ' && v[n - 1] != '\t';
+    for (size_t i = 0; plain && i < n; i++)
+        plain = (unsigned char)v[i] >= 0x20 && (unsigned char)v[i] <= 0x7e;
+    if (plain && !(strncmp(v, "=?base64?", 9) == 0 && n >= 11 && strcmp(v + n - 2, "?=") == 0))
+        return xstrdup(v);
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    struct buf b = {0};
+    buf_append(&b, "=?base64?", 9);
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned x = (unsigned char)v[i] << 16;
+        if (i + 1 < n)
+            x |= (unsigned char)v[i + 1] << 8;
+        if (i + 2 < n)
+            x |= (unsigned char)v[i + 2];
+        char q[4] = {tab[(x >> 18) & 63], tab[(x >> 12) & 63], i + 1 < n ? tab[(x >> 6) & 63] : '=',
+                     i + 2 < n ? tab[x & 63] : '='};
+        buf_append(&b, q, 4);
+    }
+    buf_append(&b, "?=", 2);
+    return buf_steal(&b);
+}
+
+/* 2026 era: the message names its protocol version in params._meta; mirror what the
+ * transport binding wants in headers. Borrows msg. */
+static void note_modern(struct hx *h, json_t *msg)
+{
+    json_t *params = json_object_get(msg, "params");
+    json_t *v = json_object_get(json_object_get(params, "_meta"), MCP_META_PROTOCOL_VERSION);
+    json_t *method = json_object_get(msg, "method");
+    if (!json_is_string(v) || !json_is_string(method))
+        return;
+    h->modern_version = xstrdup(json_string_value(v));
+    h->mcp_method = xstrdup(json_string_value(method));
+    json_t *name = json_object_get(params, "name");
+    if (!json_is_string(name))
+        name = json_object_get(params, "uri");
+    if (json_is_string(name))
+        h->mcp_name = header_value(json_string_value(name));
+}
+
 static int http_send(struct upstream *up, const char *text, size_t len)
 {
     struct http_tp *tp = up->tp;
@@ -791,6 +887,7 @@ static int http_send(struct upstream *up, const char *text, size_t len)
     if (json_is_string(method) && id && !json_is_null(id))
         h->req_id = json_incref(id);
     h->is_initialize = is_init;
+    note_modern(h, msg);
     h->is_initialized = json_is_string(method) &&
                         strcmp(json_string_value(method), "notifications/initialized") == 0;
     json_decref(msg);

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-KINDS = ("timeout", "auth", "transport", "not_found", "upstream_error", "denied")
+KINDS = ("timeout", "auth", "transport", "not_found", "upstream_error", "denied", "input_required")
 """The values ToolError.kind can take."""
 
 REDACTED = "***"
@@ -99,7 +99,8 @@ class ToolError(Exception):
     """A tool call failed at the protocol level.
 
     Attributes:
-        kind: one of timeout, auth, transport, not_found, upstream_error, denied.
+        kind: one of timeout, auth, transport, not_found, upstream_error, denied,
+            input_required (the server asked a question a program cannot answer).
         server: the upstream server name.
         tool: the upstream tool name.
         call_args: the call's arguments with secrets replaced by "***".

@@ -115,9 +115,11 @@ const checkDetails = {
     const calls = r.checks.filter((x) => x.id === 'incoming-request' && x.details?.mcpMethod === 'tools/call');
     assert.equal(calls.length, 1, 'exactly one tools/call reached the server');
     const methods = r.checks.filter((x) => x.id === 'incoming-request').map((x) => x.details?.mcpMethod).filter(Boolean);
+    // The 2026 era probe comes first; this 2025-era server refuses it, so codemcp falls back.
+    assert.equal(methods[0], 'server/discover');
+    assert.equal(methods[1], 'initialize');
     // notifications/initialized and tools/list go out together (two POSTs): either order.
-    assert.equal(methods[0], 'initialize');
-    assert.deepEqual(methods.slice(1, 3).sort(), ['notifications/initialized', 'tools/list']);
+    assert.deepEqual(methods.slice(2, 4).sort(), ['notifications/initialized', 'tools/list']);
     assert.equal(methods.at(-1), 'tools/call');
   },
   'sse-retry'(r, t) {

@@ -204,7 +204,12 @@ describe('Streamable HTTP details (fixture server)', () => {
     assert.equal(init.protocolVersion, undefined, 'initialize must not carry MCP-Protocol-Version');
     assert.equal(init.accept, 'application/json, text/event-stream');
     assert.equal(init.contentType, 'application/json');
-    const later = reqs.filter((q) => q !== init);
+    // The 2026 era probe: no session, the modern headers; this 2025-era fixture refuses it.
+    const probe = reqs.find((q) => q.rpc === 'server/discover');
+    assert.ok(probe && reqs.indexOf(probe) < reqs.indexOf(init), 'server/discover is sent first');
+    assert.equal(probe.session, undefined, 'server/discover must not carry a session id');
+    assert.equal(probe.protocolVersion, '2026-07-28');
+    const later = reqs.filter((q) => q !== init && q !== probe);
     assert.ok(later.length >= 4, JSON.stringify(reqs)); // initialized, GET, tools/list, tools/call, DELETE
     for (const q of later) {
       assert.ok(q.session, `${q.method} ${q.rpc} without Mcp-Session-Id`);

@@ -1,0 +1,55 @@
+/* mcp_era — what tells the two MCP protocol eras apart, as pure functions.
+ *
+ * The 2025 ("legacy") era opens with `initialize` and keeps a session; the 2026-07-28
+ * ("modern") era carries protocol version, client identity and capabilities in every
+ * request's `_meta` and has no handshake (versioning.mdx of that revision). This module
+ * knows the version lists, builds and reads the per-request envelope, and reads the
+ * modern errors (-32022 UnsupportedProtocolVersion) and results (`resultType`,
+ * `input_required`). No I/O, no state: the upstream client and the MCP front share it. */
+#ifndef CODEMCP_MCP_ERA_H
+#define CODEMCP_MCP_ERA_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#define MCP_MODERN_VERSION      "2026-07-28"
+#define MCP_LEGACY_LATEST       "2025-11-25"
+#define MCP_UNSUPPORTED_VERSION -32022 /* data: {"supported": [...], "requested": "..."} */
+#define MCP_MISSING_CAPABILITY  -32021 /* the request's client capabilities lack one needed */
+
+#define MCP_META_PROTOCOL_VERSION "io.modelcontextprotocol/protocolVersion"
+#define MCP_META_CLIENT_INFO      "io.modelcontextprotocol/clientInfo"
+#define MCP_META_CLIENT_CAPS      "io.modelcontextprotocol/clientCapabilities"
+#define MCP_META_SERVER_INFO      "io.modelcontextprotocol/serverInfo"
+#define MCP_META_SUBSCRIPTION_ID  "io.modelcontextprotocol/subscriptionId"
+
+enum mcp_era { MCP_ERA_UNKNOWN, MCP_ERA_LEGACY, MCP_ERA_MODERN };
+
+const char *mcp_era_name(enum mcp_era era); /* "unknown" | "2025 (legacy)" | "2026 (modern)" */
+/* True for a version this build speaks in the legacy era (2025-11-25 … 2024-11-05). */
+int mcp_era_is_legacy_version(const char *v);
+int mcp_era_is_modern_version(const char *v);
+
+/* New reference: the `_meta` object a modern request carries (version, client info,
+ * client capabilities; capabilities borrowed and copied, NULL → {}). */
+json_t *mcp_era_request_meta(const char *version, const char *client_name,
+                             const char *client_version, json_t *capabilities);
+/* Adds `_meta` (stolen) to params (borrowed), merging into an existing `_meta`. */
+void mcp_era_attach_meta(json_t *params, json_t *meta);
+
+/* Reads a JSON-RPC error object (borrowed). For -32022 returns 1 and fills *supported
+ * (borrowed array or NULL); 0 for any other error. */
+int mcp_era_unsupported(json_t *error, json_t **supported);
+/* The best legacy version in a `supported` list (borrowed), or NULL when none is ours. */
+const char *mcp_era_pick_legacy(json_t *supported);
+/* Whether `list` (array of strings, borrowed) contains v. */
+int mcp_era_list_has(json_t *list, const char *v);
+
+/* A modern result (borrowed) that is not final: `resultType: "input_required"`. */
+int mcp_era_is_input_required(json_t *result);
+/* Describes what an input_required result asks for, for a ToolError message: the kinds of
+ * input (elicitation/create, sampling/createMessage, roots/list) and any elicitation
+ * message, e.g. `asks for input: elicitation/create "Delete 3 files?"`. */
+void mcp_era_describe_input_required(json_t *result, char *out, size_t n);
+
+#endif

@@ -1,0 +1,35 @@
+/* upstream_int — what upstream.c shares with upstream_handshake.c, and nobody else.
+ *
+ * upstream.c owns the request list, listing and the state machine; upstream_handshake.c
+ * owns how a server is opened (era probe, initialize or server/discover) and the modern
+ * era's change stream. Loop thread only. */
+#ifndef CODEMCP_UPSTREAM_INT_H
+#define CODEMCP_UPSTREAM_INT_H
+
+#include "upstream.h"
+
+typedef void (*up__req_cb)(struct upstream *up, void *ud, json_t *result,
+                           const struct up_error *err);
+
+/* Sends a request (steals params, may be NULL); a modern-era server's requests (and the
+ * server/discover probe) get the `_meta` envelope. timeout_ms <= 0: no timer. Returns 0,
+ * or -1 when nothing was sent (cb not called then). */
+int up__request(struct upstream *up, const char *method, json_t *params, int64_t timeout_ms,
+                up__req_cb cb, void *ud);
+/* Sends a notification (steals params, may be NULL). */
+void up__notify(struct upstream *up, const char *method, json_t *params);
+void up__set_state(struct upstream *up, enum up_state s);
+/* Starts the paginated tools/list chain that ends in READY (or a re-list). */
+void up__list_tools(struct upstream *up);
+/* What is left of the server's `timeout` for its start (>= 1 ms). */
+int64_t up__handshake_budget(struct upstream *up);
+/* The handshake failed for good: log, shut the transport down, FAILED. */
+void up__handshake_failed(struct upstream *up, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* From upstream_handshake.c: the server became READY / left READY (modern: opens or
+ * drops the subscriptions/listen stream, or re-lists when the tools' ttlMs runs out). */
+void up__era_ready(struct upstream *up);
+void up__era_stop(struct upstream *up);
+
+#endif
