@@ -1,8 +1,12 @@
 /* mcp_era — protocol-era facts and the 2026-07-28 request envelope (see mcp_era.h). */
 #include "mcp_era.h"
 
+#include "util.h"
+
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const char *const legacy_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26",
                                               "2024-11-05", NULL};
@@ -111,4 +115,159 @@ void mcp_era_describe_input_required(json_t *result, char *out, size_t n)
     }
     if (first && used < n)
         snprintf(out + used, n - used, " (no input requests listed; the server kept state)");
+}
+
+/* ---- routing headers -------------------------------------------------------------------- */
+
+char *mcp_era_header_value(const char *v)
+{
+    size_t n = strlen(v);
+    int plain = n > 0 && v[0] != ' ' && v[0] != '\t' && v[n - 1] != ' ' && v[n - 1] != '\t';
+    for (size_t i = 0; plain && i < n; i++)
+        plain = (unsigned char)v[i] >= 0x20 && (unsigned char)v[i] <= 0x7e;
+    if (plain && !(n >= 11 && strncmp(v, "=?base64?", 9) == 0 && strcmp(v + n - 2, "?=") == 0))
+        return xstrdup(v);
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    struct buf b = {0};
+    buf_append(&b, "=?base64?", 9);
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned x = (unsigned)(unsigned char)v[i] << 16;
+        if (i + 1 < n)
+            x |= (unsigned)(unsigned char)v[i + 1] << 8;
+        if (i + 2 < n)
+            x |= (unsigned char)v[i + 2];
+        char q[4] = {tab[(x >> 18) & 63], tab[(x >> 12) & 63], i + 1 < n ? tab[(x >> 6) & 63] : '=',
+                     i + 2 < n ? tab[x & 63] : '='};
+        buf_append(&b, q, 4);
+    }
+    buf_append(&b, "?=", 3); /* with the NUL */
+    return buf_steal(&b);
+}
+
+static int is_token(const char *s)
+{
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              strchr("!#$%&'*+-.^_`|~", *s)))
+            return 0;
+    return 1;
+}
+
+struct hdr_check {
+    json_t *seen; /* lower-cased names */
+    char *why;
+    size_t n;
+};
+
+/* reachable: schema is reached from the root through `properties` keys only. */
+static int check_walk(json_t *schema, int reachable, struct hdr_check *c, int depth)
+{
+    if (!json_is_object(schema) || depth > 64)
+        return 0;
+    const char *key;
+    json_t *v;
+    json_t *h = json_object_get(schema, "x-mcp-header");
+    if (h) {
+        if (!reachable) {
+            snprintf(c->why, c->n, "x-mcp-header on a property not reached through properties alone");
+            return -1;
+        }
+        if (!json_is_string(h) || !is_token(json_string_value(h))) {
+            snprintf(c->why, c->n, "x-mcp-header must be a non-empty HTTP token");
+            return -1;
+        }
+        json_t *t = json_object_get(schema, "type");
+        const char *ts = json_is_string(t) ? json_string_value(t) : "";
+        if (strcmp(ts, "string") != 0 && strcmp(ts, "integer") != 0 && strcmp(ts, "boolean") != 0) {
+            snprintf(c->why, c->n, "x-mcp-header \"%s\" on a property of type %s (string, integer "
+                     "or boolean only)", json_string_value(h), *ts ? ts : "(none)");
+            return -1;
+        }
+        char lower[256];
+        snprintf(lower, sizeof(lower), "%s", json_string_value(h));
+        for (char *p = lower; *p; p++)
+            if (*p >= 'A' && *p <= 'Z')
+                *p = (char)(*p - 'A' + 'a');
+        if (json_object_get(c->seen, lower)) {
+            snprintf(c->why, c->n, "x-mcp-header \"%s\" is used twice", json_string_value(h));
+            return -1;
+        }
+        json_object_set_new(c->seen, lower, json_true());
+    }
+    json_object_foreach(schema, key, v)
+    {
+        if (strcmp(key, "properties") == 0 && json_is_object(v)) {
+            const char *pk;
+            json_t *pv;
+            json_object_foreach(v, pk, pv)
+            {
+                if (check_walk(pv, reachable, c, depth + 1) < 0)
+                    return -1;
+            }
+        } else if (json_is_object(v)) {
+            if (check_walk(v, 0, c, depth + 1) < 0)
+                return -1;
+        } else if (json_is_array(v)) {
+            size_t i;
+            json_t *x;
+            json_array_foreach(v, i, x)
+            {
+                if (check_walk(x, 0, c, depth + 1) < 0)
+                    return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+int mcp_era_check_param_headers(json_t *input_schema, char *why, size_t n)
+{
+    struct hdr_check c = {json_object(), why, n};
+    int rc = check_walk(input_schema, 1, &c, 0);
+    json_decref(c.seen);
+    return rc;
+}
+
+static void emit_walk(json_t *schema, json_t *value,
+                      void (*emit)(void *ud, const char *name, const char *value), void *ud,
+                      int depth)
+{
+    if (!json_is_object(schema) || depth > 64)
+        return;
+    json_t *h = json_object_get(schema, "x-mcp-header");
+    if (json_is_string(h) && value && !json_is_null(value)) {
+        char num[32];
+        const char *text = NULL;
+        if (json_is_string(value))
+            text = json_string_value(value);
+        else if (json_is_boolean(value))
+            text = json_is_true(value) ? "true" : "false";
+        else if (json_is_integer(value) && json_integer_value(value) <= 9007199254740991LL &&
+                 json_integer_value(value) >= -9007199254740991LL) {
+            snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(value));
+            text = num;
+        }
+        if (text) {
+            char *enc = mcp_era_header_value(text);
+            emit(ud, json_string_value(h), enc);
+            free(enc);
+        }
+    }
+    json_t *props = json_object_get(schema, "properties");
+    const char *k;
+    json_t *sub;
+    json_object_foreach(props, k, sub)
+    {
+        json_t *child = json_is_object(value) ? json_object_get(value, k) : NULL;
+        if (child)
+            emit_walk(sub, child, emit, ud, depth + 1);
+    }
+}
+
+void mcp_era_param_headers(json_t *input_schema, json_t *args,
+                           void (*emit)(void *ud, const char *name, const char *value), void *ud)
+{
+    emit_walk(input_schema, args, emit, ud, 0);
 }

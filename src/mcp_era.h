@@ -53,3 +53,17 @@ int mcp_era_is_input_required(json_t *result);
 void mcp_era_describe_input_required(json_t *result, char *out, size_t n);
 
 #endif
+
+/* ---- Streamable HTTP routing headers (2026-07-28 transports/streamable-http) ------------- */
+
+/* A header value as the binding wants it: as is when it is plain, trimmed ASCII; else the
+ * base64 sentinel `=?base64?…?=` (also for a value that looks like one). Caller frees. */
+char *mcp_era_header_value(const char *v);
+/* Checks a tool's `x-mcp-header` annotations (inputSchema borrowed): only on string, integer
+ * or boolean properties reached through `properties` alone, valid and case-insensitively
+ * unique names. 0, or -1 with why filled. A tool that fails must not be offered. */
+int mcp_era_check_param_headers(json_t *input_schema, char *why, size_t n);
+/* Calls emit(name, value) for each annotated property present in args (both borrowed): the
+ * `Mcp-Param-{name}` headers of a tools/call. Values are encoded; null and absent skipped. */
+void mcp_era_param_headers(json_t *input_schema, json_t *args,
+                           void (*emit)(void *ud, const char *name, const char *value), void *ud);

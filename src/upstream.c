@@ -312,10 +312,16 @@ static void on_list_page(struct upstream *up, void *ud, json_t *result, const st
         json_t *t;
         json_array_foreach(tools, i, t)
         {
-            if (json_is_object(t) && json_is_string(json_object_get(t, "name")))
-                json_array_append(up->list_acc, t);
-            else
+            char why[200];
+            if (!json_is_object(t) || !json_is_string(json_object_get(t, "name")))
                 log_warn("upstream", "%s: ignoring a malformed tool entry", up->name);
+            else if (up->ops == &up_http_ops &&
+                     mcp_era_check_param_headers(json_object_get(t, "inputSchema"), why,
+                                                 sizeof(why)) < 0)
+                log_warn("upstream", "%s: leaving out tool %s: %s", up->name,
+                         json_string_value(json_object_get(t, "name")), why);
+            else
+                json_array_append(up->list_acc, t);
         }
     }
     json_t *ttl = json_object_get(result, "ttlMs");

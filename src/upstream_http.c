@@ -60,6 +60,8 @@ struct hx {
     char *modern_version; /* 2026 era: the body's protocol version (no session then) */
     char *mcp_method;     /* 2026 era: Mcp-Method */
     char *mcp_name;       /* 2026 era: Mcp-Name, already encoded for the header */
+    struct buf params;    /* 2026 era: "Mcp-Param-X: v" lines (x-mcp-header), NUL-separated */
+    size_t n_params;
     int is_sse;      /* the current response is an event stream */
     int progress;    /* the current stream produced an event (or a cursor) */
     int failures;    /* consecutive attempts without progress (streams) */
@@ -132,6 +134,7 @@ static void hx_free(struct hx *h)
     free(h->modern_version);
     free(h->mcp_method);
     free(h->mcp_name);
+    buf_free(&h->params);
     free(h->text);
     free(h->last_id);
     free(h);
@@ -183,6 +186,9 @@ static int submit(struct hx *h, const char *method, int with_session, const char
         add_header(&lines, &n, "Mcp-Method: %s", h->mcp_method);
         if (h->mcp_name)
             add_header(&lines, &n, "Mcp-Name: %s", h->mcp_name);
+        const char *p = h->params.data;
+        for (size_t i = 0; i < h->n_params; i++, p += strlen(p) + 1)
+            add_header(&lines, &n, "%s", p);
     } else {
         h->sent_sid = with_session && tp->session_id ? xstrdup(tp->session_id) : NULL;
         if (h->sent_sid)
@@ -824,30 +830,12 @@ static int http_start(struct upstream *up)
     return 0;
 }
 
-/* Base64 sentinel for header values that are not plain, trimmed ASCII (or look like one). */
-static char *header_value(const char *v)
+static void add_param_header(void *ud, const char *name, const char *value)
 {
-    size_t n = strlen(v);
-    int plain = n > 0 && v[0] != ' ' && v[0] != '\t' && v[n - 1] != ' ' && v[n - 1] != '\t';
-    for (size_t i = 0; plain && i < n; i++)
-        plain = (unsigned char)v[i] >= 0x20 && (unsigned char)v[i] <= 0x7e;
-    if (plain && !(strncmp(v, "=?base64?", 9) == 0 && n >= 11 && strcmp(v + n - 2, "?=") == 0))
-        return xstrdup(v);
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    struct buf b = {0};
-    buf_append(&b, "=?base64?", 9);
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned x = (unsigned char)v[i] << 16;
-        if (i + 1 < n)
-            x |= (unsigned char)v[i + 1] << 8;
-        if (i + 2 < n)
-            x |= (unsigned char)v[i + 2];
-        char q[4] = {tab[(x >> 18) & 63], tab[(x >> 12) & 63], i + 1 < n ? tab[(x >> 6) & 63] : '=',
-                     i + 2 < n ? tab[x & 63] : '='};
-        buf_append(&b, q, 4);
-    }
-    buf_append(&b, "?=", 2);
-    return buf_steal(&b);
+    struct hx *h = ud;
+    buf_printf(&h->params, "Mcp-Param-%s: %s", name, value);
+    buf_append(&h->params, "", 1);
+    h->n_params++;
 }
 
 /* 2026 era: the message names its protocol version in params._meta; mirror what the
@@ -865,7 +853,20 @@ static void note_modern(struct hx *h, json_t *msg)
     if (!json_is_string(name))
         name = json_object_get(params, "uri");
     if (json_is_string(name))
-        h->mcp_name = header_value(json_string_value(name));
+        h->mcp_name = mcp_era_header_value(json_string_value(name));
+    if (strcmp(h->mcp_method, "tools/call") != 0 || !json_is_string(name))
+        return;
+    /* Mcp-Param-{Name} for the tool's x-mcp-header properties (checked when listed). */
+    json_t *tool;
+    size_t i;
+    json_array_foreach(h->tp->up->tools, i, tool)
+    {
+        if (json_equal(json_object_get(tool, "name"), name)) {
+            mcp_era_param_headers(json_object_get(tool, "inputSchema"),
+                                  json_object_get(params, "arguments"), add_param_header, h);
+            break;
+        }
+    }
 }
 
 static int http_send(struct upstream *up, const char *text, size_t len)

@@ -136,6 +136,22 @@ describe('2026-07-28 upstreams over stateless Streamable HTTP', () => {
     assert.match(h.stderr(), /hmodern: protocol 2026-07-28, era 2026 \(modern\)/);
   });
 
+  test('x-mcp-header parameters are mirrored into Mcp-Param-* headers; an invalid annotation hides the tool', async () => {
+    const r = await run(h, 'result = [hmodern_query(region="us-west1", q="x", limit=7), hmodern_query(region="Zürich ", q="y")]');
+    assert.equal(r.isError, false, JSON.stringify(r));
+    assert.deepEqual(r.structuredContent.result, ['us-west1:x', 'Zürich :y']);
+    const calls = headerLines(modern.log()).filter((x) => x.method === 'tools/call' && x.n === 'query');
+    assert.equal(calls.length, 2, modern.log());
+    assert.equal(calls[0]['mcp-param-region'], 'us-west1');
+    assert.equal(calls[0]['mcp-param-limit'], '7');
+    // Not plain trimmed ASCII: the base64 sentinel of the UTF-8 bytes.
+    assert.equal(calls[1]['mcp-param-region'], `=?base64?${Buffer.from('Zürich ').toString('base64')}?=`);
+    assert.equal(calls[1]['mcp-param-limit'], undefined, 'an absent argument sends no header');
+    const bad = await run(h, 'result = hmodern_badheader(ratio=0.5)');
+    assert.equal(bad.isError, true, 'a tool with an invalid x-mcp-header must not be offered');
+    assert.match(h.stderr(), /hmodern: leaving out tool badheader: x-mcp-header "Ratio" on a property of type number/);
+  });
+
   test('input_required over HTTP', async () => {
     const r = await run(h, `
 try:

@@ -41,6 +41,26 @@ function factory() {
     })
   );
   server.registerTool(
+    'query',
+    {
+      description: 'Runs a query in a region (its region is mirrored into an Mcp-Param-Region header).',
+      inputSchema: z.object({
+        region: z.string().meta({ 'x-mcp-header': 'Region' }),
+        limit: z.number().int().optional().meta({ 'x-mcp-header': 'Limit' }),
+        q: z.string(),
+      }),
+    },
+    async ({ region, q }) => ({ content: [{ type: 'text', text: `${region}:${q}` }] })
+  );
+  server.registerTool(
+    'badheader',
+    {
+      description: 'An x-mcp-header on a number property: clients must leave this tool out.',
+      inputSchema: z.object({ ratio: z.number().meta({ 'x-mcp-header': 'Ratio' }) }),
+    },
+    async () => ({ content: [{ type: 'text', text: 'should not be callable over HTTP' }] })
+  );
+  server.registerTool(
     'confirm',
     { description: 'Asks the user to confirm an action (multi round-trip).', inputSchema: z.object({ action: z.string() }) },
     async ({ action }, ctx) => {
@@ -90,7 +110,7 @@ if (httpPort !== undefined) {
       if (j && j.method) {
         logRecv(j.method, j.params && j.params._meta);
         process.stderr.write(
-          `headers ${j.method} ${JSON.stringify({ v: req.headers['mcp-protocol-version'] ?? null, m: req.headers['mcp-method'] ?? null, n: req.headers['mcp-name'] ?? null, s: req.headers['mcp-session-id'] ?? null })}\n`
+          `headers ${j.method} ${JSON.stringify({ v: req.headers['mcp-protocol-version'] ?? null, m: req.headers['mcp-method'] ?? null, n: req.headers['mcp-name'] ?? null, s: req.headers['mcp-session-id'] ?? null, ...Object.fromEntries(Object.entries(req.headers).filter(([k]) => k.startsWith('mcp-param-'))) })}\n`
         );
       }
     } catch {}
