@@ -171,7 +171,8 @@ static int check_walk(json_t *schema, int reachable, struct hdr_check *c, int de
     json_t *h = json_object_get(schema, "x-mcp-header");
     if (h) {
         if (!reachable) {
-            snprintf(c->why, c->n, "x-mcp-header on a property not reached through properties alone");
+            snprintf(c->why, c->n,
+                     "x-mcp-header on a property not reached through properties alone");
             return -1;
         }
         if (!json_is_string(h) || !is_token(json_string_value(h))) {
@@ -181,8 +182,10 @@ static int check_walk(json_t *schema, int reachable, struct hdr_check *c, int de
         json_t *t = json_object_get(schema, "type");
         const char *ts = json_is_string(t) ? json_string_value(t) : "";
         if (strcmp(ts, "string") != 0 && strcmp(ts, "integer") != 0 && strcmp(ts, "boolean") != 0) {
-            snprintf(c->why, c->n, "x-mcp-header \"%s\" on a property of type %s (string, integer "
-                     "or boolean only)", json_string_value(h), *ts ? ts : "(none)");
+            snprintf(c->why, c->n,
+                     "x-mcp-header \"%s\" on a property of type %s (string, integer "
+                     "or boolean only)",
+                     json_string_value(h), *ts ? ts : "(none)");
             return -1;
         }
         char lower[256];

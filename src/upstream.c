@@ -188,8 +188,8 @@ static struct up_req *send_request(struct upstream *up, const char *method, json
             params = json_object();
         /* elicitation: a server may say what it would ask (input_required); we report it. */
         json_t *caps = json_pack("{s:{s:{}}}", "elicitation", "form");
-        mcp_era_attach_meta(params,
-                            mcp_era_request_meta(MCP_MODERN_VERSION, "codemcp", CODEMCP_VERSION, caps));
+        mcp_era_attach_meta(
+            params, mcp_era_request_meta(MCP_MODERN_VERSION, "codemcp", CODEMCP_VERSION, caps));
         json_decref(caps);
     }
     struct up_req *r = xcalloc(1, sizeof(*r));
@@ -325,8 +325,8 @@ static void on_list_page(struct upstream *up, void *ud, json_t *result, const st
         }
     }
     json_t *ttl = json_object_get(result, "ttlMs");
-    up->list_ttl_ms = json_is_integer(ttl) && json_integer_value(ttl) > 0 ? json_integer_value(ttl)
-                                                                           : 0;
+    up->list_ttl_ms =
+        json_is_integer(ttl) && json_integer_value(ttl) > 0 ? json_integer_value(ttl) : 0;
     json_t *cursor = json_object_get(result, "nextCursor");
     if (json_is_string(cursor) && json_string_length(cursor) > 0) {
         list_page(up, json_string_value(cursor));

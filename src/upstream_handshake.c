@@ -19,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DISCOVER_PROBE_MS  5000  /* stdio: how long a silent legacy server may delay us */
-#define LISTEN_RETRY_MS    1000  /* reopening an ended subscriptions/listen stream */
-#define TTL_RELIST_MIN_MS  5000  /* re-listing at ttlMs, never more often than this */
-#define MAX_ERA_FLIPS      2
+#define DISCOVER_PROBE_MS 5000 /* stdio: how long a silent legacy server may delay us */
+#define LISTEN_RETRY_MS   1000 /* reopening an ended subscriptions/listen stream */
+#define TTL_RELIST_MIN_MS 5000 /* re-listing at ttlMs, never more often than this */
+#define MAX_ERA_FLIPS     2
 
 static void send_initialize(struct upstream *up, const char *version);
 static void send_discover(struct upstream *up);
@@ -103,8 +103,7 @@ static void become_modern(struct upstream *up, json_t *result)
     up__list_tools(up);
 }
 
-static void on_discovered(struct upstream *up, void *ud, json_t *result,
-                          const struct up_error *err)
+static void on_discovered(struct upstream *up, void *ud, json_t *result, const struct up_error *err)
 {
     (void)ud;
     if (up->state == UP_FAILED)
@@ -124,7 +123,15 @@ static void on_discovered(struct upstream *up, void *ud, json_t *result,
     }
     json_t *supported;
     if (err->rpc_error && mcp_era_unsupported(err->rpc_error, &supported)) {
-        /* A modern server that does not take our version: a legacy one it lists, or none. */
+        /* A modern server that did not take this request: retry once if it lists our
+         * version (a server may refuse a first choice), else a legacy one it lists. */
+        if (mcp_era_list_has(supported, MCP_MODERN_VERSION) && up->era_flips < MAX_ERA_FLIPS) {
+            up->era_flips++;
+            log_info("upstream", "%s: -32022 for server/discover although it lists %s; retrying",
+                     up->name, MCP_MODERN_VERSION);
+            send_discover(up);
+            return;
+        }
         const char *v = mcp_era_pick_legacy(supported);
         if (!v) {
             char *list = supported ? json_dumps(supported, JSON_COMPACT) : NULL;

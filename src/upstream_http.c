@@ -8,10 +8,11 @@
  * messages (405: the server has none); it is reopened after the server's `retry` with
  * Last-Event-ID. A POST stream that ends before its response is resumed the same way.
  *
- * A message in the 2026-07-28 era (its params carry `_meta` with the protocol version)
- * goes without a session: MCP-Protocol-Version, Mcp-Method and Mcp-Name are taken from the
- * body (Mcp-Name base64-sentinel-encoded when it is not plain ASCII). A 4xx whose body is a
- * JSON-RPC error is that request's answer (how modern servers say -32022, -32601 or
+ * Every POST carries the routing headers taken from its body: Mcp-Method, Mcp-Name (tool
+ * name or URI) and Mcp-Param-* for the tool's x-mcp-header arguments, base64-sentinel-
+ * encoded where not plain ASCII. A message in the 2026-07-28 era (its params carry `_meta`
+ * with the protocol version) goes without a session, with that MCP-Protocol-Version. A 4xx whose
+ * body is a JSON-RPC error is that request's answer (how modern servers say -32022, -32601 or
  * -32020, and how legacy servers refuse server/discover), so upstream.c can choose the era.
  *
  * Failures: 404 on a request that carried the session id means the session expired: the
@@ -56,7 +57,7 @@ struct hx {
     json_t *req_id; /* HX_MSG request: its id; NULL for notifications and responses */
     int is_initialize, is_initialized;
     int answered, retried, held, resuming;
-    char *sent_sid;  /* the Mcp-Session-Id the current transfer carried, or NULL */
+    char *sent_sid;       /* the Mcp-Session-Id the current transfer carried, or NULL */
     char *modern_version; /* 2026 era: the body's protocol version (no session then) */
     char *mcp_method;     /* 2026 era: Mcp-Method */
     char *mcp_name;       /* 2026 era: Mcp-Name, already encoded for the header */
@@ -181,14 +182,16 @@ static int submit(struct hx *h, const char *method, int with_session, const char
     const char *version = tp->protocol_version ? tp->protocol_version : tp->up->protocol_version;
     free(h->sent_sid);
     h->sent_sid = NULL;
+    /* The routing headers go on every POST, in both eras (legacy servers ignore them). */
+    if (h->mcp_method)
+        add_header(&lines, &n, "Mcp-Method: %s", h->mcp_method);
+    if (h->mcp_name)
+        add_header(&lines, &n, "Mcp-Name: %s", h->mcp_name);
+    const char *p = h->params.data;
+    for (size_t i = 0; i < h->n_params; i++, p += strlen(p) + 1)
+        add_header(&lines, &n, "%s", p);
     if (h->modern_version) {
         add_header(&lines, &n, "MCP-Protocol-Version: %s", h->modern_version);
-        add_header(&lines, &n, "Mcp-Method: %s", h->mcp_method);
-        if (h->mcp_name)
-            add_header(&lines, &n, "Mcp-Name: %s", h->mcp_name);
-        const char *p = h->params.data;
-        for (size_t i = 0; i < h->n_params; i++, p += strlen(p) + 1)
-            add_header(&lines, &n, "%s", p);
     } else {
         h->sent_sid = with_session && tp->session_id ? xstrdup(tp->session_id) : NULL;
         if (h->sent_sid)
@@ -838,16 +841,18 @@ static void add_param_header(void *ud, const char *name, const char *value)
     h->n_params++;
 }
 
-/* 2026 era: the message names its protocol version in params._meta; mirror what the
- * transport binding wants in headers. Borrows msg. */
-static void note_modern(struct hx *h, json_t *msg)
+/* The routing headers of a message (Mcp-Method, Mcp-Name, Mcp-Param-*), and in the 2026
+ * era (params._meta names the protocol version) that version, which replaces the session.
+ * Borrows msg. */
+static void note_headers(struct hx *h, json_t *msg)
 {
     json_t *params = json_object_get(msg, "params");
     json_t *v = json_object_get(json_object_get(params, "_meta"), MCP_META_PROTOCOL_VERSION);
     json_t *method = json_object_get(msg, "method");
-    if (!json_is_string(v) || !json_is_string(method))
+    if (!json_is_string(method))
         return;
-    h->modern_version = xstrdup(json_string_value(v));
+    if (json_is_string(v))
+        h->modern_version = xstrdup(json_string_value(v));
     h->mcp_method = xstrdup(json_string_value(method));
     json_t *name = json_object_get(params, "name");
     if (!json_is_string(name))
@@ -888,7 +893,7 @@ static int http_send(struct upstream *up, const char *text, size_t len)
     if (json_is_string(method) && id && !json_is_null(id))
         h->req_id = json_incref(id);
     h->is_initialize = is_init;
-    note_modern(h, msg);
+    note_headers(h, msg);
     h->is_initialized = json_is_string(method) &&
                         strcmp(json_string_value(method), "notifications/initialized") == 0;
     json_decref(msg);

