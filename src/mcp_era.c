@@ -274,3 +274,117 @@ void mcp_era_param_headers(json_t *input_schema, json_t *args,
 {
     emit_walk(input_schema, args, emit, ud, 0);
 }
+
+/* ---- serving the 2026 era ----------------------------------------------------------------- */
+
+static const char *const log_levels[] = {"emergency", "alert", "critical", "error", "warning",
+                                         "notice",    "info",  "debug",    NULL};
+
+int mcp_era_is_modern_request(json_t *params)
+{
+    json_t *meta = json_object_get(params, "_meta");
+    return json_object_get(meta, MCP_META_PROTOCOL_VERSION) != NULL;
+}
+
+json_t *mcp_era_supported_versions(void)
+{
+    json_t *a = json_pack("[s]", MCP_MODERN_VERSION);
+    for (size_t i = 0; legacy_versions[i]; i++)
+        json_array_append_new(a, json_string(legacy_versions[i]));
+    return a;
+}
+
+int mcp_era_request_log_level(json_t *params)
+{
+    json_t *v = json_object_get(json_object_get(params, "_meta"), MCP_META_LOG_LEVEL);
+    for (int i = 0; json_is_string(v) && log_levels[i]; i++)
+        if (strcmp(log_levels[i], json_string_value(v)) == 0)
+            return i;
+    return -1;
+}
+
+static json_t *invalid(json_t *id, const char *why, const char *key)
+{
+    return json_pack("{s:s, s:O?, s:{s:i, s:s, s:{s:s}}}", "jsonrpc", "2.0", "id", id, "error",
+                     "code", -32602, "message", why, "data", "key", key);
+}
+
+json_t *mcp_era_check_request(json_t *id, json_t *params)
+{
+    json_t *meta = json_object_get(params, "_meta");
+    json_t *v = json_object_get(meta, MCP_META_PROTOCOL_VERSION);
+    if (!json_is_string(v))
+        return invalid(id, "_meta." MCP_META_PROTOCOL_VERSION " must be a string",
+                       MCP_META_PROTOCOL_VERSION);
+    if (!mcp_era_is_modern_version(json_string_value(v))) {
+        char msg[200];
+        snprintf(msg, sizeof(msg),
+                 "Unsupported protocol version: %.80s (this server speaks %s; "
+                 "2025 clients use initialize)",
+                 json_string_value(v), MCP_MODERN_VERSION);
+        return json_pack("{s:s, s:O?, s:{s:i, s:s, s:{s:o, s:O}}}", "jsonrpc", "2.0", "id", id,
+                         "error", "code", MCP_UNSUPPORTED_VERSION, "message", msg, "data",
+                         "supported", mcp_era_supported_versions(), "requested", v);
+    }
+    json_t *caps = json_object_get(meta, MCP_META_CLIENT_CAPS);
+    if (!json_is_object(caps))
+        return invalid(
+            id, "_meta." MCP_META_CLIENT_CAPS " is required (an object) in the 2026-07-28 era",
+            MCP_META_CLIENT_CAPS);
+    json_t *info = json_object_get(meta, MCP_META_CLIENT_INFO);
+    if (info && (!json_is_object(info) || !json_is_string(json_object_get(info, "name"))))
+        return invalid(id, "_meta." MCP_META_CLIENT_INFO " must be an object with a string name",
+                       MCP_META_CLIENT_INFO);
+    json_t *lvl = json_object_get(meta, MCP_META_LOG_LEVEL);
+    if (lvl && mcp_era_request_log_level(params) < 0)
+        return invalid(id,
+                       "_meta." MCP_META_LOG_LEVEL " must be one of debug, info, notice, "
+                       "warning, error, critical, alert, emergency",
+                       MCP_META_LOG_LEVEL);
+    return NULL;
+}
+
+int mcp_era_removed_method(const char *method)
+{
+    static const char *const removed[] = {"ping",
+                                          "logging/setLevel",
+                                          "initialize",
+                                          "notifications/initialized",
+                                          "notifications/roots/list_changed",
+                                          NULL};
+    for (size_t i = 0; removed[i]; i++)
+        if (strcmp(method, removed[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static json_t *server_info_meta(void)
+{
+    return json_pack("{s:{s:s, s:s, s:s}}", MCP_META_SERVER_INFO, "name", "codemcp", "title",
+                     "codemcp code-mode gateway", "version", CODEMCP_VERSION);
+}
+
+json_t *mcp_era_discover_result(json_t *capabilities, const char *instructions)
+{
+    json_t *r = json_pack("{s:o, s:o, s:s, s:i, s:s, s:o}", "supportedVersions",
+                          mcp_era_supported_versions(), "capabilities",
+                          capabilities ? capabilities : json_object(), "resultType", "complete",
+                          "ttlMs", 0, "cacheScope", "private", "_meta", server_info_meta());
+    if (instructions)
+        json_object_set_new(r, "instructions", json_string(instructions));
+    return r;
+}
+
+void mcp_era_finish_result(json_t *result, int64_t ttl_ms)
+{
+    if (!json_is_object(result))
+        return;
+    if (!json_object_get(result, "resultType"))
+        json_object_set_new(result, "resultType", json_string("complete"));
+    json_t *m = server_info_meta();
+    mcp_era_attach_meta(result, m);
+    if (ttl_ms >= 0) {
+        json_object_set_new(result, "ttlMs", json_integer(ttl_ms));
+        json_object_set_new(result, "cacheScope", json_string("private"));
+    }
+}

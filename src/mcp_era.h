@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define MCP_MODERN_VERSION      "2026-07-28"
 #define MCP_LEGACY_LATEST       "2025-11-25"
@@ -22,6 +23,7 @@
 #define MCP_META_CLIENT_CAPS      "io.modelcontextprotocol/clientCapabilities"
 #define MCP_META_SERVER_INFO      "io.modelcontextprotocol/serverInfo"
 #define MCP_META_SUBSCRIPTION_ID  "io.modelcontextprotocol/subscriptionId"
+#define MCP_META_LOG_LEVEL        "io.modelcontextprotocol/logLevel"
 
 enum mcp_era { MCP_ERA_UNKNOWN, MCP_ERA_LEGACY, MCP_ERA_MODERN };
 
@@ -67,3 +69,29 @@ int mcp_era_check_param_headers(json_t *input_schema, char *why, size_t n);
  * `Mcp-Param-{name}` headers of a tools/call. Values are encoded; null and absent skipped. */
 void mcp_era_param_headers(json_t *input_schema, json_t *args,
                            void (*emit)(void *ud, const char *name, const char *value), void *ud);
+
+/* ---- serving the 2026 era (the MCP front) ------------------------------------------------- */
+
+/* A request (params borrowed, may be NULL) of the modern era: its `_meta` names a protocol
+ * version. Requests without one are legacy (they belong to an `initialize`d session). */
+int mcp_era_is_modern_request(json_t *params);
+/* Checks a modern request's envelope: a version we serve (else -32022 with the supported
+ * list and the requested one), client capabilities an object, client info (if present) an
+ * object with a string name, log level (if present) a known level (else -32602). Returns
+ * NULL when fine, else a new error response carrying id (borrowed). */
+json_t *mcp_era_check_request(json_t *id, json_t *params);
+/* Methods the modern era removed (ping, logging/setLevel, initialize,
+ * notifications/initialized): a modern request for one gets -32601. */
+int mcp_era_removed_method(const char *method);
+/* The versions codemcp serves, newest first (new reference), for discover and -32022. */
+json_t *mcp_era_supported_versions(void);
+/* server/discover's result (new reference): versions, capabilities (stolen), instructions,
+ * server info in `_meta`, resultType and cache hints. */
+json_t *mcp_era_discover_result(json_t *capabilities, const char *instructions);
+/* Makes a result (borrowed, changed in place) a modern one: resultType "complete" unless
+ * set, server info in `_meta`; ttl_ms >= 0 adds the cache hints (cacheScope "private": the
+ * description depends on who asks). */
+void mcp_era_finish_result(json_t *result, int64_t ttl_ms);
+/* The request's `io.modelcontextprotocol/logLevel` as a syslog severity 0..7 (emergency ..
+ * debug), or -1 when absent: a modern server sends notifications/message only when asked. */
+int mcp_era_request_log_level(json_t *params);

@@ -641,7 +641,9 @@ static void msg_done(struct hx *h, const struct ct_event *ev)
     char why[512];
     if (ev->curl_code) {
         int streamed = h->is_sse || h->resuming;
-        if (h->req_id && !h->answered && streamed && h->last_id && !ev->connect_failed) {
+        /* 2026 era: streams are not resumable; the request fails (and may be re-issued). */
+        if (h->req_id && !h->answered && streamed && h->last_id && !ev->connect_failed &&
+            !h->modern_version) {
             h->xfer = 0;
             resume_later(h); /* the stream broke after it gave a cursor */
         } else if (ev->too_large && h->req_id) {
@@ -664,7 +666,7 @@ static void msg_done(struct hx *h, const struct ct_event *ev)
         if (h->is_initialized)
             open_get(tp);
         if (h->req_id && !h->answered) {
-            if ((h->is_sse || h->resuming) && h->last_id) {
+            if ((h->is_sse || h->resuming) && h->last_id && !h->modern_version) {
                 h->xfer = 0;
                 resume_later(h);
             } else {
