@@ -17,6 +17,7 @@
 #include "redact.h"
 #include "runs.h"
 #include "shapes.h"
+#include "toolstate.h"
 #include "upstream.h"
 #include "util.h"
 #include "workers.h"
@@ -221,6 +222,11 @@ static void handle_call_tool(struct ctl_conn *c, json_t *id, json_t *params)
     struct run *r = run_find(run_id);
     if (!r || wk_current_run(c->slot) != r) {
         reply_error(c->id, id, "denied", "this run is not active: tool calls are refused", 0);
+        return;
+    }
+    char off[600];
+    if (!ts_call_allowed(server, tool, off, sizeof(off))) { /* disabled by the admin/config */
+        reply_error(c->id, id, "denied", off, 0);
         return;
     }
     json_t *f = cat_find(server, tool);

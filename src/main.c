@@ -6,6 +6,8 @@
  * CODEMCP_SMOKE='code' (run one program against the upstreams, print its envelope, exit).
  * Shutdown order: front (cancels runs) → workers → upstreams (stdin, SIGTERM, SIGKILL)
  * → flush stdout → stop the loop. */
+#include "admin.h"
+#include "admin_cli.h"
 #include "catalog.h"
 #include "config.h"
 #include "control.h"
@@ -19,6 +21,9 @@
 #include "serve_stdio.h"
 #include "setup.h"
 #include "shapes.h"
+#ifdef CODEMCP_TUI
+#include "tui.h"
+#endif
 #include "upstream.h"
 #include "util.h"
 #include "workers.h"
@@ -44,6 +49,12 @@ static void usage(FILE *f)
     fputs("usage: codemcp [options]              serve MCP over stdio\n"
           "       codemcp start [-p PORT] [-H HOST]  serve MCP over Streamable HTTP\n"
           "       codemcp setup opencode [--dry-run] move opencode's MCP servers behind codemcp\n"
+          "       codemcp list|tools|instances      a running gateway's servers / tools / all "
+          "gateways\n"
+          "       codemcp enable|disable NAME [-d]  connect / disconnect a server now\n"
+          "       codemcp enable-tool|disable-tool SERVER TOOL [-d]\n"
+          "       codemcp tui [-i SEL]              full-screen control of a running gateway\n"
+          "       (admin commands take -i LAUNCHER|PID|CONFIG-SUBSTRING, --json; see --help)\n"
           "\n"
           "options:\n"
           "  -c, --config PATH   mcp.json to load (default: $CODEMCP_CONFIG, else\n"
@@ -198,6 +209,12 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (optind < argc && admin_cli_is_command(argv[optind])) /* list, enable, tools, ... */
+        return admin_cli_main(argc - optind, argv + optind);
+#ifdef CODEMCP_TUI
+    if (optind < argc && strcmp(argv[optind], "tui") == 0)
+        return tui_main(argc - optind, argv + optind);
+#endif
     if (optind < argc && strcmp(argv[optind], "setup") == 0)
         return setup_main(argc - optind - 1, argv + optind + 1, config_path);
     if (optind < argc) {
@@ -295,6 +312,9 @@ int main(int argc, char **argv)
     }
     if (mode == MODE_STDIO && stdio_serve(begin_shutdown) < 0)
         return 1;
+    if (mode == MODE_STDIO || mode == MODE_HTTP) /* live control: codemcp list/enable/tui */
+        adm_start(&config, mode == MODE_HTTP ? "http" : "stdio",
+                  mode == MODE_HTTP ? http_url() : NULL);
     if (mode == MODE_SMOKE && !serving)
         return 1;
 
@@ -302,6 +322,7 @@ int main(int argc, char **argv)
     lp_timer_start(&settle_timer, 0, check_settled, NULL);
     lp_run();
 
+    adm_stop();
     run_free_all();
     mcp_free_all();
     ctl_free_all();

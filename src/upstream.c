@@ -292,6 +292,12 @@ static void relist_now(void *ud)
 static void on_list_page(struct upstream *up, void *ud, json_t *result, const struct up_error *err)
 {
     (void)ud;
+    if (err && up->state == UP_DISABLED) { /* turned off while listing */
+        up->listing = 0;
+        json_decref(up->list_acc);
+        up->list_acc = NULL;
+        return;
+    }
     if (err) {
         up->listing = 0;
         json_decref(up->list_acc);
@@ -386,6 +392,8 @@ void up__handshake_failed(struct upstream *up, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    if (up->state == UP_DISABLED)
+        return; /* turned off at run time while handshaking: its requests were failed */
     up__set_error(up, "%s", msg);
     log_warn("upstream", "%s: %s; skipping this server", up->name, up->error);
     up->ops->shutdown(up);
@@ -523,7 +531,7 @@ void up__transport_message(struct upstream *up, const char *text, size_t len)
 
 void up__transport_failed(struct upstream *up, const char *why)
 {
-    if (up->state == UP_CLOSED || up->state == UP_FAILED)
+    if (up->state == UP_CLOSED || up->state == UP_FAILED || up->state == UP_DISABLED)
         return;
     int was_ready = up->state == UP_READY;
     up__set_error(up, "%s", why);
@@ -556,14 +564,19 @@ static int all_closed(void)
 }
 
 static void schedule_restart(struct upstream *up);
+static void start_server(struct upstream *up);
 
 void up__transport_closed(struct upstream *up)
 {
     if (up->ops && up->ops->free)
         up->ops->free(up);
     up->tp = NULL;
-    if (up->restart_pending && !shutting_down)
+    if (up->start_when_closed && !shutting_down) {
+        up->start_when_closed = 0;
+        start_server(up);
+    } else if (up->restart_pending && !shutting_down) {
         schedule_restart(up);
+    }
     if (shutting_down && all_closed() && shutdown_done) {
         void (*done)(void) = shutdown_done;
         shutdown_done = NULL;
@@ -672,22 +685,88 @@ void up_start_all(struct cfg *cfg)
             up__set_error(up, "disabled in the config (\"enabled\": false)");
             continue;
         }
-        if (s->type == CFG_REMOTE) {
-            up->ops = &up_http_ops;
-        } else {
-            up->ops = &up_stdio_ops;
-        }
-        up->state = UP_CONNECTING;
-        up->started_ms = now_ms();
-        lp_timer_start(&up->connect_timer, s->timeout_ms > 0 ? s->timeout_ms : 30000,
-                       connect_timed_out, up);
-        if (up->ops->start(up) < 0) {
-            log_warn("upstream", "%s: %s; skipping this server", up->name,
-                     up->error ? up->error : "failed to start");
-            set_state(up, UP_FAILED);
-        }
+        start_server(up);
     }
     notify();
+}
+
+/* Starts the transport and the handshake of a server that has none running. */
+static void start_server(struct upstream *up)
+{
+    up->ops = up->cfg->type == CFG_REMOTE ? &up_http_ops : &up_stdio_ops;
+    up->state = UP_CONNECTING;
+    up->started_ms = now_ms();
+    lp_timer_start(&up->connect_timer, up->cfg->timeout_ms > 0 ? up->cfg->timeout_ms : 30000,
+                   connect_timed_out, up);
+    if (up->ops->start(up) < 0) {
+        log_warn("upstream", "%s: %s; skipping this server", up->name,
+                 up->error ? up->error : "failed to start");
+        set_state(up, UP_FAILED);
+    }
+}
+
+/* ---- run-time control ------------------------------------------------------------------- */
+
+int up_enable(const char *name, char *why, size_t n)
+{
+    struct upstream *up = up_find(name);
+    if (!up) {
+        snprintf(why, n, "no server named %s in the config", name);
+        return -1;
+    }
+    if (up->cfg->disabled_reason) {
+        snprintf(why, n, "%s cannot be started: %s", name, up->cfg->disabled_reason);
+        return -1;
+    }
+    if (shutting_down) {
+        snprintf(why, n, "codemcp is shutting down");
+        return -1;
+    }
+    if (up->state == UP_READY || up->state == UP_CONNECTING || up->start_when_closed)
+        return 0;
+    log_info("upstream", "%s: enabled at run time; connecting", up->name);
+    lp_timer_stop(&up->restart_timer);
+    up->restart_pending = 0;
+    up->restarts = 0;
+    up->started_once = 1; /* runs and tools/list do not wait for a server turned on later */
+    if (up->tp) {         /* the previous transport is still closing: start once it is gone */
+        if (up->state == UP_FAILED) {
+            up->state = UP_CLOSED;
+            up->ops->shutdown(up);
+        }
+        up->start_when_closed = 1;
+        return 0;
+    }
+    start_server(up);
+    notify();
+    return 0;
+}
+
+int up_disable(const char *name, char *why, size_t n)
+{
+    struct upstream *up = up_find(name);
+    if (!up) {
+        snprintf(why, n, "no server named %s in the config", name);
+        return -1;
+    }
+    up->start_when_closed = 0;
+    if (up->state == UP_DISABLED || up->state == UP_CLOSED)
+        return 0;
+    log_info("upstream", "%s: disabled at run time; disconnecting", up->name);
+    up->state = UP_DISABLED; /* before anything below can call back */
+    up->started_once = 1;
+    up->restart_pending = 0;
+    lp_timer_stop(&up->connect_timer);
+    lp_timer_stop(&up->relist_timer);
+    lp_timer_stop(&up->restart_timer);
+    up__set_error(up, "disabled at run time (codemcp enable %s turns it back on)", up->name);
+    fail_requests_of(up, "the server was disabled (codemcp disable)");
+    lp_timer_stop(&up->listen_timer); /* after: an ended listen stream re-arms it */
+    up->listing = 0; /* its tools stay known (for `codemcp tools`); the catalog skips it */
+    if (up->tp)
+        up->ops->shutdown(up);
+    notify();
+    return 0;
 }
 
 void up_shutdown_all(void (*done)(void))

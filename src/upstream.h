@@ -70,6 +70,7 @@ struct upstream {
     int listen_unsupported;       /* modern: the server refused subscriptions/listen */
     int64_t list_ttl_ms;          /* modern: the last tools/list's ttlMs (0: no hint) */
     struct lp_timer listen_timer; /* modern: reopen the listen stream / re-list at ttl */
+    int start_when_closed;         /* enabled at run time while the old transport was closing */
 };
 
 struct up_error {
@@ -102,6 +103,13 @@ int up_call_tool(const char *server, const char *tool, json_t *args, int64_t tim
 void up_cancel_call(uint64_t handle, const char *reason);
 /* Calls in flight (all servers). */
 size_t up_calls_in_flight(void);
+
+/* Run-time control (the admin socket). up_enable starts a server that is off, failed or
+ * disabled (in the config too, unless the entry is unusable); up_disable shuts one down and
+ * fails its calls in flight (UP_DISABLED; its last tool list is kept for display). Both notify the
+ * listener. 0, or -1 with why. */
+int up_enable(const char *name, char *why, size_t n);
+int up_disable(const char *name, char *why, size_t n);
 
 /* Graceful shutdown of every server; done() once all are gone (children reaped). */
 void up_shutdown_all(void (*done)(void));

@@ -1,0 +1,311 @@
+/* admin_ops — see admin_ops.h. */
+#include "admin_ops.h"
+#include "catalog.h"
+#include "cfgedit.h"
+#include "log.h"
+#include "toolstate.h"
+#include "upstream.h"
+#include "util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct cfg *config;
+static json_t *instance;
+
+void admops_init(struct cfg *cfg, json_t *info)
+{
+    config = cfg;
+    json_decref(instance);
+    instance = json_deep_copy(info);
+}
+
+void admops_free(void)
+{
+    json_decref(instance);
+    instance = NULL;
+    ts_free();
+}
+
+static json_t *fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *fail(const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+}
+
+/* ---- reading ----------------------------------------------------------------------------- */
+
+static const char *auth_of(struct upstream *up)
+{
+    if (up->cfg->type == CFG_LOCAL)
+        return "n/a";
+    for (char **h = up->cfg->headers; h && *h; h++)
+        if (strncasecmp(*h, "authorization:", 14) == 0)
+            return "header";
+    if (up->error && (strstr(up->error, "401") || strstr(up->error, "403")))
+        return "needs_auth";
+    return "none";
+}
+
+static int effective_tools(struct upstream *up)
+{
+    if (up->state != UP_READY)
+        return 0;
+    int n = 0;
+    size_t i;
+    json_t *t;
+    json_array_foreach(up->tools, i, t)
+    {
+        n += ts_enabled(up->name, json_string_value(json_object_get(t, "name")));
+    }
+    return n;
+}
+
+static json_t *op_list(void)
+{
+    json_t *servers = json_array();
+    for (size_t i = 0; i < up_count(); i++) {
+        struct upstream *up = up_at(i);
+        json_t *s = json_pack(
+            "{s:s, s:s, s:b, s:b, s:s, s:s, s:i, s:i, s:s?, s:s?}", "name", up->name, "type",
+            up->cfg->type == CFG_REMOTE ? "remote" : "local", "default", up->cfg->enabled,
+            "connected", up->state == UP_READY, "state", up_state_name(up->state), "auth",
+            auth_of(up), "tools", effective_tools(up), "listed", (int)json_array_size(up->tools),
+            "protocol", up->protocol_version, "error", up->state == UP_READY ? NULL : up->error);
+        json_array_append_new(servers, s);
+    }
+    return json_pack("{s:b, s:o}", "ok", 1, "servers", servers);
+}
+
+static json_t *summary_of(json_t *tool)
+{
+    const char *d = json_string_value(json_object_get(tool, "description"));
+    if (!d)
+        return json_string("");
+    while (*d == ' ' || *d == '\n')
+        d++;
+    size_t n = strcspn(d, "\n");
+    if (n > 160)
+        n = 160;
+    return json_stringn(d, n);
+}
+
+static json_t *op_tools(void)
+{
+    json_t *out = json_array();
+    for (size_t i = 0; i < up_count(); i++) {
+        struct upstream *up = up_at(i);
+        size_t j;
+        json_t *t;
+        json_array_foreach(up->tools, j, t)
+        {
+            const char *name = json_string_value(json_object_get(t, "name"));
+            int session = ts_session(up->name, name);
+            json_t *f = cat_find(up->name, name);
+            json_t *e = json_pack("{s:s, s:s, s:b, s:b, s:s?, s:o, s:b, s:s?}", "server", up->name,
+                                  "tool", name, "on", ts_enabled(up->name, name), "default",
+                                  ts_default_on(up->name, name), "session",
+                                  session < 0 ? NULL
+                                  : session   ? "on"
+                                              : "off",
+                                  "summary", summary_of(t), "connected", up->state == UP_READY,
+                                  "function", json_string_value(json_object_get(f, "function")));
+            json_array_append_new(out, e);
+        }
+    }
+    return json_pack("{s:b, s:o}", "ok", 1, "tools", out);
+}
+
+/* ---- writing mcp.json ---------------------------------------------------------------------- */
+
+static const char *root_key(void)
+{
+    return strcmp(config->format, "mcpServers") == 0 ? "mcpServers" : "mcp";
+}
+
+/* Writes keys = value into mcp.json; *wrote says whether the file changed. 0 / -1 + why. */
+static int write_default(const char *const *keys, size_t n, json_t *value, int *wrote, char *why,
+                         size_t wn)
+{
+    *wrote = 0;
+    if (!config || !config->path || strcmp(config->format, "wrap") == 0 ||
+        strcmp(config->format, "none") == 0) {
+        snprintf(why, wn,
+                 "this gateway has no mcp.json to write (started with --wrap or "
+                 "without a config file); the change was not made");
+        return -1;
+    }
+    if (ce_set_in_file(config->path, keys, n, value, wrote, why, wn) < 0) {
+        log_warn("admin", "--make-default: %s", why);
+        return -1;
+    }
+    if (*wrote)
+        log_info("admin", "wrote %s (previous contents in %s.bak)", config->path, config->path);
+    return 0;
+}
+
+static int server_default(struct upstream *up, int on, int *wrote, char *why, size_t wn)
+{
+    json_t *entry = up->cfg->entry;
+    const char *key = "enabled";
+    int value = on;
+    if (!json_object_get(entry, "enabled") &&
+        (json_object_get(entry, "disabled") || strcmp(root_key(), "mcpServers") == 0)) {
+        key = "disabled"; /* the spelling of Claude Desktop / Cursor style files */
+        value = !on;
+    }
+    *wrote = 0;
+    if (on && !json_object_get(entry, "enabled") &&
+        !json_is_true(json_object_get(entry, "disabled")))
+        goto done; /* on is the default already: nothing to write */
+    const char *keys[] = {root_key(), up->name, key};
+    json_t *v = json_boolean(value);
+    int rc = write_default(keys, 3, v, wrote, why, wn);
+    json_decref(v);
+    if (rc < 0)
+        return -1;
+    json_object_set_new(entry, key, json_boolean(value));
+done:
+    up->cfg->enabled = on;
+    return 0;
+}
+
+static int tool_default(struct upstream *up, const char *tool, int on, int *wrote, char *why,
+                        size_t wn)
+{
+    json_t *tools = json_object_get(up->cfg->entry, "tools");
+    json_t *conf = json_object_get(tools, tool);
+    *wrote = 0;
+    if (on && !json_object_get(conf, "enabled"))
+        goto done; /* on is the default */
+    const char *keys[] = {root_key(), up->name, "tools", tool, "enabled"};
+    json_t *v = json_boolean(on);
+    int rc = write_default(keys, 5, v, wrote, why, wn);
+    json_decref(v);
+    if (rc < 0)
+        return -1;
+done:
+    ts_set_default(up->name, tool, on);
+    return 0;
+}
+
+/* ---- changing ------------------------------------------------------------------------------ */
+
+static json_t *done_reply(struct upstream *up, const char *tool, int wrote, const char *what)
+{
+    json_t *r = json_pack("{s:b, s:s, s:s, s:s, s:b, s:s?}", "ok", 1, "server", up->name, "state",
+                          up_state_name(up->state), "message", what, "wrote", wrote, "config",
+                          wrote ? config->path : NULL);
+    if (tool)
+        json_object_set_new(r, "tool", json_string(tool));
+    return r;
+}
+
+static json_t *op_server(json_t *params, int on)
+{
+    const char *name = json_string_value(json_object_get(params, "name"));
+    int make_default = json_is_true(json_object_get(params, "make_default"));
+    if (!name)
+        return fail("%s needs params.name (a server name)", on ? "enable" : "disable");
+    struct upstream *up = up_find(name);
+    if (!up)
+        return fail("no server named %s in %s", name,
+                    config && config->path ? config->path : "the config");
+    char why[1200];
+    int wrote = 0;
+    if (make_default && server_default(up, on, &wrote, why, sizeof(why)) < 0)
+        return fail("%s", why);
+    if ((on ? up_enable : up_disable)(name, why, sizeof(why)) < 0)
+        return fail("%s", why);
+    char what[300];
+    snprintf(what, sizeof(what), "%s %s%s", name,
+             on ? (up->state == UP_READY ? "is connected" : "is connecting") : "is disconnected",
+             make_default ? (wrote ? "; mcp.json updated" : "; mcp.json already says so") : "");
+    return done_reply(up, NULL, wrote, what);
+}
+
+static json_t *find_tool(struct upstream *up, const char *tool)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(up->tools, i, t)
+    {
+        if (strcmp(json_string_value(json_object_get(t, "name")), tool) == 0)
+            return t;
+    }
+    return NULL;
+}
+
+static json_t *op_tool(json_t *params, int on)
+{
+    const char *server = json_string_value(json_object_get(params, "server"));
+    const char *tool = json_string_value(json_object_get(params, "tool"));
+    int make_default = json_is_true(json_object_get(params, "make_default"));
+    if (!server || !tool)
+        return fail("%s needs params.server and params.tool", on ? "enable_tool" : "disable_tool");
+    struct upstream *up = up_find(server);
+    if (!up)
+        return fail("no server named %s in the config", server);
+    if (up->tools && !find_tool(up, tool)) {
+        struct buf names = {0};
+        size_t i;
+        json_t *t;
+        json_array_foreach(up->tools, i, t)
+        {
+            if (i < 12)
+                buf_printf(&names, "%s%s", i ? ", " : "",
+                           json_string_value(json_object_get(t, "name")));
+        }
+        json_t *r =
+            fail("server %s has no tool %s (its tools: %s%s)", server, tool,
+                 names.data ? names.data : "none", json_array_size(up->tools) > 12 ? ", …" : "");
+        buf_free(&names);
+        return r;
+    }
+    char why[1200];
+    int wrote = 0;
+    if (make_default) {
+        if (tool_default(up, tool, on, &wrote, why, sizeof(why)) < 0)
+            return fail("%s", why);
+    } else {
+        ts_set_session(server, tool, on);
+    }
+    /* Enabling a tool of a disconnected server connects it; disabling never disconnects. */
+    if (on && up->state != UP_READY && up->state != UP_CONNECTING &&
+        up_enable(server, why, sizeof(why)) < 0)
+        return fail("%s", why);
+    cat_rebuild();
+    char what[600];
+    snprintf(what, sizeof(what), "%s/%s %s %s", server, tool, on ? "enabled" : "disabled",
+             make_default ? (wrote ? "[default, mcp.json updated]" : "[default]") : "[session]");
+    log_info("admin", "%s", what);
+    return done_reply(up, tool, wrote, what);
+}
+
+json_t *admops_handle(json_t *req)
+{
+    const char *m = json_string_value(json_object_get(req, "method"));
+    json_t *params = json_object_get(req, "params");
+    if (!m)
+        return fail("the request needs a \"method\"");
+    if (strcmp(m, "info") == 0)
+        return json_pack("{s:b, s:O}", "ok", 1, "instance", instance ? instance : json_null());
+    if (strcmp(m, "list") == 0)
+        return op_list();
+    if (strcmp(m, "tools") == 0)
+        return op_tools();
+    if (strcmp(m, "enable") == 0 || strcmp(m, "disable") == 0)
+        return op_server(params, m[0] == 'e');
+    if (strcmp(m, "enable_tool") == 0 || strcmp(m, "disable_tool") == 0)
+        return op_tool(params, m[0] == 'e');
+    return fail("unknown method %s (info, list, tools, enable, disable, enable_tool, "
+                "disable_tool)",
+                m);
+}
