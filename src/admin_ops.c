@@ -191,6 +191,15 @@ static int tool_default(struct upstream *up, const char *tool, int on, int *wrot
     json_decref(v);
     if (rc < 0)
         return -1;
+    if (!json_is_object(tools)) { /* keep the loaded entry in step with the file */
+        tools = json_object();
+        json_object_set_new(up->cfg->entry, "tools", tools);
+    }
+    if (!json_is_object(conf)) {
+        conf = json_object();
+        json_object_set_new(tools, tool, conf);
+    }
+    json_object_set_new(conf, "enabled", json_boolean(on));
 done:
     ts_set_default(up->name, tool, on);
     return 0;
