@@ -255,9 +255,21 @@ static void draw_tools(struct tui *t, int y, int x, int h, int w)
 static void draw_status(struct tui *t)
 {
     char line[1024];
-    snprintf(line, sizeof(line), " [%s] pid %d %s  %s", jstr(t->inst, "label", "?"),
-             (int)json_integer_value(json_object_get(t->inst, "pid")),
-             jstr(t->inst, "config", "(no config)"), t->status);
+    const char *cfg = jstr(t->inst, "config", "(no config)");
+    /* Too long for the terminal: the config path's last two components, then none (the
+     * outcome of the last action matters more). */
+    for (int pass = 0; pass < 3; pass++) {
+        snprintf(line, sizeof(line), " [%s] pid %d %s%s%s%s", jstr(t->inst, "label", "?"),
+                 (int)json_integer_value(json_object_get(t->inst, "pid")), pass == 1 ? "…" : "",
+                 pass == 2 ? "" : cfg, pass == 2 ? "" : "  ", t->status);
+        if ((int)strlen(line) <= COLS)
+            break;
+        const char *p = strrchr(cfg, '/');
+        while (p && p > cfg && p[-1] != '/')
+            p--;
+        if (p && p > cfg)
+            cfg = p - 1;
+    }
     mvhline(LINES - 2, 0, ' ', COLS);
     put(LINES - 2, 0, COLS, line);
     attron(A_BOLD);
