@@ -237,15 +237,38 @@ static char *insert_member(const char *s, size_t len, size_t obj, const struct m
     return buf_steal(&out);
 }
 
-char *ce_edit_text(const char *text, const char *const *keys, size_t n, json_t *value, char *why,
-                   size_t wn)
+/* value's JSON; pretty: indented by 2, continuation lines under the line holding pos. */
+static char *value_text(json_t *value, int flags, const char *text, size_t pos)
+{
+    if (!(flags & CE_PRETTY) || !(json_is_object(value) || json_is_array(value)))
+        return json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
+    char *raw = json_dumps(value, JSON_INDENT(2));
+    size_t ls = pos;
+    while (ls > 0 && text[ls - 1] != '\n')
+        ls--;
+    size_t ind = 0;
+    while (text[ls + ind] == ' ' || text[ls + ind] == '\t')
+        ind++;
+    struct buf b = {0};
+    for (const char *p = raw; *p; p++) {
+        buf_append(&b, p, 1);
+        if (*p == '\n')
+            buf_append(&b, text + ls, ind);
+    }
+    free(raw);
+    return buf_steal(&b);
+}
+
+char *ce_edit_text(const char *text, const char *const *keys, size_t n, json_t *value, int flags,
+                   char *why, size_t wn)
 {
     size_t len = strlen(text);
-    char *vt = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
+    char *vt = NULL;
     char *out = NULL;
     struct sc c = {text, len, 0};
     skip_ws(&c);
     if (c.pos >= len) { /* empty file: a fresh document */
+        vt = value_text(value, 0, text, 0);
         char *m = member_text(keys, n, vt);
         struct buf b = {0};
         buf_printf(&b, "{%s}\n", m);
@@ -268,6 +291,7 @@ char *ce_edit_text(const char *text, const char *const *keys, size_t n, json_t *
         }
         if (found && i + 1 == n) {
             struct buf b = {0};
+            vt = value_text(value, flags, text, m.value_start);
             text_splice(&b, text, m.value_start, m.value_end, vt, len);
             out = buf_steal(&b);
             goto done;
@@ -280,6 +304,7 @@ char *ce_edit_text(const char *text, const char *const *keys, size_t n, json_t *
             obj = m.value_start;
             continue;
         }
+        vt = value_text(value, n_members ? flags : 0, text, n_members ? last.key_start : obj);
         char *mt = member_text(keys + i, n - i, vt);
         out = insert_member(text, len, obj, &last, n_members, close_pos, mt);
         free(mt);
@@ -291,8 +316,7 @@ done:
     return out;
 }
 
-/* The value at keys in text parsed as JSONC equals value. */
-static int holds(const char *text, const char *const *keys, size_t n, json_t *value)
+int ce_text_holds(const char *text, const char *const *keys, size_t n, json_t *value)
 {
     size_t len = strlen(text);
     char *copy = xstrndup(text, len);
@@ -307,8 +331,8 @@ static int holds(const char *text, const char *const *keys, size_t n, json_t *va
     return ok;
 }
 
-int ce_write_atomic(const char *path, const char *text, size_t len, unsigned mode, char *why,
-                    size_t wn)
+int ce_write_atomic(const char *path, const char *text, size_t len, unsigned mode, int keep_bak,
+                    char *why, size_t wn)
 {
     char real[PATH_MAX], tmp[PATH_MAX + 32], bak[PATH_MAX + 8];
     if (!realpath(path, real))
@@ -342,7 +366,7 @@ int ce_write_atomic(const char *path, const char *text, size_t len, unsigned mod
         unlink(tmp);
         return -1;
     }
-    if (exists) {
+    if (exists && keep_bak) {
         size_t olen;
         char *old = read_file(real, &olen);
         snprintf(bak, sizeof(bak), "%s.bak", real);
@@ -384,12 +408,12 @@ int ce_set_in_file(const char *path, const char *const *keys, size_t n, json_t *
         return -1;
     }
     int rc = -1;
-    char *next = ce_edit_text(text, keys, n, value, why, wn);
+    char *next = ce_edit_text(text, keys, n, value, 0, why, wn);
     if (!next) {
         snprintf(why + strlen(why), wn - strlen(why), " (%s was not changed)", path);
         goto done;
     }
-    if (!holds(next, keys, n, value)) {
+    if (!ce_text_holds(next, keys, n, value)) {
         snprintf(why, wn, "the edit of %s did not check out; it was not changed", path);
         goto done;
     }
@@ -397,7 +421,7 @@ int ce_set_in_file(const char *path, const char *const *keys, size_t n, json_t *
         rc = 0;
         goto done;
     }
-    rc = ce_write_atomic(path, next, strlen(next), 0600, why, wn);
+    rc = ce_write_atomic(path, next, strlen(next), 0600, 1, why, wn);
     *changed = rc == 0;
 done:
     free(next);

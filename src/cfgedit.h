@@ -15,16 +15,20 @@
 #include <stddef.h>
 
 /* The text with keys[0..n-1] set to value (borrowed). New string (caller frees), or NULL with
- * why (the path crosses a non-object, the text is not JSONC...). Pure: no I/O. */
-char *ce_edit_text(const char *text, const char *const *keys, size_t n, json_t *value, char *why,
-                   size_t wn);
+ * why (the path crosses a non-object, the text is not JSONC...). The value is written compact,
+ * or with CE_PRETTY indented by 2 under its member's line. Pure: no I/O. */
+#define CE_PRETTY 1
+char *ce_edit_text(const char *text, const char *const *keys, size_t n, json_t *value, int flags,
+                   char *why, size_t wn);
 /* Reads path, edits it as above and writes it back. 0 (*changed says whether the text
  * changed), or -1 with why. */
 int ce_set_in_file(const char *path, const char *const *keys, size_t n, json_t *value, int *changed,
                    char *why, size_t wn);
-/* Writes text over path atomically with one backup (<path>.bak holding the old contents when
- * the file existed). mode is used for a new file. 0, or -1 with why. */
-int ce_write_atomic(const char *path, const char *text, size_t len, unsigned mode, char *why,
-                    size_t wn);
+/* Writes text over path atomically; with keep_bak, <path>.bak holds the old contents when the
+ * file existed (one backup). mode is used for a new file. 0, or -1 with why. */
+int ce_write_atomic(const char *path, const char *text, size_t len, unsigned mode, int keep_bak,
+                    char *why, size_t wn);
+/* The value at keys of a JSONC text equals value. */
+int ce_text_holds(const char *text, const char *const *keys, size_t n, json_t *value);
 
 #endif

@@ -11,7 +11,9 @@
  * is 0600, since headers may hold tokens). codemcp's config is written first, so a failure
  * in between leaves the servers in both places, never in neither. Comments in opencode's
  * file do not survive the rewrite (the backup keeps them). Running setup again finds only
- * codemcp in opencode's `mcp` and changes nothing. `--dry-run` prints the plan only. */
+ * codemcp in opencode's `mcp` and changes nothing. `--dry-run` prints the plan only.
+ * opencode is told to launch this binary by its absolute path, and its "tools" settings about
+ * the moved servers are rewritten (setup_clients.c, which also adopts mcpServers harnesses). */
 #include "setup.h"
 #include "config.h"
 #include "jsonc.h"
@@ -87,33 +89,6 @@ static int opencode_path(char *out, size_t n)
             "OPENCODE_CONFIG to its path\n",
             dir);
     return -1;
-}
-
-/* How opencode should launch us: the bare name when `codemcp` on PATH is this binary,
- * else this binary's absolute path (said on stdout). Returns a new JSON array. */
-static json_t *launch_command(void)
-{
-    char self[PATH_MAX], found[PATH_MAX], real[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n <= 0)
-        return json_pack("[s]", ENTRY_NAME);
-    self[n] = '\0';
-    const char *path = getenv("PATH");
-    while (path && *path) {
-        const char *end = strchr(path, ':');
-        size_t len = end ? (size_t)(end - path) : strlen(path);
-        if (len && len < sizeof(found) - 16) {
-            snprintf(found, sizeof(found), "%.*s/%s", (int)len, path, ENTRY_NAME);
-            if (access(found, X_OK) == 0 && realpath(found, real) && strcmp(real, self) == 0)
-                return json_pack("[s]", ENTRY_NAME);
-            if (access(found, X_OK) == 0)
-                break; /* another codemcp comes first on PATH: name this one exactly */
-        }
-        path = end ? end + 1 : NULL;
-    }
-    printf("note: opencode will launch %s (the codemcp on PATH is %s)\n", self,
-           path ? "a different binary" : "missing");
-    return json_pack("[s]", self);
 }
 
 /* Is this opencode `mcp` entry the one setup writes (a local server running codemcp)? */
@@ -282,8 +257,11 @@ static int setup_opencode(const char *codemcp_config, int dry_run)
         json_object_set(servers, name, e);
     }
 
-    entry = json_pack("{s:s, s:o, s:{s:s}, s:b}", "type", "local", "command", launch_command(),
-                      "environment", "CODEMCP_CONFIG", cm.path, "enabled", 1);
+    /* opencode's "tools" settings that name the moved servers' tools point at nothing now. */
+    setup_fix_opencode_tools(oc.root, moved);
+    entry = json_pack("{s:s, s:o, s:{s:s, s:s}, s:b}", "type", "local", "command",
+                      setup_launch_command("opencode"), "environment", "CODEMCP_CONFIG", cm.path,
+                      "CODEMCP_INSTANCE_LABEL", "opencode", "enabled", 1);
     printf("%s %zu server%s from %s into %s:", dry_run ? "would move" : "moving",
            json_object_size(moved), json_object_size(moved) == 1 ? "" : "s", oc.path, cm.path);
     json_object_foreach(moved, name, e) printf(" %s", name);
@@ -339,11 +317,13 @@ out:
 
 int setup_main(int argc, char **argv, const char *codemcp_config)
 {
-    const char *target = NULL;
+    const char *target = NULL, *file = NULL;
     int dry_run = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--dry-run") == 0 || strcmp(argv[i], "-n") == 0) {
             dry_run = 1;
+        } else if (strcmp(argv[i], "--file") == 0 && i + 1 < argc) {
+            file = argv[++i];
         } else if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) &&
                    i + 1 < argc) {
             codemcp_config = argv[++i];
@@ -354,10 +334,14 @@ int setup_main(int argc, char **argv, const char *codemcp_config)
             return 2;
         }
     }
-    if (!target || strcmp(target, "opencode") != 0) {
-        fprintf(stderr, "usage: codemcp setup opencode [--dry-run] [-c CODEMCP_CONFIG]\n"
-                        "(opencode is the only harness setup knows so far)\n");
+    if (target && strcmp(target, "opencode") == 0 && !file)
+        return setup_opencode(codemcp_config, dry_run);
+    int rc = target ? setup_clients_main(target, file, codemcp_config, dry_run) : -1;
+    if (rc < 0) {
+        fprintf(stderr, "usage: codemcp setup opencode|claude-desktop|cursor|vscode [--dry-run] "
+                        "[--file HARNESS_FILE] [-c CODEMCP_CONFIG]\n"
+                        "(--file: not for opencode, which reads $OPENCODE_CONFIG)\n");
         return 2;
     }
-    return setup_opencode(codemcp_config, dry_run);
+    return rc;
 }
