@@ -241,7 +241,7 @@ static char *insert_member(const char *s, size_t len, size_t obj, const struct m
 static char *value_text(json_t *value, int flags, const char *text, size_t pos)
 {
     if (!(flags & CE_PRETTY) || !(json_is_object(value) || json_is_array(value)))
-        return json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
+        return json_dumps(value, JSON_ENCODE_ANY); /* one line, ", " and ": " */
     char *raw = json_dumps(value, JSON_INDENT(2));
     size_t ls = pos;
     while (ls > 0 && text[ls - 1] != '\n')
