@@ -42,6 +42,13 @@ static json_t *fail(const char *fmt, ...)
 
 /* ---- reading ----------------------------------------------------------------------------- */
 
+/* A server enabled while its old process is still exiting starts once it is gone: for the
+ * admin it is connecting already. */
+static const char *state_of(struct upstream *up)
+{
+    return up->start_when_closed ? "connecting" : up_state_name(up->state);
+}
+
 static const char *auth_of(struct upstream *up)
 {
     if (up->cfg->type == CFG_LOCAL)
@@ -76,9 +83,9 @@ static json_t *op_list(void)
         json_t *s = json_pack(
             "{s:s, s:s, s:b, s:b, s:s, s:s, s:i, s:i, s:s?, s:s?}", "name", up->name, "type",
             up->cfg->type == CFG_REMOTE ? "remote" : "local", "default", up->cfg->enabled,
-            "connected", up->state == UP_READY, "state", up_state_name(up->state), "auth",
-            auth_of(up), "tools", effective_tools(up), "listed", (int)json_array_size(up->tools),
-            "protocol", up->protocol_version, "error", up->state == UP_READY ? NULL : up->error);
+            "connected", up->state == UP_READY, "state", state_of(up), "auth", auth_of(up), "tools",
+            effective_tools(up), "listed", (int)json_array_size(up->tools), "protocol",
+            up->protocol_version, "error", up->state == UP_READY ? NULL : up->error);
         json_array_append_new(servers, s);
     }
     return json_pack("{s:b, s:o}", "ok", 1, "servers", servers);
@@ -210,7 +217,7 @@ done:
 static json_t *done_reply(struct upstream *up, const char *tool, int wrote, const char *what)
 {
     json_t *r = json_pack("{s:b, s:s, s:s, s:s, s:b, s:s?}", "ok", 1, "server", up->name, "state",
-                          up_state_name(up->state), "message", what, "wrote", wrote, "config",
+                          state_of(up), "message", what, "wrote", wrote, "config",
                           wrote ? config->path : NULL);
     if (tool)
         json_object_set_new(r, "tool", json_string(tool));

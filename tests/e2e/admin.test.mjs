@@ -186,8 +186,9 @@ describe('two running gateways under live control', () => {
     assert.match(JSON.stringify(back.structuredContent.result), /back/);
   });
 
-  test('a disabled tool is refused by the gateway, even when called past the SDK', async () => {
+  test('a disabled tool is refused by the gateway, even when called past the SDK', async (t_) => {
     const r = await cli(['disable-tool', 'memory', 'read_graph', '-i', LABEL], env);
+    t_.after(() => cli(['enable-tool', 'memory', 'read_graph', '-i', LABEL], env)); // whatever happens
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /memory\/read_graph disabled \[session\]/);
     const tools = await cliJson(['tools', '-i', LABEL], env);
