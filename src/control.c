@@ -226,7 +226,7 @@ static void handle_call_tool(struct ctl_conn *c, json_t *id, json_t *params)
     }
     char off[600];
     if (!ts_call_allowed(server, tool, off, sizeof(off))) { /* disabled by the admin/config */
-        reply_error(c->id, id, "denied", off, 0);
+        reply_error(c->id, id, "not_found", off, 0); /* as for a tool not in the catalog */
         return;
     }
     json_t *f = cat_find(server, tool);

@@ -198,7 +198,7 @@ describe('two running gateways under live control', () => {
     const direct = await run(h, 'from codemcp_rt import client\nresult = client.call("memory", "read_graph", {}).result()');
     assert.equal(direct.isError, true, JSON.stringify(direct));
     const err = JSON.parse(direct.structuredContent.error).tool_error;
-    assert.equal(err.kind, 'denied', JSON.stringify(err));
+    assert.equal(err.kind, 'not_found', JSON.stringify(err)); // as for any tool not in the catalog
     assert.match(err.message, /disabled in this gateway.*codemcp enable-tool memory read_graph/);
     // Other tools of the server keep working: disabling a tool never disconnects its server.
     const other = await run(h, 'result = memory_search_nodes(query="x")');
