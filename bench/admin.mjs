@@ -4,15 +4,15 @@
 // the admin socket every 50 ms (each toggle regenerates the SDK, reloads it into the worker and
 // sends tools/list_changed). Also: the admin socket's round trip (`list`), and the time from a
 // disable-tool request to the client's tools/list_changed.
-// Usage: node bench/admin.mjs [blocks] [runs-per-block]   → bench/results/admin.md
+// Usage: node bench/admin.mjs [blocks] [ms-per-block]   → bench/results/admin.md
 import net from 'node:net';
-import { writeFileSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { writeFileSync, mkdtempSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LinePeer, SERVERS, codemcpBin, stats, fmt, ROOT, untilSdkReady } from './lib.mjs';
 
 const blocks = Number(process.argv[2] || 6);
-const perBlock = Number(process.argv[3] || 15);
+const blockMs = Number(process.argv[3] || 1500);
 const dir = mkdtempSync(join(tmpdir(), 'codemcp-bench-admin-'));
 const cfg = join(dir, 'mcp.json');
 writeFileSync(cfg, JSON.stringify({ mcp: {
@@ -20,6 +20,7 @@ writeFileSync(cfg, JSON.stringify({ mcp: {
   memory: { type: 'local', command: SERVERS.memory, environment: { MEMORY_FILE_PATH: join(dir, 'm.json') } },
 } }));
 const rt = join(dir, 'rt');
+mkdirSync(rt);
 const peer = new LinePeer([codemcpBin()], { CODEMCP_CONFIG: cfg, XDG_RUNTIME_DIR: rt, XDG_CONFIG_HOME: dir });
 let listChanged = [];
 peer.proc.stdout.on('data', (d) => {
@@ -58,10 +59,11 @@ async function block(toggling) {
     }
   })();
   const times = [];
-  for (let i = 0; i < perBlock; i++) {
+  const end = Date.now() + blockMs;
+  while (Date.now() < end) {
     const t0 = process.hrtime.bigint();
     const r = await run('result = [everything_echo(message="x%d" % i) for i in range(3)]');
-    if (r.result?.isError) throw new Error(`run failed: ${JSON.stringify(r.result.structuredContent)}`);
+    if (!r.result || r.result.isError) throw new Error(`run failed: ${JSON.stringify(r)}`);
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
   stop = true;
@@ -101,7 +103,8 @@ await peer.close();
 const q = stats(quiet), t = stats(busy), a = stats(rtt), n = stats(notify);
 const out = `# Live control benchmark (issue 15)
 
-${new Date().toISOString()} — ${blocks} blocks of ${perBlock} runs each way, interleaved; one stdio
+${new Date().toISOString()} — ${blocks} blocks of ${blockMs} ms each way, interleaved (${q.n} quiet runs,
+${t.n} toggling runs); one stdio
 gateway (everything + memory), a line-protocol client. A run is
 \`result = [everything_echo(message=...) for i in range(3)]\`. "Toggling": \`disable_tool\` /
 \`enable_tool\` of memory/read_graph over the admin socket every 50 ms during the block

@@ -32,8 +32,9 @@ static int mkdir_private(const char *path)
 const char *admp_dir(char *buf, size_t n, int create)
 {
     const char *rt = getenv("XDG_RUNTIME_DIR");
+    struct stat st;
     int r;
-    if (rt && rt[0] == '/') {
+    if (rt && rt[0] == '/' && stat(rt, &st) == 0 && S_ISDIR(st.st_mode)) { /* else unusable */
         r = snprintf(buf, n, "%s/codemcp", rt);
     } else {
         char cfgdir[4096];

@@ -1,7 +1,7 @@
 /* admin_paths — where gateways' admin sockets and instance records live, and which of them
  * belong to running gateways. Shared by the gateway (admin.c) and the admin commands.
  *
- * Directory: $XDG_RUNTIME_DIR/codemcp/ when XDG_RUNTIME_DIR is an absolute path, else
+ * Directory: $XDG_RUNTIME_DIR/codemcp/ when XDG_RUNTIME_DIR is an existing absolute directory, else
  * <config dir>/codemcp/run/ (created 0700). Socket: admin-<hash of the config path>-<pid>.sock
  * there, unless CODEMCP_ADMIN_SOCKET names the path. Record: admin-<hash>-<pid>.json, always in
  * the directory (so `codemcp instances` finds gateways whose socket was moved), a JSON object

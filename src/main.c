@@ -211,10 +211,16 @@ int main(int argc, char **argv)
     }
     if (optind < argc && admin_cli_is_command(argv[optind])) /* list, enable, tools, ... */
         return admin_cli_main(argc - optind, argv + optind);
+    if (optind < argc && strcmp(argv[optind], "tui") == 0) {
 #ifdef CODEMCP_TUI
-    if (optind < argc && strcmp(argv[optind], "tui") == 0)
         return tui_main(argc - optind, argv + optind);
+#else
+        fputs("codemcp: this build has no TUI (meson -Dtui=disabled, or no ncurses); use "
+              "`codemcp list`, `codemcp tools` and the enable/disable commands\n",
+              stderr);
+        return 2;
 #endif
+    }
     if (optind < argc && strcmp(argv[optind], "setup") == 0)
         return setup_main(argc - optind - 1, argv + optind + 1, config_path);
     if (optind < argc) {
