@@ -52,6 +52,16 @@ static void notify(void)
         listener();
 }
 
+void up__changed(void)
+{
+    notify();
+}
+
+int up__shutting_down(void)
+{
+    return shutting_down;
+}
+
 void up_set_listener(void (*on_change)(void))
 {
     listener = on_change;
@@ -223,7 +233,7 @@ int up__request(struct upstream *up, const char *method, json_t *params, int64_t
     return send_request(up, method, params, timeout_ms, cb, ud) ? 0 : -1;
 }
 
-static void fail_requests_of(struct upstream *up, const char *why)
+void up__fail_requests(struct upstream *up, const char *why)
 {
     struct up_req *r = reqs;
     while (r) {
@@ -408,7 +418,7 @@ static void connect_timed_out(void *ud)
     up__set_error(up, "did not finish starting within %d ms (raise \"timeout\" in its config)",
                   up->cfg->timeout_ms);
     log_warn("upstream", "%s: %s; skipping this server", up->name, up->error);
-    fail_requests_of(up, "start-up timed out");
+    up__fail_requests(up, "start-up timed out");
     up->ops->shutdown(up);
     set_state(up, UP_FAILED);
 }
@@ -536,7 +546,7 @@ void up__transport_failed(struct upstream *up, const char *why)
     int was_ready = up->state == UP_READY;
     up__set_error(up, "%s", why);
     if (shutting_down) {
-        fail_requests_of(up, why);
+        up__fail_requests(up, why);
         return;
     }
     if (up->ops == &up_http_ops) /* it reconnects by itself, and logs its plan */
@@ -552,7 +562,7 @@ void up__transport_failed(struct upstream *up, const char *why)
         log_warn("upstream", "%s: %s; skipping this server", up->name, why);
     lp_timer_stop(&up->relist_timer);
     set_state(up, UP_FAILED);
-    fail_requests_of(up, why);
+    up__fail_requests(up, why);
 }
 
 static int all_closed(void)
@@ -564,7 +574,6 @@ static int all_closed(void)
 }
 
 static void schedule_restart(struct upstream *up);
-static void start_server(struct upstream *up);
 
 void up__transport_closed(struct upstream *up)
 {
@@ -573,7 +582,7 @@ void up__transport_closed(struct upstream *up)
     up->tp = NULL;
     if (up->start_when_closed && !shutting_down) {
         up->start_when_closed = 0;
-        start_server(up);
+        up__start(up);
     } else if (up->restart_pending && !shutting_down) {
         schedule_restart(up);
     }
@@ -685,13 +694,12 @@ void up_start_all(struct cfg *cfg)
             up__set_error(up, "disabled in the config (\"enabled\": false)");
             continue;
         }
-        start_server(up);
+        up__start(up);
     }
     notify();
 }
 
-/* Starts the transport and the handshake of a server that has none running. */
-static void start_server(struct upstream *up)
+void up__start(struct upstream *up)
 {
     up->ops = up->cfg->type == CFG_REMOTE ? &up_http_ops : &up_stdio_ops;
     up->state = UP_CONNECTING;
@@ -705,70 +713,6 @@ static void start_server(struct upstream *up)
     }
 }
 
-/* ---- run-time control ------------------------------------------------------------------- */
-
-int up_enable(const char *name, char *why, size_t n)
-{
-    struct upstream *up = up_find(name);
-    if (!up) {
-        snprintf(why, n, "no server named %s in the config", name);
-        return -1;
-    }
-    if (up->cfg->disabled_reason) {
-        snprintf(why, n, "%s cannot be started: %s", name, up->cfg->disabled_reason);
-        return -1;
-    }
-    if (shutting_down) {
-        snprintf(why, n, "codemcp is shutting down");
-        return -1;
-    }
-    if (up->state == UP_READY || up->state == UP_CONNECTING || up->start_when_closed)
-        return 0;
-    log_info("upstream", "%s: enabled at run time; connecting", up->name);
-    lp_timer_stop(&up->restart_timer);
-    up->restart_pending = 0;
-    up->restarts = 0;
-    up->started_once = 1; /* runs and tools/list do not wait for a server turned on later */
-    if (up->tp) {         /* the previous transport is still closing: start once it is gone */
-        if (up->state == UP_FAILED) {
-            up->state = UP_CLOSED;
-            up->ops->shutdown(up);
-        }
-        up->start_when_closed = 1;
-        return 0;
-    }
-    start_server(up);
-    notify();
-    return 0;
-}
-
-int up_disable(const char *name, char *why, size_t n)
-{
-    struct upstream *up = up_find(name);
-    if (!up) {
-        snprintf(why, n, "no server named %s in the config", name);
-        return -1;
-    }
-    up->start_when_closed = 0;
-    if (up->state == UP_DISABLED || up->state == UP_CLOSED)
-        return 0;
-    log_info("upstream", "%s: disabled at run time; disconnecting", up->name);
-    up->state = UP_DISABLED; /* before anything below can call back */
-    up->started_once = 1;
-    up->restart_pending = 0;
-    lp_timer_stop(&up->connect_timer);
-    lp_timer_stop(&up->relist_timer);
-    lp_timer_stop(&up->restart_timer);
-    up__set_error(up, "disabled at run time (codemcp enable %s turns it back on)", up->name);
-    fail_requests_of(up, "the server was disabled (codemcp disable)");
-    lp_timer_stop(&up->listen_timer); /* after: an ended listen stream re-arms it */
-    up->listing = 0; /* its tools stay known (for `codemcp tools`); the catalog skips it */
-    if (up->tp)
-        up->ops->shutdown(up);
-    notify();
-    return 0;
-}
-
 void up_shutdown_all(void (*done)(void))
 {
     shutting_down = 1;
@@ -778,7 +722,7 @@ void up_shutdown_all(void (*done)(void))
         lp_timer_stop(&up->connect_timer);
         lp_timer_stop(&up->relist_timer);
         lp_timer_stop(&up->restart_timer);
-        fail_requests_of(up, "codemcp is shutting down");
+        up__fail_requests(up, "codemcp is shutting down");
         lp_timer_stop(&up->listen_timer); /* after: an ended listen stream re-arms it */
         if (up->tp) {
             up->state = UP_CLOSED;

@@ -32,4 +32,13 @@ void up__handshake_failed(struct upstream *up, const char *fmt, ...)
 void up__era_ready(struct upstream *up);
 void up__era_stop(struct upstream *up);
 
+/* For upstream_admin.c (run-time enable/disable). */
+/* Starts the transport and the handshake of a server that has none running. */
+void up__start(struct upstream *up);
+/* Fails every request in flight to up with kind "transport". */
+void up__fail_requests(struct upstream *up, const char *why);
+/* Tells the registry's listener that a state or tool list changed. */
+void up__changed(void);
+int up__shutting_down(void);
+
 #endif
