@@ -236,6 +236,8 @@ static json_t *op_server(json_t *params, int on)
                     config && config->path ? config->path : "the config");
     char why[1200];
     int wrote = 0;
+    if (on && up->cfg->disabled_reason) /* before anything is written */
+        return fail("%s cannot be started: %s", name, up->cfg->disabled_reason);
     if (make_default && server_default(up, on, &wrote, why, sizeof(why)) < 0)
         return fail("%s", why);
     if ((on ? up_enable : up_disable)(name, why, sizeof(why)) < 0)
