@@ -3,6 +3,7 @@
 #include "catalog.h"
 #include "cfgedit.h"
 #include "log.h"
+#include "mcp_era.h"
 #include "toolstate.h"
 #include "upstream.h"
 #include "util.h"
@@ -86,6 +87,8 @@ static json_t *op_list(void)
             "connected", up->state == UP_READY, "state", state_of(up), "auth", auth_of(up), "tools",
             effective_tools(up), "listed", (int)json_array_size(up->tools), "protocol",
             up->protocol_version, "error", up->state == UP_READY ? NULL : up->error);
+        if (up->protocol_version)
+            json_object_set_new(s, "era", json_string(mcp_era_name(up->era)));
         json_array_append_new(servers, s);
     }
     return json_pack("{s:b, s:o}", "ok", 1, "servers", servers);
