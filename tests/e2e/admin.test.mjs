@@ -6,14 +6,14 @@
 // program, the JSONC mcp.json on disk, and the admin socket's files. No timing is asserted.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { cli, cliJson } from './admin_lib.mjs';
 import {
-  CODEMCP_BIN, PYTHON, Proc, connectClient, tempDir, writeConfig, servers, ms,
-  sleep, waitFor,
+  CODEMCP_BIN, PYTHON, Proc, TESTS, codemcpCommand, codemcpEnv, connectClient, tempDir,
+  writeConfig, servers, ms, sleep, waitFor,
 } from './lib.mjs';
 
 const LABEL = 'e2e-harness';
@@ -364,4 +364,41 @@ test('contrib/codemcp.service: its ExecStart command line serves (with the binar
   p.child.kill('SIGTERM');
   const ex = await p.waitExit(ms(15000));
   assert.equal(ex.code, 0);
+});
+
+// ---------------------------------------------------------------------------------------------
+// The 2026 era: a client's open subscriptions/listen stream hears of an admin change too.
+
+test('a 2026-era client with subscriptions/listen gets tools/list_changed on disable-tool', async () => {
+  const v2dir = path.join(TESTS, 'v2', 'node_modules', '@modelcontextprotocol', 'client', 'dist');
+  const { Client: V2Client } = await import(path.join(v2dir, 'index.mjs'));
+  const { StdioClientTransport: V2Stdio } = await import(path.join(v2dir, 'stdio.mjs'));
+  const rt = tempDir('codemcp-rt26-');
+  const config = writeConfig(tempDir('codemcp-adm26-'), { everything: servers.everything() });
+  const [cmd, args] = codemcpCommand([]);
+  const transport = new V2Stdio({ command: cmd, args, stderr: 'pipe',
+    env: codemcpEnv({ config, env: { XDG_RUNTIME_DIR: rt, CODEMCP_INSTANCE_LABEL: 'v2-2026' } }) });
+  const client = new V2Client({ name: 'codemcp-e2e-v2', version: '0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await client.connect(transport, { timeout: ms(20000) });
+  try {
+    assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
+    const env = { ...process.env, XDG_RUNTIME_DIR: rt };
+    delete env.CODEMCP_ADMIN_SOCKET;
+    assert.ok(await waitFor(async () => {
+      const r = await cli(['tools', '--json'], env);
+      return r.code === 0 && JSON.parse(r.stdout).tools.some((t) => t.tool === 'echo');
+    }, ms(30000), 200), 'everything never connected');
+    let changed = 0;
+    client.setNotificationHandler('notifications/tools/list_changed', () => { changed++; });
+    const sub = await client.listen({ toolsListChanged: true });
+    assert.equal(sub.honoredFilter.toolsListChanged, true);
+    const r = await cli(['disable-tool', 'everything', 'echo'], env);
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(await waitFor(() => changed > 0, ms(10000), 50), 'no tools/list_changed on the listen stream');
+    const list = await client.listTools();
+    assert.doesNotMatch(list.tools[0].description, /everything_echo\(/);
+    await sub.close();
+  } finally {
+    await client.close();
+  }
 });
