@@ -224,9 +224,11 @@ static void handle_call_tool(struct ctl_conn *c, json_t *id, json_t *params)
         reply_error(c->id, id, "denied", "this run is not active: tool calls are refused", 0);
         return;
     }
+    /* Tools turned off (config, or `codemcp disable-tool` at run time): refused here, whatever
+     * SDK the worker holds. Same kind as a tool that is not in the catalog. */
     char off[600];
-    if (!ts_call_allowed(server, tool, off, sizeof(off))) { /* disabled by the admin/config */
-        reply_error(c->id, id, "not_found", off, 0); /* as for a tool not in the catalog */
+    if (!ts_call_allowed(server, tool, off, sizeof(off))) {
+        reply_error(c->id, id, "not_found", off, 0);
         return;
     }
     json_t *f = cat_find(server, tool);

@@ -70,7 +70,7 @@ struct upstream {
     int listen_unsupported;       /* modern: the server refused subscriptions/listen */
     int64_t list_ttl_ms;          /* modern: the last tools/list's ttlMs (0: no hint) */
     struct lp_timer listen_timer; /* modern: reopen the listen stream / re-list at ttl */
-    int start_when_closed;         /* enabled at run time while the old transport was closing */
+    int start_when_closed;        /* enabled at run time while the old transport was closing */
 };
 
 struct up_error {

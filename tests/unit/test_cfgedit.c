@@ -36,28 +36,24 @@ int main(void)
     edit_case("replace a value, keep the comment after it",
               "{\n  \"a\": 1, // one\n  \"b\": true\n}\n", "b", NULL, NULL, "false",
               "{\n  \"a\": 1, // one\n  \"b\": false\n}\n");
-    edit_case("insert after the last member (no trailing comma)",
-              "{\n  \"a\": 1\n}\n", "b", NULL, NULL, "false",
-              "{\n  \"a\": 1,\n  \"b\": false\n}\n");
-    edit_case("insert after a trailing comma",
-              "{\n  \"a\": 1,\n}\n", "b", NULL, NULL, "2",
+    edit_case("insert after the last member (no trailing comma)", "{\n  \"a\": 1\n}\n", "b", NULL,
+              NULL, "false", "{\n  \"a\": 1,\n  \"b\": false\n}\n");
+    edit_case("insert after a trailing comma", "{\n  \"a\": 1,\n}\n", "b", NULL, NULL, "2",
               "{\n  \"a\": 1,\n  \"b\": 2\n}\n");
     edit_case("insert after a line comment: the comma goes before the comment",
               "{\n    \"a\": 1 // keep me\n}\n", "b", NULL, NULL, "2",
               "{\n    \"a\": 1, // keep me\n    \"b\": 2\n}\n");
-    edit_case("insert after a trailing comma and a comment",
-              "{\n  \"a\": [1, 2], // c\n}\n", "b", NULL, NULL, "2",
-              "{\n  \"a\": [1, 2], // c\n  \"b\": 2\n}\n");
-    edit_case("one-line object: inline insert",
-              "{\"mcp\": {\"x\": {\"type\": \"local\"}}}", "mcp", "x", "enabled", "false",
+    edit_case("insert after a trailing comma and a comment", "{\n  \"a\": [1, 2], // c\n}\n", "b",
+              NULL, NULL, "2", "{\n  \"a\": [1, 2], // c\n  \"b\": 2\n}\n");
+    edit_case("one-line object: inline insert", "{\"mcp\": {\"x\": {\"type\": \"local\"}}}", "mcp",
+              "x", "enabled", "false",
               "{\"mcp\": {\"x\": {\"type\": \"local\", \"enabled\": false}}}");
     edit_case("missing intermediate objects are created",
-              "{\n  \"mcp\": {\n    \"m\": {\n      \"type\": \"local\"\n    }\n  }\n}\n", "mcp", "m",
-              "tools", "{\"t\": {\"enabled\": false}}",
+              "{\n  \"mcp\": {\n    \"m\": {\n      \"type\": \"local\"\n    }\n  }\n}\n", "mcp",
+              "m", "tools", "{\"t\": {\"enabled\": false}}",
               "{\n  \"mcp\": {\n    \"m\": {\n      \"type\": \"local\",\n      \"tools\": "
               "{\"t\": {\"enabled\": false}}\n    }\n  }\n}\n");
-    edit_case("empty object",
-              "{\"mcp\": {}}", "mcp", "a", NULL, "1", "{\"mcp\": {\"a\": 1}}");
+    edit_case("empty object", "{\"mcp\": {}}", "mcp", "a", NULL, "1", "{\"mcp\": {\"a\": 1}}");
     edit_case("a // inside a string is not a comment; block comments are kept",
               "{\n  /* head */ \"u\": \"http://x//y\",\n  \"e\": false\n}", "e", NULL, NULL, "true",
               "{\n  /* head */ \"u\": \"http://x//y\",\n  \"e\": true\n}");
@@ -67,8 +63,7 @@ int main(void)
               "{\"mcp\": {\"a\": true}}\n");
     edit_case("path through a non-object is refused", "{\"mcp\": [1]}", "mcp", "a", NULL, "1",
               NULL);
-    edit_case("a top level that is not an object is refused", "[1, 2]", "a", NULL, NULL, "1",
-              NULL);
+    edit_case("a top level that is not an object is refused", "[1, 2]", "a", NULL, NULL, "1", NULL);
     edit_case("broken JSONC is refused", "{\"a\": 1, \"b\": }", "c", NULL, NULL, "1", NULL);
     edit_case("unterminated string is refused", "{\"a\": \"x}", "b", NULL, NULL, "1", NULL);
 
