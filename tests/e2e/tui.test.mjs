@@ -6,6 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { cli, cliJson } from './admin_lib.mjs';
 import { CODEMCP_BIN, Proc, tempDir, writeConfig, servers, ms, waitFor } from './lib.mjs';
@@ -13,7 +14,7 @@ import { CODEMCP_BIN, Proc, tempDir, writeConfig, servers, ms, waitFor } from '.
 const TMUX = spawnSync('sh', ['-c', 'command -v tmux'], { encoding: 'utf8' }).stdout.trim();
 const LABEL = 'tui-e2e';
 
-let rt, env, gw, config, sock, tmuxSock;
+let rt, env, gw, config, sock, tmuxSock, tmuxDir;
 
 function tmux(...args) {
   const r = spawnSync(TMUX, ['-S', tmuxSock, ...args], { encoding: 'utf8', timeout: ms(10000) });
@@ -53,7 +54,10 @@ before(async () => {
     return r.code === 0 && JSON.parse(r.stdout).servers.every((s) => s.connected);
   }, ms(40000), 200);
   assert.ok(ok, `gateway never had both servers:\n${gw.stderrTail()}`);
-  tmuxSock = path.join(tempDir('codemcp-tmux-', { shared: true }), 'sock');
+  // Not a lib.mjs temp dir: those are removed before this file's `after` runs, and a tmux
+  // server whose socket is gone can no longer be told to exit.
+  tmuxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'codemcp-tmux-'));
+  tmuxSock = path.join(tmuxDir, 'sock');
   const cmd = `env LANG=C.UTF-8 TERM=screen XDG_RUNTIME_DIR='${rt}' '${CODEMCP_BIN}' tui -i ${LABEL}; ` +
     'echo "tui exited with $?"; sleep 60';
   const r = tmux('-u', 'new-session', '-d', '-s', 'tui', '-x', '80', '-y', '24', cmd);
@@ -63,6 +67,7 @@ before(async () => {
 
 after(() => {
   if (tmuxSock) tmux('kill-server');
+  if (tmuxDir) fs.rmSync(tmuxDir, { recursive: true, force: true });
 });
 
 test('codemcp tui under tmux: panes, Space, D, filter, help, resize, gateway gone', { skip: !TMUX && 'tmux is not installed (install.sh installs it)' }, async () => {
