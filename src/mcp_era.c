@@ -388,3 +388,103 @@ void mcp_era_finish_result(json_t *result, int64_t ttl_ms)
         json_object_set_new(result, "cacheScope", json_string("private"));
     }
 }
+
+/* ---- serving Streamable HTTP: the routing headers ------------------------------------------ */
+
+char *mcp_era_header_decode(const char *v)
+{
+    size_t n = strlen(v);
+    if (!(n >= 11 && strncmp(v, "=?base64?", 9) == 0 && strcmp(v + n - 2, "?=") == 0))
+        return xstrdup(v);
+    const char *p = v + 9;
+    size_t len = n - 11;
+    struct buf b = {0};
+    unsigned acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = p[i];
+        int d = c >= 'A' && c <= 'Z'   ? c - 'A'
+                : c >= 'a' && c <= 'z' ? c - 'a' + 26
+                : c >= '0' && c <= '9' ? c - '0' + 52
+                : c == '+'             ? 62
+                : c == '/'             ? 63
+                : c == '='             ? -2
+                                       : -1;
+        if (d == -1 || (d == -2 && i + 2 < len)) {
+            buf_free(&b);
+            return NULL;
+        }
+        if (d == -2)
+            break;
+        acc = (acc << 6) | (unsigned)d;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            char byte = (char)((acc >> bits) & 0xff);
+            if (byte == 0) {
+                buf_free(&b);
+                return NULL;
+            }
+            buf_append(&b, &byte, 1);
+        }
+    }
+    buf_append(&b, "", 1);
+    return buf_steal(&b);
+}
+
+static json_t *mismatch(json_t *id, int *status, const char *fmt, const char *a, const char *b)
+{
+    char msg[300];
+    snprintf(msg, sizeof(msg), fmt, a, b);
+    *status = 400;
+    return json_pack("{s:s, s:O?, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id, "error", "code",
+                     MCP_HEADER_MISMATCH, "message", msg);
+}
+
+json_t *mcp_era_check_http_headers(json_t *msg, const char *version, const char *method,
+                                   const char *name, int *status)
+{
+    json_t *id = json_object_get(msg, "id");
+    json_t *params = json_object_get(msg, "params");
+    const char *body_method = json_string_value(json_object_get(msg, "method"));
+    json_t *bv = json_object_get(json_object_get(params, "_meta"), MCP_META_PROTOCOL_VERSION);
+    const char *body_version = json_string_value(bv);
+    if (!version)
+        return mismatch(id, status, "Header mismatch: MCP-Protocol-Version is required%s%s", "",
+                        "");
+    if (!body_version || strcmp(version, body_version) != 0)
+        return mismatch(id, status,
+                        "Header mismatch: MCP-Protocol-Version '%.60s' does not match the body's "
+                        "_meta protocol version '%.60s'",
+                        version, body_version ? body_version : "(none)");
+    if (!mcp_era_is_modern_version(version)) {
+        json_t *err = mcp_era_check_request(id, params);
+        *status = 400;
+        return err;
+    }
+    if (!method)
+        return mismatch(id, status, "Header mismatch: Mcp-Method is required%s%s", "", "");
+    if (!body_method || strcmp(method, body_method) != 0)
+        return mismatch(id, status,
+                        "Header mismatch: Mcp-Method '%.60s' does not match the body's method "
+                        "'%.60s'",
+                        method, body_method ? body_method : "(none)");
+    int named = strcmp(body_method, "tools/call") == 0 || strcmp(body_method, "prompts/get") == 0 ||
+                strcmp(body_method, "resources/read") == 0;
+    if (!named)
+        return NULL;
+    json_t *bn =
+        json_object_get(params, strcmp(body_method, "resources/read") == 0 ? "uri" : "name");
+    if (!name)
+        return mismatch(id, status, "Header mismatch: Mcp-Name is required for %s%s", body_method,
+                        "");
+    char *decoded = mcp_era_header_decode(name);
+    int same = decoded && json_is_string(bn) && strcmp(decoded, json_string_value(bn)) == 0;
+    json_t *err = same ? NULL
+                       : mismatch(id, status,
+                                  "Header mismatch: Mcp-Name '%.80s' does not match the body's "
+                                  "'%.80s'",
+                                  name, json_is_string(bn) ? json_string_value(bn) : "(none)");
+    free(decoded);
+    return err;
+}

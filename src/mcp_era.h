@@ -17,6 +17,7 @@
 #define MCP_LEGACY_LATEST       "2025-11-25"
 #define MCP_UNSUPPORTED_VERSION -32022 /* data: {"supported": [...], "requested": "..."} */
 #define MCP_MISSING_CAPABILITY  -32021 /* the request's client capabilities lack one needed */
+#define MCP_HEADER_MISMATCH     -32020 /* HTTP routing headers missing or not matching the body */
 
 #define MCP_META_PROTOCOL_VERSION "io.modelcontextprotocol/protocolVersion"
 #define MCP_META_CLIENT_INFO      "io.modelcontextprotocol/clientInfo"
@@ -95,3 +96,13 @@ void mcp_era_finish_result(json_t *result, int64_t ttl_ms);
 /* The request's `io.modelcontextprotocol/logLevel` as a syslog severity 0..7 (emergency ..
  * debug), or -1 when absent: a modern server sends notifications/message only when asked. */
 int mcp_era_request_log_level(json_t *params);
+
+/* A header value as sent: the base64 sentinel decoded, anything else as is. NULL when the
+ * sentinel's payload is not valid base64 or decodes to a NUL. Caller frees. */
+char *mcp_era_header_decode(const char *v);
+/* Streamable HTTP, 2026 era: the routing headers of a POST (NULL when absent) against its
+ * body msg (borrowed). NULL when they agree; else a new error response (id echoed) with
+ * *status set: 400 + -32020 HeaderMismatch for a missing or mismatching header, 400 +
+ * -32022 for a version we do not serve. */
+json_t *mcp_era_check_http_headers(json_t *msg, const char *version, const char *method,
+                                   const char *name, int *status);

@@ -61,6 +61,21 @@ static void check_request(const char *params, int want_code)
     json_decref(p);
 }
 
+static void check_http(const char *msg, const char *v, const char *m, const char *n, int want_code)
+{
+    json_t *body = j(msg);
+    int status = 0;
+    json_t *err = mcp_era_check_http_headers(body, v, m, n, &status);
+    int code =
+        err ? (int)json_integer_value(json_object_get(json_object_get(err, "error"), "code")) : 0;
+    int id_ok = !err || json_equal(json_object_get(err, "id"), json_object_get(body, "id"));
+    CHECK(code == want_code && (!err || status == 400) && id_ok,
+          "headers v=%s m=%s n=%s on %s -> %d (got %d, status %d)", v ? v : "-", m ? m : "-",
+          n ? n : "-", msg, want_code, code, status);
+    json_decref(err);
+    json_decref(body);
+}
+
 int main(void)
 {
     CHECK(mcp_era_is_modern_version("2026-07-28") && !mcp_era_is_modern_version("2025-11-25"),
@@ -173,5 +188,33 @@ int main(void)
     CHECK(mcp_era_removed_method("ping") && mcp_era_removed_method("logging/setLevel") &&
               !mcp_era_removed_method("tools/list"),
           "removed methods");
+
+    char *dec = mcp_era_header_decode("=?base64?SGVsbG8sIOS4lueVjA==?=");
+    CHECK(dec && strcmp(dec, "Hello, \xe4\xb8\x96\xe7\x95\x8c") == 0, "base64 sentinel decoded");
+    free(dec);
+    dec = mcp_era_header_decode("plain");
+    CHECK(dec && strcmp(dec, "plain") == 0, "plain header values pass through");
+    free(dec);
+    dec = mcp_era_header_decode("=?base64?@@@@?=");
+    CHECK(dec == NULL, "invalid base64 payload refused");
+    free(dec);
+
+    const char *call = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{"
+                       "\"name\":\"execute_python\",\"_meta\":{"
+                       "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                       "\"io.modelcontextprotocol/clientCapabilities\":{}}}}";
+    check_http(call, "2026-07-28", "tools/call", "execute_python", 0);
+    check_http(call, "2026-07-28", "tools/call", "=?base64?ZXhlY3V0ZV9weXRob24=?=", 0);
+    check_http(call, NULL, "tools/call", "execute_python", MCP_HEADER_MISMATCH);
+    check_http(call, "2025-11-25", "tools/call", "execute_python", MCP_HEADER_MISMATCH);
+    check_http(call, "2026-07-28", NULL, "execute_python", MCP_HEADER_MISMATCH);
+    check_http(call, "2026-07-28", "tools/list", "execute_python", MCP_HEADER_MISMATCH);
+    check_http(call, "2026-07-28", "Tools/Call", "execute_python", MCP_HEADER_MISMATCH);
+    check_http(call, "2026-07-28", "tools/call", NULL, MCP_HEADER_MISMATCH);
+    check_http(call, "2026-07-28", "tools/call", "other", MCP_HEADER_MISMATCH);
+    const char *future = "{\"jsonrpc\":\"2.0\",\"id\":\"f\",\"method\":\"tools/list\",\"params\":{"
+                         "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2099-01-01\","
+                         "\"io.modelcontextprotocol/clientCapabilities\":{}}}}";
+    check_http(future, "2099-01-01", "tools/list", NULL, MCP_UNSUPPORTED_VERSION);
     return CHECK_DONE();
 }
