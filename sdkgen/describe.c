@@ -4,6 +4,7 @@
  * The description is sent with every tools/list and so paid on every model turn: the intro
  * stays a handful of lines and each tool gets exactly a signature and a summary (plus a
  * learned "returns" exemplar when the shape learner has one). Pure: no I/O. */
+#include "sdkgen.h"
 #include "sdkgen_int.h"
 
 #include <stdlib.h>
@@ -190,4 +191,277 @@ char *sdk__describe(struct sdk_fn *fns, size_t n, json_t *shapes)
     if (b.len && b.data[b.len - 1] == '\n')
         b.data[--b.len] = '\0';
     return buf_steal(&b);
+}
+
+/* ---- the budgeted description ------------------------------------------------------------ */
+
+/* The intro of the budgeted description: the full intro's facts in fewer words, plus the
+ * discovery functions, since most functions are not listed. */
+static const char sdk_intro_short[] =
+    "Run Python 3 calling the connected MCP tools as plain functions (in scope, no imports); "
+    "only what you return comes back.\n"
+    "- Calls return Pendings at once and run concurrently until read. `result` or the last "
+    "expression is returned; print() is captured; variables persist (reset: true clears).\n"
+    "- gather(*p) never raises: [{\"ok\": True, \"value\": v} | {\"ok\": False, \"error\": e}]. "
+    "Failed calls raise ToolError (.kind .server .tool). All take timeout_ms=.\n"
+    "- [write] tools: preview with dry_run: true; may need allow_mutations.\n"
+    "- Every function works, listed or not: search_tools(\"task words\") -> [{name, signature, "
+    "summary, server}]; describe(\"fn\" or \"server\") -> docs.\n";
+
+/* Summaries in the budgeted description are cut to this many code points. */
+#define SDK_BUDGET_SUMMARY 64
+
+struct sdk_pick {
+    const char *name;
+    const char *server;
+    json_t *fn;
+    int shown; /* 1: signature in the description, 2: name in the description, 3: name in
+                  the instructions */
+};
+
+static void sdk_servers_line(struct buf *b, json_t *servers, size_t nfns)
+{
+    size_t i;
+    json_t *s;
+    buf_printf(b, "Servers (%zu functions): ", nfns);
+    int first = 1;
+    json_array_foreach(servers, i, s)
+    {
+        const char *name = json_string_value(json_object_get(s, "server"));
+        const char *state = json_string_value(json_object_get(s, "state"));
+        if (!name)
+            continue;
+        json_int_t n = json_integer_value(json_object_get(s, "tools"));
+        buf_appends(b, first ? "" : ", ");
+        first = 0;
+        buf_appends(b, name);
+        if (state && strcmp(state, "ready") == 0)
+            buf_printf(b, " %lld", (long long)n);
+        else if (n > 0)
+            buf_printf(b, " %lld (%s)", (long long)n, state ? state : "?");
+        else
+            buf_printf(b, " (%s)", state ? state : "?");
+    }
+    buf_appends(b, first ? "none connected.\n" : ".\n");
+}
+
+char *sdk_servers_note(json_t *servers)
+{
+    struct buf b = {0};
+    size_t i;
+    json_t *s;
+    json_array_foreach(servers, i, s)
+    {
+        const char *name = json_string_value(json_object_get(s, "server"));
+        const char *state = json_string_value(json_object_get(s, "state"));
+        if (!name || !state || strcmp(state, "ready") == 0 || strcmp(state, "disabled") == 0)
+            continue;
+        buf_printf(&b, "%s%s (%s)", b.len ? ", " : "\nNot ready: ", name, state);
+    }
+    if (b.len)
+        buf_appends(&b, "; their functions appear when they connect.");
+    return b.data ? buf_steal(&b) : xstrdup("");
+}
+
+/* Order of preference: the priority names, then round-robin over the servers (each server's
+ * functions in module order), so every server gets some signatures. */
+static struct sdk_pick *sdk_order(json_t *functions, json_t *priority, size_t *count)
+{
+    size_t n = json_object_size(functions), k = 0, i;
+    struct sdk_pick *all = xcalloc(n ? n : 1, sizeof *all), *out = xcalloc(n ? n : 1, sizeof *out);
+    const char *name;
+    json_t *fn, *p;
+    json_object_foreach(functions, name, fn)
+    {
+        all[k].name = name;
+        all[k].fn = fn;
+        const char *srv = json_string_value(json_object_get(fn, "server"));
+        all[k].server = srv ? srv : "";
+        k++;
+    }
+    n = k;
+    k = 0;
+    json_t *taken = json_object();
+    json_array_foreach(priority, i, p)
+    {
+        const char *want = json_string_value(p);
+        if (!want || json_object_get(taken, want))
+            continue;
+        for (size_t j = 0; j < n; j++)
+            if (strcmp(all[j].name, want) == 0) {
+                out[k++] = all[j];
+                json_object_set_new(taken, want, json_true());
+                break;
+            }
+    }
+    /* Round-robin: pass r takes the r-th remaining function of every server. `all` is in
+     * module order, which groups each server's functions: seg[] holds where each begins. */
+    size_t *seg = xcalloc(n + 1, sizeof *seg), *cursor = xcalloc(n + 1, sizeof *cursor);
+    size_t nseg = 0;
+    for (size_t j = 0; j < n; j++)
+        if (j == 0 || strcmp(all[j].server, all[j - 1].server) != 0)
+            seg[nseg++] = j;
+    seg[nseg] = n;
+    memcpy(cursor, seg, nseg * sizeof *cursor);
+    for (int progress = 1; progress;) {
+        progress = 0;
+        for (size_t s = 0; s < nseg; s++) {
+            while (cursor[s] < seg[s + 1] && json_object_get(taken, all[cursor[s]].name))
+                cursor[s]++;
+            if (cursor[s] < seg[s + 1]) {
+                out[k++] = all[cursor[s]];
+                json_object_set_new(taken, all[cursor[s]].name, json_true());
+                cursor[s]++;
+                progress = 1;
+            }
+        }
+    }
+    free(seg);
+    free(cursor);
+    json_decref(taken);
+    free(all);
+    *count = k;
+    return out;
+}
+
+static void sdk_sig_line(struct buf *b, const struct sdk_pick *p, json_t *signatures)
+{
+    static const char dflt[] = " -> dict[str, Any]"; /* what no declared type gives */
+    const char *sig = json_string_value(json_object_get(signatures, p->name));
+    const char *summary = json_string_value(json_object_get(p->fn, "summary"));
+    char *cut = sdk_cap(summary ? summary : "", SDK_BUDGET_SUMMARY);
+    size_t len = sig ? strlen(sig) : 0;
+    if (len > sizeof dflt - 1 && strcmp(sig + len - (sizeof dflt - 1), dflt) == 0)
+        len -= sizeof dflt - 1;
+    buf_printf(b, "%.*s  # %s%s\n", (int)(sig ? len : strlen(p->name)), sig ? sig : p->name,
+               json_is_true(json_object_get(p->fn, "mutation")) ? "[write] " : "", cut);
+    free(cut);
+}
+
+/* The shown==want names grouped by server, "  server_: a, b\n" per server, within `room`
+ * bytes; marks each name written as `mark`. Returns how many were written. */
+static size_t sdk_names(struct buf *b, struct sdk_pick *picks, size_t n, int want, int mark,
+                        size_t room, const char *header)
+{
+    size_t start = b->len, written = 0;
+    size_t hlen = strlen(header);
+    if (room <= hlen + 8)
+        return 0;
+    buf_appends(b, header);
+    /* Servers in the order their first candidate appears; each server once. */
+    json_t *done = json_object();
+    for (size_t i = 0; i < n; i++) {
+        const char *srv = picks[i].server;
+        if (picks[i].shown != want || json_object_get(done, srv))
+            continue;
+        json_object_set_new(done, srv, json_true());
+        char *prefix = sdk_identifier(srv);
+        size_t plen = strlen(prefix);
+        size_t line_start = b->len;
+        buf_printf(b, "  %s_: ", prefix);
+        size_t names_start = b->len;
+        for (size_t j = i; j < n; j++) {
+            if (picks[j].shown != want || strcmp(picks[j].server, srv) != 0)
+                continue;
+            const char *short_name = picks[j].name;
+            if (strncmp(short_name, prefix, plen) == 0 && short_name[plen] == '_')
+                short_name += plen + 1;
+            size_t add = strlen(short_name) + (b->len > names_start ? 2 : 0) + 1;
+            if (b->len - start + add > room)
+                continue; /* a shorter name may still fit */
+            buf_printf(b, "%s%s", b->len > names_start ? ", " : "", short_name);
+            picks[j].shown = mark;
+            written++;
+        }
+        if (b->len == names_start) {
+            b->len = line_start; /* nothing of this server fitted */
+            b->data[b->len] = '\0';
+        } else {
+            buf_appends(b, "\n");
+        }
+        free(prefix);
+    }
+    json_decref(done);
+    if (!written) {
+        b->len = start;
+        if (b->data)
+            b->data[b->len] = '\0';
+    }
+    return written;
+}
+
+void sdk_describe_budget(json_t *functions, json_t *signatures, json_t *servers, json_t *priority,
+                         size_t max_bytes, size_t instr_max, char **description,
+                         char **instructions)
+{
+    struct buf b = {0};
+    size_t n = 0;
+    struct sdk_pick *picks = sdk_order(functions, priority, &n);
+    buf_appends(&b, sdk_intro_short);
+    sdk_servers_line(&b, servers, n);
+    /* The closing line, reserved up front: "+N more (not listed): search_tools(...)". */
+    const size_t tail_reserve = 96;
+    size_t room = max_bytes > b.len + tail_reserve ? max_bytes - b.len - tail_reserve : 0;
+    /* A signature is taken while the names still unlisted fit next to it (grouped by server,
+     * about their length + 2 each), but names never claim more than half the room, so big
+     * catalogs still get signatures. */
+    size_t names_cost = 0;
+    for (size_t i = 0; i < n; i++)
+        names_cost += strlen(picks[i].name) - strlen(picks[i].server) + 2;
+    names_cost += 16 * json_array_size(servers) + 80;
+    size_t sig_start = b.len, shown_sigs = 0;
+    static const char sig_header[] = "Functions (signature  # summary):\n";
+    struct buf line = {0};
+    for (size_t i = 0; i < n; i++) {
+        buf_reset(&line);
+        sdk_sig_line(&line, &picks[i], signatures);
+        size_t name_len = strlen(picks[i].name) - strlen(picks[i].server) + 2;
+        size_t names_after = names_cost - name_len;
+        size_t names_room = names_after < room / 2 ? names_after : room / 2;
+        size_t used = b.len - sig_start + (shown_sigs ? 0 : sizeof sig_header - 1);
+        if (used + line.len + names_room > room)
+            continue;
+        if (!shown_sigs)
+            buf_appends(&b, sig_header);
+        buf_append(&b, line.data, line.len);
+        picks[i].shown = 1;
+        names_cost = names_after;
+        shown_sigs++;
+    }
+    buf_free(&line);
+    size_t left = max_bytes > b.len + tail_reserve ? max_bytes - b.len - tail_reserve : 0;
+    size_t named = sdk_names(&b, picks, n, 0, 2, left,
+                             "Other functions (server prefix + name; describe(name) for the "
+                             "signature):\n");
+    size_t rest = n - shown_sigs - named;
+    if (rest)
+        buf_printf(&b,
+                   "+%zu more not listed: search_tools(\"...\") or describe(\"<server>\") "
+                   "inside the program.",
+                   rest);
+    else if (n)
+        buf_appends(&b, "describe(name) gives a function's full docs and result shape.");
+    else
+        buf_appends(&b, "(no upstream tools connected yet)");
+    *description = buf_steal(&b);
+    if (instructions) {
+        struct buf ib = {0};
+        buf_printf(&ib,
+                   "codemcp: call the tools through execute_python (a Python program; "
+                   "the functions are in scope).%s\n",
+                   rest ? " Functions its description does not list:" : "");
+        size_t ihead = ib.len;
+        size_t more = 0;
+        if (rest && instr_max > ihead + 80)
+            more = sdk_names(&ib, picks, n, 0, 3, instr_max - ihead - 80, "");
+        if (rest - more)
+            buf_printf(&ib,
+                       "+%zu more: search_tools(\"...\") / describe(\"<server>\") inside "
+                       "the program.",
+                       rest - more);
+        else
+            buf_appends(&ib, "describe(name) inside the program gives a function's full docs.");
+        *instructions = buf_steal(&ib);
+    }
+    free(picks);
 }

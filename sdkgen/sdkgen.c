@@ -14,9 +14,9 @@
 /* Names a generated function may never take: what the runtime injects next to the SDK, what
  * the module itself defines, and the builtins its annotations evaluate. */
 static const char *const sdk_reserved[] = {
-    "call",    "gather", "settle",  "resolve",          "Pending", "ToolError", "result", "Any",
-    "Literal", "_call",  "__all__", "__codemcp_meta__", "dict",    "list",      "str",    "int",
-    "float",   "bool",   NULL,
+    "call", "gather",  "settle", "resolve", "Pending",          "ToolError", "result",
+    "Any",  "Literal", "_call",  "__all__", "__codemcp_meta__", "dict",      "list",
+    "str",  "int",     "float",  "bool",    "search_tools",     "describe",  NULL,
 };
 
 static int sdk_fn_cmp(const void *pa, const void *pb)
@@ -352,6 +352,23 @@ static json_t *sdk_functions_json(struct sdk_fn *fns, size_t n)
     return all;
 }
 
+/* "name(params) -> type" per function: sdk__signature without "def " and the colon. */
+static json_t *sdk_signatures_json(struct sdk_fn *fns, size_t n)
+{
+    json_t *all = json_object();
+    for (size_t i = 0; i < n; i++) {
+        struct buf b = {0};
+        sdk__signature(&b, &fns[i], strcmp(fns[i].timeout_name, "timeout_ms") != 0);
+        size_t skip = strncmp(b.data, "def ", 4) == 0 ? 4 : 0;
+        size_t len = b.len - skip;
+        if (len && b.data[b.len - 1] == ':')
+            len--;
+        json_object_set_new(all, fns[i].name, json_stringn(b.data + skip, len));
+        buf_free(&b);
+    }
+    return all;
+}
+
 static void sdk_free_fns(struct sdk_fn *fns, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -429,6 +446,7 @@ int sdk_generate(json_t *servers, json_t *shapes, struct sdk_output *out)
     out->source = sdk_emit_source(fns, n);
     out->functions = sdk_functions_json(fns, n);
     out->description = sdk__describe(fns, n, json_is_object(shapes) ? shapes : NULL);
+    out->signatures = sdk_signatures_json(fns, n);
     rc = 0;
 done:
     sdk_free_fns(fns, n);
@@ -441,5 +459,6 @@ void sdk_output_free(struct sdk_output *out)
     free(out->source);
     free(out->description);
     json_decref(out->functions);
+    json_decref(out->signatures);
     memset(out, 0, sizeof *out);
 }

@@ -28,6 +28,9 @@ struct sdk_output {
      *   "returns": "<py type>", "summary": "<= 160 chars"}}
      * in the same (server, tool) order as the module. */
     json_t *functions;
+    /* New reference: {"<fn>": "<name>(<params>) -> <type>"}, the one-line signature the
+     * description, search_tools() and describe() show (no "def", no colon). */
+    json_t *signatures;
 };
 
 /* Generates the SDK.
@@ -42,6 +45,27 @@ struct sdk_output {
  * input is malformed (servers not an array, an entry without a string "server"); *out is
  * then zeroed. Cost: O(total schema size + n log n) for n tools. */
 int sdk_generate(json_t *servers, json_t *shapes, struct sdk_output *out);
+
+/* The budgeted execute_python description (what a client that cuts long descriptions gets)
+ * and the overflow for the server's `instructions`.
+ * functions, signatures: borrowed, as sdk_generate made them (module order is kept).
+ * servers:  borrowed [{"server": "<name>", "state": "ready|connecting|failed|disabled|closed",
+ *           "tools": <n>}] in config order; every one is named, whatever the budget.
+ * priority: borrowed, NULL or an array of function names, most wanted first (most used,
+ *           learned); the rest follow round-robin over the servers, each in module order.
+ * max_bytes: limit in UTF-8 bytes (>= the UTF-16 length clients count); the intro and the
+ *           server line are always sent, so a tiny budget can be exceeded by those alone.
+ * *description gets: intro, servers with counts and states, as many signatures as fit, the
+ *   remaining names grouped by server, one line saying how to reach the rest.
+ * *instructions (when not NULL) gets the names the description could not hold, <= instr_max
+ *   bytes. Both are new strings; caller frees. Cost: O(n) for n functions. */
+void sdk_describe_budget(json_t *functions, json_t *signatures, json_t *servers, json_t *priority,
+                         size_t max_bytes, size_t instr_max, char **description,
+                         char **instructions);
+
+/* A short line naming the servers that are not ready ("" when all are), appended to the full
+ * listing. servers as for sdk_describe_budget. Caller frees. */
+char *sdk_servers_note(json_t *servers);
 
 /* Frees the members and zeroes the struct; safe on a zeroed struct. */
 void sdk_output_free(struct sdk_output *out);

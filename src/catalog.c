@@ -3,12 +3,12 @@
 #include "catalog.h"
 #include "log.h"
 #include "sdkgen.h"
-#include "toolstate.h"
 #include "upstream.h"
 #include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static struct sdk_output current;
 static int version;
@@ -17,6 +17,10 @@ static void (*listener)(void);
 static json_t *exemplars;
 static json_t *by_server_tool; /* "server\x1ftool" -> function entry */
 static json_t *disabled;       /* SDK names of tools the config disables */
+static json_t *servers;        /* [{"server","state","tools"}] as of the last rebuild */
+static char *full_description; /* the full listing plus the not-ready note */
+static json_t *discovery;      /* {"fn": [signature, summary]} for search_tools/describe */
+static json_t *(*priority_source)(void);
 
 void cat_set_listener(void (*on_change)(void))
 {
@@ -40,7 +44,70 @@ const char *cat_source(void)
 
 const char *cat_description(void)
 {
-    return current.description ? current.description : "";
+    return full_description ? full_description : "";
+}
+
+json_t *cat_discovery(void)
+{
+    return discovery;
+}
+
+json_t *cat_servers(void)
+{
+    return servers;
+}
+
+void cat_set_priority_source(json_t *(*source)(void))
+{
+    priority_source = source;
+}
+
+/* Clients that cut long descriptions or are known to take more. Matched against the
+ * clientInfo.name of initialize, case-insensitively; 0 means the full listing. */
+static const struct {
+    const char *client;
+    long budget;
+} client_budgets[] = {
+    {"claude-code", 2000}, /* cuts tool descriptions and instructions at 2048 */
+    {"opencode", 8000},
+    {NULL, 0},
+};
+
+long cat_budget_for(const char *client)
+{
+    const char *knob = getenv("CODEMCP_DESCRIBE_BUDGET");
+    if (knob && *knob) {
+        if (strcmp(knob, "full") == 0)
+            return 0;
+        char *end;
+        long v = strtol(knob, &end, 10);
+        if (*end == '\0' && v >= 0)
+            return v;
+        log_warn("catalog", "CODEMCP_DESCRIBE_BUDGET=%s is not a number or \"full\"; using 2000",
+                 knob);
+        return 2000;
+    }
+    for (int i = 0; client && client_budgets[i].client; i++)
+        if (strcasecmp(client, client_budgets[i].client) == 0)
+            return client_budgets[i].budget;
+    return 2000;
+}
+
+char *cat_describe_for(const char *client, char **instructions)
+{
+    long budget = cat_budget_for(client);
+    if (budget == 0) {
+        if (instructions)
+            *instructions =
+                xstrdup("codemcp: call the tools through execute_python (a Python program; the "
+                        "functions are in scope). Its description lists every function.");
+        return xstrdup(cat_description());
+    }
+    char *desc = NULL;
+    sdk_describe_budget(current.functions, current.signatures, servers,
+                        priority_source ? priority_source() : NULL, (size_t)budget, 2000, &desc,
+                        instructions);
+    return desc;
 }
 
 json_t *cat_functions(void)
@@ -67,7 +134,8 @@ static void note_disabled(struct upstream *up)
     json_array_foreach(up->tools, i, t)
     {
         const char *name = json_string_value(json_object_get(t, "name"));
-        if (!name || ts_enabled(up->name, name))
+        json_t *conf = json_object_get(up->cfg ? up->cfg->tools : NULL, name ? name : "");
+        if (!name || !json_is_false(json_object_get(conf, "enabled")))
             continue;
         char *a = sdk_identifier(up->name), *b = sdk_identifier(name);
         char fn[1024];
@@ -78,26 +146,70 @@ static void note_disabled(struct upstream *up)
     }
 }
 
-static json_t *gather_input(void)
+int cat_code_waits(const char *code)
 {
-    json_t *servers = json_array();
-    json_decref(disabled);
-    disabled = json_array();
+    int discovery = strstr(code, "search_tools") || strstr(code, "describe");
     for (size_t i = 0; i < up_count(); i++) {
         struct upstream *up = up_at(i);
+        if (up->started_once || up->state != UP_CONNECTING)
+            continue;
+        if (discovery)
+            return 1;
+        char *prefix = sdk_identifier(up->name);
+        size_t plen = strlen(prefix);
+        for (const char *p = strstr(code, prefix); p; p = strstr(p + 1, prefix)) {
+            int starts = p == code || !(p[-1] == '_' || (p[-1] >= '0' && p[-1] <= '9') ||
+                                        ((p[-1] | 0x20) >= 'a' && (p[-1] | 0x20) <= 'z'));
+            if (starts && p[plen] == '_') {
+                free(prefix);
+                return 1;
+            }
+        }
+        free(prefix);
+    }
+    return 0;
+}
+
+json_t *cat_unavailable(void)
+{
+    json_t *out = json_array();
+    for (size_t i = 0; i < up_count(); i++) {
+        struct upstream *up = up_at(i);
+        if (up->tools || up->state == UP_READY)
+            continue;
+        char *prefix = sdk_identifier(up->name);
+        json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:s}", "server", up->name, "prefix",
+                                             prefix, "state", up_state_name(up->state), "error",
+                                             up->error ? up->error : ""));
+        free(prefix);
+    }
+    return out;
+}
+
+static json_t *gather_input(void)
+{
+    json_t *input = json_array();
+    json_decref(disabled);
+    disabled = json_array();
+    json_decref(servers);
+    servers = json_array();
+    for (size_t i = 0; i < up_count(); i++) {
+        struct upstream *up = up_at(i);
+        if (up->state != UP_DISABLED || up->tools)
+            json_array_append_new(servers, json_pack("{s:s, s:s, s:I}", "server", up->name, "state",
+                                                     up_state_name(up->state), "tools",
+                                                     (json_int_t)json_array_size(up->tools)));
         /* A crashed server keeps its functions: calls then fail with a clear ToolError
          * instead of a NameError in the agent's code. */
-        if (!up->tools || up->state == UP_DISABLED) /* turned off at run time */
+        if (!up->tools)
             continue;
         note_disabled(up);
         json_t *entry = json_pack("{s:s, s:O}", "server", up->name, "tools", up->tools);
-        /* Defaults from the config, overridden at run time by the admin (toolstate). */
-        json_t *conf = ts_effective_config(up->name, up->cfg ? up->cfg->tools : NULL, up->tools);
-        if (conf)
-            json_object_set_new(entry, "config", conf);
-        json_array_append_new(servers, entry);
+        if (up->cfg && up->cfg->tools)
+            json_object_set(entry, "config", up->cfg->tools);
+        json_array_append_new(input, entry);
     }
-    return servers;
+    return input;
 }
 
 /* The outputSchema the upstream declared for a tool (borrowed) or NULL. */
@@ -145,8 +257,14 @@ void cat_rebuild(void)
         sdk_output_free(&next);
         return;
     }
+    char *note = sdk_servers_note(servers);
+    struct buf full = {0};
+    buf_printf(&full, "%s%s", next.description, note);
+    free(note);
     int changed = !current.source || strcmp(current.source, next.source) != 0 ||
-                  strcmp(current.description, next.description) != 0;
+                  strcmp(full_description, full.data) != 0;
+    free(full_description);
+    full_description = buf_steal(&full);
     if (!changed) {
         sdk_output_free(&next);
         return;
@@ -156,6 +274,19 @@ void cat_rebuild(void)
     sdk_output_free(&current);
     current = next;
     index_functions();
+    json_decref(discovery);
+    discovery = json_object();
+    const char *fn;
+    json_t *f;
+    json_object_foreach(current.functions, fn, f)
+    {
+        json_t *sig = json_object_get(current.signatures, fn);
+        json_object_set_new(discovery, fn,
+                            json_pack("[o,s]", sig ? json_incref(sig) : json_string(fn),
+                                      json_string_value(json_object_get(f, "summary"))
+                                          ? json_string_value(json_object_get(f, "summary"))
+                                          : ""));
+    }
     version++;
     log_debug("catalog", "SDK version %d: %zu functions", version,
               json_object_size(current.functions));
@@ -188,4 +319,10 @@ void cat_free(void)
     exemplars = NULL;
     json_decref(disabled);
     disabled = NULL;
+    json_decref(servers);
+    servers = NULL;
+    free(full_description);
+    full_description = NULL;
+    json_decref(discovery);
+    discovery = NULL;
 }

@@ -17,7 +17,22 @@ int cat_version(void);
 /* Changes only when the SDK source changes (the description may change alone). */
 int cat_source_version(void);
 const char *cat_source(void);
+/* The full listing (every signature), plus a line naming servers not ready yet. */
 const char *cat_description(void);
+/* The description budget for a client (clientInfo.name, may be NULL): bytes, 0 = the full
+ * listing. CODEMCP_DESCRIBE_BUDGET (a number, or "full") overrides the per-client table. */
+long cat_budget_for(const char *client);
+/* What `client` gets as the execute_python description (new string, caller frees) and, when
+ * instructions is not NULL, the server instructions that carry the overflow (new string). */
+char *cat_describe_for(const char *client, char **instructions);
+/* {"<fn>": ["<signature>", "<summary>"]} for the worker's search_tools/describe (borrowed,
+ * NULL before the first build). */
+json_t *cat_discovery(void);
+/* [{"server","state","tools"}] of every configured, enabled server (borrowed). */
+json_t *cat_servers(void);
+/* Where the budgeted description takes its preferred functions from (most used first):
+ * returns a borrowed array of function names, or NULL. */
+void cat_set_priority_source(json_t *(*source)(void));
 /* {"<fn>": {"server","tool","mutation",...}} borrowed; never NULL. */
 json_t *cat_functions(void);
 /* SDK names of tools disabled in the config (borrowed array): the validator names them. */
@@ -27,6 +42,15 @@ json_t *cat_find(const char *server, const char *tool);
 /* Learned/seeded shape exemplars for the description: {"<fn>": "<exemplar>"} (borrowed,
  * may be NULL). Set by the shapes module; triggers a rebuild when it differs. */
 void cat_set_exemplars(json_t *exemplars);
+/* 1 when a run of `code` must wait before it starts: it names a function of a server still
+ * making its first connection (a word starting "<server>_"), or it uses search_tools /
+ * describe while any server is. The wait ends when that server is ready or gives up (its
+ * own `timeout`). A substring test: a false positive only delays the run. */
+int cat_code_waits(const char *code);
+/* [{"server","prefix","state","error"}] of configured servers without tools (connecting,
+ * failed, disabled): the worker explains calls to them instead of "unknown function".
+ * New reference. */
+json_t *cat_unavailable(void);
 void cat_free(void);
 
 #endif

@@ -19,6 +19,7 @@
 #include "shapes.h"
 #include "toolstate.h"
 #include "upstream.h"
+#include "usage.h"
 #include "util.h"
 #include "workers.h"
 #include "wsproto.h"
@@ -185,6 +186,7 @@ static void on_upstream_result(void *ud, json_t *result, const struct up_error *
         ctl_send(call->conn_id, rpc_result(call->id, out));
         /* After the answer is queued: learning never delays the call. */
         shapes_learn(call->fn, result);
+        use_note(call->fn);
     }
     call_free(call);
 }

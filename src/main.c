@@ -25,6 +25,7 @@
 #include "tui.h"
 #endif
 #include "upstream.h"
+#include "usage.h"
 #include "util.h"
 #include "workers.h"
 
@@ -43,6 +44,8 @@ static int shutting_down;
 static int serving;
 static struct lp_timer shutdown_deadline, flush_timer, settle_timer;
 static const char *smoke_code;
+static const char *dump_client; /* --describe-budget / CODEMCP_DUMP_CLIENT: whose view */
+static int describe_only;       /* --describe-budget: no sdk.py in the dump */
 
 static void usage(FILE *f)
 {
@@ -62,6 +65,9 @@ static void usage(FILE *f)
           "~/.config/codemcp/mcp.json)\n"
           "      --wrap CMDLINE  serve a single stdio upstream, no config file needed\n"
           "      --name NAME     server name for --wrap (default: from the executable)\n"
+          "      --describe-budget[=CLIENT]  print the execute_python description and the\n"
+          "                      instructions CLIENT (a clientInfo.name, e.g. claude-code)\n"
+          "                      would receive, with their sizes, then exit\n"
           "  -h, --help          this help\n"
           "  -V, --version       print the version\n"
           "\n"
@@ -129,6 +135,27 @@ static void on_smoke_done(json_t *envelope, int is_error)
     begin_shutdown();
 }
 
+/* CODEMCP_DUMP=1: sdk.py and the full listing, or with CODEMCP_DUMP_CLIENT / --describe-budget
+ * exactly the description and instructions that client receives. */
+static void dump_what_clients_get(void)
+{
+    if (!dump_client) {
+        printf("%s\n# ---- execute_python description ----\n%s\n", cat_source(), cat_description());
+        return;
+    }
+    char *instructions = NULL;
+    char *desc = cat_describe_for(dump_client, &instructions);
+    if (!describe_only)
+        printf("%s\n", cat_source());
+    long budget = cat_budget_for(dump_client);
+    printf("# ---- execute_python description for client \"%s\" (budget %s%ld, %zu bytes, %zu "
+           "functions) ----\n%s\n# ---- instructions (%zu bytes) ----\n%s\n",
+           dump_client, budget ? "" : "full listing, ", budget, strlen(desc),
+           json_object_size(cat_functions()), desc, strlen(instructions), instructions);
+    free(desc);
+    free(instructions);
+}
+
 static void on_settled_once(void)
 {
     static int done;
@@ -137,7 +164,7 @@ static void on_settled_once(void)
     done = 1;
     lp_timer_stop(&settle_timer);
     if (mode == MODE_DUMP) {
-        printf("%s\n# ---- execute_python description ----\n%s\n", cat_source(), cat_description());
+        dump_what_clients_get();
         fflush(stdout);
         begin_shutdown();
     } else if (mode == MODE_SMOKE) {
@@ -151,8 +178,7 @@ static void on_upstreams_changed(void)
 {
     cat_rebuild();
     mcp_on_upstreams_changed();
-    if (up_all_settled())
-        run_dispatch();
+    run_dispatch();
     on_settled_once();
 }
 
@@ -180,10 +206,15 @@ int main(int argc, char **argv)
 {
     log_init_from_env();
     static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'}, {"wrap", required_argument, NULL, 'w'},
-        {"name", required_argument, NULL, 'n'},   {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},      {"port", required_argument, NULL, 'p'},
-        {"host", required_argument, NULL, 'H'},   {NULL, 0, NULL, 0},
+        {"config", required_argument, NULL, 'c'},
+        {"wrap", required_argument, NULL, 'w'},
+        {"name", required_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {"port", required_argument, NULL, 'p'},
+        {"host", required_argument, NULL, 'H'},
+        {"describe-budget", optional_argument, NULL, 'B'},
+        {NULL, 0, NULL, 0},
     };
     const char *config_path = NULL, *wrap = NULL, *wrap_name = NULL, *http_host = NULL;
     int c, http_port = -1;
@@ -204,6 +235,10 @@ int main(int argc, char **argv)
         case 'V':
             printf("codemcp %s\n", CODEMCP_VERSION);
             return 0;
+        case 'B':
+            describe_only = 1;
+            dump_client = optarg && *optarg ? optarg : "claude-code";
+            break;
         default:
             usage(stderr);
             return 2;
@@ -264,8 +299,10 @@ int main(int argc, char **argv)
     else if (transport && *transport && strcmp(transport, "http") && strcmp(transport, "stdio"))
         log_warn("main", "CODEMCP_TRANSPORT=%s is not stdio or http; using %s", transport,
                  mode == MODE_HTTP ? "http" : "stdio");
-    if (env_bool("CODEMCP_DUMP", 0))
+    if (env_bool("CODEMCP_DUMP", 0) || describe_only)
         mode = MODE_DUMP;
+    if (!dump_client && getenv("CODEMCP_DUMP_CLIENT") && *getenv("CODEMCP_DUMP_CLIENT"))
+        dump_client = getenv("CODEMCP_DUMP_CLIENT");
     smoke_code = getenv("CODEMCP_SMOKE");
     if (smoke_code && *smoke_code && mode == MODE_STDIO)
         mode = MODE_SMOKE;
@@ -299,6 +336,8 @@ int main(int argc, char **argv)
     cat_set_listener(on_catalog_changed);
     shapes_init();
     shapes_set_listener(on_shapes_changed);
+    use_init();
+    cat_set_priority_source(use_ranked);
     cat_init();
 
     if (mode != MODE_DUMP) {
@@ -334,6 +373,7 @@ int main(int argc, char **argv)
     ctl_free_all();
     up_free_all();
     cat_free();
+    use_free();
     shapes_free();
     lp_destroy();
     cfg_free(&config);

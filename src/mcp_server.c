@@ -1,19 +1,16 @@
 /* mcp_server — MCP method handling for any transport. See mcp_server.h.
  *
  * Error codes: -32700 unparsable JSON, -32600 not a valid request, -32601 unknown
- * method, -32602 bad params (also an unknown tool name, as the MCP spec asks). The first
- * tools/list of a session waits until every upstream has connected or given up, so
- * clients that snapshot the tool list once still see every tool.
- *
- * Both protocol eras on one session: a request whose `_meta` names a protocol version is
- * served by the 2026-07-28 rules (mcp_era.h: envelope checks, no handshake needed, removed
- * methods refused, `resultType` and cache hints on its result, list changes on its
- * subscriptions/listen requests); anything else is the 2025 era as before. */
+ * method, -32602 bad params (also an unknown tool name, as the MCP spec asks). A tools/list
+ * that arrives while upstreams are still connecting waits at most CODEMCP_LIST_WAIT_MS
+ * (default 1000) and then answers with what is there, naming the servers still connecting;
+ * list_changed follows when they arrive. The description is budgeted per client
+ * (catalog.c). */
 #include "mcp_server.h"
 #include "catalog.h"
 #include "jsonrpc.h"
+#include "loop.h"
 #include "log.h"
-#include "mcp_era.h"
 #include "runs.h"
 #include "upstream.h"
 #include "util.h"
@@ -30,18 +27,19 @@ struct mcp_session {
     mcp_send_fn send;
     void *tud;
     char *protocol_version;
+    char *client; /* clientInfo.name from initialize, NULL when not given */
     int initialized;
     int log_level;
     int listed_version;    /* catalog version last sent in tools/list; 0 = never listed */
     int notified_version;  /* catalog version we last sent list_changed for */
     json_t *waiting_lists; /* ids of tools/list requests waiting for upstreams */
-    json_t *modern_ids;    /* 2026 requests not answered yet: id (as JSON text) -> method */
-    json_t *listen_ids;    /* 2026 subscriptions/listen requests open for tools changes */
     struct mcp_session *next;
 };
 
 static struct mcp_session *sessions;
 static uint64_t next_session_id = 1;
+static struct lp_timer list_wait_timer; /* answers waiting tools/list requests */
+static int list_wait_armed;
 
 int mcp_protocol_supported(const char *v)
 {
@@ -74,32 +72,8 @@ int mcp_session_busy(struct mcp_session *s)
     return (int)json_array_size(s->waiting_lists);
 }
 
-/* The key of a request id in modern_ids. Caller frees. */
-static char *id_key(json_t *id)
-{
-    return id ? json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-}
-
-/* A tools/list result is fresh until an upstream or the catalog changes; while servers
- * are still connecting, it may change any moment. */
-static int64_t list_ttl_ms(void)
-{
-    return up_all_settled() ? 60000 : 1000;
-}
-
 static void session_send(struct mcp_session *s, json_t *msg, json_t *related)
 {
-    json_t *id = json_object_get(msg, "id");
-    if (id && !json_object_get(msg, "method") && json_object_size(s->modern_ids)) {
-        char *key = id_key(id);
-        json_t *method = key ? json_object_get(s->modern_ids, key) : NULL;
-        if (method) {
-            int list = strcmp(json_string_value(method), "tools/list") == 0;
-            mcp_era_finish_result(json_object_get(msg, "result"), list ? list_ttl_ms() : -1);
-            json_object_del(s->modern_ids, key);
-        }
-        free(key);
-    }
     char *text = rpc_dump(msg);
     json_decref(msg);
     if (!text)
@@ -127,8 +101,6 @@ struct mcp_session *mcp_session_new(mcp_send_fn send, void *tud, const char *lab
     s->tud = tud;
     s->log_level = 3; /* warning */
     s->waiting_lists = json_array();
-    s->modern_ids = json_object();
-    s->listen_ids = json_array();
     s->next = sessions;
     sessions = s;
     log_debug("mcp", "session %llu opened (%s)", (unsigned long long)s->id, s->label);
@@ -145,8 +117,7 @@ void mcp_session_close(struct mcp_session *s)
     run_session_closed(s->id);
     log_debug("mcp", "session %llu closed", (unsigned long long)s->id);
     json_decref(s->waiting_lists);
-    json_decref(s->modern_ids);
-    json_decref(s->listen_ids);
+    free(s->client);
     free(s->protocol_version);
     free(s->label);
     free(s);
@@ -154,12 +125,18 @@ void mcp_session_close(struct mcp_session *s)
 
 json_t *mcp_execute_python_tool(void)
 {
-    return json_pack(
+    return mcp_execute_python_tool_for(NULL);
+}
+
+json_t *mcp_execute_python_tool_for(const char *client)
+{
+    char *desc = cat_describe_for(client, NULL);
+    json_t *tool = json_pack(
         "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:s}, s:{s:s, s:s}, "
         "s:{s:s, s:{s:s}, s:s}, s:{s:s, s:s}}, s:[s], s:b}, s:{s:b, s:b, s:b}}",
         "name", "execute_python", "title", "Run Python against the connected MCP tools",
-        "description", cat_description(), "inputSchema", "type", "object", "properties", "code",
-        "type", "string", "description",
+        "description", desc, "inputSchema", "type", "object", "properties", "code", "type",
+        "string", "description",
         "Python source. Assign `result` or end with an expression to return a value.", "timeout_ms",
         "type", "integer", "minimum", 1, "description",
         "Run time limit in milliseconds (default from CODEMCP_EXEC_TIMEOUT_MS).", "dry_run", "type",
@@ -172,13 +149,11 @@ json_t *mcp_execute_python_tool(void)
         "Start from a fresh namespace (variables normally persist between runs).", "required",
         "code", "additionalProperties", 0, "annotations", "readOnlyHint", 0, "destructiveHint", 1,
         "openWorldHint", 1);
+    free(desc);
+    return tool;
 }
 
 /* ---- methods ------------------------------------------------------------------------------ */
-
-static const char instructions[] = "Use execute_python to call the connected tools from one "
-                                   "Python program; return only what you need.";
-
 
 static json_t *handle_initialize(struct mcp_session *s, json_t *params, int *code, const char **why)
 {
@@ -197,26 +172,38 @@ static json_t *handle_initialize(struct mcp_session *s, json_t *params, int *cod
     if (json_is_string(cname)) {
         free(s->label);
         s->label = xstrdup(json_string_value(cname));
+        free(s->client);
+        s->client = xstrdup(json_string_value(cname));
     }
     log_info("mcp", "session %llu: initialize from %s, protocol %s%s", (unsigned long long)s->id,
              s->label, chosen, strcmp(chosen, asked) ? " (client asked for an unknown one)" : "");
-    return json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", chosen,
-                     "capabilities", "tools", "listChanged", 1, "logging", "serverInfo", "name",
-                     "codemcp", "title", "codemcp code-mode gateway", "version", CODEMCP_VERSION,
-                     "instructions", instructions);
+    char *instructions = NULL;
+    free(cat_describe_for(s->client, &instructions));
+    json_t *res = json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
+                            chosen, "capabilities", "tools", "listChanged", 1, "logging",
+                            "serverInfo", "name", "codemcp", "title", "codemcp code-mode gateway",
+                            "version", CODEMCP_VERSION, "instructions", instructions);
+    free(instructions);
+    return res;
 }
 
 static json_t *tools_list_result(struct mcp_session *s)
 {
     s->listed_version = cat_version();
     s->notified_version = 0;
-    return json_pack("{s:[o]}", "tools", mcp_execute_python_tool());
+    return json_pack("{s:[o]}", "tools", mcp_execute_python_tool_for(s->client));
 }
 
-static void answer_waiting_lists(void)
+/* Answers every waiting tools/list: when all upstreams settled, or (force) when the list
+ * wait is over. */
+static void answer_waiting_lists(int force)
 {
-    if (!up_all_settled())
+    if (!force && !up_all_settled())
         return;
+    if (list_wait_armed) {
+        lp_timer_stop(&list_wait_timer);
+        list_wait_armed = 0;
+    }
     for (struct mcp_session *s = sessions; s; s = s->next) {
         size_t i;
         json_t *id;
@@ -226,6 +213,13 @@ static void answer_waiting_lists(void)
         }
         json_array_clear(s->waiting_lists);
     }
+}
+
+static void list_wait_over(void *ud)
+{
+    (void)ud;
+    list_wait_armed = 0;
+    answer_waiting_lists(1);
 }
 
 static json_t *handle_set_level(struct mcp_session *s, json_t *params, int *code, const char **why)
@@ -266,52 +260,10 @@ static json_t *handle_tools_call(struct mcp_session *s, json_t *id, json_t *para
     json_t *meta = json_object_get(params, "_meta");
     json_t *progress = json_object_get(meta, "progressToken");
     if (run_submit(s->id, id, args, progress, err, sizeof(err)) < 0) {
-        /* Bad arguments of execute_python are the model's to fix: a tool error it can read
-         * (SEP-1303), not a protocol error the client swallows. */
-        return json_pack("{s:[{s:s, s:s}], s:{s:s}, s:b}", "content", "type", "text", "text", err,
-                         "structuredContent", "error", err, "isError", 1);
+        *code = RPC_INVALID_PARAMS;
+        *why = err;
     }
     return NULL;
-}
-
-static json_t *server_capabilities(void)
-{
-    return json_pack("{s:{s:b}}", "tools", "listChanged", 1);
-}
-
-/* subscriptions/listen (2026 era): acknowledged now, answered never (until cancelled); the
- * tools list changes reach it tagged with its id. Only toolsListChanged is honoured. */
-static void handle_listen(struct mcp_session *s, json_t *id, json_t *params)
-{
-    json_t *want = json_object_get(json_object_get(params, "notifications"), "toolsListChanged");
-    int tools = json_is_true(want);
-    if (tools)
-        json_array_append(s->listen_ids, id);
-    json_t *ack = rpc_request(
-        NULL, "notifications/subscriptions/acknowledged",
-        json_pack("{s:{s:b}, s:{s:O}}", "notifications", "toolsListChanged", tools, "_meta",
-                  MCP_META_SUBSCRIPTION_ID, id));
-    session_send(s, ack, id);
-}
-
-/* A modern request's envelope and method are acceptable; otherwise answers and returns -1. */
-static int modern_admit(struct mcp_session *s, json_t *id, const char *method, json_t *params)
-{
-    json_t *bad = mcp_era_check_request(id, params);
-    if (!bad && mcp_era_removed_method(method)) {
-        char why[160];
-        snprintf(why, sizeof(why), "%s was removed in protocol %s", method, MCP_MODERN_VERSION);
-        bad = rpc_error(id, RPC_METHOD_NOT_FOUND, why, json_pack("{s:s}", "method", method));
-    }
-    if (bad) {
-        session_send(s, bad, id);
-        return -1;
-    }
-    char *key = id_key(id);
-    if (key)
-        json_object_set_new(s->modern_ids, key, json_string(method));
-    free(key);
-    return 0;
 }
 
 static void handle_request(struct mcp_session *s, json_t *msg)
@@ -323,29 +275,21 @@ static void handle_request(struct mcp_session *s, json_t *msg)
         session_send(s, rpc_error(id, RPC_INVALID_PARAMS, "params must be an object", NULL), id);
         return;
     }
-    int modern = mcp_era_is_modern_request(params);
-    if (modern && modern_admit(s, id, method, params) < 0)
-        return;
     int code = 0;
     const char *why = NULL;
     json_t *result = NULL;
-    if (strcmp(method, "server/discover") == 0) {
-        result = mcp_era_discover_result(server_capabilities(), instructions);
-    } else if (strcmp(method, "subscriptions/listen") == 0) {
-        if (modern) {
-            handle_listen(s, id, params);
-            return;
-        }
-        code = RPC_METHOD_NOT_FOUND;
-        why = "subscriptions/listen is part of protocol 2026-07-28 (send _meta with the "
-              "protocol version); 2025 sessions get notifications/tools/list_changed directly";
-    } else if (strcmp(method, "initialize") == 0) {
+    if (strcmp(method, "initialize") == 0) {
         result = handle_initialize(s, params, &code, &why);
     } else if (strcmp(method, "ping") == 0) {
         result = json_object();
     } else if (strcmp(method, "tools/list") == 0) {
         if (!up_all_settled()) {
             json_array_append(s->waiting_lists, id);
+            if (!list_wait_armed) {
+                list_wait_armed = 1;
+                lp_timer_start(&list_wait_timer, env_long("CODEMCP_LIST_WAIT_MS", 1000),
+                               list_wait_over, NULL);
+            }
             return;
         }
         result = tools_list_result(s);
@@ -378,15 +322,6 @@ static void handle_notification(struct mcp_session *s, json_t *msg)
     } else if (strcmp(method, "notifications/cancelled") == 0) {
         json_t *rid = json_object_get(params, "requestId");
         json_t *reason = json_object_get(params, "reason");
-        size_t i;
-        json_t *lid;
-        json_array_foreach(s->listen_ids, i, lid)
-        {
-            if (json_equal(lid, rid)) { /* a closed subscription: nothing more is sent for it */
-                json_array_remove(s->listen_ids, i);
-                return;
-            }
-        }
         if (rid)
             run_cancel_request(s->id, rid,
                                json_is_string(reason) ? json_string_value(reason)
@@ -437,22 +372,13 @@ void mcp_session_receive(struct mcp_session *s, const char *text, size_t len)
 
 void mcp_on_upstreams_changed(void)
 {
-    answer_waiting_lists();
+    answer_waiting_lists(0);
 }
 
 void mcp_on_catalog_changed(void)
 {
     int v = cat_version();
     for (struct mcp_session *s = sessions; s; s = s->next) {
-        size_t i;
-        json_t *lid;
-        json_array_foreach(s->listen_ids, i, lid)
-        {
-            session_send(s,
-                         rpc_request(NULL, "notifications/tools/list_changed",
-                                     json_pack("{s:{s:O}}", "_meta", MCP_META_SUBSCRIPTION_ID, lid)),
-                         lid);
-        }
         if (!s->listed_version || s->listed_version == v || s->notified_version)
             continue;
         s->notified_version = v;
@@ -462,6 +388,9 @@ void mcp_on_catalog_changed(void)
 
 void mcp_free_all(void)
 {
+    if (list_wait_armed)
+        lp_timer_stop(&list_wait_timer);
+    list_wait_armed = 0;
     while (sessions)
         mcp_session_close(sessions);
 }

@@ -243,6 +243,10 @@ static void send_run(struct run *r)
     json_t *off = cat_disabled();
     if (json_array_size(off))
         json_object_set(params, "disabled", off);
+    json_t *missing = cat_unavailable();
+    if (json_array_size(missing))
+        json_object_set(params, "unavailable", missing);
+    json_decref(missing);
     if (wk_start_run(r->slot, r, params) < 0)
         return;
     r->state = RUN_SENT;
@@ -255,16 +259,16 @@ void run_dispatch(void)
 {
     if (dispatching)
         return; /* run_finished → run_dispatch recursion: the outer loop continues */
-    /* Runs wait until every upstream connected or gave up: a program sent right after
-     * initialize must see the whole SDK, not a NameError (bounded by each `timeout`). */
-    if (!up_all_settled())
-        return;
     dispatching = 1;
     int progress = 1;
     while (progress) {
         progress = 0;
         for (struct run *r = runs; r; r = r->next) {
             if (r->state != RUN_QUEUED)
+                continue;
+            /* A program that calls a server still making its first connection waits for
+             * it (bounded by that server's `timeout`) instead of meeting a NameError. */
+            if (!r->smoke_done ? cat_code_waits(r->code) : !up_all_settled())
                 continue;
             const char *failure = wk_start_failure(r->slot);
             if (failure) {

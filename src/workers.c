@@ -459,9 +459,9 @@ static void send_sdk(struct worker *w)
         return;
     w->sdk_sent = v;
     json_t *id = json_integer(next_rpc_id++);
-    ctl_send(
-        w->conn_id,
-        rpc_request(id, "load_sdk", json_pack("{s:s, s:i}", "source", cat_source(), "version", v)));
+    ctl_send(w->conn_id, rpc_request(id, "load_sdk",
+                                     json_pack("{s:s, s:i, s:O*}", "source", cat_source(),
+                                               "version", v, "catalog", cat_discovery())));
     json_decref(id);
 }
 

@@ -1,0 +1,175 @@
+/* usage — see usage.h. */
+#include "usage.h"
+#include "log.h"
+#include "loop.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define USE_MAX_ENTRIES   2000 /* the least used are dropped beyond this */
+#define USE_SAVE_DELAY_MS 3000
+
+static json_t *counts; /* {"fn": n} */
+static json_t *ranked; /* cache, NULL when stale */
+static char *path;     /* NULL: memory only */
+static int dirty;
+static int timer_armed;
+static struct lp_timer save_timer;
+
+static char *use_default_path(void)
+{
+    const char *knob = getenv("CODEMCP_USAGE_FILE");
+    struct buf b = {0};
+    if (knob && strcmp(knob, "off") == 0)
+        return NULL;
+    if (knob && *knob)
+        return xstrdup(knob);
+    const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    if (state && *state)
+        buf_printf(&b, "%s/codemcp/usage.json", state);
+    else if (home && *home)
+        buf_printf(&b, "%s/.local/state/codemcp/usage.json", home);
+    else
+        return NULL;
+    return buf_steal(&b);
+}
+
+/* mkdir -p of the directory part of p (mode 0700). */
+static void use_make_dirs(const char *p)
+{
+    char *d = xstrdup(p);
+    for (char *s = d + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(d, 0700) < 0 && errno != EEXIST)
+            break;
+        *s = '/';
+    }
+    free(d);
+}
+
+static void use_save(void)
+{
+    if (!path || !dirty)
+        return;
+    dirty = 0;
+    use_make_dirs(path);
+    struct buf tmp = {0};
+    buf_printf(&tmp, "%s.%d.tmp", path, (int)getpid());
+    json_t *doc = json_pack("{s:i, s:O}", "version", 1, "counts", counts);
+    int fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int ok = fd >= 0 && json_dumpfd(doc, fd, JSON_COMPACT) == 0;
+    if (fd >= 0 && close(fd) < 0)
+        ok = 0;
+    if (ok && rename(tmp.data, path) == 0)
+        log_debug("usage", "saved %zu counts to %s", json_object_size(counts), path);
+    else {
+        log_warn("usage", "cannot write %s: %s (usage counts stay in memory)", path,
+                 strerror(errno));
+        unlink(tmp.data);
+    }
+    json_decref(doc);
+    buf_free(&tmp);
+}
+
+static void use_on_timer(void *ud)
+{
+    (void)ud;
+    timer_armed = 0;
+    use_save();
+}
+
+void use_init(void)
+{
+    counts = json_object();
+    path = use_default_path();
+    if (!path)
+        return;
+    json_error_t err;
+    json_t *doc = json_load_file(path, 0, &err);
+    json_t *c = json_object_get(doc, "counts");
+    const char *fn;
+    json_t *v;
+    json_object_foreach(c, fn, v)
+    {
+        if (json_is_integer(v) && json_integer_value(v) > 0 && strlen(fn) < 512)
+            json_object_set(counts, fn, v);
+    }
+    if (!doc && access(path, F_OK) == 0)
+        log_warn("usage", "%s is not valid JSON (%s): starting with no counts", path, err.text);
+    json_decref(doc);
+}
+
+void use_note(const char *fn)
+{
+    if (!counts || !fn)
+        return;
+    json_t *v = json_object_get(counts, fn);
+    json_int_t n = json_is_integer(v) ? json_integer_value(v) : 0;
+    json_object_set_new(counts, fn, json_integer(n + 1));
+    json_decref(ranked);
+    ranked = NULL;
+    dirty = 1;
+    if (path && !timer_armed) {
+        timer_armed = 1;
+        lp_timer_start(&save_timer, USE_SAVE_DELAY_MS, use_on_timer, NULL);
+    }
+}
+
+struct use_entry {
+    const char *fn;
+    json_int_t n;
+};
+
+static int use_cmp(const void *pa, const void *pb)
+{
+    const struct use_entry *a = pa, *b = pb;
+    if (a->n != b->n)
+        return a->n > b->n ? -1 : 1;
+    return strcmp(a->fn, b->fn);
+}
+
+json_t *use_ranked(void)
+{
+    if (ranked || !counts)
+        return ranked;
+    size_t n = json_object_size(counts), k = 0;
+    struct use_entry *e = xcalloc(n ? n : 1, sizeof *e);
+    const char *fn;
+    json_t *v;
+    json_object_foreach(counts, fn, v)
+    {
+        e[k].fn = fn;
+        e[k++].n = json_integer_value(v);
+    }
+    qsort(e, k, sizeof *e, use_cmp);
+    ranked = json_array();
+    for (size_t i = 0; i < k; i++)
+        json_array_append_new(ranked, json_string(e[i].fn));
+    if (k > USE_MAX_ENTRIES) /* forget the tail so the file stays small */
+        for (size_t i = USE_MAX_ENTRIES; i < k; i++)
+            json_object_del(counts, json_string_value(json_array_get(ranked, i)));
+    free(e);
+    return ranked;
+}
+
+void use_free(void)
+{
+    if (timer_armed)
+        lp_timer_stop(&save_timer);
+    timer_armed = 0;
+    use_save();
+    json_decref(ranked);
+    ranked = NULL;
+    json_decref(counts);
+    counts = NULL;
+    free(path);
+    path = NULL;
+}
