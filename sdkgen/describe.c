@@ -263,6 +263,19 @@ char *sdk_servers_note(json_t *servers)
     return b.data ? buf_steal(&b) : xstrdup("");
 }
 
+static void sdk_sort_by_length(struct sdk_pick *p, size_t n)
+{
+    for (size_t i = 1; i < n; i++) { /* insertion sort: stable, and n is one server's tools */
+        struct sdk_pick x = p[i];
+        size_t len = strlen(x.name), j = i;
+        while (j > 0 && strlen(p[j - 1].name) > len) {
+            p[j] = p[j - 1];
+            j--;
+        }
+        p[j] = x;
+    }
+}
+
 /* Order of preference: the priority names, then round-robin over the servers (each server's
  * functions in module order), so every server gets some signatures. */
 static struct sdk_pick *sdk_order(json_t *functions, json_t *priority, size_t *count)
@@ -302,6 +315,10 @@ static struct sdk_pick *sdk_order(json_t *functions, json_t *priority, size_t *c
         if (j == 0 || strcmp(all[j].server, all[j - 1].server) != 0)
             seg[nseg++] = j;
     seg[nseg] = n;
+    /* Within a server, shorter names first: the general operations (repos_get, read_file)
+     * before the specialised ones. Stable: equal lengths keep module order. */
+    for (size_t g = 0; g < nseg; g++)
+        sdk_sort_by_length(all + seg[g], seg[g + 1] - seg[g]);
     memcpy(cursor, seg, nseg * sizeof *cursor);
     for (int progress = 1; progress;) {
         progress = 0;
@@ -340,6 +357,83 @@ static void sdk_sig_line(struct buf *b, const struct sdk_pick *p, json_t *signat
 
 /* The shown==want names grouped by server, "  server_: a, b\n" per server, within `room`
  * bytes; marks each name written as `mark`. Returns how many were written. */
+/* For a server with too many functions to name: "  github_ (1218): actions_* 184, ...\n",
+ * groups by the first word after the prefix, biggest first, within room bytes. */
+static void sdk_groups(struct buf *b, struct sdk_pick *picks, size_t n, int want, const char *srv,
+                       const char *prefix, size_t room)
+{
+    json_t *groups = json_object(), *order = json_array();
+    size_t plen = strlen(prefix), total = 0;
+    for (size_t j = 0; j < n; j++) {
+        if (picks[j].shown != want || strcmp(picks[j].server, srv) != 0)
+            continue;
+        const char *s = picks[j].name;
+        if (strncmp(s, prefix, plen) == 0 && s[plen] == '_')
+            s += plen + 1;
+        const char *us = strchr(s, '_');
+        char word[64];
+        snprintf(word, sizeof word, "%.*s", (int)(us ? (size_t)(us - s) : strlen(s)), s);
+        json_t *c = json_object_get(groups, word);
+        if (!c)
+            json_array_append_new(order, json_string(word));
+        json_object_set_new(groups, word, json_integer(c ? json_integer_value(c) + 1 : 1));
+        total++;
+    }
+    size_t start = b->len;
+    buf_printf(b, "  %s_ (%zu more, by group): ", prefix, total);
+    size_t first = b->len;
+    /* biggest groups first: repeated selection, fine for a few hundred groups */
+    for (;;) {
+        const char *best = NULL;
+        json_int_t best_n = 0;
+        size_t i;
+        json_t *w;
+        json_array_foreach(order, i, w)
+        {
+            json_int_t c = json_integer_value(json_object_get(groups, json_string_value(w)));
+            if (c > best_n) {
+                best_n = c;
+                best = json_string_value(w);
+            }
+        }
+        if (!best)
+            break;
+        char item[96];
+        snprintf(item, sizeof item, "%s%s_* %lld", b->len > first ? ", " : "", best,
+                 (long long)best_n);
+        if (b->len - start + strlen(item) + 6 <= room)
+            buf_appends(b, item);
+        json_object_set_new(groups, best, json_integer(0));
+    }
+    if (b->len == first) {
+        b->len = start;
+        if (b->data)
+            b->data[b->len] = '\0';
+    } else {
+        buf_appends(b, "\n");
+    }
+    json_decref(groups);
+    json_decref(order);
+}
+
+/* Whether server srv's unlisted functions are too many to name within room (description
+ * only): it then gets its groups instead. */
+static int sdk_wants_groups(struct sdk_pick *picks, size_t n, int want, const char *srv,
+                            size_t plen, size_t room)
+{
+    size_t cost = 0, have = 0;
+    for (size_t j = 0; j < n; j++)
+        if (picks[j].shown == want && strcmp(picks[j].server, srv) == 0) {
+            cost += strlen(picks[j].name) - plen + 1;
+            have++;
+        }
+    return have > 40 && cost > room / 2;
+}
+
+/* The shown==want names grouped by server, "  server_: a, b\n" per server, within `room`
+ * bytes; marks each name written as `mark`. With mark 2 (the description) a server with
+ * too many to name gets a line of its groups instead (first, within a third of the room). Returns
+ * how many lines were written. */
 static size_t sdk_names(struct buf *b, struct sdk_pick *picks, size_t n, int want, int mark,
                         size_t room, const char *header)
 {
@@ -348,46 +442,69 @@ static size_t sdk_names(struct buf *b, struct sdk_pick *picks, size_t n, int wan
     if (room <= hlen + 8)
         return 0;
     buf_appends(b, header);
-    /* Servers in the order their first candidate appears; each server once. */
-    json_t *done = json_object();
-    for (size_t i = 0; i < n; i++) {
-        const char *srv = picks[i].server;
-        if (picks[i].shown != want || json_object_get(done, srv))
-            continue;
-        json_object_set_new(done, srv, json_true());
-        char *prefix = sdk_identifier(srv);
-        size_t plen = strlen(prefix);
-        size_t line_start = b->len;
-        buf_printf(b, "  %s_: ", prefix);
-        size_t names_start = b->len;
-        for (size_t j = i; j < n; j++) {
-            if (picks[j].shown != want || strcmp(picks[j].server, srv) != 0)
+    /* Servers in the order their first candidate appears; each server once per pass. */
+    for (int pass = 0; pass < (mark == 2 ? 2 : 1); pass++) {
+        json_t *done = json_object();
+        for (size_t i = 0; i < n; i++) {
+            const char *srv = picks[i].server;
+            if (picks[i].shown != want || json_object_get(done, srv))
                 continue;
-            const char *short_name = picks[j].name;
-            if (strncmp(short_name, prefix, plen) == 0 && short_name[plen] == '_')
-                short_name += plen + 1;
-            size_t add = strlen(short_name) + (b->len > names_start ? 2 : 0) + 1;
-            if (b->len - start + add > room)
-                continue; /* a shorter name may still fit */
-            buf_printf(b, "%s%s", b->len > names_start ? ", " : "", short_name);
-            picks[j].shown = mark;
-            written++;
+            json_object_set_new(done, srv, json_true());
+            char *prefix = sdk_identifier(srv);
+            size_t plen = strlen(prefix);
+            int groups = mark == 2 && sdk_wants_groups(picks, n, want, srv, plen, room);
+            if (groups != (pass == 0 && mark == 2)) {
+                free(prefix);
+                continue;
+            }
+            size_t before = b->len;
+            if (groups) {
+                size_t left = room - (b->len - start);
+                sdk_groups(b, picks, n, want, srv, prefix, left < room / 3 ? left : room / 3);
+                written += b->len > before;
+                free(prefix);
+                continue;
+            }
+            buf_printf(b, "  %s_: ", prefix);
+            size_t names_start = b->len;
+            for (size_t j = i; j < n; j++) {
+                if (picks[j].shown != want || strcmp(picks[j].server, srv) != 0)
+                    continue;
+                const char *short_name = picks[j].name;
+                if (strncmp(short_name, prefix, plen) == 0 && short_name[plen] == '_')
+                    short_name += plen + 1;
+                size_t add = strlen(short_name) + (b->len > names_start ? 2 : 0) + 1;
+                if (b->len - start + add > room)
+                    continue; /* a shorter name may still fit */
+                buf_printf(b, "%s%s", b->len > names_start ? ", " : "", short_name);
+                picks[j].shown = mark;
+            }
+            if (b->len == names_start) {
+                b->len = before; /* nothing of this server fitted */
+                b->data[b->len] = '\0';
+            } else {
+                buf_appends(b, "\n");
+                written++;
+            }
+            free(prefix);
         }
-        if (b->len == names_start) {
-            b->len = line_start; /* nothing of this server fitted */
-            b->data[b->len] = '\0';
-        } else {
-            buf_appends(b, "\n");
-        }
-        free(prefix);
+        json_decref(done);
     }
-    json_decref(done);
     if (!written) {
         b->len = start;
         if (b->data)
             b->data[b->len] = '\0';
     }
     return written;
+}
+
+/* How many of the n picks carry `mark`. */
+static size_t sdk_count(const struct sdk_pick *picks, size_t n, int mark)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += picks[i].shown == mark;
+    return k;
 }
 
 void sdk_describe_budget(json_t *functions, json_t *signatures, json_t *servers, json_t *priority,
@@ -430,10 +547,10 @@ void sdk_describe_budget(json_t *functions, json_t *signatures, json_t *servers,
     }
     buf_free(&line);
     size_t left = max_bytes > b.len + tail_reserve ? max_bytes - b.len - tail_reserve : 0;
-    size_t named = sdk_names(&b, picks, n, 0, 2, left,
-                             "Other functions (server prefix + name; describe(name) for the "
-                             "signature):\n");
-    size_t rest = n - shown_sigs - named;
+    sdk_names(&b, picks, n, 0, 2, left,
+              "Other functions (server prefix + name; describe(name) for the "
+              "signature):\n");
+    size_t rest = n - shown_sigs - sdk_count(picks, n, 2);
     if (rest)
         buf_printf(&b,
                    "+%zu more not listed: search_tools(\"...\") or describe(\"<server>\") "
@@ -452,8 +569,10 @@ void sdk_describe_budget(json_t *functions, json_t *signatures, json_t *servers,
                    rest ? " Functions its description does not list:" : "");
         size_t ihead = ib.len;
         size_t more = 0;
-        if (rest && instr_max > ihead + 80)
-            more = sdk_names(&ib, picks, n, 0, 3, instr_max - ihead - 80, "");
+        if (rest && instr_max > ihead + 80) {
+            sdk_names(&ib, picks, n, 0, 3, instr_max - ihead - 80, "");
+            more = sdk_count(picks, n, 3);
+        }
         if (rest - more)
             buf_printf(&ib,
                        "+%zu more: search_tools(\"...\") / describe(\"<server>\") inside "
