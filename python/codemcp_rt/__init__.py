@@ -13,6 +13,7 @@ Modules:
     capture     per-run stdout/stderr capture with a byte cap
     jsonsafe    turn any Python value into valid, size-capped JSON
     sdk         load/swap the generated SDK module
+    discovery   search_tools() and describe() over the current SDK
     runner      run(params) -> the result envelope
     worker_main the request loop of the worker process
 """
@@ -26,6 +27,7 @@ __all__ = [
     "capture",
     "jsonsafe",
     "sdk",
+    "discovery",
     "runner",
     "worker_main",
 ]

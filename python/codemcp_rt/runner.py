@@ -28,13 +28,14 @@ import collections
 import gc
 import importlib
 import os
+import re
 import sys
 import traceback
 import types
 import weakref
 from typing import Any
 
-from codemcp_rt import client, jsonsafe, runstate, sdk
+from codemcp_rt import client, discovery, jsonsafe, runstate, sdk
 from codemcp_rt.capture import _codemcp as _codemcp_host, capture
 from codemcp_rt.errors import RunInterrupted, ToolError
 from codemcp_rt.pending import Pending, gather, install_json_hook, resolve, settle
@@ -146,6 +147,36 @@ def _syntax_message(exc: BaseException) -> str:
 
 
 _fresh_for: tuple[Any, dict[str, Any]] = (None, {})
+# Configured servers without functions (connecting, failed, disabled), from the run request:
+# [{"server", "prefix", "state", "error"}]. Read by describe() and the pre-flight check.
+_unavailable: list[dict[str, Any]] = []
+
+
+def _set_unavailable(value: Any) -> None:
+    global _fresh_for
+    value = [u for u in value if isinstance(u, dict)] if isinstance(value, list) else []
+    if value != _unavailable:
+        _unavailable[:] = value
+        _fresh_for = (None, {})  # describe() is rebound with the new list
+
+
+def _unavailable_problems(code: str, snap: sdk.Sdk) -> list[str]:
+    """Calls to functions of configured servers that have none yet: said plainly instead of
+    "unknown function, did you mean" (the gateway already held the run while such a server
+    was making its first connection, so these are failed or disabled servers)."""
+    out = []
+    for u in _unavailable:
+        prefix = u.get("prefix")
+        if not isinstance(prefix, str) or not prefix or prefix + "_" not in code:
+            continue
+        for name in sorted(set(re.findall(r"(?<![A-Za-z0-9_])%s_[A-Za-z0-9_]+" % re.escape(prefix), code))):
+            if name in snap.functions:
+                continue
+            out.append("%s: server %s is configured but %s%s, so its functions are not available yet; "
+                       "try again later or use another server." % (
+                           name, u.get("server"), u.get("state") or "not connected",
+                           (" (" + str(u["error"]) + ")") if u.get("error") else ""))
+    return out
 
 
 def _fresh(snap: sdk.Sdk) -> dict[str, Any]:
@@ -154,6 +185,7 @@ def _fresh(snap: sdk.Sdk) -> dict[str, Any]:
     if _fresh_for[0] is not snap:
         fresh: dict[str, Any] = dict(snap.functions)
         fresh.update(Pending=Pending, ToolError=ToolError, gather=gather, settle=settle, resolve=resolve)
+        fresh.update(discovery.bind(snap, _unavailable))
         _fresh_for = (snap, fresh)
     return _fresh_for[1]
 
@@ -186,6 +218,16 @@ def drop_session(session: str) -> None:
 
 
 _validator: Any = None
+
+
+def _validator_module() -> Any:
+    global _validator
+    if _validator is None:
+        try:
+            _validator = importlib.import_module("codemcp_rt.validator")
+        except Exception:
+            return None
+    return _validator
 
 
 def _validate(code: str, snap: sdk.Sdk, params: dict[str, Any], session: str,
@@ -369,7 +411,14 @@ def _run(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     try:
         compiled, tree = _cached_or_parse(code)
         snap = sdk.current()
-        message = _validate(code, snap, params, session, tree) if params.get("validate") else None
+        _set_unavailable(params.get("unavailable"))
+        message = None
+        if _unavailable and params.get("validate"):
+            problems = _unavailable_problems(code, snap)
+            if problems:
+                message = _validator_module().format_report(problems) if _validator_module() else "\n".join(problems)
+        if message is None and params.get("validate"):
+            message = _validate(code, snap, params, session, tree)
         if compiled is None:
             compiled = _compile(code, tree)  # type: ignore[arg-type]
     except _SYNTAX_ERRORS as exc:

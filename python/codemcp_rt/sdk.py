@@ -27,8 +27,10 @@ class Sdk:
     """An immutable snapshot of one loaded SDK."""
 
     def __init__(self, version: Any, module: types.ModuleType | None, functions: dict[str, Callable[..., Any]],
-                 meta: dict[str, dict[str, Any]]) -> None:
+                 meta: dict[str, dict[str, Any]], catalog: dict[str, Any] | None = None) -> None:
         self.version = version
+        # {fn: [signature, summary]} from the gateway, for search_tools()/describe()
+        self.catalog: dict[str, Any] = catalog if isinstance(catalog, dict) else {}
         self.module = module
         self.functions = functions
         self.meta = meta
@@ -78,7 +80,7 @@ def _describe_error(exc: BaseException) -> str:
     return "SDK source failed to load%s: %s: %s" % (where, type(exc).__name__, exc)
 
 
-def load_sdk(source: str, version: Any = None) -> dict[str, Any]:
+def load_sdk(source: str, version: Any = None, catalog: Any = None) -> dict[str, Any]:
     """Compile and execute ``source`` as a new SDK module; swap it in when that worked.
 
     Returns {"ok": True, "functions": <count>, "version": version} or
@@ -106,7 +108,7 @@ def load_sdk(source: str, version: Any = None) -> dict[str, Any]:
         funcs[name] = fn
     raw_meta = module.__dict__.get("__codemcp_meta__")
     fn_meta = dict(raw_meta) if isinstance(raw_meta, dict) else {}
-    _current = Sdk(version, module, funcs, fn_meta)
+    _current = Sdk(version, module, funcs, fn_meta, catalog if isinstance(catalog, dict) else None)
     sys.modules[MODULE_NAME] = module
     return {"ok": True, "functions": len(funcs), "version": version}
 

@@ -96,7 +96,7 @@ def handle(text: str) -> str | None:
         if method == "run":
             result = _Raw(runner.run_json(params))
         elif method == "load_sdk":
-            loaded = sdk.load_sdk(params.get("source"), params.get("version"))
+            loaded = sdk.load_sdk(params.get("source"), params.get("version"), params.get("catalog"))
             if not loaded["ok"]:
                 _log("load_sdk failed: %s" % loaded["error"])
                 return None if is_notification else _reply(

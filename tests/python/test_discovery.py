@@ -1,0 +1,125 @@
+"""search_tools() / describe() / help() inside a run (codemcp_rt.discovery)."""
+
+from __future__ import annotations
+
+import unittest
+
+from support import RuntimeTest, sdk_source
+
+from codemcp_rt import discovery, runner, sdk
+
+TOOLS = {
+    "gh_issues_create": ("gh", "issues_create", True),
+    "gh_issues_create_comment": ("gh", "issues_create_comment", True),
+    "gh_issues_list_for_repo": ("gh", "issues_list_for_repo", False),
+    "gh_repos_delete": ("gh", "repos_delete", True),
+    "gh_repos_remove_collaborator": ("gh", "repos_remove_collaborator", True),
+    "gh_pulls_list": ("gh", "pulls_list", False),
+    "fs_readTextFile": ("fs", "readTextFile", False),
+    "fs_create-directory": ("fs", "create-directory", True),
+}
+SUMMARIES = {
+    "gh_issues_create": "Create an issue",
+    "gh_issues_create_comment": "Create an issue comment",
+    "gh_issues_list_for_repo": "List repository issues",
+    "gh_repos_delete": "Delete a repository",
+    "gh_repos_remove_collaborator": "Remove a repository collaborator",
+    "gh_pulls_list": "List pull requests",
+    "fs_readTextFile": "Read a text file from disk",
+    "fs_create-directory": "Create a directory",
+}
+# Python identifiers of the functions (sdkgen sanitises "-" to "_").
+PY = {fn.replace("-", "_"): v for fn, v in TOOLS.items()}
+CATALOG = {fn.replace("-", "_"): ["%s(owner: str, repo: str)" % fn.replace("-", "_"), SUMMARIES[fn]] for fn in TOOLS}
+
+
+class Words(unittest.TestCase):
+    def test_cases_split_and_stem(self) -> None:
+        self.assertEqual(discovery.words("readTextFile"), ["read", "text", "fil"])
+        self.assertEqual(discovery.words("create-directory"), ["creat", "directory"])
+        self.assertEqual(discovery.words("list_pull_requests"), ["list", "pull", "request"])
+        self.assertEqual(discovery.words("HTTPServer v2"), ["http", "server", "v", "2"])
+        self.assertEqual(discovery.words("Creating the repositories"), ["creat", "repository"])
+        self.assertEqual(discovery.words(""), [])
+
+
+class Search(RuntimeTest):
+    def setUp(self) -> None:
+        super().setUp()
+        loaded = sdk.load_sdk(sdk_source(PY), 2, CATALOG)
+        self.assertTrue(loaded["ok"], loaded)
+
+    def top(self, query: str, n: int = 1) -> list[str]:
+        env = self.run_code("result = [r['name'] for r in search_tools(%r, %d)]" % (query, n))
+        self.assertTrue(env["ok"], env)
+        return env["result"]
+
+    def test_shape_of_results(self) -> None:
+        env = self.run_code("result = search_tools('open a bug', limit=3)")
+        self.assertTrue(env["ok"], env)
+        self.assertLessEqual(len(env["result"]), 3)
+        first = env["result"][0]
+        self.assertEqual(set(first), {"name", "signature", "summary", "server"})
+        self.assertEqual(first["name"], "gh_issues_create")
+        self.assertEqual(first["server"], "gh")
+        self.assertEqual(first["signature"], "gh_issues_create(owner: str, repo: str)")
+        self.assertEqual(first["summary"], "Create an issue")
+
+    def test_synonyms_prefix_and_typos(self) -> None:
+        self.assertEqual(self.top("file a ticket"), ["gh_issues_create"])  # bug/ticket -> issue
+        self.assertEqual(self.top("remove a repository"), ["gh_repos_delete"])  # remove -> delete
+        self.assertEqual(self.top("show all PRs"), ["gh_pulls_list"])  # pr -> pull
+        self.assertEqual(self.top("make a new folder"), ["fs_create_directory"])  # folder -> directory
+        self.assertEqual(self.top("notif repo issu"), ["gh_issues_list_for_repo"])  # prefixes
+        self.assertEqual(self.top("delte a repositry"), ["gh_repos_delete"])  # one typo each
+        self.assertEqual(self.top("read text file"), ["fs_readTextFile"])  # camelCase name
+
+    def test_name_words_not_asked_for_rank_lower(self) -> None:
+        self.assertEqual(self.top("create an issue", 2), ["gh_issues_create", "gh_issues_create_comment"])
+
+    def test_limit_server_and_bad_input(self) -> None:
+        self.assertEqual(self.top("create", 0), [])
+        env = self.run_code("result = [r['server'] for r in search_tools('create', 10, server='fs')]")
+        self.assertTrue(env["result"] and set(env["result"]) == {"fs"}, env)
+        env = self.run_code("search_tools(42)")
+        self.assertFalse(env["ok"])
+        self.assertIn("query must be a string", env["error"])
+        env = self.run_code("result = search_tools('the of and')")  # only stop words
+        self.assertEqual(env["result"], [])
+
+    def test_describe_function_server_prefix_and_unknown(self) -> None:
+        env = self.run_code("result = describe('gh_repos_delete')")
+        self.assertTrue(env["result"].startswith("gh_repos_delete(owner: str, repo: str)\n[write] server gh, tool repos_delete"))
+        env = self.run_code("result = describe(gh_repos_delete)")  # the function itself works too
+        self.assertIn("tool repos_delete", env["result"])
+        env = self.run_code("result = describe('fs')")
+        self.assertTrue(env["result"].startswith("server fs: 2 functions"), env["result"])
+        self.assertIn("fs_readTextFile(owner: str, repo: str)  # Read a text file from disk", env["result"])
+        env = self.run_code("result = describe('gh_issues')")
+        self.assertIn("functions starting with 'gh_issues': 3 functions", env["result"])
+        env = self.run_code("result = describe('gh_isues_craete')")
+        self.assertIn("no such function or server", env["result"])
+
+    def test_help_of_an_sdk_function(self) -> None:
+        env = self.run_code("help(gh_pulls_list)")
+        self.assertTrue(env["ok"], env)
+        self.assertIn("gh_pulls_list(owner: str, repo: str)", env["stdout"])
+
+    def test_unavailable_server_is_explained(self) -> None:
+        unavailable = [{"server": "slack", "prefix": "slack", "state": "failed", "error": "exited 1"}]
+        env = self.run_code("slack_post_message(text='hi')", validate=True, unavailable=unavailable)
+        self.assertFalse(env["ok"])
+        self.assertEqual(env["error_kind"], "validation")
+        self.assertIn("server slack is configured but failed (exited 1)", env["error"])
+        env = self.run_code("result = describe('slack')", unavailable=unavailable)
+        self.assertIn("server slack is failed: exited 1", env["result"])
+        runner._set_unavailable([])
+
+    def test_index_built_once_per_snapshot(self) -> None:
+        snap = sdk.current()
+        idx = discovery.index(snap)
+        self.assertIs(idx, discovery.index(snap))  # built once per snapshot
+
+
+if __name__ == "__main__":
+    unittest.main()
