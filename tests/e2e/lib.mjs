@@ -191,7 +191,16 @@ export function codemcpEnv({ config, env = {}, home } = {}) {
   delete base.CODEMCP_DUMP;
   delete base.CODEMCP_SMOKE;
   const xdg = home || tempDir('codemcp-xdg-', { shared: true });
-  const out = { ...base, XDG_CONFIG_HOME: xdg };
+  // Tests written before the description budget and the tools/list wait (issue 13) read the
+  // full listing and expect the first tools/list to hold every server: they keep that unless
+  // they pass their own values (tests/e2e/catalog.test.mjs tests the defaults).
+  const out = {
+    ...base,
+    XDG_CONFIG_HOME: xdg,
+    XDG_STATE_HOME: xdg,
+    CODEMCP_DESCRIBE_BUDGET: 'full',
+    CODEMCP_LIST_WAIT_MS: '120000',
+  };
   if (config) out.CODEMCP_CONFIG = config;
   return { ...out, ...env };
 }
@@ -418,7 +427,7 @@ export class RawClient extends Proc {
 
 /** Connects an official SDK client to a fresh codemcp. Resolves {client, transport, pid,
  *  stderr(), close()}. opts: {args, config, env, home, cwd, shared, limit,
- *  clientCapabilities}. */
+ *  clientCapabilities, clientName (clientInfo.name, default codemcp-e2e)}. */
 export async function connectClient(opts = {}) {
   const [cmd, args] = codemcpCommand(opts.args || []);
   const transport = new StdioClientTransport({
@@ -432,7 +441,7 @@ export async function connectClient(opts = {}) {
   transport.stderr?.setEncoding('utf8');
   transport.stderr?.on('data', (d) => (stderr += d));
   const client = new Client(
-    { name: 'codemcp-e2e', version: '0' },
+    { name: opts.clientName || 'codemcp-e2e', version: '0' },
     { capabilities: opts.clientCapabilities || {} },
   );
   const seen = new Map();
