@@ -1,11 +1,12 @@
 /* mcp_server — MCP method handling for any transport. See mcp_server.h.
  *
  * Error codes: -32700 unparsable JSON, -32600 not a valid request, -32601 unknown
- * method, -32602 bad params (also an unknown tool name, as the MCP spec asks). A tools/list
- * that arrives while upstreams are still connecting waits at most CODEMCP_LIST_WAIT_MS
- * (default 1000) and then answers with what is there, naming the servers still connecting;
- * list_changed follows when they arrive. The description is budgeted per client
- * (catalog.c). */
+ * method, -32602 bad params (also an unknown tool name, as the MCP spec asks). While
+ * upstreams are still making their first connection, initialize and tools/list wait for them
+ * until CODEMCP_LIST_WAIT_MS (default 1000) after the session's initialize — never longer,
+ * in total — and then answer with what is there, naming the servers still connecting;
+ * list_changed follows when those arrive. The description and the instructions are budgeted
+ * per client (catalog.c). */
 #include "mcp_server.h"
 #include "catalog.h"
 #include "jsonrpc.h"
@@ -15,6 +16,7 @@
 #include "upstream.h"
 #include "util.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,14 +34,15 @@ struct mcp_session {
     int log_level;
     int listed_version;    /* catalog version last sent in tools/list; 0 = never listed */
     int notified_version;  /* catalog version we last sent list_changed for */
-    json_t *waiting_lists; /* ids of tools/list requests waiting for upstreams */
+    json_t *waiting_lists; /* [[id, method]] of initialize / tools/list waiting for upstreams */
+    int64_t wait_deadline; /* when they are answered anyway: initialize + CODEMCP_LIST_WAIT_MS */
+    struct lp_timer wait_timer;
+    int wait_armed;
     struct mcp_session *next;
 };
 
 static struct mcp_session *sessions;
 static uint64_t next_session_id = 1;
-static struct lp_timer list_wait_timer; /* answers waiting tools/list requests */
-static int list_wait_armed;
 
 int mcp_protocol_supported(const char *v)
 {
@@ -116,6 +119,8 @@ void mcp_session_close(struct mcp_session *s)
         }
     run_session_closed(s->id);
     log_debug("mcp", "session %llu closed", (unsigned long long)s->id);
+    if (s->wait_armed)
+        lp_timer_stop(&s->wait_timer);
     json_decref(s->waiting_lists);
     free(s->client);
     free(s->protocol_version);
@@ -177,12 +182,20 @@ static json_t *handle_initialize(struct mcp_session *s, json_t *params, int *cod
     }
     log_info("mcp", "session %llu: initialize from %s, protocol %s%s", (unsigned long long)s->id,
              s->label, chosen, strcmp(chosen, asked) ? " (client asked for an unknown one)" : "");
+    return json_object(); /* the answer is initialize_result(), now or after the wait */
+}
+
+/* The initialize answer; its instructions name what the description cannot hold, as the
+ * catalog is when it is sent. */
+static json_t *initialize_result(struct mcp_session *s)
+{
     char *instructions = NULL;
     free(cat_describe_for(s->client, &instructions));
-    json_t *res = json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
-                            chosen, "capabilities", "tools", "listChanged", 1, "logging",
-                            "serverInfo", "name", "codemcp", "title", "codemcp code-mode gateway",
-                            "version", CODEMCP_VERSION, "instructions", instructions);
+    json_t *res =
+        json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
+                  mcp_session_protocol(s), "capabilities", "tools", "listChanged", 1, "logging",
+                  "serverInfo", "name", "codemcp", "title", "codemcp code-mode gateway", "version",
+                  CODEMCP_VERSION, "instructions", instructions);
     free(instructions);
     return res;
 }
@@ -194,32 +207,54 @@ static json_t *tools_list_result(struct mcp_session *s)
     return json_pack("{s:[o]}", "tools", mcp_execute_python_tool_for(s->client));
 }
 
-/* Answers every waiting tools/list: when all upstreams settled, or (force) when the list
- * wait is over. */
-static void answer_waiting_lists(int force)
+/* Answers the session's waiting initialize and tools/list requests, in arrival order: when
+ * every upstream settled, or (force) when the wait is over. */
+static void answer_waiting(struct mcp_session *s, int force)
 {
-    if (!force && !up_all_settled())
+    if (!json_array_size(s->waiting_lists) || (!force && !up_all_settled()))
         return;
-    if (list_wait_armed) {
-        lp_timer_stop(&list_wait_timer);
-        list_wait_armed = 0;
+    if (s->wait_armed) {
+        lp_timer_stop(&s->wait_timer);
+        s->wait_armed = 0;
     }
-    for (struct mcp_session *s = sessions; s; s = s->next) {
-        size_t i;
-        json_t *id;
-        json_array_foreach(s->waiting_lists, i, id)
-        {
-            session_send(s, rpc_result(id, tools_list_result(s)), id);
-        }
-        json_array_clear(s->waiting_lists);
+    json_t *waiting = s->waiting_lists;
+    s->waiting_lists = json_array();
+    size_t i;
+    json_t *w;
+    json_array_foreach(waiting, i, w)
+    {
+        json_t *id = json_array_get(w, 0);
+        int init = strcmp(json_string_value(json_array_get(w, 1)), "initialize") == 0;
+        session_send(s, rpc_result(id, init ? initialize_result(s) : tools_list_result(s)), id);
     }
+    json_decref(waiting);
 }
 
-static void list_wait_over(void *ud)
+static void wait_over(void *ud)
 {
-    (void)ud;
-    list_wait_armed = 0;
-    answer_waiting_lists(1);
+    struct mcp_session *s = mcp_session_find((uint64_t)(uintptr_t)ud);
+    if (!s)
+        return;
+    s->wait_armed = 0;
+    answer_waiting(s, 1);
+}
+
+/* Holds request `id` until the upstreams settle, at most until the session's deadline
+ * (CODEMCP_LIST_WAIT_MS after its initialize, or after this request when it came first).
+ * Returns 0 when held, -1 when the deadline has passed (answer now). */
+static int hold_request(struct mcp_session *s, json_t *id, const char *method)
+{
+    int64_t now = now_ms();
+    if (!s->wait_deadline)
+        s->wait_deadline = now + env_long("CODEMCP_LIST_WAIT_MS", 1000);
+    if (up_all_settled() || now >= s->wait_deadline)
+        return -1;
+    json_array_append_new(s->waiting_lists, json_pack("[O,s]", id, method));
+    if (!s->wait_armed) {
+        s->wait_armed = 1;
+        lp_timer_start(&s->wait_timer, s->wait_deadline - now, wait_over, (void *)(uintptr_t)s->id);
+    }
+    return 0;
 }
 
 static json_t *handle_set_level(struct mcp_session *s, json_t *params, int *code, const char **why)
@@ -280,18 +315,21 @@ static void handle_request(struct mcp_session *s, json_t *msg)
     json_t *result = NULL;
     if (strcmp(method, "initialize") == 0) {
         result = handle_initialize(s, params, &code, &why);
+        if (result) {
+            json_decref(result);
+            if (hold_request(s, id, method) == 0)
+                return; /* answered when the upstreams settle or the wait is over */
+            result = initialize_result(s);
+        }
     } else if (strcmp(method, "ping") == 0) {
         result = json_object();
     } else if (strcmp(method, "tools/list") == 0) {
-        if (!up_all_settled()) {
-            json_array_append(s->waiting_lists, id);
-            if (!list_wait_armed) {
-                list_wait_armed = 1;
-                lp_timer_start(&list_wait_timer, env_long("CODEMCP_LIST_WAIT_MS", 1000),
-                               list_wait_over, NULL);
-            }
+        if (json_array_size(s->waiting_lists)) { /* behind a held initialize: keep order */
+            json_array_append_new(s->waiting_lists, json_pack("[O,s]", id, method));
             return;
         }
+        if (hold_request(s, id, method) == 0)
+            return;
         result = tools_list_result(s);
     } else if (strcmp(method, "tools/call") == 0) {
         result = handle_tools_call(s, id, params, &code, &why);
@@ -372,7 +410,8 @@ void mcp_session_receive(struct mcp_session *s, const char *text, size_t len)
 
 void mcp_on_upstreams_changed(void)
 {
-    answer_waiting_lists(0);
+    for (struct mcp_session *s = sessions; s; s = s->next)
+        answer_waiting(s, 0);
 }
 
 void mcp_on_catalog_changed(void)
@@ -388,9 +427,6 @@ void mcp_on_catalog_changed(void)
 
 void mcp_free_all(void)
 {
-    if (list_wait_armed)
-        lp_timer_stop(&list_wait_timer);
-    list_wait_armed = 0;
     while (sessions)
         mcp_session_close(sessions);
 }

@@ -1,0 +1,177 @@
+// bench/catalog.mjs — what a catalog costs the model, and how well search finds things
+// (issue 13).
+//
+//   node bench/catalog.mjs [rounds=5]      → bench/results/catalog.md
+//
+// For two catalogs — the three npm test servers (37 functions) and those plus the GitHub REST
+// fixture (tests/fixtures/github_api.mjs, 1,223 tools from the pinned @octokit/openapi) — it
+// measures, side by side:
+//   * the raw tools/list of the upstreams (what a client pays without codemcp), in characters
+//     and o200k_base tokens (gpt-tokenizer, pinned in tests/package.json);
+//   * codemcp's execute_python description for clientInfo.name "claude-code" (the default
+//     2,000-character budget), and the full listing (CODEMCP_DESCRIBE_BUDGET=full);
+//   * search_tools() on tests/data/catalog/queries.json (tasks phrased the way people ask,
+//     with the tools that do them): top-1 and top-5 accuracy and the latency of each query,
+//     timed inside the worker (perf_counter around the call, the index already built; its
+//     one-time build is reported apart), `rounds` rounds, interleaved.
+// Targets: description <= 2,000 chars whatever the catalog size; top-1 >= 70 %, top-5 >= 90 %;
+// search p50 < 2 ms at 1,200 tools.
+import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { encode } from '../tests/node_modules/gpt-tokenizer/esm/encoding/o200k_base.js';
+import { LinePeer, ROOT, SERVERS, codemcpBin, stats, fmt } from './lib.mjs';
+
+const rounds = Number(process.argv[2] || 5);
+const GITHUB = ['node', join(ROOT, 'tests', 'fixtures', 'github_api.mjs')];
+const queries = JSON.parse(readFileSync(join(ROOT, 'tests', 'data', 'catalog', 'queries.json'), 'utf8'));
+const tmp = mkdtempSync(join(tmpdir(), 'codemcp-bench-catalog-'));
+
+async function rawToolsList(argv) {
+  const p = new LinePeer(argv);
+  await p.initialize();
+  const tools = [];
+  let cursor;
+  do {
+    const r = await p.request('tools/list', cursor ? { cursor } : {});
+    tools.push(...r.result.tools);
+    cursor = r.result.nextCursor;
+  } while (cursor);
+  await p.close();
+  return tools;
+}
+
+function writeCfg(name, servers) {
+  const mcpServers = {};
+  for (const [k, argv] of Object.entries(servers)) {
+    mcpServers[k] = { command: argv[0], args: argv.slice(1), timeout: 60000 };
+  }
+  mcpServers.memory && (mcpServers.memory.env = { MEMORY_FILE_PATH: join(tmp, 'memory.json') });
+  const p = join(tmp, `${name}.json`);
+  writeFileSync(p, JSON.stringify({ mcpServers }));
+  return p;
+}
+
+async function gateway(cfg, env = {}, client = 'claude-code') {
+  const p = new LinePeer([codemcpBin(), '-c', cfg],
+    { CODEMCP_USAGE_FILE: 'off', CODEMCP_DESCRIBE_BUDGET: '', XDG_STATE_HOME: tmp, ...env });
+  const r = await p.request('initialize', { protocolVersion: '2025-06-18', capabilities: {},
+    clientInfo: { name: client, version: '1' } });
+  p.notify('notifications/initialized');
+  p.instructions = r.result.instructions;
+  return p;
+}
+
+async function description(p, wantFns) {
+  for (let k = 0; k < 600; k++) {
+    const d = (await p.request('tools/list')).result.tools[0].description;
+    if (d.includes(`Servers (${wantFns} functions)`)) return d;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  throw new Error('catalog never complete');
+}
+
+// The full listing has no server line: wait until every function is in it.
+async function fullListing(p, wantFns) {
+  for (let k = 0; k < 600; k++) {
+    const d = (await p.request('tools/list')).result.tools[0].description;
+    if ((d.match(/^def /gm) || []).length >= wantFns) return d;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  throw new Error('full listing never complete');
+}
+
+async function run(p, code) {
+  const r = await p.request('tools/call', { name: 'execute_python', arguments: { code, timeout_ms: 120000 } });
+  const env = r.result?.structuredContent;
+  if (!env || r.result.isError) throw new Error(JSON.stringify(r.result || r.error).slice(0, 2000));
+  return env.result;
+}
+
+const SEARCH = (qs, rounds) => `
+import time
+qs = ${JSON.stringify(qs.map((q) => q.query))}
+t = time.perf_counter(); search_tools("warm up the index"); build_ms = (time.perf_counter() - t) * 1000
+lat = [[] for _ in qs]
+names = [None] * len(qs)
+for _ in range(${rounds}):
+    for i, q in enumerate(qs):
+        t = time.perf_counter()
+        r = search_tools(q, 5)
+        lat[i].append((time.perf_counter() - t) * 1000)
+        names[i] = [x["name"] for x in r]
+result = {"build_ms": build_ms, "lat": lat, "names": names}
+`;
+
+const catalogs = [
+  { name: 'three test servers', servers: SERVERS, fns: 37 },
+  { name: 'GitHub REST (1,223) + three test servers', servers: { github: GITHUB, ...SERVERS }, fns: 1260 },
+];
+
+const rows = [];
+let searchReport = null;
+for (const c of catalogs) {
+  const raw = [];
+  for (const argv of Object.values(c.servers)) raw.push(...(await rawToolsList(argv)));
+  const rawText = JSON.stringify(raw);
+  const cfg = writeCfg(c.name.replace(/\W+/g, '_'), c.servers);
+  const g = await gateway(cfg);
+  const desc = await description(g, c.fns);
+  const full = await gateway(cfg, { CODEMCP_DESCRIBE_BUDGET: 'full' });
+  const fullDesc = await fullListing(full, c.fns);
+  await full.close();
+  rows.push({
+    name: c.name, fns: c.fns, rawChars: rawText.length, rawTok: encode(rawText).length,
+    descChars: desc.length, descTok: encode(desc).length, fullChars: fullDesc.length,
+    fullTok: encode(fullDesc).length, instrChars: (g.instructions || '').length,
+  });
+  if (c.fns === 1260) {
+    const r = await run(g, SEARCH(queries, rounds));
+    let top1 = 0, top5 = 0;
+    const misses = [];
+    const all = [];
+    queries.forEach((q, i) => {
+      const got = r.names[i];
+      const ok1 = got.length && q.expect.includes(got[0]);
+      const ok5 = got.some((n) => q.expect.includes(n));
+      top1 += ok1 ? 1 : 0;
+      top5 += ok5 ? 1 : 0;
+      if (!ok1) misses.push(`| ${q.query} | ${q.expect.join(', ')} | ${got.slice(0, 3).join(', ')} | ${ok5 ? 'top-5' : 'miss'} |`);
+      all.push(...r.lat[i]);
+    });
+    const perQuery = r.lat.map((l) => stats(l).median);
+    searchReport = { top1, top5, n: queries.length, build: r.build_ms, p50: stats(perQuery).median,
+      p95: [...perQuery].sort((a, b) => a - b)[Math.floor(0.95 * (perQuery.length - 1))], max: Math.max(...perQuery), misses };
+  }
+  await g.close();
+}
+
+const lines = [];
+lines.push('# catalog — description size and search quality (issue 13)', '');
+lines.push(`Run: \`node bench/catalog.mjs ${rounds}\` on ${new Date().toISOString().slice(0, 10)}; ` +
+  'tokens are o200k_base (gpt-tokenizer 4.0.0); client "claude-code" (2,000-character budget).', '');
+lines.push('| catalog | functions | raw tools/list chars | raw tokens | description chars | description tokens | vs raw (tokens) | full listing chars | full listing tokens | instructions chars |');
+lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+for (const r of rows) {
+  lines.push(`| ${r.name} | ${r.fns} | ${r.rawChars} | ${r.rawTok} | ${r.descChars} | ${r.descTok} | ` +
+    `${fmt((100 * r.descTok) / r.rawTok, 2)} % | ${r.fullChars} | ${r.fullTok} | ${r.instrChars} |`);
+}
+lines.push('');
+if (rows.length === 2) {
+  lines.push(`Description size across catalog sizes: ${rows[0].descChars} → ${rows[1].descChars} characters ` +
+    `(${fmt(rows[1].descChars / rows[0].descChars, 2)}×) for ${fmt(rows[1].fns / rows[0].fns, 1)}× the functions; ` +
+    `the raw list grows ${fmt(rows[1].rawTok / rows[0].rawTok, 1)}×.`, '');
+}
+if (searchReport) {
+  const s = searchReport;
+  lines.push(`## search_tools on ${s.n} paraphrased tasks, 1,260 functions`, '');
+  lines.push(`- top-1: ${s.top1}/${s.n} = ${fmt((100 * s.top1) / s.n)} % (target ≥ 70 %)`);
+  lines.push(`- top-5: ${s.top5}/${s.n} = ${fmt((100 * s.top5) / s.n)} % (target ≥ 90 %)`);
+  lines.push(`- latency per query (median of ${rounds} rounds each, in the worker): p50 ${fmt(s.p50, 3)} ms, ` +
+    `p95 ${fmt(s.p95, 3)} ms, max ${fmt(s.max, 3)} ms (target p50 < 2 ms)`);
+  lines.push(`- one-time index build for this SDK snapshot: ${fmt(s.build, 1)} ms (first search of a new catalog)`, '');
+  lines.push('Queries not ranked first:', '', '| query | expected | got (top 3) | |', '|---|---|---|---|', ...s.misses, '');
+}
+const out = lines.join('\n');
+writeFileSync(join(ROOT, 'bench', 'results', 'catalog.md'), out + '\n');
+console.log(out);
