@@ -2,9 +2,9 @@
  *
  * Error codes: -32700 unparsable JSON, -32600 not a valid request, -32601 unknown
  * method, -32602 bad params (also an unknown tool name, as the MCP spec asks). While
- * upstreams are still making their first connection, initialize and tools/list wait for them
- * until CODEMCP_LIST_WAIT_MS (default 1000) after the session's initialize — never longer,
- * in total — and then answer with what is there, naming the servers still connecting;
+ * upstreams are still making their first connection, initialize (at most 1 s) and tools/list
+ * wait for them until CODEMCP_LIST_WAIT_MS (default 1000) after the session's initialize —
+ * never longer, in total — and then answer with what is there, naming the servers still connecting;
  * list_changed follows when those arrive. The description and the instructions are budgeted
  * per client (catalog.c). */
 #include "mcp_server.h"
@@ -240,19 +240,24 @@ static void wait_over(void *ud)
 }
 
 /* Holds request `id` until the upstreams settle, at most until the session's deadline
- * (CODEMCP_LIST_WAIT_MS after its initialize, or after this request when it came first).
- * Returns 0 when held, -1 when the deadline has passed (answer now). */
+ * (CODEMCP_LIST_WAIT_MS after its initialize, or after this request when it came first;
+ * initialize itself at most 1 s). Returns 0 when held, -1 when it must be answered now. */
 static int hold_request(struct mcp_session *s, json_t *id, const char *method)
 {
     int64_t now = now_ms();
+    int64_t wait = env_long("CODEMCP_LIST_WAIT_MS", 1000);
     if (!s->wait_deadline)
-        s->wait_deadline = now + env_long("CODEMCP_LIST_WAIT_MS", 1000);
-    if (up_all_settled() || now >= s->wait_deadline)
+        s->wait_deadline = now + wait;
+    /* initialize itself is held at most a second, whatever the list wait. */
+    int64_t until = s->wait_deadline;
+    if (strcmp(method, "initialize") == 0 && until > now + 1000)
+        until = now + 1000;
+    if (up_all_settled() || now >= until)
         return -1;
     json_array_append_new(s->waiting_lists, json_pack("[O,s]", id, method));
     if (!s->wait_armed) {
         s->wait_armed = 1;
-        lp_timer_start(&s->wait_timer, s->wait_deadline - now, wait_over, (void *)(uintptr_t)s->id);
+        lp_timer_start(&s->wait_timer, until - now, wait_over, (void *)(uintptr_t)s->id);
     }
     return 0;
 }
