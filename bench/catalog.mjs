@@ -4,10 +4,10 @@
 //   node bench/catalog.mjs [rounds=5]      → bench/results/catalog.md
 //
 // For two catalogs — the three npm test servers (37 functions) and those plus the GitHub REST
-// fixture (tests/fixtures/github_api.mjs, 1,223 tools from the pinned @octokit/openapi) — it
+// fixture (tests/catalog/github_api.mjs, 1,223 tools from the pinned @octokit/openapi) — it
 // measures, side by side:
 //   * the raw tools/list of the upstreams (what a client pays without codemcp), in characters
-//     and o200k_base tokens (gpt-tokenizer, pinned in tests/package.json);
+//     and o200k_base tokens (gpt-tokenizer, pinned in tests/catalog/package.json);
 //   * codemcp's execute_python description for clientInfo.name "claude-code" (the default
 //     2,000-character budget), and the full listing (CODEMCP_DESCRIBE_BUDGET=full);
 //   * search_tools() on tests/data/catalog/queries.json (tasks phrased the way people ask,
@@ -19,11 +19,11 @@
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { encode } from '../tests/node_modules/gpt-tokenizer/esm/encoding/o200k_base.js';
+import { encode } from '../tests/catalog/node_modules/gpt-tokenizer/esm/encoding/o200k_base.js';
 import { LinePeer, ROOT, SERVERS, codemcpBin, stats, fmt } from './lib.mjs';
 
 const rounds = Number(process.argv[2] || 5);
-const GITHUB = ['node', join(ROOT, 'tests', 'fixtures', 'github_api.mjs')];
+const GITHUB = ['node', join(ROOT, 'tests', 'catalog', 'github_api.mjs')];
 const queries = JSON.parse(readFileSync(join(ROOT, 'tests', 'data', 'catalog', 'queries.json'), 'utf8'));
 const tmp = mkdtempSync(join(tmpdir(), 'codemcp-bench-catalog-'));
 

@@ -1,7 +1,7 @@
 // Catalogs of any size (issue 13): the budgeted execute_python description, search_tools /
 // describe inside programs, calls to functions the description does not show, and a server
 // that connects late. Real binary, real worker, real npm servers plus the GitHub REST fixture
-// (tests/fixtures/github_api.mjs: 1,223 tools from the pinned @octokit/openapi). Time bounds
+// (tests/catalog/github_api.mjs: 1,223 tools from the pinned @octokit/openapi). Time bounds
 // are generous: they prove "does not wait for the slow server", not speed (bench/catalog.mjs).
 import { test, describe, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +12,7 @@ import {
   FAKE_UPSTREAM,
 } from './lib.mjs';
 
-const GITHUB = path.join(TESTS, 'fixtures', 'github_api.mjs');
+const GITHUB = path.join(TESTS, 'catalog', 'github_api.mjs');
 const DEFAULTS = { CODEMCP_DESCRIBE_BUDGET: '', CODEMCP_LIST_WAIT_MS: '' }; // the real defaults
 
 function run(h, code, extra = {}) {
