@@ -563,10 +563,15 @@ void sdk_describe_budget(json_t *functions, json_t *signatures, json_t *servers,
     *description = buf_steal(&b);
     if (instructions) {
         struct buf ib = {0};
-        buf_printf(&ib,
-                   "codemcp: call the tools through execute_python (a Python program; "
-                   "the functions are in scope).%s\n",
-                   rest ? " Functions its description does not list:" : "");
+        /* Clients that defer tool descriptions (Claude Code's tool search) show only these
+         * instructions up front: they say what the tool is and which servers stand behind it. */
+        buf_appends(&ib, "codemcp: execute_python runs one Python program in which every tool of "
+                         "the servers below is a plain function <server>_<tool>(...); "
+                         "search_tools(\"task words\") and describe(\"name\" or \"server\") "
+                         "inside the program find and document any of them.\n");
+        sdk_servers_line(&ib, servers, n);
+        if (rest)
+            buf_appends(&ib, "Not in the tool's description:\n");
         size_t ihead = ib.len;
         size_t more = 0;
         if (rest && instr_max > ihead + 80) {

@@ -97,10 +97,12 @@ char *cat_describe_for(const char *client, char **instructions)
 {
     long budget = cat_budget_for(client);
     if (budget == 0) {
-        if (instructions)
-            *instructions =
-                xstrdup("codemcp: call the tools through execute_python (a Python program; the "
-                        "functions are in scope). Its description lists every function.");
+        if (instructions) { /* with no limit nothing overflows: the intro and the servers */
+            char *unused = NULL;
+            sdk_describe_budget(current.functions, current.signatures, servers, NULL,
+                                (size_t)1 << 30, 2000, &unused, instructions);
+            free(unused);
+        }
         return xstrdup(cat_description());
     }
     char *desc = NULL;
