@@ -517,7 +517,17 @@ void sdk_describe_budget(json_t *functions, json_t *signatures, json_t *servers,
     buf_appends(&b, sdk_intro_short);
     sdk_servers_line(&b, servers, n);
     /* The closing line, reserved up front: "+N more (not listed): search_tools(...)". */
-    const size_t tail_reserve = 96;
+    static const char wait_note[] = "\nServers still connecting: call their functions anyway "
+                                    "(the program waits for them).";
+    int connecting = 0;
+    size_t si;
+    json_t *sv;
+    json_array_foreach(servers, si, sv)
+    {
+        const char *st = json_string_value(json_object_get(sv, "state"));
+        connecting |= st && strcmp(st, "connecting") == 0;
+    }
+    const size_t tail_reserve = 96 + (connecting ? sizeof wait_note - 1 : 0);
     size_t room = max_bytes > b.len + tail_reserve ? max_bytes - b.len - tail_reserve : 0;
     /* A signature is taken while the names still unlisted fit next to it (grouped by server,
      * about their length + 2 each), but names never claim more than half the room, so big
@@ -560,6 +570,8 @@ void sdk_describe_budget(json_t *functions, json_t *signatures, json_t *servers,
         buf_appends(&b, "describe(name) gives a function's full docs and result shape.");
     else
         buf_appends(&b, "(no upstream tools connected yet)");
+    if (connecting)
+        buf_appends(&b, wait_note);
     *description = buf_steal(&b);
     if (instructions) {
         struct buf ib = {0};
@@ -570,6 +582,8 @@ void sdk_describe_budget(json_t *functions, json_t *signatures, json_t *servers,
                          "search_tools(\"task words\") and describe(\"name\" or \"server\") "
                          "inside the program find and document any of them.\n");
         sdk_servers_line(&ib, servers, n);
+        if (connecting)
+            buf_appends(&ib, wait_note + 1), buf_appends(&ib, "\n");
         if (rest)
             buf_appends(&ib, "Not in the tool's description:\n");
         size_t ihead = ib.len;
