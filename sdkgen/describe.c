@@ -1,9 +1,13 @@
 /* describe — the execute_python tool description, and the prose helpers behind it (cleaning
  * upstream text, one-line summaries).
  *
- * The description is sent with every tools/list and so paid on every model turn: the intro
- * stays a handful of lines and each tool gets exactly a signature and a summary (plus a
- * learned "returns" exemplar when the shape learner has one). Pure: no I/O. */
+ * The description is sent with every tools/list and so paid on every model turn. Two forms:
+ * the full listing (sdk__describe: the intro, then exactly a signature and a summary per tool,
+ * plus a learned "returns" exemplar when the shape learner has one) and the budgeted one
+ * (sdk_describe_budget: a byte budget that clients do not cut, with servers, chosen
+ * signatures, compact names and the overflow for the server instructions). Which functions
+ * to show is decided here; how one signature reads is types.c / sdk__signature's business.
+ * Pure: no I/O. */
 #include "sdkgen.h"
 #include "sdkgen_int.h"
 

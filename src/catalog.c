@@ -1,5 +1,6 @@
 /* catalog — see catalog.h. The generator itself lives in sdkgen/ (pure functions); this
- * file only gathers its input from the registry and keeps the latest output. */
+ * file gathers its input from the registry, keeps the latest output, picks each client's
+ * description budget, and answers whether a run must wait for a server still connecting. */
 #include "catalog.h"
 #include "log.h"
 #include "sdkgen.h"
