@@ -63,9 +63,15 @@ static void on_stderr(void *ud, const char *data, size_t len)
 
 static void maybe_closed(struct stdio_tp *tp)
 {
-    /* Gone once reaped and both output pipes are drained. */
-    if (tp->exited && !tp->out && !tp->err)
-        up__transport_closed(tp->up);
+    /* Gone once reaped, both output pipes drained and stdin closed: the loop calls
+     * on_stdin_close later (lp_io_close is asynchronous), so tp must outlive that call. */
+    if (!tp->exited || tp->out || tp->err)
+        return;
+    if (tp->in) {
+        lp_io_close(tp->in);
+        return;
+    }
+    up__transport_closed(tp->up);
 }
 
 static void on_stdout_close(void *ud)
@@ -86,6 +92,7 @@ static void on_stdin_close(void *ud)
 {
     struct stdio_tp *tp = ud;
     tp->in = NULL;
+    maybe_closed(tp);
 }
 
 static const struct lp_io_ops out_ops = {on_stdout, on_stdout_close};

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  Client, StdioClientTransport, runCodemcp, tempDir, servers, executePythonTool, ms,
+  Client, StdioClientTransport, runCodemcp, tempDir, servers, executePythonTool, ms, waitFor,
 } from './lib.mjs';
 
 // opencode's own dialect: comments and trailing commas, other settings around `mcp`.
@@ -70,7 +70,10 @@ describe('codemcp setup opencode', () => {
     const client = new Client({ name: 'opencode-like', version: '0' });
     await client.connect(transport);
     try {
-      const tool = await executePythonTool(client);
+      // tools/list answers within a second even while the server starts (issue 13): poll.
+      let tool;
+      await waitFor(async () => /everything_get_sum\(/.test((tool = await executePythonTool(client)).description),
+        ms(30000), 200);
       assert.match(tool.description, /(def )?everything_get_sum\(/);
       const res = await client.callTool({ name: 'execute_python',
         arguments: { code: 'result = str(everything_get_sum(a=20, b=22))' } }, undefined, { timeout: ms(30000) });
