@@ -6,12 +6,18 @@
  * wait for them until CODEMCP_LIST_WAIT_MS (default 1000) after the session's initialize —
  * never longer, in total — and then answer with what is there, naming the servers still connecting;
  * list_changed follows when those arrive. The description and the instructions are budgeted
- * per client (catalog.c). */
+ * per client (catalog.c).
+ *
+ * Both protocol eras on one session: a request whose `_meta` names a protocol version is
+ * served by the 2026-07-28 rules (mcp_era.h: envelope checks, no handshake needed, removed
+ * methods refused, `resultType` and cache hints on its result, list changes on its
+ * subscriptions/listen requests); anything else is the 2025 era as before. */
 #include "mcp_server.h"
 #include "catalog.h"
 #include "jsonrpc.h"
 #include "loop.h"
 #include "log.h"
+#include "mcp_era.h"
 #include "runs.h"
 #include "upstream.h"
 #include "util.h"
@@ -38,6 +44,8 @@ struct mcp_session {
     int64_t wait_deadline; /* when they are answered anyway: initialize + CODEMCP_LIST_WAIT_MS */
     struct lp_timer wait_timer;
     int wait_armed;
+    json_t *modern_ids; /* 2026 requests not answered yet: id (as JSON text) -> method */
+    json_t *listen_ids; /* 2026 subscriptions/listen requests open for tools changes */
     struct mcp_session *next;
 };
 
@@ -75,8 +83,32 @@ int mcp_session_busy(struct mcp_session *s)
     return (int)json_array_size(s->waiting_lists);
 }
 
+/* The key of a request id in modern_ids. Caller frees. */
+static char *id_key(json_t *id)
+{
+    return id ? json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+}
+
+/* A tools/list result is fresh until an upstream or the catalog changes; while servers
+ * are still connecting, it may change any moment. */
+static int64_t list_ttl_ms(void)
+{
+    return up_all_settled() ? 60000 : 1000;
+}
+
 static void session_send(struct mcp_session *s, json_t *msg, json_t *related)
 {
+    json_t *id = json_object_get(msg, "id");
+    if (id && !json_object_get(msg, "method") && json_object_size(s->modern_ids)) {
+        char *key = id_key(id);
+        json_t *method = key ? json_object_get(s->modern_ids, key) : NULL;
+        if (method) {
+            int list = strcmp(json_string_value(method), "tools/list") == 0;
+            mcp_era_finish_result(json_object_get(msg, "result"), list ? list_ttl_ms() : -1);
+            json_object_del(s->modern_ids, key);
+        }
+        free(key);
+    }
     char *text = rpc_dump(msg);
     json_decref(msg);
     if (!text)
@@ -104,6 +136,8 @@ struct mcp_session *mcp_session_new(mcp_send_fn send, void *tud, const char *lab
     s->tud = tud;
     s->log_level = 3; /* warning */
     s->waiting_lists = json_array();
+    s->modern_ids = json_object();
+    s->listen_ids = json_array();
     s->next = sessions;
     sessions = s;
     log_debug("mcp", "session %llu opened (%s)", (unsigned long long)s->id, s->label);
@@ -123,6 +157,8 @@ void mcp_session_close(struct mcp_session *s)
         lp_timer_stop(&s->wait_timer);
     json_decref(s->waiting_lists);
     free(s->client);
+    json_decref(s->modern_ids);
+    json_decref(s->listen_ids);
     free(s->protocol_version);
     free(s->label);
     free(s);
@@ -300,10 +336,51 @@ static json_t *handle_tools_call(struct mcp_session *s, json_t *id, json_t *para
     json_t *meta = json_object_get(params, "_meta");
     json_t *progress = json_object_get(meta, "progressToken");
     if (run_submit(s->id, id, args, progress, err, sizeof(err)) < 0) {
-        *code = RPC_INVALID_PARAMS;
-        *why = err;
+        /* Bad arguments of execute_python are the model's to fix: a tool error it can read
+         * (SEP-1303), not a protocol error the client swallows. */
+        return json_pack("{s:[{s:s, s:s}], s:{s:s}, s:b}", "content", "type", "text", "text", err,
+                         "structuredContent", "error", err, "isError", 1);
     }
     return NULL;
+}
+
+static json_t *server_capabilities(void)
+{
+    return json_pack("{s:{s:b}}", "tools", "listChanged", 1);
+}
+
+/* subscriptions/listen (2026 era): acknowledged now, answered never (until cancelled); the
+ * tools list changes reach it tagged with its id. Only toolsListChanged is honoured. */
+static void handle_listen(struct mcp_session *s, json_t *id, json_t *params)
+{
+    json_t *want = json_object_get(json_object_get(params, "notifications"), "toolsListChanged");
+    int tools = json_is_true(want);
+    if (tools)
+        json_array_append(s->listen_ids, id);
+    json_t *ack = rpc_request(NULL, "notifications/subscriptions/acknowledged",
+                              json_pack("{s:{s:b}, s:{s:O}}", "notifications", "toolsListChanged",
+                                        tools, "_meta", MCP_META_SUBSCRIPTION_ID, id));
+    session_send(s, ack, id);
+}
+
+/* A modern request's envelope and method are acceptable; otherwise answers and returns -1. */
+static int modern_admit(struct mcp_session *s, json_t *id, const char *method, json_t *params)
+{
+    json_t *bad = mcp_era_check_request(id, params);
+    if (!bad && mcp_era_removed_method(method)) {
+        char why[160];
+        snprintf(why, sizeof(why), "%s was removed in protocol %s", method, MCP_MODERN_VERSION);
+        bad = rpc_error(id, RPC_METHOD_NOT_FOUND, why, json_pack("{s:s}", "method", method));
+    }
+    if (bad) {
+        session_send(s, bad, id);
+        return -1;
+    }
+    char *key = id_key(id);
+    if (key)
+        json_object_set_new(s->modern_ids, key, json_string(method));
+    free(key);
+    return 0;
 }
 
 static void handle_request(struct mcp_session *s, json_t *msg)
@@ -315,10 +392,32 @@ static void handle_request(struct mcp_session *s, json_t *msg)
         session_send(s, rpc_error(id, RPC_INVALID_PARAMS, "params must be an object", NULL), id);
         return;
     }
+    int modern = mcp_era_is_modern_request(params);
+    if (modern && modern_admit(s, id, method, params) < 0)
+        return;
     int code = 0;
     const char *why = NULL;
     json_t *result = NULL;
-    if (strcmp(method, "initialize") == 0) {
+    if (modern && !s->client) { /* 2026 clients name themselves in every request */
+        json_t *ci = json_object_get(json_object_get(params, "_meta"), MCP_META_CLIENT_INFO);
+        const char *cname = json_string_value(json_object_get(ci, "name"));
+        if (cname)
+            s->client = xstrdup(cname);
+    }
+    if (strcmp(method, "server/discover") == 0) {
+        char *instructions = NULL;
+        free(cat_describe_for(s->client, &instructions));
+        result = mcp_era_discover_result(server_capabilities(), instructions);
+        free(instructions);
+    } else if (strcmp(method, "subscriptions/listen") == 0) {
+        if (modern) {
+            handle_listen(s, id, params);
+            return;
+        }
+        code = RPC_METHOD_NOT_FOUND;
+        why = "subscriptions/listen is part of protocol 2026-07-28 (send _meta with the "
+              "protocol version); 2025 sessions get notifications/tools/list_changed directly";
+    } else if (strcmp(method, "initialize") == 0) {
         result = handle_initialize(s, params, &code, &why);
         if (result) {
             json_decref(result);
@@ -365,6 +464,15 @@ static void handle_notification(struct mcp_session *s, json_t *msg)
     } else if (strcmp(method, "notifications/cancelled") == 0) {
         json_t *rid = json_object_get(params, "requestId");
         json_t *reason = json_object_get(params, "reason");
+        size_t i;
+        json_t *lid;
+        json_array_foreach(s->listen_ids, i, lid)
+        {
+            if (json_equal(lid, rid)) { /* a closed subscription: nothing more is sent for it */
+                json_array_remove(s->listen_ids, i);
+                return;
+            }
+        }
         if (rid)
             run_cancel_request(s->id, rid,
                                json_is_string(reason) ? json_string_value(reason)
@@ -423,6 +531,16 @@ void mcp_on_catalog_changed(void)
 {
     int v = cat_version();
     for (struct mcp_session *s = sessions; s; s = s->next) {
+        size_t i;
+        json_t *lid;
+        json_array_foreach(s->listen_ids, i, lid)
+        {
+            session_send(
+                s,
+                rpc_request(NULL, "notifications/tools/list_changed",
+                            json_pack("{s:{s:O}}", "_meta", MCP_META_SUBSCRIPTION_ID, lid)),
+                lid);
+        }
         if (!s->listed_version || s->listed_version == v || s->notified_version)
             continue;
         s->notified_version = v;
