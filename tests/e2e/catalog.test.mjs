@@ -174,4 +174,18 @@ describe('a server that starts 20 s late', () => {
     const desc = (await h.client.listTools()).tools[0].description;
     assert.match(desc, /slow \(connecting\)/);
   });
+
+  test('a call to a server that failed to start is explained, not called a typo', { timeout: ms(60000) }, async () => {
+    const dir = tempDir('codemcp-failed-');
+    const config = writeConfig(dir, { fake: servers.fake(), broken: servers.fake(['--exit-at-once']) });
+    const h = await connectClient({ config, env: DEFAULTS });
+    await waitFor(async () => /broken \(failed\)/.test((await h.client.listTools()).tools[0].description), ms(15000), 200);
+    const r = await run(h, "result = broken_echo(text='hi')");
+    assert.ok(r.isError);
+    assert.equal(r.structuredContent.error_kind, 'validation', JSON.stringify(r.structuredContent));
+    assert.match(r.structuredContent.error, /broken_echo: server broken is configured but failed/);
+    assert.doesNotMatch(r.structuredContent.error, /Did you mean/i);
+    const d = await run(h, "result = describe('broken')");
+    assert.match(d.structuredContent.result, /server broken is failed/);
+  });
 });
