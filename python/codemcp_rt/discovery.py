@@ -99,6 +99,8 @@ _SYN_SIDE = 0.45
 _PREFIX_WEIGHT = 0.55
 _FUZZY_WEIGHT = 0.5
 _IMPLICIT_WEIGHT = 0.5
+_MAX_QUERY_CHARS = 2000
+_MAX_QUERY_WORDS = 32
 _Q_BASE = 0.5  # a document matching few of the query's words keeps this share
 _N_BASE = 0.4  # a function whose name words the query does not mention keeps this share
 
@@ -275,7 +277,9 @@ class Index:
         return out
 
     def search(self, query: str, limit: int, server: str | None = None) -> list[int]:
+        query = query[:_MAX_QUERY_CHARS]  # a task is a sentence; bound the work on anything else
         qwords = list(dict.fromkeys(words(_PHRASES.sub(lambda m: _PHRASE_MAP[m.group(0).lower()], query))))
+        qwords = qwords[:_MAX_QUERY_WORDS]
         if not qwords:
             return []
         # Each query word stands for a few index words (itself, synonyms, longer words it

@@ -86,6 +86,10 @@ class Search(RuntimeTest):
         self.assertIn("query must be a string", env["error"])
         env = self.run_code("result = search_tools('the of and')")  # only stop words
         self.assertEqual(env["result"], [])
+        env = self.run_code("import time\nt = time.perf_counter()\nsearch_tools(' '.join('w%d' % i for i in range(200000)))\n"
+                            "result = time.perf_counter() - t")
+        self.assertTrue(env["ok"], env)
+        self.assertLess(env["result"], 5.0)  # a megabyte of query is cut, not searched word by word
 
     def test_describe_function_server_prefix_and_unknown(self) -> None:
         env = self.run_code("result = describe('gh_repos_delete')")
