@@ -4,6 +4,7 @@
 #include "catalog.h"
 #include "log.h"
 #include "sdkgen.h"
+#include "toolstate.h"
 #include "upstream.h"
 #include "util.h"
 
@@ -137,8 +138,7 @@ static void note_disabled(struct upstream *up)
     json_array_foreach(up->tools, i, t)
     {
         const char *name = json_string_value(json_object_get(t, "name"));
-        json_t *conf = json_object_get(up->cfg ? up->cfg->tools : NULL, name ? name : "");
-        if (!name || !json_is_false(json_object_get(conf, "enabled")))
+        if (!name || ts_enabled(up->name, name))
             continue;
         char *a = sdk_identifier(up->name), *b = sdk_identifier(name);
         char fn[1024];
@@ -204,12 +204,14 @@ static json_t *gather_input(void)
                                                      (json_int_t)json_array_size(up->tools)));
         /* A crashed server keeps its functions: calls then fail with a clear ToolError
          * instead of a NameError in the agent's code. */
-        if (!up->tools)
+        if (!up->tools || up->state == UP_DISABLED) /* turned off at run time */
             continue;
         note_disabled(up);
         json_t *entry = json_pack("{s:s, s:O}", "server", up->name, "tools", up->tools);
-        if (up->cfg && up->cfg->tools)
-            json_object_set(entry, "config", up->cfg->tools);
+        /* Defaults from the config, overridden at run time by the admin (toolstate). */
+        json_t *conf = ts_effective_config(up->name, up->cfg ? up->cfg->tools : NULL, up->tools);
+        if (conf)
+            json_object_set_new(entry, "config", conf);
         json_array_append_new(input, entry);
     }
     return input;
