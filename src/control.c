@@ -463,9 +463,11 @@ static int make_socket_dir(void)
 int ctl_init(void)
 {
     max_frame = (size_t)env_long("CODEMCP_CONTROL_MAX_FRAME", 64L << 20);
-    /* Unix socket by default: cheaper per frame than loopback TCP, reachable from a
-     * sandbox without a network route; CODEMCP_CONTROL_TCP=1 listens on 127.0.0.1. */
+    /* By default nothing listens: each worker gets one end of a socketpair at spawn
+     * (ctl_adopt). CODEMCP_CONTROL_TCP=1 listens on 127.0.0.1 instead (host isolation
+     * only: a sandbox has no route to it); CODEMCP_CONTROL_UNIX=1 on a private Unix socket. */
     int tcp = env_bool("CODEMCP_CONTROL_TCP", 0);
+    int unix_sock = !tcp && env_bool("CODEMCP_CONTROL_UNIX", 0);
     struct lws_context_creation_info vi;
     memset(&vi, 0, sizeof(vi));
     vi.protocols = ctl_protocols;
@@ -474,24 +476,42 @@ int ctl_init(void)
         vi.port = 0; /* the kernel picks a free port */
         vi.iface = "127.0.0.1";
         vi.options = LWS_SERVER_OPTION_DISABLE_IPV6;
-    } else {
+    } else if (unix_sock) {
         if (make_socket_dir() < 0)
             return -1;
         vi.port = 0;
         vi.iface = sock_path;
         vi.options = LWS_SERVER_OPTION_UNIX_SOCK;
+    } else {
+        vi.port = CONTEXT_PORT_NO_LISTEN_SERVER; /* adopted sockets only */
+        vi.options = LWS_SERVER_OPTION_UNIX_SOCK;
     }
     vhost = lws_create_vhost(lp_context(), &vi);
     if (!vhost) {
-        log_error("control", "cannot listen on %s for the worker control channel",
-                  tcp ? "127.0.0.1" : sock_path);
+        log_error("control", "cannot set up the worker control channel%s%s",
+                  tcp || unix_sock ? " on " : "",
+                  tcp         ? "127.0.0.1"
+                  : unix_sock ? sock_path
+                              : "");
         return -1;
     }
     if (tcp)
         snprintf(url, sizeof(url), "ws://127.0.0.1:%d/control", lws_get_vhost_listen_port(vhost));
-    else
+    else if (unix_sock)
         snprintf(url, sizeof(url), "unix:%s", sock_path);
-    log_debug("control", "listening on %s", url);
+    else
+        url[0] = '\0';
+    if (url[0])
+        log_debug("control", "listening on %s", url);
+    return 0;
+}
+
+int ctl_adopt(int fd)
+{
+    if (!vhost || !lws_adopt_socket_vhost(vhost, fd)) {
+        log_error("control", "cannot adopt a worker's control socket");
+        return -1;
+    }
     return 0;
 }
 

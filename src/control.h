@@ -13,10 +13,15 @@
 #include <jansson.h>
 #include <stdint.h>
 
-/* Listens on 127.0.0.1 (ephemeral port). 0 / -1. */
+/* Sets up the control vhost: no listener by default (socketpairs, ctl_adopt), or one on
+ * 127.0.0.1 (CODEMCP_CONTROL_TCP) or a private Unix socket (CODEMCP_CONTROL_UNIX). 0 / -1. */
 int ctl_init(void);
-/* "ws://127.0.0.1:PORT/control" for the worker's environment. */
+/* The listener's URL for the worker's environment ("ws://127.0.0.1:PORT/control",
+ * "unix:/path"), or "" when workers get a socketpair. */
 const char *ctl_url(void);
+/* Takes the gateway's end of a worker's socketpair (owned by lws from now on; the worker
+ * still shakes hands and sends its token). 0 / -1 (fd not taken: caller closes). */
+int ctl_adopt(int fd);
 /* Sends msg (stolen) to the connection. -1 if it is gone. */
 int ctl_send(uint64_t conn_id, json_t *msg);
 /* Closes a connection (e.g. its worker is being killed). */

@@ -163,9 +163,18 @@ static void child_exec(const struct lp_spawn_opts *o, int in[2], int out[2], int
         clearenv();
     for (char *const *e = o->env; e && *e; e++)
         putenv(*e);
+    /* keep_fd becomes fd 3 (dup2 clears its close-on-exec flag). */
+    int first = 3;
+    if (o->keep_fd > 2) {
+        if (report_fd == 3 && (report_fd = fcntl(3, F_DUPFD_CLOEXEC, 4)) < 0)
+            goto fail;
+        if (o->keep_fd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(o->keep_fd, 3) < 0)
+            goto fail;
+        first = 4;
+    }
     /* Close inherited descriptors except the CLOEXEC report pipe, which exec closes. */
-    if (report_fd > 3)
-        close_range(3, (unsigned)report_fd - 1, 0);
+    if (report_fd > first)
+        close_range((unsigned)first, (unsigned)report_fd - 1, 0);
     close_range((unsigned)report_fd + 1, ~0U, 0);
     execvp(o->argv[0], o->argv);
 fail:;

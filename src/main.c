@@ -73,7 +73,9 @@ static void usage(FILE *f)
           "\n"
           "environment (see README): CODEMCP_DUMP=1 prints the generated SDK and the\n"
           "execute_python description; CODEMCP_SMOKE='code' runs one program and exits;\n"
-          "CODEMCP_LOG=error|warn|info|debug|trace sets the stderr log level.\n",
+          "CODEMCP_LOG=error|warn|info|debug|trace sets the stderr log level.\n"
+          "Agent code runs sandboxed (CODEMCP_ISOLATION=sandbox, the default: own namespaces,\n"
+          "no network, no home, seccomp); CODEMCP_ISOLATION=host turns that off (unsafe).\n",
           f);
 }
 
@@ -347,7 +349,10 @@ int main(int argc, char **argv)
          * worker: stdio has one session; an HTTP gateway spreads sessions over a pool so
          * CPU-bound runs of different sessions proceed in parallel. */
         long workers = env_long("CODEMCP_WORKERS", mode == MODE_HTTP ? 4 : 1);
-        if (wk_init((int)workers) < 0) {
+        int wr = wk_init((int)workers);
+        if (wr == -2)
+            return 1; /* CODEMCP_ISOLATION: the sandbox cannot be built (logged) */
+        if (wr < 0) {
             if (mode == MODE_SMOKE)
                 return 1;
             log_error("main", "execute_python will fail until codemcp-worker is installed");

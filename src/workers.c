@@ -12,6 +12,7 @@
 #include "log.h"
 #include "loop.h"
 #include "runs.h"
+#include "sandbox.h"
 #include "shapes.h"
 #include "util.h"
 
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,6 +61,7 @@ static size_t n_pins, cap_pins;
 static char worker_bin[PATH_MAX + 128];
 static int64_t next_rpc_id = 1;
 static long memory_mb;
+static int sandboxed; /* CODEMCP_ISOLATION=sandbox */
 static void (*shutdown_done)(void);
 static int shutting_down;
 
@@ -251,34 +254,66 @@ static int spawn(struct worker *w)
                                        "ASAN_OPTIONS",
                                        "UBSAN_OPTIONS",
                                        "LSAN_OPTIONS",
+                                       "CODEMCP_SANDBOX_NET",
+                                       "CODEMCP_SANDBOX_SUBPROCESS",
+                                       "CODEMCP_SANDBOX_RO",
+                                       "CODEMCP_SANDBOX_RW",
+                                       "CODEMCP_SANDBOX_TMP_MB",
+                                       "CODEMCP_SANDBOX_NPROC",
+                                       "CODEMCP_SANDBOX_NOFILE",
                                        NULL};
-    char *env[32];
+    char *env[40];
     int n = 0;
     for (int i = 0; pass[i]; i++) {
         char *e = env_entry(pass[i]);
         if (e)
             env[n++] = e;
     }
-    char url_e[128], tok_e[128], id_e[64], mem_e[64];
-    snprintf(url_e, sizeof(url_e), "CODEMCP_CONTROL_URL=%s", ctl_url());
+    /* The control channel: one end of a socketpair, inherited as fd 3 (nothing listens),
+     * unless a listener was asked for (CODEMCP_CONTROL_TCP/UNIX). */
+    int sp[2] = {-1, -1};
+    if (!ctl_url()[0] && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+        log_error("worker", "socketpair: %s", strerror(errno));
+        return -1;
+    }
+    char url_e[400], tok_e[128], id_e[64], mem_e[64], iso_e[64];
+    snprintf(url_e, sizeof(url_e), "CODEMCP_CONTROL_URL=%s", sp[1] >= 0 ? "fd:3" : ctl_url());
     snprintf(tok_e, sizeof(tok_e), "CODEMCP_WORKER_TOKEN=%s", w->token);
     snprintf(id_e, sizeof(id_e), "CODEMCP_WORKER_ID=%d", w->slot);
     snprintf(mem_e, sizeof(mem_e), "CODEMCP_WORKER_MEMORY_MB=%ld", memory_mb);
+    snprintf(iso_e, sizeof(iso_e), "CODEMCP_ISOLATION=%s", sandboxed ? "sandbox" : "host");
+    int own = n;
     env[n++] = url_e;
     env[n++] = tok_e;
     env[n++] = id_e;
     env[n++] = mem_e;
+    env[n++] = iso_e;
     env[n] = NULL;
     char *argv[] = {worker_bin, NULL};
-    struct lp_spawn_opts o = {
-        .argv = argv, .env = env, .clear_env = 1, .want_stdout = 1, .want_stderr = 1};
+    struct lp_spawn_opts o = {.argv = argv,
+                              .env = env,
+                              .clear_env = 1,
+                              .want_stdout = 1,
+                              .want_stderr = 1,
+                              .keep_fd = sp[1] >= 0 ? sp[1] : 0};
     /* The worker applies CODEMCP_WORKER_MEMORY_MB (RLIMIT_AS) itself, before Python starts:
-     * a sanitizer build must skip it (ASan reserves terabytes of address space). */
+     * a sanitizer build must skip it (ASan reserves terabytes of address space). With
+     * CODEMCP_ISOLATION=sandbox it builds its sandbox first (src/sandbox.h). */
     int fds[3];
     char err[512];
     w->pid = lp_spawn(&o, fds, err, sizeof(err));
-    for (int i = 0; i < n - 4; i++)
+    explicit_bzero(tok_e, sizeof(tok_e));
+    for (int i = 0; i < own; i++)
         free(env[i]);
+    if (sp[1] >= 0)
+        close(sp[1]);
+    if (sp[0] >= 0 && (w->pid < 0 || ctl_adopt(sp[0]) < 0)) {
+        close(sp[0]);
+        if (w->pid > 0) {
+            w->kill_reason = xstrdup("the Python worker's control channel could not be set up");
+            kill(w->pid, SIGKILL);
+        }
+    }
     if (w->pid < 0) {
         log_error("worker", "cannot start %s: %s", worker_bin, err);
         free(w->start_failure);
@@ -299,14 +334,42 @@ static int spawn(struct worker *w)
     return 0;
 }
 
+/* CODEMCP_ISOLATION: sandbox (default; probed now, fail closed) or host (warned). 0 / -2. */
+static int choose_isolation(void)
+{
+    const char *iso = getenv("CODEMCP_ISOLATION");
+    if (iso && strcmp(iso, "host") == 0) {
+        log_warn("worker", "CODEMCP_ISOLATION=host: agent code runs WITHOUT a sandbox, with this "
+                           "user's files, network and processes in reach");
+        sandboxed = 0;
+        return 0;
+    }
+    if (iso && *iso && strcmp(iso, "sandbox") != 0) {
+        log_error("worker", "CODEMCP_ISOLATION=%s is not known: use sandbox (default) or host",
+                  iso);
+        return -2;
+    }
+    struct sbx_opts o;
+    char err[1024];
+    sbx_opts_from_env(&o);
+    if (sbx_probe(&o, err, sizeof(err)) < 0) {
+        log_error("worker", "%s", err);
+        return -2;
+    }
+    sandboxed = 1;
+    return 0;
+}
+
 int wk_init(int max_workers)
 {
+    if (choose_isolation() < 0)
+        return -2;
     if (!find_worker_bin()) {
         log_error("worker",
                   "cannot find codemcp-worker (set CODEMCP_WORKER_BIN or reinstall codemcp)");
         return -1;
     }
-    memory_mb = env_long("CODEMCP_WORKER_MEMORY_MB", 0);
+    memory_mb = env_long("CODEMCP_WORKER_MEMORY_MB", 512);
     n_workers = max_workers < 1 ? 1 : max_workers;
     workers = xcalloc((size_t)n_workers, sizeof(*workers));
     for (int i = 0; i < n_workers; i++) {
@@ -475,6 +538,7 @@ int wk_authenticate(const char *token, uint64_t conn_id)
     if (match < 0)
         return -1;
     struct worker *w = &workers[match];
+    explicit_bzero(w->token, sizeof(w->token)); /* used once: nothing left to steal */
     lp_timer_stop(&w->start_timer);
     w->conn_id = conn_id;
     w->state = WK_READY;

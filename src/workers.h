@@ -13,7 +13,8 @@
 
 struct run;
 
-/* max_workers >= 1. 0 / -1 (no worker binary). */
+/* max_workers >= 1. Chooses the isolation (CODEMCP_ISOLATION, probing the sandbox).
+ * 0, -1 (no worker binary), -2 (the sandbox cannot be built: fail closed, logged). */
 int wk_init(int max_workers);
 /* Starts worker 0 ahead of the first run (called once upstreams settled, so Python's
  * start-up does not compete with theirs for the CPU). */

@@ -12,9 +12,12 @@
  *   CODEMCP_WORKER_ID         slot number for logs and _codemcp.worker_id() (default 0)
  *   CODEMCP_WORKER_MEMORY_MB  RLIMIT_AS applied here too (the gateway sets it before exec)
  *   CODEMCP_PYTHONPATH_DEV    dev only: directories searched before the embedded runtime
+ *   CODEMCP_ISOLATION         "sandbox": build the sandbox (sandbox.h, seal.h) before anything
+ *                             else, configured by CODEMCP_SANDBOX_*; anything else: none
  *   CODEMCP_LOG               log level (see log.h)
  * Exit status: worker_main.main()'s, 0 once the gateway closed the connection, 2 for a bad
- * environment, 3 if the connection could never be established.
+ * environment, 3 if the connection could never be established, 125 (SBX_EXIT_SETUP) when the
+ * sandbox could not be built.
  *
  * The main thread runs Python and, while Python waits for the gateway, reads the control
  * socket itself (see wsclient.h); a watcher thread covers the times it computes. */
@@ -25,6 +28,8 @@
 #include "importer.h"
 #include "log.h"
 #include "pymod.h"
+#include "sandbox.h"
+#include "seal.h"
 #include "util.h"
 #include "wsclient.h"
 
@@ -83,6 +88,30 @@ static void wm_apply_memory_limit(void)
     if (setrlimit(RLIMIT_AS, &rl) < 0)
         log_warn("worker", "cannot apply RLIMIT_AS of %ld MB", mb);
 #endif
+}
+
+/* CODEMCP_ISOLATION=sandbox: namespaces, root, credentials and limits (sandbox.c), then
+ * Landlock and seccomp (seal.c). Runs before any thread exists. 0, or -1 (logged). */
+static int wm_sandbox(void)
+{
+    const char *iso = getenv("CODEMCP_ISOLATION");
+    struct sbx_opts o;
+    char err[1024];
+    if (!iso || strcmp(iso, "sandbox") != 0)
+        return 0;
+    sbx_opts_from_env(&o);
+    if (sbx_enter(&o, err, sizeof(err)) < 0) {
+        log_error("worker", "%s", err);
+        return -1;
+    }
+    int abi = seal_landlock(&o);
+    if (seal_seccomp(&o, err, sizeof(err)) < 0) {
+        log_error("worker", "sandbox: %s", err);
+        return -1;
+    }
+    log_debug("worker", "sandboxed (Landlock ABI %d, subprocesses %s, network %s)", abi,
+              o.subprocess ? "allowed" : "denied", o.net_host ? "host" : "none");
+    return 0;
 }
 
 /* Returns a copy of a secret variable and removes every trace of it from the environment:
@@ -236,6 +265,8 @@ int main(int argc, char **argv)
     mallopt(M_ARENA_MAX, 1);
     wm_fix_stdio();
     log_init_from_env();
+    if (wm_sandbox() < 0)
+        return SBX_EXIT_SETUP;
     fdcap_start();
     wm_apply_memory_limit();
 

@@ -7,6 +7,7 @@
 #include "wsproto.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -23,6 +24,20 @@
 int wcn_parse_url(const char *url, struct wcn_target *t)
 {
     memset(t, 0, sizeof(*t));
+    t->fd = -1;
+    if (strncmp(url, "fd:", 3) == 0) {
+        char *end;
+        long fd = strtol(url + 3, &end, 10);
+        if (end == url + 3 || *end || fd < 3 || fd > 65535)
+            return -1;
+        t->fd = (int)fd;
+        t->is_unix = 1;
+        t->address = xstrdup(url);
+        t->path = xstrdup(WCN_UNIX_PATH);
+        /* lws picks the vhost of an adopted socket by the Host header (name + port). */
+        t->host = xstrdup("codemcp-control");
+        return 0;
+    }
     if (strncmp(url, "unix:", 5) == 0 && url[5] == '/') {
         t->is_unix = 1;
         t->address = xstrdup(url + 5);
@@ -54,6 +69,7 @@ void wcn_target_free(struct wcn_target *t)
     free(t->path);
     free(t->host);
     memset(t, 0, sizeof(*t));
+    t->fd = -1;
 }
 
 /* Waits for fd to become ready for `events`. 1 ready, 0 deadline passed, -1 stopped or
@@ -108,6 +124,16 @@ static int wcn_address(const struct wcn_target *t, struct sockaddr_storage *ss, 
 /* A connected socket, or -1 (logged unless stopped). */
 static int wcn_connect(const struct wcn_target *t, int stop_fd, int64_t deadline)
 {
+    if (t->fd >= 0) { /* inherited: make it ours (non-blocking, not inherited further) */
+        int fl = fcntl(t->fd, F_GETFL);
+        if (fl < 0 || fcntl(t->fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
+            fcntl(t->fd, F_SETFD, FD_CLOEXEC) < 0) {
+            log_error("worker", "control connection failed: descriptor %d: %s", t->fd,
+                      strerror(errno));
+            return -1;
+        }
+        return t->fd;
+    }
     struct sockaddr_storage ss;
     socklen_t sslen;
     if (wcn_address(t, &ss, &sslen) < 0)

@@ -1,5 +1,6 @@
 /* wsconnect — opens the worker's control connection: parses the control URL, connects
- * (loopback TCP with TCP_NODELAY, or a Unix socket) and performs the WebSocket opening
+ * (loopback TCP with TCP_NODELAY, a Unix socket, or takes an inherited socketpair end) and
+ * performs the WebSocket opening
  * handshake, within a deadline and interruptible through a stop descriptor. Blocking: it
  * runs on wsclient's watcher thread before anyone else uses the socket. */
 #ifndef CODEMCP_WSCONNECT_H
@@ -11,14 +12,15 @@
 /* Where to connect. Strings are owned (wcn_target_free). */
 struct wcn_target {
     int is_unix;
+    int fd;        /* "fd:N": an inherited, already connected socket (the socketpair); else -1 */
     char *address; /* host name or address; the socket path when is_unix */
     int port;
     char *path; /* HTTP path of the upgrade request */
     char *host; /* Host header */
 };
 
-/* Parses "ws://HOST:PORT/PATH" or "unix:/PATH" (HTTP path /control). 0, or -1 (nothing
- * allocated). */
+/* Parses "ws://HOST:PORT/PATH", "unix:/PATH" or "fd:N" (an inherited connected socket; both
+ * with HTTP path /control). 0, or -1 (nothing allocated). */
 int wcn_parse_url(const char *url, struct wcn_target *t);
 void wcn_target_free(struct wcn_target *t);
 

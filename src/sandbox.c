@@ -1,0 +1,679 @@
+/* sandbox — see sandbox.h.
+ *
+ * The root is built the way bubblewrap builds one: a throwaway tmpfs becomes the root
+ * (pivot_root), the old root stays reachable under /oldroot just long enough to bind the
+ * few paths the interpreter needs into /newroot (read-only, nosuid, nodev, keeping the
+ * flags the outer namespace locked), then /newroot becomes the root and the old one is
+ * detached. Every source path is resolved (realpath) before the clone, because after the
+ * first pivot an absolute symlink would resolve against the throwaway root. */
+#include "sandbox.h"
+#include "log.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SBX_UID      1000  /* the worker's uid and gid inside */
+#define SBX_ROOT_MAP 65534 /* outer uid/gid the sandbox gets when the gateway is root */
+#define SBX_HOSTNAME "codemcp-sandbox"
+
+enum sbx_kind { SBX_BIND_RO, SBX_BIND_RW, SBX_SYMLINK, SBX_BIND_DEV };
+
+struct sbx_mount {
+    enum sbx_kind kind;
+    int is_dir;
+    char *src; /* resolved source (bind) or link target (symlink) */
+    char *dst; /* path inside the sandbox */
+};
+
+struct sbx_plan {
+    struct sbx_mount *m;
+    size_t n, cap;
+    char passwd[256], group[128];
+};
+
+/* ---- options ---------------------------------------------------------------------------- */
+
+void sbx_opts_from_env(struct sbx_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    const char *net = getenv("CODEMCP_SANDBOX_NET");
+    o->net_host = net && strcmp(net, "host") == 0;
+    o->subprocess = env_bool("CODEMCP_SANDBOX_SUBPROCESS", 0);
+    o->tmp_mb = env_long("CODEMCP_SANDBOX_TMP_MB", 64);
+    o->nproc = env_long("CODEMCP_SANDBOX_NPROC", 128);
+    o->nofile = env_long("CODEMCP_SANDBOX_NOFILE", 1024);
+    o->ro = getenv("CODEMCP_SANDBOX_RO");
+    o->rw = getenv("CODEMCP_SANDBOX_RW");
+    o->dev = getenv("CODEMCP_PYTHONPATH_DEV");
+    if (o->tmp_mb < 1)
+        o->tmp_mb = 1;
+    if (o->nproc < 8)
+        o->nproc = 8;
+    if (o->nofile < 64)
+        o->nofile = 64;
+}
+
+/* ---- the plan (built before the clone: allocation allowed) ------------------------------- */
+
+static int plan_covers(const struct sbx_plan *p, const char *path)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        const struct sbx_mount *m = &p->m[i];
+        if (m->kind == SBX_SYMLINK || !m->is_dir)
+            continue;
+        size_t l = strlen(m->dst);
+        if (strncmp(path, m->dst, l) == 0 && (path[l] == '/' || path[l] == '\0'))
+            return 1;
+    }
+    return 0;
+}
+
+static void plan_add(struct sbx_plan *p, enum sbx_kind kind, int is_dir, const char *src,
+                     const char *dst)
+{
+    if (p->n == p->cap) {
+        p->cap = p->cap ? p->cap * 2 : 32;
+        p->m = xrealloc(p->m, p->cap * sizeof(*p->m));
+    }
+    p->m[p->n++] = (struct sbx_mount){kind, is_dir, xstrdup(src), xstrdup(dst)};
+}
+
+/* Adds path (visible at the same place inside) if it exists and is not covered yet. A
+ * top-level symlink such as /lib -> usr/lib is recreated as a symlink. */
+static void plan_path(struct sbx_plan *p, const char *path, enum sbx_kind kind)
+{
+    struct stat st;
+    char real[PATH_MAX];
+    if (!path || path[0] != '/' || lstat(path, &st) < 0)
+        return;
+    if (S_ISLNK(st.st_mode) && strchr(path + 1, '/') == NULL) {
+        char target[PATH_MAX];
+        ssize_t n = readlink(path, target, sizeof(target) - 1);
+        if (n > 0) {
+            target[n] = '\0';
+            for (size_t i = 0; i < p->n; i++)
+                if (strcmp(p->m[i].dst, path) == 0)
+                    return;
+            plan_add(p, SBX_SYMLINK, 0, target, path);
+        }
+        return;
+    }
+    if (!realpath(path, real) || stat(real, &st) < 0)
+        return;
+    if (kind == SBX_BIND_RO && plan_covers(p, path))
+        return;
+    plan_add(p, kind, S_ISDIR(st.st_mode), real, path);
+}
+
+static void plan_list(struct sbx_plan *p, const char *list, enum sbx_kind kind)
+{
+    if (!list || !*list)
+        return;
+    char *copy = xstrdup(list), *save = NULL;
+    for (char *s = strtok_r(copy, ":", &save); s; s = strtok_r(NULL, ":", &save))
+        if (s[0] == '/')
+            plan_path(p, s, kind);
+    free(copy);
+}
+
+/* The directories of every file this process has mapped (libpython, libc, the sanitizer
+ * runtime...), for interpreters installed outside /usr/lib. */
+static void plan_mapped(struct sbx_plan *p)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[PATH_MAX + 128];
+    if (!f)
+        return;
+    while (fgets(line, sizeof(line), f)) {
+        char *path = strchr(line, '/');
+        if (!path)
+            continue;
+        path[strcspn(path, "\n")] = '\0';
+        if (strstr(path, " (deleted)"))
+            continue;
+        char real[PATH_MAX];
+        if (!realpath(path, real))
+            continue;
+        char *slash = strrchr(real, '/');
+        if (!slash || slash == real)
+            continue;
+        *slash = '\0';
+        if (!plan_covers(p, real))
+            plan_path(p, real, SBX_BIND_RO);
+    }
+    fclose(f);
+}
+
+static void plan_free(struct sbx_plan *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        free(p->m[i].src);
+        free(p->m[i].dst);
+    }
+    free(p->m);
+    memset(p, 0, sizeof(*p));
+}
+
+static void plan_build(struct sbx_plan *p, const struct sbx_opts *o)
+{
+    static const char *const libs[] = {"/usr/lib",    "/usr/lib64",     "/usr/lib32",
+                                       "/usr/libx32", "/usr/local/lib", "/usr/share/zoneinfo",
+                                       NULL};
+    static const char *const top[] = {"/lib", "/lib64", "/lib32", "/libx32", NULL};
+    static const char *const etc[] = {"/etc/ld.so.cache", "/etc/localtime", NULL};
+    static const char *const net[] = {"/etc/resolv.conf",
+                                      "/etc/hosts",
+                                      "/etc/nsswitch.conf",
+                                      "/etc/gai.conf",
+                                      "/etc/host.conf",
+                                      "/etc/ssl",
+                                      "/etc/ca-certificates",
+                                      "/usr/share/ca-certificates",
+                                      NULL};
+    memset(p, 0, sizeof(*p));
+    for (int i = 0; libs[i]; i++)
+        plan_path(p, libs[i], SBX_BIND_RO);
+#ifdef CODEMCP_PYTHON_STDLIB
+    plan_path(p, CODEMCP_PYTHON_STDLIB, SBX_BIND_RO);
+#endif
+    plan_mapped(p);
+    char self[PATH_MAX];
+    if (realpath("/proc/self/exe", self))
+        plan_path(p, self, SBX_BIND_RO);
+    for (int i = 0; etc[i]; i++)
+        plan_path(p, etc[i], SBX_BIND_RO);
+    if (o->subprocess) {
+        plan_path(p, "/usr/bin", SBX_BIND_RO);
+        plan_path(p, "/bin", SBX_BIND_RO);
+    }
+    if (o->net_host)
+        for (int i = 0; net[i]; i++)
+            plan_path(p, net[i], SBX_BIND_RO);
+    plan_list(p, o->dev, SBX_BIND_RO);
+    plan_list(p, o->ro, SBX_BIND_RO);
+    plan_list(p, o->rw, SBX_BIND_RW);
+    for (int i = 0; top[i]; i++) /* after the binds their targets land in */
+        plan_path(p, top[i], SBX_BIND_RO);
+    snprintf(p->passwd, sizeof(p->passwd), "sandbox:x:%d:%d:codemcp sandbox:/tmp:/bin/sh\n",
+             SBX_UID, SBX_UID);
+    snprintf(p->group, sizeof(p->group), "sandbox:x:%d:\n", SBX_UID);
+}
+
+/* ---- inside: mounts ----------------------------------------------------------------------- */
+
+/* Reports the failing step on stderr and exits (after the clone there is no caller). */
+__attribute__((noreturn)) static void die_step(const char *step, const char *path)
+{
+    int e = errno;
+    dprintf(2, "codemcp-worker: sandbox set-up failed: %s%s%s: %s\n", step, path ? " " : "",
+            path ? path : "", strerror(e));
+    _exit(SBX_EXIT_SETUP);
+}
+
+static void mkdir_p(const char *path, mode_t mode)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof(tmp), "%s", path);
+    for (char *s = tmp + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+                die_step("mkdir", tmp);
+            *s = '/';
+        }
+    if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+        die_step("mkdir", tmp);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+        die_step("write", path);
+    close(fd);
+}
+
+/* Flags the outer namespace set on a mount cannot be cleared from inside: keep them. */
+static unsigned long locked_flags(const char *path)
+{
+    struct statvfs sv;
+    unsigned long f = 0;
+    if (statvfs(path, &sv) < 0)
+        return 0;
+    if (sv.f_flag & ST_NOSUID)
+        f |= MS_NOSUID;
+    if (sv.f_flag & ST_NODEV)
+        f |= MS_NODEV;
+    if (sv.f_flag & ST_NOEXEC)
+        f |= MS_NOEXEC;
+    if (sv.f_flag & ST_NOATIME)
+        f |= MS_NOATIME;
+    if (sv.f_flag & ST_NODIRATIME)
+        f |= MS_NODIRATIME;
+    if (sv.f_flag & ST_RELATIME)
+        f |= MS_RELATIME;
+    return f;
+}
+
+static void bind_one(const struct sbx_mount *m)
+{
+    char src[PATH_MAX + 16], dst[PATH_MAX + 16];
+    snprintf(src, sizeof(src), "/oldroot%s", m->src);
+    snprintf(dst, sizeof(dst), "/newroot%s", m->dst);
+    if (m->kind == SBX_SYMLINK) {
+        char *slash = strrchr(dst, '/');
+        *slash = '\0';
+        mkdir_p(dst, 0755);
+        *slash = '/';
+        if (symlink(m->src, dst) < 0 && errno != EEXIST)
+            die_step("symlink", m->dst);
+        return;
+    }
+    if (m->is_dir) {
+        mkdir_p(dst, 0755);
+    } else {
+        char *slash = strrchr(dst, '/');
+        *slash = '\0';
+        mkdir_p(dst, 0755);
+        *slash = '/';
+        int fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST && errno != EISDIR)
+            die_step("create", m->dst);
+        if (fd >= 0)
+            close(fd);
+    }
+    if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+        die_step("bind", m->src);
+    unsigned long f = MS_BIND | MS_REMOUNT | MS_NOSUID | locked_flags(dst);
+    if (m->kind == SBX_BIND_DEV)
+        f &= ~(unsigned long)MS_NODEV;
+    else
+        f |= MS_NODEV;
+    if (m->kind != SBX_BIND_RW)
+        f |= MS_RDONLY;
+    if (mount(NULL, dst, NULL, f, NULL) < 0)
+        die_step("remount", m->dst);
+}
+
+static void build_dev(void)
+{
+    static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", NULL};
+    if (mkdir("/newroot/dev", 0755) < 0 && errno != EEXIST)
+        die_step("mkdir", "/dev");
+    if (mount("tmpfs", "/newroot/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
+        die_step("mount tmpfs", "/dev");
+    for (int i = 0; nodes[i]; i++) {
+        char path[32];
+        snprintf(path, sizeof(path), "/dev/%s", nodes[i]);
+        struct sbx_mount m = {SBX_BIND_DEV, 0, path, path};
+        bind_one(&m);
+    }
+    static const char *const links[][2] = {{"/proc/self/fd", "/newroot/dev/fd"},
+                                           {"/proc/self/fd/0", "/newroot/dev/stdin"},
+                                           {"/proc/self/fd/1", "/newroot/dev/stdout"},
+                                           {"/proc/self/fd/2", "/newroot/dev/stderr"},
+                                           {"/tmp", "/newroot/dev/shm"}};
+    for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++)
+        if (symlink(links[i][0], links[i][1]) < 0)
+            die_step("symlink", links[i][1]);
+    if (mount(NULL, "/newroot/dev", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
+              "mode=0755,size=64k") < 0)
+        die_step("remount", "/dev");
+}
+
+static void build_root(const struct sbx_plan *p, const struct sbx_opts *o)
+{
+    char opt[96];
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        die_step("make / private", NULL);
+    if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700,size=64k") < 0)
+        die_step("mount tmpfs", "(base)");
+    if (mkdir("/tmp/newroot", 0755) < 0 || mkdir("/tmp/oldroot", 0755) < 0)
+        die_step("mkdir", "(base)");
+    if (chdir("/tmp") < 0 || syscall(SYS_pivot_root, ".", "oldroot") < 0 || chdir("/") < 0)
+        die_step("pivot_root", "(base)");
+    if (mount("tmpfs", "/newroot", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=256k") < 0)
+        die_step("mount tmpfs", "(root)");
+    for (size_t i = 0; i < p->n; i++)
+        if (p->m[i].kind != SBX_SYMLINK)
+            bind_one(&p->m[i]);
+    for (size_t i = 0; i < p->n; i++)
+        if (p->m[i].kind == SBX_SYMLINK)
+            bind_one(&p->m[i]);
+    mkdir_p("/newroot/proc", 0555);
+    if (mount("proc", "/newroot/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+        die_step("mount", "/proc");
+    build_dev();
+    mkdir_p("/newroot/tmp", 01777);
+    snprintf(opt, sizeof(opt), "mode=1777,size=%ldm,nr_inodes=16384", o->tmp_mb);
+    if (mount("tmpfs", "/newroot/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opt) < 0)
+        die_step("mount tmpfs", "/tmp");
+    mkdir_p("/newroot/etc", 0755);
+    write_file("/newroot/etc/passwd", p->passwd);
+    write_file("/newroot/etc/group", p->group);
+    write_file("/newroot/etc/hostname", SBX_HOSTNAME "\n");
+    if (umount2("/oldroot", MNT_DETACH) < 0)
+        die_step("umount", "/oldroot");
+    if (mount(NULL, "/newroot", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+              "mode=0755,size=256k") < 0)
+        die_step("remount read-only", "/");
+    if (chdir("/newroot") < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
+        umount2(".", MNT_DETACH) < 0 || chdir("/tmp") < 0)
+        die_step("pivot_root", "(root)");
+}
+
+/* ---- inside: network, identity, capabilities, limits ------------------------------------ */
+
+/* The new network namespace has a loopback of its own, down: bring it up. */
+static void loopback_up(void)
+{
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct ifreq ifr;
+    if (s < 0)
+        return;
+    memset(&ifr, 0, sizeof(ifr));
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+        ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+        (void)ioctl(s, SIOCSIFFLAGS, &ifr);
+    }
+    close(s);
+}
+
+/* Early, while the capabilities of the new namespace are still held: files created from
+ * now on need a mapped owner (as root, uid 0 is not mapped inside). The uid change keeps
+ * those capabilities because the namespace's uid 0 is not mapped either. */
+static void become_sandbox_user(int outer_root)
+{
+    if (outer_root && setgroups(0, NULL) < 0)
+        die_step("setgroups", NULL);
+    if (setresgid(SBX_UID, SBX_UID, SBX_UID) < 0)
+        die_step("setresgid", NULL);
+    if (setresuid(SBX_UID, SBX_UID, SBX_UID) < 0)
+        die_step("setresuid", NULL);
+}
+
+static void drop_privileges(void)
+{
+    int last = 40;
+    char *t = read_file("/proc/sys/kernel/cap_last_cap", NULL);
+    if (t) {
+        last = atoi(t);
+        free(t);
+    }
+    for (int c = 0; c <= last; c++)
+        if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+            die_step("drop the capability bounding set", NULL);
+    (void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof(data));
+    if (syscall(SYS_capset, &hdr, data) < 0)
+        die_step("capset", NULL);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        die_step("no_new_privs", NULL);
+}
+
+static void set_limit(int res, rlim_t v)
+{
+    struct rlimit rl;
+    if (getrlimit(res, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max < v)
+        v = rl.rlim_max;
+    rl.rlim_cur = rl.rlim_max = v;
+    (void)setrlimit(res, &rl);
+}
+
+static void apply_limits(const struct sbx_opts *o)
+{
+    set_limit(RLIMIT_NPROC, (rlim_t)o->nproc);
+    set_limit(RLIMIT_NOFILE, (rlim_t)o->nofile);
+    set_limit(RLIMIT_FSIZE, (rlim_t)o->tmp_mb << 20);
+    set_limit(RLIMIT_CORE, 0);
+    set_limit(RLIMIT_MSGQUEUE, 0);
+    /* RLIMIT_AS: CODEMCP_WORKER_MEMORY_MB, applied by the worker host (sanitizer-aware). */
+}
+
+/* ---- process layout ------------------------------------------------------------------------ */
+
+/* PID 1: reaps everything, exits when the worker does, hands its raw status to the waiter. */
+__attribute__((noreturn)) static void init_main(pid_t worker, int status_fd)
+{
+    close_range(0, (unsigned)status_fd - 1, 0);
+    close_range((unsigned)status_fd + 1, ~0U, 0);
+    for (;;) {
+        int st;
+        pid_t p = waitpid(-1, &st, 0);
+        if (p == worker) {
+            (void)!write(status_fd, &st, sizeof(st));
+            _exit(0);
+        }
+        if (p < 0 && errno == ECHILD)
+            _exit(SBX_EXIT_SETUP);
+    }
+}
+
+/* The waiter: exits as the sandbox's worker did. */
+__attribute__((noreturn)) static void waiter_main(pid_t child, int status_fd)
+{
+    close_range(0, (unsigned)status_fd - 1, 0);
+    close_range((unsigned)status_fd + 1, ~0U, 0);
+    int st = 0, wst = 0;
+    while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+        ;
+    ssize_t n = read(status_fd, &wst, sizeof(wst));
+    if (n != (ssize_t)sizeof(wst)) {
+        if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
+            _exit(WEXITSTATUS(st));
+        wst = SIGKILL; /* init was killed: report the worker as killed */
+    }
+    if (WIFEXITED(wst))
+        _exit(WEXITSTATUS(wst));
+    int sig = WTERMSIG(wst);
+    signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    kill(getpid(), sig);
+    _exit(128 + sig);
+}
+
+static int write_map(pid_t pid, const char *file, const char *text, char *err, size_t errlen)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : write(fd, text, strlen(text));
+    int e = errno;
+    if (fd >= 0)
+        close(fd);
+    if (n != (ssize_t)strlen(text)) {
+        snprintf(err, errlen, "cannot write %s (%s): %s", path, text, strerror(e));
+        return -1;
+    }
+    return 0;
+}
+
+static void userns_hint(int e, char *err, size_t errlen)
+{
+    snprintf(err, errlen,
+             "cannot create the worker sandbox: clone(CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNS|"
+             "CLONE_NEWNET...) failed: %s. This kernel refuses user namespaces to codemcp: "
+             "check `sysctl user.max_user_namespaces` (must be > 0), on Debian "
+             "`sysctl kernel.unprivileged_userns_clone=1`, on Ubuntu 23.10+ "
+             "`sysctl kernel.apparmor_restrict_unprivileged_userns=0` (or an AppArmor "
+             "profile allowing userns for codemcp), and in a container a seccomp profile that "
+             "allows clone/unshare of namespaces. Or run workers without a sandbox with "
+             "CODEMCP_ISOLATION=host (not recommended: agent code then runs with your user's "
+             "rights, network and files)",
+             strerror(e));
+}
+
+/* Common body of sbx_enter and sbx_probe. probe: stop after the mounts. */
+static int enter(const struct sbx_opts *o, int probe, char *err, size_t errlen)
+{
+    struct sbx_plan plan;
+    int go[2] = {-1, -1}, status[2] = {-1, -1};
+    uid_t uid = geteuid();
+    gid_t gid = getegid();
+    int outer_root = uid == 0;
+    char map[64];
+
+    plan_build(&plan, o);
+    if (pipe2(go, O_CLOEXEC) < 0 || pipe2(status, O_CLOEXEC) < 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        goto fail;
+    }
+    unsigned long flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
+                          CLONE_NEWCGROUP | (o->net_host ? 0 : CLONE_NEWNET);
+    fflush(NULL);
+    pid_t child = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, 0);
+    if (child < 0) {
+        userns_hint(errno, err, errlen);
+        goto fail;
+    }
+    if (child == 0) {
+        /* init (PID 1): wait until the waiter wrote our id maps. */
+        char c;
+        close(go[1]);
+        close(status[0]);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (read(go[0], &c, 1) != 1)
+            _exit(SBX_EXIT_SETUP); /* the waiter failed or died */
+        close(go[0]);
+        become_sandbox_user(outer_root);
+        if (sethostname(SBX_HOSTNAME, strlen(SBX_HOSTNAME)) < 0)
+            die_step("sethostname", NULL);
+        if (!o->net_host)
+            loopback_up();
+        build_root(&plan, o);
+        drop_privileges();
+        if (probe) {
+            int zero = 0;
+            (void)!write(status[1], &zero, sizeof(zero));
+            _exit(0);
+        }
+        pid_t worker = fork();
+        if (worker < 0)
+            die_step("fork", NULL);
+        if (worker > 0)
+            init_main(worker, status[1]);
+        close(status[1]);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != 1)
+            _exit(SBX_EXIT_SETUP);
+        apply_limits(o);
+        setenv("HOME", "/tmp", 1);
+        setenv("TMPDIR", "/tmp", 1);
+        setenv("USER", "sandbox", 1);
+        setenv("LOGNAME", "sandbox", 1);
+        plan_free(&plan);
+        return 0;
+    }
+    /* The waiter. */
+    close(go[0]);
+    close(status[1]);
+    go[0] = status[1] = -1;
+    if (outer_root) {
+        snprintf(map, sizeof(map), "%d %d 1\n", SBX_UID, SBX_ROOT_MAP);
+        if (write_map(child, "uid_map", map, err, errlen) < 0 ||
+            write_map(child, "gid_map", map, err, errlen) < 0)
+            goto fail_child;
+    } else {
+        snprintf(map, sizeof(map), "%d %d 1\n", SBX_UID, (int)uid);
+        if (write_map(child, "uid_map", map, err, errlen) < 0 ||
+            write_map(child, "setgroups", "deny", err, errlen) < 0)
+            goto fail_child;
+        snprintf(map, sizeof(map), "%d %d 1\n", SBX_UID, (int)gid);
+        if (write_map(child, "gid_map", map, err, errlen) < 0)
+            goto fail_child;
+    }
+    if (write(go[1], "g", 1) != 1) {
+        snprintf(err, errlen, "cannot start the sandbox: %s", strerror(errno));
+        goto fail_child;
+    }
+    close(go[1]);
+    plan_free(&plan);
+    waiter_main(child, status[0]);
+fail_child:
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+fail:
+    for (int i = 0; i < 2; i++) {
+        if (go[i] >= 0)
+            close(go[i]);
+        if (status[i] >= 0)
+            close(status[i]);
+    }
+    plan_free(&plan);
+    return -1;
+}
+
+int sbx_enter(const struct sbx_opts *o, char *err, size_t errlen)
+{
+    return enter(o, 0, err, errlen);
+}
+
+int sbx_probe(const struct sbx_opts *o, char *err, size_t errlen)
+{
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) < 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        char msg[1024];
+        dup2(pfd[1], 2);
+        if (enter(o, 1, msg, sizeof(msg)) < 0)
+            dprintf(2, "%s", msg);
+        _exit(SBX_EXIT_SETUP);
+    }
+    close(pfd[1]);
+    char msg[1024];
+    size_t got = 0;
+    for (;;) {
+        ssize_t n = read(pfd[0], msg + got, sizeof(msg) - 1 - got);
+        if (n > 0 && (got += (size_t)n) < sizeof(msg) - 1)
+            continue;
+        if (n < 0 && errno == EINTR)
+            continue;
+        break;
+    }
+    msg[got] = '\0';
+    close(pfd[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    msg[strcspn(msg, "\n")] = '\0';
+    snprintf(err, errlen, "%s", got ? msg : "the sandbox probe failed without a message");
+    return -1;
+}

@@ -1,0 +1,53 @@
+/* sandbox — builds the OS sandbox a codemcp worker runs in (Linux namespaces, a minimal
+ * read-only root, a private tmpfs, dropped credentials and capabilities, rlimits).
+ *
+ * Used by the worker host (src/worker/main.c) on itself, first thing after exec and before
+ * any thread starts, and by the gateway once at start-up as a probe (fail closed with a
+ * message that says why and what to do). The syscall filter and Landlock are not here: they
+ * live in src/worker/seal.c (libseccomp is a worker-only dependency).
+ *
+ * Process layout after sbx_enter() (the gateway sees only the first one):
+ *   waiter   the process the gateway spawned; outside the new PID namespace; waits and exits
+ *            with the worker's status (signals re-raised). Its death kills the rest.
+ *   init     PID 1 of the new PID namespace; reaps orphans; its death ends every process in
+ *            the namespace (a timeout's SIGKILL of the waiter kills the whole sandbox).
+ *   worker   PID 2: the caller of sbx_enter(), which returns 0 there.
+ * Namespaces: user, PID, mount, IPC, UTS, cgroup, and network (unless net_host). The
+ * worker runs as uid/gid 1000 inside, mapped to the gateway's own uid, or to nobody (65534)
+ * when the gateway is root, so that RLIMIT_NPROC binds (the kernel exempts real root).
+ * Must not: allocate after the clone in the waiter or init beyond what is already prepared,
+ * or leave any capability to the worker. */
+#ifndef CODEMCP_SANDBOX_H
+#define CODEMCP_SANDBOX_H
+
+#include <stddef.h>
+
+/* Settings, from the environment the gateway passes (sbx_opts_from_env). */
+struct sbx_opts {
+    int net_host;    /* CODEMCP_SANDBOX_NET=host: keep the host network namespace */
+    int subprocess;  /* CODEMCP_SANDBOX_SUBPROCESS: /usr/bin visible, execve allowed */
+    long tmp_mb;     /* CODEMCP_SANDBOX_TMP_MB: size of /tmp (default 64) */
+    long nproc;      /* CODEMCP_SANDBOX_NPROC: processes + threads (default 128) */
+    long nofile;     /* CODEMCP_SANDBOX_NOFILE: open files (default 1024) */
+    const char *ro;  /* CODEMCP_SANDBOX_RO: colon-separated extra read-only paths */
+    const char *rw;  /* CODEMCP_SANDBOX_RW: colon-separated extra read-write paths */
+    const char *dev; /* CODEMCP_PYTHONPATH_DEV (dev only): made visible read-only */
+};
+
+/* Reads the CODEMCP_SANDBOX_* variables. Never fails. */
+void sbx_opts_from_env(struct sbx_opts *o);
+
+/* Turns the calling process into a sandboxed worker (see the layout above). Single-threaded
+ * callers only. Returns 0 in the worker; -1 with a message in err when the sandbox cannot be
+ * built (nothing was changed in this process then, except when a step after the clone
+ * fails: those exit with status SBX_EXIT_SETUP after writing the reason to stderr). */
+int sbx_enter(const struct sbx_opts *o, char *err, size_t errlen);
+
+/* Exit status of a sandbox whose set-up failed after the clone. */
+#define SBX_EXIT_SETUP 125
+
+/* Gateway start-up check: builds the same namespaces and mounts in a throwaway child and
+ * reports whether that worked. 0, or -1 with the reason and what to do in err. */
+int sbx_probe(const struct sbx_opts *o, char *err, size_t errlen);
+
+#endif
