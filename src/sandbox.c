@@ -472,11 +472,30 @@ __attribute__((noreturn)) static void init_main(pid_t worker, int status_fd)
     }
 }
 
+static volatile pid_t waiter_child;
+
+/* A catchable termination request ends the sandbox through its PID 1, so that the waiter
+ * still reaps it (dying first would leave PID 1 to whoever inherits orphans). */
+static void waiter_on_signal(int sig)
+{
+    (void)sig;
+    if (waiter_child > 0)
+        kill(waiter_child, SIGKILL);
+}
+
 /* The waiter: exits as the sandbox's worker did. */
 __attribute__((noreturn)) static void waiter_main(pid_t child, int status_fd)
 {
     close_range(0, (unsigned)status_fd - 1, 0);
     close_range((unsigned)status_fd + 1, ~0U, 0);
+    waiter_child = child;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = waiter_on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* the gateway died */
     int st = 0, wst = 0;
     while (waitpid(child, &st, 0) < 0 && errno == EINTR)
         ;
@@ -489,6 +508,8 @@ __attribute__((noreturn)) static void waiter_main(pid_t child, int status_fd)
     if (WIFEXITED(wst))
         _exit(WEXITSTATUS(wst));
     int sig = WTERMSIG(wst);
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core); /* the worker's crash is not ours to dump */
     signal(sig, SIG_DFL);
     sigset_t set;
     sigemptyset(&set);
@@ -676,4 +697,21 @@ int sbx_probe(const struct sbx_opts *o, char *err, size_t errlen)
     msg[strcspn(msg, "\n")] = '\0';
     snprintf(err, errlen, "%s", got ? msg : "the sandbox probe failed without a message");
     return -1;
+}
+
+pid_t sbx_inner_init(pid_t waiter)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)waiter, (int)waiter);
+    char *t = read_file(path, NULL);
+    long pid = t ? strtol(t, NULL, 10) : 0;
+    free(t);
+    return pid > 0 ? (pid_t)pid : -1;
+}
+
+void sbx_kill(pid_t waiter)
+{
+    pid_t init = sbx_inner_init(waiter);
+    if (init <= 0 || kill(init, SIGKILL) < 0)
+        kill(waiter, SIGKILL);
 }

@@ -21,6 +21,7 @@
 #define CODEMCP_SANDBOX_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Settings, from the environment the gateway passes (sbx_opts_from_env). */
 struct sbx_opts {
@@ -49,5 +50,11 @@ int sbx_enter(const struct sbx_opts *o, char *err, size_t errlen);
 /* Gateway start-up check: builds the same namespaces and mounts in a throwaway child and
  * reports whether that worked. 0, or -1 with the reason and what to do in err. */
 int sbx_probe(const struct sbx_opts *o, char *err, size_t errlen);
+
+/* The sandbox's PID 1 as the gateway sees it (the waiter's only child), or -1. */
+pid_t sbx_inner_init(pid_t waiter);
+/* Kills a sandbox for good: SIGKILL to its PID 1 (everything inside dies, the waiter reaps
+ * it and exits with SIGKILL), or to the waiter when PID 1 does not exist (yet). */
+void sbx_kill(pid_t waiter);
 
 #endif

@@ -67,6 +67,15 @@ static int shutting_down;
 
 static int spawn(struct worker *w);
 
+/* SIGKILL for a worker; a sandboxed one is ended through its PID 1 (sandbox.h). */
+static void hard_kill(pid_t pid)
+{
+    if (sandboxed)
+        sbx_kill(pid);
+    else
+        kill(pid, SIGKILL);
+}
+
 /* ---- locating the binary ------------------------------------------------------------ */
 
 static int try_bin(const char *path)
@@ -221,7 +230,7 @@ static void start_timed_out(void *ud)
         return;
     log_warn("worker", "worker %d did not connect in time: killing it", w->slot);
     w->kill_reason = xstrdup("the Python worker did not start in time");
-    kill(w->pid, SIGKILL);
+    hard_kill(w->pid);
 }
 
 static char *env_entry(const char *name)
@@ -311,7 +320,7 @@ static int spawn(struct worker *w)
         close(sp[0]);
         if (w->pid > 0) {
             w->kill_reason = xstrdup("the Python worker's control channel could not be set up");
-            kill(w->pid, SIGKILL);
+            hard_kill(w->pid);
         }
     }
     if (w->pid < 0) {
@@ -498,7 +507,7 @@ void wk_kill(int slot, const char *why)
     free(w->kill_reason);
     w->kill_reason = xstrdup(why);
     log_warn("worker", "killing worker %d (pid %d): %s", slot, (int)w->pid, why);
-    kill(w->pid, SIGKILL);
+    hard_kill(w->pid);
 }
 
 /* ---- control-channel events ---------------------------------------------------------------- */
@@ -574,7 +583,7 @@ void wk_on_message(int slot, json_t *msg)
         if (recycle && w->pid) {
             log_info("worker", "worker %d: restarting it (the run left threads running)", slot);
             w->state = WK_BUSY; /* no new run until the replacement connects */
-            kill(w->pid, SIGKILL);
+            hard_kill(w->pid);
             return;
         }
         run_dispatch();
@@ -598,7 +607,7 @@ void wk_on_disconnect(int slot, uint64_t conn_id)
         if (!w->kill_reason)
             w->kill_reason = xstrdup("the Python worker lost its control connection; it was "
                                      "restarted and this session's variables were lost");
-        kill(w->pid, SIGKILL);
+        hard_kill(w->pid);
     }
 }
 
@@ -622,7 +631,7 @@ void wk_shutdown_all(void (*done)(void))
             any = 1;
             if (!w->kill_reason)
                 w->kill_reason = xstrdup("codemcp is shutting down");
-            kill(w->pid, SIGKILL);
+            hard_kill(w->pid);
         }
     }
     if (!any && shutdown_done) {

@@ -26,7 +26,9 @@ describe('execute_python against real upstreams', () => {
       fake: servers.fake(['--slow', 'sleep=5000', '--crash-on-call', 'boom',
         '--slow-restart', `${path.join(dir, 'fake-started')}=6000`]),
     });
-    h = await connectClient({ config, shared: true });
+    // The sandbox (the default) denies execve; one test here runs a subprocess, so this
+    // gateway allows them (tests/e2e/sandbox*.test.mjs covers the default).
+    h = await connectClient({ config, shared: true, env: { CODEMCP_SANDBOX_SUBPROCESS: '1' } });
     await h.client.listTools();
   });
 
