@@ -354,6 +354,12 @@ static void build_root(const struct sbx_plan *p, const struct sbx_opts *o)
         die_step("pivot_root", "(base)");
     if (mount("tmpfs", "/newroot", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=256k") < 0)
         die_step("mount tmpfs", "(root)");
+    /* /tmp first: paths bound below it (CODEMCP_SANDBOX_RO/RW under the host's /tmp) land on
+     * top of it instead of being hidden by it. */
+    mkdir_p("/newroot/tmp", 01777);
+    snprintf(opt, sizeof(opt), "mode=1777,size=%ldm,nr_inodes=16384", o->tmp_mb);
+    if (mount("tmpfs", "/newroot/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opt) < 0)
+        die_step("mount tmpfs", "/tmp");
     for (size_t i = 0; i < p->n; i++)
         if (p->m[i].kind != SBX_SYMLINK)
             bind_one(&p->m[i]);
@@ -364,10 +370,6 @@ static void build_root(const struct sbx_plan *p, const struct sbx_opts *o)
     if (mount("proc", "/newroot/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
         die_step("mount", "/proc");
     build_dev();
-    mkdir_p("/newroot/tmp", 01777);
-    snprintf(opt, sizeof(opt), "mode=1777,size=%ldm,nr_inodes=16384", o->tmp_mb);
-    if (mount("tmpfs", "/newroot/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opt) < 0)
-        die_step("mount tmpfs", "/tmp");
     mkdir_p("/newroot/etc", 0755);
     write_file("/newroot/etc/passwd", p->passwd);
     write_file("/newroot/etc/group", p->group);

@@ -1,0 +1,586 @@
+// The escape suite (issue 11): agent code is hostile. Each case is a program sent through
+// execute_python to the real gateway in its default isolation (CODEMCP_ISOLATION=sandbox)
+// that tries to get out and reports what it got; the test asserts it got nothing and that
+// the gateway, the upstreams and other sessions are unharmed. Some cases need a second
+// gateway (subprocess knob, HTTP sessions, an unprivileged user, a kernel that refuses user
+// namespaces).
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import dgram from 'node:dgram';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  Client, connectClient, tempDir, writeConfig, servers, ms, sleep, waitFor, processTable,
+  descendants, Proc, CODEMCP_BIN, REPO,
+} from './lib.mjs';
+
+const WORKER_BIN = process.env.CODEMCP_WORKER_BIN
+  ? path.resolve(process.env.CODEMCP_WORKER_BIN)
+  : path.join(REPO, 'build', 'src', 'worker', 'codemcp-worker');
+const SECRET = 'sbx-secret-' + crypto.randomBytes(8).toString('hex');
+
+function run(h, code, extra = {}) {
+  return h.client.callTool({ name: 'execute_python', arguments: { code, ...extra } }, undefined,
+    { timeout: ms(60000) });
+}
+
+/** Runs code that must succeed as a program; returns its result value. */
+async function attempt(h, code, extra) {
+  const r = await run(h, code, extra);
+  assert.equal(r.isError, false, JSON.stringify(r).slice(0, 3000));
+  return r.structuredContent.result;
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Python: try(fn) → "ok:<value>" or "err:<errno name>". */
+const PRELUDE = `
+import os, errno, ctypes, socket, json
+def attempt(fn):
+    try:
+        v = fn()
+        return "ok:" + (v if isinstance(v, str) else repr(v))[:200]
+    except OSError as e:
+        return "err:" + (errno.errorcode.get(e.errno, str(e.errno)) if e.errno else type(e).__name__)
+    except Exception as e:
+        return "err:" + type(e).__name__
+def read(p, n=1 << 20):
+    with open(p, "rb") as f:
+        return f.read(n).decode("latin-1")
+libc = ctypes.CDLL(None, use_errno=True)
+def sys_call(nr, *args):
+    libc.syscall.restype = ctypes.c_long
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args])
+    e = ctypes.get_errno()
+    return "ok:%d" % r if r >= 0 else "err:" + errno.errorcode.get(e, str(e))
+`;
+
+describe('the default sandbox against hostile code', () => {
+  let h, dir, home, config, memFile, gw, mem, tcp, tcp6, udp;
+  const tcpSeen = [];
+  const udpSeen = [];
+
+  before(async () => {
+    dir = tempDir('codemcp-sbx-', { shared: true });
+    home = tempDir('codemcp-sbx-home-', { shared: true });
+    fs.mkdirSync(path.join(home, '.config', 'codemcp'), { recursive: true });
+    fs.writeFileSync(path.join(home, '.bashrc'), `export TOKEN=${SECRET}\n`);
+    fs.writeFileSync(path.join(home, '.config', 'codemcp', 'mcp.json'), `{"secret": "${SECRET}"}`);
+    memFile = path.join(dir, 'memory.json');
+    config = writeConfig(dir, {
+      memory: servers.memory(memFile, {
+        environment: { MEMORY_FILE_PATH: memFile, UPSTREAM_API_KEY: SECRET },
+        tools: { create_entities: { policy: 'deny' } },
+      }),
+    });
+    tcp = net.createServer((s) => { tcpSeen.push('v4'); s.destroy(); });
+    await new Promise((r) => tcp.listen(0, '127.0.0.1', r));
+    tcp6 = net.createServer((s) => { tcpSeen.push('v6'); s.destroy(); });
+    await new Promise((r) => tcp6.listen(0, '::1', r).on('error', r));
+    udp = dgram.createSocket('udp4');
+    udp.on('message', (m) => udpSeen.push(String(m)));
+    await new Promise((r) => udp.bind(0, '127.0.0.1', r));
+    h = await connectClient({
+      config,
+      shared: true,
+      env: { HOME: home, GATEWAY_API_KEY: SECRET, CODEMCP_SANDBOX_NPROC: '64' },
+    });
+    await h.client.listTools();
+    await attempt(h, 'result = memory_read_graph()'); // the memory server is up
+    gw = h.pid;
+    const d = descendants(gw);
+    mem = d.find((p) => p.comm.startsWith('node'))?.pid;
+    assert.ok(mem, `no memory server among ${JSON.stringify(d)}`);
+  });
+
+  after(() => {
+    tcp?.close();
+    tcp6?.close();
+    udp?.close();
+  });
+
+  test('it sees only its own PID namespace, as uid 1000, with no capabilities', async () => {
+    const r = await attempt(h, PRELUDE + `
+st = read("/proc/self/status")
+field = lambda k: [l.split(":", 1)[1].strip() for l in st.splitlines() if l.startswith(k + ":")][0]
+result = {"pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+          "uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(),
+          "cap_eff": field("CapEff"), "cap_prm": field("CapPrm"), "cap_bnd": field("CapBnd"),
+          "no_new_privs": field("NoNewPrivs"), "seccomp": field("Seccomp"),
+          "hostname": socket.gethostname(), "cwd": os.getcwd(), "root": sorted(os.listdir("/")),
+          "ifaces": [l.split(":")[0].strip() for l in read("/proc/net/dev").splitlines()[2:]]}`);
+    assert.ok(r.pids.every((p) => p <= 3), `other processes are visible: ${r.pids}`);
+    assert.ok(!r.pids.includes(gw) && !r.pids.includes(mem));
+    assert.equal(r.uid, 1000);
+    assert.equal(r.gid, 1000);
+    assert.equal(r.cap_eff, '0000000000000000');
+    assert.equal(r.cap_prm, '0000000000000000');
+    assert.equal(r.cap_bnd, '0000000000000000');
+    assert.equal(r.no_new_privs, '1');
+    assert.equal(r.seccomp, '2');
+    assert.equal(r.hostname, 'codemcp-sandbox');
+    assert.equal(r.cwd, '/tmp');
+    assert.deepEqual(r.ifaces, ['lo'], 'an empty network namespace has only loopback');
+    for (const top of ['home', 'root', 'var', 'run', 'opt', 'srv', 'mnt', 'boot', 'sys']) {
+      assert.ok(!r.root.includes(top), `/${top} is visible: ${r.root}`);
+    }
+  });
+
+  test('no secret is in reach: environ of gateway and upstream, config, home, /etc/shadow', async () => {
+    const paths = [
+      `/proc/${gw}/environ`, `/proc/${mem}/environ`, `/proc/${gw}/cmdline`, `/proc/${gw}/mem`,
+      `/proc/${gw}/maps`, `/proc/${mem}/fd/0`, `/proc/${gw}/fd/1`, config, memFile,
+      path.join(home, '.bashrc'), path.join(home, '.config', 'codemcp', 'mcp.json'), home,
+      '/etc/shadow', '/etc/gshadow', '/root', '/root/.bashrc', path.join(REPO, 'tests'),
+      path.join(REPO, 'README.md'), '/proc/1/environ', '/proc/2/environ', '/etc/passwd',
+    ];
+    const r = await attempt(h, PRELUDE + `
+paths = ${JSON.stringify(paths)}
+got = {p: attempt(lambda p=p: os.listdir(p) and "dir" if os.path.isdir(p) else read(p)) for p in paths}
+leak = [k for k, v in got.items() if ${JSON.stringify(SECRET)} in v]
+for p in os.listdir("/proc"):
+    if p.isdigit():
+        v = attempt(lambda p=p: read("/proc/%s/environ" % p))
+        if ${JSON.stringify(SECRET)} in v:
+            leak.append("/proc/%s/environ" % p)
+envs = dict(os.environ)
+result = {"got": got, "leak": leak, "env": envs,
+          "home": os.path.expanduser("~")}`);
+    assert.deepEqual(r.leak, [], `the secret leaked through ${r.leak}`);
+    assert.ok(!JSON.stringify(r.env).includes(SECRET));
+    assert.ok(!('CODEMCP_WORKER_TOKEN' in r.env), 'the worker token stayed in the environment');
+    assert.equal(r.home, '/tmp');
+    for (const p of paths) {
+      if (p === '/etc/passwd' || p === '/proc/1/environ' || p === '/proc/2/environ') continue;
+      assert.match(r.got[p], /^err:/, `${p} was readable: ${r.got[p]}`);
+    }
+    assert.ok(!r.got['/etc/passwd'].includes('root:'), 'the host /etc/passwd is visible');
+  });
+
+  test('writes land only in its own /tmp; mcp.json and ~/.bashrc stay untouched', async () => {
+    const targets = ['/x', '/etc/x', '/usr/lib/x', '/dev/x', '/proc/x', config, WORKER_BIN,
+      path.join(home, '.bashrc'), path.join(REPO, 'sbx-escape'), '/dev/shm/../x'];
+    const r = await attempt(h, PRELUDE + `
+def w(p):
+    with open(p, "a") as f:
+        f.write("pwned\\n")
+    return "written"
+got = {p: attempt(lambda p=p: w(p)) for p in ${JSON.stringify(targets)}}
+got["/tmp/ok"] = attempt(lambda: w("/tmp/ok"))
+got["chmod"] = attempt(lambda: os.chmod(${JSON.stringify(WORKER_BIN)}, 0o777))
+result = got`);
+    for (const t of targets) assert.match(r[t], /^err:/, `${t} was writable: ${r[t]}`);
+    assert.match(r.chmod, /^err:/);
+    assert.equal(r['/tmp/ok'], 'ok:written');
+    assert.equal(fs.readFileSync(path.join(home, '.bashrc'), 'utf8'), `export TOKEN=${SECRET}\n`);
+    assert.ok(!fs.readFileSync(config, 'utf8').includes('pwned'));
+    assert.ok(!fs.existsSync(path.join(REPO, 'sbx-escape')));
+  });
+
+  test('no network: TCP, UDP and IPv6 to the test\'s loopback servers, AF_UNIX anywhere', async () => {
+    const port = tcp.address().port;
+    const port6 = tcp6.address()?.port || 1;
+    const uport = udp.address().port;
+    const r = await attempt(h, PRELUDE + `
+def tcp4():
+    socket.create_connection(("127.0.0.1", ${port}), timeout=2).close()
+def tcp6():
+    socket.create_connection(("::1", ${port6}), timeout=2).close()
+def udp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.sendto(b"escaped", ("127.0.0.1", ${uport}))
+def unix_path():
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("/tmp/anything.sock")
+def unix_abstract():
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("\\0codemcp")
+def raw():
+    socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+def netlink():
+    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+def pair_inet():
+    socket.socketpair(socket.AF_INET)
+def pair_unix():
+    a, b = socket.socketpair()
+    a.send(b"x")
+    return b.recv(1).decode()
+result = {k: attempt(f) for k, f in dict(tcp4=tcp4, tcp6=tcp6, udp=udp, unix_path=unix_path,
+          unix_abstract=unix_abstract, raw=raw, netlink=netlink, pair_inet=pair_inet,
+          pair_unix=pair_unix).items()}`);
+    for (const k of ['tcp4', 'tcp6', 'udp', 'unix_path', 'unix_abstract', 'raw', 'netlink', 'pair_inet']) {
+      assert.match(r[k], /^err:/, `${k} worked: ${r[k]}`);
+    }
+    assert.equal(r.pair_unix, 'ok:x', 'AF_UNIX socketpairs stay usable');
+    await sleep(200);
+    assert.deepEqual(tcpSeen, []);
+    assert.deepEqual(udpSeen, []);
+  });
+
+  test('ptrace, process_vm_readv, mount, unshare, setns, keyctl, bpf and friends are refused', async () => {
+    // x86_64 syscall numbers.
+    const r = await attempt(h, PRELUDE + `
+import platform
+assert platform.machine() == "x86_64", platform.machine()
+calls = {"ptrace_attach_1": (101, 16, 1, 0, 0), "ptrace_traceme": (101, 0, 0, 0, 0),
+         "process_vm_readv": (310, 1, 0, 0, 0, 0, 0), "mount": (165, 0, 0, 0, 0, 0),
+         "umount2": (166, 0, 0), "unshare_user": (272, 0x10000000), "unshare_net": (272, 0x40000000),
+         "setns": (308, 0, 0), "keyctl": (250, 0, 0, 0), "add_key": (248, 0, 0, 0, 0, 0),
+         "bpf": (321, 0, 0, 0), "perf_event_open": (298, 0, 0, 0, 0, 0), "userfaultfd": (323, 0),
+         "io_uring_setup": (425, 1, 0), "kexec_load": (246, 0, 0, 0, 0),
+         "init_module": (175, 0, 0, 0), "clock_settime": (227, 0, 0), "settimeofday": (164, 0, 0),
+         "pivot_root": (155, 0, 0), "chroot": (161, 0), "reboot": (169, 0, 0, 0, 0),
+         "clone_newuser": (56, 0x10000000 | 17, 0, 0, 0, 0), "swapon": (167, 0, 0)}
+result = {k: sys_call(*v) for k, v in calls.items()}`);
+    for (const [k, v] of Object.entries(r)) {
+      assert.match(v, /^err:(EPERM|EACCES|ENOSYS)$/, `${k} was not refused by the filter: ${v}`);
+    }
+  });
+
+  test('it cannot signal the gateway, the upstream or PID 1; its own state survives', async () => {
+    await attempt(h, 'kept = 41\nresult = 0');
+    const r = await attempt(h, PRELUDE + `
+import signal
+out = {}
+for name, pid in (("gateway", ${gw}), ("memory", ${mem})):
+    out[name] = attempt(lambda pid=pid: os.kill(pid, signal.SIGKILL))
+out["init_kill"] = attempt(lambda: os.kill(1, signal.SIGKILL))
+out["init_term"] = attempt(lambda: os.kill(1, signal.SIGTERM))
+out["everyone"] = attempt(lambda: os.kill(-1, signal.SIGKILL))
+result = out`);
+    for (const k of ['gateway', 'memory']) {
+      assert.match(r[k], /^err:ESRCH$/, `${k} pid was reachable: ${r[k]}`);
+    }
+    await sleep(300);
+    assert.ok(alive(gw), 'the gateway died');
+    assert.ok(alive(mem), 'the memory server died');
+    assert.equal(await attempt(h, 'result = kept + 1'), 42, 'the worker did not survive');
+    assert.equal(typeof (await attempt(h, 'result = memory_read_graph()')), 'object');
+  });
+
+  test('the policy cannot be bypassed by writing to the upstream\'s stdin', async () => {
+    const r = await attempt(h, PRELUDE + `
+msg = json.dumps({"jsonrpc": "2.0", "id": 999, "method": "tools/call", "params": {"name":
+      "create_entities", "arguments": {"entities": [{"name": "pwned", "entityType": "x",
+      "observations": []}]}}}) + "\\n"
+def via_proc():
+    with open("/proc/${mem}/fd/0", "w") as f:
+        f.write(msg)
+def via_gateway_stdout():
+    with open("/proc/${gw}/fd/1", "w") as f:
+        f.write(msg)
+try:
+    memory_create_entities(entities=[{"name": "pwned", "entityType": "x", "observations": []}]).result()
+    sdk = "called"
+except ToolError as e:
+    sdk = e.kind
+os.write(1, msg.encode())  # to its own stdout: captured by the run, never the MCP client
+result = {"proc": attempt(via_proc), "stdout": attempt(via_gateway_stdout), "sdk": sdk}`);
+    assert.match(r.proc, /^err:/);
+    assert.match(r.stdout, /^err:/);
+    assert.equal(r.sdk, 'denied');
+    await sleep(300);
+    const graph = fs.existsSync(memFile) ? fs.readFileSync(memFile, 'utf8') : '';
+    assert.ok(!graph.includes('pwned'), 'create_entities ran although policy denies it');
+  });
+
+  test('subprocesses are denied by default (execve refused)', async () => {
+    const r = await attempt(h, PRELUDE + `
+import subprocess
+def spawn_sh():
+    subprocess.run(["/bin/sh", "-c", "true"])
+def exec_visible():
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.execv(${JSON.stringify(WORKER_BIN)}, ["x"])
+        except OSError as e:
+            os._exit(e.errno)
+        os._exit(0)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+result = {"sh": attempt(spawn_sh), "exec": attempt(exec_visible)}`);
+    assert.match(r.sh, /^err:/);
+    assert.equal(r.exec, 'ok:1', `execve of a visible binary must fail with EPERM: ${r.exec}`);
+  });
+
+  test('a fork bomb stops at the process cap; the gateway and the next run survive', async () => {
+    const r = await attempt(h, PRELUDE + `
+import time
+kids, err = [], None
+try:
+    for _ in range(1000):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(1.5)
+            os._exit(0)
+        kids.append(pid)
+except OSError as e:
+    err = errno.errorcode.get(e.errno)
+for k in kids:
+    os.waitpid(k, 0)
+result = {"forked": len(kids), "err": err}`);
+    assert.equal(r.err, 'EAGAIN', JSON.stringify(r));
+    assert.ok(r.forked < 64, `forked ${r.forked} processes under CODEMCP_SANDBOX_NPROC=64`);
+    assert.ok(alive(gw));
+    assert.equal(await attempt(h, 'result = 7'), 7);
+  });
+
+  test('memory and /tmp exhaustion fail cleanly; the next run works', async () => {
+    const r = await attempt(h, PRELUDE + `
+def big():
+    b = bytearray(2 << 30)
+    return len(b)
+def fill():
+    chunk = b"x" * (1 << 20)
+    n = 0
+    for i in range(200):
+        with open("/tmp/fill%d" % i, "wb") as f:
+            for _ in range(8):
+                f.write(chunk)
+                n += 1
+    return n
+result = {"mem": attempt(big), "tmp": attempt(fill)}
+for i in range(200):
+    try:
+        os.unlink("/tmp/fill%d" % i)
+    except OSError:
+        pass`);
+    assert.equal(r.mem, 'err:MemoryError');
+    assert.match(r.tmp, /^err:(ENOSPC|EFBIG)$/);
+    assert.equal(await attempt(h, 'result = 8'), 8);
+  });
+
+  test('a detached child does not outlive its run\'s hard kill', async () => {
+    const before = new Set(descendants(gw).map((p) => `${p.pid}:${p.start}`));
+    const pending = run(h, PRELUDE + `
+import time
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(300)
+    os._exit(0)
+while True:
+    try:
+        time.sleep(0.05)
+    except BaseException:
+        pass`, { timeout_ms: 1000 });
+    await sleep(700);
+    const during = descendants(gw).filter((p) => !before.has(`${p.pid}:${p.start}`) || p.comm.startsWith('codemcp-w'));
+    const r = await pending;
+    assert.equal(r.isError, true);
+    const gone = await waitFor(() => {
+      const table = processTable();
+      return during.every((p) => table.get(p.pid)?.start !== p.start);
+    }, ms(5000));
+    assert.ok(gone, `sandbox processes survived the kill: ${JSON.stringify(during)}`);
+    assert.ok(alive(gw));
+    assert.equal(await attempt(h, 'result = 9'), 9, 'the replacement worker answers');
+  });
+
+  test('the gateway listens nowhere (no control socket, no port)', async () => {
+    const inodes = new Set();
+    for (const fd of fs.readdirSync(`/proc/${gw}/fd`)) {
+      const m = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${gw}/fd/${fd}`));
+      if (m) inodes.add(m[1]);
+    }
+    assert.ok(inodes.size > 0, 'the gateway has a socketpair to its worker');
+    const listening = [];
+    for (const line of fs.readFileSync('/proc/net/unix', 'utf8').split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length >= 7 && (parseInt(f[3], 16) & 0x10000) && inodes.has(f[6])) listening.push(line);
+    }
+    for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+      for (const line of fs.readFileSync(file, 'utf8').split('\n').slice(1)) {
+        const f = line.trim().split(/\s+/);
+        if (f.length >= 10 && f[3] === '0A' && inodes.has(f[9])) listening.push(line);
+      }
+    }
+    assert.deepEqual(listening, []);
+  });
+});
+
+describe('sandbox knobs', () => {
+  test('CODEMCP_SANDBOX_SUBPROCESS=1 allows subprocesses (output captured), still no network', async () => {
+    const dir = tempDir('codemcp-sbx-sub-');
+    const h = await connectClient({ config: writeConfig(dir, {}), env: { CODEMCP_SANDBOX_SUBPROCESS: '1' } });
+    const r = await attempt(h, PRELUDE + `
+import subprocess
+p = subprocess.run(["/bin/sh", "-c", "echo sub-out; ls /home 2>&1; id -u"], capture_output=True, text=True)
+subprocess.run(["sh", "-c", "echo to-fd1"])
+result = {"out": p.stdout, "sock": attempt(lambda: socket.socket())}`);
+    assert.match(r.out, /^sub-out\n/);
+    assert.match(r.out, /No such file or directory/);
+    assert.match(r.out, /\n1000\n$/);
+    assert.match(r.sock, /^err:/);
+    await h.close();
+  });
+
+  test('CODEMCP_SANDBOX_RO / _RW make extra paths visible, read-only or writable', async () => {
+    const dir = tempDir('codemcp-sbx-paths-');
+    const ro = path.join(dir, 'ro');
+    const rw = path.join(dir, 'rw');
+    fs.mkdirSync(ro);
+    fs.mkdirSync(rw);
+    fs.chmodSync(dir, 0o755);
+    fs.chmodSync(rw, 0o777);
+    fs.writeFileSync(path.join(ro, 'data.txt'), 'visible');
+    const h = await connectClient({
+      config: writeConfig(dir, {}),
+      env: { CODEMCP_SANDBOX_RO: ro, CODEMCP_SANDBOX_RW: rw },
+    });
+    const r = await attempt(h, PRELUDE + `
+def w(p):
+    with open(p, "w") as f:
+        f.write("from-sandbox")
+result = {"read": attempt(lambda: read(${JSON.stringify(path.join(ro, 'data.txt'))})),
+          "write_ro": attempt(lambda: w(${JSON.stringify(path.join(ro, 'x'))})),
+          "write_rw": attempt(lambda: w(${JSON.stringify(path.join(rw, 'out.txt'))})),
+          "parent": attempt(lambda: sorted(os.listdir(${JSON.stringify(dir)})))}`);
+    assert.equal(r.read, 'ok:visible');
+    assert.match(r.write_ro, /^err:/);
+    assert.equal(r.write_rw, 'ok:None');
+    assert.equal(fs.readFileSync(path.join(rw, 'out.txt'), 'utf8'), 'from-sandbox');
+    assert.match(r.parent, /^ok:\['ro', 'rw'\]$/, 'only the named paths are visible');
+    await h.close();
+  });
+});
+
+describe('sessions and users', () => {
+  test('two HTTP sessions see neither each other\'s variables nor processes', async () => {
+    const dir = tempDir('codemcp-sbx-http-');
+    const proc = new Proc({ args: ['start', '-p', '0'], config: writeConfig(dir, {}), home: dir });
+    const found = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
+    assert.ok(found && found[1], proc.stderrTail());
+    const clients = [];
+    for (const name of ['a', 'b']) {
+      const c = new Client({ name: `sbx-${name}`, version: '0' });
+      await c.connect(new StreamableHTTPClientTransport(new URL(found[1])), { timeout: ms(15000) });
+      clients.push({ client: c });
+    }
+    const [a, b] = clients;
+    const pidA = await attempt(a, `secret_a = ${JSON.stringify(SECRET)}\nimport os\nresult = os.getpid()`);
+    const r = await attempt(b, PRELUDE + `
+import sys, gc
+found = []
+rt = sys.modules.get("codemcp_rt.runner")
+if rt is not None and ${JSON.stringify(SECRET)} in repr(getattr(rt, "_sessions", {})):
+    found.append("runner._sessions")
+for o in gc.get_objects():
+    if isinstance(o, dict) and o.get("secret_a") == ${JSON.stringify(SECRET)}:
+        found.append("a namespace dict")
+        break
+for p in os.listdir("/proc"):
+    if p.isdigit() and p != str(os.getpid()):
+        for f in ("mem", "environ", "cmdline"):
+            v = attempt(lambda p=p, f=f: read("/proc/%s/%s" % (p, f), 1 << 16))
+            if ${JSON.stringify(SECRET)} in v:
+                found.append("/proc/%s/%s" % (p, f))
+result = {"found": found, "has_var": "secret_a" in globals()}`);
+    assert.deepEqual(r.found, []);
+    assert.equal(r.has_var, false);
+    assert.equal(await attempt(a, 'result = secret_a'), SECRET, 'session A keeps its variables');
+    assert.equal(typeof pidA, 'number');
+    for (const c of clients) await c.client.close().catch(() => {});
+    await proc.kill();
+  });
+
+  test('as an unprivileged user the sandbox is the same', async (t) => {
+    const user = 'codemcp-sbx-' + crypto.randomBytes(3).toString('hex');
+    let uid = process.getuid();
+    let gid = process.getgid();
+    let created = false;
+    if (uid === 0) {
+      try {
+        execFileSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', user], { stdio: 'pipe' });
+        created = true;
+      } catch (e) {
+        t.skip(`useradd failed: ${e.message}`);
+        return;
+      }
+      uid = Number(execFileSync('id', ['-u', user]).toString().trim());
+      gid = Number(execFileSync('id', ['-g', user]).toString().trim());
+    }
+    try {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'codemcp-sbx-user-'));
+      fs.chmodSync(dir, 0o755);
+      const config = writeConfig(dir, {});
+      const code = PRELUDE + `
+st = read("/proc/self/status")
+result = {"uid": os.getuid(), "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+          "sock": attempt(lambda: socket.socket()), "shadow": attempt(lambda: read("/etc/shadow")),
+          "caps": [l for l in st.splitlines() if l.startswith("CapEff")][0].split()[1],
+          "seccomp": [l for l in st.splitlines() if l.startswith("Seccomp:")][0].split()[1]}`;
+      const out = await new Promise((resolve) => {
+        const child = spawn(CODEMCP_BIN, [], {
+          uid, gid, cwd: dir,
+          env: { PATH: process.env.PATH, HOME: dir, CODEMCP_CONFIG: config, CODEMCP_SMOKE: code,
+            CODEMCP_WORKER_BIN: WORKER_BIN, XDG_CONFIG_HOME: dir },
+        });
+        let stdout = '', stderr = '';
+        child.stdout.on('data', (d) => (stdout += d));
+        child.stderr.on('data', (d) => (stderr += d));
+        child.on('close', (codeExit) => resolve({ code: codeExit, stdout, stderr }));
+      });
+      fs.rmSync(dir, { recursive: true, force: true });
+      assert.equal(out.code, 0, out.stderr + out.stdout);
+      const r = JSON.parse(out.stdout).result;
+      assert.equal(r.uid, 1000);
+      assert.ok(r.pids.every((p) => p <= 3), String(r.pids));
+      assert.match(r.sock, /^err:/);
+      assert.match(r.shadow, /^err:/);
+      assert.equal(r.caps, '0000000000000000');
+      assert.equal(r.seccomp, '2');
+    } finally {
+      if (created) execFileSync('userdel', [user], { stdio: 'pipe' });
+    }
+  });
+});
+
+describe('fail closed', () => {
+  test('a kernel that refuses user namespaces stops codemcp at start, with what to do', async (t) => {
+    // A user namespace of our own in which user.max_user_namespaces is 0: the gateway's
+    // probe meets exactly what an AppArmor or sysctl restriction looks like.
+    const probe = spawn('unshare', ['-Ur', 'true']);
+    const ok = await new Promise((r) => probe.on('close', (c) => r(c === 0)).on('error', () => r(false)));
+    if (!ok) {
+      t.skip('unshare -Ur is not available here');
+      return;
+    }
+    const dir = tempDir('codemcp-sbx-closed-');
+    const config = writeConfig(dir, {});
+    const sh = (iso) => new Promise((resolve) => {
+      const child = spawn('unshare', ['-Ur', 'sh', '-c',
+        'echo 0 > /proc/sys/user/max_user_namespaces && exec "$0"', CODEMCP_BIN], {
+        env: { PATH: process.env.PATH, CODEMCP_CONFIG: config, CODEMCP_SMOKE: 'result = 5',
+          CODEMCP_WORKER_BIN: WORKER_BIN, HOME: dir, ...(iso ? { CODEMCP_ISOLATION: iso } : {}) },
+      });
+      let stdout = '', stderr = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.stderr.on('data', (d) => (stderr += d));
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+    const closed = await sh(null);
+    assert.equal(closed.code, 1, closed.stderr);
+    assert.match(closed.stderr, /cannot create the worker sandbox/);
+    assert.match(closed.stderr, /max_user_namespaces/);
+    assert.match(closed.stderr, /CODEMCP_ISOLATION=host/);
+    assert.equal(closed.stdout, '', 'no program ran');
+    const host = await sh('host');
+    assert.equal(host.code, 0, host.stderr);
+    assert.equal(JSON.parse(host.stdout).result, 5);
+    assert.match(host.stderr, /CODEMCP_ISOLATION=host: agent code runs WITHOUT a sandbox/);
+  });
+});
