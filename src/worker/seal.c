@@ -196,8 +196,8 @@ int seal_seccomp(const struct sbx_opts *o, char *err, size_t errlen)
     /* socketpair: AF_UNIX only. */
     if (rc == 0) {
         what = "socketpair";
-        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socketpair), 1,
-                              SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+        struct scmp_arg_cmp not_unix = {.arg = 0, .op = SCMP_CMP_NE, .datum_a = AF_UNIX};
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socketpair), 1, not_unix);
     }
     /* clone with a namespace flag; clone3 cannot be inspected (its flags are behind a
      * pointer): ENOSYS makes glibc fall back to clone. */
@@ -206,8 +206,9 @@ int seal_seccomp(const struct sbx_opts *o, char *err, size_t errlen)
                                              CLONE_NEWCGROUP, 0x00000080 /* NEWTIME */};
     for (size_t i = 0; i < sizeof(ns_flags) / sizeof(ns_flags[0]) && rc == 0; i++) {
         what = "clone";
-        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                              SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
+        struct scmp_arg_cmp has_flag = {
+            .arg = 0, .op = SCMP_CMP_MASKED_EQ, .datum_a = ns_flags[i], .datum_b = ns_flags[i]};
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1, has_flag);
     }
     if (rc == 0) {
         what = "clone3";
