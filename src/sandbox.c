@@ -460,6 +460,7 @@ static void apply_limits(const struct sbx_opts *o)
 /* PID 1: reaps everything, exits when the worker does, hands its raw status to the waiter. */
 __attribute__((noreturn)) static void init_main(pid_t worker, int status_fd)
 {
+    prctl(PR_SET_DUMPABLE, 0); /* the worker may not read or trace its PID 1 */
     close_range(0, (unsigned)status_fd - 1, 0);
     close_range((unsigned)status_fd + 1, ~0U, 0);
     for (;;) {

@@ -265,13 +265,14 @@ int main(int argc, char **argv)
     mallopt(M_ARENA_MAX, 1);
     wm_fix_stdio();
     log_init_from_env();
+    /* The token goes first: the sandbox's PID 1 is a copy of this process. */
+    char *token = wm_take_secret("CODEMCP_WORKER_TOKEN");
     if (wm_sandbox() < 0)
         return SBX_EXIT_SETUP;
     fdcap_start();
     wm_apply_memory_limit();
 
     const char *url = getenv("CODEMCP_CONTROL_URL");
-    char *token = wm_take_secret("CODEMCP_WORKER_TOKEN");
     long worker_id = env_long("CODEMCP_WORKER_ID", 0);
     int status = WM_EXIT_ENV;
 

@@ -150,15 +150,21 @@ result = {"pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
 paths = ${JSON.stringify(paths)}
 got = {p: attempt(lambda p=p: os.listdir(p) and "dir" if os.path.isdir(p) else read(p)) for p in paths}
 leak = [k for k, v in got.items() if ${JSON.stringify(SECRET)} in v]
+import re
+tokens = []
 for p in os.listdir("/proc"):
     if p.isdigit():
         v = attempt(lambda p=p: read("/proc/%s/environ" % p))
         if ${JSON.stringify(SECRET)} in v:
             leak.append("/proc/%s/environ" % p)
+        tokens += re.findall(r"CODEMCP_WORKER_TOKEN=([0-9a-f]{8,})", v)
+        got["/proc/%s/mem" % p] = attempt(lambda p=p: read("/proc/%s/mem" % p, 16))
 envs = dict(os.environ)
-result = {"got": got, "leak": leak, "env": envs,
+result = {"got": got, "leak": leak, "env": envs, "tokens": tokens,
           "home": os.path.expanduser("~")}`);
     assert.deepEqual(r.leak, [], `the secret leaked through ${r.leak}`);
+    assert.deepEqual(r.tokens, [], 'a worker token is readable in a process environment');
+    assert.match(r.got['/proc/1/mem'], /^err:/, 'the sandbox\'s PID 1 is readable');
     assert.ok(!JSON.stringify(r.env).includes(SECRET));
     assert.ok(!('CODEMCP_WORKER_TOKEN' in r.env), 'the worker token stayed in the environment');
     assert.equal(r.home, '/tmp');
