@@ -176,6 +176,7 @@ result = {"got": got, "leak": leak, "env": envs, "tokens": tokens,
   });
 
   test('writes land only in its own /tmp; mcp.json and ~/.bashrc stay untouched', async () => {
+    fs.rmSync(path.join(REPO, 'sbx-escape'), { force: true });
     const targets = ['/x', '/etc/x', '/usr/lib/x', '/dev/x', '/proc/x', config, WORKER_BIN,
       path.join(home, '.bashrc'), path.join(REPO, 'sbx-escape'), '/dev/shm/../x'];
     const r = await attempt(h, PRELUDE + `
@@ -363,7 +364,8 @@ for i in range(200):
         os.unlink("/tmp/fill%d" % i)
     except OSError:
         pass`);
-    assert.equal(r.mem, 'err:MemoryError');
+    // ASan reserves terabytes of address space: a sanitizer build runs without RLIMIT_AS.
+    if (!process.env.CODEMCP_TEST_SANITIZER) assert.equal(r.mem, 'err:MemoryError');
     assert.match(r.tmp, /^err:(ENOSPC|EFBIG)$/);
     assert.equal(await attempt(h, 'result = 8'), 8);
   });
