@@ -188,13 +188,15 @@ int seal_seccomp(const struct sbx_opts *o, char *err, size_t errlen)
         int nr = seccomp_syscall_resolve_name(deny_names[i]);
         if (nr == __NR_SCMP_ERROR)
             continue; /* not on this architecture */
+        if (o->net_host && strcmp(deny_names[i], "socket") == 0)
+            continue; /* CODEMCP_SANDBOX_NET=host: sockets are the point */
         int action =
             strcmp(deny_names[i], "socket") == 0 ? SCMP_ACT_ERRNO(EACCES) : SCMP_ACT_ERRNO(EPERM);
         what = deny_names[i];
         rc = seccomp_rule_add(ctx, action, nr, 0);
     }
     /* socketpair: AF_UNIX only. */
-    if (rc == 0) {
+    if (rc == 0 && !o->net_host) {
         what = "socketpair";
         struct scmp_arg_cmp not_unix = {.arg = 0, .op = SCMP_CMP_NE, .datum_a = AF_UNIX};
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socketpair), 1, not_unix);

@@ -7,7 +7,8 @@
  * flags, keyctl and the key syscalls, bpf, perf_event_open, userfaultfd, io_uring, kexec,
  * module loading, clock and time setting, swap, reboot, acct, quotactl, handle-based opens,
  * iopl/ioperm, syslog; socket() of every family (socketpair(AF_UNIX) stays allowed: the
- * control channel and Python's socketpair() need nothing else); and execve/execveat unless
+ * control channel and Python's socketpair() need nothing else; CODEMCP_SANDBOX_NET=host
+ * allows sockets); and execve/execveat unless
  * subprocesses are allowed (CODEMCP_SANDBOX_SUBPROCESS). Foreign syscall ABIs (i386, x32)
  * kill the process. Must not: be applied before the control descriptor and stdio are set
  * up — nothing after it can open sockets. */

@@ -436,6 +436,29 @@ result = {"out": p.stdout, "sock": attempt(lambda: socket.socket())}`);
     await h.close();
   });
 
+  test('CODEMCP_SANDBOX_NET=host keeps the host network (and nothing else changes)', async () => {
+    const dir = tempDir('codemcp-sbx-net-');
+    let seen = 0;
+    const srv = net.createServer((s) => { seen++; s.end('hello from the host'); });
+    await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+    try {
+      const h = await connectClient({ config: writeConfig(dir, {}), env: { CODEMCP_SANDBOX_NET: 'host' } });
+      const r = await attempt(h, PRELUDE + `
+def get():
+    s = socket.create_connection(("127.0.0.1", ${srv.address().port}), timeout=5)
+    return s.recv(100).decode()
+result = {"tcp": attempt(get), "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+          "home": attempt(lambda: os.listdir(${JSON.stringify(os.homedir())}))}`);
+      assert.equal(r.tcp, 'ok:hello from the host');
+      assert.equal(seen, 1);
+      assert.ok(r.pids.every((p) => p <= 3), String(r.pids));
+      assert.match(r.home, /^err:/);
+      await h.close();
+    } finally {
+      srv.close();
+    }
+  });
+
   test('CODEMCP_SANDBOX_RO / _RW make extra paths visible, read-only or writable', async () => {
     const dir = tempDir('codemcp-sbx-paths-');
     const ro = path.join(dir, 'ro');
@@ -490,9 +513,31 @@ for o in gc.get_objects():
     if isinstance(o, dict) and o.get("secret_a") == ${JSON.stringify(SECRET)}:
         found.append("a namespace dict")
         break
+needle = ${JSON.stringify(SECRET)}.encode()
+def scan_mem(p):
+    hits = 0
+    with open("/proc/%s/maps" % p) as maps, open("/proc/%s/mem" % p, "rb", 0) as mem:
+        for line in maps:
+            addr, perms = line.split()[:2]
+            if not perms.startswith("rw"):
+                continue
+            lo, hi = (int(x, 16) for x in addr.split("-"))
+            if hi - lo > (64 << 20):
+                continue
+            try:
+                mem.seek(lo)
+                if needle in mem.read(hi - lo):
+                    hits += 1
+            except OSError:
+                pass
+    return hits
+scanned = {}
 for p in os.listdir("/proc"):
     if p.isdigit() and p != str(os.getpid()):
-        for f in ("mem", "environ", "cmdline"):
+        scanned[p] = attempt(lambda p=p: scan_mem(p))
+        if scanned[p] not in ("ok:0",) and scanned[p].startswith("ok:"):
+            found.append("/proc/%s/mem" % p)
+        for f in ("environ", "cmdline"):
             v = attempt(lambda p=p, f=f: read("/proc/%s/%s" % (p, f), 1 << 16))
             if ${JSON.stringify(SECRET)} in v:
                 found.append("/proc/%s/%s" % (p, f))
