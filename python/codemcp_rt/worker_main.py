@@ -12,8 +12,10 @@ Nothing but a closed control connection ends the loop.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
+import time
 from typing import Any
 
 from codemcp_rt import runner, runstate, sdk
@@ -55,6 +57,37 @@ def install_interrupt_handler() -> None:
 
 _log = runner._log  # one stderr logger for the runtime (goes to the gateway's log)
 
+# In the sandbox (src/sandbox.h) the worker is PID 2 of a PID namespace of its own.
+_SANDBOXED = os.environ.get("CODEMCP_ISOLATION") == "sandbox" and os.getpid() == 2
+
+
+def end_strays() -> None:
+    """Sandbox only: processes a run started and left behind (a detached child, a daemon)
+    end with the run, so nothing outlives it to watch or disturb later runs. kill(-1)
+    reaches every process of the namespace except this one and PID 1."""
+    if not _SANDBOXED or not _others():
+        return
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
+    deadline = time.monotonic() + 0.5
+    while time.monotonic() < deadline:
+        try:  # our own children; orphans are reaped by PID 1
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            pass
+        if not _others():
+            return
+        time.sleep(0.002)
+
+
+def _others() -> list[str]:
+    """Processes of the sandbox other than PID 1 and this one (one listdir, ~20 µs)."""
+    me = str(os.getpid())
+    return [p for p in os.listdir("/proc") if p.isdigit() and p not in ("1", me)]
+
 
 class _Raw(str):
     """A result that is JSON text already (the run envelope): spliced in, not re-encoded."""
@@ -94,7 +127,10 @@ def handle(text: str) -> str | None:
         if not isinstance(params, dict):
             raise runner.BadRequest("params must be an object")
         if method == "run":
-            result = _Raw(runner.run_json(params))
+            try:
+                result = _Raw(runner.run_json(params))
+            finally:
+                end_strays()
         elif method == "load_sdk":
             loaded = sdk.load_sdk(params.get("source"), params.get("version"), params.get("catalog"))
             if not loaded["ok"]:

@@ -398,6 +398,23 @@ while True:
     assert.equal(await attempt(h, 'result = 9'), 9, 'the replacement worker answers');
   });
 
+  test('processes a run leaves behind end with it', async () => {
+    const r1 = await attempt(h, PRELUDE + `
+import time
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(300)
+    os._exit(0)
+os.waitpid(pid, 0)
+time.sleep(0.2)
+result = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())`);
+    assert.ok(r1.length >= 3, `the detached grandchild did not start: ${r1}`);
+    const r2 = await attempt(h, 'import os\nresult = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())');
+    assert.deepEqual(r2, [1, 2], 'a process outlived the run that started it');
+  });
+
   test('the gateway listens nowhere (no control socket, no port)', async () => {
     const inodes = new Set();
     for (const fd of fs.readdirSync(`/proc/${gw}/fd`)) {
