@@ -345,10 +345,9 @@ int main(int argc, char **argv)
     if (mode != MODE_DUMP) {
         if (ctl_init() < 0)
             return 1;
-        /* One worker runs one program at a time and a session's namespace lives in one
-         * worker: stdio has one session; an HTTP gateway spreads sessions over a pool so
-         * CPU-bound runs of different sessions proceed in parallel. */
-        long workers = env_long("CODEMCP_WORKERS", mode == MODE_HTTP ? 4 : 1);
+        /* One interpreter per session (workers.c): stdio has one session; an HTTP gateway
+         * keeps up to CODEMCP_WORKERS sessions' workers alive at once. */
+        long workers = env_long("CODEMCP_WORKERS", mode == MODE_HTTP ? 16 : 1);
         int wr = wk_init((int)workers);
         if (wr == -2)
             return 1; /* CODEMCP_ISOLATION: the sandbox cannot be built (logged) */

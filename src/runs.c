@@ -406,6 +406,14 @@ void run_cancel_request(uint64_t session_id, json_t *request_id, const char *rea
     }
 }
 
+int run_uses_slot(int slot)
+{
+    for (struct run *r = runs; r; r = r->next)
+        if (r->slot == slot && r->state != RUN_DONE)
+            return 1;
+    return 0;
+}
+
 void run_session_closed(uint64_t session_id)
 {
     struct run *r = runs;

@@ -43,5 +43,8 @@ void run_call_done(struct run *r);
 void run_finished(struct run *r, json_t *envelope, const char *failure);
 /* A worker became idle: give it the next queued run, if any. */
 void run_dispatch(void);
+/* True while a run not yet finished was given this worker slot (workers.c never hands the
+ * slot to another session before that). */
+int run_uses_slot(int slot);
 
 #endif

@@ -47,11 +47,17 @@ struct worker {
     struct lp_timer restart_timer;
     struct lp_io *out_io, *err_io;
     struct rpc_lines out_lines, err_lines;
+    int owned;        /* a session owns this slot (its one interpreter) */
+    uint64_t session; /* the owner, when owned */
+    int64_t last_used_ms;
+    struct lp_timer idle_timer;
+    char *notice; /* for the owner's next answer (variables discarded) */
 };
 
+/* A session whose worker was ended while it lives on, and why (told on its next run). */
 struct pin {
     uint64_t session_id;
-    int slot;
+    const char *why; /* static text */
 };
 
 static struct worker *workers;
@@ -62,6 +68,7 @@ static char worker_bin[PATH_MAX + 128];
 static int64_t next_rpc_id = 1;
 static long memory_mb;
 static int sandboxed; /* CODEMCP_ISOLATION=sandbox */
+static long session_idle_ms;
 static void (*shutdown_done)(void);
 static int shutting_down;
 
@@ -155,6 +162,15 @@ static void fail_current_run(struct worker *w, const char *why)
         run_finished(r, NULL, why);
 }
 
+/* True when another unowned slot is up (or coming up) for the next new session. */
+static int other_spare(const struct worker *w)
+{
+    for (int s = 0; s < n_workers; s++)
+        if (&workers[s] != w && !workers[s].owned && workers[s].state != WK_DOWN)
+            return 1;
+    return 0;
+}
+
 static void restart_later(void *ud)
 {
     struct worker *w = ud;
@@ -216,8 +232,9 @@ static void on_worker_exit(void *ud, pid_t pid, int status)
                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         w->start_failure = w->failed_starts >= 3 ? xstrdup(msg) : NULL;
     }
-    /* Restart right away after a run-induced crash; back off when it cannot start. */
-    if (!w->start_failure)
+    /* Restart right away after a run-induced crash; back off when it cannot start. An
+     * unowned slot comes back only as the one warm spare. */
+    if (!w->start_failure && (w->owned || !other_spare(w)))
         lp_timer_start(&w->restart_timer, w->failed_starts ? 200L * w->failed_starts : 0,
                        restart_later, w);
     run_dispatch();
@@ -379,6 +396,7 @@ int wk_init(int max_workers)
         return -1;
     }
     memory_mb = env_long("CODEMCP_WORKER_MEMORY_MB", 512);
+    session_idle_ms = env_long("CODEMCP_SESSION_IDLE_MS", 900000);
     n_workers = max_workers < 1 ? 1 : max_workers;
     workers = xcalloc((size_t)n_workers, sizeof(*workers));
     for (int i = 0; i < n_workers; i++) {
@@ -402,49 +420,151 @@ int wk_available(void)
 
 /* ---- sessions ----------------------------------------------------------------------------- */
 
-int wk_slot_for_session(uint64_t session_id)
+/* One interpreter per session: a session owns its slot (and so its worker process) until it
+ * closes, idles past CODEMCP_SESSION_IDLE_MS, or is evicted (least recently used, idle) to
+ * make room when every slot is taken. Its next run then gets a fresh worker and the answer
+ * carries a `notice` saying its variables were discarded. A slot is never handed to another
+ * session while a run still refers to it (run_uses_slot), so no program can land in another
+ * session's interpreter. One unowned slot is kept warm for the next new session. */
+
+static struct worker *slot_owner_of(uint64_t session_id)
 {
-    if (!n_workers)
-        return 0;
+    for (int s = 0; s < n_workers; s++)
+        if (workers[s].owned && workers[s].session == session_id)
+            return &workers[s];
+    return NULL;
+}
+
+static void remember_discarded(uint64_t session_id, const char *why)
+{
     for (size_t i = 0; i < n_pins; i++)
         if (pins[i].session_id == session_id)
-            return pins[i].slot;
-    int best = 0;
-    size_t best_count = (size_t)-1;
-    for (int s = 0; s < n_workers; s++) {
-        size_t count = 0;
-        for (size_t i = 0; i < n_pins; i++)
-            count += pins[i].slot == s;
-        if (count < best_count) {
-            best = s;
-            best_count = count;
-        }
-    }
+            return;
     if (n_pins == cap_pins) {
         cap_pins = cap_pins ? cap_pins * 2 : 16;
         pins = xrealloc(pins, cap_pins * sizeof(*pins));
     }
-    pins[n_pins++] = (struct pin){session_id, best};
-    return best;
+    pins[n_pins++] = (struct pin){session_id, why};
+}
+
+/* Ends the worker of a session that keeps existing: its variables go. */
+/* Ends the slot's process so that nothing of its session reaches the next owner; no run is
+ * sent to it meanwhile (BUSY without a run until it is reaped and replaced). */
+static void end_process(struct worker *w, const char *why)
+{
+    lp_timer_stop(&w->idle_timer);
+    if (!w->pid)
+        return;
+    free(w->kill_reason);
+    w->kill_reason = xstrdup(why);
+    if (w->state == WK_READY)
+        w->state = WK_BUSY;
+    hard_kill(w->pid);
+}
+
+/* Ends the worker of a session that keeps existing: its variables go. */
+static void discard_session(struct worker *w, const char *why)
+{
+    remember_discarded(w->session, why);
+    w->owned = 0;
+    end_process(w, why);
+}
+
+static void on_idle(void *ud)
+{
+    struct worker *w = ud;
+    if (!w->owned || w->state == WK_BUSY || run_uses_slot(w->slot))
+        return;
+    log_info("worker", "worker %d: session idle for %ld ms: ending its worker", w->slot,
+             session_idle_ms);
+    discard_session(w, "this session was idle longer than CODEMCP_SESSION_IDLE_MS, so its "
+                       "Python worker was ended and its variables were discarded; this run "
+                       "started from a fresh interpreter");
+}
+
+static void touch(struct worker *w)
+{
+    w->last_used_ms = now_ms();
+    if (session_idle_ms > 0 && n_workers > 0)
+        lp_timer_start(&w->idle_timer, session_idle_ms, on_idle, w);
+}
+
+/* Keeps one unowned slot warm (started) for the next new session. */
+static void keep_spare(void)
+{
+    int down = -1;
+    for (int s = 0; s < n_workers; s++)
+        if (workers[s].start_failure)
+            return; /* workers cannot start: no spare to keep */
+    for (int s = 0; s < n_workers; s++) {
+        struct worker *w = &workers[s];
+        if (w->owned || run_uses_slot(s))
+            continue;
+        if (w->state != WK_DOWN)
+            return;
+        if (down < 0 && !w->start_failure)
+            down = s;
+    }
+    if (down >= 0 && !shutting_down)
+        spawn(&workers[down]);
+}
+
+int wk_slot_for_session(uint64_t session_id)
+{
+    if (!n_workers)
+        return 0;
+    struct worker *w = slot_owner_of(session_id);
+    if (w)
+        return w->slot;
+    /* A free slot: warm first, then starting, then down. */
+    static const enum wk_state pref[] = {WK_READY, WK_STARTING, WK_DOWN};
+    for (size_t k = 0; k < 3 && !w; k++)
+        for (int s = 0; s < n_workers && !w; s++)
+            if (!workers[s].owned && workers[s].state == pref[k] && !run_uses_slot(s))
+                w = &workers[s];
+    if (!w) { /* evict the least recently used idle session */
+        for (int s = 0; s < n_workers; s++) {
+            struct worker *c = &workers[s];
+            if (c->owned && c->state != WK_BUSY && !run_uses_slot(s) &&
+                (!w || c->last_used_ms < w->last_used_ms))
+                w = c;
+        }
+        if (!w)
+            return -1; /* every slot runs another session's program right now */
+        log_info("worker", "worker %d: evicting an idle session for a new one", w->slot);
+        discard_session(w, "more sessions were active than CODEMCP_WORKERS allows, so this "
+                           "idle session's Python worker was ended and its variables were "
+                           "discarded; this run started from a fresh interpreter");
+    }
+    w->owned = 1;
+    w->session = session_id;
+    free(w->notice);
+    w->notice = NULL;
+    for (size_t i = 0; i < n_pins; i++)
+        if (pins[i].session_id == session_id) {
+            w->notice = xstrdup(pins[i].why);
+            pins[i] = pins[--n_pins];
+            break;
+        }
+    touch(w);
+    keep_spare();
+    return w->slot;
 }
 
 void wk_session_closed(uint64_t session_id)
 {
-    if (!n_workers)
-        return;
     for (size_t i = 0; i < n_pins; i++)
         if (pins[i].session_id == session_id) {
-            int slot = pins[i].slot;
             pins[i] = pins[--n_pins];
-            struct worker *w = &workers[slot];
-            if (w->conn_id) {
-                char sid[32];
-                snprintf(sid, sizeof(sid), "s%llu", (unsigned long long)session_id);
-                ctl_send(w->conn_id,
-                         rpc_request(NULL, "drop_session", json_pack("{s:s}", "session", sid)));
-            }
-            return;
+            break;
         }
+    struct worker *w = slot_owner_of(session_id);
+    if (!w)
+        return;
+    w->owned = 0;
+    /* Its namespace must not reach the next session: the process goes, a fresh one (the
+     * spare) comes back. */
+    end_process(w, "the session was closed");
 }
 
 /* ---- runs ------------------------------------------------------------------------------------ */
@@ -454,11 +574,16 @@ const char *wk_start_failure(int slot)
     if (!n_workers)
         return "codemcp-worker was not found, so Python cannot run (set CODEMCP_WORKER_BIN "
                "or reinstall codemcp)";
+    if (slot < 0)
+        return "every Python worker is running another session's program right now "
+               "(CODEMCP_WORKERS caps them): try again in a moment";
     return workers[slot].start_failure;
 }
 
 int wk_ready(int slot)
 {
+    if (slot < 0 || slot >= n_workers)
+        return 0;
     struct worker *w = &workers[slot];
     if (w->state == WK_READY)
         return 1;
@@ -474,8 +599,8 @@ struct run *wk_current_run(int slot)
 
 int wk_start_run(int slot, struct run *r, json_t *params)
 {
-    struct worker *w = &workers[slot];
-    if (w->state != WK_READY) {
+    struct worker *w = slot >= 0 && slot < n_workers ? &workers[slot] : NULL;
+    if (!w || w->state != WK_READY) {
         json_decref(params);
         return -1;
     }
@@ -487,11 +612,14 @@ int wk_start_run(int slot, struct run *r, json_t *params)
         return -1;
     w->run = r;
     w->state = WK_BUSY;
+    lp_timer_stop(&w->idle_timer);
     return 0;
 }
 
 void wk_cancel(int slot, const char *run_id, const char *reason)
 {
+    if (slot < 0 || slot >= n_workers)
+        return;
     struct worker *w = &workers[slot];
     if (w->conn_id)
         ctl_send(w->conn_id,
@@ -501,6 +629,8 @@ void wk_cancel(int slot, const char *run_id, const char *reason)
 
 void wk_kill(int slot, const char *why)
 {
+    if (slot < 0 || slot >= n_workers)
+        return;
     struct worker *w = &workers[slot];
     if (!w->pid)
         return;
@@ -574,6 +704,13 @@ void wk_on_message(int slot, json_t *msg)
         /* The runtime asks for a fresh process when a run leaves threads behind under
          * enforcement: they must not act under a later run's allow_mutations. */
         int recycle = json_is_true(json_object_get(result, "recycle"));
+        if (w->notice && json_is_object(result)) {
+            json_object_set_new(result, "notice", json_string(w->notice));
+            free(w->notice);
+            w->notice = NULL;
+        }
+        if (w->owned)
+            touch(w);
         if (error) {
             json_t *m = json_object_get(error, "message");
             run_finished(r, NULL, json_is_string(m) ? json_string_value(m) : "worker error");
@@ -627,6 +764,7 @@ void wk_shutdown_all(void (*done)(void))
         struct worker *w = &workers[i];
         lp_timer_stop(&w->start_timer);
         lp_timer_stop(&w->restart_timer);
+        lp_timer_stop(&w->idle_timer);
         if (w->pid) {
             any = 1;
             if (!w->kill_reason)

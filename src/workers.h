@@ -3,8 +3,9 @@
  * Spawns workers with a scrubbed environment and a fresh random token each start,
  * tracks their control connection, keeps their SDK current (load_sdk on every catalog
  * change; a worker handles requests in order, so a reload never lands inside a run),
- * and restarts them after a crash or a kill. Session → worker pinning lives here too:
- * a session's namespace exists in one worker. Loop thread only. */
+ * and restarts them after a crash or a kill. Sessions own workers here too: one
+ * interpreter per session, never shared (see the sessions section of workers.c), ended
+ * when the session closes, idles (CODEMCP_SESSION_IDLE_MS) or is evicted. Loop thread only. */
 #ifndef CODEMCP_WORKERS_H
 #define CODEMCP_WORKERS_H
 
@@ -21,7 +22,8 @@ int wk_init(int max_workers);
 void wk_prewarm(void);
 /* False when no worker binary was found (execute_python then fails clearly). */
 int wk_available(void);
-/* The worker slot a session's runs go to (pins on first use). */
+/* The worker slot a session's runs go to (owned by it from the first use), or -1 when every
+ * slot runs another session's program (wk_start_failure(-1) says so). */
 int wk_slot_for_session(uint64_t session_id);
 void wk_session_closed(uint64_t session_id);
 /* True when the slot can take a run now; otherwise makes sure it is starting. */

@@ -567,6 +567,60 @@ result = {"found": found, "has_var": "secret_a" in globals()}`);
     await proc.kill();
   });
 
+  test('one interpreter per session: more sessions than workers never share one', async () => {
+    const dir = tempDir('codemcp-sbx-per-session-');
+    const proc = new Proc({ args: ['start', '-p', '0'], config: writeConfig(dir, {}), home: dir,
+      env: { CODEMCP_WORKERS: '2' } });
+    const found = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
+    assert.ok(found && found[1], proc.stderrTail());
+    const open = async (name) => {
+      const client = new Client({ name, version: '0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(found[1])), { timeout: ms(15000) });
+      return { client };
+    };
+    const spy = PRELUDE + `
+import sys, gc
+rt = sys.modules.get("codemcp_rt.runner")
+seen = [n for n in ("secret_a", "secret_b") if n in globals()]
+if rt is not None and ${JSON.stringify(SECRET)} in repr(getattr(rt, "_sessions", {})):
+    seen.append("runner._sessions")
+if any(isinstance(o, dict) and o.get("secret_a") == ${JSON.stringify(SECRET)} for o in gc.get_objects()):
+    seen.append("a namespace dict")
+result = seen`;
+    const a = await open('a');
+    const b = await open('b');
+    await attempt(a, `secret_a = ${JSON.stringify(SECRET)}\nresult = 1`);
+    assert.deepEqual(await attempt(b, spy), [], 'session B reached session A');
+    await attempt(b, 'secret_b = 2\nresult = 1');
+    // A third session with two workers: the least recently used idle session (A) gives its
+    // worker up; it is never shared.
+    const c = await open('c');
+    assert.deepEqual(await attempt(c, spy), [], 'session C reached another session');
+    const again = await run(a, 'result = secret_a');
+    assert.equal(again.isError, true, 'A kept variables it cannot have kept');
+    assert.match(again.structuredContent.notice, /variables were discarded/);
+    assert.match(again.structuredContent.error, /NameError/);
+    assert.equal(await attempt(a, 'result = 3'), 3);
+    for (const x of [a, b, c]) await x.client.close().catch(() => {});
+    await proc.kill();
+  });
+
+  test('a session idle past CODEMCP_SESSION_IDLE_MS loses its worker, and its next run says so', async () => {
+    const dir = tempDir('codemcp-sbx-idle-');
+    const h = await connectClient({ config: writeConfig(dir, {}), env: { CODEMCP_SESSION_IDLE_MS: '600' } });
+    await attempt(h, 'kept = 5\nresult = kept');
+    assert.equal(await attempt(h, 'result = kept'), 5, 'variables persist while the session is active');
+    await sleep(1500);
+    const r = await run(h, 'result = kept');
+    assert.equal(r.isError, true);
+    assert.match(r.structuredContent.notice, /idle longer than CODEMCP_SESSION_IDLE_MS/);
+    assert.match(r.structuredContent.error, /NameError/);
+    const r2 = await run(h, 'result = 6');
+    assert.equal(r2.structuredContent.result, 6);
+    assert.ok(!('notice' in r2.structuredContent), 'the notice is given once');
+    await h.close();
+  });
+
   test('as an unprivileged user the sandbox is the same', async (t) => {
     const user = 'codemcp-sbx-' + crypto.randomBytes(3).toString('hex');
     let uid = process.getuid();
