@@ -114,7 +114,8 @@ function tree(pid) {
 }
 async function http(iso) {
   const proc = spawn(bin, ['start', '-p', '0'], { env: { ...process.env, CODEMCP_CONFIG: empty,
-    CODEMCP_ISOLATION: iso, CODEMCP_HTTP_MAX_SESSIONS: '1024' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    CODEMCP_ISOLATION: iso, CODEMCP_HTTP_MAX_SESSIONS: '1024', CODEMCP_WORKERS: '210' },
+    stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   proc.stderr.on('data', (d) => (err += d));
   for (let i = 0; i < 200 && !/at (http\S+)/.test(err); i++) await new Promise((r) => setTimeout(r, 50));
@@ -128,15 +129,22 @@ async function http(iso) {
   };
   const first = await open();
   await run(first, PY.empty);
-  const existing = [], fresh = [];
+  const existing = [], fresh = [], burst = [];
   for (let k = 0; k < 20; k++) {
     let t0 = now();
     await run(first, PY.empty);
     existing.push(now() - t0);
+    await new Promise((r) => setTimeout(r, 250)); // sessions arriving slower than a spawn
     const c = await open();
     t0 = now();
     await run(c, PY.empty);
     fresh.push(now() - t0);
+  }
+  for (let k = 0; k < 10; k++) { // back to back: the warm spare is used up at once
+    const c = await open();
+    const t0 = now();
+    await run(c, PY.empty);
+    burst.push(now() - t0);
   }
   const pss = {};
   for (const target of [1, 50, 200]) {
@@ -151,7 +159,7 @@ async function http(iso) {
   }
   for (const c of sessions) await c.close().catch(() => {});
   proc.kill('SIGTERM');
-  return { existing: stats(existing), fresh: stats(fresh), pss };
+  return { existing: stats(existing), fresh: stats(fresh), burst: stats(burst), pss };
 }
 const httpRes = {};
 for (const m of MODES) httpRes[m] = await http(m);
@@ -177,9 +185,10 @@ const row = (name, a, b) => L(`| ${name} | ${fmt(a.median, 1)} | ${fmt(b.median,
 row('respawn: SIGKILL of the worker → next empty run answered', stats(respawn.sandbox), stats(respawn.host));
 row('cold start: stdio gateway spawned → first empty run answered', stats(cold.sandbox), stats(cold.host));
 row('HTTP: empty run in an existing session', httpRes.sandbox.existing, httpRes.host.existing);
-row('HTTP: first run of a new session', httpRes.sandbox.fresh, httpRes.host.fresh);
+row('HTTP: first run of a new session (sessions 250 ms apart: the warm spare)', httpRes.sandbox.fresh, httpRes.host.fresh);
+row('HTTP: first run of a new session, back to back (a worker spawn)', httpRes.sandbox.burst, httpRes.host.burst);
 L();
-L('PSS of the gateway and every process under it (workers, sandbox waiters and PID 1s), per idle HTTP session:');
+L('PSS of the gateway and every process under it (one worker per session; in the sandbox also its waiter and PID 1), per idle HTTP session (CODEMCP_WORKERS=210):');
 L();
 L('| sessions | sandbox total MiB | sandbox per session KiB | host total MiB | host per session KiB | processes (sandbox/host) |');
 L('|---|---|---|---|---|---|');
