@@ -127,8 +127,20 @@ async function http(iso) {
     sessions.push(c);
     return c;
   };
+  const pss = {};
+  const measure = async (target) => {
+    while (sessions.length < target) {
+      const c = await open();
+      await run(c, 'x = list(range(100))\nresult = 1');
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    const all = tree(proc.pid);
+    const total = all.reduce((s, p) => s + pssKiB(p), 0);
+    pss[target] = { total, per: total / target, procs: all.length };
+  };
   const first = await open();
   await run(first, PY.empty);
+  await measure(1);
   const existing = [], fresh = [], burst = [];
   for (let k = 0; k < 20; k++) {
     let t0 = now();
@@ -146,17 +158,7 @@ async function http(iso) {
     await run(c, PY.empty);
     burst.push(now() - t0);
   }
-  const pss = {};
-  for (const target of [1, 50, 200]) {
-    while (sessions.length < target) {
-      const c = await open();
-      await run(c, 'x = list(range(100))\nresult = 1');
-    }
-    await new Promise((r) => setTimeout(r, 300));
-    const all = tree(proc.pid);
-    const total = all.reduce((s, p) => s + pssKiB(p), 0);
-    pss[target] = { total, per: total / target, procs: all.length };
-  }
+  for (const target of [50, 200]) await measure(target);
   for (const c of sessions) await c.close().catch(() => {});
   proc.kill('SIGTERM');
   return { existing: stats(existing), fresh: stats(fresh), burst: stats(burst), pss };
