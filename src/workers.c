@@ -4,7 +4,9 @@
  * times. States: DOWN → STARTING (spawned, waiting for the connection and token) →
  * READY (connected, SDK sent) ⇄ BUSY (a run is executing). A worker that exits while
  * BUSY fails its run with the reason; a slot that fails to start three times in a row
- * reports a start failure to the runs waiting for it instead of looping forever. */
+ * reports a start failure to the runs waiting for it instead of looping forever. A slot
+ * belongs to at most one session at a time (see "sessions" below). In sandbox isolation the
+ * spawned process is the sandbox's waiter (sandbox.h) and kills go through hard_kill(). */
 #include "workers.h"
 #include "catalog.h"
 #include "control.h"
