@@ -107,7 +107,14 @@ const WORKLOADS = ['one', 'seq50', 'conc50'];
 await untilSdkReady(() => arms.codemcp.one());
 
 const gwPid = peers.codemcp.pid;
-const workerPid = childPids(gwPid).find((p) => comm(p) === 'codemcp-worker');
+// In the sandbox (the default) the gateway's child is the sandbox's waiter; the interpreter is
+// its grandchild (waiter → PID 1 → worker): take the deepest codemcp-worker.
+let workerPid = childPids(gwPid).find((p) => comm(p) === 'codemcp-worker');
+for (let k = 0; k < 2 && workerPid; k++) {
+  const below = childPids(workerPid).find((p) => comm(p) === 'codemcp-worker');
+  if (!below) break;
+  workerPid = below;
+}
 const upOf = (pid) => childPids(pid).find((p) => comm(p) !== 'codemcp-worker');
 const [gwUp, cfUp] = [upOf(gwPid), upOf(peers.cloudflare.pid)];
 const PROBES = {
