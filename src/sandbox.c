@@ -718,3 +718,30 @@ void sbx_kill(pid_t waiter)
     if (init <= 0 || kill(init, SIGKILL) < 0)
         kill(waiter, SIGKILL);
 }
+
+static void check_list(const char *knob, const char *list)
+{
+    if (!list || !*list)
+        return;
+    char *copy = xstrdup(list), *save = NULL;
+    for (char *p = strtok_r(copy, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
+        struct stat st;
+        if (p[0] != '/')
+            log_warn("sandbox", "%s: %s is not an absolute path: ignored", knob, p);
+        else if (stat(p, &st) < 0)
+            log_warn("sandbox", "%s: %s: %s: it will not be visible in the sandbox", knob, p,
+                     strerror(errno));
+        else if (geteuid() == 0 && access(p, R_OK) == 0 && !(st.st_mode & S_IROTH))
+            log_warn("sandbox",
+                     "%s: %s is not readable by others: as root the sandbox runs as "
+                     "nobody and cannot read it",
+                     knob, p);
+    }
+    free(copy);
+}
+
+void sbx_check_paths(const struct sbx_opts *o)
+{
+    check_list("CODEMCP_SANDBOX_RO", o->ro);
+    check_list("CODEMCP_SANDBOX_RW", o->rw);
+}

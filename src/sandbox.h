@@ -51,6 +51,9 @@ int sbx_enter(const struct sbx_opts *o, char *err, size_t errlen);
  * reports whether that worked. 0, or -1 with the reason and what to do in err. */
 int sbx_probe(const struct sbx_opts *o, char *err, size_t errlen);
 
+/* Gateway start-up: warns about CODEMCP_SANDBOX_RO/RW paths that cannot be shown. */
+void sbx_check_paths(const struct sbx_opts *o);
+
 /* The sandbox's PID 1 as the gateway sees it (the waiter's only child), or -1. */
 pid_t sbx_inner_init(pid_t waiter);
 /* Kills a sandbox for good: SIGKILL to its PID 1 (everything inside dies, the waiter reaps

@@ -380,6 +380,7 @@ static int choose_isolation(void)
     struct sbx_opts o;
     char err[1024];
     sbx_opts_from_env(&o);
+    sbx_check_paths(&o);
     if (sbx_probe(&o, err, sizeof(err)) < 0) {
         log_error("worker", "%s", err);
         return -2;
