@@ -222,6 +222,10 @@ int seal_seccomp(const struct sbx_opts *o, char *err, size_t errlen)
         if (rc == 0)
             rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(execveat), 0);
     }
+    /* A binary tree instead of a linear list of rules (libseccomp >= 2.5; best effort). The
+     * kernel also caches the verdict of syscalls allowed whatever their arguments. */
+    if (rc == 0)
+        (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
     /* All threads (there are none yet; TSYNC is a guarantee, not a need). */
     if (rc == 0) {
         what = "seccomp_attr_set";
