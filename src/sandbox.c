@@ -402,9 +402,8 @@ static void loopback_up(void)
     close(s);
 }
 
-/* Early, while the capabilities of the new namespace are still held: files created from
- * now on need a mapped owner (as root, uid 0 is not mapped inside). The uid change keeps
- * those capabilities because the namespace's uid 0 is not mapped either. */
+/* After the root is built, before the capabilities go: the worker's identity (1000 inside;
+ * nobody outside when the gateway is root, which maps uid 0 to itself only for the set-up). */
 static void become_sandbox_user(int outer_root)
 {
     if (outer_root && setgroups(0, NULL) < 0)
@@ -415,7 +414,9 @@ static void become_sandbox_user(int outer_root)
         die_step("setresuid", NULL);
 }
 
-static void drop_privileges(void)
+/* Capabilities: the bounding set goes while CAP_SETPCAP is still held (before the uid
+ * change, which clears the rest when uid 0 was mapped), then the sets themselves. */
+static void drop_privileges(int outer_root)
 {
     int last = 40;
     char *t = read_file("/proc/sys/kernel/cap_last_cap", NULL);
@@ -427,6 +428,7 @@ static void drop_privileges(void)
         if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
             die_step("drop the capability bounding set", NULL);
     (void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    become_sandbox_user(outer_root);
     struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct data[2];
     memset(data, 0, sizeof(data));
@@ -561,7 +563,7 @@ static int enter(const struct sbx_opts *o, int probe, char *err, size_t errlen)
     uid_t uid = geteuid();
     gid_t gid = getegid();
     int outer_root = uid == 0;
-    char map[64];
+    char map[96];
 
     plan_build(&plan, o);
     if (pipe2(go, O_CLOEXEC) < 0 || pipe2(status, O_CLOEXEC) < 0) {
@@ -585,13 +587,12 @@ static int enter(const struct sbx_opts *o, int probe, char *err, size_t errlen)
         if (read(go[0], &c, 1) != 1)
             _exit(SBX_EXIT_SETUP); /* the waiter failed or died */
         close(go[0]);
-        become_sandbox_user(outer_root);
         if (sethostname(SBX_HOSTNAME, strlen(SBX_HOSTNAME)) < 0)
             die_step("sethostname", NULL);
         if (!o->net_host)
             loopback_up();
         build_root(&plan, o);
-        drop_privileges();
+        drop_privileges(outer_root);
         if (probe) {
             int zero = 0;
             (void)!write(status[1], &zero, sizeof(zero));
@@ -619,7 +620,9 @@ static int enter(const struct sbx_opts *o, int probe, char *err, size_t errlen)
     close(status[1]);
     go[0] = status[1] = -1;
     if (outer_root) {
-        snprintf(map, sizeof(map), "%d %d 1\n", SBX_UID, SBX_ROOT_MAP);
+        /* uid 0 stays itself for the set-up (binding paths under a root-only directory such
+         * as /root needs root's own permission bits), then the worker becomes 1000 = nobody. */
+        snprintf(map, sizeof(map), "0 0 1\n%d %d 1\n", SBX_UID, SBX_ROOT_MAP);
         if (write_map(child, "uid_map", map, err, errlen) < 0 ||
             write_map(child, "gid_map", map, err, errlen) < 0)
             goto fail_child;

@@ -14,7 +14,9 @@
  *   worker   PID 2: the caller of sbx_enter(), which returns 0 there.
  * Namespaces: user, PID, mount, IPC, UTS, cgroup, and network (unless net_host). The
  * worker runs as uid/gid 1000 inside, mapped to the gateway's own uid, or to nobody (65534)
- * when the gateway is root, so that RLIMIT_NPROC binds (the kernel exempts real root).
+ * when the gateway is root, so that RLIMIT_NPROC binds (the kernel exempts real root); a
+ * root gateway also maps uid 0 to itself, used only while the root is built (so paths under
+ * root-only directories such as /root can be bound) and left before anything else runs.
  * Must not: allocate after the clone in the waiter or init beyond what is already prepared,
  * or leave any capability to the worker. */
 #ifndef CODEMCP_SANDBOX_H

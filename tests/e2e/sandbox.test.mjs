@@ -131,6 +131,11 @@ result = {"pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
     assert.equal(r.no_new_privs, '1');
     assert.equal(r.seccomp, '2');
     assert.equal(r.hostname, 'codemcp-sandbox');
+    // Seen from outside, agent code runs as the gateway's own user, or as nobody for root.
+    const inner = descendants(gw).filter((p) => p.comm.startsWith('codemcp-w'));
+    const uids = inner.map((p) => Number(/Uid:\s+(\d+)/.exec(fs.readFileSync(`/proc/${p.pid}/status`, 'utf8'))[1]));
+    const want = process.getuid() === 0 ? 65534 : process.getuid();
+    assert.ok(uids.includes(want), `no worker runs as uid ${want} outside: ${uids}`);
     assert.equal(r.cwd, '/tmp');
     assert.deepEqual(r.ifaces, ['lo'], 'an empty network namespace has only loopback');
     for (const top of ['home', 'root', 'var', 'run', 'opt', 'srv', 'mnt', 'boot', 'sys']) {
@@ -641,6 +646,13 @@ result = seen`;
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'codemcp-sbx-user-'));
       fs.chmodSync(dir, 0o755);
       const config = writeConfig(dir, {});
+      // A copy of the binaries the user can reach (the checkout may sit under /root).
+      const gwBin = path.join(dir, 'codemcp');
+      const wkBin = path.join(dir, 'codemcp-worker');
+      fs.copyFileSync(CODEMCP_BIN, gwBin);
+      fs.copyFileSync(WORKER_BIN, wkBin);
+      fs.chmodSync(gwBin, 0o755);
+      fs.chmodSync(wkBin, 0o755);
       const code = PRELUDE + `
 st = read("/proc/self/status")
 result = {"uid": os.getuid(), "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
@@ -648,10 +660,10 @@ result = {"uid": os.getuid(), "pids": sorted(int(p) for p in os.listdir("/proc")
           "caps": [l for l in st.splitlines() if l.startswith("CapEff")][0].split()[1],
           "seccomp": [l for l in st.splitlines() if l.startswith("Seccomp:")][0].split()[1]}`;
       const out = await new Promise((resolve) => {
-        const child = spawn(CODEMCP_BIN, [], {
+        const child = spawn(gwBin, [], {
           uid, gid, cwd: dir,
           env: { PATH: process.env.PATH, HOME: dir, CODEMCP_CONFIG: config, CODEMCP_SMOKE: code,
-            CODEMCP_WORKER_BIN: WORKER_BIN, XDG_CONFIG_HOME: dir },
+            CODEMCP_WORKER_BIN: wkBin, XDG_CONFIG_HOME: dir },
         });
         let stdout = '', stderr = '';
         child.stdout.on('data', (d) => (stdout += d));
