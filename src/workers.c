@@ -377,6 +377,12 @@ static int choose_isolation(void)
                   iso);
         return -2;
     }
+    if (ctl_url()[0]) {
+        log_error("worker", "CODEMCP_CONTROL_TCP / CODEMCP_CONTROL_UNIX make workers connect to a "
+                            "listener, which a sandboxed worker cannot reach: unset them, or run "
+                            "with CODEMCP_ISOLATION=host");
+        return -2;
+    }
     struct sbx_opts o;
     char err[1024];
     sbx_opts_from_env(&o);
