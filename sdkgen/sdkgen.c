@@ -14,9 +14,29 @@
 /* Names a generated function may never take: what the runtime injects next to the SDK, what
  * the module itself defines, and the builtins its annotations evaluate. */
 static const char *const sdk_reserved[] = {
-    "call", "gather",  "settle", "resolve", "Pending",          "ToolError", "result",
-    "Any",  "Literal", "_call",  "__all__", "__codemcp_meta__", "dict",      "list",
-    "str",  "int",     "float",  "bool",    "search_tools",     "describe",  NULL,
+    "call",
+    "gather",
+    "settle",
+    "resolve",
+    "Pending",
+    "ToolError",
+    "result",
+    "Any",
+    "Literal",
+    "_call",
+    "__all__",
+    "__codemcp_meta__",
+    "__codemcp_schemas__",
+    "_json",
+    "dict",
+    "list",
+    "str",
+    "int",
+    "float",
+    "bool",
+    "search_tools",
+    "describe",
+    NULL,
 };
 
 static int sdk_fn_cmp(const void *pa, const void *pb)
@@ -119,7 +139,7 @@ static char *sdk_claim_internal(json_t *used, const char *base)
 }
 
 static void sdk_add_param(struct sdk_fn *fn, json_t *used, const char *key, size_t key_len,
-                          json_t *prop, int required)
+                          json_t *prop, int required, json_t *root)
 {
     struct sdk_param *p;
     fn->params = xrealloc(fn->params, (fn->nparams + 1) * sizeof *fn->params);
@@ -128,7 +148,7 @@ static void sdk_add_param(struct sdk_fn *fn, json_t *used, const char *key, size
     p->name = sdk_claim(used, sdk__identifier_n(key, key_len));
     p->key = xstrndup(key, key_len);
     p->key_len = key_len;
-    p->type = sdk__py_type(prop, &p->has_none);
+    p->type = sdk__py_type(prop, root, &p->has_none);
     json_t *d = json_object_get(prop, "description");
     if (!json_is_string(d))
         d = json_object_get(prop, "title");
@@ -156,7 +176,7 @@ static void sdk_build_params(struct sdk_fn *fn, json_t *schema)
     json_object_keylen_foreach(props, key, key_len, prop)
     {
         if (sdk_is_required(required, key, key_len))
-            sdk_add_param(fn, used, key, key_len, prop, 1);
+            sdk_add_param(fn, used, key, key_len, prop, 1, schema);
     }
     size_t i;
     json_t *r;
@@ -164,12 +184,12 @@ static void sdk_build_params(struct sdk_fn *fn, json_t *schema)
     {
         if (json_is_string(r) &&
             !json_object_getn(props, json_string_value(r), json_string_length(r)))
-            sdk_add_param(fn, used, json_string_value(r), json_string_length(r), NULL, 1);
+            sdk_add_param(fn, used, json_string_value(r), json_string_length(r), NULL, 1, schema);
     }
     json_object_keylen_foreach(props, key, key_len, prop)
     {
         if (!sdk_is_required(required, key, key_len))
-            sdk_add_param(fn, used, key, key_len, prop, 0);
+            sdk_add_param(fn, used, key, key_len, prop, 0, schema);
     }
     fn->timeout_name = sdk_claim_internal(used, "timeout_ms");
     /* Only an explicit `additionalProperties: true` or schema lets unknown keywords through.
@@ -198,22 +218,39 @@ static void sdk_build_fn(struct sdk_fn *fn, json_t *config)
     json_t *tool = fn->tool_json;
     json_t *out_schema = json_object_get(tool, "outputSchema");
     sdk_build_params(fn, json_object_get(tool, "inputSchema"));
-    fn->returns = out_schema ? sdk__py_type(out_schema, NULL) : xstrdup("dict[str, Any]");
+    /* No outputSchema: nothing is known about the result until the shape learner has seen
+     * one (sdk_generate applies what it learned). */
+    fn->returns = out_schema ? sdk__py_type(out_schema, out_schema, NULL) : xstrdup("Any");
     fn->mutation = sdk_tool_is_write(json_string_value(json_object_get(tool, "name")),
                                      json_object_get(tool, "annotations"), config);
     fn->doc = sdk_tool_text(tool, "description");
     fn->summary = sdk__summary(fn->doc);
 }
 
-void sdk__signature(struct buf *b, const struct sdk_fn *fn, int with_timeout)
+/* Appends a type: as is for the description, quoted in sdk.py when it is not a plain
+ * Python expression (annotations there are evaluated at import time). */
+static void sdk_type_out(struct buf *b, const char *type, const char *suffix, int source)
+{
+    if (source && sdk__type_needs_quotes(type)) {
+        struct buf t = {0};
+        buf_printf(&t, "%s%s", type, suffix);
+        sdk__py_str(b, t.data, t.len);
+        buf_free(&t);
+    } else {
+        buf_printf(b, "%s%s", type, suffix);
+    }
+}
+
+static void sdk_signature_as(struct buf *b, const struct sdk_fn *fn, int with_timeout, int source)
 {
     int first = 1;
     buf_printf(b, "def %s(", fn->name);
     for (size_t i = 0; i < fn->nparams; i++, first = 0) {
         const struct sdk_param *p = &fn->params[i];
-        buf_printf(b, "%s%s: %s", first ? "" : ", ", p->name, p->type);
+        buf_printf(b, "%s%s: ", first ? "" : ", ", p->name);
+        sdk_type_out(b, p->type, p->required || p->has_none ? "" : " | None", source);
         if (!p->required)
-            buf_appends(b, p->has_none ? " = None" : " | None = None");
+            buf_appends(b, " = None");
     }
     if (with_timeout) {
         buf_printf(b, "%s*, %s: int | None = None", first ? "" : ", ", fn->timeout_name);
@@ -221,7 +258,14 @@ void sdk__signature(struct buf *b, const struct sdk_fn *fn, int with_timeout)
     }
     if (fn->extra)
         buf_printf(b, "%s**%s: Any", first ? "" : ", ", fn->extra_name);
-    buf_printf(b, ") -> %s:", fn->returns);
+    buf_appends(b, ") -> ");
+    sdk_type_out(b, fn->returns, "", source);
+    buf_appends(b, ":");
+}
+
+void sdk__signature(struct buf *b, const struct sdk_fn *fn, int with_timeout)
+{
+    sdk_signature_as(b, fn, with_timeout, 0);
 }
 
 /* Appends text into a """docstring""": backslashes doubled, and a quote escaped whenever
@@ -266,7 +310,7 @@ static void sdk_emit_docstring(struct buf *b, const struct sdk_fn *fn)
 static void sdk_emit_fn(struct buf *b, const struct sdk_fn *fn)
 {
     buf_appends(b, "\n\n");
-    sdk__signature(b, fn, 1);
+    sdk_signature_as(b, fn, 1, 1);
     buf_appends(b, "\n");
     sdk_emit_docstring(b, fn);
     /* The wire uses the schema's own keys, whatever the Python names became. Explicit
@@ -303,10 +347,39 @@ static void sdk_emit_fn(struct buf *b, const struct sdk_fn *fn)
     buf_printf(b, ", _args, %s)\n", fn->timeout_name);
 }
 
+/* Input schemas larger than this (compact JSON) are left out: the worker's literal
+ * argument checks then skip that tool (the gateway and the server still check). */
+#define SDK_SCHEMA_MAX (64 * 1024)
+
+/* __codemcp_schemas__: {fn: inputSchema} for the validator's literal argument checks, as
+ * one JSON text parsed at import (a Python literal of a big schema would cost more to
+ * compile than json.loads costs to parse). */
+static void sdk_emit_schemas(struct buf *b, struct sdk_fn *fns, size_t n)
+{
+    json_t *all = json_object();
+    for (size_t i = 0; i < n; i++) {
+        json_t *schema = json_object_get(fns[i].tool_json, "inputSchema");
+        if (!json_is_object(schema))
+            continue;
+        char *text = json_dumps(schema, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (text && strlen(text) <= SDK_SCHEMA_MAX)
+            json_object_set(all, fns[i].name, schema);
+        free(text);
+    }
+    char *text = json_dumps(all, JSON_COMPACT);
+    buf_appends(b, "# Input schemas for the pre-flight argument checks.\n"
+                   "__codemcp_schemas__ = _json.loads(");
+    sdk__py_str(b, text ? text : "{}", text ? strlen(text) : 2);
+    buf_appends(b, ")\n");
+    free(text);
+    json_decref(all);
+}
+
 static char *sdk_emit_source(struct sdk_fn *fns, size_t n)
 {
     struct buf b = {0};
     buf_appends(&b, "# Generated by codemcp from the connected MCP servers. Do not edit.\n"
+                    "import json as _json\n"
                     "from typing import Any, Literal\n"
                     "from codemcp_rt.client import call as _call\n"
                     "\n"
@@ -323,7 +396,9 @@ static char *sdk_emit_source(struct sdk_fn *fns, size_t n)
         sdk__py_str(&b, fns[i].tool, fns[i].tool_len);
         buf_printf(&b, ", \"mutation\": %s},\n", fns[i].mutation ? "True" : "False");
     }
-    buf_appends(&b, "}\n\n__all__ = [\n");
+    buf_appends(&b, "}\n\n");
+    sdk_emit_schemas(&b, fns, n);
+    buf_appends(&b, "\n__all__ = [\n");
     for (size_t i = 0; i < n; i++)
         buf_printf(&b, "    \"%s\",\n", fns[i].name);
     buf_appends(&b, "]\n");
@@ -428,6 +503,31 @@ static int sdk_collect_tools(json_t *servers, struct sdk_fn **out, json_t ***con
     return 0;
 }
 
+/* A learned exemplar that is one plain type (a text result is "str") becomes the return
+ * type of a tool without an outputSchema. Returns the exemplars left for the description's
+ * "# returns:" lines (a new reference, or NULL). */
+static json_t *sdk_apply_learned(struct sdk_fn *fns, size_t n, json_t *shapes)
+{
+    static const char *const plain[] = {"str", "int", "float", "bool", NULL};
+    if (!shapes)
+        return NULL;
+    json_t *rest = json_deep_copy(shapes);
+    for (size_t i = 0; i < n; i++) {
+        const char *ex = json_string_value(json_object_get(rest, fns[i].name));
+        if (!ex || json_object_get(fns[i].tool_json, "outputSchema"))
+            continue;
+        for (const char *const *p = plain; *p; p++) {
+            if (strcmp(ex, *p) == 0) {
+                free(fns[i].returns);
+                fns[i].returns = xstrdup(*p);
+                json_object_del(rest, fns[i].name);
+                break;
+            }
+        }
+    }
+    return rest;
+}
+
 int sdk_generate(json_t *servers, json_t *shapes, struct sdk_output *out)
 {
     struct sdk_fn *fns = NULL;
@@ -443,9 +543,11 @@ int sdk_generate(json_t *servers, json_t *shapes, struct sdk_output *out)
     if (n > 1)
         qsort(fns, n, sizeof *fns, sdk_fn_cmp);
     sdk_assign_names(fns, n);
+    json_t *rest = sdk_apply_learned(fns, n, json_is_object(shapes) ? shapes : NULL);
     out->source = sdk_emit_source(fns, n);
     out->functions = sdk_functions_json(fns, n);
-    out->description = sdk__describe(fns, n, json_is_object(shapes) ? shapes : NULL);
+    out->description = sdk__describe(fns, n, rest);
+    json_decref(rest);
     out->signatures = sdk_signatures_json(fns, n);
     rc = 0;
 done:

@@ -56,9 +56,18 @@ char *sdk__identifier_n(const char *s, size_t n);
 void sdk__py_str(struct buf *b, const char *s, size_t n);
 
 /* types.c */
-/* Python type text for a JSON Schema (borrowed, any JSON value). *has_none is set when the
- * type admits None. Caller frees. */
-char *sdk__py_type(json_t *schema, int *has_none);
+/* Longest type text of one parameter or return type, in bytes; deeper levels are cut with
+ * "…" until it fits. */
+#define SDK_TYPE_MAX 480
+/* The compact type text for a JSON Schema (borrowed, any JSON value): nested objects as
+ * {key: T, optional?: T}, see types.c. root: the document "$ref"s resolve in (the tool's
+ * inputSchema / outputSchema; borrowed, may be NULL). *has_none (may be NULL) is set when
+ * the type admits None. This is the one renderer of a schema for people and models:
+ * describe.c and describe(name) use it too. Caller frees. */
+char *sdk__py_type(json_t *schema, json_t *root, int *has_none);
+/* 1 when a type text is not a plain Python expression ({…}, "…", "?" keys): sdk.py then
+ * writes the annotation as a string. */
+int sdk__type_needs_quotes(const char *type);
 
 /* describe.c */
 /* Cleans upstream prose: drops control characters (NUL, C0 except tab/newline, DEL, C1),

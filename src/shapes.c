@@ -314,7 +314,8 @@ void shapes_seed(void)
         publish();
 }
 
-/* The value the worker will see: structuredContent, else text parsed as JSON. */
+/* The value the worker will see: structuredContent, else text parsed as JSON, else (text
+ * that is not JSON) the string "" standing for "some text". */
 static json_t *unwrapped(json_t *result)
 {
     json_t *sc = json_object_get(result, "structuredContent");
@@ -337,6 +338,8 @@ static json_t *unwrapped(json_t *result)
     json_t *v = NULL;
     if (text.len && text.len <= LEARN_MAX_TEXT)
         v = json_loadb(text.data, text.len, JSON_DECODE_ANY, NULL);
+    if (!v && text.len && text.len <= LEARN_MAX_TEXT)
+        v = json_string(""); /* the worker hands the program a str */
     buf_free(&text);
     return v;
 }
@@ -346,10 +349,8 @@ void shapes_learn(const char *fn, json_t *call_result)
     if (!shapes_enabled() || !fn || json_is_true(json_object_get(call_result, "isError")))
         return;
     json_t *v = unwrapped(call_result);
-    if (!json_is_object(v) && !json_is_array(v)) {
-        json_decref(v);
-        return; /* plain text results have no fields to check */
-    }
+    if (!v)
+        return; /* images, resources: nothing the validator can use */
     int changed = absorb(fn, shapes_of_value(v));
     json_decref(v);
     if (changed) {

@@ -256,6 +256,99 @@ static void case_hostile(void)
     json_decref(shapes);
 }
 
+/* The renderer's hostile schemas (tests/data/tools/schemas.json): golden files, the module
+ * compiles and runs, and the exact texts that matter. */
+static void case_schemas(void)
+{
+    struct sdk_output out;
+    check_generated("schemas", "schemas.json", NULL, "{}");
+    EXPECT(generate("schemas.json", NULL, &out) == 0);
+    const char *d = out.description ? out.description : "";
+    EXPECT(
+        strstr(d, "def schemas_recursive_tree(tree: {name: str, children?: list[{…}]}) -> Any:"));
+    EXPECT(strstr(d, "def schemas_root_recursion(again: {again?: {…}, id?: int} | None = None, id: "
+                     "int | None = None)"));
+    EXPECT(strstr(d, "user: {login: str, age?: int}, address: {city: str, zip: str} | None = None, "
+                     "odd: bool | None = None, dangling: Any = None, remote: Any = None"));
+    EXPECT(strstr(d, "def schemas_ref_loop(x: Any = None) -> Any:"));
+    EXPECT(strstr(d, "country: Literal[\"c000\", \"c001\", \"c002\", \"c003\", \"c004\", "
+                     "\"c005\", \"c006\", \"c007\", …]"));
+    EXPECT(strstr(d, "unit: Literal[\"cm\", \"in\"] | None = None"));
+    EXPECT(strstr(d,
+                  "shape: {kind: Literal[\"circle\"], radius: float} | {kind: Literal[\"rect\"], "
+                  "w: float, h: float}"));
+    EXPECT(strstr(d, "item: {id: str, extra?: bool} | None = None"));
+    EXPECT(strstr(d, "counts: dict[str, int] | None = None, meta: {tag?: str, ...} | None = None, "
+                     "odd_key: {\"a b\"?: str, \"2x\"?: int} | None = None"));
+    EXPECT(strstr(d, "?: str, …}"));                /* 40 keys: 24 shown */
+    EXPECT(strstr(d, "level4: {level5: {…}}}}}}")); /* twelve levels: six shown */
+    /* Every type text fits the budget; the huge one is cut, not dropped. */
+    size_t i;
+    json_t *fn;
+    const char *name;
+    json_object_foreach(out.functions, name, fn)
+    {
+        json_array_foreach(json_object_get(fn, "params"), i, fn)
+        {
+            const char *t = json_string_value(json_object_get(fn, "type"));
+            EXPECT(t && strlen(t) <= 480);
+        }
+    }
+    EXPECT(strstr(d, "def schemas_huge_schema(big: {"));
+    /* sdk.py quotes the annotations that are not Python expressions. */
+    EXPECT(out.source && strstr(out.source, "def schemas_recursive_tree(tree: \"{name: str, "
+                                            "children?: list[{…}]}\", *, timeout_ms"));
+    EXPECT(out.source && strstr(out.source, "__codemcp_schemas__ = _json.loads(\"{"));
+    sdk_output_free(&out);
+}
+
+/* The three real servers in one gateway: the listing a client gets (one intro). Its o200k
+ * token count is held against the servers' own tools/list JSON by tests/e2e/listing.test.mjs. */
+static void case_three_servers(void)
+{
+    const char *files[] = {"everything.json", "memory.json", "filesystem.json"};
+    json_t *servers = json_array();
+    for (int i = 0; i < 3; i++) {
+        json_t *one = load_servers(files[i]);
+        EXPECT(one != NULL);
+        if (one)
+            json_array_extend(servers, one);
+        json_decref(one);
+    }
+    struct sdk_output out;
+    EXPECT(sdk_generate(servers, NULL, &out) == 0);
+    if (out.description) {
+        golden("three_servers.txt", out.description);
+        EXPECT(strstr(out.description,
+                      "def memory_create_entities(entities: list[{name: str, entityType: str, "
+                      "observations: list[str]}]) -> {entities: list[{name: str, entityType: str, "
+                      "observations: list[str]}]}:"));
+        EXPECT(strstr(out.description, "def filesystem_read_text_file(path: str, tail: float | "
+                                       "None = None, head: float | None = None)"));
+    }
+    sdk_output_free(&out);
+    json_decref(servers);
+}
+
+/* A learned exemplar that is a plain type (text results are "str") is the return type; the
+ * description then has no "# returns:" line for it. */
+static void case_learned_returns(void)
+{
+    struct sdk_output out;
+    json_t *shapes =
+        json_pack("{s:s,s:s}", "everything_get_sum", "str", "everything_echo", "{text: str}");
+    EXPECT(generate("everything.json", shapes, &out) == 0);
+    const char *d = out.description ? out.description : "";
+    EXPECT(strstr(d, "def everything_get_sum(a: float, b: float) -> str:\n    # Returns the sum "
+                     "of two numbers\n"));
+    EXPECT(!strstr(d, "# returns: str"));
+    EXPECT(strstr(d, "def everything_echo(message: str) -> Any:\n    # Echoes back the input "
+                     "string\n    # returns: {text: str}\n"));
+    EXPECT(out.source && strstr(out.source, "timeout_ms: int | None = None) -> str:\n"));
+    sdk_output_free(&out);
+    json_decref(shapes);
+}
+
 /* Finds fn in a generation's functions map. */
 static json_t *fn_of(const struct sdk_output *out, const char *name)
 {
@@ -324,10 +417,11 @@ static void case_content(void)
         }
         check_description_lines(out[i].description);
     }
+    /* No outputSchema and nothing learned: the return type does not pretend to know. */
     EXPECT(strstr(out[0].description, "def everything_get_sum(a: float, b: float) -> "
-                                      "dict[str, Any]:\n    # Returns the sum of two numbers\n"));
+                                      "Any:\n    # Returns the sum of two numbers\n"));
     EXPECT(strstr(out[0].source, "def everything_get_sum(a: float, b: float, *, timeout_ms: int "
-                                 "| None = None) -> dict[str, Any]:\n"));
+                                 "| None = None) -> Any:\n"));
     EXPECT(strstr(out[0].source, "    return _call(\"everything\", \"get-sum\", _args, "
                                  "timeout_ms)\n"));
     EXPECT(strstr(out[1].description, "def memory_create_entities("));
@@ -369,7 +463,7 @@ static void case_content(void)
                                      "_args_2,_call_2,__debug___,match_,type_,__");
     EXPECT_STR(json_string_value(json_object_get(cls, "timeout_param")), "_timeout_ms");
     EXPECT(strstr(h->description, "__: str | None = None, *, _timeout_ms: int | None = None) "
-                                  "-> dict[str, Any]:\n"));
+                                  "-> Any:\n"));
     EXPECT(json_is_false(json_object_get(cls, "extra")));
     EXPECT(json_is_false(json_object_get(cls, "mutation"))); /* readOnlyHint */
     EXPECT(strstr(h->source, "    _args: dict[str, Any] = {\"from\": from_, \"lambda\": "
@@ -378,7 +472,7 @@ static void case_content(void)
     EXPECT(json_is_true(json_object_get(rq, "extra")));
     EXPECT_STR(param_names(rq, &b), "sql,extra");
     EXPECT(strstr(h->description, "def hostile_run_query(sql: str, extra: str | None = None, "
-                                  "**_extra: Any) -> dict[str, Any]:\n"));
+                                  "**_extra: Any) -> Any:\n"));
     EXPECT(json_is_true(json_object_get(fn_of(h, "hostile_open_schema_extra"), "extra")));
     EXPECT(json_is_false(json_object_get(fn_of(h, "hostile_closed_schema"), "extra")));
     EXPECT(json_is_true(json_object_get(fn_of(h, "hostile_get_things"), "mutation"))); /* config */
@@ -545,6 +639,9 @@ int main(void)
     check_case("golden + python: memory", case_memory);
     check_case("golden + python: filesystem", case_filesystem);
     check_case("golden + python: hostile", case_hostile);
+    check_case("golden + python: hostile schemas", case_schemas);
+    check_case("three servers in one listing", case_three_servers);
+    check_case("learned plain types are return types", case_learned_returns);
     check_case("content assertions", case_content);
     check_case("shapes add a returns line", case_shapes);
     check_case("input order does not matter", case_deterministic);
