@@ -23,6 +23,11 @@ import operator
 import weakref
 from typing import Any, Callable
 
+try:
+    from . import argcheck as _argcheck
+except ImportError:  # loaded as a top-level module
+    import argcheck as _argcheck  # type: ignore[no-redef]
+
 __all__ = ["call_problems", "form_of"]
 
 Form = tuple  # (name, positional count, keyword names (None for **), has *spread)
@@ -88,10 +93,18 @@ def call_problems(
                 if other is None or _position(first) < _position(other):
                     first_write[name] = first
         sig = _signature(fn) if name in sdk.names else None
-        if sig is None or not _argument_problems(name, sig, calls[0]):
-            continue  # the form is fine: so is every site of it
-        for c in calls:
-            out.extend((c.lineno, c.col_offset, 1, msg) for msg in _argument_problems(name, sig, c))
+        if sig is None:
+            continue
+        if _argument_problems(name, sig, calls[0]):
+            for c in calls:
+                out.extend((c.lineno, c.col_offset, 1, msg) for msg in _argument_problems(name, sig, c))
+            continue
+        keys = sdk.input_keys(name)
+        if keys is not None:  # literal values against the input schema, site by site
+            schema = keys[1]
+            for c in calls:
+                for msg in _literal_problems(name, sig, keys[0], schema, c):
+                    out.append((c.lineno, c.col_offset, 1, msg))
     for name, c in first_write.items():
         out.append((c.lineno, c.col_offset, 0, _write_problem(name, c.lineno)))
     return out
@@ -181,11 +194,70 @@ def _write_problem(name: str, line: int) -> str:
     )
 
 
+def _literal_problems(name: str, sig: _Sig, keys: dict[str, str], schema: dict, call: ast.Call) -> list[str]:
+    """What the literal argument values of one call site get wrong against the tool's
+    input schema (argcheck.py). Values that are plain names cost one type test each."""
+    props = schema["properties"]
+    if len(call.args) == 1 and type(call.args[0]) is ast.Dict:
+        as_keywords = _dict_as_arguments(name, sig, call)
+        if as_keywords is not None:
+            return [as_keywords]
+    out: list[str] = []
+    pairs: list[tuple[str, ast.AST]] = []
+    for i, a in enumerate(call.args):
+        if i < len(sig.positional):
+            pairs.append((sig.positional[i], a))
+    for k in call.keywords:
+        if k.arg is not None:
+            pairs.append((k.arg, k.value))
+    Name = ast.Name
+    for pname, node in pairs:
+        if type(node) is Name:
+            continue  # computed: never judged
+        key = keys.get(pname)
+        if key is None:
+            continue
+        value = _argcheck.literal(node)
+        if value is _argcheck.UNKNOWN:
+            continue
+        for problem in _argcheck.check_value(value, props[key], schema, pname):
+            out.append("%s (line %d): %s" % (name, call.lineno, problem))
+    return out
+
+
+def _dict_as_arguments(name: str, sig: _Sig, call: ast.Call) -> str | None:
+    """``fn({"a": 1, "b": 2})``: the JS/REST habit of one options object. Reported when
+    the dict's keys are the function's own parameters."""
+    if len(call.args) != 1 or call.keywords or type(call.args[0]) is not ast.Dict:
+        return None
+    d = call.args[0]
+    keys = []
+    for k in d.keys:
+        if k is None or type(k) is not ast.Constant or type(k.value) is not str:
+            return None
+        keys.append(k.value)
+    if not keys or not any(k in sig.keywords for k in keys):
+        return None
+    shown = []
+    for k, v in zip(keys, d.values):
+        try:
+            text = ast.unparse(v)
+        except Exception:
+            text = "…"
+        shown.append("%s=%s" % (k, text if len(text) <= 30 else "…"))
+    return "%s takes keyword arguments, not one dict (line %d): pass arguments as keywords: %s(%s)." % (
+        name, call.lineno, name, ", ".join(shown))
+
+
 def _argument_problems(name: str, sig: _Sig, call: ast.Call) -> list[str]:
     """The argument problems of one call site. Reads only what its form holds (plus the
     line for the messages)."""
     line = call.lineno
     out: list[str] = []
+    if len(call.args) == 1 and type(call.args[0]) is ast.Dict:
+        as_keywords = _dict_as_arguments(name, sig, call)
+        if as_keywords is not None:
+            return [as_keywords]
     star = any(type(a) is ast.Starred for a in call.args)
     dstar = any(k.arg is None for k in call.keywords)
     given = [k.arg for k in call.keywords if k.arg is not None]
@@ -243,6 +315,8 @@ class _SdkIndex:
         names = [n for n in functions if n in meta] if meta else [n for n in functions if not n.startswith("_")]
         self.names = frozenset(names)
         self.sorted = sorted(names)
+        self.meta = meta
+        self._inputs: dict[str, tuple[dict[str, str], dict] | None] = {}
         self.prefixes: dict[str, list[str]] = {}  # "memory_" -> its functions
         self.by_tool: dict[str, list[str]] = {}  # "create_entities" -> ["memory_create_entities"]
         for n in self.sorted:
@@ -253,6 +327,23 @@ class _SdkIndex:
                 if n.startswith(prefix):
                     self.prefixes.setdefault(prefix, []).append(n)
                     self.by_tool.setdefault(n[len(prefix) :], []).append(n)
+
+    def input_keys(self, name: str) -> tuple[dict[str, str], dict] | None:
+        """(parameter name -> schema key, the input schema) of an SDK function whose
+        input schema came with the SDK, else None. Computed once per SDK snapshot."""
+        try:
+            return self._inputs[name]
+        except KeyError:
+            pass
+        info = self.meta.get(name) if self.meta else None
+        schema = info.get("input") if isinstance(info, dict) else None
+        entry = None
+        if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
+            keys = _argcheck.param_keys(schema)
+            if keys:
+                entry = (keys, schema)
+        self._inputs[name] = entry
+        return entry
 
     def unknown(self, name: str) -> str | None:
         """None if ``name`` does not look like an SDK function, else the hint to append

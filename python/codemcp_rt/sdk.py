@@ -7,8 +7,9 @@ when it starts and injects *that* snapshot's functions, so a reload never pulls
 functions out from under a run in flight, and a broken SDK never replaces a working one.
 
 The generated module does ``from codemcp_rt.client import call as _call`` and defines
-``__all__`` (the function names) and ``__codemcp_meta__`` ({fn: {server, tool,
-mutation}}). This module also keeps the learned result shapes (`set_shapes`) for the
+``__all__`` (the function names), ``__codemcp_meta__`` ({fn: {server, tool,
+mutation}}) and ``__codemcp_schemas__`` ({fn: inputSchema}, merged into the meta entries
+as "input"). This module also keeps the learned result shapes (`set_shapes`) for the
 pre-flight validator.
 """
 
@@ -108,6 +109,14 @@ def load_sdk(source: str, version: Any = None, catalog: Any = None) -> dict[str,
         funcs[name] = fn
     raw_meta = module.__dict__.get("__codemcp_meta__")
     fn_meta = dict(raw_meta) if isinstance(raw_meta, dict) else {}
+    # The tools' input schemas ride along in the meta entries ("input"), for the
+    # validator's literal argument checks.
+    schemas = module.__dict__.get("__codemcp_schemas__")
+    if isinstance(schemas, dict):
+        for name, schema in schemas.items():
+            info = fn_meta.get(name)
+            if isinstance(info, dict) and isinstance(schema, dict):
+                fn_meta[name] = dict(info, input=schema)
     _current = Sdk(version, module, funcs, fn_meta, catalog if isinstance(catalog, dict) else None)
     sys.modules[MODULE_NAME] = module
     return {"ok": True, "functions": len(funcs), "version": version}
