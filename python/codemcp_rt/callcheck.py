@@ -345,6 +345,32 @@ class _SdkIndex:
         self._inputs[name] = entry
         return entry
 
+    def dotted(self, parts: tuple[str, ...], module: bool = False) -> str | None:
+        """The hint for ``<server>.<tool>`` written as attributes or a module path: None
+        when ``parts`` do not name a server (or an SDK function), else the sentence naming
+        the SDK function to call. ``module``: parts name only the server (import x)."""
+        if not parts:
+            return None
+        if len(parts) == 1 and parts[0] in self.names and not module:
+            return " Call `%s(...)` directly." % parts[0]
+        fns = self.prefixes.get(_sanitize(parts[0]) + "_")
+        if fns is None:
+            return None
+        if module or len(parts) == 1:
+            shown = ", ".join(fns[:8]) + (", …" if len(fns) > 8 else "")
+            return " Call them directly, e.g. %s." % shown
+        prefix = _sanitize(parts[0]) + "_"
+        want = _normal(parts[1])
+        for fn in fns:
+            if _normal(fn[len(prefix):]) == want:
+                return " Call `%s(...)`." % fn
+        tools = {fn[len(prefix):]: fn for fn in fns}
+        close = difflib.get_close_matches(parts[1], list(tools), n=1, cutoff=0.6)
+        if close:
+            return " Did you mean `%s(...)`?" % tools[close[0]]
+        shown = ", ".join(fns[:10]) + (", …" if len(fns) > 10 else "")
+        return " Functions of that server: %s." % shown
+
     def unknown(self, name: str) -> str | None:
         """None if ``name`` does not look like an SDK function, else the hint to append
         (possibly empty)."""
@@ -368,6 +394,11 @@ class _SdkIndex:
             shown = ", ".join(server_fns[:10]) + (", …" if len(server_fns) > 10 else "")
             return " Functions of that server: %s." % shown
         return ""
+
+
+def _normal(name: str) -> str:
+    """A tool name without case and separators: getSum, get_sum, get-sum -> getsum."""
+    return "".join(c for c in name.lower() if c.isalnum())
 
 
 def _sanitize(server: str) -> str:

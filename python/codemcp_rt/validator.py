@@ -111,6 +111,13 @@ class _Facts:
         self.key_writes: list[ast.AST | None] = []  # bases of stores with a computed key
         self.grows: list[ast.AST | None] = []  # bases of list growth (append, += ...)
         self.mentioned: set[str] = set()  # string constants used other than as x["k"] reads
+        # a.b(...) / a.b.c(...) calls whose base is a bare name: (dotted parts, call), for the
+        # JS-style name check (`mcp.everything.echo(...)`).
+        self.dotted: list[tuple[tuple[str, ...], ast.Call]] = []
+        self.imports: list[ast.stmt] = []  # Import / ImportFrom statements
+        # Derived bindings for the shape checks: (kind, name, source expr, node, scope), kind
+        # "iter" (for x in <expr> / comprehension) or "alias" (x = <expr>).
+        self.derived: list[tuple[str, str, ast.AST, ast.AST, int]] = []
 
 
 def _bind(f: _Facts, name: str, value: Any = None) -> None:
@@ -354,6 +361,7 @@ def _collect(tree: ast.Module) -> _Facts:
         elif t is ast.arg:
             _bind(f, node.arg)
         elif t is ast.Import or t is ast.ImportFrom:
+            f.imports.append(node)
             if t is ast.ImportFrom and node.module and node.module.split(".")[0] in _DYNAMIC_MODULES:
                 f.dynamic = True
             for alias in node.names:
@@ -448,6 +456,11 @@ def _method_call(f: _Facts, node: ast.Call, func: ast.Attribute) -> None:
     """Record what a method call may do to the containers it touches."""
     m = func.attr
     base = func.value
+    tb = type(base)
+    if tb is ast.Name:
+        f.dotted.append(((base.id, m), node))
+    elif tb is ast.Attribute and type(base.value) is ast.Name:
+        f.dotted.append(((base.value.id, base.attr, m), node))
     if m in _GROW_METHODS:
         f.grows.append(base)
     elif m in _KEY_METHODS:
@@ -575,6 +588,10 @@ def _check(
         enforce_mutations and not dry_run,
         frozenset(allow_mutations),
     )
+
+    known = _BUILTINS | RUNTIME_NAMES | frozenset(known_names)
+    if f.dotted or f.imports:
+        problems += _js_style_problems(f, functions, meta, known)
 
     if shapes and dry_run:
         # Under dry_run a write returns the gateway's stub, not the tool's real result: its
@@ -707,3 +724,77 @@ def _steps(f: _Facts, node: ast.AST) -> list[tuple[str, Any, int]]:
                 return steps  # a method call
             steps.append(("attr", p.attr, line))
         cur = p
+
+
+# -- JS-style and import-style names --------------------------------------------------------
+
+# Names models use for "the namespace of all tools" (mcp.<server>.<tool>(...)).
+_NAMESPACES = frozenset({"mcp", "tools", "sdk", "codemcp", "servers", "functions", "default_api", "api"})
+
+
+def _js_style_problems(
+    f: _Facts, functions: dict[str, Callable], meta: dict[str, dict], known: frozenset
+) -> list[tuple[int, int, int, str]]:
+    """`mcp.everything.echo(...)`, `everything.echo(...)`, `tools.memory.read_graph()`,
+    `from everything import echo`, `import everything`: the SDK name to use instead. Only
+    names the program does not bind itself (and the runner does not define) are judged."""
+    index = _callcheck._SdkIndex.of(functions, meta)
+    out: list[tuple[int, int, int, str]] = []
+    for parts, call in f.dotted:
+        root = parts[0]
+        if root in f.binds or root in known:
+            continue
+        written = ".".join(parts)
+        hint = index.dotted(parts[1:] if root in _NAMESPACES else parts)
+        if hint is None:
+            continue
+        msg = "`%s` is not defined (line %d): SDK functions are plain names already in scope.%s" % (
+            written, call.lineno, hint)
+        out.append((call.lineno, call.col_offset, 1, msg))
+    for node in f.imports:
+        if type(node) is ast.ImportFrom:
+            if node.level or not node.module:
+                continue
+            parts = tuple(node.module.split("."))
+            root = parts[0]
+            names = [a.name for a in node.names]
+        else:
+            for alias in node.names:
+                parts = tuple(alias.name.split("."))
+                root = parts[0]
+                hint = index.dotted(parts[1:] if root in _NAMESPACES and len(parts) > 1 else parts, module=True)
+                if hint is not None and not _importable(root):
+                    msg = "`import %s` (line %d): SDK functions are not imported, they are already in scope.%s" % (
+                        alias.name, node.lineno, hint)
+                    out.append((node.lineno, node.col_offset, 1, msg))
+            continue
+        base = parts[1:] if root in _NAMESPACES else parts
+        if not base or _importable(root):
+            continue
+        for name in names:
+            hint = index.dotted(base + (name,)) if name != "*" else index.dotted(base, module=True)
+            if hint is None and name != "*":
+                hint = index.dotted(base, module=True)
+            if hint is None:
+                continue
+            msg = "`from %s import %s` (line %d): SDK functions are not imported, they are already in scope.%s" % (
+                node.module, name, node.lineno, hint)
+            out.append((node.lineno, node.col_offset, 1, msg))
+    return out
+
+
+_IMPORTABLE: dict[str, bool] = {}
+
+
+def _importable(root: str) -> bool:
+    """True if ``root`` is a real module here (a server named like a module stays usable)."""
+    hit = _IMPORTABLE.get(root)
+    if hit is None:
+        import importlib.util
+
+        try:
+            hit = importlib.util.find_spec(root) is not None
+        except (ImportError, ValueError):
+            hit = False
+        _IMPORTABLE[root] = hit
+    return hit
