@@ -96,6 +96,7 @@ def check_path(
     written: frozenset | set = frozenset(),
     mentioned: frozenset | set = frozenset(),
     arrays_grow: bool = False,
+    start: str = "result",
 ) -> str | None:
     """Follow ``steps`` from ``fn``'s result shape and return a problem line for the
     first field that cannot exist, or None.
@@ -109,7 +110,7 @@ def check_path(
     dict literal): a missing key that the program names there is treated as optional
     on purpose and not reported.
     """
-    path = "result"
+    path = start
     cur = shape
     for op, key, line in steps:
         kind = cur.get("k") if isinstance(cur, dict) else None
@@ -117,13 +118,22 @@ def check_path(
             if kind != "array":
                 return None
             continue  # a slice of an array has the array's shape
-        if op == "stop" or kind not in ("object", "array"):
+        if op == "stop":
+            return None
+        if kind == "leaf":
+            return _leaf_problem(fn, path, cur, op, key, line)
+        if kind not in ("object", "array"):
             return None
         if key in written:
             return None
         if kind == "array":
+            if op == "key" and type(key) is str:
+                return (
+                    "%s: %s is a list, so %s[%r] fails (line %d). Index it with a number (%s[0][%r]) "
+                    "or loop over it (for item in ...: item[%r])." % (fn, path, path, key, line, path, key, key)
+                )
             if op != "key" or type(key) is not int:
-                return None  # list methods, str keys on a list: not ours to judge
+                return None  # list methods: not ours to judge
             cur = cur.get("items", ANY)
             if arrays_grow:
                 return None
@@ -145,6 +155,70 @@ def check_path(
         cur = child
         path += "[%r]" % key
     return None
+
+
+_LEAF_TYPES = {"str": str, "int": int, "float": float, "bool": bool}
+
+
+def _leaf_problem(fn: str, path: str, cur: dict, op: str, key: Any, line: int) -> str | None:
+    """A subscript or attribute read on a value known to be text or a number."""
+    t = cur.get("t")
+    pytype = _LEAF_TYPES.get(t) if isinstance(t, str) else None
+    if pytype is None:
+        return None  # None, Any or unknown: not ours to judge
+    what = "text (str)" if pytype is str else "a %s" % t
+    if op == "key":
+        if pytype is str and type(key) is int:
+            return None  # a character
+        return "%s: %s is %s, not a dict, so %s[%r] fails (line %d). Use the value itself%s." % (
+            fn, path, what, path, key, line, " (e.g. parse it, or search it with `in`)" if pytype is str else "")
+    if op == "attr":
+        if hasattr(pytype, key) or key in ("result", "done"):
+            return None
+        return "%s: %s is %s and has no attribute `%s` (line %d). Use the value itself." % (fn, path, what, key, line)
+    return None
+
+
+def follow(
+    shape: Any, steps: Iterable[tuple[str, Any, int]], *, written: frozenset | set = frozenset(),
+    arrays_grow: bool = False,
+) -> dict[str, Any] | None:
+    """The shape at the end of ``steps`` from ``shape``, or None when a step is not
+    certain (a key the program writes, an unknown field, a growing list ...)."""
+    cur = shape
+    for op, key, _ in steps:
+        kind = cur.get("k") if isinstance(cur, dict) else None
+        if op == "slice":
+            if kind != "array":
+                return None
+            continue
+        if op == "stop" or kind not in ("object", "array") or key in written:
+            return None
+        if kind == "array":
+            if op != "key" or type(key) is not int or arrays_grow:
+                return None
+            cur = cur.get("items", ANY)
+            continue
+        if type(key) is not str or (op == "attr" and (key in _NOT_FIELDS or key.startswith("_"))):
+            return None
+        fields = cur.get("fields")
+        cur = fields.get(key) if isinstance(fields, dict) else None
+        if cur is None:
+            return None
+    return cur if isinstance(cur, dict) else None
+
+
+def path_text(steps: Iterable[tuple[str, Any, int]]) -> str:
+    """``[ 'k'][0]`` for the steps of a path (how messages show it)."""
+    out = []
+    for op, key, _ in steps:
+        if op == "slice":
+            out.append("[:]")
+        elif op == "key":
+            out.append("[%d]" % key if type(key) is int else "[%r]" % key)
+        elif op == "attr":
+            out.append("[%r]" % key)
+    return "".join(out)
 
 
 def _is_closed(shape: dict[str, Any], fields: dict[str, Any]) -> bool:

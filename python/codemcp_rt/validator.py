@@ -79,7 +79,10 @@ _FUNCS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 _HANDLED = _FUNCS | {
     ast.AnnAssign, ast.AugAssign, ast.Try, ast.TryStar, ast.With, ast.AsyncWith, ast.arg, ast.Import,
     ast.ImportFrom, ast.Global, ast.Nonlocal, ast.ExceptHandler, ast.MatchAs, ast.MatchStar, ast.MatchMapping,
+    ast.For, ast.AsyncFor, ast.comprehension,
 }
+# Values a derived binding may come from: x, x["k"], x.k, x.result() (see _path_of).
+_PATH_NODES = (ast.Name, ast.Subscript, ast.Attribute, ast.Call)
 _KEY_SETTERS = frozenset({"setattr", "setitem"})  # calls of these by name may store any key
 _GROW_METHODS = frozenset({"append", "extend", "insert", "__iadd__"})
 _KEY_METHODS = frozenset({"update", "setdefault", "__setitem__", "__ior__", "fromkeys"})
@@ -312,11 +315,16 @@ def _collect(tree: ast.Module) -> _Facts:
                     fn = _sdk_call_name(value)
                     if fn is not None:
                         f.candidates.append((x, fn, node, scope))
+                    elif type(value) in _PATH_NODES:
+                        f.derived.append(("alias", x, value, node, scope))
             for target in targets:
                 if type(target) is Name:
                     assign_value[id(target)] = value
         elif t not in _HANDLED:
             pass  # Expr, BinOp, keyword, If, For ...: only their children matter
+        elif t is ast.For or t is ast.AsyncFor or t is ast.comprehension:
+            if type(node.target) is Name and type(node.iter) in _PATH_NODES:
+                f.derived.append(("comp" if t is ast.comprehension else "iter", node.target.id, node.iter, node, scope))
         elif t is ast.AnnAssign:
             if type(node.target) is Name and node.value is not None:
                 assign_value[id(node.target)] = node.value
@@ -655,6 +663,25 @@ def _within(f: _Facts, scope: int, home: int) -> bool:
     return False
 
 
+class _Bound:
+    """A name known to hold (part of) an SDK result: where it is valid and its shape."""
+
+    __slots__ = ("fn", "shape", "label", "home", "after", "comp")
+
+    def __init__(self, fn: str, shape: Any, label: str, home: int, after: tuple[int, int], comp: bool) -> None:
+        self.fn = fn
+        self.shape = shape
+        self.label = label  # how messages name the value: result, result['entities'][…]
+        self.home = home  # the scope the binding is seen in
+        self.after = after  # loads before this position are not of this binding
+        self.comp = comp  # a comprehension variable: position does not matter, scope does
+
+    def sees(self, f: _Facts, node: ast.AST, scope: int) -> bool:
+        if not _within(f, scope, self.home):
+            return False
+        return self.comp or (node.lineno, node.col_offset) > self.after
+
+
 def _shape_problems(
     f: _Facts, functions: dict[str, Callable], shapes: dict[str, dict]
 ) -> list[tuple[int, int, int, str]]:
@@ -663,31 +690,113 @@ def _shape_problems(
         return []  # the program stores computed keys into data it did not build: any key may exist
     arrays_grow = not _all_fresh(f, f.grows)
     written = frozenset(f.written)
-    out: list[tuple[int, int, int, str]] = []
+    bound: dict[str, _Bound] = {}
     for x, fn, stmt, home in f.candidates:
-        loads = f.loads.get(x)
-        if not loads:
+        if x not in f.loads and not f.derived:
             continue  # never read as x[...] or x.attr
         if fn not in functions or fn in f.binds or len(f.binds.get(x, ())) != 1:
             continue
         shape = shapes.get(fn)
-        if not isinstance(shape, dict) or shape.get("k") not in ("object", "array"):
+        if not isinstance(shape, dict) or shape.get("k") not in ("object", "array", "leaf"):
             continue
         if home in f.class_scopes:
             continue
-        end = (stmt.end_lineno, stmt.end_col_offset)
-        for node, scope, guarded in loads:
-            if guarded or (node.lineno, node.col_offset) <= end or not _within(f, scope, home):
+        bound[x] = _Bound(fn, shape, "result", home, (stmt.end_lineno, stmt.end_col_offset), False)
+    if not bound:
+        return []
+    if f.derived:
+        _derive(f, bound, written, arrays_grow)
+    out: list[tuple[int, int, int, str]] = []
+    for x, b in bound.items():
+        for node, scope, guarded in f.loads.get(x, ()):
+            if guarded or not b.sees(f, node, scope):
                 continue
             steps = _steps(f, node)
             if not steps:
                 continue
             msg = _shapes.check_path(
-                fn, shape, steps, written=written, mentioned=f.mentioned, arrays_grow=arrays_grow
+                b.fn, b.shape, steps, written=written, mentioned=f.mentioned, arrays_grow=arrays_grow, start=b.label
             )
             if msg is not None:
                 out.append((node.lineno, node.col_offset, 0, msg))
     return out
+
+
+def _derive(f: _Facts, bound: dict[str, _Bound], written: frozenset, arrays_grow: bool) -> None:
+    """Follows values from bound names into loop variables, comprehension variables and
+    re-bindings (for e in r['entities'], [.. for e in r['x']], items = r['x'],
+    y = r.result()). A few passes, so chains (for o in e['observations']) resolve."""
+    comp_names: dict[str, list[int]] = {}
+    for kind, name, _, _, scope in f.derived:
+        if kind == "comp":
+            comp_names.setdefault(name, []).append(scope)
+    for _ in range(4):
+        changed = False
+        for kind, name, expr, node, scope in f.derived:
+            if name in bound:
+                continue
+            if kind == "comp":
+                # One comprehension variable of this name in this scope and none nested in it.
+                if sum(1 for sc in comp_names[name] if _within(f, sc, scope)) != 1:
+                    continue
+            elif len(f.binds.get(name, ())) != 1 or scope in f.class_scopes:
+                continue
+            path = _path_of(expr)
+            if path is None:
+                continue
+            root, steps = path
+            src = bound.get(root)
+            if src is None or not src.sees(f, expr, scope):
+                continue
+            sub = _shapes.follow(src.shape, steps, written=written, arrays_grow=arrays_grow)
+            if sub is None:
+                continue
+            label = src.label + _shapes.path_text(steps)
+            if kind != "alias":
+                if sub.get("k") != "array" or arrays_grow or not isinstance(sub.get("items"), dict):
+                    continue
+                sub = sub["items"]
+                label += "[…]"
+            if sub.get("k") not in ("object", "array", "leaf"):
+                continue
+            end = expr if kind != "alias" else node
+            bound[name] = _Bound(src.fn, sub, label, scope, (end.end_lineno, end.end_col_offset), kind == "comp")
+            changed = True
+        if not changed:
+            return
+
+
+def _path_of(expr: ast.AST) -> tuple[str, list[tuple[str, Any, int]]] | None:
+    """``x["k"][0].name`` / ``x.result()`` -> ("x", steps) as shapes.check_path takes
+    them; None for anything that is not a plain read path from a bare name."""
+    steps: list[tuple[str, Any, int]] = []
+    cur = expr
+    for _ in range(64):
+        t = type(cur)
+        if t is ast.Name:
+            steps.reverse()
+            return cur.id, steps  # type: ignore[attr-defined]
+        if t is ast.Subscript:
+            sl = cur.slice  # type: ignore[attr-defined]
+            if type(sl) is ast.Slice:
+                steps.append(("slice", None, cur.lineno))
+            else:
+                key = _literal_key(sl)
+                if key is _MISSING:
+                    return None
+                steps.append(("key", key, cur.lineno))
+            cur = cur.value  # type: ignore[attr-defined]
+        elif t is ast.Attribute:
+            steps.append(("attr", cur.attr, cur.lineno))  # type: ignore[attr-defined]
+            cur = cur.value  # type: ignore[attr-defined]
+        elif t is ast.Call:
+            func = cur.func  # type: ignore[attr-defined]
+            if type(func) is not ast.Attribute or func.attr != "result" or cur.args or cur.keywords:  # type: ignore[attr-defined]
+                return None
+            cur = func.value
+        else:
+            return None
+    return None
 
 
 def _steps(f: _Facts, node: ast.AST) -> list[tuple[str, Any, int]]:
