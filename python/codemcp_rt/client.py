@@ -13,6 +13,10 @@ Reply handling:
     ``isError: true`` results are values, not exceptions; dry-run stubs are normal results.
   * ``_meta.codemcp.mutation`` in a result marks a write: recorded in the run's mutations.
 
+Writes keep program order: a call made while an earlier write to the same server is still
+unanswered waits for that write's reply before it is sent (so ``memory_create_entities``
+then ``memory_read_graph`` reads the new graph); reads with no write before them overlap.
+
 This is the hot path of every SDK call (budget: a few tens of µs of CPU), hence: the
 arguments go straight to the C JSON encoder when they are plain JSON data (the
 to_jsonable/resolve walks run only when that fails), the frame is a string template
@@ -181,6 +185,17 @@ class _Call:
         if self.early is not None or self.finished:
             return True
         raw = _transport().take_reply(self.id)
+        if raw is not None:
+            self.early = raw
+            return True
+        return False
+
+    def block(self, seconds: float) -> bool:
+        """Wait at most ``seconds`` for the reply (keeps it for wait()); True when it is
+        there. Reading the socket here also routes the replies of other calls."""
+        if self.early is not None or self.finished:
+            return True
+        raw = _transport().wait_reply(self.id, seconds)
         if raw is not None:
             self.early = raw
             return True
@@ -359,9 +374,23 @@ def call(server: str, tool: str, args: dict[str, Any] | None = None, timeout_ms:
         args_json = "{}"
     if args_json is None:  # sets, NaN, datetimes, cycles...: jsonsafe's conversions
         plain_args = jsonsafe.to_jsonable(resolve(dict(args) if args else {}))
+    if state is not None:
+        # Program order for writes: a call to a server with an unanswered write in flight
+        # waits for that write first (reads with no write before them still overlap).
+        prev = state.writes.get(server) if state.writes else None
+        if prev is not None and not prev.finished:
+            try:
+                prev.wait()
+            except ToolError:
+                pass  # the write's own Pending reports it
     c = _Call(call_id, server, tool, plain_args, args_json, timeout_ms, state, mutation)
     if state is not None:
         state.made.append(c)
+        if mutation:
+            try:
+                state.writes[server] = c
+            except TypeError:
+                pass
     try:
         if args_json is None:
             args_json = jsonsafe.dumps(plain_args)
@@ -376,7 +405,7 @@ def call(server: str, tool: str, args: dict[str, Any] | None = None, timeout_ms:
             c._record_error(c.error("transport", "could not send the request: %s" % exc, 0))
         except ToolError:
             pass
-    return Pending(c.take, c.poll, label)
+    return Pending(c.take, c.poll, label, c.block)
 
 
 def settle_open_calls(state: runstate.RunState, wait: bool) -> None:

@@ -18,6 +18,9 @@ does work (it waits for the value). Values returned from a run are resolved
 automatically, and ``json.dumps`` works on Pendings in this worker, but other
 libraries may need the plain value: call ``resolve(x)`` (deep) or ``p.result()``.
 
+``await p`` works too (top-level ``await``, ``async def`` helpers, ``asyncio.gather``
+and ``asyncio.run``): calls overlap the same way.
+
 ``gather(*pendings)`` (alias ``settle``) waits for all and never raises:
 ``[{"ok": True, "value": v}, {"ok": False, "error": {"kind": ..., ...}}]``.
 """
@@ -41,18 +44,21 @@ _MAX_DEPTH = 200
 class Pending:
     """A tool call's value that resolves on first use (see the module docstring)."""
 
-    __slots__ = ("_wait", "_poll", "_label", "_lock", "_state", "_value", "_error", "__weakref__")
+    __slots__ = ("_wait", "_poll", "_block", "_label", "_lock", "_state", "_value", "_error", "__weakref__")
 
     def __init__(
         self,
         wait: Callable[[], Any],
         poll: Callable[[], bool] | None = None,
         label: str = "call",
+        block: Callable[[float], bool] | None = None,
     ) -> None:
         """``wait()`` returns the value or raises ToolError; ``poll()`` says, without
-        blocking, whether wait() would return at once. ``label`` names the call."""
+        blocking, whether wait() would return at once; ``block(seconds)`` waits at most
+        that long for it (and says whether it is there). ``label`` names the call."""
         self._wait = wait
         self._poll = poll
+        self._block = block
         self._label = label
         self._lock = threading.Lock()  # not re-entrant: nothing below wait() reads this Pending
         self._state = _UNSET
@@ -82,7 +88,7 @@ class Pending:
                         self._error, self._state = exc, _FAILED
                     else:
                         self._value, self._state = value, _DONE
-                    self._wait = self._poll = None  # drop the closure and its reply
+                    self._wait = self._poll = self._block = None  # drop the closure and its reply
         if self._state == _FAILED:
             raise self._error  # type: ignore[misc]
         return self._value
@@ -96,6 +102,30 @@ class Pending:
             return bool(poll and poll())
         except Exception:
             return False
+
+    def __await__(self):
+        """``await p`` (top-level, in ``async def``, under asyncio.gather/run): the value.
+        Under a running asyncio loop the wait is cut into short slices with a yield to
+        the loop in between, so other tasks go on (and send their own calls) meanwhile;
+        without a loop it simply waits."""
+        if self._state == _UNSET and not self.done():
+            import asyncio
+
+            if asyncio._get_running_loop() is not None:
+                slice_s = 0.001
+                while not self.done():
+                    block = self._block
+                    if block is not None:
+                        try:
+                            if block(slice_s):
+                                break
+                        except Exception:
+                            break  # the wait below reports what went wrong
+                        yield from asyncio.sleep(0).__await__()
+                    else:
+                        yield from asyncio.sleep(slice_s).__await__()
+                    slice_s = min(slice_s * 2, 0.004)
+        return self.result()
 
     def __repr__(self) -> str:
         try:
@@ -159,7 +189,13 @@ class Pending:
         return bool(self.result())
 
     def __hash__(self) -> int:
-        return hash(self.result())
+        value = self.result()
+        try:
+            return hash(value)
+        except TypeError:
+            # A dict/list value: hashed by identity, so a Pending can still be a key where
+            # the library (asyncio.gather's de-duplication) keys by the awaitable itself.
+            return object.__hash__(self)
 
     # -- conversions ----------------------------------------------------------------
 

@@ -27,6 +27,7 @@ import builtins
 import collections
 import gc
 import importlib
+import inspect
 import os
 import re
 import sys
@@ -67,8 +68,12 @@ class _Compiled:
         if body and isinstance(body[-1], ast.Expr):
             last = ast.Expression(body[-1].value)
             tree = ast.Module(body=body[:-1], type_ignores=tree.type_ignores)
-        self.body = compile(tree, FILENAME, "exec")
-        self.last = compile(last, FILENAME, "eval") if last is not None else None
+        # Top-level `await` (and async for/with) is allowed: a program using it compiles
+        # to a coroutine, which _execute runs on a fresh event loop.
+        flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+        self.body = compile(tree, FILENAME, "exec", flags=flags)
+        self.last = compile(last, FILENAME, "eval", flags=flags) if last is not None else None
+        self.is_async = any(co is not None and co.co_flags & inspect.CO_COROUTINE for co in (self.body, self.last))
         lines = code.splitlines()
         for top in (self.body, self.last):
             if top is not None:
@@ -309,6 +314,56 @@ def _format_exception(exc: BaseException) -> str:
     return text
 
 
+def _run_body(compiled: _Compiled, ns: dict[str, Any]) -> Any:
+    """Execute a (synchronous) program; return its value before resolving."""
+    try:
+        exec(compiled.body, ns)
+    except SystemExit as exc:  # exit()/sys.exit(0) end the run normally
+        if exc.code not in (None, 0):
+            raise
+        return ns.get("result")
+    if compiled.last is not None:
+        value = eval(compiled.last, ns)
+        if value is None and "result" in ns:
+            value = ns["result"]
+        return value
+    return ns.get("result")
+
+
+def _run_async(compiled: _Compiled, ns: dict[str, Any]) -> Any:
+    """A program with top-level ``await``: body and final expression run as one coroutine
+    on a fresh event loop (closed afterwards), so the program's own tasks share it."""
+    import asyncio
+
+    async def main() -> Any:
+        try:
+            done = eval(compiled.body, ns)
+            if inspect.iscoroutine(done):
+                await done
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                raise
+            return ns.get("result")
+        if compiled.last is None:
+            return ns.get("result")
+        value = eval(compiled.last, ns)
+        if inspect.iscoroutine(value):
+            value = await value
+        if value is None and "result" in ns:
+            value = ns["result"]
+        return value
+
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(main())
+    finally:
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        except BaseException:
+            pass
+        loop.close()
+
+
 def _execute(compiled: _Compiled, ns: dict[str, Any], state: runstate.RunState) -> Any:
     """Run the code; return the (resolved) result. Raises what the code raised."""
     try:
@@ -316,20 +371,10 @@ def _execute(compiled: _Compiled, ns: dict[str, Any], state: runstate.RunState) 
         if state.early_interrupt is not None and not state.interrupted:
             state.interrupted = True
             raise RunInterrupted(state.early_interrupt)
-        value = None
-        exited = False
-        try:
-            exec(compiled.body, ns)
-        except SystemExit as exc:  # exit()/sys.exit(0) end the run normally
-            if exc.code not in (None, 0):
-                raise
-            exited = True
-        if compiled.last is not None and not exited:
-            value = eval(compiled.last, ns)
-            if value is None and "result" in ns:
-                value = ns["result"]
+        if compiled.is_async:
+            value = _run_async(compiled, ns)
         else:
-            value = ns.get("result")
+            value = _run_body(compiled, ns)
         value = resolve(value)
         client.settle_open_calls(state, wait=True)
         return value

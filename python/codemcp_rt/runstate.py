@@ -50,6 +50,7 @@ class RunState:
         self.lock = threading.Lock()
         self.made: list[Any] = []  # appended without the lock: atomic under the GIL
         self.mutations: list[dict[str, Any]] = []
+        self.writes: dict[Any, Any] = {}  # server -> its last write call (client: program order)
         self.interruptible = False
         self.early_interrupt: str | None = None
         self.finished = False
@@ -72,6 +73,7 @@ class RunState:
     def release(self) -> None:
         """Drop the call records once the run is reported (they point back at this state)."""
         self.made = []
+        self.writes = {}
 
 
 _current: RunState | None = None
