@@ -292,6 +292,23 @@ def _user_stack(tb: Any) -> traceback.StackSummary:
     return traceback.StackSummary.from_list(frames)
 
 
+def _result_hint(exc: BaseException) -> str | None:
+    """errhint's line for an error raised reading an SDK result, from the last frame of
+    agent code the error passed through."""
+    last = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code.co_filename == FILENAME:
+            last = (frame, lineno)
+    if last is None:
+        return None
+    frame, lineno = last
+    try:
+        from codemcp_rt import errhint
+    except ImportError:
+        return None
+    return errhint.hint(exc, frame, _sources.get(frame.f_code) or [], lineno)
+
+
 def _format_exception(exc: BaseException) -> str:
     """The traceback text, showing only the agent's own frames (file "<codemcp>")."""
     te = traceback.TracebackException(type(exc), exc, exc.__traceback__, lookup_lines=False)
@@ -308,6 +325,10 @@ def _format_exception(exc: BaseException) -> str:
         if t.__context__ is not None and e.__context__ is not None:
             pairs.append((t.__context__, e.__context__))
     text = "".join(te.format()).rstrip("\n")
+    if isinstance(exc, (KeyError, AttributeError, TypeError, IndexError)):
+        extra = _result_hint(exc)
+        if extra:
+            text += "\n" + extra
     if len(text) > _MAX_ERROR_CHARS:
         half = _MAX_ERROR_CHARS // 2
         text = text[:half] + "\n…[%d characters cut]…\n" % (len(text) - 2 * half) + text[-half:]
