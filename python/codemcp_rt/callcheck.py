@@ -198,6 +198,9 @@ def _literal_problems(name: str, sig: _Sig, keys: dict[str, str], schema: dict, 
     """What the literal argument values of one call site get wrong against the tool's
     input schema (argcheck.py). Values that are plain names cost one type test each."""
     props = schema["properties"]
+    required = schema.get("required")
+    if not isinstance(required, list):
+        required = ()
     if len(call.args) == 1 and type(call.args[0]) is ast.Dict:
         as_keywords = _dict_as_arguments(name, sig, call)
         if as_keywords is not None:
@@ -220,6 +223,8 @@ def _literal_problems(name: str, sig: _Sig, keys: dict[str, str], schema: dict, 
         value = _argcheck.literal(node)
         if value is _argcheck.UNKNOWN:
             continue
+        if value is None and key not in required:
+            continue  # None means "not given": the SDK leaves the key out
         for problem in _argcheck.check_value(value, props[key], schema, pname):
             out.append("%s (line %d): %s" % (name, call.lineno, problem))
     return out

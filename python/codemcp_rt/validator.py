@@ -155,7 +155,9 @@ def _literal_key(node: ast.AST) -> Any:
 
 
 def _sdk_call_name(value: ast.AST) -> str | None:
-    """`fn(...)` or `fn(...).result()` -> "fn" (a bare name), else None."""
+    """`fn(...)`, `fn(...).result()` or `await fn(...)` -> "fn" (a bare name), else None."""
+    if type(value) is ast.Await:
+        value = value.value
     if type(value) is ast.Call and type(value.func) is ast.Attribute:
         if value.func.attr != "result" or value.args or value.keywords:
             return None

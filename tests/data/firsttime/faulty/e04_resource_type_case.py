@@ -1,0 +1,3 @@
+# Enum value in lower case.
+# expect: Did you mean 'Text'?
+result = everything_get_resource_reference(resourceType='text')

@@ -1,0 +1,3 @@
+# <server>.<tool>.
+# expect: Call `everything_echo(...)`
+result = everything.echo(message='hi')

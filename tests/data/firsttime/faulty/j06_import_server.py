@@ -1,0 +1,5 @@
+# import <server>.
+# expect: `import memory` (line 4)
+# expect: memory_read_graph
+import memory
+result = memory.read_graph()
