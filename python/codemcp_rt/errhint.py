@@ -20,6 +20,7 @@ __all__ = ["hint"]
 
 _MAX_NODES = 20000  # values searched for where a plain dict came from
 _MAX_KEYS = 15
+_NOKEY = object()
 
 
 def hint(exc: BaseException, frame: Any, lines: list[str], lineno: int) -> str | None:
@@ -47,6 +48,11 @@ def _hint(exc: BaseException, frame: Any, lines: list[str], lineno: int) -> str 
         origin = cur if type(cur) is Pending else None
         path = ""
         for op, key in steps:
+            if op == "name":
+                key = scope.get(key, _NOKEY)
+                if type(key) not in (str, int):
+                    break
+                op = "key"
             if type(cur) is Pending:
                 if cur._state != 1:  # not resolved (or failed): nothing to show
                     break
@@ -98,6 +104,8 @@ def _paths(tree: ast.AST) -> list[tuple[str, list[tuple[str, Any]]]]:
                 s = cur.slice  # type: ignore[attr-defined]
                 if type(s) is ast.Constant and type(s.value) in (str, int):
                     steps.append(("key", s.value))
+                elif type(s) is ast.Name:
+                    steps.append(("name", s.id))  # a key held in a variable: read from the frame
                 elif type(s) is ast.UnaryOp and type(s.operand) is ast.Constant and type(s.operand.value) is int:
                     steps.append(("key", -s.operand.value))
                 else:

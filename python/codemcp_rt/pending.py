@@ -44,7 +44,7 @@ _MAX_DEPTH = 200
 class Pending:
     """A tool call's value that resolves on first use (see the module docstring)."""
 
-    __slots__ = ("_wait", "_poll", "_block", "_label", "_lock", "_state", "_value", "_error", "__weakref__")
+    __slots__ = ("_wait", "_poll", "_block", "_label", "_lock", "_state", "_value", "_error", "_aw", "__weakref__")
 
     def __init__(
         self,
@@ -59,6 +59,7 @@ class Pending:
         self._wait = wait
         self._poll = poll
         self._block = block
+        self._aw: Any = None  # the __await__ generator send()/throw() drive
         self._label = label
         self._lock = threading.Lock()  # not re-entrant: nothing below wait() reads this Pending
         self._state = _UNSET
@@ -126,6 +127,19 @@ class Pending:
                         yield from asyncio.sleep(slice_s).__await__()
                     slice_s = min(slice_s * 2, 0.004)
         return self.result()
+
+    # asyncio.create_task() and ensure_future() want a coroutine: Pending is registered as
+    # one (below) and its send/throw drive __await__. (No close(): a result key "close"
+    # stays readable as p.close.)
+    def send(self, value: Any) -> Any:
+        if self._aw is None:
+            self._aw = self.__await__()
+        return self._aw.send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        if self._aw is None:
+            self._aw = self.__await__()
+        return self._aw.throw(typ, val, tb) if val is not None or tb is not None else self._aw.throw(typ)
 
     def __repr__(self) -> str:
         try:
@@ -243,6 +257,11 @@ class Pending:
 
     def __reduce_ex__(self, protocol: int) -> Any:
         return (_identity, (self.result(),))
+
+
+import collections.abc as _abc  # noqa: E402
+
+_abc.Coroutine.register(Pending)
 
 
 def _identity(value: Any) -> Any:

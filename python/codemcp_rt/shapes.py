@@ -36,7 +36,7 @@ _LIST_FIELDS = 12
 # Attribute names that never read a field: dict methods win over keys in Pending's
 # attribute access (see pending.py), "result"/"done" are Pending's own API, and names
 # starting with "_" are refused by Pending.
-_NOT_FIELDS = frozenset(dir(dict)) | {"result", "done"}
+_NOT_FIELDS = frozenset(dir(dict)) | {"result", "done", "send", "throw"}
 
 _current: dict[str, dict[str, Any]] = {}
 
