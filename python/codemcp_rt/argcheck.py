@@ -28,7 +28,7 @@ import keyword
 import re
 from typing import Any
 
-__all__ = ["UNKNOWN", "literal", "check_value", "param_keys"]
+__all__ = ["UNKNOWN", "literal", "check_value", "param_keys", "fast_types"]
 
 
 class _Unknown:
@@ -103,6 +103,36 @@ def param_keys(schema: dict) -> dict[str, str]:
         seen[name] = seen.get(name, 0) + 1
         out[name] = key
     return {n: k for n, k in out.items() if seen[n] == 1}
+
+
+# Schema keywords that never judge a scalar constant beyond its type.
+_INERT = frozenset({"type", "description", "title", "default", "examples", "$schema", "$comment", "deprecated",
+                    "readOnly", "writeOnly", "format", "items", "properties", "required", "additionalProperties",
+                    "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties"})
+_FAST = {"string": (str,), "number": (int, float), "integer": (int,), "boolean": (bool,)}
+
+
+def fast_types(schema: Any, required: bool) -> frozenset:
+    """The Python types of a constant that always pass ``schema`` (a scalar type with no
+    enum, bounds or pattern), for callcheck's per-site fast path; empty when the value
+    itself has to be looked at. None passes an optional parameter (it means "not given")."""
+    if not isinstance(schema, dict) or not set(schema) <= _INERT:
+        return frozenset()
+    t = schema.get("type")
+    types = [t] if isinstance(t, str) else t if isinstance(t, list) else None
+    if not types:
+        return frozenset()
+    out: set = set()
+    for x in types:
+        if x == "null":
+            out.add(type(None))
+        elif x in _FAST:
+            out.update(_FAST[x])
+        elif x not in ("array", "object"):
+            return frozenset()
+    if not required:
+        out.add(type(None))
+    return frozenset(out)
 
 
 # -- the check -------------------------------------------------------------------------

@@ -101,13 +101,41 @@ def call_problems(
             continue
         keys = sdk.input_keys(name)
         if keys is not None:  # literal values against the input schema, site by site
-            schema = keys[1]
+            schema, fast = keys[1], keys[2]
+            positional = sig.positional
             for c in calls:
+                # The usual site passes constants whose type alone settles the check, or
+                # plain names: decided here without building anything.
+                for k in c.keywords:
+                    v = k.value
+                    tv = type(v)
+                    if tv is Constant:
+                        ok = fast.get(k.arg)
+                        if ok is not None and type(v.value) in ok:
+                            continue
+                    elif tv is Name:
+                        continue
+                    break
+                else:
+                    for i, v in enumerate(c.args):
+                        tv = type(v)
+                        if tv is Constant:
+                            ok = fast.get(positional[i]) if i < len(positional) else None
+                            if ok is not None and type(v.value) in ok:
+                                continue
+                        elif tv is Name:
+                            continue
+                        break
+                    else:
+                        continue
                 for msg in _literal_problems(name, sig, keys[0], schema, c):
                     out.append((c.lineno, c.col_offset, 1, msg))
     for name, c in first_write.items():
         out.append((c.lineno, c.col_offset, 0, _write_problem(name, c.lineno)))
     return out
+
+
+Constant, Name = ast.Constant, ast.Name
 
 
 def _position(call: ast.Call) -> tuple[int, int]:
@@ -321,7 +349,7 @@ class _SdkIndex:
         self.names = frozenset(names)
         self.sorted = sorted(names)
         self.meta = meta
-        self._inputs: dict[str, tuple[dict[str, str], dict] | None] = {}
+        self._inputs: dict[str, tuple[dict[str, str], dict, dict[str, frozenset]] | None] = {}
         self.prefixes: dict[str, list[str]] = {}  # "memory_" -> its functions
         self.by_tool: dict[str, list[str]] = {}  # "create_entities" -> ["memory_create_entities"]
         for n in self.sorted:
@@ -333,8 +361,9 @@ class _SdkIndex:
                     self.prefixes.setdefault(prefix, []).append(n)
                     self.by_tool.setdefault(n[len(prefix) :], []).append(n)
 
-    def input_keys(self, name: str) -> tuple[dict[str, str], dict] | None:
-        """(parameter name -> schema key, the input schema) of an SDK function whose
+    def input_keys(self, name: str) -> tuple[dict[str, str], dict, dict[str, frozenset]] | None:
+        """(parameter name -> schema key, the input schema, parameter name -> the Python
+        types of a constant that always pass (argcheck.fast_types)) of an SDK function whose
         input schema came with the SDK, else None. Computed once per SDK snapshot."""
         try:
             return self._inputs[name]
@@ -346,7 +375,13 @@ class _SdkIndex:
         if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
             keys = _argcheck.param_keys(schema)
             if keys:
-                entry = (keys, schema)
+                props = schema["properties"]
+                fast = {}
+                for pname, key in keys.items():
+                    ok = _argcheck.fast_types(props[key], key in (schema.get("required") or ()))
+                    if ok:
+                        fast[pname] = ok
+                entry = (keys, schema, fast)
         self._inputs[name] = entry
         return entry
 
