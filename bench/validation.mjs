@@ -29,7 +29,11 @@
 //
 // Usage: node bench/validation.mjs [rounds=200] [rounds_500=60] [blocks=4]
 //        → bench/results/validation.md
-// CODEMCP_BIN picks the binary (default build/src/codemcp).
+// CODEMCP_BIN picks the binary (default build/src/codemcp). CODEMCP_BIN_BASE (issue 16): a
+// second build (main's) run side by side as a third gateway with validation on, so the report
+// also gives what this build's validation adds over the base build's, the in-worker validate()
+// times of both, and the execute_python description's o200k tokens and bytes of both
+// (gpt-tokenizer from tests/tokenizer/).
 import { writeFileSync, mkdtempSync, mkdirSync } from 'node:fs';
 import { cpus, tmpdir, loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -59,8 +63,10 @@ function config(name) {
   return p;
 }
 
-async function connect(name, validate) {
-  const transport = new StdioClientTransport({ command: bin, args: [],
+const baseBin = process.env.CODEMCP_BIN_BASE || null;
+
+async function connect(name, validate, command = bin) {
+  const transport = new StdioClientTransport({ command, args: [],
     env: { ...getDefaultEnvironment(), CODEMCP_CONFIG: config(name), CODEMCP_VALIDATE: validate,
       CODEMCP_LEARN_SHAPES: 'true', CODEMCP_ENFORCE_MUTATIONS: 'false', XDG_CONFIG_HOME: dir },
     stderr: 'ignore' });
@@ -171,13 +177,14 @@ async function startPair(block) {
   for (const [name, validate] of specs) gws[name] = await connect(name, validate);
   const on = gws['validate-on'];
   const off = gws['validate-off'];
+  const base = baseBin ? await connect('base-on', 'true', baseBin) : null;
   // The two arms really differ: only the validating gateway refuses a typo pre-flight.
   const bad = 'everything_get_sum(a=1, bb=2)';
   const a = (await execute(on, bad)).r.structuredContent;
   const b = (await execute(off, bad)).r.structuredContent;
   if (a.error_kind !== 'validation' || b.error_kind === 'validation')
     throw new Error(`arms do not differ: on=${JSON.stringify(a)} off=${JSON.stringify(b)}`);
-  return { on, off };
+  return { on, off, base };
 }
 
 async function once(gw, p, round) {
@@ -205,33 +212,40 @@ function bootstrapMedian(xs, reps = 2000) {
 const loadBefore = loadavg()[0];
 const sgn = (x) => (x >= 0 ? '+' : '') + fmt(x, 2);
 const samples = {};
-for (const p of PROGRAMS) samples[p.key] = { on: [], off: [], diff: [] };
+for (const p of PROGRAMS) samples[p.key] = { on: [], off: [], diff: [], base: [], overBase: [] };
 let pair = null;
 for (let block = 0; block < BLOCKS; block++) {
   if (pair) {
     await pair.on.client.close();
     await pair.off.client.close();
+    if (pair.base) await pair.base.client.close();
   }
   pair = await startPair(block);
   for (const p of PROGRAMS) {
     const n = Math.floor(p.rounds / BLOCKS) + (block < p.rounds % BLOCKS ? 1 : 0);
     for (let round = -WARMUP; round < n; round++) {
       const order = round % 2 === 0 ? [pair.on, pair.off] : [pair.off, pair.on];
+      if (pair.base) order.splice(round % 3 === 0 ? 0 : round % 3 === 1 ? 1 : 2, 0, pair.base);
       const t = {};
       for (const gw of order) t[gw.name] = await once(gw, p, `${block}.${round}`);
       if (round < 0) continue;
       samples[p.key].on.push(t['validate-on']);
       samples[p.key].off.push(t['validate-off']);
       samples[p.key].diff.push(t['validate-on'] - t['validate-off']);
+      if (pair.base) {
+        samples[p.key].base.push(t['base-on']);
+        samples[p.key].overBase.push(t['validate-on'] - t['base-on']);
+      }
     }
   }
   process.stderr.write(`block ${block + 1}/${BLOCKS}: done\n`);
 }
-const { on, off } = pair;
+const { on, off, base } = pair;
 
 // In-worker timing of the validator itself (same SDK snapshot and shapes the runs use).
 const INNER = 200;
 const inner = {};
+const innerBase = {};
 for (const p of PROGRAMS.filter((q) => !q.same)) {
   const code = `import ast, time, statistics
 from codemcp_rt import validator, sdk
@@ -257,10 +271,28 @@ result = {
   const env = r.structuredContent;
   if (r.isError || env.result.problems.length) throw new Error(`inner ${p.key}: ${JSON.stringify(env).slice(0, 800)}`);
   inner[p.key] = env.result;
+  if (base) {
+    const b = (await execute(base, code, 120000)).r;
+    if (b.isError || b.structuredContent.result.problems.length) throw new Error(`inner base ${p.key}`);
+    innerBase[p.key] = b.structuredContent.result;
+  }
 }
+
+// The description each build gives for the same upstreams: o200k tokens and bytes.
+const descriptions = {};
+for (const gw of [on, base].filter(Boolean)) descriptions[gw.name] = (await gw.client.listTools()).tools[0].description;
+let encode = null;
+try {
+  ({ encode } = await import(join(ROOT, 'tests/tokenizer/node_modules/gpt-tokenizer/esm/encoding/o200k_base.js')));
+} catch { /* tokens shown as n/a: run npm ci in tests/tokenizer */ }
+const descRow = (name, label) => {
+  const d = descriptions[name];
+  return d === undefined ? '' : `| ${label} | ${encode ? encode(d).length : 'n/a'} | ${Buffer.byteLength(d)} |`;
+};
 
 await on.client.close();
 await off.client.close();
+if (base) await base.client.close();
 
 // ---- report ----------------------------------------------------------------------------------
 
@@ -294,6 +326,28 @@ for (const p of PROGRAMS) {
   verdicts.push({ p, d, pct, pd, ppct, lo, hi, met, goal, v });
 }
 const shapesCount = inner.p200.shapes;
+const baseRows = [];
+const baseVerdicts = [];
+if (baseBin) {
+  for (const p of PROGRAMS) {
+    const s = samples[p.key];
+    const mBase = stats(s.base).median;
+    const mOff = stats(s.off).median;
+    const pd = stats(s.overBase).median;
+    const [lo, hi] = bootstrapMedian(s.overBase);
+    // What this build's validation costs in all: the base build's added cost plus this
+    // difference, against the target (5 ms / 5 % of the round trip without validation).
+    const added = stats(s.diff).median;
+    const lim = p.target === 'ms' ? 5 : (5 * mOff) / 100;
+    const inn = inner[p.same ? 'p200' : p.key];
+    const innB = innerBase[p.same ? 'p200' : p.key];
+    const ratio = p.same ? null : inn.validate_tree.p10 / innB.validate_tree.p10;
+    baseRows.push(`| ${p.label} | ${fmt(mBase, 2)} | ${fmt(stats(s.on).median, 2)} | **${sgn(pd)}** [${fmt(lo, 1)}, ${fmt(hi, 1)}] | ` +
+      (p.same ? 'cached | cached | – | ' : `${fmt(innB.validate_tree.p10, 3)} | ${fmt(inn.validate_tree.p10, 3)} | ${fmt(ratio, 2)}× | `) +
+      `${sgn(added)} ms / ${fmt((100 * added) / mOff, 1)} % (target ${p.target === 'ms' ? '< 5 ms' : '< 5 %'}: ${added < lim ? 'met' : '**missed**'}) |`);
+    baseVerdicts.push({ p, pd, added, lim });
+  }
+}
 
 const md = `# Validation cost benchmark (issue 4)
 
@@ -344,6 +398,28 @@ so the in-worker times are given as their 10th percentile (the least disturbed r
 ${verdicts.map((v) => `- ${v.p.label}: **${sgn(v.pd)} ms [${fmt(v.lo, 1)}, ${fmt(v.hi, 1)}] / ${fmt(v.ppct, 1)} %**` +
   (v.p.same ? '' : `; validate(tree) alone ${fmt(v.v, 2)} ms`) + ` — target ${v.goal} ${v.met}.`).join('\n')}
 
+${baseBin ? `## Side by side with the base build (issue 16)
+
+A third gateway in every round: the base build \`${baseBin}\`, validation on, same upstreams.
+"this − base" is the median of the paired per-round differences of the two validating
+gateways (the new checks: literal arguments against input schemas, JS-style names, shape
+following, plus everything else that differs between the builds); validate(tree) is the
+in-worker p10 of both builds' validators on the same programs with their own SDK and shapes.
+The last column is this build's validation cost as in the table above (on − off), against the
+target.
+
+| program | base on | this on | this − base [95 % CI] | validate(tree) base, p10 | this, p10 | ratio | this build: validation adds |
+|---|---|---|---|---|---|---|---|
+${baseRows.join('\n')}
+
+The execute_python description for the same three servers (o200k tokens via gpt-tokenizer,
+UTF-8 bytes):
+
+| build | tokens | bytes |
+|---|---|---|
+${descRow('base-on', 'base')}
+${descRow('validate-on', 'this build')}
+` : ''}
 ## Notes
 
 - What a run adds is validate() alone. The runner parses the program once (\`ast.parse\`),
