@@ -103,15 +103,16 @@ def call_problems(
         if keys is not None:  # literal values against the input schema, site by site
             schema, fast = keys[1], keys[2]
             positional = sig.positional
+            empty = frozenset()
+            oks = [fast.get(k, empty) for k in form[2]]  # aligned with every site's keywords
             for c in calls:
                 # The usual site passes constants whose type alone settles the check, or
                 # plain names: decided here without building anything.
-                for k in c.keywords:
+                for k, ok in zip(c.keywords, oks):
                     v = k.value
                     tv = type(v)
                     if tv is Constant:
-                        ok = fast.get(k.arg)
-                        if ok is not None and type(v.value) in ok:
+                        if type(v.value) in ok:
                             continue
                     elif tv is Name:
                         continue

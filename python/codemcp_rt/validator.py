@@ -693,9 +693,15 @@ def _shape_problems(
     arrays_grow = not _all_fresh(f, f.grows)
     written = frozenset(f.written)
     bound: dict[str, _Bound] = {}
+    roots = set()  # names a derived binding reads from (for e in x[...], y = x ...)
+    for _, _, expr, _, _ in f.derived:
+        path = _path_of(expr)
+        if path is not None:
+            roots.add(path[0])
+    loads = f.loads
     for x, fn, stmt, home in f.candidates:
-        if x not in f.loads and not f.derived:
-            continue  # never read as x[...] or x.attr
+        if x not in loads and x not in roots:
+            continue  # never read as x[...] or x.attr, nothing derived from it
         if fn not in functions or fn in f.binds or len(f.binds.get(x, ())) != 1:
             continue
         shape = shapes.get(fn)
