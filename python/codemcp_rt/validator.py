@@ -9,18 +9,21 @@ exist. Every problem names its line; the report says the code was not executed.
 
 This is a courtesy, never the enforcement: the gateway re-checks every call. So the
 validator is conservative by construction - it only flags what is certainly wrong.
-Names the program binds anywhere (in any scope), builtins, imports, attribute calls,
+Names the program binds anywhere (in any scope), builtins, imports, method calls,
 calls through variables, ``*args``/``**kwargs`` spreads, decorators, and programs that
 can create names at run time (``globals()``, ``exec``, ``eval``, ``sys.modules`` ...)
-are left alone. Field checks follow only ``x = fn(...)`` bindings that are never rebound
-and stop wherever the program itself may add keys (stores, update/setdefault, appends to
-lists it did not build), names the key elsewhere (``"k" in x``, ``x.get("k")``), or reads
-it under ``try: ... except KeyError``.
+are left alone. Literal argument values are checked against the tool's input schema
+(argcheck.py); JS-/import-style names (``mcp.everything.echo``) get the SDK name
+(jsnames.py). Field checks follow ``x = fn(...)`` bindings that are never rebound, and from
+them loop / comprehension variables and re-bindings (follow.py), and stop wherever the
+program itself may add keys (stores, update/setdefault, appends to lists it did not
+build), names the key elsewhere (``"k" in x``, ``x.get("k")``), or reads it under
+``try: ... except KeyError``.
 
 Cost: one ``ast.parse`` (the runner's, shared with the compiler) and one iterative
 walk; call sites are checked once per form (callcheck.py), signatures cached per
-function object. Stdlib only (plus the sibling ``callcheck`` and ``shapes`` modules):
-importable on its own.
+function object. Stdlib only (plus the sibling ``callcheck``, ``argcheck``, ``follow``,
+``jsnames`` and ``shapes`` modules): importable on its own.
 """
 
 from __future__ import annotations
@@ -31,9 +34,13 @@ from typing import Any, Callable, Iterable
 
 try:
     from . import callcheck as _callcheck
+    from . import follow as _follow
+    from . import jsnames as _jsnames
     from . import shapes as _shapes
 except ImportError:  # loaded as a top-level module (tools, embedding experiments)
     import callcheck as _callcheck  # type: ignore[no-redef]
+    import follow as _follow  # type: ignore[no-redef]
+    import jsnames as _jsnames  # type: ignore[no-redef]
     import shapes as _shapes  # type: ignore[no-redef]
 
 __all__ = ["validate", "format_report", "syntax_problem", "HEADER", "RUNTIME_NAMES"]
@@ -87,7 +94,11 @@ _KEY_SETTERS = frozenset({"setattr", "setitem"})  # calls of these by name may s
 _GROW_METHODS = frozenset({"append", "extend", "insert", "__iadd__"})
 _KEY_METHODS = frozenset({"update", "setdefault", "__setitem__", "__ior__", "fromkeys"})
 
-_MISSING = object()
+_MISSING = _follow.MISSING
+_literal_key = _follow.literal_key
+_within = _follow.within
+_Bound = _follow.Bound
+_path_of = _follow.path_of
 
 
 # -- the walk ----------------------------------------------------------------------------
@@ -138,20 +149,6 @@ def _load(f: _Facts, node: ast.Name, scope: int, guarded: bool) -> None:
         f.loads[node.id] = [(node, scope, guarded)]
     else:
         lst.append((node, scope, guarded))
-
-
-def _literal_key(node: ast.AST) -> Any:
-    """The constant a subscript uses (str, int, negative int), else _MISSING."""
-    if type(node) is ast.Constant and type(node.value) in (str, int):
-        return node.value
-    if (
-        type(node) is ast.UnaryOp
-        and type(node.op) is ast.USub
-        and type(node.operand) is ast.Constant
-        and type(node.operand.value) is int
-    ):
-        return -node.operand.value
-    return _MISSING
 
 
 def _sdk_call_name(value: ast.AST) -> str | None:
@@ -601,7 +598,7 @@ def _check(
 
     known = _BUILTINS | RUNTIME_NAMES | frozenset(known_names)
     if f.dotted or f.imports:
-        problems += _js_style_problems(f, functions, meta, known)
+        problems += _jsnames.problems(f, functions, meta, known)
 
     if shapes and dry_run:
         # Under dry_run a write returns the gateway's stub, not the tool's real result: its
@@ -656,34 +653,6 @@ def _all_fresh(f: _Facts, bases: list[ast.AST | None]) -> bool:
     return True
 
 
-def _within(f: _Facts, scope: int, home: int) -> bool:
-    """True if code in ``scope`` sees names bound in ``home``."""
-    while scope != -1:
-        if scope == home:
-            return True
-        scope = f.scope_parent[scope]
-    return False
-
-
-class _Bound:
-    """A name known to hold (part of) an SDK result: where it is valid and its shape."""
-
-    __slots__ = ("fn", "shape", "label", "home", "after", "comp")
-
-    def __init__(self, fn: str, shape: Any, label: str, home: int, after: tuple[int, int], comp: bool) -> None:
-        self.fn = fn
-        self.shape = shape
-        self.label = label  # how messages name the value: result, result['entities'][…]
-        self.home = home  # the scope the binding is seen in
-        self.after = after  # loads before this position are not of this binding
-        self.comp = comp  # a comprehension variable: position does not matter, scope does
-
-    def sees(self, f: _Facts, node: ast.AST, scope: int) -> bool:
-        if not _within(f, scope, self.home):
-            return False
-        return self.comp or (node.lineno, node.col_offset) > self.after
-
-
 def _shape_problems(
     f: _Facts, functions: dict[str, Callable], shapes: dict[str, dict]
 ) -> list[tuple[int, int, int, str]]:
@@ -713,7 +682,7 @@ def _shape_problems(
     if not bound:
         return []
     if f.derived:
-        _derive(f, bound, written, arrays_grow)
+        _follow.derive(f, bound, written, arrays_grow)
     out: list[tuple[int, int, int, str]] = []
     for x, b in bound.items():
         for node, scope, guarded in f.loads.get(x, ()):
@@ -728,83 +697,6 @@ def _shape_problems(
             if msg is not None:
                 out.append((node.lineno, node.col_offset, 0, msg))
     return out
-
-
-def _derive(f: _Facts, bound: dict[str, _Bound], written: frozenset, arrays_grow: bool) -> None:
-    """Follows values from bound names into loop variables, comprehension variables and
-    re-bindings (for e in r['entities'], [.. for e in r['x']], items = r['x'],
-    y = r.result()). A few passes, so chains (for o in e['observations']) resolve."""
-    comp_names: dict[str, list[int]] = {}
-    for kind, name, _, _, scope in f.derived:
-        if kind == "comp":
-            comp_names.setdefault(name, []).append(scope)
-    for _ in range(4):
-        changed = False
-        for kind, name, expr, node, scope in f.derived:
-            if name in bound:
-                continue
-            if kind == "comp":
-                # One comprehension variable of this name in this scope and none nested in it.
-                if sum(1 for sc in comp_names[name] if _within(f, sc, scope)) != 1:
-                    continue
-            elif len(f.binds.get(name, ())) != 1 or scope in f.class_scopes:
-                continue
-            path = _path_of(expr)
-            if path is None:
-                continue
-            root, steps = path
-            src = bound.get(root)
-            if src is None or not src.sees(f, expr, scope):
-                continue
-            sub = _shapes.follow(src.shape, steps, written=written, arrays_grow=arrays_grow)
-            if sub is None:
-                continue
-            label = src.label + _shapes.path_text(steps)
-            if kind != "alias":
-                if sub.get("k") != "array" or arrays_grow or not isinstance(sub.get("items"), dict):
-                    continue
-                sub = sub["items"]
-                label += "[…]"
-            if sub.get("k") not in ("object", "array", "leaf"):
-                continue
-            end = expr if kind != "alias" else node
-            bound[name] = _Bound(src.fn, sub, label, scope, (end.end_lineno, end.end_col_offset), kind == "comp")
-            changed = True
-        if not changed:
-            return
-
-
-def _path_of(expr: ast.AST) -> tuple[str, list[tuple[str, Any, int]]] | None:
-    """``x["k"][0].name`` / ``x.result()`` -> ("x", steps) as shapes.check_path takes
-    them; None for anything that is not a plain read path from a bare name."""
-    steps: list[tuple[str, Any, int]] = []
-    cur = expr
-    for _ in range(64):
-        t = type(cur)
-        if t is ast.Name:
-            steps.reverse()
-            return cur.id, steps  # type: ignore[attr-defined]
-        if t is ast.Subscript:
-            sl = cur.slice  # type: ignore[attr-defined]
-            if type(sl) is ast.Slice:
-                steps.append(("slice", None, cur.lineno))
-            else:
-                key = _literal_key(sl)
-                if key is _MISSING:
-                    return None
-                steps.append(("key", key, cur.lineno))
-            cur = cur.value  # type: ignore[attr-defined]
-        elif t is ast.Attribute:
-            steps.append(("attr", cur.attr, cur.lineno))  # type: ignore[attr-defined]
-            cur = cur.value  # type: ignore[attr-defined]
-        elif t is ast.Call:
-            func = cur.func  # type: ignore[attr-defined]
-            if type(func) is not ast.Attribute or func.attr != "result" or cur.args or cur.keywords:  # type: ignore[attr-defined]
-                return None
-            cur = func.value
-        else:
-            return None
-    return None
 
 
 def _steps(f: _Facts, node: ast.AST) -> list[tuple[str, Any, int]]:
@@ -841,77 +733,3 @@ def _steps(f: _Facts, node: ast.AST) -> list[tuple[str, Any, int]]:
                 return steps  # a method call
             steps.append(("attr", p.attr, line))
         cur = p
-
-
-# -- JS-style and import-style names --------------------------------------------------------
-
-# Names models use for "the namespace of all tools" (mcp.<server>.<tool>(...)).
-_NAMESPACES = frozenset({"mcp", "tools", "sdk", "codemcp", "servers", "functions", "default_api", "api"})
-
-
-def _js_style_problems(
-    f: _Facts, functions: dict[str, Callable], meta: dict[str, dict], known: frozenset
-) -> list[tuple[int, int, int, str]]:
-    """`mcp.everything.echo(...)`, `everything.echo(...)`, `tools.memory.read_graph()`,
-    `from everything import echo`, `import everything`: the SDK name to use instead. Only
-    names the program does not bind itself (and the runner does not define) are judged."""
-    index = _callcheck._SdkIndex.of(functions, meta)
-    out: list[tuple[int, int, int, str]] = []
-    for parts, call in f.dotted:
-        root = parts[0]
-        if root in f.binds or root in known:
-            continue
-        written = ".".join(parts)
-        hint = index.dotted(parts[1:] if root in _NAMESPACES else parts)
-        if hint is None:
-            continue
-        msg = "`%s` is not defined (line %d): SDK functions are plain names already in scope.%s" % (
-            written, call.lineno, hint)
-        out.append((call.lineno, call.col_offset, 1, msg))
-    for node in f.imports:
-        if type(node) is ast.ImportFrom:
-            if node.level or not node.module:
-                continue
-            parts = tuple(node.module.split("."))
-            root = parts[0]
-            names = [a.name for a in node.names]
-        else:
-            for alias in node.names:
-                parts = tuple(alias.name.split("."))
-                root = parts[0]
-                hint = index.dotted(parts[1:] if root in _NAMESPACES and len(parts) > 1 else parts, module=True)
-                if hint is not None and not _importable(root):
-                    msg = "`import %s` (line %d): SDK functions are not imported, they are already in scope.%s" % (
-                        alias.name, node.lineno, hint)
-                    out.append((node.lineno, node.col_offset, 1, msg))
-            continue
-        base = parts[1:] if root in _NAMESPACES else parts
-        if not base or _importable(root):
-            continue
-        for name in names:
-            hint = index.dotted(base + (name,)) if name != "*" else index.dotted(base, module=True)
-            if hint is None and name != "*":
-                hint = index.dotted(base, module=True)
-            if hint is None:
-                continue
-            msg = "`from %s import %s` (line %d): SDK functions are not imported, they are already in scope.%s" % (
-                node.module, name, node.lineno, hint)
-            out.append((node.lineno, node.col_offset, 1, msg))
-    return out
-
-
-_IMPORTABLE: dict[str, bool] = {}
-
-
-def _importable(root: str) -> bool:
-    """True if ``root`` is a real module here (a server named like a module stays usable)."""
-    hit = _IMPORTABLE.get(root)
-    if hit is None:
-        import importlib.util
-
-        try:
-            hit = importlib.util.find_spec(root) is not None
-        except (ImportError, ValueError):
-            hit = False
-        _IMPORTABLE[root] = hit
-    return hit

@@ -56,6 +56,9 @@ for (const [label, mode] of [['legacy', 'legacy'], ['auto', 'auto'], ['pinned 20
         const again = await run(client, 'result = x + 1');
         assert.equal(again.structuredContent.result, 43, JSON.stringify(again));
 
+        // The results learned so far (v2_add -> int) changed the description already; list
+        // again so the next change is announced to this client too (one per listing).
+        await client.listTools();
         let changed = 0;
         client.setNotificationHandler('notifications/tools/list_changed', () => {
           changed++;
@@ -66,6 +69,10 @@ for (const [label, mode] of [['legacy', 'legacy'], ['auto', 'auto'], ['pinned 20
         const g = await run(client, 'result = v2_grow()');
         assert.equal(g.structuredContent.result, 'extra_1', JSON.stringify(g));
         assert.ok(await waitFor(() => changed > 0, ms(15000), 50), 'no tools/list_changed reached the client');
+        // A change may be announced for the learned result of v2_grow before the new tool is
+        // in: wait for the tool itself.
+        assert.ok(await waitFor(async () => (await client.listTools()).tools[0].description.includes('def v2_extra_1('),
+          ms(15000), 100), 'the new tool never reached the description');
         const x = await run(client, 'result = v2_extra_1()');
         assert.equal(x.structuredContent.result, 'extra 1', JSON.stringify(x));
         await sub?.close();
