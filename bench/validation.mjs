@@ -68,6 +68,7 @@ const baseBin = process.env.CODEMCP_BIN_BASE || null;
 async function connect(name, validate, command = bin) {
   const transport = new StdioClientTransport({ command, args: [],
     env: { ...getDefaultEnvironment(), CODEMCP_CONFIG: config(name), CODEMCP_VALIDATE: validate,
+      CODEMCP_DESCRIBE_BUDGET: 'full', // every signature (issue 13's budget would cut them)
       CODEMCP_LEARN_SHAPES: 'true', CODEMCP_ENFORCE_MUTATIONS: 'false', XDG_CONFIG_HOME: dir },
     stderr: 'ignore' });
   const client = new Client({ name: `bench-${name}`, version: '1' });

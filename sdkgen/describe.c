@@ -347,7 +347,7 @@ static struct sdk_pick *sdk_order(json_t *functions, json_t *priority, size_t *c
 
 static void sdk_sig_line(struct buf *b, const struct sdk_pick *p, json_t *signatures)
 {
-    static const char dflt[] = " -> dict[str, Any]"; /* what no declared type gives */
+    static const char dflt[] = " -> Any"; /* what no declared or learned type gives */
     const char *sig = json_string_value(json_object_get(signatures, p->name));
     const char *summary = json_string_value(json_object_get(p->fn, "summary"));
     char *cut = sdk_cap(summary ? summary : "", SDK_BUDGET_SUMMARY);
