@@ -15,6 +15,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp_server.h"
+#include "oauth_cli.h"
 #include "policy.h"
 #include "runs.h"
 #include "serve_http.h"
@@ -58,6 +59,9 @@ static void usage(FILE *f)
           "       codemcp enable-tool|disable-tool SERVER TOOL [-d]\n"
           "       codemcp tui [-i SEL]              full-screen control of a running gateway\n"
           "       (admin commands take -i LAUNCHER|PID|CONFIG-SUBSTRING, --json; see --help)\n"
+          "       codemcp auth NAME [--no-browser]   OAuth login for a remote server\n"
+          "       codemcp auth [--list]              every remote server's auth state\n"
+          "       codemcp logout NAME                revoke and delete its stored tokens\n"
           "\n"
           "options:\n"
           "  -c, --config PATH   mcp.json to load (default: $CODEMCP_CONFIG, else\n"
@@ -260,6 +264,10 @@ int main(int argc, char **argv)
     }
     if (optind < argc && strcmp(argv[optind], "setup") == 0)
         return setup_main(argc - optind - 1, argv + optind + 1, config_path);
+    if (optind < argc && strcmp(argv[optind], "auth") == 0) /* OAuth (oauth_cli.c) */
+        return oauth_auth_main(argc - optind - 1, argv + optind + 1, config_path);
+    if (optind < argc && strcmp(argv[optind], "logout") == 0)
+        return oauth_logout_main(argc - optind - 1, argv + optind + 1, config_path);
     if (optind < argc) {
         if (strcmp(argv[optind], "start") != 0) {
             fprintf(stderr, "codemcp: unknown command '%s'\n", argv[optind]);

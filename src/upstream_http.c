@@ -28,6 +28,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp_era.h"
+#include "oauth_gw.h"
 #include "upstream.h"
 #include "util.h"
 
@@ -179,6 +180,10 @@ static int submit(struct hx *h, const char *method, int with_session, const char
     }
     for (char **c = tp->headers; c && *c; c++)
         add_header(&lines, &n, "%s", *c);
+    char *bearer = oagw_header(tp->up->cfg); /* OAuth (oauth_gw.c); never logged */
+    if (bearer)
+        add_header(&lines, &n, "%s", bearer);
+    free(bearer);
     const char *version = tp->protocol_version ? tp->protocol_version : tp->up->protocol_version;
     free(h->sent_sid);
     h->sent_sid = NULL;
@@ -279,19 +284,37 @@ static void fail_request(struct hx *h, int code, const char *why)
     json_decref(id);
 }
 
-static void auth_failed(struct http_tp *tp, long status)
+/* 401/403: oauth_gw.c says whether a refresh is under way, newer credentials exist, or the
+ * server needs `codemcp auth` (the message carries the hint). */
+static void auth_failed(struct http_tp *tp, const struct ct_event *ev)
 {
-    char why[256];
-    if (status == 401)
-        snprintf(why, sizeof(why),
-                 "needs_auth: the server answered 401; OAuth login is not "
-                 "implemented yet (use a bearer header)");
+    char why[512];
+    enum oagw_verdict v = oagw_denied(tp->up->cfg, ev->status, ev->www_auth, why, sizeof(why));
+    if (v == OAGW_NEEDS_AUTH)
+        lose_connection(tp, 1, why);
     else
-        snprintf(why, sizeof(why),
-                 "needs_auth: the server answered 403 (forbidden); check the "
-                 "credentials in \"headers\" (OAuth login is not implemented "
-                 "yet)");
-    lose_connection(tp, 1, why);
+        lose_connection(tp, v == OAGW_WAIT, "the server refused the access token; refreshing it");
+}
+
+/* oauth_gw.c: the stored credentials of a server changed (codemcp auth/logout, a refresh). */
+static void oauth_changed(const char *name, int removed)
+{
+    struct upstream *up = up_find(name);
+    struct http_tp *tp = up && up->ops == &up_http_ops ? up->tp : NULL;
+    if (!tp || tp->stopping)
+        return;
+    char why[300];
+    snprintf(why, sizeof(why), "needs_auth (Run: codemcp auth %s): no valid stored credentials",
+             name);
+    if (removed && !tp->down) {
+        lose_connection(tp, 1, why);
+    } else if (removed) {
+        up__set_error(up, "%s", why);
+    } else if (tp->down) {
+        lp_timer_stop(&tp->reconnect_timer);
+        tp->backoff_ms = 0;
+        reconnect_now(tp);
+    }
 }
 
 /* A short description of an HTTP error answer: the JSON-RPC error message in the body when
@@ -495,7 +518,7 @@ static void get_done(struct hx *h, const struct ct_event *ev)
     } else if (!ev->curl_code && session_unknown(h, ev)) {
         session_expired(tp, h);
     } else if (ev->status == 401 || ev->status == 403) {
-        auth_failed(tp, ev->status);
+        auth_failed(tp, ev);
     } else if (ev->status >= 400 && ev->status < 500 && ev->status != 408 && ev->status != 409 &&
                ev->status != 429) {
         /* 405 is the specified "no stream here"; other client errors will not go away. */
@@ -685,7 +708,7 @@ static void msg_done(struct hx *h, const struct ct_event *ev)
         return;
     }
     if (ev->status == 401 || ev->status == 403) {
-        auth_failed(tp, ev->status);
+        auth_failed(tp, ev);
         return;
     }
     if (h->req_id && ev->status >= 400 && ev->status < 500 && answer_with_error_body(h, ev))
@@ -830,6 +853,7 @@ static int http_start(struct upstream *up)
         tp->headers[n++] = xstrdup(*h);
     }
     up->tp = tp;
+    oagw_set_reconnect(oauth_changed);
     log_info("upstream", "%s: connecting to %s", up->name, tp->shown_url);
     up__transport_open(up);
     return 0;
