@@ -32,6 +32,8 @@ struct oa_settings {
     char *client_metadata_url; /* CIMD document URL, or NULL */
     char *auth_method;         /* configured token endpoint auth method, or NULL */
     int client_credentials;    /* "grant": "client_credentials" */
+    char *private_key;         /* PEM for private_key_jwt (interpolated), or NULL */
+    char *signing_alg;         /* "ES256" (default) or "RS256" */
 };
 /* Reads s->oauth; *err (caller frees) names a bad value. 0 / -1. */
 int oa_settings_load(const struct cfg_server *s, struct oa_settings *out, char **err);

@@ -539,6 +539,13 @@ static const char *state_of(const struct cfg_server *s, json_t *store, char *buf
         if (strncasecmp(*h, "Authorization:", 14) == 0)
             return "header (Authorization configured)";
     json_t *e = oa_store_entry(store, s->name, s->url);
+    json_t *ch = json_object_get(e, "challenge");
+    if (json_is_true(json_object_get(ch, "gave_up"))) {
+        snprintf(buf, n, "forbidden (403 insufficient_scope \"%s\" after %d authorizations)",
+                 json_string_value(json_object_get(ch, "scope")) ?: "",
+                 (int)json_integer_value(json_object_get(e, "step_ups")));
+        return buf;
+    }
     if (!e || !json_is_string(json_object_get(e, "access_token"))) {
         if (json_is_object(json_object_get(e, "challenge")) || e) {
             snprintf(buf, n, "needs_auth (Run: codemcp auth %s)", s->name);

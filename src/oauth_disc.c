@@ -445,9 +445,17 @@ int oa_client_identity(const struct oa_settings *st, const struct oa_server *srv
         json_object_set_new(c, "client_id", json_string(st->client_id));
         if (st->client_secret)
             json_object_set_new(c, "client_secret", json_string(st->client_secret));
-        json_object_set_new(
-            c, "token_endpoint_auth_method",
-            json_string(st->auth_method ? st->auth_method : pick_method(srv, !!st->client_secret)));
+        const char *method = st->auth_method   ? st->auth_method
+                             : st->private_key ? "private_key_jwt"
+                                               : pick_method(srv, !!st->client_secret);
+        json_object_set_new(c, "token_endpoint_auth_method", json_string(method));
+        if (st->private_key) {
+            json_object_set_new(c, "private_key", json_string(st->private_key));
+            json_object_set_new(c, "signing_alg",
+                                json_string(st->signing_alg ? st->signing_alg : "ES256"));
+            const char *aud = srv->issuer ? srv->issuer : oa_meta_str(srv, "token_endpoint");
+            json_object_set_new(c, "assertion_audience", json_string(aud ? aud : ""));
+        }
         json_object_set_new(c, "source", json_string("configured"));
         *client = c;
         return 0;

@@ -5,7 +5,10 @@
 
 #include "util.h"
 
+#include <openssl/ec.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +30,95 @@ static char *basic_auth(const char *id, const char *secret)
     return buf_steal(&h);
 }
 
+static char *b64url_enc(const unsigned char *in, size_t n)
+{
+    size_t cap = 4 * ((n + 2) / 3) + 1;
+    unsigned char *b = xmalloc(cap);
+    int len = EVP_EncodeBlock(b, in, (int)n);
+    while (len > 0 && b[len - 1] == '=')
+        len--;
+    b[len] = 0;
+    for (int i = 0; i < len; i++)
+        b[i] = b[i] == '+' ? '-' : b[i] == '/' ? '_' : b[i];
+    return (char *)b;
+}
+
+/* An RFC 7523 client assertion (private_key_jwt): iss = sub = client_id, aud = the
+ * authorization server's issuer, a minute of life, a random jti. NULL on failure. */
+static char *client_assertion(json_t *client)
+{
+    const char *id = json_string_value(json_object_get(client, "client_id"));
+    const char *pem = json_string_value(json_object_get(client, "private_key"));
+    const char *alg = json_string_value(json_object_get(client, "signing_alg"));
+    const char *aud = json_string_value(json_object_get(client, "assertion_audience"));
+    if (!id || !pem || !aud)
+        return NULL;
+    if (!alg)
+        alg = "ES256";
+    int ec = strcmp(alg, "ES256") == 0;
+    if (!ec && strcmp(alg, "RS256") != 0)
+        return NULL;
+    BIO *bio = BIO_new_mem_buf(pem, -1);
+    EVP_PKEY *key = bio ? PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL) : NULL;
+    BIO_free(bio);
+    if (!key)
+        return NULL;
+    unsigned char jti_raw[16];
+    char jti[40] = "";
+    if (RAND_bytes(jti_raw, sizeof(jti_raw)) == 1)
+        for (size_t i = 0; i < sizeof(jti_raw); i++)
+            snprintf(jti + 2 * i, 3, "%02x", jti_raw[i]);
+    json_t *hdr = json_pack("{s:s, s:s}", "alg", alg, "typ", "JWT");
+    json_t *claims =
+        json_pack("{s:s, s:s, s:s, s:I, s:I, s:s}", "iss", id, "sub", id, "aud", aud, "iat",
+                  (json_int_t)oa_now(), "exp", (json_int_t)(oa_now() + 60), "jti", jti);
+    char *h = json_dumps(hdr, JSON_COMPACT), *c = json_dumps(claims, JSON_COMPACT);
+    char *h64 = b64url_enc((unsigned char *)h, strlen(h)),
+         *c64 = b64url_enc((unsigned char *)c, strlen(c));
+    struct buf in = {0};
+    buf_printf(&in, "%s.%s", h64, c64);
+    char *out = NULL;
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    size_t siglen = 0;
+    unsigned char *sig = NULL;
+    if (md && EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, key) == 1 &&
+        EVP_DigestSign(md, NULL, &siglen, (unsigned char *)in.data, in.len) == 1) {
+        sig = xmalloc(siglen);
+        if (EVP_DigestSign(md, sig, &siglen, (unsigned char *)in.data, in.len) != 1)
+            siglen = 0;
+    }
+    unsigned char raw[64];
+    const unsigned char *sp = sig;
+    ECDSA_SIG *es = ec && siglen ? d2i_ECDSA_SIG(NULL, &sp, (long)siglen) : NULL;
+    if (ec && es) {
+        const BIGNUM *r, *s;
+        ECDSA_SIG_get0(es, &r, &s);
+        if (BN_bn2binpad(r, raw, 32) == 32 && BN_bn2binpad(s, raw + 32, 32) == 32) {
+            char *s64 = b64url_enc(raw, 64);
+            buf_printf(&in, ".%s", s64);
+            free(s64);
+            out = buf_steal(&in);
+        }
+        ECDSA_SIG_free(es);
+    } else if (!ec && siglen) {
+        char *s64 = b64url_enc(sig, siglen);
+        buf_printf(&in, ".%s", s64);
+        free(s64);
+        out = buf_steal(&in);
+    }
+    buf_free(&in);
+    free(sig);
+    EVP_MD_CTX_free(md);
+    EVP_PKEY_free(key);
+    free(h);
+    free(c);
+    free(h64);
+    free(c64);
+    json_decref(hdr);
+    json_decref(claims);
+    return out;
+}
+
 /* The request's headers and full form for client: adds the client authentication. */
 static void with_client(json_t *client, const char *form, struct buf *body, char **auth_hdr)
 {
@@ -35,6 +127,17 @@ static void with_client(json_t *client, const char *form, struct buf *body, char
     const char *method = json_string_value(json_object_get(client, "token_endpoint_auth_method"));
     *auth_hdr = NULL;
     buf_appends(body, form);
+    if (method && strcmp(method, "private_key_jwt") == 0) {
+        char *a = client_assertion(client);
+        char *e = oa_form_escape(id ? id : "");
+        buf_printf(body,
+                   "&client_id=%s&client_assertion_type=urn%%3Aietf%%3Aparams%%3Aoauth%%3A"
+                   "client-assertion-type%%3Ajwt-bearer&client_assertion=%s",
+                   e, a ? a : "");
+        free(e);
+        free(a);
+        return;
+    }
     if (method && strcmp(method, "client_secret_basic") == 0 && secret) {
         *auth_hdr = basic_auth(id, secret);
         return;

@@ -362,6 +362,8 @@ static int note_challenge(json_t *store, void *ud)
         steps = covered ? steps + 1 : 1;
     }
     json_object_set_new(e, "step_ups", json_integer(steps));
+    if (n->status == 403 && steps >= STEP_UP_LIMIT)
+        json_object_set_new(c, "gave_up", json_true()); /* `codemcp auth` stops suggesting it */
     n->step_ups = steps;
     return 1;
 }

@@ -171,6 +171,8 @@ int oa_settings_load(const struct cfg_server *s, struct oa_settings *out, char *
             0 ||
         get_str(o, "tokenEndpointAuthMethod", "token_endpoint_auth_method", &out->auth_method,
                 &bad) < 0 ||
+        get_str(o, "privateKey", "private_key", &out->private_key, &bad) < 0 ||
+        get_str(o, "signingAlgorithm", "signing_algorithm", &out->signing_alg, &bad) < 0 ||
         get_str(o, "grant", "grant_type", &grant, &bad) < 0)
         goto bad;
     if (grant && strcmp(grant, "client_credentials") == 0)
@@ -210,5 +212,9 @@ void oa_settings_free(struct oa_settings *s)
     free(s->redirect_uri);
     free(s->client_metadata_url);
     free(s->auth_method);
+    if (s->private_key)
+        memset(s->private_key, 0, strlen(s->private_key));
+    free(s->private_key);
+    free(s->signing_alg);
     memset(s, 0, sizeof(*s));
 }

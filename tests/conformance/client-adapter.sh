@@ -26,7 +26,7 @@ fi
 # What codemcp runs for each scenario. The tool names and results are fixed by the suite's
 # scenario servers (add_numbers answers "The sum of A and B is A+B"; test_reconnection's
 # answer arrives on the resumed GET stream after the tools/call stream was closed early).
-dump=0 program=
+dump=0 program= oauth=0
 case "$scenario" in
 initialize)
     dump=1 # initialize + notifications/initialized + tools/list, nothing else
@@ -78,6 +78,14 @@ for f in (conf_test_mrtr_echo_state, conf_test_mrtr_no_state):
 assert out[2:] == ["input_required", "input_required"], out
 result = out'
     ;;
+auth/*)
+    # OAuth: codemcp meets the 401, `codemcp auth conf` logs in (the "browser" follows the
+    # authorization endpoint's redirect to codemcp's callback), codemcp runs again; a 403
+    # step-up or a changed authorization server asks for another login (see the loop below).
+    program='r = conf_test_tool()
+result = str(r)'
+    oauth=1
+    ;;
 *)
     echo "client-adapter: scenario '$scenario' does not apply to codemcp (see conformance_client.test.mjs)" >&2
     exit 2
@@ -95,6 +103,31 @@ home="$(mktemp -d "${TMPDIR:-/tmp}/codemcp-conf-client.XXXXXX")" || exit 2
 trap 'rm -rf "$home"' EXIT
 # The URL passed the character check above, so it needs no JSON escaping.
 printf '{"mcp": {"conf": {"type": "remote", "url": "%s"}}}\n' "$url" >"$home/mcp.json"
+if [ "$oauth" = 1 ]; then
+    # The scenario's pre-registered client (MCP_CONFORMANCE_CONTEXT) becomes the "oauth"
+    # block a user would write; basic-cimd's client id is the document URL the suite expects.
+    /usr/bin/python3 - "$url" "$scenario" >"$home/mcp.json" <<'PY' || exit 2
+import json, os, sys
+url, scenario = sys.argv[1], sys.argv[2]
+ctx = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+oauth = {}
+if ctx.get("client_id"):
+    oauth["clientId"] = ctx["client_id"]
+if ctx.get("client_secret"):
+    oauth["client_secret"] = ctx["client_secret"]  # snake_case honoured too
+if ctx.get("private_key_pem"):
+    oauth["privateKey"] = ctx["private_key_pem"]
+    oauth["signingAlgorithm"] = ctx.get("signing_algorithm", "ES256")
+if scenario.startswith("auth/client-credentials"):
+    oauth["grant"] = "client_credentials"
+if scenario == "auth/basic-cimd":
+    oauth["clientMetadataUrl"] = "https://conformance-test.local/client-metadata.json"
+entry = {"type": "remote", "url": url}
+if oauth:
+    entry["oauth"] = oauth
+print(json.dumps({"mcp": {"conf": entry}}))
+PY
+fi
 
 # Isolated from the user's own configuration; nothing inherited selects another mode.
 unset CODEMCP_DUMP CODEMCP_SMOKE CODEMCP_TRANSPORT
@@ -102,7 +135,24 @@ export CODEMCP_CONFIG="$home/mcp.json" XDG_CONFIG_HOME="$home"
 
 # shellcheck disable=SC2206 # the wrapper is a command prefix split on blanks, as in lib.mjs
 wrapper=(${CODEMCP_WRAPPER:-})
-if [ "$dump" = 1 ]; then
+if [ "$oauth" = 1 ]; then
+    export BROWSER="$here/follow-redirects.py"
+    # Up to 4 runs: each run that leaves the server needs_auth (the first 401, a 403 step-up,
+    # a changed authorization server) is followed by one `codemcp auth`; codemcp's own
+    # step-up limit decides when to stop asking.
+    for round in 1 2 3 4; do
+        CODEMCP_SMOKE="$program" "${wrapper[@]}" "$bin" </dev/null >"$home/out.json"
+        rc=$?
+        if ! "$bin" auth --list | grep -q '^conf .*needs_auth'; then
+            cat "$home/out.json"
+            exit $rc
+        fi
+        echo "client-adapter: run $round left conf needing authorization: codemcp auth conf" >&2
+        "${wrapper[@]}" "$bin" auth conf || exit 1
+    done
+    cat "$home/out.json"
+    exit 1
+elif [ "$dump" = 1 ]; then
     CODEMCP_DUMP=1 "${wrapper[@]}" "$bin" </dev/null
 else
     CODEMCP_SMOKE="$program" "${wrapper[@]}" "$bin" </dev/null
