@@ -70,6 +70,24 @@ static int same(const char *a, const char *b)
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
+/* Seconds before expiry at which a token is refreshed: a minute, or a third of its life for
+ * short-lived tokens. */
+static int64_t ahead_s(json_t *e)
+{
+    json_t *exp = json_object_get(e, "expires_at"), *got = json_object_get(e, "obtained_at");
+    int64_t life = json_is_integer(exp) && json_is_integer(got)
+                       ? json_integer_value(exp) - json_integer_value(got)
+                       : 0;
+    return life > 0 && life / 3 < REFRESH_AHEAD_S ? life / 3 : REFRESH_AHEAD_S;
+}
+
+/* The entry's token expires (or expired) within the refresh window. */
+static int due(json_t *e)
+{
+    json_t *exp = json_object_get(e, "expires_at");
+    return json_is_integer(exp) && json_integer_value(exp) - oa_now() <= ahead_s(e);
+}
+
 /* Rereads the store when it changed on disk; tells the transport about servers whose token
  * changed (a new one: reconnect if it was down; none any more: disconnect). */
 static void reload(int force)
@@ -156,8 +174,8 @@ static int refresh_cas(json_t *store, void *ud)
     json_t *e = oa_store_entry(store, r->name, r->url);
     const char *tok = json_string_value(json_object_get(e, "access_token"));
     json_t *exp = json_object_get(e, "expires_at");
-    int fresh = !json_is_integer(exp) || json_integer_value(exp) - oa_now() > REFRESH_AHEAD_S;
-    if (tok && !same(tok, r->stale) && fresh) {
+    int alive = !json_is_integer(exp) || json_integer_value(exp) > oa_now();
+    if (tok && !same(tok, r->stale) && alive) {
         r->outcome = 1; /* another thread or process refreshed first: use its token */
         return 0;
     }
@@ -306,16 +324,32 @@ char *oagw_header(const struct cfg_server *s)
     struct gw_server *g = server(s->name);
     if (!tok)
         return NULL;
-    json_t *exp = json_object_get(e, "expires_at");
     int cc = same(json_string_value(json_object_get(e, "grant")), "client_credentials");
-    if (json_is_integer(exp) && json_integer_value(exp) - oa_now() <= REFRESH_AHEAD_S &&
-        (json_is_string(json_object_get(e, "refresh_token")) || cc))
+    if (due(e) && (json_is_string(json_object_get(e, "refresh_token")) || cc))
         start_refresh(s, g, tok, cc);
     free(g->handed);
     g->handed = xstrdup(tok);
     struct buf b = {0};
     buf_printf(&b, "Authorization: Bearer %s", tok);
     return buf_steal(&b);
+}
+
+int oagw_prepare(const struct cfg_server *s)
+{
+    if (!oauth_applies(s))
+        return 0;
+    ensure_cache();
+    json_t *e = oa_store_entry(cache, s->name, s->url);
+    const char *tok = json_string_value(json_object_get(e, "access_token"));
+    json_t *exp = json_object_get(e, "expires_at");
+    int cc = same(json_string_value(json_object_get(e, "grant")), "client_credentials");
+    if (!tok || !json_is_integer(exp) || json_integer_value(exp) > oa_now() ||
+        !(json_is_string(json_object_get(e, "refresh_token")) || cc))
+        return 0;
+    struct gw_server *g = server(s->name);
+    free(g->handed);
+    g->handed = xstrdup(tok);
+    return g->in_flight || start_refresh(s, g, tok, cc) == 0;
 }
 
 struct note {

@@ -26,6 +26,9 @@ void oagw_set_reconnect(oagw_reconnect_fn fn);
  * token, has "oauth": false or configures its own Authorization header. Starts a refresh
  * when the token expires within a minute. */
 char *oagw_header(const struct cfg_server *s);
+/* Before connecting: 1 when s's stored token has expired and a refresh was started (the
+ * transport waits for the reconnect callback instead of sending a dead token), else 0. */
+int oagw_prepare(const struct cfg_server *s);
 /* What a 401/403 answer (with its WWW-Authenticate, may be NULL) means for s. */
 enum oagw_verdict oagw_denied(const struct cfg_server *s, long status, const char *www_auth,
                               char *why, size_t n);

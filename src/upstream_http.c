@@ -84,6 +84,7 @@ struct http_tp {
     size_t init_len;
     struct hx *get; /* the standalone GET stream, or NULL */
     int get_unsupported, reinit, reinit_streak, down, stopping;
+    int auth_wait; /* not opened yet: waiting for oauth_gw.c to refresh an expired token */
     long backoff_ms;
     struct lp_timer reconnect_timer, close_timer;
 };
@@ -306,7 +307,13 @@ static void oauth_changed(const char *name, int removed)
     char why[300];
     snprintf(why, sizeof(why), "needs_auth (Run: codemcp auth %s): no valid stored credentials",
              name);
-    if (removed && !tp->down) {
+    if (tp->auth_wait) { /* the first connection waited for a refresh */
+        tp->auth_wait = tp->down = 0;
+        if (removed)
+            lose_connection(tp, 1, why);
+        else
+            up__transport_open(up);
+    } else if (removed && !tp->down) {
         lose_connection(tp, 1, why);
     } else if (removed) {
         up__set_error(up, "%s", why);
@@ -854,6 +861,11 @@ static int http_start(struct upstream *up)
     }
     up->tp = tp;
     oagw_set_reconnect(oauth_changed);
+    if (oagw_prepare(up->cfg)) { /* expired token: connect once it is refreshed */
+        log_info("upstream", "%s: refreshing its expired access token first", up->name);
+        tp->auth_wait = tp->down = 1;
+        return 0;
+    }
     log_info("upstream", "%s: connecting to %s", up->name, tp->shown_url);
     up__transport_open(up);
     return 0;
