@@ -1,0 +1,188 @@
+// OAuth for remote upstreams (issue 14) against tests/fixtures/oauth_server.mjs, for what the
+// conformance suite (conformance_auth) does not cover: discovery past 401/403 on well-known
+// paths, a server that rejects RFC 8707 `resource` (and codemcp remembering that), the token
+// file's mode, logout with revocation, two gateways refreshing rotating refresh tokens at
+// once (no invalid_grant, both keep working), a restart after the access token expired, and
+// the token never reaching the worker's memory or environment, nor the trace log.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+
+import { TESTS, codemcpCommand, codemcpEnv, ms, runCodemcp, sleep, tempDir, writeConfig } from './lib.mjs';
+import { startOAuthServer } from '../fixtures/oauth_server.mjs';
+
+const BROWSER = path.join(TESTS, 'conformance', 'follow-redirects.py');
+
+/** A home with a one-server config at srv.url. */
+function setup(srv) {
+  const home = tempDir('codemcp-oauth-');
+  const config = writeConfig(home, { t: { type: 'remote', url: srv.url } });
+  return { home, config, store: path.join(home, 'codemcp', 'mcp-auth.json') };
+}
+
+/** Runs `codemcp ARGS` (auth, logout) to completion; resolves {code, stdout, stderr}. */
+function cli(h, args, env = {}) {
+  const [cmd, argv] = codemcpCommand(args);
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, argv, { env: codemcpEnv({ config: h.config, home: h.home, env: { BROWSER, ...env } }), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), ms(60000));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Runs one program through the gateway; resolves {code, envelope, stderr}. */
+async function smoke(h, program, env = {}) {
+  const r = await runCodemcp({ config: h.config, home: h.home, env: { CODEMCP_SMOKE: program, ...env } }, ms(60000));
+  let envelope = null;
+  try {
+    envelope = JSON.parse(r.stdout);
+  } catch {
+    // reported below
+  }
+  return { ...r, envelope };
+}
+
+const entry = (h) => JSON.parse(fs.readFileSync(h.store, 'utf8')).servers.t;
+
+describe('OAuth for remote upstreams (test authorization server)', () => {
+  const servers = [];
+  after(() => Promise.all(servers.map((s) => s.close())));
+  const start = async (opts) => {
+    const s = await startOAuthServer(opts);
+    servers.push(s);
+    return s;
+  };
+
+  test('discovery past 401/403 well-known answers, a server that rejects resource, mode 0600, logout', async () => {
+    const srv = await start({ rejectResource: true });
+    const h = setup(srv);
+    // Before any login the gateway marks the server needs_auth with the hint and goes on.
+    const first = await smoke(h, 'result = "ran"');
+    assert.equal(first.envelope?.result, 'ran', first.stderr);
+    assert.match(first.stderr, /needs_auth \(Run: codemcp auth t\)/);
+
+    const r = await cli(h, ['auth', 't']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(srv.stats.prmPathBased >= 1 && srv.stats.prmRoot >= 1, JSON.stringify(srv.stats));
+    assert.deepEqual(srv.stats.asMeta.slice(0, 3), [401, 403, 200], 'RFC 8414, OpenID path-inserted, then path-appended');
+    // The first authorization carried resource and was refused; the second went without.
+    assert.equal(srv.stats.authorize.length, 2);
+    assert.ok(srv.stats.authorize[0].resource);
+    assert.equal(srv.stats.authorize[1].resource, undefined);
+    assert.equal(srv.stats.authorize[1].code_challenge_method, 'S256');
+    assert.ok(srv.stats.authorize[1].state);
+    assert.equal((fs.statSync(h.store).mode & 0o777), 0o600, 'the token store is 0600');
+    assert.equal(entry(h).send_resource, false);
+
+    // Remembered: a second login does not try resource again.
+    const again = await cli(h, ['auth', 't']);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(srv.stats.authorize.length, 3);
+    assert.equal(srv.stats.authorize[2].resource, undefined);
+
+    const s = await smoke(h, 'result = t_whoami()');
+    assert.match(String(s.envelope?.result), /^ok \d+$/, s.stderr);
+    const list = await cli(h, ['auth', '--list']);
+    assert.match(list.stdout, /^t\s.*authenticated/m);
+
+    const out = await cli(h, ['logout', 't']);
+    assert.equal(out.code, 0, out.stderr);
+    assert.ok(srv.stats.revoked >= 1, 'RFC 7009 revocation');
+    assert.equal(JSON.parse(fs.readFileSync(h.store, 'utf8')).servers.t, undefined);
+    const gone = await smoke(h, 'result = "t_whoami" in dir()');
+    assert.equal(gone.envelope?.result, false, gone.stderr);
+  });
+
+  test('two gateways refresh rotating refresh tokens at once: no invalid_grant, both keep working', async () => {
+    const srv = await start({ tokenLife: 3 });
+    const h = setup(srv);
+    assert.equal((await cli(h, ['auth', 't'])).code, 0);
+    // Each gateway calls the tool every 0.4 s for ~9 s: three token lifetimes, refreshed by
+    // whichever gateway gets there first; the other must pick up the winner's tokens.
+    const program = `import time
+out = []
+for i in range(22):
+    try:
+        out.append(str(t_whoami()).split()[0])
+    except ToolError as e:
+        time.sleep(1.5)
+        out.append(str(t_whoami()).split()[0] + "-retried")
+    time.sleep(0.4)
+result = out`;
+    const [a, b] = await Promise.all([smoke(h, program), smoke(h, program)]);
+    for (const r of [a, b]) {
+      assert.ok(Array.isArray(r.envelope?.result), r.stderr.slice(-3000));
+      assert.ok(r.envelope.result.every((x) => x.startsWith('ok')), JSON.stringify(r.envelope.result));
+    }
+    assert.equal(srv.stats.invalidGrant, 0, `a refresh token was spent twice: ${JSON.stringify(srv.stats.tokenRequests)}`);
+    assert.ok(srv.stats.refreshes >= 2, `refreshes: ${srv.stats.refreshes}`);
+  });
+
+  test('a restart after the access token expired refreshes before connecting', async () => {
+    const srv = await start({ tokenLife: 2 });
+    const h = setup(srv);
+    assert.equal((await cli(h, ['auth', 't'])).code, 0);
+    const before = entry(h);
+    await sleep(3000);
+    srv.stats.mcp401 = 0;
+    const s = await smoke(h, 'result = t_whoami()');
+    assert.match(String(s.envelope?.result), /^ok/, s.stderr);
+    assert.equal(srv.stats.refreshes, 1);
+    assert.equal(srv.stats.mcp401, 0, 'the expired token was never sent');
+    const now = entry(h);
+    assert.notEqual(now.access_token, before.access_token);
+    assert.ok(now.expires_at > before.expires_at, 'the new expiry is stored');
+  });
+
+  test('tokens never reach the worker (memory, environment) nor the trace log', async () => {
+    const srv = await start();
+    const h = setup(srv);
+    assert.equal((await cli(h, ['auth', 't'])).code, 0);
+    const { access_token: at, refresh_token: rt } = entry(h);
+    // The program scans its own process for anything shaped like a token of this server
+    // (CMXT/CMXR + 40 of [A-Z0-9]; the pattern does not match its own source). A token it
+    // builds itself is the control that shows the scan can see the heap.
+    const program = `import re
+r = t_whoami()
+control = "CMXT" + "Q" * 40
+pat = re.compile(rb"CMX[TR][A-Z0-9]{40}")
+found = set()
+with open("/proc/self/environ", "rb") as f:
+    found.update(m.group(0).decode() for m in pat.finditer(f.read()))
+with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+    for line in maps:
+        parts = line.split()
+        if "r" not in parts[1] or (len(parts) > 5 and parts[5] in ("[vvar]", "[vsyscall]", "[vvar_vclock]")):
+            continue
+        lo, hi = (int(x, 16) for x in parts[0].split("-"))
+        pos = lo
+        while pos < hi:
+            n = min(hi - pos, 1 << 24)
+            try:
+                mem.seek(pos)
+                chunk = mem.read(n + 43 if pos + n < hi else n)
+            except (OSError, ValueError, OverflowError):
+                break
+            found.update(m.group(0).decode() for m in pat.finditer(chunk))
+            pos += n
+result = {"call": str(r), "found": sorted(found)}`;
+    const s = await smoke(h, program, { CODEMCP_LOG: 'trace' });
+    const res = s.envelope?.result;
+    assert.ok(res, s.stderr.slice(-3000));
+    assert.match(res.call, /^ok/);
+    assert.ok(res.found.includes(`CMXT${'Q'.repeat(40)}`), 'the scan found its own control token');
+    assert.deepEqual(res.found.filter((t) => t !== `CMXT${'Q'.repeat(40)}`), [], 'a real token is in the worker');
+    assert.ok(s.stderr.includes('t <- POST'), 'the trace log was on');
+    assert.ok(!s.stderr.includes(at) && !s.stderr.includes(rt), 'a token is in the trace log');
+  });
+});
