@@ -104,7 +104,7 @@ describe('OAuth for remote upstreams (test authorization server)', () => {
   });
 
   test('two gateways refresh rotating refresh tokens at once: no invalid_grant, both keep working', async () => {
-    const srv = await start({ tokenLife: 3 });
+    const srv = await start({ tokenLife: 3, refreshDelayMs: 700 });
     const h = setup(srv);
     assert.equal((await cli(h, ['auth', 't'])).code, 0);
     // Each gateway calls the tool every 0.4 s for ~9 s: three token lifetimes, refreshed by
@@ -126,6 +126,7 @@ result = out`;
     }
     assert.equal(srv.stats.invalidGrant, 0, `a refresh token was spent twice: ${JSON.stringify(srv.stats.tokenRequests)}`);
     assert.ok(srv.stats.refreshes >= 2, `refreshes: ${srv.stats.refreshes}`);
+    assert.equal(srv.stats.maxRefreshInFlight, 1, 'refreshes of one credential overlapped: not single-flight across processes');
   });
 
   test('a restart after the access token expired refreshes before connecting', async () => {
