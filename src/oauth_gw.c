@@ -416,6 +416,7 @@ enum oagw_verdict oagw_denied(const struct cfg_server *s, long status, const cha
         goto out;
     }
     ensure_cache();
+    reload(0); /* the store may have changed within the last second (logout, another login) */
     struct gw_server *g = server(s->name);
     json_t *e = oa_store_entry(cache, s->name, s->url);
     const char *tok = json_string_value(json_object_get(e, "access_token"));

@@ -316,6 +316,7 @@ static void oauth_changed(const char *name, int removed)
     } else if (removed && !tp->down) {
         lose_connection(tp, 1, why);
     } else if (removed) {
+        log_warn("upstream", "%s: %s", name, why);
         up__set_error(up, "%s", why);
     } else if (tp->down) {
         lp_timer_stop(&tp->reconnect_timer);

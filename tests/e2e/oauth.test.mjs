@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 
-import { TESTS, codemcpCommand, codemcpEnv, ms, runCodemcp, sleep, tempDir, writeConfig } from './lib.mjs';
+import { TESTS, codemcpCommand, codemcpEnv, connectClient, ms, runCodemcp, sleep, tempDir, waitFor, writeConfig } from './lib.mjs';
 import { startOAuthServer } from '../fixtures/oauth_server.mjs';
 
 const BROWSER = path.join(TESTS, 'conformance', 'follow-redirects.py');
@@ -101,6 +101,29 @@ describe('OAuth for remote upstreams (test authorization server)', () => {
     assert.equal(JSON.parse(fs.readFileSync(h.store, 'utf8')).servers.t, undefined);
     const gone = await smoke(h, 'result = "t_whoami" in dir()');
     assert.equal(gone.envelope?.result, false, gone.stderr);
+  });
+
+  test('a running gateway picks up `codemcp auth` and `codemcp logout` without a restart', async () => {
+    const srv = await start();
+    const h = setup(srv);
+    const g = await connectClient({ config: h.config, home: h.home, env: { CODEMCP_LOG: 'info' } });
+    await g.client.listTools();
+    const run = async (code) => {
+      const r = await g.client.callTool({ name: 'execute_python', arguments: { code } }, undefined, { timeout: ms(30000) });
+      return JSON.parse(r.content[0].text);
+    };
+    assert.match(g.stderr(), /needs_auth \(Run: codemcp auth t\)/);
+    assert.equal((await run('result = "t_whoami" in dir()')).result, false);
+    assert.equal((await cli(h, ['auth', 't'])).code, 0);
+    assert.ok(await waitFor(async () => (await run('result = "t_whoami" in dir()')).result === true, ms(15000), 300),
+      `the gateway did not pick up the new token\n${g.stderr().slice(-2000)}`);
+    assert.match(String((await run('result = t_whoami()')).result), /^ok/);
+    assert.equal((await cli(h, ['logout', 't'])).code, 0);
+    // Disconnected: its tools stay in the SDK (as for any server that went down) but fail.
+    const probe = 'try:\n    str(t_whoami())\n    result = "called"\nexcept ToolError as e:\n    result = e.kind';
+    assert.ok(await waitFor(async () => (await run(probe)).result !== 'called', ms(15000), 300),
+      `the gateway did not drop the server after logout\n${g.stderr().slice(-2000)}`);
+    assert.equal(g.stderr().match(/t: needs_auth \(Run: codemcp auth t\)/g).length, 2, g.stderr().slice(-2000));
   });
 
   test('two gateways refresh rotating refresh tokens at once: no invalid_grant, both keep working', async () => {
