@@ -13,14 +13,11 @@
 //   roots/list with -32601 (the suite records "Elicitation failed: MCP error -32601"): a run
 //   of model-written code has nobody to ask, and forwarding elicitation to the harness is not
 //   part of the design.
-// - auth/* (metadata-default, metadata-var1..3, basic-cimd, scope-*, token-endpoint-auth-*,
-//   pre-registration, 2025-03-26-oauth-*, resource-mismatch, offline-access-*,
-//   client-credentials-*, cross-app-access-complete-flow): the OAuth 2.1 client flow
-//   (protected-resource metadata, authorization-server metadata, registration, PKCE,
-//   token request, scopes). Issue 5 leaves OAuth to a later issue: on the scenario's 401
-//   codemcp marks the upstream needs_auth and goes on without it. These do apply to a gateway
-//   (it holds the upstream credentials) once OAuth lands; client-credentials-* (machine to
-//   machine, no browser) fit a long-lived gateway best.
+// - auth/*: the OAuth scenarios (issue 14) run against the 0.2.0-alpha.12 suite below, as the
+//   conformance_auth meson test (this file with CODEMCP_CONFORMANCE_PART=auth; AUTH_SCENARIOS
+//   says how and which checks must succeed); the extensions enterprise-managed-authorization,
+//   dpop, dpop-nonce, wif-jwt-bearer and 0.1.16's cross-app-access-complete-flow are not part
+//   of issue 14.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';

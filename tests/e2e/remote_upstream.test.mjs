@@ -328,7 +328,7 @@ describe('Streamable HTTP details (fixture server)', () => {
     assert.doesNotMatch(desc, /def locked_/);
     const env = ok(await run(h, 'everything_get_sum(a=1, b=2)'), h);
     assert.match(JSON.stringify(env.result), /3/);
-    assert.match(h.stderr(), /locked: needs_auth: the server answered 401/);
+    assert.match(h.stderr(), /locked: needs_auth \(Run: codemcp auth locked\): the server answered 401/);
     // Not retried: auth does not fix itself.
     const n = (await fixtureStats(up.port)).requests.length;
     await sleep(ms(1500));
