@@ -104,6 +104,12 @@ int oa_store_update(int (*fn)(json_t *store, void *ud), void *ud);
 /* The entry for a server (borrowed from store), or NULL; ignores an entry whose url differs. */
 json_t *oa_store_entry(json_t *store, const char *name, const char *url);
 
+/* The whole client-credentials login without a person (oauth_cli.c; blocking: the gateway
+ * runs it on a helper thread): discovery from the 401's challenge, the token request, the
+ * store. Takes over *st. 0, or -1 with *err (caller frees). */
+int oa_login_client_credentials(const char *name, const char *url, struct oa_settings *st,
+                                const char *www_auth, char **err);
+
 /* Seconds since the epoch. */
 int64_t oa_now(void);
 

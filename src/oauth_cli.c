@@ -208,6 +208,7 @@ struct login {
     char *scope;
     int sent_resource;
     int step_ups;
+    int have_challenge; /* ch came from the caller (the gateway's 401) */
     char *err;
 };
 
@@ -412,7 +413,9 @@ static int login(struct login *l, int no_browser)
     json_t *store = oa_store_read();
     json_t *prev = oa_store_entry(store, l->name, l->url);
     json_t *pch = json_object_get(prev, "challenge");
-    if (json_is_object(pch)) { /* what the gateway saw last (a 401, or a 403 step-up) */
+    if (l->have_challenge) {
+        l->step_ups = (int)json_integer_value(json_object_get(prev, "step_ups"));
+    } else if (json_is_object(pch)) { /* what the gateway saw last (a 401, or a 403 step-up) */
         const char *rm = json_string_value(json_object_get(pch, "resource_metadata"));
         const char *sc = json_string_value(json_object_get(pch, "scope"));
         l->ch.resource_metadata = rm ? xstrdup(rm) : NULL;
@@ -505,6 +508,23 @@ out:
         close(lfd);
     json_decref(store);
     return rc == 0 ? 0 : -1;
+}
+
+int oa_login_client_credentials(const char *name, const char *url, struct oa_settings *st,
+                                const char *www_auth, char **err)
+{
+    struct login l = {.name = name, .url = url, .st = *st, .have_challenge = 1};
+    memset(st, 0, sizeof(*st)); /* ours now */
+    oa_challenge_parse(www_auth, &l.ch);
+    int rc = l.st.client_credentials ? login(&l, 1) : -1;
+    *err = l.err ? l.err : rc < 0 ? xstrdup("not a client_credentials server") : NULL;
+    free(l.scope);
+    json_decref(l.client);
+    json_decref(l.tok);
+    oa_server_free(&l.srv);
+    oa_challenge_free(&l.ch);
+    oa_settings_free(&l.st);
+    return rc;
 }
 
 /* ---- commands ----------------------------------------------------------------------------- */

@@ -163,6 +163,9 @@ struct refresh {
     char *name, *url;
     char *stale; /* the token that failed or is about to expire */
     int client_credentials;
+    int login;             /* no stored token: a whole client-credentials login */
+    struct oa_settings st; /* login: the server's settings (owned) */
+    char *www_auth;        /* login: the 401's challenge */
     /* results */
     int outcome; /* 0 new token stored, 1 someone else's token found, -1 transient, -2 rejected */
     char *why;
@@ -269,13 +272,18 @@ static void refresh_done(void *ud)
         memset(r->stale, 0, strlen(r->stale));
     free(r->stale);
     free(r->why);
+    free(r->www_auth);
+    oa_settings_free(&r->st);
     free(r);
 }
 
 static void *refresh_thread(void *ud)
 {
     struct refresh *r = ud;
-    if (oa_store_update(refresh_cas, r) < 0 && r->outcome == 0 && !r->why) {
+    if (r->login) {
+        r->outcome =
+            oa_login_client_credentials(r->name, r->url, &r->st, r->www_auth, &r->why) ? -2 : 0;
+    } else if (oa_store_update(refresh_cas, r) < 0 && r->outcome == 0 && !r->why) {
         r->outcome = -1;
         r->why = xstrdup("cannot write the token store");
     }
@@ -283,12 +291,24 @@ static void *refresh_thread(void *ud)
     return NULL;
 }
 
-static int start_refresh(const struct cfg_server *s, struct gw_server *g, const char *stale,
-                         int client_credentials)
+static int start_thread(const struct cfg_server *s, struct gw_server *g, const char *stale,
+                        int client_credentials, int login, const char *www_auth)
 {
     if (g->in_flight)
         return 0;
     struct refresh *r = xcalloc(1, sizeof(*r));
+    if (login) { /* needs the settings (read here, on the loop) */
+        char *err = NULL;
+        if (oa_settings_load(s, &r->st, &err) < 0 || !r->st.client_credentials ||
+            !r->st.client_id) {
+            free(err);
+            oa_settings_free(&r->st);
+            free(r);
+            return -1;
+        }
+        r->login = 1;
+        r->www_auth = www_auth ? xstrdup(www_auth) : NULL;
+    }
     r->name = xstrdup(s->name);
     r->url = xstrdup(s->url);
     r->stale = stale ? xstrdup(stale) : NULL;
@@ -303,6 +323,8 @@ static int start_refresh(const struct cfg_server *s, struct gw_server *g, const 
         free(r->name);
         free(r->url);
         free(r->stale);
+        free(r->www_auth);
+        oa_settings_free(&r->st);
         free(r);
         return -1;
     }
@@ -310,6 +332,12 @@ static int start_refresh(const struct cfg_server *s, struct gw_server *g, const 
     g->last_ms = now_ms();
     log_debug("oauth", "%s: refreshing the access token", s->name);
     return 0;
+}
+
+static int start_refresh(const struct cfg_server *s, struct gw_server *g, const char *stale,
+                         int client_credentials)
+{
+    return start_thread(s, g, stale, client_credentials, 0, NULL);
 }
 
 /* ---- the transport's questions ------------------------------------------------------------- */
@@ -343,6 +371,18 @@ int oagw_prepare(const struct cfg_server *s)
     const char *tok = json_string_value(json_object_get(e, "access_token"));
     json_t *exp = json_object_get(e, "expires_at");
     int cc = same(json_string_value(json_object_get(e, "grant")), "client_credentials");
+    if (!tok && !json_is_object(json_object_get(e, "challenge"))) {
+        /* machine-to-machine (oauth.grant client_credentials): log in before connecting */
+        struct gw_server *g = server(s->name);
+        if (g->in_flight)
+            return 1;
+        if (start_thread(s, g, NULL, 1, 1, NULL) == 0) {
+            g->tries++;
+            g->last_ms = now_ms();
+            return 1;
+        }
+        return 0;
+    }
     if (!tok || !json_is_integer(exp) || json_integer_value(exp) > oa_now() ||
         !(json_is_string(json_object_get(e, "refresh_token")) || cc))
         return 0;
@@ -439,6 +479,12 @@ enum oagw_verdict oagw_denied(const struct cfg_server *s, long status, const cha
             v = OAGW_WAIT;
             goto out;
         }
+    }
+    if (status == 401 && !tok && g->tries < REFRESH_MAX_TRIES && !g->in_flight &&
+        start_thread(s, g, NULL, 1, 1, www_auth) == 0) {
+        g->tries++; /* machine-to-machine: the gateway logs in by itself */
+        v = OAGW_WAIT;
+        goto out;
     }
     if (status == 403 && !insufficient) {
         snprintf(why, n, "forbidden: the server answered 403%s%s", ch.error ? " " : "",
