@@ -4,6 +4,7 @@
 #include "cfgedit.h"
 #include "log.h"
 #include "mcp_era.h"
+#include "oauth_gw.h"
 #include "toolstate.h"
 #include "upstream.h"
 #include "util.h"
@@ -57,9 +58,10 @@ static const char *auth_of(struct upstream *up)
     for (char **h = up->cfg->headers; h && *h; h++)
         if (strncasecmp(*h, "authorization:", 14) == 0)
             return "header";
-    if (up->error && (strstr(up->error, "401") || strstr(up->error, "403")))
+    if (up->state != UP_READY && up->error &&
+        (strstr(up->error, "needs_auth") || strstr(up->error, "401") || strstr(up->error, "403")))
         return "needs_auth";
-    return "none";
+    return oagw_has_token(up->cfg) ? "oauth" : "none"; /* issue 14 */
 }
 
 static int effective_tools(struct upstream *up)

@@ -8,6 +8,7 @@
  * Must not print a token or a secret. */
 #include "oauth_cli.h"
 
+#include "admin_client.h"
 #include "config.h"
 #include "oauth.h"
 #include "util.h"
@@ -605,6 +606,20 @@ static int list_all(const struct cfg *c)
     return 0;
 }
 
+/* Best effort: the running gateway of this config (admin socket) reconnects NAME now; its
+ * store watcher would within a second anyway (and covers every gateway). */
+static void tell_gateway(const struct cfg *c, const char *name)
+{
+    char why[512];
+    json_t *inst = admc_select(NULL, why, sizeof(why));
+    const char *sock = json_string_value(json_object_get(inst, "socket"));
+    const char *conf = json_string_value(json_object_get(inst, "config"));
+    if (sock && conf && c->path && strcmp(conf, c->path) == 0)
+        json_decref(
+            admc_call(sock, "enable", json_pack("{s:s}", "name", name), 3000, why, sizeof(why)));
+    json_decref(inst);
+}
+
 int oauth_auth_main(int argc, char **argv, const char *config_path)
 {
     const char *name = NULL;
@@ -648,6 +663,7 @@ int oauth_auth_main(int argc, char **argv, const char *config_path)
     } else {
         fprintf(stderr, "codemcp: %s: authorized; a running gateway reconnects it by itself\n",
                 name);
+        tell_gateway(&c, name);
     }
     free(l.err);
     free(l.scope);

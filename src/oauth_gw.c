@@ -362,6 +362,14 @@ char *oagw_header(const struct cfg_server *s)
     return buf_steal(&b);
 }
 
+int oagw_has_token(const struct cfg_server *s)
+{
+    if (!oauth_applies(s))
+        return 0;
+    ensure_cache();
+    return json_is_string(json_object_get(oa_store_entry(cache, s->name, s->url), "access_token"));
+}
+
 int oagw_prepare(const struct cfg_server *s)
 {
     if (!oauth_applies(s))

@@ -32,6 +32,8 @@ int oagw_prepare(const struct cfg_server *s);
 /* What a 401/403 answer (with its WWW-Authenticate, may be NULL) means for s. */
 enum oagw_verdict oagw_denied(const struct cfg_server *s, long status, const char *www_auth,
                               char *why, size_t n);
+/* s has a stored OAuth access token (for status displays). */
+int oagw_has_token(const struct cfg_server *s);
 /* Stops the watcher (shutdown). */
 void oagw_stop(void);
 

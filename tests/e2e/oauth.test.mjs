@@ -114,10 +114,15 @@ describe('OAuth for remote upstreams (test authorization server)', () => {
     };
     assert.match(g.stderr(), /needs_auth \(Run: codemcp auth t\)/);
     assert.equal((await run('result = "t_whoami" in dir()')).result, false);
+    const before = await cli(h, ['list']);
+    assert.match(before.stdout, /^t\s.*\bneeds_auth\b/m, before.stdout + before.stderr);
     assert.equal((await cli(h, ['auth', 't'])).code, 0);
     assert.ok(await waitFor(async () => (await run('result = "t_whoami" in dir()')).result === true, ms(15000), 300),
       `the gateway did not pick up the new token\n${g.stderr().slice(-2000)}`);
     assert.match(String((await run('result = t_whoami()')).result), /^ok/);
+    // The admin socket's view (codemcp list) shows the stored credentials.
+    const list = await cli(h, ['list']);
+    assert.match(list.stdout, /^t\s.*\boauth\b/m, list.stdout + list.stderr);
     assert.equal((await cli(h, ['logout', 't'])).code, 0);
     // Disconnected: its tools stay in the SDK (as for any server that went down) but fail.
     const probe = 'try:\n    str(t_whoami())\n    result = "called"\nexcept ToolError as e:\n    result = e.kind';
