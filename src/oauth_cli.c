@@ -431,6 +431,11 @@ static int login(struct login *l, int no_browser)
     char redirect[300] = "";
     if (oa_discover(l->url, &l->ch, &l->srv, &l->err) < 0)
         goto out;
+    if (!oa_meta_str(&l->srv, "token_endpoint") ||
+        (!l->st.client_credentials && !oa_meta_str(&l->srv, "authorization_endpoint"))) {
+        l->err = xstrdup("the authorization server metadata lacks its endpoints");
+        goto out;
+    }
     l->sent_resource = l->srv.have_prm && !json_is_false(json_object_get(prev, "send_resource"));
     choose_scope(l, prev);
     if (l->st.client_credentials) {
