@@ -180,7 +180,8 @@ result = out`;
     const { access_token: at, refresh_token: rt } = entry(h);
     // The program scans its own process for anything shaped like a token of this server
     // (CMXT/CMXR + 40 of [A-Z0-9]; the pattern does not match its own source). A token it
-    // builds itself is the control that shows the scan can see the heap.
+    // builds itself is the control that shows the scan can see the heap. Regions above 256 MiB
+    // are skipped: under ASan they are its shadow memory.
     const program = `import re
 r = t_whoami()
 control = "CMXT" + "Q" * 40
@@ -194,6 +195,8 @@ with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
         if "r" not in parts[1] or (len(parts) > 5 and parts[5] in ("[vvar]", "[vsyscall]", "[vvar_vclock]")):
             continue
         lo, hi = (int(x, 16) for x in parts[0].split("-"))
+        if hi - lo > (1 << 28):
+            continue  # sanitizer shadow memory (terabytes of zero pages), never a heap
         pos = lo
         while pos < hi:
             n = min(hi - pos, 1 << 24)
@@ -201,7 +204,15 @@ with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
                 mem.seek(pos)
                 chunk = mem.read(n + 43 if pos + n < hi else n)
             except (OSError, ValueError, OverflowError):
-                break
+                # Some page of the chunk cannot be read (EIO): read what can be, page by page.
+                pages = []
+                for a in range(pos, pos + n, 4096):
+                    try:
+                        mem.seek(a)
+                        pages.append(mem.read(4096))
+                    except (OSError, ValueError, OverflowError):
+                        pages.append(b"")
+                chunk = b"".join(pages)
             found.update(m.group(0).decode() for m in pat.finditer(chunk))
             pos += n
 result = {"call": str(r), "found": sorted(found)}`;
