@@ -16,6 +16,7 @@
 #include "loop.h"
 #include "mcp_server.h"
 #include "oauth_cli.h"
+#include "oauth_gw.h"
 #include "policy.h"
 #include "runs.h"
 #include "serve_http.h"
@@ -379,6 +380,7 @@ int main(int argc, char **argv)
     lp_timer_start(&settle_timer, 0, check_settled, NULL);
     lp_run();
 
+    oagw_drain(5000); /* OAuth refreshes in flight get to store their tokens */
     adm_stop();
     run_free_all();
     mcp_free_all();

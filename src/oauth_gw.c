@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define WATCH_MS          1000
 #define REFRESH_AHEAD_S   60
@@ -33,6 +34,12 @@ struct gw_server {
     char *handed;    /* the token last put into a request */
     struct gw_server *next;
 };
+
+/* Refresh threads still running; at exit the gateway waits for them (oagw_drain) so that a
+ * rotated refresh token is stored, not lost with the process. */
+static pthread_mutex_t threads_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t threads_cv = PTHREAD_COND_INITIALIZER;
+static int threads_running, draining;
 
 static struct gw_server *servers;
 static json_t *cache; /* the store as last read */
@@ -249,6 +256,19 @@ static int refresh_cas(json_t *store, void *ud)
     return 1;
 }
 
+static void refresh_free(struct refresh *r)
+{
+    free(r->name);
+    free(r->url);
+    if (r->stale)
+        memset(r->stale, 0, strlen(r->stale));
+    free(r->stale);
+    free(r->why);
+    free(r->www_auth);
+    oa_settings_free(&r->st);
+    free(r);
+}
+
 static void refresh_done(void *ud)
 {
     struct refresh *r = ud;
@@ -266,15 +286,7 @@ static void refresh_done(void *ud)
         reconnect_fn(r->name, r->outcome == -2);
     else if (reconnect_fn)
         reconnect_fn(r->name, 0); /* transient: the transport retries with backoff */
-    free(r->name);
-    free(r->url);
-    if (r->stale)
-        memset(r->stale, 0, strlen(r->stale));
-    free(r->stale);
-    free(r->why);
-    free(r->www_auth);
-    oa_settings_free(&r->st);
-    free(r);
+    refresh_free(r);
 }
 
 static void *refresh_thread(void *ud)
@@ -287,8 +299,34 @@ static void *refresh_thread(void *ud)
         r->outcome = -1;
         r->why = xstrdup("cannot write the token store");
     }
-    lp_post(refresh_done, r);
+    pthread_mutex_lock(&threads_mu);
+    int post = !draining; /* after oagw_drain the loop may be gone */
+    threads_running--;
+    pthread_cond_broadcast(&threads_cv);
+    pthread_mutex_unlock(&threads_mu);
+    if (post)
+        lp_post(refresh_done, r);
+    else
+        refresh_free(r);
     return NULL;
+}
+
+void oagw_drain(int timeout_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&threads_mu);
+    draining = 1;
+    while (threads_running > 0)
+        if (pthread_cond_timedwait(&threads_cv, &threads_mu, &until) != 0)
+            break;
+    pthread_mutex_unlock(&threads_mu);
 }
 
 static int start_thread(const struct cfg_server *s, struct gw_server *g, const char *stale,
@@ -317,8 +355,16 @@ static int start_thread(const struct cfg_server *s, struct gw_server *g, const c
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_mutex_lock(&threads_mu);
+    threads_running++;
+    pthread_mutex_unlock(&threads_mu);
     int rc = pthread_create(&t, &a, refresh_thread, r);
     pthread_attr_destroy(&a);
+    if (rc != 0) {
+        pthread_mutex_lock(&threads_mu);
+        threads_running--;
+        pthread_mutex_unlock(&threads_mu);
+    }
     if (rc != 0) {
         free(r->name);
         free(r->url);

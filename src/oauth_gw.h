@@ -34,6 +34,9 @@ enum oagw_verdict oagw_denied(const struct cfg_server *s, long status, const cha
                               char *why, size_t n);
 /* s has a stored OAuth access token (for status displays). */
 int oagw_has_token(const struct cfg_server *s);
+/* At exit (after the loop stopped): waits up to timeout_ms for refreshes still running, so
+ * that what they obtained is stored; their results are no longer posted to the loop. */
+void oagw_drain(int timeout_ms);
 /* Stops the watcher (shutdown). */
 void oagw_stop(void);
 
