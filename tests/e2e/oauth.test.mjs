@@ -188,9 +188,29 @@ r = t_whoami()
 control = "CMXT" + "Q" * 40
 pat = re.compile(rb"CMX[TR][A-Z0-9]{40}")
 found = set()
-with open("/proc/self/environ", "rb") as f:
-    found.update(m.group(0).decode() for m in pat.finditer(f.read()))
-with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+import gc, os
+keep = [control]  # a tracked container holds the control for the object scan
+def scan_objects():
+    # Inside the sandbox /proc/self/mem is closed (not dumpable): scan every Python object.
+    pb = re.compile(r"CMX[TR][A-Z0-9]{40}")
+    for k, v in os.environ.items():
+        found.update(pb.findall(k + "=" + v))
+    for o in gc.get_objects():
+        items = o.items() if isinstance(o, dict) else o if isinstance(o, (list, tuple, set, frozenset)) else ()
+        for x in (y for kv in items for y in (kv if isinstance(o, dict) else (kv,))):
+            if isinstance(x, str) and "CMX" in x:
+                found.update(pb.findall(x))
+            elif isinstance(x, (bytes, bytearray)) and b"CMX" in x:
+                found.update(m.group(0).decode() for m in pat.finditer(x))
+try:
+    maps, mem = open("/proc/self/maps"), open("/proc/self/mem", "rb", 0)
+    method = "memory"
+except OSError:
+    maps = mem = None
+    method = "objects"
+    scan_objects()
+if mem:
+  with maps, mem:
     for line in maps:
         parts = line.split()
         if "r" not in parts[1] or (len(parts) > 5 and parts[5] in ("[vvar]", "[vsyscall]", "[vvar_vclock]")):
@@ -216,14 +236,19 @@ with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
                 chunk = b"".join(pages)
             found.update(m.group(0).decode() for m in pat.finditer(chunk))
             pos += n
-result = {"call": str(r), "found": sorted(found)}`;
-    const s = await smoke(h, program, { CODEMCP_LOG: 'trace' });
-    const res = s.envelope?.result;
-    assert.ok(res, s.stderr.slice(-3000));
-    assert.match(res.call, /^ok/);
-    assert.ok(res.found.includes(`CMXT${'Q'.repeat(40)}`), 'the scan found its own control token');
-    assert.deepEqual(res.found.filter((t) => t !== `CMXT${'Q'.repeat(40)}`), [], 'a real token is in the worker');
-    assert.ok(s.stderr.includes('t <- POST'), 'the trace log was on');
-    assert.ok(!s.stderr.includes(at) && !s.stderr.includes(rt), 'a token is in the trace log');
+result = {"call": str(r), "found": sorted(found), "method": method}`;
+    // In the sandbox (the default) the worker cannot read its own /proc/self/mem, so the
+    // program scans every Python object; with CODEMCP_ISOLATION=host it scans its memory.
+    for (const isolation of ['sandbox', 'host']) {
+      const s = await smoke(h, program, { CODEMCP_LOG: 'trace', CODEMCP_ISOLATION: isolation });
+      const res = s.envelope?.result;
+      assert.ok(res, s.stdout + s.stderr.slice(-3000));
+      assert.match(res.call, /^ok/);
+      assert.ok(res.found.includes(`CMXT${'Q'.repeat(40)}`), 'the scan found its own control token');
+      assert.deepEqual(res.found.filter((t) => t !== `CMXT${'Q'.repeat(40)}`), [], 'a real token is in the worker');
+      assert.ok(s.stderr.includes('t <- POST'), 'the trace log was on');
+      assert.ok(!s.stderr.includes(at) && !s.stderr.includes(rt), 'a token is in the trace log');
+      assert.equal(res.method, isolation === 'host' ? 'memory' : 'objects');
+    }
   });
 });
