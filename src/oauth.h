@@ -101,6 +101,9 @@ json_t *oa_store_read(void);
  * (modified) content is written back atomically. Returns fn's result, or -1 when the store
  * cannot be locked or written. */
 int oa_store_update(int (*fn)(json_t *store, void *ud), void *ud);
+/* The same without waiting: -1 at once when another thread or process holds the lock (the
+ * gateway's loop uses it: a refresh elsewhere holds the lock across its HTTP request). */
+int oa_store_try_update(int (*fn)(json_t *store, void *ud), void *ud);
 /* The entry for a server (borrowed from store), or NULL; ignores an entry whose url differs. */
 json_t *oa_store_entry(json_t *store, const char *name, const char *url);
 

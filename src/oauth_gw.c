@@ -546,7 +546,10 @@ enum oagw_verdict oagw_denied(const struct cfg_server *s, long status, const cha
         goto out;
     }
     struct note note = {s->name, s->url, &ch, status, 0};
-    oa_store_update(note_challenge, &note);
+    /* On the loop: never wait for the lock (the challenge is advice for `codemcp auth`, which
+     * probes the server itself when none was recorded). */
+    if (oa_store_try_update(note_challenge, &note) < 0)
+        log_debug("oauth", "%s: the token store is busy; the challenge is not recorded", s->name);
     reload(1);
     if (insufficient && note.step_ups >= STEP_UP_LIMIT)
         snprintf(why, n,

@@ -77,7 +77,19 @@ static int mkdirs_for(const char *path)
     return 0;
 }
 
+static int store_update(int (*fn)(json_t *store, void *ud), void *ud, int wait);
+
 int oa_store_update(int (*fn)(json_t *store, void *ud), void *ud)
+{
+    return store_update(fn, ud, 1);
+}
+
+int oa_store_try_update(int (*fn)(json_t *store, void *ud), void *ud)
+{
+    return store_update(fn, ud, 0);
+}
+
+static int store_update(int (*fn)(json_t *store, void *ud), void *ud, int wait)
 {
     char path[4200], lock[4300], tmp[4300];
     if (!oa_store_path(path, sizeof(path)) || mkdirs_for(path) < 0)
@@ -88,8 +100,8 @@ int oa_store_update(int (*fn)(json_t *store, void *ud), void *ud)
     json_t *store = NULL;
     if (lfd < 0)
         goto out;
-    while (flock(lfd, LOCK_EX) < 0)
-        if (errno != EINTR)
+    while (flock(lfd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) < 0)
+        if (errno != EINTR) /* EWOULDBLOCK: someone holds it (a refresh in flight) */
             goto out;
     store = oa_store_read();
     rc = fn(store, ud);
