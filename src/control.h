@@ -4,9 +4,9 @@
  * WebSocket connections inside the gateway's event loop (subprotocol "codemcp-control", path
  * /control): by default each worker's end of a socketpair made at spawn (ctl_adopt, nothing
  * listens); CODEMCP_CONTROL_UNIX=1 / CODEMCP_CONTROL_TCP=1 listen on a Unix socket in a private
- * 0700 directory / on 127.0.0.1. A worker's first frame must be its per-start token; then JSON-RPC 2.0
- * flows both ways. What the frames mean is decided elsewhere: the token check and every
- * frame that is not a call_tool request go up to the registered hooks (workers.c, wired by
+ * 0700 directory / on 127.0.0.1. A worker's first frame must be its per-start token; then
+ * JSON-RPC 2.0 flows both ways. What the frames mean is decided elsewhere: the token check and
+ * every frame that is not a call_tool request go up to the registered hooks (workers.c, wired by
  * main.c); call_tool requests go down to calls.c, which routes and enforces them. Connections
  * are referred to by a 64-bit id. Loop thread only. */
 #ifndef CODEMCP_CONTROL_H

@@ -205,7 +205,8 @@ static void wire_run_pipeline(void)
 {
     run_set_hooks(&(struct run_hooks){
         .send = mcp_send_to, .log = mcp_session_log, .log_wanted = mcp_session_log_wanted});
-    wk_set_hooks(&(struct wk_hooks){.run_ended = run_on_worker_ended, .idle = run_dispatch});
+    wk_set_hooks(&(struct wk_hooks){
+        .run_ended = run_on_worker_ended, .idle = run_dispatch, .slot_in_use = run_uses_slot});
     ctl_set_hooks(&(struct ctl_hooks){
         .authenticate = wk_authenticate, .message = wk_on_message, .disconnect = wk_on_disconnect});
     calls_set_hooks(&(struct calls_hooks){

@@ -303,7 +303,7 @@ static void answer_waiting(struct mcp_session *s, int force)
 
 static void wait_over(void *ud)
 {
-    struct mcp_session *s = mcp_session_find((uint64_t)(uintptr_t)ud);
+    struct mcp_session *s = session_find((uint64_t)(uintptr_t)ud);
     if (!s)
         return;
     s->wait_armed = 0;

@@ -1,7 +1,7 @@
 // The run pipeline end to end (issue 10): transport → mcp_server → runs → workers → control →
 // calls → upstream, on the paths that had no test of their own: a session's logging/setLevel
-// and the notifications/message it gets about its runs, a closed session's namespace dropped
-// in the worker, a worker killed between dispatch and its first tool call, and a client cancel
+// and the notifications/message it gets about its runs, a worker killed between dispatch and
+// its first tool call, and a client cancel
 // that arrives while the worker is reloading its SDK. The real binary and worker throughout;
 // upstreams are fake_upstream.py and a small inline server whose tool list grows on demand.
 import assert from 'node:assert/strict';
@@ -9,12 +9,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-
 import {
-  Client,
   PYTHON,
-  Proc,
   RawClient,
   descendants,
   ms,
@@ -22,7 +18,6 @@ import {
   servers,
   sleep,
   tempDir,
-  waitFor,
   writeConfig,
 } from './lib.mjs';
 
@@ -88,48 +83,6 @@ test('logging/setLevel: no notifications/message until a level is set, then thos
   assert.deepEqual(c.nonJson, []);
 });
 
-test('a closed HTTP session\'s namespace is dropped in the worker (drop_session)', { timeout: ms(60000) }, async () => {
-  const home = tempDir('codemcp-pipe-http-');
-  // One worker: both sessions' namespaces live in the same process.
-  const proc = new Proc({
-    args: ['start', '-p', '0'],
-    config: writeConfig(home, {}),
-    env: { CODEMCP_WORKERS: '1' },
-    home,
-  });
-  const found = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
-  assert.ok(found && found[1], `codemcp start did not come up:\n${proc.stderrTail()}`);
-  const connect = async (name) => {
-    const transport = new StreamableHTTPClientTransport(new URL(found[1]));
-    const client = new Client({ name, version: '0' });
-    await client.connect(transport, { timeout: ms(15000) });
-    return { client, transport };
-  };
-  const exec = async (client, code) => {
-    const r = await client.callTool({ name: 'execute_python', arguments: { code } }, undefined, { timeout: ms(30000) });
-    assert.equal(r.isError, false, JSON.stringify(r));
-    return r.structuredContent.result;
-  };
-  // What the worker holds, read from inside: the runtime's table of session namespaces.
-  const LIST = 'import codemcp_rt.runner as _r\nresult = sorted(_r._sessions)';
-
-  const a = await connect('pipeline-a');
-  const b = await connect('pipeline-b');
-  await exec(a.client, 'kept = "a secret of session a"');
-  const both = await exec(b.client, LIST);
-  assert.equal(both.length, 2, `expected both sessions' namespaces: ${JSON.stringify(both)}`);
-
-  await a.transport.terminateSession();
-  const left = await exec(b.client, LIST); // drop_session reaches the worker before this run
-  assert.equal(left.length, 1, `session a's namespace outlived its session: ${JSON.stringify(left)}`);
-  assert.ok(both.includes(left[0]));
-  await b.client.close();
-
-  proc.child.kill('SIGTERM');
-  const ex = await proc.waitExit(ms(15000));
-  assert.equal(ex.code, 0, proc.stderrTail());
-});
-
 test('a worker killed between dispatch and its first tool call: the run fails clearly, nothing reaches the upstream, the next run works', { timeout: ms(60000) }, async () => {
   const dir = tempDir();
   const log = path.join(dir, 'fake.log');
@@ -137,8 +90,10 @@ test('a worker killed between dispatch and its first tool call: the run fails cl
   await c.initialize();
   await c.request('logging/setLevel', { level: 'debug' });
   await run(c, 'result = 0'); // the worker is up
-  const [before] = workerPids(c.pid);
-  assert.ok(before, 'no worker process');
+  // Every worker process: the session's and any warm spare (which one is the session's is not
+  // visible from outside a sandbox); all of them are killed.
+  const before = workerPids(c.pid);
+  assert.ok(before.length, 'no worker process');
   takeLogMessages(c);
 
   const id = runRequest(c, 'import time\ntime.sleep(5)\nresult = fake_echo(text="too late")');
@@ -148,7 +103,7 @@ test('a worker killed between dispatch and its first tool call: the run fails cl
     'the run being dispatched',
   );
   assert.match(sent.params.data, /^r\d+ sent to worker 0$/);
-  process.kill(before, 'SIGKILL');
+  for (const pid of before) process.kill(pid, 'SIGKILL');
   const r = (await c.response(id, ms(15000))).result;
   assert.equal(r.isError, true, JSON.stringify(r));
   assert.equal(r.structuredContent.error_kind, 'worker', JSON.stringify(r));
@@ -159,8 +114,8 @@ test('a worker killed between dispatch and its first tool call: the run fails cl
   const again = await run(c, 'result = fake_echo(text="after")');
   assert.equal(again.isError, false, JSON.stringify(again));
   assert.match(JSON.stringify(again.structuredContent.result), /after/);
-  const [now] = workerPids(c.pid);
-  assert.ok(now && now !== before, `expected a fresh worker, have ${now} (was ${before})`);
+  const now = workerPids(c.pid);
+  assert.ok(now.length && now.every((p) => !before.includes(p)), `expected fresh workers, have ${now} (were ${before})`);
   const calls = readFakeLog(log).filter((m) => m.method === 'tools/call').map((m) => m.params.arguments?.text);
   assert.deepEqual(calls, ['after'], 'the killed run must not have reached the upstream');
 });
@@ -203,7 +158,6 @@ test('a cancel that arrives while the worker reloads its SDK stops the run befor
   await c.request('tools/list', {}, { limit: ms(30000) }); // so the session hears list_changed
   const first = await run(c, 'x = 1\nresult = grow_grow(n=1500)');
   assert.equal(first.isError, false, JSON.stringify(first));
-  const [worker] = workerPids(c.pid);
 
   // The catalog changed: the gateway sent load_sdk (1500 new functions) to the worker in the
   // same step as this notification. A run sent now queues behind the reload, and its cancel
@@ -214,8 +168,9 @@ test('a cancel that arrives while the worker reloads its SDK stops the run befor
 
   const after = await run(c, 'result = [x, callable(grow_extra1500)]');
   assert.equal(after.isError, false, JSON.stringify(after));
-  assert.deepEqual(after.structuredContent.result, [1, true], 'the cancelled run ran, or the reload was lost');
-  assert.deepEqual(workerPids(c.pid), [worker], 'the worker was restarted');
+  // x is still 1: the cancelled run never ran and the worker (with the session's namespace)
+  // was not restarted; grow_extra1500 exists: the reload was applied.
+  assert.deepEqual(after.structuredContent.result, [1, true], 'the cancelled run ran, the worker was restarted, or the reload was lost');
   const answered = c.messages.filter((m) => m.id === id);
   assert.deepEqual(answered, [], 'a cancelled request must not be answered');
   assert.deepEqual(c.nonJson, []);
