@@ -66,13 +66,16 @@ EXTRA_META = {
 def golden_sdk_source() -> str:
     """One SDK source, as the gateway would generate it for these servers: the golden files'
     functions (minus DISABLED) and one merged __codemcp_meta__."""
-    bodies, meta = [], {}
+    bodies, meta, schemas = [], {}, {}
     for server in GOLDEN_SERVERS:
         with open(os.path.join(GOLDEN, server + ".py"), encoding="utf-8") as f:
             text = f.read()
         body, sep, rest = text.partition("\n__codemcp_meta__ = ")
         assert sep, "%s.py: no __codemcp_meta__" % server
-        meta.update(ast.literal_eval(rest.partition("\n\n__all__")[0]))
+        meta.update(ast.literal_eval(rest.split("\n}\n", 1)[0] + "\n}"))
+        loads = rest.partition("__codemcp_schemas__ = _json.loads(")[2]
+        if loads:  # input schemas (argcheck.py reads them), one JSON string literal
+            schemas.update(json.loads(ast.literal_eval(loads.split(")\n", 1)[0])))
         for name in DISABLED:
             start = body.find("\ndef %s(" % name)
             if start >= 0:
@@ -81,7 +84,10 @@ def golden_sdk_source() -> str:
                 meta.pop(name, None)
         bodies.append(body.rstrip() + "\n\n")
     meta.update(EXTRA_META)
+    for name in DISABLED:
+        schemas.pop(name, None)
     return ("".join(bodies) + EXTRA_SOURCE + "\n\n__codemcp_meta__ = " + repr(meta)
+            + "\n\n__codemcp_schemas__ = " + repr(schemas)
             + "\n\n__all__ = [name for name in __codemcp_meta__]\n")
 
 
