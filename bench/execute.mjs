@@ -13,7 +13,8 @@ import { writeFileSync, readFileSync, existsSync, mkdtempSync, openSync } from '
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { SERVERS, codemcpBin, childPids, stats, fmt, ROOT, memKiB, comm, cpuNs, untilSdkReady } from './lib.mjs';
+import { SERVERS, codemcpBin, childPids, stats, fmt, ROOT, memKiB, comm, cpuNs, untilSdkReady, EXEC_N,
+  EXEC_PY, EXEC_EXPECT } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 60);
 const EMPTY_RUNS = Number(process.argv[3] || 200);
@@ -41,17 +42,10 @@ async function connect(name, argv, env = {}, stderr = 'ignore') {
 
 // The three programs, in each arm's own idiom. Each one reads every sum, so the sequential
 // variant really waits for each answer before the next call.
-const N = 50;
-const EXPECT = { one: 'The sum of 1 and 2 is 3.', seq50: (N * (N + 1)) / 2, conc50: (N * (N + 1)) / 2,
-  empty: 1 };
+const N = EXEC_N;
+const EXPECT = EXEC_EXPECT;
 const num = (text) => Number(String(text).split(' ').pop().replace('.', ''));
-const PY_N = 'def n(r): return int(str(r).rsplit(" ", 1)[1].rstrip("."))\n';
-const PY = {
-  one: 'result = everything_get_sum(a=1, b=2)',
-  seq50: `${PY_N}s = 0\nfor i in range(${N}):\n    s += n(everything_get_sum(a=i, b=1))\nresult = s`,
-  conc50: `${PY_N}ps = [everything_get_sum(a=i, b=1) for i in range(${N})]\nresult = sum(n(p) for p in ps)`,
-  empty: 'result = 1',
-};
+const PY = EXEC_PY;
 const JS_N = 'const n = (r) => Number(String(r).split(" ").pop().replace(".", ""));';
 const JS = {
   one: 'async () => await codemode.get_sum({ a: 1, b: 2 })',

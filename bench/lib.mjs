@@ -126,3 +126,17 @@ export async function untilSdkReady(run) {
     }
   }
 }
+
+// The execute_python workloads of bench/execute.mjs (and execute_ab.mjs): one get-sum call, N
+// sequential (each value read before the next call), N concurrent (all issued, then all read),
+// and the empty program. EXEC_EXPECT is each program's result.
+export const EXEC_N = 50;
+const PY_N = 'def n(r): return int(str(r).rsplit(" ", 1)[1].rstrip("."))\n';
+export const EXEC_PY = {
+  one: 'result = everything_get_sum(a=1, b=2)',
+  seq50: `${PY_N}s = 0\nfor i in range(${EXEC_N}):\n    s += n(everything_get_sum(a=i, b=1))\nresult = s`,
+  conc50: `${PY_N}ps = [everything_get_sum(a=i, b=1) for i in range(${EXEC_N})]\nresult = sum(n(p) for p in ps)`,
+  empty: 'result = 1',
+};
+export const EXEC_EXPECT = { one: 'The sum of 1 and 2 is 3.', seq50: (EXEC_N * (EXEC_N + 1)) / 2,
+  conc50: (EXEC_N * (EXEC_N + 1)) / 2, empty: 1 };

@@ -8,7 +8,6 @@
 #include "sdkgen.h"
 #include "sdkgen_int.h"
 
-#include <ctype.h>
 #include <string.h>
 
 static const char *const sdk_read_verbs[] = {
@@ -45,41 +44,6 @@ static int sdk_in_list(const char *const *list, const char *word)
     return 0;
 }
 
-/* Splits a tool name into lowercase words: at every ASCII character that is not a letter or
- * digit ("_ - . space" and friends) and at camelCase humps ("deleteFile" -> delete file,
- * "HTTPServer" -> http server). Non-ASCII bytes stay inside words. The words are written to
- * b separated by NUL bytes; returns how many. */
-static size_t sdk_split_words(const char *name, struct buf *b)
-{
-    size_t words = 0, n = strlen(name);
-    int in_word = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)name[i];
-        if (c < 0x80 && !isalnum(c)) {
-            if (in_word)
-                buf_append(b, "", 1);
-            in_word = 0;
-            continue;
-        }
-        if (in_word && c < 0x80 && isupper(c)) {
-            unsigned char prev = (unsigned char)name[i - 1];
-            unsigned char next = i + 1 < n ? (unsigned char)name[i + 1] : 0;
-            if (islower(prev) || isdigit(prev) || (isupper(prev) && next < 0x80 && islower(next))) {
-                buf_append(b, "", 1);
-                in_word = 0;
-            }
-        }
-        if (!in_word)
-            words++;
-        in_word = 1;
-        char lc = (char)(c < 0x80 ? tolower(c) : c);
-        buf_append(b, &lc, 1);
-    }
-    if (in_word)
-        buf_append(b, "", 1);
-    return words;
-}
-
 int sdk_tool_is_write(const char *tool_name, json_t *annotations, json_t *tool_config)
 {
     json_t *v = json_object_get(tool_config, "mutation");
@@ -91,7 +55,7 @@ int sdk_tool_is_write(const char *tool_name, json_t *annotations, json_t *tool_c
         return 1;
 
     struct buf b = {0};
-    size_t words = sdk_split_words(tool_name ? tool_name : "", &b);
+    size_t words = words_split(tool_name ? tool_name : "", &b);
     int write = 0;
     if (words > 0) {
         const char *w = b.data;

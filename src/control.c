@@ -1,5 +1,9 @@
 /* control — see control.h.
  *
+ * Frames come in and go out here; what they mean is decided elsewhere: the token and every
+ * reply or notification go up to workers.c through the hooks, call_tool requests go down
+ * to calls.c. This file must not learn about runs or tools.
+ *
  * lws traps handled: a WS upgrade without our subprotocol binds to protocol 0 and would
  * hang, so protocol 0 refuses every connection; messages arrive in fragments and have no
  * size limit of their own, so we accumulate with a cap. Outgoing messages are framed here
@@ -9,19 +13,11 @@
  * lws still holds a partial send do we wait for WRITEABLE; the queue is written whole, so
  * frames lws sends itself (pong, close) can only land between whole frames. */
 #include "control.h"
-#include "catalog.h"
+#include "calls.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
-#include "policy.h"
-#include "redact.h"
-#include "runs.h"
-#include "shapes.h"
-#include "toolstate.h"
-#include "upstream.h"
-#include "usage.h"
 #include "util.h"
-#include "workers.h"
 #include "wsproto.h"
 
 #include <errno.h>
@@ -43,25 +39,18 @@ struct ctl_conn {
     struct ctl_conn *next;
 };
 
-/* One tool call routed for a worker, waiting for the upstream. */
-struct ctl_call {
-    uint64_t conn_id;
-    json_t *id;
-    char *run_id;
-    char *server, *tool, *fn;
-    int mutation;
-    uint64_t up_handle;
-    int64_t started_ms;
-    struct ctl_call *next;
-};
-
 static struct lws_vhost *vhost;
 static char url[300];
 static char sock_dir[200], sock_path[220];
 static struct ctl_conn *conns;
 static uint64_t next_conn_id = 1;
-static struct ctl_call *calls;
 static size_t max_frame;
+static struct ctl_hooks hooks;
+
+void ctl_set_hooks(const struct ctl_hooks *h)
+{
+    hooks = *h;
+}
 
 static struct ctl_conn *conn_find(uint64_t id)
 {
@@ -69,15 +58,6 @@ static struct ctl_conn *conn_find(uint64_t id)
         if (c->id == id)
             return c;
     return NULL;
-}
-
-static void conn_unlink(struct ctl_conn *c)
-{
-    for (struct ctl_conn **p = &conns; *p; p = &(*p)->next)
-        if (*p == c) {
-            *p = c->next;
-            return;
-        }
 }
 
 /* Hands the whole queue to lws unless lws still holds part of an earlier send; then
@@ -127,186 +107,6 @@ void ctl_close(uint64_t conn_id)
         lws_set_timeout(c->wsi, 1, LWS_TO_KILL_ASYNC);
 }
 
-/* ---- tool calls ------------------------------------------------------------------------ */
-
-static void call_unlink(struct ctl_call *call)
-{
-    for (struct ctl_call **p = &calls; *p; p = &(*p)->next)
-        if (*p == call) {
-            *p = call->next;
-            return;
-        }
-}
-
-static void call_free(struct ctl_call *call)
-{
-    json_decref(call->id);
-    free(call->run_id);
-    free(call->server);
-    free(call->tool);
-    free(call->fn);
-    free(call);
-}
-
-static void reply_error(uint64_t conn_id, json_t *id, const char *kind, const char *message,
-                        int64_t elapsed_ms)
-{
-    ctl_send(conn_id, rpc_error(id, RPC_SERVER_ERROR, message,
-                                json_pack("{s:s, s:I}", "kind", kind, "elapsed_ms",
-                                          (json_int_t)elapsed_ms)));
-}
-
-/* Marks a result as a write for the worker's mutation report. Steals result. */
-static json_t *mark_mutation(json_t *result, int dry_run)
-{
-    json_t *meta = json_object_get(result, "_meta");
-    if (!json_is_object(meta)) {
-        meta = json_object();
-        json_object_set_new(result, "_meta", meta);
-    }
-    json_object_set_new(meta, "codemcp",
-                        json_pack("{s:b, s:b}", "mutation", 1, "dry_run", dry_run));
-    return result;
-}
-
-static void on_upstream_result(void *ud, json_t *result, const struct up_error *err)
-{
-    struct ctl_call *call = ud;
-    call_unlink(call);
-    int64_t elapsed = now_ms() - call->started_ms;
-    struct run *r = run_find(call->run_id);
-    if (r)
-        run_call_done(r);
-    if (err) {
-        reply_error(call->conn_id, call->id, err->kind, err->message, elapsed);
-    } else {
-        /* Shared, not copied: only a write's result is changed (its _meta mark). */
-        json_t *out =
-            call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
-        ctl_send(call->conn_id, rpc_result(call->id, out));
-        /* After the answer is queued: learning never delays the call. */
-        shapes_learn(call->fn, result);
-        use_note(call->fn);
-    }
-    call_free(call);
-}
-
-/* A dry-run write: a deterministic stub with the keys dependent code usually reads. */
-static json_t *dry_run_stub(const char *fn, const char *server, const char *tool, json_t *args)
-{
-    char id[512];
-    snprintf(id, sizeof(id), "dry-run:%s/%s", server, tool);
-    json_t *stub = json_pack("{s:b, s:s, s:s, s:s, s:s, s:i, s:s, s:s, s:s, s:s}", "_dry_run", 1,
-                             "function", fn, "server", server, "tool", tool, "id", id, "number", 0,
-                             "name", id, "url", "https://dry-run.invalid/", "sha",
-                             "0000000000000000000000000000000000000000", "key", id);
-    (void)args; /* never echoed: it may hold secrets */
-    char *text = json_dumps(stub, JSON_COMPACT);
-    json_t *result = json_pack("{s:[{s:s, s:s}], s:o}", "content", "type", "text", "text", text,
-                               "structuredContent", stub);
-    free(text);
-    return mark_mutation(result, 1);
-}
-
-static void handle_call_tool(struct ctl_conn *c, json_t *id, json_t *params)
-{
-    int64_t t0 = now_ms();
-    const char *run_id = json_string_value(json_object_get(params, "run_id"));
-    const char *server = json_string_value(json_object_get(params, "server"));
-    const char *tool = json_string_value(json_object_get(params, "tool"));
-    json_t *args = json_object_get(params, "args");
-    json_t *tmo = json_object_get(params, "timeout_ms");
-    if (!run_id || !server || !tool || (args && !json_is_object(args))) {
-        ctl_send(c->id, rpc_error(id, RPC_INVALID_PARAMS,
-                                  "call_tool needs run_id, server, tool and object args", NULL));
-        return;
-    }
-    struct run *r = run_find(run_id);
-    if (!r || wk_current_run(c->slot) != r) {
-        reply_error(c->id, id, "denied", "this run is not active: tool calls are refused", 0);
-        return;
-    }
-    /* Tools turned off (config, or `codemcp disable-tool` at run time): refused here, whatever
-     * SDK the worker holds. Same kind as a tool that is not in the catalog. */
-    char off[600];
-    if (!ts_call_allowed(server, tool, off, sizeof(off))) {
-        reply_error(c->id, id, "not_found", off, 0);
-        return;
-    }
-    json_t *f = cat_find(server, tool);
-    if (!f) {
-        char msg[600];
-        snprintf(msg, sizeof(msg), "no enabled tool %s on server %s", tool, server);
-        reply_error(c->id, id, "not_found", msg, 0);
-        return;
-    }
-    const char *fn = json_string_value(json_object_get(f, "function"));
-    char why[512];
-    if (!policy_allows(server, tool, fn, why, sizeof(why))) {
-        char *shown = redact_dump(args, 300);
-        log_info("control", "%s refused: %s (args %s)", fn, why, shown);
-        free(shown);
-        reply_error(c->id, id, "denied", why, 0);
-        return;
-    }
-    int mutation = json_is_true(json_object_get(f, "mutation"));
-    if (mutation && run_dry(r)) {
-        ctl_send(c->id, rpc_result(id, dry_run_stub(fn, server, tool, args)));
-        run_call_done(r);
-        return;
-    }
-    if (mutation && !run_mutation_allowed(r, fn, server, tool)) {
-        char msg[700];
-        snprintf(msg, sizeof(msg),
-                 "%s is a write tool and this run did not authorize it: re-send with "
-                 "\"allow_mutations\": [\"%s\"], or preview with \"dry_run\": true",
-                 fn, fn);
-        reply_error(c->id, id, "denied", msg, 0);
-        return;
-    }
-    struct ctl_call *call = xcalloc(1, sizeof(*call));
-    call->conn_id = c->id;
-    call->id = json_incref(id);
-    call->run_id = xstrdup(run_id);
-    call->server = xstrdup(server);
-    call->tool = xstrdup(tool);
-    call->fn = xstrdup(fn);
-    call->mutation = mutation;
-    call->started_ms = t0;
-    struct up_error err = {0};
-    if (up_call_tool(server, tool, args, json_is_integer(tmo) ? json_integer_value(tmo) : 0,
-                     on_upstream_result, call, &call->up_handle, &err) < 0) {
-        reply_error(c->id, id, err.kind, err.message, now_ms() - t0);
-        call_free(call);
-        return;
-    }
-    call->next = calls;
-    calls = call;
-}
-
-void ctl_cancel_run_calls(const char *run_id, const char *reason)
-{
-    struct ctl_call *call = calls;
-    while (call) {
-        struct ctl_call *next = call->next;
-        if (strcmp(call->run_id, run_id) == 0) {
-            call_unlink(call);
-            up_cancel_call(call->up_handle, reason);
-            reply_error(call->conn_id, call->id, "timeout", reason, now_ms() - call->started_ms);
-            call_free(call);
-        }
-        call = next;
-    }
-}
-
-size_t ctl_calls_in_flight(void)
-{
-    size_t n = 0;
-    for (struct ctl_call *c = calls; c; c = c->next)
-        n++;
-    return n;
-}
-
 /* ---- frames ------------------------------------------------------------------------------- */
 
 static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
@@ -316,7 +116,7 @@ static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
         size_t n = len < sizeof(token) - 1 ? len : sizeof(token) - 1;
         memcpy(token, text, n);
         token[n] = '\0';
-        c->slot = len < sizeof(token) ? wk_authenticate(token, c->id) : -1;
+        c->slot = len < sizeof(token) && hooks.authenticate ? hooks.authenticate(token, c->id) : -1;
         if (c->slot < 0) {
             log_warn("control", "connection %llu sent a wrong token: closing it",
                      (unsigned long long)c->id);
@@ -334,15 +134,14 @@ static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
     enum rpc_kind kind = rpc_classify(msg, &why);
     if (kind == RPC_REQUEST &&
         strcmp(json_string_value(json_object_get(msg, "method")), "call_tool") == 0) {
-        json_t *params = json_object_get(msg, "params");
-        handle_call_tool(c, json_object_get(msg, "id"), params);
+        calls_handle(c->id, c->slot, json_object_get(msg, "id"), json_object_get(msg, "params"));
     } else if (kind == RPC_INVALID) {
         ctl_send(c->id, rpc_error(json_object_get(msg, "id"), RPC_INVALID_REQUEST, why, NULL));
     } else if (kind == RPC_REQUEST) {
         ctl_send(c->id, rpc_error(json_object_get(msg, "id"), RPC_METHOD_NOT_FOUND,
                                   "workers may only send call_tool", NULL));
-    } else {
-        wk_on_message(c->slot, msg);
+    } else if (hooks.message) {
+        hooks.message(c->slot, msg);
     }
     json_decref(msg);
 }
@@ -410,23 +209,14 @@ static int ctl_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
     case LWS_CALLBACK_SERVER_WRITEABLE:
         return conn_write_out(c);
     case LWS_CALLBACK_CLOSED: {
-        conn_unlink(c);
+        LIST_UNLINK(&conns, c);
         lp_defer_cancel(&c->flush);
         buf_free(&c->out);
         buf_free(&c->rx);
         /* Calls of this connection can no longer be answered: cancel them upstream. */
-        struct ctl_call *call = calls;
-        while (call) {
-            struct ctl_call *next = call->next;
-            if (call->conn_id == c->id) {
-                call_unlink(call);
-                up_cancel_call(call->up_handle, "the worker went away");
-                call_free(call);
-            }
-            call = next;
-        }
-        if (c->slot >= 0)
-            wk_on_disconnect(c->slot, c->id);
+        calls_conn_closed(c->id);
+        if (c->slot >= 0 && hooks.disconnect)
+            hooks.disconnect(c->slot, c->id);
         return 0;
     }
     default:
@@ -527,9 +317,4 @@ void ctl_free_all(void)
     if (sock_dir[0])
         rmdir(sock_dir);
     sock_path[0] = sock_dir[0] = '\0';
-    while (calls) {
-        struct ctl_call *c = calls;
-        calls = c->next;
-        call_free(c);
-    }
 }

@@ -1,18 +1,33 @@
-/* control — the gateway side of the control channel to workers.
+/* control — the gateway side of the control channel to workers: connections, the token,
+ * framing. Nothing else.
  *
- * A WebSocket server on loopback (subprotocol "codemcp-control", path /control) inside
- * the gateway's event loop. A worker's first frame must be its per-start token (checked
- * in constant time by workers.c); then JSON-RPC 2.0 flows both ways. This module owns
- * connections and framing, and the routing and enforcement of the worker's call_tool
- * requests: the run must be live and belong to that worker, the tool must exist and be
- * enabled, policy and mutation rules hold, dry-run writes are stubbed — whatever the
- * worker's Python claims. Loop thread only. */
+ * WebSocket connections inside the gateway's event loop (subprotocol "codemcp-control", path
+ * /control): by default each worker's end of a socketpair made at spawn (ctl_adopt, nothing
+ * listens); CODEMCP_CONTROL_UNIX=1 / CODEMCP_CONTROL_TCP=1 listen on a Unix socket in a private
+ * 0700 directory / on 127.0.0.1. A worker's first frame must be its per-start token; then
+ * JSON-RPC 2.0 flows both ways. What the frames mean is decided elsewhere: the token check and
+ * every frame that is not a call_tool request go up to the registered hooks (workers.c, wired by
+ * main.c); call_tool requests go down to calls.c, which routes and enforces them. Connections
+ * are referred to by a 64-bit id. Loop thread only. */
 #ifndef CODEMCP_CONTROL_H
 #define CODEMCP_CONTROL_H
 
 #include <jansson.h>
 #include <stdint.h>
 
+struct ctl_hooks {
+    /* A new connection's first frame, the token (NUL-terminated, at most 128 bytes): returns
+     * the worker slot it belongs to, or -1 (the connection is then closed). */
+    int (*authenticate)(const char *token, uint64_t conn_id);
+    /* A frame of an authenticated connection that is not a request (a reply or a
+     * notification of the worker). msg borrowed. */
+    void (*message)(int slot, json_t *msg);
+    /* An authenticated connection closed (its calls are already cancelled). */
+    void (*disconnect)(int slot, uint64_t conn_id);
+};
+
+/* Registers the hooks (copied); before the first worker connects. */
+void ctl_set_hooks(const struct ctl_hooks *h);
 /* Sets up the control vhost: no listener by default (socketpairs, ctl_adopt), or one on
  * 127.0.0.1 (CODEMCP_CONTROL_TCP) or a private Unix socket (CODEMCP_CONTROL_UNIX). 0 / -1. */
 int ctl_init(void);
@@ -26,10 +41,6 @@ int ctl_adopt(int fd);
 int ctl_send(uint64_t conn_id, json_t *msg);
 /* Closes a connection (e.g. its worker is being killed). */
 void ctl_close(uint64_t conn_id);
-/* Cancels the upstream calls still in flight for a run (run ended or cancelled). */
-void ctl_cancel_run_calls(const char *run_id, const char *reason);
-/* Tool calls in flight through the control channel. */
-size_t ctl_calls_in_flight(void);
 void ctl_free_all(void);
 
 #endif

@@ -272,11 +272,7 @@ static void xfer_free(struct ct_xfer *x)
 
 static void xfer_unlink(struct ct_xfer *x)
 {
-    for (struct ct_xfer **p = &xfers; *p; p = &(*p)->next)
-        if (*p == x) {
-            *p = x->next;
-            return;
-        }
+    LIST_UNLINK(&xfers, x);
 }
 
 static int is_connect_error(CURLcode c)

@@ -65,11 +65,7 @@ static void detach(struct hconn *c)
 void http__stream_free(struct hstream *st)
 {
     struct hsession *s = st->sess;
-    for (struct hstream **p = &s->streams; *p; p = &(*p)->next)
-        if (*p == st) {
-            *p = st->next;
-            break;
-        }
+    LIST_UNLINK(&s->streams, st);
     if (st->conn) {
         struct hconn *c = st->conn;
         detach(c);

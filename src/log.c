@@ -15,7 +15,8 @@ static atomic_int out_fd = -1; /* -1: stderr */
 
 static const char *level_names[] = {"error", "warn", "info", "debug", "trace"};
 
-int log_level_parse(const char *name)
+/* Parses "error", "warning", "info", "debug", ... (also MCP/syslog names). -1 if unknown. */
+static int log_level_parse(const char *name)
 {
     static const struct {
         const char *name;
@@ -51,11 +52,6 @@ void log_init_from_env(void)
 void log_set_fd(int fd)
 {
     out_fd = fd;
-}
-
-void log_set_level(enum log_level level)
-{
-    current_level = level;
 }
 
 enum log_level log_get_level(void)

@@ -2,7 +2,8 @@
  *
  * Everything goes to stderr (stdout belongs to MCP in stdio mode). Each line carries the
  * level and the module name. The level comes from CODEMCP_LOG (error|warn|info|debug|trace,
- * default "warn") or from MCP logging/setLevel. Safe to call from any thread. */
+ * default "warn"); an MCP client's logging/setLevel does not change it (it filters that
+ * session's notifications/message, mcp_server.c). Safe to call from any thread. */
 #ifndef CODEMCP_LOG_H
 #define CODEMCP_LOG_H
 
@@ -10,12 +11,9 @@ enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG, LOG_TRACE };
 
 /* Reads CODEMCP_LOG once. Unknown values keep the default and say so. */
 void log_init_from_env(void);
-void log_set_level(enum log_level level);
 /* Lines go to fd instead of stderr (the worker keeps its log apart from agent output). */
 void log_set_fd(int fd);
 enum log_level log_get_level(void);
-/* Parses "error", "warning", "info", "debug", ... (also MCP/syslog names). -1 if unknown. */
-int log_level_parse(const char *name);
 
 void log_write(enum log_level level, const char *module, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

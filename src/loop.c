@@ -422,7 +422,7 @@ struct lp_io *lp_io_watch(int fd, int readable, const struct lp_io_ops *ops, voi
     return io;
 }
 
-int lp_io_write(struct lp_io *io, const void *data, size_t len)
+static int io_write(struct lp_io *io, const void *data, size_t len)
 {
     if (!io || io->closing || io->closed)
         return -1;
@@ -434,7 +434,7 @@ int lp_io_write(struct lp_io *io, const void *data, size_t len)
 
 int lp_io_write_line(struct lp_io *io, const char *data, size_t len)
 {
-    if (lp_io_write(io, data, len) < 0)
+    if (io_write(io, data, len) < 0)
         return -1;
     buf_append(&io->out, "\n", 1);
     return 0;
@@ -609,11 +609,6 @@ void lp_stop(void)
     stop_flag = 1;
     if (ctx)
         lws_cancel_service(ctx);
-}
-
-int lp_stopping(void)
-{
-    return stop_flag;
 }
 
 void lp_on_shutdown_signal(void (*cb)(void))

@@ -30,16 +30,14 @@ struct lws_context *lp_context(void);
 /* Runs until lp_stop(). */
 void lp_run(void);
 void lp_stop(void);
-int lp_stopping(void);
 void lp_destroy(void);
 
 /* Watches fd (made non-blocking). `readable`: deliver reads; write-only pipes pass 0.
  * The loop owns the fd from now on and closes it. NULL on failure (fd closed). */
 struct lp_io *lp_io_watch(int fd, int readable, const struct lp_io_ops *ops, void *ud);
-/* Queues bytes for writing (copied); they leave at the end of this loop iteration, together
- * with whatever else this round queued for the descriptor. Never blocks. -1 if closing. */
-int lp_io_write(struct lp_io *io, const void *data, size_t len);
-/* Queues a line: data then "\n" (a reader woken once per round, not once per line). */
+/* Queues a line, data then "\n" (copied): it leaves at the end of this loop iteration,
+ * together with whatever else this round queued for the descriptor (a reader woken once per
+ * round, not once per line). Never blocks. -1 if closing. */
 int lp_io_write_line(struct lp_io *io, const char *data, size_t len);
 /* Bytes queued and not yet written. */
 size_t lp_io_pending(struct lp_io *io);

@@ -8,6 +8,7 @@
  * → flush stdout → stop the loop. */
 #include "admin.h"
 #include "admin_cli.h"
+#include "calls.h"
 #include "catalog.h"
 #include "config.h"
 #include "control.h"
@@ -203,6 +204,20 @@ static void on_catalog_changed(void)
         wk_on_catalog_changed();
 }
 
+/* The run pipeline, wired upward: each module reports to the one above it through these
+ * hooks, so none includes a higher module's header (docs/architecture.md has the map). */
+static void wire_run_pipeline(void)
+{
+    run_set_hooks(&(struct run_hooks){
+        .send = mcp_send_to, .log = mcp_session_log, .log_wanted = mcp_session_log_wanted});
+    wk_set_hooks(&(struct wk_hooks){
+        .run_ended = run_on_worker_ended, .idle = run_dispatch, .slot_in_use = run_uses_slot});
+    ctl_set_hooks(&(struct ctl_hooks){
+        .authenticate = wk_authenticate, .message = wk_on_message, .disconnect = wk_on_disconnect});
+    calls_set_hooks(&(struct calls_hooks){
+        .run_lookup = run_call_rules, .call_done = run_on_call_done, .reply = ctl_send});
+}
+
 static void check_settled(void *ud)
 {
     (void)ud;
@@ -350,6 +365,7 @@ int main(int argc, char **argv)
     use_init();
     cat_set_priority_source(use_ranked);
     cat_init();
+    wire_run_pipeline();
 
     if (mode != MODE_DUMP) {
         if (ctl_init() < 0)
@@ -384,6 +400,7 @@ int main(int argc, char **argv)
     adm_stop();
     run_free_all();
     mcp_free_all();
+    calls_free_all();
     ctl_free_all();
     up_free_all();
     cat_free();

@@ -29,6 +29,23 @@
 const char *const mcp_protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
                                              NULL};
 
+/* MCP (syslog) severities, least severe first; a session hears messages at or above its
+ * logging/setLevel. Until the client sets a level it hears none (MCP leaves the default to
+ * the server; silence keeps clients that never asked free of notifications). */
+enum mcp_level {
+    MCP_LEVEL_DEBUG,
+    MCP_LEVEL_INFO,
+    MCP_LEVEL_NOTICE,
+    MCP_LEVEL_WARNING,
+    MCP_LEVEL_ERROR,
+    MCP_LEVEL_CRITICAL,
+    MCP_LEVEL_ALERT,
+    MCP_LEVEL_EMERGENCY,
+    MCP_LEVEL_OFF, /* no logging/setLevel yet */
+};
+static const char *const mcp_level_names[] = {"debug", "info",     "notice", "warning",
+                                              "error", "critical", "alert",  "emergency"};
+
 struct mcp_session {
     uint64_t id;
     char *label;
@@ -37,7 +54,7 @@ struct mcp_session {
     char *protocol_version;
     char *client; /* clientInfo.name from initialize, NULL when not given */
     int initialized;
-    int log_level;
+    enum mcp_level log_level;
     int listed_version;    /* catalog version last sent in tools/list; 0 = never listed */
     int notified_version;  /* catalog version we last sent list_changed for */
     json_t *waiting_lists; /* [[id, method]] of initialize / tools/list waiting for upstreams */
@@ -70,17 +87,12 @@ const char *mcp_session_protocol(struct mcp_session *s)
     return s->protocol_version ? s->protocol_version : mcp_protocol_versions[0];
 }
 
-struct mcp_session *mcp_session_find(uint64_t id)
+static struct mcp_session *session_find(uint64_t id)
 {
     for (struct mcp_session *s = sessions; s; s = s->next)
         if (s->id == id)
             return s;
     return NULL;
-}
-
-int mcp_session_busy(struct mcp_session *s)
-{
-    return (int)json_array_size(s->waiting_lists);
 }
 
 /* The key of a request id in modern_ids. Caller frees. */
@@ -119,12 +131,39 @@ static void session_send(struct mcp_session *s, json_t *msg, json_t *related)
 
 void mcp_send_to(uint64_t session_id, json_t *msg, json_t *related)
 {
-    struct mcp_session *s = mcp_session_find(session_id);
+    struct mcp_session *s = session_find(session_id);
     if (!s) {
         json_decref(msg);
         return;
     }
     session_send(s, msg, related);
+}
+
+static enum mcp_level mcp_level_of(enum log_level level)
+{
+    return level == LOG_ERROR  ? MCP_LEVEL_ERROR
+           : level == LOG_WARN ? MCP_LEVEL_WARNING
+           : level == LOG_INFO ? MCP_LEVEL_INFO
+                               : MCP_LEVEL_DEBUG;
+}
+
+int mcp_session_log_wanted(uint64_t session_id, enum log_level level)
+{
+    struct mcp_session *s = session_find(session_id);
+    return s && s->log_level != MCP_LEVEL_OFF && mcp_level_of(level) >= s->log_level;
+}
+
+void mcp_session_log(uint64_t session_id, enum log_level level, const char *text, json_t *related)
+{
+    struct mcp_session *s = session_find(session_id);
+    enum mcp_level l = mcp_level_of(level);
+    if (!s || s->log_level == MCP_LEVEL_OFF || l < s->log_level)
+        return;
+    session_send(s,
+                 rpc_request(NULL, "notifications/message",
+                             json_pack("{s:s, s:s, s:s}", "level", mcp_level_names[l], "logger",
+                                       "codemcp", "data", text)),
+                 related);
 }
 
 struct mcp_session *mcp_session_new(mcp_send_fn send, void *tud, const char *label)
@@ -134,7 +173,7 @@ struct mcp_session *mcp_session_new(mcp_send_fn send, void *tud, const char *lab
     s->label = xstrdup(label ? label : "session");
     s->send = send;
     s->tud = tud;
-    s->log_level = 3; /* warning */
+    s->log_level = MCP_LEVEL_OFF;
     s->waiting_lists = json_array();
     s->modern_ids = json_object();
     s->listen_ids = json_array();
@@ -146,11 +185,7 @@ struct mcp_session *mcp_session_new(mcp_send_fn send, void *tud, const char *lab
 
 void mcp_session_close(struct mcp_session *s)
 {
-    for (struct mcp_session **p = &sessions; *p; p = &(*p)->next)
-        if (*p == s) {
-            *p = s->next;
-            break;
-        }
+    LIST_UNLINK(&sessions, s);
     run_session_closed(s->id);
     log_debug("mcp", "session %llu closed", (unsigned long long)s->id);
     if (s->wait_armed)
@@ -268,7 +303,7 @@ static void answer_waiting(struct mcp_session *s, int force)
 
 static void wait_over(void *ud)
 {
-    struct mcp_session *s = mcp_session_find((uint64_t)(uintptr_t)ud);
+    struct mcp_session *s = session_find((uint64_t)(uintptr_t)ud);
     if (!s)
         return;
     s->wait_armed = 0;
@@ -300,12 +335,10 @@ static int hold_request(struct mcp_session *s, json_t *id, const char *method)
 
 static json_t *handle_set_level(struct mcp_session *s, json_t *params, int *code, const char **why)
 {
-    static const char *const levels[] = {"emergency", "alert", "critical", "error", "warning",
-                                         "notice",    "info",  "debug",    NULL};
     json_t *v = json_object_get(params, "level");
-    for (int i = 0; levels[i] && json_is_string(v); i++)
-        if (strcmp(levels[i], json_string_value(v)) == 0) {
-            s->log_level = i;
+    for (int i = MCP_LEVEL_DEBUG; i < MCP_LEVEL_OFF && json_is_string(v); i++)
+        if (strcmp(mcp_level_names[i], json_string_value(v)) == 0) {
+            s->log_level = (enum mcp_level)i;
             return json_object();
         }
     *code = RPC_INVALID_PARAMS;

@@ -2,14 +2,19 @@
  *
  * A transport (serve_stdio.c, serve_http.c) creates a session, feeds it each received
  * JSON-RPC text, and supplies a send function. This module answers initialize, ping,
- * tools/list, tools/call (handing execute_python to runs.c), logging/setLevel and the
- * notifications; it sends tools/list_changed once per session per change. Sessions are
- * referred to by their 64-bit id in long-lived state (runs), never by pointer. */
+ * tools/list, tools/call (handing execute_python to runs.c), logging/setLevel (the level
+ * filters the notifications/message a session gets about its runs) and the notifications;
+ * it sends tools/list_changed once per session per change. Sessions are referred to by their
+ * 64-bit id in long-lived state (runs), never by pointer. Below the transports, above runs.c:
+ * runs reach a session only through mcp_send_to / mcp_session_log, which main.c registers
+ * as runs.c's hooks. */
 #ifndef CODEMCP_MCP_SERVER_H
 #define CODEMCP_MCP_SERVER_H
 
 #include <jansson.h>
 #include <stdint.h>
+
+#include "log.h"
 
 /* Sends one JSON-RPC message text. `related` is the id of the request the message
  * answers or reports progress for (borrowed, NULL for unsolicited messages). */
@@ -24,11 +29,12 @@ void mcp_session_receive(struct mcp_session *s, const char *text, size_t len);
 void mcp_session_close(struct mcp_session *s);
 uint64_t mcp_session_id(struct mcp_session *s);
 const char *mcp_session_protocol(struct mcp_session *s);
-struct mcp_session *mcp_session_find(uint64_t id);
 /* Sends msg (stolen) on session `id` if it still exists. */
 void mcp_send_to(uint64_t session_id, json_t *msg, json_t *related);
-/* Number of requests of the session still waiting for an answer. */
-int mcp_session_busy(struct mcp_session *s);
+/* notifications/message to session `id`, if its logging/setLevel lets `level` through. */
+void mcp_session_log(uint64_t session_id, enum log_level level, const char *text, json_t *related);
+/* Whether mcp_session_log would send a message at `level` to session `id`. */
+int mcp_session_log_wanted(uint64_t session_id, enum log_level level);
 
 /* The protocol versions we speak, newest first. */
 extern const char *const mcp_protocol_versions[];

@@ -7,21 +7,24 @@
  * envelope as compact JSON text, isError on failure. A run cancelled by the client is
  * stopped and never answered, as MCP asks. */
 #include "runs.h"
+#include "calls.h"
 #include "catalog.h"
-#include "control.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
-#include "mcp_server.h"
 #include "upstream.h"
 #include "util.h"
 #include "workers.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum run_state { RUN_QUEUED, RUN_SENT, RUN_DONE };
+
+/* Why a sent run is being stopped before it answered. */
+enum run_stop { STOP_NONE, STOP_TIMEOUT, STOP_CANCEL };
 
 struct run {
     char id[32];
@@ -33,10 +36,11 @@ struct run {
     int dry_run;
     int reset;
     json_t *allow_mutations;
-    int slot;
+    int slot; /* the worker slot given to the run's session when it was queued (-1: none free);
+               * which run a worker executes is workers.c's to know */
     enum run_state state;
-    int cancel_reason; /* 0 none, 1 timeout, 2 client cancel */
-    int silent;        /* client cancelled: no answer */
+    enum run_stop stop;
+    int silent; /* client cancelled: no answer */
     int calls_done;
     int64_t started_ms;
     struct lp_timer deadline;
@@ -53,6 +57,35 @@ static long max_output_bytes;
 static int enforce_mutations;
 static int validate_programs;
 static int dispatching;
+static struct run_hooks hooks;
+
+void run_set_hooks(const struct run_hooks *h)
+{
+    hooks = *h;
+}
+
+static void send_to(struct run *r, json_t *msg)
+{
+    if (hooks.send)
+        hooks.send(r->session_id, msg, r->request_id);
+    else
+        json_decref(msg);
+}
+
+static void run_log(struct run *r, enum log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void run_log(struct run *r, enum log_level level, const char *fmt, ...)
+{
+    if (!hooks.log || r->smoke_done ||
+        (hooks.log_wanted && !hooks.log_wanted(r->session_id, level)))
+        return;
+    char text[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    hooks.log(r->session_id, level, text, r->request_id);
+}
 
 static void load_settings(void)
 {
@@ -65,7 +98,7 @@ static void load_settings(void)
     validate_programs = env_bool("CODEMCP_VALIDATE", 1); /* read once, not per run */
 }
 
-struct run *run_find(const char *run_id)
+static struct run *run_find(const char *run_id)
 {
     for (struct run *r = runs; r; r = r->next)
         if (strcmp(r->id, run_id) == 0 && r->state != RUN_DONE)
@@ -73,55 +106,21 @@ struct run *run_find(const char *run_id)
     return NULL;
 }
 
-uint64_t run_session(struct run *r)
+int run_call_rules(const char *run_id, int slot, struct calls_run *out)
 {
-    return r->session_id;
-}
-
-int run_dry(struct run *r)
-{
-    return r->dry_run;
-}
-
-int run_mutation_allowed(struct run *r, const char *fn, const char *server, const char *tool)
-{
-    if (!enforce_mutations)
-        return 1;
-    static const char *const forms[] = {"%s/%s", "%s.%s", "%s:%s", "%s/*", "%s.*", "%s"};
-    size_t i;
-    json_t *v;
-    json_array_foreach(r->allow_mutations, i, v)
-    {
-        const char *a = json_string_value(v);
-        if (!a)
-            continue;
-        if (strcmp(a, fn) == 0 || strcmp(a, "*") == 0)
-            return 1;
-        for (size_t k = 0; k < sizeof(forms) / sizeof(forms[0]); k++) {
-            char form[600];
-            snprintf(form, sizeof(form), forms[k], server, tool);
-            if (strcmp(a, form) == 0)
-                return 1;
-        }
-    }
+    struct run *r = run_find(run_id);
+    const char *on_slot = wk_running(slot);
+    if (!r || r->state != RUN_SENT || !on_slot || strcmp(on_slot, run_id) != 0)
+        return -1;
+    out->dry_run = r->dry_run;
+    out->enforce_mutations = enforce_mutations;
+    out->allow_mutations = r->allow_mutations;
     return 0;
-}
-
-size_t run_active_count(void)
-{
-    size_t n = 0;
-    for (struct run *r = runs; r; r = r->next)
-        n += r->state != RUN_DONE;
-    return n;
 }
 
 static void run_free(struct run *r)
 {
-    for (struct run **p = &runs; *p; p = &(*p)->next)
-        if (*p == r) {
-            *p = r->next;
-            break;
-        }
+    LIST_UNLINK(&runs, r);
     lp_timer_stop(&r->deadline);
     lp_timer_stop(&r->grace);
     json_decref(r->request_id);
@@ -153,37 +152,59 @@ static void answer(struct run *r, json_t *envelope)
             json_pack("{s:[{s:s, s:s}], s:O, s:b}", "content", "type", "text", "text",
                       text ? text : "{}", "structuredContent", env, "isError", is_error);
         free(text);
-        mcp_send_to(r->session_id, rpc_result(r->request_id, result), r->request_id);
+        send_to(r, rpc_result(r->request_id, result));
     }
     json_decref(env);
 }
 
-void run_finished(struct run *r, json_t *envelope, const char *failure)
+/* The run ended: answer it (envelope borrowed, or NULL and why) and free it. */
+static void finish(struct run *r, json_t *envelope, const char *failure)
 {
     if (r->state == RUN_DONE)
         return;
     r->state = RUN_DONE;
     lp_timer_stop(&r->deadline);
     lp_timer_stop(&r->grace);
-    ctl_cancel_run_calls(r->id, "the run ended");
+    calls_cancel_run(r->id, "the run ended");
     int64_t elapsed = now_ms() - r->started_ms;
     log_info("runs", "%s finished in %lld ms%s%s", r->id, (long long)elapsed, failure ? ": " : "",
              failure ? failure : "");
+    const char *kind = r->stop == STOP_TIMEOUT  ? "timeout"
+                       : r->stop == STOP_CANCEL ? "cancelled"
+                                                : "worker";
+    if (json_is_true(json_object_get(envelope, "ok"))) {
+        run_log(r, LOG_INFO, "%s finished in %lld ms (%d tool call%s)", r->id, (long long)elapsed,
+                r->calls_done, r->calls_done == 1 ? "" : "s");
+    } else if (json_is_object(envelope)) {
+        const char *k = json_string_value(json_object_get(envelope, "error_kind"));
+        run_log(r, LOG_WARN, "%s failed after %lld ms (%s)", r->id, (long long)elapsed,
+                k ? k : "error");
+    } else {
+        run_log(r, r->stop == STOP_NONE ? LOG_ERROR : LOG_WARN, "%s failed after %lld ms (%s): %s",
+                r->id, (long long)elapsed, kind, failure ? failure : "the worker gave no answer");
+    }
     if (json_is_object(envelope)) {
         answer(r, envelope);
     } else {
-        json_t *env = failure_envelope(failure ? failure : "the worker gave no answer",
-                                       r->cancel_reason == 1   ? "timeout"
-                                       : r->cancel_reason == 2 ? "cancelled"
-                                                               : "worker");
+        json_t *env = failure_envelope(failure ? failure : "the worker gave no answer", kind);
         answer(r, env);
         json_decref(env);
     }
     run_free(r);
 }
 
-void run_call_done(struct run *r)
+void run_on_worker_ended(const char *run_id, json_t *envelope, const char *failure)
 {
+    struct run *r = run_find(run_id);
+    if (r)
+        finish(r, envelope, failure);
+}
+
+void run_on_call_done(const char *run_id)
+{
+    struct run *r = run_find(run_id);
+    if (!r)
+        return;
     r->calls_done++;
     if (!r->progress_token || r->silent)
         return;
@@ -193,7 +214,7 @@ void run_call_done(struct run *r)
     json_t *n = rpc_request(NULL, "notifications/progress",
                             json_pack("{s:O, s:i, s:s}", "progressToken", r->progress_token,
                                       "progress", r->calls_done, "message", msg));
-    mcp_send_to(r->session_id, n, r->request_id);
+    send_to(r, n);
 }
 
 /* ---- deadlines ---------------------------------------------------------------------------- */
@@ -205,18 +226,18 @@ static void grace_expired(void *ud)
     snprintf(why, sizeof(why),
              "execution %s after %lld ms and the code did not stop when interrupted; the "
              "worker was restarted and this session's variables were lost",
-             r->cancel_reason == 2 ? "was cancelled" : "timed out",
+             r->stop == STOP_CANCEL ? "was cancelled" : "timed out",
              (long long)(now_ms() - r->started_ms));
-    wk_kill(r->slot, why);
+    wk_kill_run(r->id, why);
 }
 
-static void interrupt_run(struct run *r, int reason)
+static void interrupt_run(struct run *r, enum run_stop stop)
 {
-    if (r->state != RUN_SENT || r->cancel_reason)
+    if (r->state != RUN_SENT || r->stop != STOP_NONE)
         return;
-    r->cancel_reason = reason;
-    wk_cancel(r->slot, r->id, reason == 1 ? "timeout" : "cancelled");
-    ctl_cancel_run_calls(r->id, reason == 1 ? "the run timed out" : "the run was cancelled");
+    r->stop = stop;
+    wk_cancel_run(r->id, stop == STOP_TIMEOUT ? "timeout" : "cancelled");
+    calls_cancel_run(r->id, stop == STOP_TIMEOUT ? "the run timed out" : "the run was cancelled");
     lp_timer_start(&r->grace, grace_ms, grace_expired, r);
 }
 
@@ -224,12 +245,14 @@ static void deadline_expired(void *ud)
 {
     struct run *r = ud;
     log_info("runs", "%s: timed out after %lld ms", r->id, (long long)r->timeout_ms);
-    interrupt_run(r, 1);
+    run_log(r, LOG_WARN, "%s timed out after %lld ms: interrupting it", r->id,
+            (long long)r->timeout_ms);
+    interrupt_run(r, STOP_TIMEOUT);
 }
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
-static void send_run(struct run *r)
+static void send_run(struct run *r, int slot)
 {
     char sid[32];
     snprintf(sid, sizeof(sid), r->smoke_done ? "smoke" : "s%llu",
@@ -247,18 +270,19 @@ static void send_run(struct run *r)
     if (json_array_size(missing))
         json_object_set(params, "unavailable", missing);
     json_decref(missing);
-    if (wk_start_run(r->slot, r, params) < 0)
+    if (wk_start_run(slot, r->id, params) < 0)
         return;
     r->state = RUN_SENT;
     r->started_ms = now_ms();
     lp_timer_start(&r->deadline, r->timeout_ms, deadline_expired, r);
-    log_debug("runs", "%s sent to worker %d", r->id, r->slot);
+    log_debug("runs", "%s sent to worker %d", r->id, slot);
+    run_log(r, LOG_DEBUG, "%s sent to worker %d", r->id, slot);
 }
 
 void run_dispatch(void)
 {
     if (dispatching)
-        return; /* run_finished → run_dispatch recursion: the outer loop continues */
+        return; /* finish → run_dispatch recursion: the outer loop continues */
     dispatching = 1;
     int progress = 1;
     while (progress) {
@@ -270,17 +294,18 @@ void run_dispatch(void)
              * it (bounded by that server's `timeout`) instead of meeting a NameError. */
             if (!r->smoke_done ? cat_code_waits(r->code) : !up_all_settled())
                 continue;
-            const char *failure = wk_start_failure(r->slot);
+            int slot = r->slot;
+            const char *failure = wk_start_failure(slot);
             if (failure) {
-                run_finished(r, NULL, failure);
+                finish(r, NULL, failure);
                 progress = 1;
                 break;
             }
-            if (!wk_ready(r->slot))
+            if (!wk_ready(slot))
                 continue;
-            if (wk_current_run(r->slot))
+            if (wk_running(slot))
                 continue;
-            send_run(r);
+            send_run(r, slot);
             if (r->state == RUN_SENT)
                 progress = 1;
         }
@@ -401,7 +426,7 @@ void run_cancel_request(uint64_t session_id, json_t *request_id, const char *rea
             run_free(r);
             return;
         }
-        interrupt_run(r, 2);
+        interrupt_run(r, STOP_CANCEL);
         return;
     }
 }
@@ -424,7 +449,7 @@ void run_session_closed(uint64_t session_id)
             if (r->state == RUN_QUEUED)
                 run_free(r);
             else
-                interrupt_run(r, 2);
+                interrupt_run(r, STOP_CANCEL);
         }
         r = next;
     }

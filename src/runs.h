@@ -2,9 +2,13 @@
  *
  * A run belongs to a session and waits in its worker's queue (runs of one session are
  * serialized, like notebook cells: they share a namespace), is sent to the worker, may
- * make tool calls (control.c routes them), and ends with an envelope turned into the
- * MCP CallToolResult. The run timeout is owned here: at the deadline the worker gets a
- * cancel; past a grace period the worker is killed and respawned (workers.c).
+ * make tool calls (calls.c routes and enforces them, asking run_call_rules), and ends with
+ * an envelope turned into the MCP CallToolResult. The run timeout is owned here: at the
+ * deadline the worker gets a cancel; past a grace period the worker is killed and respawned
+ * (workers.c). Runs are referred to by their id ("r12") outside this file.
+ *
+ * Below mcp_server.c, above workers.c and calls.c: answers, progress and log messages for a
+ * session go up through the hooks registered at init (main.c wires them to mcp_server.c).
  * Loop thread only. */
 #ifndef CODEMCP_RUNS_H
 #define CODEMCP_RUNS_H
@@ -12,7 +16,20 @@
 #include <jansson.h>
 #include <stdint.h>
 
-struct run;
+#include "calls.h"
+#include "log.h"
+
+struct run_hooks {
+    /* Sends msg (stolen) on session session_id if it still exists; `related` is the id of
+     * the request it answers or reports progress for (borrowed). */
+    void (*send)(uint64_t session_id, json_t *msg, json_t *related);
+    /* A log message about one of the session's runs (for MCP notifications/message; the
+     * session decides whether its logging/setLevel lets it through). related as for send. */
+    void (*log)(uint64_t session_id, enum log_level level, const char *text, json_t *related);
+    /* Whether the session would take a log message at `level` (nothing is formatted if not). */
+    int (*log_wanted)(uint64_t session_id, enum log_level level);
+};
+void run_set_hooks(const struct run_hooks *h);
 
 /* Validates `arguments` of tools/call execute_python and queues the run. Returns 0, or
  * -1 with a message in err for invalid params (the caller answers -32602). Borrows. */
@@ -22,29 +39,23 @@ int run_submit(uint64_t session_id, json_t *request_id, json_t *arguments, json_
 void run_cancel_request(uint64_t session_id, json_t *request_id, const char *reason);
 /* The session is gone: cancel its runs, forget its namespace. */
 void run_session_closed(uint64_t session_id);
-size_t run_active_count(void);
+/* Gives idle workers their next queued runs, once every upstream has settled (a hook of
+ * workers.c, and called by main.c when the upstreams change). */
+void run_dispatch(void);
 void run_free_all(void);
 
 /* For CODEMCP_SMOKE: runs code in a private session and calls done(envelope) (borrowed). */
 int run_smoke(const char *code, void (*done)(json_t *envelope, int is_error));
 
-/* ---- for workers.c / control.c ---- */
-struct run *run_find(const char *run_id);
-uint64_t run_session(struct run *r);
-int run_dry(struct run *r);
-/* Whether the run may call write tool fn (server/tool): always when enforcement is off;
- * else allow_mutations must name it as "fn", "server/tool", "server.tool", "server:tool",
- * "server/<star>", "server.<star>", "server" or "<star>" (<star> = an asterisk; the forms the
- * validator accepts too). */
-int run_mutation_allowed(struct run *r, const char *fn, const char *server, const char *tool);
-/* Reports that one of the run's tool calls completed (for progress notifications). */
-void run_call_done(struct run *r);
-/* The worker answered the run (envelope borrowed) or died while running it (NULL, why). */
-void run_finished(struct run *r, json_t *envelope, const char *failure);
-/* A worker became idle: give it the next queued run, if any. */
-void run_dispatch(void);
-/* True while a run not yet finished was given this worker slot (workers.c never hands the
- * slot to another session before that). */
+/* ---- hooks for the modules below (main.c registers them) ---- */
+/* workers.c: the run ended on its worker (envelope borrowed, or NULL and why). */
+void run_on_worker_ended(const char *run_id, json_t *envelope, const char *failure);
+/* calls.c: 0 and the run's rules when run_id is live and executing on worker `slot`. */
+int run_call_rules(const char *run_id, int slot, struct calls_run *out);
+/* calls.c: one of the run's tool calls completed (for progress notifications). */
+void run_on_call_done(const char *run_id);
+/* workers.c: true while a run not yet finished was given this worker slot (workers.c never
+ * hands the slot to another session before that). */
 int run_uses_slot(int slot);
 
 #endif

@@ -78,11 +78,7 @@ static void session_end(struct hsession *s, const char *why)
     log_info(MODULE, "session %.8s ended (%s)", s->sid, why);
     s->ending = 1;
     lp_timer_stop(&s->idle);
-    for (struct hsession **p = &sessions; *p; p = &(*p)->next)
-        if (*p == s) {
-            *p = s->next;
-            break;
-        }
+    LIST_UNLINK(&sessions, s);
     n_sessions--;
     mcp_session_close(s->mcp); /* cancels its runs */
     while (s->streams)

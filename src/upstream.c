@@ -127,11 +127,7 @@ void up__set_error(struct upstream *up, const char *fmt, ...)
 
 static void req_unlink(struct up_req *r)
 {
-    for (struct up_req **p = &reqs; *p; p = &(*p)->next)
-        if (*p == r) {
-            *p = r->next;
-            return;
-        }
+    LIST_UNLINK(&reqs, r);
 }
 
 static void req_finish(struct up_req *r, json_t *result, const struct up_error *err)

@@ -17,10 +17,10 @@
  *
  * Failures: 404 on a request that carried the session id means the session expired: the
  * transport replays the initialize request and notifications/initialized by itself, resends
- * the failed request once, and asks upstream.c to re-list tools. 401/403 mark the server
- * needs_auth. A connection failure fails everything in flight (ToolError kind "transport"
- * through up__transport_failed) and reconnects with exponential backoff (1 s .. 30 s) through
- * up__transport_reopen, which restarts upstream.c's handshake.
+ * the failed request once, and asks upstream.c to re-list tools (upstream_replay.c). 401/403 mark
+ * the server needs_auth. A connection failure fails everything in flight (ToolError kind
+ * "transport" through up__transport_failed) and reconnects with exponential backoff (1 s .. 30 s)
+ * through up__transport_reopen, which restarts upstream.c's handshake.
  *
  * Loop thread only: the network work happens on curl_thread.c's thread. Transfers are
  * referred to by their 64-bit id; events for ids no longer known are dropped. */
@@ -30,6 +30,7 @@
 #include "mcp_era.h"
 #include "oauth_gw.h"
 #include "upstream.h"
+#include "upstream_http_int.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -43,57 +44,12 @@
 #define BACKOFF_MIN_MS     1000L
 #define BACKOFF_MAX_MS     30000L
 #define RESUME_MAX_TRIES   3 /* resumptions of one response stream without any progress */
-#define REINIT_MAX_STREAK  3 /* session expiries in a row without a successful request */
-
-enum hx_kind { HX_MSG, HX_GET, HX_DELETE, HX_REINIT };
-
-/* One logical exchange. HX_MSG lives until its request is answered (possibly over several
- * transfers: the POST, then resuming GETs); the others until their transfer ends. */
-struct hx {
-    struct http_tp *tp;
-    enum hx_kind kind;
-    uint64_t xfer; /* current transfer, 0 when none (held, or waiting to reconnect) */
-    char *text;    /* HX_MSG: the message, kept for a resend after the session expired */
-    size_t len;
-    json_t *req_id; /* HX_MSG request: its id; NULL for notifications and responses */
-    int is_initialize, is_initialized;
-    int answered, retried, held, resuming;
-    char *sent_sid;       /* the Mcp-Session-Id the current transfer carried, or NULL */
-    char *modern_version; /* 2026 era: the body's protocol version (no session then) */
-    char *mcp_method;     /* 2026 era: Mcp-Method */
-    char *mcp_name;       /* 2026 era: Mcp-Name, already encoded for the header */
-    struct buf params;    /* 2026 era: "Mcp-Param-X: v" lines (x-mcp-header), NUL-separated */
-    size_t n_params;
-    int is_sse;      /* the current response is an event stream */
-    int progress;    /* the current stream produced an event (or a cursor) */
-    int failures;    /* consecutive attempts without progress (streams) */
-    int reinit_step; /* HX_REINIT: 0 initialize, 1 notifications/initialized */
-    char *last_id;   /* stream cursor for Last-Event-ID */
-    long retry_ms;
-    struct lp_timer timer;
-    struct hx *next;
-};
-
-struct http_tp {
-    struct upstream *up;
-    char *shown_url; /* the URL without credentials or query, for logs and errors */
-    char **headers;  /* configured "Name: value" lines that are safe to send */
-    char *session_id;
-    char *protocol_version;
-    char *init_text; /* upstream.c's initialize request, replayed when the session expires */
-    size_t init_len;
-    struct hx *get; /* the standalone GET stream, or NULL */
-    int get_unsupported, reinit, reinit_streak, down, stopping;
-    int auth_wait; /* not opened yet: waiting for oauth_gw.c to refresh an expired token */
-    long backoff_ms;
-    struct lp_timer reconnect_timer, close_timer;
-};
 
 static struct hx *hxs; /* every exchange of every remote server, oldest first */
 
 /* ---- exchanges ------------------------------------------------------------------------ */
 
-static struct hx *hx_new(struct http_tp *tp, enum hx_kind kind)
+struct hx *hx_new(struct http_tp *tp, enum hx_kind kind)
 {
     struct hx *h = xcalloc(1, sizeof(*h));
     h->tp = tp;
@@ -106,7 +62,7 @@ static struct hx *hx_new(struct http_tp *tp, enum hx_kind kind)
     return h;
 }
 
-static struct hx *hx_find(uint64_t xfer)
+struct hx *hx_find(uint64_t xfer)
 {
     for (struct hx *h = hxs; xfer && h; h = h->next)
         if (h->xfer == xfer)
@@ -114,7 +70,7 @@ static struct hx *hx_find(uint64_t xfer)
     return NULL;
 }
 
-static void hx_abort(struct hx *h)
+void hx_abort(struct hx *h)
 {
     if (h->xfer)
         ct_cancel(h->xfer);
@@ -122,13 +78,9 @@ static void hx_abort(struct hx *h)
     lp_timer_stop(&h->timer);
 }
 
-static void hx_free(struct hx *h)
+void hx_free(struct hx *h)
 {
-    for (struct hx **p = &hxs; *p; p = &(*p)->next)
-        if (*p == h) {
-            *p = h->next;
-            break;
-        }
+    LIST_UNLINK(&hxs, h);
     hx_abort(h);
     if (h->tp->get == h)
         h->tp->get = NULL;
@@ -154,6 +106,14 @@ static void hx_free_all(struct http_tp *tp)
     }
 }
 
+struct hx *hx_first_held(struct http_tp *tp)
+{
+    struct hx *h = hxs;
+    while (h && !(h->tp == tp && h->held))
+        h = h->next;
+    return h;
+}
+
 /* ---- requests ------------------------------------------------------------------------- */
 
 static void on_event(const struct ct_event *ev);
@@ -167,7 +127,7 @@ static void add_header(struct buf *lines, size_t *n, const char *fmt, const char
 
 /* Starts a transfer for h. with_session: send Mcp-Session-Id and MCP-Protocol-Version.
  * last_id: Last-Event-ID (GET) or NULL. Returns 0, or -1 when nothing could be queued. */
-static int submit(struct hx *h, const char *method, int with_session, const char *last_id)
+int uh_submit(struct hx *h, const char *method, int with_session, const char *last_id)
 {
     struct http_tp *tp = h->tp;
     struct buf lines = {0};
@@ -235,7 +195,7 @@ static int submit(struct hx *h, const char *method, int with_session, const char
 
 /* ---- failure paths -------------------------------------------------------------------- */
 
-static void open_get(struct http_tp *tp);
+void uh_open_get(struct http_tp *tp);
 
 static void reconnect_now(void *ud)
 {
@@ -249,7 +209,7 @@ static void reconnect_now(void *ud)
 
 /* The server is unreachable or the session cannot be recovered: everything in flight fails
  * (kind "transport"), and a reconnect is scheduled with backoff unless `final`. */
-static void lose_connection(struct http_tp *tp, int final, const char *why)
+void uh_lose_connection(struct http_tp *tp, int final, const char *why)
 {
     if (tp->stopping || tp->down)
         return;
@@ -272,7 +232,7 @@ static void lose_connection(struct http_tp *tp, int final, const char *why)
 }
 
 /* Answers request h with a JSON-RPC error so that upstream.c fails just this call. */
-static void fail_request(struct hx *h, int code, const char *why)
+void uh_fail_request(struct hx *h, int code, const char *why)
 {
     struct upstream *up = h->tp->up;
     json_t *id = json_incref(h->req_id);
@@ -292,9 +252,9 @@ static void auth_failed(struct http_tp *tp, const struct ct_event *ev)
     char why[512];
     enum oagw_verdict v = oagw_denied(tp->up->cfg, ev->status, ev->www_auth, why, sizeof(why));
     if (v == OAGW_NEEDS_AUTH)
-        lose_connection(tp, 1, why);
+        uh_lose_connection(tp, 1, why);
     else
-        lose_connection(tp, v == OAGW_WAIT, "the server refused the access token; refreshing it");
+        uh_lose_connection(tp, v == OAGW_WAIT, "the server refused the access token; refreshing it");
 }
 
 /* oauth_gw.c: the stored credentials of a server changed (codemcp auth/logout, a refresh). */
@@ -310,11 +270,11 @@ static void oauth_changed(const char *name, int removed)
     if (tp->auth_wait) { /* the first connection waited for a refresh */
         tp->auth_wait = tp->down = 0;
         if (removed)
-            lose_connection(tp, 1, why);
+            uh_lose_connection(tp, 1, why);
         else
             up__transport_open(up);
     } else if (removed && !tp->down) {
-        lose_connection(tp, 1, why);
+        uh_lose_connection(tp, 1, why);
     } else if (removed) {
         log_warn("upstream", "%s: %s", name, why);
         up__set_error(up, "%s", why);
@@ -327,7 +287,7 @@ static void oauth_changed(const char *name, int removed)
 
 /* A short description of an HTTP error answer: the JSON-RPC error message in the body when
  * there is one, else the start of the body. */
-static void describe(const struct ct_event *ev, const char *url, char *out, size_t n)
+void uh_describe(const struct ct_event *ev, const char *url, char *out, size_t n)
 {
     if (ev->status >= 300 && ev->status < 400) {
         snprintf(out, n, "%s redirects (HTTP %ld) to %s; put that URL in the config", url,
@@ -343,55 +303,6 @@ static void describe(const struct ct_event *ev, const char *url, char *out, size
     else
         snprintf(out, n, "HTTP %ld from %s", ev->status, url);
     json_decref(body);
-}
-
-/* Did the server say that our session id is unknown? 404 is the specified answer; the SDK's
- * example servers (copied widely) answer 400 "No valid session ID provided" instead. */
-static int session_unknown(const struct hx *h, const struct ct_event *ev)
-{
-    if (!h->sent_sid)
-        return 0;
-    if (ev->status == 404)
-        return 1;
-    return ev->status == 400 && ev->body && strcasestr(ev->body, "session");
-}
-
-static void begin_reinit(struct http_tp *tp);
-
-static void post_msg(struct hx *h);
-
-/* h's transfer was refused because the server does not know the session it carried. If that
- * is still our session, re-initialize; if the session was already replaced (h was sent before
- * a re-initialize), only h needs resending. A request is resent at most once. */
-static void session_expired(struct http_tp *tp, struct hx *h)
-{
-    int stale = !tp->session_id || strcmp(h->sent_sid, tp->session_id) != 0;
-    if (!stale) {
-        log_info("upstream", "%s: the server no longer knows session %s; re-initializing",
-                 tp->up->name, tp->session_id);
-        free(tp->session_id);
-        tp->session_id = NULL;
-    }
-    if (h->kind == HX_MSG && h->req_id && !h->retried) {
-        hx_abort(h);
-        h->retried = 1;
-        h->resuming = 0;
-        free(h->last_id);
-        h->last_id = NULL;
-        if (stale && !tp->reinit)
-            post_msg(h);
-        else
-            h->held = 1; /* resent once the new session is up */
-    } else if (h->kind == HX_MSG && h->req_id) {
-        fail_request(h, RPC_SERVER_ERROR,
-                     "the server lost the session again after a re-initialize");
-    } else {
-        hx_free(h); /* notifications, responses, the old session's GET stream */
-    }
-    if (!stale)
-        begin_reinit(tp);
-    else
-        open_get(tp); /* no-op while re-initializing or when a GET stream is open */
 }
 
 /* ---- delivering messages -------------------------------------------------------------- */
@@ -410,25 +321,6 @@ static void mark_answered(struct http_tp *tp, json_t *id)
     }
 }
 
-static void reinit_answered(struct http_tp *tp, struct hx *h, json_t *msg)
-{
-    json_t *err = json_object_get(msg, "error");
-    if (err) {
-        json_t *m = json_object_get(err, "message");
-        char why[512];
-        snprintf(why, sizeof(why), "re-initializing after the session expired failed: %s",
-                 json_is_string(m) ? json_string_value(m) : "error");
-        lose_connection(tp, 0, why);
-        return;
-    }
-    json_t *v = json_object_get(json_object_get(msg, "result"), "protocolVersion");
-    if (json_is_string(v)) {
-        free(tp->protocol_version);
-        tp->protocol_version = xstrdup(json_string_value(v));
-    }
-    h->answered = 1;
-}
-
 /* One message (text of len bytes, or msg when text is NULL) read from transfer xfer. */
 static void deliver_one(struct http_tp *tp, uint64_t xfer, json_t *msg, const char *text,
                         size_t len)
@@ -437,7 +329,7 @@ static void deliver_one(struct http_tp *tp, uint64_t xfer, json_t *msg, const ch
     json_t *id = json_object_get(msg, "id");
     int response = id && !json_object_get(msg, "method");
     if (response && h && h->kind == HX_REINIT) {
-        reinit_answered(tp, h, msg); /* ours, not upstream.c's */
+        uh_reinit_answered(tp, h, msg); /* ours, not upstream.c's */
         return;
     }
     if (response) {
@@ -462,7 +354,7 @@ static void deliver_one(struct http_tp *tp, uint64_t xfer, json_t *msg, const ch
 }
 
 /* Hands a body or an event's data to upstream.c: one message or a batch of them. */
-static void deliver(struct http_tp *tp, uint64_t xfer, const char *text, size_t len)
+void uh_deliver(struct http_tp *tp, uint64_t xfer, const char *text, size_t len)
 {
     json_t *msg = json_loadb(text, len, 0, NULL);
     if (!msg) {
@@ -503,11 +395,11 @@ static long stream_delay(struct hx *h)
 static void get_connect(void *ud)
 {
     struct hx *h = ud;
-    if (submit(h, "GET", 1, h->last_id) < 0)
-        lose_connection(h->tp, 0, "cannot open the event stream");
+    if (uh_submit(h, "GET", 1, h->last_id) < 0)
+        uh_lose_connection(h->tp, 0, "cannot open the event stream");
 }
 
-static void open_get(struct http_tp *tp)
+void uh_open_get(struct http_tp *tp)
 {
     if (tp->stopping || tp->down || tp->reinit || tp->get_unsupported || tp->get)
         return;
@@ -522,9 +414,9 @@ static void get_done(struct hx *h, const struct ct_event *ev)
     if (ev->curl_code && ev->connect_failed) {
         char why[400];
         snprintf(why, sizeof(why), "cannot reach %s: %s", tp->shown_url, ev->error);
-        lose_connection(tp, 0, why);
-    } else if (!ev->curl_code && session_unknown(h, ev)) {
-        session_expired(tp, h);
+        uh_lose_connection(tp, 0, why);
+    } else if (!ev->curl_code && uh_session_unknown(h, ev)) {
+        uh_session_expired(tp, h);
     } else if (ev->status == 401 || ev->status == 403) {
         auth_failed(tp, ev);
     } else if (ev->status >= 400 && ev->status < 500 && ev->status != 408 && ev->status != 409 &&
@@ -549,8 +441,8 @@ static void resume_now(void *ud)
 {
     struct hx *h = ud;
     h->resuming = 1;
-    if (submit(h, "GET", 1, h->last_id) < 0)
-        lose_connection(h->tp, 0, "cannot resume a response stream");
+    if (uh_submit(h, "GET", 1, h->last_id) < 0)
+        uh_lose_connection(h->tp, 0, "cannot resume a response stream");
 }
 
 /* The response stream of request h ended before its response: resume it with Last-Event-ID
@@ -558,8 +450,8 @@ static void resume_now(void *ud)
 static void resume_later(struct hx *h)
 {
     if (!h->progress && ++h->failures >= RESUME_MAX_TRIES) {
-        fail_request(h, RPC_SERVER_ERROR,
-                     "the server's response stream kept ending without the response");
+        uh_fail_request(h, RPC_SERVER_ERROR,
+                        "the server's response stream kept ending without the response");
         return;
     }
     if (h->progress)
@@ -570,97 +462,14 @@ static void resume_later(struct hx *h)
     lp_timer_start(&h->timer, delay, resume_now, h);
 }
 
-/* ---- session expiry: replaying the handshake ------------------------------------------ */
-
-static void begin_reinit(struct http_tp *tp)
-{
-    if (tp->reinit)
-        return;
-    if (++tp->reinit_streak > REINIT_MAX_STREAK) {
-        lose_connection(tp, 0, "the server keeps forgetting its sessions");
-        return;
-    }
-    tp->reinit = 1;
-    if (tp->get)
-        hx_free(tp->get); /* it belongs to the old session */
-    if (!tp->init_text) {
-        lose_connection(tp, 0, "the session expired before it was initialized");
-        return;
-    }
-    struct hx *r = hx_new(tp, HX_REINIT);
-    r->text = xstrndup(tp->init_text, tp->init_len);
-    r->len = tp->init_len;
-    if (submit(r, "POST", 0, NULL) < 0)
-        lose_connection(tp, 0, "cannot re-initialize");
-}
-
-static void reinit_finished(struct http_tp *tp)
-{
-    tp->reinit = 0;
-    log_info("upstream", "%s: new session %s", tp->up->name,
-             tp->session_id ? tp->session_id : "(none)");
-    /* Resend in order; post_msg may take the transport down (and free the list). */
-    for (;;) {
-        struct hx *h = hxs;
-        while (h && !(h->tp == tp && h->held))
-            h = h->next;
-        if (!h || tp->down)
-            break;
-        post_msg(h);
-    }
-    open_get(tp);
-    /* The server may have restarted with other tools: let upstream.c re-list them. */
-    static const char changed[] =
-        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}";
-    up__transport_message(tp->up, changed, sizeof(changed) - 1);
-}
-
-static void reinit_done(struct hx *r, const struct ct_event *ev)
-{
-    struct http_tp *tp = r->tp;
-    char why[512];
-    if (ev->curl_code) {
-        snprintf(why, sizeof(why), "re-initializing failed: %s", ev->error);
-        lose_connection(tp, 0, why);
-        return;
-    }
-    if (ev->status < 200 || ev->status >= 300) {
-        char d[400];
-        describe(ev, tp->shown_url, d, sizeof(d));
-        snprintf(why, sizeof(why), "re-initializing failed: %s", d);
-        lose_connection(tp, 0, why);
-        return;
-    }
-    uint64_t xfer = r->xfer;
-    if (r->reinit_step == 0 && !ev->is_sse && ev->body)
-        deliver(tp, xfer, ev->body, ev->body_len);
-    if (hx_find(xfer) != r)
-        return; /* the answer was an error: already handled */
-    if (r->reinit_step == 0) {
-        if (!r->answered) {
-            lose_connection(tp, 0, "re-initializing failed: no initialize response");
-            return;
-        }
-        r->reinit_step = 1;
-        free(r->text);
-        r->text = xstrdup("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
-        r->len = strlen(r->text);
-        if (submit(r, "POST", 1, NULL) < 0)
-            lose_connection(tp, 0, "cannot re-initialize");
-        return;
-    }
-    hx_free(r);
-    reinit_finished(tp);
-}
-
 /* ---- message exchanges ---------------------------------------------------------------- */
 
-static void post_msg(struct hx *h)
+void uh_post_msg(struct hx *h)
 {
     h->held = 0;
     h->resuming = 0;
-    if (submit(h, "POST", !h->is_initialize, NULL) < 0)
-        lose_connection(h->tp, 0, "cannot send a request");
+    if (uh_submit(h, "POST", !h->is_initialize, NULL) < 0)
+        uh_lose_connection(h->tp, 0, "cannot send a request");
 }
 
 static int answer_with_error_body(struct hx *h, const struct ct_event *ev);
@@ -678,11 +487,11 @@ static void msg_done(struct hx *h, const struct ct_event *ev)
             h->xfer = 0;
             resume_later(h); /* the stream broke after it gave a cursor */
         } else if (ev->too_large && h->req_id) {
-            fail_request(h, RPC_SERVER_ERROR, ev->error);
+            uh_fail_request(h, RPC_SERVER_ERROR, ev->error);
         } else {
             snprintf(why, sizeof(why), "%s %s failed: %s", h->resuming ? "GET" : "POST",
                      tp->shown_url, ev->error);
-            lose_connection(tp, 0, why);
+            uh_lose_connection(tp, 0, why);
         }
         return;
     }
@@ -691,28 +500,28 @@ static void msg_done(struct hx *h, const struct ct_event *ev)
         if (h->sent_sid)
             tp->reinit_streak = 0;
         if (h->req_id && !ev->is_sse && ev->body && ev->body_len > 0)
-            deliver(tp, xfer, ev->body, ev->body_len);
+            uh_deliver(tp, xfer, ev->body, ev->body_len);
         if ((h = hx_find(xfer)) == NULL)
             return; /* answered by a resume, or the transport went down meanwhile */
         if (h->is_initialized)
-            open_get(tp);
+            uh_open_get(tp);
         if (h->req_id && !h->answered) {
             if ((h->is_sse || h->resuming) && h->last_id && !h->modern_version) {
                 h->xfer = 0;
                 resume_later(h);
             } else {
-                fail_request(h, RPC_SERVER_ERROR,
-                             ev->status == 202
-                                 ? "the server accepted the request but did not answer it"
-                                 : "the server's reply did not contain the response");
+                uh_fail_request(h, RPC_SERVER_ERROR,
+                                ev->status == 202
+                                    ? "the server accepted the request but did not answer it"
+                                    : "the server's reply did not contain the response");
             }
             return;
         }
         hx_free(h);
         return;
     }
-    if (session_unknown(h, ev)) {
-        session_expired(tp, h);
+    if (uh_session_unknown(h, ev)) {
+        uh_session_expired(tp, h);
         return;
     }
     if (ev->status == 401 || ev->status == 403) {
@@ -721,12 +530,12 @@ static void msg_done(struct hx *h, const struct ct_event *ev)
     }
     if (h->req_id && ev->status >= 400 && ev->status < 500 && answer_with_error_body(h, ev))
         return;
-    describe(ev, tp->shown_url, why, sizeof(why));
+    uh_describe(ev, tp->shown_url, why, sizeof(why));
     if (h->resuming && ev->status == 405)
         snprintf(why, sizeof(why), "the response stream was cut and %s cannot resume it",
                  tp->shown_url);
     if (h->req_id) {
-        fail_request(h, RPC_SERVER_ERROR, why);
+        uh_fail_request(h, RPC_SERVER_ERROR, why);
     } else {
         log_warn("upstream", "%s: %s", tp->up->name, why);
         hx_free(h);
@@ -778,7 +587,7 @@ static void on_sse(struct hx *h, const struct ct_event *ev)
         i++;
     if (i == ev->len)
         return; /* a priming event: only its id matters */
-    deliver(h->tp, h->xfer, ev->data, ev->len);
+    uh_deliver(h->tp, h->xfer, ev->data, ev->len);
 }
 
 static void on_event(const struct ct_event *ev)
@@ -805,7 +614,7 @@ static void on_event(const struct ct_event *ev)
         else if (h->kind == HX_GET)
             get_done(h, ev);
         else if (h->kind == HX_REINIT)
-            reinit_done(h, ev);
+            uh_reinit_done(h, ev);
         else {
             hx_free(h); /* HX_DELETE: best effort, whatever the answer */
             up__transport_closed(tp->up);
@@ -956,7 +765,7 @@ static int http_send(struct upstream *up, const char *text, size_t len)
         return 0;
     }
     h->held = 0;
-    if (submit(h, "POST", !is_init, NULL) < 0) {
+    if (uh_submit(h, "POST", !is_init, NULL) < 0) {
         hx_free(h);
         return -1;
     }
@@ -980,7 +789,7 @@ static void http_shutdown(struct upstream *up)
     if (tp->session_id) {
         /* Best effort: tell the server the session is over (405 is a fine answer). */
         struct hx *d = hx_new(tp, HX_DELETE);
-        if (submit(d, "DELETE", 1, NULL) == 0)
+        if (uh_submit(d, "DELETE", 1, NULL) == 0)
             return;
         hx_free(d);
     }

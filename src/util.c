@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <ctype.h>
 #include <time.h>
 
 void *xmalloc(size_t n)
@@ -223,4 +224,51 @@ int env_bool(const char *name, int def)
     log_warn("config", "%s=%s is not a boolean (true/false); using %s", name, v,
              def ? "true" : "false");
     return def;
+}
+
+void list_unlink_(void *headp, const void *node, size_t next_offset)
+{
+    /* The links are read and written with memcpy: the list's own pointer type is unknown here. */
+    unsigned char *link = headp;
+    void *cur;
+    memcpy(&cur, link, sizeof(cur));
+    while (cur) {
+        if (cur == node) {
+            memcpy(link, (const unsigned char *)node + next_offset, sizeof(cur));
+            return;
+        }
+        link = (unsigned char *)cur + next_offset;
+        memcpy(&cur, link, sizeof(cur));
+    }
+}
+
+size_t words_split(const char *name, struct buf *out)
+{
+    size_t words = 0, n = strlen(name);
+    int in_word = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c < 0x80 && !isalnum(c)) {
+            if (in_word)
+                buf_append(out, "", 1);
+            in_word = 0;
+            continue;
+        }
+        if (in_word && c < 0x80 && isupper(c)) {
+            unsigned char prev = (unsigned char)name[i - 1];
+            unsigned char next = i + 1 < n ? (unsigned char)name[i + 1] : 0;
+            if (islower(prev) || isdigit(prev) || (isupper(prev) && next < 0x80 && islower(next))) {
+                buf_append(out, "", 1);
+                in_word = 0;
+            }
+        }
+        if (!in_word)
+            words++;
+        in_word = 1;
+        char lc = (char)(c < 0x80 ? tolower(c) : c);
+        buf_append(out, &lc, 1);
+    }
+    if (in_word)
+        buf_append(out, "", 1);
+    return words;
 }

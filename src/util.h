@@ -1,5 +1,6 @@
 /* util — small shared pieces: a growable byte buffer, monotonic time, random tokens,
- * constant-time comparison, and checked allocation. No module state, no I/O. */
+ * constant-time comparison, checked allocation, unlinking from a singly linked list, and
+ * splitting identifiers into words. No module state, no I/O. */
 #ifndef CODEMCP_UTIL_H
 #define CODEMCP_UTIL_H
 
@@ -48,5 +49,21 @@ char *read_file(const char *path, size_t *len_out);
 long env_long(const char *name, long def);
 /* true for 1/true/yes/on, false for 0/false/no/off, def otherwise. */
 int env_bool(const char *name, int def);
+
+/* Removes node from the singly linked list whose head pointer is *headp, the list being
+ * threaded through the nodes' `next` member; a no-op when node is not on it. O(length).
+ * The sizeof line only makes the compiler check that headp and node agree in type. */
+#define LIST_UNLINK(headp, node)                                                                   \
+    do {                                                                                           \
+        (void)sizeof(*(headp) == (node));                                                          \
+        list_unlink_((headp), (node), (size_t)((char *)&(node)->next - (char *)(node)));           \
+    } while (0)
+void list_unlink_(void *headp, const void *node, size_t next_offset);
+
+/* Splits an identifier into lowercase words: at every ASCII character that is not a letter or
+ * digit ("_ - . space" and friends) and at camelCase humps ("deleteFile" -> delete file,
+ * "HTTPServer" -> http server, "v2Api" -> v2 api). Non-ASCII bytes stay inside words. The words
+ * are appended to out, each followed by a NUL byte; returns how many. */
+size_t words_split(const char *name, struct buf *out);
 
 #endif

@@ -13,7 +13,6 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
-#include "runs.h"
 #include "sandbox.h"
 #include "shapes.h"
 #include "util.h"
@@ -39,7 +38,7 @@ struct worker {
     uint64_t conn_id;
     int sdk_sent;    /* catalog source version last sent */
     int shapes_sent; /* shapes version last sent */
-    struct run *run; /* executing run (BUSY) */
+    char run_id[32]; /* the run executing (BUSY), "" when none: the one record of where a run is */
     int64_t run_rpc_id;
     char *kill_reason; /* set when we kill it on purpose */
     int failed_starts;
@@ -62,6 +61,7 @@ struct pin {
     const char *why; /* static text */
 };
 
+static struct wk_hooks hooks;
 static struct worker *workers;
 static int n_workers;
 static struct pin *pins;
@@ -156,12 +156,31 @@ static const struct lp_io_ops err_ops = {on_err, on_err_close};
 
 /* ---- lifecycle -------------------------------------------------------------------------- */
 
-static void fail_current_run(struct worker *w, const char *why)
+void wk_set_hooks(const struct wk_hooks *h)
 {
-    struct run *r = w->run;
-    w->run = NULL;
-    if (r)
-        run_finished(r, NULL, why);
+    hooks = *h;
+}
+
+static void became_idle(void)
+{
+    if (hooks.idle)
+        hooks.idle();
+}
+
+/* Whether an unfinished run was given this slot (runs.c's answer, through the hook). */
+static int slot_in_use(int slot)
+{
+    return hooks.slot_in_use && hooks.slot_in_use(slot);
+}
+
+/* Forgets the slot's run first (the hook may start the next one), then reports its end. */
+static void end_current_run(struct worker *w, json_t *envelope, const char *failure)
+{
+    char run_id[sizeof(w->run_id)];
+    memcpy(run_id, w->run_id, sizeof(run_id));
+    w->run_id[0] = '\0';
+    if (run_id[0] && hooks.run_ended)
+        hooks.run_ended(run_id, envelope, failure);
 }
 
 /* True when another unowned slot is up (or coming up) for the next new session. */
@@ -201,7 +220,8 @@ static void on_worker_exit(void *ud, pid_t pid, int status)
                  WEXITSTATUS(status));
     /* A process that dies while idle before finishing any run failed to start, even if
      * it connected: counting it stops a crash loop. */
-    int was_started = (w->state == WK_READY || w->state == WK_BUSY) && (w->run || w->runs_done);
+    int was_started =
+        (w->state == WK_READY || w->state == WK_BUSY) && (w->run_id[0] || w->runs_done);
     log_info("worker", "worker %d (pid %d) exited: %s", w->slot, (int)pid,
              WIFSIGNALED(status) ? "signal" : "status");
     w->state = WK_DOWN;
@@ -211,7 +231,7 @@ static void on_worker_exit(void *ud, pid_t pid, int status)
     if (w->conn_id)
         ctl_close(w->conn_id);
     w->conn_id = 0;
-    fail_current_run(w, why);
+    end_current_run(w, NULL, why);
     if (shutting_down) {
         for (int i = 0; i < n_workers; i++)
             if (workers[i].state != WK_DOWN)
@@ -239,7 +259,7 @@ static void on_worker_exit(void *ud, pid_t pid, int status)
     if (!w->start_failure && (w->owned || !other_spare(w)))
         lp_timer_start(&w->restart_timer, w->failed_starts ? 200L * w->failed_starts : 0,
                        restart_later, w);
-    run_dispatch();
+    became_idle();
 }
 
 static void start_timed_out(void *ud)
@@ -482,7 +502,7 @@ static void discard_session(struct worker *w, const char *why)
 static void on_idle(void *ud)
 {
     struct worker *w = ud;
-    if (!w->owned || w->state == WK_BUSY || run_uses_slot(w->slot))
+    if (!w->owned || w->state == WK_BUSY || slot_in_use(w->slot))
         return;
     log_info("worker", "worker %d: session idle for %ld ms: ending its worker", w->slot,
              session_idle_ms);
@@ -507,7 +527,7 @@ static void keep_spare(void)
             return; /* workers cannot start: no spare to keep */
     for (int s = 0; s < n_workers; s++) {
         struct worker *w = &workers[s];
-        if (w->owned || run_uses_slot(s))
+        if (w->owned || slot_in_use(s))
             continue;
         if (w->state != WK_DOWN)
             return;
@@ -529,12 +549,12 @@ int wk_slot_for_session(uint64_t session_id)
     static const enum wk_state pref[] = {WK_READY, WK_STARTING, WK_DOWN};
     for (size_t k = 0; k < 3 && !w; k++)
         for (int s = 0; s < n_workers && !w; s++)
-            if (!workers[s].owned && workers[s].state == pref[k] && !run_uses_slot(s))
+            if (!workers[s].owned && workers[s].state == pref[k] && !slot_in_use(s))
                 w = &workers[s];
     if (!w) { /* evict the least recently used idle session */
         for (int s = 0; s < n_workers; s++) {
             struct worker *c = &workers[s];
-            if (c->owned && c->state != WK_BUSY && !run_uses_slot(s) &&
+            if (c->owned && c->state != WK_BUSY && !slot_in_use(s) &&
                 (!w || c->last_used_ms < w->last_used_ms))
                 w = c;
         }
@@ -601,15 +621,23 @@ int wk_ready(int slot)
     return 0;
 }
 
-struct run *wk_current_run(int slot)
+const char *wk_running(int slot)
 {
-    return slot >= 0 && slot < n_workers ? workers[slot].run : NULL;
+    return slot >= 0 && slot < n_workers && workers[slot].run_id[0] ? workers[slot].run_id : NULL;
 }
 
-int wk_start_run(int slot, struct run *r, json_t *params)
+static struct worker *running(const char *run_id)
+{
+    for (int i = 0; i < n_workers; i++)
+        if (workers[i].run_id[0] && strcmp(workers[i].run_id, run_id) == 0)
+            return &workers[i];
+    return NULL;
+}
+
+int wk_start_run(int slot, const char *run_id, json_t *params)
 {
     struct worker *w = slot >= 0 && slot < n_workers ? &workers[slot] : NULL;
-    if (!w || w->state != WK_READY) {
+    if (!w || w->state != WK_READY || strlen(run_id) >= sizeof(w->run_id)) {
         json_decref(params);
         return -1;
     }
@@ -619,33 +647,29 @@ int wk_start_run(int slot, struct run *r, json_t *params)
     json_decref(id);
     if (ctl_send(w->conn_id, msg) < 0)
         return -1;
-    w->run = r;
+    snprintf(w->run_id, sizeof(w->run_id), "%s", run_id);
     w->state = WK_BUSY;
     lp_timer_stop(&w->idle_timer);
     return 0;
 }
 
-void wk_cancel(int slot, const char *run_id, const char *reason)
+void wk_cancel_run(const char *run_id, const char *reason)
 {
-    if (slot < 0 || slot >= n_workers)
-        return;
-    struct worker *w = &workers[slot];
-    if (w->conn_id)
+    struct worker *w = running(run_id);
+    if (w && w->conn_id)
         ctl_send(w->conn_id,
                  rpc_request(NULL, "cancel",
                              json_pack("{s:s, s:s}", "run_id", run_id, "reason", reason)));
 }
 
-void wk_kill(int slot, const char *why)
+void wk_kill_run(const char *run_id, const char *why)
 {
-    if (slot < 0 || slot >= n_workers)
-        return;
-    struct worker *w = &workers[slot];
-    if (!w->pid)
+    struct worker *w = running(run_id);
+    if (!w || !w->pid)
         return;
     free(w->kill_reason);
     w->kill_reason = xstrdup(why);
-    log_warn("worker", "killing worker %d (pid %d): %s", slot, (int)w->pid, why);
+    log_warn("worker", "killing worker %d (pid %d): %s", w->slot, (int)w->pid, why);
     hard_kill(w->pid);
 }
 
@@ -695,7 +719,7 @@ int wk_authenticate(const char *token, uint64_t conn_id)
     w->start_failure = NULL;
     log_info("worker", "worker %d connected (pid %d)", match, (int)w->pid);
     send_sdk(w);
-    run_dispatch();
+    became_idle();
     return match;
 }
 
@@ -704,9 +728,7 @@ void wk_on_message(int slot, json_t *msg)
     struct worker *w = &workers[slot];
     json_t *id = json_object_get(msg, "id");
     json_t *error = json_object_get(msg, "error");
-    if (json_is_integer(id) && json_integer_value(id) == w->run_rpc_id && w->run) {
-        struct run *r = w->run;
-        w->run = NULL;
+    if (json_is_integer(id) && json_integer_value(id) == w->run_rpc_id && w->run_id[0]) {
         w->state = WK_READY;
         w->runs_done++;
         json_t *result = json_object_get(msg, "result");
@@ -722,9 +744,9 @@ void wk_on_message(int slot, json_t *msg)
             touch(w);
         if (error) {
             json_t *m = json_object_get(error, "message");
-            run_finished(r, NULL, json_is_string(m) ? json_string_value(m) : "worker error");
+            end_current_run(w, NULL, json_is_string(m) ? json_string_value(m) : "worker error");
         } else {
-            run_finished(r, result, NULL);
+            end_current_run(w, result, NULL);
         }
         if (recycle && w->pid) {
             log_info("worker", "worker %d: restarting it (the run left threads running)", slot);
@@ -732,7 +754,7 @@ void wk_on_message(int slot, json_t *msg)
             hard_kill(w->pid);
             return;
         }
-        run_dispatch();
+        became_idle();
         return;
     }
     if (error) {

@@ -5,18 +5,37 @@
  * change; a worker handles requests in order, so a reload never lands inside a run),
  * and restarts them after a crash or a kill. Sessions own workers here too: one
  * interpreter per session, never shared (see the sessions section of workers.c), ended
- * when the session closes, idles (CODEMCP_SESSION_IDLE_MS) or is evicted. Loop thread only. */
+ * when the session closes, idles (CODEMCP_SESSION_IDLE_MS) or is evicted. This module is the
+ * one owner of "which run is on which worker": it keeps the executing run's id (never a
+ * pointer) for as long as the worker runs it.
+ *
+ * Below runs.c, above control.c: it never includes runs.h. A run's end, a worker becoming
+ * free, and the question whether a slot is still promised to a run go through the hooks
+ * registered at init (main.c wires them to runs.c). Loop thread only. */
 #ifndef CODEMCP_WORKERS_H
 #define CODEMCP_WORKERS_H
 
 #include <jansson.h>
 #include <stdint.h>
 
-struct run;
+struct wk_hooks {
+    /* The run run_id ended on its worker: envelope (borrowed) is the worker's answer, or
+     * NULL and `failure` says why (the worker crashed, was killed, or answered an error).
+     * The worker no longer counts the run as its own when this is called. */
+    void (*run_ended)(const char *run_id, json_t *envelope, const char *failure);
+    /* A worker can take a run now (it connected, finished a run, or a slot changed state):
+     * queued runs may be dispatched. */
+    void (*idle)(void);
+    /* True while a run not yet finished was given this slot (the slot is then never handed
+     * to another session). */
+    int (*slot_in_use)(int slot);
+};
 
 /* max_workers >= 1. Chooses the isolation (CODEMCP_ISOLATION, probing the sandbox).
  * 0, -1 (no worker binary), -2 (the sandbox cannot be built: fail closed, logged). */
 int wk_init(int max_workers);
+/* Registers the hooks (copied). */
+void wk_set_hooks(const struct wk_hooks *h);
 /* Starts worker 0 ahead of the first run (called once upstreams settled, so Python's
  * start-up does not compete with theirs for the CPU). */
 void wk_prewarm(void);
@@ -25,25 +44,27 @@ int wk_available(void);
 /* The worker slot a session's runs go to (owned by it from the first use), or -1 when every
  * slot runs another session's program (wk_start_failure(-1) says so). */
 int wk_slot_for_session(uint64_t session_id);
+/* The session is gone: its worker is ended (its namespace with it). */
 void wk_session_closed(uint64_t session_id);
 /* True when the slot can take a run now; otherwise makes sure it is starting. */
 int wk_ready(int slot);
-/* Sends the run request (params stolen). 0 / -1. */
-int wk_start_run(int slot, struct run *r, json_t *params);
-/* Sends a cancel for the run now executing on slot. */
-void wk_cancel(int slot, const char *run_id, const char *reason);
-/* Kills the worker (hard deadline passed); its run fails with `why`. */
-void wk_kill(int slot, const char *why);
+/* Sends the run request (params stolen); the slot then runs run_id (< 32 bytes). 0 / -1. */
+int wk_start_run(int slot, const char *run_id, json_t *params);
+/* The id of the run executing on slot, NULL if none. */
+const char *wk_running(int slot);
+/* Sends a cancel to the worker executing run_id (no-op if none). */
+void wk_cancel_run(const char *run_id, const char *reason);
+/* Kills the worker executing run_id (hard deadline passed); the run ends with `why`. */
+void wk_kill_run(const char *run_id, const char *why);
 /* A start problem that makes queued runs fail (NULL when fine). */
 const char *wk_start_failure(int slot);
 
-/* From control.c: token check of a new connection → slot, or -1. */
+/* The control-channel hooks (main.c registers them with ctl_set_hooks): token check of a
+ * new connection → slot, or -1; a worker's reply or notification; its connection closed. */
 int wk_authenticate(const char *token, uint64_t conn_id);
 void wk_on_message(int slot, json_t *msg);
 void wk_on_disconnect(int slot, uint64_t conn_id);
-/* The run currently executing on slot (NULL if none). */
-struct run *wk_current_run(int slot);
-/* Catalog changed: push the new SDK to connected workers. */
+/* Catalog or shapes changed: push the new SDK to connected workers. */
 void wk_on_catalog_changed(void);
 /* Kills every worker (shutdown). done() when all are reaped. */
 void wk_shutdown_all(void (*done)(void));

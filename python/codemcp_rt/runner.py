@@ -13,7 +13,7 @@ What agent code sees:
   * Calls never read are waited for when the code finishes normally, so their writes
     are reported; after an error, a timeout or a cancellation they are abandoned.
 
-The envelope (notes/control-protocol.md):
+The envelope (docs/control-protocol.md):
   success {"ok": true, "result", "calls", "stdout"?, "stderr"?, "mutations"?}
   failure {"ok": false, "error", "error_kind", "stdout"?, "stderr"?, "trace"?, "mutations"?}
   error_kind: exception | tool_error | timeout | cancelled | validation | syntax

@@ -1,7 +1,7 @@
 """Which object talks to the gateway.
 
 In the worker this is the ``_codemcp`` C module built into codemcp-worker (see
-notes/pymod-api.md). Tests install any object with the same methods:
+docs/pymod-api.md). Tests install any object with the same methods:
 
     send(text)                       queue one JSON-RPC frame for the gateway
     next_request(timeout=None)       next gateway request (raw JSON text) or None

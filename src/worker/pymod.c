@@ -1,4 +1,4 @@
-/* pymod — the `_codemcp` built-in module; see pymod.h and notes/pymod-api.md.
+/* pymod — the `_codemcp` built-in module; see pymod.h and docs/pymod-api.md.
  *
  * Every function here is called with the GIL held and may be called from any Python
  * thread. Blocking waits drop the GIL around each wsclient slice; nothing in wsclient ever

@@ -1,8 +1,9 @@
 /* pymod — `_codemcp`, the built-in C module the worker host gives the Python runtime.
  *
- * Implements exactly the API of notes/pymod-api.md (send, next_request, wait_reply,
- * take_reply, forget, set_current_run, interrupt_reason, worker_id) plus
- * embedded_source(name) for the importer. A thin layer over wsclient: blocking calls
+ * Implements the API of docs/pymod-api.md: the control channel (send, next_request,
+ * wait_reply, take_reply, forget), the run's interrupt state (set_current_run,
+ * interrupt_reason), worker_id, fd capture and log_fd, and embedded_source(name) for the
+ * importer. A thin layer over wsclient: blocking calls
  * release the GIL and wait in slices of at most PYM_SLICE_MS, calling PyErr_CheckSignals()
  * between slices so the runtime's SIGUSR1 handler can raise inside them. */
 #ifndef CODEMCP_PYMOD_H

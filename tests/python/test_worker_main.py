@@ -48,6 +48,19 @@ class LoopTest(RuntimeTest):
         self.assertEqual(len(t.replies()), 10)
         self.assertEqual(sdk.current().version, 5)
 
+    def test_drop_session_forgets_the_namespace(self) -> None:
+        t = self.t
+        t.push_request("run", {"run_id": "r1", "session": "s1", "code": "x = 41"}, 1)
+        t.push_request("run", {"run_id": "r2", "session": "s2", "code": "y = 1"}, 2)
+        t.push_request("drop_session", {"session": "s1"}, None)  # a notification, as workers.c sends it
+        t.push_request("drop_session", {}, None)  # malformed: ignored, the loop goes on
+        t.push_request("run", {"run_id": "r3", "session": "s1", "code": "result = 'x' in dir()"}, 3)
+        t.push_request("run", {"run_id": "r4", "session": "s2", "code": "result = y"}, 4)
+        replies = self.serve()
+        self.assertEqual(replies[3]["result"]["result"], False)  # s1's x is gone
+        self.assertEqual(replies[4]["result"]["result"], 1)  # s2 untouched
+        self.assertEqual(len(t.replies()), 4)  # notifications get no reply
+
     def test_replies_are_strict_json(self) -> None:
         self.t.push_request("run", {"run_id": "r1", "code": "float('nan')"}, 1)
         self.serve()

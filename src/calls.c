@@ -1,0 +1,263 @@
+/* calls — see calls.h.
+ *
+ * A call's life: checked (refused with kind "denied" / "not_found", or a dry-run stub) →
+ * routed with up_call_tool → answered when the upstream answers, times out, or the run ends
+ * (calls_cancel_run). A write's result carries _meta.codemcp.mutation for the worker's
+ * mutation report. Learning a result's shape (shapes.c) happens after the answer is queued,
+ * so it never delays the call. */
+#include "calls.h"
+#include "catalog.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "policy.h"
+#include "redact.h"
+#include "shapes.h"
+#include "toolstate.h"
+#include "upstream.h"
+#include "usage.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One tool call routed for a worker, waiting for the upstream. */
+struct call {
+    uint64_t conn_id;
+    json_t *id;
+    char *run_id;
+    char *server, *tool, *fn;
+    int mutation;
+    uint64_t up_handle;
+    int64_t started_ms;
+    struct call *next;
+};
+
+static struct call *calls;
+static struct calls_hooks hooks;
+
+void calls_set_hooks(const struct calls_hooks *h)
+{
+    hooks = *h;
+}
+
+static void call_free(struct call *call)
+{
+    json_decref(call->id);
+    free(call->run_id);
+    free(call->server);
+    free(call->tool);
+    free(call->fn);
+    free(call);
+}
+
+static void reply(uint64_t conn_id, json_t *msg)
+{
+    if (hooks.reply)
+        hooks.reply(conn_id, msg);
+    else
+        json_decref(msg);
+}
+
+static void reply_error(uint64_t conn_id, json_t *id, const char *kind, const char *message,
+                        int64_t elapsed_ms)
+{
+    reply(conn_id,
+          rpc_error(id, RPC_SERVER_ERROR, message,
+                    json_pack("{s:s, s:I}", "kind", kind, "elapsed_ms", (json_int_t)elapsed_ms)));
+}
+
+static void call_done(const char *run_id)
+{
+    if (hooks.call_done)
+        hooks.call_done(run_id);
+}
+
+/* Marks a result as a write for the worker's mutation report. Steals result. */
+static json_t *mark_mutation(json_t *result, int dry_run)
+{
+    json_t *meta = json_object_get(result, "_meta");
+    if (!json_is_object(meta)) {
+        meta = json_object();
+        json_object_set_new(result, "_meta", meta);
+    }
+    json_object_set_new(meta, "codemcp",
+                        json_pack("{s:b, s:b}", "mutation", 1, "dry_run", dry_run));
+    return result;
+}
+
+static void on_upstream_result(void *ud, json_t *result, const struct up_error *err)
+{
+    struct call *call = ud;
+    LIST_UNLINK(&calls, call);
+    int64_t elapsed = now_ms() - call->started_ms;
+    call_done(call->run_id);
+    if (err) {
+        reply_error(call->conn_id, call->id, err->kind, err->message, elapsed);
+    } else {
+        /* Shared, not copied: only a write's result is changed (its _meta mark). */
+        json_t *out =
+            call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
+        reply(call->conn_id, rpc_result(call->id, out));
+        /* After the answer is queued: learning never delays the call. */
+        shapes_learn(call->fn, result);
+        use_note(call->fn);
+    }
+    call_free(call);
+}
+
+/* A dry-run write: a deterministic stub with the keys dependent code usually reads. */
+static json_t *dry_run_stub(const char *fn, const char *server, const char *tool, json_t *args)
+{
+    char id[512];
+    snprintf(id, sizeof(id), "dry-run:%s/%s", server, tool);
+    json_t *stub = json_pack("{s:b, s:s, s:s, s:s, s:s, s:i, s:s, s:s, s:s, s:s}", "_dry_run", 1,
+                             "function", fn, "server", server, "tool", tool, "id", id, "number", 0,
+                             "name", id, "url", "https://dry-run.invalid/", "sha",
+                             "0000000000000000000000000000000000000000", "key", id);
+    (void)args; /* never echoed: it may hold secrets */
+    char *text = json_dumps(stub, JSON_COMPACT);
+    json_t *result = json_pack("{s:[{s:s, s:s}], s:o}", "content", "type", "text", "text", text,
+                               "structuredContent", stub);
+    free(text);
+    return mark_mutation(result, 1);
+}
+
+int calls_mutation_allowed(const struct calls_run *run, const char *fn, const char *server,
+                           const char *tool)
+{
+    if (!run->enforce_mutations)
+        return 1;
+    static const char *const forms[] = {"%s/%s", "%s.%s", "%s:%s", "%s/*", "%s.*", "%s"};
+    size_t i;
+    json_t *v;
+    json_array_foreach(run->allow_mutations, i, v)
+    {
+        const char *a = json_string_value(v);
+        if (!a)
+            continue;
+        if (strcmp(a, fn) == 0 || strcmp(a, "*") == 0)
+            return 1;
+        for (size_t k = 0; k < sizeof(forms) / sizeof(forms[0]); k++) {
+            char form[600];
+            snprintf(form, sizeof(form), forms[k], server, tool);
+            if (strcmp(a, form) == 0)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
+{
+    int64_t t0 = now_ms();
+    const char *run_id = json_string_value(json_object_get(params, "run_id"));
+    const char *server = json_string_value(json_object_get(params, "server"));
+    const char *tool = json_string_value(json_object_get(params, "tool"));
+    json_t *args = json_object_get(params, "args");
+    json_t *tmo = json_object_get(params, "timeout_ms");
+    if (!run_id || !server || !tool || (args && !json_is_object(args))) {
+        reply(conn_id, rpc_error(id, RPC_INVALID_PARAMS,
+                                 "call_tool needs run_id, server, tool and object args", NULL));
+        return;
+    }
+    struct calls_run run = {0};
+    if (!hooks.run_lookup || hooks.run_lookup(run_id, slot, &run) < 0) {
+        reply_error(conn_id, id, "denied", "this run is not active: tool calls are refused", 0);
+        return;
+    }
+    /* Tools turned off (config, or `codemcp disable-tool` at run time): refused here, whatever
+     * SDK the worker holds. Same kind as a tool that is not in the catalog. */
+    char off[600];
+    if (!ts_call_allowed(server, tool, off, sizeof(off))) {
+        reply_error(conn_id, id, "not_found", off, 0);
+        return;
+    }
+    json_t *f = cat_find(server, tool);
+    if (!f) {
+        char msg[600];
+        snprintf(msg, sizeof(msg), "no enabled tool %s on server %s", tool, server);
+        reply_error(conn_id, id, "not_found", msg, 0);
+        return;
+    }
+    const char *fn = json_string_value(json_object_get(f, "function"));
+    char why[512];
+    if (!policy_allows(server, tool, fn, why, sizeof(why))) {
+        char *shown = redact_dump(args, 300);
+        log_info("calls", "%s refused: %s (args %s)", fn, why, shown);
+        free(shown);
+        reply_error(conn_id, id, "denied", why, 0);
+        return;
+    }
+    int mutation = json_is_true(json_object_get(f, "mutation"));
+    if (mutation && run.dry_run) {
+        reply(conn_id, rpc_result(id, dry_run_stub(fn, server, tool, args)));
+        call_done(run_id);
+        return;
+    }
+    if (mutation && !calls_mutation_allowed(&run, fn, server, tool)) {
+        char msg[700];
+        snprintf(msg, sizeof(msg),
+                 "%s is a write tool and this run did not authorize it: re-send with "
+                 "\"allow_mutations\": [\"%s\"], or preview with \"dry_run\": true",
+                 fn, fn);
+        reply_error(conn_id, id, "denied", msg, 0);
+        return;
+    }
+    struct call *call = xcalloc(1, sizeof(*call));
+    call->conn_id = conn_id;
+    call->id = json_incref(id);
+    call->run_id = xstrdup(run_id);
+    call->server = xstrdup(server);
+    call->tool = xstrdup(tool);
+    call->fn = xstrdup(fn);
+    call->mutation = mutation;
+    call->started_ms = t0;
+    struct up_error err = {0};
+    if (up_call_tool(server, tool, args, json_is_integer(tmo) ? json_integer_value(tmo) : 0,
+                     on_upstream_result, call, &call->up_handle, &err) < 0) {
+        reply_error(conn_id, id, err.kind, err.message, now_ms() - t0);
+        call_free(call);
+        return;
+    }
+    call->next = calls;
+    calls = call;
+}
+
+void calls_cancel_run(const char *run_id, const char *reason)
+{
+    struct call *call = calls;
+    while (call) {
+        struct call *next = call->next;
+        if (strcmp(call->run_id, run_id) == 0) {
+            LIST_UNLINK(&calls, call);
+            up_cancel_call(call->up_handle, reason);
+            reply_error(call->conn_id, call->id, "timeout", reason, now_ms() - call->started_ms);
+            call_free(call);
+        }
+        call = next;
+    }
+}
+
+void calls_conn_closed(uint64_t conn_id)
+{
+    struct call *call = calls;
+    while (call) {
+        struct call *next = call->next;
+        if (call->conn_id == conn_id) {
+            LIST_UNLINK(&calls, call);
+            up_cancel_call(call->up_handle, "the worker went away");
+            call_free(call);
+        }
+        call = next;
+    }
+}
+
+void calls_free_all(void)
+{
+    while (calls) {
+        struct call *c = calls;
+        calls = c->next;
+        call_free(c);
+    }
+}

@@ -1,0 +1,58 @@
+/* calls — the worker's call_tool requests: routing and enforcement.
+ *
+ * control.c hands every call_tool request of an authenticated worker connection here. This
+ * module checks it whatever the worker's Python claims: the run must be live and executing on
+ * that worker, the tool must exist and be enabled, policy allows it, a write tool runs only
+ * when the run authorized it, and a dry run's writes get a stub instead of going upstream.
+ * Then it routes the call to upstream.c and sends the answer back on the connection.
+ *
+ * It must not know runs.c, workers.c or control.c: what it needs of a run, and how a reply
+ * reaches the worker, come through the hooks registered once at start-up (main.c wires
+ * them). Calls in flight are kept by connection id and run id, never by pointer.
+ * Loop thread only. */
+#ifndef CODEMCP_CALLS_H
+#define CODEMCP_CALLS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+/* What enforcement needs to know of the run a call says it belongs to. */
+struct calls_run {
+    int dry_run;
+    int enforce_mutations;
+    json_t *allow_mutations; /* borrowed; only valid while the call is being checked */
+};
+
+struct calls_hooks {
+    /* Fills *out and returns 0 when run_id is live and executing on worker `slot`; else -1. */
+    int (*run_lookup)(const char *run_id, int slot, struct calls_run *out);
+    /* One of the run's tool calls completed (answered, failed or stubbed). */
+    void (*call_done)(const char *run_id);
+    /* Sends msg (stolen) to the worker connection conn_id. -1 if it is gone. */
+    int (*reply)(uint64_t conn_id, json_t *msg);
+};
+
+/* Registers the hooks (copied). Call once before the first call_tool arrives. */
+void calls_set_hooks(const struct calls_hooks *h);
+
+/* One call_tool request (id and params borrowed) from connection conn_id, whose worker is
+ * `slot`. Answers on the connection now (refusals, dry-run stubs) or when the upstream does. */
+void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params);
+
+/* Cancels the calls still in flight for a run (run ended or interrupted): the upstream gets
+ * notifications/cancelled, the worker an error of kind "timeout" with `reason`. */
+void calls_cancel_run(const char *run_id, const char *reason);
+
+/* The connection is gone: its calls are cancelled upstream and never answered. */
+void calls_conn_closed(uint64_t conn_id);
+
+/* Whether write tool fn (server/tool) may run: always when enforcement is off; else
+ * allow_mutations must name it as "fn", "server/tool", "server.tool", "server:tool",
+ * "server/<star>", "server.<star>", "server" or "<star>" (<star> = an asterisk; the forms the
+ * validator accepts too). O(len(allow_mutations)). */
+int calls_mutation_allowed(const struct calls_run *run, const char *fn, const char *server,
+                           const char *tool);
+
+void calls_free_all(void);
+
+#endif

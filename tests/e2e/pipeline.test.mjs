@@ -1,0 +1,181 @@
+// The run pipeline end to end (issue 10): transport → mcp_server → runs → workers → control →
+// calls → upstream, on the paths that had no test of their own: a session's logging/setLevel
+// and the notifications/message it gets about its runs, a worker killed between dispatch and
+// its first tool call, and a client cancel
+// that arrives while the worker is reloading its SDK. The real binary and worker throughout;
+// upstreams are fake_upstream.py and a small inline server whose tool list grows on demand.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import {
+  PYTHON,
+  RawClient,
+  descendants,
+  ms,
+  readFakeLog,
+  servers,
+  sleep,
+  tempDir,
+  waitFor,
+  writeConfig,
+} from './lib.mjs';
+
+function runRequest(c, code, args = {}, id = c.nextId++) {
+  c.send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'execute_python', arguments: { code, ...args } } });
+  return id;
+}
+
+async function run(c, code, args = {}) {
+  const r = await c.response(runRequest(c, code, args), ms(30000));
+  assert.ok(r.result?.structuredContent, `no CallToolResult: ${JSON.stringify(r)}`);
+  return r.result;
+}
+
+/** Live codemcp-worker processes under the gateway. */
+function workerPids(pid) {
+  return descendants(pid)
+    .filter((p) => p.comm === 'codemcp-worker' && p.state !== 'Z')
+    .map((p) => p.pid);
+}
+
+/** notifications/message received so far (taken off the queue). */
+function takeLogMessages(c) {
+  const got = c.messages.filter((m) => m.method === 'notifications/message');
+  c.messages = c.messages.filter((m) => m.method !== 'notifications/message');
+  return got.map((m) => m.params);
+}
+
+test('logging/setLevel: no notifications/message until a level is set, then those at or above it', { timeout: ms(60000) }, async () => {
+  const dir = tempDir();
+  const c = new RawClient({ config: writeConfig(dir, { fake: servers.fake() }) });
+  await c.initialize();
+
+  let r = await run(c, 'result = fake_add(a=1, b=2)');
+  assert.equal(r.isError, false, JSON.stringify(r));
+  await sleep(200);
+  assert.deepEqual(takeLogMessages(c), [], 'messages sent before any logging/setLevel');
+
+  assert.deepEqual((await c.request('logging/setLevel', { level: 'info' })).result, {});
+  r = await run(c, 'result = fake_add(a=1, b=2)');
+  assert.equal(r.isError, false, JSON.stringify(r));
+  let got = takeLogMessages(c); // sent before the answer, on the same stream
+  assert.equal(got.length, 1, JSON.stringify(got));
+  assert.equal(got[0].level, 'info');
+  assert.equal(got[0].logger, 'codemcp');
+  assert.match(got[0].data, /^r\d+ finished in \d+ ms \(1 tool call\)$/);
+
+  await c.request('logging/setLevel', { level: 'debug' });
+  await run(c, 'result = 1');
+  got = takeLogMessages(c);
+  assert.deepEqual(got.map((m) => m.level), ['debug', 'info'], JSON.stringify(got));
+  assert.match(got[0].data, /^r\d+ sent to worker 0$/);
+  assert.match(got[1].data, /\(0 tool calls\)$/);
+
+  await c.request('logging/setLevel', { level: 'warning' });
+  r = await run(c, 'import time\ntime.sleep(10)', { timeout_ms: 300 });
+  assert.equal(r.structuredContent.error_kind, 'timeout', JSON.stringify(r));
+  await run(c, 'result = 2'); // info only: nothing at warning
+  got = takeLogMessages(c);
+  assert.deepEqual(got.map((m) => m.level), ['warning', 'warning'], JSON.stringify(got));
+  assert.match(got[0].data, /timed out after 300 ms: interrupting it/);
+  assert.match(got[1].data, /^r\d+ failed after \d+ ms \(timeout\)$/);
+  assert.deepEqual(c.nonJson, []);
+});
+
+test('a worker killed between dispatch and its first tool call: the run fails clearly, nothing reaches the upstream, the next run works', { timeout: ms(60000) }, async () => {
+  const dir = tempDir();
+  const log = path.join(dir, 'fake.log');
+  const c = new RawClient({ config: writeConfig(dir, { fake: servers.fake(['--log-file', log]) }) });
+  await c.initialize();
+  await c.request('logging/setLevel', { level: 'debug' });
+  await run(c, 'result = 0'); // the worker is up
+  // Every worker process: the session's and any warm spare (which one is the session's is not
+  // visible from outside a sandbox); all of them are killed.
+  const before = workerPids(c.pid);
+  assert.ok(before.length, 'no worker process');
+  takeLogMessages(c);
+
+  const id = runRequest(c, 'import time\ntime.sleep(5)\nresult = fake_echo(text="too late")');
+  const sent = await c.next(
+    (m) => m.method === 'notifications/message' && /sent to worker/.test(m.params.data),
+    ms(10000),
+    'the run being dispatched',
+  );
+  assert.match(sent.params.data, /^r\d+ sent to worker 0$/);
+  for (const pid of before) process.kill(pid, 'SIGKILL');
+  const r = (await c.response(id, ms(15000))).result;
+  assert.equal(r.isError, true, JSON.stringify(r));
+  assert.equal(r.structuredContent.error_kind, 'worker', JSON.stringify(r));
+  // Which the gateway notices first, the closed connection or the reaped process, is a race.
+  assert.match(r.structuredContent.error, /crashed \(signal 9\)|lost its control connection/);
+  assert.match(r.structuredContent.error, /restarted and this session's variables were lost/);
+
+  const again = await run(c, 'result = fake_echo(text="after")');
+  assert.equal(again.isError, false, JSON.stringify(again));
+  assert.match(JSON.stringify(again.structuredContent.result), /after/);
+  const now = workerPids(c.pid);
+  assert.ok(now.length && now.every((p) => !before.includes(p)), `expected fresh workers, have ${now} (were ${before})`);
+  const calls = readFakeLog(log).filter((m) => m.method === 'tools/call').map((m) => m.params.arguments?.text);
+  assert.deepEqual(calls, ['after'], 'the killed run must not have reached the upstream');
+});
+
+/** An upstream whose `grow` tool adds `n` tools and announces notifications/tools/list_changed:
+ *  the catalog changes on demand and the worker gets a large load_sdk. */
+function growingServer(dir) {
+  const file = path.join(dir, 'grow.py');
+  fs.writeFileSync(
+    file,
+    `import json, sys
+n = 0
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\\n"); sys.stdout.flush()
+def tools():
+    t = [{"name": "grow", "description": "Add tools and announce them.", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}]
+    return t + [{"name": "extra%d" % i, "description": "Added by grow, number %d." % i, "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}, "k": {"type": "integer"}}}} for i in range(1, n + 1)]
+for line in sys.stdin:
+    m = json.loads(line)
+    meth, mid = m.get("method"), m.get("id")
+    if meth == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "grow", "version": "0"}}})
+    elif meth == "tools/list":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": tools()}})
+    elif meth == "tools/call":
+        n += int(m["params"].get("arguments", {}).get("n", 1))
+        send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": str(n)}]}})
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    elif mid is not None and meth:
+        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "not here"}})
+`,
+  );
+  return { type: 'local', command: [PYTHON, file] };
+}
+
+test('a cancel that arrives while the worker reloads its SDK stops the run before it starts; the worker and the session survive', { timeout: ms(60000) }, async () => {
+  const dir = tempDir();
+  const c = new RawClient({ config: writeConfig(dir, { grow: growingServer(dir) }) });
+  await c.initialize();
+  await c.request('tools/list', {}, { limit: ms(30000) }); // so the session hears list_changed
+  const first = await run(c, 'x = 1\nresult = grow_grow(n=1500)');
+  assert.equal(first.isError, false, JSON.stringify(first));
+
+  // The catalog changed: the gateway sent load_sdk (1500 new functions) to the worker in the
+  // same step as this notification. A run sent now queues behind the reload, and its cancel
+  // reaches the worker before the run starts.
+  await c.next((m) => m.method === 'notifications/tools/list_changed', ms(15000), 'tools/list_changed');
+  const id = runRequest(c, 'import time\ntime.sleep(5)\nx = 99');
+  c.notify('notifications/cancelled', { requestId: id, reason: 'changed my mind' });
+
+  // x is still 1: the cancelled run never ran and the worker (with the session's namespace)
+  // was not restarted. (The list_changed above may be an earlier catalog change, e.g. a learned
+  // result shape; the 1500 new functions arrive with a reload soon after, so poll for them.)
+  const after = await run(c, 'result = x');
+  assert.equal(after.isError, false, JSON.stringify(after));
+  assert.equal(after.structuredContent.result, 1, 'the cancelled run ran, or the worker was restarted');
+  const loaded = await waitFor(async () => (await run(c, "result = [x, 'grow_extra1500' in dir()]")).structuredContent.result?.[1], ms(15000), 200);
+  assert.ok(loaded, 'the reload was lost');
+  const answered = c.messages.filter((m) => m.id === id);
+  assert.deepEqual(answered, [], 'a cancelled request must not be answered');
+  assert.deepEqual(c.nonJson, []);
+});
