@@ -53,6 +53,8 @@ struct hsession {
     struct hstream *standalone;
     struct lp_timer idle;
     int ending;
+    char principal[64]; /* who created it (http_auth.c), or the peer address without auth */
+    int64_t last_used_ms;
     struct hsession *next;
 };
 
@@ -69,6 +71,8 @@ struct hconn {
     int has_proto;
     char last_event_id[64];
     int http10;
+    char principal[64];
+    char www_auth[400], retry_after[24]; /* storage for extra_value */
     struct buf body;
     /* the reply */
     int ready, headers_sent, close_after, sse, prime;
@@ -120,6 +124,10 @@ void http__write_continue(struct hconn *c);
 void http__reply_ready(struct hconn *c, int status);
 void http__reply_error(struct hconn *c, int status, int code, const char *message);
 void http__reply_json(struct hconn *c, const char *json, size_t len);
+/* An OAuth/RFC 6750-style error body {"error": error, "error_description": description};
+ * the connection closes after it (an unauthenticated peer gets no keep-alive). */
+void http__reply_oauth_error(struct hconn *c, int status, const char *error,
+                             const char *description);
 void http__reply_sse(struct hconn *c, struct hstream *st, uint64_t from_seq, int prime);
 
 #endif

@@ -95,5 +95,11 @@ void lp_post(void (*fn)(void *ud), void *ud);
 
 /* Called on SIGTERM/SIGINT (once); default: lp_stop(). */
 void lp_on_shutdown_signal(void (*cb)(void));
+/* Called on SIGHUP (each time); without one SIGHUP shuts down like SIGTERM. */
+void lp_on_reload_signal(void (*cb)(void));
+/* Raises the soft RLIMIT_NOFILE to the hard limit (call before lp_init: lws sizes its tables
+ * from it); spawned children get the original limit back. Children are spawned in their own
+ * process group with PR_SET_PDEATHSIG=SIGKILL, so they die with the gateway. */
+void lp_raise_nofile(void);
 
 #endif

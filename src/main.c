@@ -30,6 +30,7 @@
 #include "workers.h"
 
 #include <getopt.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,10 @@ static int describe_only;       /* --describe-budget: no sdk.py in the dump */
 static void usage(FILE *f)
 {
     fputs("usage: codemcp [options]              serve MCP over stdio\n"
-          "       codemcp start [-p PORT] [-H HOST]  serve MCP over Streamable HTTP\n"
+          "       codemcp start [-p PORT] [-H HOST] [--no-auth] [--print-token]\n"
+          "                                    serve MCP over Streamable HTTP (bearer token\n"
+          "                                    required; --print-token shows it, --no-auth\n"
+          "                                    turns it off on loopback only)\n"
           "       codemcp setup opencode [--dry-run] move opencode's MCP servers behind codemcp\n"
           "       codemcp list|tools|instances      a running gateway's servers / tools / all "
           "gateways\n"
@@ -123,6 +127,24 @@ static void begin_shutdown(void)
         wk_shutdown_all(workers_gone);
     else
         workers_gone();
+}
+
+/* SIGTERM/SIGINT: the harness waits ~100 ms before SIGKILL (Claude Code), so every upstream
+ * gets stdin EOF and SIGTERM at once and SIGKILL at UP_SIGNAL_DEADLINE_MS; the loop stops
+ * by SIGNAL_DEADLINE_MS whatever is left. A client closing stdin keeps the longer grace. */
+#define UP_SIGNAL_DEADLINE_MS 50
+#define SIGNAL_DEADLINE_MS    80
+static void on_signal(void)
+{
+    up_set_shutdown_deadline(UP_SIGNAL_DEADLINE_MS);
+    begin_shutdown();
+    lp_timer_start(&shutdown_deadline, SIGNAL_DEADLINE_MS, force_stop, NULL);
+}
+
+static void on_reload(void)
+{
+    if (mode == MODE_HTTP)
+        http_reload();
 }
 
 /* ---- wiring ------------------------------------------------------------------------------ */
@@ -216,10 +238,14 @@ int main(int argc, char **argv)
         {"port", required_argument, NULL, 'p'},
         {"host", required_argument, NULL, 'H'},
         {"describe-budget", optional_argument, NULL, 'B'},
+        {"no-auth", no_argument, NULL, 'A'},
+        {"print-token", no_argument, NULL, 'T'},
         {NULL, 0, NULL, 0},
     };
     const char *config_path = NULL, *wrap = NULL, *wrap_name = NULL, *http_host = NULL;
-    int c, http_port = -1;
+    int c, http_port = -1, print_token = 0;
+    /* Same-user processes may not ptrace us or read /proc/<pid>/mem|environ (tokens). */
+    prctl(PR_SET_DUMPABLE, 0);
     while ((c = getopt_long(argc, argv, "+c:hVp:H:", opts, NULL)) != -1) {
         switch (c) {
         case 'c':
@@ -285,6 +311,12 @@ int main(int argc, char **argv)
             case 'H':
                 http_host = optarg;
                 break;
+            case 'A':
+                http_set_no_auth(1);
+                break;
+            case 'T':
+                print_token = 1;
+                break;
             default:
                 usage(stderr);
                 return 2;
@@ -294,6 +326,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "codemcp: unexpected argument '%s'\n", argv[optind]);
             return 2;
         }
+        if (print_token)
+            return http_print_token();
     }
     const char *transport = getenv("CODEMCP_TRANSPORT");
     if (mode == MODE_STDIO && transport && strcmp(transport, "http") == 0)
@@ -328,12 +362,14 @@ int main(int argc, char **argv)
              config.n_servers);
 
     policy_init(&config);
+    lp_raise_nofile();
     if (lp_init() < 0)
         return 1;
     /* Before any child is spawned: a taken port ends here, with a message naming it. */
     if (mode == MODE_HTTP && http_serve(http_host, http_port) < 0)
         return 1;
-    lp_on_shutdown_signal(begin_shutdown);
+    lp_on_shutdown_signal(on_signal);
+    lp_on_reload_signal(on_reload);
     up_set_listener(on_upstreams_changed);
     cat_set_listener(on_catalog_changed);
     shapes_init();

@@ -18,6 +18,8 @@
  * read with lws_hdr_custom_copy and copied at once, and WebSocket and h2c upgrades are
  * refused. The write-side traps are handled in http_stream.c. */
 #include "serve_http.h"
+#include "connlimit.h"
+#include "http_auth.h"
 #include "http_int.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -44,8 +46,8 @@ static struct {
     char path[256];
     size_t max_body;
     long idle_ms;
-    long max_sessions;
-    char *token;
+    long max_sessions, max_per_principal;
+    int no_auth;
     char **hosts, **origins;
     size_t n_hosts, n_origins;
     int any_host;
@@ -61,6 +63,21 @@ static unsigned ticks;
 const char *http_url(void)
 {
     return url;
+}
+
+void http_set_no_auth(int on)
+{
+    cfg.no_auth = on;
+}
+
+void http_reload(void)
+{
+    hauth_reload();
+}
+
+int http_print_token(void)
+{
+    return hauth_print_token();
 }
 
 /* ---- sessions ----------------------------------------------------------------------------- */
@@ -101,6 +118,7 @@ static void idle_fired(void *ud)
 
 static void session_touch(struct hsession *s)
 {
+    s->last_used_ms = now_ms();
     lp_timer_start(&s->idle, cfg.idle_ms, idle_fired, s);
 }
 
@@ -129,15 +147,37 @@ static void on_send(void *tud, const char *text, size_t len, json_t *related)
     http__stream_push(st, text, len, related && !http__has_method_member(text, len));
 }
 
-static struct hsession *session_new(void)
+static long sessions_of(const char *principal)
+{
+    long n = 0;
+    for (struct hsession *s = sessions; s; s = s->next)
+        n += strcmp(s->principal, principal) == 0;
+    return n;
+}
+
+/* Seconds until the principal's least recently used idle session expires (Retry-After). */
+static long retry_after_s(const char *principal)
+{
+    int64_t oldest = -1;
+    for (struct hsession *s = sessions; s; s = s->next)
+        if (strcmp(s->principal, principal) == 0 && !session_busy(s) &&
+            (oldest < 0 || s->last_used_ms < oldest))
+            oldest = s->last_used_ms;
+    long left = oldest < 0 ? cfg.idle_ms : (long)(oldest + cfg.idle_ms - now_ms());
+    return left < 1000 ? 1 : left / 1000;
+}
+
+static struct hsession *session_new(const char *principal)
 {
     struct hsession *s = xcalloc(1, sizeof(*s));
+    snprintf(s->principal, sizeof(s->principal), "%s", principal);
     if (random_hex(s->sid, SID_BYTES) < 0) {
         free(s);
         return NULL;
     }
     char label[32];
     snprintf(label, sizeof(label), "http %.8s", s->sid);
+    log_info(MODULE, "session %.8s opened for %s", s->sid, principal);
     s->mcp = mcp_session_new(on_send, s, label);
     s->standalone = http__stream_new(s, NULL);
     s->next = sessions;
@@ -258,19 +298,39 @@ static int origin_allowed(const char *origin)
     return 0;
 }
 
-/* "Bearer <token>", scheme case-insensitive, token compared in constant time. */
-static int token_ok(struct lws *wsi)
+/* The request's principal (copied into c->principal), or 0 after answering 401 as RFC 6750
+ * says: WWW-Authenticate with error and error_description, and an OAuth-style JSON body
+ * (clients that parse a 401 as an OAuth answer then show the real cause). With
+ * authentication off, the principal is the peer's address. */
+static int authenticate(struct hconn *c)
 {
     char auth[1024];
-    if (!cfg.token)
+    const char *why;
+    int n = header(c->wsi, WSI_TOKEN_HTTP_AUTHORIZATION, NULL, auth, sizeof(auth));
+    const char *who = hauth_check(n == -1 ? NULL : auth, &why);
+    if (n == -2) {
+        who = NULL;
+        why = "the Authorization header is too long";
+    }
+    if (who && !hauth_required()) {
+        lws_get_peer_simple(c->wsi, c->principal, sizeof(c->principal));
         return 1;
-    if (header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION, NULL, auth, sizeof(auth)) < 0 ||
-        strncasecmp(auth, "Bearer ", 7) != 0)
-        return 0;
-    const char *t = auth + 7;
-    while (*t == ' ')
-        t++;
-    return secure_streq(t, cfg.token);
+    }
+    if (who) {
+        snprintf(c->principal, sizeof(c->principal), "%s", who);
+        return 1;
+    }
+    snprintf(c->www_auth, sizeof(c->www_auth),
+             "Bearer realm=\"codemcp\", error=\"invalid_token\", error_description=\"%s\"", why);
+    c->extra_name = "www-authenticate:";
+    c->extra_value = c->www_auth;
+    char desc[400];
+    snprintf(desc, sizeof(desc),
+             "codemcp needs a bearer token (%s): add Authorization: Bearer <token>; see codemcp "
+             "start --print-token",
+             why);
+    http__reply_oauth_error(c, 401, "invalid_token", desc);
+    return 0;
 }
 
 /* The session named by the request, or NULL after replying 400 / 404. Also checks
@@ -283,6 +343,8 @@ static struct hsession *session_for(struct hconn *c)
         return NULL;
     }
     struct hsession *s = c->bad_sid ? NULL : session_find(c->sid);
+    if (s && strcmp(s->principal, c->principal) != 0) /* another principal's: not yours */
+        s = NULL;
     if (!s) {
         http__reply_error(c, 404, -32001,
                           "Session not found: it ended or expired; initialize a new session");
@@ -357,12 +419,24 @@ static void handle_post(struct hconn *c)
         http__reply_error(c, 400, RPC_INVALID_REQUEST,
                           "Invalid Request: this session is already initialized (send initialize "
                           "without Mcp-Session-Id to start a new one)");
+    } else if (is_init && sessions_of(c->principal) >= cfg.max_per_principal) {
+        snprintf(c->retry_after, sizeof(c->retry_after), "%ld", retry_after_s(c->principal));
+        c->extra_name = "retry-after:";
+        c->extra_value = c->retry_after;
+        log_warn(MODULE, "%s has %ld sessions (CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL): 429",
+                 c->principal, cfg.max_per_principal);
+        snprintf(text, sizeof(text),
+                 "Too Many Requests: %s already has %ld sessions "
+                 "(CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL); end unused ones with DELETE or "
+                 "retry later",
+                 c->principal, cfg.max_per_principal);
+        http__reply_error(c, 429, RPC_SERVER_ERROR, text);
     } else if (is_init && n_sessions >= cfg.max_sessions) {
         http__reply_error(
             c, 503, RPC_SERVER_ERROR,
             "too many sessions (CODEMCP_HTTP_MAX_SESSIONS); end unused ones with DELETE");
     } else if (is_init) {
-        s = session_new();
+        s = session_new(c->principal);
         if (!s)
             http__reply_error(c, 500, RPC_INTERNAL_ERROR, "cannot generate a session id");
         else
@@ -507,11 +581,8 @@ static int on_request(struct hconn *c, struct lws *wsi, const char *uri)
     } else if (header(wsi, WSI_TOKEN_ORIGIN, NULL, origin, sizeof(origin)) != -1 &&
                !origin_allowed(origin)) {
         forbid(c, "Origin", origin, "CODEMCP_HTTP_ALLOWED_ORIGINS");
-    } else if (!token_ok(wsi)) {
-        c->extra_name = "www-authenticate:";
-        c->extra_value = "Bearer realm=\"codemcp\"";
-        http__reply_error(c, 401, RPC_SERVER_ERROR,
-                          "Unauthorized: send Authorization: Bearer <CODEMCP_HTTP_TOKEN>");
+    } else if (!authenticate(c)) {
+        /* answered 401 */
     } else if (strcmp(uri, cfg.path) != 0) {
         char msg[320];
         snprintf(msg, sizeof(msg), "Not Found: MCP is served at %s", cfg.path);
@@ -551,6 +622,11 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
     case LWS_CALLBACK_FILTER_NETWORK_CONNECTION: /* user is lws's struct, not ours */
         tune_socket((int)(lws_intptr_t)in);
         return 0;
+    case LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED:
+        return cl_on_accept(CL_HTTP, wsi);
+    case LWS_CALLBACK_WSI_DESTROY:
+        cl_on_destroy(CL_HTTP, wsi);
+        return 0;
     case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: /* WebSocket and h2c are not served here */
         if (lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST,
                                    "connection upgrades are not served; use HTTP/1.1"))
@@ -559,12 +635,15 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
         return -1;
     case LWS_CALLBACK_HTTP:
+        cl_set_phase(CL_HTTP, wsi,
+                     lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) ? CL_REQUEST : CL_ACTIVE);
         return on_request(c, wsi, in ? (const char *)in : "");
     case LWS_CALLBACK_HTTP_BODY:
         if (c && c->live && !c->ready && c->body.len + len <= cfg.max_body)
             buf_append(&c->body, in, len);
         return 0;
     case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+        cl_set_phase(CL_HTTP, wsi, CL_ACTIVE);
         if (c && c->live && !c->ready)
             handle_post(c);
         return 0;
@@ -630,8 +709,7 @@ static int load_config(void)
     if (cfg.idle_ms < 1)
         cfg.idle_ms = 1;
     cfg.max_sessions = env_long("CODEMCP_HTTP_MAX_SESSIONS", 1024);
-    const char *token = getenv("CODEMCP_HTTP_TOKEN");
-    cfg.token = token && *token ? xstrdup(token) : NULL;
+    cfg.max_per_principal = env_long("CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL", 64);
     cfg.hosts = split_list("CODEMCP_HTTP_ALLOWED_HOSTS", &cfg.n_hosts);
     cfg.origins = split_list("CODEMCP_HTTP_ALLOWED_ORIGINS", &cfg.n_origins);
     for (size_t i = 0; i < cfg.n_hosts; i++)
@@ -718,6 +796,7 @@ int http_serve(const char *host, int port)
     }
     if (port >= 0)
         bind_port = port;
+    int no_auth = cfg.no_auth;
     if (load_config() < 0)
         return -1;
 
@@ -730,6 +809,9 @@ int http_serve(const char *host, int port)
     int v6 = inet_pton(AF_INET6, iface, &a6) == 1, v4 = inet_pton(AF_INET, iface, &a4) == 1;
     int any = strcmp(iface, "0.0.0.0") == 0 || strcmp(iface, "::") == 0 || !*iface;
     if ((v4 || v6) && bind_port && probe_bind(any ? NULL : iface, v6, bind_port) < 0)
+        return -1;
+    int loopback = (v4 && ntohl(a4.s_addr) >> 24 == 127) || (v6 && IN6_IS_ADDR_LOOPBACK(&a6));
+    if (hauth_init(loopback, no_auth) < 0)
         return -1;
 
     const char *cert = getenv("CODEMCP_TLS_CERT"), *key = getenv("CODEMCP_TLS_KEY");
@@ -765,6 +847,8 @@ int http_serve(const char *host, int port)
     snprintf(url, sizeof(url), "%s://%s%s%s:%d%s", tls ? "https" : "http", bracket ? "[" : "",
              shown, bracket ? "]" : "", actual, cfg.path);
     fprintf(stderr, "codemcp: serving MCP over Streamable HTTP at %s\n", url);
+    hauth_print_snippet(url);
+    cl_init(CL_HTTP);
     if (cfg.n_hosts || !(is_loopback_name(iface) || strcmp(iface, "127.0.0.1") == 0))
         log_info(MODULE, "allowed Host names: loopback%s%s", cfg.n_hosts ? " + " : "",
                  cfg.n_hosts ? getenv("CODEMCP_HTTP_ALLOWED_HOSTS") : "");
@@ -780,7 +864,7 @@ void http_close(void)
     lp_timer_stop(&tick_timer);
     while (sessions)
         session_end(sessions, "the gateway is shutting down");
-    free(cfg.token);
+    hauth_free();
     free_list(cfg.hosts, cfg.n_hosts);
     free_list(cfg.origins, cfg.n_origins);
     memset(&cfg, 0, sizeof(cfg));

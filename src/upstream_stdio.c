@@ -195,6 +195,12 @@ static void stdio_shutdown(struct upstream *up)
     /* MCP stdio shutdown: close stdin, then SIGTERM, then SIGKILL. */
     if (tp->in)
         lp_io_close(tp->in);
+    if (up__shutdown_deadline_ms > 0) { /* signalled: SIGTERM now, SIGKILL at the deadline */
+        tp->kill_stage = 1;
+        kill(-tp->pid, SIGTERM);
+        lp_timer_start(&tp->kill_timer, up__shutdown_deadline_ms, kill_step, tp);
+        return;
+    }
     lp_timer_start(&tp->kill_timer, STDIN_GRACE_MS, kill_step, tp);
 }
 
