@@ -16,6 +16,7 @@
 #include "loop.h"
 #include "mcp_server.h"
 #include "policy.h"
+#include "redact.h"
 #include "runs.h"
 #include "serve_http.h"
 #include "serve_stdio.h"
@@ -229,6 +230,7 @@ static void check_settled(void *ud)
 int main(int argc, char **argv)
 {
     log_init_from_env();
+    log_set_filter(redact_log_line); /* every log line, trace-level upstream traffic too */
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
         {"wrap", required_argument, NULL, 'w'},
