@@ -38,6 +38,7 @@ from typing import Any
 
 from codemcp_rt import client, discovery, jsonsafe, runstate, sdk
 from codemcp_rt.capture import _codemcp as _codemcp_host, capture
+from codemcp_rt import procs
 from codemcp_rt.errors import RunInterrupted, ToolError
 from codemcp_rt.pending import Pending, gather, install_json_hook, resolve, settle
 from codemcp_rt.transport import get_transport
@@ -526,6 +527,8 @@ def _run(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     finally:
         _set_current_run(None)
         runstate.end()
+    if envelope.get("error_kind") in ("timeout", "cancelled"):
+        procs.kill_descendants()  # no process a stopped run started outlives it
 
     stdout, stderr = out.getvalue(), err.getvalue()
     if threads_before is not None:
