@@ -40,6 +40,7 @@ from codemcp_rt import client, discovery, jsonsafe, runstate, sdk
 from codemcp_rt.capture import _codemcp as _codemcp_host, capture
 from codemcp_rt import procs
 from codemcp_rt.errors import RunInterrupted, ToolError
+from codemcp_rt.redact import redact_text
 from codemcp_rt.pending import Pending, gather, install_json_hook, resolve, settle
 from codemcp_rt.transport import get_transport
 
@@ -521,7 +522,8 @@ def _run(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
                 text = jsonsafe.dumps_capped({"tool_error": exc.to_dict()}, _MAX_ERROR_CHARS)
                 envelope = {"ok": False, "error": text, "error_kind": "tool_error"}
             except BaseException as exc:  # noqa: B902 - agent code may raise anything
-                envelope = {"ok": False, "error": _format_exception(exc), "error_kind": "exception"}
+                # Credential-shaped text in a traceback is hidden (codemcp_rt.redact).
+                envelope = {"ok": False, "error": redact_text(_format_exception(exc)), "error_kind": "exception"}
             if not envelope["ok"]:
                 client.settle_open_calls(state, wait=False)
     finally:
