@@ -15,6 +15,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp_server.h"
+#include "namespaces.h"
 #include "policy.h"
 #include "redact.h"
 #include "runs.h"
@@ -386,6 +387,7 @@ int main(int argc, char **argv)
         /* One interpreter per session (workers.c): stdio has one session; an HTTP gateway
          * keeps up to CODEMCP_WORKERS sessions' workers alive at once. */
         long workers = env_long("CODEMCP_WORKERS", mode == MODE_HTTP ? 16 : 1);
+        ns_init(wk_session_closed); /* dropping a namespace: its session's worker ends */
         int wr = wk_init((int)workers);
         if (wr == -2)
             return 1; /* CODEMCP_ISOLATION: the sandbox cannot be built (logged) */
@@ -411,6 +413,7 @@ int main(int argc, char **argv)
 
     adm_stop();
     run_free_all();
+    ns_free_all();
     mcp_free_all();
     ctl_free_all();
     up_free_all();

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp_server.h"
+#include "namespaces.h"
 #include "upstream.h"
 #include "util.h"
 #include "workers.h"
@@ -38,6 +39,7 @@ struct run {
     int cancel_reason; /* 0 none, 1 timeout, 2 client cancel */
     int silent;        /* client cancelled: no answer */
     int calls_done;
+    int ns_started; /* counted as running in namespaces.c */
     int64_t started_ms;
     struct lp_timer deadline;
     struct lp_timer grace;
@@ -163,6 +165,8 @@ void run_finished(struct run *r, json_t *envelope, const char *failure)
     if (r->state == RUN_DONE)
         return;
     r->state = RUN_DONE;
+    if (r->ns_started)
+        ns_run_end(r->session_id);
     lp_timer_stop(&r->deadline);
     lp_timer_stop(&r->grace);
     ctl_cancel_run_calls(r->id, "the run ended");
@@ -247,6 +251,16 @@ static void send_run(struct run *r)
     if (json_array_size(missing))
         json_object_set(params, "unavailable", missing);
     json_decref(missing);
+    const char *note = "";
+    char refused[400];
+    if (!r->smoke_done && ns_run_start(r->session_id, &note, refused, sizeof(refused)) < 0) {
+        json_decref(params);
+        run_finished(r, NULL, refused);
+        return;
+    }
+    if (*note) /* the runtime adds it to a NameError */
+        json_object_set_new(params, "namespace_note", json_string(note));
+    r->ns_started = !r->smoke_done;
     if (wk_start_run(r->slot, r, params) < 0)
         return;
     r->state = RUN_SENT;
@@ -428,6 +442,7 @@ void run_session_closed(uint64_t session_id)
         }
         r = next;
     }
+    ns_forget(session_id);
     wk_session_closed(session_id);
 }
 

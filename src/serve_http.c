@@ -25,6 +25,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp_server.h"
+#include "namespaces.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -179,6 +180,7 @@ static struct hsession *session_new(const char *principal)
     snprintf(label, sizeof(label), "http %.8s", s->sid);
     log_info(MODULE, "session %.8s opened for %s", s->sid, principal);
     s->mcp = mcp_session_new(on_send, s, label);
+    ns_set_principal(mcp_session_id(s->mcp), principal); /* whose variables, for eviction */
     s->standalone = http__stream_new(s, NULL);
     s->next = sessions;
     sessions = s;

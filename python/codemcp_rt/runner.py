@@ -45,7 +45,7 @@ from codemcp_rt.pending import Pending, gather, install_json_hook, resolve, sett
 from codemcp_rt.transport import get_transport
 
 FILENAME = "<codemcp>"
-MAX_SESSIONS = 64
+MAX_SESSIONS = 4096  # a safety valve only: the gateway decides (src/namespaces.c)
 DEFAULT_MAX_BYTES = 1 << 20
 _MAX_ERROR_CHARS = 16000
 
@@ -523,7 +523,11 @@ def _run(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
                 envelope = {"ok": False, "error": text, "error_kind": "tool_error"}
             except BaseException as exc:  # noqa: B902 - agent code may raise anything
                 # Credential-shaped text in a traceback is hidden (codemcp_rt.redact).
-                envelope = {"ok": False, "error": redact_text(_format_exception(exc)), "error_kind": "exception"}
+                error = redact_text(_format_exception(exc))
+                note = params.get("namespace_note")
+                if isinstance(exc, NameError) and isinstance(note, str) and note:
+                    error += "\n(%s)" % note  # not a bare NameError: say why the name is gone
+                envelope = {"ok": False, "error": error, "error_kind": "exception"}
             if not envelope["ok"]:
                 client.settle_open_calls(state, wait=False)
     finally:

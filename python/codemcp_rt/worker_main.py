@@ -141,6 +141,9 @@ def handle(text: str) -> str | None:
         elif method == "set_shapes":
             sdk.set_shapes(params.get("shapes"))
             result = {"ok": True}
+        elif method == "drop_session":  # the gateway dropped the namespace (src/namespaces.c)
+            runner.drop_session(str(params.get("session", "")))
+            result = {"ok": True}
         elif method == "ping":
             result = {}
         else:

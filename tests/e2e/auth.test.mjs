@@ -245,3 +245,41 @@ test('Claude Code and mcp-remote without the header print an error that names th
   assert.ok(remote.code !== null, 'mcp-remote must give up instead of waiting forever');
   await gw.proc.kill();
 });
+
+test('namespaces: idle ones are dropped with a note; room is made from the same principal, never from another', async () => {
+  const home = tempDir('codemcp-auth-');
+  const tokens = path.join(home, 'tokens');
+  const ta = 'alice-token-0123456789abcdef', tb = 'bob-token-0123456789abcdef';
+  fs.writeFileSync(tokens, `alice ${ta}\nbob ${tb}\n`, { mode: 0o600 });
+  const gw = await start({
+    home,
+    env: { CODEMCP_HTTP_TOKENS_FILE: tokens, CODEMCP_MAX_NAMESPACES: '3', CODEMCP_WORKERS: '1', CODEMCP_LOG: 'info' },
+  });
+  const bob = await sdk(gw.url, { authorization: `Bearer ${tb}` });
+  assert.equal((await run(bob.client, 'x = 41\nresult = x')).result, 41);
+  const alice = [];
+  for (let i = 0; i < 4; i++) {
+    const a = await sdk(gw.url, { authorization: `Bearer ${ta}` });
+    assert.equal((await run(a.client, `y = ${i}\nresult = y`)).result, i);
+    alice.push(a);
+  }
+  // Alice's fourth session needed room: her own least recently used namespace went, not Bob's.
+  assert.equal((await run(bob.client, 'result = x + 1')).result, 42, gw.proc.stderrTail());
+  const lost = await run(alice[0].client, 'result = y');
+  assert.match(lost.error || '', /NameError: name 'y' is not defined/, JSON.stringify(lost) + gw.proc.stderr.split('\n').filter((l) => /namespaces|worker/.test(l)).join('\n'));
+  assert.match(lost.error, /variables were discarded to make room: its principal has more sessions/);
+  for (const a of alice) await a.client.close();
+  await bob.client.close();
+  await gw.proc.kill();
+
+  // Idle: the next run says so instead of a bare NameError.
+  const idle = await start({ env: { CODEMCP_HTTP_TOKEN: ta, CODEMCP_NAMESPACE_IDLE_MS: '1000' } });
+  const c = await sdk(idle.url, { authorization: `Bearer ${ta}` });
+  assert.equal((await run(c.client, 'z = 5\nresult = z')).result, 5);
+  await waitFor(() => /variables dropped \(idle\)/.test(idle.proc.stderr), ms(8000));
+  const gone = await run(c.client, 'result = z');
+  assert.match(gone.error || '', /NameError[\s\S]*this session's variables were discarded after \d+ s idle/, JSON.stringify(gone));
+  assert.equal((await run(c.client, 'z = 6\nresult = z')).result, 6, 'the session goes on with a fresh namespace');
+  await c.client.close();
+  await idle.proc.kill();
+});
