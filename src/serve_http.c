@@ -228,78 +228,6 @@ static int header(struct lws *wsi, enum lws_token_indexes token, const char *nam
     return got < 0 ? -2 : got;
 }
 
-static int is_loopback_name(const char *h)
-{
-    return strcmp(h, "localhost") == 0 || strcmp(h, "127.0.0.1") == 0 || strcmp(h, "::1") == 0;
-}
-
-/* Splits "name[:port]" or "[v6][:port]" into a lowercase name without brackets and the port
- * ("" when absent); a bare IPv6 address is all name. -1 when malformed. */
-static int split_authority(const char *a, char *name, size_t n, char *port, size_t pn)
-{
-    const char *name_end, *rest;
-    if (*a == '[') {
-        a++;
-        name_end = strchr(a, ']');
-        if (!name_end)
-            return -1;
-        rest = name_end + 1;
-    } else {
-        const char *colon = strchr(a, ':');
-        if (colon && strchr(colon + 1, ':'))
-            colon = NULL; /* bare IPv6 */
-        name_end = colon ? colon : a + strlen(a);
-        rest = name_end;
-    }
-    if (*rest && *rest != ':')
-        return -1;
-    size_t len = (size_t)(name_end - a);
-    if (len == 0 || len >= n || (*rest && strlen(rest + 1) >= pn))
-        return -1;
-    for (size_t i = 0; i < len; i++)
-        name[i] = (char)(a[i] >= 'A' && a[i] <= 'Z' ? a[i] + 32 : a[i]);
-    name[len] = '\0';
-    snprintf(port, pn, "%s", *rest ? rest + 1 : "");
-    return 0;
-}
-
-static int host_allowed(const char *host)
-{
-    char name[256], port[16], en[256], ep[16];
-    if (cfg.any_host)
-        return 1;
-    if (split_authority(host, name, sizeof(name), port, sizeof(port)) < 0)
-        return 0;
-    if (is_loopback_name(name))
-        return 1;
-    for (size_t i = 0; i < cfg.n_hosts; i++)
-        if (split_authority(cfg.hosts[i], en, sizeof(en), ep, sizeof(ep)) == 0 &&
-            strcmp(en, name) == 0 && (!ep[0] || strcmp(ep, port) == 0))
-            return 1;
-    return 0;
-}
-
-static int origin_allowed(const char *origin)
-{
-    char auth[256], name[256], port[16];
-    const char *sep = strstr(origin, "://");
-    if (!sep) /* "null" and other opaque origins */
-        return 0;
-    snprintf(auth, sizeof(auth), "%s", sep + 3);
-    auth[strcspn(auth, "/")] = '\0';
-    if (split_authority(auth, name, sizeof(name), port, sizeof(port)) == 0 &&
-        is_loopback_name(name))
-        return 1;
-    for (size_t i = 0; i < cfg.n_origins; i++) {
-        size_t el = strlen(cfg.origins[i]);
-        while (el && cfg.origins[i][el - 1] == '/')
-            el--;
-        if (el == strlen(origin) && strncasecmp(cfg.origins[i], origin, el) == 0)
-            return 1;
-    }
-    return 0;
-}
-
 /* The request's principal (copied into c->principal), or 0 after answering 401 as RFC 6750
  * says: WWW-Authenticate with error and error_description, and an OAuth-style JSON body
  * (clients that parse a 401 as an OAuth answer then show the real cause). With
@@ -578,10 +506,11 @@ static int on_request(struct hconn *c, struct lws *wsi, const char *uri)
 
     if (closing) {
         http__reply_error(c, 503, RPC_SERVER_ERROR, "codemcp is shutting down");
-    } else if (header(wsi, WSI_TOKEN_HOST, NULL, host, sizeof(host)) < 0 || !host_allowed(host)) {
+    } else if (header(wsi, WSI_TOKEN_HOST, NULL, host, sizeof(host)) < 0 ||
+               !http__host_allowed(host, cfg.hosts, cfg.n_hosts, cfg.any_host)) {
         forbid(c, "Host", host, "CODEMCP_HTTP_ALLOWED_HOSTS");
     } else if (header(wsi, WSI_TOKEN_ORIGIN, NULL, origin, sizeof(origin)) != -1 &&
-               !origin_allowed(origin)) {
+               !http__origin_allowed(origin, cfg.origins, cfg.n_origins)) {
         forbid(c, "Origin", origin, "CODEMCP_HTTP_ALLOWED_ORIGINS");
     } else if (!authenticate(c)) {
         /* answered 401 */
@@ -668,34 +597,6 @@ static const struct lws_protocols http_protocols[] = {
 
 /* ---- listening ---------------------------------------------------------------------------- */
 
-static char **split_list(const char *env, size_t *n)
-{
-    const char *v = getenv(env);
-    char **out = NULL;
-    *n = 0;
-    while (v && *v) {
-        size_t len = strcspn(v, ",");
-        const char *a = v, *b = v + len;
-        while (a < b && (*a == ' ' || *a == '\t'))
-            a++;
-        while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
-            b--;
-        if (b > a) {
-            out = xrealloc(out, (*n + 1) * sizeof(*out));
-            out[(*n)++] = xstrndup(a, (size_t)(b - a));
-        }
-        v += len + (v[len] == ',');
-    }
-    return out;
-}
-
-static void free_list(char **l, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(l[i]);
-    free(l);
-}
-
 static int load_config(void)
 {
     const char *path = getenv("CODEMCP_HTTP_PATH");
@@ -712,74 +613,12 @@ static int load_config(void)
         cfg.idle_ms = 1;
     cfg.max_sessions = env_long("CODEMCP_HTTP_MAX_SESSIONS", 1024);
     cfg.max_per_principal = env_long("CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL", 64);
-    cfg.hosts = split_list("CODEMCP_HTTP_ALLOWED_HOSTS", &cfg.n_hosts);
-    cfg.origins = split_list("CODEMCP_HTTP_ALLOWED_ORIGINS", &cfg.n_origins);
+    cfg.hosts = http__split_list("CODEMCP_HTTP_ALLOWED_HOSTS", &cfg.n_hosts);
+    cfg.origins = http__split_list("CODEMCP_HTTP_ALLOWED_ORIGINS", &cfg.n_origins);
     for (size_t i = 0; i < cfg.n_hosts; i++)
         if (strcmp(cfg.hosts[i], "*") == 0)
             cfg.any_host = 1;
     return 0;
-}
-
-/* "HOST:PORT", "[V6]:PORT", ":PORT", "PORT" or "HOST". */
-static int parse_bind(const char *s, char *host, size_t n, int *port)
-{
-    char name[256], p[16];
-    if (s[strspn(s, "0123456789")] == '\0') {
-        snprintf(p, sizeof(p), "%s", s);
-    } else if (*s == ':') {
-        snprintf(p, sizeof(p), "%s", s + 1);
-    } else {
-        if (split_authority(s, name, sizeof(name), p, sizeof(p)) < 0)
-            return -1;
-        snprintf(host, n, "%s", name);
-    }
-    if (p[0]) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (*end || v < 0 || v > 65535)
-            return -1;
-        *port = (int)v;
-    }
-    return 0;
-}
-
-/* Binds once ourselves to turn a failure into a message naming the port: lws only logs it,
- * and for an address that is not local it silently defers listening. */
-static int probe_bind(const char *ip, int v6, int port)
-{
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    memset(&ss, 0, sizeof(ss));
-    if (v6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-        a->sin6_family = AF_INET6;
-        a->sin6_port = htons((uint16_t)port);
-        if (ip)
-            inet_pton(AF_INET6, ip, &a->sin6_addr);
-        sl = sizeof(*a);
-    } else {
-        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-        a->sin_family = AF_INET;
-        a->sin_port = htons((uint16_t)port);
-        if (ip)
-            inet_pton(AF_INET, ip, &a->sin_addr);
-        sl = sizeof(*a);
-    }
-    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), on = 1, err = 0;
-    if (fd < 0)
-        return 0; /* let lws report it */
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-    if (bind(fd, (struct sockaddr *)&ss, sl) < 0)
-        err = errno;
-    close(fd);
-    if (err == EADDRINUSE)
-        fprintf(stderr, "codemcp: port %d is already in use (another codemcp? use -p PORT)\n",
-                port);
-    else if (err == EADDRNOTAVAIL)
-        fprintf(stderr, "codemcp: cannot listen on %s: not an address of this machine\n", ip);
-    else if (err)
-        fprintf(stderr, "codemcp: cannot listen on port %d: %s\n", port, strerror(err));
-    return err ? -1 : 0;
 }
 
 int http_serve(const char *host, int port)
@@ -787,7 +626,8 @@ int http_serve(const char *host, int port)
     char bind_host[256] = "127.0.0.1";
     int bind_port = 3388;
     const char *bind_env = getenv("CODEMCP_HTTP_BIND");
-    if (bind_env && *bind_env && parse_bind(bind_env, bind_host, sizeof(bind_host), &bind_port)) {
+    if (bind_env && *bind_env &&
+        http__parse_bind(bind_env, bind_host, sizeof(bind_host), &bind_port)) {
         fprintf(stderr, "codemcp: CODEMCP_HTTP_BIND='%s' is not HOST:PORT (e.g. 127.0.0.1:3388)\n",
                 bind_env);
         return -1;
@@ -810,7 +650,7 @@ int http_serve(const char *host, int port)
         iface = "127.0.0.1";
     int v6 = inet_pton(AF_INET6, iface, &a6) == 1, v4 = inet_pton(AF_INET, iface, &a4) == 1;
     int any = strcmp(iface, "0.0.0.0") == 0 || strcmp(iface, "::") == 0 || !*iface;
-    if ((v4 || v6) && bind_port && probe_bind(any ? NULL : iface, v6, bind_port) < 0)
+    if ((v4 || v6) && bind_port && http__probe_bind(any ? NULL : iface, v6, bind_port) < 0)
         return -1;
     int loopback = (v4 && ntohl(a4.s_addr) >> 24 == 127) || (v6 && IN6_IS_ADDR_LOOPBACK(&a6));
     if (hauth_init(loopback, no_auth) < 0)
@@ -851,7 +691,7 @@ int http_serve(const char *host, int port)
     fprintf(stderr, "codemcp: serving MCP over Streamable HTTP at %s\n", url);
     hauth_print_snippet(url);
     cl_init(CL_HTTP);
-    if (cfg.n_hosts || !(is_loopback_name(iface) || strcmp(iface, "127.0.0.1") == 0))
+    if (cfg.n_hosts || !(http__is_loopback_name(iface) || strcmp(iface, "127.0.0.1") == 0))
         log_info(MODULE, "allowed Host names: loopback%s%s", cfg.n_hosts ? " + " : "",
                  cfg.n_hosts ? getenv("CODEMCP_HTTP_ALLOWED_HOSTS") : "");
     lp_timer_start(&tick_timer, TICK_MS, tick, NULL);
@@ -867,7 +707,7 @@ void http_close(void)
     while (sessions)
         session_end(sessions, "the gateway is shutting down");
     hauth_free();
-    free_list(cfg.hosts, cfg.n_hosts);
-    free_list(cfg.origins, cfg.n_origins);
+    http__free_list(cfg.hosts, cfg.n_hosts);
+    http__free_list(cfg.origins, cfg.n_origins);
     memset(&cfg, 0, sizeof(cfg));
 }
