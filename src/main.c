@@ -145,8 +145,7 @@ static void on_signal(void)
 
 static void on_reload(void)
 {
-    if (mode == MODE_HTTP)
-        http_reload();
+    http_reload();
 }
 
 /* ---- wiring ------------------------------------------------------------------------------ */
@@ -372,7 +371,8 @@ int main(int argc, char **argv)
     if (mode == MODE_HTTP && http_serve(http_host, http_port) < 0)
         return 1;
     lp_on_shutdown_signal(on_signal);
-    lp_on_reload_signal(on_reload);
+    if (mode == MODE_HTTP) /* stdio keeps SIGHUP = shutdown (the terminal went away) */
+        lp_on_reload_signal(on_reload);
     up_set_listener(on_upstreams_changed);
     cat_set_listener(on_catalog_changed);
     shapes_init();

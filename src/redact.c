@@ -17,7 +17,7 @@
 #define secret_words rr_secret_words
 #define secret_pairs rr_secret_pairs
 
-static regex_t value_re[N_PATTERNS], kv_re, plain_re;
+static regex_t value_re[N_PATTERNS], kv_re, plain_re, prose_re;
 static int value_groups[N_PATTERNS];
 static int compiled; /* -1: a pattern failed to compile (then text is left as is) */
 static pthread_once_t compile_once = PTHREAD_ONCE_INIT;
@@ -32,7 +32,9 @@ static void compile_all(void)
             value_groups[i] = (int)value_re[i].re_nsub;
     }
     if (regcomp(&kv_re, RR_KEY_VALUE_PATTERN, REG_EXTENDED) != 0 ||
-        regcomp(&plain_re, "^(-?[0-9][0-9.]*|true|false|null|None|True|False)$", REG_EXTENDED) != 0)
+        regcomp(&plain_re, "^(-?[0-9][0-9.]*|true|false|null|None|True|False)$", REG_EXTENDED) !=
+            0 ||
+        regcomp(&prose_re, "^[a-z]{1,7}$", REG_EXTENDED) != 0)
         compiled = -1;
 }
 
@@ -144,9 +146,14 @@ static char *apply_key_values(const char *text)
         snprintf(val, sizeof(val), "%.*s", (int)(vl < sizeof(val) ? vl : sizeof(val) - 1),
                  search + m[2].rm_so);
         const char *vstart = search + m[2].rm_so, *vend = search + m[2].rm_eo;
+        const char *kend = search + m[1].rm_eo;
+        /* "needs_auth: the server ..." is a sentence: a short lowercase word after ": " */
+        int sep_strict = memchr(kend, '=', (size_t)(vstart - kend)) != NULL ||
+                         memchr(kend, '"', (size_t)(vstart - kend)) != NULL;
+        int prose = !sep_strict && vl < sizeof(val) && regexec(&prose_re, val, 0, NULL, 0) == 0;
         if (!redact_is_secret_key(key) ||
             (vl < sizeof(val) && regexec(&plain_re, val, 0, NULL, 0) == 0) ||
-            strcmp(val, RR_REDACTED) == 0) {
+            strcmp(val, RR_REDACTED) == 0 || prose) {
             search = vstart;
             continue;
         }

@@ -668,7 +668,9 @@ int http_serve(const char *host, int port)
     vi.iface = any ? NULL : iface;
     vi.protocols = http_protocols;
     vi.vhost_name = "codemcp-http";
-    vi.keepalive_timeout = 30;
+    /* An idle keep-alive connection is closed after CODEMCP_HTTP_IDLE_TIMEOUT_MS (lws: seconds). */
+    long idle_s = (env_long("CODEMCP_HTTP_IDLE_TIMEOUT_MS", 30000) + 999) / 1000;
+    vi.keepalive_timeout = idle_s < 1 ? 1 : (int)idle_s;
     if (!v6)
         vi.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
     if (tls) {

@@ -17,6 +17,7 @@ _PAIRS = frozenset(tuple(p) for p in SECRET_PAIRS)
 _VALUES = [re.compile(p) for _, p in VALUE_PATTERNS]
 _KV = re.compile(KEY_VALUE_PATTERN)
 _PLAIN = re.compile(r"-?[0-9][0-9.]*|true|false|null|None|True|False")
+_PROSE = re.compile(r"[a-z]{1,7}")  # "needs_auth: the server ..." is a sentence, not a secret
 _MAX_STR = 200
 _MAX_DEPTH = 8
 
@@ -86,7 +87,9 @@ def redact_text(text: str) -> str:
         m = _KV.search(text, search)
         if not m:
             break
-        if not is_secret_key(m.group(1)) or _PLAIN.fullmatch(m.group(2)) or m.group(2) == REDACTED:
+        sep = text[m.end(1):m.start(2)]
+        prose = "=" not in sep and '"' not in sep and _PROSE.fullmatch(m.group(2))
+        if not is_secret_key(m.group(1)) or _PLAIN.fullmatch(m.group(2)) or m.group(2) == REDACTED or prose:
             search = m.start(2)
             continue
         out.append(text[pos:m.start(2)])

@@ -16,7 +16,8 @@ implement the same three rules:
    digit right after another one ("task-..." does not hold "sk-...").
 3. Text pairs. In free text, KEY_VALUE_PATTERN finds ``key=value`` / ``"key": "value"`` /
    ``key: value``; the value is replaced when the key is secret by rule 1 and the value is
-   not a plain number or true/false/null.
+   not a plain number or true/false/null, nor (after a bare ``:``, no ``=`` or quote) a short
+   lowercase word: "needs_auth: the server answered 401" is a sentence.
 
 Patterns are POSIX extended regular expressions that mean the same in Python's ``re``: no
 ``\\d``/``\\w``/``\\s``, no lazy or possessive quantifiers, no lookaround, no ``(?...)``, at

@@ -10,7 +10,7 @@ import { test } from 'node:test';
 
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { Client, NODE, Proc, TESTS, ms, sleep, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { Client, NODE, PYTHON, Proc, TESTS, ms, tempDir, waitFor, writeConfig } from './lib.mjs';
 
 const POST = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 const INIT = {
@@ -98,9 +98,15 @@ test('default: a generated 0600 token, reused across restarts; another user gets
     const as = (args) => spawnSync('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--', ...args]);
     const read = as(['cat', file]);
     assert.notEqual(read.status, 0, 'another user could read the token file');
-    const curl = as(['curl', '-s', '-o', '/dev/null', '-w', '%{http_code}', '-X', 'POST', gw.url,
-      '-H', 'content-type: application/json', '-H', 'accept: application/json, text/event-stream', '--data', JSON.stringify(INIT)]);
-    assert.equal(curl.stdout.toString(), '401', `another user's initialize: ${curl.stdout} ${curl.stderr}`);
+    const probe = `import json, urllib.error, urllib.request
+req = urllib.request.Request(${JSON.stringify(gw.url)}, data=json.dumps(${JSON.stringify(INIT)}).encode(), method='POST',
+    headers={'content-type': 'application/json', 'accept': 'application/json, text/event-stream'})
+try:
+    print(urllib.request.urlopen(req, timeout=10).status)
+except urllib.error.HTTPError as e:
+    print(e.code)`;
+    const other = as([PYTHON, '-c', probe]);
+    assert.equal(other.stdout.toString().trim(), '401', `another user's initialize: ${other.stdout} ${other.stderr}`);
   })();
 
   // --print-token shows the same token; a restart reuses it.

@@ -112,3 +112,38 @@ test('1000 idle control connections and 1000 slow HTTP connections: a normal cli
   await first.close();
   await gw.kill();
 });
+
+test('out of descriptors: accept failures are logged once with a count, not once per attempt', async () => {
+  // Hard limit = soft limit, so codemcp cannot raise it: the flood does run it out of fds.
+  const home = tempDir('codemcp-limits-');
+  const gw = new Proc({
+    args: ['start', '-p', '0'],
+    config: writeConfig(home, {}),
+    home,
+    env: { CODEMCP_HTTP_TOKEN: TOKEN, CODEMCP_WORKERS: '1', CODEMCP_LOG: 'warn', CODEMCP_HTTP_MAX_PENDING_PER_PEER: '1000', CODEMCP_HTTP_MAX_PENDING: '1000' },
+    wrapPrefix: ['prlimit', '--nofile=96:96', '--'],
+  });
+  const m = await waitFor(() => gw.exit || gw.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
+  assert.ok(m && m[1], gw.stderrTail());
+  const u = new URL(m[1]);
+  const before = gw.stderr.length;
+  const stats = await flood(['--tcp', `${u.hostname}:${u.port}`, '-n', '300', '--mode', 'idle', '--hold', '3']);
+  const log = gw.stderr.slice(before);
+  const lines = log.split('\n').filter((l) => /accept/.test(l));
+  console.log(`# flood ${JSON.stringify(stats)}; accept lines: ${lines.length}; log ${log.length} bytes`);
+  assert.match(log, /accept failed: Too many open files \(errno 24; repeats are counted\)/, log.slice(0, 2000));
+  assert.ok(lines.length <= 3, `accept failures logged ${lines.length} times:\n${lines.slice(0, 5).join('\n')}`);
+  assert.ok(log.length < 4000, `the log grew by ${log.length} bytes`);
+  // Once the flood is gone, the gateway serves again.
+  const ok = await waitFor(async () => {
+    try {
+      const c = await sdk(m[1]);
+      await c.close();
+      return true;
+    } catch {
+      return false;
+    }
+  }, ms(15000), 500);
+  assert.ok(ok, 'codemcp does not answer after the flood');
+  await gw.kill();
+});

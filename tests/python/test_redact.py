@@ -78,6 +78,7 @@ LOOKALIKES = [
     {"auth_required": False, "session_count": 3},
     "text:author=Jane Doe, tokenizer=bpe, max_tokens=100, passwordless_mode: true",
     "text:see https://example.com/docs/authentication for details",
+    "text:locked: needs_auth: the server answered 401; OAuth login is not implemented",
 ]
 
 
