@@ -10,6 +10,7 @@
 #include "admin_cli.h"
 #include "catalog.h"
 #include "config.h"
+#include "connlimit.h"
 #include "control.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -420,6 +421,7 @@ int main(int argc, char **argv)
     cat_free();
     use_free();
     shapes_free();
+    cl_free_all(); /* before the context: WSI_DESTROY callbacks then find nothing to do */
     lp_destroy();
     cfg_free(&config);
     return exit_code;
