@@ -460,6 +460,15 @@ size_t lp_io_pending(struct lp_io *io)
     return io ? io->out.len : 0;
 }
 
+void lp_io_detach(struct lp_io *io)
+{
+    if (!io)
+        return;
+    io->ops = NULL;
+    io->ud = NULL;
+    lp_io_close(io);
+}
+
 void lp_io_close(struct lp_io *io)
 {
     if (!io || io->closing)

@@ -45,6 +45,8 @@ int lp_io_write_line(struct lp_io *io, const char *data, size_t len);
 size_t lp_io_pending(struct lp_io *io);
 /* Closes after flushing what is queued (on_close still fires). */
 void lp_io_close(struct lp_io *io);
+/* Closes it and never calls its ops again (for an owner about to be freed). NULL is a no-op. */
+void lp_io_detach(struct lp_io *io);
 
 /* Work run at the end of the current loop iteration: after every event of this poll round
  * is handled, before the next poll. Writers use it to coalesce: the lines or frames one round

@@ -267,8 +267,15 @@ static void stdio_free(struct upstream *up)
     if (!tp)
         return;
     lp_timer_stop(&tp->kill_timer);
-    if (!tp->exited)
+    if (!tp->exited) { /* freed at teardown (a forced stop): end it now, unreaped */
         lp_forget_child(tp->pid);
+        kill(-tp->pid, SIGKILL);
+        kill(tp->pid, SIGKILL);
+    }
+    /* Pipes still open call back into tp when the loop's context closes them: detach. */
+    lp_io_detach(tp->in);
+    lp_io_detach(tp->out);
+    lp_io_detach(tp->err);
     rpc_lines_free(&tp->out_lines);
     rpc_lines_free(&tp->err_lines);
     free(tp);
