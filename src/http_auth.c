@@ -264,6 +264,11 @@ int hauth_init(int loopback, int no_auth)
                             "(and trailing =)\n");
             return -1;
         }
+        if (len < MIN_TOKEN)
+            log_warn(MODULE,
+                     "CODEMCP_HTTP_TOKEN is only %zu characters: anyone who can reach the "
+                     "port can guess it faster than a generated one (%d+ recommended)",
+                     len, MIN_TOKEN);
         add(&st.p, &st.n, "default", env_token, len);
         st.single = xstrdup(env_token);
         snprintf(st.source, sizeof(st.source), "CODEMCP_HTTP_TOKEN");

@@ -148,3 +148,33 @@ test('out of descriptors: accept failures are logged once with a count, not once
   assert.ok(ok, 'codemcp does not answer after the flood');
   await gw.kill();
 });
+
+test('deadlines: unfinished headers and bodies are closed; the close is logged', async () => {
+  const home = tempDir('codemcp-limits-');
+  const gw = new Proc({
+    args: ['start', '-p', '0'],
+    config: writeConfig(home, {}),
+    home,
+    env: { CODEMCP_HTTP_TOKEN: TOKEN, CODEMCP_WORKERS: '1', CODEMCP_LOG: 'warn', CODEMCP_HTTP_HEADER_TIMEOUT_MS: '1000', CODEMCP_HTTP_BODY_TIMEOUT_MS: '1500' },
+  });
+  const m = await waitFor(() => gw.exit || gw.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
+  assert.ok(m && m[1], gw.stderrTail());
+  const u = new URL(m[1]);
+  const { connect } = await import('node:net');
+  const open = (text) => new Promise((resolve) => {
+    const s = connect(Number(u.port), u.hostname, () => s.write(text));
+    const t0 = Date.now();
+    s.on('error', () => {});
+    s.on('close', () => resolve(Date.now() - t0));
+  });
+  const [headers, body] = await Promise.all([
+    open('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: a'),
+    open(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\n` +
+      'Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{"jsonrpc"'),
+  ]);
+  console.log(`# closed after: headers ${headers} ms, body ${body} ms`);
+  assert.ok(headers >= 900 && headers < ms(5000), `unfinished headers closed after ${headers} ms`);
+  assert.ok(body >= 1400 && body < ms(6000), `unfinished body closed after ${body} ms`);
+  assert.match(gw.stderr, /\[http\] limit hit: closing a connection from 127\.0\.0\.1 \(past their deadline\)/);
+  await gw.kill();
+});
