@@ -278,6 +278,19 @@ test('namespaces: idle ones are dropped with a note; room is made from the same 
   await bob.client.close();
   await gw.proc.kill();
 
+  // No room and nothing that may be taken (the only namespace is another principal's, in
+  // use recently): the run is refused with a message, the other principal keeps its variables.
+  const full = await start({ env: { CODEMCP_HTTP_TOKENS_FILE: tokens, CODEMCP_MAX_NAMESPACES: '1', CODEMCP_WORKERS: '1' } });
+  const b1 = await sdk(full.url, { authorization: `Bearer ${tb}` });
+  assert.equal((await run(b1.client, 'x = 1\nresult = x')).result, 1);
+  const a1 = await sdk(full.url, { authorization: `Bearer ${ta}` });
+  const refused = await run(a1.client, 'result = 2');
+  assert.match(JSON.stringify(refused), /keeps the variables of at most 1 sessions \(CODEMCP_MAX_NAMESPACES\)/);
+  assert.equal((await run(b1.client, 'result = x')).result, 1);
+  await a1.client.close();
+  await b1.client.close();
+  await full.proc.kill();
+
   // Idle: the next run says so instead of a bare NameError.
   const idle = await start({ env: { CODEMCP_HTTP_TOKEN: ta, CODEMCP_NAMESPACE_IDLE_MS: '1000' } });
   const c = await sdk(idle.url, { authorization: `Bearer ${ta}` });
