@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #define SWEEP_MS     250
 #define LOG_EVERY_MS 10000
@@ -19,6 +20,7 @@ struct conn {
     enum cl_phase phase;
     int64_t since_ms; /* start of the current phase */
     int closing;      /* asked lws to close it: no longer counted */
+    int trusted;      /* one of our own children (cl_trust_peers) */
 };
 
 enum reason { R_PEER_PENDING, R_PENDING, R_PEER_CONN, R_DEADLINE, R_NREASONS };
@@ -29,7 +31,8 @@ struct pool {
     struct conn *c;
     size_t n, cap;
     long max_pending_per_peer, max_pending, max_conn_per_peer;
-    long pending_ms, body_ms;
+    long pending_ms, body_ms, trusted_ms;
+    int (*is_ours)(pid_t pid);
     struct lp_timer sweep;
     int sweeping;
     struct lp_timer log_timer;
@@ -81,11 +84,14 @@ static struct conn *find(struct pool *p, struct lws *wsi)
     return NULL;
 }
 
+/* Closes c now (never inside c's own callback: callers run in a timer or in another
+ * connection's accept), so a flood never holds more descriptors than the limits allow. The
+ * close's WSI_DESTROY removes c from the table (swap with the last entry): callers re-read. */
 static void close_conn(struct pool *p, struct conn *c, enum reason r)
 {
     c->closing = 1;
     hit(p, r, c->peer);
-    lws_set_timeout(c->wsi, 1, LWS_TO_KILL_ASYNC);
+    lws_set_timeout(c->wsi, 1, LWS_TO_KILL_SYNC);
 }
 
 static void sweep(void *ud)
@@ -93,11 +99,15 @@ static void sweep(void *ud)
     struct pool *p = ud;
     int64_t now = now_ms();
     int any = 0;
-    for (size_t i = 0; i < p->n; i++) {
+    for (size_t i = p->n; i-- > 0;) { /* downwards: a close moves the last entry into i */
+        if (i >= p->n)
+            continue;
         struct conn *c = &p->c[i];
         if (c->closing || c->phase == CL_ACTIVE)
             continue;
-        long limit = c->phase == CL_PENDING ? p->pending_ms : p->body_ms;
+        long limit = c->trusted               ? p->trusted_ms
+                     : c->phase == CL_PENDING ? p->pending_ms
+                                              : p->body_ms;
         if (now - c->since_ms >= limit)
             close_conn(p, c, R_DEADLINE);
         else
@@ -141,18 +151,42 @@ void cl_init(enum cl_pool pool)
     p->ready = 1;
 }
 
-/* The oldest pending connection, of `peer` when not NULL, and how many there are. */
+/* 1 when c's whole request head is already waiting in the socket: lws reads it this round,
+ * so c is about to prove itself (a client that connects and speaks at once). A peek. */
+static int has_request(struct conn *c)
+{
+    char buf[4096];
+    ssize_t n = recv(lws_get_socket_fd(c->wsi), buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+    return n >= 4 && memmem(buf, (size_t)n, "\r\n\r\n", 4) != NULL;
+}
+
+/* The oldest pending connection that is not about to be served, of `peer` when not NULL,
+ * and how many pending ones there are. O(n) plus a peek per connection passed over. */
 static struct conn *oldest_pending(struct pool *p, const char *peer, long *count)
 {
     struct conn *old = NULL;
     *count = 0;
     for (size_t i = 0; i < p->n; i++) {
         struct conn *c = &p->c[i];
-        if (c->closing || c->phase != CL_PENDING || (peer && strcmp(c->peer, peer) != 0))
+        if (c->closing || c->trusted || c->phase != CL_PENDING ||
+            (peer && strcmp(c->peer, peer) != 0))
             continue;
         (*count)++;
         if (!old || c->since_ms < old->since_ms)
             old = c;
+    }
+    for (int tries = 0; old && tries < 8 && has_request(old); tries++) { /* spare it: next */
+        struct conn *next = NULL;
+        for (size_t i = 0; i < p->n; i++) {
+            struct conn *c = &p->c[i];
+            if (c == old || c->closing || c->trusted || c->phase != CL_PENDING ||
+                (peer && strcmp(c->peer, peer) != 0) || c->since_ms < old->since_ms ||
+                (c->since_ms == old->since_ms && c < old))
+                continue;
+            if (!next || c->since_ms < next->since_ms)
+                next = c;
+        }
+        old = next;
     }
     return old;
 }
@@ -163,8 +197,15 @@ int cl_on_accept(enum cl_pool pool, struct lws *wsi)
     if (!p->ready)
         return 0;
     char peer[PEER_LEN] = "";
+    int trusted = 0;
     if (pool == CL_HTTP)
         lws_get_peer_simple(wsi, peer, sizeof(peer));
+    if (p->is_ours) {
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        trusted = getsockopt(lws_get_socket_fd(wsi), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+                  cred.pid > 0 && p->is_ours(cred.pid);
+    }
     if (p->max_conn_per_peer > 0) {
         long n = 0;
         for (size_t i = 0; i < p->n; i++)
@@ -175,10 +216,10 @@ int cl_on_accept(enum cl_pool pool, struct lws *wsi)
         }
     }
     long count;
-    struct conn *old = oldest_pending(p, peer, &count);
+    struct conn *old = trusted ? NULL : oldest_pending(p, peer, &count);
     if (old && count >= p->max_pending_per_peer)
         close_conn(p, old, R_PEER_PENDING);
-    old = oldest_pending(p, NULL, &count);
+    old = trusted ? NULL : oldest_pending(p, NULL, &count);
     if (old && count >= p->max_pending)
         close_conn(p, old, R_PENDING);
     if (p->n == p->cap) {
@@ -190,9 +231,16 @@ int cl_on_accept(enum cl_pool pool, struct lws *wsi)
     c->wsi = wsi;
     snprintf(c->peer, sizeof(c->peer), "%s", peer);
     c->phase = CL_PENDING;
+    c->trusted = trusted;
     c->since_ms = now_ms();
     arm_sweep(p);
     return 0;
+}
+
+void cl_trust_peers(enum cl_pool pool, int (*is_ours)(pid_t pid), long trusted_ms)
+{
+    pools[pool].is_ours = is_ours;
+    pools[pool].trusted_ms = trusted_ms;
 }
 
 void cl_on_destroy(enum cl_pool pool, struct lws *wsi)

@@ -21,12 +21,17 @@
 #define CODEMCP_CONNLIMIT_H
 
 #include <libwebsockets.h>
+#include <sys/types.h>
 
 enum cl_pool { CL_HTTP, CL_CONTROL, CL_NPOOLS };
 enum cl_phase { CL_PENDING, CL_REQUEST, CL_ACTIVE };
 
 /* Reads the pool's limits from the environment. Call once before it accepts. */
 void cl_init(enum cl_pool pool);
+/* Unix-socket peers for which is_ours(pid) (SO_PEERCRED) says yes are the gateway's own
+ * children (workers): they are never closed to make room and get trusted_ms, not the pending
+ * deadline, to prove themselves (their token is still checked). */
+void cl_trust_peers(enum cl_pool pool, int (*is_ours)(pid_t pid), long trusted_ms);
 /* LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED: 0 keeps the connection, -1 refuses it. */
 int cl_on_accept(enum cl_pool pool, struct lws *wsi);
 /* LWS_CALLBACK_WSI_DESTROY (any wsi of the vhost; unknown ones are ignored). */

@@ -471,6 +471,9 @@ int ctl_init(void)
 {
     max_frame = (size_t)env_long("CODEMCP_CONTROL_MAX_FRAME", 64L << 20);
     cl_init(CL_CONTROL);
+    /* A starting worker (no agent code yet) is never pushed out by a flood; it gets its start
+     * timeout. Connections from anyone else, a running worker included, are bounded. */
+    cl_trust_peers(CL_CONTROL, wk_is_starting, env_long("CODEMCP_WORKER_START_TIMEOUT_MS", 15000));
     /* By default nothing listens: each worker gets one end of a socketpair at spawn
      * (ctl_adopt). CODEMCP_CONTROL_TCP=1 listens on 127.0.0.1 instead (host isolation
      * only: a sandbox has no route to it); CODEMCP_CONTROL_UNIX=1 on a private Unix socket. */

@@ -233,7 +233,8 @@ static void deadline_expired(void *ud)
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
-static void send_run(struct run *r)
+/* Sends r to its worker. Returns 1 when r was refused and is gone (finished and freed). */
+static int send_run(struct run *r)
 {
     char sid[32];
     snprintf(sid, sizeof(sid), r->smoke_done ? "smoke" : "s%llu",
@@ -256,17 +257,22 @@ static void send_run(struct run *r)
     if (!r->smoke_done && ns_run_start(r->session_id, &note, refused, sizeof(refused)) < 0) {
         json_decref(params);
         run_finished(r, NULL, refused);
-        return;
+        return 1;
     }
     if (*note) /* the runtime adds it to a NameError */
         json_object_set_new(params, "namespace_note", json_string(note));
     r->ns_started = !r->smoke_done;
-    if (wk_start_run(r->slot, r, params) < 0)
-        return;
+    if (wk_start_run(r->slot, r, params) < 0) {
+        if (r->ns_started) /* not sent after all: it is counted again when it is */
+            ns_run_end(r->session_id);
+        r->ns_started = 0;
+        return 0;
+    }
     r->state = RUN_SENT;
     r->started_ms = now_ms();
     lp_timer_start(&r->deadline, r->timeout_ms, deadline_expired, r);
     log_debug("runs", "%s sent to worker %d", r->id, r->slot);
+    return 0;
 }
 
 void run_dispatch(void)
@@ -294,7 +300,10 @@ void run_dispatch(void)
                 continue;
             if (wk_current_run(r->slot))
                 continue;
-            send_run(r);
+            if (send_run(r)) { /* refused and freed: the list changed */
+                progress = 1;
+                break;
+            }
             if (r->state == RUN_SENT)
                 progress = 1;
         }

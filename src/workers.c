@@ -807,6 +807,14 @@ long wk_rss_kib(int slot)
     return kib;
 }
 
+int wk_is_starting(pid_t pid)
+{
+    for (int i = 0; i < n_workers; i++)
+        if (workers[i].pid == pid && workers[i].state == WK_STARTING)
+            return 1;
+    return 0;
+}
+
 int wk_pid(int slot)
 {
     return slot >= 0 && slot < n_workers ? (int)workers[slot].pid : 0;
