@@ -259,7 +259,7 @@ test('namespaces: idle ones are dropped with a note; room is made from the same 
   fs.writeFileSync(tokens, `alice ${ta}\nbob ${tb}\n`, { mode: 0o600 });
   const gw = await start({
     home,
-    env: { CODEMCP_HTTP_TOKENS_FILE: tokens, CODEMCP_MAX_NAMESPACES: '3', CODEMCP_WORKERS: '1', CODEMCP_LOG: 'info' },
+    env: { CODEMCP_HTTP_TOKENS_FILE: tokens, CODEMCP_MAX_NAMESPACES: '3', CODEMCP_WORKERS: '8', CODEMCP_LOG: 'info' },
   });
   const bob = await sdk(gw.url, { authorization: `Bearer ${tb}` });
   assert.equal((await run(bob.client, 'x = 41\nresult = x')).result, 41);
@@ -280,7 +280,7 @@ test('namespaces: idle ones are dropped with a note; room is made from the same 
 
   // No room and nothing that may be taken (the only namespace is another principal's, in
   // use recently): the run is refused with a message, the other principal keeps its variables.
-  const full = await start({ env: { CODEMCP_HTTP_TOKENS_FILE: tokens, CODEMCP_MAX_NAMESPACES: '1', CODEMCP_WORKERS: '1' } });
+  const full = await start({ env: { CODEMCP_HTTP_TOKENS_FILE: tokens, CODEMCP_MAX_NAMESPACES: '1', CODEMCP_WORKERS: '8' } });
   const b1 = await sdk(full.url, { authorization: `Bearer ${tb}` });
   assert.equal((await run(b1.client, 'x = 1\nresult = x')).result, 1);
   const a1 = await sdk(full.url, { authorization: `Bearer ${ta}` });

@@ -45,7 +45,9 @@ async function executePython(c, code, extra = {}) {
 
 test('a run that starts sleep and then times out leaves no process behind (plain, setsid, double fork)', async () => {
   const home = tempDir('codemcp-hyg-');
-  const c = new RawClient({ config: writeConfig(home, {}), home });
+  // Host isolation: there a run's processes could outlive it (a sandbox's PID namespace ends
+  // with its worker anyway, and refuses execve by default).
+  const c = new RawClient({ config: writeConfig(home, {}), home, env: { CODEMCP_ISOLATION: 'host' } });
   await c.initialize();
   // A unique duration marks our sleeps in the process table.
   const marker = String(600 + (process.pid % 1000) / 1000);
@@ -158,7 +160,7 @@ test('the gateway is not dumpable: the same user cannot read /proc/<pid>/environ
       args: ['start', '-p', '0'],
       config,
       home,
-      env: { HOME: home, CODEMCP_HTTP_TOKEN: 'dump-test-token-0123456789' },
+      env: { HOME: home, CODEMCP_HTTP_TOKEN: 'dump-test-token-0123456789', CODEMCP_ISOLATION: 'host' },
       wrapPrefix: ['setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--'],
     });
     const up = await waitFor(() => gw.exit || /serving MCP/.test(gw.stderr), ms(20000));

@@ -48,7 +48,9 @@ test('1000 idle control connections and 1000 slow HTTP connections: a normal cli
     args: ['start', '-p', '0'],
     config: writeConfig(home, { everything: servers.everything() }),
     home,
-    env: { CODEMCP_HTTP_TOKEN: TOKEN, XDG_RUNTIME_DIR: runtime, CODEMCP_WORKERS: '1', CODEMCP_LOG: 'warn' },
+    // The control listener exists only when asked for (host isolation; sandboxed workers use
+    // a socketpair): that is what is flooded here.
+    env: { CODEMCP_HTTP_TOKEN: TOKEN, XDG_RUNTIME_DIR: runtime, CODEMCP_WORKERS: '1', CODEMCP_LOG: 'warn', CODEMCP_ISOLATION: 'host', CODEMCP_CONTROL_UNIX: '1' },
     // The usual default soft limit, whatever this machine's is: codemcp raises it to the hard
     // limit itself (the old gateway ran out of its 1024 descriptors).
     wrapPrefix: ['prlimit', '--nofile=1024:', '--'],
