@@ -133,7 +133,7 @@ test('out of descriptors: accept failures are logged once with a count, not once
     args: ['start', '-p', '0'],
     config: writeConfig(home, {}),
     home,
-    env: { CODEMCP_HTTP_TOKEN: TOKEN, CODEMCP_WORKERS: '1', CODEMCP_LOG: 'warn', CODEMCP_HTTP_MAX_PENDING_PER_PEER: '1000', CODEMCP_HTTP_MAX_PENDING: '1000' },
+    env: { CODEMCP_HTTP_TOKEN: TOKEN, CODEMCP_WORKERS: '1', CODEMCP_LOG: 'warn', CODEMCP_HTTP_MAX_PENDING_PER_PEER: '1000', CODEMCP_HTTP_MAX_PENDING: '1000', CODEMCP_ISOLATION: 'host' },
     wrapPrefix: ['prlimit', '--nofile=96:96', '--'],
   });
   const m = await waitFor(() => gw.exit || gw.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
@@ -167,7 +167,7 @@ test('deadlines: unfinished headers and bodies are closed; the close is logged',
     args: ['start', '-p', '0'],
     config: writeConfig(home, {}),
     home,
-    env: { CODEMCP_HTTP_TOKEN: TOKEN, CODEMCP_WORKERS: '1', CODEMCP_LOG: 'warn', CODEMCP_HTTP_HEADER_TIMEOUT_MS: '1000', CODEMCP_HTTP_BODY_TIMEOUT_MS: '1500' },
+    env: { CODEMCP_HTTP_TOKEN: TOKEN, CODEMCP_WORKERS: '1', CODEMCP_LOG: 'warn', CODEMCP_HTTP_HEADER_TIMEOUT_MS: '1000', CODEMCP_HTTP_BODY_TIMEOUT_MS: '1500', CODEMCP_ISOLATION: 'host' },
   });
   const m = await waitFor(() => gw.exit || gw.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
   assert.ok(m && m[1], gw.stderrTail());
