@@ -81,8 +81,10 @@ async function startLogged(argv, env, log, ready) {
   throw new Error(`${argv.join(' ')} did not come up:\n${readFileSync(log, 'utf8').slice(-2000)}`);
 }
 
+// codemcp start requires a bearer token; the direct upstream ignores the header.
+const TOKEN = 'bench-http-load-token-0123456789';
 async function connect(name, url) {
-  const transport = new StreamableHTTPClientTransport(new URL(url));
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } });
   const client = new Client({ name, version: '1' });
   await client.connect(transport);
   return { client, transport, tools: (await client.listTools()).tools.map((t) => t.name) };
@@ -100,7 +102,7 @@ writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'remote', url: up
 const gateways = {};
 for (const w of WORKERS) {
   const log = process.env.BENCH_CODEMCP_LOG ? `${process.env.BENCH_CODEMCP_LOG}.w${w}.log` : join(dir, `gw${w}.log`);
-  const env = { CODEMCP_CONFIG: cfg, CODEMCP_WORKERS: String(w), XDG_CONFIG_HOME: join(dir, 'xdg'),
+  const env = { CODEMCP_CONFIG: cfg, CODEMCP_WORKERS: String(w), XDG_CONFIG_HOME: join(dir, 'xdg'), CODEMCP_HTTP_TOKEN: TOKEN,
     CODEMCP_LOG: process.env.CODEMCP_LOG || 'warn' };
   const g = await startLogged([bin, 'start', '-p', '0'], env, log,
     /serving MCP over Streamable HTTP at (\S+)/);

@@ -463,6 +463,12 @@ static int parse_local(struct ent *e, json_t *v)
         goto fail;
     if (string_map(e, v, e->ms ? "env" : "environment", 0, &s->env) < 0)
         goto fail;
+    json_t *inherit = get(v, "inheritEnv");
+    if (inherit && !json_is_boolean(inherit)) {
+        bad(e, "%s must be true or false, not %s", at(e, "inheritEnv"), jtype(inherit));
+        goto fail;
+    }
+    s->inherit_env = json_is_true(inherit);
     if (opt_string(e, v, "cwd", &s->cwd) < 0 ||
         (s->cwd && cfg__expand_tilde(e, &s->cwd, "cwd") < 0))
         goto fail;

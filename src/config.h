@@ -36,7 +36,9 @@ struct cfg_server {
                               argv/env/cwd/url/headers are then all NULL. */
     char **argv;           /* local: NULL-terminated, argv[0] is the command */
     char **env;            /* local: "KEY=VALUE", NULL-terminated (never NULL when usable);
-                              added on top of the inherited environment */
+                              added on top of the minimal inherited environment */
+    int inherit_env;       /* local: "inheritEnv": true passes the gateway's whole
+                              environment (default: only the minimal set, upstream_stdio.c) */
     char *cwd;             /* local, may be NULL */
     char *url;             /* remote */
     char **headers;        /* remote: "Name: value", NULL-terminated (never NULL when usable) */

@@ -224,6 +224,7 @@ int cfg_from_wrap(const char *cmdline, const char *name, struct cfg *out, char *
     cfg__expand_tilde(&e, &argv.v[0], "command");
     s->argv = cfg__strv_steal(&argv);
     s->env = xcalloc(1, sizeof(char *));
+    s->inherit_env = 1; /* the one server the harness launched us for: it gets our environment */
     if (s->disabled_reason)
         cfg__drop_runtime(s);
     out->servers = s;

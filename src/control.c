@@ -14,6 +14,7 @@
  * frames lws sends itself (pong, close) can only land between whole frames. */
 #include "control.h"
 #include "calls.h"
+#include "connlimit.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
@@ -121,6 +122,8 @@ static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
             log_warn("control", "connection %llu sent a wrong token: closing it",
                      (unsigned long long)c->id);
             lws_set_timeout(c->wsi, 1, LWS_TO_KILL_ASYNC);
+        } else {
+            cl_set_phase(CL_CONTROL, c->wsi, CL_ACTIVE);
         }
         return;
     }
@@ -149,11 +152,15 @@ static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
 static int refuse_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                            size_t len)
 {
-    (void)wsi;
     (void)user;
     (void)in;
     (void)len;
     switch (reason) {
+    case LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED: /* bounded: see connlimit.h */
+        return cl_on_accept(CL_CONTROL, wsi);
+    case LWS_CALLBACK_WSI_DESTROY:
+        cl_on_destroy(CL_CONTROL, wsi);
+        return 0;
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: /* upgrade without our subprotocol */
     case LWS_CALLBACK_HTTP:
         return -1;
@@ -250,9 +257,18 @@ static int make_socket_dir(void)
     return 0;
 }
 
+static int peer_is_starting_worker(pid_t pid)
+{
+    return hooks.is_starting ? hooks.is_starting(pid) : 0;
+}
+
 int ctl_init(void)
 {
     max_frame = (size_t)env_long("CODEMCP_CONTROL_MAX_FRAME", 64L << 20);
+    cl_init(CL_CONTROL);
+    /* A starting worker (no agent code yet) is never pushed out by a flood; it gets its start
+     * timeout. Connections from anyone else, a running worker included, are bounded. */
+    cl_trust_peers(CL_CONTROL, peer_is_starting_worker, env_long("CODEMCP_WORKER_START_TIMEOUT_MS", 15000));
     /* By default nothing listens: each worker gets one end of a socketpair at spawn
      * (ctl_adopt). CODEMCP_CONTROL_TCP=1 listens on 127.0.0.1 instead (host isolation
      * only: a sandbox has no route to it); CODEMCP_CONTROL_UNIX=1 on a private Unix socket. */

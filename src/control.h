@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct ctl_hooks {
     /* A new connection's first frame, the token (NUL-terminated, at most 128 bytes): returns
@@ -24,6 +25,9 @@ struct ctl_hooks {
     void (*message)(int slot, json_t *msg);
     /* An authenticated connection closed (its calls are already cancelled). */
     void (*disconnect)(int slot, uint64_t conn_id);
+    /* Whether pid is a worker still starting (no agent code yet): such a peer is never
+     * pushed out by a connection flood (connlimit.c), it gets its start timeout. */
+    int (*is_starting)(pid_t pid);
 };
 
 /* Registers the hooks (copied); before the first worker connects. */

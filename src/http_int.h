@@ -53,6 +53,8 @@ struct hsession {
     struct hstream *standalone;
     struct lp_timer idle;
     int ending;
+    char principal[64]; /* who created it (http_auth.c), or the peer address without auth */
+    int64_t last_used_ms;
     struct hsession *next;
 };
 
@@ -69,6 +71,8 @@ struct hconn {
     int has_proto;
     char last_event_id[64];
     int http10;
+    char principal[64];
+    char www_auth[400], retry_after[24]; /* storage for extra_value */
     struct buf body;
     /* the reply */
     int ready, headers_sent, close_after, sse, prime;
@@ -120,6 +124,29 @@ void http__write_continue(struct hconn *c);
 void http__reply_ready(struct hconn *c, int status);
 void http__reply_error(struct hconn *c, int status, int code, const char *message);
 void http__reply_json(struct hconn *c, const char *json, size_t len);
+/* An OAuth/RFC 6750-style error body {"error": error, "error_description": description};
+ * the connection closes after it (an unauthenticated peer gets no keep-alive). */
+void http__reply_oauth_error(struct hconn *c, int status, const char *error,
+                             const char *description);
 void http__reply_sse(struct hconn *c, struct hstream *st, uint64_t from_seq, int prime);
+
+/* ---- http_addr.c: addresses and allow-lists --------------------------------------------- */
+
+int http__is_loopback_name(const char *h);
+/* Splits "name[:port]" or "[v6][:port]" into a lowercase name without brackets and the port
+ * ("" when absent); a bare IPv6 address is all name. -1 when malformed. */
+int http__split_authority(const char *a, char *name, size_t n, char *port, size_t pn);
+/* Host header allowed: loopback names with any port, or an entry of hosts ("name[:port]"). */
+int http__host_allowed(const char *host, char **hosts, size_t n_hosts, int any_host);
+/* Origin allowed: a loopback origin, or one of origins (trailing slashes ignored). */
+int http__origin_allowed(const char *origin, char **origins, size_t n_origins);
+/* The comma-separated list in the environment variable env, trimmed (caller frees with
+ * http__free_list). */
+char **http__split_list(const char *env, size_t *n);
+void http__free_list(char **l, size_t n);
+/* "HOST:PORT", "[V6]:PORT", ":PORT", "PORT" or "HOST" into host / *port. 0 or -1. */
+int http__parse_bind(const char *s, char *host, size_t n, int *port);
+/* Binds once to turn a failure into a message on stderr naming the port. 0 or -1. */
+int http__probe_bind(const char *ip, int v6, int port);
 
 #endif

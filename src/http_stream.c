@@ -235,6 +235,20 @@ void http__reply_error(struct hconn *c, int status, int code, const char *messag
     http__reply_ready(c, status);
 }
 
+void http__reply_oauth_error(struct hconn *c, int status, const char *error,
+                             const char *description)
+{
+    json_t *e = json_pack("{s:s, s:s}", "error", error, "error_description", description);
+    char *t = json_dumps(e, JSON_COMPACT);
+    json_decref(e);
+    buf_reset(&c->out);
+    buf_appends(&c->out, t ? t : "{}");
+    free(t);
+    c->close_after = 1;
+    log_info(MODULE, "%d %s: %s", status, error, description);
+    http__reply_ready(c, status);
+}
+
 void http__reply_json(struct hconn *c, const char *json, size_t len)
 {
     buf_reset(&c->out);

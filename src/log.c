@@ -12,6 +12,12 @@
 
 static atomic_int current_level = LOG_WARN;
 static atomic_int out_fd = -1; /* -1: stderr */
+static void (*filter)(const char *line, char *out, size_t cap);
+
+void log_set_filter(void (*fn)(const char *line, char *out, size_t cap))
+{
+    filter = fn;
+}
 
 static const char *level_names[] = {"error", "warn", "info", "debug", "trace"};
 
@@ -75,6 +81,11 @@ void log_write(enum log_level level, const char *module, const char *fmt, ...)
     if (n > 0 && (size_t)n < sizeof(line))
         vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
     va_end(ap);
+    if (filter && n > 0 && (size_t)n < sizeof(line)) {
+        char text[sizeof(line)];
+        filter(line + n, text, sizeof(line) - (size_t)n);
+        memcpy(line + n, text, strlen(text) + 1);
+    }
     size_t len = strlen(line);
     if (len > 0 && line[len - 1] == '\n')
         line[--len] = '\0';

@@ -7,6 +7,8 @@
 #ifndef CODEMCP_LOG_H
 #define CODEMCP_LOG_H
 
+#include <stddef.h>
+
 enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG, LOG_TRACE };
 
 /* Reads CODEMCP_LOG once. Unknown values keep the default and say so. */
@@ -31,5 +33,9 @@ void log_write(enum log_level level, const char *module, const char *fmt, ...)
         if (log_get_level() >= LOG_TRACE)                                                          \
             log_write(LOG_TRACE, mod, __VA_ARGS__);                                                \
     } while (0)
+
+/* Every message (after the "time codemcp level [module] " prefix) passes through fn before it
+ * is written; the gateway sets redaction here (redact_log_line). Set it before threads log. */
+void log_set_filter(void (*fn)(const char *line, char *out, size_t cap));
 
 #endif

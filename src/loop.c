@@ -18,6 +18,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,6 +54,9 @@ static struct lws_vhost *raw_vhost;
 static volatile int stop_flag;
 static int sig_fd = -1;
 static void (*shutdown_cb)(void);
+static void (*reload_cb)(void);
+static struct rlimit child_nofile; /* the limit we started with, given back to children */
+static int have_child_nofile;
 static int shutdown_signalled;
 
 static struct lp_deferred *deferred_head, *deferred_tail;
@@ -146,13 +151,19 @@ static void reap_children(void)
 }
 
 static void child_exec(const struct lp_spawn_opts *o, int in[2], int out[2], int err[2],
-                       int report_fd)
+                       int report_fd, pid_t parent)
 {
     sigset_t all;
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
     signal(SIGPIPE, SIG_DFL);
     setpgid(0, 0);
+    /* Die with the gateway, even when it is SIGKILLed. The parent may have died between
+     * fork and prctl: then nobody would signal us, so check after setting it. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+        _exit(127);
+    if (have_child_nofile)
+        setrlimit(RLIMIT_NOFILE, &child_nofile);
     int devnull = open("/dev/null", O_RDWR);
     dup2(o->want_stdin ? in[0] : devnull, 0);
     dup2(o->want_stdout ? out[1] : devnull, 1);
@@ -194,6 +205,7 @@ pid_t lp_spawn(const struct lp_spawn_opts *o, int fds[3], char *err_msg, size_t 
         snprintf(err_msg, err_len, "pipe: %s", strerror(errno));
         goto fail;
     }
+    pid_t parent = getpid();
     pid = fork();
     if (pid < 0) {
         snprintf(err_msg, err_len, "fork: %s", strerror(errno));
@@ -202,7 +214,7 @@ pid_t lp_spawn(const struct lp_spawn_opts *o, int fds[3], char *err_msg, size_t 
     if (pid == 0) {
         close(rep[0]);
         /* Keep only the report pipe (CLOEXEC) above fd 2 after the dup2s. */
-        child_exec(o, in, out, err, rep[1]);
+        child_exec(o, in, out, err, rep[1], parent);
     }
     close(rep[1]);
     rep[1] = -1;
@@ -316,6 +328,9 @@ static void handle_signalfd(void)
     while (read(sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
         if (si.ssi_signo == SIGCHLD) {
             reap_children();
+        } else if (si.ssi_signo == SIGHUP && reload_cb) {
+            log_info("loop", "SIGHUP: reloading");
+            reload_cb();
         } else if (!shutdown_signalled) {
             shutdown_signalled = 1;
             log_info("loop", "signal %u: shutting down", si.ssi_signo);
@@ -445,6 +460,15 @@ size_t lp_io_pending(struct lp_io *io)
     return io ? io->out.len : 0;
 }
 
+void lp_io_detach(struct lp_io *io)
+{
+    if (!io)
+        return;
+    io->ops = NULL;
+    io->ud = NULL;
+    lp_io_close(io);
+}
+
 void lp_io_close(struct lp_io *io)
 {
     if (!io || io->closing)
@@ -479,10 +503,52 @@ void lp_timer_stop(struct lp_timer *t)
 
 /* ---- context --------------------------------------------------------------------------- */
 
+/* lws logs "accept: errno N" on every failed accept (EMFILE makes that a busy loop): the
+ * first of a burst is logged, then one line per ACCEPT_LOG_MS with the count. */
+#define ACCEPT_LOG_MS 10000
+static int64_t accept_log_ms;
+static unsigned long accept_failures;
+
 static void lws_log_emit(int level, const char *line)
 {
     enum log_level l = level == LLL_ERR ? LOG_ERROR : level == LLL_WARN ? LOG_WARN : LOG_DEBUG;
+    if (strncmp(line, "accept: errno", 13) == 0) {
+        int64_t now = now_ms();
+        int e = atoi(line + 13);
+        if (accept_log_ms && now - accept_log_ms < ACCEPT_LOG_MS) {
+            accept_failures++;
+            return;
+        }
+        if (accept_failures)
+            log_write(LOG_ERROR, "lws", "accept failed %lu more times in the last %d s",
+                      accept_failures, ACCEPT_LOG_MS / 1000);
+        accept_failures = 0;
+        accept_log_ms = now;
+        log_write(LOG_ERROR, "lws", "accept failed: %s (errno %d; repeats are counted)",
+                  strerror(e), e);
+        return;
+    }
     log_write(l, "lws", "%s", line);
+}
+
+void lp_raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return;
+    child_nofile = rl;
+    have_child_nofile = 1;
+    rlim_t want = rl.rlim_max == RLIM_INFINITY ? (rlim_t)1 << 20 : rl.rlim_max;
+    if (rl.rlim_cur >= want)
+        return;
+    rl.rlim_cur = want;
+    if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+        log_debug("loop", "cannot raise RLIMIT_NOFILE: %s", strerror(errno));
+}
+
+void lp_on_reload_signal(void (*cb)(void))
+{
+    reload_cb = cb;
 }
 
 int lp_init(void)

@@ -43,6 +43,8 @@ int lp_io_write_line(struct lp_io *io, const char *data, size_t len);
 size_t lp_io_pending(struct lp_io *io);
 /* Closes after flushing what is queued (on_close still fires). */
 void lp_io_close(struct lp_io *io);
+/* Closes it and never calls its ops again (for an owner about to be freed). NULL is a no-op. */
+void lp_io_detach(struct lp_io *io);
 
 /* Work run at the end of the current loop iteration: after every event of this poll round
  * is handled, before the next poll. Writers use it to coalesce: the lines or frames one round
@@ -93,5 +95,11 @@ void lp_post(void (*fn)(void *ud), void *ud);
 
 /* Called on SIGTERM/SIGINT (once); default: lp_stop(). */
 void lp_on_shutdown_signal(void (*cb)(void));
+/* Called on SIGHUP (each time); without one SIGHUP shuts down like SIGTERM. */
+void lp_on_reload_signal(void (*cb)(void));
+/* Raises the soft RLIMIT_NOFILE to the hard limit (call before lp_init: lws sizes its tables
+ * from it); spawned children get the original limit back. Children are spawned in their own
+ * process group with PR_SET_PDEATHSIG=SIGKILL, so they die with the gateway. */
+void lp_raise_nofile(void);
 
 #endif

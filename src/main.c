@@ -11,14 +11,17 @@
 #include "calls.h"
 #include "catalog.h"
 #include "config.h"
+#include "connlimit.h"
 #include "control.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
 #include "mcp_server.h"
+#include "namespaces.h"
 #include "oauth_cli.h"
 #include "oauth_gw.h"
 #include "policy.h"
+#include "redact.h"
 #include "runs.h"
 #include "serve_http.h"
 #include "serve_stdio.h"
@@ -33,6 +36,7 @@
 #include "workers.h"
 
 #include <getopt.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +57,10 @@ static int describe_only;       /* --describe-budget: no sdk.py in the dump */
 static void usage(FILE *f)
 {
     fputs("usage: codemcp [options]              serve MCP over stdio\n"
-          "       codemcp start [-p PORT] [-H HOST]  serve MCP over Streamable HTTP\n"
+          "       codemcp start [-p PORT] [-H HOST] [--no-auth] [--print-token]\n"
+          "                                    serve MCP over Streamable HTTP (bearer token\n"
+          "                                    required; --print-token shows it, --no-auth\n"
+          "                                    turns it off on loopback only)\n"
           "       codemcp setup opencode [--dry-run] move opencode's MCP servers behind codemcp\n"
           "       codemcp list|tools|instances      a running gateway's servers / tools / all "
           "gateways\n"
@@ -129,6 +136,23 @@ static void begin_shutdown(void)
         wk_shutdown_all(workers_gone);
     else
         workers_gone();
+}
+
+/* SIGTERM/SIGINT: the harness waits ~100 ms before SIGKILL (Claude Code), so every upstream
+ * gets stdin EOF and SIGTERM at once and SIGKILL at UP_SIGNAL_DEADLINE_MS; the loop stops
+ * by SIGNAL_DEADLINE_MS whatever is left. A client closing stdin keeps the longer grace. */
+#define UP_SIGNAL_DEADLINE_MS 50
+#define SIGNAL_DEADLINE_MS    80
+static void on_signal(void)
+{
+    up_set_shutdown_deadline(UP_SIGNAL_DEADLINE_MS);
+    begin_shutdown();
+    lp_timer_start(&shutdown_deadline, SIGNAL_DEADLINE_MS, force_stop, NULL);
+}
+
+static void on_reload(void)
+{
+    http_reload();
 }
 
 /* ---- wiring ------------------------------------------------------------------------------ */
@@ -213,7 +237,8 @@ static void wire_run_pipeline(void)
     wk_set_hooks(&(struct wk_hooks){
         .run_ended = run_on_worker_ended, .idle = run_dispatch, .slot_in_use = run_uses_slot});
     ctl_set_hooks(&(struct ctl_hooks){
-        .authenticate = wk_authenticate, .message = wk_on_message, .disconnect = wk_on_disconnect});
+        .authenticate = wk_authenticate, .message = wk_on_message, .disconnect = wk_on_disconnect,
+        .is_starting = wk_is_starting});
     calls_set_hooks(&(struct calls_hooks){
         .run_lookup = run_call_rules, .call_done = run_on_call_done, .reply = ctl_send});
 }
@@ -227,6 +252,7 @@ static void check_settled(void *ud)
 int main(int argc, char **argv)
 {
     log_init_from_env();
+    log_set_filter(redact_log_line); /* every log line, trace-level upstream traffic too */
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
         {"wrap", required_argument, NULL, 'w'},
@@ -236,10 +262,14 @@ int main(int argc, char **argv)
         {"port", required_argument, NULL, 'p'},
         {"host", required_argument, NULL, 'H'},
         {"describe-budget", optional_argument, NULL, 'B'},
+        {"no-auth", no_argument, NULL, 'A'},
+        {"print-token", no_argument, NULL, 'T'},
         {NULL, 0, NULL, 0},
     };
     const char *config_path = NULL, *wrap = NULL, *wrap_name = NULL, *http_host = NULL;
-    int c, http_port = -1;
+    int c, http_port = -1, print_token = 0;
+    /* Same-user processes may not ptrace us or read /proc/<pid>/mem|environ (tokens). */
+    prctl(PR_SET_DUMPABLE, 0);
     while ((c = getopt_long(argc, argv, "+c:hVp:H:", opts, NULL)) != -1) {
         switch (c) {
         case 'c':
@@ -309,6 +339,12 @@ int main(int argc, char **argv)
             case 'H':
                 http_host = optarg;
                 break;
+            case 'A':
+                http_set_no_auth(1);
+                break;
+            case 'T':
+                print_token = 1;
+                break;
             default:
                 usage(stderr);
                 return 2;
@@ -318,6 +354,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "codemcp: unexpected argument '%s'\n", argv[optind]);
             return 2;
         }
+        if (print_token)
+            return http_print_token();
     }
     const char *transport = getenv("CODEMCP_TRANSPORT");
     if (mode == MODE_STDIO && transport && strcmp(transport, "http") == 0)
@@ -352,12 +390,15 @@ int main(int argc, char **argv)
              config.n_servers);
 
     policy_init(&config);
+    lp_raise_nofile();
     if (lp_init() < 0)
         return 1;
     /* Before any child is spawned: a taken port ends here, with a message naming it. */
     if (mode == MODE_HTTP && http_serve(http_host, http_port) < 0)
         return 1;
-    lp_on_shutdown_signal(begin_shutdown);
+    lp_on_shutdown_signal(on_signal);
+    if (mode == MODE_HTTP) /* stdio keeps SIGHUP = shutdown (the terminal went away) */
+        lp_on_reload_signal(on_reload);
     up_set_listener(on_upstreams_changed);
     cat_set_listener(on_catalog_changed);
     shapes_init();
@@ -373,6 +414,7 @@ int main(int argc, char **argv)
         /* One interpreter per session (workers.c): stdio has one session; an HTTP gateway
          * keeps up to CODEMCP_WORKERS sessions' workers alive at once. */
         long workers = env_long("CODEMCP_WORKERS", mode == MODE_HTTP ? 16 : 1);
+        ns_init(wk_session_closed); /* dropping a namespace: its session's worker ends */
         int wr = wk_init((int)workers);
         if (wr == -2)
             return 1; /* CODEMCP_ISOLATION: the sandbox cannot be built (logged) */
@@ -399,6 +441,7 @@ int main(int argc, char **argv)
     oagw_drain(5000); /* OAuth refreshes in flight get to store their tokens */
     adm_stop();
     run_free_all();
+    ns_free_all();
     mcp_free_all();
     calls_free_all();
     ctl_free_all();
@@ -406,6 +449,7 @@ int main(int argc, char **argv)
     cat_free();
     use_free();
     shapes_free();
+    cl_free_all(); /* before the context: WSI_DESTROY callbacks then find nothing to do */
     lp_destroy();
     cfg_free(&config);
     return exit_code;

@@ -1,23 +1,42 @@
-/* redact — see redact.h. */
+/* redact — see redact.h. Applies the generated rules (redact_rules.h); owns no policy of
+ * its own beyond the mechanics shared with codemcp_rt/redact.py (word splitting, the
+ * left-boundary check, which JSON values a secret key hides). */
 #include "redact.h"
+#include "redact_rules.h"
 #include "util.h"
 
 #include <ctype.h>
+#include <pthread.h>
+#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_WORDS 16
+#define MAX_WORDS  16
+#define N_PATTERNS (sizeof(rr_value_patterns) / sizeof(rr_value_patterns[0]) - 1)
 
-static const char *const secret_words[] = {
-    "token",      "tokens",      "secret",  "secrets",       "password", "passwords", "passwd",
-    "passphrase", "apikey",      "apikeys", "authorization", "auth",     "cookie",    "cookies",
-    "credential", "credentials", "bearer",  "privatekey",    "pwd",      NULL,
-};
+#define secret_words rr_secret_words
+#define secret_pairs rr_secret_pairs
 
-static const char *const secret_pairs[][2] = {
-    {"api", "key"},    {"private", "key"},   {"access", "key"},  {"secret", "key"},
-    {"session", "id"}, {"client", "secret"}, {"signing", "key"}, {NULL, NULL},
-};
+static regex_t value_re[N_PATTERNS], kv_re, plain_re, prose_re;
+static int value_groups[N_PATTERNS];
+static int compiled; /* -1: a pattern failed to compile (then text is left as is) */
+static pthread_once_t compile_once = PTHREAD_ONCE_INIT;
+
+static void compile_all(void)
+{
+    compiled = 1;
+    for (size_t i = 0; i < N_PATTERNS; i++) {
+        if (regcomp(&value_re[i], rr_value_patterns[i][1], REG_EXTENDED) != 0)
+            compiled = -1;
+        else
+            value_groups[i] = (int)value_re[i].re_nsub;
+    }
+    if (regcomp(&kv_re, RR_KEY_VALUE_PATTERN, REG_EXTENDED) != 0 ||
+        regcomp(&plain_re, "^(-?[0-9][0-9.]*|true|false|null|None|True|False)$", REG_EXTENDED) !=
+            0 ||
+        regcomp(&prose_re, "^[a-z]{1,7}$", REG_EXTENDED) != 0)
+        compiled = -1;
+}
 
 /* Splits key into lowercase words: on non-alphanumerics, at lower→Upper, and before the
  * last capital of a run followed by a lowercase letter ("APIKey" → api, key). */
@@ -84,6 +103,109 @@ static json_t *shorten(json_t *s, size_t max_str)
     return out ? out : json_string("…");
 }
 
+static int is_alnum(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* One value pattern over text: a new string (caller frees). */
+static char *apply_value(size_t k, const char *text)
+{
+    struct buf out = {0};
+    const char *p = text, *search = text;
+    regmatch_t m[2];
+    while (*search && regexec(&value_re[k], search, 2, m, search == text ? 0 : REG_NOTBOL) == 0) {
+        const char *start = search + m[0].rm_so, *end = search + m[0].rm_eo;
+        if (start > text && is_alnum(*start) && is_alnum(start[-1])) {
+            search = start + 1;
+            continue;
+        }
+        const char *a = start, *b = end;
+        if (value_groups[k] >= 1 && m[1].rm_so >= 0) {
+            a = search + m[1].rm_so;
+            b = search + m[1].rm_eo;
+        }
+        buf_append(&out, p, (size_t)(a - p));
+        buf_appends(&out, RR_REDACTED);
+        buf_append(&out, b, (size_t)(end - b));
+        p = search = end; /* no pattern matches the empty string */
+    }
+    buf_appends(&out, p);
+    return buf_steal(&out);
+}
+
+static char *apply_key_values(const char *text)
+{
+    struct buf out = {0};
+    const char *p = text, *search = text;
+    regmatch_t m[3];
+    while (*search && regexec(&kv_re, search, 3, m, search == text ? 0 : REG_NOTBOL) == 0) {
+        char key[128], val[64];
+        size_t kl = (size_t)(m[1].rm_eo - m[1].rm_so), vl = (size_t)(m[2].rm_eo - m[2].rm_so);
+        snprintf(key, sizeof(key), "%.*s", (int)kl, search + m[1].rm_so);
+        snprintf(val, sizeof(val), "%.*s", (int)(vl < sizeof(val) ? vl : sizeof(val) - 1),
+                 search + m[2].rm_so);
+        const char *vstart = search + m[2].rm_so, *vend = search + m[2].rm_eo;
+        const char *kend = search + m[1].rm_eo;
+        /* "needs_auth: the server ..." is a sentence: a short lowercase word after ": " */
+        int sep_strict = memchr(kend, '=', (size_t)(vstart - kend)) != NULL ||
+                         memchr(kend, '"', (size_t)(vstart - kend)) != NULL;
+        int prose = !sep_strict && vl < sizeof(val) && regexec(&prose_re, val, 0, NULL, 0) == 0;
+        if (!redact_is_secret_key(key) ||
+            (vl < sizeof(val) && regexec(&plain_re, val, 0, NULL, 0) == 0) ||
+            strcmp(val, RR_REDACTED) == 0 || prose) {
+            search = vstart;
+            continue;
+        }
+        buf_append(&out, p, (size_t)(vstart - p));
+        buf_appends(&out, RR_REDACTED);
+        p = search = vend;
+    }
+    buf_appends(&out, p);
+    return buf_steal(&out);
+}
+
+char *redact_text(const char *text, size_t len)
+{
+    pthread_once(&compile_once, compile_all);
+    char *cur = xstrndup(text, len);
+    if (compiled < 0 || !*cur)
+        return cur;
+    for (size_t k = 0; k < N_PATTERNS; k++) {
+        char *next = apply_value(k, cur);
+        free(cur);
+        cur = next;
+    }
+    char *next = apply_key_values(cur);
+    free(cur);
+    return next;
+}
+
+void redact_log_line(const char *line, char *out, size_t cap)
+{
+    char *r = redact_text(line, strlen(line));
+    snprintf(out, cap, "%s", r);
+    free(r);
+}
+
+static int keep_under_secret_key(json_t *v)
+{
+    return json_is_number(v) || json_is_boolean(v) || json_is_null(v);
+}
+
+/* Value rules on a string, then shortening. New reference. */
+static json_t *redact_string(json_t *s, size_t max_str)
+{
+    char *r = redact_text(json_string_value(s), json_string_length(s));
+    json_t *red = json_string(r);
+    free(r);
+    if (!red)
+        return json_string(RR_REDACTED); /* not UTF-8 after a cut: hide it all */
+    json_t *out = shorten(red, max_str);
+    json_decref(red);
+    return out;
+}
+
 json_t *redact_json(json_t *v, size_t max_str)
 {
     if (json_is_object(v)) {
@@ -92,8 +214,8 @@ json_t *redact_json(json_t *v, size_t max_str)
         json_t *val;
         json_object_foreach(v, key, val)
         {
-            if (redact_is_secret_key(key))
-                json_object_set_new(out, key, json_string("***"));
+            if (redact_is_secret_key(key) && !keep_under_secret_key(val))
+                json_object_set_new(out, key, json_string(RR_REDACTED));
             else
                 json_object_set_new(out, key, redact_json(val, max_str));
         }
@@ -107,7 +229,7 @@ json_t *redact_json(json_t *v, size_t max_str)
         return out;
     }
     if (json_is_string(v))
-        return shorten(v, max_str);
+        return redact_string(v, max_str);
     return v ? json_incref(v) : json_null();
 }
 

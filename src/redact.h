@@ -1,11 +1,12 @@
-/* redact — hides secrets in tool arguments before they reach a log, a trace or an error.
+/* redact — hides secrets before they reach a log, a trace or an error: by key and by value.
  *
- * A key is secret when one of its words (split on non-alphanumerics and camelCase) is a
- * secret word (token, secret, password, passwd, passphrase, apikey, authorization, auth,
- * cookie, credential(s), bearer), or two adjacent words form one (api key, private key,
- * access key, session id). Word-based on purpose: `author` and `tokenizer_mode` are not
- * secrets, `x-api-key` and `accessToken` are. The same rule is implemented for the
- * worker in python/codemcp_rt/redact.py; tests keep both in step. */
+ * The rules (secret words and word pairs for keys, credential-shaped value patterns, the
+ * key=value pattern for free text) live in python/codemcp_rt/redact_rules.py, the one list
+ * the worker's Python runtime (codemcp_rt.redact) applies too; the build generates
+ * redact_rules.h from it (src/gen_redact_rules.py), and tests/python/test_redact.py runs one
+ * corpus through both sides. Word-based keys on purpose: `author`, `tokenizer_mode` and
+ * `max_tokens` are not secrets, `x-api-key`, `sessionKey` and `accessToken` are. Thread-safe
+ * (the curl thread logs too); the patterns are compiled once. */
 #ifndef CODEMCP_REDACT_H
 #define CODEMCP_REDACT_H
 
@@ -13,10 +14,18 @@
 #include <stddef.h>
 
 int redact_is_secret_key(const char *key);
-/* New reference: a deep copy of v, secret values replaced by "***" at any depth and strings
- * longer than max_str (0 = no limit) shortened with a "…(+N chars)" suffix. */
+/* New reference: a deep copy of v; under a secret key strings, objects and arrays become
+ * "***" (numbers, booleans and null stay), every other string has credential-shaped text
+ * replaced (redact_text), and strings longer than max_str (0 = no limit) are shortened with
+ * a "…(+N chars)" suffix. */
 json_t *redact_json(json_t *v, size_t max_str);
 /* Compact JSON of the redacted value, at most max_len bytes (… when cut); caller frees. */
 char *redact_dump(json_t *v, size_t max_len);
+/* A copy of text (len bytes) with credential-shaped values and secret key=value pairs
+ * replaced by "***". Caller frees. */
+char *redact_text(const char *text, size_t len);
+/* For log_set_filter(): redacts the NUL-terminated line into out (at most cap bytes, NUL
+ * included; cut when longer). */
+void redact_log_line(const char *line, char *out, size_t cap);
 
 #endif

@@ -12,6 +12,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
+#include "namespaces.h"
 #include "upstream.h"
 #include "util.h"
 #include "workers.h"
@@ -42,6 +43,7 @@ struct run {
     enum run_stop stop;
     int silent; /* client cancelled: no answer */
     int calls_done;
+    int ns_started; /* counted as running in namespaces.c */
     int64_t started_ms;
     struct lp_timer deadline;
     struct lp_timer grace;
@@ -163,6 +165,8 @@ static void finish(struct run *r, json_t *envelope, const char *failure)
     if (r->state == RUN_DONE)
         return;
     r->state = RUN_DONE;
+    if (r->ns_started)
+        ns_run_end(r->session_id);
     lp_timer_stop(&r->deadline);
     lp_timer_stop(&r->grace);
     calls_cancel_run(r->id, "the run ended");
@@ -252,7 +256,8 @@ static void deadline_expired(void *ud)
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
-static void send_run(struct run *r, int slot)
+/* Sends r to worker slot. Returns 1 when r was refused and is gone (finished and freed). */
+static int send_run(struct run *r, int slot)
 {
     char sid[32];
     snprintf(sid, sizeof(sid), r->smoke_done ? "smoke" : "s%llu",
@@ -270,13 +275,28 @@ static void send_run(struct run *r, int slot)
     if (json_array_size(missing))
         json_object_set(params, "unavailable", missing);
     json_decref(missing);
-    if (wk_start_run(slot, r->id, params) < 0)
-        return;
+    const char *note = "";
+    char refused[400];
+    if (!r->smoke_done && ns_run_start(r->session_id, &note, refused, sizeof(refused)) < 0) {
+        json_decref(params);
+        finish(r, NULL, refused);
+        return 1;
+    }
+    if (*note) /* the runtime adds it to a NameError */
+        json_object_set_new(params, "namespace_note", json_string(note));
+    r->ns_started = !r->smoke_done;
+    if (wk_start_run(slot, r->id, params) < 0) {
+        if (r->ns_started) /* not sent after all: it is counted again when it is */
+            ns_run_end(r->session_id);
+        r->ns_started = 0;
+        return 0;
+    }
     r->state = RUN_SENT;
     r->started_ms = now_ms();
     lp_timer_start(&r->deadline, r->timeout_ms, deadline_expired, r);
     log_debug("runs", "%s sent to worker %d", r->id, slot);
     run_log(r, LOG_DEBUG, "%s sent to worker %d", r->id, slot);
+    return 0;
 }
 
 void run_dispatch(void)
@@ -305,7 +325,10 @@ void run_dispatch(void)
                 continue;
             if (wk_running(slot))
                 continue;
-            send_run(r, slot);
+            if (send_run(r, slot)) { /* refused and freed: the list changed */
+                progress = 1;
+                break;
+            }
             if (r->state == RUN_SENT)
                 progress = 1;
         }
@@ -453,6 +476,7 @@ void run_session_closed(uint64_t session_id)
         }
         r = next;
     }
+    ns_forget(session_id);
     wk_session_closed(session_id);
 }
 

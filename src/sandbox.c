@@ -573,6 +573,10 @@ static int enter(const struct sbx_opts *o, int probe, char *err, size_t errlen)
     unsigned long flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
                           CLONE_NEWCGROUP | (o->net_host ? 0 : CLONE_NEWNET);
     fflush(NULL);
+    /* The gateway is not dumpable (main.c) and a clone inherits that, which makes the child's
+     * /proc/<pid>/uid_map root-owned: an unprivileged waiter could not write it. This process
+     * (already forked off the gateway) becomes the sandbox's waiter. */
+    prctl(PR_SET_DUMPABLE, 1);
     pid_t child = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, 0);
     if (child < 0) {
         userns_hint(errno, err, errlen);

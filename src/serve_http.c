@@ -18,11 +18,14 @@
  * read with lws_hdr_custom_copy and copied at once, and WebSocket and h2c upgrades are
  * refused. The write-side traps are handled in http_stream.c. */
 #include "serve_http.h"
+#include "connlimit.h"
+#include "http_auth.h"
 #include "http_int.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
 #include "mcp_server.h"
+#include "namespaces.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -44,8 +47,8 @@ static struct {
     char path[256];
     size_t max_body;
     long idle_ms;
-    long max_sessions;
-    char *token;
+    long max_sessions, max_per_principal;
+    int no_auth;
     char **hosts, **origins;
     size_t n_hosts, n_origins;
     int any_host;
@@ -61,6 +64,21 @@ static unsigned ticks;
 const char *http_url(void)
 {
     return url;
+}
+
+void http_set_no_auth(int on)
+{
+    cfg.no_auth = on;
+}
+
+void http_reload(void)
+{
+    hauth_reload();
+}
+
+int http_print_token(void)
+{
+    return hauth_print_token();
 }
 
 /* ---- sessions ----------------------------------------------------------------------------- */
@@ -97,6 +115,7 @@ static void idle_fired(void *ud)
 
 static void session_touch(struct hsession *s)
 {
+    s->last_used_ms = now_ms();
     lp_timer_start(&s->idle, cfg.idle_ms, idle_fired, s);
 }
 
@@ -125,16 +144,39 @@ static void on_send(void *tud, const char *text, size_t len, json_t *related)
     http__stream_push(st, text, len, related && !http__has_method_member(text, len));
 }
 
-static struct hsession *session_new(void)
+static long sessions_of(const char *principal)
+{
+    long n = 0;
+    for (struct hsession *s = sessions; s; s = s->next)
+        n += strcmp(s->principal, principal) == 0;
+    return n;
+}
+
+/* Seconds until the principal's least recently used idle session expires (Retry-After). */
+static long retry_after_s(const char *principal)
+{
+    int64_t oldest = -1;
+    for (struct hsession *s = sessions; s; s = s->next)
+        if (strcmp(s->principal, principal) == 0 && !session_busy(s) &&
+            (oldest < 0 || s->last_used_ms < oldest))
+            oldest = s->last_used_ms;
+    long left = oldest < 0 ? cfg.idle_ms : (long)(oldest + cfg.idle_ms - now_ms());
+    return left < 1000 ? 1 : left / 1000;
+}
+
+static struct hsession *session_new(const char *principal)
 {
     struct hsession *s = xcalloc(1, sizeof(*s));
+    snprintf(s->principal, sizeof(s->principal), "%s", principal);
     if (random_hex(s->sid, SID_BYTES) < 0) {
         free(s);
         return NULL;
     }
     char label[32];
     snprintf(label, sizeof(label), "http %.8s", s->sid);
+    log_info(MODULE, "session %.8s opened for %s", s->sid, principal);
     s->mcp = mcp_session_new(on_send, s, label);
+    ns_set_principal(mcp_session_id(s->mcp), principal); /* whose variables, for eviction */
     s->standalone = http__stream_new(s, NULL);
     s->next = sessions;
     sessions = s;
@@ -182,91 +224,39 @@ static int header(struct lws *wsi, enum lws_token_indexes token, const char *nam
     return got < 0 ? -2 : got;
 }
 
-static int is_loopback_name(const char *h)
-{
-    return strcmp(h, "localhost") == 0 || strcmp(h, "127.0.0.1") == 0 || strcmp(h, "::1") == 0;
-}
-
-/* Splits "name[:port]" or "[v6][:port]" into a lowercase name without brackets and the port
- * ("" when absent); a bare IPv6 address is all name. -1 when malformed. */
-static int split_authority(const char *a, char *name, size_t n, char *port, size_t pn)
-{
-    const char *name_end, *rest;
-    if (*a == '[') {
-        a++;
-        name_end = strchr(a, ']');
-        if (!name_end)
-            return -1;
-        rest = name_end + 1;
-    } else {
-        const char *colon = strchr(a, ':');
-        if (colon && strchr(colon + 1, ':'))
-            colon = NULL; /* bare IPv6 */
-        name_end = colon ? colon : a + strlen(a);
-        rest = name_end;
-    }
-    if (*rest && *rest != ':')
-        return -1;
-    size_t len = (size_t)(name_end - a);
-    if (len == 0 || len >= n || (*rest && strlen(rest + 1) >= pn))
-        return -1;
-    for (size_t i = 0; i < len; i++)
-        name[i] = (char)(a[i] >= 'A' && a[i] <= 'Z' ? a[i] + 32 : a[i]);
-    name[len] = '\0';
-    snprintf(port, pn, "%s", *rest ? rest + 1 : "");
-    return 0;
-}
-
-static int host_allowed(const char *host)
-{
-    char name[256], port[16], en[256], ep[16];
-    if (cfg.any_host)
-        return 1;
-    if (split_authority(host, name, sizeof(name), port, sizeof(port)) < 0)
-        return 0;
-    if (is_loopback_name(name))
-        return 1;
-    for (size_t i = 0; i < cfg.n_hosts; i++)
-        if (split_authority(cfg.hosts[i], en, sizeof(en), ep, sizeof(ep)) == 0 &&
-            strcmp(en, name) == 0 && (!ep[0] || strcmp(ep, port) == 0))
-            return 1;
-    return 0;
-}
-
-static int origin_allowed(const char *origin)
-{
-    char auth[256], name[256], port[16];
-    const char *sep = strstr(origin, "://");
-    if (!sep) /* "null" and other opaque origins */
-        return 0;
-    snprintf(auth, sizeof(auth), "%s", sep + 3);
-    auth[strcspn(auth, "/")] = '\0';
-    if (split_authority(auth, name, sizeof(name), port, sizeof(port)) == 0 &&
-        is_loopback_name(name))
-        return 1;
-    for (size_t i = 0; i < cfg.n_origins; i++) {
-        size_t el = strlen(cfg.origins[i]);
-        while (el && cfg.origins[i][el - 1] == '/')
-            el--;
-        if (el == strlen(origin) && strncasecmp(cfg.origins[i], origin, el) == 0)
-            return 1;
-    }
-    return 0;
-}
-
-/* "Bearer <token>", scheme case-insensitive, token compared in constant time. */
-static int token_ok(struct lws *wsi)
+/* The request's principal (copied into c->principal), or 0 after answering 401 as RFC 6750
+ * says: WWW-Authenticate with error and error_description, and an OAuth-style JSON body
+ * (clients that parse a 401 as an OAuth answer then show the real cause). With
+ * authentication off, the principal is the peer's address. */
+static int authenticate(struct hconn *c)
 {
     char auth[1024];
-    if (!cfg.token)
+    const char *why;
+    int n = header(c->wsi, WSI_TOKEN_HTTP_AUTHORIZATION, NULL, auth, sizeof(auth));
+    const char *who = hauth_check(n == -1 ? NULL : auth, &why);
+    if (n == -2) {
+        who = NULL;
+        why = "the Authorization header is too long";
+    }
+    if (who && !hauth_required()) {
+        lws_get_peer_simple(c->wsi, c->principal, sizeof(c->principal));
         return 1;
-    if (header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION, NULL, auth, sizeof(auth)) < 0 ||
-        strncasecmp(auth, "Bearer ", 7) != 0)
-        return 0;
-    const char *t = auth + 7;
-    while (*t == ' ')
-        t++;
-    return secure_streq(t, cfg.token);
+    }
+    if (who) {
+        snprintf(c->principal, sizeof(c->principal), "%s", who);
+        return 1;
+    }
+    snprintf(c->www_auth, sizeof(c->www_auth),
+             "Bearer realm=\"codemcp\", error=\"invalid_token\", error_description=\"%s\"", why);
+    c->extra_name = "www-authenticate:";
+    c->extra_value = c->www_auth;
+    char desc[400];
+    snprintf(desc, sizeof(desc),
+             "codemcp needs a bearer token (%s): add Authorization: Bearer <token>; see codemcp "
+             "start --print-token",
+             why);
+    http__reply_oauth_error(c, 401, "invalid_token", desc);
+    return 0;
 }
 
 /* The session named by the request, or NULL after replying 400 / 404. Also checks
@@ -279,6 +269,8 @@ static struct hsession *session_for(struct hconn *c)
         return NULL;
     }
     struct hsession *s = c->bad_sid ? NULL : session_find(c->sid);
+    if (s && strcmp(s->principal, c->principal) != 0) /* another principal's: not yours */
+        s = NULL;
     if (!s) {
         http__reply_error(c, 404, -32001,
                           "Session not found: it ended or expired; initialize a new session");
@@ -353,12 +345,24 @@ static void handle_post(struct hconn *c)
         http__reply_error(c, 400, RPC_INVALID_REQUEST,
                           "Invalid Request: this session is already initialized (send initialize "
                           "without Mcp-Session-Id to start a new one)");
+    } else if (is_init && sessions_of(c->principal) >= cfg.max_per_principal) {
+        snprintf(c->retry_after, sizeof(c->retry_after), "%ld", retry_after_s(c->principal));
+        c->extra_name = "retry-after:";
+        c->extra_value = c->retry_after;
+        log_warn(MODULE, "%s has %ld sessions (CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL): 429",
+                 c->principal, cfg.max_per_principal);
+        snprintf(text, sizeof(text),
+                 "Too Many Requests: %s already has %ld sessions "
+                 "(CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL); end unused ones with DELETE or "
+                 "retry later",
+                 c->principal, cfg.max_per_principal);
+        http__reply_error(c, 429, RPC_SERVER_ERROR, text);
     } else if (is_init && n_sessions >= cfg.max_sessions) {
         http__reply_error(
             c, 503, RPC_SERVER_ERROR,
             "too many sessions (CODEMCP_HTTP_MAX_SESSIONS); end unused ones with DELETE");
     } else if (is_init) {
-        s = session_new();
+        s = session_new(c->principal);
         if (!s)
             http__reply_error(c, 500, RPC_INTERNAL_ERROR, "cannot generate a session id");
         else
@@ -498,16 +502,14 @@ static int on_request(struct hconn *c, struct lws *wsi, const char *uri)
 
     if (closing) {
         http__reply_error(c, 503, RPC_SERVER_ERROR, "codemcp is shutting down");
-    } else if (header(wsi, WSI_TOKEN_HOST, NULL, host, sizeof(host)) < 0 || !host_allowed(host)) {
+    } else if (header(wsi, WSI_TOKEN_HOST, NULL, host, sizeof(host)) < 0 ||
+               !http__host_allowed(host, cfg.hosts, cfg.n_hosts, cfg.any_host)) {
         forbid(c, "Host", host, "CODEMCP_HTTP_ALLOWED_HOSTS");
     } else if (header(wsi, WSI_TOKEN_ORIGIN, NULL, origin, sizeof(origin)) != -1 &&
-               !origin_allowed(origin)) {
+               !http__origin_allowed(origin, cfg.origins, cfg.n_origins)) {
         forbid(c, "Origin", origin, "CODEMCP_HTTP_ALLOWED_ORIGINS");
-    } else if (!token_ok(wsi)) {
-        c->extra_name = "www-authenticate:";
-        c->extra_value = "Bearer realm=\"codemcp\"";
-        http__reply_error(c, 401, RPC_SERVER_ERROR,
-                          "Unauthorized: send Authorization: Bearer <CODEMCP_HTTP_TOKEN>");
+    } else if (!authenticate(c)) {
+        /* answered 401 */
     } else if (strcmp(uri, cfg.path) != 0) {
         char msg[320];
         snprintf(msg, sizeof(msg), "Not Found: MCP is served at %s", cfg.path);
@@ -547,6 +549,11 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
     case LWS_CALLBACK_FILTER_NETWORK_CONNECTION: /* user is lws's struct, not ours */
         tune_socket((int)(lws_intptr_t)in);
         return 0;
+    case LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED:
+        return cl_on_accept(CL_HTTP, wsi);
+    case LWS_CALLBACK_WSI_DESTROY:
+        cl_on_destroy(CL_HTTP, wsi);
+        return 0;
     case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: /* WebSocket and h2c are not served here */
         if (lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST,
                                    "connection upgrades are not served; use HTTP/1.1"))
@@ -555,12 +562,15 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
         return -1;
     case LWS_CALLBACK_HTTP:
+        cl_set_phase(CL_HTTP, wsi,
+                     lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) ? CL_REQUEST : CL_ACTIVE);
         return on_request(c, wsi, in ? (const char *)in : "");
     case LWS_CALLBACK_HTTP_BODY:
         if (c && c->live && !c->ready && c->body.len + len <= cfg.max_body)
             buf_append(&c->body, in, len);
         return 0;
     case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+        cl_set_phase(CL_HTTP, wsi, CL_ACTIVE);
         if (c && c->live && !c->ready)
             handle_post(c);
         return 0;
@@ -583,34 +593,6 @@ static const struct lws_protocols http_protocols[] = {
 
 /* ---- listening ---------------------------------------------------------------------------- */
 
-static char **split_list(const char *env, size_t *n)
-{
-    const char *v = getenv(env);
-    char **out = NULL;
-    *n = 0;
-    while (v && *v) {
-        size_t len = strcspn(v, ",");
-        const char *a = v, *b = v + len;
-        while (a < b && (*a == ' ' || *a == '\t'))
-            a++;
-        while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
-            b--;
-        if (b > a) {
-            out = xrealloc(out, (*n + 1) * sizeof(*out));
-            out[(*n)++] = xstrndup(a, (size_t)(b - a));
-        }
-        v += len + (v[len] == ',');
-    }
-    return out;
-}
-
-static void free_list(char **l, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(l[i]);
-    free(l);
-}
-
 static int load_config(void)
 {
     const char *path = getenv("CODEMCP_HTTP_PATH");
@@ -626,76 +608,13 @@ static int load_config(void)
     if (cfg.idle_ms < 1)
         cfg.idle_ms = 1;
     cfg.max_sessions = env_long("CODEMCP_HTTP_MAX_SESSIONS", 1024);
-    const char *token = getenv("CODEMCP_HTTP_TOKEN");
-    cfg.token = token && *token ? xstrdup(token) : NULL;
-    cfg.hosts = split_list("CODEMCP_HTTP_ALLOWED_HOSTS", &cfg.n_hosts);
-    cfg.origins = split_list("CODEMCP_HTTP_ALLOWED_ORIGINS", &cfg.n_origins);
+    cfg.max_per_principal = env_long("CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL", 64);
+    cfg.hosts = http__split_list("CODEMCP_HTTP_ALLOWED_HOSTS", &cfg.n_hosts);
+    cfg.origins = http__split_list("CODEMCP_HTTP_ALLOWED_ORIGINS", &cfg.n_origins);
     for (size_t i = 0; i < cfg.n_hosts; i++)
         if (strcmp(cfg.hosts[i], "*") == 0)
             cfg.any_host = 1;
     return 0;
-}
-
-/* "HOST:PORT", "[V6]:PORT", ":PORT", "PORT" or "HOST". */
-static int parse_bind(const char *s, char *host, size_t n, int *port)
-{
-    char name[256], p[16];
-    if (s[strspn(s, "0123456789")] == '\0') {
-        snprintf(p, sizeof(p), "%s", s);
-    } else if (*s == ':') {
-        snprintf(p, sizeof(p), "%s", s + 1);
-    } else {
-        if (split_authority(s, name, sizeof(name), p, sizeof(p)) < 0)
-            return -1;
-        snprintf(host, n, "%s", name);
-    }
-    if (p[0]) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (*end || v < 0 || v > 65535)
-            return -1;
-        *port = (int)v;
-    }
-    return 0;
-}
-
-/* Binds once ourselves to turn a failure into a message naming the port: lws only logs it,
- * and for an address that is not local it silently defers listening. */
-static int probe_bind(const char *ip, int v6, int port)
-{
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    memset(&ss, 0, sizeof(ss));
-    if (v6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-        a->sin6_family = AF_INET6;
-        a->sin6_port = htons((uint16_t)port);
-        if (ip)
-            inet_pton(AF_INET6, ip, &a->sin6_addr);
-        sl = sizeof(*a);
-    } else {
-        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-        a->sin_family = AF_INET;
-        a->sin_port = htons((uint16_t)port);
-        if (ip)
-            inet_pton(AF_INET, ip, &a->sin_addr);
-        sl = sizeof(*a);
-    }
-    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), on = 1, err = 0;
-    if (fd < 0)
-        return 0; /* let lws report it */
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-    if (bind(fd, (struct sockaddr *)&ss, sl) < 0)
-        err = errno;
-    close(fd);
-    if (err == EADDRINUSE)
-        fprintf(stderr, "codemcp: port %d is already in use (another codemcp? use -p PORT)\n",
-                port);
-    else if (err == EADDRNOTAVAIL)
-        fprintf(stderr, "codemcp: cannot listen on %s: not an address of this machine\n", ip);
-    else if (err)
-        fprintf(stderr, "codemcp: cannot listen on port %d: %s\n", port, strerror(err));
-    return err ? -1 : 0;
 }
 
 int http_serve(const char *host, int port)
@@ -703,7 +622,8 @@ int http_serve(const char *host, int port)
     char bind_host[256] = "127.0.0.1";
     int bind_port = 3388;
     const char *bind_env = getenv("CODEMCP_HTTP_BIND");
-    if (bind_env && *bind_env && parse_bind(bind_env, bind_host, sizeof(bind_host), &bind_port)) {
+    if (bind_env && *bind_env &&
+        http__parse_bind(bind_env, bind_host, sizeof(bind_host), &bind_port)) {
         fprintf(stderr, "codemcp: CODEMCP_HTTP_BIND='%s' is not HOST:PORT (e.g. 127.0.0.1:3388)\n",
                 bind_env);
         return -1;
@@ -714,6 +634,7 @@ int http_serve(const char *host, int port)
     }
     if (port >= 0)
         bind_port = port;
+    int no_auth = cfg.no_auth;
     if (load_config() < 0)
         return -1;
 
@@ -725,7 +646,10 @@ int http_serve(const char *host, int port)
         iface = "127.0.0.1";
     int v6 = inet_pton(AF_INET6, iface, &a6) == 1, v4 = inet_pton(AF_INET, iface, &a4) == 1;
     int any = strcmp(iface, "0.0.0.0") == 0 || strcmp(iface, "::") == 0 || !*iface;
-    if ((v4 || v6) && bind_port && probe_bind(any ? NULL : iface, v6, bind_port) < 0)
+    if ((v4 || v6) && bind_port && http__probe_bind(any ? NULL : iface, v6, bind_port) < 0)
+        return -1;
+    int loopback = (v4 && ntohl(a4.s_addr) >> 24 == 127) || (v6 && IN6_IS_ADDR_LOOPBACK(&a6));
+    if (hauth_init(loopback, no_auth) < 0)
         return -1;
 
     const char *cert = getenv("CODEMCP_TLS_CERT"), *key = getenv("CODEMCP_TLS_KEY");
@@ -740,7 +664,9 @@ int http_serve(const char *host, int port)
     vi.iface = any ? NULL : iface;
     vi.protocols = http_protocols;
     vi.vhost_name = "codemcp-http";
-    vi.keepalive_timeout = 30;
+    /* An idle keep-alive connection is closed after CODEMCP_HTTP_IDLE_TIMEOUT_MS (lws: seconds). */
+    long idle_s = (env_long("CODEMCP_HTTP_IDLE_TIMEOUT_MS", 30000) + 999) / 1000;
+    vi.keepalive_timeout = idle_s < 1 ? 1 : (int)idle_s;
     if (!v6)
         vi.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
     if (tls) {
@@ -761,7 +687,9 @@ int http_serve(const char *host, int port)
     snprintf(url, sizeof(url), "%s://%s%s%s:%d%s", tls ? "https" : "http", bracket ? "[" : "",
              shown, bracket ? "]" : "", actual, cfg.path);
     fprintf(stderr, "codemcp: serving MCP over Streamable HTTP at %s\n", url);
-    if (cfg.n_hosts || !(is_loopback_name(iface) || strcmp(iface, "127.0.0.1") == 0))
+    hauth_print_snippet(url);
+    cl_init(CL_HTTP);
+    if (cfg.n_hosts || !(http__is_loopback_name(iface) || strcmp(iface, "127.0.0.1") == 0))
         log_info(MODULE, "allowed Host names: loopback%s%s", cfg.n_hosts ? " + " : "",
                  cfg.n_hosts ? getenv("CODEMCP_HTTP_ALLOWED_HOSTS") : "");
     lp_timer_start(&tick_timer, TICK_MS, tick, NULL);
@@ -776,8 +704,8 @@ void http_close(void)
     lp_timer_stop(&tick_timer);
     while (sessions)
         session_end(sessions, "the gateway is shutting down");
-    free(cfg.token);
-    free_list(cfg.hosts, cfg.n_hosts);
-    free_list(cfg.origins, cfg.n_origins);
+    hauth_free();
+    http__free_list(cfg.hosts, cfg.n_hosts);
+    http__free_list(cfg.origins, cfg.n_origins);
     memset(&cfg, 0, sizeof(cfg));
 }

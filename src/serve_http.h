@@ -5,13 +5,16 @@
  * application/json when mcp_server answers it at once, otherwise with an SSE stream that
  * carries its progress and then its response. GET opens the session's stream for
  * unsolicited messages; DELETE ends the session. Sessions are created by initialize and named
- * by a random 256-bit Mcp-Session-Id. Host/Origin allow-lists, an optional bearer token and
- * optional TLS guard the door. Loop thread only; nothing here blocks.
+ * by a random 256-bit Mcp-Session-Id. Host/Origin allow-lists, a bearer token (required
+ * by default, http_auth.h), connection limits (connlimit.h) and optional TLS guard the door. Loop
+ * thread only; nothing here blocks.
  *
  * Environment: CODEMCP_HTTP_BIND (127.0.0.1:3388), CODEMCP_HTTP_PATH (/mcp),
  * CODEMCP_HTTP_MAX_BODY (4194304), CODEMCP_HTTP_SESSION_IDLE_MS (1800000),
  * CODEMCP_HTTP_MAX_SESSIONS (1024), CODEMCP_HTTP_ALLOWED_HOSTS, CODEMCP_HTTP_ALLOWED_ORIGINS,
- * CODEMCP_HTTP_TOKEN, CODEMCP_TLS_CERT + CODEMCP_TLS_KEY. */
+ * CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL (64), CODEMCP_HTTP_AUTH, CODEMCP_HTTP_TOKEN,
+ * CODEMCP_HTTP_TOKENS_FILE (http_auth.h), the connection limits (connlimit.h),
+ * CODEMCP_TLS_CERT + CODEMCP_TLS_KEY. */
 #ifndef CODEMCP_SERVE_HTTP_H
 #define CODEMCP_SERVE_HTTP_H
 
@@ -21,6 +24,12 @@
  * or -1 after printing why on stderr (e.g. "port 3388 is already in use"); there is no
  * fallback port. Call after lp_init(). */
 int http_serve(const char *host, int port);
+/* --no-auth (before http_serve): serve without a token; refused unless the bind is loopback. */
+void http_set_no_auth(int on);
+/* `codemcp start --print-token`: prints the token on stdout; returns the exit status. */
+int http_print_token(void);
+/* SIGHUP: re-reads CODEMCP_HTTP_TOKENS_FILE. */
+void http_reload(void);
 /* The URL being served ("http://127.0.0.1:3388/mcp"); "" before http_serve(). */
 const char *http_url(void);
 /* Ends every session (their runs are cancelled) and answers later requests with 503.

@@ -69,6 +69,36 @@ static int load_json_file(struct json_file *f)
     return 0;
 }
 
+/* opencode starts a local server with its whole environment ({...process.env,
+ * ...environment}); codemcp passes only a minimal set plus the server's own "environment"
+ * (upstream_stdio.c). Names the adopted local servers that interpolate no variable: those
+ * may have relied on something inherited, such as a token exported in the shell. */
+static void note_inherited_env(json_t *moved)
+{
+    const char *name;
+    json_t *e;
+    struct buf list = {0};
+    json_object_foreach(moved, name, e)
+    {
+        json_t *type = json_object_get(e, "type");
+        if ((type && (!json_is_string(type) || strcmp(json_string_value(type), "local"))) ||
+            !json_object_get(e, "command") || json_is_true(json_object_get(e, "inheritEnv")))
+            continue;
+        char *text = json_dumps(e, JSON_COMPACT);
+        if (text && !strstr(text, "{env:") && !strstr(text, "${"))
+            buf_printf(&list, " %s", name);
+        free(text);
+    }
+    if (list.len)
+        printf("note: opencode gave local servers its whole environment; codemcp gives them only "
+               "HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ, TMPDIR, XDG_* and their "
+               "own \"environment\". These name no {env:VAR} and may have relied on an inherited "
+               "variable (a token exported in your shell):%s. If one does, add \"environment\": "
+               "{\"VAR\": \"{env:VAR}\"} or \"inheritEnv\": true to it in codemcp's config.\n",
+               list.data);
+    buf_free(&list);
+}
+
 /* The opencode config file to adopt from. 0, or -1 with the error printed. */
 static int opencode_path(char *out, size_t n)
 {
@@ -266,6 +296,7 @@ static int setup_opencode(const char *codemcp_config, int dry_run)
            json_object_size(moved), json_object_size(moved) == 1 ? "" : "s", oc.path, cm.path);
     json_object_foreach(moved, name, e) printf(" %s", name);
     printf("\n");
+    note_inherited_env(moved);
     if (dry_run) {
         char *shown = json_dumps(entry, JSON_INDENT(2));
         printf("would set opencode's \"mcp\" to {\"%s\": %s}\n(dry run: nothing written)\n",

@@ -709,6 +709,13 @@ void up__start(struct upstream *up)
     }
 }
 
+int up__shutdown_deadline_ms;
+
+void up_set_shutdown_deadline(int ms)
+{
+    up__shutdown_deadline_ms = ms;
+}
+
 void up_shutdown_all(void (*done)(void))
 {
     shutting_down = 1;

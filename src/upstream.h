@@ -113,6 +113,9 @@ int up_disable(const char *name, char *why, size_t n);
 
 /* Graceful shutdown of every server; done() once all are gone (children reaped). */
 void up_shutdown_all(void (*done)(void));
+/* A signal-driven shutdown (before up_shutdown_all): stdio servers get stdin EOF and SIGTERM
+ * at once and SIGKILL after ms, instead of the graceful stdin → SIGTERM → SIGKILL steps. */
+void up_set_shutdown_deadline(int ms);
 void up_free_all(void);
 
 /* ---- for transports only ---- */
@@ -120,6 +123,7 @@ void up__transport_open(struct upstream *up); /* ready to send initialize */
 void up__transport_message(struct upstream *up, const char *text, size_t len);
 void up__transport_failed(struct upstream *up, const char *why); /* connection lost/failed */
 void up__transport_closed(struct upstream *up);                  /* fully gone after shutdown */
+extern int up__shutdown_deadline_ms; /* 0: graceful; else see up_set_shutdown_deadline */
 /* After up__transport_failed, a transport that reconnects by itself (HTTP) calls this when it
  * is ready to try again: the handshake restarts (CONNECTING, a fresh `timeout` budget) and
  * up__transport_open follows. No-op unless FAILED. */

@@ -135,6 +135,60 @@ static void kill_step(void *ud)
         lp_timer_start(&tp->kill_timer, GRACE_MS, kill_step, tp);
 }
 
+/* What a stdio server inherits from the gateway: the official SDKs' default list (HOME,
+ * LOGNAME, PATH, SHELL, TERM, USER), locale and time zone (LANG, LC_*, TZ), TMPDIR and the
+ * XDG base directories. Everything else (GITHUB_TOKEN, OPENAI_API_KEY, ...) must be
+ * configured for the server in its "environment"/"env", or "inheritEnv": true. */
+static int inherited(const char *entry)
+{
+    static const char *const names[] = {"HOME",
+                                        "LOGNAME",
+                                        "PATH",
+                                        "SHELL",
+                                        "TERM",
+                                        "USER",
+                                        "LANG",
+                                        "LANGUAGE",
+                                        "TZ",
+                                        "TMPDIR",
+                                        "XDG_CONFIG_HOME",
+                                        "XDG_DATA_HOME",
+                                        "XDG_CACHE_HOME",
+                                        "XDG_STATE_HOME",
+                                        "XDG_RUNTIME_DIR",
+                                        "XDG_CONFIG_DIRS",
+                                        "XDG_DATA_DIRS",
+                                        NULL};
+    size_t n = strcspn(entry, "=");
+    if (!entry[n] || strncmp(entry + n + 1, "()", 2) == 0) /* bash functions: as the SDKs */
+        return 0;
+    if (strncmp(entry, "LC_", 3) == 0)
+        return 1;
+    for (int i = 0; names[i]; i++)
+        if (strlen(names[i]) == n && strncmp(entry, names[i], n) == 0)
+            return 1;
+    return 0;
+}
+
+/* The child's whole environment for a clear_env spawn: the inherited set, then the
+ * configured entries (which win). Caller frees the array only (entries are borrowed). */
+static char **minimal_env(char **configured)
+{
+    extern char **environ;
+    size_t n = 0, k = 0;
+    for (char **e = environ; *e; e++)
+        n++;
+    for (char **e = configured; e && *e; e++)
+        n++;
+    char **out = xcalloc(n + 1, sizeof(*out));
+    for (char **e = environ; *e; e++)
+        if (inherited(*e))
+            out[k++] = *e;
+    for (char **e = configured; e && *e; e++)
+        out[k++] = *e; /* putenv in the child: later entries replace earlier ones */
+    return out;
+}
+
 static int stdio_start(struct upstream *up)
 {
     struct cfg_server *s = up->cfg;
@@ -146,9 +200,11 @@ static int stdio_start(struct upstream *up)
     tp->up = up;
     tp->out_lines.max_line = MAX_MESSAGE_BYTES;
     tp->err_lines.max_line = 64 * 1024;
+    char **env = s->inherit_env ? NULL : minimal_env(s->env);
     struct lp_spawn_opts o = {
         .argv = s->argv,
-        .env = s->env,
+        .env = env ? env : s->env,
+        .clear_env = !s->inherit_env,
         .cwd = s->cwd,
         .want_stdin = 1,
         .want_stdout = 1,
@@ -157,6 +213,7 @@ static int stdio_start(struct upstream *up)
     int fds[3];
     char err[512];
     tp->pid = lp_spawn(&o, fds, err, sizeof(err));
+    free(env);
     if (tp->pid < 0) {
         up__set_error(up, "%s%s", err,
                       errno == ENOENT ? " (check \"command\" in the config and PATH)" : "");
@@ -195,6 +252,12 @@ static void stdio_shutdown(struct upstream *up)
     /* MCP stdio shutdown: close stdin, then SIGTERM, then SIGKILL. */
     if (tp->in)
         lp_io_close(tp->in);
+    if (up__shutdown_deadline_ms > 0) { /* signalled: SIGTERM now, SIGKILL at the deadline */
+        tp->kill_stage = 1;
+        kill(-tp->pid, SIGTERM);
+        lp_timer_start(&tp->kill_timer, up__shutdown_deadline_ms, kill_step, tp);
+        return;
+    }
     lp_timer_start(&tp->kill_timer, STDIN_GRACE_MS, kill_step, tp);
 }
 
@@ -204,8 +267,15 @@ static void stdio_free(struct upstream *up)
     if (!tp)
         return;
     lp_timer_stop(&tp->kill_timer);
-    if (!tp->exited)
+    if (!tp->exited) { /* freed at teardown (a forced stop): end it now, unreaped */
         lp_forget_child(tp->pid);
+        kill(-tp->pid, SIGKILL);
+        kill(tp->pid, SIGKILL);
+    }
+    /* Pipes still open call back into tp when the loop's context closes them: detach. */
+    lp_io_detach(tp->in);
+    lp_io_detach(tp->out);
+    lp_io_detach(tp->err);
     rpc_lines_free(&tp->out_lines);
     rpc_lines_free(&tp->err_lines);
     free(tp);

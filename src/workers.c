@@ -76,13 +76,16 @@ static int shutting_down;
 
 static int spawn(struct worker *w);
 
-/* SIGKILL for a worker; a sandboxed one is ended through its PID 1 (sandbox.h). */
+/* SIGKILL for a worker and its process group (lp_spawn makes it a group leader); a sandboxed
+ * one is ended through its PID 1 (sandbox.h). */
 static void hard_kill(pid_t pid)
 {
-    if (sandboxed)
+    if (sandboxed) {
         sbx_kill(pid);
-    else
+    } else if (pid > 0) { /* its whole process group: what the agent's code started dies too */
+        kill(-pid, SIGKILL);
         kill(pid, SIGKILL);
+    }
 }
 
 /* ---- locating the binary ------------------------------------------------------------ */
@@ -824,6 +827,14 @@ long wk_rss_kib(int slot)
             break;
     fclose(f);
     return kib;
+}
+
+int wk_is_starting(pid_t pid)
+{
+    for (int i = 0; i < n_workers; i++)
+        if (workers[i].pid == pid && workers[i].state == WK_STARTING)
+            return 1;
+    return 0;
 }
 
 int wk_pid(int slot)

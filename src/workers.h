@@ -16,6 +16,7 @@
 #define CODEMCP_WORKERS_H
 
 #include <jansson.h>
+#include <sys/types.h>
 #include <stdint.h>
 
 struct wk_hooks {
@@ -71,5 +72,9 @@ void wk_shutdown_all(void (*done)(void));
 /* Resident set of the worker processes, in KiB (for bench/status). */
 long wk_rss_kib(int slot);
 int wk_pid(int slot);
+
+/* 1 when pid is a worker that has not connected yet (it runs no agent code): the control
+ * listener lets its connection through a flood (connlimit.h). */
+int wk_is_starting(pid_t pid);
 
 #endif

@@ -49,7 +49,8 @@ npm_in_sync() { # dir
     (cd "$1" && node -e '
       const want = require("./package-lock.json").packages || {};
       const have = require("./node_modules/.package-lock.json").packages || {};
-      const keys = Object.keys(want).filter((k) => k !== "");
+      // Optional packages for other platforms (e.g. claude-code-darwin-arm64) are never installed.
+      const keys = Object.keys(want).filter((k) => k !== "" && !(want[k].optional && !have[k]));
       const same = (k) => have[k] && have[k].version === want[k].version && have[k].integrity === want[k].integrity;
       process.exit(keys.every(same) && Object.keys(have).every((k) => k in want) ? 0 : 1);
     ' 2>/dev/null)

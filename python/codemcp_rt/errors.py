@@ -11,88 +11,13 @@ swallow a timeout or a cancellation.
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+from codemcp_rt.redact import is_secret_key, redact, redact_text  # noqa: F401 (re-exported)
+from codemcp_rt.redact_rules import REDACTED  # noqa: F401 (re-exported)
 
 KINDS = ("timeout", "auth", "transport", "not_found", "upstream_error", "denied", "input_required")
 """The values ToolError.kind can take."""
-
-REDACTED = "***"
-"""Placeholder written instead of a secret argument value."""
-
-_MAX_STR = 200
-_MAX_DEPTH = 8
-
-# Words that mark an argument name as a secret. Matched against the name's words
-# (split on _ - . space and camelCase), so "author" or "authority" are NOT secrets
-# while "auth", "authToken", "x-api-key" and "client_secret" are.
-_SECRET_WORDS = {
-    "token",
-    "tokens",
-    "secret",
-    "secrets",
-    "password",
-    "passwd",
-    "passphrase",
-    "pwd",
-    "apikey",
-    "auth",
-    "authorization",
-    "authentication",
-    "credential",
-    "credentials",
-    "cookie",
-    "cookies",
-    "bearer",
-    "private",
-    "signature",
-}
-_SECRET_PAIRS = {("api", "key"), ("private", "key"), ("access", "key"), ("session", "id")}
-_WORD_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
-
-
-def is_secret_key(key: str) -> bool:
-    """True when an argument named ``key`` probably holds a secret."""
-    words = [w.lower() for w in _WORD_RE.findall(str(key))]
-    if any(w in _SECRET_WORDS for w in words):
-        return True
-    return any(pair in _SECRET_PAIRS for pair in zip(words, words[1:]))
-
-
-def redact(value: Any, _depth: int = 0) -> Any:
-    """Return a copy of ``value`` fit for reports: secret-looking keys at any depth get
-    ``"***"``, long strings are shortened, and deep nesting is cut.
-
-    Booleans and None under a secret key are kept (``private: true`` is not a secret).
-    Never raises.
-    """
-    try:
-        if _depth > _MAX_DEPTH:
-            return "…"
-        if isinstance(value, dict):
-            out = {}
-            for k, v in value.items():
-                ks = k if isinstance(k, str) else str(k)
-                if is_secret_key(ks) and v is not None and not isinstance(v, bool):
-                    out[ks] = REDACTED
-                else:
-                    out[ks] = redact(v, _depth + 1)
-            return out
-        if isinstance(value, (list, tuple)):
-            items = [redact(v, _depth + 1) for v in value[:50]]
-            if len(value) > 50:
-                items.append("…(%d more)" % (len(value) - 50))
-            return items
-        if isinstance(value, str):
-            if len(value) > _MAX_STR:
-                return value[:_MAX_STR] + "…(%d chars)" % len(value)
-            return value
-        if value is None or isinstance(value, (bool, int, float)):
-            return value
-        text = repr(value)
-        return text if len(text) <= _MAX_STR else text[:_MAX_STR] + "…"
-    except Exception:  # a report helper must never fail the caller
-        return "<unprintable>"
 
 
 class ToolError(Exception):
@@ -103,9 +28,11 @@ class ToolError(Exception):
             input_required (the server asked a question a program cannot answer).
         server: the upstream server name.
         tool: the upstream tool name.
-        call_args: the call's arguments with secrets replaced by "***".
+        call_args: the call's arguments with secrets replaced by "***" (by key and by value,
+            see codemcp_rt.redact).
         elapsed_ms: how long the call took, in milliseconds (None if unknown).
-        message: what went wrong, as reported by the gateway or the upstream.
+        message: what went wrong, as reported by the gateway or the upstream (credential-
+            shaped text replaced by "***").
     """
 
     def __init__(
@@ -118,7 +45,7 @@ class ToolError(Exception):
         elapsed_ms: int | None = None,
     ) -> None:
         self.kind = kind if kind in KINDS else "upstream_error"
-        self.message = str(message)
+        self.message = redact_text(str(message))
         self.server = server
         self.tool = tool
         self.call_args = redact(call_args) if call_args is not None else {}

@@ -38,12 +38,14 @@ from typing import Any
 
 from codemcp_rt import client, discovery, jsonsafe, runstate, sdk
 from codemcp_rt.capture import _codemcp as _codemcp_host, capture
+from codemcp_rt import procs
 from codemcp_rt.errors import RunInterrupted, ToolError
+from codemcp_rt.redact import redact_text
 from codemcp_rt.pending import Pending, gather, install_json_hook, resolve, settle
 from codemcp_rt.transport import get_transport
 
 FILENAME = "<codemcp>"
-MAX_SESSIONS = 64
+MAX_SESSIONS = 4096  # a safety valve only: the gateway decides (src/namespaces.c)
 DEFAULT_MAX_BYTES = 1 << 20
 _MAX_ERROR_CHARS = 16000
 
@@ -520,12 +522,19 @@ def _run(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
                 text = jsonsafe.dumps_capped({"tool_error": exc.to_dict()}, _MAX_ERROR_CHARS)
                 envelope = {"ok": False, "error": text, "error_kind": "tool_error"}
             except BaseException as exc:  # noqa: B902 - agent code may raise anything
-                envelope = {"ok": False, "error": _format_exception(exc), "error_kind": "exception"}
+                # Credential-shaped text in a traceback is hidden (codemcp_rt.redact).
+                error = redact_text(_format_exception(exc))
+                note = params.get("namespace_note")
+                if isinstance(exc, NameError) and isinstance(note, str) and note:
+                    error += "\n(%s)" % note  # not a bare NameError: say why the name is gone
+                envelope = {"ok": False, "error": error, "error_kind": "exception"}
             if not envelope["ok"]:
                 client.settle_open_calls(state, wait=False)
     finally:
         _set_current_run(None)
         runstate.end()
+    if envelope.get("error_kind") in ("timeout", "cancelled"):
+        procs.kill_descendants()  # no process a stopped run started outlives it
 
     stdout, stderr = out.getvalue(), err.getvalue()
     if threads_before is not None:

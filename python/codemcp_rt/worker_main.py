@@ -142,12 +142,12 @@ def handle(text: str) -> str | None:
         elif method == "set_shapes":
             sdk.set_shapes(params.get("shapes"))
             result = {"ok": True}
-        elif method == "drop_session":
+        elif method == "drop_session":  # the gateway dropped the namespace (src/namespaces.c)
             session = params.get("session")
             if not isinstance(session, str):
                 raise runner.BadRequest("drop_session needs params.session (a string)")
             runner.drop_session(session)
-            result = {}
+            result = {"ok": True}
         elif method == "ping":
             result = {}
         else:

@@ -37,6 +37,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -263,6 +264,9 @@ int main(int argc, char **argv)
      * RLIMIT_AS counts (measured under a 256 MB cap: 165 MB usable with 2 arenas, 229 MB
      * with 1). Only the watcher thread competes with Python for it, rarely. */
     mallopt(M_ARENA_MAX, 1);
+    /* Orphans of what a run starts become ours, so a stopped run's processes can be found and
+     * killed (codemcp_rt/procs.py) even after a double fork or setsid. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     wm_fix_stdio();
     log_init_from_env();
     /* The token goes first: the sandbox's PID 1 is a copy of this process. */

@@ -60,7 +60,8 @@ describe('MCP conformance suite against codemcp start', { skip: !installed && 't
   let url;
   before(async () => {
     const home = tempDir('codemcp-conf-', { shared: true });
-    proc = new Proc({ args: ['start', '-p', '0'], config: writeConfig(home, {}), home, shared: true });
+    // --no-auth: the suite's runner cannot send a bearer token (loopback only, explicit).
+    proc = new Proc({ args: ['start', '-p', '0', '--no-auth'], config: writeConfig(home, {}), home, shared: true });
     const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
     assert.ok(m && m[1], `codemcp start did not come up:\n${proc.stderrTail()}`);
     url = m[1];

@@ -31,6 +31,8 @@ const LATEST = '2025-11-25';
 async function startGateway({ mcp = {}, env = {}, args = ['start', '-p', '0'], shared = false } = {}) {
   const home = tempDir('codemcp-http-', { shared });
   const config = writeConfig(home, mcp);
+  // The front requires a bearer token by default: these tests use the generated one (read
+  // from the 0600 file below) unless they bring their own.
   const proc = new Proc({ args, config, env, home, shared });
   const found = await waitFor(
     () => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/),
@@ -39,7 +41,11 @@ async function startGateway({ mcp = {}, env = {}, args = ['start', '-p', '0'], s
   if (!found || !found[1]) {
     throw new Error(`codemcp start did not come up (exit ${JSON.stringify(proc.exit)}):\n${proc.stderrTail()}`);
   }
+  const tokenFile = path.join(home, 'codemcp', 'http-token');
+  const token = env.CODEMCP_HTTP_TOKEN || (fs.existsSync(tokenFile) ? fs.readFileSync(tokenFile, 'utf8').trim() : null);
+  if (token) tokens.set(new URL(found[1]).host, token);
   return {
+    token,
     proc,
     url: found[1],
     async stop() {
@@ -50,9 +56,22 @@ async function startGateway({ mcp = {}, env = {}, args = ['start', '-p', '0'], s
   };
 }
 
+// host:port -> the bearer token of the gateway listening there (added by request() and
+// sdkClient() unless a test sets its own Authorization header, or null for none).
+const tokens = new Map();
+function authHeader(url) {
+  const t = tokens.get(new URL(url).host);
+  return t ? { authorization: `Bearer ${t}` } : {};
+}
+
 /** One HTTP request; resolves {status, headers, text, json()}. `body`: object (JSON, with
  *  Content-Length), string, or Buffer; opts.chunked sends it without Content-Length. */
 function request(url, { method = 'POST', headers = {}, body, chunked = false, ca } = {}) {
+  if (!('authorization' in headers)) headers = { ...authHeader(url), ...headers };
+  else if (headers.authorization === null) {
+    headers = { ...headers };
+    delete headers.authorization;
+  }
   return new Promise((resolve, reject) => {
     const u = new URL(url);
     const mod = u.protocol === 'https:' ? https : http;
@@ -126,6 +145,7 @@ class SseReader {
     this.ended = false;
     this.buf = '';
     const u = new URL(url);
+    headers = { ...authHeader(url), ...headers };
     this.req = http.request({ hostname: u.hostname, port: u.port, path: u.pathname, method, headers, agent: false });
     this.opened = new Promise((resolve, reject) => {
       this.req.on('response', (res) => {
@@ -242,7 +262,7 @@ for line in sys.stdin:
 
 /** An SDK client on a fresh HTTP session; records list_changed notifications. */
 async function sdkClient(url, name = 'http-e2e-sdk') {
-  const transport = new StreamableHTTPClientTransport(new URL(url));
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: authHeader(url) } });
   const client = new Client({ name, version: '0' });
   const listChanged = [];
   client.setNotificationHandler(ToolListChangedNotificationSchema, (n) => listChanged.push(n));
@@ -480,7 +500,7 @@ describe('Streamable HTTP protocol edges (raw HTTP)', () => {
         path: u.pathname,
         method: 'POST',
         agent: false,
-        headers: { ...sessionHeaders(sid), expect: '100-continue', 'content-length': Buffer.byteLength(pingBody) },
+        headers: { ...sessionHeaders(sid), ...authHeader(url), expect: '100-continue', 'content-length': Buffer.byteLength(pingBody) },
       });
       let continued = false;
       req.on('continue', () => {
@@ -658,7 +678,8 @@ describe('Streamable HTTP protocol edges (raw HTTP)', () => {
     await new Promise((resolve) => stalled.on('connect', resolve));
     stalled.write(
       `POST ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\n` +
-        `Accept: application/json, text/event-stream\r\nMcp-Session-Id: ${sid}\r\nContent-Length: 500\r\n\r\n{"jsonrpc":`,
+        `Accept: application/json, text/event-stream\r\nMcp-Session-Id: ${sid}\r\n` +
+        `Authorization: ${authHeader(url).authorization}\r\nContent-Length: 500\r\n\r\n{"jsonrpc":`,
     );
     let closed = false;
     stalled.on('close', () => (closed = true));
@@ -679,10 +700,15 @@ describe('Streamable HTTP protocol edges (raw HTTP)', () => {
 test('CODEMCP_HTTP_TOKEN: 401 with WWW-Authenticate without the bearer token', async () => {
   const gw = await startGateway({ env: { CODEMCP_HTTP_TOKEN: 's3cret-token' } });
   const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: initParams() };
-  for (const auth of [undefined, 'Bearer wrong', 'Basic czNjcmV0LXRva2Vu', 'Bearer s3cret-token-and-more']) {
-    const r = await request(gw.url, { headers: auth ? { ...POST, authorization: auth } : POST, body: init });
-    assertHttpError(r, 401, `Authorization: ${auth}`);
-    assert.match(r.headers['www-authenticate'], /^Bearer/);
+  for (const auth of [null, 'Bearer wrong', 'Basic czNjcmV0LXRva2Vu', 'Bearer s3cret-token-and-more', 'Bearer s3cret-toke', 'Bearers3cret-token']) {
+    const r = await request(gw.url, { headers: { ...POST, authorization: auth }, body: init });
+    assert.equal(r.status, 401, `Authorization: ${auth}: ${r.text}`);
+    // RFC 6750: WWW-Authenticate with error and error_description, an OAuth-style body.
+    assert.match(r.headers['www-authenticate'], /^Bearer realm="codemcp", error="invalid_token", error_description="[^"]+"$/);
+    const body = r.json();
+    assert.equal(body.error, 'invalid_token', r.text);
+    assert.match(body.error_description, /Authorization: Bearer <token>.*--print-token/, r.text);
+    assert.equal(r.headers.connection, 'close', 'an unauthenticated peer gets no keep-alive');
   }
   const ok = await request(gw.url, { headers: { ...POST, authorization: 'Bearer s3cret-token' }, body: init });
   assert.equal(ok.status, 200, ok.text);

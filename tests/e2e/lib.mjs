@@ -217,10 +217,12 @@ export function codemcpCommand(args = []) {
 // Spawning codemcp directly: a process with captured stdout/stderr and exit helpers.
 
 export class Proc {
-  /** opts: {args, config, env, home, cwd, shared} — see codemcpEnv; shared: keep it alive
-   *  until the end of the file instead of the end of the current test. */
+  /** opts: {args, config, env, home, cwd, shared, wrapPrefix} — see codemcpEnv; shared: keep
+   *  it alive until the end of the file instead of the end of the current test; wrapPrefix:
+   *  a command that execs codemcp (e.g. setpriv to run it as another user). */
   constructor(opts = {}) {
-    const [cmd, args] = codemcpCommand(opts.args || []);
+    let [cmd, args] = codemcpCommand(opts.args || []);
+    if (opts.wrapPrefix) [cmd, args] = [opts.wrapPrefix[0], [...opts.wrapPrefix.slice(1), cmd, ...args]]; // e.g. setpriv
     this.startedAt = Date.now();
     this.child = spawn(cmd, args, {
       env: codemcpEnv(opts),

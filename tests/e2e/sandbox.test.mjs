@@ -522,7 +522,7 @@ result = {"read": attempt(lambda: read(${JSON.stringify(path.join(ro, 'data.txt'
 describe('sessions and users', () => {
   test('two HTTP sessions see neither each other\'s variables nor processes', async () => {
     const dir = tempDir('codemcp-sbx-http-');
-    const proc = new Proc({ args: ['start', '-p', '0'], config: writeConfig(dir, {}), home: dir });
+    const proc = new Proc({ args: ['start', '-p', '0', '--no-auth'], config: writeConfig(dir, {}), home: dir });
     const found = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
     assert.ok(found && found[1], proc.stderrTail());
     const clients = [];
@@ -582,7 +582,7 @@ result = {"found": found, "has_var": "secret_a" in globals()}`);
 
   test('one interpreter per session: more sessions than workers never share one', async () => {
     const dir = tempDir('codemcp-sbx-per-session-');
-    const proc = new Proc({ args: ['start', '-p', '0'], config: writeConfig(dir, {}), home: dir,
+    const proc = new Proc({ args: ['start', '-p', '0', '--no-auth'], config: writeConfig(dir, {}), home: dir,
       env: { CODEMCP_WORKERS: '2' } });
     const found = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
     assert.ok(found && found[1], proc.stderrTail());

@@ -25,6 +25,8 @@ RANK = {
     # OAuth: discovery, flows and the token store (blocking; helper threads and the CLI), and
     # the gateway's side of it (oauth_gw: refresh scheduling on the loop)
     "oauth": 3.5, "oauth_gw": 4.5,
+    # which namespaces (sessions' variables) are kept, per principal (runs and serve_http ask)
+    "namespaces": 4,
     # the registry of upstream servers and what is built from it
     "upstream": 10, "toolstate": 10.5, "catalog": 11, "shapes": 12,
     # the run pipeline, bottom to top
@@ -45,7 +47,7 @@ MODULE_OF = {
     "setup_clients": "setup",
     "oauth_disc": "oauth", "oauth_flow": "oauth", "oauth_store": "oauth",
     "config_wrap": "config", "config_int": "config",
-    "http_int": "serve_http", "http_stream": "serve_http", "http_auth": "serve_http",
+    "http_int": "serve_http", "http_stream": "serve_http", "http_auth": "serve_http", "http_addr": "serve_http",
     "redact_rules": "redact",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)\.h"', re.M)

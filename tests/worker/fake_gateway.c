@@ -170,7 +170,7 @@ static int scenario_basic(const char *url)
         snprintf(code, sizeof(code),
                  "import os, sys, _codemcp\n"
                  "raw = open('/proc/self/environ', 'rb').read()\n"
-                 "import inspect, linecache, codemcp_rt.errors as m\n"
+                 "import inspect, linecache, codemcp_rt.redact as m\n"
                  "fn = next(v for v in vars(m).values()\n"
                  "          if inspect.isfunction(v) and v.__module__ == m.__name__)\n"
                  "f = fn.__code__\n"
@@ -198,8 +198,8 @@ static int scenario_basic(const char *url)
         const char *file = json_string_value(json_array_get(res, 7));
         const char *line = json_string_value(json_array_get(res, 8));
         CHECK(file && (getenv("CODEMCP_PYTHONPATH_DEV") ||
-                       strcmp(file, "<codemcp-worker>/codemcp_rt/errors.py") == 0),
-              "codemcp_rt.errors not loaded from the embedded table: %s", file ? file : "?");
+                       strcmp(file, "<codemcp-worker>/codemcp_rt/redact.py") == 0),
+              "codemcp_rt.redact not loaded from the embedded table: %s", file ? file : "?");
         CHECK(line && (strstr(line, "def ") || strchr(line, '@')),
               "no source line for embedded code: '%s'", line ? line : "?");
         json_decref(res);

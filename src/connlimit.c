@@ -1,0 +1,279 @@
+/* connlimit — see connlimit.h. Owns the per-listener connection tables, their deadline
+ * sweep and the rate-limited "limit hit" log lines; it never reads or writes a connection's
+ * data (it only asks lws to close one). */
+#include "connlimit.h"
+#include "log.h"
+#include "loop.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define SWEEP_MS     250
+#define LOG_EVERY_MS 10000
+#define PEER_LEN     64
+
+struct conn {
+    struct lws *wsi;
+    char peer[PEER_LEN];
+    enum cl_phase phase;
+    int64_t since_ms; /* start of the current phase */
+    int closing;      /* asked lws to close it: no longer counted */
+    int trusted;      /* one of our own children (cl_trust_peers) */
+};
+
+enum reason { R_PEER_PENDING, R_PENDING, R_PEER_CONN, R_DEADLINE, R_NREASONS };
+
+struct pool {
+    const char *name;
+    int ready;
+    struct conn *c;
+    size_t n, cap;
+    long max_pending_per_peer, max_pending, max_conn_per_peer;
+    long pending_ms, body_ms, trusted_ms;
+    int (*is_ours)(pid_t pid);
+    struct lp_timer sweep;
+    int sweeping;
+    struct lp_timer log_timer;
+    int logging;
+    unsigned long hits[R_NREASONS];
+};
+
+static struct pool pools[CL_NPOOLS];
+
+static const char *const reason_text[R_NREASONS] = {
+    "over the pending connections allowed per peer",
+    "over the pending connections allowed in all",
+    "over the connections allowed per peer",
+    "past their deadline",
+};
+
+static void flush_log(void *ud)
+{
+    struct pool *p = ud;
+    p->logging = 0;
+    for (int r = 0; r < R_NREASONS; r++)
+        if (p->hits[r]) {
+            log_warn(p->name, "limit hit: %lu connection%s closed in the last %d s (%s)",
+                     p->hits[r], p->hits[r] == 1 ? "" : "s", LOG_EVERY_MS / 1000, reason_text[r]);
+            p->hits[r] = 0;
+            p->logging = 1;
+        }
+    if (p->logging) /* keep summarizing while hits go on */
+        lp_timer_start(&p->log_timer, LOG_EVERY_MS, flush_log, p);
+}
+
+static void hit(struct pool *p, enum reason r, const char *peer)
+{
+    if (!p->logging) { /* the first one of a quiet period is logged at once */
+        log_warn(p->name, "limit hit: closing a connection%s%s (%s); further ones are counted",
+                 peer[0] ? " from " : "", peer, reason_text[r]);
+        p->logging = 1;
+        lp_timer_start(&p->log_timer, LOG_EVERY_MS, flush_log, p);
+        return;
+    }
+    p->hits[r]++;
+}
+
+static struct conn *find(struct pool *p, struct lws *wsi)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (p->c[i].wsi == wsi)
+            return &p->c[i];
+    return NULL;
+}
+
+/* Closes c now (never inside c's own callback: callers run in a timer or in another
+ * connection's accept), so a flood never holds more descriptors than the limits allow. The
+ * close's WSI_DESTROY removes c from the table (swap with the last entry): callers re-read. */
+static void close_conn(struct pool *p, struct conn *c, enum reason r)
+{
+    c->closing = 1;
+    hit(p, r, c->peer);
+    lws_set_timeout(c->wsi, 1, LWS_TO_KILL_SYNC);
+}
+
+static void sweep(void *ud)
+{
+    struct pool *p = ud;
+    int64_t now = now_ms();
+    int any = 0;
+    for (size_t i = p->n; i-- > 0;) { /* downwards: a close moves the last entry into i */
+        if (i >= p->n)
+            continue;
+        struct conn *c = &p->c[i];
+        if (c->closing || c->phase == CL_ACTIVE)
+            continue;
+        long limit = c->trusted               ? p->trusted_ms
+                     : c->phase == CL_PENDING ? p->pending_ms
+                                              : p->body_ms;
+        if (now - c->since_ms >= limit)
+            close_conn(p, c, R_DEADLINE);
+        else
+            any = 1;
+    }
+    p->sweeping = any;
+    if (any)
+        lp_timer_start(&p->sweep, SWEEP_MS, sweep, p);
+}
+
+static void arm_sweep(struct pool *p)
+{
+    if (!p->sweeping) {
+        p->sweeping = 1;
+        lp_timer_start(&p->sweep, SWEEP_MS, sweep, p);
+    }
+}
+
+void cl_init(enum cl_pool pool)
+{
+    struct pool *p = &pools[pool];
+    if (pool == CL_HTTP) {
+        p->name = "http";
+        p->max_pending_per_peer = env_long("CODEMCP_HTTP_MAX_PENDING_PER_PEER", 32);
+        p->max_pending = env_long("CODEMCP_HTTP_MAX_PENDING", 256);
+        p->max_conn_per_peer = env_long("CODEMCP_HTTP_MAX_CONN_PER_PEER", 512);
+        p->pending_ms = env_long("CODEMCP_HTTP_HEADER_TIMEOUT_MS", 10000);
+        p->body_ms = env_long("CODEMCP_HTTP_BODY_TIMEOUT_MS", 30000);
+    } else {
+        p->name = "control";
+        p->max_pending = env_long("CODEMCP_CONTROL_MAX_PENDING", 8);
+        p->max_pending_per_peer = p->max_pending;
+        p->max_conn_per_peer = 0; /* workers only: bounded by the pool of workers */
+        p->pending_ms = env_long("CODEMCP_CONTROL_AUTH_TIMEOUT_MS", 1000);
+        p->body_ms = p->pending_ms;
+    }
+    if (p->max_pending < 1)
+        p->max_pending = 1;
+    if (p->max_pending_per_peer < 1)
+        p->max_pending_per_peer = 1;
+    p->ready = 1;
+}
+
+/* 1 when c's whole request head is already waiting in the socket: lws reads it this round,
+ * so c is about to prove itself (a client that connects and speaks at once). A peek. */
+static int has_request(struct conn *c)
+{
+    char buf[4096];
+    ssize_t n = recv(lws_get_socket_fd(c->wsi), buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+    return n >= 4 && memmem(buf, (size_t)n, "\r\n\r\n", 4) != NULL;
+}
+
+/* The oldest pending connection that is not about to be served, of `peer` when not NULL,
+ * and how many pending ones there are. O(n) plus a peek per connection passed over. */
+static struct conn *oldest_pending(struct pool *p, const char *peer, long *count)
+{
+    struct conn *old = NULL;
+    *count = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        struct conn *c = &p->c[i];
+        if (c->closing || c->trusted || c->phase != CL_PENDING ||
+            (peer && strcmp(c->peer, peer) != 0))
+            continue;
+        (*count)++;
+        if (!old || c->since_ms < old->since_ms)
+            old = c;
+    }
+    for (int tries = 0; old && tries < 8 && has_request(old); tries++) { /* spare it: next */
+        struct conn *next = NULL;
+        for (size_t i = 0; i < p->n; i++) {
+            struct conn *c = &p->c[i];
+            if (c == old || c->closing || c->trusted || c->phase != CL_PENDING ||
+                (peer && strcmp(c->peer, peer) != 0) || c->since_ms < old->since_ms ||
+                (c->since_ms == old->since_ms && c < old))
+                continue;
+            if (!next || c->since_ms < next->since_ms)
+                next = c;
+        }
+        old = next;
+    }
+    return old;
+}
+
+int cl_on_accept(enum cl_pool pool, struct lws *wsi)
+{
+    struct pool *p = &pools[pool];
+    if (!p->ready)
+        return 0;
+    char peer[PEER_LEN] = "";
+    int trusted = 0;
+    if (pool == CL_HTTP)
+        lws_get_peer_simple(wsi, peer, sizeof(peer));
+    if (p->is_ours) {
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        trusted = getsockopt(lws_get_socket_fd(wsi), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+                  cred.pid > 0 && p->is_ours(cred.pid);
+    }
+    if (p->max_conn_per_peer > 0) {
+        long n = 0;
+        for (size_t i = 0; i < p->n; i++)
+            n += !p->c[i].closing && strcmp(p->c[i].peer, peer) == 0;
+        if (n >= p->max_conn_per_peer) {
+            hit(p, R_PEER_CONN, peer);
+            return -1;
+        }
+    }
+    long count;
+    struct conn *old = trusted ? NULL : oldest_pending(p, peer, &count);
+    if (old && count >= p->max_pending_per_peer)
+        close_conn(p, old, R_PEER_PENDING);
+    old = trusted ? NULL : oldest_pending(p, NULL, &count);
+    if (old && count >= p->max_pending)
+        close_conn(p, old, R_PENDING);
+    if (p->n == p->cap) {
+        p->cap = p->cap ? p->cap * 2 : 64;
+        p->c = xrealloc(p->c, p->cap * sizeof(*p->c));
+    }
+    struct conn *c = &p->c[p->n++];
+    memset(c, 0, sizeof(*c));
+    c->wsi = wsi;
+    snprintf(c->peer, sizeof(c->peer), "%s", peer);
+    c->phase = CL_PENDING;
+    c->trusted = trusted;
+    c->since_ms = now_ms();
+    arm_sweep(p);
+    return 0;
+}
+
+void cl_trust_peers(enum cl_pool pool, int (*is_ours)(pid_t pid), long trusted_ms)
+{
+    pools[pool].is_ours = is_ours;
+    pools[pool].trusted_ms = trusted_ms;
+}
+
+void cl_on_destroy(enum cl_pool pool, struct lws *wsi)
+{
+    struct pool *p = &pools[pool];
+    struct conn *c = find(p, wsi);
+    if (c)
+        *c = p->c[--p->n];
+}
+
+void cl_set_phase(enum cl_pool pool, struct lws *wsi, enum cl_phase phase)
+{
+    struct pool *p = &pools[pool];
+    struct conn *c = find(p, wsi);
+    if (!c || c->phase == phase)
+        return;
+    c->phase = phase;
+    c->since_ms = now_ms();
+    if (phase != CL_ACTIVE)
+        arm_sweep(p);
+}
+
+size_t cl_count(enum cl_pool pool)
+{
+    return pools[pool].n;
+}
+
+void cl_free_all(void)
+{
+    for (int i = 0; i < CL_NPOOLS; i++) {
+        lp_timer_stop(&pools[i].sweep);
+        lp_timer_stop(&pools[i].log_timer);
+        free(pools[i].c);
+        memset(&pools[i], 0, sizeof(pools[i]));
+    }
+}

@@ -1,0 +1,44 @@
+/* connlimit — bounds on the connections a listener keeps open, so no peer can exhaust the
+ * gateway's descriptors or starve other clients.
+ *
+ * Each listener is a pool. A connection is PENDING from accept until it proves itself (the
+ * HTTP front: its request headers arrived; the control channel: its worker token was
+ * accepted), REQUEST while an HTTP body is being read, and ACTIVE afterwards. Rules:
+ *   - pending connections have a deadline (HTTP headers: CODEMCP_HTTP_HEADER_TIMEOUT_MS,
+ *     10000; control token: CODEMCP_CONTROL_AUTH_TIMEOUT_MS, 1000); a body has
+ *     CODEMCP_HTTP_BODY_TIMEOUT_MS (30000);
+ *   - at most CODEMCP_HTTP_MAX_PENDING_PER_PEER (32) pending HTTP connections per peer
+ *     address and CODEMCP_HTTP_MAX_PENDING (256) in all, CODEMCP_CONTROL_MAX_PENDING (8) on
+ *     the control listener: a new connection over the bound closes the OLDEST pending one
+ *     (a client that connects and speaks at once always gets through a flood of idle ones);
+ *   - at most CODEMCP_HTTP_MAX_CONN_PER_PEER (512) HTTP connections per peer in any phase:
+ *     more are refused at accept.
+ * Hitting a limit is logged at once, then at most once per 10 s with a count. Connections
+ * are keyed by their lws handle between SERVER_NEW_CLIENT_INSTANTIATED and WSI_DESTROY (the
+ * only window in which lws guarantees it); nothing outside this file keeps them.
+ * Loop thread only. */
+#ifndef CODEMCP_CONNLIMIT_H
+#define CODEMCP_CONNLIMIT_H
+
+#include <libwebsockets.h>
+#include <sys/types.h>
+
+enum cl_pool { CL_HTTP, CL_CONTROL, CL_NPOOLS };
+enum cl_phase { CL_PENDING, CL_REQUEST, CL_ACTIVE };
+
+/* Reads the pool's limits from the environment. Call once before it accepts. */
+void cl_init(enum cl_pool pool);
+/* Unix-socket peers for which is_ours(pid) (SO_PEERCRED) says yes are the gateway's own
+ * children (workers): they are never closed to make room and get trusted_ms, not the pending
+ * deadline, to prove themselves (their token is still checked). */
+void cl_trust_peers(enum cl_pool pool, int (*is_ours)(pid_t pid), long trusted_ms);
+/* LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED: 0 keeps the connection, -1 refuses it. */
+int cl_on_accept(enum cl_pool pool, struct lws *wsi);
+/* LWS_CALLBACK_WSI_DESTROY (any wsi of the vhost; unknown ones are ignored). */
+void cl_on_destroy(enum cl_pool pool, struct lws *wsi);
+void cl_set_phase(enum cl_pool pool, struct lws *wsi, enum cl_phase phase);
+/* Connections the pool tracks (for tests and logs). */
+size_t cl_count(enum cl_pool pool);
+void cl_free_all(void);
+
+#endif
