@@ -50,7 +50,11 @@ test('1000 idle control connections and 1000 slow HTTP connections: a normal cli
     home,
     // The control listener exists only when asked for (host isolation; sandboxed workers use
     // a socketpair): that is what is flooded here.
-    env: { CODEMCP_HTTP_TOKEN: TOKEN, XDG_RUNTIME_DIR: runtime, CODEMCP_WORKERS: '1', CODEMCP_LOG: 'warn', CODEMCP_ISOLATION: 'host', CODEMCP_CONTROL_UNIX: '1' },
+    // All peers here are 127.0.0.1: the legitimate client shares the flood's per-peer pending
+    // pool, and one whose request arrives after that many newer flood connections is closed
+    // unanswered (a known weakness, issue 9's note). 128 instead of 32 leaves it ~0.3 s at this
+    // flood's 400 connections/s; the flood still runs 1000 connections into every limit.
+    env: { CODEMCP_HTTP_TOKEN: TOKEN, XDG_RUNTIME_DIR: runtime, CODEMCP_WORKERS: '1', CODEMCP_LOG: 'warn', CODEMCP_ISOLATION: 'host', CODEMCP_CONTROL_UNIX: '1', CODEMCP_HTTP_MAX_PENDING_PER_PEER: '128' },
     // The usual default soft limit, whatever this machine's is: codemcp raises it to the hard
     // limit itself (the old gateway ran out of its 1024 descriptors).
     wrapPrefix: ['prlimit', '--nofile=1024:', '--'],
@@ -79,8 +83,10 @@ test('1000 idle control connections and 1000 slow HTTP connections: a normal cli
   let peakFds = 0;
   let maxFds = 0;
   const burst = setInterval(() => (peakFds = Math.max(peakFds, openFds(gw.pid))), 50);
+  let sampler;
+  try {
   await sleep(1500); // the floods are at full strength
-  const sampler = setInterval(() => (maxFds = Math.max(maxFds, openFds(gw.pid))), 100);
+  sampler = setInterval(() => (maxFds = Math.max(maxFds, openFds(gw.pid))), 100);
 
   // A new client (new connections, new session) and the old session, during the flood.
   const t0 = Date.now();
@@ -123,7 +129,13 @@ test('1000 idle control connections and 1000 slow HTTP connections: a normal cli
   assert.ok(log.length < 8000, `the log grew by ${log.length} bytes during the flood:\n${log.slice(0, 2000)}`);
   await client.close();
   await first.close();
-  await gw.kill();
+  } finally {
+    // A failed assertion must not leave timers running (the file would hang to its timeout).
+    clearInterval(sampler);
+    clearInterval(burst);
+    await gw.kill();
+    await floods.catch(() => {});
+  }
 });
 
 test('out of descriptors: accept failures are logged once with a count, not once per attempt', async () => {
