@@ -639,6 +639,10 @@ static int enter(const struct sbx_opts *o, int probe, char *err, size_t errlen)
         if (write_map(child, "gid_map", map, err, errlen) < 0)
             goto fail_child;
     }
+    /* The maps are written: the waiter need not be dumpable any longer, and must not be (it
+     * lives as long as the worker, outside the sandbox, and the same user could otherwise
+     * ptrace it or read its /proc files as the gateway's cannot be). */
+    prctl(PR_SET_DUMPABLE, 0);
     if (write(go[1], "g", 1) != 1) {
         snprintf(err, errlen, "cannot start the sandbox: %s", strerror(errno));
         goto fail_child;

@@ -662,13 +662,34 @@ result = seen`;
       fs.chmodSync(gwBin, 0o755);
       fs.chmodSync(wkBin, 0o755);
       const code = PRELUDE + `
+import time
+time.sleep(1.5)  # the test looks at the processes outside meanwhile
 st = read("/proc/self/status")
 result = {"uid": os.getuid(), "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
           "sock": attempt(lambda: socket.socket()), "shadow": attempt(lambda: read("/etc/shadow")),
           "caps": [l for l in st.splitlines() if l.startswith("CapEff")][0].split()[1],
           "seccomp": [l for l in st.splitlines() if l.startswith("Seccomp:")][0].split()[1]}`;
+      // Outside the sandbox, the user's codemcp-worker processes (the waiter the gateway
+      // spawned, the sandbox's PID 1) must not be dumpable: their /proc files then belong to
+      // root, and the same user can neither read them nor ptrace.
+      const dumpable = new Set();
+      let seen = 0;
+      const watch = setInterval(() => {
+        for (const p of fs.readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
+          try {
+            if (fs.readFileSync(`/proc/${p}/comm`, 'utf8').trim() !== 'codemcp-worker') continue;
+            const status = fs.readFileSync(`/proc/${p}/status`, 'utf8');
+            if (Number(status.match(/^Uid:\s+(\d+)/m)[1]) !== uid) continue;
+            const ppid = Number(status.match(/^PPid:\s+(\d+)/m)[1]);
+            if (ppid !== child.pid) continue; // the waiter: a direct child of this gateway
+            seen++;
+            if (fs.statSync(`/proc/${p}/environ`).uid !== 0) dumpable.add(p);
+          } catch {}
+        }
+      }, 100);
+      let child;
       const out = await new Promise((resolve) => {
-        const child = spawn(gwBin, [], {
+        child = spawn(gwBin, [], {
           uid, gid, cwd: dir,
           env: { PATH: process.env.PATH, HOME: dir, CODEMCP_CONFIG: config, CODEMCP_SMOKE: code,
             CODEMCP_WORKER_BIN: wkBin, XDG_CONFIG_HOME: dir },
@@ -678,8 +699,13 @@ result = {"uid": os.getuid(), "pids": sorted(int(p) for p in os.listdir("/proc")
         child.stderr.on('data', (d) => (stderr += d));
         child.on('close', (codeExit) => resolve({ code: codeExit, stdout, stderr }));
       });
+      clearInterval(watch);
       fs.rmSync(dir, { recursive: true, force: true });
       assert.equal(out.code, 0, out.stderr + out.stdout);
+      if (created) {
+        assert.ok(seen > 0, 'the sandbox waiter was never seen');
+        assert.deepEqual([...dumpable], [], 'a sandbox waiter was dumpable (readable by the same user)');
+      }
       const r = JSON.parse(out.stdout).result;
       assert.equal(r.uid, 1000);
       assert.ok(r.pids.every((p) => p <= 3), String(r.pids));
