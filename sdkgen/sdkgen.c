@@ -110,19 +110,6 @@ static void sdk_assign_names(struct sdk_fn *fns, size_t n)
     json_decref(used);
 }
 
-static int sdk_is_required(json_t *required, const char *key, size_t key_len)
-{
-    size_t i;
-    json_t *r;
-    json_array_foreach(required, i, r)
-    {
-        if (json_is_string(r) && json_string_length(r) == key_len &&
-            memcmp(json_string_value(r), key, key_len) == 0)
-            return 1;
-    }
-    return 0;
-}
-
 /* Like sdk_claim, but a taken name is retried with a leading underscore ("_timeout_ms"):
  * for the names the generator adds itself, so the schema's own parameters keep theirs. */
 static char *sdk_claim_internal(json_t *used, const char *base)
@@ -175,7 +162,7 @@ static void sdk_build_params(struct sdk_fn *fn, json_t *schema)
         required = NULL;
     json_object_keylen_foreach(props, key, key_len, prop)
     {
-        if (sdk_is_required(required, key, key_len))
+        if (sdk__is_required(required, key, key_len))
             sdk_add_param(fn, used, key, key_len, prop, 1, schema);
     }
     size_t i;
@@ -188,7 +175,7 @@ static void sdk_build_params(struct sdk_fn *fn, json_t *schema)
     }
     json_object_keylen_foreach(props, key, key_len, prop)
     {
-        if (!sdk_is_required(required, key, key_len))
+        if (!sdk__is_required(required, key, key_len))
             sdk_add_param(fn, used, key, key_len, prop, 0, schema);
     }
     fn->timeout_name = sdk_claim_internal(used, "timeout_ms");

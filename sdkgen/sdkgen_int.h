@@ -65,6 +65,8 @@ void sdk__py_str(struct buf *b, const char *s, size_t n);
  * the type admits None. This is the one renderer of a schema for people and models:
  * describe.c and describe(name) use it too. Caller frees. */
 char *sdk__py_type(json_t *schema, json_t *root, int *has_none);
+/* Whether key (key_len bytes, not NUL-terminated) is in a schema's `required` array (types.c). */
+int sdk__is_required(json_t *required, const char *key, size_t key_len);
 /* 1 when a type text is not a plain Python expression ({…}, "…", "?" keys): sdk.py then
  * writes the annotation as a string. */
 int sdk__type_needs_quotes(const char *type);

@@ -191,7 +191,8 @@ static int sdk_is_identifier(const char *s, size_t n)
     return 1;
 }
 
-static int sdk_in_required(json_t *required, const char *key, size_t key_len)
+/* Whether key (key_len bytes, not NUL-terminated) is listed in a schema's `required` array. */
+int sdk__is_required(json_t *required, const char *key, size_t key_len)
 {
     size_t i;
     json_t *r;
@@ -232,7 +233,7 @@ static char *sdk_object_text(json_t *schema, struct sdk_tctx *cx, int depth)
     for (int pass = 0; pass < 2; pass++) {
         json_object_keylen_foreach(props, key, key_len, prop)
         {
-            int req = sdk_in_required(required, key, key_len);
+            int req = sdk__is_required(required, key, key_len);
             if (req != (pass == 0))
                 continue;
             if (shown == SDK_KEYS_MAX) {

@@ -132,8 +132,7 @@ static int is_our_entry(json_t *e)
     return strcmp(base ? base + 1 : c0, ENTRY_NAME) == 0;
 }
 
-/* Copies path's bytes to path.bak.<UTC time>[-k]; writes the backup's name to out. */
-static int backup(const char *path, char *out, size_t n)
+int setup_backup(const char *path, char *out, size_t n)
 {
     char stamp[32];
     time_t now = time(NULL);
@@ -308,14 +307,14 @@ static int setup_opencode(const char *codemcp_config, int dry_run)
 
     char bak[PATH_MAX + 64];
     if (cm.exists) {
-        if (backup(cm.path, bak, sizeof(bak)) < 0) {
+        if (setup_backup(cm.path, bak, sizeof(bak)) < 0) {
             fprintf(stderr, "codemcp setup: cannot back up %s: %s (nothing was changed)\n", cm.path,
                     strerror(errno));
             goto out;
         }
         printf("backed up %s to %s\n", cm.path, bak);
     }
-    if (backup(oc.path, bak, sizeof(bak)) < 0) {
+    if (setup_backup(oc.path, bak, sizeof(bak)) < 0) {
         fprintf(stderr, "codemcp setup: cannot back up %s: %s (nothing was changed)\n", oc.path,
                 strerror(errno));
         goto out;

@@ -18,5 +18,8 @@ json_t *setup_launch_command(const char *harness);
 /* Rewrites opencode's top-level and per-agent "tools" settings that name tools of the moved
  * servers (moved: name -> entry, entries edited in place). 1 when something changed. */
 int setup_fix_opencode_tools(json_t *oc_root, json_t *moved);
+/* Copies path's bytes to path.bak.<UTC time>[-k] (0600, never over an existing file); writes
+ * the backup's name to out. 0 / -1 (errno set). Shared by both setup files. */
+int setup_backup(const char *path, char *out, size_t n);
 
 #endif

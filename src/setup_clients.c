@@ -214,31 +214,14 @@ static int load(struct text_file *f)
 
 static int backup(const char *path)
 {
-    char stamp[32], out[PATH_MAX + 64];
-    time_t now = time(NULL);
-    strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", gmtime(&now));
-    size_t len;
-    char *text = read_file(path, &len);
-    int fd = -1;
-    for (int k = 0; text && k < 100 && fd < 0; k++) {
-        if (k)
-            snprintf(out, sizeof(out), "%s.bak.%s-%d", path, stamp, k);
-        else
-            snprintf(out, sizeof(out), "%s.bak.%s", path, stamp);
-        fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0 && errno != EEXIST)
-            break;
-    }
-    int rc = fd >= 0 && write(fd, text, len) == (ssize_t)len ? 0 : -1;
-    if (fd >= 0 && close(fd) < 0)
-        rc = -1;
-    free(text);
-    if (rc < 0)
+    char out[PATH_MAX + 64];
+    if (setup_backup(path, out, sizeof(out)) < 0) {
         fprintf(stderr, "codemcp setup: cannot back up %s: %s (nothing more was changed)\n", path,
                 strerror(errno));
-    else
-        printf("backed up %s to %s\n", path, out);
-    return rc;
+        return -1;
+    }
+    printf("backed up %s to %s\n", path, out);
+    return 0;
 }
 
 /* Applies keys = value to f->text (in memory); -1 with the error printed. */
