@@ -137,8 +137,10 @@ static char *query_get(const char *q, const char *key)
     return NULL;
 }
 
-/* Waits for GET <path>?... on fd; returns the query string (caller frees) or NULL. */
-static char *wait_callback(int lfd, const char *path)
+/* Waits for GET <path>?...&state=<state> on fd; returns the query string (caller frees) or
+ * NULL. A request with another state (any local process can reach 127.0.0.1) is answered 400
+ * and the wait goes on, so it cannot end the login. */
+static char *wait_callback(int lfd, const char *path, const char *state)
 {
     int64_t deadline = now_ms() + CALLBACK_WAIT_MS;
     while (now_ms() < deadline) {
@@ -166,6 +168,24 @@ static char *wait_callback(int lfd, const char *path)
         size_t pl = strlen(path);
         int ours = strncmp(req, "GET ", 4) == 0 && strncmp(req + 4, path, pl) == 0 &&
                    (req[4 + pl] == '?' || req[4 + pl] == ' ');
+        if (ours) {
+            const char *q = req[4 + pl] == '?' ? req + 5 + pl : "";
+            char *qs = xstrndup(q, strcspn(q, " \r\n"));
+            char *st = query_get(qs, "state");
+            ours = st && secure_streq(st, state);
+            free(st);
+            free(qs);
+            if (!ours) {
+                static const char bad[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n"
+                                          "Connection: close\r\n\r\n";
+                if (write(c, bad, sizeof(bad) - 1) < 0) {
+                    /* nothing to tell a caller that went away */
+                }
+                close(c);
+                fprintf(stderr, "codemcp: ignored a callback with another state; still waiting\n");
+                continue;
+            }
+        }
         const char *reply =
             ours ? "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n"
                    "<html><body><h1>codemcp: authorization received</h1><p>You can close "
@@ -300,7 +320,7 @@ static int code_round(struct login *l, int lfd, const char *redirect, int no_bro
     if (!no_browser)
         fprintf(stderr, "codemcp: waiting up to 5 minutes for the browser to finish...\n");
     buf_free(&u);
-    char *cb = wait_callback(lfd, strchr(strchr(redirect, ':') + 3, '/'));
+    char *cb = wait_callback(lfd, strchr(strchr(redirect, ':') + 3, '/'), state);
     if (br > 0)
         waitpid(br, NULL, WNOHANG);
     if (!cb) {

@@ -95,6 +95,23 @@ describe('OAuth for remote upstreams (test authorization server)', () => {
     const list = await cli(h, ['auth', '--list']);
     assert.match(list.stdout, /^t\s.*authenticated/m);
 
+    // Any local process can reach the 127.0.0.1 callback: one that gets there first with
+    // another state is answered 400 and ignored, and the real answer still completes the login.
+    const forger = path.join(h.home, 'forge-then-follow.py');
+    fs.writeFileSync(forger, `#!/usr/bin/python3
+import sys, urllib.parse, urllib.request, urllib.error
+q = urllib.parse.parse_qs(urllib.parse.urlparse(sys.argv[1]).query)
+try:
+    urllib.request.urlopen(q["redirect_uri"][0] + "?code=forged&state=forged", timeout=10).read()
+except urllib.error.HTTPError as e:
+    print("forged callback:", e.code, file=sys.stderr)
+urllib.request.urlopen(sys.argv[1], timeout=30).read()
+`);
+    fs.chmodSync(forger, 0o755);
+    const forged = await cli(h, ['auth', 't'], { BROWSER: forger });
+    assert.equal(forged.code, 0, forged.stderr);
+    assert.match(forged.stderr, /ignored a callback with another state/);
+
     const out = await cli(h, ['logout', 't']);
     assert.equal(out.code, 0, out.stderr);
     assert.ok(srv.stats.revoked >= 1, 'RFC 7009 revocation');
