@@ -414,7 +414,7 @@ int main(int argc, char **argv)
         /* One interpreter per session (workers.c): stdio has one session; an HTTP gateway
          * keeps up to CODEMCP_WORKERS sessions' workers alive at once. */
         long workers = env_long("CODEMCP_WORKERS", mode == MODE_HTTP ? 16 : 1);
-        ns_init(wk_session_closed); /* dropping a namespace: its session's worker ends */
+        ns_init(wk_session_closed); /* a home left with no namespace: its worker ends */
         int wr = wk_init((int)workers);
         if (wr == -2)
             return 1; /* CODEMCP_ISOLATION: the sandbox cannot be built (logged) */

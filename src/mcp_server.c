@@ -48,6 +48,7 @@ static const char *const mcp_level_names[] = {"debug", "info",     "notice", "wa
 
 struct mcp_session {
     uint64_t id;
+    uint64_t home; /* whose worker and namespaces its runs use (namespaces.h); default: id */
     char *label;
     mcp_send_fn send;
     void *tud;
@@ -80,6 +81,11 @@ int mcp_protocol_supported(const char *v)
 uint64_t mcp_session_id(struct mcp_session *s)
 {
     return s->id;
+}
+
+void mcp_session_set_home(struct mcp_session *s, uint64_t home)
+{
+    s->home = home;
 }
 
 const char *mcp_session_protocol(struct mcp_session *s)
@@ -170,6 +176,7 @@ struct mcp_session *mcp_session_new(mcp_send_fn send, void *tud, const char *lab
 {
     struct mcp_session *s = xcalloc(1, sizeof(*s));
     s->id = next_session_id++;
+    s->home = s->id;
     s->label = xstrdup(label ? label : "session");
     s->send = send;
     s->tud = tud;
@@ -209,7 +216,7 @@ json_t *mcp_execute_python_tool_for(const char *client)
     char *desc = cat_describe_for(client, NULL);
     json_t *tool = json_pack(
         "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:s}, s:{s:s, s:s}, "
-        "s:{s:s, s:{s:s}, s:s}, s:{s:s, s:s}}, s:[s], s:b}, s:{s:b, s:b, s:b}}",
+        "s:{s:s, s:{s:s}, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}, s:[s], s:b}, s:{s:b, s:b, s:b}}",
         "name", "execute_python", "title", "Run Python against the connected MCP tools",
         "description", desc, "inputSchema", "type", "object", "properties", "code", "type",
         "string", "description",
@@ -222,9 +229,12 @@ json_t *mcp_execute_python_tool_for(const char *client)
         "SDK function names of write tools this run may call (needed when the gateway "
         "enforces mutations).",
         "reset", "type", "boolean", "description",
-        "Start from a fresh namespace (variables normally persist between runs).", "required",
-        "code", "additionalProperties", 0, "annotations", "readOnlyHint", 0, "destructiveHint", 1,
-        "openWorldHint", 1);
+        "Start from a fresh namespace (variables normally persist between runs).", "namespace",
+        "type", "string", "description",
+        "The `namespace` handle an earlier result returned: continue with its variables. "
+        "Without it: this session's namespace, or a new one.",
+        "required", "code", "additionalProperties", 0, "annotations", "readOnlyHint", 0,
+        "destructiveHint", 1, "openWorldHint", 1);
     free(desc);
     return tool;
 }
@@ -368,7 +378,7 @@ static json_t *handle_tools_call(struct mcp_session *s, json_t *id, json_t *para
     json_t *args = json_object_get(params, "arguments");
     json_t *meta = json_object_get(params, "_meta");
     json_t *progress = json_object_get(meta, "progressToken");
-    if (run_submit(s->id, id, args, progress, err, sizeof(err)) < 0) {
+    if (run_submit(s->id, s->home, id, args, progress, err, sizeof(err)) < 0) {
         /* Bad arguments of execute_python are the model's to fix: a tool error it can read
          * (SEP-1303), not a protocol error the client swallows. */
         return json_pack("{s:[{s:s, s:s}], s:{s:s}, s:b}", "content", "type", "text", "text", err,

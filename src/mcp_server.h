@@ -28,6 +28,11 @@ void mcp_session_receive(struct mcp_session *s, const char *text, size_t len);
 /* The transport is gone: runs of the session are cancelled, the session is freed. */
 void mcp_session_close(struct mcp_session *s);
 uint64_t mcp_session_id(struct mcp_session *s);
+/* The home of the session's runs (namespaces.h): which worker holds the namespaces it
+ * creates. Default: the session's own id (stdio, 2025 sessions: one interpreter each). A
+ * transport serving session-less (2026) requests sets ns_principal_home(principal), so a
+ * principal's handles outlive the request. */
+void mcp_session_set_home(struct mcp_session *s, uint64_t home);
 const char *mcp_session_protocol(struct mcp_session *s);
 /* Sends msg (stolen) on session `id` if it still exists. */
 void mcp_send_to(uint64_t session_id, json_t *msg, json_t *related);

@@ -1,97 +1,305 @@
-/* namespaces — see namespaces.h. Owns the table of kept namespaces and the eviction policy;
- * it never talks to a worker itself (the drop callback does) and never blocks. */
+/* namespaces — see namespaces.h. Owns the table of namespaces (with their handles and
+ * tombstones), the principal of each session and home, and the eviction policy; it never
+ * talks to a worker itself (runs.c carries the drops, the home_empty callback ends a worker)
+ * and never blocks. Linear scans: the table holds at most CODEMCP_MAX_NAMESPACES live
+ * entries plus MAX_GONE tombstones, and a handle is compared with every entry (constant time
+ * per comparison, no early exit). */
 #include "namespaces.h"
 #include "log.h"
 #include "loop.h"
 #include "util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
-#define SWEEP_MS  10000
-#define PRINCIPAL 64
+#define SWEEP_MS   10000
+#define PRINCIPAL  64
+#define MAX_GONE   4096 /* tombstones kept, oldest forgotten first */
+#define HOME_BIT   (UINT64_C(1) << 63)
+#define HANDLE_RAW 24 /* random bytes per handle: 192 bits */
+
+enum ns_state { NS_NEW, NS_LIVE, NS_GONE };
 
 struct ns {
-    uint64_t session_id;
+    uint64_t nid;
+    uint64_t home;
+    char handle[NS_HANDLE_SIZE];
     char principal[PRINCIPAL];
-    int live;          /* a namespace exists (a run started since the last drop) */
-    int busy;          /* runs in flight */
-    int64_t last_used; /* end of the last run (or start of the current one) */
-    char note[200];    /* why its variables went away, for the next run */
+    enum ns_state state; /* NEW: no run yet; LIVE: holds variables; GONE: a tombstone */
+    int implicit;        /* the implicit namespace of its home session (no handle given) */
+    int busy;            /* runs in flight */
+    int64_t last_used;   /* end of the last run (or start of the current one) */
+    char note[220];      /* implicit namespaces: why the variables went, for the next run */
+    char why[200];       /* tombstones: what happened, for a run naming the handle */
+};
+
+struct sess {
+    uint64_t id;
+    char principal[PRINCIPAL];
+};
+
+struct drop {
+    uint64_t home, nid;
 };
 
 static struct ns *tab;
 static size_t n_tab, cap_tab;
-static long max_live;
-static int64_t idle_ms;
-static void (*drop_cb)(uint64_t);
+static struct sess *sess;
+static size_t n_sess, cap_sess;
+static char (*homes)[PRINCIPAL]; /* principal homes: index + 1 | HOME_BIT */
+static size_t n_homes, cap_homes;
+static struct drop *drops;
+static size_t n_drops, cap_drops;
+static uint64_t next_nid = 1;
+static long max_live = 256;
+static int64_t idle_ms = 30L * 60 * 1000;
+static void (*home_empty_cb)(uint64_t);
 static struct lp_timer sweep_timer;
 static int sweeping;
 
-static struct ns *find(uint64_t id, int create)
+#define GROW(arr, n, cap, first)                                                                   \
+    do {                                                                                           \
+        if ((n) == (cap)) {                                                                        \
+            (cap) = (cap) ? (cap)*2 : (first);                                                     \
+            (arr) = xrealloc((arr), (cap) * sizeof(*(arr)));                                       \
+        }                                                                                          \
+    } while (0)
+
+/* ---- principals and homes ----------------------------------------------------------------- */
+
+static const char *session_principal(uint64_t id)
+{
+    for (size_t i = 0; i < n_sess; i++)
+        if (sess[i].id == id)
+            return sess[i].principal;
+    return "local";
+}
+
+static const char *home_principal(uint64_t home)
+{
+    if (home & HOME_BIT) {
+        uint64_t i = (home & ~HOME_BIT) - 1;
+        return i < n_homes ? homes[i] : "local";
+    }
+    return session_principal(home);
+}
+
+void ns_set_principal(uint64_t session_id, const char *principal)
+{
+    const char *p = principal && *principal ? principal : "local";
+    for (size_t i = 0; i < n_sess; i++)
+        if (sess[i].id == session_id) {
+            snprintf(sess[i].principal, PRINCIPAL, "%s", p);
+            return;
+        }
+    GROW(sess, n_sess, cap_sess, 16);
+    sess[n_sess].id = session_id;
+    snprintf(sess[n_sess].principal, PRINCIPAL, "%s", p);
+    n_sess++;
+}
+
+uint64_t ns_principal_home(const char *principal)
+{
+    char p[PRINCIPAL];
+    snprintf(p, sizeof(p), "%s", principal && *principal ? principal : "local");
+    for (size_t i = 0; i < n_homes; i++)
+        if (strcmp(homes[i], p) == 0)
+            return HOME_BIT | (uint64_t)(i + 1);
+    GROW(homes, n_homes, cap_homes, 8);
+    memcpy(homes[n_homes++], p, PRINCIPAL);
+    return HOME_BIT | (uint64_t)n_homes;
+}
+
+/* ---- the table ----------------------------------------------------------------------------- */
+
+static struct ns *find_nid(uint64_t nid)
 {
     for (size_t i = 0; i < n_tab; i++)
-        if (tab[i].session_id == id)
+        if (tab[i].nid == nid)
             return &tab[i];
-    if (!create)
-        return NULL;
-    if (n_tab == cap_tab) {
-        cap_tab = cap_tab ? cap_tab * 2 : 32;
-        tab = xrealloc(tab, cap_tab * sizeof(*tab));
+    return NULL;
+}
+
+/* Fills out with NS_HANDLE_PREFIX + base64url of HANDLE_RAW bytes from the OS. 0 / -1. */
+static int mint_handle(char *out)
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    unsigned char raw[HANDLE_RAW];
+    size_t got = 0;
+    while (got < sizeof(raw)) {
+        ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            log_error("namespaces", "getrandom failed: %s", strerror(errno));
+            return -1;
+        }
+        got += (size_t)n;
     }
+    char *o = out + strlen(NS_HANDLE_PREFIX);
+    memcpy(out, NS_HANDLE_PREFIX, strlen(NS_HANDLE_PREFIX));
+    for (size_t i = 0; i < sizeof(raw); i += 3) {
+        uint32_t v = (uint32_t)raw[i] << 16 | (uint32_t)raw[i + 1] << 8 | raw[i + 2];
+        *o++ = b64[v >> 18 & 63];
+        *o++ = b64[v >> 12 & 63];
+        *o++ = b64[v >> 6 & 63];
+        *o++ = b64[v & 63];
+    }
+    *o = '\0';
+    explicit_bzero(raw, sizeof(raw));
+    return 0;
+}
+
+static struct ns *new_ns(uint64_t home, const char *principal, int implicit)
+{
+    char handle[NS_HANDLE_SIZE];
+    if (mint_handle(handle) < 0)
+        return NULL;
+    GROW(tab, n_tab, cap_tab, 32);
     struct ns *e = &tab[n_tab++];
     memset(e, 0, sizeof(*e));
-    e->session_id = id;
-    snprintf(e->principal, sizeof(e->principal), "local");
+    e->nid = next_nid++;
+    e->home = home;
+    memcpy(e->handle, handle, sizeof(handle));
+    snprintf(e->principal, sizeof(e->principal), "%s", principal);
+    e->state = NS_NEW;
+    e->implicit = implicit;
+    e->last_used = now_ms();
     return e;
 }
 
-static void drop(struct ns *e, const char *why_log, const char *note)
+static void remove_at(size_t i)
 {
-    log_info("namespaces", "session %llu (%s): variables dropped (%s)",
-             (unsigned long long)e->session_id, e->principal, why_log);
-    e->live = 0;
-    snprintf(e->note, sizeof(e->note), "%s", note);
-    if (drop_cb)
-        drop_cb(e->session_id);
+    explicit_bzero(tab[i].handle, sizeof(tab[i].handle));
+    tab[i] = tab[--n_tab];
 }
 
-static void idle_note(struct ns *e, int64_t idle)
+/* Forgets the oldest tombstones past MAX_GONE. */
+static void prune_gone(void)
 {
-    char note[200];
+    size_t gone = 0;
+    for (size_t i = 0; i < n_tab; i++)
+        gone += tab[i].state == NS_GONE;
+    while (gone > MAX_GONE) {
+        size_t old = n_tab;
+        for (size_t i = 0; i < n_tab; i++)
+            if (tab[i].state == NS_GONE && (old == n_tab || tab[i].last_used < tab[old].last_used))
+                old = i;
+        remove_at(old);
+        gone--;
+    }
+}
+
+static int home_holds_any(uint64_t home)
+{
+    for (size_t i = 0; i < n_tab; i++)
+        if (tab[i].home == home && tab[i].state != NS_GONE)
+            return 1;
+    return 0;
+}
+
+static void forget_drops(uint64_t home)
+{
+    for (size_t i = 0; i < n_drops;)
+        if (drops[i].home == home)
+            drops[i] = drops[--n_drops];
+        else
+            i++;
+}
+
+/* e's variables go. note: the implicit namespace's next-run note; why: a tombstone's story
+ * ("expired after 31 min idle"). tell_home: report a home left empty (not when the home itself
+ * is what went away). */
+static void drop(struct ns *e, const char *why_log, const char *note, const char *why,
+                 int tell_home)
+{
+    log_info("namespaces", "namespace n%llu of %s (home %llx): variables dropped (%s)",
+             (unsigned long long)e->nid, e->principal, (unsigned long long)e->home, why_log);
+    if (e->state == NS_LIVE) {
+        GROW(drops, n_drops, cap_drops, 16);
+        drops[n_drops++] = (struct drop){e->home, e->nid};
+    }
+    e->state = NS_GONE;
+    snprintf(e->note, sizeof(e->note), "%s", note);
+    snprintf(e->why, sizeof(e->why), "%s", why);
+    uint64_t home = e->home;
+    prune_gone(); /* may move entries: e is not used past here */
+    if (tell_home && !home_holds_any(home)) {
+        forget_drops(home); /* the worker goes with them */
+        if (home_empty_cb)
+            home_empty_cb(home);
+    }
+}
+
+static void fmt_idle(char *out, size_t n, int64_t idle)
+{
     if (idle >= 60000)
-        snprintf(note, sizeof(note), "this session's variables were discarded after %lld min idle",
-                 (long long)(idle / 60000));
+        snprintf(out, n, "%lld min", (long long)(idle / 60000));
     else
-        snprintf(note, sizeof(note), "this session's variables were discarded after %lld s idle",
-                 (long long)(idle / 1000));
-    drop(e, "idle", note);
+        snprintf(out, n, "%lld s", (long long)(idle / 1000));
+}
+
+/* tell_home: 0 when a run is about to use the home (its worker stays). */
+static void drop_idle(struct ns *e, int64_t idle, int tell_home)
+{
+    char t[32], note[220], why[200];
+    fmt_idle(t, sizeof(t), idle);
+    snprintf(note, sizeof(note), "this session's variables were discarded after %s idle", t);
+    snprintf(why, sizeof(why), "expired after %s idle", t);
+    drop(e, "idle", note, why, tell_home);
 }
 
 static size_t live_count(void)
 {
     size_t n = 0;
     for (size_t i = 0; i < n_tab; i++)
-        n += tab[i].live;
+        n += tab[i].state == NS_LIVE;
     return n;
+}
+
+static int idle_past_ttl(const struct ns *e, int64_t now)
+{
+    return e->state != NS_GONE && !e->busy && now - e->last_used >= idle_ms;
 }
 
 static void sweep(void *ud)
 {
     (void)ud;
     int64_t now = now_ms();
+    for (size_t i = 0; i < n_tab;) {
+        if (!idle_past_ttl(&tab[i], now)) {
+            i++;
+        } else if (tab[i].state == NS_NEW && !tab[i].implicit) { /* never used: nothing to tell */
+            remove_at(i);
+        } else {
+            drop_idle(&tab[i], now - tab[i].last_used, 1);
+            i = 0; /* the table may have moved; dropped entries are skipped */
+        }
+    }
+    size_t kept = 0;
     for (size_t i = 0; i < n_tab; i++)
-        if (tab[i].live && !tab[i].busy && now - tab[i].last_used >= idle_ms)
-            idle_note(&tab[i], now - tab[i].last_used);
-    sweeping = live_count() > 0;
+        kept += tab[i].state != NS_GONE;
+    sweeping = kept > 0;
     if (sweeping)
         lp_timer_start(&sweep_timer, idle_ms < SWEEP_MS ? idle_ms : SWEEP_MS, sweep, NULL);
 }
 
-void ns_init(void (*drop_fn)(uint64_t session_id))
+static void arm_sweep(void)
 {
-    drop_cb = drop_fn;
+    if (!sweeping) {
+        sweeping = 1;
+        lp_timer_start(&sweep_timer, idle_ms < SWEEP_MS ? idle_ms : SWEEP_MS, sweep, NULL);
+    }
+}
+
+void ns_init(void (*home_empty)(uint64_t home))
+{
+    home_empty_cb = home_empty;
     max_live = env_long("CODEMCP_MAX_NAMESPACES", 256);
     if (max_live < 1)
         max_live = 1;
@@ -100,12 +308,123 @@ void ns_init(void (*drop_fn)(uint64_t session_id))
         idle_ms = 100;
 }
 
-void ns_set_principal(uint64_t session_id, const char *principal)
+/* ---- resolving a run's namespace --------------------------------------------------------- */
+
+static int well_formed(const char *h)
 {
-    struct ns *e = find(session_id, 1);
-    snprintf(e->principal, sizeof(e->principal), "%s",
-             principal && *principal ? principal : "local");
+    size_t np = strlen(NS_HANDLE_PREFIX);
+    if (strncmp(h, NS_HANDLE_PREFIX, np) != 0 || strlen(h) != np + NS_HANDLE_CHARS)
+        return 0;
+    for (const char *c = h + np; *c; c++)
+        if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+              *c == '-' || *c == '_'))
+            return 0;
+    return 1;
 }
+
+/* The entry whose handle is h, comparing every entry in constant time. */
+static struct ns *find_handle(const char *h)
+{
+    struct ns *hit = NULL;
+    for (size_t i = 0; i < n_tab; i++)
+        if (secure_streq(tab[i].handle, h))
+            hit = &tab[i];
+    return hit;
+}
+
+static void fill(struct ns_ref *out, const struct ns *e)
+{
+    out->nid = e->nid;
+    out->home = e->home;
+    memcpy(out->handle, e->handle, sizeof(out->handle));
+}
+
+static struct ns *implicit_of(uint64_t home)
+{
+    for (size_t i = 0; i < n_tab; i++)
+        if (tab[i].implicit && tab[i].home == home)
+            return &tab[i];
+    return NULL;
+}
+
+/* No handle: the session's implicit namespace when it is its own home (a new one, carrying
+ * the old one's note, when that went), else a fresh namespace in the home. */
+static int resolve_implicit(uint64_t session_id, uint64_t home, struct ns_ref *out, char *err,
+                            size_t errlen)
+{
+    int64_t now = now_ms();
+    int own = home == session_id;
+    struct ns *e = own ? implicit_of(home) : NULL;
+    if (e && e->state == NS_LIVE && idle_past_ttl(e, now)) {
+        drop_idle(e, now - e->last_used, 0);
+        e = implicit_of(home); /* the table may have moved */
+    }
+    if (e && e->state != NS_GONE) {
+        fill(out, e);
+        return 0;
+    }
+    char note[sizeof(e->note)] = "";
+    if (e) { /* the implicit namespace went: its successor tells why */
+        snprintf(note, sizeof(note), "%s", e->note);
+        e->implicit = 0;
+        e->note[0] = '\0';
+    }
+    struct ns *n = new_ns(home, own ? session_principal(session_id) : home_principal(home), own);
+    if (!n) {
+        snprintf(err, errlen, "codemcp could not create a namespace (no randomness available)");
+        return -1;
+    }
+    snprintf(n->note, sizeof(n->note), "%s", note);
+    arm_sweep();
+    fill(out, n);
+    return 0;
+}
+
+int ns_resolve(uint64_t session_id, uint64_t home, const char *handle, struct ns_ref *out,
+               char *err, size_t errlen)
+{
+    if (!handle)
+        return resolve_implicit(session_id, home, out, err, errlen);
+    const char *me = session_principal(session_id);
+    if (!well_formed(handle)) {
+        snprintf(err, errlen,
+                 "malformed namespace handle: `namespace` must be a handle an earlier "
+                 "execute_python result returned (\"%s\" followed by %d letters, digits, - or _); "
+                 "leave it out to start a new namespace",
+                 NS_HANDLE_PREFIX, NS_HANDLE_CHARS);
+        return -1;
+    }
+    struct ns *e = find_handle(handle);
+    if (e && strcmp(e->principal, me) != 0) {
+        /* Answered exactly like a handle never issued: no oracle for other principals'. */
+        log_warn("namespaces", "session %llu (%s) named a namespace of another principal",
+                 (unsigned long long)session_id, me);
+        e = NULL;
+    }
+    int64_t now = now_ms();
+    if (e && e->state == NS_LIVE && idle_past_ttl(e, now)) {
+        drop_idle(e, now - e->last_used, 0);
+        e = find_handle(handle); /* moved, or even forgotten past MAX_GONE */
+    }
+    if (!e) {
+        snprintf(err, errlen,
+                 "unknown namespace handle: no namespace of yours has it (it was never issued to "
+                 "this principal, or it was forgotten long ago); leave `namespace` out to start "
+                 "a new one");
+        return -1;
+    }
+    if (e->state == NS_GONE) {
+        snprintf(err, errlen,
+                 "namespace %s; its variables were discarded. Leave `namespace` out to start a "
+                 "new one",
+                 e->why);
+        return -1;
+    }
+    fill(out, e);
+    return 0;
+}
+
+/* ---- runs ------------------------------------------------------------------------------------ */
 
 /* The namespace to drop to make room for `who`, or NULL: the least recently used idle one of
  * the same principal, else another principal's that is past the idle TTL. */
@@ -115,7 +434,7 @@ static struct ns *victim(const struct ns *who)
     int64_t now = now_ms();
     for (size_t i = 0; i < n_tab; i++) {
         struct ns *e = &tab[i];
-        if (!e->live || e->busy || e == who)
+        if (e->state != NS_LIVE || e->busy || e == who)
             continue;
         if (strcmp(e->principal, who->principal) == 0) {
             if (!same || e->last_used < same->last_used)
@@ -127,47 +446,57 @@ static struct ns *victim(const struct ns *who)
     return same ? same : other;
 }
 
-int ns_run_start(uint64_t session_id, const char **note, char *err, size_t errlen)
+int ns_run_start(uint64_t nid, const char **note, int *fresh, char *err, size_t errlen)
 {
-    static char note_buf[200];
-    struct ns *e = find(session_id, 1);
+    static char note_buf[220];
     note_buf[0] = '\0';
-    if (!e->live) {
+    *note = note_buf;
+    *fresh = 0;
+    struct ns *e = find_nid(nid);
+    if (!e || e->state == NS_GONE) {
+        snprintf(err, errlen,
+                 "this run's namespace was discarded while the run waited (%s); run it again "
+                 "without `namespace`",
+                 e ? e->why : "forgotten");
+        return -1;
+    }
+    if (e->state == NS_NEW) {
         while ((long)live_count() >= max_live) {
             struct ns *v = victim(e);
             if (!v) {
                 snprintf(err, errlen,
-                         "codemcp keeps the variables of at most %ld sessions "
+                         "codemcp keeps the variables of at most %ld namespaces "
                          "(CODEMCP_MAX_NAMESPACES) and none can be dropped now (they are in use "
                          "or belong to other principals and are not idle): end an unused session "
                          "or retry later",
                          max_live);
-                log_warn("namespaces", "session %llu (%s): refused, %ld namespaces kept",
-                         (unsigned long long)session_id, e->principal, max_live);
+                log_warn("namespaces", "namespace n%llu (%s): refused, %ld namespaces kept",
+                         (unsigned long long)nid, e->principal, max_live);
                 return -1;
             }
             drop(v, "room was needed",
                  "this session's variables were discarded to make room: its principal has more "
                  "sessions with variables than CODEMCP_MAX_NAMESPACES allows (least recently "
-                 "used first)");
+                 "used first)",
+                 "was discarded to make room (its principal had more namespaces than "
+                 "CODEMCP_MAX_NAMESPACES allows; least recently used first)",
+                 1);
+            e = find_nid(nid); /* the table may have moved */
         }
-        e->live = 1;
+        e->state = NS_LIVE;
+        *fresh = 1;
         snprintf(note_buf, sizeof(note_buf), "%s", e->note);
         e->note[0] = '\0';
     }
     e->busy++;
     e->last_used = now_ms();
-    if (!sweeping) {
-        sweeping = 1;
-        lp_timer_start(&sweep_timer, idle_ms < SWEEP_MS ? idle_ms : SWEEP_MS, sweep, NULL);
-    }
-    *note = note_buf;
+    arm_sweep();
     return 0;
 }
 
-void ns_run_end(uint64_t session_id)
+void ns_run_end(uint64_t nid)
 {
-    struct ns *e = find(session_id, 0);
+    struct ns *e = find_nid(nid);
     if (!e)
         return;
     if (e->busy > 0)
@@ -175,11 +504,93 @@ void ns_run_end(uint64_t session_id)
     e->last_used = now_ms();
 }
 
+json_t *ns_take_drops(uint64_t home)
+{
+    json_t *a = NULL;
+    for (size_t i = 0; i < n_drops;) {
+        if (drops[i].home != home) {
+            i++;
+            continue;
+        }
+        char key[32];
+        snprintf(key, sizeof(key), "n%llu", (unsigned long long)drops[i].nid);
+        if (!a)
+            a = json_array();
+        json_array_append_new(a, json_string(key));
+        drops[i] = drops[--n_drops];
+    }
+    return a;
+}
+
+/* Every namespace of home goes (the home itself went): tombstones telling `why`. Namespaces
+ * that never ran are forgotten, except (keep_implicit) the home's implicit one, which keeps
+ * the note for its first run. */
+static void drop_home(uint64_t home, const char *why_log, const char *note, const char *why,
+                      int keep_implicit)
+{
+    for (size_t i = 0; i < n_tab;) {
+        struct ns *e = &tab[i];
+        if (e->home != home || e->state == NS_GONE ||
+            (e->state == NS_NEW && e->implicit && keep_implicit)) {
+            i++;
+        } else if (e->state == NS_NEW) {
+            remove_at(i);
+        } else {
+            drop(e, why_log, note, why, 0);
+            i = 0; /* the table may have moved; dropped entries are skipped */
+        }
+    }
+    forget_drops(home);
+}
+
 void ns_forget(uint64_t session_id)
 {
-    struct ns *e = find(session_id, 0);
-    if (e)
-        *e = tab[--n_tab];
+    drop_home(session_id, "its session closed", "",
+              "ended with the MCP session that held it (a session's namespaces end with it)", 0);
+    for (size_t i = 0; i < n_tab; i++)
+        if (tab[i].home == session_id)
+            tab[i].implicit = 0;
+    for (size_t i = 0; i < n_sess; i++)
+        if (sess[i].id == session_id) {
+            sess[i] = sess[--n_sess];
+            break;
+        }
+}
+
+void ns_home_lost(uint64_t home)
+{
+    /* The implicit namespace's next answer carries workers.c's own notice: no second note. */
+    drop_home(home, "its worker was ended", "",
+              "was lost when its Python worker was ended (idle longer than "
+              "CODEMCP_SESSION_IDLE_MS, or to make room for another session)",
+              1);
+}
+
+int ns_pick_home_victim(uint64_t for_home, const uint64_t *cand, size_t n)
+{
+    const char *me = home_principal(for_home);
+    int64_t now = now_ms();
+    int same = -1, other = -1;
+    int64_t same_t = 0, other_t = 0;
+    for (size_t k = 0; k < n; k++) {
+        int busy = 0;
+        int64_t last = 0;
+        for (size_t i = 0; i < n_tab; i++)
+            if (tab[i].home == cand[k] && tab[i].state != NS_GONE) {
+                busy |= tab[i].busy > 0;
+                if (tab[i].last_used > last)
+                    last = tab[i].last_used;
+            }
+        if (busy)
+            continue;
+        if (strcmp(home_principal(cand[k]), me) == 0) {
+            if (same < 0 || last < same_t)
+                same = (int)k, same_t = last;
+        } else if (now - last >= idle_ms && (other < 0 || last < other_t)) {
+            other = (int)k, other_t = last;
+        }
+    }
+    return same >= 0 ? same : other;
 }
 
 size_t ns_count(void)
@@ -189,9 +600,18 @@ size_t ns_count(void)
 
 void ns_free_all(void)
 {
-    lp_timer_stop(&sweep_timer);
+    if (sweeping)
+        lp_timer_stop(&sweep_timer);
     sweeping = 0;
+    for (size_t i = 0; i < n_tab; i++)
+        explicit_bzero(tab[i].handle, sizeof(tab[i].handle));
     free(tab);
+    free(sess);
+    free(homes);
+    free(drops);
     tab = NULL;
-    n_tab = cap_tab = 0;
+    sess = NULL;
+    homes = NULL;
+    drops = NULL;
+    n_tab = cap_tab = n_sess = cap_sess = n_homes = cap_homes = n_drops = cap_drops = 0;
 }

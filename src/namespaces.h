@@ -1,35 +1,80 @@
-/* namespaces — which sessions' Python variables the gateway keeps, and which it drops.
+/* namespaces — the table of Python namespaces the gateway keeps, their handles, and which
+ * are dropped.
  *
- * A session's namespace lives from its first run until the session ends, until it has been
- * idle for CODEMCP_NAMESPACE_IDLE_MS (1800000), or until room is needed: at most
- * CODEMCP_MAX_NAMESPACES (256) are kept. Room is made by dropping the least recently used
- * namespace of the SAME principal that is not running; another principal's namespace is
- * taken only once it has been idle for the idle TTL, and one in use never. When nothing may
- * be dropped the run is refused with a message. A dropped session's next run carries a note
- * ("this session's variables were discarded after N min idle") that the runtime adds to a
- * NameError. The policy is here; dropping is the drop callback's job (today the worker forgets
- * the namespace; with one interpreter per session it ends that interpreter). Sessions are
- * named by their mcp session id. Loop thread only. */
+ * A namespace is one set of Python variables. Each has an internal id (nid; the worker knows
+ * it as "n<nid>") and a handle, a secret the client passes back as execute_python's
+ * `namespace` argument (SEP-2567's state handle): "ns_" + 32 base64url characters from
+ * getrandom(2) (192 bits), never derived from a session id, never told to a worker. A
+ * namespace belongs to the principal of the session that created it and lives in a **home**:
+ * the key that picks the worker holding it (workers.c's wk_slot_for_session). A stdio or 2025
+ * HTTP session is its own home; session-less (2026) requests of a principal share that
+ * principal's home (ns_principal_home). A handle used by another principal is answered as
+ * unknown (no oracle: a handle of someone else's is indistinguishable from a made-up one).
+ *
+ * A namespace lives until it has been idle for CODEMCP_NAMESPACE_IDLE_MS (1800000), its home
+ * session ends, its home's worker is ended, or room is needed: at most
+ * CODEMCP_MAX_NAMESPACES (256) hold variables. Room is made by dropping the least recently
+ * used namespace of the SAME principal that is not running; another principal's is taken only
+ * once it has been idle for the idle TTL, and one in use never; else the run is refused. The
+ * same rule picks which home's worker workers.c may end when every worker is taken
+ * (ns_pick_home_victim). A dropped namespace leaves a tombstone so that its handle gets "namespace
+ * expired after N min idle; its variables were discarded" instead of "unknown"; a session's
+ * implicit namespace (no handle given) starts over with that note for the NameError instead.
+ * Dropping a namespace's variables is the worker's job: the keys to forget are handed to the
+ * home's next run (ns_take_drops); a home left with no namespace at all gets the home_empty
+ * callback (its worker is ended). Loop thread only. */
 #ifndef CODEMCP_NAMESPACES_H
 #define CODEMCP_NAMESPACES_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* Reads the limits; drop(session_id) is called for every namespace dropped here. */
-void ns_init(void (*drop)(uint64_t session_id));
+#define NS_HANDLE_PREFIX "ns_"
+#define NS_HANDLE_CHARS  32 /* base64url characters after the prefix (24 random bytes) */
+#define NS_HANDLE_SIZE   (sizeof(NS_HANDLE_PREFIX) - 1 + NS_HANDLE_CHARS + 1)
+
+/* Reads the limits; home_empty(home) is called when a home no longer holds any namespace. */
+void ns_init(void (*home_empty)(uint64_t home));
 /* Who a session belongs to (a principal name, or a peer address without authentication);
  * sessions never named belong to "local" (stdio). Copied. */
 void ns_set_principal(uint64_t session_id, const char *principal);
-/* A run of the session starts. Returns 0 and sets *note to a message about variables lost
- * since the last run (static storage, "" when none), or -1 with err filled when no room can
- * be made for a new namespace. */
-int ns_run_start(uint64_t session_id, const char **note, char *err, size_t errlen);
+/* The home of a principal's session-less runs: a stable key per principal name for the
+ * life of the process, with the top bit set, so it never equals an mcp session id (those
+ * count up from 1). A transport serving a session-less request calls
+ * ns_set_principal(id, principal) and mcp_session_set_home(s, ns_principal_home(principal)). */
+uint64_t ns_principal_home(const char *principal);
+
+/* Where a run goes. */
+struct ns_ref {
+    uint64_t nid;  /* the namespace (the worker's key is "n<nid>") */
+    uint64_t home; /* the home holding it: the worker to run in */
+    char handle[NS_HANDLE_SIZE];
+};
+/* Which namespace a run of session `session_id` (whose home is `home`) uses. handle: the
+ * `namespace` argument, or NULL: then the session's implicit namespace when the session is
+ * its own home (stdio, 2025 sessions), else a fresh one. Returns 0 with *out filled, or -1
+ * with a message for the model in err (malformed, unknown or foreign, expired handle). */
+int ns_resolve(uint64_t session_id, uint64_t home, const char *handle, struct ns_ref *out,
+               char *err, size_t errlen);
+/* A run in namespace nid starts. Returns 0, sets *note to a message about variables lost
+ * since its last run (static storage, "" when none) and *fresh to 1 when the namespace has
+ * no variables yet; or -1 with err filled when no room can be made. */
+int ns_run_start(uint64_t nid, const char **note, int *fresh, char *err, size_t errlen);
 /* The run ended (any way). */
-void ns_run_end(uint64_t session_id);
-/* The session ended: forget it (its namespace goes with it elsewhere). */
+void ns_run_end(uint64_t nid);
+/* Worker keys ("n7") of namespaces dropped in `home` since the last call: a new array, or
+ * NULL when none. The caller sends them with the home's next run. */
+json_t *ns_take_drops(uint64_t home);
+/* The session ended: forget it and drop the namespaces it was home of. */
 void ns_forget(uint64_t session_id);
-/* Namespaces kept now. */
+/* workers.c: the worker of `home` was ended while the home lives on; the namespaces that
+ * had variables there are gone (tombstones). */
+void ns_home_lost(uint64_t home);
+/* workers.c: every worker is owned; which of the homes[0..n) (idle, not running) may lose
+ * its worker for `for_home`? The index, or -1 when none may (the rule above). */
+int ns_pick_home_victim(uint64_t for_home, const uint64_t *homes, size_t n);
+/* Namespaces holding variables now. */
 size_t ns_count(void);
 void ns_free_all(void);
 

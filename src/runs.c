@@ -29,7 +29,9 @@ enum run_stop { STOP_NONE, STOP_TIMEOUT, STOP_CANCEL };
 
 struct run {
     char id[32];
-    uint64_t session_id;
+    uint64_t session_id; /* who gets the answer */
+    uint64_t home;       /* whose worker runs it: the home of its namespace (namespaces.h) */
+    struct ns_ref ns;    /* its namespace (nid 0: none, a smoke run) */
     json_t *request_id;
     json_t *progress_token;
     char *code;
@@ -146,6 +148,8 @@ static void answer(struct run *r, json_t *envelope)
     json_object_del(env, "ok");
     json_object_del(env, "calls");
     json_object_del(env, "recycle");
+    if (r->ns.handle[0]) /* the state handle (SEP-2567): pass it back to continue */
+        json_object_set_new(env, "namespace", json_string(r->ns.handle));
     if (r->smoke_done) {
         r->smoke_done(env, is_error);
     } else if (!r->silent) {
@@ -166,7 +170,7 @@ static void finish(struct run *r, json_t *envelope, const char *failure)
         return;
     r->state = RUN_DONE;
     if (r->ns_started)
-        ns_run_end(r->session_id);
+        ns_run_end(r->ns.nid);
     lp_timer_stop(&r->deadline);
     lp_timer_stop(&r->grace);
     calls_cancel_run(r->id, "the run ended");
@@ -259,12 +263,11 @@ static void deadline_expired(void *ud)
 /* Sends r to worker slot. Returns 1 when r was refused and is gone (finished and freed). */
 static int send_run(struct run *r, int slot)
 {
-    char sid[32];
-    snprintf(sid, sizeof(sid), r->smoke_done ? "smoke" : "s%llu",
-             (unsigned long long)r->session_id);
+    char key[32]; /* the worker's name of the namespace: never the handle */
+    snprintf(key, sizeof(key), r->smoke_done ? "smoke" : "n%llu", (unsigned long long)r->ns.nid);
     json_t *params = json_pack(
-        "{s:s, s:s, s:s, s:I, s:b, s:O, s:b, s:I, s:I, s:b, s:b}", "run_id", r->id, "session", sid,
-        "code", r->code, "timeout_ms", (json_int_t)r->timeout_ms, "dry_run", r->dry_run,
+        "{s:s, s:s, s:s, s:I, s:b, s:O, s:b, s:I, s:I, s:b, s:b}", "run_id", r->id, "namespace",
+        key, "code", r->code, "timeout_ms", (json_int_t)r->timeout_ms, "dry_run", r->dry_run,
         "allow_mutations", r->allow_mutations, "enforce_mutations", enforce_mutations,
         "max_output_bytes", (json_int_t)max_output_bytes, "max_result_bytes",
         (json_int_t)max_output_bytes, "reset", r->reset, "validate", validate_programs);
@@ -277,17 +280,23 @@ static int send_run(struct run *r, int slot)
     json_decref(missing);
     const char *note = "";
     char refused[400];
-    if (!r->smoke_done && ns_run_start(r->session_id, &note, refused, sizeof(refused)) < 0) {
+    int fresh = 1;
+    if (!r->smoke_done && ns_run_start(r->ns.nid, &note, &fresh, refused, sizeof(refused)) < 0) {
         json_decref(params);
         finish(r, NULL, refused);
         return 1;
     }
     if (*note) /* the runtime adds it to a NameError */
         json_object_set_new(params, "namespace_note", json_string(note));
+    /* Not fresh but unknown to the worker: its process was replaced (the runtime says so). */
+    json_object_set_new(params, "namespace_fresh", json_boolean(fresh));
+    json_t *drops = ns_take_drops(r->home); /* namespaces of this worker to forget first */
+    if (drops)
+        json_object_set_new(params, "drop_namespaces", drops);
     r->ns_started = !r->smoke_done;
     if (wk_start_run(slot, r->id, params) < 0) {
         if (r->ns_started) /* not sent after all: it is counted again when it is */
-            ns_run_end(r->session_id);
+            ns_run_end(r->ns.nid);
         r->ns_started = 0;
         return 0;
     }
@@ -336,15 +345,16 @@ void run_dispatch(void)
     dispatching = 0;
 }
 
-static struct run *new_run(uint64_t session_id)
+static struct run *new_run(uint64_t session_id, uint64_t home)
 {
     load_settings();
     struct run *r = xcalloc(1, sizeof(*r));
     snprintf(r->id, sizeof(r->id), "r%llu", (unsigned long long)next_run++);
     r->session_id = session_id;
+    r->home = home;
     r->timeout_ms = default_timeout_ms;
     r->allow_mutations = json_array();
-    r->slot = wk_slot_for_session(session_id);
+    r->slot = wk_slot_for_session(home);
     struct run **tail = &runs;
     while (*tail)
         tail = &(*tail)->next;
@@ -352,8 +362,8 @@ static struct run *new_run(uint64_t session_id)
     return r;
 }
 
-int run_submit(uint64_t session_id, json_t *request_id, json_t *arguments, json_t *progress_token,
-               char *err, size_t errlen)
+int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
+               json_t *progress_token, char *err, size_t errlen)
 {
     if (!json_is_object(arguments)) {
         snprintf(err, errlen, "execute_python needs arguments {\"code\": \"...\"}");
@@ -364,6 +374,7 @@ int run_submit(uint64_t session_id, json_t *request_id, json_t *arguments, json_
     json_t *dry = json_object_get(arguments, "dry_run");
     json_t *allow = json_object_get(arguments, "allow_mutations");
     json_t *reset = json_object_get(arguments, "reset");
+    json_t *ns = json_object_get(arguments, "namespace");
     if (!json_is_string(code)) {
         snprintf(err, errlen, "execute_python: \"code\" (a string of Python) is required");
         return -1;
@@ -379,6 +390,12 @@ int run_submit(uint64_t session_id, json_t *request_id, json_t *arguments, json_
     }
     if (reset && !json_is_boolean(reset)) {
         snprintf(err, errlen, "execute_python: \"reset\" must be true or false");
+        return -1;
+    }
+    if (ns && !json_is_null(ns) && !json_is_string(ns)) {
+        snprintf(err, errlen,
+                 "execute_python: \"namespace\" must be the handle string an earlier result "
+                 "returned (leave it out to start a new namespace)");
         return -1;
     }
     if (allow) {
@@ -397,15 +414,19 @@ int run_submit(uint64_t session_id, json_t *request_id, json_t *arguments, json_
     json_object_foreach(arguments, key, v)
     {
         if (strcmp(key, "code") && strcmp(key, "timeout_ms") && strcmp(key, "dry_run") &&
-            strcmp(key, "allow_mutations") && strcmp(key, "reset")) {
+            strcmp(key, "allow_mutations") && strcmp(key, "reset") && strcmp(key, "namespace")) {
             snprintf(err, errlen,
                      "execute_python: unknown argument \"%s\" (valid: code, timeout_ms, dry_run, "
-                     "allow_mutations, reset)",
+                     "allow_mutations, reset, namespace)",
                      key);
             return -1;
         }
     }
-    struct run *r = new_run(session_id);
+    struct ns_ref where;
+    if (ns_resolve(session_id, home, json_string_value(ns), &where, err, errlen) < 0)
+        return -1;
+    struct run *r = new_run(session_id, where.home);
+    r->ns = where;
     r->request_id = json_incref(request_id);
     r->progress_token = json_incref(progress_token);
     r->code = xstrdup(json_string_value(code));
@@ -425,7 +446,7 @@ int run_submit(uint64_t session_id, json_t *request_id, json_t *arguments, json_
 
 int run_smoke(const char *code, void (*done)(json_t *envelope, int is_error))
 {
-    struct run *r = new_run(0);
+    struct run *r = new_run(0, 0);
     r->code = xstrdup(code);
     r->smoke_done = done;
     run_dispatch();

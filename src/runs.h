@@ -31,10 +31,13 @@ struct run_hooks {
 };
 void run_set_hooks(const struct run_hooks *h);
 
-/* Validates `arguments` of tools/call execute_python and queues the run. Returns 0, or
- * -1 with a message in err for invalid params (the caller answers -32602). Borrows. */
-int run_submit(uint64_t session_id, json_t *request_id, json_t *arguments, json_t *progress_token,
-               char *err, size_t errlen);
+/* Validates `arguments` of tools/call execute_python and queues the run. session_id gets
+ * the answer; home is the session's home (namespaces.h: itself for stdio and 2025 sessions,
+ * the principal's for session-less requests); the run's namespace (the `namespace` handle,
+ * or the implicit/fresh one) decides which worker runs it. Returns 0, or -1 with a message in
+ * err for invalid arguments or a bad handle (the caller answers with a tool error). Borrows. */
+int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
+               json_t *progress_token, char *err, size_t errlen);
 /* notifications/cancelled from the client. */
 void run_cancel_request(uint64_t session_id, json_t *request_id, const char *reason);
 /* The session is gone: cancel its runs, forget its namespace. */

@@ -13,6 +13,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
+#include "namespaces.h"
 #include "sandbox.h"
 #include "shapes.h"
 #include "util.h"
@@ -498,6 +499,7 @@ static void end_process(struct worker *w, const char *why)
 static void discard_session(struct worker *w, const char *why)
 {
     remember_discarded(w->session, why);
+    ns_home_lost(w->session); /* its namespaces' handles now say so */
     w->owned = 0;
     end_process(w, why);
 }
@@ -554,15 +556,20 @@ int wk_slot_for_session(uint64_t session_id)
         for (int s = 0; s < n_workers && !w; s++)
             if (!workers[s].owned && workers[s].state == pref[k] && !slot_in_use(s))
                 w = &workers[s];
-    if (!w) { /* evict the least recently used idle session */
-        for (int s = 0; s < n_workers; s++) {
-            struct worker *c = &workers[s];
-            if (c->owned && c->state != WK_BUSY && !slot_in_use(s) &&
-                (!w || c->last_used_ms < w->last_used_ms))
-                w = c;
-        }
+    if (!w) { /* evict an idle session: namespaces.c's rule (same principal first) picks it */
+        uint64_t *homes = xcalloc((size_t)n_workers, sizeof(*homes));
+        int *slots = xcalloc((size_t)n_workers, sizeof(*slots)), k = 0;
+        for (int s = 0; s < n_workers; s++)
+            if (workers[s].owned && workers[s].state != WK_BUSY && !slot_in_use(s)) {
+                homes[k] = workers[s].session;
+                slots[k++] = s;
+            }
+        int v = ns_pick_home_victim(session_id, homes, (size_t)k);
+        w = v < 0 ? NULL : &workers[slots[v]];
+        free(homes);
+        free(slots);
         if (!w)
-            return -1; /* every slot runs another session's program right now */
+            return -1; /* every slot runs or holds another principal's recent session */
         log_info("worker", "worker %d: evicting an idle session for a new one", w->slot);
         discard_session(w, "more sessions were active than CODEMCP_WORKERS allows, so this "
                            "idle session's Python worker was ended and its variables were "
@@ -607,8 +614,9 @@ const char *wk_start_failure(int slot)
         return "codemcp-worker was not found, so Python cannot run (set CODEMCP_WORKER_BIN "
                "or reinstall codemcp)";
     if (slot < 0)
-        return "every Python worker is running another session's program right now "
-               "(CODEMCP_WORKERS caps them): try again in a moment";
+        return "every Python worker is running another session's program or holds another "
+               "principal's recently used variables (CODEMCP_WORKERS caps them): try again in "
+               "a moment";
     return workers[slot].start_failure;
 }
 

@@ -8,7 +8,9 @@ What agent code sees:
     name: every function of the SDK the run started with, plus Pending, ToolError,
     gather, settle and resolve. Names the previous run injected that the current SDK no
     longer has are removed (unless the code rebound them).
-  * Each session keeps its namespace between runs (`reset: true` starts over).
+  * Each namespace keeps its variables between runs (`reset: true` starts over). The
+    gateway names the run's namespace ("n7": an internal key, never the client's handle)
+    and lists the namespaces it dropped (`drop_namespaces`); many live in one worker.
   * print() output is captured per run, capped at max_output_bytes per stream.
   * Calls never read are waited for when the code finishes normally, so their writes
     are reported; after an error, a timeout or a cancellation they are abandoned.
@@ -219,7 +221,7 @@ def _namespace(session: str, reset: bool, snap: sdk.Sdk) -> dict[str, Any]:
 
 
 def drop_session(session: str) -> None:
-    """Forget a session's namespace."""
+    """Forget a namespace (named by the gateway's key, "n7")."""
     _sessions.pop(session, None)
     _injected.pop(session, None)
 
@@ -458,7 +460,15 @@ def _run(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     if not isinstance(code, str):
         raise BadRequest("run: params.code must be a string")
     run_id = params.get("run_id")
-    session = str(params.get("session") or "default")
+    session = str(params.get("namespace") or params.get("session") or "default")
+    for key in params.get("drop_namespaces") or ():
+        if isinstance(key, str) and key != session:
+            drop_session(key)
+    if params.get("namespace_fresh") is False and session not in _sessions \
+            and not params.get("namespace_note"):
+        # The gateway knows this namespace had variables; this process never saw them.
+        params["namespace_note"] = ("this namespace's variables were lost: its Python worker "
+                                    "was restarted since its last run")
     max_output = _int_param(params, "max_output_bytes", DEFAULT_MAX_BYTES)
     max_result = _int_param(params, "max_result_bytes", DEFAULT_MAX_BYTES)
     timeout_ms = params.get("timeout_ms")

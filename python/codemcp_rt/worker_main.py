@@ -1,8 +1,8 @@
 """The worker's request loop: read gateway requests, dispatch them, send the replies.
 
 Runs on the worker's main thread (the C host calls ``codemcp_rt.worker_main.main()``).
-Requests are handled one at a time: load_sdk, run, set_shapes, drop_session (a
-notification: the MCP session closed, so its namespace goes). Replies to our own
+Requests are handled one at a time: load_sdk, run, set_shapes, drop_namespace (a
+notification: the gateway dropped that namespace; `run` may also list drops). Replies to our own
 call_tool requests and `cancel` notifications never reach this loop (the C side routes
 them). A `cancel` for the current run makes the C side send SIGUSR1 to this thread; the
 handler installed here raises RunInterrupted once, and only while agent code runs.
@@ -142,10 +142,10 @@ def handle(text: str) -> str | None:
         elif method == "set_shapes":
             sdk.set_shapes(params.get("shapes"))
             result = {"ok": True}
-        elif method == "drop_session":  # the gateway dropped the namespace (src/namespaces.c)
-            session = params.get("session")
+        elif method in ("drop_namespace", "drop_session"):  # src/namespaces.c dropped it
+            session = params.get("namespace", params.get("session"))
             if not isinstance(session, str):
-                raise runner.BadRequest("drop_session needs params.session (a string)")
+                raise runner.BadRequest("%s needs params.namespace (a string)" % method)
             runner.drop_session(session)
             result = {"ok": True}
         elif method == "ping":

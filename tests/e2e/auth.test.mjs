@@ -285,7 +285,7 @@ test('namespaces: idle ones are dropped with a note; room is made from the same 
   assert.equal((await run(b1.client, 'x = 1\nresult = x')).result, 1);
   const a1 = await sdk(full.url, { authorization: `Bearer ${ta}` });
   const refused = await run(a1.client, 'result = 2');
-  assert.match(JSON.stringify(refused), /keeps the variables of at most 1 sessions \(CODEMCP_MAX_NAMESPACES\)/);
+  assert.match(JSON.stringify(refused), /keeps the variables of at most 1 namespaces \(CODEMCP_MAX_NAMESPACES\)/);
   assert.equal((await run(b1.client, 'result = x')).result, 1);
   await a1.client.close();
   await b1.client.close();
