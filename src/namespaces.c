@@ -240,8 +240,10 @@ static void fmt_idle(char *out, size_t n, int64_t idle)
 {
     if (idle >= 60000)
         snprintf(out, n, "%lld min", (long long)(idle / 60000));
-    else
+    else if (idle >= 1000)
         snprintf(out, n, "%lld s", (long long)(idle / 1000));
+    else
+        snprintf(out, n, "%lld ms", (long long)idle);
 }
 
 /* tell_home: 0 when a run is about to use the home (its worker stays). */
