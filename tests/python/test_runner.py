@@ -154,6 +154,26 @@ class SessionTest(RuntimeTest):
         self.assertIs(self.run_code("callable(keep)")["result"], True)
 
 
+class NamespaceTest(RuntimeTest):
+    """Many namespaces in one worker, named by the gateway's key ("n7", never the handle)."""
+
+    def test_namespaces_are_separate_and_dropped_one_by_one(self) -> None:
+        self.run_code("x = 1", namespace="n1")
+        self.run_code("y = 2", namespace="n2")
+        self.assertEqual(self.run_code("x", namespace="n1")["result"], 1)
+        self.assertIn("NameError", self.run_code("x", namespace="n2")["error"])
+        # A run lists the namespaces the gateway dropped: they go before it runs.
+        self.assertEqual(self.run_code("y", namespace="n2", drop_namespaces=["n1", "n9"])["result"], 2)
+        self.assertIn("NameError", self.run_code("x", namespace="n1")["error"])
+
+    def test_lost_namespace_is_named_in_the_name_error(self) -> None:
+        env = self.run_code("z", namespace="n5", namespace_fresh=False)
+        self.assertIn("NameError", env["error"])
+        self.assertIn("variables were lost: its Python worker was restarted", env["error"])
+        fresh = self.run_code("z", namespace="n6", namespace_fresh=True)
+        self.assertNotIn("were lost", fresh["error"])
+
+
 class ThreadRecycleTest(RuntimeTest):
     def test_threads_left_under_enforcement_ask_for_a_fresh_worker(self) -> None:
         code = "import threading, time\nthreading.Thread(target=time.sleep, args=(0.3,), daemon=True).start()"
