@@ -70,6 +70,11 @@ struct hconn {
     char proto[32];
     int has_proto;
     char last_event_id[64];
+    char mcp_method[64], mcp_name[512]; /* 2026 routing headers, trimmed (http_modern.c) */
+    int has_mcp_method, has_mcp_name;
+    json_t *req_id;     /* borrowed while a POST body is handled: echoed in error replies */
+    uint64_t modern_id; /* the transient session of a 2026 request answered over SSE, or 0 */
+    int watch_close;    /* peeked for a closed peer like a GET stream (long-lived POST SSE) */
     int http10;
     char principal[64];
     char www_auth[400], retry_after[24]; /* storage for extra_value */
@@ -129,6 +134,23 @@ void http__reply_json(struct hconn *c, const char *json, size_t len);
 void http__reply_oauth_error(struct hconn *c, int status, const char *error,
                              const char *description);
 void http__reply_sse(struct hconn *c, struct hstream *st, uint64_t from_seq, int prime);
+
+/* ---- http_modern.c: the 2026-07-28 era (session-less POSTs) ------------------------------- */
+
+/* Copies the routing headers (Mcp-Method, Mcp-Name) into c, trimmed; in LWS_CALLBACK_HTTP. */
+void http__modern_headers(struct hconn *c);
+/* 1 when a POST (msg borrowed) belongs to the 2026 era: no Mcp-Session-Id, and the body's
+ * `_meta` or the MCP-Protocol-Version header names a version that is not a 2025 one. */
+int http__modern_wanted(struct hconn *c, json_t *msg);
+/* Serves a 2026 POST: header and envelope checks, then one transient mcp_session for the
+ * request (see http_modern.c); JSON when answered at once, else SSE. `principal` limits. */
+void http__modern_post(struct hconn *c, json_t *msg, long max_per_principal);
+/* A connection ends (http__conn_release): the transient session of its request goes with it
+ * (runs cancelled, subscriptions closed). */
+void http__modern_conn_gone(struct hconn *c);
+/* serve_http's tick for the transient sessions' streams; and ending them all at shutdown. */
+void http__modern_tick(int keepalive);
+void http__modern_close_all(void);
 
 /* ---- http_addr.c: addresses and allow-lists --------------------------------------------- */
 

@@ -47,7 +47,7 @@ static void want_write(struct hconn *c)
 
 static void pause_rx(struct hconn *c)
 {
-    if (c->method == M_GET && !c->rx_paused) {
+    if ((c->method == M_GET || c->watch_close) && !c->rx_paused) {
         lws_rx_flow_control(c->wsi, 0);
         c->rx_paused = 1;
     }
@@ -219,7 +219,7 @@ void http__reply_ready(struct hconn *c, int status)
 /* An HTTP error with a JSON-RPC error body (as the SDK sends them). */
 void http__reply_error(struct hconn *c, int status, int code, const char *message)
 {
-    json_t *e = rpc_error(NULL, code, message, NULL);
+    json_t *e = rpc_error(c->req_id, code, message, NULL); /* the request's id, when readable */
     char *t = rpc_dump(e);
     json_decref(e);
     buf_reset(&c->out);
@@ -321,6 +321,7 @@ void http__conn_release(struct hconn *c)
         return;
     c->live = 0;
     detach(c);
+    http__modern_conn_gone(c); /* a 2026 request's session ends with its connection */
     buf_free(&c->body);
     buf_free(&c->out);
 }
@@ -437,7 +438,7 @@ int http__peer_closed(struct hconn *c)
 void http__stream_tick(struct hstream *st, int keepalive)
 {
     struct hconn *c = st->conn;
-    if (c && c->method == M_GET && http__peer_closed(c)) {
+    if (c && (c->method == M_GET || c->watch_close) && http__peer_closed(c)) {
         http__conn_drop(c, LOG_DEBUG, "the client closed it");
     } else if (c && keepalive && c->headers_sent && !stream_after(st, c->sent_seq)) {
         c->keepalive = 1;

@@ -406,19 +406,32 @@ static void handle_listen(struct mcp_session *s, json_t *id, json_t *params)
     session_send(s, ack, id);
 }
 
-/* A modern request's envelope and method are acceptable; otherwise answers and returns -1. */
-static int modern_admit(struct mcp_session *s, json_t *id, const char *method, json_t *params)
+json_t *mcp_modern_check(json_t *id, const char *method, json_t *params)
 {
+    if (params && !json_is_object(params))
+        return rpc_error(id, RPC_INVALID_PARAMS, "params must be an object", NULL);
     json_t *bad = mcp_era_check_request(id, params);
     if (!bad && mcp_era_removed_method(method)) {
         char why[160];
         snprintf(why, sizeof(why), "%s was removed in protocol %s", method, MCP_MODERN_VERSION);
         bad = rpc_error(id, RPC_METHOD_NOT_FOUND, why, json_pack("{s:s}", "method", method));
     }
+    return bad;
+}
+
+/* A modern request's envelope and method are acceptable; otherwise answers and returns -1.
+ * The request's log level (if any) becomes the session's: a modern client hears
+ * notifications/message only when its request asks (a transient HTTP session is one
+ * request; over stdio the latest request's level holds). */
+static int modern_admit(struct mcp_session *s, json_t *id, const char *method, json_t *params)
+{
+    json_t *bad = mcp_modern_check(id, method, params);
     if (bad) {
         session_send(s, bad, id);
         return -1;
     }
+    int sev = mcp_era_request_log_level(params); /* syslog: 0 emergency .. 7 debug */
+    s->log_level = sev < 0 ? MCP_LEVEL_OFF : (enum mcp_level)(MCP_LEVEL_EMERGENCY - sev);
     char *key = id_key(id);
     if (key)
         json_object_set_new(s->modern_ids, key, json_string(method));

@@ -41,6 +41,13 @@ void mcp_session_log(uint64_t session_id, enum log_level level, const char *text
 /* Whether mcp_session_log would send a message at `level` to session `id`. */
 int mcp_session_log_wanted(uint64_t session_id, enum log_level level);
 
+/* The checks a 2026-07-28 request passes before any method runs (the spec's "ladder"): its
+ * `_meta` envelope (-32602, -32022) and methods that era removed (-32601). NULL when it
+ * passes, else a new error response carrying id (borrowed). mcp_session_receive applies it
+ * to every modern request itself; the HTTP front calls it first to tell these errors (HTTP
+ * 400/404) from a method's own (HTTP 200). */
+json_t *mcp_modern_check(json_t *id, const char *method, json_t *params);
+
 /* The protocol versions we speak, newest first. */
 extern const char *const mcp_protocol_versions[];
 int mcp_protocol_supported(const char *v);

@@ -202,6 +202,7 @@ static void tick(void *ud)
     for (struct hsession *s = sessions; s; s = s->next)
         for (struct hstream *st = s->streams; st; st = st->next)
             http__stream_tick(st, keepalive);
+    http__modern_tick(keepalive);
     lp_timer_start(&tick_timer, TICK_MS, tick, NULL);
 }
 
@@ -330,11 +331,20 @@ static void handle_post(struct hconn *c)
         http__reply_error(c, 400, RPC_PARSE_ERROR, text);
         return;
     }
+    json_t *rid = json_is_object(msg) ? json_object_get(msg, "id") : NULL;
+    c->req_id = json_is_string(rid) || json_is_integer(rid) ? rid : NULL; /* echoed on errors */
     enum rpc_kind kind = json_is_array(msg) ? RPC_INVALID : rpc_classify(msg, &why);
     if (kind == RPC_INVALID) {
         snprintf(text, sizeof(text), "Invalid Request: %s",
                  json_is_array(msg) ? "JSON-RPC batches are not supported; POST one message" : why);
         http__reply_error(c, 400, RPC_INVALID_REQUEST, text);
+        c->req_id = NULL;
+        json_decref(msg);
+        return;
+    }
+    if (http__modern_wanted(c, msg)) { /* 2026-07-28: no session (http_modern.c) */
+        http__modern_post(c, msg, cfg.max_per_principal);
+        c->req_id = NULL;
         json_decref(msg);
         return;
     }
@@ -376,6 +386,7 @@ static void handle_post(struct hconn *c)
         mcp_session_receive(s->mcp, c->body.data, c->body.len);
         http__reply_ready(c, 202);
     }
+    c->req_id = NULL;
     json_decref(msg);
 }
 
@@ -496,6 +507,7 @@ static int on_request(struct hconn *c, struct lws *wsi, const char *uri)
     c->bad_sid = n == -2;
     c->has_proto = header(wsi, 0, "mcp-protocol-version:", c->proto, sizeof(c->proto)) != -1;
     header(wsi, 0, "last-event-id:", c->last_event_id, sizeof(c->last_event_id));
+    http__modern_headers(c);
     header(wsi, WSI_TOKEN_HTTP_ACCEPT, NULL, accept, sizeof(accept));
     header(wsi, WSI_TOKEN_HTTP, NULL, version, sizeof(version));
     c->http10 = strcmp(version, "HTTP/1.0") == 0;
@@ -702,6 +714,7 @@ void http_close(void)
         return;
     closing = 1;
     lp_timer_stop(&tick_timer);
+    http__modern_close_all();
     while (sessions)
         session_end(sessions, "the gateway is shutting down");
     hauth_free();
