@@ -11,13 +11,13 @@
  * connection that carries its answer is released (answered, or closed by the client, which
  * is how the 2026 era cancels over HTTP). Two clients of one principal may both send id 1 at
  * once: their requests live in different sessions, so their replies cannot cross and no id
- * rewriting is needed. The session is tagged with the request's principal (namespaces.c's
- * quotas and eviction see it). Its runs execute in the session's own namespace for now, so
- * variables do not persist between modern requests (namespace handles will give them a home).
- * An alternative, one long-lived session per principal with request ids rewritten, would
- * keep one worker warm but makes cancellation, logging levels and client names shared
- * between unrelated clients of one token; per-request sessions keep every answer, log level
- * and cancellation private to its request.
+ * rewriting is needed. The session is tagged with the request's principal and its home is
+ * the principal's (ns_principal_home): its runs go to that principal's worker, and state
+ * between requests is a namespace handle the client passes back (namespaces.c), never the
+ * transient session. An alternative, one long-lived session per principal with request ids
+ * rewritten, would also keep a worker warm, but it shares cancellation, log levels and client
+ * names between unrelated clients of one token; per-request sessions keep every answer, log
+ * level and cancellation private to its request, and cost one small allocation.
  *
  * Answers: checks that fail before a method runs (the spec's ladder: header mismatch -32020,
  * envelope -32602, unsupported version -32022, removed or unknown method -32601) are JSON
@@ -113,6 +113,7 @@ static struct hsession *req_new(const char *principal)
     snprintf(r->principal, sizeof(r->principal), "%s", principal);
     r->mcp = mcp_session_new(on_send, r, "http 2026");
     ns_set_principal(mcp_session_id(r->mcp), principal);
+    mcp_session_set_home(r->mcp, ns_principal_home(principal)); /* runs in the principal's worker */
     r->last_used_ms = now_ms();
     return r;
 }

@@ -40,11 +40,11 @@ async function startGateway() {
 }
 
 /** Headers of a 2026 POST for method (and Mcp-Name), with the bearer token. */
-function h26(method, name, extra = {}) {
+function h26(method, name, extra = {}, token = gw.token) {
   const h = {
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
-    authorization: `Bearer ${gw.token}`,
+    authorization: `Bearer ${token}`,
     'mcp-protocol-version': V,
     'mcp-method': method,
   };
@@ -53,9 +53,9 @@ function h26(method, name, extra = {}) {
 }
 
 /** One POST; resolves {status, headers, text, messages} (SSE events parsed, or the JSON body). */
-function post(body, headers, { onMessage, signal } = {}) {
+function post(body, headers, { onMessage, signal, url = gw.url } = {}) {
   return new Promise((resolve, reject) => {
-    const u = new URL(gw.url);
+    const u = new URL(url);
     const data = JSON.stringify(body);
     const req = http.request(
       { hostname: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { ...headers, 'content-length': Buffer.byteLength(data) }, agent: false, signal },
@@ -92,11 +92,11 @@ function post(body, headers, { onMessage, signal } = {}) {
   });
 }
 
-const call = (id, code, meta = META) => ({
+const call = (id, code, meta = META, extra = {}) => ({
   jsonrpc: '2.0',
   id,
   method: 'tools/call',
-  params: { _meta: meta, name: 'execute_python', arguments: { code } },
+  params: { _meta: meta, name: 'execute_python', arguments: { code, ...extra } },
 });
 
 async function v2client(mode) {
@@ -271,5 +271,75 @@ describe('the 2026-07-28 era over Streamable HTTP', () => {
     assert.equal(host.status, 403, host.text);
     const origin = await post(body, h26('tools/list', undefined, { origin: 'https://evil.example' }));
     assert.equal(origin.status, 403, origin.text);
+  });
+});
+
+describe('2026 requests of two principals (tokens file): namespaces by handle', () => {
+  const TA = 'alice-token-0123456789abcdef', TB = 'bob-token-0123456789abcdef';
+  let g;
+  before(async () => {
+    const home = tempDir('codemcp-http26-p-', { shared: true });
+    const tokens = path.join(home, 'tokens');
+    fs.writeFileSync(tokens, `alice ${TA}\nbob ${TB}\n`, { mode: 0o600 });
+    const config = writeConfig(home, {});
+    const proc = new Proc({ args: ['start', '-p', '0'], config, home, env: { CODEMCP_HTTP_TOKENS_FILE: tokens, CODEMCP_WORKERS: '4', CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL: '3' }, shared: true });
+    const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
+    assert.ok(m && m[1], `codemcp start did not come up:\n${proc.stderrTail()}`);
+    g = { proc, url: m[1] };
+  });
+  after(async () => {
+    if (!g || g.proc.exit) return;
+    g.proc.child.kill('SIGTERM');
+    const ex = await g.proc.waitExit(ms(15000));
+    assert.equal(ex.code, 0, `codemcp start must exit 0 on SIGTERM:\n${g.proc.stderrTail()}`);
+  });
+
+  const run = async (token, id, code, extra = {}) => {
+    const r = await post(call(id, code, META, extra), h26('tools/call', 'execute_python', {}, token), { url: g.url });
+    assert.equal(r.status, 200, r.text);
+    return r.messages.at(-1).result;
+  };
+
+  test('a handle continues across requests of one principal; none is a fresh namespace; another principal cannot use it', async () => {
+    const first = await run(TA, 1, 'x = "alice"\nresult = x');
+    const ha = first.structuredContent.namespace;
+    assert.match(ha, /^ns_[A-Za-z0-9_-]{32}$/, JSON.stringify(first));
+    const cont = await run(TA, 1, 'x += "!"\nresult = x', { namespace: ha });
+    assert.equal(cont.structuredContent.result, 'alice!', JSON.stringify(cont));
+    assert.equal(cont.structuredContent.namespace, ha);
+    const fresh = await run(TA, 1, 'result = x');
+    assert.match(fresh.structuredContent.error, /NameError/, 'a request without a handle starts afresh');
+    assert.notEqual(fresh.structuredContent.namespace, ha);
+    const foreign = await run(TB, 1, 'result = x', { namespace: ha });
+    assert.equal(foreign.isError, true, JSON.stringify(foreign));
+    assert.match(foreign.content[0].text, /^unknown namespace handle/);
+    assert.ok(!JSON.stringify(foreign).includes('alice'));
+  });
+
+  test('per-principal bound: CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL open 2026 streams, then 429 for that principal only', async () => {
+    // This gateway allows 3 per principal; bob holds 3 listen streams open.
+    const acs = [];
+    const acks = [];
+    for (let i = 0; i < 3; i++) {
+      const ac = new AbortController();
+      acs.push(ac);
+      let got = false;
+      acks.push(() => got);
+      post({ jsonrpc: '2.0', id: i, method: 'subscriptions/listen', params: { _meta: META, notifications: { toolsListChanged: true } } },
+        h26('subscriptions/listen', undefined, {}, TB), { url: g.url, signal: ac.signal, onMessage: () => (got = true) }).catch(() => {});
+    }
+    try {
+      assert.ok(await waitFor(() => acks.every((f) => f()), ms(15000), 50), 'not every listen stream was acknowledged');
+      const over = await post({ jsonrpc: '2.0', id: 'x', method: 'tools/list', params: { _meta: META } }, h26('tools/list', undefined, {}, TB), { url: g.url });
+      assert.equal(over.status, 429, over.text);
+      assert.equal(over.messages[0].id, 'x');
+      const alice = await post({ jsonrpc: '2.0', id: 'y', method: 'tools/list', params: { _meta: META } }, h26('tools/list', undefined, {}, TA), { url: g.url });
+      assert.equal(alice.status, 200, 'another principal is not affected');
+    } finally {
+      for (const ac of acs) ac.abort();
+    }
+    // Closed streams free their places.
+    assert.ok(await waitFor(async () => (await post({ jsonrpc: '2.0', id: 'z', method: 'tools/list', params: { _meta: META } },
+      h26('tools/list', undefined, {}, TB), { url: g.url })).status === 200 || null, ms(10000), 200), 'closed listen streams were never released');
   });
 });
