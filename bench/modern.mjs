@@ -1,13 +1,23 @@
-// Benchmark (issue 12): the 2026-07-28 era against the 2025 one, over stdio, side by side.
+// Benchmark (issue 12): the 2026-07-28 era against the 2025 one, over stdio and over
+// Streamable HTTP (`codemcp start`), side by side.
 //   (1) first tools/call from process start: spawn codemcp (one upstream, server-everything),
 //       then — 2025: initialize + notifications/initialized + tools/call; 2026: tools/call with
 //       the `_meta` envelope straight away; 2026+discover: server/discover, then tools/call —
 //       and time until the execute_python result (a program calling get-sum once) arrives;
 //   (2) per-request cost on a warm gateway: N sequential execute_python requests of an empty
 //       program, with and without the envelope, one process per era, interleaved in rounds.
+//   (3) HTTP, first tools/call from process start: spawn `codemcp start -p 0` (same upstream),
+//       wait for its URL, then 2025: initialize + notifications/initialized + tools/call on the
+//       session; 2026: one POST with the envelope and routing headers;
+//   (4) HTTP, per request on a warm gateway: tools/list (the MCP and HTTP layers alone) and
+//       execute_python of an empty program, on a 2025 session vs session-less 2026 POSTs (with
+//       the namespace handle passed back, as a client continuing its state does, and without), one
+//       keep-alive connection per era, one gateway, interleaved rounds of 20 (paired ratios).
 // Target: the modern path no slower than the 2025 one (ratios ≤ ~1.0).
 // Usage: node bench/modern.mjs [starts=15] [requests=300]   → bench/results/modern.md
+import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LinePeer, ROOT, SERVERS, codemcpBin, fmt, stats } from './lib.mjs';
@@ -85,9 +95,140 @@ for (let done = 0; done < requests; done += 20) {
 await legacy.close();
 await modern.close();
 
+// ---- HTTP ---------------------------------------------------------------------------------
+const TOKEN = 'bench-token-0123456789abcdef0123';
+const httpEnv = { ...env, CODEMCP_HTTP_TOKEN: TOKEN, CODEMCP_LOG: 'warn' };
+
+/** Spawns `codemcp start -p 0`; resolves {proc, url, t0} once it prints its URL. */
+function startHttp() {
+  const t0 = process.hrtime.bigint();
+  const proc = spawn(bin, ['start', '-p', '0'], { env: { ...process.env, ...httpEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  return new Promise((res, rej) => {
+    proc.stderr.on('data', (d) => {
+      err += d;
+      const m = err.match(/serving MCP over Streamable HTTP at (\S+)/);
+      if (m) res({ proc, url: new URL(m[1]), t0 });
+    });
+    proc.on('exit', (c) => rej(new Error(`codemcp start exited ${c}: ${err}`)));
+  });
+}
+const stopHttp = (g) => new Promise((res) => { g.proc.removeAllListeners('exit'); g.proc.on('exit', res); g.proc.kill('SIGTERM'); });
+
+/** One POST; resolves the JSON-RPC answer of `body.id` (JSON or the SSE stream's last event). */
+function hpost(g, agent, body, headers) {
+  const data = JSON.stringify(body);
+  return new Promise((res, rej) => {
+    const req = http.request({ host: g.url.hostname, port: g.url.port, path: g.url.pathname, method: 'POST', agent,
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${TOKEN}`, 'content-length': Buffer.byteLength(data), ...headers } }, (r) => {
+      let t = '';
+      r.setEncoding('utf8');
+      r.on('data', (d) => (t += d));
+      r.on('end', () => {
+        if (!t) return res({ status: r.statusCode, headers: r.headers });
+        if (/event-stream/.test(r.headers['content-type'] || '')) {
+          const msgs = t.split('\n').filter((l) => l.startsWith('data: ') && l.length > 6).map((l) => JSON.parse(l.slice(6)));
+          return res({ ...msgs.filter((m) => m.id === body.id && !m.method).at(-1), headers: r.headers });
+        }
+        res({ ...JSON.parse(t), headers: r.headers });
+      });
+    });
+    req.on('error', rej);
+    req.end(data);
+  });
+}
+
+const h26 = (method, name) => ({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, ...(name ? { 'mcp-name': name } : {}) });
+let hid = 1;
+const call26 = (g, agent, code, extra = {}) => hpost(g, agent, { jsonrpc: '2.0', id: hid++, method: 'tools/call',
+  params: { _meta: META, name: 'execute_python', arguments: { code, ...extra } } }, h26('tools/call', 'execute_python'));
+const list26 = (g, agent) => hpost(g, agent, { jsonrpc: '2.0', id: hid++, method: 'tools/list', params: { _meta: META } }, h26('tools/list'));
+
+async function session25(g, agent) {
+  const r = await hpost(g, agent, { jsonrpc: '2.0', id: hid++, method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }, {});
+  const sh = { 'mcp-session-id': r.headers['mcp-session-id'], 'mcp-protocol-version': '2025-11-25' };
+  await hpost(g, agent, { jsonrpc: '2.0', method: 'notifications/initialized' }, sh);
+  return {
+    call: (code) => hpost(g, agent, { jsonrpc: '2.0', id: hid++, method: 'tools/call', params: { name: 'execute_python', arguments: { code } } }, sh),
+    list: () => hpost(g, agent, { jsonrpc: '2.0', id: hid++, method: 'tools/list' }, sh),
+  };
+}
+
+async function httpFirst(callOnce) {
+  for (;;) {
+    const r = await callOnce();
+    if (r.result && !r.result.isError) return r;
+    if (!/NameError|not connected|connecting/.test(JSON.stringify(r))) throw new Error(JSON.stringify(r));
+    await new Promise((res) => setTimeout(res, 5));
+  }
+}
+
+const httpStartArms = {
+  '2025: initialize, then tools/call': async (g, agent) => {
+    const s = await session25(g, agent);
+    return httpFirst(() => s.call(CALL));
+  },
+  '2026: tools/call with _meta and headers': (g, agent) => httpFirst(() => call26(g, agent, CALL)),
+};
+const httpStartMs = Object.fromEntries(Object.keys(httpStartArms).map((k) => [k, []]));
+for (let r = 0; r < starts; r++) {
+  for (const [name, arm] of Object.entries(httpStartArms)) {
+    const g = await startHttp();
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    await arm(g, agent);
+    httpStartMs[name].push(Number(process.hrtime.bigint() - g.t0) / 1e6);
+    agent.destroy();
+    await stopHttp(g);
+  }
+}
+
+// Per request over HTTP: one gateway, a keep-alive connection per era.
+const hg = await startHttp();
+const agent25 = new http.Agent({ keepAlive: true, maxSockets: 1 });
+const agent26 = new http.Agent({ keepAlive: true, maxSockets: 1 });
+const s25 = await session25(hg, agent25);
+await httpFirst(() => s25.call(CALL));
+const handle = (await httpFirst(() => call26(hg, agent26, CALL))).result.structuredContent.namespace;
+const httpKinds = {
+  'tools/list': { '2025 (session)': () => s25.list(), '2026 (no session)': () => list26(hg, agent26) },
+  'execute_python (empty program)': {
+    '2025 (session)': () => s25.call('result = 1'),
+    '2026 (no session)': () => call26(hg, agent26, 'result = 1', { namespace: handle }),
+    '2026 (no session, no handle: a fresh namespace each time)': () => call26(hg, agent26, 'result = 1'),
+  },
+};
+const NOHANDLE = '2026 (no session, no handle: a fresh namespace each time)';
+const httpPer = {};
+const httpRatios = {};
+for (const [kind, arms] of Object.entries(httpKinds)) {
+  httpPer[kind] = Object.fromEntries(Object.keys(arms).map((k) => [k, []]));
+  httpRatios[kind] = [];
+  for (let done = 0; done < requests; done += 20) {
+    const round = {};
+    for (const [name, fn] of Object.entries(arms)) {
+      const t0 = process.hrtime.bigint();
+      for (let i = 0; i < 20; i++) {
+        const r = await fn();
+        if (!r.result) throw new Error(`${kind} ${name}: ${JSON.stringify(r)}`);
+      }
+      const us = Number(process.hrtime.bigint() - t0) / 1e3 / 20;
+      httpPer[kind][name].push(us);
+      round[name] = us;
+    }
+    httpRatios[kind].push(round['2026 (no session)'] / round['2025 (session)']);
+    if (round[NOHANDLE]) (httpRatios[`${kind}, no handle`] ||= []).push(round[NOHANDLE] / round['2025 (session)']);
+  }
+}
+agent25.destroy();
+agent26.destroy();
+await stopHttp(hg);
+
 const base = stats(startMs['2025: initialize, then tools/call']).median;
+const hbase = stats(httpStartMs['2025: initialize, then tools/call']).median;
 const lines = [
-  '# bench/modern.mjs — the 2026-07-28 era vs the 2025 era (stdio)',
+  '# bench/modern.mjs — the 2026-07-28 era vs the 2025 era (stdio and Streamable HTTP)',
   '',
   `Run: ${new Date().toISOString()}, ${starts} starts per arm, ${requests} warm requests per era, binary ${bin.replace(ROOT + '/', '')}.`,
   'Upstream: server-everything (stdio). Arms interleaved round by round.',
@@ -111,6 +252,27 @@ const lines = [
   }),
   '',
   `Paired per-round ratio 2026 / 2025: median ${fmt(stats(ratios).median, 3)}× (min ${fmt(stats(ratios).min, 3)}, max ${fmt(stats(ratios).max, 3)}), ${ratios.length} rounds.`,
+  '',
+  '## HTTP: first tools/call from process start (`codemcp start`, execute_python calling get-sum once)',
+  '',
+  '| arm | median ms | p99 ms | min | / 2025 |',
+  '|---|---|---|---|---|',
+  ...Object.entries(httpStartMs).map(([k, v]) => {
+    const s = stats(v);
+    return `| ${k} | ${fmt(s.median)} | ${fmt(s.p99)} | ${fmt(s.min)} | ${fmt(s.median / hbase, 2)}× |`;
+  }),
+  '',
+  '## HTTP: per request on a warm gateway (sequential, one keep-alive connection per era)',
+  '',
+  '| request | era | median µs/request | p99 | min |',
+  '|---|---|---|---|---|',
+  ...Object.entries(httpPer).flatMap(([kind, arms]) => Object.entries(arms).map(([k, v]) => {
+    const s = stats(v);
+    return `| ${kind} | ${k} | ${fmt(s.median, 0)} | ${fmt(s.p99, 0)} | ${fmt(s.min, 0)} |`;
+  })),
+  '',
+  ...Object.entries(httpRatios).map(([kind, r]) =>
+    `${kind}: paired per-round ratio 2026 / 2025 median ${fmt(stats(r).median, 3)}× (min ${fmt(stats(r).min, 3)}, max ${fmt(stats(r).max, 3)}), ${r.length} rounds.`),
   '',
 ];
 const out = lines.join('\n');
