@@ -215,15 +215,15 @@ static json_t *ladder(struct hconn *c, json_t *msg, int *status)
 void http__modern_post(struct hconn *c, json_t *msg, long max_per_principal)
 {
     json_t *id = json_object_get(msg, "id");
+    if (!id || !json_object_get(msg, "method")) { /* a notification or a response */
+        http__reply_ready(c, 202); /* nothing of a session to act on; never answered */
+        return;
+    }
     int status;
     json_t *bad = ladder(c, msg, &status);
     if (bad) {
         reply_object(c, status, bad);
         json_decref(bad);
-        return;
-    }
-    if (!id) { /* a notification or a response: nothing of a session to act on */
-        http__reply_ready(c, 202);
         return;
     }
     if (open_of(c->principal) >= max_per_principal) {

@@ -198,6 +198,10 @@ describe('the 2026-07-28 era over Streamable HTTP', () => {
       assert.equal(m.error?.code, code, `${what}: ${r.text}`);
       assert.equal(m.id, body.id, `${what}: the request id must be echoed: ${r.text}`);
     }
+    // Notifications are accepted and never answered.
+    const n = await post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 99 } }, h26('notifications/cancelled'));
+    assert.equal(n.status, 202, n.text);
+    assert.equal(n.text, '');
     // Header values are trimmed; names are case-insensitive.
     const ws = await post(call(20, 'result = 5'), { ...h26('tools/call', '  execute_python\t') });
     assert.equal(ws.status, 200, ws.text);
