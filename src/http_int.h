@@ -92,7 +92,14 @@ struct hconn {
     size_t ev_off;     /* bytes of event sent_seq + 1 already written */
     int keepalive;
     int rx_paused; /* see want_write() in http_stream.c */
+    int legacy;    /* a POST /messages of serve_sse_legacy.c: its body goes there */
 };
+
+/* ---- serve_http.c: for serve_sse_legacy.c ------------------------------------------------ */
+
+/* 1 after answering 429 (c's principal is at CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL) or 503
+ * (CODEMCP_HTTP_MAX_SESSIONS), counting sessions of both transports; 0 when c may open one. */
+int http__session_refused(struct hconn *c);
 
 /* ---- http_stream.c: streams ---------------------------------------------------------------- */
 

@@ -26,6 +26,7 @@
 #include "loop.h"
 #include "mcp_server.h"
 #include "namespaces.h"
+#include "serve_sse_legacy.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -146,7 +147,7 @@ static void on_send(void *tud, const char *text, size_t len, json_t *related)
 
 static long sessions_of(const char *principal)
 {
-    long n = 0;
+    long n = lsse_sessions_of(principal);
     for (struct hsession *s = sessions; s; s = s->next)
         n += strcmp(s->principal, principal) == 0;
     return n;
@@ -162,6 +163,32 @@ static long retry_after_s(const char *principal)
             oldest = s->last_used_ms;
     long left = oldest < 0 ? cfg.idle_ms : (long)(oldest + cfg.idle_ms - now_ms());
     return left < 1000 ? 1 : left / 1000;
+}
+
+int http__session_refused(struct hconn *c)
+{
+    char text[300];
+    if (sessions_of(c->principal) >= cfg.max_per_principal) {
+        snprintf(c->retry_after, sizeof(c->retry_after), "%ld", retry_after_s(c->principal));
+        c->extra_name = "retry-after:";
+        c->extra_value = c->retry_after;
+        log_warn(MODULE, "%s has %ld sessions (CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL): 429",
+                 c->principal, cfg.max_per_principal);
+        snprintf(text, sizeof(text),
+                 "Too Many Requests: %s already has %ld sessions "
+                 "(CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL); end unused ones with DELETE or "
+                 "retry later",
+                 c->principal, cfg.max_per_principal);
+        http__reply_error(c, 429, RPC_SERVER_ERROR, text);
+        return 1;
+    }
+    if (n_sessions + lsse_count() >= cfg.max_sessions) {
+        http__reply_error(
+            c, 503, RPC_SERVER_ERROR,
+            "too many sessions (CODEMCP_HTTP_MAX_SESSIONS); end unused ones with DELETE");
+        return 1;
+    }
+    return 0;
 }
 
 static struct hsession *session_new(const char *principal)
@@ -355,22 +382,8 @@ static void handle_post(struct hconn *c)
         http__reply_error(c, 400, RPC_INVALID_REQUEST,
                           "Invalid Request: this session is already initialized (send initialize "
                           "without Mcp-Session-Id to start a new one)");
-    } else if (is_init && sessions_of(c->principal) >= cfg.max_per_principal) {
-        snprintf(c->retry_after, sizeof(c->retry_after), "%ld", retry_after_s(c->principal));
-        c->extra_name = "retry-after:";
-        c->extra_value = c->retry_after;
-        log_warn(MODULE, "%s has %ld sessions (CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL): 429",
-                 c->principal, cfg.max_per_principal);
-        snprintf(text, sizeof(text),
-                 "Too Many Requests: %s already has %ld sessions "
-                 "(CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL); end unused ones with DELETE or "
-                 "retry later",
-                 c->principal, cfg.max_per_principal);
-        http__reply_error(c, 429, RPC_SERVER_ERROR, text);
-    } else if (is_init && n_sessions >= cfg.max_sessions) {
-        http__reply_error(
-            c, 503, RPC_SERVER_ERROR,
-            "too many sessions (CODEMCP_HTTP_MAX_SESSIONS); end unused ones with DELETE");
+    } else if (is_init && http__session_refused(c)) {
+        /* answered 429 or 503 */
     } else if (is_init) {
         s = session_new(c->principal);
         if (!s)
@@ -522,6 +535,8 @@ static int on_request(struct hconn *c, struct lws *wsi, const char *uri)
         forbid(c, "Origin", origin, "CODEMCP_HTTP_ALLOWED_ORIGINS");
     } else if (!authenticate(c)) {
         /* answered 401 */
+    } else if (strcmp(uri, cfg.path) != 0 && lsse_request(c, uri)) {
+        /* the 2024-11-05 HTTP+SSE transport (serve_sse_legacy.c) took it */
     } else if (strcmp(uri, cfg.path) != 0) {
         char msg[320];
         snprintf(msg, sizeof(msg), "Not Found: MCP is served at %s", cfg.path);
@@ -583,7 +598,9 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
         return 0;
     case LWS_CALLBACK_HTTP_BODY_COMPLETION:
         cl_set_phase(CL_HTTP, wsi, CL_ACTIVE);
-        if (c && c->live && !c->ready)
+        if (c && c->live && !c->ready && c->legacy)
+            lsse_body(c);
+        else if (c && c->live && !c->ready)
             handle_post(c);
         return 0;
     case LWS_CALLBACK_HTTP_WRITEABLE:
@@ -715,6 +732,7 @@ void http_close(void)
     closing = 1;
     lp_timer_stop(&tick_timer);
     http__modern_close_all();
+    lsse_close_all();
     while (sessions)
         session_end(sessions, "the gateway is shutting down");
     hauth_free();

@@ -47,7 +47,7 @@ MODULE_OF = {
     "setup_clients": "setup",
     "oauth_disc": "oauth", "oauth_flow": "oauth", "oauth_store": "oauth",
     "config_wrap": "config", "config_int": "config",
-    "http_int": "serve_http", "http_stream": "serve_http", "http_modern": "serve_http", "http_auth": "serve_http", "http_addr": "serve_http",
+    "http_int": "serve_http", "http_stream": "serve_http", "http_modern": "serve_http", "serve_sse_legacy": "serve_http", "http_auth": "serve_http", "http_addr": "serve_http",
     "redact_rules": "redact",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)\.h"', re.M)
