@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #define SWEEP_MS     250
@@ -21,6 +22,7 @@ struct conn {
     int64_t since_ms; /* start of the current phase */
     int closing;      /* asked lws to close it: no longer counted */
     int trusted;      /* one of our own children (cl_trust_peers) */
+    unsigned spared;  /* pick_victim's round in which it was passed over */
 };
 
 enum reason { R_PEER_PENDING, R_PENDING, R_PEER_CONN, R_DEADLINE, R_NREASONS };
@@ -31,7 +33,7 @@ struct pool {
     struct conn *c;
     size_t n, cap;
     long max_pending_per_peer, max_pending, max_conn_per_peer;
-    long pending_ms, body_ms, trusted_ms;
+    long pending_ms, body_ms, trusted_ms, grace_ms;
     int (*is_ours)(pid_t pid);
     struct lp_timer sweep;
     int sweeping;
@@ -126,16 +128,31 @@ static void arm_sweep(struct pool *p)
     }
 }
 
+/* CODEMCP_HTTP_MAX_PENDING's default: 1024, or half the descriptors when there are fewer
+ * than 2048 (the rest stay for sessions, upstreams and workers). Read after
+ * lp_raise_nofile(). A flood that reopens every connection closed cycles through this pool,
+ * so its size over the flood's rate is how long a young connection is safe. */
+static long default_max_pending(void)
+{
+    struct rlimit rl;
+    long n = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur / 2 < (rlim_t)n)
+        n = (long)(rl.rlim_cur / 2);
+    return n < 64 ? 64 : n;
+}
+
 void cl_init(enum cl_pool pool)
 {
     struct pool *p = &pools[pool];
     if (pool == CL_HTTP) {
         p->name = "http";
         p->max_pending_per_peer = env_long("CODEMCP_HTTP_MAX_PENDING_PER_PEER", 32);
-        p->max_pending = env_long("CODEMCP_HTTP_MAX_PENDING", 256);
+        p->max_pending = env_long("CODEMCP_HTTP_MAX_PENDING", default_max_pending());
         p->max_conn_per_peer = env_long("CODEMCP_HTTP_MAX_CONN_PER_PEER", 512);
         p->pending_ms = env_long("CODEMCP_HTTP_HEADER_TIMEOUT_MS", 10000);
         p->body_ms = env_long("CODEMCP_HTTP_BODY_TIMEOUT_MS", 30000);
+        p->grace_ms = env_long("CODEMCP_HTTP_PENDING_GRACE_MS", 1000);
     } else {
         p->name = "control";
         p->max_pending = env_long("CODEMCP_CONTROL_MAX_PENDING", 8);
@@ -143,6 +160,7 @@ void cl_init(enum cl_pool pool)
         p->max_conn_per_peer = 0; /* workers only: bounded by the pool of workers */
         p->pending_ms = env_long("CODEMCP_CONTROL_AUTH_TIMEOUT_MS", 1000);
         p->body_ms = p->pending_ms;
+        p->grace_ms = 0; /* only workers prove themselves here, and they are trusted */
     }
     if (p->max_pending < 1)
         p->max_pending = 1;
@@ -160,35 +178,70 @@ static int has_request(struct conn *c)
     return n >= 4 && memmem(buf, (size_t)n, "\r\n\r\n", 4) != NULL;
 }
 
-/* The oldest pending connection that is not about to be served, of `peer` when not NULL,
- * and how many pending ones there are. O(n) plus a peek per connection passed over. */
-static struct conn *oldest_pending(struct pool *p, const char *peer, long *count)
+/* 1 when lws has parsed some of c's request (its method and URI): c is mid-request. (Not
+ * lws_http_get_uri_and_method: it logs a warning for every connection without a URI.) */
+static int sent_something(struct conn *c)
 {
-    struct conn *old = NULL;
-    *count = 0;
-    for (size_t i = 0; i < p->n; i++) {
-        struct conn *c = &p->c[i];
-        if (c->closing || c->trusted || c->phase != CL_PENDING ||
-            (peer && strcmp(c->peer, peer) != 0))
-            continue;
-        (*count)++;
-        if (!old || c->since_ms < old->since_ms)
-            old = c;
-    }
-    for (int tries = 0; old && tries < 8 && has_request(old); tries++) { /* spare it: next */
-        struct conn *next = NULL;
+    return lws_hdr_total_length(c->wsi, WSI_TOKEN_POST_URI) > 0 ||
+           lws_hdr_total_length(c->wsi, WSI_TOKEN_GET_URI) > 0 ||
+           lws_hdr_total_length(c->wsi, WSI_TOKEN_DELETE_URI) > 0;
+}
+
+/* How readily c is closed to make room: lower goes first. Past the grace period, connections
+ * that never sent a byte (idle holders), then those stuck mid-request (slowloris); within it,
+ * a young one already mid-request (a real client sends its request head at once), and last a
+ * young one that has not spoken yet (a real client about to). */
+static int victim_rank(const struct pool *p, struct conn *c, int64_t now)
+{
+    int old = now - c->since_ms >= p->grace_ms;
+    int sent = sent_something(c);
+    return old ? (sent ? 1 : 0) : (sent ? 2 : 3);
+}
+
+/* The pending connections of `peer` (all when NULL) that could be closed to make room. */
+static int candidate(const struct conn *c, const char *peer)
+{
+    return !c->closing && !c->trusted && c->phase == CL_PENDING &&
+           (!peer || strcmp(c->peer, peer) == 0);
+}
+
+static long count_pending(struct pool *p, const char *peer)
+{
+    long n = 0;
+    for (size_t i = 0; i < p->n; i++)
+        n += candidate(&p->c[i], peer);
+    return n;
+}
+
+/* The connection to close to make room among the candidates of `peer` (all when NULL): the
+ * lowest victim_rank, oldest first; with old_only, only those past the grace period. A
+ * connection whose request is already readable is passed over (up to 8 of them, each a
+ * peek). NULL when there is none. O(n) per try. */
+static struct conn *pick_victim(struct pool *p, const char *peer, int old_only)
+{
+    static unsigned round;
+    int64_t now = now_ms();
+    round++;
+    for (int tries = 0; tries < 8; tries++) {
+        struct conn *best = NULL;
+        int best_rank = 0;
         for (size_t i = 0; i < p->n; i++) {
             struct conn *c = &p->c[i];
-            if (c == old || c->closing || c->trusted || c->phase != CL_PENDING ||
-                (peer && strcmp(c->peer, peer) != 0) || c->since_ms < old->since_ms ||
-                (c->since_ms == old->since_ms && c < old))
+            if (!candidate(c, peer) || c->spared == round)
                 continue;
-            if (!next || c->since_ms < next->since_ms)
-                next = c;
+            int rank = victim_rank(p, c, now);
+            if (old_only && rank > 1)
+                continue;
+            if (!best || rank < best_rank || (rank == best_rank && c->since_ms < best->since_ms)) {
+                best = c;
+                best_rank = rank;
+            }
         }
-        old = next;
+        if (!best || !has_request(best))
+            return best;
+        best->spared = round; /* about to be served: the next one */
     }
-    return old;
+    return NULL;
 }
 
 int cl_on_accept(enum cl_pool pool, struct lws *wsi)
@@ -210,18 +263,32 @@ int cl_on_accept(enum cl_pool pool, struct lws *wsi)
         long n = 0;
         for (size_t i = 0; i < p->n; i++)
             n += !p->c[i].closing && strcmp(p->c[i].peer, peer) == 0;
-        if (n >= p->max_conn_per_peer) {
+        /* at the bound: one of the peer's pending connections makes room, else refused */
+        struct conn *victim =
+            n >= p->max_conn_per_peer && !trusted ? pick_victim(p, peer, 0) : NULL;
+        if (victim) {
+            close_conn(p, victim, R_PEER_CONN);
+        } else if (n >= p->max_conn_per_peer) {
             hit(p, R_PEER_CONN, peer);
             return -1;
         }
     }
-    long count;
-    struct conn *old = trusted ? NULL : oldest_pending(p, peer, &count);
-    if (old && count >= p->max_pending_per_peer)
-        close_conn(p, old, R_PEER_PENDING);
-    old = trusted ? NULL : oldest_pending(p, NULL, &count);
-    if (old && count >= p->max_pending)
-        close_conn(p, old, R_PENDING);
+    /* Make room: first among this peer's connections past their grace period (its own
+     * flood pays for it), then, at the bound for all peers, among everybody's, this peer's
+     * first when it is over its share. A young connection is closed only in that last case. */
+    long mine = trusted ? 0 : count_pending(p, peer);
+    struct conn *victim = NULL;
+    if (mine >= p->max_pending_per_peer && (victim = pick_victim(p, peer, 1))) {
+        close_conn(p, victim, R_PEER_PENDING);
+        mine--;
+    }
+    if (!trusted && count_pending(p, NULL) >= p->max_pending) {
+        victim = mine >= p->max_pending_per_peer ? pick_victim(p, peer, 0) : NULL;
+        if (!victim)
+            victim = pick_victim(p, NULL, 0);
+        if (victim)
+            close_conn(p, victim, R_PENDING);
+    }
     if (p->n == p->cap) {
         p->cap = p->cap ? p->cap * 2 : 64;
         p->c = xrealloc(p->c, p->cap * sizeof(*p->c));

@@ -7,12 +7,23 @@
  *   - pending connections have a deadline (HTTP headers: CODEMCP_HTTP_HEADER_TIMEOUT_MS,
  *     10000; control token: CODEMCP_CONTROL_AUTH_TIMEOUT_MS, 1000); a body has
  *     CODEMCP_HTTP_BODY_TIMEOUT_MS (30000);
- *   - at most CODEMCP_HTTP_MAX_PENDING_PER_PEER (32) pending HTTP connections per peer
- *     address and CODEMCP_HTTP_MAX_PENDING (256) in all, CODEMCP_CONTROL_MAX_PENDING (8) on
- *     the control listener: a new connection over the bound closes the OLDEST pending one
- *     (a client that connects and speaks at once always gets through a flood of idle ones);
- *   - at most CODEMCP_HTTP_MAX_CONN_PER_PEER (512) HTTP connections per peer in any phase:
- *     more are refused at accept.
+ *   - making room: a new connection from a peer that already has
+ *     CODEMCP_HTTP_MAX_PENDING_PER_PEER (32) pending ones closes one of that peer's pending
+ *     connections past the grace period (CODEMCP_HTTP_PENDING_GRACE_MS, 1000; 0 on the control
+ *     listener); when CODEMCP_HTTP_MAX_PENDING (1024, at most half the descriptors) are
+ *     pending in all
+ *     (CODEMCP_CONTROL_MAX_PENDING, 8, on the control listener), one pending connection is
+ *     closed whatever its age, the new one's peer's first when that peer is over its share.
+ *     The victim: past the grace period before within it; among those, ones that never sent a
+ *     byte, then ones stuck mid-request; young ones mid-request before young ones that have
+ *     not spoken yet; oldest first in each class; a connection whose request head is already
+ *     readable is passed over. So slowloris holders (old) go first, and a client that connects
+ *     and sends its request within the grace period is not closed unless the flood opens more
+ *     than CODEMCP_HTTP_MAX_PENDING connections within that period (all local clients share
+ *     127.0.0.1, so the per-peer share does not shield them from each other);
+ *   - at most CODEMCP_HTTP_MAX_CONN_PER_PEER (512) HTTP connections per peer in any phase: a
+ *     new one closes one of the peer's pending connections (chosen as above), or is refused
+ *     at accept when none is pending.
  * Hitting a limit is logged at once, then at most once per 10 s with a count. Connections
  * are keyed by their lws handle between SERVER_NEW_CLIENT_INSTANTIATED and WSI_DESTROY (the
  * only window in which lws guarantees it); nothing outside this file keeps them.
