@@ -6,10 +6,15 @@
 #include "loop.h"
 #include "util.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #define SWEEP_MS     250
 #define LOG_EVERY_MS 10000
@@ -142,8 +147,85 @@ static long default_max_pending(void)
     return n < 64 ? 64 : n;
 }
 
+/* ---- out of descriptors ------------------------------------------------------------------
+ * lws 4.1 answers EMFILE/ENFILE on accept() by returning to poll() with the connection still
+ * queued, so the listener stays readable and the loop spins. The remedy libuv and nginx use:
+ * one descriptor is kept in reserve; when accept fails for want of descriptors, the reserve
+ * is closed, every listener's queue is drained by accepting and closing at once (those
+ * clients see their connection closed instead of a gateway that burns a core), and the
+ * reserve is taken again. The cost then follows the rate of new connections, not the loop's
+ * speed. Listeners are found once, by asking every open descriptor whether it listens
+ * (SO_ACCEPTCONN): the HTTP front, the control listener when there is one, the admin socket. */
+#define MAX_LISTENERS 8
+#define DRAIN_MAX     1024 /* connections closed per failure, at most */
+
+static int reserve_fd = -1;
+static int listeners[MAX_LISTENERS], n_listeners, listeners_found;
+static int64_t nofd_log_ms;
+static unsigned long nofd_closed;
+
+static void find_listeners(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) && n_listeners < MAX_LISTENERS) {
+        int fd = atoi(e->d_name), on = 0;
+        socklen_t len = sizeof(on);
+        if (e->d_name[0] != '.' && fd != dirfd(d) &&
+            getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on)
+            listeners[n_listeners++] = fd;
+    }
+    closedir(d);
+    listeners_found = 1;
+}
+
+static unsigned long drain(int fd)
+{
+    unsigned long n = 0;
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    while (n < DRAIN_MAX && poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN)) {
+        int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (c < 0)
+            break;
+        close(c);
+        n++;
+    }
+    return n;
+}
+
+static void on_accept_failed(int err)
+{
+    if (err != EMFILE && err != ENFILE)
+        return;
+    if (reserve_fd >= 0)
+        close(reserve_fd);
+    reserve_fd = -1;
+    if (!listeners_found)
+        find_listeners();
+    unsigned long n = 0;
+    for (int i = 0; i < n_listeners; i++)
+        n += drain(listeners[i]);
+    reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    nofd_closed += n;
+    int64_t now = now_ms();
+    if (n && (!nofd_log_ms || now - nofd_log_ms >= LOG_EVERY_MS)) {
+        log_warn("limits",
+                 "out of descriptors: %lu new connection%s closed unserved (raise ulimit -n, "
+                 "or lower CODEMCP_HTTP_MAX_PENDING)",
+                 nofd_closed, nofd_closed == 1 ? "" : "s");
+        nofd_closed = 0;
+        nofd_log_ms = now;
+    }
+}
+
 void cl_init(enum cl_pool pool)
 {
+    if (reserve_fd < 0 && !listeners_found) {
+        reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        lp_on_accept_failed(on_accept_failed);
+    }
     struct pool *p = &pools[pool];
     if (pool == CL_HTTP) {
         p->name = "http";
@@ -337,6 +419,10 @@ size_t cl_count(enum cl_pool pool)
 
 void cl_free_all(void)
 {
+    if (reserve_fd >= 0)
+        close(reserve_fd);
+    reserve_fd = -1;
+    n_listeners = listeners_found = 0;
     for (int i = 0; i < CL_NPOOLS; i++) {
         lp_timer_stop(&pools[i].sweep);
         lp_timer_stop(&pools[i].log_timer);

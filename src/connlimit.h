@@ -24,6 +24,9 @@
  *   - at most CODEMCP_HTTP_MAX_CONN_PER_PEER (512) HTTP connections per peer in any phase: a
  *     new one closes one of the peer's pending connections (chosen as above), or is refused
  *     at accept when none is pending.
+ * Out of descriptors (accept fails with EMFILE/ENFILE, which lws 4.1 would retry in a busy
+ * loop): a reserved descriptor is freed, every listener's queue is accepted and closed at once,
+ * and the reserve is taken again (logged at most every 10 s with a count).
  * Hitting a limit is logged at once, then at most once per 10 s with a count. Connections
  * are keyed by their lws handle between SERVER_NEW_CLIENT_INSTANTIATED and WSI_DESTROY (the
  * only window in which lws guarantees it); nothing outside this file keeps them.

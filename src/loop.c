@@ -508,6 +508,12 @@ void lp_timer_stop(struct lp_timer *t)
 #define ACCEPT_LOG_MS 10000
 static int64_t accept_log_ms;
 static unsigned long accept_failures;
+static void (*accept_failed_cb)(int err); /* lp_on_accept_failed */
+
+void lp_on_accept_failed(void (*cb)(int err))
+{
+    accept_failed_cb = cb;
+}
 
 static void lws_log_emit(int level, const char *line)
 {
@@ -515,6 +521,8 @@ static void lws_log_emit(int level, const char *line)
     if (strncmp(line, "accept: errno", 13) == 0) {
         int64_t now = now_ms();
         int e = atoi(line + 13);
+        if (accept_failed_cb)
+            accept_failed_cb(e); /* e.g. EMFILE: the listener is still readable */
         if (accept_log_ms && now - accept_log_ms < ACCEPT_LOG_MS) {
             accept_failures++;
             return;

@@ -97,6 +97,10 @@ void lp_post(void (*fn)(void *ud), void *ud);
 void lp_on_shutdown_signal(void (*cb)(void));
 /* Called on SIGHUP (each time); without one SIGHUP shuts down like SIGTERM. */
 void lp_on_reload_signal(void (*cb)(void));
+/* Called (inside lws's service, on the loop thread) each time lws fails to accept a
+ * connection on any listener, with the errno. lws 4.1 leaves the listener readable, so
+ * without a remedy EMFILE/ENFILE turn the loop into a busy loop (connlimit.c drains it). */
+void lp_on_accept_failed(void (*cb)(int err));
 /* Raises the soft RLIMIT_NOFILE to the hard limit (call before lp_init: lws sizes its tables
  * from it); spawned children get the original limit back. Children are spawned in their own
  * process group with PR_SET_PDEATHSIG=SIGKILL, so they die with the gateway. */
