@@ -10,6 +10,7 @@
  * (reset in child). */
 #include "loop.h"
 #include "log.h"
+#include "pgguard.h"
 #include "util.h"
 
 #include <errno.h>
@@ -143,6 +144,7 @@ static void reap_children(void)
         struct child_watch *w = find_child(pid);
         if (!w)
             continue;
+        pg_guard_unwatch(pid);
         struct child_watch copy = *w;
         *w = children[--n_children];
         if (copy.cb)
@@ -238,6 +240,7 @@ pid_t lp_spawn(const struct lp_spawn_opts *o, int fds[3], char *err_msg, size_t 
         children = xrealloc(children, cap_children * sizeof(*children));
     }
     children[n_children++] = (struct child_watch){.pid = pid};
+    pg_guard_watch(pid); /* its group dies with us even when we are SIGKILLed */
     if (o->want_stdin) {
         close(in[0]);
         fds[0] = in[1];

@@ -20,6 +20,7 @@
 #include "namespaces.h"
 #include "oauth_cli.h"
 #include "oauth_gw.h"
+#include "pgguard.h"
 #include "policy.h"
 #include "redact.h"
 #include "runs.h"
@@ -237,9 +238,10 @@ static void wire_run_pipeline(void)
         .send = mcp_send_to, .log = mcp_session_log, .log_wanted = mcp_session_log_wanted});
     wk_set_hooks(&(struct wk_hooks){
         .run_ended = run_on_worker_ended, .idle = run_dispatch, .slot_in_use = run_uses_slot});
-    ctl_set_hooks(&(struct ctl_hooks){
-        .authenticate = wk_authenticate, .message = wk_on_message, .disconnect = wk_on_disconnect,
-        .is_starting = wk_is_starting});
+    ctl_set_hooks(&(struct ctl_hooks){.authenticate = wk_authenticate,
+                                      .message = wk_on_message,
+                                      .disconnect = wk_on_disconnect,
+                                      .is_starting = wk_is_starting});
     calls_set_hooks(&(struct calls_hooks){
         .run_lookup = run_call_rules, .call_done = run_on_call_done, .reply = ctl_send});
 }
@@ -372,6 +374,11 @@ int main(int argc, char **argv)
     if (smoke_code && *smoke_code && mode == MODE_STDIO)
         mode = MODE_SMOKE;
 
+    /* Before the config (secrets) and any thread: the guard that kills our children's process
+     * groups if we are SIGKILLed (PDEATHSIG reaches only direct children). */
+    if (mode != MODE_DUMP)
+        pg_guard_start();
+
     char *err = NULL;
     int rc =
         wrap ? cfg_from_wrap(wrap, wrap_name, &config, &err) : cfg_load(config_path, &config, &err);
@@ -453,5 +460,6 @@ int main(int argc, char **argv)
     cl_free_all(); /* before the context: WSI_DESTROY callbacks then find nothing to do */
     lp_destroy();
     cfg_free(&config);
+    pg_guard_stop(); /* after every child is gone; reaps the guard */
     return exit_code;
 }

@@ -72,18 +72,19 @@ time.sleep(100)
   await c.kill();
 });
 
-test('kill -9 of the gateway leaves no upstream and no worker behind (PR_SET_PDEATHSIG)', async () => {
+test('kill -9 of the gateway leaves no upstream, no upstream\'s child and no worker behind (PR_SET_PDEATHSIG, the guard)', async () => {
   const home = tempDir('codemcp-hyg-');
   const pidFile = path.join(home, 'up.pid');
   // An upstream that neither reads nor writes: nothing but a signal ends it (the fake's
   // --stubborn dies of EPIPE on its stderr once the gateway is gone).
   const holdPid = path.join(home, 'hold.pid');
+  const wrappedPid = path.join(home, 'wrapped.pid');
   const holdFile = path.join(home, 'hold.py');
   fs.writeFileSync(
     holdFile,
     `import json, os, signal, sys, time
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-open(${JSON.stringify(holdPid)}, 'w').write(str(os.getpid()))
+open(sys.argv[1], 'w').write(str(os.getpid()))
 for line in sys.stdin:
     m = json.loads(line)
     r = {'initialize': {'protocolVersion': m.get('params', {}).get('protocolVersion'), 'capabilities': {'tools': {}},
@@ -100,7 +101,9 @@ while True:
   const hold = holdFile;
   const config = writeConfig(home, {
     stub: servers.fake(['--stubborn', '--pid-file', pidFile]),
-    hold: { type: 'local', command: [PYTHON, hold] },
+    hold: { type: 'local', command: [PYTHON, hold, holdPid] },
+    // `sh -c` forks the real server (as `npx` forks `node`): PDEATHSIG reaches sh only.
+    wrapped: { type: 'local', command: ['/bin/sh', '-c', `${PYTHON} ${hold} ${wrappedPid}; exit 0`] },
     everything: servers.everything(),
   });
   const c = new RawClient({ config, home });
@@ -110,6 +113,8 @@ while True:
   assert.ok(upPid, 'the fake upstream did not start');
   const quiet = await waitFor(() => readPidFile(holdPid), ms(10000));
   assert.ok(quiet, 'the silent upstream did not start');
+  const grandchild = await waitFor(() => readPidFile(wrappedPid), ms(10000));
+  assert.ok(grandchild, 'the upstream under sh -c did not start');
   const kids = c.snapshot();
   assert.ok(kids.length >= 3, `expected upstreams and a worker under codemcp, got ${describeProcs(kids)}`);
   process.kill(c.pid, 'SIGKILL');
@@ -121,6 +126,7 @@ while True:
   assert.ok(left, `still running after kill -9 of codemcp: ${describeProcs(kids.filter((k) => pidAlive(k.pid)))}`);
   assert.ok(!pidAlive(upPid), 'the stubborn upstream survived');
   assert.ok(!pidAlive(quiet), 'the silent upstream survived');
+  assert.ok(!pidAlive(grandchild), 'the server that sh -c started survived');
 });
 
 test('SIGTERM with an upstream that ignores SIGTERM and stdin EOF: exit 0 well within a second', async () => {
