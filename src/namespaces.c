@@ -72,12 +72,18 @@ static int sweeping;
 
 /* ---- principals and homes ----------------------------------------------------------------- */
 
-static const char *session_principal(uint64_t id)
+static const char *named_principal(uint64_t id)
 {
     for (size_t i = 0; i < n_sess; i++)
         if (sess[i].id == id)
             return sess[i].principal;
-    return "local";
+    return NULL;
+}
+
+static const char *session_principal(uint64_t id)
+{
+    const char *p = named_principal(id);
+    return p ? p : "local";
 }
 
 static const char *home_principal(uint64_t home)
@@ -87,6 +93,13 @@ static const char *home_principal(uint64_t home)
         return i < n_homes ? homes[i] : "local";
     }
     return session_principal(home);
+}
+
+/* Who is asking: the session's principal, else (never named) its home's. */
+static const char *asker(uint64_t session_id, uint64_t home)
+{
+    const char *p = named_principal(session_id);
+    return p ? p : home_principal(home);
 }
 
 void ns_set_principal(uint64_t session_id, const char *principal)
@@ -371,7 +384,7 @@ static int resolve_implicit(uint64_t session_id, uint64_t home, struct ns_ref *o
         e->implicit = 0;
         e->note[0] = '\0';
     }
-    struct ns *n = new_ns(home, own ? session_principal(session_id) : home_principal(home), own);
+    struct ns *n = new_ns(home, asker(session_id, home), own);
     if (!n) {
         snprintf(err, errlen, "codemcp could not create a namespace (no randomness available)");
         return -1;
@@ -387,7 +400,7 @@ int ns_resolve(uint64_t session_id, uint64_t home, const char *handle, struct ns
 {
     if (!handle)
         return resolve_implicit(session_id, home, out, err, errlen);
-    const char *me = session_principal(session_id);
+    const char *me = asker(session_id, home);
     if (!well_formed(handle)) {
         snprintf(err, errlen,
                  "malformed namespace handle: `namespace` must be a handle an earlier "

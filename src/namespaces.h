@@ -42,7 +42,8 @@ void ns_set_principal(uint64_t session_id, const char *principal);
 /* The home of a principal's session-less runs: a stable key per principal name for the
  * life of the process, with the top bit set, so it never equals an mcp session id (those
  * count up from 1). A transport serving a session-less request calls
- * ns_set_principal(id, principal) and mcp_session_set_home(s, ns_principal_home(principal)). */
+ * mcp_session_set_home(s, ns_principal_home(principal)) (and may call ns_set_principal: a
+ * session never named counts as its home's principal). */
 uint64_t ns_principal_home(const char *principal);
 
 /* Where a run goes. */

@@ -1,9 +1,11 @@
 /* runs — execute_python requests from MCP sessions, from acceptance to the answer.
  *
- * A run belongs to a session and waits in its worker's queue (runs of one session are
- * serialized, like notebook cells: they share a namespace), is sent to the worker, may
- * make tool calls (calls.c routes and enforces them, asking run_call_rules), and ends with
- * an envelope turned into the MCP CallToolResult. The run timeout is owned here: at the
+ * A run belongs to a session (which gets the answer) and to a namespace (namespaces.h: the
+ * `namespace` handle, the session's implicit one, or a fresh one), whose home picks the
+ * worker. It waits in that worker's queue (runs of one home are serialized, like notebook
+ * cells: one interpreter), is sent to the worker, may make tool calls (calls.c routes and
+ * enforces them, asking run_call_rules), and ends with an envelope turned into the MCP
+ * CallToolResult. The run timeout is owned here: at the
  * deadline the worker gets a cancel; past a grace period the worker is killed and respawned
  * (workers.c). Runs are referred to by their id ("r12") outside this file.
  *

@@ -112,6 +112,9 @@ int main(void)
     struct ns_ref f1b = use(11, ha, f1.handle);
     CHECK(f1b.nid == f1.nid && f1b.home == ha, "a later request continues with the handle");
     ns_forget(11);
+    CHECK(use(20, ha, f1.handle).nid == f1.nid,
+          "a session never named is its home's principal's (the transport set only the home)");
+    CHECK(use(21, hb, f1.handle).nid == 0, "... and bob's home cannot reach alice's handle");
 
     /* Room: at most 3 with variables. alice has a1, a2, f1, f2 ... the room rule ran for each
      * new one: only alice's own least recently used went; bob's b3 stays. */
