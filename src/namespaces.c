@@ -410,7 +410,8 @@ int ns_resolve(uint64_t session_id, uint64_t home, const char *handle, struct ns
         return -1;
     }
     struct ns *e = find_handle(handle);
-    if (e && strcmp(e->principal, me) != 0) {
+    int foreign = e && strcmp(e->principal, me) != 0;
+    if (foreign) {
         /* Answered exactly like a handle never issued: no oracle for other principals'. */
         log_warn("namespaces", "session %llu (%s) named a namespace of another principal",
                  (unsigned long long)session_id, me);
@@ -422,6 +423,9 @@ int ns_resolve(uint64_t session_id, uint64_t home, const char *handle, struct ns
         e = find_handle(handle); /* moved, or even forgotten past MAX_GONE */
     }
     if (!e) {
+        if (!foreign) /* logged alike, so the log's cost tells nothing either */
+            log_warn("namespaces", "session %llu (%s) named an unknown namespace handle",
+                     (unsigned long long)session_id, me);
         snprintf(err, errlen,
                  "unknown namespace handle: no namespace of yours has it (it was never issued to "
                  "this principal, or it was forgotten long ago); leave `namespace` out to start "

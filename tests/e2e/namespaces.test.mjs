@@ -209,3 +209,23 @@ test('HTTP: a full pool never ends another principal\'s recently used worker (na
     await gw.proc.kill();
   }
 });
+
+test('HTTP: an expired handle says so to its principal, and looks unknown to another', async () => {
+  const gw = await start({ CODEMCP_NAMESPACE_IDLE_MS: '1000' });
+  const clients = [];
+  try {
+    const a = await session(gw.url, TA);
+    const b = await session(gw.url, TB);
+    clients.push(a, b);
+    const h = envelope(await call(a, { code: 'v = 1\nresult = v' })).namespace;
+    await sleep(1600);
+    const mine = await call(a, { code: 'result = v', namespace: h });
+    assert.equal(mine.isError, true, JSON.stringify(mine));
+    assert.match(mine.content[0].text, /^namespace expired after 1 s idle; its variables were discarded/);
+    const theirs = await call(b, { code: 'result = v', namespace: h });
+    assert.match(theirs.content[0].text, /^unknown namespace handle/, 'no oracle: Bob learns nothing of the expiry');
+  } finally {
+    for (const c of clients) await c.close().catch(() => {});
+    await gw.proc.kill();
+  }
+});
