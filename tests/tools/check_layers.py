@@ -25,7 +25,7 @@ RANK = {
     # OAuth: discovery, flows and the token store (blocking; helper threads and the CLI), and
     # the gateway's side of it (oauth_gw: refresh scheduling on the loop)
     "oauth": 3.5, "oauth_gw": 4.5,
-    # which namespaces (sessions' variables) are kept, per principal (runs and serve_http ask)
+    # the namespaces (handles, principals, homes) and which are kept (runs, workers, serve_http ask)
     "namespaces": 4,
     # the registry of upstream servers and what is built from it
     "upstream": 10, "toolstate": 10.5, "catalog": 11, "shapes": 12,
