@@ -61,6 +61,17 @@ class LoopTest(RuntimeTest):
         self.assertEqual(replies[4]["result"]["result"], 1)  # s2 untouched
         self.assertEqual(len(t.replies()), 4)  # notifications get no reply
 
+    def test_drop_namespace_forgets_one_namespace(self) -> None:
+        t = self.t
+        t.push_request("run", {"run_id": "r1", "namespace": "n1", "code": "x = 41"}, 1)
+        t.push_request("run", {"run_id": "r2", "namespace": "n2", "code": "y = 1"}, 2)
+        t.push_request("drop_namespace", {"namespace": "n1"}, None)
+        t.push_request("run", {"run_id": "r3", "namespace": "n1", "code": "result = 'x' in dir()"}, 3)
+        t.push_request("run", {"run_id": "r4", "namespace": "n2", "code": "result = y"}, 4)
+        replies = self.serve()
+        self.assertEqual(replies[3]["result"]["result"], False)  # n1's x is gone
+        self.assertEqual(replies[4]["result"]["result"], 1)  # n2, in the same worker, untouched
+
     def test_replies_are_strict_json(self) -> None:
         self.t.push_request("run", {"run_id": "r1", "code": "float('nan')"}, 1)
         self.serve()
