@@ -11,7 +11,9 @@ import { test } from 'node:test';
 
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { Client, Proc, RawClient, connectClient, ms, sleep, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { Client, Proc, RawClient, TESTS, codemcpCommand, codemcpEnv, connectClient, ms, sleep, tempDir, waitFor, writeConfig } from './lib.mjs';
+
+const V2DIR = path.join(TESTS, 'v2', 'node_modules', '@modelcontextprotocol', 'client', 'dist');
 
 const HANDLE = /^ns_[A-Za-z0-9_-]{32}$/;
 
@@ -61,6 +63,26 @@ test('stdio (SDK 1.32.2): every envelope carries the handle; with or without it 
     assert.equal(envelope(reset).namespace, h);
   } finally {
     await c.close();
+  }
+});
+
+test('stdio (SDK v2 pinned to 2026-07-28): the handle continues a namespace without any session', async () => {
+  const { Client: V2Client } = await import(path.join(V2DIR, 'index.mjs'));
+  const { StdioClientTransport: V2Stdio } = await import(path.join(V2DIR, 'stdio.mjs'));
+  const [cmd, args] = codemcpCommand([]);
+  const transport = new V2Stdio({ command: cmd, args, env: codemcpEnv({ config: stdioConfig() }), stderr: 'pipe' });
+  const client = new V2Client({ name: 'nsh-v2', version: '0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await client.connect(transport, { timeout: ms(20000) });
+  try {
+    assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
+    const run = (a) => client.callTool({ name: 'execute_python', arguments: a }, { timeout: ms(60000) });
+    const h = envelope(await run({ code: 'w = [1]\nresult = w' })).namespace;
+    assert.match(h, HANDLE);
+    const cont = envelope(await run({ code: 'w.append(2)\nresult = w', namespace: h }));
+    assert.deepEqual(cont.result, [1, 2]);
+    assert.equal(cont.namespace, h);
+  } finally {
+    await client.close();
   }
 });
 
