@@ -4,8 +4,8 @@
  * deadline timer runs) → at the deadline a cancel goes to the worker and a grace timer
  * starts; past the grace the worker is killed (workers.c restarts it) → DONE. The MCP
  * answer is built here from the worker's envelope plus the run's `namespace` handle:
- * structuredContent and the same envelope as compact JSON text, isError on failure. A run cancelled by the client is
- * stopped and never answered, as MCP asks. */
+ * structuredContent and the same envelope as compact JSON text, isError on failure. A run
+ * cancelled by the client is stopped and never answered, as MCP asks. */
 #include "runs.h"
 #include "calls.h"
 #include "catalog.h"
