@@ -61,6 +61,7 @@ static struct drop *drops;
 static size_t n_drops, cap_drops;
 static uint64_t next_nid = 1;
 static long max_live = 256;
+static long max_per_principal = 64;
 static int64_t idle_ms = 30L * 60 * 1000;
 static void (*home_empty_cb)(uint64_t);
 static struct lp_timer sweep_timer;
@@ -332,6 +333,9 @@ void ns_init(void (*home_empty)(uint64_t home))
     max_live = env_long("CODEMCP_MAX_NAMESPACES", 256);
     if (max_live < 1)
         max_live = 1;
+    max_per_principal = env_long("CODEMCP_MAX_NAMESPACES_PER_PRINCIPAL", 64);
+    if (max_per_principal < 1)
+        max_per_principal = 1;
     idle_ms = env_long("CODEMCP_NAMESPACE_IDLE_MS", 30L * 60 * 1000);
     if (idle_ms < 100)
         idle_ms = 100;
@@ -461,8 +465,8 @@ int ns_resolve(uint64_t session_id, uint64_t home, const char *handle, struct ns
 /* ---- runs ------------------------------------------------------------------------------------ */
 
 /* The namespace to drop to make room for `who`, or NULL: the least recently used idle one of
- * the same principal, else another principal's that is past the idle TTL. */
-static struct ns *victim(const struct ns *who)
+ * the same principal, else (unless own_only) another principal's that is past the idle TTL. */
+static struct ns *victim(const struct ns *who, int own_only)
 {
     struct ns *same = NULL, *other = NULL;
     int64_t now = now_ms();
@@ -473,11 +477,67 @@ static struct ns *victim(const struct ns *who)
         if (strcmp(e->principal, who->principal) == 0) {
             if (!same || e->last_used < same->last_used)
                 same = e;
-        } else if (now - e->last_used >= idle_ms && (!other || e->last_used < other->last_used)) {
+        } else if (!own_only && now - e->last_used >= idle_ms &&
+                   (!other || e->last_used < other->last_used)) {
             other = e;
         }
     }
     return same ? same : other;
+}
+
+static long live_of(const char *principal)
+{
+    long n = 0;
+    for (size_t i = 0; i < n_tab; i++)
+        n += tab[i].state == NS_LIVE && strcmp(tab[i].principal, principal) == 0;
+    return n;
+}
+
+/* Room for namespace nid (about to hold variables): first under its principal's share
+ * (CODEMCP_MAX_NAMESPACES_PER_PRINCIPAL, so one principal cannot fill the table for the
+ * others), then under the total. 0, or -1 with err filled. */
+static int make_room(uint64_t nid, char *err, size_t errlen)
+{
+    for (;;) {
+        struct ns *e = find_nid(nid); /* the table may have moved */
+        int share = live_of(e->principal) >= max_per_principal;
+        if (!share && (long)live_count() < max_live)
+            return 0;
+        struct ns *v = victim(e, share);
+        if (!v) {
+            if (share)
+                snprintf(err, errlen,
+                         "this principal already has %ld namespaces with variables "
+                         "(CODEMCP_MAX_NAMESPACES_PER_PRINCIPAL) and all of them are running: "
+                         "retry when one has finished",
+                         max_per_principal);
+            else
+                snprintf(err, errlen,
+                         "codemcp keeps the variables of at most %ld namespaces "
+                         "(CODEMCP_MAX_NAMESPACES) and none can be dropped now (they are in use "
+                         "or belong to other principals and are not idle): end an unused session "
+                         "or retry later",
+                         max_live);
+            log_warn("namespaces", "namespace n%llu (%s): refused, %zu namespaces kept",
+                     (unsigned long long)nid, e->principal, live_count());
+            return -1;
+        }
+        if (strcmp(v->principal, e->principal) == 0)
+            drop(v, "room was needed",
+                 "this session's variables were discarded to make room: its principal has more "
+                 "namespaces with variables than CODEMCP_MAX_NAMESPACES(_PER_PRINCIPAL) allows "
+                 "(least recently used first)",
+                 "was discarded to make room (its principal had more namespaces than "
+                 "CODEMCP_MAX_NAMESPACES(_PER_PRINCIPAL) allows; least recently used first)",
+                 1);
+        else
+            drop(v, "room was needed, idle",
+                 "this session's variables were discarded to make room after it had been idle "
+                 "for CODEMCP_NAMESPACE_IDLE_MS",
+                 "was discarded to make room after it had been idle for "
+                 "CODEMCP_NAMESPACE_IDLE_MS",
+                 1);
+    }
 }
 
 int ns_run_start(uint64_t nid, const char **note, int *fresh, char *err, size_t errlen)
@@ -495,28 +555,9 @@ int ns_run_start(uint64_t nid, const char **note, int *fresh, char *err, size_t 
         return -1;
     }
     if (e->state == NS_NEW) {
-        while ((long)live_count() >= max_live) {
-            struct ns *v = victim(e);
-            if (!v) {
-                snprintf(err, errlen,
-                         "codemcp keeps the variables of at most %ld namespaces "
-                         "(CODEMCP_MAX_NAMESPACES) and none can be dropped now (they are in use "
-                         "or belong to other principals and are not idle): end an unused session "
-                         "or retry later",
-                         max_live);
-                log_warn("namespaces", "namespace n%llu (%s): refused, %ld namespaces kept",
-                         (unsigned long long)nid, e->principal, max_live);
-                return -1;
-            }
-            drop(v, "room was needed",
-                 "this session's variables were discarded to make room: its principal has more "
-                 "sessions with variables than CODEMCP_MAX_NAMESPACES allows (least recently "
-                 "used first)",
-                 "was discarded to make room (its principal had more namespaces than "
-                 "CODEMCP_MAX_NAMESPACES allows; least recently used first)",
-                 1);
-            e = find_nid(nid); /* the table may have moved */
-        }
+        if (make_room(nid, err, errlen) < 0)
+            return -1;
+        e = find_nid(nid);
         e->state = NS_LIVE;
         *fresh = 1;
         snprintf(note_buf, sizeof(note_buf), "%s", e->note);

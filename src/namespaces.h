@@ -13,9 +13,11 @@
  *
  * A namespace lives until it has been idle for CODEMCP_NAMESPACE_IDLE_MS (1800000), its home
  * session ends, its home's worker is ended, or room is needed: at most
- * CODEMCP_MAX_NAMESPACES (256) hold variables. Room is made by dropping the least recently
- * used namespace of the SAME principal that is not running; another principal's is taken only
- * once it has been idle for the idle TTL, and one in use never; else the run is refused. The
+ * CODEMCP_MAX_NAMESPACES (256) hold variables, at most CODEMCP_MAX_NAMESPACES_PER_PRINCIPAL (64)
+ * of one principal (a session-less client that never passes its handle back cannot crowd the
+ * others out). Room is made by dropping the least recently used namespace of the SAME
+ * principal that is not running; another principal's is taken only once it has been idle for
+ * the idle TTL, and one in use never; else the run is refused. The
  * same rule picks which home's worker workers.c may end when every worker is taken
  * (ns_pick_home_victim). A dropped namespace leaves a tombstone so that its handle gets "namespace
  * expired after N min idle; its variables were discarded" instead of "unknown"; a session's

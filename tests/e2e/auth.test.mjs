@@ -273,7 +273,7 @@ test('namespaces: idle ones are dropped with a note; room is made from the same 
   assert.equal((await run(bob.client, 'result = x + 1')).result, 42, gw.proc.stderrTail());
   const lost = await run(alice[0].client, 'result = y');
   assert.match(lost.error || '', /NameError: name 'y' is not defined/, JSON.stringify(lost) + gw.proc.stderr.split('\n').filter((l) => /namespaces|worker/.test(l)).join('\n'));
-  assert.match(lost.error, /variables were discarded to make room: its principal has more sessions/);
+  assert.match(lost.error, /variables were discarded to make room: its principal has more namespaces/);
   for (const a of alice) await a.client.close();
   await bob.client.close();
   await gw.proc.kill();

@@ -188,6 +188,32 @@ int main(void)
               strstr(err, "ended with the MCP session that held it"),
           "session closed: %s", err);
 
+    /* A principal's share: with 2 per principal and 8 in all, alice's third namespace takes
+     * her own least recently used one, and bob still finds room. */
+    ns_free_all();
+    setenv("CODEMCP_MAX_NAMESPACES", "8", 1);
+    setenv("CODEMCP_MAX_NAMESPACES_PER_PRINCIPAL", "2", 1);
+    ns_init(on_home_empty);
+    ns_set_principal(30, "alice");
+    ns_set_principal(31, "bob");
+    uint64_t hp = ns_principal_home("alice");
+    struct ns_ref p1 = use(30, hp, NULL), p2 = use(30, hp, NULL), p3 = use(30, hp, NULL);
+    CHECK(p1.nid && p2.nid && p3.nid && ns_count() == 2,
+          "a principal holds at most its share (%zu live)", ns_count());
+    CHECK(resolve_err(30, p1.handle, err, sizeof(err)) < 0 && strstr(err, "to make room"),
+          "her least recently used one went: %s", err);
+    CHECK(resolve_err(30, p2.handle, err, sizeof(err)) == 0, "the others stay");
+    CHECK(use(31, 31, NULL).nid != 0 && ns_count() == 3, "bob finds room");
+    struct ns_ref q1, q2, q3;
+    ns_resolve(30, hp, p2.handle, &q1, err, sizeof(err));
+    ns_resolve(30, hp, p3.handle, &q2, err, sizeof(err));
+    ns_run_start(q1.nid, &note, &fresh, err, sizeof(err));
+    ns_run_start(q2.nid, &note, &fresh, err, sizeof(err));
+    ns_resolve(30, hp, NULL, &q3, err, sizeof(err));
+    CHECK(ns_run_start(q3.nid, &note, &fresh, err, sizeof(err)) < 0 &&
+              strstr(err, "CODEMCP_MAX_NAMESPACES_PER_PRINCIPAL"),
+          "her share all running: refused, not taken from bob: %s", err);
+
     ns_free_all();
     lp_destroy();
     return CHECK_DONE();
