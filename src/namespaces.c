@@ -274,7 +274,9 @@ static void fmt_idle(char *out, size_t n, int64_t idle)
         snprintf(out, n, "%lld ms", (long long)idle);
 }
 
-/* tell_home: 0 when a run is about to use the home (its worker stays). */
+/* tell_home: 0 when found idle while resolving a run (its home's worker stays: the run may
+ * need it, and a worker ended then would still be going away when the run is queued; the
+ * worker's own idle timer, CODEMCP_SESSION_IDLE_MS, ends it otherwise). */
 static void drop_idle(struct ns *e, int64_t idle, int tell_home)
 {
     char t[32], note[220], why[200];
@@ -304,8 +306,11 @@ static void sweep(void *ud)
     for (size_t i = 0; i < n_tab;) {
         if (!idle_past_ttl(&tab[i], now)) {
             i++;
-        } else if (tab[i].state == NS_NEW && !tab[i].implicit) { /* never used: nothing to tell */
-            remove_at(i);
+        } else if (tab[i].state == NS_NEW) { /* no variables: nothing to tell */
+            if (tab[i].implicit)
+                i++; /* keeps its note for the session's next run */
+            else
+                remove_at(i);
         } else {
             drop_idle(&tab[i], now - tab[i].last_used, 1);
             i = 0; /* the table may have moved; dropped entries are skipped */
@@ -313,7 +318,7 @@ static void sweep(void *ud)
     }
     size_t kept = 0;
     for (size_t i = 0; i < n_tab; i++)
-        kept += tab[i].state != NS_GONE;
+        kept += tab[i].state == NS_LIVE || (tab[i].state == NS_NEW && !tab[i].implicit);
     sweeping = kept > 0;
     if (sweeping)
         lp_timer_start(&sweep_timer, idle_ms < SWEEP_MS ? idle_ms : SWEEP_MS, sweep, NULL);
