@@ -251,3 +251,45 @@ test('HTTP: an expired handle says so to its principal, and looks unknown to ano
     await gw.proc.kill();
   }
 });
+
+test('HTTP, both eras: a handle from a 2026 request works in a 2025 session of the principal, and back', async () => {
+  const { Client: V2Client, StreamableHTTPClientTransport: V2Http } = await import(path.join(V2DIR, 'index.mjs'));
+  const gw = await start({ CODEMCP_WORKERS: '4' });
+  const clients = [];
+  const modern = async (token) => {
+    const transport = new V2Http(new URL(gw.url), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+    const c = new V2Client({ name: 'nsh-v2-http', version: '0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await c.connect(transport, { timeout: ms(20000) });
+    clients.push(c);
+    return (a) => c.callTool({ name: 'execute_python', arguments: a }, { timeout: ms(60000) });
+  };
+  try {
+    const a26 = await modern(TA);
+    const b26 = await modern(TB);
+    const a25 = await session(gw.url, TA);
+    clients.push(a25);
+
+    const h26 = envelope(await a26({ code: 'm = "from 2026"\nresult = m' })).namespace;
+    assert.match(h26, HANDLE);
+    // A 2026 request without a handle: a fresh namespace, not the last one.
+    const fresh = envelope(await a26({ code: 'result = m' }));
+    assert.match(fresh.error, /NameError/, JSON.stringify(fresh));
+    assert.notEqual(fresh.namespace, h26);
+    // The 2025 session of the same principal continues the session-less namespace...
+    const in25 = envelope(await call(a25, { code: 'm += " and 2025"\nresult = m', namespace: h26 }));
+    assert.equal(in25.result, 'from 2026 and 2025', JSON.stringify(in25));
+    // ...and a 2026 request continues the 2025 session's own namespace by its handle.
+    const h25 = envelope(await call(a25, { code: 's = 25\nresult = s' })).namespace;
+    assert.notEqual(h25, h26);
+    assert.equal(envelope(await a26({ code: 'result = s + 1', namespace: h25 })).result, 26);
+    // Bob, in either era, gets "unknown" for both.
+    for (const h of [h26, h25]) {
+      const r = await b26({ code: 'result = 1', namespace: h });
+      assert.equal(r.isError, true, JSON.stringify(r));
+      assert.match(r.content[0].text, /^unknown namespace handle/);
+    }
+  } finally {
+    for (const c of clients) await c.close().catch(() => {});
+    await gw.proc.kill();
+  }
+});
