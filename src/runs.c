@@ -1,6 +1,6 @@
 /* runs — see runs.h.
  *
- * Life of a run: QUEUED (waiting for its session's worker) → SENT (executing; the
+ * Life of a run: QUEUED (waiting for its home's worker) → SENT (executing; the
  * deadline timer runs) → at the deadline a cancel goes to the worker and a grace timer
  * starts; past the grace the worker is killed (workers.c restarts it) → DONE. The MCP
  * answer is built here from the worker's envelope plus the run's `namespace` handle:
