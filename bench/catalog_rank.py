@@ -1,0 +1,52 @@
+"""bench/catalog_rank.py — search_tools ranking quality outside the gateway, for iterating.
+
+    node bench/catalog_dump.mjs /tmp/cat.json        # the 1,260-function catalog, once
+    /usr/bin/python3 bench/catalog_rank.py /tmp/cat.json [-v]
+
+Builds discovery.Index over the dumped catalog and reports top-1/top-5 on the query sets:
+tests/data/catalog/queries.json split into the half the first ranker was tuned on (even
+positions) and the half it was not (odd positions), and tests/data/catalog/heldout.json
+(written before looking at the ranker; never used for tuning). -v prints the misses.
+"""
+import json
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from codemcp_rt import discovery  # noqa: E402
+
+
+def sets():
+    data = os.path.join(ROOT, "tests", "data", "catalog")
+    old = json.load(open(os.path.join(data, "queries.json")))
+    new = json.load(open(os.path.join(data, "heldout.json")))
+    return [("old tuning half", old[0::2]), ("old held-out half", old[1::2]), ("new held-out set", new)]
+
+
+def main():
+    cat = json.load(open(sys.argv[1]))
+    verbose = "-v" in sys.argv
+    t = time.perf_counter()
+    idx = discovery.Index(cat["names"], cat["info"])
+    build = (time.perf_counter() - t) * 1000
+    lat = []
+    for label, qs in sets():
+        t1 = t5 = 0
+        for q in qs:
+            t = time.perf_counter()
+            got = [idx.names[d] for d in idx.search(q["query"], 5)]
+            lat.append((time.perf_counter() - t) * 1000)
+            ok1 = bool(got) and got[0] in q["expect"]
+            ok5 = any(g in q["expect"] for g in got)
+            t1 += ok1
+            t5 += ok5
+            if verbose and not ok1:
+                print("  %-5s %s\n        want %s\n        got  %s" % ("top5" if ok5 else "MISS", q["query"], q["expect"], got[:5]))
+        print("%-18s n=%2d top-1 %5.1f %%  top-5 %5.1f %%" % (label, len(qs), 100 * t1 / len(qs), 100 * t5 / len(qs)))
+    lat.sort()
+    print("build %.1f ms; search p50 %.3f ms, max %.3f ms (this process, first pass)" % (build, lat[len(lat) // 2], lat[-1]))
+
+
+main()
