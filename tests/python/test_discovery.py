@@ -6,7 +6,7 @@ import unittest
 
 from support import RuntimeTest, sdk_source
 
-from codemcp_rt import discovery, runner, sdk
+from codemcp_rt import discovery, runner, sdk, search, stem
 
 TOOLS = {
     "gh_issues_create": ("gh", "issues_create", True),
@@ -35,12 +35,66 @@ CATALOG = {fn.replace("-", "_"): ["%s(owner: str, repo: str)" % fn.replace("-", 
 
 class Words(unittest.TestCase):
     def test_cases_split_and_stem(self) -> None:
-        self.assertEqual(discovery.words("readTextFile"), ["read", "text", "fil"])
-        self.assertEqual(discovery.words("create-directory"), ["creat", "directory"])
+        self.assertEqual(discovery.words("readTextFile"), ["read", "text", "file"])
+        self.assertEqual(discovery.words("create-directory"), ["creat", "directori"])
         self.assertEqual(discovery.words("list_pull_requests"), ["list", "pull", "request"])
         self.assertEqual(discovery.words("HTTPServer v2"), ["http", "server", "v", "2"])
-        self.assertEqual(discovery.words("Creating the repositories"), ["creat", "repository"])
+        self.assertEqual(discovery.words("Creating the repositories"), ["creat", "repositori"])
         self.assertEqual(discovery.words(""), [])
+
+    def test_porter_stems_meet(self) -> None:
+        # the forms of one word share a stem (Porter), British spellings fold to -ize
+        for group in (["invite", "invitation", "invited"], ["reviewer", "reviews", "reviewing"],
+                      ["followers", "following"], ["protection", "protected"],
+                      ["organisation", "organization", "organizations"]):
+            self.assertEqual(len({stem.stem(w) for w in group}), 1, group)
+        self.assertEqual(stem.stem("ponies"), "poni")  # Porter's own examples
+        self.assertEqual(stem.stem("relational"), "relat")
+        self.assertEqual(stem.stem("hopping"), "hop")
+        self.assertEqual(stem.stem("a1"), "a1")
+
+
+class Query(unittest.TestCase):
+    """How a task's words are read (codemcp_rt.search), on a small index."""
+
+    def index(self) -> "search.Index":
+        names = ["gh_issues_lock", "gh_issues_pin", "gh_issues_list", "gh_issues_get", "gh_meta_get_octocat", "gh_repos_get",
+                 "gh_users_follow", "gh_codespaces_start", "fs_read_file", "gh_repos_delete_subscription",
+                 "gh_repos_get_subscription"]
+        info = {n: {"server": n.split("_")[0], "tool": n.split("_", 1)[1], "summary": n.split("_", 1)[1].replace("_", " "),
+                    "doc": "", "params": [], "signature": n + "()"} for n in names}
+        info["gh_issues_lock"]["signature"] = 'gh_issues_lock(lock_reason: Literal["off-topic", "too heated"] | None = None)'
+        return search.Index(names, info)
+
+    def top(self, idx: "search.Index", q: str) -> str:
+        return idx.names[idx.search(q, 1)[0]]
+
+    def test_enum_values_are_searched(self) -> None:
+        idx = self.index()
+        ranked = [idx.names[d] for d in idx.search("the discussion got too heated", 10)]
+        # lock's reason "too heated" (an enum value) finds it; pin, as close a name, is not found
+        self.assertIn("gh_issues_lock", ranked)
+        self.assertNotIn("gh_issues_pin", ranked)
+
+    def test_values_count_little(self) -> None:
+        idx = self.index()
+        q, _ = idx._query("show octocat/hello-world and read notes.txt")
+        weights = dict(q)
+        self.assertLess(weights["octocat"], 0.5)
+        self.assertLess(weights["txt"], 0.5)
+        self.assertEqual(weights["file"], search._FILE_HINT)  # a file name hints at files
+        self.assertEqual(self.top(idx, "get the repo octocat/hello-world"), "gh_repos_get")
+
+    def test_questions_and_plurals_ask_for_listings(self) -> None:
+        idx = self.index()
+        self.assertTrue(idx._query("which issues are open?")[1])
+        self.assertFalse(idx._query("can you open an issue?")[1])
+        self.assertEqual(self.top(idx, "which issues are locked?"), "gh_issues_list")
+
+    def test_aspect_verbs_yield_to_the_gerund(self) -> None:
+        idx = self.index()
+        self.assertEqual(self.top(idx, "start following torvalds"), "gh_users_follow")
+        self.assertEqual(self.top(idx, "stop watching this repo"), "gh_repos_delete_subscription")
 
 
 class Search(RuntimeTest):

@@ -1,0 +1,468 @@
+"""search — the ranking behind search_tools(): words, synonyms and a BM25F index.
+
+A query is a task in a person's words ("who starred octocat/hello-world?"); a document is
+one SDK function with its fields. Ranking, measured on three query sets (bench/catalog.mjs,
+bench/catalog_rank.py; tuned only on tests/data/catalog/queries.json, the held-out sets
+heldout*.json are never tuned on):
+
+* words: snake_case, camelCase, kebab-case and digit runs split, stop words dropped, Porter
+  stems (codemcp_rt.stem), so "invitation"/"invite" and "reviewers"/"review" meet;
+* fields, BM25F: the tool's name words count most, then its summary, the opening of its
+  description, its parameter names and enum values, the argument docs, the rest of the
+  description and the server name; each field's term frequency is normalised by its length
+  (BM25's b), then the fields are summed and saturated once (k1);
+* the query side: each word stands for itself, its synonyms from a table of the verbs and
+  nouns of APIs (issue/bug/ticket, create/open/new/add, delete/remove/forget, repo/
+  repository, ...), longer words it starts ("notif" -> notification) and, for an unknown
+  word, its one-typo neighbours; values in the query (owner/repo, file.txt, numbers, quoted
+  text) count little, but a file name hints at files and a "who" question at people;
+* a function whose name has words the query does not mention, or that matches few of the
+  query's words, is ranked lower ("create an issue" prefers issues_create to
+  issues_create_comment); a query without a verb asks for a listing.
+
+The index is built once per catalog (some tens of ms per 1,000 functions); a search costs
+well under 2 ms at 1,200 functions. Stdlib only; never raises for any str.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from typing import Any
+
+from codemcp_rt.stem import stem as _porter
+
+# -- words -----------------------------------------------------------------------------
+
+# A word: an acronym ("HTTP" in HTTPServer), a capitalised or lowercase run, or digits; so
+# snake_case, camelCase, kebab-case and "v2" all split.
+_TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_STEMS: dict[str, str] = {}
+
+_STOP = frozenset(
+    "a an the of for to in on with and or by from is are be been was were this that these those "
+    "it its as at can could you your we our us please want would like need some any there their "
+    "them they into onto how do does did doing done what which whose about using use via "
+    "just also so then than too very really me let lets i'd i'm it's that's here now "
+    "should will shall may might must have has had get got out up off back away down over again "
+    "still only ever even already yet".split()
+)
+# Kept although they look like stop words: "me"/"my"/"i" mean the authenticated user, "get"
+# is a verb of APIs; they are taken out of _STOP again below.
+_KEEP = frozenset("me my mine i get".split())
+_STOP = _STOP - _KEEP
+
+
+def stem(w: str) -> str:
+    """The stem of one lowercase word (cached)."""
+    st = _STEMS.get(w)
+    if st is None:
+        st = _porter(w)
+        if len(_STEMS) < 200000:
+            _STEMS[w] = st
+    return st
+
+
+def words(text: str) -> list[str]:
+    """Lowercase stems of ``text``: snake/camel/kebab case and digit runs split, stop words
+    dropped."""
+    out = []
+    for raw in _TOKEN.findall(text):
+        w = raw.lower()
+        if w in _STOP:
+            continue
+        out.append(stem(w))
+    return out
+
+
+# -- the vocabulary of APIs ------------------------------------------------------------------
+
+# Phrases that are one thing in an API (matched on the lowercase query before splitting).
+_PHRASE_MAP = {
+    "pull request": "pull", "pull requests": "pull", "merge request": "pull", "merge requests": "pull",
+    "code snippet": "gist", "rate limit": "rate limit", "knowledge graph": "graph", "sign in": "login",
+    "log in": "login", "set up": "create", "kick off": "dispatch", "thumbs up": "add reaction",
+    "thumbs-up": "add reaction", "thumbs down": "add reaction", "throw away": "delete", "get rid of": "delete",
+    "clean up": "delete", "take off": "remove", "at once": "multiple", "in one go": "multiple",
+    "look up": "get", "find out": "get",
+    "what changed": "compare", "how many": "", "how much": "", "web hook": "webhook", "check run": "check",
+    "make sure": "check", "sum up": "sum", "add up": "sum",
+}
+_PHRASES = re.compile(r"\b(?:" + "|".join(sorted((re.escape(k) for k in _PHRASE_MAP), key=len, reverse=True)) + r")\b")
+
+# Groups of words that mean the same thing in an API; the first word of a group is its
+# canonical term: a member means it strongly (_SYN_WEIGHT), two members mean each other
+# weakly (_SYN_SIDE); in a group marked "~" (adjectives, loose kin) all of them weakly.
+# A word may be in several groups.
+_SYNONYM_GROUPS = [
+    "issue bug ticket defect problem incident",
+    "create new add make open file post submit start register generate leave publish share put "
+    "store save record establish raise compose spawn",
+    "delete remove drop destroy erase rm del discard purge unset forget trash wipe scrap revoke",
+    "list all show enumerate every browse index whole entire which",
+    "get fetch retrieve read show look see info detail display obtain dump export inspect",
+    "update edit change modify set patch alter adjust replace close reopen rename fix tweak toggle",
+    "repo repository codebase project",
+    "authenticated me my mine myself own i",
+    "request ask",
+    "rate quota throttle limit remaining left",
+    "pull pr",
+    "org organization organisation company",
+    "user person people member account someone profile colleague developer somebody human",
+    "who people person user member",
+    "member belong membership join",
+    "star favorite favourite bookmark like stargazer",
+    "search find query lookup look locate",
+    "comment reply remark discuss discussion conversation",
+    "label tag",
+    "workflow action ci pipeline",
+    "run execute trigger dispatch rerun",
+    "secret credential password token",
+    "file document content text",
+    "directory folder dir",
+    "merge combine land",
+    "release version",
+    "~latest newest recent last current",
+    "gist snippet paste",
+    "follow follower",
+    "watch subscribe subscription watcher unwatch unsubscribe",
+    "team group squad",
+    "notification alert inbox email",
+    "key ssh gpg",
+    "webhook hook",
+    "move rename mv relocate",
+    "entity node",
+    "fork copy clone",
+    "invite invitation",
+    "block ban",
+    "collaborator contributor maintainer",
+    "artifact output build",
+    "log logs output",
+    "commit revision history",
+    "compare diff difference between",
+    "assignee assign delegate",
+    "reaction emoji react",
+    "milestone deadline",
+    "archive zip tarball download",
+    "environment env variable",
+    "sum add total plus",
+    "echo repeat say parrot",
+    "cancel stop abort halt",
+    "approve accept approval",
+    "review approve",
+    "reject deny decline",
+    "lock freeze",
+    "unlock unfreeze",
+    "vulnerability security advisory",
+    "dependabot dependency",
+    "codespace devcontainer",
+    "package registry",
+    "deployment deploy",
+    "check test status",
+    "status green red pass fail passing failing state",
+    "observation fact note",
+    "relation relationship link connect",
+    "graph knowledge know memory",
+    "memory remember recall memorize",
+    "image picture photo png jpg icon",
+    "tree structure hierarchy nested recursive",
+    "multiple many several batch bulk",
+    "allowed permitted accessible access permission",
+    "info size metadata modified stat timestamp",
+    "long slow lengthy progress",
+    "view visitor visit traffic",
+    "count number",
+]
+
+# Words that say what to do; a query with none of them asks for a listing.
+_VERBS = frozenset(
+    stem(w)
+    for g in [g.lstrip("~") for g in _SYNONYM_GROUPS[1:6]]
+    + ["merge fork star follow watch unwatch run cancel approve reject lock unlock move rename block "
+       "invite search download upload render mark check remember forget compare assign request review "
+       "echo sum dispatch transfer"]
+    for w in g.split()
+    if w not in _STOP and w not in ("all", "every", "whole", "entire", "which", "new")
+)
+
+# word -> {synonym: weight}.
+_SYN_WEIGHT = 0.85
+_SYN_SIDE = 0.3
+_SYN: dict[str, dict[str, float]] = {}
+for _group in _SYNONYM_GROUPS:
+    _weak = _group.startswith("~")
+    _stems = [stem(w) for w in _group.lstrip("~").split()]
+    for _i, _s in enumerate(_stems):
+        _m = _SYN.setdefault(_s, {})
+        for _j, _x in enumerate(_stems):
+            if _x == _s:
+                continue
+            _wt = _SYN_WEIGHT if (_i == 0 or _j == 0) and not _weak else _SYN_SIDE
+            if _m.get(_x, 0.0) < _wt:
+                _m[_x] = _wt
+
+# -- values in a query -------------------------------------------------------------------------
+
+# Things a person names rather than asks for: owner/repo or a path, a file name, a quoted
+# string, an @handle, #12 or a bare number. Their words count _VALUE_WEIGHT; a file name
+# hints at files, a path at paths.
+_VALUE = re.compile(r"""(?x)
+    "[^"]{1,200}" | '[^']{1,200}'(?!\w)      # quoted
+  | (?<![\w/])[\w.*~-]+(?:/[\w.*~-]+)+/?     # owner/repo, a/b/c.txt
+  | (?<![\w.])[\w*~-]+\.[A-Za-z][A-Za-z0-9]{0,4}\b   # notes.txt, *.log
+  | [@#]\w+                                  # @handle, #12
+  | \b\d+\b                                  # 42
+""")
+_VALUE_WEIGHT = 0.2
+_ASPECT = frozenset("start begin try keep continue stop quit cease".split())
+_ASPECT_END = frozenset("stop quit cease".split())
+_ASPECT_WEIGHT = 0.3
+_UNDO_WEIGHT = 0.6  # "stop watching": undoing what the gerund did
+_QUESTION_VERB = 0.35  # a verb in a question ("which PRs are open?")
+_LATER_VERB = 0.35  # a verb after the first ("open a PR to merge my branch")
+_QUESTION = re.compile(r"\s*(?:who|whom|whose|what|what's|which|when|where|is|are|was|were|did|does|has|have|any|"
+                       r"how (?:many|much|big|large|old|often))\b")
+_REQUEST = re.compile(r"\s*(?:can|could|would|will) (?:you|i|we)\b|\s*please\b|\s*how (?:do|can|should) (?:i|we)\b")
+_FILE_HINT = 0.5
+
+# -- fields ------------------------------------------------------------------------------------
+
+# (weight, b) per field: b is BM25's length normalisation within the field.
+_FIELDS = {
+    "name": (4.5, 0.3),
+    "summary": (1.6, 0.3),
+    "lead": (0.33, 0.6),
+    "args": (0.35, 0.4),
+    "enum": (1.0, 0.3),
+    "argdoc": (0.12, 0.7),
+    "body": (0.08, 0.75),
+    "server": (0.8, 0.0),
+}
+_K1 = 1.6
+_LEAD_CHARS = 400
+_BODY_CHARS = 1500
+_PREFIX_WEIGHT = 0.55
+_FUZZY_WEIGHT = 0.5
+_IMPLICIT_WEIGHT = 0.5
+_SINGULAR_LIST = 0.8  # of the implicit listing, "list" when the query names one thing
+_PLURAL_GET = 0.6  # "get" when it names several
+_PLURAL_HINT = 0.25  # "list" for a query with a verb and a plural noun
+_MAX_QUERY_CHARS = 2000
+_MAX_QUERY_WORDS = 32
+_Q_BASE = 0.5  # a document matching few of the query's words keeps this share
+_N_BASE = 0.4  # a function whose name words the query does not mention keeps this share
+
+_LITERAL = re.compile(r"Literal\[([^\]]*)\]")
+_URL = re.compile(r"\(?https?://\S+|`application/[^`]*`|\[([^\]]*)\]\([^)]*\)")
+
+
+def _doc_fields(doc: str, summary: str) -> tuple[str, str, str]:
+    """(lead, argdoc, body) of a generated docstring: the description's opening, the Args
+    section and the rest, with links and media types taken out."""
+    doc = _URL.sub(lambda m: m.group(1) or " ", doc)
+    head, sep, args = doc.partition("\n    Args:\n")
+    if not sep:
+        head, args = doc, ""
+    head = head.strip()
+    if summary and head.startswith(summary):
+        head = head[len(summary):]
+    head = head.strip()
+    return head[:_LEAD_CHARS], args[:_BODY_CHARS], head[_LEAD_CHARS:_BODY_CHARS]
+
+
+def _deletes(w: str) -> list[str]:
+    return [w[:i] + w[i + 1:] for i in range(len(w))]
+
+
+class Index:
+    """The search index of one catalog: ``names`` (function names, in catalog order) and
+    ``info`` (name -> {"server", "tool", "summary", "doc", "params", "signature"})."""
+
+    def __init__(self, names: list[str], info: dict[str, dict[str, Any]]) -> None:
+        self.names = names
+        self.info = info
+        self.name_words: list[frozenset[str]] = []
+        docs_fields: list[dict[str, list[str]]] = []
+        for fn in names:
+            it = info[fn]
+            summary = str(it.get("summary") or "")
+            lead, argdoc, body = _doc_fields(str(it.get("doc") or ""), summary)
+            enums = " ".join(_LITERAL.findall(str(it.get("signature") or "")))
+            f = {
+                "name": words(str(it.get("tool") or fn)),
+                "summary": words(summary),
+                "lead": words(lead),
+                "args": words(" ".join(p for p in (it.get("params") or ()) if p != "timeout_ms")),
+                "enum": words(enums),
+                "argdoc": words(argdoc),
+                "body": words(body),
+                "server": words(str(it.get("server") or "")),
+            }
+            self.name_words.append(frozenset(f["name"]))
+            docs_fields.append(f)
+        n = max(1, len(names))
+        avg = {k: max(1.0, sum(len(d[k]) for d in docs_fields) / n) for k in _FIELDS}
+        self.postings: dict[str, dict[int, float]] = {}
+        for i, f in enumerate(docs_fields):
+            tf: dict[str, float] = {}
+            for k, (weight, b) in _FIELDS.items():
+                toks = f[k]
+                if not toks or not weight:
+                    continue
+                norm = 1.0 - b + b * len(toks) / avg[k]
+                counts: dict[str, int] = {}
+                for w in toks:
+                    counts[w] = counts.get(w, 0) + 1
+                for w, c in counts.items():
+                    tf[w] = tf.get(w, 0.0) + weight * c / norm
+            for w, v in tf.items():
+                # saturated once over the summed fields (BM25F)
+                self.postings.setdefault(w, {})[i] = v * (_K1 + 1.0) / (v + _K1)
+        self.idf = {w: math.log(1.0 + (n - len(p) + 0.5) / (len(p) + 0.5)) for w, p in self.postings.items()}
+        self.vocab = sorted(self.postings)
+        self._del_index: dict[str, list[str]] | None = None  # built on the first typo
+
+    @property
+    def del_index(self) -> dict[str, list[str]]:
+        if self._del_index is None:
+            d_index: dict[str, list[str]] = {}
+            for w in self.vocab:
+                if len(w) >= 4:
+                    for d in _deletes(w):
+                        d_index.setdefault(d, []).append(w)
+            self._del_index = d_index
+        return self._del_index
+
+    def _expand(self, w: str) -> dict[str, float]:
+        """Index words a query word stands for, with their weights."""
+        out: dict[str, float] = {}
+        if w in self.postings:
+            out[w] = 1.0
+        for s, wt in _SYN.get(w, {}).items():
+            if s in self.postings and out.get(s, 0.0) < wt:
+                out[s] = wt
+        if len(w) >= 3:  # partial words: "repo" finds "repository", "notif" "notification"
+            i = bisect.bisect_left(self.vocab, w)
+            k = 0
+            while i < len(self.vocab) and self.vocab[i].startswith(w) and k < 24:
+                v = self.vocab[i]
+                if v != w and v not in out:
+                    out[v] = _PREFIX_WEIGHT
+                i += 1
+                k += 1
+        if not out and len(w) >= 4:  # one typo: a deletion on either side
+            cands: set[str] = set(self.del_index.get(w, ()))
+            for d in _deletes(w):
+                if d in self.postings:
+                    cands.add(d)
+                cands.update(self.del_index.get(d, ()))
+            for v in cands:
+                out[v] = _FUZZY_WEIGHT
+                for s, wt in _SYN.get(v, {}).items():
+                    if s in self.postings and s not in out:
+                        out[s] = _FUZZY_WEIGHT * wt
+        return out
+
+    def _query(self, query: str) -> tuple[list[tuple[str, float]], bool]:
+        """(stem, weight) of the query's words, in order, without repeats; and whether the
+        query is a question ("who starred it?", "what milestones are open"), which asks to
+        read: its verbs then describe a state ("open", "starred") more than an action."""
+        q = query.lower()
+        question = bool(_QUESTION.match(q)) or (q.rstrip().endswith("?") and not _REQUEST.match(q))
+        q = _PHRASES.sub(lambda m: " " + _PHRASE_MAP[m.group(0)] + " ", q)
+        out: dict[str, float] = {}
+        verbs = 0
+        self._plural = False
+
+        def plain(text: str) -> None:
+            nonlocal verbs
+            raws = [r for r in _TOKEN.findall(text) if r not in _STOP]
+            for k, raw in enumerate(raws):
+                w = stem(raw)
+                if (raw.endswith("s") and not raw.endswith(("ss", "us", "is")) and len(raw) > 3
+                        and w not in _VERBS):
+                    self._plural = True  # "branches", "open issues": a listing, likely
+                wt = 1.0
+                nxt = raws[k + 1] if k + 1 < len(raws) else ""
+                if raw in _ASPECT and nxt.endswith("ing") and stem(nxt) in _VERBS:
+                    # "start following", "stop watching": the gerund is the action
+                    wt = _ASPECT_WEIGHT
+                    if raw in _ASPECT_END:
+                        out[stem("delete")] = max(out.get(stem("delete"), 0.0), _UNDO_WEIGHT)
+                elif w in _VERBS:
+                    if question:
+                        wt = _QUESTION_VERB
+                    elif verbs:
+                        wt = _LATER_VERB
+                    verbs += 1
+                out[w] = max(out.get(w, 0.0), wt)
+
+        pos = 0
+        for m in _VALUE.finditer(q):
+            plain(q[pos:m.start()])
+            v = m.group(0)
+            for w in words(v):
+                out.setdefault(w, _VALUE_WEIGHT)
+            if re.search(r"\.[a-z][a-z0-9]{0,4}$", v) and not v.startswith(("'", '"', "@", "#")):
+                out.setdefault(stem("file"), _FILE_HINT)
+            pos = m.end()
+        plain(q[pos:])
+        return list(out.items())[:_MAX_QUERY_WORDS], question
+
+    def search(self, query: str, limit: int, server: str | None = None) -> list[int]:
+        """Document numbers for ``query``, best first, at most ``limit``."""
+        qws, question = self._query(query[:_MAX_QUERY_CHARS])
+        if not qws:
+            return []
+        qwords = [w for w, _ in qws]
+        exps = [self._expand(w) for w in qwords]
+        qweights = [wt for _, wt in qws]
+        # A synonym or a longer word never counts for more than the word the user typed
+        # (a rare synonym would otherwise outweigh it: "pull" -> "pr" in fork_pr_workflows).
+        caps = [self.idf.get(w) for w in qwords]
+        plural = self._plural
+        if question or not any(w in _VERBS for w in qwords):  # "teams in the org": a listing
+            implicit = {"list": _IMPLICIT_WEIGHT * (1.0 if plural else _SINGULAR_LIST),
+                        "get": _IMPLICIT_WEIGHT * (_PLURAL_GET if plural else 1.0)}
+            exps.append({t: v for t, v in implicit.items() if t in self.postings})
+            caps.append(None)
+            qweights.append(1.0)
+            qwords = qwords + ["list"]
+        elif plural and "list" in self.postings:
+            exps.append({"list": 1.0})
+            caps.append(None)
+            qweights.append(_PLURAL_HINT)
+        allq: set[str] = set(qwords)
+        for e in exps:
+            allq.update(e)
+        scores: dict[int, float] = {}
+        matched: dict[int, float] = {}
+        for exp, cap, qw in zip(exps, caps, qweights):
+            best: dict[int, float] = {}
+            for term, weight in exp.items():
+                idf = self.idf[term]
+                if weight < 1.0 and cap is not None and idf > cap:
+                    idf = cap
+                idf *= weight * qw
+                for doc, tf in self.postings[term].items():
+                    sc = idf * tf
+                    if sc > best.get(doc, 0.0):
+                        best[doc] = sc
+            for doc, sc in best.items():
+                scores[doc] = scores.get(doc, 0.0) + sc
+                matched[doc] = matched.get(doc, 0.0) + qw
+        if server is not None:
+            scores = {d: v for d, v in scores.items() if self.info[self.names[d]].get("server") == server}
+        nq = sum(qweights)
+        ranked = []
+        for doc, sc in scores.items():
+            nw = self.name_words[doc]
+            name_cover = len(nw & allq) / len(nw) if nw else 0.0
+            sc *= (_Q_BASE + (1.0 - _Q_BASE) * matched[doc] / nq) * (_N_BASE + (1.0 - _N_BASE) * name_cover)
+            ranked.append((-sc, len(self.names[doc]), doc))
+        ranked.sort()
+        return [doc for _, _, doc in ranked[:limit]]
+
+
+__all__ = ["Index", "words", "stem"]
