@@ -87,7 +87,8 @@ _PHRASE_MAP = {
     "clean up": "delete", "take off": "remove", "at once": "multiple", "in one go": "multiple",
     "look up": "get", "find out": "get",
     "what changed": "compare", "how many": "", "how much": "", "web hook": "webhook", "check run": "check",
-    "make sure": "check", "sum up": "sum", "add up": "sum",
+    "make sure": "check", "turn on": "enable", "turn off": "disable", "switch on": "enable",
+    "switch off": "disable", "hand over": "transfer", "sum up": "sum", "add up": "sum",
 }
 _PHRASES = re.compile(r"\b(?:" + "|".join(sorted((re.escape(k) for k in _PHRASE_MAP), key=len, reverse=True)) + r")\b")
 
@@ -98,10 +99,18 @@ _PHRASES = re.compile(r"\b(?:" + "|".join(sorted((re.escape(k) for k in _PHRASE_
 _SYNONYM_GROUPS = [
     "issue bug ticket defect problem incident",
     "create new add make open file post submit start register generate leave publish share put "
-    "store save record establish raise compose spawn",
-    "delete remove drop destroy erase rm del discard purge unset forget trash wipe scrap revoke",
+    "store save record establish raise compose spawn send",
+    "delete remove drop destroy erase rm del discard purge unset forget trash wipe scrap revoke kill "
+    "terminate",
     "list all show enumerate every browse index whole entire which",
-    "get fetch retrieve read show look see info detail display obtain dump export inspect",
+    "get fetch retrieve read show look see info detail display obtain dump export inspect describe "
+    "explain",
+    "write save store persist",
+    "~read open load cat view",
+    "enable activate",
+    "disable deactivate",
+    "event activity timeline feed",
+    "health ping alive",
     "update edit change modify set patch alter adjust replace close reopen rename fix tweak toggle",
     "repo repository codebase project",
     "authenticated me my mine myself own i",
@@ -169,16 +178,18 @@ _SYNONYM_GROUPS = [
     "tree structure hierarchy nested recursive",
     "multiple many several batch bulk",
     "allowed permitted accessible access permission",
-    "info size metadata modified stat timestamp",
+    "info size metadata modified stat timestamp big large bytes",
     "long slow lengthy progress",
     "view visitor visit traffic",
     "count number",
 ]
 
-# Words that say what to do; a query with none of them asks for a listing.
+# Words that say what to do; a query with none of them asks for a listing. The groups of
+# verbs are named by their first word.
+_VERB_GROUPS = frozenset("create delete list get update write enable disable".split())
 _VERBS = frozenset(
     stem(w)
-    for g in [g.lstrip("~") for g in _SYNONYM_GROUPS[1:6]]
+    for g in [g.lstrip("~") for g in _SYNONYM_GROUPS if g.lstrip("~").split()[0] in _VERB_GROUPS]
     + ["merge fork star follow watch unwatch run cancel approve reject lock unlock move rename block "
        "invite search download upload render mark check remember forget compare assign request review "
        "echo sum dispatch transfer"]
