@@ -5,7 +5,8 @@
 
 Builds discovery.Index over the dumped catalog and reports top-1/top-5 on the query sets:
 tests/data/catalog/queries.json split into the half the first ranker was tuned on (even
-positions) and the half it was not (odd positions), and tests/data/catalog/heldout.json
+positions) and the half it was not (odd positions), tests/data/catalog/tuning.json (more
+tasks to tune on, written for this), and tests/data/catalog/heldout.json
 and heldout2.json (both written before looking at the ranker; never used for tuning).
 --tune shows the old sets only (what tuning may look at); -v prints their misses (the held-out sets' misses are not for tuning).
 """
@@ -24,8 +25,10 @@ def sets():
     old = json.load(open(os.path.join(data, "queries.json")))
     new = json.load(open(os.path.join(data, "heldout.json")))
     new2 = json.load(open(os.path.join(data, "heldout2.json")))
+    tuning = json.load(open(os.path.join(data, "tuning.json")))
     # (label, queries, may its misses be printed while tuning?)
     return [("old tuning half", old[0::2], True), ("old held-out half", old[1::2], True),
+            ("tuning set", tuning, True),
             ("new held-out set", new, False), ("second held-out set", new2, False)]
 
 

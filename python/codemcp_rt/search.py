@@ -88,7 +88,8 @@ _PHRASE_MAP = {
     "look up": "get", "find out": "get",
     "what changed": "compare", "how many": "", "how much": "", "web hook": "webhook", "check run": "check",
     "make sure": "check", "turn on": "enable", "turn off": "disable", "switch on": "enable",
-    "switch off": "disable", "hand over": "transfer", "sum up": "sum", "add up": "sum",
+    "switch off": "disable", "hand over": "transfer", "sum up": "sum", "add up": "sum", "send back": "echo", "say back": "echo",
+    "repeat back": "echo", "read back": "echo",
 }
 _PHRASES = re.compile(r"\b(?:" + "|".join(sorted((re.escape(k) for k in _PHRASE_MAP), key=len, reverse=True)) + r")\b")
 
@@ -101,11 +102,12 @@ _SYNONYM_GROUPS = [
     "create new add make open file post submit start register generate leave publish share put "
     "store save record establish raise compose spawn send",
     "delete remove drop destroy erase rm del discard purge unset forget trash wipe scrap revoke kill "
-    "terminate",
+    "terminate kick expel evict",
     "list all show enumerate every browse index whole entire which",
     "get fetch retrieve read show look see info detail display obtain dump export inspect describe "
     "explain",
     "write save store persist",
+    "~create connect link attach",
     "~read open load cat view",
     "enable activate",
     "disable deactivate",
@@ -223,7 +225,7 @@ _VALUE = re.compile(r"""(?x)
   | (?<![\w/])[\w.*~-]+(?:/[\w.*~-]+)+/?     # owner/repo, a/b/c.txt
   | (?<![\w.])[\w*~-]+\.[A-Za-z][A-Za-z0-9]{0,4}\b   # notes.txt, *.log
   | [@#]\w+                                  # @handle, #12
-  | \b\d+\b                                  # 42
+  | \b(?=[a-z]*\d)\w+\b                       # 42, abc123, v2
 """)
 _VALUE_WEIGHT = 0.2
 _ASPECT = frozenset("start begin try keep continue stop quit cease".split())
@@ -263,7 +265,9 @@ _MAX_QUERY_CHARS = 2000
 _MAX_QUERY_WORDS = 32
 _Q_BASE = 0.5  # a document matching few of the query's words keeps this share
 _N_BASE = 0.4  # a function whose name words the query does not mention keeps this share
+_COVER_FLOOR = 0.35  # a query word weighted this or more covers a name word fully
 
+_HYPHEN_PREFIX = re.compile(r"\b(re|un|de|pre)-(?=[a-z])")
 _LITERAL = re.compile(r"Literal\[([^\]]*)\]")
 _URL = re.compile(r"\(?https?://\S+|`application/[^`]*`|\[([^\]]*)\]\([^)]*\)")
 
@@ -353,7 +357,7 @@ class Index:
         for s, wt in _SYN.get(w, {}).items():
             if s in self.postings and out.get(s, 0.0) < wt:
                 out[s] = wt
-        if len(w) >= 3:  # partial words: "repo" finds "repository", "notif" "notification"
+        if len(w) >= 3 and not w.isdigit():  # partial words: "repo" finds "repository", "notif" "notification"
             i = bisect.bisect_left(self.vocab, w)
             k = 0
             while i < len(self.vocab) and self.vocab[i].startswith(w) and k < 24:
@@ -382,6 +386,7 @@ class Index:
         q = query.lower()
         question = bool(_QUESTION.match(q)) or (q.rstrip().endswith("?") and not _REQUEST.match(q))
         q = _PHRASES.sub(lambda m: " " + _PHRASE_MAP[m.group(0)] + " ", q)
+        q = _HYPHEN_PREFIX.sub(r"\1", q)  # re-run -> rerun, un-archive -> unarchive
         out: dict[str, float] = {}
         verbs = 0
         self._plural = False
@@ -399,8 +404,11 @@ class Index:
                 if raw in _ASPECT and nxt.endswith("ing") and stem(nxt) in _VERBS:
                     # "start following", "stop watching": the gerund is the action
                     wt = _ASPECT_WEIGHT
-                    if raw in _ASPECT_END:
-                        out[stem("delete")] = max(out.get(stem("delete"), 0.0), _UNDO_WEIGHT)
+                    if raw in _ASPECT_END:  # "stop following" -> unfollow, else a deletion
+                        undo = "un" + stem(nxt)
+                        if undo not in self.postings:
+                            undo = stem("delete")
+                        out[undo] = max(out.get(undo, 0.0), _UNDO_WEIGHT)
                 elif w in _VERBS:
                     if question:
                         wt = _QUESTION_VERB
@@ -444,9 +452,13 @@ class Index:
             exps.append({"list": 1.0})
             caps.append(None)
             qweights.append(_PLURAL_HINT)
-        allq: set[str] = set(qwords)
-        for e in exps:
-            allq.update(e)
+        # how strongly the query asks for each index word (for the name coverage below)
+        allq: dict[str, float] = dict.fromkeys(qwords, 1.0)
+        for e, qw in zip(exps, qweights):
+            for t, wt in e.items():
+                v = wt * min(1.0, qw / _COVER_FLOOR)
+                if v > allq.get(t, 0.0):
+                    allq[t] = v
         scores: dict[int, float] = {}
         matched: dict[int, float] = {}
         for exp, cap, qw in zip(exps, caps, qweights):
@@ -469,7 +481,7 @@ class Index:
         ranked = []
         for doc, sc in scores.items():
             nw = self.name_words[doc]
-            name_cover = len(nw & allq) / len(nw) if nw else 0.0
+            name_cover = sum(allq.get(w, 0.0) for w in nw) / len(nw) if nw else 0.0
             sc *= (_Q_BASE + (1.0 - _Q_BASE) * matched[doc] / nq) * (_N_BASE + (1.0 - _N_BASE) * name_cover)
             ranked.append((-sc, len(self.names[doc]), doc))
         ranked.sort()

@@ -91,6 +91,8 @@ def stem(word: str) -> str:
     if len(w) <= 2 or not w.isalpha():
         return w
     w = _british(w)
+    if w.endswith("ly") and len(w) > 5 and not w.endswith(("ply", "ally", "ily", "ely")):
+        w = w[:-2]  # adverbs: publicly -> public, weekly -> week
     # step 1a: plurals
     if w.endswith("sses"):
         w = w[:-2]
