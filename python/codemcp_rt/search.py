@@ -201,7 +201,7 @@ _VERBS = frozenset(
 
 # word -> {synonym: weight}.
 _SYN_WEIGHT = 0.85
-_SYN_SIDE = 0.3
+_SYN_SIDE = 0.6
 _SYN: dict[str, dict[str, float]] = {}
 for _group in _SYNONYM_GROUPS:
     _weak = _group.startswith("~")
@@ -233,7 +233,7 @@ _ASPECT_END = frozenset("stop quit cease".split())
 _ASPECT_WEIGHT = 0.3
 _UNDO_WEIGHT = 0.6  # "stop watching": undoing what the gerund did
 _QUESTION_VERB = 0.35  # a verb in a question ("which PRs are open?")
-_LATER_VERB = 0.35  # a verb after the first ("open a PR to merge my branch")
+_LATER_VERB = 0.9  # a verb after the first ("open a PR to merge my branch")
 _QUESTION = re.compile(r"\s*(?:who|whom|whose|what|what's|which|when|where|is|are|was|were|did|does|has|have|any|"
                        r"how (?:many|much|big|large|old|often))\b")
 _REQUEST = re.compile(r"\s*(?:can|could|would|will) (?:you|i|we)\b|\s*please\b|\s*how (?:do|can|should) (?:i|we)\b")
@@ -258,13 +258,13 @@ _BODY_CHARS = 1500
 _PREFIX_WEIGHT = 0.55
 _FUZZY_WEIGHT = 0.5
 _IMPLICIT_WEIGHT = 0.5
-_SINGULAR_LIST = 0.8  # of the implicit listing, "list" when the query names one thing
+_SINGULAR_LIST = 0.4  # of the implicit listing, "list" when the query names one thing
 _PLURAL_GET = 0.6  # "get" when it names several
-_PLURAL_HINT = 0.25  # "list" for a query with a verb and a plural noun
+_PLURAL_HINT = 0.125  # "list" for a query with a verb and a plural noun
 _MAX_QUERY_CHARS = 2000
 _MAX_QUERY_WORDS = 32
-_Q_BASE = 0.5  # a document matching few of the query's words keeps this share
-_N_BASE = 0.4  # a function whose name words the query does not mention keeps this share
+_Q_BASE = 0.67  # a document matching few of the query's words keeps this share
+_N_BASE = 0.15  # a function whose name words the query does not mention keeps this share
 _COVER_FLOOR = 0.35  # a query word weighted this or more covers a name word fully
 
 _HYPHEN_PREFIX = re.compile(r"\b(re|un|de|pre)-(?=[a-z])")
@@ -432,7 +432,7 @@ class Index:
     def search(self, query: str, limit: int, server: str | None = None) -> list[int]:
         """Document numbers for ``query``, best first, at most ``limit``."""
         qws, question = self._query(query[:_MAX_QUERY_CHARS])
-        if not qws:
+        if not qws or limit <= 0:
             return []
         qwords = [w for w, _ in qws]
         exps = [self._expand(w) for w in qwords]
@@ -478,12 +478,21 @@ class Index:
         if server is not None:
             scores = {d: v for d, v in scores.items() if self.info[self.names[d]].get("server") == server}
         nq = sum(qweights)
-        ranked = []
-        for doc, sc in scores.items():
+        # Both factors are at most 1, so a document's raw score bounds its final one: take
+        # documents by raw score and stop once that bound cannot reach the limit-th best.
+        ranked: list[tuple[float, int, int]] = []
+        floor = -1.0
+        for doc, raw in sorted(scores.items(), key=lambda kv: -kv[1]):
+            if raw < floor:
+                break
             nw = self.name_words[doc]
             name_cover = sum(allq.get(w, 0.0) for w in nw) / len(nw) if nw else 0.0
-            sc *= (_Q_BASE + (1.0 - _Q_BASE) * matched[doc] / nq) * (_N_BASE + (1.0 - _N_BASE) * name_cover)
+            sc = raw * (_Q_BASE + (1.0 - _Q_BASE) * matched[doc] / nq) * (_N_BASE + (1.0 - _N_BASE) * name_cover)
             ranked.append((-sc, len(self.names[doc]), doc))
+            if len(ranked) >= 2 * limit:  # trim now and then; a stale floor only prunes less
+                ranked.sort()
+                del ranked[limit:]
+                floor = -ranked[-1][0]
         ranked.sort()
         return [doc for _, _, doc in ranked[:limit]]
 
