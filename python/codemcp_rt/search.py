@@ -265,6 +265,7 @@ _MAX_QUERY_CHARS = 2000
 _MAX_QUERY_WORDS = 32
 _Q_BASE = 0.67  # a document matching few of the query's words keeps this share
 _N_BASE = 0.15  # a function whose name words the query does not mention keeps this share
+_COVER_IDF_POW = 0.5  # name words weigh idf**this in the coverage
 _COVER_FLOOR = 0.35  # a query word weighted this or more covers a name word fully
 
 _HYPHEN_PREFIX = re.compile(r"\b(re|un|de|pre)-(?=[a-z])")
@@ -335,6 +336,8 @@ class Index:
                 # saturated once over the summed fields (BM25F)
                 self.postings.setdefault(w, {})[i] = v * (_K1 + 1.0) / (v + _K1)
         self.idf = {w: math.log(1.0 + (n - len(p) + 0.5) / (len(p) + 0.5)) for w, p in self.postings.items()}
+        self.name_word_weight = {w: self.idf[w] ** _COVER_IDF_POW for nw in self.name_words for w in nw}
+        self.name_idf = [sum(self.name_word_weight[w] for w in nw) or 1.0 for nw in self.name_words]
         self.vocab = sorted(self.postings)
         self._del_index: dict[str, list[str]] | None = None  # built on the first typo
 
@@ -478,6 +481,7 @@ class Index:
         if server is not None:
             scores = {d: v for d, v in scores.items() if self.info[self.names[d]].get("server") == server}
         nq = sum(qweights)
+        nidf = self.name_word_weight
         # Both factors are at most 1, so a document's raw score bounds its final one: take
         # documents by raw score and stop once that bound cannot reach the limit-th best.
         ranked: list[tuple[float, int, int]] = []
@@ -486,7 +490,9 @@ class Index:
             if raw < floor:
                 break
             nw = self.name_words[doc]
-            name_cover = sum(allq.get(w, 0.0) for w in nw) / len(nw) if nw else 0.0
+            # a name word the query does not ask for costs by its rarity: "repos" in
+            # repos_delete_release says less than "reactions" in reactions_delete_for_release
+            name_cover = sum(allq.get(w, 0.0) * nidf[w] for w in nw) / self.name_idf[doc] if nw else 0.0
             sc = raw * (_Q_BASE + (1.0 - _Q_BASE) * matched[doc] / nq) * (_N_BASE + (1.0 - _N_BASE) * name_cover)
             ranked.append((-sc, len(self.names[doc]), doc))
             if len(ranked) >= 2 * limit:  # trim now and then; a stale floor only prunes less
