@@ -1,9 +1,9 @@
 // bench/catalog_clients.mjs — what a real client shows the model of codemcp's catalog (issue 13).
 //
-//   CLAUDE_BIN=/path/to/claude node bench/catalog_clients.mjs   → bench/results/catalog-clients.md
+//   [CLAUDE_BIN=/path/to/claude] node bench/catalog_clients.mjs   → bench/results/catalog-clients.md
 //
-// Runs Claude Code (`claude -p`, any 2.x; e.g. `npm i @anthropic-ai/claude-code` in a scratch
-// directory, binary under node_modules/@anthropic-ai/claude-code-linux-x64/claude) against a
+// Runs Claude Code (`claude -p`, any 2.x; by default the one pinned in tests/clients; the
+// suite's tests/e2e/clients.test.mjs checks the same things, plus opencode and Inspector) against a
 // fake Anthropic Messages endpoint on loopback that records every request. The fake model's
 // first answer asks Claude Code's ToolSearch for codemcp's tool (Claude Code defers MCP tool
 // definitions), so the second request carries the execute_python definition exactly as the
@@ -12,14 +12,14 @@
 // the three npm test servers (1,260 functions).
 import http from 'node:http';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { ROOT, SERVERS, codemcpBin } from './lib.mjs';
 
-const claude = process.env.CLAUDE_BIN;
-if (!claude) {
-  console.error('set CLAUDE_BIN to a Claude Code binary (see the header of this file)');
+const claude = process.env.CLAUDE_BIN || join(ROOT, 'tests', 'clients', 'node_modules', '.bin', 'claude');
+if (!existsSync(claude)) {
+  console.error(`${claude} not found: npm ci in tests/clients, or set CLAUDE_BIN (see the header of this file)`);
   process.exit(2);
 }
 const tmp = mkdtempSync(join(tmpdir(), 'codemcp-clients-'));
