@@ -582,11 +582,15 @@ void sdk_describe_budget(json_t *functions, json_t *signatures, json_t *servers,
     if (instructions) {
         struct buf ib = {0};
         /* Clients that defer tool descriptions (Claude Code's tool search) show only these
-         * instructions up front: they say what the tool is and which servers stand behind it. */
+         * instructions up front: they say what the tool is and which servers stand behind it.
+         * They are written once, at initialize (the spec has no way to change them later),
+         * so they send the model to what is live: the tool's description (listed again after
+         * tools/list_changed) and search_tools/describe (which read the current catalog). */
         buf_appends(&ib, "codemcp: execute_python runs one Python program in which every tool of "
                          "the servers below is a plain function <server>_<tool>(...); "
                          "search_tools(\"task words\") and describe(\"name\" or \"server\") "
-                         "inside the program find and document any of them.\n");
+                         "inside the program find and document any of them (the live catalog: "
+                         "servers that connect later too).\n");
         sdk_servers_line(&ib, servers, n);
         if (connecting)
             buf_appends(&ib, wait_note + 1), buf_appends(&ib, "\n");

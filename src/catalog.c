@@ -3,6 +3,7 @@
  * description budget, and answers whether a run must wait for a server still connecting. */
 #include "catalog.h"
 #include "log.h"
+#include "loop.h"
 #include "sdkgen.h"
 #include "toolstate.h"
 #include "upstream.h"
@@ -149,15 +150,56 @@ static void note_disabled(struct upstream *up)
     }
 }
 
-int cat_code_waits(const char *code)
+/* CODEMCP_DISCOVERY_WAIT_MS: how long a run that only searches waits for connecting servers. */
+static int64_t discovery_wait_ms(void)
+{
+    const char *v = getenv("CODEMCP_DISCOVERY_WAIT_MS");
+    if (v && *v) {
+        char *end;
+        long long n = strtoll(v, &end, 10);
+        if (*end == '\0' && n >= 0)
+            return n;
+        log_warn("catalog", "CODEMCP_DISCOVERY_WAIT_MS=%s is not a number of ms; using 5000", v);
+    }
+    return 5000;
+}
+
+static struct lp_timer wake_timer;
+static int64_t wake_at; /* when wake_timer fires (0: not armed) */
+static void (*wake_hook)(void);
+
+void cat_set_wake_hook(void (*fn)(void))
+{
+    wake_hook = fn;
+}
+
+static void on_wake(void *ud)
+{
+    (void)ud;
+    wake_at = 0;
+    if (wake_hook)
+        wake_hook();
+}
+
+/* Arms the wake-up for `at` (ms, now_ms clock) unless an earlier one is pending. */
+static void wake_at_ms(int64_t at)
+{
+    if (wake_at && wake_at <= at)
+        return;
+    wake_at = at;
+    int64_t in = at - now_ms();
+    lp_timer_start(&wake_timer, in > 0 ? in : 1, on_wake, NULL);
+}
+
+int cat_code_waits(const char *code, int64_t queued_ms)
 {
     int discovery = strstr(code, "search_tools") || strstr(code, "describe");
+    int connecting = 0;
     for (size_t i = 0; i < up_count(); i++) {
         struct upstream *up = up_at(i);
         if (up->started_once || up->state != UP_CONNECTING)
             continue;
-        if (discovery)
-            return 1;
+        connecting = 1;
         char *prefix = sdk_identifier(up->name);
         size_t plen = strlen(prefix);
         for (const char *p = strstr(code, prefix); p; p = strstr(p + 1, prefix)) {
@@ -170,7 +212,15 @@ int cat_code_waits(const char *code)
         }
         free(prefix);
     }
-    return 0;
+    if (!discovery || !connecting)
+        return 0;
+    /* Searching only: a short wait, then the run goes and search_tools / describe name the
+     * servers still connecting (cat_unavailable reaches the worker with the run). */
+    int64_t until = queued_ms + discovery_wait_ms();
+    if (now_ms() >= until)
+        return 0;
+    wake_at_ms(until);
+    return 1;
 }
 
 json_t *cat_unavailable(void)
@@ -330,4 +380,7 @@ void cat_free(void)
     full_description = NULL;
     json_decref(discovery);
     discovery = NULL;
+    if (wake_at)
+        lp_timer_stop(&wake_timer);
+    wake_at = 0;
 }

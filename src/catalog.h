@@ -42,11 +42,18 @@ json_t *cat_find(const char *server, const char *tool);
 /* Learned/seeded shape exemplars for the description: {"<fn>": "<exemplar>"} (borrowed,
  * may be NULL). Set by the shapes module; triggers a rebuild when it differs. */
 void cat_set_exemplars(json_t *exemplars);
-/* 1 when a run of `code` must wait before it starts: it names a function of a server still
- * making its first connection (a word starting "<server>_"), or it uses search_tools /
- * describe while any server is. The wait ends when that server is ready or gives up (its
- * own `timeout`). A substring test: a false positive only delays the run. */
-int cat_code_waits(const char *code);
+/* 1 when a run of `code`, queued at `queued_ms` (now_ms clock), must wait before it starts:
+ * - it names a function of a server still making its first connection (a word starting
+ *   "<server>_"): until that server is ready or gives up (its own `timeout`);
+ * - it uses search_tools / describe while a server is making its first connection: at most
+ *   CODEMCP_DISCOVERY_WAIT_MS (default 5000) after it was queued; then it runs, and its
+ *   search results say which servers are still connecting (the worker gets cat_unavailable).
+ *   The wake hook is called when that bound passes, so the caller can look again.
+ * A substring test: a false positive only delays the run. */
+int cat_code_waits(const char *code, int64_t queued_ms);
+/* Called (on the loop) when a wait of cat_code_waits may have ended without an upstream
+ * change: main.c wires the run dispatcher. */
+void cat_set_wake_hook(void (*fn)(void));
 /* [{"server","prefix","state","error"}] of configured servers without tools (connecting,
  * failed, disabled): the worker explains calls to them instead of "unknown function".
  * New reference. */

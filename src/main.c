@@ -413,6 +413,7 @@ int main(int argc, char **argv)
     shapes_set_listener(on_shapes_changed);
     use_init();
     cat_set_priority_source(use_ranked);
+    cat_set_wake_hook(run_dispatch);
     cat_init();
     wire_run_pipeline();
 

@@ -47,6 +47,7 @@ struct run {
     int calls_done;
     int ns_started; /* counted as running in namespaces.c */
     int64_t started_ms;
+    int64_t queued_ms; /* when it was submitted (catalog's bounded wait for discovery runs) */
     struct lp_timer deadline;
     struct lp_timer grace;
     void (*smoke_done)(json_t *envelope, int is_error);
@@ -321,7 +322,7 @@ void run_dispatch(void)
                 continue;
             /* A program that calls a server still making its first connection waits for
              * it (bounded by that server's `timeout`) instead of meeting a NameError. */
-            if (!r->smoke_done ? cat_code_waits(r->code) : !up_all_settled())
+            if (!r->smoke_done ? cat_code_waits(r->code, r->queued_ms) : !up_all_settled())
                 continue;
             int slot = r->slot;
             const char *failure = wk_start_failure(slot);
@@ -352,6 +353,7 @@ static struct run *new_run(uint64_t session_id, uint64_t home)
     snprintf(r->id, sizeof(r->id), "r%llu", (unsigned long long)next_run++);
     r->session_id = session_id;
     r->home = home;
+    r->queued_ms = now_ms();
     r->timeout_ms = default_timeout_ms;
     r->allow_mutations = json_array();
     r->slot = wk_slot_for_session(home);

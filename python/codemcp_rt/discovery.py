@@ -19,6 +19,8 @@ Stdlib only; never raises for odd input (a non-string query is an honest TypeErr
 
 from __future__ import annotations
 
+import sys
+import weakref
 from typing import Any
 
 from codemcp_rt.search import Index, words
@@ -71,15 +73,44 @@ def _shape_text(shape: Any, depth: int = 0) -> str:
     return "Any"
 
 
+class SearchResults(list):  # type: ignore[type-arg]
+    """search_tools()'s list of results; ``connecting`` names the servers still making their
+    first connection, whose functions could not be searched yet."""
+
+    def __init__(self, items: list[dict[str, str]], connecting: list[str]) -> None:
+        super().__init__(items)
+        self.connecting = connecting
+
+
 def bind(snap: Any, unavailable: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """search_tools, describe and help for one run over ``snap`` (an sdk.Sdk)."""
     missing = [u for u in (unavailable or []) if isinstance(u, dict) and isinstance(u.get("server"), str)]
+    connecting = [u["server"] for u in missing if u.get("state") == "connecting"]
+    noted: list[Any] = [None]  # a weak reference to the run whose stderr has the note
+
+    def note_connecting(server: str | None) -> list[str]:
+        """Servers still connecting that a search (of ``server``, or of all) cannot see; says
+        so once per run on stderr, which comes back with the run's result."""
+        names = [c for c in connecting if server is None or c == server]
+        if names:
+            from codemcp_rt import runstate
+            run = runstate.current()
+            seen = noted[0]() if noted[0] is not None else None
+            if run is None or seen is not run:
+                noted[0] = weakref.ref(run) if run is not None else None
+                print("search_tools/describe: %s still connecting, so %s not searched yet; call %s "
+                      "functions anyway (a run that names one waits for it) or search again later."
+                      % (", ".join(names), "its functions are" if len(names) == 1 else "their functions are",
+                         "its" if len(names) == 1 else "their"), file=sys.stderr)
+        return names
 
     def search_tools(query: str, limit: int = 10, server: str | None = None) -> list[dict[str, str]]:
         """Find SDK functions for a task in plain words, best first.
 
         Returns [{"name", "signature", "summary", "server"}] (at most ``limit``); ``server``
-        keeps one server's functions. Every function found can be called directly."""
+        keeps one server's functions. Every function found can be called directly. Servers
+        still connecting are not searched: the result's ``.connecting`` lists them (and the
+        run's stderr says so)."""
         if not isinstance(query, str):
             raise TypeError("search_tools(query): query must be a string, not %s" % type(query).__name__)
         if isinstance(limit, bool) or not isinstance(limit, int):
@@ -91,7 +122,7 @@ def bind(snap: Any, unavailable: list[dict[str, Any]] | None = None) -> dict[str
             fn = idx.names[doc]
             it = idx.info[fn]
             out.append({"name": fn, "signature": it["signature"], "summary": it["summary"], "server": it["server"]})
-        return out
+        return SearchResults(out, note_connecting(server))
 
     def describe(name: Any) -> str:
         """Full documentation of one SDK function (signature, argument docs, learned result
@@ -133,6 +164,8 @@ def bind(snap: Any, unavailable: list[dict[str, Any]] | None = None) -> dict[str
                     name, u["server"], u.get("state") or "not connected", (": " + u["error"]) if u.get("error") else "")
         hits = search_tools(name.replace("_", " "), 5)
         hint = ("; closest: " + ", ".join(h["name"] for h in hits)) if hits else ""
+        if hits.connecting:
+            hint += "; still connecting (not searched yet): " + ", ".join(hits.connecting)
         return "%s: no such function or server%s\n" % (name, hint)
 
     def help(obj: Any = None) -> None:  # noqa: A001 - the builtin's name on purpose

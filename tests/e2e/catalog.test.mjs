@@ -155,6 +155,36 @@ describe('a server that starts 20 s late', () => {
     assert.ok(changed.length >= 1, 'no notifications/tools/list_changed');
     const after = (await h.client.listTools()).tools[0].description;
     assert.match(after, /late \d+/, after);
+    // The instructions were made at initialize and stay as they were (the spec has no way to
+    // change them), naming the late server as connecting and saying how to reach it: search
+    // inside a program, which reads the live catalog.
+    const instr = h.client.getInstructions();
+    assert.match(instr, /late \(connecting\)/, instr);
+    assert.match(instr, /search_tools\("task words"\)/, instr);
+    assert.match(instr, /live catalog/, instr);
+    const found = await run(h, "result = [r['name'] for r in search_tools('echo the text back', 3, server='late')]");
+    assert.ok(found.structuredContent.result.includes('late_echo'), JSON.stringify(found.structuredContent));
+  });
+
+  test('search_tools while a server connects: a short wait, then results that name it', { timeout: ms(90000) }, async () => {
+    const dir = tempDir('codemcp-late3-');
+    const config = writeConfig(dir, {
+      fake: servers.fake(),
+      slow: { type: 'local', command: ['/bin/sh', '-c', `sleep 40; exec ${PYTHON} ${FAKE_UPSTREAM}`], timeout: 90000 },
+    });
+    const h = await connectClient({ config, env: { ...DEFAULTS, CODEMCP_DISCOVERY_WAIT_MS: '2000' } });
+    await waitFor(async () => /fake \d+/.test((await h.client.listTools()).tools[0].description), ms(15000), 200);
+    const t0 = Date.now();
+    const r = await run(h, "r = search_tools('add two numbers')\nresult = {'names': [x['name'] for x in r], 'connecting': r.connecting, 'slow': describe('slow')}");
+    const took = Date.now() - t0;
+    assert.ok(!r.isError, JSON.stringify(r.structuredContent));
+    assert.ok(took < ms(25000), `the search took ${took} ms: it waited for "slow" (40 s late)`);
+    assert.ok(took >= 1500, `the search did not wait at all (${took} ms) for a server that might be about to connect`);
+    const out = r.structuredContent;
+    assert.ok(out.result.names.includes('fake_add'), JSON.stringify(out));
+    assert.deepEqual(out.result.connecting, ['slow']);
+    assert.match(out.result.slow, /server slow is connecting/);
+    assert.match(out.stderr || '', /slow still connecting/, JSON.stringify(out));
   });
 
   test('a run that does not name a connecting server does not wait for it', { timeout: ms(60000) }, async () => {

@@ -173,6 +173,25 @@ class Search(RuntimeTest):
         self.assertIn("server slack is failed: exited 1", env["result"])
         runner._set_unavailable([])
 
+    def test_servers_still_connecting_are_named(self) -> None:
+        unavailable = [{"server": "late", "prefix": "late", "state": "connecting", "error": ""}]
+        env = self.run_code("r = search_tools('open a bug')\nresult = [list(r), r.connecting]", unavailable=unavailable)
+        self.assertTrue(env["ok"], env)
+        self.assertEqual(env["result"][0][0]["name"], "gh_issues_create")
+        self.assertEqual(env["result"][1], ["late"])
+        self.assertIn("late still connecting", env.get("stderr", ""))
+        env = self.run_code("result = search_tools('open a bug')", unavailable=unavailable)
+        self.assertEqual(env["result"][0]["name"], "gh_issues_create")  # still a plain list
+        env = self.run_code("search_tools('a'); search_tools('b')\nresult = describe('late_echo')", unavailable=unavailable)
+        self.assertIn("server late is connecting", env["result"])
+        self.assertEqual(env.get("stderr", "").count("still connecting"), 1)  # said once per run
+        env = self.run_code("result = search_tools('open a bug', server='gh').connecting", unavailable=unavailable)
+        self.assertEqual(env["result"], [])  # another server's search is complete
+        runner._set_unavailable([])
+        env = self.run_code("result = search_tools('open a bug').connecting")
+        self.assertEqual(env["result"], [])
+        self.assertNotIn("stderr", env)
+
     def test_index_built_once_per_snapshot(self) -> None:
         snap = sdk.current()
         idx = discovery.index(snap)
