@@ -96,7 +96,7 @@ for (const r of requests) {
   }
 }
 const lines = ['# catalog-clients — what Claude Code shows the model (issue 13)', '',
-  `Run: \`CLAUDE_BIN=… node bench/catalog_clients.mjs\` on ${new Date().toISOString().slice(0, 10)}; ` +
+  `Run: \`node bench/catalog_clients.mjs\` on ${new Date().toISOString().slice(0, 10)}; ` +
   `Claude Code ${version}; exit ${code} after ${elapsed} ms; ${requests.length} model requests; ` +
   'catalog: GitHub REST fixture + three npm test servers (1,260 functions).', '',
   `- MCP tool definitions deferred behind ToolSearch on the first request: ${deferred ? 'yes' : 'no'}`,
