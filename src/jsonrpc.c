@@ -1,5 +1,6 @@
 /* jsonrpc — see jsonrpc.h. */
 #include "jsonrpc.h"
+#include "jsonfast.h"
 
 #include <string.h>
 
@@ -66,7 +67,7 @@ json_t *rpc_request(json_t *id, const char *method, json_t *params)
 
 char *rpc_dump(json_t *msg)
 {
-    return json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
+    return jf_dumps(msg); /* the bytes of json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY), faster */
 }
 
 void rpc_lines_feed(struct rpc_lines *l, const char *data, size_t len, rpc_line_cb cb, void *ud)

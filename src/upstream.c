@@ -8,6 +8,7 @@
  * queued. Requests are tracked in one list with a per-request timer; responses are
  * matched by (server, id), so out-of-order replies are fine. */
 #include "upstream.h"
+#include "jsonfast.h"
 #include "jsonrpc.h"
 #include "upstream_int.h"
 #include "log.h"
@@ -488,7 +489,7 @@ static struct up_req *find_req(struct upstream *up, json_t *id)
 void up__transport_message(struct upstream *up, const char *text, size_t len)
 {
     json_error_t jerr;
-    json_t *msg = json_loadb(text, len, JSON_PRESERVE_ORDER, &jerr);
+    json_t *msg = jf_loadb(text, len, 0, &jerr); /* every reply: see jsonfast.h */
     if (!msg) {
         log_warn("upstream", "%s: ignoring a line that is not JSON (%s): %.120s", up->name,
                  jerr.text, text);
