@@ -643,7 +643,9 @@ int up_call_tool(const char *server, const char *tool, json_t *args, int64_t tim
     if (timeout_ms <= 0)
         timeout_ms = default_call_timeout_ms;
     json_t *a = json_is_object(args) ? json_incref(args) : json_object();
-    json_t *params = json_pack("{s:s, s:o}", "name", tool, "arguments", a);
+    json_t *params = json_object(); /* {name, arguments}: not json_pack, see jsonrpc.c */
+    json_object_set_new_nocheck(params, "name", json_string(tool));
+    json_object_set_new_nocheck(params, "arguments", a);
     struct up_req *r = send_request(up, "tools/call", params, timeout_ms, NULL, NULL);
     if (!r) {
         err->kind = "transport";
