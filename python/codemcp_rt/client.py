@@ -244,7 +244,8 @@ class _Call:
         if raw is None:
             timeout = None if self.timeout_ms is None else self.timeout_ms / 1000.0 + _GRACE_S
             try:
-                raw = _transport().wait_reply(self.id, timeout)
+                t = transport._transport  # _transport(), inlined: this is the hot path
+                raw = (t if t is not None else transport.get_transport()).wait_reply(self.id, timeout)
             except ConnectionError as exc:
                 self._record_error(self.error("transport", "control connection lost: %s" % exc))
             if raw is None:
@@ -403,7 +404,13 @@ def call(server: str, tool: str, args: dict[str, Any] | None = None, timeout_ms:
     call_id = "c%d" % next(_ids)
     if timeout_ms is not None:
         timeout_ms = int(timeout_ms)
-    fragment, label, mutation = _tool_info(server, tool)
+    info = None
+    if sdk._current is _tools_snap:  # _tool_info's cache, looked up inline (hot path)
+        try:
+            info = _tools.get((server, tool))
+        except TypeError:
+            pass
+    fragment, label, mutation = info if info is not None else _tool_info(server, tool)
     plain_args: Any = None
     args_json: str | None = None
     frame: str | None = None
@@ -446,7 +453,8 @@ def call(server: str, tool: str, args: dict[str, Any] | None = None, timeout_ms:
                                 % (type(server).__name__, type(tool).__name__))
             frame = _FRAME % (call_id, state.run_id_json if state is not None else "null", fragment, args_json,
                               "null" if timeout_ms is None else timeout_ms)
-        _transport().send(frame)
+        t = transport._transport  # _transport(), inlined: this is the hot path
+        (t if t is not None else transport.get_transport()).send(frame)
     except Exception as exc:  # connection gone, no transport: fail on first use
         try:
             c._record_error(c.error("transport", "could not send the request: %s" % exc, 0))
