@@ -10,6 +10,7 @@ struct pbuf {
     char *d;
     size_t n, cap;
     int oom;
+    int wide; /* a byte >= 0x80 went in: the str needs a UTF-8 decode */
 };
 
 static void pb_put(struct pbuf *b, const char *s, size_t n)
@@ -48,6 +49,8 @@ static int pb_json_str(struct pbuf *b, PyObject *s /* borrowed */)
         PyErr_Clear();
         return -1;
     }
+    if (!PyUnicode_IS_ASCII(s))
+        b->wide = 1;
     static const char hexd[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)u, *e = p + len, *run = p;
     pb_put(b, "\"", 1);
@@ -116,9 +119,14 @@ static int pb_json_scalar(struct pbuf *b, PyObject *v /* borrowed */)
             PyErr_Clear();
             return -1;
         }
-        char num[24];
-        int n = snprintf(num, sizeof(num), "%lld", x);
-        pb_put(b, num, (size_t)n);
+        char num[24], *q = num + sizeof(num);
+        unsigned long long u = x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
+        do
+            *--q = (char)('0' + u % 10);
+        while (u /= 10);
+        if (x < 0)
+            *--q = '-';
+        pb_put(b, q, (size_t)(num + sizeof(num) - q));
         return 0;
     }
     if (PyFloat_CheckExact(v)) {
@@ -196,7 +204,14 @@ PyObject *pyf_call_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         PyMem_Free(b.d);
         return PyErr_NoMemory();
     }
-    out = PyUnicode_DecodeUTF8(b.d, (Py_ssize_t)b.n, "strict"); /* new ref */
+    if (!b.wide && PyUnicode_IS_ASCII(run_id_json) && PyUnicode_IS_ASCII(fragment) &&
+        PyUnicode_IS_ASCII(call_id)) {
+        out = PyUnicode_New((Py_ssize_t)b.n, 127); /* new ref; ASCII: a copy, no decode */
+        if (out)
+            memcpy(PyUnicode_DATA(out), b.d, b.n);
+    } else {
+        out = PyUnicode_DecodeUTF8(b.d, (Py_ssize_t)b.n, "strict"); /* new ref */
+    }
     PyMem_Free(b.d);
     return out;
 none:
