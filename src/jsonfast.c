@@ -91,6 +91,8 @@ static int hex4(const unsigned char *p, uint32_t *out)
 
 static void tmp_put(struct jp *s, size_t *n, const void *src, size_t len)
 {
+    if (!len) /* s->tmp may still be NULL (found by tests/fuzz: UBSan, NULL + 0) */
+        return;
     if (*n + len > s->tmp_cap) {
         size_t cap = s->tmp_cap ? s->tmp_cap : 64;
         while (cap < *n + len)

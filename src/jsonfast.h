@@ -13,8 +13,11 @@
  * json_int_t, at most JSON_PARSER_MAX_DEPTH levels, duplicate keys: the last one wins) and the
  * same bytes as json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) (insertion order, \uXXXX in
  * upper case for control characters, reals as jansson prints them). tests/unit/test_jsonfast.c
- * checks both against jansson on a corpus and on random values. Error texts differ from
- * jansson's (they name the byte offset). Pure functions, no module state. */
+ * checks both against jansson on a corpus and on random values, tests/fuzz/ with libFuzzer.
+ * Error texts differ from jansson's (they name the byte offset). One deliberate difference:
+ * a raw NUL byte is refused wherever it is; jansson skips one after a number or literal
+ * (its reader uses NUL as a "buffer empty" mark, so "[1]\0" fails there but "-5827\0" with
+ * DECODE_ANY decodes). Pure functions, no module state. */
 #ifndef CODEMCP_JSONFAST_H
 #define CODEMCP_JSONFAST_H
 
