@@ -5,7 +5,12 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 SECS="${1:-60}"
-WORK="${2:-$(mktemp -d /tmp/codemcp-fuzz-XXXXXX)}"
+if [ -n "${2:-}" ]; then
+    WORK="$2"
+else
+    WORK="$(mktemp -d /tmp/codemcp-fuzz-XXXXXX)"
+    trap 'rm -rf "$WORK"' EXIT # a failure prints the input (and its base64) before this
+fi
 CC="${CC_FUZZ:-clang}"
 command -v "$CC" >/dev/null || { echo "run.sh: $CC not found (clang with libFuzzer needed)" >&2; exit 77; }
 mkdir -p "$WORK/corpus"
