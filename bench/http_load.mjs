@@ -108,7 +108,8 @@ for (const w of WORKERS) {
     // per-peer bounds (meant for floods) must fit SESSIONS legitimate clients.
     CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL: String(Math.max(64, SESSIONS + 8)),
     CODEMCP_HTTP_MAX_PENDING_PER_PEER: String(Math.max(32, SESSIONS + 8)),
-    CODEMCP_HTTP_MAX_PENDING: String(Math.max(256, SESSIONS + 8)) };
+    CODEMCP_HTTP_MAX_PENDING: String(Math.max(256, SESSIONS + 8)),
+    CODEMCP_HTTP_MAX_CONN_PER_PEER: String(Math.max(512, 4 * SESSIONS)) };
   const g = await startLogged([bin, 'start', '-p', '0'], env, log,
     /serving MCP over Streamable HTTP at (\S+)/);
   gateways[w] = { ...g, url: g.match[1], pid: g.proc.pid };
