@@ -52,11 +52,12 @@ static const char *const corpus[] = {
     " \t\r\n{ } ",
     "[1,2,3]",
     "{\"a\":1,\"b\":[true,false,null],\"c\":{\"d\":\"e\"}}",
-    "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"call_tool\",\"params\":{\"run_id\":\"r1\","
-    "\"server\":\"everything\",\"tool\":\"get-sum\",\"args\":{\"a\":1,\"b\":2},\"timeout_ms\":null}"
-    "}",
-    "{\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"The sum of 1 and 2 is 3.\"}]},"
-    "\"jsonrpc\":\"2.0\",\"id\":5}",
+    ("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"call_tool\",\"params\":{\"run_id\":\"r1\","
+     "\"server\":\"everything\",\"tool\":\"get-sum\",\"args\":{\"a\":1,\"b\":2},\"timeout_ms\":"
+     "null}"
+     "}"),
+    ("{\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"The sum of 1 and 2 is 3.\"}]},"
+     "\"jsonrpc\":\"2.0\",\"id\":5}"),
     "[\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"]",
     "[\"\\u0041\\u00e9\\u20AC\\ud83d\\ude00\"]",
     "[\"\\u0000\"]",
