@@ -17,8 +17,8 @@ import { writeFileSync, mkdtempSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { SERVERS, codemcpBin, childPids, stats, fmt, ROOT, comm, cpuNs, untilSdkReady, EXEC_PY,
-  EXEC_EXPECT } from './lib.mjs';
+import { SERVERS, codemcpBin, stats, fmt, ROOT, cpuNs, untilSdkReady, EXEC_PY,
+  EXEC_EXPECT, workerPids, cpuNsAll } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 40);
 const REPEATS = Number(process.argv[3] || 6);
@@ -62,7 +62,7 @@ async function startArm(name) {
   };
   await untilSdkReady(() => run('one'));
   const pid = transport.pid;
-  const worker = childPids(pid).find((p) => comm(p) === 'codemcp-worker');
+  const worker = workerPids(pid); // all of them: the sandboxed worker is a grandchild
   return { client, run, pid, worker };
 }
 
@@ -81,12 +81,12 @@ for (let rep = 0; rep < REPEATS; rep++) {
     for (const w of WORKLOADS) {
       const ms = {};
       for (const a of rotate(ARMS, r + WARMUP + rep)) {
-        const c0 = cpuNs(arms[a].pid), k0 = arms[a].worker ? cpuNs(arms[a].worker) : 0;
+        const c0 = cpuNs(arms[a].pid), k0 = cpuNsAll(arms[a].worker);
         const t0 = performance.now();
         await arms[a].run(w);
         ms[a] = performance.now() - t0;
         if (r >= 0) cpu[w][a] += cpuNs(arms[a].pid) - c0;
-        if (r >= 0 && arms[a].worker) wcpu[w][a] += cpuNs(arms[a].worker) - k0;
+        if (r >= 0) wcpu[w][a] += cpuNsAll(arms[a].worker) - k0;
       }
       if (r < 0) continue;
       for (const a of ARMS) samples[w][a].push(ms[a]);

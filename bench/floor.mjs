@@ -21,7 +21,8 @@ import { writeFileSync, readFileSync, existsSync, mkdtempSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { LinePeer, SERVERS, codemcpBin, childPids, comm, fmt, ROOT, cpuNs, untilSdkReady } from './lib.mjs';
+import { LinePeer, SERVERS, codemcpBin, childPids, comm, fmt, ROOT, cpuNs, untilSdkReady, workerPids,
+  cpuNsAll } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 200);
 const WARMUP = 10;
@@ -116,7 +117,11 @@ const childNamed = (pid, name) => childPids(pid).find((p) => comm(p) === name);
 const childNot = (pid, name) => childPids(pid).find((p) => comm(p) !== name);
 const kids = (arm, worker) => [childNamed(pidOf(arm), worker), childNot(pidOf(arm), worker)];
 const [fw, fu] = kids('floor', 'floor-worker'), [pw, pu] = kids('floor-pinned', 'floor-worker');
-const [cw, cu] = kids('codemcp', 'codemcp-worker');
+// codemcp's sandboxed worker is a grandchild (waiter -> worker): sum every codemcp-worker
+// below the gateway; its upstream is the node child (other children: the sandbox's waiter,
+// the process-group guard).
+const cws = workerPids(pidOf('codemcp')), cw = cws[0];
+const cu = childPids(pidOf('codemcp')).find((p) => comm(p) === 'node');
 if (![fw, fu, pw, pu, cw, cu].every(Boolean)) throw new Error(`process tree not as expected: ${[fw, fu, pw, pu, cw, cu]}`);
 // The client's own CPU is taken with process.cpuUsage() around the call alone (its window
 // must not include this accounting's reads of /proc).
@@ -126,11 +131,11 @@ const PROBES = {
     upstream: () => cpuNs(fu) },
   'floor-pinned': { 'floor-gateway': () => cpuNs(pidOf('floor-pinned')), 'floor-worker': () => cpuNs(pw),
     upstream: () => cpuNs(pu) },
-  codemcp: { gateway: () => cpuNs(pidOf('codemcp')), 'codemcp-worker (all threads)': () => cpuNs(cw),
+  codemcp: { gateway: () => cpuNs(pidOf('codemcp')), 'codemcp-worker (all threads)': () => cpuNsAll(cws),
     upstream: () => cpuNs(cu) },
 };
 const CLIENT = 'client (this Node process, all threads)';
-const ourPids = () => [process.pid, ...ARMS.map(pidOf), fw, fu, pw, pu, cw, cu];
+const ourPids = () => [process.pid, ...ARMS.map(pidOf), fw, fu, pw, pu, ...cws, cu];
 const cpu = {}; // cpu[w][arm][probe] = total ns over the measured rounds
 const snapCpu = (arm) => Object.fromEntries(Object.entries(PROBES[arm]).map(([k, f]) => [k, f()]));
 

@@ -29,7 +29,7 @@ import { cpus, tmpdir } from 'node:os';
 import http from 'node:http';
 import net from 'node:net';
 import { join } from 'node:path';
-import { NM, ROOT, codemcpBin, childPids, stats, fmt, memKiB, comm } from './lib.mjs';
+import { NM, ROOT, codemcpBin, stats, fmt, memKiB, workerPids as allWorkerPids } from './lib.mjs';
 
 const SECONDS = Number(process.argv[2] || 4);
 const ROUNDS = Number(process.argv[3] || 4);
@@ -103,7 +103,13 @@ const gateways = {};
 for (const w of WORKERS) {
   const log = process.env.BENCH_CODEMCP_LOG ? `${process.env.BENCH_CODEMCP_LOG}.w${w}.log` : join(dir, `gw${w}.log`);
   const env = { CODEMCP_CONFIG: cfg, CODEMCP_WORKERS: String(w), XDG_CONFIG_HOME: join(dir, 'xdg'), CODEMCP_HTTP_TOKEN: TOKEN,
-    CODEMCP_LOG: process.env.CODEMCP_LOG || 'warn' };
+    CODEMCP_LOG: process.env.CODEMCP_LOG || 'warn',
+    // Every bench session is the same principal on the same address: the per-principal and
+    // per-peer bounds (meant for floods) must fit SESSIONS legitimate clients.
+    CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL: String(Math.max(64, SESSIONS + 8)),
+    CODEMCP_HTTP_MAX_PENDING_PER_PEER: String(Math.max(32, SESSIONS + 8)),
+    CODEMCP_HTTP_MAX_PENDING: String(Math.max(256, SESSIONS + 8)),
+    CODEMCP_HTTP_MAX_CONN_PER_PEER: String(Math.max(512, 4 * SESSIONS)) };
   const g = await startLogged([bin, 'start', '-p', '0'], env, log,
     /serving MCP over Streamable HTTP at (\S+)/);
   gateways[w] = { ...g, url: g.match[1], pid: g.proc.pid };
@@ -209,7 +215,15 @@ function cpuNs(pid) {
   } catch {}
   return ns;
 }
-const workerPids = (gw) => childPids(gw).filter((p) => comm(p) === 'codemcp-worker');
+// Every codemcp-worker below the gateway: sandboxed workers are grandchildren (waiter ->
+// worker), so walk the tree (lib.mjs workerPids).
+const workerPids = (gw) => allWorkerPids(gw);
+// Proportional set size (KiB): shared pages (libpython, the SDK's code) split among the
+// processes that map them, so a sum over processes is what the machine really holds.
+function pssKiB(pid) {
+  try { return Number(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8').match(/^Pss:\s+(\d+)/m)?.[1] ?? NaN); }
+  catch { return NaN; }
+}
 // All CPU time of the machine (ns), to tell how much of it other processes took: the VM is
 // shared, and a round that ran while something else was busy is visible as such.
 function machineNs() {
@@ -266,6 +280,16 @@ async function runRound(name, seconds, keep) {
   arm.lat.push(...lat);
 }
 
+// Every session runs one task first (untimed, answers checked): with one worker per session,
+// 200 sessions start 200 sandboxed interpreters, which takes longer than any warm-up round.
+const startT0 = performance.now();
+const startErrors = {};
+for (const name of ARMS) {
+  const a = arms[name];
+  const rs = await Promise.allSettled(a.clients.map((c) => a.task(c, (nextA += 1000))));
+  startErrors[name] = rs.filter((r) => r.status === 'rejected').length;
+}
+const startSeconds = (performance.now() - startT0) / 1000;
 for (const name of ARMS) await runRound(name, WARMUP_SECONDS, false); // JIT, worker start, pools
 for (let r = 0; r < ROUNDS; r++) {
   for (let k = 0; k < ARMS.length; k++) {
@@ -277,8 +301,12 @@ for (let r = 0; r < ROUNDS; r++) {
 // ---- memory at the end ----------------------------------------------------------------------
 const memory = { 'server-everything': [memKiB(upstream.proc.pid)] };
 for (const w of WORKERS) {
-  memory[`gateway W=${w}`] = [memKiB(gateways[w].pid)];
-  memory[`workers W=${w}`] = workerPids(gateways[w].pid).map(memKiB);
+  memory[`gateway W=${w}`] = [{ ...memKiB(gateways[w].pid), pss: pssKiB(gateways[w].pid) }];
+  // One row for all workers (200 sessions: 200 workers and their waiters): summed.
+  const wp = workerPids(gateways[w].pid), ms = wp.map(memKiB);
+  const live = wp.filter((p) => memKiB(p).rss > 8 * 1024); // the interpreters, not the waiters
+  memory[`workers W=${w} (${wp.length} processes, ${live.length} over 8 MB)`] = [{ rss: ms.reduce((a, m) => a + (m.rss || 0), 0),
+    hwm: ms.reduce((a, m) => a + (m.hwm || 0), 0), pss: wp.reduce((a, p) => a + (pssKiB(p) || 0), 0), n: live.length }];
 }
 for (const name of ARMS) for (const c of arms[name].clients) {
   try { await c.transport.terminateSession(); } catch {}
@@ -342,7 +370,8 @@ const machineRows = ARMS.map((n) => {
     `${fmt(x.cpu.machine / 1e6 / x.wall, 2)} of ${cpus().length} |`;
 });
 const memRows = Object.entries(memory).flatMap(([k, ms]) => ms.map((m, i) =>
-  `| ${k}${ms.length > 1 ? ` #${i}` : ''} | ${fmt(MB(m.rss))} | ${fmt(MB(m.hwm))} |`));
+  `| ${k}${ms.length > 1 ? ` #${i}` : ''} | ${fmt(MB(m.rss))} | ${fmt(MB(m.hwm))} | ${fmt(MB(m.pss ?? NaN))} | ` +
+  `${m.n ? fmt(MB(m.pss / m.n), 2) : '–'} |`));
 const cpuInfo = cpus();
 const rev = (() => { try { return execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim(); } catch { return '?'; } })();
 const ver = (() => { try { return execFileSync(bin, ['--version'], { encoding: 'utf8' }).trim(); } catch { return bin; } })();
@@ -383,7 +412,8 @@ ${RAW ? `- **${RAW_ARM}**: the direct load from a minimal hand-written client (\
   upstream serves when the SDK client's CPU is out of the way.
 ` : ''}
 Every answer is checked text by text (A is unique per task); an \`isError\`, an exception or a
-wrong answer is an error (warm-up, not counted below: ${warmNote}).
+wrong answer is an error (warm-up, not counted below: ${warmNote}). Before the warm-up every
+session ran one task (all arms: ${fmt(startSeconds, 1)} s; failed: ${JSON.stringify(startErrors)}), so every worker exists.
 Latency is one task, client side, over all measured tasks. Throughput = tasks completed inside
 each round's window [start + ${RAMP} s, deadline], when every client has a task in flight, / the
 windows' length; tasks of the first second and those still in flight at a deadline (which drain
@@ -432,10 +462,13 @@ for the upstream's replies through the gateway):
 |---|---|---|---|---|---|---|
 ${timeRows.join('\n')}
 
-## Memory at the end (MB; VmRSS, VmHWM = peak)
+## Memory at the end (MB; VmRSS, VmHWM = peak, Pss = shared pages split among their users)
 
-| process | RSS | peak |
-|---|---|---|
+Worker rows are sums over every codemcp-worker process of the gateway (each session's
+interpreter and its sandbox's waiter); "per worker" = their Pss / the interpreters (> 8 MB RSS).
+
+| process | RSS | peak | Pss | Pss per worker |
+|---|---|---|---|---|
 ${memRows.join('\n')}
 
 ${allErrors.length ? `## Errors (first of each arm)\n\n${allErrors.join('\n')}\n` : 'No errors in the measured rounds.\n'}`;

@@ -97,6 +97,16 @@ export function childPids(pid) {
   } catch { return []; }
 }
 
+// Every codemcp-worker below pid (a sandboxed worker is a grandchild: waiter -> worker, or a
+// zygote's child): CPU summed over them is the worker's, the idle waiters add nothing.
+export function workerPids(pid) {
+  const out = [];
+  const walk = (p) => { for (const c of childPids(p)) { if (comm(c) === 'codemcp-worker') out.push(c); walk(c); } };
+  walk(pid);
+  return out;
+}
+export const cpuNsAll = (pids) => pids.reduce((s, p) => { try { return s + cpuNs(p); } catch { return s; } }, 0);
+
 export function stats(samples) {
   const s = [...samples].sort((a, b) => a - b);
   const q = (p) => s[Math.min(s.length - 1, Math.floor(p * (s.length - 1) + 0.5))];

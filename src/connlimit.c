@@ -339,7 +339,10 @@ int cl_on_accept(enum cl_pool pool, struct lws *wsi)
         struct ucred cred;
         socklen_t len = sizeof(cred);
         trusted = getsockopt(lws_get_socket_fd(wsi), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
-                  cred.pid > 0 && p->is_ours(cred.pid);
+                  cred.pid > 0 && (cred.pid == getpid() || p->is_ours(cred.pid));
+        /* getpid(): a socketpair carries its creator's credentials, so a worker's control
+         * socket (ctl_adopt) names the gateway itself, never the worker: 100+ sessions
+         * starting at once otherwise lost workers to the 1 s token deadline (issue 17). */
     }
     if (p->max_conn_per_peer > 0) {
         long n = 0;

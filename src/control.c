@@ -15,6 +15,7 @@
 #include "control.h"
 #include "calls.h"
 #include "connlimit.h"
+#include "jsonfast.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
@@ -128,7 +129,7 @@ static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
         return;
     }
     json_error_t jerr;
-    json_t *msg = json_loadb(text, len, 0, &jerr);
+    json_t *msg = jf_loadb(text, len, 0, &jerr);
     if (!msg) {
         ctl_send(c->id, rpc_error(NULL, RPC_PARSE_ERROR, jerr.text, NULL));
         return;

@@ -1,5 +1,6 @@
 /* jsonrpc — see jsonrpc.h. */
 #include "jsonrpc.h"
+#include "jsonfast.h"
 
 #include <string.h>
 
@@ -39,24 +40,46 @@ enum rpc_kind rpc_classify(json_t *msg, const char **why)
     return RPC_INVALID;
 }
 
+/* Built member by member, not with json_pack: its format parsing was ~15 % of the gateway's
+ * instructions per SDK call (callgrind, issue 17). Same members, same order, same NULL
+ * results as the json_pack forms they replace. */
+static json_t *rpc_head(json_t *id)
+{
+    json_t *m = json_object();
+    json_object_set_new_nocheck(m, "jsonrpc", json_string_nocheck("2.0"));
+    json_object_set_nocheck(m, "id", id ? id : json_null());
+    return m;
+}
+
 json_t *rpc_result(json_t *id, json_t *result)
 {
-    return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "result",
-                     result ? result : json_object());
+    json_t *m = rpc_head(id);
+    json_object_set_new_nocheck(m, "result", result ? result : json_object());
+    return m;
 }
 
 json_t *rpc_error(json_t *id, int code, const char *message, json_t *data)
 {
-    json_t *err = json_pack("{s:i, s:s}", "code", code, "message", message);
+    json_t *msg = message ? json_string(message) : NULL; /* NULL: not UTF-8 */
+    if (!msg) {
+        json_decref(data);
+        return NULL;
+    }
+    json_t *err = json_object();
+    json_object_set_new_nocheck(err, "code", json_integer(code));
+    json_object_set_new_nocheck(err, "message", msg);
     if (data)
         json_object_set_new(err, "data", data);
-    return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error",
-                     err);
+    json_t *m = rpc_head(id);
+    json_object_set_new_nocheck(m, "error", err);
+    return m;
 }
 
 json_t *rpc_request(json_t *id, const char *method, json_t *params)
 {
-    json_t *m = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", method);
+    json_t *m = json_object();
+    json_object_set_new_nocheck(m, "jsonrpc", json_string_nocheck("2.0"));
+    json_object_set_new(m, "method", json_string(method));
     if (id)
         json_object_set(m, "id", id);
     if (params)
@@ -66,7 +89,7 @@ json_t *rpc_request(json_t *id, const char *method, json_t *params)
 
 char *rpc_dump(json_t *msg)
 {
-    return json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
+    return jf_dumps(msg); /* the bytes of json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY), faster */
 }
 
 void rpc_lines_feed(struct rpc_lines *l, const char *data, size_t len, rpc_line_cb cb, void *ud)

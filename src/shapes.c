@@ -1,6 +1,7 @@
 /* shapes — see shapes.h. */
 #include "shapes.h"
 #include "catalog.h"
+#include "jsonfast.h"
 #include "log.h"
 #include "util.h"
 
@@ -337,7 +338,7 @@ static json_t *unwrapped(json_t *result)
     }
     json_t *v = NULL;
     if (text.len && text.len <= LEARN_MAX_TEXT)
-        v = json_loadb(text.data, text.len, JSON_DECODE_ANY, NULL);
+        v = jf_loadb(text.data, text.len, JF_DECODE_ANY, NULL);
     if (!v && text.len && text.len <= LEARN_MAX_TEXT)
         v = json_string(""); /* the worker hands the program a str */
     buf_free(&text);

@@ -8,6 +8,7 @@
  * queued. Requests are tracked in one list with a per-request timer; responses are
  * matched by (server, id), so out-of-order replies are fine. */
 #include "upstream.h"
+#include "jsonfast.h"
 #include "jsonrpc.h"
 #include "upstream_int.h"
 #include "log.h"
@@ -488,7 +489,7 @@ static struct up_req *find_req(struct upstream *up, json_t *id)
 void up__transport_message(struct upstream *up, const char *text, size_t len)
 {
     json_error_t jerr;
-    json_t *msg = json_loadb(text, len, JSON_PRESERVE_ORDER, &jerr);
+    json_t *msg = jf_loadb(text, len, 0, &jerr); /* every reply: see jsonfast.h */
     if (!msg) {
         log_warn("upstream", "%s: ignoring a line that is not JSON (%s): %.120s", up->name,
                  jerr.text, text);
@@ -642,7 +643,9 @@ int up_call_tool(const char *server, const char *tool, json_t *args, int64_t tim
     if (timeout_ms <= 0)
         timeout_ms = default_call_timeout_ms;
     json_t *a = json_is_object(args) ? json_incref(args) : json_object();
-    json_t *params = json_pack("{s:s, s:o}", "name", tool, "arguments", a);
+    json_t *params = json_object(); /* {name, arguments}: not json_pack, see jsonrpc.c */
+    json_object_set_new_nocheck(params, "name", json_string(tool));
+    json_object_set_new_nocheck(params, "arguments", a);
     struct up_req *r = send_request(up, "tools/call", params, timeout_ms, NULL, NULL);
     if (!r) {
         err->kind = "transport";

@@ -18,7 +18,8 @@
  * - Upstream: UPSTREAM ARGS spawned on pipes; MCP initialize handshake (blocking, before the
  *   loop); every worker `call <wid> <a> <b>` becomes a tools/call get-sum with our own id,
  *   and the reply line goes back to the worker verbatim, prefixed by the worker's id.
- * - Worker: WORKER spawned with a SOCK_STREAM socketpair end on fd 3 (protocol in worker.c).
+ * - Worker: WORKER spawned with a SOCK_STREAM socketpair end on fd 3 (protocol in worker.c),
+ *   every message one WebSocket text frame as on codemcp's control channel (lineio.h).
  *
  * One thread, poll() over the three input descriptors, every line out in one write(2),
  * jansson only where JSON must be read (client requests, upstream replies: the id). Writes
@@ -44,8 +45,9 @@ struct gw {
     int up_in, up_out, wk;
     pid_t up_pid, wk_pid;
     struct lines from_client, from_up, from_wk;
-    json_t *run_id;  /* id of the client's tools/call in progress, or NULL */
-    long next_up_id; /* ids of our upstream requests */
+    struct wsin wk_raw; /* the worker link is WebSocket-framed, as codemcp's */
+    json_t *run_id;     /* id of the client's tools/call in progress, or NULL */
+    long next_up_id;    /* ids of our upstream requests */
     struct {
         long up_id; /* 0 when free */
         int wid;
@@ -169,7 +171,7 @@ static int on_upstream_line(struct gw *g, const char *line, size_t len)
     }
     memcpy(g->scratch + n, line, len);
     g->scratch[(size_t)n + len] = '\n';
-    rc = write_full(g->wk, g->scratch, (size_t)n + len + 1);
+    rc = ws_write(g->wk, g->scratch, (size_t)n + len + 1, 0);
 cleanup:
     json_decref(msg);
     return rc;
@@ -237,7 +239,7 @@ static int on_client_line(struct gw *g, const char *line, size_t len)
         } else {
             int n = snprintf(g->scratch, sizeof(g->scratch), "run %s\n", w);
             g->run_id = json_incref(id);
-            rc = write_full(g->wk, g->scratch, (size_t)n);
+            rc = ws_write(g->wk, g->scratch, (size_t)n, 0);
         }
     } else {
         rc = error_client(id, -32601, "method not found");
@@ -249,7 +251,7 @@ static int on_client_line(struct gw *g, const char *line, size_t len)
 /* Reads what one descriptor has and handles every complete line. 1 at end of file. */
 static int drain(struct gw *g, int fd, struct lines *l)
 {
-    ssize_t r = lines_fill(l, fd);
+    ssize_t r = l == &g->from_wk ? ws_fill(l, &g->wk_raw, fd) : lines_fill(l, fd);
     if (r <= 0)
         return r == 0 ? 1 : -1;
     size_t n;
@@ -347,5 +349,6 @@ cleanup:
     lines_free(&g.from_client);
     lines_free(&g.from_up);
     lines_free(&g.from_wk);
+    ws_free(&g.wk_raw);
     return status;
 }

@@ -1,10 +1,11 @@
 /* floor-worker — the relay "worker" of the topology floor (bench/floor.mjs).
  *
- * Stands in for codemcp-worker with none of its work: no Python, no WebSocket framing, no
- * SDK. It reads `run <workload>` from the gateway on fd 3 (a SOCK_STREAM socketpair end),
- * performs the workload's get-sum calls through the gateway, one line per call, and answers
- * `done <total>` (or `fail <reason>`). Blocking I/O on one thread, so each reply costs exactly
- * one wake-up here, as in the best possible worker.
+ * Stands in for codemcp-worker with none of its work: no Python, no JSON, no SDK; only the
+ * transport is the product's (a socketpair, each message one WebSocket text frame, masked
+ * from here as a client's must be). It reads `run <workload>` from the gateway on fd 3 (a
+ * SOCK_STREAM socketpair end), performs the workload's get-sum calls through the gateway, one line
+ * per call, and answers `done <total>` (or `fail <reason>`). Blocking I/O on one thread, so each
+ * reply costs exactly one wake-up here, as in the best possible worker.
  *
  *   gateway -> worker   run one|seq50|conc50|empty
  *   worker  -> gateway  call <wid> <a> <b>
@@ -24,12 +25,13 @@
 #define N_CALLS 50
 
 static struct lines in;
+static struct wsin raw;
 
 static int send_call(int wid, int a, int b)
 {
     char line[64];
     int n = snprintf(line, sizeof(line), "call %d %d %d\n", wid, a, b);
-    return write_full(GW_FD, line, (size_t)n);
+    return ws_write(GW_FD, line, (size_t)n, 1);
 }
 
 /* Blocks for the next reply; stores its call id and the sum read from the text
@@ -39,7 +41,7 @@ static int read_reply(int *wid, long *sum)
     size_t n;
     char *line;
     while (!(line = lines_next(&in, &n)))
-        if (lines_fill(&in, GW_FD) <= 0)
+        if (ws_fill(&in, &raw, GW_FD) <= 0)
             return -1;
     char *end;
     *wid = (int)strtol(line, &end, 10);
@@ -107,7 +109,7 @@ int main(void)
         size_t n;
         char *line;
         while (!(line = lines_next(&in, &n))) {
-            ssize_t r = lines_fill(&in, GW_FD);
+            ssize_t r = ws_fill(&in, &raw, GW_FD);
             if (r == 0)
                 status = 0;
             if (r <= 0)
@@ -123,10 +125,11 @@ int main(void)
         int len = rc == 0    ? snprintf(out, sizeof(out), "done %ld\n", total)
                   : rc == -1 ? snprintf(out, sizeof(out), "fail bad reply from the gateway\n")
                              : snprintf(out, sizeof(out), "fail unknown workload\n");
-        if (write_full(GW_FD, out, (size_t)len) < 0)
+        if (ws_write(GW_FD, out, (size_t)len, 1) < 0)
             goto cleanup;
     }
 cleanup:
     lines_free(&in);
+    ws_free(&raw);
     return status;
 }

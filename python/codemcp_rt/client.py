@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import time
 from typing import Any
 
@@ -74,6 +75,36 @@ def _encode_plain(args: dict[str, Any]) -> str | None:
     except (TypeError, ValueError, RecursionError):
         return None
 
+
+try:  # the worker host's C shortcuts (src/worker/pyfast.c); None under plain Python
+    from _codemcp import call_frame as _c_call_frame  # type: ignore[import-not-found]
+    from _codemcp import text_result as _c_text_result  # type: ignore[import-not-found]
+except ImportError:
+    _c_call_frame = _c_text_result = None
+
+# The usual reply: one text block, in the gateway's compact form (jsonfast, rpc_result's key
+# order). Anything else (structuredContent, _meta, isError, escapes, another order) is None
+# here and takes _finish's general path; both give the same value.
+_TR_HEAD = '{"jsonrpc":"2.0","id":"'
+_TR_MID = '","result":{"content":[{"type":"text","text":"'
+_TR_TAIL = '"}]}}'
+_TR_CTRL = re.compile("[\x00-\x1f]").search
+
+
+def _py_text_result(raw: Any, call_id: Any) -> str | None:
+    """Python twin of _codemcp.text_result (tests/e2e/percall.mjs compares them)."""
+    if type(raw) is not str or type(call_id) is not str:
+        return None
+    head = _TR_HEAD + call_id + _TR_MID
+    if len(raw) < len(head) + len(_TR_TAIL) or not raw.startswith(head) or not raw.endswith(_TR_TAIL):
+        return None
+    text = raw[len(head) : len(raw) - len(_TR_TAIL)]
+    if '"' in text or "\\" in text or _TR_CTRL(text):
+        return None
+    return text
+
+
+_text_result = _c_text_result or _py_text_result
 
 _decoder = json.JSONDecoder()
 _scan = _decoder.scan_once
@@ -213,7 +244,8 @@ class _Call:
         if raw is None:
             timeout = None if self.timeout_ms is None else self.timeout_ms / 1000.0 + _GRACE_S
             try:
-                raw = _transport().wait_reply(self.id, timeout)
+                t = transport._transport  # _transport(), inlined: this is the hot path
+                raw = (t if t is not None else transport.get_transport()).wait_reply(self.id, timeout)
             except ConnectionError as exc:
                 self._record_error(self.error("transport", "control connection lost: %s" % exc))
             if raw is None:
@@ -273,6 +305,13 @@ class _Call:
         raise exc
 
     def _finish(self, raw: str) -> Any:
+        text = _text_result(raw, self.id)
+        if text is not None:  # the usual one-text-block answer: unwrap() without parsing it
+            self.ok = True
+            self.elapsed_ms = int((time.monotonic() - self.started) * 1000)
+            self.value = _text_value(text)
+            self._close()
+            return self.value
         try:
             msg = _parse(raw)
         except (ValueError, TypeError, RecursionError):
@@ -365,14 +404,28 @@ def call(server: str, tool: str, args: dict[str, Any] | None = None, timeout_ms:
     call_id = "c%d" % next(_ids)
     if timeout_ms is not None:
         timeout_ms = int(timeout_ms)
-    fragment, label, mutation = _tool_info(server, tool)
+    info = None
+    if sdk._current is _tools_snap:  # _tool_info's cache, looked up inline (hot path)
+        try:
+            info = _tools.get((server, tool))
+        except TypeError:
+            pass
+    fragment, label, mutation = info if info is not None else _tool_info(server, tool)
     plain_args: Any = None
     args_json: str | None = None
+    frame: str | None = None
     if type(args) is dict:
-        args_json = _encode_plain(args)
+        if _c_call_frame is not None and fragment is not None:
+            # flat scalar arguments (the usual case): the whole frame in C, else None
+            frame = _c_call_frame(call_id, state.run_id_json if state is not None else "null", fragment, args,
+                                  timeout_ms)
+        if frame is not None:
+            plain_args = dict(args)  # what a ToolError reports, as the JSON round trip gave
+        else:
+            args_json = _encode_plain(args)
     elif args is None:
         args_json = "{}"
-    if args_json is None:  # sets, NaN, datetimes, cycles...: jsonsafe's conversions
+    if args_json is None and frame is None:  # sets, NaN, datetimes, cycles...: jsonsafe's conversions
         plain_args = jsonsafe.to_jsonable(resolve(dict(args) if args else {}))
     if state is not None:
         # Program order for writes: a call to a server with an unanswered write in flight
@@ -392,14 +445,16 @@ def call(server: str, tool: str, args: dict[str, Any] | None = None, timeout_ms:
             except TypeError:
                 pass
     try:
-        if args_json is None:
-            args_json = jsonsafe.dumps(plain_args)
-        if fragment is None:
-            raise TypeError("server and tool must be JSON values, not %s/%s"
-                            % (type(server).__name__, type(tool).__name__))
-        frame = _FRAME % (call_id, state.run_id_json if state is not None else "null", fragment, args_json,
-                          "null" if timeout_ms is None else timeout_ms)
-        _transport().send(frame)
+        if frame is None:
+            if args_json is None:
+                args_json = jsonsafe.dumps(plain_args)
+            if fragment is None:
+                raise TypeError("server and tool must be JSON values, not %s/%s"
+                                % (type(server).__name__, type(tool).__name__))
+            frame = _FRAME % (call_id, state.run_id_json if state is not None else "null", fragment, args_json,
+                              "null" if timeout_ms is None else timeout_ms)
+        t = transport._transport  # _transport(), inlined: this is the hot path
+        (t if t is not None else transport.get_transport()).send(frame)
     except Exception as exc:  # connection gone, no transport: fail on first use
         try:
             c._record_error(c.error("transport", "could not send the request: %s" % exc, 0))

@@ -10,6 +10,7 @@
 
 #include "fdcap.h"
 #include "importer.h"
+#include "pyfast.h"
 #include "util.h"
 #include "wsclient.h"
 
@@ -316,6 +317,10 @@ static PyMethodDef pym_methods[] = {
     {"interrupt_reason", pym_interrupt_reason, METH_NOARGS, pym_interrupt_reason_doc},
     {"worker_id", pym_worker_id_fn, METH_NOARGS, pym_worker_id_doc},
     {"embedded_source", pym_embedded_source, METH_O, pym_embedded_source_doc},
+    /* the SDK call path's shortcuts (pyfast.c) */
+    {"call_frame", (PyCFunction)(void (*)(void))pyf_call_frame, METH_FASTCALL, pyf_call_frame_doc},
+    {"text_result", (PyCFunction)(void (*)(void))pyf_text_result, METH_FASTCALL,
+     pyf_text_result_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,0 +1,37 @@
+/* jsonfast — the hot path's JSON text codec for jansson values: one pass each way, no
+ * per-character stream, no printf for integers.
+ *
+ * Why it exists: on every SDK call the gateway decodes two messages (the worker's call_tool
+ * frame, the upstream's reply) and encodes two (the upstream request, the worker's reply).
+ * With jansson's json_loadb/json_dumps that was ~75 % of the gateway's instructions per call
+ * (callgrind: ~27k instructions to decode and ~21k to encode a 150-byte message; see
+ * bench/results/percall.md). These functions build and read the same jansson trees
+ * (json_t), so callers keep jansson for everything else.
+ *
+ * Contract: same accepted language and the same values as jansson 2.14 with flags 0 (decode:
+ * an object or array at the top, RFC 8259, UTF-8 checked, no \u0000, integers that fit
+ * json_int_t, at most JSON_PARSER_MAX_DEPTH levels, duplicate keys: the last one wins) and the
+ * same bytes as json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) (insertion order, \uXXXX in
+ * upper case for control characters, reals as jansson prints them). tests/unit/test_jsonfast.c
+ * checks both against jansson on a corpus and on random values, tests/fuzz/ with libFuzzer.
+ * Error texts differ from jansson's (they name the byte offset). One deliberate difference:
+ * a raw NUL byte is refused wherever it is; jansson skips one after a number or literal
+ * (its reader uses NUL as a "buffer empty" mark, so "[1]\0" fails there but "-5827\0" with
+ * DECODE_ANY decodes). Pure functions, no module state. */
+#ifndef CODEMCP_JSONFAST_H
+#define CODEMCP_JSONFAST_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* Decodes len bytes (need not be NUL-terminated). Returns a new reference, or NULL with
+ * err->text (and err->position) set when err is given. JF_DECODE_ANY also accepts a scalar
+ * at the top, as JSON_DECODE_ANY does. */
+#define JF_DECODE_ANY 1
+json_t *jf_loadb(const char *text, size_t len, int flags, json_error_t *err);
+
+/* Encodes v compactly; caller frees. NULL when v is NULL, nests deeper than
+ * JSON_PARSER_MAX_DEPTH, or holds a string that is not UTF-8 (as json_dumps). */
+char *jf_dumps(const json_t *v);
+
+#endif

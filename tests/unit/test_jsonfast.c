@@ -1,0 +1,288 @@
+/* Unit tests for src/jsonfast.c: jf_loadb accepts exactly what json_loadb accepts and builds
+ * equal values; jf_dumps writes the bytes json_dumps(JSON_COMPACT | JSON_ENCODE_ANY) writes.
+ * Checked on a hand-written corpus (escapes, surrogates, UTF-8 edge cases, numbers at the
+ * json_int_t limits, depth, trailing garbage), on random values, and on random mutations of
+ * valid texts. */
+#include "check.h"
+#include "jsonfast.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned long long rng = 88172645463325252ULL;
+static unsigned rnd(unsigned n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (unsigned)(rng % n);
+}
+
+/* 1 when both decoders agree on text (accept with equal values, or both refuse). */
+static int same_decode(const char *text, size_t len, int flags)
+{
+    json_error_t e1, e2;
+    json_t *a = json_loadb(text, len, flags ? JSON_DECODE_ANY : 0, &e1);
+    json_t *b = jf_loadb(text, len, flags, &e2);
+    int ok = (!a && !b) || (a && b && json_equal(a, b));
+    if (!ok)
+        fprintf(stderr, "  decode differs on [%.*s]: jansson %s, jsonfast %s (%s)\n", (int)len,
+                text, a ? "accepts" : e1.text, b ? "accepts" : "refuses", b ? "" : e2.text);
+    json_decref(a);
+    json_decref(b);
+    return ok;
+}
+
+static int same_encode(const json_t *v)
+{
+    char *a = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *b = jf_dumps(v);
+    int ok = (!a && !b) || (a && b && strcmp(a, b) == 0);
+    if (!ok)
+        fprintf(stderr, "  encode differs: jansson %s, jsonfast %s\n", a ? a : "(null)",
+                b ? b : "(null)");
+    free(a);
+    free(b);
+    return ok;
+}
+
+static const char *const corpus[] = {
+    "{}",
+    "[]",
+    " \t\r\n{ } ",
+    "[1,2,3]",
+    "{\"a\":1,\"b\":[true,false,null],\"c\":{\"d\":\"e\"}}",
+    ("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"call_tool\",\"params\":{\"run_id\":\"r1\","
+     "\"server\":\"everything\",\"tool\":\"get-sum\",\"args\":{\"a\":1,\"b\":2},\"timeout_ms\":"
+     "null}"
+     "}"),
+    ("{\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"The sum of 1 and 2 is 3.\"}]},"
+     "\"jsonrpc\":\"2.0\",\"id\":5}"),
+    "[\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"]",
+    "[\"\\u0041\\u00e9\\u20AC\\ud83d\\ude00\"]",
+    "[\"\\u0000\"]",
+    "[\"\\ud800\"]",
+    "[\"\\udc00\"]",
+    "[\"\\ud800\\u0041\"]",
+    "[\"\\uZZZZ\"]",
+    "[\"\\x\"]",
+    "[\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"]",
+    "[\"\xc0\xaf\"]",
+    "[\"\xed\xa0\x80\"]",
+    "[\"\xf4\x90\x80\x80\"]",
+    "[\"\xe2\x82\"]",
+    "[\"\x80\"]",
+    "[\"\xff\"]",
+    "[\"a\tb\"]",
+    "[\"a\x01\"]",
+    "[\"unterminated",
+    "[0]",
+    "[-0]",
+    "[01]",
+    "[-]",
+    "[1.]",
+    "[.5]",
+    "[1e]",
+    "[1e+]",
+    "[1.5e-3]",
+    "[1E10]",
+    "[-1.25]",
+    "[9223372036854775807]",
+    "[-9223372036854775808]",
+    "[9223372036854775808]",
+    "[-9223372036854775809]",
+    "[123456789012345678]",
+    "[1234567890123456789]",
+    "[1e400]",
+    "[1e-400]",
+    "[0.1]",
+    "[3.141592653589793]",
+    "[1x]",
+    "[true]",
+    "[tru]",
+    "[truex]",
+    "[nul]",
+    "[null,]",
+    "{\"a\":1,}",
+    "{\"a\" 1}",
+    "{a:1}",
+    "{\"a\":1 \"b\":2}",
+    "[1 2]",
+    "{\"a\":1}x",
+    "{\"a\":1} ",
+    "",
+    "   ",
+    "1",
+    "\"s\"",
+    "null",
+    "{\"a\":1,\"a\":2}",
+    "{\"\":0}",
+    "{\"k\\u00e9y\":1}",
+    "{\"\\u0000\":1}",
+    "[[[[[[[]]]]]]]",
+    "[{\"a\":[{\"b\":[{}]}]}]",
+    "[\"/\"]",
+    "[\"\x7f\"]",
+    "{\"a\":\"x\\\"y\",\"a\\\"b\":[]}",
+};
+
+static void test_corpus(void)
+{
+    for (size_t i = 0; i < sizeof(corpus) / sizeof(corpus[0]); i++) {
+        EXPECT(same_decode(corpus[i], strlen(corpus[i]), 0));
+        EXPECT(same_decode(corpus[i], strlen(corpus[i]), JF_DECODE_ANY));
+        json_t *v = json_loads(corpus[i], JSON_DECODE_ANY, NULL);
+        if (v)
+            EXPECT(same_encode(v));
+        json_decref(v);
+    }
+    /* An embedded NUL byte, outside and inside a string. */
+    EXPECT(same_decode("[1]\0", 4, 0));
+    EXPECT(same_decode("[\"a\0b\"]", 7, 0));
+}
+
+static void test_depth(void)
+{
+    static char deep[2 * 2100 + 1];
+    for (int n = 2046; n <= 2050; n++) {
+        memset(deep, '[', (size_t)n);
+        memset(deep + n, ']', (size_t)n);
+        EXPECT(same_decode(deep, (size_t)(2 * n), 0));
+    }
+}
+
+static json_t *random_string(void)
+{
+    static const char *const pieces[] = {"a",
+                                         "Z",
+                                         " ",
+                                         "\"",
+                                         "\\",
+                                         "/",
+                                         "\n",
+                                         "\t",
+                                         "\b",
+                                         "\f",
+                                         "\r",
+                                         "\x01",
+                                         "\x1f",
+                                         "\x7f",
+                                         "\xc3\xa9",
+                                         "\xe2\x82\xac",
+                                         "\xf0\x9f\x98\x80",
+                                         "0",
+                                         "{",
+                                         "]"};
+    char s[64];
+    size_t n = 0, k = rnd(8);
+    for (size_t i = 0; i < k; i++) {
+        const char *p = pieces[rnd(sizeof(pieces) / sizeof(pieces[0]))];
+        memcpy(s + n, p, strlen(p));
+        n += strlen(p);
+    }
+    return json_stringn(s, n);
+}
+
+static json_t *random_value(int depth)
+{
+    unsigned t = rnd(depth > 4 ? 6 : 8);
+    switch (t) {
+    case 0:
+        return json_null();
+    case 1:
+        return rnd(2) ? json_true() : json_false();
+    case 2: {
+        static const json_int_t ints[] = {0,
+                                          1,
+                                          -1,
+                                          42,
+                                          -123456789,
+                                          9223372036854775807LL,
+                                          -9223372036854775807LL - 1,
+                                          1000000000000000000LL};
+        return json_integer(rnd(3) ? (json_int_t)rnd(100000) - 50000 : ints[rnd(8)]);
+    }
+    case 3: {
+        static const double reals[] = {0.5, -2.25, 1e300, 1e-300, 3.141592653589793, 100.0, 0.1};
+        return json_real(reals[rnd(7)]);
+    }
+    case 4:
+    case 5:
+        return random_string();
+    case 6: {
+        json_t *a = json_array();
+        for (unsigned i = rnd(5); i; i--)
+            json_array_append_new(a, random_value(depth + 1));
+        return a;
+    }
+    default: {
+        json_t *o = json_object();
+        for (unsigned i = rnd(5); i; i--) {
+            json_t *k = random_string();
+            json_object_set_new(o, json_string_value(k), random_value(depth + 1));
+            json_decref(k);
+        }
+        return o;
+    }
+    }
+}
+
+static void test_random_values(void)
+{
+    for (int i = 0; i < 3000; i++) {
+        json_t *v = random_value(0);
+        EXPECT(same_encode(v));
+        char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (text) {
+            EXPECT(same_decode(text, strlen(text), JF_DECODE_ANY));
+            /* And a mutation of it: one byte replaced, dropped or duplicated. */
+            size_t n = strlen(text);
+            if (n) {
+                size_t at = rnd((unsigned)n);
+                static const char subst[] = "{}[]\",:\\0-.eE tfnu\x80\xc3";
+                switch (rnd(3)) {
+                case 0:
+                    text[at] = subst[rnd(sizeof(subst) - 1)];
+                    break;
+                case 1:
+                    memmove(text + at, text + at + 1, n - at);
+                    n--;
+                    break;
+                default:
+                    break;
+                }
+                EXPECT(same_decode(text, n, JF_DECODE_ANY));
+                EXPECT(same_decode(text, n, 0));
+            }
+        }
+        free(text);
+        json_decref(v);
+    }
+}
+
+static void test_refusals(void)
+{
+    json_error_t err;
+    EXPECT(jf_loadb("[1,", 3, 0, &err) == NULL && err.text[0]);
+    EXPECT(jf_dumps(NULL) == NULL);
+    json_t *bad = json_stringn_nocheck("\xff", 1); /* not UTF-8: jansson refuses to write it too */
+    EXPECT(jf_dumps(bad) == NULL && json_dumps(bad, JSON_ENCODE_ANY) == NULL);
+    json_decref(bad);
+    json_t *a = json_array(), *cur = a; /* deeper than jansson writes */
+    for (int i = 0; i < 2100; i++) {
+        json_t *n = json_array();
+        json_array_append_new(cur, n);
+        cur = n;
+    }
+    EXPECT(jf_dumps(a) == NULL);
+    json_decref(a);
+}
+
+int main(void)
+{
+    check_case("corpus: same decoding and encoding as jansson", test_corpus);
+    check_case("nesting depth limit as jansson's", test_depth);
+    check_case("random values and mutated texts: same as jansson", test_random_values);
+    check_case("refusals: truncated text, NULL, invalid UTF-8, too deep", test_refusals);
+    return CHECK_DONE();
+}
