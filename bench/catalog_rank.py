@@ -7,7 +7,8 @@ Builds discovery.Index over the dumped catalog and reports top-1/top-5 on the qu
 tests/data/catalog/queries.json split into the half the first ranker was tuned on (even
 positions) and the half it was not (odd positions), tests/data/catalog/tuning.json (more
 tasks to tune on, written for this), and tests/data/catalog/heldout.json
-and heldout2.json (both written before looking at the ranker; never used for tuning).
+and heldout2.json (both written before looking at the ranker; never used for tuning),
+and heldout3.json (written by the second ranking pass before it read the ranker).
 --tune shows the old sets only (what tuning may look at); -v prints their misses (the held-out sets' misses are not for tuning).
 """
 import json
@@ -25,11 +26,13 @@ def sets():
     old = json.load(open(os.path.join(data, "queries.json")))
     new = json.load(open(os.path.join(data, "heldout.json")))
     new2 = json.load(open(os.path.join(data, "heldout2.json")))
+    new3 = json.load(open(os.path.join(data, "heldout3.json")))
     tuning = json.load(open(os.path.join(data, "tuning.json")))
     # (label, queries, may its misses be printed while tuning?)
     return [("old tuning half", old[0::2], True), ("old held-out half", old[1::2], True),
             ("tuning set", tuning, True),
-            ("new held-out set", new, False), ("second held-out set", new2, False)]
+            ("new held-out set", new, False), ("second held-out set", new2, False),
+            ("third held-out set", new3, False)]
 
 
 def main():
