@@ -417,6 +417,11 @@ class Index:
                         out[s] = _FUZZY_WEIGHT * wt
         return out
 
+    def _phrasal_verb(self, w: str) -> bool:
+        """Whether ``w`` is a WordNet phrase ("throw_out") related to a verb of APIs."""
+        rel = _wordnet().get(w) if "_" in w else None
+        return bool(rel) and any(x in _VERBS for x in rel[0] + rel[1])
+
     def _query(self, query: str) -> tuple[list[tuple[str, float]], bool]:
         """(stem, weight) of the query's words, in order, without repeats; and whether the
         query is a question ("who starred it?", "what milestones are open"), which asks to
@@ -491,7 +496,7 @@ class Index:
         # (a rare synonym would otherwise outweigh it: "pull" -> "pr" in fork_pr_workflows).
         caps = [self.idf.get(w) for w in qwords]
         plural = self._plural
-        if question or not any(w in _VERBS for w in qwords):  # "teams in the org": a listing
+        if question or not any(w in _VERBS or self._phrasal_verb(w) for w in qwords):  # "teams in the org": a listing
             implicit = {"list": _IMPLICIT_WEIGHT * (1.0 if plural else _SINGULAR_LIST),
                         "get": _IMPLICIT_WEIGHT * (_PLURAL_GET if plural else 1.0)}
             exps.append({t: v for t, v in implicit.items() if t in self.postings})
