@@ -387,14 +387,15 @@ class Index:
         for s, wt in _SYN.get(w, {}).items():
             if s in self.postings and out.get(s, 0.0) < wt:
                 out[s] = wt
+        related: dict[str, float] = {}
         wn = _wordnet().get(w) if WORDNET else None
         if wn and ("_" in w or not out):  # a phrase, or a word the catalog does not know
             for tier, wt in ((wn[0], _WN_NEAR), (wn[1], _WN_FAR)):
                 for x in tier:
-                    if x in self.postings and out.get(x, 0.0) < wt:
-                        out[x] = wt
+                    if x in self.postings and related.get(x, 0.0) < wt:
+                        related[x] = wt
         if "_" in w:
-            return out
+            return related
         if len(w) >= 3 and not w.isdigit():  # partial words: "repo" finds "repository", "notif" "notification"
             i = bisect.bisect_left(self.vocab, w)
             k = 0
@@ -415,6 +416,9 @@ class Index:
                 for s, wt in _SYN.get(v, {}).items():
                     if s in self.postings and s not in out:
                         out[s] = _FUZZY_WEIGHT * wt
+        for x, wt in related.items():  # WordNet's related words, after the typos they do not hide
+            if out.get(x, 0.0) < wt:
+                out[x] = wt
         return out
 
     def _phrasal_verb(self, w: str) -> bool:
