@@ -9,7 +9,7 @@ positions) and the half it was not (odd positions), tests/data/catalog/tuning.js
 tasks to tune on, written for this), and tests/data/catalog/heldout.json
 and heldout2.json (both written before looking at the ranker; never used for tuning),
 and heldout3.json (written by the second ranking pass before it read the ranker).
---no-wordnet measures the ranker without the WordNet table. --tune shows the old sets only (what tuning may look at); -v prints their misses (the held-out sets' misses are not for tuning).
+--tune shows the old sets only (what tuning may look at); -v prints their misses (the held-out sets' misses are not for tuning).
 """
 import json
 import os
@@ -38,10 +38,7 @@ def sets():
 def main():
     cat = json.load(open(sys.argv[1]))
     verbose = "-v" in sys.argv
-    tune = "--tune" in sys.argv
-    if "--no-wordnet" in sys.argv:  # the ranker without codemcp_rt.wnsyn
-        from codemcp_rt import search
-        search.WORDNET = False  # the old sets only: nothing about the held-out sets is shown
+    tune = "--tune" in sys.argv  # the old sets only: nothing about the held-out sets is shown
     t = time.perf_counter()
     idx = discovery.Index(cat["names"], cat["info"])
     build = (time.perf_counter() - t) * 1000

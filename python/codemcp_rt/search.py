@@ -215,33 +215,6 @@ for _group in _SYNONYM_GROUPS:
             if _m.get(_x, 0.0) < _wt:
                 _m[_x] = _wt
 
-# Related words from WordNet (codemcp_rt.wnsyn, generated once by python/wordnet_gen.py) for
-# what the table above does not know: a query word the catalog does not contain stands for
-# WordNet's synonyms and derived forms of it (_WN_NEAR) and their hypernyms (_WN_FAR) that
-# the catalog does contain; a phrasal verb ("kick out", "get rid of") for those of the phrase;
-# an irregular form for its base ("wrote" -> write). Weaker than the API table: expanding
-# words the catalog knows, or at more than 0.4, lost tuning-set tasks ("bar" -> block).
-WORDNET = True  # module switch, for measuring (bench/catalog_rank.py --no-wordnet)
-_WN_NEAR = 0.4
-_WN_FAR = 0.25
-_WN: dict[str, tuple[list[str], ...]] | None = None
-
-
-def _wordnet() -> dict[str, tuple[list[str], ...]]:
-    """stem (or stems joined by "_" for a phrase) -> (near, far, base) stems; parsed once."""
-    global _WN
-    if _WN is None:
-        from codemcp_rt.wnsyn import TABLE
-
-        table: dict[str, tuple[list[str], ...]] = {}
-        for line in TABLE.splitlines():
-            key, _, rest = line.partition(" ")
-            cols = (rest.split("|") + ["", ""])[:3]
-            table[key] = tuple(c.split(",") if c else [] for c in cols)
-        _WN = table
-    return _WN
-
-
 # -- values in a query -------------------------------------------------------------------------
 
 # Things a person names rather than asks for: owner/repo or a path, a file name, a quoted
@@ -387,15 +360,6 @@ class Index:
         for s, wt in _SYN.get(w, {}).items():
             if s in self.postings and out.get(s, 0.0) < wt:
                 out[s] = wt
-        related: dict[str, float] = {}
-        wn = _wordnet().get(w) if WORDNET else None
-        if wn and ("_" in w or not out):  # a phrase, or a word the catalog does not know
-            for tier, wt in ((wn[0], _WN_NEAR), (wn[1], _WN_FAR)):
-                for x in tier:
-                    if x in self.postings and related.get(x, 0.0) < wt:
-                        related[x] = wt
-        if "_" in w:
-            return related
         if len(w) >= 3 and not w.isdigit():  # partial words: "repo" finds "repository", "notif" "notification"
             i = bisect.bisect_left(self.vocab, w)
             k = 0
@@ -416,15 +380,7 @@ class Index:
                 for s, wt in _SYN.get(v, {}).items():
                     if s in self.postings and s not in out:
                         out[s] = _FUZZY_WEIGHT * wt
-        for x, wt in related.items():  # WordNet's related words, after the typos they do not hide
-            if out.get(x, 0.0) < wt:
-                out[x] = wt
         return out
-
-    def _phrasal_verb(self, w: str) -> bool:
-        """Whether ``w`` is a WordNet phrase ("throw_out") related to a verb of APIs."""
-        rel = _wordnet().get(w) if "_" in w else None
-        return bool(rel) and any(x in _VERBS for x in rel[0] + rel[1])
 
     def _query(self, query: str) -> tuple[list[tuple[str, float]], bool]:
         """(stem, weight) of the query's words, in order, without repeats; and whether the
@@ -440,21 +396,9 @@ class Index:
 
         def plain(text: str) -> None:
             nonlocal verbs
-            toks = _TOKEN.findall(text)
-            wn = _wordnet() if WORDNET else {}
-            if wn and len(toks) > 1:  # WordNet's phrases, stop words included ("get rid of")
-                st = [stem(t) for t in toks]
-                for n in (3, 2):
-                    for k in range(len(st) - n + 1):
-                        key = "_".join(st[k:k + n])
-                        rel = wn.get(key)
-                        if rel and any(x in self.postings for x in rel[0] + rel[1]):
-                            out[key] = 1.0
-            raws = [r for r in toks if r not in _STOP]
+            raws = [r for r in _TOKEN.findall(text) if r not in _STOP]
             for k, raw in enumerate(raws):
                 w = stem(raw)
-                if w not in self.postings and w not in _SYN and w in wn and wn[w][2]:
-                    w = wn[w][2][0]  # wrote -> write, broken -> break
                 if (raw.endswith("s") and not raw.endswith(("ss", "us", "is")) and len(raw) > 3
                         and w not in _VERBS):
                     self._plural = True  # "branches", "open issues": a listing, likely
@@ -500,7 +444,7 @@ class Index:
         # (a rare synonym would otherwise outweigh it: "pull" -> "pr" in fork_pr_workflows).
         caps = [self.idf.get(w) for w in qwords]
         plural = self._plural
-        if question or not any(w in _VERBS or self._phrasal_verb(w) for w in qwords):  # "teams in the org": a listing
+        if question or not any(w in _VERBS for w in qwords):  # "teams in the org": a listing
             implicit = {"list": _IMPLICIT_WEIGHT * (1.0 if plural else _SINGULAR_LIST),
                         "get": _IMPLICIT_WEIGHT * (_PLURAL_GET if plural else 1.0)}
             exps.append({t: v for t, v in implicit.items() if t in self.postings})

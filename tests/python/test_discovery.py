@@ -96,26 +96,6 @@ class Query(unittest.TestCase):
         self.assertEqual(self.top(idx, "start following torvalds"), "gh_users_follow")
         self.assertEqual(self.top(idx, "stop watching this repo"), "gh_repos_delete_subscription")
 
-    def test_wordnet_relates_words_the_catalog_lacks(self) -> None:
-        names = ["mem_remove_entity", "mem_write_note", "mem_list_entities", "fs_read_file"]
-        info = {n: {"server": n.split("_")[0], "tool": n.split("_", 1)[1], "summary": n.split("_", 1)[1].replace("_", " "),
-                    "doc": "", "params": [], "signature": n + "()"} for n in names}
-        idx = search.Index(names, info)
-        # a phrasal verb: "throw out" is a kind of "remove" (WordNet's hypernym)
-        self.assertEqual(self.top(idx, "throw out the stale entity"), "mem_remove_entity")
-        # an irregular form reads as its base form
-        self.assertIn(search.stem("write"), dict(idx._query("it wrote a note")[0]))
-        # a word of the catalog is not expanded through WordNet
-        search.WORDNET = False
-        try:
-            plain = idx._expand(search.stem("remove"))
-        finally:
-            search.WORDNET = True
-        self.assertEqual(idx._expand(search.stem("remove")), plain)
-        # the generated table stays small (it is embedded into the worker)
-        from codemcp_rt import wnsyn
-        self.assertLess(len(wnsyn.TABLE), 300000)
-
 
 class Search(RuntimeTest):
     def setUp(self) -> None:
