@@ -121,7 +121,7 @@ class ConvertTest(unittest.TestCase):
             x = [x, x]  # 2**60 leaves when expanded
         start = time.monotonic()
         out = cap(x, 100000)
-        self.assertLess(time.monotonic() - start, 5)
+        self.assertLess(time.monotonic() - start, 60)  # a hang is 2**60 steps; the bound only has to end
         self.assertTrue(out["_truncated"])
 
 
