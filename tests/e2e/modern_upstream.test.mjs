@@ -59,7 +59,9 @@ describe('2026-07-28 upstreams over stdio', () => {
       forced: v2stdio(['--name', 'forced', '--legacy', 'reject'], { protocol: 'legacy' }),
       everything: servers.everything(),
     });
-    h = await connectClient({ config, shared: true, env: { CODEMCP_LOG: 'info' } });
+    // The probe window is widened: on a loaded machine a Node server can take longer than the
+    // default 5 s to answer its first request, and would then (correctly) be used in 2025 mode.
+    h = await connectClient({ config, shared: true, env: { CODEMCP_LOG: 'info', CODEMCP_DISCOVER_PROBE_MS: '60000' } });
     await h.client.listTools();
   });
 
