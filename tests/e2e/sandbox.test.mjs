@@ -16,7 +16,7 @@ import path from 'node:path';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   Client, connectClient, tempDir, writeConfig, servers, ms, sleep, waitFor, processTable,
-  descendants, Proc, CODEMCP_BIN, REPO,
+  descendants, prototypeChain, nsPids, Proc, CODEMCP_BIN, REPO,
 } from './lib.mjs';
 
 const WORKER_BIN = process.env.CODEMCP_WORKER_BIN
@@ -391,7 +391,10 @@ while True:
     except BaseException:
         pass`, { timeout_ms: 1000 });
     await sleep(700);
-    const during = descendants(gw).filter((p) => !before.has(`${p.pid}:${p.start}`) || p.comm.startsWith('codemcp-w'));
+    // The prototype the session was forked from outlives it by design: everything else must go.
+    const proto = new Set(prototypeChain(gw).map((p) => p.pid));
+    const during = descendants(gw).filter((p) => !proto.has(p.pid) &&
+      (!before.has(`${p.pid}:${p.start}`) || p.comm.startsWith('codemcp-w')));
     const r = await pending;
     assert.equal(r.isError, true);
     const gone = await waitFor(() => {
