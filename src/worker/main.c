@@ -378,6 +378,9 @@ static int wm_prototype(struct sbx_opts *o, long *slot, char *token, size_t toke
         Py_FinalizeEx();
         exit(rc == 0 ? 0 : 1);
     }
+    /* What fork() does not pass on: the subreaper flag (a run's orphans are ours to end,
+     * codemcp_rt/procs.py). */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     *slot = child.slot;
     snprintf(token, token_len, "%s", child.token);
     explicit_bzero(child.token, sizeof(child.token));
