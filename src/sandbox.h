@@ -12,6 +12,9 @@
  *   init     PID 1 of the new PID namespace; reaps orphans; its death ends every process in
  *            the namespace (a timeout's SIGKILL of the waiter kills the whole sandbox).
  *   worker   PID 2: the caller of sbx_enter(), which returns 0 there.
+ * With o->prototype the worker is the prototype (src/worker/forksrv.h): PID 1 then outlives it
+ * while sessions forked from it still run, and each session gets a sandbox of its own nested
+ * in this one (sbx_fork_session: its PID 1, then its worker).
  * Namespaces: user, PID, mount, IPC, UTS, cgroup, and network (unless net_host). The
  * worker runs as uid/gid 1000 inside, mapped to the gateway's own uid, or to nobody (65534)
  * when the gateway is root, so that RLIMIT_NPROC binds (the kernel exempts real root); a
@@ -58,6 +61,7 @@ int sbx_enter(const struct sbx_opts *o, char *err, size_t errlen);
  * seals it (seal.h). In the caller, returns the pid of the session's PID 1 (as the caller
  * sees it), or -1 (errno). The caller wraps it in PyOS_BeforeFork/AfterFork. In host
  * isolation the first process only makes a process group and reaps. */
+/* fds: the worker's control socket (becomes fd 3), stdout, stderr, and the status pipe. */
 pid_t sbx_fork_session(const struct sbx_opts *o, int sandboxed, const int fds[4]);
 
 /* Exit status of a sandbox whose set-up failed after the clone. */
