@@ -173,10 +173,12 @@ static void send_fork(struct worker *w)
     if (!pt_versions(&w->sdk_sent, &w->shapes_sent))
         w->sdk_sent = w->shapes_sent = 0;
     return;
-fail:
-    for (int *p = &sp[0]; p <= &st[1]; p++)
-        if (*p >= 0)
-            close(*p);
+fail:;
+    int *all[] = {sp, out, err, st};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 2; j++)
+            if (all[i][j] >= 0)
+                close(all[i][j]);
     /* Counted as a failed start; the restart path retries. */
     w->st_io = NULL;
     w->st_len = 0;
