@@ -149,6 +149,7 @@ function tree(pid) {
 async function http(iso, prototype = 'on') {
   const proc = spawn(bin, ['start', '-p', '0', '--no-auth'], { env: { ...process.env, CODEMCP_CONFIG: empty,
     CODEMCP_ISOLATION: iso, CODEMCP_HTTP_MAX_SESSIONS: '1024', CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL: '1024', CODEMCP_WORKERS: '210',
+    CODEMCP_MAX_NAMESPACES: '1024', CODEMCP_MAX_NAMESPACES_PER_PRINCIPAL: '1024',
     CODEMCP_PROTOTYPE: prototype },
     stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
