@@ -122,7 +122,11 @@ static void ss_build(const struct sbx_opts *o, uid_t uid, gid_t gid)
     struct ss_keep keep[SS_MAX_KEEP];
     size_t n = 0;
     /* Maps are written by this process: its /proc files must belong to it meanwhile (the
-     * prototype is not dumpable). sbx__init_main makes it non-dumpable again. */
+     * prototype is not dumpable). sbx__init_main makes it non-dumpable again. The window (the
+     * maps, two mounts and a fork): the same user's processes outside could ptrace it and take
+     * the new worker's descriptors and the token in its copy of the request. Closing it needs
+     * the token and descriptors handed over only after the maps (a private socketpair from
+     * the prototype): not done yet. */
     prctl(PR_SET_DUMPABLE, 1);
     ss_write("/proc/self/setgroups", "deny");
     snprintf(map, sizeof(map), "%d %d 1\n", SBX_UID, (int)uid);

@@ -685,6 +685,11 @@ result = {"uid": os.getuid(), "pids": sorted(int(p) for p in os.listdir("/proc")
             if (Number(status.match(/^Uid:\s+(\d+)/m)[1]) !== uid) continue;
             const ppid = Number(status.match(/^PPid:\s+(\d+)/m)[1]);
             if (ppid !== child.pid) continue; // the waiter: a direct child of this gateway
+            // The promise is "not dumpable once the id maps are written" (sandbox.c: it is
+            // dumpable for the few syscalls in between). The sandbox's PID 1 forks its worker
+            // only after that, so judge only waiters whose PID 1 has a child already.
+            const inits = fs.readFileSync(`/proc/${p}/task/${p}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+            if (!inits.some((i) => fs.readFileSync(`/proc/${i}/task/${i}/children`, 'utf8').trim())) continue;
             seen++;
             if (fs.statSync(`/proc/${p}/environ`).uid !== 0) dumpable.add(p);
           } catch {}
