@@ -125,8 +125,11 @@ test('a worker killed between dispatch and its first tool call: the run fails cl
   const again = await run(c, 'result = fake_echo(text="after")');
   assert.equal(again.isError, false, JSON.stringify(again));
   assert.match(JSON.stringify(again.structuredContent.result), /after/);
+  // A killed session's PID 1 lingers while the kernel tears its PID namespace down.
   const seen = new Set(beforeIds);
-  const now = workerProcs(c.pid).filter((p) => !isProto(p.pid)).map((p) => `${p.pid}:${p.start}`);
+  const fresh = () => workerProcs(c.pid).filter((p) => !isProto(p.pid)).map((p) => `${p.pid}:${p.start}`);
+  await waitFor(() => fresh().every((p) => !seen.has(p)), ms(5000));
+  const now = fresh();
   assert.ok(now.length && now.every((p) => !seen.has(p)), `expected fresh workers, have ${now} (were ${beforeIds})`);
   const calls = readFakeLog(log).filter((m) => m.method === 'tools/call').map((m) => m.params.arguments?.text);
   assert.deepEqual(calls, ['after'], 'the killed run must not have reached the upstream');
