@@ -480,16 +480,6 @@ long wk_rss_kib(int slot)
 
 int wk_is_starting(pid_t pid)
 {
-    /* A socketpair's peer credentials are its creator's: ours. Such a connection is one we
-     * adopted (nothing listens by default), handed to a worker we started, so it is let
-     * through while a worker is starting (under load many handshakes overlap: forked
-     * workers start together). */
-    if (pid == getpid()) {
-        for (int i = 0; i < n_workers; i++)
-            if (workers[i].state == WK_STARTING)
-                return 1;
-        return 0;
-    }
     for (int i = 0; i < n_workers; i++)
         if (workers[i].pid == pid && workers[i].state == WK_STARTING)
             return 1;

@@ -73,9 +73,9 @@ void wk_shutdown_all(void (*done)(void));
 long wk_rss_kib(int slot);
 int wk_pid(int slot);
 
-/* 1 when pid is a worker that has not connected yet (it runs no agent code), or is this
- * process (the peer of a socketpair we made and adopted) while a worker is starting: the
- * control channel lets its connection through a flood (connlimit.h). */
+/* 1 when pid is a worker that has not connected yet (it runs no agent code): the control
+ * listener lets its connection through a flood (connlimit.h; a socketpair's peer, this
+ * process, is trusted there). */
 int wk_is_starting(pid_t pid);
 
 #endif
