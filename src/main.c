@@ -90,7 +90,8 @@ static void usage(FILE *f)
           "execute_python description; CODEMCP_SMOKE='code' runs one program and exits;\n"
           "CODEMCP_LOG=error|warn|info|debug|trace sets the stderr log level.\n"
           "Agent code runs sandboxed (CODEMCP_ISOLATION=sandbox, the default: own namespaces,\n"
-          "no network, no home, seccomp); CODEMCP_ISOLATION=host turns that off (unsafe).\n",
+          "no network, no home, seccomp); CODEMCP_ISOLATION=host turns that off (unsafe).\n"
+          "Workers are forked from a prototype process (CODEMCP_PROTOTYPE=off: started anew).\n",
           f);
 }
 

@@ -7,6 +7,7 @@
  * detached. Every source path is resolved (realpath) before the clone, because after the
  * first pivot an absolute symlink would resolve against the throwaway root. */
 #include "sandbox.h"
+#include "sandbox_int.h"
 #include "log.h"
 #include "util.h"
 
@@ -32,7 +33,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define SBX_UID      1000  /* the worker's uid and gid inside */
 #define SBX_ROOT_MAP 65534 /* outer uid/gid the sandbox gets when the gateway is root */
 #define SBX_HOSTNAME "codemcp-sandbox"
 
@@ -222,13 +222,15 @@ static void plan_build(struct sbx_plan *p, const struct sbx_opts *o)
 /* ---- inside: mounts ----------------------------------------------------------------------- */
 
 /* Reports the failing step on stderr and exits (after the clone there is no caller). */
-__attribute__((noreturn)) static void die_step(const char *step, const char *path)
+__attribute__((noreturn)) void sbx__die_step(const char *step, const char *path)
 {
     int e = errno;
     dprintf(2, "codemcp-worker: sandbox set-up failed: %s%s%s: %s\n", step, path ? " " : "",
             path ? path : "", strerror(e));
     _exit(SBX_EXIT_SETUP);
 }
+
+#define die_step sbx__die_step
 
 static void mkdir_p(const char *path, mode_t mode)
 {
@@ -416,7 +418,7 @@ static void become_sandbox_user(int outer_root)
 
 /* Capabilities: the bounding set goes while CAP_SETPCAP is still held (before the uid
  * change, which clears the rest when uid 0 was mapped), then the sets themselves. */
-static void drop_privileges(int outer_root)
+void sbx__drop_privileges(int outer_root, int change_uid)
 {
     int last = 40;
     char *t = read_file("/proc/sys/kernel/cap_last_cap", NULL);
@@ -428,7 +430,8 @@ static void drop_privileges(int outer_root)
         if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
             die_step("drop the capability bounding set", NULL);
     (void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-    become_sandbox_user(outer_root);
+    if (change_uid)
+        become_sandbox_user(outer_root);
     struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct data[2];
     memset(data, 0, sizeof(data));
@@ -447,9 +450,12 @@ static void set_limit(int res, rlim_t v)
     (void)setrlimit(res, &rl);
 }
 
-static void apply_limits(const struct sbx_opts *o)
+void sbx__apply_limits(const struct sbx_opts *o)
 {
-    set_limit(RLIMIT_NPROC, (rlim_t)o->nproc);
+    /* Not in the prototype: a user namespace created later (one per session) takes its
+     * creator's RLIMIT_NPROC as the cap of all its processes together, at every level. */
+    if (!o->prototype)
+        set_limit(RLIMIT_NPROC, (rlim_t)o->nproc);
     set_limit(RLIMIT_NOFILE, (rlim_t)o->nofile);
     set_limit(RLIMIT_FSIZE, (rlim_t)o->tmp_mb << 20);
     set_limit(RLIMIT_CORE, 0);
@@ -459,21 +465,32 @@ static void apply_limits(const struct sbx_opts *o)
 
 /* ---- process layout ------------------------------------------------------------------------ */
 
-/* PID 1: reaps everything, exits when the worker does, hands its raw status to the waiter. */
-__attribute__((noreturn)) static void init_main(pid_t worker, int status_fd)
+/* PID 1: reaps everything, exits when the worker does, hands its raw status to status_fd.
+ * linger (the prototype's sandbox): the namespace lives on after the worker (the prototype)
+ * while sessions forked from it still run; the status goes out when the last one is gone. */
+__attribute__((noreturn)) void sbx__init_main(pid_t worker, int status_fd, int linger)
 {
+    int wst = 0, seen = 0;
     prctl(PR_SET_DUMPABLE, 0); /* the worker may not read or trace its PID 1 */
+    signal(SIGCHLD, SIG_DFL);
     close_range(0, (unsigned)status_fd - 1, 0);
     close_range((unsigned)status_fd + 1, ~0U, 0);
     for (;;) {
         int st;
         pid_t p = waitpid(-1, &st, 0);
         if (p == worker) {
-            (void)!write(status_fd, &st, sizeof(st));
-            _exit(0);
+            wst = st;
+            seen = 1;
+            if (!linger) {
+                (void)!write(status_fd, &st, sizeof(st));
+                _exit(0);
+            }
         }
-        if (p < 0 && errno == ECHILD)
-            _exit(SBX_EXIT_SETUP);
+        if (p < 0 && errno == ECHILD) {
+            if (seen)
+                (void)!write(status_fd, &wst, sizeof(wst));
+            _exit(seen ? 0 : SBX_EXIT_SETUP);
+        }
     }
 }
 
@@ -575,7 +592,12 @@ static int enter(const struct sbx_opts *o, int probe, char *err, size_t errlen)
     fflush(NULL);
     /* The gateway is not dumpable (main.c) and a clone inherits that, which makes the child's
      * /proc/<pid>/uid_map root-owned: an unprivileged waiter could not write it. This process
-     * (already forked off the gateway) becomes the sandbox's waiter. */
+     * (already forked off the gateway) becomes the sandbox's waiter. The window: from here to
+     * the prctl(PR_SET_DUMPABLE, 0) after the maps (a few syscalls) the same user's other
+     * processes may ptrace it or read its /proc files: it holds this worker's fd 3 (the
+     * prototype's channel, or an exec'd worker's control socket) and an exec'd worker's token
+     * (the prototype has none: tokens reach it later, one per fork). Not closed yet; the escape
+     * suite asserts what is promised, "not dumpable once the maps are written". */
     prctl(PR_SET_DUMPABLE, 1);
     pid_t child = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, 0);
     if (child < 0) {
@@ -596,7 +618,7 @@ static int enter(const struct sbx_opts *o, int probe, char *err, size_t errlen)
         if (!o->net_host)
             loopback_up();
         build_root(&plan, o);
-        drop_privileges(outer_root);
+        sbx__drop_privileges(outer_root, 1);
         if (probe) {
             int zero = 0;
             (void)!write(status[1], &zero, sizeof(zero));
@@ -606,12 +628,12 @@ static int enter(const struct sbx_opts *o, int probe, char *err, size_t errlen)
         if (worker < 0)
             die_step("fork", NULL);
         if (worker > 0)
-            init_main(worker, status[1]);
+            sbx__init_main(worker, status[1], o->prototype);
         close(status[1]);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != 1)
             _exit(SBX_EXIT_SETUP);
-        apply_limits(o);
+        sbx__apply_limits(o);
         setenv("HOME", "/tmp", 1);
         setenv("TMPDIR", "/tmp", 1);
         setenv("USER", "sandbox", 1);

@@ -12,6 +12,9 @@
  *   init     PID 1 of the new PID namespace; reaps orphans; its death ends every process in
  *            the namespace (a timeout's SIGKILL of the waiter kills the whole sandbox).
  *   worker   PID 2: the caller of sbx_enter(), which returns 0 there.
+ * With o->prototype the worker is the prototype (src/worker/forksrv.h): PID 1 then outlives it
+ * while sessions forked from it still run, and each session gets a sandbox of its own nested
+ * in this one (sbx_fork_session: its PID 1, then its worker).
  * Namespaces: user, PID, mount, IPC, UTS, cgroup, and network (unless net_host). The
  * worker runs as uid/gid 1000 inside, mapped to the gateway's own uid, or to nobody (65534)
  * when the gateway is root, so that RLIMIT_NPROC binds (the kernel exempts real root); a
@@ -35,6 +38,8 @@ struct sbx_opts {
     const char *ro;  /* CODEMCP_SANDBOX_RO: colon-separated extra read-only paths */
     const char *rw;  /* CODEMCP_SANDBOX_RW: colon-separated extra read-write paths */
     const char *dev; /* CODEMCP_PYTHONPATH_DEV (dev only): made visible read-only */
+    int prototype;   /* set by the caller: this sandbox hosts the prototype (forksrv.h), which
+                        forks sessions into sandboxes of their own (sbx_fork_session) */
 };
 
 /* Reads the CODEMCP_SANDBOX_* variables. Never fails. */
@@ -45,6 +50,19 @@ void sbx_opts_from_env(struct sbx_opts *o);
  * built (nothing was changed in this process then, except when a step after the clone
  * fails: those exit with status SBX_EXIT_SETUP after writing the reason to stderr). */
 int sbx_enter(const struct sbx_opts *o, char *err, size_t errlen);
+
+/* The prototype (src/worker/forksrv.c) forks a session's worker with this: a clone into a
+ * new user, PID, mount and IPC namespace (sandboxed) or a plain fork (host isolation). In
+ * the clone, PID 1 maps its ids (1000 → 1000), mounts a fresh size-capped tmpfs on /tmp
+ * (moving the CODEMCP_SANDBOX_RO/RW paths below /tmp onto it) and a /proc of the new PID
+ * namespace, forks the worker (PID 2) and then reaps, writing the worker's raw wait status
+ * to fds[3] when it ends (its own death ends everything in the namespace). The worker
+ * drops every capability, sets no_new_privs and the rlimits, and returns 0; the caller then
+ * seals it (seal.h). In the caller, returns the pid of the session's PID 1 (as the caller
+ * sees it), or -1 (errno). The caller wraps it in PyOS_BeforeFork/AfterFork. In host
+ * isolation the first process only makes a process group and reaps. */
+/* fds: the worker's control socket (becomes fd 3), stdout, stderr, and the status pipe. */
+pid_t sbx_fork_session(const struct sbx_opts *o, int sandboxed, const int fds[4]);
 
 /* Exit status of a sandbox whose set-up failed after the clone. */
 #define SBX_EXIT_SETUP 125

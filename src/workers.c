@@ -1,4 +1,6 @@
-/* workers — see workers.h.
+/* workers — see workers.h. Split in three (workers_int.h): this file (slots' lifecycle, runs,
+ * control-channel events, shutdown), worker_spawn.c (starting and killing a slot's process,
+ * forked by the prototype or exec'd), worker_sessions.c (which session owns which slot).
  *
  * A slot is one worker process position in the pool; its process may be restarted many
  * times. States: DOWN → STARTING (spawned, waiting for the connection and token) →
@@ -8,15 +10,17 @@
  * belongs to at most one session at a time (see "sessions" below). In sandbox isolation the
  * spawned process is the sandbox's waiter (sandbox.h) and kills go through hard_kill(). */
 #include "workers.h"
+#include "workers_int.h"
 #include "catalog.h"
 #include "control.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
-#include "namespaces.h"
 #include "sandbox.h"
 #include "shapes.h"
 #include "util.h"
+#include "prototype.h"
+#include "worker_proc.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -25,138 +29,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-enum wk_state { WK_DOWN, WK_STARTING, WK_READY, WK_BUSY };
-
-struct worker {
-    int slot;
-    enum wk_state state;
-    pid_t pid;
-    char token[65];
-    uint64_t conn_id;
-    int sdk_sent;    /* catalog source version last sent */
-    int shapes_sent; /* shapes version last sent */
-    char run_id[32]; /* the run executing (BUSY), "" when none: the one record of where a run is */
-    int64_t run_rpc_id;
-    char *kill_reason; /* set when we kill it on purpose */
-    int failed_starts;
-    int runs_done; /* runs completed by the current process */
-    char *start_failure;
-    struct lp_timer start_timer;
-    struct lp_timer restart_timer;
-    struct lp_io *out_io, *err_io;
-    struct rpc_lines out_lines, err_lines;
-    int owned;        /* a session owns this slot (its one interpreter) */
-    uint64_t session; /* the owner, when owned */
-    int64_t last_used_ms;
-    struct lp_timer idle_timer;
-    char *notice; /* for the owner's next answer (variables discarded) */
-};
-
-/* A session whose worker was ended while it lives on, and why (told on its next run). */
-struct pin {
-    uint64_t session_id;
-    const char *why; /* static text */
-};
-
-static struct wk_hooks hooks;
-static struct worker *workers;
-static int n_workers;
-static struct pin *pins;
-static size_t n_pins, cap_pins;
-static char worker_bin[PATH_MAX + 128];
-static int64_t next_rpc_id = 1;
-static long memory_mb;
-static int sandboxed; /* CODEMCP_ISOLATION=sandbox */
-static long session_idle_ms;
+struct wk_hooks hooks;
+struct worker *workers;
+int n_workers;
+int64_t next_rpc_id = 1;
+long memory_mb;
+int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
+int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
+long session_idle_ms;
 static void (*shutdown_done)(void);
-static int shutting_down;
-
-static int spawn(struct worker *w);
-
-/* SIGKILL for a worker and its process group (lp_spawn makes it a group leader); a sandboxed
- * one is ended through its PID 1 (sandbox.h). */
-static void hard_kill(pid_t pid)
-{
-    if (sandboxed) {
-        sbx_kill(pid);
-    } else if (pid > 0) { /* its whole process group: what the agent's code started dies too */
-        kill(-pid, SIGKILL);
-        kill(pid, SIGKILL);
-    }
-}
-
-/* ---- locating the binary ------------------------------------------------------------ */
-
-static int try_bin(const char *path)
-{
-    if (access(path, X_OK) == 0) {
-        snprintf(worker_bin, sizeof(worker_bin), "%s", path);
-        return 1;
-    }
-    return 0;
-}
-
-static int find_worker_bin(void)
-{
-    const char *env = getenv("CODEMCP_WORKER_BIN");
-    if (env && *env)
-        return try_bin(env);
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        char *dir = dirname(self);
-        char p[PATH_MAX + 64];
-        snprintf(p, sizeof(p), "%s/worker/codemcp-worker", dir); /* build tree */
-        if (try_bin(p))
-            return 1;
-        snprintf(p, sizeof(p), "%s/codemcp-worker", dir);
-        if (try_bin(p))
-            return 1;
-        snprintf(p, sizeof(p), "%s/../libexec/codemcp/codemcp-worker", dir);
-        if (try_bin(p))
-            return 1;
-    }
-    return try_bin(CODEMCP_LIBEXECDIR "/codemcp-worker");
-}
-
-/* ---- process output → log ------------------------------------------------------------ */
-
-static void on_out_line(void *ud, const char *line, size_t len)
-{
-    struct worker *w = ud;
-    if (line)
-        log_info("worker", "[worker %d] %.*s", w->slot, (int)(len > 2000 ? 2000 : len), line);
-}
-
-static void on_out(void *ud, const char *data, size_t len)
-{
-    struct worker *w = ud;
-    rpc_lines_feed(&w->out_lines, data, len, on_out_line, w);
-}
-
-static void on_err(void *ud, const char *data, size_t len)
-{
-    struct worker *w = ud;
-    rpc_lines_feed(&w->err_lines, data, len, on_out_line, w);
-}
-
-static void on_out_close(void *ud)
-{
-    ((struct worker *)ud)->out_io = NULL;
-}
-
-static void on_err_close(void *ud)
-{
-    ((struct worker *)ud)->err_io = NULL;
-}
-
-static const struct lp_io_ops out_ops = {on_out, on_out_close};
-static const struct lp_io_ops err_ops = {on_err, on_err_close};
+int shutting_down;
 
 /* ---- lifecycle -------------------------------------------------------------------------- */
 
@@ -165,20 +53,20 @@ void wk_set_hooks(const struct wk_hooks *h)
     hooks = *h;
 }
 
-static void became_idle(void)
+void became_idle(void)
 {
     if (hooks.idle)
         hooks.idle();
 }
 
 /* Whether an unfinished run was given this slot (runs.c's answer, through the hook). */
-static int slot_in_use(int slot)
+int wk__slot_in_use(int slot)
 {
     return hooks.slot_in_use && hooks.slot_in_use(slot);
 }
 
 /* Forgets the slot's run first (the hook may start the next one), then reports its end. */
-static void end_current_run(struct worker *w, json_t *envelope, const char *failure)
+void end_current_run(struct worker *w, json_t *envelope, const char *failure)
 {
     char run_id[sizeof(w->run_id)];
     memcpy(run_id, w->run_id, sizeof(run_id));
@@ -188,7 +76,7 @@ static void end_current_run(struct worker *w, json_t *envelope, const char *fail
 }
 
 /* True when another unowned slot is up (or coming up) for the next new session. */
-static int other_spare(const struct worker *w)
+int other_spare(const struct worker *w)
 {
     for (int s = 0; s < n_workers; s++)
         if (&workers[s] != w && !workers[s].owned && workers[s].state != WK_DOWN)
@@ -203,7 +91,35 @@ static void restart_later(void *ud)
         spawn(w);
 }
 
-static void on_worker_exit(void *ud, pid_t pid, int status)
+/* Shutdown ends when every slot is down and the prototype's sandboxes are reaped. Sessions
+ * forked in host isolation are our children (CLONE_PARENT): reaped here too, or they would
+ * outlive us as zombies. */
+static pid_t *orphans;
+static int n_orphans, pt_gone;
+
+static void shutdown_check(void)
+{
+    for (int i = 0; i < n_workers; i++)
+        if (workers[i].state != WK_DOWN)
+            return;
+    if (!pt_gone || !shutdown_done)
+        return;
+    int64_t until = now_ms() + 200;
+    for (int i = 0; i < n_orphans; i++)
+        while (waitpid(orphans[i], NULL, WNOHANG) == 0 && now_ms() < until)
+            usleep(1000);
+    void (*done)(void) = shutdown_done;
+    shutdown_done = NULL;
+    done();
+}
+
+static void on_pt_gone(void)
+{
+    pt_gone = 1;
+    shutdown_check();
+}
+
+void on_worker_exit(void *ud, pid_t pid, int status)
 {
     struct worker *w = ud;
     if (pid != w->pid)
@@ -237,14 +153,7 @@ static void on_worker_exit(void *ud, pid_t pid, int status)
     w->conn_id = 0;
     end_current_run(w, NULL, why);
     if (shutting_down) {
-        for (int i = 0; i < n_workers; i++)
-            if (workers[i].state != WK_DOWN)
-                return;
-        if (shutdown_done) {
-            void (*done)(void) = shutdown_done;
-            shutdown_done = NULL;
-            done();
-        }
+        shutdown_check();
         return;
     }
     if (!was_started) {
@@ -254,7 +163,7 @@ static void on_worker_exit(void *ud, pid_t pid, int status)
         snprintf(msg, sizeof(msg),
                  "the Python worker (%s) failed to start (exit %s %d); see codemcp's log "
                  "(CODEMCP_LOG=info)",
-                 worker_bin, WIFSIGNALED(status) ? "signal" : "status",
+                 wkp_bin(), WIFSIGNALED(status) ? "signal" : "status",
                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         w->start_failure = w->failed_starts >= 3 ? xstrdup(msg) : NULL;
     }
@@ -264,126 +173,6 @@ static void on_worker_exit(void *ud, pid_t pid, int status)
         lp_timer_start(&w->restart_timer, w->failed_starts ? 200L * w->failed_starts : 0,
                        restart_later, w);
     became_idle();
-}
-
-static void start_timed_out(void *ud)
-{
-    struct worker *w = ud;
-    if (w->state != WK_STARTING)
-        return;
-    log_warn("worker", "worker %d did not connect in time: killing it", w->slot);
-    w->kill_reason = xstrdup("the Python worker did not start in time");
-    hard_kill(w->pid);
-}
-
-static char *env_entry(const char *name)
-{
-    const char *v = getenv(name);
-    if (!v)
-        return NULL;
-    size_t n = strlen(name) + strlen(v) + 2;
-    char *e = xmalloc(n);
-    snprintf(e, n, "%s=%s", name, v);
-    return e;
-}
-
-static int spawn(struct worker *w)
-{
-    if (random_hex(w->token, 32) < 0) {
-        log_error("worker", "cannot get random bytes for the worker token");
-        return -1;
-    }
-    /* A scrubbed environment: nothing of the gateway's secrets or upstream credentials. */
-    static const char *const pass[] = {"PATH",
-                                       "HOME",
-                                       "LANG",
-                                       "LC_ALL",
-                                       "LC_CTYPE",
-                                       "TZ",
-                                       "TMPDIR",
-                                       "CODEMCP_LOG",
-                                       "CODEMCP_PYTHONPATH_DEV",
-                                       "ASAN_OPTIONS",
-                                       "UBSAN_OPTIONS",
-                                       "LSAN_OPTIONS",
-                                       "CODEMCP_SANDBOX_NET",
-                                       "CODEMCP_SANDBOX_SUBPROCESS",
-                                       "CODEMCP_SANDBOX_RO",
-                                       "CODEMCP_SANDBOX_RW",
-                                       "CODEMCP_SANDBOX_TMP_MB",
-                                       "CODEMCP_SANDBOX_NPROC",
-                                       "CODEMCP_SANDBOX_NOFILE",
-                                       NULL};
-    char *env[40];
-    int n = 0;
-    for (int i = 0; pass[i]; i++) {
-        char *e = env_entry(pass[i]);
-        if (e)
-            env[n++] = e;
-    }
-    /* The control channel: one end of a socketpair, inherited as fd 3 (nothing listens),
-     * unless a listener was asked for (CODEMCP_CONTROL_TCP/UNIX). */
-    int sp[2] = {-1, -1};
-    if (!ctl_url()[0] && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
-        log_error("worker", "socketpair: %s", strerror(errno));
-        return -1;
-    }
-    char url_e[400], tok_e[128], id_e[64], mem_e[64], iso_e[64];
-    snprintf(url_e, sizeof(url_e), "CODEMCP_CONTROL_URL=%s", sp[1] >= 0 ? "fd:3" : ctl_url());
-    snprintf(tok_e, sizeof(tok_e), "CODEMCP_WORKER_TOKEN=%s", w->token);
-    snprintf(id_e, sizeof(id_e), "CODEMCP_WORKER_ID=%d", w->slot);
-    snprintf(mem_e, sizeof(mem_e), "CODEMCP_WORKER_MEMORY_MB=%ld", memory_mb);
-    snprintf(iso_e, sizeof(iso_e), "CODEMCP_ISOLATION=%s", sandboxed ? "sandbox" : "host");
-    int own = n;
-    env[n++] = url_e;
-    env[n++] = tok_e;
-    env[n++] = id_e;
-    env[n++] = mem_e;
-    env[n++] = iso_e;
-    env[n] = NULL;
-    char *argv[] = {worker_bin, NULL};
-    struct lp_spawn_opts o = {.argv = argv,
-                              .env = env,
-                              .clear_env = 1,
-                              .want_stdout = 1,
-                              .want_stderr = 1,
-                              .keep_fd = sp[1] >= 0 ? sp[1] : 0};
-    /* The worker applies CODEMCP_WORKER_MEMORY_MB (RLIMIT_AS) itself, before Python starts:
-     * a sanitizer build must skip it (ASan reserves terabytes of address space). With
-     * CODEMCP_ISOLATION=sandbox it builds its sandbox first (src/sandbox.h). */
-    int fds[3];
-    char err[512];
-    w->pid = lp_spawn(&o, fds, err, sizeof(err));
-    explicit_bzero(tok_e, sizeof(tok_e));
-    for (int i = 0; i < own; i++)
-        free(env[i]);
-    if (sp[1] >= 0)
-        close(sp[1]);
-    if (sp[0] >= 0 && (w->pid < 0 || ctl_adopt(sp[0]) < 0)) {
-        close(sp[0]);
-        if (w->pid > 0) {
-            w->kill_reason = xstrdup("the Python worker's control channel could not be set up");
-            hard_kill(w->pid);
-        }
-    }
-    if (w->pid < 0) {
-        log_error("worker", "cannot start %s: %s", worker_bin, err);
-        free(w->start_failure);
-        w->start_failure = xstrdup(err);
-        w->pid = 0;
-        return -1;
-    }
-    w->state = WK_STARTING;
-    w->sdk_sent = 0;
-    w->shapes_sent = 0;
-    w->runs_done = 0;
-    lp_on_child_exit(w->pid, on_worker_exit, w);
-    w->out_io = lp_io_watch(fds[1], 1, &out_ops, w);
-    w->err_io = lp_io_watch(fds[2], 1, &err_ops, w);
-    lp_timer_start(&w->start_timer, env_long("CODEMCP_WORKER_START_TIMEOUT_MS", 15000),
-                   start_timed_out, w);
-    log_debug("worker", "worker %d started (pid %d)", w->slot, (int)w->pid);
-    return 0;
 }
 
 /* CODEMCP_ISOLATION: sandbox (default; probed now, fail closed) or host (warned). 0 / -2. */
@@ -423,13 +212,20 @@ int wk_init(int max_workers)
 {
     if (choose_isolation() < 0)
         return -2;
-    if (!find_worker_bin()) {
+    if (!wkp_find_bin()) {
         log_error("worker",
                   "cannot find codemcp-worker (set CODEMCP_WORKER_BIN or reinstall codemcp)");
         return -1;
     }
     memory_mb = env_long("CODEMCP_WORKER_MEMORY_MB", 512);
     session_idle_ms = env_long("CODEMCP_SESSION_IDLE_MS", 900000);
+    /* Workers come from the prototype unless a listener was asked for (remote workers
+     * connect to it: nothing to fork) or CODEMCP_PROTOTYPE=off. */
+    use_prototype = env_bool("CODEMCP_PROTOTYPE", 1) && !ctl_url()[0];
+    pt_init(sandboxed, memory_mb, &pt_hooks_of_pool);
+    /* Processes of a sandbox whose parent died first (a prototype's sessions, a waiter's
+     * PID 1) are reparented here and reaped by the loop, not left to PID 1 as zombies. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     n_workers = max_workers < 1 ? 1 : max_workers;
     workers = xcalloc((size_t)n_workers, sizeof(*workers));
     for (int i = 0; i < n_workers; i++) {
@@ -449,161 +245,6 @@ void wk_prewarm(void)
 int wk_available(void)
 {
     return n_workers > 0;
-}
-
-/* ---- sessions ----------------------------------------------------------------------------- */
-
-/* One interpreter per session: a session owns its slot (and so its worker process) until it
- * closes, idles past CODEMCP_SESSION_IDLE_MS, or is evicted (least recently used, idle) to
- * make room when every slot is taken. Its next run then gets a fresh worker and the answer
- * carries a `notice` saying its variables were discarded. A slot is never handed to another
- * session while a run still refers to it (run_uses_slot), so no program can land in another
- * session's interpreter. One unowned slot is kept warm for the next new session. */
-
-static struct worker *slot_owner_of(uint64_t session_id)
-{
-    for (int s = 0; s < n_workers; s++)
-        if (workers[s].owned && workers[s].session == session_id)
-            return &workers[s];
-    return NULL;
-}
-
-static void remember_discarded(uint64_t session_id, const char *why)
-{
-    for (size_t i = 0; i < n_pins; i++)
-        if (pins[i].session_id == session_id)
-            return;
-    if (n_pins == cap_pins) {
-        cap_pins = cap_pins ? cap_pins * 2 : 16;
-        pins = xrealloc(pins, cap_pins * sizeof(*pins));
-    }
-    pins[n_pins++] = (struct pin){session_id, why};
-}
-
-/* Ends the worker of a session that keeps existing: its variables go. */
-/* Ends the slot's process so that nothing of its session reaches the next owner; no run is
- * sent to it meanwhile (BUSY without a run until it is reaped and replaced). */
-static void end_process(struct worker *w, const char *why)
-{
-    lp_timer_stop(&w->idle_timer);
-    if (!w->pid)
-        return;
-    free(w->kill_reason);
-    w->kill_reason = xstrdup(why);
-    if (w->state == WK_READY)
-        w->state = WK_BUSY;
-    hard_kill(w->pid);
-}
-
-/* Ends the worker of a session that keeps existing: its variables go. */
-static void discard_session(struct worker *w, const char *why)
-{
-    remember_discarded(w->session, why);
-    ns_home_lost(w->session); /* its namespaces' handles now say so */
-    w->owned = 0;
-    end_process(w, why);
-}
-
-static void on_idle(void *ud)
-{
-    struct worker *w = ud;
-    if (!w->owned || w->state == WK_BUSY || slot_in_use(w->slot))
-        return;
-    log_info("worker", "worker %d: session idle for %ld ms: ending its worker", w->slot,
-             session_idle_ms);
-    discard_session(w, "this session was idle longer than CODEMCP_SESSION_IDLE_MS, so its "
-                       "Python worker was ended and its variables were discarded; this run "
-                       "started from a fresh interpreter");
-}
-
-static void touch(struct worker *w)
-{
-    w->last_used_ms = now_ms();
-    if (session_idle_ms > 0 && n_workers > 0)
-        lp_timer_start(&w->idle_timer, session_idle_ms, on_idle, w);
-}
-
-/* Keeps one unowned slot warm (started) for the next new session. */
-static void keep_spare(void)
-{
-    int down = -1;
-    for (int s = 0; s < n_workers; s++)
-        if (workers[s].start_failure)
-            return; /* workers cannot start: no spare to keep */
-    for (int s = 0; s < n_workers; s++) {
-        struct worker *w = &workers[s];
-        if (w->owned || slot_in_use(s))
-            continue;
-        if (w->state != WK_DOWN)
-            return;
-        if (down < 0 && !w->start_failure)
-            down = s;
-    }
-    if (down >= 0 && !shutting_down)
-        spawn(&workers[down]);
-}
-
-int wk_slot_for_session(uint64_t session_id)
-{
-    if (!n_workers)
-        return 0;
-    struct worker *w = slot_owner_of(session_id);
-    if (w)
-        return w->slot;
-    /* A free slot: warm first, then starting, then down. */
-    static const enum wk_state pref[] = {WK_READY, WK_STARTING, WK_DOWN};
-    for (size_t k = 0; k < 3 && !w; k++)
-        for (int s = 0; s < n_workers && !w; s++)
-            if (!workers[s].owned && workers[s].state == pref[k] && !slot_in_use(s))
-                w = &workers[s];
-    if (!w) { /* evict an idle session: namespaces.c's rule (same principal first) picks it */
-        uint64_t *homes = xcalloc((size_t)n_workers, sizeof(*homes));
-        int *slots = xcalloc((size_t)n_workers, sizeof(*slots)), k = 0;
-        for (int s = 0; s < n_workers; s++)
-            if (workers[s].owned && workers[s].state != WK_BUSY && !slot_in_use(s)) {
-                homes[k] = workers[s].session;
-                slots[k++] = s;
-            }
-        int v = ns_pick_home_victim(session_id, homes, (size_t)k);
-        w = v < 0 ? NULL : &workers[slots[v]];
-        free(homes);
-        free(slots);
-        if (!w)
-            return -1; /* every slot runs or holds another principal's recent session */
-        log_info("worker", "worker %d: evicting an idle session for a new one", w->slot);
-        discard_session(w, "more sessions were active than CODEMCP_WORKERS allows, so this "
-                           "idle session's Python worker was ended and its variables were "
-                           "discarded; this run started from a fresh interpreter");
-    }
-    w->owned = 1;
-    w->session = session_id;
-    free(w->notice);
-    w->notice = NULL;
-    for (size_t i = 0; i < n_pins; i++)
-        if (pins[i].session_id == session_id) {
-            w->notice = xstrdup(pins[i].why);
-            pins[i] = pins[--n_pins];
-            break;
-        }
-    touch(w);
-    keep_spare();
-    return w->slot;
-}
-
-void wk_session_closed(uint64_t session_id)
-{
-    for (size_t i = 0; i < n_pins; i++)
-        if (pins[i].session_id == session_id) {
-            pins[i] = pins[--n_pins];
-            break;
-        }
-    struct worker *w = slot_owner_of(session_id);
-    if (!w)
-        return;
-    w->owned = 0;
-    /* Its namespace must not reach the next session: the process goes, a fresh one (the
-     * spare) comes back. */
-    end_process(w, "the session was closed");
 }
 
 /* ---- runs ------------------------------------------------------------------------------------ */
@@ -681,7 +322,7 @@ void wk_kill_run(const char *run_id, const char *why)
     free(w->kill_reason);
     w->kill_reason = xstrdup(why);
     log_warn("worker", "killing worker %d (pid %d): %s", w->slot, (int)w->pid, why);
-    hard_kill(w->pid);
+    hard_kill(w);
 }
 
 /* ---- control-channel events ---------------------------------------------------------------- */
@@ -762,7 +403,7 @@ void wk_on_message(int slot, json_t *msg)
         if (recycle && w->pid) {
             log_info("worker", "worker %d: restarting it (the run left threads running)", slot);
             w->state = WK_BUSY; /* no new run until the replacement connects */
-            hard_kill(w->pid);
+            hard_kill(w);
             return;
         }
         became_idle();
@@ -786,12 +427,13 @@ void wk_on_disconnect(int slot, uint64_t conn_id)
         if (!w->kill_reason)
             w->kill_reason = xstrdup("the Python worker lost its control connection; it was "
                                      "restarted and this session's variables were lost");
-        hard_kill(w->pid);
+        hard_kill(w);
     }
 }
 
 void wk_on_catalog_changed(void)
 {
+    pt_on_catalog_changed();
     for (int i = 0; i < n_workers; i++)
         if (workers[i].state == WK_READY || workers[i].state == WK_BUSY)
             send_sdk(&workers[i]);
@@ -801,23 +443,22 @@ void wk_shutdown_all(void (*done)(void))
 {
     shutting_down = 1;
     shutdown_done = done;
-    int any = 0;
+    orphans = xcalloc((size_t)n_workers + 1, sizeof(*orphans));
     for (int i = 0; i < n_workers; i++) {
         struct worker *w = &workers[i];
         lp_timer_stop(&w->start_timer);
         lp_timer_stop(&w->restart_timer);
         lp_timer_stop(&w->idle_timer);
-        if (w->pid) {
-            any = 1;
+        if (w->forked && w->pid && !sandboxed)
+            orphans[n_orphans++] = w->pid;
+        if (w->pid || w->state != WK_DOWN) {
             if (!w->kill_reason)
                 w->kill_reason = xstrdup("codemcp is shutting down");
-            hard_kill(w->pid);
+            hard_kill(w);
         }
     }
-    if (!any && shutdown_done) {
-        shutdown_done = NULL;
-        done();
-    }
+    pt_shutdown(on_pt_gone);
+    shutdown_check();
 }
 
 long wk_rss_kib(int slot)

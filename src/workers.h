@@ -74,7 +74,8 @@ long wk_rss_kib(int slot);
 int wk_pid(int slot);
 
 /* 1 when pid is a worker that has not connected yet (it runs no agent code): the control
- * listener lets its connection through a flood (connlimit.h). */
+ * listener lets its connection through a flood (connlimit.h; a socketpair's peer, this
+ * process, is trusted there). */
 int wk_is_starting(pid_t pid);
 
 #endif

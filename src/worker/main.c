@@ -14,6 +14,10 @@
  *   CODEMCP_PYTHONPATH_DEV    dev only: directories searched before the embedded runtime
  *   CODEMCP_ISOLATION         "sandbox": build the sandbox (sandbox.h, seal.h) before anything
  *                             else, configured by CODEMCP_SANDBOX_*; anything else: none
+ *   CODEMCP_WORKER_ROLE       "prototype": be the gateway's prototype (forksrv.h): sandbox,
+ *                             interpreter and runtime first, then fork a worker per request
+ *                             received on fd 3; each child continues below as a worker
+ *                             (control socket on fd 3, token from the request)
  *   CODEMCP_LOG               log level (see log.h)
  * Exit status: worker_main.main()'s, 0 once the gateway closed the connection, 2 for a bad
  * environment, 3 if the connection could never be established, 125 (SBX_EXIT_SETUP) when the
@@ -25,6 +29,7 @@
 #include <Python.h>
 
 #include "fdcap.h"
+#include "forksrv.h"
 #include "importer.h"
 #include "log.h"
 #include "pymod.h"
@@ -91,28 +96,41 @@ static void wm_apply_memory_limit(void)
 #endif
 }
 
-/* CODEMCP_ISOLATION=sandbox: namespaces, root, credentials and limits (sandbox.c), then
- * Landlock and seccomp (seal.c). Runs before any thread exists. 0, or -1 (logged). */
-static int wm_sandbox(void)
+static int wm_sandboxed(void)
 {
     const char *iso = getenv("CODEMCP_ISOLATION");
-    struct sbx_opts o;
+    return iso && strcmp(iso, "sandbox") == 0;
+}
+
+/* Landlock and seccomp (seal.c): the last step before agent code can run. 0 / -1. */
+static int wm_seal(const struct sbx_opts *o)
+{
     char err[1024];
-    if (!iso || strcmp(iso, "sandbox") != 0)
-        return 0;
-    sbx_opts_from_env(&o);
-    if (sbx_enter(&o, err, sizeof(err)) < 0) {
-        log_error("worker", "%s", err);
-        return -1;
-    }
-    int abi = seal_landlock(&o);
-    if (seal_seccomp(&o, err, sizeof(err)) < 0) {
+    int abi = seal_landlock(o);
+    if (seal_seccomp(o, err, sizeof(err)) < 0) {
         log_error("worker", "sandbox: %s", err);
         return -1;
     }
     log_debug("worker", "sandboxed (Landlock ABI %d, subprocesses %s, network %s)", abi,
-              o.subprocess ? "allowed" : "denied", o.net_host ? "host" : "none");
+              o->subprocess ? "allowed" : "denied", o->net_host ? "host" : "none");
     return 0;
+}
+
+/* CODEMCP_ISOLATION=sandbox: namespaces, root, credentials and limits (sandbox.c), then
+ * (not in the prototype, whose children seal themselves) Landlock and seccomp (seal.c).
+ * Runs before any thread exists. 0, or -1 (logged). */
+static int wm_sandbox(struct sbx_opts *o, int prototype)
+{
+    char err[1024];
+    sbx_opts_from_env(o);
+    o->prototype = prototype;
+    if (!wm_sandboxed())
+        return 0;
+    if (sbx_enter(o, err, sizeof(err)) < 0) {
+        log_error("worker", "%s", err);
+        return -1;
+    }
+    return prototype ? 0 : wm_seal(o);
 }
 
 /* Returns a copy of a secret variable and removes every trace of it from the environment:
@@ -162,25 +180,34 @@ static int wm_exception_status(void)
     return 1;
 }
 
-/* Imports codemcp_rt.worker_main and runs main(). Interpreter initialised, GIL held. */
-static int wm_call_main(void)
+/* Installs the runtime and imports codemcp_rt.worker_main: new reference, or NULL with
+ * *status set (a Python error is consumed). Interpreter initialised, GIL held. */
+static PyObject *wm_import_main(int *status)
 {
-    int status = 1;
-    PyObject *mod = NULL, *fn = NULL, *res = NULL;
     const char *dev = getenv("CODEMCP_PYTHONPATH_DEV");
+    PyObject *mod;
 
     if (dev && !*dev)
         dev = NULL;
     if (!dev && imp_count() == 0) {
         log_error("worker", "built without the embedded codemcp_rt runtime: set "
                             "CODEMCP_PYTHONPATH_DEV to the python/ directory");
-        return WM_EXIT_ENV;
+        *status = WM_EXIT_ENV;
+        return NULL;
     }
-    if (imp_install(dev) < 0)
-        goto fail;
-    mod = PyImport_ImportModule("codemcp_rt.worker_main"); /* new ref */
-    if (!mod)
-        goto fail;
+    if (imp_install(dev) < 0 || !(mod = PyImport_ImportModule("codemcp_rt.worker_main"))) {
+        *status = wm_exception_status();
+        return NULL;
+    }
+    return mod;
+}
+
+/* Runs mod.main() (mod borrowed). Returns the exit status. GIL held. */
+static int wm_call_main(PyObject *mod)
+{
+    int status = 1;
+    PyObject *fn = NULL, *res = NULL;
+
     fn = PyObject_GetAttrString(mod, "main"); /* new ref */
     if (!fn)
         goto fail;
@@ -201,12 +228,11 @@ fail:
 done:
     Py_XDECREF(res);
     Py_XDECREF(fn);
-    Py_XDECREF(mod);
     return status;
 }
 
-/* Configures and starts CPython, runs the runtime, finalizes. Returns the exit status. */
-static int wm_run_python(long worker_id)
+/* Configures and starts CPython. Exits the process when that fails. */
+static void wm_init_python(long worker_id)
 {
     PyPreConfig pre;
     PyConfig config;
@@ -215,7 +241,7 @@ static int wm_run_python(long worker_id)
 
     if (pym_register(worker_id) < 0) {
         log_error("worker", "cannot register the _codemcp module");
-        return 1;
+        exit(1);
     }
     /* UTF-8 mode: agent code gets UTF-8 files and stdio whatever LANG the gateway passed. */
     PyPreConfig_InitIsolatedConfig(&pre);
@@ -246,14 +272,122 @@ static int wm_run_python(long worker_id)
     if (PyStatus_Exception(st))
         goto fail;
     PyConfig_Clear(&config);
-
-    int status = wm_call_main();
-    if (Py_FinalizeEx() < 0 && status == 0)
-        status = 120; /* flushing stdout/stderr failed, as python(1) reports it */
-    return status;
+    return;
 fail:
     PyConfig_Clear(&config);
     Py_ExitStatusException(st);
+}
+
+/* Runs the runtime (mod: worker_main, stolen; NULL: import it now), finalizes. Returns the
+ * exit status. */
+static int wm_run_python(PyObject *mod)
+{
+    int status = 1;
+    if (!mod)
+        mod = wm_import_main(&status);
+    if (mod)
+        status = wm_call_main(mod);
+    Py_XDECREF(mod);
+    if (Py_FinalizeEx() < 0 && status == 0)
+        status = 120; /* flushing stdout/stderr failed, as python(1) reports it */
+    return status;
+}
+
+/* ---- the prototype (forksrv.h) ---------------------------------------------------------- */
+
+/* fsv_ops.load: each line to worker_main.handle(); any error reply fails it. */
+static int wm_proto_load(const char *text, size_t len)
+{
+    int rc = 0;
+    PyObject *mod = PyImport_ImportModule("codemcp_rt.worker_main");       /* new ref */
+    PyObject *handle = mod ? PyObject_GetAttrString(mod, "handle") : NULL; /* new ref */
+    const char *p = text, *end = text + len;
+    if (!handle)
+        rc = -1;
+    while (handle && p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (n) {
+            PyObject *r = PyObject_CallFunction(handle, "s#", p, (Py_ssize_t)n); /* new ref */
+            const char *u = r && PyUnicode_Check(r) ? PyUnicode_AsUTF8(r) : NULL;
+            if (!r || (u && strstr(u, "\"error\":{\"code\"")))
+                rc = -1;
+            Py_XDECREF(r);
+        }
+        p += n + 1;
+    }
+    if (PyErr_Occurred())
+        PyErr_Print();
+    Py_XDECREF(handle);
+    Py_XDECREF(mod);
+    return rc;
+}
+
+/* What every worker's first run would import and build lazily is done once here, so that the
+ * children share it copy-on-write instead of each making its own: the modules a run uses
+ * (validator & co.) and one empty run in a throwaway namespace. */
+static void wm_proto_warm_up(void)
+{
+    static const char warm[] =
+        "from codemcp_rt import runner as _r\n"
+        "for _m in ('validator', 'callcheck', 'argcheck', 'follow', 'jsnames', 'shapes',\n"
+        "           'errhint', 'discovery'):\n"
+        "    try:\n"
+        "        __import__('codemcp_rt.' + _m)\n"
+        "    except ImportError:\n"
+        "        pass\n"
+        "import difflib, heapq, encodings.ascii\n"
+        "_r.run_json({'run_id': 'prototype-warm-up', 'session': 'prototype-warm-up',\n"
+        "             'code': 'x = [i for i in range(3)]\\nresult = {\"x\": x}'})\n"
+        "_r.drop_session('prototype-warm-up')\n"
+        "del _r, _m\n";
+    if (PyRun_SimpleString(warm) < 0)
+        log_warn("prototype", "warm-up failed: workers start colder");
+}
+
+static void wm_proto_freeze(void)
+{
+    if (PyRun_SimpleString("import gc\ngc.collect()\ngc.freeze()\n") < 0)
+        log_warn("prototype", "gc.freeze() failed");
+}
+
+/* The prototype's life: sandbox (prototype mode), interpreter and runtime, then the fork
+ * server. Returns only in a forked session worker (0, with *slot and token set), or exits. */
+static int wm_prototype(struct sbx_opts *o, long *slot, char *token, size_t token_len,
+                        PyObject **mod)
+{
+    static const struct fsv_ops ops = {wm_proto_load, wm_proto_freeze};
+    struct fsv_child child;
+    int status = 1;
+    if (wm_sandbox(o, 1) < 0)
+        exit(SBX_EXIT_SETUP);
+    /* Tokens pass through this process: the same user outside must not read its memory. */
+    prctl(PR_SET_DUMPABLE, 0);
+    log_debug("prototype", "sandboxed");
+    wm_init_python(0);
+    log_debug("prototype", "interpreter up");
+    *mod = wm_import_main(&status);
+    if (!*mod)
+        exit(status);
+    log_debug("prototype", "runtime imported");
+    wm_proto_warm_up();
+    log_debug("prototype", "warmed up");
+    int rc = fsv_serve(3, o, wm_sandboxed(), &ops, &child);
+    if (rc != 1) {
+        Py_CLEAR(*mod);
+        Py_FinalizeEx();
+        exit(rc == 0 ? 0 : 1);
+    }
+    /* What fork() does not pass on: the subreaper flag (a run's orphans are ours to end,
+     * codemcp_rt/procs.py). */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    *slot = child.slot;
+    snprintf(token, token_len, "%s", child.token);
+    explicit_bzero(child.token, sizeof(child.token));
+    pym_set_worker_id(child.slot);
+    if (wm_sandboxed() && wm_seal(o) < 0)
+        exit(SBX_EXIT_SETUP);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -269,16 +403,27 @@ int main(int argc, char **argv)
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     wm_fix_stdio();
     log_init_from_env();
-    /* The token goes first: the sandbox's PID 1 is a copy of this process. */
-    char *token = wm_take_secret("CODEMCP_WORKER_TOKEN");
-    if (wm_sandbox() < 0)
-        return SBX_EXIT_SETUP;
-    fdcap_start();
-    wm_apply_memory_limit();
-
-    const char *url = getenv("CODEMCP_CONTROL_URL");
+    const char *role = getenv("CODEMCP_WORKER_ROLE");
+    int prototype = role && strcmp(role, "prototype") == 0;
+    struct sbx_opts o;
+    PyObject *mod = NULL; /* the prototype's worker_main, kept across the fork */
+    const char *url = prototype ? "fd:3" : getenv("CODEMCP_CONTROL_URL");
     long worker_id = env_long("CODEMCP_WORKER_ID", 0);
     int status = WM_EXIT_ENV;
+    char *token = NULL;
+
+    if (prototype) {
+        token = xmalloc(PW_TOKEN_MAX);
+        if (wm_prototype(&o, &worker_id, token, PW_TOKEN_MAX, &mod) < 0)
+            goto done;
+    } else {
+        /* The token goes first: the sandbox's PID 1 is a copy of this process. */
+        token = wm_take_secret("CODEMCP_WORKER_TOKEN");
+        if (wm_sandbox(&o, 0) < 0)
+            return SBX_EXIT_SETUP;
+    }
+    fdcap_start();
+    wm_apply_memory_limit();
 
     if (!url || !*url) {
         log_error("worker", "CODEMCP_CONTROL_URL is not set: codemcp-worker is started by the "
@@ -294,7 +439,10 @@ int main(int argc, char **argv)
         goto done;
     explicit_bzero(token, strlen(token));
 
-    status = wm_run_python(worker_id);
+    if (!prototype)
+        wm_init_python(worker_id);
+    status = wm_run_python(mod);
+    mod = NULL;
     if (status == 0 && !wsc_was_connected())
         status = WSC_EXIT_NO_CONNECT;
 done:

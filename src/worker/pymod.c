@@ -343,3 +343,8 @@ int pym_register(long worker_id)
     pym_worker_id = worker_id;
     return PyImport_AppendInittab("_codemcp", pym_init) == 0 ? 0 : -1;
 }
+
+void pym_set_worker_id(long worker_id)
+{
+    pym_worker_id = worker_id;
+}

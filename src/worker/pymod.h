@@ -14,5 +14,7 @@
 /* Registers `_codemcp` with PyImport_AppendInittab. Call before Py_Initialize*.
  * worker_id is what _codemcp.worker_id() returns. 0 or -1. */
 int pym_register(long worker_id);
+/* A prototype's forked child takes its own slot number (before any Python call). */
+void pym_set_worker_id(long worker_id);
 
 #endif

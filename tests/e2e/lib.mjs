@@ -642,3 +642,34 @@ export function projectVersion() {
   const m = fs.readFileSync(path.join(REPO, 'meson.build'), 'utf8').match(/version\s*:\s*'([^']+)'/);
   return m ? m[1] : null;
 }
+
+/** NSpid of a process (its pid in each PID namespace, outermost first), [] when gone. */
+export function nsPids(pid) {
+  try {
+    const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/^NSpid:\s+(.*)$/m);
+    return m ? m[1].trim().split(/\s+/).map(Number) : [];
+  } catch {
+    return [];
+  }
+}
+
+/** The live prototype the gateway gw forks workers from (issue 11): in the sandbox the chain
+ * [waiter, the sandbox's PID 1, the prototype (PID 2 inside)], in host isolation [the
+ * prototype]; [] when there is none. Sandboxed, its sessions are the prototype's descendants. */
+export function prototypeChain(gw, host = process.env.CODEMCP_ISOLATION === 'host') {
+  const t = [...processTable().values()].filter((p) => p.state !== 'Z');
+  const direct = t.filter((p) => p.ppid === gw && p.comm === 'codemcp-worker');
+  for (const d of host ? [] : direct) {
+    for (const init of t.filter((p) => p.ppid === d.pid)) {
+      const proto = t.find((p) => p.ppid === init.pid && p.comm === 'codemcp-worker' &&
+        nsPids(p.pid).length === nsPids(gw).length + 1 && nsPids(p.pid).at(-1) === 2);
+      if (proto) return [d, init, proto];
+    }
+  }
+  // Host isolation: sessions are the gateway's children too (their first process, with the
+  // worker under it); the prototype is the one with no child.
+  if (!host) return [];
+  const depth = nsPids(gw).length;
+  const proto = direct.filter((d) => nsPids(d.pid).length === depth && !t.some((p) => p.ppid === d.pid));
+  return proto.length === 1 ? proto : [];
+}

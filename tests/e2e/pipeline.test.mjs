@@ -14,6 +14,7 @@ import {
   RawClient,
   descendants,
   ms,
+  prototypeChain,
   readFakeLog,
   servers,
   sleep,
@@ -33,11 +34,10 @@ async function run(c, code, args = {}) {
   return r.result;
 }
 
-/** Live codemcp-worker processes under the gateway. */
-function workerPids(pid) {
-  return descendants(pid)
-    .filter((p) => p.comm === 'codemcp-worker' && p.state !== 'Z')
-    .map((p) => p.pid);
+/** Live codemcp-worker processes under the gateway (compare them by pid and start time: pids
+ *  wrap around quickly on a busy machine). */
+function workerProcs(pid) {
+  return descendants(pid).filter((p) => p.comm === 'codemcp-worker' && p.state !== 'Z');
 }
 
 /** notifications/message received so far (taken off the queue). */
@@ -92,8 +92,12 @@ test('a worker killed between dispatch and its first tool call: the run fails cl
   await c.request('logging/setLevel', { level: 'debug' });
   await run(c, 'result = 0'); // the worker is up
   // Every worker process: the session's and any warm spare (which one is the session's is not
-  // visible from outside a sandbox); all of them are killed.
-  const before = workerPids(c.pid);
+  // visible from outside a sandbox); all of them are killed. Not the prototype they are
+  // forked from (it runs no session's code and outlives them).
+  const isProto = (p) => prototypeChain(c.pid).some((x) => x.pid === p);
+  const beforeProcs = workerProcs(c.pid).filter((p) => !isProto(p.pid));
+  const before = beforeProcs.map((p) => p.pid);
+  const beforeIds = beforeProcs.map((p) => `${p.pid}:${p.start}`);
   assert.ok(before.length, 'no worker process');
   takeLogMessages(c);
 
@@ -104,7 +108,13 @@ test('a worker killed between dispatch and its first tool call: the run fails cl
     'the run being dispatched',
   );
   assert.match(sent.params.data, /^r\d+ sent to worker 0$/);
-  for (const pid of before) process.kill(pid, 'SIGKILL');
+  for (const pid of before) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch (e) {
+      if (e.code !== 'ESRCH') throw e; // ended with its session's PID 1, killed just before
+    }
+  }
   const r = (await c.response(id, ms(15000))).result;
   assert.equal(r.isError, true, JSON.stringify(r));
   assert.equal(r.structuredContent.error_kind, 'worker', JSON.stringify(r));
@@ -115,8 +125,12 @@ test('a worker killed between dispatch and its first tool call: the run fails cl
   const again = await run(c, 'result = fake_echo(text="after")');
   assert.equal(again.isError, false, JSON.stringify(again));
   assert.match(JSON.stringify(again.structuredContent.result), /after/);
-  const now = workerPids(c.pid);
-  assert.ok(now.length && now.every((p) => !before.includes(p)), `expected fresh workers, have ${now} (were ${before})`);
+  // A killed session's PID 1 lingers while the kernel tears its PID namespace down.
+  const seen = new Set(beforeIds);
+  const fresh = () => workerProcs(c.pid).filter((p) => !isProto(p.pid)).map((p) => `${p.pid}:${p.start}`);
+  await waitFor(() => fresh().every((p) => !seen.has(p)), ms(5000));
+  const now = fresh();
+  assert.ok(now.length && now.every((p) => !seen.has(p)), `expected fresh workers, have ${now} (were ${beforeIds})`);
   const calls = readFakeLog(log).filter((m) => m.method === 'tools/call').map((m) => m.params.arguments?.text);
   assert.deepEqual(calls, ['after'], 'the killed run must not have reached the upstream');
 });

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   Client, connectClient, tempDir, writeConfig, servers, ms, sleep, waitFor, processTable,
-  descendants, Proc, CODEMCP_BIN, REPO,
+  descendants, prototypeChain, nsPids, Proc, CODEMCP_BIN, REPO,
 } from './lib.mjs';
 
 const WORKER_BIN = process.env.CODEMCP_WORKER_BIN
@@ -391,7 +391,10 @@ while True:
     except BaseException:
         pass`, { timeout_ms: 1000 });
     await sleep(700);
-    const during = descendants(gw).filter((p) => !before.has(`${p.pid}:${p.start}`) || p.comm.startsWith('codemcp-w'));
+    // The prototype the session was forked from outlives it by design: everything else must go.
+    const proto = new Set(prototypeChain(gw).map((p) => p.pid));
+    const during = descendants(gw).filter((p) => !proto.has(p.pid) &&
+      (!before.has(`${p.pid}:${p.start}`) || p.comm.startsWith('codemcp-w')));
     const r = await pending;
     assert.equal(r.isError, true);
     const gone = await waitFor(() => {
@@ -682,6 +685,11 @@ result = {"uid": os.getuid(), "pids": sorted(int(p) for p in os.listdir("/proc")
             if (Number(status.match(/^Uid:\s+(\d+)/m)[1]) !== uid) continue;
             const ppid = Number(status.match(/^PPid:\s+(\d+)/m)[1]);
             if (ppid !== child.pid) continue; // the waiter: a direct child of this gateway
+            // The promise is "not dumpable once the id maps are written" (sandbox.c: it is
+            // dumpable for the few syscalls in between). The sandbox's PID 1 forks its worker
+            // only after that, so judge only waiters whose PID 1 has a child already.
+            const inits = fs.readFileSync(`/proc/${p}/task/${p}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+            if (!inits.some((i) => fs.readFileSync(`/proc/${i}/task/${i}/children`, 'utf8').trim())) continue;
             seen++;
             if (fs.statSync(`/proc/${p}/environ`).uid !== 0) dumpable.add(p);
           } catch {}

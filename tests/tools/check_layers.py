@@ -33,6 +33,9 @@ RANK = {
     "calls": 13, "control": 14, "workers": 15, "runs": 16, "mcp_server": 17,
     # how workers are confined (used by workers.c when it spawns one)
     "sandbox": 14.5,
+    # worker processes: exec and kill (worker_proc), the prototype that forks them, and the
+    # wire format the prototype speaks (a base header)
+    "worker_proc": 14.6, "prototype": 14.8, "protowire": 1,
     # transports and commands
     "serve_stdio": 18, "serve_http": 18, "setup": 18,
     "admin": 19, "oauth_cli": 19.2, "tui": 19.5,
@@ -49,6 +52,7 @@ MODULE_OF = {
     "config_wrap": "config", "config_int": "config",
     "http_int": "serve_http", "http_stream": "serve_http", "http_modern": "serve_http", "serve_sse_legacy": "serve_http", "http_auth": "serve_http", "http_addr": "serve_http",
     "redact_rules": "redact",
+    "workers_int": "workers", "worker_spawn": "workers", "worker_sessions": "workers",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)\.h"', re.M)
 

@@ -1,0 +1,43 @@
+/* worker_proc — starting and ending codemcp-worker processes, for workers.c (per-session
+ * workers) and prototype.c (the prototype they are forked from).
+ *
+ * Owns: where the binary is, the scrubbed environment every worker process gets (nothing
+ * of the gateway's secrets or upstream credentials), the exec of a worker, SIGKILL of a
+ * worker's whole sandbox or process group, and finding a process by the pid it has inside
+ * a nested PID namespace. Knows nothing of slots, sessions or runs. Loop thread only. */
+#ifndef CODEMCP_WORKER_PROC_H
+#define CODEMCP_WORKER_PROC_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Finds codemcp-worker (CODEMCP_WORKER_BIN, next to codemcp, libexec). 1 found, 0 not. */
+int wkp_find_bin(void);
+const char *wkp_bin(void);
+
+/* The environment of a worker process: the pass-list of the gateway's variables plus
+ * `extra` ("K=V" strings, NULL-terminated; copied). NULL-terminated; wkp_env_free() it. */
+char **wkp_env(char *const *extra);
+void wkp_env_free(char **env);
+
+/* Execs codemcp-worker with env and keep_fd (> 2) as its fd 3, in a process group of its
+ * own. fds[1], fds[2]: its stdout and stderr pipes. The pid, or -1 with err set. */
+pid_t wkp_spawn(char **env, int keep_fd, int fds[3], char *err, size_t errlen);
+
+enum wkp_kind {
+    WKP_EXEC_HOST,    /* exec'd, host isolation: its process group */
+    WKP_EXEC_SANDBOX, /* exec'd, sandboxed: pid is the sandbox's waiter (sandbox.h) */
+    WKP_FORK_HOST,    /* forked by the prototype, host isolation: its process group */
+    WKP_FORK_SANDBOX, /* forked by the prototype, sandboxed: pid is the session's PID 1 */
+};
+/* SIGKILL for everything the worker is made of (what its agent code started too). */
+void wkp_kill(pid_t pid, enum wkp_kind kind);
+
+/* The pid (as the gateway sees it) of the child of `parent` whose pid in the PID namespace
+ * at nesting level `level` (0: the gateway's; see NSpid in proc(5)) is `inner`; -1. Reads
+ * /proc: O(children). */
+pid_t wkp_child_by_nspid(pid_t parent, int level, pid_t inner);
+/* The depth of pid's PID namespace below the gateway's (0: the same), or -1. */
+int wkp_ns_level(pid_t pid);
+
+#endif

@@ -1,0 +1,95 @@
+/* workers_int — what the three parts of the worker pool share (not for other modules):
+ * workers.c (slots' lifecycle, runs, control-channel events, shutdown), worker_spawn.c
+ * (starting a slot's process: exec'd, or forked by the prototype; killing it) and
+ * worker_sessions.c (which session owns which slot). The short names below are the pool's
+ * globals (defined in workers.c). Loop thread only. */
+#ifndef CODEMCP_WORKERS_INT_H
+#define CODEMCP_WORKERS_INT_H
+
+#include "jsonrpc.h"
+#include "loop.h"
+#include "workers.h"
+
+#include <stdint.h>
+#include <sys/types.h>
+
+enum wk_state { WK_DOWN, WK_STARTING, WK_READY, WK_BUSY };
+
+struct worker {
+    int slot;
+    enum wk_state state;
+    pid_t pid;
+    char token[65];
+    uint64_t conn_id;
+    int sdk_sent;    /* catalog source version last sent */
+    int shapes_sent; /* shapes version last sent */
+    char run_id[32]; /* the run executing (BUSY), "" when none: the one record of where a run is */
+    int64_t run_rpc_id;
+    char *kill_reason; /* set when we kill it on purpose */
+    int failed_starts;
+    int runs_done; /* runs completed by the current process */
+    char *start_failure;
+    struct lp_timer start_timer;
+    struct lp_timer restart_timer;
+    struct lp_io *out_io, *err_io;
+    struct rpc_lines out_lines, err_lines;
+    int owned;        /* a session owns this slot (its one interpreter) */
+    uint64_t session; /* the owner, when owned */
+    int64_t last_used_ms;
+    struct lp_timer idle_timer;
+    char *notice;      /* for the owner's next answer (variables discarded) */
+    int forked;        /* forked by the prototype (else exec'd) */
+    int awaiting_pt;   /* STARTING, waiting for the prototype to be ready */
+    uint64_t fork_gen; /* the fork request in flight (answers for older ones are stale) */
+    struct lp_io *st_io;
+    unsigned char st_raw[sizeof(int)];
+    int st_len;
+};
+
+#define hooks            wk__hooks
+#define workers          wk__workers
+#define n_workers        wk__n_workers
+#define memory_mb        wk__memory_mb
+#define sandboxed        wk__sandboxed
+#define use_prototype    wk__use_prototype
+#define session_idle_ms  wk__session_idle_ms
+#define shutting_down    wk__shutting_down
+#define next_rpc_id      wk__next_rpc_id
+#define became_idle      wk__became_idle
+#define end_current_run  wk__end_current_run
+#define other_spare      wk__other_spare
+#define on_worker_exit   wk__on_worker_exit
+#define spawn            wk__spawn
+#define hard_kill        wk__hard_kill
+#define touch            wk__touch
+#define pt_hooks_of_pool wk__pt_hooks
+
+extern struct wk_hooks hooks;
+extern struct worker *workers;
+extern int n_workers;
+extern long memory_mb;
+extern int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
+extern int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
+extern long session_idle_ms;
+extern int shutting_down;
+extern int64_t next_rpc_id;
+
+/* workers.c */
+void became_idle(void);        /* hooks.idle: queued runs may be dispatched */
+int wk__slot_in_use(int slot); /* runs.c's answer through hooks.slot_in_use */
+/* Forgets the slot's run, then reports its end through hooks.run_ended. */
+void end_current_run(struct worker *w, json_t *envelope, const char *failure);
+int other_spare(const struct worker *w); /* another unowned slot is up or coming up */
+/* The slot's process ended (status as from waitpid): its run fails, restart or back off. */
+void on_worker_exit(void *ud, pid_t pid, int status);
+
+/* worker_spawn.c */
+int spawn(struct worker *w);      /* DOWN → STARTING: 0, -1 (start_failure says why) */
+void hard_kill(struct worker *w); /* SIGKILL of the worker's whole sandbox or group */
+struct pt_hooks;
+extern const struct pt_hooks pt_hooks_of_pool; /* the prototype's hooks into the pool */
+
+/* worker_sessions.c */
+void touch(struct worker *w); /* the owner used it: restarts its idle timer */
+
+#endif
