@@ -129,7 +129,7 @@ static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
         return;
     }
     json_error_t jerr;
-    json_t *msg = jf_loadb(text, len, 0, &jerr);
+    json_t *msg = jf_loadb(text, len, JF_ALLOW_NUL, &jerr);
     if (!msg) {
         ctl_send(c->id, rpc_error(NULL, RPC_PARSE_ERROR, jerr.text, NULL));
         return;
@@ -269,7 +269,8 @@ int ctl_init(void)
     cl_init(CL_CONTROL);
     /* A starting worker (no agent code yet) is never pushed out by a flood; it gets its start
      * timeout. Connections from anyone else, a running worker included, are bounded. */
-    cl_trust_peers(CL_CONTROL, peer_is_starting_worker, env_long("CODEMCP_WORKER_START_TIMEOUT_MS", 15000));
+    cl_trust_peers(CL_CONTROL, peer_is_starting_worker,
+                   env_long("CODEMCP_WORKER_START_TIMEOUT_MS", 15000));
     /* By default nothing listens: each worker gets one end of a socketpair at spawn
      * (ctl_adopt). CODEMCP_CONTROL_TCP=1 listens on 127.0.0.1 instead (host isolation
      * only: a sandbox has no route to it); CODEMCP_CONTROL_UNIX=1 on a private Unix socket. */

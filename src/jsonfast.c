@@ -51,6 +51,7 @@ struct jp {
     int depth;
     char *tmp; /* decoded string with escapes */
     size_t tmp_cap;
+    int allow_nul; /* JF_ALLOW_NUL */
 };
 
 static void fail(struct jp *s, const char *what)
@@ -198,7 +199,7 @@ static int scan_string(struct jp *s, const char **out, size_t *len)
                 p += 6;
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             }
-            if (cp == 0) {
+            if (cp == 0 && !s->allow_nul) {
                 s->p = p;
                 fail(s, "\\u0000 is not allowed");
                 return -1;
@@ -344,6 +345,10 @@ static json_t *parse_object(struct jp *s)
         size_t klen;
         if (scan_string(s, &key, &klen) < 0)
             goto fail;
+        if (memchr(key, 0, klen)) { /* only with JF_ALLOW_NUL; jansson refuses it too */
+            fail(s, "NUL byte in object key not supported");
+            goto fail;
+        }
         /* The key may sit in s->tmp, which the value's strings reuse: copy it then. */
         char small[128], *kcopy = NULL;
         if (key == s->tmp) {
@@ -480,7 +485,8 @@ json_t *jf_loadb(const char *text, size_t len, int flags, json_error_t *err)
                    err,
                    0,
                    NULL,
-                   0};
+                   0,
+                   (flags & JF_ALLOW_NUL) != 0};
     if (err)
         memset(err, 0, sizeof(*err));
     json_t *v = NULL;

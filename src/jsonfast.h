@@ -28,6 +28,9 @@
  * err->text (and err->position) set when err is given. JF_DECODE_ANY also accepts a scalar
  * at the top, as JSON_DECODE_ANY does. */
 #define JF_DECODE_ANY 1
+/* JF_ALLOW_NUL accepts \u0000 in strings, as JSON_ALLOW_NUL does (the string keeps its length;
+ * json_string_value() callers see it cut at the NUL). */
+#define JF_ALLOW_NUL 2
 json_t *jf_loadb(const char *text, size_t len, int flags, json_error_t *err);
 
 /* Encodes v compactly; caller frees. NULL when v is NULL, nests deeper than

@@ -254,7 +254,8 @@ static void auth_failed(struct http_tp *tp, const struct ct_event *ev)
     if (v == OAGW_NEEDS_AUTH)
         uh_lose_connection(tp, 1, why);
     else
-        uh_lose_connection(tp, v == OAGW_WAIT, "the server refused the access token; refreshing it");
+        uh_lose_connection(tp, v == OAGW_WAIT,
+                           "the server refused the access token; refreshing it");
 }
 
 /* oauth_gw.c: the stored credentials of a server changed (codemcp auth/logout, a refresh). */
@@ -294,7 +295,7 @@ void uh_describe(const struct ct_event *ev, const char *url, char *out, size_t n
                  ev->status, ev->location ? ev->location : "(no Location)");
         return;
     }
-    json_t *body = ev->body ? json_loadb(ev->body, ev->body_len, 0, NULL) : NULL;
+    json_t *body = ev->body ? json_loadb(ev->body, ev->body_len, JSON_ALLOW_NUL, NULL) : NULL;
     json_t *m = json_object_get(json_object_get(body, "error"), "message");
     if (json_is_string(m))
         snprintf(out, n, "HTTP %ld from %s: %s", ev->status, url, json_string_value(m));
@@ -356,7 +357,7 @@ static void deliver_one(struct http_tp *tp, uint64_t xfer, json_t *msg, const ch
 /* Hands a body or an event's data to upstream.c: one message or a batch of them. */
 void uh_deliver(struct http_tp *tp, uint64_t xfer, const char *text, size_t len)
 {
-    json_t *msg = json_loadb(text, len, 0, NULL);
+    json_t *msg = json_loadb(text, len, JSON_ALLOW_NUL, NULL);
     if (!msg) {
         up__transport_message(tp->up, text, len); /* upstream.c reports what is wrong */
         return;
@@ -548,7 +549,7 @@ static int answer_with_error_body(struct hx *h, const struct ct_event *ev)
 {
     if (!ev->body || ev->body_len == 0)
         return 0;
-    json_t *msg = json_loadb(ev->body, ev->body_len, 0, NULL);
+    json_t *msg = json_loadb(ev->body, ev->body_len, JSON_ALLOW_NUL, NULL);
     json_t *error = json_object_get(msg, "error");
     if (!json_is_object(error) || !json_is_integer(json_object_get(error, "code"))) {
         json_decref(msg);
@@ -727,7 +728,7 @@ static int http_send(struct upstream *up, const char *text, size_t len)
     struct http_tp *tp = up->tp;
     if (!tp || tp->stopping)
         return -1;
-    json_t *msg = json_loadb(text, len, 0, NULL);
+    json_t *msg = json_loadb(text, len, JSON_ALLOW_NUL, NULL);
     json_t *method = json_object_get(msg, "method");
     json_t *id = json_object_get(msg, "id");
     int is_init = json_is_string(method) && strcmp(json_string_value(method), "initialize") == 0;

@@ -278,11 +278,41 @@ static void test_refusals(void)
     json_decref(a);
 }
 
+/* JF_ALLOW_NUL: \u0000 in strings as JSON_ALLOW_NUL (the value keeps its length and is
+ * written back as \u0000), still refused in keys and without the flag. */
+static void test_allow_nul(void)
+{
+    static const char *const texts[] = {
+        "[\"a\\u0000b\"]",
+        "{\"k\":\"\\u0000\"}",
+        "{\"k\\u0000\":1}",
+        "[\"\\u0000\\u0000\"]",
+    };
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+        json_error_t e1, e2;
+        json_t *a = json_loadb(texts[i], strlen(texts[i]), JSON_ALLOW_NUL, &e1);
+        json_t *b = jf_loadb(texts[i], strlen(texts[i]), JF_ALLOW_NUL, &e2);
+        EXPECT((!a && !b) || (a && b && json_equal(a, b)));
+        if (b) {
+            char *out = jf_dumps(b);
+            EXPECT(out && strcmp(out, texts[i]) == 0);
+            free(out);
+        }
+        EXPECT(jf_loadb(texts[i], strlen(texts[i]), 0, NULL) == NULL);
+        json_decref(a);
+        json_decref(b);
+    }
+    json_t *v = jf_loadb("[\"a\\u0000b\"]", 12, JF_ALLOW_NUL, NULL);
+    EXPECT(v && json_string_length(json_array_get(v, 0)) == 3);
+    json_decref(v);
+}
+
 int main(void)
 {
     check_case("corpus: same decoding and encoding as jansson", test_corpus);
     check_case("nesting depth limit as jansson's", test_depth);
     check_case("random values and mutated texts: same as jansson", test_random_values);
     check_case("refusals: truncated text, NULL, invalid UTF-8, too deep", test_refusals);
+    check_case("JF_ALLOW_NUL: \\u0000 in strings as JSON_ALLOW_NUL, never in keys", test_allow_nul);
     return CHECK_DONE();
 }
