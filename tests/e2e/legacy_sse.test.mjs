@@ -90,15 +90,18 @@ test('SDK SSEClientTransport: list tools, run execute_python with progress, vari
   const tools = await client.listTools(undefined, { timeout: ms(30000) });
   assert.deepEqual(tools.tools.map((t) => t.name), ['execute_python']);
   assert.match(tools.tools[0].description, /fake_add/);
+  // The SDK runs notification handlers a microtask later but responses at once, and drops a
+  // request's progress handler with its response: progress that arrives in the same chunk as
+  // the response is lost whatever the server does. So the calls finish well before the end.
   const progress = [];
   const r = await client.callTool(
-    { name: 'execute_python', arguments: { code: 'a = fake_add(a=1, b=2)\nb = fake_add(a=3, b=4)\nprint("ok")\nresult = [a, b]' } },
+    { name: 'execute_python', arguments: { code: 'a = fake_add(a=1, b=2)\nb = fake_add(a=3, b=4)\nprint("sum", a + b)\nimport time\ntime.sleep(0.3)\nresult = [a, b]' } },
     undefined,
     { onprogress: (p) => progress.push(p), timeout: ms(60000) },
   );
   assert.equal(r.isError, false, JSON.stringify(r));
   assert.equal(JSON.stringify(r.structuredContent.result).replace(/\s/g, ''), '[3,7]');
-  assert.equal(r.structuredContent.stdout, 'ok\n');
+  assert.equal(r.structuredContent.stdout, 'sum 10\n');
   assert.ok(progress.length >= 1, 'progress notifications must reach the client on the SSE stream');
   const again = await client.callTool({ name: 'execute_python', arguments: { code: 'result = a + 1' } }, undefined, { timeout: ms(60000) });
   assert.equal(again.structuredContent.result, 4, 'the session keeps its variables between calls');
@@ -106,7 +109,7 @@ test('SDK SSEClientTransport: list tools, run execute_python with progress, vari
   await gw.proc.kill();
 });
 
-test('the door: wrong token 401 on GET /sse; unknown, malformed and foreign sessionId 404; missing one 400', async () => {
+test('the door: wrong token 401 and foreign Origin 403 on GET /sse; unknown, malformed and foreign sessionId 404; missing one 400', async () => {
   const gw = await start();
   const bad = await openStream(gw.sse, 'not-a-token');
   assert.equal(bad.status, 401);
@@ -115,6 +118,14 @@ test('the door: wrong token 401 on GET /sse; unknown, malformed and foreign sess
   const none = await openStream(gw.sse, null);
   assert.equal(none.status, 401);
   none.close();
+  // The Host and Origin allow-lists apply as on /mcp (DNS rebinding).
+  const evil = await new Promise((resolve, reject) => {
+    http.get(gw.sse, { headers: { accept: 'text/event-stream', authorization: `Bearer ${TA}`, origin: 'http://evil.example' } }, (res) => {
+      res.resume();
+      resolve(res.statusCode);
+    }).on('error', reject);
+  });
+  assert.equal(evil, 403, 'a foreign Origin on GET /sse');
 
   const a = await openStream(gw.sse, TA);
   assert.equal(a.status, 200);

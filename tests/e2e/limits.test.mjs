@@ -166,23 +166,34 @@ test('1000 idle control connections and 1000 slow HTTP connections: a normal cli
   }
 });
 
-test('out of descriptors: accept failures are logged once with a count, not once per attempt', async () => {
+test('out of descriptors: no busy loop, accept failures logged once with a count, served again after', async () => {
   // Hard limit = soft limit, so codemcp cannot raise it: the flood does run it out of fds.
   const home = tempDir('codemcp-limits-');
+  const runtime = tempDir('codemcp-limits-run-');
   const gw = new Proc({
     args: ['start', '-p', '0'],
     config: writeConfig(home, {}),
     home,
-    env: { CODEMCP_HTTP_TOKEN: TOKEN, CODEMCP_WORKERS: '1', CODEMCP_LOG: 'warn', CODEMCP_HTTP_MAX_PENDING_PER_PEER: '1000', CODEMCP_HTTP_MAX_PENDING: '1000', CODEMCP_ISOLATION: 'host' },
+    // Both listeners that accept: the HTTP front and the control listener (asked for here).
+    env: { CODEMCP_HTTP_TOKEN: TOKEN, CODEMCP_WORKERS: '1', CODEMCP_LOG: 'warn', CODEMCP_HTTP_MAX_PENDING_PER_PEER: '1000', CODEMCP_HTTP_MAX_PENDING: '1000', CODEMCP_ISOLATION: 'host', CODEMCP_CONTROL_UNIX: '1', CODEMCP_CONTROL_MAX_PENDING: '1000', XDG_RUNTIME_DIR: runtime },
     wrapPrefix: ['prlimit', '--nofile=96:96', '--'],
   });
   const m = await waitFor(() => gw.exit || gw.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
   assert.ok(m && m[1], gw.stderrTail());
   const u = new URL(m[1]);
+  const ctl = await waitFor(() => {
+    const d = fs.readdirSync(runtime).find((n) => n.startsWith(`codemcp-${gw.pid}-`));
+    return d && fs.existsSync(path.join(runtime, d, 'ctl.sock')) ? path.join(runtime, d, 'ctl.sock') : null;
+  }, ms(10000));
+  assert.ok(ctl, 'no control socket');
   const before = gw.stderr.length;
   const cpu0 = cpuMs(gw.pid);
   const wall0 = Date.now();
-  const stats = await flood(['--tcp', `${u.hostname}:${u.port}`, '-n', '300', '--mode', 'idle', '--hold', '3']);
+  const [stats, ctlStats] = await Promise.all([
+    flood(['--tcp', `${u.hostname}:${u.port}`, '-n', '300', '--mode', 'idle', '--hold', '3']),
+    flood(['--unix', ctl, '-n', '300', '--mode', 'idle', '--hold', '3']),
+  ]);
+  console.log(`# control flood ${JSON.stringify(ctlStats)}`);
   const cpu = cpuMs(gw.pid) - cpu0, wall = Date.now() - wall0;
   const log = gw.stderr.slice(before);
   // lws 4.1 leaves the listener readable after EMFILE: without a remedy the loop spins (a
