@@ -135,6 +135,9 @@ function hpost(g, agent, body, headers) {
       });
     });
     req.on('error', rej);
+    // A gateway that stops answering (see bench/results/modern.md, "hangs") fails the run
+    // instead of hanging it.
+    req.setTimeout(30000, () => req.destroy(new Error(`no answer in 30 s to ${body.method}`)));
     req.end(data);
   });
 }
