@@ -47,7 +47,7 @@ static void want_write(struct hconn *c)
 
 static void pause_rx(struct hconn *c)
 {
-    if ((c->method == M_GET || c->watch_close) && !c->rx_paused) {
+    if ((c->method == M_GET || c->watch_close == 2) && !c->rx_paused) {
         lws_rx_flow_control(c->wsi, 0);
         c->rx_paused = 1;
     }
@@ -440,6 +440,10 @@ void http__stream_tick(struct hstream *st, int keepalive)
     struct hconn *c = st->conn;
     if (c && (c->method == M_GET || c->watch_close) && http__peer_closed(c)) {
         http__conn_drop(c, LOG_DEBUG, "the client closed it");
+    } else if (c && c->watch_close == 1) { /* a POST stream open a second: treat it as a GET */
+        c->watch_close = 2;
+        if (c->headers_sent && !stream_after(st, c->sent_seq))
+            pause_rx(c);
     } else if (c && keepalive && c->headers_sent && !stream_after(st, c->sent_seq)) {
         c->keepalive = 1;
         want_write(c);
