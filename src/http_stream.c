@@ -419,6 +419,13 @@ int http__on_writable(struct hconn *c)
         c->headers_sent = 1;
         if (c->sse) /* lws armed a 5 s content timeout after LWS_CALLBACK_HTTP */
             lws_set_timeout(c->wsi, NO_PENDING_TIMEOUT, 0);
+        /* No body (202, an empty 200): the response is complete with its headers, so the
+         * client may send its next request at once. Ending the transaction in a later
+         * callback let that request reach lws while the old one was still open; lws 4.1
+         * then parked it and spun in lws_service_do_ripe_rxflow forever (no answer, SIGTERM
+         * ignored, the socket left in CLOSE-WAIT with 1 byte unread). */
+        if (!c->sse && !c->out.len)
+            return finish(c);
         want_write(c);
         return 0;
     }
