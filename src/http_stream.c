@@ -10,8 +10,10 @@
  * events after the one it names.
  *
  * lws 4.1 traps handled here: bodies of unknown length are never chunked for us (we frame
- * chunks), one lws_write per WRITEABLE from our own buffers, and the 5 s body timeout lws arms
- * after LWS_CALLBACK_HTTP is cleared once an SSE stream starts. */
+ * chunks), one lws_write per WRITEABLE from our own buffers, the 5 s body timeout lws arms
+ * after LWS_CALLBACK_HTTP is cleared once an SSE stream starts, and a keep-alive request that
+ * arrives before the previous transaction is completed makes lws spin (so a reply is
+ * completed in the same callback as its last byte, see http__on_writable). */
 #include "http_int.h"
 #include "jsonrpc.h"
 
