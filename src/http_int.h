@@ -74,7 +74,8 @@ struct hconn {
     int has_mcp_method, has_mcp_name;
     json_t *req_id;     /* borrowed while a POST body is handled: echoed in error replies */
     uint64_t modern_id; /* the transient session of a 2026 request answered over SSE, or 0 */
-    int watch_close;    /* peeked for a closed peer like a GET stream (long-lived POST SSE) */
+    int watch_close;    /* a 2026 POST stream: 1 peeked for a closed peer on each tick, 2 (from its
+                         * second tick) also paused when idle, as GET streams always are */
     int http10;
     char principal[64];
     char www_auth[400], retry_after[24]; /* storage for extra_value */

@@ -239,7 +239,7 @@ void http__modern_post(struct hconn *c, json_t *msg, long max_per_principal)
     }
     struct hsession *r = req_new(c->principal);
     struct hstream *st = http__stream_new(r, id);
-    mcp_session_receive(r->mcp, c->body.data, c->body.len);
+    mcp_session_receive_msg(r->mcp, msg); /* parsed once, by serve_http */
     if (st->answered && st->n_ev == 1) {
         struct hevent *ev = st->ev[0];
         const char *text = ev->text + ev->data_off;

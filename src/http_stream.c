@@ -10,8 +10,10 @@
  * events after the one it names.
  *
  * lws 4.1 traps handled here: bodies of unknown length are never chunked for us (we frame
- * chunks), one lws_write per WRITEABLE from our own buffers, and the 5 s body timeout lws arms
- * after LWS_CALLBACK_HTTP is cleared once an SSE stream starts. */
+ * chunks), one lws_write per WRITEABLE from our own buffers, the 5 s body timeout lws arms
+ * after LWS_CALLBACK_HTTP is cleared once an SSE stream starts, and a keep-alive request that
+ * arrives before the previous transaction is completed makes lws spin (so a reply is
+ * completed in the same callback as its last byte, see http__on_writable). */
 #include "http_int.h"
 #include "jsonrpc.h"
 
@@ -47,7 +49,7 @@ static void want_write(struct hconn *c)
 
 static void pause_rx(struct hconn *c)
 {
-    if ((c->method == M_GET || c->watch_close) && !c->rx_paused) {
+    if ((c->method == M_GET || c->watch_close == 2) && !c->rx_paused) {
         lws_rx_flow_control(c->wsi, 0);
         c->rx_paused = 1;
     }
@@ -419,6 +421,13 @@ int http__on_writable(struct hconn *c)
         c->headers_sent = 1;
         if (c->sse) /* lws armed a 5 s content timeout after LWS_CALLBACK_HTTP */
             lws_set_timeout(c->wsi, NO_PENDING_TIMEOUT, 0);
+        /* No body (202, an empty 200): the response is complete with its headers, so the
+         * client may send its next request at once. Ending the transaction in a later
+         * callback let that request reach lws while the old one was still open; lws 4.1
+         * then parked it and spun in lws_service_do_ripe_rxflow forever (no answer, SIGTERM
+         * ignored, the socket left in CLOSE-WAIT with 1 byte unread). */
+        if (!c->sse && !c->out.len)
+            return finish(c);
         want_write(c);
         return 0;
     }
@@ -440,6 +449,10 @@ void http__stream_tick(struct hstream *st, int keepalive)
     struct hconn *c = st->conn;
     if (c && (c->method == M_GET || c->watch_close) && http__peer_closed(c)) {
         http__conn_drop(c, LOG_DEBUG, "the client closed it");
+    } else if (c && c->watch_close == 1) { /* a POST stream open a second: treat it as a GET */
+        c->watch_close = 2;
+        if (c->headers_sent && !stream_after(st, c->sent_seq))
+            pause_rx(c);
     } else if (c && keepalive && c->headers_sent && !stream_after(st, c->sent_seq)) {
         c->keepalive = 1;
         want_write(c);

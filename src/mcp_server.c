@@ -539,23 +539,8 @@ static void handle_notification(struct mcp_session *s, json_t *msg)
     }
 }
 
-void mcp_session_receive(struct mcp_session *s, const char *text, size_t len)
+void mcp_session_receive_msg(struct mcp_session *s, json_t *msg)
 {
-    json_error_t jerr;
-    json_t *msg = json_loadb(text, len, JSON_DECODE_ANY, &jerr);
-    if (!msg) {
-        char why[300];
-        snprintf(why, sizeof(why), "parse error: %s (column %d)", jerr.text, jerr.column);
-        session_send(s, rpc_error(NULL, RPC_PARSE_ERROR, why, NULL), NULL);
-        return;
-    }
-    if (json_is_array(msg)) {
-        session_send(
-            s, rpc_error(NULL, RPC_INVALID_REQUEST, "JSON-RPC batches are not supported", NULL),
-            NULL);
-        json_decref(msg);
-        return;
-    }
     const char *why;
     switch (rpc_classify(msg, &why)) {
     case RPC_REQUEST:
@@ -574,6 +559,26 @@ void mcp_session_receive(struct mcp_session *s, const char *text, size_t len)
         break;
     }
     }
+}
+
+void mcp_session_receive(struct mcp_session *s, const char *text, size_t len)
+{
+    json_error_t jerr;
+    json_t *msg = json_loadb(text, len, JSON_DECODE_ANY, &jerr);
+    if (!msg) {
+        char why[300];
+        snprintf(why, sizeof(why), "parse error: %s (column %d)", jerr.text, jerr.column);
+        session_send(s, rpc_error(NULL, RPC_PARSE_ERROR, why, NULL), NULL);
+        return;
+    }
+    if (json_is_array(msg)) {
+        session_send(
+            s, rpc_error(NULL, RPC_INVALID_REQUEST, "JSON-RPC batches are not supported", NULL),
+            NULL);
+        json_decref(msg);
+        return;
+    }
+    mcp_session_receive_msg(s, msg);
     json_decref(msg);
 }
 

@@ -25,6 +25,8 @@ struct mcp_session;
 struct mcp_session *mcp_session_new(mcp_send_fn send, void *tud, const char *label);
 /* Handles one received message text (any JSON; errors are answered). */
 void mcp_session_receive(struct mcp_session *s, const char *text, size_t len);
+/* The same for a message the transport has parsed already (a JSON object, borrowed). */
+void mcp_session_receive_msg(struct mcp_session *s, json_t *msg);
 /* The transport is gone: runs of the session are cancelled, the session is freed. */
 void mcp_session_close(struct mcp_session *s);
 uint64_t mcp_session_id(struct mcp_session *s);

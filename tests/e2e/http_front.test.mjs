@@ -472,6 +472,37 @@ describe('Streamable HTTP protocol edges (raw HTTP)', () => {
     assert.equal(resp.status, 202, 'a JSON-RPC response from the client is accepted with 202');
   });
 
+  test('keep-alive: a request sent the moment a 202 arrives is answered (400 rounds on one connection)', async () => {
+    // A 202 is complete with its headers, so the client's next request can arrive before the
+    // gateway ends the old transaction; lws 4.1 then parked that request and spun forever
+    // (about one gateway in twenty hung this way before the fix in http_stream.c).
+    const sid = await rawSession(url);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const u = new URL(url);
+    const send = (body) => new Promise((resolve, reject) => {
+      const data = JSON.stringify(body);
+      const req = http.request({ hostname: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent,
+        headers: { ...authHeader(url), ...sessionHeaders(sid), 'content-length': Buffer.byteLength(data) } }, (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode, text }));
+      });
+      req.setTimeout(ms(10000), () => req.destroy(new Error(`no answer to ${body.method} in 10 s`)));
+      req.on('error', reject);
+      req.end(data);
+    });
+    try {
+      for (let i = 0; i < 400; i++) {
+        const n = await send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+        assert.equal(n.status, 202);
+        const p = await send({ jsonrpc: '2.0', id: i, method: 'tools/list' });
+        assert.equal(p.status, 200, p.text);
+      }
+    } finally {
+      agent.destroy();
+    }
+  });
+
   test('POST: 411 for a chunked body, 413 above CODEMCP_HTTP_MAX_BODY, Expect: 100-continue answered', async () => {
     const sid = await rawSession(url);
     const chunked = await request(url, {
