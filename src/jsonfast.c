@@ -2,6 +2,7 @@
  * go to jansson straight from the input (json_stringn_nocheck after our own UTF-8 check);
  * the encoder appends to one growing buffer. Must not keep state between calls. */
 #include "jsonfast.h"
+#include "json_escape.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -564,38 +565,8 @@ static int enc_string(struct out *o, const char *str, size_t len)
             continue;
         }
         put(o, run, (size_t)(p - run));
-        char esc[6] = {'\\', 0, 0, 0, 0, 0};
-        size_t k = 2;
-        switch (c) {
-        case '"':
-            esc[1] = '"';
-            break;
-        case '\\':
-            esc[1] = '\\';
-            break;
-        case '\b':
-            esc[1] = 'b';
-            break;
-        case '\f':
-            esc[1] = 'f';
-            break;
-        case '\n':
-            esc[1] = 'n';
-            break;
-        case '\r':
-            esc[1] = 'r';
-            break;
-        case '\t':
-            esc[1] = 't';
-            break;
-        default:
-            esc[1] = 'u';
-            esc[2] = '0';
-            esc[3] = '0';
-            esc[4] = hexd[c >> 4];
-            esc[5] = hexd[c & 15];
-            k = 6;
-        }
+        char esc[6];
+        size_t k = json_escape_byte(c, hexd, esc);
         put(o, esc, k);
         run = ++p;
     }

@@ -2,6 +2,7 @@
  * every path; a case we do not handle returns None (never an exception, except for a wrong
  * number of arguments). */
 #include "pyfast.h"
+#include "json_escape.h"
 
 #include <math.h>
 #include <string.h>
@@ -59,38 +60,8 @@ static int pb_json_str(struct pbuf *b, PyObject *s /* borrowed */)
         if (c >= 0x20 && c != '"' && c != '\\')
             continue;
         pb_put(b, (const char *)run, (size_t)(p - run));
-        char esc[6] = {'\\', 0, 0, 0, 0, 0};
-        size_t k = 2;
-        switch (c) {
-        case '"':
-            esc[1] = '"';
-            break;
-        case '\\':
-            esc[1] = '\\';
-            break;
-        case '\n':
-            esc[1] = 'n';
-            break;
-        case '\r':
-            esc[1] = 'r';
-            break;
-        case '\t':
-            esc[1] = 't';
-            break;
-        case '\b':
-            esc[1] = 'b';
-            break;
-        case '\f':
-            esc[1] = 'f';
-            break;
-        default:
-            esc[1] = 'u';
-            esc[2] = '0';
-            esc[3] = '0';
-            esc[4] = hexd[c >> 4];
-            esc[5] = hexd[c & 15];
-            k = 6;
-        }
+        char esc[6];
+        size_t k = json_escape_byte(c, hexd, esc);
         pb_put(b, esc, k);
         run = p + 1;
     }
