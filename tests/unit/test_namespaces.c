@@ -214,6 +214,29 @@ int main(void)
               strstr(err, "CODEMCP_MAX_NAMESPACES_PER_PRINCIPAL"),
           "her share all running: refused, not taken from bob: %s", err);
 
+    /* Many dropped namespaces: the tombstones are a ring of 4096 (the oldest forgotten), kept
+     * out of the table, so a client that never passes its handle back does not slow every
+     * request down; the newest still say what happened. */
+    ns_run_end(q1.nid);
+    ns_run_end(q2.nid);
+    struct ns_ref first = use(30, hp, NULL), last = first;
+    for (int i = 0; i < 4200; i++)
+        last = use(30, hp, NULL);
+    CHECK(last.nid && ns_count() == 3, "still two of hers and bob's (%zu live)", ns_count());
+    CHECK(resolve_err(30, first.handle, err, sizeof(err)) < 0 &&
+              strstr(err, "unknown namespace handle"),
+          "the oldest tombstone is forgotten: %s", err);
+    struct ns_ref l[3]; /* a few ms apart, so least recently used is unambiguous */
+    for (int i = 0; i < 3; i++) {
+        usleep(3000);
+        l[i] = use(30, hp, NULL);
+    }
+    CHECK(resolve_err(30, l[1].handle, err, sizeof(err)) == 0 &&
+              resolve_err(30, l[2].handle, err, sizeof(err)) == 0,
+          "her newest two stay: %s", err);
+    CHECK(resolve_err(30, l[0].handle, err, sizeof(err)) < 0 && strstr(err, "to make room"),
+          "a recent drop still says why: %s", err);
+
     ns_free_all();
     lp_destroy();
     return CHECK_DONE();
