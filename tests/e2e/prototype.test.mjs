@@ -183,6 +183,53 @@ describe('workers forked from the prototype', () => {
   });
 });
 
+/** The inodes ("socket:[…]", "pipe:[…]", …) behind pid's descriptors, as root sees them. */
+function fdTargets(pid) {
+  const out = new Set();
+  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+    try { out.add(fs.readlinkSync(`/proc/${pid}/fd/${fd}`)); } catch { /* closed meanwhile */ }
+  }
+  return out;
+}
+
+describe('what a forked worker inherits', { skip: HOST ? 'host isolation has no sandbox' : rootOnly }, () => {
+  // A door would be a descriptor the fork passed on: the prototype's channel to the gateway
+  // (agent code could then ask for forks or pose as the prototype), the guard's pipe, another
+  // session's pipes. The worker may hold its own stdio, its one control socket (fd 3), its
+  // status pipe and what the runtime opens itself.
+  test('only its own descriptors: one socket (fd 3), nothing shared with the prototype or the guard', { timeout: ms(60000) }, async () => {
+    const g = await gateway();
+    const a = await g.open('fa');
+    const b = await g.open('fb');
+    const DESCRIPTORS = `import os
+def target(fd):
+    try:
+        return os.readlink("/proc/self/fd/" + fd)
+    except OSError:
+        return None  # the listdir's own descriptor, closed by now
+fds = {fd: target(fd) for fd in os.listdir("/proc/self/fd")}
+result = {"fds": {k: v for k, v in fds.items() if v}, "ns": os.readlink("/proc/self/ns/pid"), "pid": os.getpid()}`;
+    const ra = await attempt(a, DESCRIPTORS);
+    const rb = await attempt(b, DESCRIPTORS);
+    const proto = prototypeChain(g.proc.pid).at(-1)?.pid;
+    assert.ok(proto, 'no prototype under the gateway');
+    const guard = [...processTable().values()].find((p) => p.ppid === g.proc.pid && p.comm === 'codemcp-guard');
+    const unique = (t) => /^(socket|pipe):\[\d+\]$/.test(t); // anon_inode names are not identities
+    const protoFds = fdTargets(proto);
+    const guardFds = guard ? fdTargets(guard.pid) : new Set();
+    for (const r of [ra, rb]) {
+      const sockets = Object.entries(r.fds).filter(([, t]) => t.startsWith('socket:')).map(([fd]) => fd);
+      assert.deepEqual(sockets, ['3'], `sockets: ${JSON.stringify(r.fds)}`);
+      const shared = Object.values(r.fds).filter((t) => unique(t) && (protoFds.has(t) || guardFds.has(t)));
+      assert.deepEqual(shared, [], `inherited from the prototype or the guard: ${JSON.stringify(r.fds)}`);
+    }
+    const common = Object.values(ra.fds).filter((t) => unique(t) && Object.values(rb.fds).includes(t));
+    assert.deepEqual(common, [], 'two sessions hold the same pipe or socket');
+    for (const c of [a, b]) await c.close().catch(() => {});
+    await g.proc.kill();
+  });
+});
+
 describe('siblings forked from one prototype', { skip: HOST ? 'host isolation has no sandbox' : false }, () => {
   test('cannot see, signal, trace or read each other: processes, /proc, memory, /tmp, SysV IPC', { timeout: ms(60000) }, async () => {
     const g = await gateway();
