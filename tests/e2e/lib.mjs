@@ -673,3 +673,34 @@ export function prototypeChain(gw, host = process.env.CODEMCP_ISOLATION === 'hos
   const proto = direct.filter((d) => nsPids(d.pid).length === depth && !t.some((p) => p.ppid === d.pid));
   return proto.length === 1 ? proto : [];
 }
+
+/** An upstream (python) whose `grow` tool adds `n` tools `extraN` and announces
+ * notifications/tools/list_changed: SDK reloads on demand. */
+export function growingServer(dir) {
+  const file = path.join(dir, 'grow.py');
+  fs.writeFileSync(
+    file,
+    `import json, sys
+n = 0
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\\n"); sys.stdout.flush()
+def tools():
+    t = [{"name": "grow", "description": "Add tools and announce them.", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}]
+    return t + [{"name": "extra%d" % i, "description": "Added by grow, number %d." % i, "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}, "k": {"type": "integer"}}}} for i in range(1, n + 1)]
+for line in sys.stdin:
+    m = json.loads(line)
+    meth, mid = m.get("method"), m.get("id")
+    if meth == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "grow", "version": "0"}}})
+    elif meth == "tools/list":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": tools()}})
+    elif meth == "tools/call":
+        n += int(m["params"].get("arguments", {}).get("n", 1))
+        send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": str(n)}]}})
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    elif mid is not None and meth:
+        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "not here"}})
+`,
+  );
+  return { type: 'local', command: [PYTHON, file] };
+}

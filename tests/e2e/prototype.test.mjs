@@ -8,39 +8,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
-  Client, Proc, PYTHON, ms, sleep, tempDir, waitFor, writeConfig, processTable, nsPids,
-  prototypeChain,
+  Client, Proc, ms, sleep, tempDir, waitFor, writeConfig, processTable, nsPids,
+  prototypeChain, growingServer,
 } from './lib.mjs';
 
 const HOST = process.env.CODEMCP_ISOLATION === 'host';
 const SECRET = 'proto-secret-' + Math.random().toString(16).slice(2);
 
-/** An upstream whose `grow` tool adds `n` tools and announces notifications/tools/list_changed. */
-function growingServer(dir) {
-  const file = path.join(dir, 'grow.py');
-  fs.writeFileSync(file, `import json, sys
-n = 0
-def send(m):
-    sys.stdout.write(json.dumps(m) + "\\n"); sys.stdout.flush()
-def tools():
-    t = [{"name": "grow", "description": "Add tools.", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}]
-    return t + [{"name": "extra%d" % i, "description": "Added.", "inputSchema": {"type": "object"}} for i in range(1, n + 1)]
-for line in sys.stdin:
-    m = json.loads(line)
-    meth, mid = m.get("method"), m.get("id")
-    if meth == "initialize":
-        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "grow", "version": "0"}}})
-    elif meth == "tools/list":
-        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": tools()}})
-    elif meth == "tools/call":
-        n += int(m["params"].get("arguments", {}).get("n", 1))
-        send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": str(n)}]}})
-        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
-    elif mid is not None and meth:
-        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "not here"}})
-`);
-  return { type: 'local', command: [PYTHON, file] };
-}
 
 async function gateway(env = {}, mcp = {}) {
   const dir = tempDir('codemcp-proto-');
