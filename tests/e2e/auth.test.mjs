@@ -3,14 +3,14 @@
 // (re-read on SIGHUP) with per-principal session quotas, and real clients that are refused
 // say why (Claude Code, mcp-remote).
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { Client, NODE, PYTHON, Proc, TESTS, ms, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { Client, NODE, PYTHON, Proc, TESTS, ms, runClient, tempDir, waitFor, writeConfig } from './lib.mjs';
 
 const POST = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 const INIT = {
@@ -218,19 +218,6 @@ const CLIENTS = path.join(TESTS, 'clients', 'node_modules');
 const CLAUDE = path.join(CLIENTS, '.bin', 'claude'); // the package's native executable
 const haveClients = fs.existsSync(CLAUDE) && fs.existsSync(path.join(CLIENTS, 'mcp-remote', 'dist', 'proxy.js'));
 
-function runClient(cmd, args, env, limit) {
-  return new Promise((resolve) => {
-    const p = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    p.stdout.on('data', (d) => (out += d));
-    p.stderr.on('data', (d) => (out += d));
-    const t = setTimeout(() => p.kill('SIGKILL'), limit);
-    p.on('close', (code) => {
-      clearTimeout(t);
-      resolve({ code, out });
-    });
-  });
-}
 
 test('Claude Code and mcp-remote without the header print an error that names the missing token', { skip: !haveClients && 'tests/clients/node_modules is missing (tests/run.sh runs npm ci there)' }, async () => {
   const gw = await start();

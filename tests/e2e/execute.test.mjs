@@ -54,14 +54,12 @@ result = {"echo": str(e), "s": s}
 
   test('NUL characters in a result and in a tool reply come back (no hang, nothing lost)', async () => {
     // A string with U+0000 is valid JSON ("\u0000"); a frame carrying one must not be
-    // dropped by the gateway's decoder (the run would hang until its timeout).
-    const t0 = Date.now();
+    // dropped by the gateway's decoder (the run hung until its timeout: an isError result).
     const r = await run(h, 'e = everything_echo(message="a\\x00b")\nresult = {"own": "x\\x00y", "echo": str(e)}',
       { timeout_ms: 20000 });
     assert.equal(r.isError, false, JSON.stringify(r));
     assert.equal(r.structuredContent.result.own, 'x\u0000y');
     assert.match(r.structuredContent.result.echo, /a\u0000b/);
-    assert.ok(Date.now() - t0 < 15000, `took ${Date.now() - t0} ms`);
   });
 
   test('print output is captured and omitted when empty', async () => {

@@ -6,7 +6,6 @@
 // (another principal's sessionId is 404), quotas shared with Streamable sessions; a session
 // ends, and its runs are cancelled, when its stream closes.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -15,7 +14,7 @@ import { test } from 'node:test';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { Client, NODE, Proc, StdioClientTransport, TESTS, ms, servers, sleep, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { Client, NODE, Proc, StdioClientTransport, TESTS, ms, runClient, servers, sleep, tempDir, waitFor, writeConfig } from './lib.mjs';
 
 const TA = 'alice-token-0123456789abcdef0123', TB = 'bob-token-0123456789abcdef01234';
 
@@ -246,19 +245,6 @@ test('mcp-remote --transport sse-only: lists and executes through stdio', { skip
   await gw.proc.kill();
 });
 
-function runClient(cmd, args, env, limit) {
-  return new Promise((resolve) => {
-    const p = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    p.stdout.on('data', (d) => (out += d));
-    p.stderr.on('data', (d) => (out += d));
-    const t = setTimeout(() => p.kill('SIGKILL'), limit);
-    p.on('close', (code) => {
-      clearTimeout(t);
-      resolve({ code, out });
-    });
-  });
-}
 
 test('Claude Code: an `sse` entry connects (claude mcp list)', { skip: !fs.existsSync(CLAUDE) && 'tests/clients/node_modules is missing (tests/run.sh runs npm ci there)' }, async () => {
   const gw = await start();

@@ -704,3 +704,19 @@ for line in sys.stdin:
   );
   return { type: 'local', command: [PYTHON, file] };
 }
+
+/** Runs a client command to its end (killed after `limit` ms); resolves {code, out} with
+ * stdout and stderr together (what a user would read). */
+export function runClient(cmd, args, env, limit) {
+  return new Promise((resolve) => {
+    const p = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (out += d));
+    const t = setTimeout(() => p.kill('SIGKILL'), limit);
+    p.on('close', (code) => {
+      clearTimeout(t);
+      resolve({ code, out });
+    });
+  });
+}
