@@ -667,11 +667,19 @@ export function prototypeChain(gw, host = process.env.CODEMCP_ISOLATION === 'hos
     }
   }
   // Host isolation: sessions are the gateway's children too (their first process, with the
-  // worker under it); the prototype is the one with no child.
+  // worker under it); the prototype is the one with no child. A session's first process is
+  // childless too for a moment: between its clone and its worker's fork (the warm spare is
+  // forked while a test looks), and once its worker has died. So look again, briefly, until
+  // exactly one is childless.
   if (!host) return [];
   const depth = nsPids(gw).length;
-  const proto = direct.filter((d) => nsPids(d.pid).length === depth && !t.some((p) => p.ppid === d.pid));
-  return proto.length === 1 ? proto : [];
+  for (let i = 0; ; i++) {
+    const now = [...processTable().values()].filter((p) => p.state !== 'Z');
+    const proto = now.filter((d) => d.ppid === gw && d.comm === 'codemcp-worker' &&
+      nsPids(d.pid).length === depth && !now.some((p) => p.ppid === d.pid));
+    if (proto.length === 1 || i >= 100) return proto.length === 1 ? proto : [];
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+  }
 }
 
 /** An upstream (python) whose `grow` tool adds `n` tools `extraN` and announces

@@ -48,6 +48,15 @@ function headerLines(log) {
   return [...log.matchAll(/^headers (\S+) (\{.*\})$/gm)].map((m) => ({ method: m[1], ...JSON.parse(m[2]) }));
 }
 
+/** The header lines `srv` has logged that `keep` selects, once there are at least `n`. The
+ * fixture logs a request before it answers, but its stderr pipe and the gateway's reply reach
+ * this process separately: the reply can come first, so a single read may miss the lines. */
+async function loggedHeaders(srv, keep, n = 1) {
+  const pick = () => headerLines(srv.log()).filter(keep);
+  await waitFor(() => pick().length >= n, ms(10000));
+  return pick();
+}
+
 describe('2026-07-28 upstreams over stdio', () => {
   let h;
   before(async () => {
@@ -127,6 +136,7 @@ describe('2026-07-28 upstreams over stateless Streamable HTTP', () => {
     assert.equal(r.isError, false, JSON.stringify(r));
     assert.deepEqual(r.structuredContent.result, [21, 42]);
     for (const srv of [dual, modern]) {
+      await loggedHeaders(srv, (x) => x.method === 'tools/call');
       const hdrs = headerLines(srv.log());
       const call = hdrs.find((x) => x.method === 'tools/call');
       assert.ok(call, srv.log());
@@ -142,13 +152,16 @@ describe('2026-07-28 upstreams over stateless Streamable HTTP', () => {
     const r = await run(h, 'result = [hmodern_query(region="us-west1", q="x", limit=7), hmodern_query(region="Zürich ", q="y")]');
     assert.equal(r.isError, false, JSON.stringify(r));
     assert.deepEqual(r.structuredContent.result, ['us-west1:x', 'Zürich :y']);
-    const calls = headerLines(modern.log()).filter((x) => x.method === 'tools/call' && x.n === 'query');
+    const calls = await loggedHeaders(modern, (x) => x.method === 'tools/call' && x.n === 'query', 2);
     assert.equal(calls.length, 2, modern.log());
-    assert.equal(calls[0]['mcp-param-region'], 'us-west1');
-    assert.equal(calls[0]['mcp-param-limit'], '7');
+    // The two calls overlap (Pending handles), so they may reach the server in either order.
+    const plain = calls.find((x) => x['mcp-param-region'] === 'us-west1');
+    assert.ok(plain, modern.log());
+    assert.equal(plain['mcp-param-limit'], '7');
     // Not plain trimmed ASCII: the base64 sentinel of the UTF-8 bytes.
-    assert.equal(calls[1]['mcp-param-region'], `=?base64?${Buffer.from('Zürich ').toString('base64')}?=`);
-    assert.equal(calls[1]['mcp-param-limit'], undefined, 'an absent argument sends no header');
+    const other = calls.find((x) => x !== plain);
+    assert.equal(other['mcp-param-region'], `=?base64?${Buffer.from('Zürich ').toString('base64')}?=`);
+    assert.equal(other['mcp-param-limit'], undefined, 'an absent argument sends no header');
     const bad = await run(h, 'result = hmodern_badheader(ratio=0.5)');
     assert.equal(bad.isError, true, 'a tool with an invalid x-mcp-header must not be offered');
     assert.match(h.stderr(), /hmodern: leaving out tool badheader: x-mcp-header "Ratio" on a property of type number/);
