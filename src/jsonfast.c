@@ -327,6 +327,17 @@ static json_t *parse_number(struct jp *s)
 
 static json_t *parse_value(struct jp *s);
 
+/* After a member of an object or an array: 1 on ',' (another follows), 0 on `close`, -1
+ * (with `what` as the error) on anything else. */
+static int after_member(struct jp *s, char close, const char *what)
+{
+    skip_ws(s);
+    if (s->p < s->e && (*s->p == ',' || *s->p == close))
+        return *s->p++ == ',';
+    fail(s, what);
+    return -1;
+}
+
 static json_t *parse_object(struct jp *s)
 {
     json_t *obj = json_object();
@@ -374,17 +385,11 @@ static json_t *parse_object(struct jp *s)
             free(kcopy);
         if (!v)
             goto fail;
-        skip_ws(s);
-        if (s->p < s->e && *s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (s->p < s->e && *s->p == '}') {
-            s->p++;
+        int more = after_member(s, '}', "',' or '}' expected");
+        if (more == 0)
             return obj;
-        }
-        fail(s, "',' or '}' expected");
-        goto fail;
+        if (more < 0)
+            goto fail;
     }
 fail:
     json_decref(obj);
@@ -405,17 +410,11 @@ static json_t *parse_array(struct jp *s)
         if (!v)
             goto fail;
         json_array_append_new(arr, v);
-        skip_ws(s);
-        if (s->p < s->e && *s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (s->p < s->e && *s->p == ']') {
-            s->p++;
+        int more = after_member(s, ']', "',' or ']' expected");
+        if (more == 0)
             return arr;
-        }
-        fail(s, "',' or ']' expected");
-        goto fail;
+        if (more < 0)
+            goto fail;
     }
 fail:
     json_decref(arr);
