@@ -10,12 +10,12 @@
 // model would see it. Reported: the tool description and the server instructions as they reach
 // the model, their sizes, and whether anything was cut. Catalog: the GitHub REST fixture plus
 // the three npm test servers (1,260 functions).
-import http from 'node:http';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { ROOT, SERVERS, codemcpBin } from './lib.mjs';
+import { anthropic, fakeModel } from '../tests/e2e/fake_models.mjs';
 
 const claude = process.env.CLAUDE_BIN || join(ROOT, 'tests', 'clients', 'node_modules', '.bin', 'claude');
 if (!existsSync(claude)) {
@@ -23,42 +23,8 @@ if (!existsSync(claude)) {
   process.exit(2);
 }
 const tmp = mkdtempSync(join(tmpdir(), 'codemcp-clients-'));
-const requests = [];
-const server = http.createServer((req, res) => {
-  let body = '';
-  req.on('data', (d) => (body += d));
-  req.on('end', () => {
-    let b = {};
-    try { b = JSON.parse(body); } catch {}
-    requests.push({ url: req.url, body: b });
-    if (!req.url.startsWith('/v1/messages') || req.url.includes('count_tokens')) {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end('{"input_tokens": 10}');
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    const ev = (t, d) => res.write(`event: ${t}\ndata: ${JSON.stringify({ type: t, ...d })}\n\n`);
-    ev('message_start', { message: { id: 'msg', type: 'message', role: 'assistant', model: b.model || 'm',
-      content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 10, output_tokens: 1 } } });
-    const answered = JSON.stringify(b.messages || []).includes('tool_use_id');
-    if (!answered && (b.tools || []).some((t) => t.name === 'ToolSearch')) {
-      ev('content_block_start', { index: 0, content_block: { type: 'tool_use', id: 'toolu_1', name: 'ToolSearch', input: {} } });
-      ev('content_block_delta', { index: 0, delta: { type: 'input_json_delta',
-        partial_json: JSON.stringify({ query: 'select:mcp__codemcp__execute_python' }) } });
-      ev('content_block_stop', { index: 0 });
-      ev('message_delta', { delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 5 } });
-    } else {
-      ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
-      ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'ok' } });
-      ev('content_block_stop', { index: 0 });
-      ev('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 1 } });
-    }
-    ev('message_stop', {});
-    res.end();
-  });
-});
-await new Promise((r) => server.listen(0, '127.0.0.1', r));
-const port = server.address().port;
+const model = await fakeModel(anthropic);
+const { requests } = model;
 
 const upstreams = { github: { command: 'node', args: [join(ROOT, 'tests', 'catalog', 'github_api.mjs')], timeout: 60000 } };
 for (const [k, argv] of Object.entries(SERVERS)) upstreams[k] = { command: argv[0], args: argv.slice(1) };
@@ -75,13 +41,13 @@ const { spawn } = await import('node:child_process');
 const t0 = Date.now();
 const child = spawn(claude, ['-p', 'say hi', '--mcp-config', join(tmp, 'claude-mcp.json'), '--strict-mcp-config',
   '--output-format', 'json'], { env: { ...process.env, HOME: join(tmp, 'home'),
-  ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}`, ANTHROPIC_API_KEY: 'sk-ant-fake', DISABLE_TELEMETRY: '1',
+  ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'sk-ant-fake', DISABLE_TELEMETRY: '1',
   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
 let out = '';
 child.stdout.on('data', (d) => (out += d));
 const code = await new Promise((r) => child.on('close', r));
 const elapsed = Date.now() - t0;
-server.close();
+model.close();
 const version = spawnSync(claude, ['--version'], { encoding: 'utf8' }).stdout.trim();
 
 let tool = null, instructions = null, deferred = false;
