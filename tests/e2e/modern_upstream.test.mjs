@@ -78,6 +78,9 @@ describe('2026-07-28 upstreams over stdio', () => {
     const r = await run(h, 'result = [modern_add(a=2, b=3), dual_add(a=1, b=1), forced_add(a=5, b=5)]');
     assert.equal(r.isError, false, JSON.stringify(r));
     assert.deepEqual(r.structuredContent.result, [5, 2, 10]);
+    // The servers' "recv" lines reach codemcp's stderr through their stderr pipes, apart from
+    // their replies: wait for them rather than reading once.
+    await waitFor(() => ['modern', 'dual', 'forced'].every((n) => h.stderr().includes(`[${n}] recv tools/call`)), ms(10000));
     const log = h.stderr();
     for (const name of ['modern', 'dual', 'forced']) {
       assert.match(log, new RegExp(`${name}: protocol 2026-07-28, era 2026 \\(modern\\)`), log);
