@@ -84,13 +84,27 @@ _PHRASE_MAP = {
     "code snippet": "gist", "rate limit": "rate limit", "knowledge graph": "graph", "sign in": "login",
     "log in": "login", "set up": "create", "kick off": "dispatch", "thumbs up": "add reaction",
     "thumbs-up": "add reaction", "thumbs down": "add reaction", "throw away": "delete", "get rid of": "delete",
-    "clean up": "delete", "take off": "remove", "at once": "multiple", "in one go": "multiple",
+    "clean up": "delete", "take off": "remove", "kick out": "remove", "at once": "multiple", "in one go": "multiple",
     "look up": "get", "find out": "get",
     "what changed": "compare", "how many": "", "how much": "", "web hook": "webhook", "check run": "check",
     "make sure": "check", "turn on": "enable", "turn off": "disable", "switch on": "enable",
     "switch off": "disable", "hand over": "transfer", "sum up": "sum", "add up": "sum", "send back": "echo", "say back": "echo",
     "repeat back": "echo", "read back": "echo",
 }
+# A phrasal verb of the table with its object in between ("take the bug label off", "kick bob
+# out of the org"): up to three words may separate the verb from its particle.
+_SPLIT_PARTICLES = frozenset("off out up down on away over back".split())
+_SPLIT = re.compile(r"\b(" + "|".join(sorted({k.split()[0] for k in _PHRASE_MAP if len(k.split()) == 2
+                                               and k.split()[1] in _SPLIT_PARTICLES})) +
+                    r")((?:\s+(?!(?:off|out|up|down|on|away|over|back)\b)[\w'/.#@-]+){1,3}?)\s+(" +
+                    "|".join(sorted(_SPLIT_PARTICLES)) + r")\b")
+
+
+def _split_phrase(m: re.Match[str]) -> str:
+    k = m.group(1) + " " + m.group(3)
+    return m.group(0) if k not in _PHRASE_MAP else k + m.group(2)
+
+
 _PHRASES = re.compile(r"\b(?:" + "|".join(sorted((re.escape(k) for k in _PHRASE_MAP), key=len, reverse=True)) + r")\b")
 
 # Groups of words that mean the same thing in an API; the first word of a group is its
@@ -199,6 +213,29 @@ _VERBS = frozenset(
     if w not in _STOP and w not in ("all", "every", "whole", "entire", "which", "new")
 )
 
+# What a function does, from the first verb of its name: it reads (list/get/check...) or it
+# changes something (create/delete/update/merge...); and what the query asks, from its first
+# verb (a question, a reading verb or no verb at all: it reads). A function whose kind is not
+# the query's is ranked lower (_INTENT): "approve the PR" prefers pulls_create_review to
+# pulls_get_review, "show the pages site" repos_get_pages to repos_update_..._pages_site.
+_READ_OPS = frozenset(stem(w) for w in "get list check download search read fetch compare export find show "
+                      "view lookup query count describe".split())
+_WRITE_OPS = frozenset(stem(w) for w in (
+    "create delete set update remove add disable enable request cancel revoke restore review mark start "
+    "merge generate rerun redeliver unlock lock toggle approve star unstar rerequest stop dismiss assign "
+    "unassign block unblock edit move write force reset suspend unsuspend publish fork pin unpin "
+    "reprioritize map convert submit accept decline rename replace transfer upload follow unfollow "
+    "dispatch trigger run ping sync attach detach install uninstall invite archive unarchive close "
+    "reopen post put patch modify insert register deregister bulk commit push apply").split())
+_READ_Q = frozenset(stem(w) for w in "get list show see view display fetch find search look read check "
+                    "download browse enumerate every retrieve obtain dump export inspect describe explain "
+                    "tell lookup locate count".split())
+_INTENT = 0.8
+_WHO = re.compile(r"\s*(?:who|whom)\b")
+_AGENT_OK = frozenset(stem(w) for w in "contribute collaborate watch follow review assign maintain own star "
+                      "sponsor".split())
+_AGENT_WEIGHT = 0.8
+
 # word -> {synonym: weight}.
 _SYN_WEIGHT = 0.85
 _SYN_SIDE = 0.6
@@ -299,6 +336,7 @@ class Index:
         self.names = names
         self.info = info
         self.name_words: list[frozenset[str]] = []
+        self.kinds: list[str] = []  # "r" reads, "w" changes, "" unknown
         docs_fields: list[dict[str, list[str]]] = []
         for fn in names:
             it = info[fn]
@@ -316,6 +354,12 @@ class Index:
                 "server": words(str(it.get("server") or "")),
             }
             self.name_words.append(frozenset(f["name"]))
+            kind = ""
+            for w in f["name"]:
+                if w in _READ_OPS or w in _WRITE_OPS:
+                    kind = "r" if w in _READ_OPS else "w"
+                    break
+            self.kinds.append(kind)
             docs_fields.append(f)
         n = max(1, len(names))
         avg = {k: max(1.0, sum(len(d[k]) for d in docs_fields) / n) for k in _FIELDS}
@@ -388,11 +432,20 @@ class Index:
         read: its verbs then describe a state ("open", "starred") more than an action."""
         q = query.lower()
         question = bool(_QUESTION.match(q)) or (q.rstrip().endswith("?") and not _REQUEST.match(q))
+        q = _SPLIT.sub(_split_phrase, q)
         q = _PHRASES.sub(lambda m: " " + _PHRASE_MAP[m.group(0)] + " ", q)
         q = _HYPHEN_PREFIX.sub(r"\1", q)  # re-run -> rerun, un-archive -> unarchive
         out: dict[str, float] = {}
         verbs = 0
         self._plural = False
+        self._intent = "r" if question else ""
+        # an imperative's first word is its verb even when the catalog never uses it ("slap a
+        # label on it", "cut a branch"): the query then asks for no listing
+        first = next((r for r in _TOKEN.findall(q) if r not in _STOP), "")
+        self._odd_verb = (not question and bool(first) and not first.isdigit() and stem(first) not in _VERBS
+                          and stem(first) not in self.postings and not _VALUE.match(q.lstrip()))
+        if self._odd_verb:
+            self._intent = "?"
 
         def plain(text: str) -> None:
             nonlocal verbs
@@ -418,6 +471,8 @@ class Index:
                     elif verbs:
                         wt = _LATER_VERB
                     verbs += 1
+                if not self._intent and (w in _VERBS or w in _WRITE_OPS or w in _READ_Q):
+                    self._intent = "r" if w in _READ_Q else "w"
                 out[w] = max(out.get(w, 0.0), wt)
 
         pos = 0
@@ -430,6 +485,20 @@ class Index:
                 out.setdefault(stem("file"), _FILE_HINT)
             pos = m.end()
         plain(q[pos:])
+        if _WHO.match(q):
+            # "who starred/watches/contributed ...": the people who do it are a list of
+            # agent nouns (watcher, contributor, follower, reviewer, assignee)
+            for w in list(out):
+                if w in _VERBS or w in _WRITE_OPS or w in _AGENT_OK:
+                    for suf in ("er", "or", "ee"):
+                        a = stem(w + suf) if not w.endswith("e") else stem(w[:-1] + suf)
+                        if a != w and a in self.postings and a not in out:
+                            out[a] = _AGENT_WEIGHT
+            self._plural = True
+        if not self._intent:
+            self._intent = "r"  # no verb: a listing
+        if self._intent == "?":
+            self._intent = ""
         return list(out.items())[:_MAX_QUERY_WORDS], question
 
     def search(self, query: str, limit: int, server: str | None = None) -> list[int]:
@@ -444,7 +513,8 @@ class Index:
         # (a rare synonym would otherwise outweigh it: "pull" -> "pr" in fork_pr_workflows).
         caps = [self.idf.get(w) for w in qwords]
         plural = self._plural
-        if question or not any(w in _VERBS for w in qwords):  # "teams in the org": a listing
+        intent = self._intent
+        if question or not (self._odd_verb or any(w in _VERBS for w in qwords)):  # "teams in the org": a listing
             implicit = {"list": _IMPLICIT_WEIGHT * (1.0 if plural else _SINGULAR_LIST),
                         "get": _IMPLICIT_WEIGHT * (_PLURAL_GET if plural else 1.0)}
             exps.append({t: v for t, v in implicit.items() if t in self.postings})
@@ -494,6 +564,8 @@ class Index:
             # repos_delete_release says less than "reactions" in reactions_delete_for_release
             name_cover = sum(allq.get(w, 0.0) * nidf[w] for w in nw) / self.name_idf[doc] if nw else 0.0
             sc = raw * (_Q_BASE + (1.0 - _Q_BASE) * matched[doc] / nq) * (_N_BASE + (1.0 - _N_BASE) * name_cover)
+            if self.kinds[doc] and self.kinds[doc] != intent:
+                sc *= _INTENT
             ranked.append((-sc, len(self.names[doc]), doc))
             if len(ranked) >= 2 * limit:  # trim now and then; a stale floor only prunes less
                 ranked.sort()
