@@ -140,7 +140,7 @@ _SYNONYM_GROUPS = [
     "star favorite favourite bookmark like stargazer",
     "search find query lookup look locate",
     "comment reply remark discuss discussion conversation",
-    "label tag",
+    "~label tag",
     "workflow action ci pipeline",
     "run execute trigger dispatch rerun",
     "secret credential password token",
@@ -153,7 +153,7 @@ _SYNONYM_GROUPS = [
     "follow follower",
     "watch subscribe subscription watcher unwatch unsubscribe",
     "team group squad",
-    "notification alert inbox email",
+    "notification alert inbox",
     "key ssh gpg",
     "webhook hook",
     "move rename mv relocate",
@@ -198,6 +198,29 @@ _SYNONYM_GROUPS = [
     "long slow lengthy progress",
     "view visitor visit traffic",
     "count number",
+    # software abbreviations and near-words (general, not from any query set)
+    "configuration config cfg conf",
+    "~setting configuration preference option",
+    "permission perm perms",
+    "documentation docs doc",
+    "administrator admin",
+    "dependency dep deps",
+    "vulnerability vuln vulns cve",
+    "package pkg",
+    "description desc",
+    "statistic stats stat metric insight analytics",
+    "message msg",
+    "~commit sha hash",
+    "~ref reference branch",
+    "project proj",
+    "credential creds",
+    "database db",
+    "identifier id",
+    "variable var vars",
+    "password pw passwd",
+    "account acct",
+    "~app bot integration",
+    "~add give grant",
 ]
 
 # Words that say what to do; a query with none of them asks for a listing. The groups of
@@ -230,7 +253,11 @@ _WRITE_OPS = frozenset(stem(w) for w in (
 _READ_Q = frozenset(stem(w) for w in "get list show see view display fetch find search look read check "
                     "download browse enumerate every retrieve obtain dump export inspect describe explain "
                     "tell lookup locate count".split())
-_INTENT = 0.8
+_INTENT = 0.9
+_POSSESSIVE = frozenset("my mine our ours".split())
+_POSSESSIVE_WEIGHT = 0.5
+_SELF = frozenset("me i myself".split())
+_SELF_WEIGHT = 0.6
 _WHO = re.compile(r"\s*(?:who|whom)\b")
 _AGENT_OK = frozenset(stem(w) for w in "contribute collaborate watch follow review assign maintain own star "
                       "sponsor".split())
@@ -473,6 +500,10 @@ class Index:
                     verbs += 1
                 if not self._intent and (w in _VERBS or w in _WRITE_OPS or w in _READ_Q):
                     self._intent = "r" if w in _READ_Q else "w"
+                if raw in _POSSESSIVE:
+                    wt *= _POSSESSIVE_WEIGHT  # "my PR" is a PR, not the authenticated user's endpoint
+                elif raw in _SELF:
+                    wt *= _SELF_WEIGHT
                 out[w] = max(out.get(w, 0.0), wt)
 
         pos = 0
