@@ -254,6 +254,8 @@ _READ_Q = frozenset(stem(w) for w in "get list show see view display fetch find 
                     "download browse enumerate every retrieve obtain dump export inspect describe explain "
                     "tell lookup locate count".split())
 _INTENT = 0.9
+_PAIR = 0.3  # a document without the query's adjacent pairs of words keeps 1 - this
+_PAIR_MIN = 0.85
 _POSSESSIVE = frozenset("my mine our ours".split())
 _POSSESSIVE_WEIGHT = 0.5
 _SELF = frozenset("me i myself".split())
@@ -388,6 +390,13 @@ class Index:
                     break
             self.kinds.append(kind)
             docs_fields.append(f)
+        # adjacent word pairs of the name and the summary ("workflow run", "deploy key")
+        self.pairs: dict[tuple[str, str], set[int]] = {}
+        for i, f in enumerate(docs_fields):
+            for seq in (f["name"], f["summary"]):
+                for a, b in zip(seq, seq[1:]):
+                    if a != b:
+                        self.pairs.setdefault((a, b), set()).add(i)
         n = max(1, len(names))
         avg = {k: max(1.0, sum(len(d[k]) for d in docs_fields) / n) for k in _FIELDS}
         self.postings: dict[str, dict[int, float]] = {}
@@ -563,6 +572,23 @@ class Index:
                 v = wt * min(1.0, qw / _COVER_FLOOR)
                 if v > allq.get(t, 0.0):
                     allq[t] = v
+        # the query's adjacent pairs of words, each as the documents whose name or summary has
+        # the two (or words they stand for, strongly) side by side
+        pair_docs: list[set[int]] = []
+        nplain = len(qws)
+        for k in range(nplain - 1):
+            if qweights[k] < _PAIR_MIN or qweights[k + 1] < _PAIR_MIN:
+                continue
+            e1 = [t for t, wt in exps[k].items() if wt >= _PAIR_MIN]
+            e2 = [t for t, wt in exps[k + 1].items() if wt >= _PAIR_MIN]
+            ds: set[int] = set()
+            for a in e1:
+                for b in e2:
+                    got = self.pairs.get((a, b))
+                    if got:
+                        ds |= got
+            pair_docs.append(ds)
+        npairs = len(pair_docs)
         scores: dict[int, float] = {}
         matched: dict[int, float] = {}
         for exp, cap, qw in zip(exps, caps, qweights):
@@ -597,6 +623,8 @@ class Index:
             sc = raw * (_Q_BASE + (1.0 - _Q_BASE) * matched[doc] / nq) * (_N_BASE + (1.0 - _N_BASE) * name_cover)
             if self.kinds[doc] and self.kinds[doc] != intent:
                 sc *= _INTENT
+            if npairs:
+                sc *= 1.0 - _PAIR + _PAIR * sum(doc in ds for ds in pair_docs) / npairs
             ranked.append((-sc, len(self.names[doc]), doc))
             if len(ranked) >= 2 * limit:  # trim now and then; a stale floor only prunes less
                 ranked.sort()
