@@ -118,7 +118,7 @@ _SYNONYM_GROUPS = [
     "delete remove drop destroy erase rm del discard purge unset forget trash wipe scrap revoke kill "
     "terminate kick expel evict",
     "list all show enumerate every browse index whole entire which",
-    "get fetch retrieve read show look see info detail display obtain dump export inspect describe "
+    "get fetch retrieve read show look see info detail display obtain dump export inspect describe grab "
     "explain",
     "write save store persist",
     "~create connect link attach",
@@ -143,6 +143,7 @@ _SYNONYM_GROUPS = [
     "~label tag",
     "workflow action ci pipeline",
     "run execute trigger dispatch rerun",
+    "~rerun rerequest retry",
     "secret credential password token",
     "file document content text",
     "directory folder dir",
@@ -173,7 +174,7 @@ _SYNONYM_GROUPS = [
     "environment env variable",
     "sum add total plus",
     "echo repeat say parrot",
-    "cancel stop abort halt",
+    "cancel stop abort halt kill terminate",
     "approve accept approval",
     "review approve",
     "reject deny decline",
@@ -256,6 +257,7 @@ _READ_Q = frozenset(stem(w) for w in "get list show see view display fetch find 
 _INTENT = 0.9
 _PAIR = 0.3  # a document without the query's adjacent pairs of words keeps 1 - this
 _PAIR_MIN = 0.85
+_PAIR_LEAD = 12
 _POSSESSIVE = frozenset("my mine our ours".split())
 _POSSESSIVE_WEIGHT = 0.5
 _SELF = frozenset("me i myself".split())
@@ -393,7 +395,7 @@ class Index:
         # adjacent word pairs of the name and the summary ("workflow run", "deploy key")
         self.pairs: dict[tuple[str, str], set[int]] = {}
         for i, f in enumerate(docs_fields):
-            for seq in (f["name"], f["summary"]):
+            for seq in (f["name"], f["summary"], f["lead"][:_PAIR_LEAD]):
                 for a, b in zip(seq, seq[1:]):
                     if a != b:
                         self.pairs.setdefault((a, b), set()).add(i)
