@@ -324,11 +324,13 @@ _K1 = 1.6
 _LEAD_CHARS = 400
 _BODY_CHARS = 1500
 _PREFIX_WEIGHT = 0.55
+_PREFIX_KNOWN = 0.3  # for a word the catalog has itself ("work" -> "workflow" is less likely meant)
 _FUZZY_WEIGHT = 0.5
 _IMPLICIT_WEIGHT = 0.5
 _SINGULAR_LIST = 0.4  # of the implicit listing, "list" when the query names one thing
 _PLURAL_GET = 0.6  # "get" when it names several
-_PLURAL_HINT = 0.125  # "list" for a query with a verb and a plural noun
+_PLURAL_HINT = 0.125
+_PLURAL_READ = 0.3  # the same when the query reads ("show the open PRs")  # "list" for a query with a verb and a plural noun
 _MAX_QUERY_CHARS = 2000
 _MAX_QUERY_WORDS = 32
 _Q_BASE = 0.67  # a document matching few of the query's words keeps this share
@@ -444,11 +446,12 @@ class Index:
                 out[s] = wt
         if len(w) >= 3 and not w.isdigit():  # partial words: "repo" finds "repository", "notif" "notification"
             i = bisect.bisect_left(self.vocab, w)
+            pw = _PREFIX_WEIGHT if w not in self.postings else _PREFIX_KNOWN
             k = 0
             while i < len(self.vocab) and self.vocab[i].startswith(w) and k < 24:
                 v = self.vocab[i]
-                if v != w and v not in out:
-                    out[v] = _PREFIX_WEIGHT
+                if v != w and v not in out and pw:
+                    out[v] = pw
                 i += 1
                 k += 1
         if not out and len(w) >= 4:  # one typo: a deletion on either side
@@ -566,7 +569,7 @@ class Index:
         elif plural and "list" in self.postings:
             exps.append({"list": 1.0})
             caps.append(None)
-            qweights.append(_PLURAL_HINT)
+            qweights.append(_PLURAL_READ if intent == "r" else _PLURAL_HINT)
         # how strongly the query asks for each index word (for the name coverage below)
         allq: dict[str, float] = dict.fromkeys(qwords, 1.0)
         for e, qw in zip(exps, qweights):
