@@ -97,6 +97,69 @@ class Query(unittest.TestCase):
         self.assertEqual(self.top(idx, "stop watching this repo"), "gh_repos_delete_subscription")
 
 
+class Intent(unittest.TestCase):
+    """What a task asks for beyond its words (codemcp_rt.search): read or change, phrasal
+    verbs, an unknown verb, who-questions, adjacent words, possessives."""
+
+    @staticmethod
+    def index(docs: dict[str, str], sigs: dict[str, str] | None = None) -> "search.Index":
+        # unrelated functions around them, so that the words of the ones under test are rare
+        docs = dict(docs, **{"zz_filler%d_%s" % (k, w): "Filler %s number %d" % (w, k)
+                             for k, w in enumerate(("alpha beta gamma delta epsilon zeta theta kappa lambda sigma " * 4).split())})
+        info = {n: {"server": n.split("_")[0], "tool": n.split("_", 1)[1], "summary": summary, "doc": "",
+                    "params": [], "signature": (sigs or {}).get(n, n + "()")} for n, summary in docs.items()}
+        return search.Index(list(docs), info)
+
+    @staticmethod
+    def ranked(idx: "search.Index", q: str) -> list[str]:
+        return [idx.names[d] for d in idx.search(q, 5)]
+
+    def test_a_change_prefers_functions_that_change(self) -> None:
+        idx = self.index({"gh_pulls_get_review": "Get a review for a pull request",
+                          "gh_pulls_create_review": "Create a review for a pull request",
+                          "gh_repos_get_pages": "Get a GitHub Pages site",
+                          "gh_repos_update_information_about_pages_site": "Update information about a GitHub Pages site"},
+                         {"gh_pulls_create_review": 'gh_pulls_create_review(event: Literal["APPROVE", "COMMENT"] | None = None)',
+                          "gh_pulls_get_review": 'gh_pulls_get_review(review_id: int)'})
+        self.assertEqual(idx.kinds[:4], ["r", "w", "r", "w"])
+        self.assertEqual(self.ranked(idx, "approve the pull request")[0], "gh_pulls_create_review")
+        self.assertEqual(self.ranked(idx, "show the pages site")[0], "gh_repos_get_pages")
+
+    def test_phrasal_verbs_split_by_their_object(self) -> None:
+        idx = self.index({"gh_issues_remove_label": "Remove a label from an issue",
+                          "gh_issues_list_labels_on_issue": "List labels for an issue"})
+        weights = dict(idx._query("take the bug label off issue 9")[0])
+        self.assertEqual(weights.get(search.stem("remove")), 1.0)
+        self.assertEqual(self.ranked(idx, "take the bug label off issue 9")[0], "gh_issues_remove_label")
+
+    def test_an_unknown_first_word_is_a_verb_not_a_listing(self) -> None:
+        idx = self.index({"gh_issues_list_labels_on_issue": "List labels for an issue",
+                          "gh_issues_add_labels": "Add labels to an issue"})
+        idx._query("slap a triage label on issue 88")
+        self.assertTrue(idx._odd_verb)  # a verb the catalog never uses: no implicit listing
+        self.assertEqual(idx._intent, "")  # and no guess at reading or changing
+        idx._query("labels on issue 88")
+        self.assertFalse(idx._odd_verb)  # a word the catalog has: a listing, as before
+        self.assertEqual(idx._intent, "r")
+
+    def test_who_questions_reach_agent_nouns(self) -> None:
+        idx = self.index({"gh_activity_list_watchers_for_repo": "List watchers",
+                          "gh_activity_list_repos_watched_by_user": "List repositories watched by a user"})
+        self.assertEqual(dict(idx._query("who is watching the repo")[0]).get(search.stem("watcher")), search._AGENT_WEIGHT)
+        self.assertNotIn(search.stem("watcher"), dict(idx._query("what is watching the repo")[0]))
+
+    def test_adjacent_words_rank_higher(self) -> None:
+        # the same words, as many; only the second has "deploy key" side by side
+        idx = self.index({"gh_keys_delete_one": "Delete key of deploy",
+                          "gh_keys_delete_two": "Delete deploy key"})
+        self.assertEqual(self.ranked(idx, "delete the deploy key")[0], "gh_keys_delete_two")
+
+    def test_possessives_count_less_than_me(self) -> None:
+        idx = self.index({"gh_pulls_get": "Get a pull request"})
+        weights = dict(idx._query("close my pull request")[0])
+        self.assertLess(weights[search.stem("my")], 1.0)
+
+
 class Search(RuntimeTest):
     def setUp(self) -> None:
         super().setUp()
