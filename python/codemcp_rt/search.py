@@ -255,6 +255,8 @@ _READ_Q = frozenset(stem(w) for w in "get list show see view display fetch find 
                     "download browse enumerate every retrieve obtain dump export inspect describe explain "
                     "tell lookup locate count".split())
 _INTENT = 0.9
+_CLAUSE_MARK = re.compile(r"\b(?:so|now that|because|since|when|whenever|once|where|unless|until|while|after|before)\b")
+_CLAUSE = 0.6
 _PAIR = 0.3  # a document without the query's adjacent pairs of words keeps 1 - this
 _PAIR_MIN = 0.85
 _PAIR_LEAD = 12
@@ -488,6 +490,8 @@ class Index:
         if self._odd_verb:
             self._intent = "?"
 
+        scale = 1.0
+
         def plain(text: str) -> None:
             nonlocal verbs
             raws = [r for r in _TOKEN.findall(text) if r not in _STOP]
@@ -518,18 +522,27 @@ class Index:
                     wt *= _POSSESSIVE_WEIGHT  # "my PR" is a PR, not the authenticated user's endpoint
                 elif raw in _SELF:
                     wt *= _SELF_WEIGHT
-                out[w] = max(out.get(w, 0.0), wt)
+                out[w] = max(out.get(w, 0.0), wt * scale)
 
-        pos = 0
-        for m in _VALUE.finditer(q):
-            plain(q[pos:m.start()])
-            v = m.group(0)
-            for w in words(v):
-                out.setdefault(w, _VALUE_WEIGHT)
-            if re.search(r"\.[a-z][a-z0-9]{0,4}$", v) and not v.startswith(("'", '"', "@", "#")):
-                out.setdefault(stem("file"), _FILE_HINT)
-            pos = m.end()
-        plain(q[pos:])
+        # a clause after the task ("a webhook that calls my server on push", "... so nobody can
+        # force push") says why or when; its words count _CLAUSE of the task's
+        main, clause = q, ""
+        for m in _CLAUSE_MARK.finditer(q):
+            if any(r not in _STOP for r in _TOKEN.findall(q[:m.start()])):
+                main, clause = q[:m.start()], q[m.start():]
+                break
+        for part, mult in ((main, 1.0), (clause, _CLAUSE)):
+            scale = mult
+            pos = 0
+            for m in _VALUE.finditer(part):
+                plain(part[pos:m.start()])
+                v = m.group(0)
+                for w in words(v):
+                    out.setdefault(w, _VALUE_WEIGHT * mult)
+                if re.search(r"\.[a-z][a-z0-9]{0,4}$", v) and not v.startswith(("'", '"', "@", "#")):
+                    out.setdefault(stem("file"), _FILE_HINT * mult)
+                pos = m.end()
+            plain(part[pos:])
         if _WHO.match(q):
             # "who starred/watches/contributed ...": the people who do it are a list of
             # agent nouns (watcher, contributor, follower, reviewer, assignee)
