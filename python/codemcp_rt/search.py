@@ -268,6 +268,7 @@ _WHO = re.compile(r"\s*(?:who|whom)\b")
 _AGENT_OK = frozenset(stem(w) for w in "contribute collaborate watch follow review assign maintain own star "
                       "sponsor".split())
 _AGENT_WEIGHT = 0.8
+_WHO_WEIGHT = 0.6
 
 # word -> {synonym: weight}.
 _SYN_WEIGHT = 0.85
@@ -518,7 +519,9 @@ class Index:
                     verbs += 1
                 if not self._intent and (w in _VERBS or w in _WRITE_OPS or w in _READ_Q):
                     self._intent = "r" if w in _READ_Q else "w"
-                if raw in _POSSESSIVE:
+                if raw in ("who", "whom"):
+                    wt *= _WHO_WEIGHT  # the people of a relation: the relation's words say more
+                elif raw in _POSSESSIVE:
                     wt *= _POSSESSIVE_WEIGHT  # "my PR" is a PR, not the authenticated user's endpoint
                 elif raw in _SELF:
                     wt *= _SELF_WEIGHT
