@@ -269,6 +269,11 @@ _AGENT_OK = frozenset(stem(w) for w in "contribute collaborate watch follow revi
                       "sponsor".split())
 _AGENT_WEIGHT = 0.8
 _WHO_WEIGHT = 0.6
+# Words of a wider scope than one repository or user: a function of an organization or an
+# enterprise (orgs_create_webhook beside repos_create_webhook) is meant when the query says so.
+_SCOPES = frozenset(stem(w) for w in "org organization enterprise".split())
+_UNSCOPED = frozenset(stem(w) for w in "repo repository repos user authenticated".split())
+_SCOPE = 0.2
 
 # word -> {synonym: weight}.
 _SYN_WEIGHT = 0.85
@@ -373,6 +378,7 @@ class Index:
         self.info = info
         self.name_words: list[frozenset[str]] = []
         self.kinds: list[str] = []  # "r" reads, "w" changes, "" unknown
+        self.scoped: list[bool] = []  # an organization's or an enterprise's variant of a function
         docs_fields: list[dict[str, list[str]]] = []
         for fn in names:
             it = info[fn]
@@ -396,6 +402,7 @@ class Index:
                     kind = "r" if w in _READ_OPS else "w"
                     break
             self.kinds.append(kind)
+            self.scoped.append(bool(_SCOPES & set(f["name"])))
             docs_fields.append(f)
         # adjacent word pairs of the name and the summary ("workflow run", "deploy key")
         self.pairs: dict[tuple[str, str], set[int]] = {}
@@ -404,6 +411,10 @@ class Index:
                 for a, b in zip(seq, seq[1:]):
                     if a != b:
                         self.pairs.setdefault((a, b), set()).add(i)
+        # a scoped function counts as a variant only when an unscoped one does the same
+        keys = [frozenset(nw - _SCOPES - _UNSCOPED) for nw in self.name_words]
+        plain_keys = {k for k, sc in zip(keys, self.scoped) if not sc}
+        self.scoped = [sc and k in plain_keys for k, sc in zip(keys, self.scoped)]
         n = max(1, len(names))
         avg = {k: max(1.0, sum(len(d[k]) for d in docs_fields) / n) for k in _FIELDS}
         self.postings: dict[str, dict[int, float]] = {}
@@ -593,6 +604,7 @@ class Index:
                 v = wt * min(1.0, qw / _COVER_FLOOR)
                 if v > allq.get(t, 0.0):
                     allq[t] = v
+        scope_asked = any(allq.get(w, 0.0) >= _SYN_SIDE for w in _SCOPES)
         # the query's adjacent pairs of words, each as the documents whose name or summary has
         # the two (or words they stand for, strongly) side by side
         pair_docs: list[set[int]] = []
@@ -644,6 +656,8 @@ class Index:
             sc = raw * (_Q_BASE + (1.0 - _Q_BASE) * matched[doc] / nq) * (_N_BASE + (1.0 - _N_BASE) * name_cover)
             if self.kinds[doc] and self.kinds[doc] != intent:
                 sc *= _INTENT
+            if self.scoped[doc] and not scope_asked:
+                sc *= 1.0 - _SCOPE
             if npairs:
                 sc *= 1.0 - _PAIR + _PAIR * sum(doc in ds for ds in pair_docs) / npairs
             ranked.append((-sc, len(self.names[doc]), doc))
