@@ -269,6 +269,10 @@ _AGENT_OK = frozenset(stem(w) for w in "contribute collaborate watch follow revi
                       "sponsor".split())
 _AGENT_WEIGHT = 0.8
 _WHO_WEIGHT = 0.6
+# the word or two after a negation ("without merging it", "so nobody can force push")
+_NEGATION = re.compile(r"\b(?:without|not|never|nobody|no one|don't|doesn't|didn't|can't|cannot|won't|isn't|aren't)"
+                       r"\s+((?:(?:can|could|will|would|be|been|being|a|an|the|any|ever)\s+)*[\w-]+)")
+_NEG = 0.3
 # Words of a wider scope than one repository or user: a function of an organization or an
 # enterprise (orgs_create_webhook beside repos_create_webhook) is meant when the query says so.
 _SCOPES = frozenset(stem(w) for w in "org organization enterprise".split())
@@ -503,6 +507,8 @@ class Index:
             self._intent = "?"
 
         scale = 1.0
+        negated = {stem(x) for m in _NEGATION.finditer(q) for x in _TOKEN.findall(m.group(1))
+                   if x not in _STOP} - _KEEP
 
         def plain(text: str) -> None:
             nonlocal verbs
@@ -530,6 +536,8 @@ class Index:
                     verbs += 1
                 if not self._intent and (w in _VERBS or w in _WRITE_OPS or w in _READ_Q):
                     self._intent = "r" if w in _READ_Q else "w"
+                if w in negated:
+                    wt *= _NEG  # "close it without merging": not a merge
                 if raw in ("who", "whom"):
                     wt *= _WHO_WEIGHT  # the people of a relation: the relation's words say more
                 elif raw in _POSSESSIVE:

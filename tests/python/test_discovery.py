@@ -162,6 +162,12 @@ class Intent(unittest.TestCase):
         self.assertEqual(self.ranked(idx, "ping the webhook")[0], "gh_repos_ping_webhook")
         self.assertEqual(self.ranked(idx, "ping the org webhook")[0], "gh_orgs_ping_webhook")
 
+    def test_negated_words_count_little(self) -> None:
+        idx = self.index({"gh_pulls_merge": "Merge a pull request", "gh_pulls_update": "Update a pull request"})
+        weights = dict(idx._query("close pull request 42 without merging it")[0])
+        self.assertLess(weights[search.stem("merging")], 0.5)
+        self.assertEqual(self.ranked(idx, "close pull request 42 without merging it")[0], "gh_pulls_update")
+
     def test_possessives_count_less_than_me(self) -> None:
         idx = self.index({"gh_pulls_get": "Get a pull request"})
         weights = dict(idx._query("close my pull request")[0])
