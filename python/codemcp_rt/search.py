@@ -257,6 +257,10 @@ _READ_Q = frozenset(stem(w) for w in "get list show see view display fetch find 
 _INTENT = 0.9
 _CLAUSE_MARK = re.compile(r"\b(?:so|now that|because|since|when|whenever|once|where|unless|until|while|after|before)\b")
 _CLAUSE = 0.6
+_TO_VERB = re.compile(r"\bto\s+([a-z]+)")  # "open a PR to merge my branch": a purpose
+_TEXT_MARK = re.compile(r"\b(?:saying|that says|called|named|titled|with the (?:title|message|text|body))\b")
+_REPO_VALUE = re.compile(r"[\w.-]+/[\w.-]+")
+_REPO_HINT = 0.5
 _PAIR = 0.3  # a document without the query's adjacent pairs of words keeps 1 - this
 _PAIR_MIN = 0.85
 _PAIR_LEAD = 12
@@ -548,10 +552,16 @@ class Index:
 
         # a clause after the task ("a webhook that calls my server on push", "... so nobody can
         # force push") says why or when; its words count _CLAUSE of the task's
-        main, clause = q, ""
-        for m in _CLAUSE_MARK.finditer(q):
-            if any(r not in _STOP for r in _TOKEN.findall(q[:m.start()])):
-                main, clause = q[:m.start()], q[m.start():]
+        # what follows "saying", "called", "titled" is text to send, not words of the task
+        main, clause, text = q, "", ""
+        m = _TEXT_MARK.search(q)
+        if m and any(r not in _STOP for r in _TOKEN.findall(q[:m.start()])):
+            main, text = q[:m.start()], q[m.end():]
+        starts = [m.start() for m in _CLAUSE_MARK.finditer(main)]
+        starts += [m.start() for m in _TO_VERB.finditer(main) if stem(m.group(1)) in _VERBS]
+        for at in sorted(starts):
+            if any(r not in _STOP for r in _TOKEN.findall(main[:at])):
+                main, clause = main[:at], main[at:]
                 break
         for part, mult in ((main, 1.0), (clause, _CLAUSE)):
             scale = mult
@@ -563,8 +573,12 @@ class Index:
                     out.setdefault(w, _VALUE_WEIGHT * mult)
                 if re.search(r"\.[a-z][a-z0-9]{0,4}$", v) and not v.startswith(("'", '"', "@", "#")):
                     out.setdefault(stem("file"), _FILE_HINT * mult)
+                elif _REPO_VALUE.fullmatch(v):  # owner/name: a repository
+                    out.setdefault(stem("repo"), _REPO_HINT * mult)
                 pos = m.end()
             plain(part[pos:])
+        for w in words(text):
+            out.setdefault(w, _VALUE_WEIGHT)
         if _WHO.match(q):
             # "who starred/watches/contributed ...": the people who do it are a list of
             # agent nouns (watcher, contributor, follower, reviewer, assignee)
