@@ -150,6 +150,10 @@ void http__modern_headers(struct hconn *c);
 /* 1 when a POST (msg borrowed) belongs to the 2026 era: no Mcp-Session-Id, and the body's
  * `_meta` or the MCP-Protocol-Version header names a version that is not a 2025 one. */
 int http__modern_wanted(struct hconn *c, json_t *msg);
+/* A GET or DELETE without Mcp-Session-Id from a client announcing a version that is not a
+ * 2025 one: answered 405 (the 2026-07-28 era has no GET stream and no sessions; its
+ * streamable-http.mdx, "Backward Compatibility"). 1 when answered, else 0. */
+int http__modern_refuse_method(struct hconn *c);
 /* Serves a 2026 POST: header and envelope checks, then one transient mcp_session for the
  * request (see http_modern.c); JSON when answered at once, else SSE. `principal` limits. */
 void http__modern_post(struct hconn *c, json_t *msg, long max_per_principal);

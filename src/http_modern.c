@@ -84,6 +84,21 @@ int http__modern_wanted(struct hconn *c, json_t *msg)
     return c->has_proto && !mcp_era_is_legacy_version(c->proto);
 }
 
+int http__modern_refuse_method(struct hconn *c)
+{
+    if (c->has_sid || !c->has_proto || mcp_era_is_legacy_version(c->proto))
+        return 0;
+    c->extra_name = "allow:";
+    c->extra_value = "POST";
+    http__reply_error(c, 405, RPC_SERVER_ERROR,
+                      c->method == M_GET
+                          ? "Method Not Allowed: protocol " MCP_MODERN_VERSION
+                            " has no GET stream; POST subscriptions/listen to hear of list changes"
+                          : "Method Not Allowed: protocol " MCP_MODERN_VERSION
+                            " has no sessions to DELETE");
+    return 1;
+}
+
 /* ---- transient sessions ------------------------------------------------------------------- */
 
 static struct hsession *find(uint64_t id)
@@ -239,7 +254,7 @@ void http__modern_post(struct hconn *c, json_t *msg, long max_per_principal)
     }
     struct hsession *r = req_new(c->principal);
     struct hstream *st = http__stream_new(r, id);
-    mcp_session_receive_msg(r->mcp, msg); /* parsed once, by serve_http */
+    mcp_session_receive_checked(r->mcp, msg); /* parsed once, by serve_http; ladder passed */
     if (st->answered && st->n_ev == 1) {
         struct hevent *ev = st->ev[0];
         const char *text = ev->text + ev->data_off;

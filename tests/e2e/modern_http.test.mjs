@@ -276,6 +276,37 @@ describe('the 2026-07-28 era over Streamable HTTP', () => {
     const origin = await post(body, h26('tools/list', undefined, { origin: 'https://evil.example' }));
     assert.equal(origin.status, 403, origin.text);
   });
+
+  test('raw: GET and DELETE from a 2026 client get 405 (no GET stream, no sessions); 2025 ones keep their answers', async () => {
+    const req = (method, headers) => new Promise((resolve, reject) => {
+      const u = new URL(gw.url);
+      const r = http.request({ hostname: u.hostname, port: u.port, path: u.pathname, method, headers, agent: false }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text }));
+      });
+      r.on('error', reject);
+      r.end();
+    });
+    const base = { accept: 'text/event-stream', authorization: `Bearer ${gw.token}` };
+    for (const method of ['GET', 'DELETE']) {
+      const r = await req(method, { ...base, 'mcp-protocol-version': V });
+      assert.equal(r.status, 405, `${method}: ${r.text}`);
+      assert.equal(r.headers.allow, 'POST', `${method}: ${JSON.stringify(r.headers)}`);
+      assert.match(JSON.parse(r.text).error.message, /Method Not Allowed: protocol 2026-07-28/, r.text);
+    }
+    // The checks before it still come first: no token is 401, not 405.
+    const anon = await req('GET', { accept: 'text/event-stream', 'mcp-protocol-version': V });
+    assert.equal(anon.status, 401, anon.text);
+    // A 2025 client (or one naming no version) without a session: 400 as before.
+    for (const proto of ['2025-11-25', undefined]) {
+      const h = { ...base, ...(proto ? { 'mcp-protocol-version': proto } : {}) };
+      const r = await req('GET', h);
+      assert.equal(r.status, 400, `${proto}: ${r.text}`);
+      assert.match(r.text, /Mcp-Session-Id header is required/);
+    }
+  });
 });
 
 describe('2026 requests of two principals (tokens file): namespaces by handle', () => {
