@@ -112,7 +112,10 @@ void http__stream_free(struct hstream *st);
 /* Appends one message (json, len bytes, copied) as an SSE event; is_response marks the
  * stream answered. The oldest events go beyond the bounds, dropping a reader that lags. */
 void http__stream_push(struct hstream *st, const char *json, size_t len, int is_response);
-/* 1 when the JSON object text has a top-level "method" member (a request or notification). */
+/* The kind of a JSON-RPC message text, by its first top-level "method" ('m': a request or
+ * notification), "result" ('r') or "error" ('e') member; 0 when it has none. */
+int http__message_kind(const char *t, size_t n);
+/* 1 when that kind is 'm'. */
 int http__has_method_member(const char *t, size_t n);
 /* Called for every stream once a second: drops a GET stream's connection whose client has
  * closed; with keepalive set, wakes idle readers to send an SSE comment. */

@@ -125,7 +125,8 @@ static void on_send(void *tud, const char *text, size_t len, json_t *related)
 static struct hsession *req_new(const char *principal)
 {
     struct hsession *r = xcalloc(1, sizeof(*r));
-    snprintf(r->principal, sizeof(r->principal), "%s", principal);
+    size_t n = strnlen(principal, sizeof(r->principal) - 1);
+    memcpy(r->principal, principal, n); /* zero-terminated by xcalloc */
     r->mcp = mcp_session_new(on_send, r, "http 2026");
     ns_set_principal(mcp_session_id(r->mcp), principal);
     mcp_session_set_home(r->mcp, ns_principal_home(principal)); /* runs in the principal's worker */
@@ -188,7 +189,7 @@ static int error_code(json_t *reply)
  * capability (400). Only error answers are parsed (a result can be megabytes). */
 static int answer_status(const char *text, size_t len)
 {
-    if (!memmem(text, len, "\"error\"", 7))
+    if (http__message_kind(text, len) != 'e')
         return 200;
     json_t *m = json_loadb(text, len, 0, NULL);
     int code = json_object_get(m, "result") ? 0 : error_code(m);

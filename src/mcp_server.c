@@ -107,10 +107,18 @@ static struct mcp_session *session_find(uint64_t id)
  * instructions twice per 2026 request.) */
 static char *id_key(json_t *id)
 {
-    if (json_is_integer(id)) {
-        char b[32];
-        snprintf(b, sizeof(b), "i%lld", (long long)json_integer_value(id));
-        return xstrdup(b);
+    if (json_is_integer(id)) { /* by hand: snprintf alone was ~600 instructions */
+        char b[32], *p = b + sizeof(b);
+        long long v = (long long)json_integer_value(id);
+        unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+        *--p = '\0';
+        do
+            *--p = (char)('0' + u % 10);
+        while (u /= 10);
+        if (v < 0)
+            *--p = '-';
+        *--p = 'i';
+        return xstrdup(p);
     }
     if (json_is_string(id) && strlen(json_string_value(id)) == json_string_length(id)) {
         size_t n = json_string_length(id);
@@ -196,9 +204,7 @@ struct mcp_session *mcp_session_new(mcp_send_fn send, void *tud, const char *lab
     s->send = send;
     s->tud = tud;
     s->log_level = MCP_LEVEL_OFF;
-    s->waiting_lists = json_array();
-    s->modern_ids = json_object();
-    s->listen_ids = json_array();
+    s->modern_ids = json_object(); /* waiting_lists and listen_ids: made when first used */
     s->next = sessions;
     sessions = s;
     log_debug("mcp", "session %llu opened (%s)", (unsigned long long)s->id, s->label);
@@ -314,7 +320,7 @@ static void answer_waiting(struct mcp_session *s, int force)
         s->wait_armed = 0;
     }
     json_t *waiting = s->waiting_lists;
-    s->waiting_lists = json_array();
+    s->waiting_lists = NULL;
     size_t i;
     json_t *w;
     json_array_foreach(waiting, i, w)
@@ -350,6 +356,8 @@ static int hold_request(struct mcp_session *s, json_t *id, const char *method)
         until = now + 1000;
     if (up_all_settled() || now >= until)
         return -1;
+    if (!s->waiting_lists)
+        s->waiting_lists = json_array();
     json_array_append_new(s->waiting_lists, json_pack("[O,s]", id, method));
     if (!s->wait_armed) {
         s->wait_armed = 1;
@@ -413,8 +421,11 @@ static void handle_listen(struct mcp_session *s, json_t *id, json_t *params)
 {
     json_t *want = json_object_get(json_object_get(params, "notifications"), "toolsListChanged");
     int tools = json_is_true(want);
-    if (tools)
+    if (tools) {
+        if (!s->listen_ids)
+            s->listen_ids = json_array();
         json_array_append(s->listen_ids, id);
+    }
     json_t *ack = rpc_request(NULL, "notifications/subscriptions/acknowledged",
                               json_pack("{s:{s:b}, s:{s:O}}", "notifications", "toolsListChanged",
                                         tools, "_meta", MCP_META_SUBSCRIPTION_ID, id));
