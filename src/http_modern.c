@@ -22,10 +22,13 @@
  * Answers: checks that fail before a method runs (the spec's ladder: header mismatch -32020,
  * envelope -32602, unsupported version -32022, removed or unknown method -32601) are JSON
  * with HTTP 400 (404 for -32601); a method's own answer is HTTP 200 (400 for -32021), as
- * JSON when mcp_server answered at once without intermediate messages, else SSE on the POST
- * (execute_python runs with progress, subscriptions/listen: acknowledged first, then
+ * JSON when it comes without intermediate messages (at once, or later: nothing is written
+ * until the first message, http__reply_deferred, so an execute_python run without progress
+ * or log messages is one JSON body too, unless it outlasts DEFER_SSE_MS), else SSE on the
+ * POST (runs with progress, subscriptions/listen: acknowledged first, then
  * notifications/tools/list_changed tagged with the subscription, until the client closes).
- * No priming events and no resumption: the 2026 era has none. */
+ * No priming events and no resumption: the 2026 era has none. GET and DELETE from a 2026
+ * client get 405: that era has no GET stream and no sessions. */
 #include "http_int.h"
 #include "jsonrpc.h"
 #include "mcp_era.h"
@@ -187,7 +190,7 @@ static int error_code(json_t *reply)
 
 /* A method's own answer: HTTP 200, except an unknown method (404) and a missing client
  * capability (400). Only error answers are parsed (a result can be megabytes). */
-static int answer_status(const char *text, size_t len)
+int http__modern_answer_status(const char *text, size_t len)
 {
     if (http__message_kind(text, len) != 'e')
         return 200;
@@ -262,7 +265,7 @@ void http__modern_post(struct hconn *c, json_t *msg, long max_per_principal)
         size_t len = ev->len - ev->data_off - 2;
         buf_reset(&c->out);
         buf_append(&c->out, text, len);
-        http__reply_ready(c, answer_status(text, len));
+        http__reply_ready(c, http__modern_answer_status(text, len));
         req_free(r);
         return;
     }
@@ -270,5 +273,5 @@ void http__modern_post(struct hconn *c, json_t *msg, long max_per_principal)
     reqs = r;
     c->modern_id = mcp_session_id(r->mcp);
     c->watch_close = 1;
-    http__reply_sse(c, st, 0, 0);
+    http__reply_deferred(c, st); /* JSON when the answer comes alone, else SSE */
 }

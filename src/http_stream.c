@@ -281,6 +281,41 @@ void http__reply_sse(struct hconn *c, struct hstream *st, uint64_t from_seq, int
     http__reply_ready(c, 200);
 }
 
+void http__reply_deferred(struct hconn *c, struct hstream *st)
+{
+    c->defer = 1;
+    c->defer_ms = now_ms();
+    http__reply_sse(c, st, 0, 0);
+}
+
+/* A deferred reply (see http__reply_deferred) on a writable connection: 0 while there is
+ * nothing to say (reading paused as on an idle SSE stream), 1 once the headers may go, as
+ * JSON when the stream holds just its answer, else as SSE. */
+static int deferred_ready(struct hconn *c)
+{
+    struct hstream *st = c->stream;
+    struct hevent *ev = st ? stream_after(st, 0) : NULL;
+    if (c->defer == 1) { /* lws armed a 5 s content timeout after LWS_CALLBACK_HTTP */
+        lws_set_timeout(c->wsi, NO_PENDING_TIMEOUT, 0);
+        c->defer = 2;
+    }
+    if (st && !ev) {
+        pause_rx(c);
+        return 0;
+    }
+    c->defer = 0;
+    if (ev && st->answered && st->n_ev == 1 && ev->seq == 1) {
+        const char *text = ev->text + ev->data_off;
+        size_t len = ev->len - ev->data_off - 2;
+        buf_reset(&c->out);
+        buf_append(&c->out, text, len);
+        c->status = http__modern_answer_status(text, len);
+        c->sse = 0;
+        detach(c); /* the stream goes with the request (http__modern_conn_gone) */
+    }
+    return 1;
+}
+
 static int write_chunk(struct hconn *c, const char *data, size_t n)
 {
     unsigned char *p = scratch + LWS_PRE;
@@ -428,6 +463,8 @@ int http__on_writable(struct hconn *c)
 {
     if (!c->live || !c->ready)
         return 0;
+    if (!c->headers_sent && c->defer && !deferred_ready(c))
+        return 0;
     if (!c->headers_sent) {
         if (write_headers(c) < 0)
             return -1;
@@ -464,8 +501,11 @@ void http__stream_tick(struct hstream *st, int keepalive)
         http__conn_drop(c, LOG_DEBUG, "the client closed it");
     } else if (c && c->watch_close == 1) { /* a POST stream open a second: treat it as a GET */
         c->watch_close = 2;
-        if (c->headers_sent && !stream_after(st, c->sent_seq))
+        if ((c->headers_sent || c->defer) && !stream_after(st, c->sent_seq))
             pause_rx(c);
+    } else if (c && c->defer && now_ms() - c->defer_ms >= DEFER_SSE_MS) {
+        c->defer = 0; /* a long wait: the SSE stream starts, for its keepalive comments */
+        want_write(c);
     } else if (c && keepalive && c->headers_sent && !stream_after(st, c->sent_seq)) {
         c->keepalive = 1;
         want_write(c);
