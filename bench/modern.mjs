@@ -18,7 +18,7 @@
 //        node bench/modern.mjs 0 [requests] perreq   → only (4), printed, nothing written (for
 //        profiling the gateway under a steady load, or quick A/B rounds)
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -310,5 +310,22 @@ const lines = [
   '',
 ];
 const out = lines.join('\n');
-if (!perReqOnly) writeFileSync(join(ROOT, 'bench', 'results', 'modern.md'), out);
+// Hand-written notes below NOTES in the results file (before/after runs, profiles) are kept.
+const NOTES = '<!-- notes: kept by bench/modern.mjs -->';
+const resFile = join(ROOT, 'bench', 'results', 'modern.md');
+let notes = '';
+try {
+  const old = readFileSync(resFile, 'utf8');
+  if (old.includes(NOTES)) notes = '\n' + old.slice(old.indexOf(NOTES));
+} catch {}
+if (!perReqOnly) writeFileSync(resFile, out + notes);
 console.log(perReqOnly ? out.slice(out.indexOf('## HTTP: per request')) : out);
+// perreq: one machine-readable line for bench/modern_ab.mjs
+if (perReqOnly) {
+  const med = (o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, stats(v).median]));
+  console.log('JSON ' + JSON.stringify({
+    cpu: Object.fromEntries(Object.entries(httpCpu).map(([k, v]) => [k, med(v)])),
+    wall: Object.fromEntries(Object.entries(httpPer).map(([k, v]) => [k, med(v)])),
+    cpuRatio: med(cpuRatios), wallRatio: med(httpRatios),
+  }));
+}
