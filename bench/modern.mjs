@@ -15,8 +15,10 @@
 //       keep-alive connection per era, one gateway, interleaved rounds of 20 (paired ratios).
 // Target: the modern path no slower than the 2025 one (ratios ≤ ~1.0).
 // Usage: node bench/modern.mjs [starts=15] [requests=300]   → bench/results/modern.md
+//        node bench/modern.mjs 0 [requests] perreq   → only (4), printed, nothing written (for
+//        profiling the gateway under a steady load, or quick A/B rounds)
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +26,7 @@ import { LinePeer, ROOT, SERVERS, codemcpBin, cpuNs, fmt, stats } from './lib.mj
 
 const starts = Number(process.argv[2] || 15);
 const requests = Number(process.argv[3] || 300);
+const perReqOnly = process.argv[4] === 'perreq';
 const bin = codemcpBin();
 const dir = mkdtempSync(join(tmpdir(), 'codemcp-bench-modern-'));
 const cfg = join(dir, 'mcp.json');
@@ -64,7 +67,7 @@ const startArms = {
 };
 
 const startMs = Object.fromEntries(Object.keys(startArms).map((k) => [k, []]));
-for (let r = 0; r < starts; r++) {
+for (let r = 0; r < (perReqOnly ? 0 : starts); r++) {
   for (const [name, arm] of Object.entries(startArms)) {
     const p = new LinePeer([bin], env);
     await arm(p);
@@ -74,14 +77,16 @@ for (let r = 0; r < starts; r++) {
 }
 
 // Per-request: one warm gateway per era; rounds of 20 requests alternate between them.
-const legacy = new LinePeer([bin], env);
-await legacy.initialize();
-const modern = new LinePeer([bin], env);
-await firstCall(legacy, false);
-await firstCall(modern, true);
 const perReq = { '2025 (session)': [], '2026 (_meta per request)': [] };
 const ratios = [];
-for (let done = 0; done < requests; done += 20) {
+const legacy = perReqOnly ? null : new LinePeer([bin], env);
+const modern = perReqOnly ? null : new LinePeer([bin], env);
+if (!perReqOnly) {
+  await legacy.initialize();
+  await firstCall(legacy, false);
+  await firstCall(modern, true);
+}
+for (let done = 0; done < (perReqOnly ? 0 : requests); done += 20) {
   const round = {};
   for (const [name, p, m] of [['2025 (session)', legacy, false], ['2026 (_meta per request)', modern, true]]) {
     const t0 = process.hrtime.bigint();
@@ -92,8 +97,8 @@ for (let done = 0; done < requests; done += 20) {
   }
   ratios.push(round['2026 (_meta per request)'] / round['2025 (session)']);
 }
-await legacy.close();
-await modern.close();
+await legacy?.close();
+await modern?.close();
 
 // ---- HTTP ---------------------------------------------------------------------------------
 const TOKEN = 'bench-token-0123456789abcdef0123';
@@ -179,7 +184,7 @@ const httpStartMs = Object.fromEntries(Object.keys(httpStartArms).map((k) => [k,
 // A start whose request is never answered (a gateway stuck in lws, see the results' note) is
 // counted, killed and left out of the samples, whichever arm it hit.
 const httpHangs = Object.fromEntries(Object.keys(httpStartArms).map((k) => [k, 0]));
-for (let r = 0; r < starts; r++) {
+for (let r = 0; r < (perReqOnly ? 0 : starts); r++) {
   for (const [name, arm] of Object.entries(httpStartArms)) {
     const g = await startHttp();
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
@@ -200,6 +205,7 @@ for (let r = 0; r < starts; r++) {
 
 // Per request over HTTP: one gateway, a keep-alive connection per era.
 const hg = await startHttp();
+if (perReqOnly) console.error(`gateway pid ${hg.proc.pid}`);
 const agent25 = new http.Agent({ keepAlive: true, maxSockets: 1 });
 const agent26 = new http.Agent({ keepAlive: true, maxSockets: 1 });
 const s25 = await session25(hg, agent25);
@@ -304,5 +310,22 @@ const lines = [
   '',
 ];
 const out = lines.join('\n');
-writeFileSync(join(ROOT, 'bench', 'results', 'modern.md'), out);
-console.log(out);
+// Hand-written notes below NOTES in the results file (before/after runs, profiles) are kept.
+const NOTES = '<!-- notes: kept by bench/modern.mjs -->';
+const resFile = join(ROOT, 'bench', 'results', 'modern.md');
+let notes = '';
+try {
+  const old = readFileSync(resFile, 'utf8');
+  if (old.includes(NOTES)) notes = '\n' + old.slice(old.indexOf(NOTES));
+} catch {}
+if (!perReqOnly) writeFileSync(resFile, out + notes);
+console.log(perReqOnly ? out.slice(out.indexOf('## HTTP: per request')) : out);
+// perreq: one machine-readable line for bench/modern_ab.mjs
+if (perReqOnly) {
+  const med = (o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, stats(v).median]));
+  console.log('JSON ' + JSON.stringify({
+    cpu: Object.fromEntries(Object.entries(httpCpu).map(([k, v]) => [k, med(v)])),
+    wall: Object.fromEntries(Object.entries(httpPer).map(([k, v]) => [k, med(v)])),
+    cpuRatio: med(cpuRatios), wallRatio: med(httpRatios),
+  }));
+}

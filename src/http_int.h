@@ -93,6 +93,8 @@ struct hconn {
     size_t ev_off;     /* bytes of event sent_seq + 1 already written */
     int keepalive;
     int rx_paused; /* see want_write() in http_stream.c */
+    int defer;     /* a 2026 reply waiting for its first message (http__reply_deferred) */
+    int64_t defer_ms;
     int legacy;    /* a POST /messages of serve_sse_legacy.c: its body goes there */
 };
 
@@ -112,7 +114,10 @@ void http__stream_free(struct hstream *st);
 /* Appends one message (json, len bytes, copied) as an SSE event; is_response marks the
  * stream answered. The oldest events go beyond the bounds, dropping a reader that lags. */
 void http__stream_push(struct hstream *st, const char *json, size_t len, int is_response);
-/* 1 when the JSON object text has a top-level "method" member (a request or notification). */
+/* The kind of a JSON-RPC message text, by its first top-level "method" ('m': a request or
+ * notification), "result" ('r') or "error" ('e') member; 0 when it has none. */
+int http__message_kind(const char *t, size_t n);
+/* 1 when that kind is 'm'. */
 int http__has_method_member(const char *t, size_t n);
 /* Called for every stream once a second: drops a GET stream's connection whose client has
  * closed; with keepalive set, wakes idle readers to send an SSE comment. */
@@ -142,6 +147,12 @@ void http__reply_json(struct hconn *c, const char *json, size_t len);
 void http__reply_oauth_error(struct hconn *c, int status, const char *error,
                              const char *description);
 void http__reply_sse(struct hconn *c, struct hstream *st, uint64_t from_seq, int prime);
+/* The reply to a request answered later (a 2026 POST): nothing is written until st's first
+ * message; when that is the answer alone, it goes as one JSON body (status from
+ * http__modern_answer_status), else as SSE from that message on. A request still waiting
+ * after DEFER_SSE_MS starts its SSE stream, so keepalive comments can flow. */
+#define DEFER_SSE_MS 15000
+void http__reply_deferred(struct hconn *c, struct hstream *st);
 
 /* ---- http_modern.c: the 2026-07-28 era (session-less POSTs) ------------------------------- */
 
@@ -150,9 +161,16 @@ void http__modern_headers(struct hconn *c);
 /* 1 when a POST (msg borrowed) belongs to the 2026 era: no Mcp-Session-Id, and the body's
  * `_meta` or the MCP-Protocol-Version header names a version that is not a 2025 one. */
 int http__modern_wanted(struct hconn *c, json_t *msg);
+/* A GET or DELETE without Mcp-Session-Id from a client announcing a version that is not a
+ * 2025 one: answered 405 (the 2026-07-28 era has no GET stream and no sessions; its
+ * streamable-http.mdx, "Backward Compatibility"). 1 when answered, else 0. */
+int http__modern_refuse_method(struct hconn *c);
 /* Serves a 2026 POST: header and envelope checks, then one transient mcp_session for the
  * request (see http_modern.c); JSON when answered at once, else SSE. `principal` limits. */
 void http__modern_post(struct hconn *c, json_t *msg, long max_per_principal);
+/* The HTTP status of a 2026 method's own answer (JSON-RPC text): 200, 404 for an unknown
+ * method, 400 for a missing client capability. */
+int http__modern_answer_status(const char *text, size_t len);
 /* A connection ends (http__conn_release): the transient session of its request goes with it
  * (runs cancelled, subscriptions closed). */
 void http__modern_conn_gone(struct hconn *c);

@@ -22,10 +22,13 @@
  * Answers: checks that fail before a method runs (the spec's ladder: header mismatch -32020,
  * envelope -32602, unsupported version -32022, removed or unknown method -32601) are JSON
  * with HTTP 400 (404 for -32601); a method's own answer is HTTP 200 (400 for -32021), as
- * JSON when mcp_server answered at once without intermediate messages, else SSE on the POST
- * (execute_python runs with progress, subscriptions/listen: acknowledged first, then
+ * JSON when it comes without intermediate messages (at once, or later: nothing is written
+ * until the first message, http__reply_deferred, so an execute_python run without progress
+ * or log messages is one JSON body too, unless it outlasts DEFER_SSE_MS), else SSE on the
+ * POST (runs with progress, subscriptions/listen: acknowledged first, then
  * notifications/tools/list_changed tagged with the subscription, until the client closes).
- * No priming events and no resumption: the 2026 era has none. */
+ * No priming events and no resumption: the 2026 era has none. GET and DELETE from a 2026
+ * client get 405: that era has no GET stream and no sessions. */
 #include "http_int.h"
 #include "jsonrpc.h"
 #include "mcp_era.h"
@@ -84,6 +87,21 @@ int http__modern_wanted(struct hconn *c, json_t *msg)
     return c->has_proto && !mcp_era_is_legacy_version(c->proto);
 }
 
+int http__modern_refuse_method(struct hconn *c)
+{
+    if (c->has_sid || !c->has_proto || mcp_era_is_legacy_version(c->proto))
+        return 0;
+    c->extra_name = "allow:";
+    c->extra_value = "POST";
+    http__reply_error(c, 405, RPC_SERVER_ERROR,
+                      c->method == M_GET
+                          ? "Method Not Allowed: protocol " MCP_MODERN_VERSION
+                            " has no GET stream; POST subscriptions/listen to hear of list changes"
+                          : "Method Not Allowed: protocol " MCP_MODERN_VERSION
+                            " has no sessions to DELETE");
+    return 1;
+}
+
 /* ---- transient sessions ------------------------------------------------------------------- */
 
 static struct hsession *find(uint64_t id)
@@ -110,7 +128,8 @@ static void on_send(void *tud, const char *text, size_t len, json_t *related)
 static struct hsession *req_new(const char *principal)
 {
     struct hsession *r = xcalloc(1, sizeof(*r));
-    snprintf(r->principal, sizeof(r->principal), "%s", principal);
+    size_t n = strnlen(principal, sizeof(r->principal) - 1);
+    memcpy(r->principal, principal, n); /* zero-terminated by xcalloc */
     r->mcp = mcp_session_new(on_send, r, "http 2026");
     ns_set_principal(mcp_session_id(r->mcp), principal);
     mcp_session_set_home(r->mcp, ns_principal_home(principal)); /* runs in the principal's worker */
@@ -171,9 +190,9 @@ static int error_code(json_t *reply)
 
 /* A method's own answer: HTTP 200, except an unknown method (404) and a missing client
  * capability (400). Only error answers are parsed (a result can be megabytes). */
-static int answer_status(const char *text, size_t len)
+int http__modern_answer_status(const char *text, size_t len)
 {
-    if (!memmem(text, len, "\"error\"", 7))
+    if (http__message_kind(text, len) != 'e')
         return 200;
     json_t *m = json_loadb(text, len, 0, NULL);
     int code = json_object_get(m, "result") ? 0 : error_code(m);
@@ -239,14 +258,14 @@ void http__modern_post(struct hconn *c, json_t *msg, long max_per_principal)
     }
     struct hsession *r = req_new(c->principal);
     struct hstream *st = http__stream_new(r, id);
-    mcp_session_receive_msg(r->mcp, msg); /* parsed once, by serve_http */
+    mcp_session_receive_checked(r->mcp, msg); /* parsed once, by serve_http; ladder passed */
     if (st->answered && st->n_ev == 1) {
         struct hevent *ev = st->ev[0];
         const char *text = ev->text + ev->data_off;
         size_t len = ev->len - ev->data_off - 2;
         buf_reset(&c->out);
         buf_append(&c->out, text, len);
-        http__reply_ready(c, answer_status(text, len));
+        http__reply_ready(c, http__modern_answer_status(text, len));
         req_free(r);
         return;
     }
@@ -254,5 +273,5 @@ void http__modern_post(struct hconn *c, json_t *msg, long max_per_principal)
     reqs = r;
     c->modern_id = mcp_session_id(r->mcp);
     c->watch_close = 1;
-    http__reply_sse(c, st, 0, 0);
+    http__reply_deferred(c, st); /* JSON when the answer comes alone, else SSE */
 }

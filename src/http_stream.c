@@ -163,9 +163,12 @@ void http__stream_push(struct hstream *st, const char *json, size_t len, int is_
         session_trim(st->sess);
 }
 
-/* 1 when the JSON object text has a top-level "method" member (a request or notification;
- * responses have none). A scan, not a parse: results can be megabytes. */
-int http__has_method_member(const char *t, size_t n)
+/* The kind of a JSON-RPC message text by its first top-level "method", "result" or "error"
+ * member: 'm' (a request or notification), 'r', 'e', or 0 when it has none. A scan, not a
+ * parse: results can be megabytes, and ours name their kind in the first bytes (jsonrpc.c and
+ * mcp_era.c build "jsonrpc", "id", then the rest), so the scan stops there. (Scanning a whole
+ * tools/list result for "method" was ~35k instructions, 7 % of that request.) */
+int http__message_kind(const char *t, size_t n)
 {
     int depth = 0, in_str = 0, key = 0, expect_key = 0;
     size_t start = 0;
@@ -176,8 +179,13 @@ int http__has_method_member(const char *t, size_t n)
                 i++;
             } else if (ch == '"') {
                 in_str = 0;
-                if (key && i - start == 6 && memcmp(t + start, "method", 6) == 0)
-                    return 1;
+                size_t kl = i - start;
+                if (key && kl == 6 && memcmp(t + start, "method", 6) == 0)
+                    return 'm';
+                if (key && kl == 6 && memcmp(t + start, "result", 6) == 0)
+                    return 'r';
+                if (key && kl == 5 && memcmp(t + start, "error", 5) == 0)
+                    return 'e';
             }
             continue;
         }
@@ -207,6 +215,11 @@ int http__has_method_member(const char *t, size_t n)
         }
     }
     return 0;
+}
+
+int http__has_method_member(const char *t, size_t n)
+{
+    return http__message_kind(t, n) == 'm';
 }
 
 /* ---- replies ------------------------------------------------------------------------------ */
@@ -266,6 +279,41 @@ void http__reply_sse(struct hconn *c, struct hstream *st, uint64_t from_seq, int
     c->sent_seq = from_seq;
     c->prime = prime;
     http__reply_ready(c, 200);
+}
+
+void http__reply_deferred(struct hconn *c, struct hstream *st)
+{
+    c->defer = 1;
+    c->defer_ms = now_ms();
+    http__reply_sse(c, st, 0, 0);
+}
+
+/* A deferred reply (see http__reply_deferred) on a writable connection: 0 while there is
+ * nothing to say (reading paused as on an idle SSE stream), 1 once the headers may go, as
+ * JSON when the stream holds just its answer, else as SSE. */
+static int deferred_ready(struct hconn *c)
+{
+    struct hstream *st = c->stream;
+    struct hevent *ev = st ? stream_after(st, 0) : NULL;
+    if (c->defer == 1) { /* lws armed a 5 s content timeout after LWS_CALLBACK_HTTP */
+        lws_set_timeout(c->wsi, NO_PENDING_TIMEOUT, 0);
+        c->defer = 2;
+    }
+    if (st && !ev) {
+        pause_rx(c);
+        return 0;
+    }
+    c->defer = 0;
+    if (ev && st->answered && st->n_ev == 1 && ev->seq == 1) {
+        const char *text = ev->text + ev->data_off;
+        size_t len = ev->len - ev->data_off - 2;
+        buf_reset(&c->out);
+        buf_append(&c->out, text, len);
+        c->status = http__modern_answer_status(text, len);
+        c->sse = 0;
+        detach(c); /* the stream goes with the request (http__modern_conn_gone) */
+    }
+    return 1;
 }
 
 static int write_chunk(struct hconn *c, const char *data, size_t n)
@@ -415,6 +463,8 @@ int http__on_writable(struct hconn *c)
 {
     if (!c->live || !c->ready)
         return 0;
+    if (!c->headers_sent && c->defer && !deferred_ready(c))
+        return 0;
     if (!c->headers_sent) {
         if (write_headers(c) < 0)
             return -1;
@@ -451,8 +501,11 @@ void http__stream_tick(struct hstream *st, int keepalive)
         http__conn_drop(c, LOG_DEBUG, "the client closed it");
     } else if (c && c->watch_close == 1) { /* a POST stream open a second: treat it as a GET */
         c->watch_close = 2;
-        if (c->headers_sent && !stream_after(st, c->sent_seq))
+        if ((c->headers_sent || c->defer) && !stream_after(st, c->sent_seq))
             pause_rx(c);
+    } else if (c && c->defer && now_ms() - c->defer_ms >= DEFER_SSE_MS) {
+        c->defer = 0; /* a long wait: the SSE stream starts, for its keepalive comments */
+        want_write(c);
     } else if (c && keepalive && c->headers_sent && !stream_after(st, c->sent_seq)) {
         c->keepalive = 1;
         want_write(c);

@@ -5,7 +5,8 @@
  * request's `_meta` and has no handshake (versioning.mdx of that revision). This module
  * knows the version lists, builds and reads the per-request envelope, and reads the
  * modern errors (-32022 UnsupportedProtocolVersion) and results (`resultType`,
- * `input_required`). No I/O, no state: the upstream client and the MCP front share it. */
+ * `input_required`). No I/O, no state (one constant, our serverInfo, is built once, on the
+ * loop thread): the upstream client and the MCP front share it. */
 #ifndef CODEMCP_MCP_ERA_H
 #define CODEMCP_MCP_ERA_H
 
@@ -91,7 +92,8 @@ json_t *mcp_era_supported_versions(void);
 json_t *mcp_era_discover_result(json_t *capabilities, const char *instructions);
 /* Makes a result (borrowed, changed in place) a modern one: resultType "complete" unless
  * set, server info in `_meta`; ttl_ms >= 0 adds the cache hints (cacheScope "private": the
- * description depends on who asks). */
+ * description depends on who asks). The values added are shared, read-only objects: encode
+ * the result and free it, do not change it afterwards. */
 void mcp_era_finish_result(json_t *result, int64_t ttl_ms);
 /* The request's `io.modelcontextprotocol/logLevel` as a syslog severity 0..7 (emergency ..
  * debug), or -1 when absent: a modern server sends notifications/message only when asked. */

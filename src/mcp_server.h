@@ -27,6 +27,9 @@ struct mcp_session *mcp_session_new(mcp_send_fn send, void *tud, const char *lab
 void mcp_session_receive(struct mcp_session *s, const char *text, size_t len);
 /* The same for a message the transport has parsed already (a JSON object, borrowed). */
 void mcp_session_receive_msg(struct mcp_session *s, json_t *msg);
+/* The same for a modern request the transport has passed through mcp_modern_check already
+ * (the HTTP front does, to pick the HTTP status): the check is not repeated. */
+void mcp_session_receive_checked(struct mcp_session *s, json_t *msg);
 /* The transport is gone: runs of the session are cancelled, the session is freed. */
 void mcp_session_close(struct mcp_session *s);
 uint64_t mcp_session_id(struct mcp_session *s);

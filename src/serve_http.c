@@ -21,6 +21,7 @@
 #include "connlimit.h"
 #include "http_auth.h"
 #include "http_int.h"
+#include "jsonfast.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
@@ -329,7 +330,7 @@ static int wants_priming(struct hconn *c, struct hsession *s)
 static void dispatch_request(struct hconn *c, struct hsession *s, json_t *msg, int is_init)
 {
     struct hstream *st = http__stream_new(s, json_object_get(msg, "id"));
-    mcp_session_receive(s->mcp, c->body.data, c->body.len);
+    mcp_session_receive_msg(s->mcp, msg); /* parsed once, by handle_post */
     if (!(st->answered && st->n_ev == 1)) {
         http__reply_sse(c, st, 0, wants_priming(c, s));
         return;
@@ -350,7 +351,7 @@ static void dispatch_request(struct hconn *c, struct hsession *s, json_t *msg, i
 static void handle_post(struct hconn *c)
 {
     json_error_t jerr;
-    json_t *msg = json_loadb(c->body.data ? c->body.data : "", c->body.len, 0, &jerr);
+    json_t *msg = jf_loadb(c->body.data ? c->body.data : "", c->body.len, 0, &jerr);
     const char *why = NULL;
     char text[300];
     if (!msg) {
@@ -396,7 +397,7 @@ static void handle_post(struct hconn *c)
     if (s && kind == RPC_REQUEST) {
         dispatch_request(c, s, msg, is_init);
     } else if (s) { /* notifications and responses are accepted, never answered */
-        mcp_session_receive(s->mcp, c->body.data, c->body.len);
+        mcp_session_receive_msg(s->mcp, msg);
         http__reply_ready(c, 202);
     }
     c->req_id = NULL;
@@ -543,6 +544,8 @@ static int on_request(struct hconn *c, struct lws *wsi, const char *uri)
         http__reply_error(c, 404, RPC_SERVER_ERROR, msg);
     } else if (c->method == M_POST) {
         check_post_headers(c, accept);
+    } else if ((c->method == M_GET || c->method == M_DELETE) && http__modern_refuse_method(c)) {
+        /* a 2026-07-28 client: 405 */
     } else if (c->method == M_GET) {
         handle_get(c, accept);
     } else if (c->method == M_DELETE) {

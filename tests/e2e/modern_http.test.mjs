@@ -60,6 +60,7 @@ function post(body, headers, { onMessage, signal, url = gw.url } = {}) {
     const req = http.request(
       { hostname: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { ...headers, 'content-length': Buffer.byteLength(data) }, agent: false, signal },
       (res) => {
+        const headersAt = Date.now();
         let text = '';
         const messages = [];
         let pending = '';
@@ -82,7 +83,7 @@ function post(body, headers, { onMessage, signal, url = gw.url } = {}) {
         });
         res.on('end', () => {
           if (!/event-stream/.test(res.headers['content-type'] || '') && text) messages.push(JSON.parse(text));
-          resolve({ status: res.statusCode, headers: res.headers, text, messages });
+          resolve({ status: res.statusCode, headers: res.headers, text, messages, headersAt, endAt: Date.now() });
         });
         res.on('error', reject);
       },
@@ -247,6 +248,35 @@ describe('the 2026-07-28 era over Streamable HTTP', () => {
     await listening;
   });
 
+  test('raw: a run answered alone is one JSON body; with progress, or outlasting 15 s, an SSE stream', async () => {
+    const h = h26('tools/call', 'execute_python');
+    const quick = await post(call(31, 'import time\ntime.sleep(0.3)\nresult = 7'), h);
+    assert.equal(quick.status, 200, quick.text);
+    assert.match(quick.headers['content-type'], /^application\/json/, quick.text);
+    assert.equal(quick.messages.length, 1, quick.text);
+    assert.equal(quick.messages[0].id, 31);
+    assert.equal(quick.messages[0].result.structuredContent.result, 7, quick.text);
+    assert.equal(quick.messages[0].result.resultType, 'complete');
+    // A program that fails is still a result (isError), HTTP 200, as JSON.
+    const bad = await post(call(32, 'raise ValueError("nope")'), h);
+    assert.equal(bad.status, 200, bad.text);
+    assert.match(bad.headers['content-type'], /^application\/json/);
+    assert.equal(bad.messages[0].result.isError, true, bad.text);
+    // With a progress token the run's progress comes first: SSE.
+    const pc = call(33, 'result = v2_add(a=2, b=3)');
+    pc.params._meta = { ...META, progressToken: 'p33' };
+    const prog = await post(pc, h);
+    assert.match(prog.headers['content-type'], /^text\/event-stream/, prog.text);
+    assert.ok(prog.messages.some((m) => m.method === 'notifications/progress'), prog.text);
+    assert.equal(prog.messages.at(-1).result.structuredContent.result, 5, prog.text);
+    // A run still going after 15 s starts its stream then (keepalive comments can flow).
+    // (Last: runs of one principal share its worker, so others would queue behind it.)
+    const l = await post(call(30, 'import time\ntime.sleep(17)\nresult = "long"'), h);
+    assert.match(l.headers['content-type'], /^text\/event-stream/, l.text);
+    assert.equal(l.messages.at(-1).result.structuredContent.result, 'long', l.text);
+    assert.ok(l.endAt - l.headersAt >= 1000, `the stream must start before the answer (headers ${l.endAt - l.headersAt} ms before the end)`);
+  });
+
   test('raw: closing the stream of a running request cancels its run', async () => {
     // The program sleeps, then calls the upstream: a cancelled run never makes that call, which
     // the upstream would log as "recv tools/call" (its stderr is in the gateway's log).
@@ -275,6 +305,37 @@ describe('the 2026-07-28 era over Streamable HTTP', () => {
     assert.equal(host.status, 403, host.text);
     const origin = await post(body, h26('tools/list', undefined, { origin: 'https://evil.example' }));
     assert.equal(origin.status, 403, origin.text);
+  });
+
+  test('raw: GET and DELETE from a 2026 client get 405 (no GET stream, no sessions); 2025 ones keep their answers', async () => {
+    const req = (method, headers) => new Promise((resolve, reject) => {
+      const u = new URL(gw.url);
+      const r = http.request({ hostname: u.hostname, port: u.port, path: u.pathname, method, headers, agent: false }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text }));
+      });
+      r.on('error', reject);
+      r.end();
+    });
+    const base = { accept: 'text/event-stream', authorization: `Bearer ${gw.token}` };
+    for (const method of ['GET', 'DELETE']) {
+      const r = await req(method, { ...base, 'mcp-protocol-version': V });
+      assert.equal(r.status, 405, `${method}: ${r.text}`);
+      assert.equal(r.headers.allow, 'POST', `${method}: ${JSON.stringify(r.headers)}`);
+      assert.match(JSON.parse(r.text).error.message, /Method Not Allowed: protocol 2026-07-28/, r.text);
+    }
+    // The checks before it still come first: no token is 401, not 405.
+    const anon = await req('GET', { accept: 'text/event-stream', 'mcp-protocol-version': V });
+    assert.equal(anon.status, 401, anon.text);
+    // A 2025 client (or one naming no version) without a session: 400 as before.
+    for (const proto of ['2025-11-25', undefined]) {
+      const h = { ...base, ...(proto ? { 'mcp-protocol-version': proto } : {}) };
+      const r = await req('GET', h);
+      assert.equal(r.status, 400, `${proto}: ${r.text}`);
+      assert.match(r.text, /Mcp-Session-Id header is required/);
+    }
   });
 });
 
