@@ -311,6 +311,75 @@ for _group in _SYNONYM_GROUPS:
             if _m.get(_x, 0.0) < _wt:
                 _m[_x] = _wt
 
+# -- the thesaurus: everyday words for the catalog's own vocabulary -----------------------------
+
+# codemcp_rt.thesaurus maps an API term (words of function names: "disable", "deploy key") to
+# the ways a person says it ("pause", "machine key"). A phrase of it in a query stands for the
+# API term's words at _THES_WEIGHT (below an exact word's 1.0 and a synonym's): a phrase of
+# several words or a word the catalog does not have is replaced by one token per word of the
+# term; a word the catalog has keeps itself and also reaches the term's words.
+_THES_WEIGHT = 0.7
+_THES_MAX_WORDS = 6
+_THES_KEEP = True  # a phrase's own words stay in the query beside its tokens
+_THES_WORD_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_THES_PHRASES: dict[str, list[tuple[tuple[str, ...], int]]] = {}  # first stem -> [(stems, term no.)]
+_THES_TERMS: list[list[dict[str, float]]] = []  # term no. -> per position {index stem: weight}
+_THES_TOKEN: dict[str, dict[str, float]] = {}  # token -> {index stem: weight}
+_THES_VERB: dict[str, str] = {}  # token -> "r"/"w" when the term is a verb of the catalog
+_THES_TOKS: list[str] = []  # term no. -> its tokens, space-separated
+_THES_ALPHA = "bcdfghjklmnpqrtvwxz"  # tokens are consonants only: Porter leaves them alone
+
+
+def _thes_stems(text: str) -> tuple[str, ...]:
+    return tuple(stem(w.replace("'", "")) for w in _THES_WORD_RE.findall(text.lower()))
+
+
+def _thes_token(n: int) -> str:
+    out = "zq"
+    while True:
+        out += _THES_ALPHA[n % len(_THES_ALPHA)]
+        n //= len(_THES_ALPHA)
+        if not n:
+            return out + "x"
+
+
+def _thes_build() -> None:
+    from codemcp_rt.thesaurus import THESAURUS
+
+    by_phrase: dict[tuple[str, ...], list[list[str]]] = {}
+    for term, says in THESAURUS.items():
+        tstems = [s for s in _thes_stems(term) if s]
+        for say in says.split(","):
+            ps = _thes_stems(say)
+            # a phrase that already says one of the term's words ("assigned to" for assignee)
+            # is the API's own vocabulary: the exact match covers it
+            if ps and len(ps) <= _THES_MAX_WORDS and not any(
+                    p == t or (min(len(p), len(t)) >= 4 and (p.startswith(t) or t.startswith(p)))
+                    for p in ps for t in tstems):
+                by_phrase.setdefault(ps, []).append(tstems)
+    for ps, terms in by_phrase.items():
+        width = max(len(t) for t in terms)
+        pos: list[dict[str, float]] = [{} for _ in range(width)]
+        for t in terms:
+            for k, w in enumerate(t):
+                pos[k][w] = _THES_WEIGHT
+        toks = []
+        for k, d in enumerate(pos):
+            tok = _thes_token(len(_THES_TOKEN))
+            _THES_TOKEN[tok] = d
+            toks.append(tok)
+            if k == 0 and any(w in _WRITE_OPS or w in _READ_OPS for w in d):
+                _THES_VERB[tok] = "w" if any(w in _WRITE_OPS for w in d) else "r"
+        _THES_PHRASES.setdefault(ps[0], []).append((ps, len(_THES_TERMS)))
+        _THES_TERMS.append(pos)
+        _THES_TOKS.append(" ".join(toks))
+    for lst in _THES_PHRASES.values():
+        lst.sort(key=lambda e: -len(e[0]))  # longer phrases first
+
+
+_thes_build()
+
+
 # -- values in a query -------------------------------------------------------------------------
 
 # Things a person names rather than asks for: owner/repo or a path, a file name, a quoted
@@ -458,6 +527,8 @@ class Index:
         self.name_idf = [sum(self.name_word_weight[w] for w in nw) or 1.0 for nw in self.name_words]
         self.vocab = sorted(self.postings)
         self._del_index: dict[str, list[str]] | None = None  # built on the first typo
+        self._thes_extra: dict[str, dict[str, float]] = {}  # this query's single words' API terms
+        self._thes_verbs: dict[str, str] = {}  # of those, the ones whose term is a verb: "r"/"w"
 
     @property
     def del_index(self) -> dict[str, list[str]]:
@@ -473,11 +544,17 @@ class Index:
     def _expand(self, w: str) -> dict[str, float]:
         """Index words a query word stands for, with their weights."""
         out: dict[str, float] = {}
+        tok = _THES_TOKEN.get(w)
+        if tok is not None:  # a phrase of the thesaurus: the API term's words
+            return {t: v for t, v in tok.items() if t in self.postings}
         if w in self.postings:
             out[w] = 1.0
         for s, wt in _SYN.get(w, {}).items():
             if s in self.postings and out.get(s, 0.0) < wt:
                 out[s] = wt
+        for t, wt in self._thes_extra.get(w, {}).items():
+            if t in self.postings and out.get(t, 0.0) < wt:
+                out[t] = wt
         if len(w) >= 3 and not w.isdigit():  # partial words: "repo" finds "repository", "notif" "notification"
             i = bisect.bisect_left(self.vocab, w)
             pw = _PREFIX_WEIGHT if w not in self.postings else _PREFIX_KNOWN
@@ -501,6 +578,44 @@ class Index:
                         out[s] = _FUZZY_WEIGHT * wt
         return out
 
+    def _thesaurus(self, q: str) -> str:
+        """``q`` with the thesaurus's phrases replaced by their tokens; a single word the
+        catalog has stays, its API terms go to self._thes_extra (for _expand)."""
+        self._thes_extra = {}
+        self._thes_verbs = {}
+        ms = list(_THES_WORD_RE.finditer(q))
+        if not ms:
+            return q
+        st = [stem(m.group(0).replace("'", "")) for m in ms]
+        out: list[str] = []
+        last = 0
+        i = 0
+        while i < len(st):
+            step = 1
+            for ps, tn in _THES_PHRASES.get(st[i], ()):
+                n = len(ps)
+                if tuple(st[i:i + n]) != ps:
+                    continue
+                if n == 1:
+                    extra = self._thes_extra.setdefault(st[i], {})
+                    for d in _THES_TERMS[tn]:
+                        extra.update(d)
+                    kind = _THES_VERB.get(_THES_TOKS[tn].split()[0])
+                    if kind:
+                        self._thes_verbs[st[i]] = kind
+                else:
+                    end = ms[i + n - 1].end()
+                    out.append(q[last:end] if _THES_KEEP else q[last:ms[i].start()])
+                    out.append(" " + _THES_TOKS[tn] + " ")
+                    last = end
+                    step = n
+                break
+            i += step
+        if not out:
+            return q
+        out.append(q[last:])
+        return "".join(out)
+
     def _query(self, query: str) -> tuple[list[tuple[str, float]], bool]:
         """(stem, weight) of the query's words, in order, without repeats; and whether the
         query is a question ("who starred it?", "what milestones are open"), which asks to
@@ -510,6 +625,7 @@ class Index:
         q = _SPLIT.sub(_split_phrase, q)
         q = _PHRASES.sub(lambda m: " " + _PHRASE_MAP[m.group(0)] + " ", q)
         q = _HYPHEN_PREFIX.sub(r"\1", q)  # re-run -> rerun, un-archive -> unarchive
+        q = self._thesaurus(q)
         out: dict[str, float] = {}
         verbs = 0
         self._plural = False
@@ -518,11 +634,14 @@ class Index:
         # label on it", "cut a branch"): the query then asks for no listing
         first = next((r for r in _TOKEN.findall(q) if r not in _STOP), "")
         self._odd_verb = (not question and bool(first) and not first.isdigit() and stem(first) not in _VERBS
-                          and stem(first) not in self.postings and not _VALUE.match(q.lstrip()))
+                          and stem(first) not in self.postings and first not in _THES_TOKEN
+                          and stem(first) not in self._thes_extra
+                          and not _VALUE.match(q.lstrip()))
         if self._odd_verb:
             self._intent = "?"
 
         scale = 1.0
+        tverbs = {**self._thes_verbs, **_THES_VERB} if self._thes_verbs else _THES_VERB
         negated = {stem(x) for m in _NEGATION.finditer(q) for x in _TOKEN.findall(m.group(1))
                    if x not in _STOP} - _KEEP
 
@@ -544,14 +663,14 @@ class Index:
                         if undo not in self.postings:
                             undo = stem("delete")
                         out[undo] = max(out.get(undo, 0.0), _UNDO_WEIGHT)
-                elif w in _VERBS:
+                elif w in _VERBS or w in tverbs:
                     if question:
                         wt = _QUESTION_VERB
                     elif verbs:
                         wt = _LATER_VERB
                     verbs += 1
-                if not self._intent and (w in _VERBS or w in _WRITE_OPS or w in _READ_Q):
-                    self._intent = "r" if w in _READ_Q else "w"
+                if not self._intent and (w in _VERBS or w in _WRITE_OPS or w in _READ_Q or w in tverbs):
+                    self._intent = "r" if w in _READ_Q else tverbs.get(w, "w")
                 if w in negated:
                     wt *= _NEG  # "close it without merging": not a merge
                 if raw in ("who", "whom"):
@@ -620,7 +739,8 @@ class Index:
         caps = [self.idf.get(w) for w in qwords]
         plural = self._plural
         intent = self._intent
-        if question or not (self._odd_verb or any(w in _VERBS for w in qwords)):  # "teams in the org": a listing
+        tverbs = self._thes_verbs
+        if question or not (self._odd_verb or any(w in _VERBS or w in _THES_VERB or w in tverbs for w in qwords)):  # "teams in the org": a listing
             implicit = {"list": _IMPLICIT_WEIGHT * (1.0 if plural else _SINGULAR_LIST),
                         "get": _IMPLICIT_WEIGHT * (_PLURAL_GET if plural else 1.0)}
             exps.append({t: v for t, v in implicit.items() if t in self.postings})

@@ -1,0 +1,294 @@
+"""thesaurus — everyday words for the verbs and nouns of software APIs (data for search.py).
+
+How it was made: the vocabulary of the catalog search_tools is measured on (GitHub's REST API as
+~1,220 functions generated from @octokit/openapi, plus the filesystem/memory/everything test
+servers) was walked — every verb that starts a function name (get list delete create set update
+remove add check disable enable download request cancel revoke restore review mark start merge
+generate re_run redeliver unlock toggle approve star rerequest stop dismiss render assign block
+ping compare simulate trigger edit move force reset suspend export publish fork lock pin
+reprioritize convert submit accept decline rename replace test transfer upload follow ...) and
+the frequent nouns of the names (runner, environment, ruleset, deploy key, autolink, seat,
+timeline, interaction restrictions, secret scanning, attestation, codespace, ...). For each, the
+ways developers commonly say it in plain English were written down from general knowledge of how
+people talk about software (tickets, chat, docs), NOT from any query set: no task of
+tests/data/catalog was read to write an entry. The words are generic to software and APIs;
+nothing here names a repository, a user or a task.
+
+Format: API term (words of the catalog's function names; several words = a compound that the
+API names together) -> the everyday words and phrases that mean it, comma-separated. A phrase is
+matched on whole words, a word in any inflection (Porter stems), longer phrases first.
+search.py reads THESAURUS; it adds the API term to a query with a weight below an exact match,
+so a query that already uses the API's word ranks as before.
+"""
+
+from __future__ import annotations
+
+THESAURUS: dict[str, str] = {
+    # -- verbs that start function names ------------------------------------------------------
+    "disable": "switch off, shut off, pause, put on hold, stop running, stop it from running, "
+               "deactivate, opt out, not allowed anymore, kill switch, suspend running, no longer run",
+    "enable": "switch on, unpause, resume, re enable, opt in, start using, allow again, bring back online, "
+              "activate, reactivate",
+    "redeliver": "resend, send again, deliver again, replay, retry delivery, retransmit, redo delivery, "
+                 "fire again, push again",
+    "re run": "retry, run again, restart, rebuild, kick again, try again, redo, run once more, rerun, "
+              "retrigger, rekick",
+    "rerequest": "retrigger, re trigger, rerun check, retry check, run the check again, request again",
+    "transfer": "move ownership, change owner, change ownership, give away, hand off, reassign ownership, "
+                "move to another org, move to another account, new owner",
+    "dismiss": "throw out, invalidate, overrule, set aside, wave off, waive, discard review, "
+               "mark as not an issue, false positive, won't fix, ignore alert",
+    "revoke": "invalidate, withdraw, take away, rescind, deauthorize, expire, kill token, pull access, "
+              "cut off access, void",
+    "restore": "undelete, bring back, recover, undo delete, get back, resurrect, put back",
+    "suspend": "freeze, put on ice, temporarily block, temporarily disable, bench",
+    "unsuspend": "reinstate, unfreeze, thaw, reactivate, lift suspension",
+    "lock": "freeze conversation, close to comments, stop comments, no more comments, lock down, "
+            "too heated, shut the discussion",
+    "unlock": "reopen discussion, allow comments again, unfreeze conversation",
+    "pin": "stick to top, keep at top, feature, highlight, showcase",
+    "unpin": "unstick, unfeature, stop highlighting, take off the top",
+    "mark read": "acknowledge, seen, clear notifications, mark seen, mark as seen, dismiss notifications, "
+                 "catch up on notifications",
+    "mark done": "finished with, done with, archive notification, triage",
+    "ping": "poke, send a test, test hook, test event, health check, are you there",
+    "test": "try out, check it works, sanity check, verify works",
+    "simulate": "dry run, what would happen, preview, rehearse, try without applying",
+    "render": "to html, preview, format, convert markdown, show as html, markdown to html",
+    "approve": "sign off, lgtm, looks good, green light, go ahead, okay, ok, ship it, give approval, "
+               "let it run, allow to run",
+    "decline": "turn down, refuse, say no, reject, pass on",
+    "accept": "agree, say yes, take up, join, confirm invite",
+    "submit": "send off, finalize, finish review, post review, hand in, file the review",
+    "merge": "land, ship, squash, integrate, combine, fold in, bring in",
+    "merge upstream": "sync fork, sync with upstream, catch up with upstream, pull in upstream changes, "
+                      "update from upstream, bring fork up to date, upstream changes",
+    "update branch": "bring up to date, rebase, catch up with base, sync with main, sync with base, "
+                     "pull in latest main, update with base",
+    "archive": "mothball, retire, make read only, read only, shelve, sunset, deprecate, put away",
+    "block": "ban, mute, shut out, stop someone",
+    "unblock": "unban, lift ban, unmute, let back",
+    "assign": "give to, hand to, put on, make responsible, responsible for, owner of, take on",
+    "unassign": "take off, drop from, no longer responsible",
+    "request reviewer": "ask for review, ask to review, get a review, want a review, tag a reviewer, "
+                        "review request, review from, needs review",
+    "reprioritize": "reorder, move up, move down, change priority, prioritize, rank, rearrange, bump up",
+    "convert": "turn into, change into, make it a, switch to",
+    "replace": "overwrite, swap, set all, replace all, redo all",
+    "upload": "attach file, add binary, put file, push file, attach binary, add asset",
+    "download": "save locally, pull down, save a copy, grab, get the zip, get the tarball",
+    "export": "dump, backup, back up, take out, extract",
+    "generate": "produce, auto write, draft, write up, compose automatically, autogenerate",
+    "reset": "regenerate, rotate, refresh, renew, reissue, cycle, new value",
+    "scope": "narrow down, restrict to, limit to fewer, downscope",
+    "check": "whether, verify, confirm, find out whether, test if, see if",
+    "force cancel": "force stop, hard stop, kill it now, forcefully, stuck run, won't cancel",
+    "dispatch": "fire, launch, run manually, manual run, on demand, start manually, kick",
+    "toggle": "flip, switch",
+    "publish": "go live, make public, announce, put out",
+    "star": "like, favorite, favourite, bookmark, upvote",
+    "unstar": "unlike, unfavorite, unfavourite, remove bookmark",
+    "follow": "keep up with, subscribe to user",
+    "unfollow": "stop following, no longer follow",
+    "rename": "call it, new name, change the name",
+    "unstack": "break apart, split the stack, break up the stack, flatten",
+    "compare": "what changed between, diff between, difference between, ahead behind, behind by, "
+               "how far ahead",
+    "fork": "copy the repo, own copy, make a copy, duplicate repo, downstream copies",
+    # -- nouns of function names ----------------------------------------------------------------
+    "runner": "build machine, build agent, build server, ci machine, ci agent, ci box, worker machine, "
+              "executor, build host, machine that runs jobs, self hosted machine",
+    "runner group": "machine pool, runner pool, pool of machines, fleet",
+    "self hosted": "on prem, on premises, own servers, our hardware, own infrastructure, our own machines",
+    "hosted runner": "cloud machine, larger runner, github managed machine",
+    "jitconfig": "just in time, ephemeral runner, one time runner, single use runner, throwaway runner",
+    "registration token": "token to register, join token, register a machine",
+    "environment": "staging, production, prod, deploy target, qa, stage, preprod, sandbox",
+    "deployment": "rollout, roll out, release to prod, ship to production, deploy",
+    "protection rule": "deploy gate, approval gate, wait timer, manual approval, required approval",
+    "pending deployment": "waiting for approval, awaiting approval, blocked deploy, held deploy",
+    "ruleset": "branch rules, rules, policies, guardrails, push rules, branch policy, protection rules, "
+               "tag rules, rule set",
+    "rule suite": "rule evaluations, rule insights, rule results, rule checks, what the rules blocked",
+    "bypass": "exemption, exception, override, skip the rules, get around, allowlist",
+    "branch protection": "protect the branch, protected branch, required reviews, require approvals, "
+                         "no force push, force push, no direct push, lock the branch",
+    "status check": "required checks, must pass, required ci, gate merges, checks required",
+    "commit signature protection": "require signed commits, signed commits, verified commits, "
+                                   "signature required, require signing",
+    "deploy key": "read only key, machine key, deployment key, server key, repo ssh key, key for a server, "
+                  "ci key, access key for a server",
+    "autolink": "link reference, auto link, jira link, ticket link, link pattern, external tracker, "
+                "issue tracker link, jira, linear ticket, turn references into links",
+    "secret scanning": "leaked credentials, leaked secrets, exposed tokens, committed passwords, "
+                       "credential leak, exposed secret, leaked keys, hardcoded passwords",
+    "push protection": "block secrets on push, stop pushes with secrets",
+    "custom pattern": "custom regex, custom detector, own regex, regex pattern",
+    "code scanning": "static analysis, sast, lint findings, code alerts, security scan, scanner, "
+                     "code vulnerabilities, scan results",
+    "dependabot": "outdated dependencies, vulnerable packages, dependency updates, version bumps, "
+                  "dependency alerts, vulnerable dependencies, bump prs",
+    "sbom": "bill of materials, software inventory, dependency inventory, license inventory, spdx",
+    "dependency graph": "dependency tree, what we depend on, what it depends on, dependencies list",
+    "dependency snapshot": "submit dependencies, report dependencies, upload dependencies",
+    "advisory": "cve, security bulletin, vulnerability report, disclosure, ghsa, security notice",
+    "vulnerability alert": "security warnings, security alerts, vulnerable",
+    "automated security fix": "auto fix, automatic fix, security updates, automatic security prs, "
+                              "auto patch",
+    "private vulnerability reporting": "report a vulnerability privately, responsible disclosure, "
+                                       "security reports, report security issues privately",
+    "interaction restriction": "limit interactions, cooldown, cool down, cooling off, temporary block, "
+                               "restrict who can comment, slow down, only collaborators can comment, "
+                               "too heated, brigading, spam wave, raid, calm things down",
+    "seat": "license, licence, user license, billing seat, assigned users, who has access to copilot, "
+            "copilot users, who has copilot",
+    "copilot": "ai assistant, ai pair programmer, code completion, autocomplete, ai completion",
+    "metrics": "adoption, usage stats, usage numbers, engagement",
+    "billing": "cost, costs, spend, spending, invoice, charges, how much we pay, bill, paying",
+    "budget": "spending limit, spending cap, cost cap, cost limit, max spend",
+    "usage": "consumption, minutes used, how much used, used up, utilisation, utilization",
+    "cache": "cached files, build cache, cache entries, cached dependencies",
+    "artifact": "build output, build result, compiled output, produced files",
+    "retention": "how long kept, keep for, expiry, expire after, auto delete after, kept for, days kept",
+    "concurrency group": "parallel runs, queued runs, running at once, at the same time, simultaneous",
+    "oidc sub claim": "openid, federated identity, cloud auth, jwt subject, token claim, federated",
+    "workflow permission": "github token permissions, default token permissions, token permissions",
+    "allowed action": "which actions can run, third party actions, marketplace actions, approved actions",
+    "fork pr contributor approval": "outside contributor prs, first time contributor, prs from forks",
+    "attestation": "provenance, signed build, build provenance, slsa, supply chain proof",
+    "timeline": "history, what happened, everything that happened, chronology, audit trail, "
+                "log of events, full history",
+    "event": "activity, happenings, what happened, audit, actions taken",
+    "received event": "my feed, news feed, dashboard, what people i follow did",
+    "feed": "atom, rss",
+    "view": "page views, visitors, visits, hits, popularity, traffic",
+    "clone": "clones, git clones, times cloned, checkouts",
+    "referrer": "who links to us, where traffic comes from, traffic sources, referring sites",
+    "top path": "most visited pages, popular content, most viewed",
+    "participation": "weekly commit counts, commit activity per week, owner vs everyone",
+    "punch card": "busiest hours, what time people commit, hour of the day, day of the week",
+    "code frequency": "lines added, lines deleted, additions and deletions, churn, code churn",
+    "contributor stats": "who contributes the most, top contributors, leaderboard, most active",
+    "community profile": "health files, community health, community standards, contributing guide",
+    "code of conduct": "behavior guidelines, community rules, conduct",
+    "license": "licence, legal terms, copyright, open source license",
+    "gitignore": "ignore file, ignored files, ignore template, files to ignore",
+    "emoji": "emojis, smiley, smileys, emoticons",
+    "meta": "ip addresses, ip ranges, github ips, ip allowlist, firewall",
+    "zen": "wisdom, quote, aphorism, proverb, saying of the day",
+    "octocat": "ascii art, mascot",
+    "rate limit": "quota, how many calls left, api budget, requests left, throttled",
+    "pages": "website, static site, docs site, github io, homepage, web hosting, project site",
+    "pages build": "rebuild the site, site build, republish the site",
+    "health check": "dns, domain check, custom domain, https certificate, domain",
+    "asset": "binary, attachment, installer, release file, download file, uploaded file",
+    "release notes": "changelog, change log, what's new, whats new",
+    "topic": "keywords, subjects, categories, hashtags, tags for the repo",
+    "language": "tech stack, written in, programming language",
+    "readme": "intro doc, front page, project description, landing doc",
+    "blob": "raw file content, binary object, raw bytes, file object",
+    "ref": "pointer, branch pointer, head, refs",
+    "annotation": "warnings, lint errors, inline errors, error lines",
+    "check run": "ci result, test result, build status, ci check, test run",
+    "combined status": "overall status, overall state, all statuses",
+    "outside collaborator": "external contributor, contractor, guest, non member, outsider, freelancer",
+    "role": "permission level, access level, position, title",
+    "security manager": "security team, security champion, security lead",
+    "child team": "sub team, subteam, nested team, team inside",
+    "personal access token": "pat, fine grained token, classic token, developer token",
+    "pat grant": "approved tokens, token access, token approvals",
+    "pat grant request": "pending token approvals, token requests, token access requests",
+    "installation": "integration, bot install, installed apps, plugin, add on, extension, installed",
+    "installation access token": "app token, bot token, temporary token, short lived token",
+    "plan": "pricing plan, tier, subscription plan, paid plan, pricing",
+    "marketplace": "app store, store listing, purchase, buyers, customers",
+    "codespace": "cloud dev environment, online ide, dev box, remote dev environment, cloud workspace, "
+                 "vscode in the browser, cloud ide",
+    "machine": "vm size, machine type, hardware, instance type, cpu",
+    "devcontainer": "dev container, container config",
+    "migration": "import repo, move from, bring over, moving repositories, data export",
+    "package": "docker image, container image, npm package, maven, nuget, gem, library",
+    "package version": "old versions, image tags, published versions",
+    "docker": "container",
+    "project": "board, kanban, project board, roadmap, tracker, backlog, sprint board",
+    "item": "card, entry, row, ticket on the board",
+    "field": "column, custom field, attribute",
+    "sub issue": "child issue, subtask, sub task, checklist item, parent issue, epic, breakdown",
+    "issue type": "kind of issue, issue category, bug vs feature",
+    "blocked by": "depends on, waiting on, blocker, blocking",
+    "review comment": "inline comment, line comment, code comment, comment on a line, diff comment, "
+                      "comment on the code",
+    "requested reviewer": "who needs to review, pending reviewers, review requests, waiting for review",
+    "pending review": "draft review, unsubmitted review, review in progress",
+    "pull request stack": "stacked prs, stack of prs, chain of prs, dependent prs, stacked",
+    "hash algorithm": "sha1, sha256, object format",
+    "custom property": "metadata, attributes, classification, key value, repo attributes",
+    "immutable release": "tamper proof, cannot be changed, frozen release, locked release, unchangeable",
+    "private": "hidden, internal, visibility, not public",
+    "social account": "twitter, linkedin, mastodon, social links, social media, profile links, bluesky",
+    "email visibility": "hide email, email private, show email",
+    "context": "hover card, profile card, user context",
+    "api insights": "api usage, api traffic, api calls, api requests, call stats",
+    "route": "endpoint, endpoints, routes, most called",
+    "actor": "caller, who made calls, which app, which token",
+    "campaign": "security campaign, remediation, fix drive, cleanup push",
+    "classroom": "students, teacher, course, class, school",
+    "grade": "grades, score, marks, results",
+    "code security configuration": "security preset, security defaults, security settings, security policy",
+    "private registry": "package registry credentials, artifactory, private feed, internal registry",
+    "network configuration": "vnet, private networking, azure network, network settings",
+    "agent task": "coding agent, ai agent, ask copilot, delegate to copilot, background agent",
+    "space": "knowledge base, context space",
+    "sarif": "scan results upload, analysis upload, static analysis report",
+    "autofix": "ai fix, suggested fix, suggest fix",
+    "variant analysis": "multi repo query, query across repos, mrva",
+    "alert": "warnings, findings, problems, flagged",
+    "delivery": "past deliveries, delivery attempts, payloads sent, failed webhook calls, sent payloads",
+    "webhook config": "webhook url, payload url, hook url, content type",
+    "template": "boilerplate, scaffold, starter, cookiecutter, skeleton",
+    "dispatch event": "custom event, external trigger, fire an event, send an event",
+    "workflow dispatch": "run manually, manual run, trigger workflow, start workflow",
+    "job": "steps, build job, build step",
+    "attempt": "retry number, previous try, earlier try, try number",
+    "public key": "encryption key, key to encrypt, sealed box",
+    "variable": "config value, config values, env var, env vars, setting value",
+    "secret": "api key, credential, password, private value, sensitive value",
+    "failed invitation": "bounced invites, invites that did not work, failed invites, broken invites",
+    "activity": "push history, who pushed, force push history",
+    "pull request associated with commit": "which pr introduced, pr for a commit, pr that added",
+    "webhook": "callback, callback url, http callback, notify my server, event subscription",
+    "collaborator": "people with access, who has access, contributor access",
+    "enterprise": "whole company, corporate account, all orgs, every org",
+    "member": "staff, employees, people in, belong to",
+    "team": "squad, group of people, department",
+    "milestone": "deadline, target date, sprint, goal",
+    "label": "tag, category, marker",
+    "assignee": "owner, responsible person, who is on it, assigned to",
+    "reaction": "emoji reaction, thumbs up, heart, upvote",
+    "comment": "remark, reply, response",
+    "commit": "revision, changeset, checkin",
+    "branch": "line of work, feature branch",
+    "tag": "version tag, git tag",
+    "release": "version, ship a version, launch",
+    "gist": "snippet, paste, pastebin",
+    "notification": "inbox, alerts, pings, unread",
+    "subscription": "watching, watch settings, notification settings",
+    "stargazer": "people who starred, fans",
+    "watcher": "people watching, subscribers",
+    "follower": "fans, audience",
+    "email": "mail, e mail, email address, mail address",
+    "ssh key": "public key, ssh",
+    "gpg key": "signing key, pgp, gpg",
+    "signing key": "key to sign commits, ssh signing",
+    "organization role": "custom role, org role",
+    "security advisory": "vulnerability disclosure, advisory draft",
+    "check suite": "all checks, ci suite, checks for a commit",
+    "status": "build badge, green check, red x, passing, failing, ci state",
+    "tree": "directory listing, file listing, whole layout",
+    "content": "file contents, source file, text of the file",
+    "log": "output, console output, build log",
+    "storage": "disk, disk space, space used",
+    "limit": "cap, maximum, ceiling",
+}
+
+__all__ = ["THESAURUS"]
