@@ -319,8 +319,10 @@ for _group in _SYNONYM_GROUPS:
 # several words or a word the catalog does not have is replaced by one token per word of the
 # term; a word the catalog has keeps itself and also reaches the term's words.
 _THES_WEIGHT = 0.7
+_THES_PHRASE_WEIGHT = 0.8  # for a phrase of several words, less ambiguous than one word
 _THES_MAX_WORDS = 6
-_THES_KEEP = True  # a phrase's own words stay in the query beside its tokens
+_THES_KEEP = True  # a phrase's own words stay in the query beside its tokens, weighing _THES_KEPT
+_THES_KEPT = 0.5
 _THES_WORD_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _THES_PHRASES: dict[str, list[tuple[tuple[str, ...], int]]] = {}  # first stem -> [(stems, term no.)]
 _THES_TERMS: list[list[dict[str, float]]] = []  # term no. -> per position {index stem: weight}
@@ -362,7 +364,7 @@ def _thes_build() -> None:
         pos: list[dict[str, float]] = [{} for _ in range(width)]
         for t in terms:
             for k, w in enumerate(t):
-                pos[k][w] = _THES_WEIGHT
+                pos[k][w] = _THES_WEIGHT if len(ps) == 1 else _THES_PHRASE_WEIGHT
         toks = []
         for k, d in enumerate(pos):
             tok = _thes_token(len(_THES_TOKEN))
@@ -529,6 +531,7 @@ class Index:
         self._del_index: dict[str, list[str]] | None = None  # built on the first typo
         self._thes_extra: dict[str, dict[str, float]] = {}  # this query's single words' API terms
         self._thes_verbs: dict[str, str] = {}  # of those, the ones whose term is a verb: "r"/"w"
+        self._thes_kept: set[str] = set()  # this query's words that are part of a thesaurus phrase
 
     @property
     def del_index(self) -> dict[str, list[str]]:
@@ -583,6 +586,7 @@ class Index:
         catalog has stays, its API terms go to self._thes_extra (for _expand)."""
         self._thes_extra = {}
         self._thes_verbs = {}
+        self._thes_kept = set()
         ms = list(_THES_WORD_RE.finditer(q))
         if not ms:
             return q
@@ -606,6 +610,7 @@ class Index:
                 else:
                     end = ms[i + n - 1].end()
                     out.append(q[last:end] if _THES_KEEP else q[last:ms[i].start()])
+                    self._thes_kept.update(st[i:i + n])
                     out.append(" " + _THES_TOKS[tn] + " ")
                     last = end
                     step = n
@@ -642,6 +647,7 @@ class Index:
 
         scale = 1.0
         tverbs = {**self._thes_verbs, **_THES_VERB} if self._thes_verbs else _THES_VERB
+        kept = self._thes_kept
         negated = {stem(x) for m in _NEGATION.finditer(q) for x in _TOKEN.findall(m.group(1))
                    if x not in _STOP} - _KEEP
 
@@ -671,6 +677,8 @@ class Index:
                     verbs += 1
                 if not self._intent and (w in _VERBS or w in _WRITE_OPS or w in _READ_Q or w in tverbs):
                     self._intent = "r" if w in _READ_Q else tverbs.get(w, "w")
+                if w in kept:
+                    wt *= _THES_KEPT  # a word of a phrase the thesaurus read: its term says more
                 if w in negated:
                     wt *= _NEG  # "close it without merging": not a merge
                 if raw in ("who", "whom"):
@@ -766,8 +774,13 @@ class Index:
         for k in range(nplain - 1):
             if qweights[k] < _PAIR_MIN or qweights[k + 1] < _PAIR_MIN:
                 continue
-            e1 = [t for t, wt in exps[k].items() if wt >= _PAIR_MIN]
-            e2 = [t for t, wt in exps[k + 1].items() if wt >= _PAIR_MIN]
+            # a thesaurus phrase's tokens pair as its API term's words ("machine key" -> deploy key)
+            t1, t2 = qwords[k] in _THES_TOKEN, qwords[k + 1] in _THES_TOKEN
+            if t1 != t2:
+                continue  # a phrase's own last word beside its term's first: no pair
+            m = 0.0 if t1 else _PAIR_MIN
+            e1 = [t for t, wt in exps[k].items() if wt >= m]
+            e2 = [t for t, wt in exps[k + 1].items() if wt >= m]
             ds: set[int] = set()
             for a in e1:
                 for b in e2:
