@@ -590,7 +590,9 @@ class Index:
         ms = list(_THES_WORD_RE.finditer(q))
         if not ms:
             return q
-        st = [stem(m.group(0).replace("'", "")) for m in ms]
+        # words inside values (owner/repo, notes.md, quoted text) are not the task's words
+        vals = [(v.start(), v.end()) for v in _VALUE.finditer(q)]
+        st = [("" if any(a <= m.start() < b for a, b in vals) else stem(m.group(0).replace("'", ""))) for m in ms]
         out: list[str] = []
         last = 0
         i = 0
