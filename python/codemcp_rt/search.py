@@ -750,7 +750,8 @@ class Index:
         plural = self._plural
         intent = self._intent
         tverbs = self._thes_verbs
-        if question or not (self._odd_verb or any(w in _VERBS or w in _THES_VERB or w in tverbs for w in qwords)):  # "teams in the org": a listing
+        if question or not (self._odd_verb or any(w in _VERBS or w in _THES_VERB or w in tverbs
+                                                  for w in qwords)):  # "teams in the org": a listing
             implicit = {"list": _IMPLICIT_WEIGHT * (1.0 if plural else _SINGULAR_LIST),
                         "get": _IMPLICIT_WEIGHT * (_PLURAL_GET if plural else 1.0)}
             exps.append({t: v for t, v in implicit.items() if t in self.postings})

@@ -140,8 +140,8 @@ THESAURUS: dict[str, str] = {
     "interaction restriction": "limit interactions, cooldown, cool down, cooling off, temporary block, "
                                "restrict who can comment, slow down, only collaborators can comment, "
                                "too heated, brigading, spam wave, raid, calm things down",
-    "seat": "copilot license, copilot licence, license for copilot, user license, billing seat, assigned users, who has access to copilot, copilot users, "
-            "who has copilot",
+    "seat": "copilot license, copilot licence, license for copilot, user license, billing seat, "
+            "assigned users, who has access to copilot, copilot users, who has copilot",
     "copilot": "ai assistant, ai pair programmer, code completion, autocomplete, ai completion",
     "metrics": "adoption, usage stats, usage numbers, engagement",
     "billing": "cost, costs, spend, spending, invoice, charges, how much we pay, bill, paying",

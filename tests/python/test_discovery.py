@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import unittest
 
 from support import RuntimeTest, sdk_source
@@ -172,6 +173,88 @@ class Intent(unittest.TestCase):
         idx = self.index({"gh_pulls_get": "Get a pull request"})
         weights = dict(idx._query("close my pull request")[0])
         self.assertLess(weights[search.stem("my")], 1.0)
+
+
+class Thesaurus(unittest.TestCase):
+    """Everyday words for the catalog's API terms (codemcp_rt.thesaurus, read by search.py):
+    a phrase adds its term below an exact word, longer phrases first, and stays fast."""
+
+    FUNCS = {"gh_actions_disable_workflow": "Disable a workflow", "gh_actions_get_workflow": "Get a workflow",
+             "gh_actions_enable_workflow": "Enable a workflow",
+             "gh_repos_redeliver_webhook_delivery": "Redeliver a delivery for a repository webhook",
+             "gh_repos_get_webhook_delivery": "Get a delivery for a repository webhook",
+             "gh_repos_create_deploy_key": "Create a deploy key", "gh_repos_create_webhook": "Create a webhook",
+             "gh_issues_list_events_for_timeline": "List timeline events for an issue",
+             "gh_issues_get": "Get an issue",
+             "gh_copilot_list_copilot_seats": "List all Copilot seat assignments for an organization",
+             "gh_repos_list_collaborators": "List repository collaborators"}
+
+    def index(self, extra: dict[str, str] | None = None) -> "search.Index":
+        return Intent.index(dict(self.FUNCS, **(extra or {})))
+
+    def test_a_phrase_maps_to_the_api_term(self) -> None:
+        idx = self.index()
+        for q, want in (("pause the nightly workflow", "gh_actions_disable_workflow"),
+                        ("resend the webhook delivery", "gh_repos_redeliver_webhook_delivery"),
+                        ("add a machine key to the repo", "gh_repos_create_deploy_key"),
+                        ("show the history of issue 5", "gh_issues_list_events_for_timeline")):
+            self.assertEqual(Intent.ranked(idx, q)[0], want, q)
+        # an everyday verb that stands for a changing verb of the catalog is a verb: no listing
+        idx._query("pause the nightly workflow")
+        self.assertEqual(idx._intent, "w")
+
+    def test_an_exact_word_outranks_its_expansion(self) -> None:
+        # "pause" stands for disable, but a function that says "pause" itself comes first
+        idx = self.index({"gh_actions_pause_workflow": "Pause a workflow"})
+        idx._query("pause the nightly workflow")
+        exp = idx._expand(search.stem("pause"))
+        self.assertEqual(exp[search.stem("pause")], 1.0)
+        self.assertLess(exp[search.stem("disable")], 1.0)
+        self.assertEqual(Intent.ranked(idx, "pause the nightly workflow")[:2],
+                         ["gh_actions_pause_workflow", "gh_actions_disable_workflow"])
+        # the API's own word ranks its function first as before
+        self.assertEqual(Intent.ranked(idx, "disable the nightly workflow")[0], "gh_actions_disable_workflow")
+
+    def test_longer_phrases_match_first(self) -> None:
+        idx = self.index()
+        # "who has access to copilot" (seats) is matched before "who has access" (collaborators)
+        toks = [t for t in idx._thesaurus("who has access to copilot in the org").split() if t in search._THES_TOKEN]
+        terms = set().union(*(search._THES_TOKEN[t] for t in toks)) if toks else set()
+        self.assertIn(search.stem("seat"), terms)
+        self.assertNotIn(search.stem("collaborator"), terms)
+        self.assertEqual(Intent.ranked(idx, "who has access to copilot in the org")[0], "gh_copilot_list_copilot_seats")
+        self.assertEqual(Intent.ranked(idx, "who has access to the repo")[0], "gh_repos_list_collaborators")
+
+    def test_values_are_not_read_as_phrases(self) -> None:
+        idx = self.index()
+        # quoted text is a value, not the task's words; outside quotes the phrase is read
+        self.assertEqual(idx._thesaurus('show "build machine" now'), 'show "build machine" now')
+        self.assertNotEqual(idx._thesaurus("show the build machine now"), "show the build machine now")
+        self.assertFalse(any(t in idx.postings for t in search._THES_TOKEN))  # tokens are never index words
+
+    def test_search_stays_fast_with_the_thesaurus(self) -> None:
+        # ~1,300 functions named from the thesaurus's own API terms, queried by its phrases
+        from codemcp_rt.thesaurus import THESAURUS
+        verbs = ["get", "list", "create", "update", "delete", "set"]
+        docs: dict[str, str] = {}
+        for k, term in enumerate(THESAURUS):
+            for v in verbs:
+                name = "gh_%s_%s_%d" % (v, term.replace(" ", "_"), k)
+                docs[name] = "%s %s number %d" % (v, term, k)
+        idx = Intent.index(docs)
+        self.assertGreater(len(idx.names), 1200)
+        phrases = [says.split(",")[0].strip() for says in list(THESAURUS.values())[:120]]
+        queries = ["list the %s" % p for p in phrases]
+        lat, hits = [], 0
+        for q in queries:
+            t = time.perf_counter()
+            got = idx.search(q, 10)
+            lat.append(time.perf_counter() - t)
+            hits += any(idx.names[d].startswith("gh_list_") for d in got[:3])
+        lat.sort()
+        self.assertLess(lat[len(lat) // 2], 0.05)  # generous: the bench measures well under 2 ms
+        self.assertGreater(hits, len(queries) // 2)
+        self.assertTrue(search._THES_TOKEN)  # the phrases were read through the thesaurus
 
 
 class Search(RuntimeTest):
