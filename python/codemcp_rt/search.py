@@ -43,6 +43,7 @@ import math
 import re
 from typing import Any
 
+from codemcp_rt import thesaurus as _thesaurus
 from codemcp_rt.stem import stem as _porter
 
 # -- words -----------------------------------------------------------------------------
@@ -315,71 +316,21 @@ for _group in _SYNONYM_GROUPS:
 
 # codemcp_rt.thesaurus maps an API term (words of function names: "disable", "deploy key") to
 # the ways a person says it ("pause", "machine key"). A phrase of it in a query stands for the
-# API term's words at _THES_WEIGHT (below an exact word's 1.0 and a synonym's): a phrase of
-# several words or a word the catalog does not have is replaced by one token per word of the
-# term; a word the catalog has keeps itself and also reaches the term's words.
+# API term's words, below an exact word's 1.0: a phrase of several words keeps its words (at
+# _THES_KEPT) and gains one token per word of the term (at _THES_PHRASE_WEIGHT; the tokens pair
+# like the term's words); a single word reaches the term's words at _THES_WEIGHT. An everyday
+# verb whose term is a verb of the catalog is a verb (intent, no implicit listing).
 _THES_WEIGHT = 0.7
-_THES_PHRASE_WEIGHT = 0.8  # for a phrase of several words, less ambiguous than one word
-_THES_MAX_WORDS = 6
-_THES_KEEP = True  # a phrase's own words stay in the query beside its tokens, weighing _THES_KEPT
+_THES_PHRASE_WEIGHT = 0.8  # a phrase of several words is less ambiguous than one word
 _THES_KEPT = 0.5
 _THES_WORD_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-_THES_PHRASES: dict[str, list[tuple[tuple[str, ...], int]]] = {}  # first stem -> [(stems, term no.)]
-_THES_TERMS: list[list[dict[str, float]]] = []  # term no. -> per position {index stem: weight}
-_THES_TOKEN: dict[str, dict[str, float]] = {}  # token -> {index stem: weight}
-_THES_VERB: dict[str, str] = {}  # token -> "r"/"w" when the term is a verb of the catalog
-_THES_TOKS: list[str] = []  # term no. -> its tokens, space-separated
-_THES_ALPHA = "bcdfghjklmnpqrtvwxz"  # tokens are consonants only: Porter leaves them alone
-
-
-def _thes_stems(text: str) -> tuple[str, ...]:
-    return tuple(stem(w.replace("'", "")) for w in _THES_WORD_RE.findall(text.lower()))
-
-
-def _thes_token(n: int) -> str:
-    out = "zq"
-    while True:
-        out += _THES_ALPHA[n % len(_THES_ALPHA)]
-        n //= len(_THES_ALPHA)
-        if not n:
-            return out + "x"
-
-
-def _thes_build() -> None:
-    from codemcp_rt.thesaurus import THESAURUS
-
-    by_phrase: dict[tuple[str, ...], list[list[str]]] = {}
-    for term, says in THESAURUS.items():
-        tstems = [s for s in _thes_stems(term) if s]
-        for say in says.split(","):
-            ps = _thes_stems(say)
-            # a phrase that already says one of the term's words ("assigned to" for assignee)
-            # is the API's own vocabulary: the exact match covers it
-            if ps and len(ps) <= _THES_MAX_WORDS and not any(
-                    p == t or (min(len(p), len(t)) >= 4 and (p.startswith(t) or t.startswith(p)))
-                    for p in ps for t in tstems):
-                by_phrase.setdefault(ps, []).append(tstems)
-    for ps, terms in by_phrase.items():
-        width = max(len(t) for t in terms)
-        pos: list[dict[str, float]] = [{} for _ in range(width)]
-        for t in terms:
-            for k, w in enumerate(t):
-                pos[k][w] = _THES_WEIGHT if len(ps) == 1 else _THES_PHRASE_WEIGHT
-        toks = []
-        for k, d in enumerate(pos):
-            tok = _thes_token(len(_THES_TOKEN))
-            _THES_TOKEN[tok] = d
-            toks.append(tok)
-            if k == 0 and any(w in _WRITE_OPS or w in _READ_OPS for w in d):
-                _THES_VERB[tok] = "w" if any(w in _WRITE_OPS for w in d) else "r"
-        _THES_PHRASES.setdefault(ps[0], []).append((ps, len(_THES_TERMS)))
-        _THES_TERMS.append(pos)
-        _THES_TOKS.append(" ".join(toks))
-    for lst in _THES_PHRASES.values():
-        lst.sort(key=lambda e: -len(e[0]))  # longer phrases first
-
-
-_thes_build()
+_THES = _thesaurus.compile_table(stem, _THES_WEIGHT, _THES_PHRASE_WEIGHT,
+                                 lambda w: "w" if w in _WRITE_OPS else "r" if w in _READ_OPS else "")
+_THES_PHRASES = _THES.phrases  # first stem -> [(stems, term no.)], longer first
+_THES_TERMS = _THES.terms  # term no. -> per word of the term {index stem: weight}
+_THES_TOKS = _THES.toks  # term no. -> its tokens, space-separated
+_THES_TOKEN = _THES.token  # token -> {index stem: weight}
+_THES_VERB = _THES.verb  # token -> "r"/"w" when its term is a verb of the catalog
 
 
 # -- values in a query -------------------------------------------------------------------------
@@ -611,7 +562,7 @@ class Index:
                         self._thes_verbs[st[i]] = kind
                 else:
                     end = ms[i + n - 1].end()
-                    out.append(q[last:end] if _THES_KEEP else q[last:ms[i].start()])
+                    out.append(q[last:end])
                     self._thes_kept.update(st[i:i + n])
                     out.append(" " + _THES_TOKS[tn] + " ")
                     last = end

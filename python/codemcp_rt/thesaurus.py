@@ -17,11 +17,15 @@ nothing here names a repository, a user or a task.
 Format: API term (words of the catalog's function names; several words = a compound that the
 API names together) -> the everyday words and phrases that mean it, comma-separated. A phrase is
 matched on whole words, a word in any inflection (Porter stems), longer phrases first.
-search.py reads THESAURUS; it adds the API term to a query with a weight below an exact match,
-so a query that already uses the API's word ranks as before.
+search.py reads it through compile_table(); it adds the API term to a query with a weight below
+an exact match, so a query that already uses the API's word ranks as before. This file owns the
+table and its compiled form; it ranks nothing (search.py does).
 """
 
 from __future__ import annotations
+
+import re
+from typing import Callable, NamedTuple
 
 THESAURUS: dict[str, str] = {
     # -- verbs that start function names ------------------------------------------------------
@@ -350,4 +354,67 @@ THESAURUS: dict[str, str] = {
     "node": "entity node, graph node",
 }
 
-__all__ = ["THESAURUS"]
+MAX_WORDS = 6  # a longer phrase is not kept
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_ALPHA = "bcdfghjklmnpqrtvwxz"  # tokens are consonants only: Porter leaves them alone
+
+
+class Table(NamedTuple):
+    phrases: dict[str, list[tuple[tuple[str, ...], int]]]  # first stem -> [(stems, term no.)]
+    terms: list[list[dict[str, float]]]  # term no. -> per word of the term {index stem: weight}
+    toks: list[str]  # term no. -> its tokens, space-separated
+    token: dict[str, dict[str, float]]  # token -> {index stem: weight}
+    verb: dict[str, str]  # token -> "r"/"w" when the term's first word is a verb of the catalog
+
+
+def _stems(stem: Callable[[str], str], text: str) -> tuple[str, ...]:
+    return tuple(stem(w.replace("'", "")) for w in _WORD.findall(text.lower()))
+
+
+def _token(n: int) -> str:
+    out = "zq"
+    while True:
+        out += _ALPHA[n % len(_ALPHA)]
+        n //= len(_ALPHA)
+        if not n:
+            return out + "x"
+
+
+def compile_table(stem: Callable[[str], str], word_weight: float, phrase_weight: float,
+                  verb_kind: Callable[[str], str]) -> Table:
+    """THESAURUS as lookup tables: every everyday phrase by its first stem, the weighted stems
+    of its API terms per word position, and one token (a word no catalog has) per position."""
+    by_phrase: dict[tuple[str, ...], list[list[str]]] = {}
+    for term, says in THESAURUS.items():
+        tstems = [s for s in _stems(stem, term) if s]
+        for say in says.split(","):
+            ps = _stems(stem, say)
+            # a phrase that already says one of the term's words ("assigned to" for assignee)
+            # is the API's own vocabulary: the exact match covers it
+            if ps and len(ps) <= MAX_WORDS and not any(
+                    p == t or (min(len(p), len(t)) >= 4 and (p.startswith(t) or t.startswith(p)))
+                    for p in ps for t in tstems):
+                by_phrase.setdefault(ps, []).append(tstems)
+    table = Table({}, [], [], {}, {})
+    for ps, terms in by_phrase.items():
+        pos: list[dict[str, float]] = [{} for _ in range(max(len(t) for t in terms))]
+        for t in terms:
+            for k, w in enumerate(t):
+                pos[k][w] = word_weight if len(ps) == 1 else phrase_weight
+        toks = []
+        for k, d in enumerate(pos):
+            tok = _token(len(table.token))
+            table.token[tok] = d
+            toks.append(tok)
+            kinds = {verb_kind(w) for w in d} if k == 0 else set()
+            if kinds - {""}:
+                table.verb[tok] = "w" if "w" in kinds else "r"
+        table.phrases.setdefault(ps[0], []).append((ps, len(table.terms)))
+        table.terms.append(pos)
+        table.toks.append(" ".join(toks))
+    for lst in table.phrases.values():
+        lst.sort(key=lambda e: -len(e[0]))  # longer phrases first
+    return table
+
+
+__all__ = ["THESAURUS", "Table", "compile_table"]
