@@ -70,7 +70,7 @@ THESAURUS: dict[str, str] = {
     "update branch": "bring up to date, rebase, catch up with base, sync with main, sync with base, "
                      "pull in latest main, update with base",
     "archive": "mothball, retire, make read only, read only, shelve, sunset, deprecate, put away",
-    "block": "ban, mute, shut out, stop someone",
+    "block": "ban, mute user, shut out, stop someone",
     "unblock": "unban, lift ban, unmute, let back",
     "assign": "give to, hand to, put on, make responsible, responsible for, owner of, take on",
     "unassign": "take off, drop from, no longer responsible",
@@ -191,7 +191,7 @@ THESAURUS: dict[str, str] = {
     "language": "tech stack, written in, programming language",
     "readme": "intro doc, front page, project description, landing doc",
     "blob": "raw file content, binary object, raw bytes, file object",
-    "ref": "pointer, branch pointer, head, refs",
+    "ref": "pointer, branch pointer, head, refs, branch",
     "annotation": "warnings, lint errors, inline errors, error lines",
     "check run": "ci result, test result, build status, ci check, test run",
     "combined status": "overall status, overall state, all statuses",
@@ -352,6 +352,20 @@ THESAURUS: dict[str, str] = {
     "observation": "fact, note about, detail about",
     "relation": "relationship, link between, connection between",
     "node": "entity node, graph node",
+    # -- third walk: compounds of two name words ------------------------------------------------
+    "thread subscription": "mute, mute the thread, ignore thread, unsubscribe from thread, stop notifications",
+    "access restriction": "who can push, push access, limit who can push, restrict pushes, push allowance",
+    "review protection": "required approvals, required reviewers, number of approvals, dismiss stale reviews, "
+                         "code owner reviews, approvals required",
+    "runner application": "runner binary, runner download, download the runner, agent binary, runner package",
+    "remove token": "token to remove a runner, deregister a runner, unregister",
+    "stargazer count": "how many stars, star count, number of stars",
+    "installation request": "requests to install, install requests, pending installs",
+    "org membership": "my membership, membership status, am i a member",
+    "artifact retention": "how long artifacts are kept, artifact expiry, keep artifacts",
+    "cache usage": "cache size, how big is the cache, space used by caches",
+    "workflow usage": "billable minutes, billable time, how long it ran, runtime, duration",
+    "commit activity": "commits per week, weekly commits, commit graph",
 }
 
 MAX_WORDS = 6  # a longer phrase is not kept
