@@ -3,7 +3,8 @@
 A query is a task in a person's words ("who starred octocat/hello-world?"); a document is
 one SDK function with its fields. Ranking, measured on the query sets of tests/data/catalog
 (bench/catalog.mjs, bench/catalog_rank.py; tuned on queries.json, tuning.json and
-heldout.json..heldout3.json; heldout4.json, written before the third pass, is never tuned on):
+heldout.json..heldout3.json; heldout4.json, written before the third pass, is never tuned on;
+the fourth pass's thesaurus was written from the catalog, not from any set):
 
 * words: snake_case, camelCase, kebab-case and digit runs split, stop words dropped, Porter
   stems (codemcp_rt.stem), so "invitation"/"invite" and "reviewers"/"review" meet;
@@ -16,6 +17,11 @@ heldout.json..heldout3.json; heldout4.json, written before the third pass, is ne
   repository, ...), longer words it starts ("notif" -> notification) and, for an unknown
   word, its one-typo neighbours; values in the query (owner/repo, file.txt, numbers, quoted
   text) count little, but a file name hints at files and a "who" question at people;
+* the thesaurus (codemcp_rt.thesaurus, made by walking the catalog's own name vocabulary and
+  writing down how people say each verb and noun): "pause" reaches disable, "resend" redeliver,
+  "machine key" deploy key, "leaked credentials" secret scanning; its words weigh less than an
+  exact match (0.7 for a word, 0.8 for a phrase, the phrase's own words kept at half), longer
+  phrases first, words inside values never;
 * a function whose name has words the query does not mention, or that matches few of the
   query's words, is ranked lower ("create an issue" prefers issues_create to
   issues_create_comment); a query without a verb asks for a listing;

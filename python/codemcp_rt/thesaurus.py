@@ -366,6 +366,14 @@ THESAURUS: dict[str, str] = {
     "cache usage": "cache size, how big is the cache, space used by caches",
     "workflow usage": "billable minutes, billable time, how long it ran, runtime, duration",
     "commit activity": "commits per week, weekly commits, commit graph",
+    # -- fourth walk: functions none of whose name words had an entry yet -----------------------
+    "git": "low level, raw git, git object, git objects, plumbing, object database",
+    "parent": "parent issue, which issue is this under, the epic it belongs to, belongs under",
+    "manifest": "app manifest, app from a config, app from config",
+    "slug": "short name, url name, url friendly name",
+    "pre flight": "preflight, before creating, check before creating",
+    "fine grained permission": "granular permissions, fine grained permissions, detailed permissions",
+    "matching ref": "refs starting with, refs matching, refs with prefix, branches starting with",
 }
 
 MAX_WORDS = 6  # a longer phrase is not kept
