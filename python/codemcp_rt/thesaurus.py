@@ -345,7 +345,7 @@ THESAURUS: dict[str, str] = {
     "subscriber update": "resource updates, update notifications",
     "tiny image": "small image, little picture, sample image",
     "multiple files": "several files, many files, batch of files, a few files",
-    "directory with sizes": "folder sizes, how big are the files, file sizes, disk usage",
+    "directory sizes": "folder sizes, how big are the files, file sizes, disk usage",
     "allowed directory": "which folders can, accessible folders, permitted folders, sandbox folders",
     "media file": "image file, audio file, picture file, binary file",
     "entity": "concept, person in memory",
@@ -374,6 +374,13 @@ THESAURUS: dict[str, str] = {
     "pre flight": "preflight, before creating, check before creating",
     "fine grained permission": "granular permissions, fine grained permissions, detailed permissions",
     "matching ref": "refs starting with, refs matching, refs with prefix, branches starting with",
+    # -- fifth walk: the API's areas (first words of names) not covered yet ---------------------
+    "code quality": "code smells, maintainability, tech debt, code health, lint issues, quality issues",
+    "credential revoke": "revoke leaked tokens, kill leaked tokens, invalidate leaked credentials",
+    "copilot space": "knowledge space, shared context for copilot, copilot context, copilot knowledge",
+    "enterprise team": "company wide team, cross org team, team across orgs",
+    "api root": "list of endpoints, entry point, api index, discover the api",
+    "dependency diff": "dependency changes, what dependencies changed, new dependencies",
 }
 
 MAX_WORDS = 6  # a longer phrase is not kept
