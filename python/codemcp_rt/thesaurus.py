@@ -44,7 +44,7 @@ THESAURUS: dict[str, str] = {
                "mark as not an issue, false positive, won't fix, ignore alert",
     "revoke": "invalidate, withdraw, take away, rescind, deauthorize, kill token, pull access, "
               "cut off access, void",
-    "restore": "undelete, bring back, recover, undo delete, get back, resurrect, put back",
+    "restore": "undelete, bring back, recover, undo delete, resurrect, put back",
     "suspend": "put on ice, temporarily block, temporarily disable",
     "unsuspend": "reinstate, unfreeze, thaw, lift suspension",
     "lock": "freeze conversation, close to comments, stop comments, no more comments, lock down, "
@@ -59,21 +59,21 @@ THESAURUS: dict[str, str] = {
     "test": "try out, check it works, sanity check, verify works",
     "simulate": "dry run, what would happen, rehearse, try without applying",
     "render": "to html, convert markdown, show as html, markdown to html",
-    "approve": "sign off, lgtm, looks good, green light, go ahead, okay, ok, give approval, "
-               "let it run, allow to run",
-    "decline": "turn down, refuse, say no, reject, pass on",
-    "accept": "agree, say yes, take up, confirm invite",
+    "approve": "sign off, lgtm, looks good, green light, go ahead, give approval, let it run, "
+               "allow to run",
+    "decline": "turn down, refuse, say no, reject",
+    "accept": "agree, say yes, confirm invite",
     "submit": "send off, finish review, post review, hand in, file the review",
-    "merge": "land, squash, fold in, bring in",
+    "merge": "land, squash, fold in",
     "merge upstream": "sync fork, sync with upstream, catch up with upstream, pull in upstream changes, "
                       "update from upstream, bring fork up to date, upstream changes",
     "update branch": "bring up to date, rebase, catch up with base, sync with main, sync with base, "
                      "pull in latest main, update with base",
-    "archive": "mothball, retire, make read only, read only, shelve, sunset, deprecate, put away",
+    "archive": "mothball, retire, make read only, read only, shelve, sunset, deprecate",
     "block": "ban, mute user, shut out, stop someone",
     "unblock": "unban, lift ban, unmute, let back",
-    "assign": "give to, hand to, put on, make responsible, responsible for, take on",
-    "unassign": "take off, drop from, no longer responsible",
+    "assign": "hand to, make responsible, responsible for",
+    "unassign": "drop from, no longer responsible",
     "request reviewer": "ask for review, ask to review, get a review, want a review, tag a reviewer, "
                         "review request, review from, needs review",
     "reprioritize": "reorder, move up, move down, change priority, prioritize, rearrange, bump up",
@@ -81,14 +81,14 @@ THESAURUS: dict[str, str] = {
     "replace": "overwrite, swap, set all, replace all, redo all",
     "upload": "attach file, add binary, put file, push file, attach binary, add asset",
     "download": "save locally, pull down, save a copy, grab, get the zip, get the tarball",
-    "export": "dump, backup, back up, take out, extract",
+    "export": "dump, backup, back up, extract",
     "generate": "auto write, write up, compose automatically, autogenerate",
     "reset": "regenerate, rotate, refresh, renew, reissue, cycle",
     "scope": "narrow down, restrict to, limit to fewer, downscope",
     "check": "whether, verify, confirm, find out whether, test if, see if",
     "force cancel": "force stop, hard stop, kill it now, forcefully, stuck run, won't cancel",
     "dispatch": "fire, launch, run manually, manual run, on demand, start manually",
-    "toggle": "flip, switch",
+    "toggle": "flip",
     "publish": "go live, make public, announce, put out",
     "star": "like, favorite, favourite, bookmark, upvote",
     "unstar": "unlike, unfavorite, unfavourite, remove bookmark",
@@ -213,7 +213,6 @@ THESAURUS: dict[str, str] = {
     "migration": "import repo, move from, bring over, moving repositories, data export",
     "package": "docker image, container image, npm package, maven, nuget, gem, library",
     "package version": "old versions, image tags, published versions",
-    "docker": "",
     "project": "board, kanban, project board, roadmap, tracker, backlog, sprint board",
     "item": "card, row, ticket on the board",
     "field": "column, custom field, attribute",
@@ -236,7 +235,7 @@ THESAURUS: dict[str, str] = {
     "route": "routes, most called",
     "actor": "caller, who made calls",
     "campaign": "security campaign, remediation, fix drive, cleanup push",
-    "classroom": "students, teacher, course, class, school",
+    "classroom": "students, teacher, course, school",
     "grade": "grades, score",
     "code security configuration": "security preset, security defaults, security settings, security policy",
     "private registry": "package registry credentials, artifactory, private feed, internal registry",
@@ -409,6 +408,15 @@ def _token(n: int) -> str:
             return out + "x"
 
 
+def _inflection(a: str, b: str) -> bool:
+    """Whether two stems are one word's forms (assign/assigne, deploy/deploi), not two words
+    (rule/ruleset)."""
+    if a == b:
+        return True
+    short, long_ = sorted((a, b), key=len)
+    return len(short) >= 4 and len(long_) - len(short) <= 2 and long_.startswith(short[:-1])
+
+
 def compile_table(stem: Callable[[str], str], word_weight: float, phrase_weight: float,
                   verb_kind: Callable[[str], str]) -> Table:
     """THESAURUS as lookup tables: every everyday phrase by its first stem, the weighted stems
@@ -418,11 +426,9 @@ def compile_table(stem: Callable[[str], str], word_weight: float, phrase_weight:
         tstems = [s for s in _stems(stem, term) if s]
         for say in says.split(","):
             ps = _stems(stem, say)
-            # a phrase that already says one of the term's words ("assigned to" for assignee)
-            # is the API's own vocabulary: the exact match covers it
-            if ps and len(ps) <= MAX_WORDS and not any(
-                    p == t or (min(len(p), len(t)) >= 4 and (p.startswith(t) or t.startswith(p)))
-                    for p in ps for t in tstems):
+            # a phrase that already says one of the term's words in some inflection ("assigned
+            # to" for assignee) is the API's own vocabulary: the exact match covers it
+            if ps and len(ps) <= MAX_WORDS and not any(_inflection(p, t) for p in ps for t in tstems):
                 by_phrase.setdefault(ps, []).append(tstems)
     table = Table({}, [], [], {}, {})
     for ps, terms in by_phrase.items():
