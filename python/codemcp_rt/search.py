@@ -558,7 +558,12 @@ class Index:
             for ps, tn in _THES_PHRASES.get(st[i], ()):
                 n = len(ps)
                 if tuple(st[i:i + n]) != ps:
-                    continue
+                    # a phrasal verb with its object in between ("shut the runner down")
+                    if n != 2 or ps[1] not in _SPLIT_PARTICLES:
+                        continue
+                    n = next((j - i + 1 for j in range(i + 2, min(i + 5, len(st))) if st[j] == ps[1]), 0)
+                    if not n:
+                        continue
                 if n == 1:
                     extra = self._thes_extra.setdefault(st[i], {})
                     for d in _THES_TERMS[tn]:
@@ -569,7 +574,7 @@ class Index:
                 else:
                     end = ms[i + n - 1].end()
                     out.append(q[last:end])
-                    self._thes_kept.update(st[i:i + n])
+                    self._thes_kept.update(ps)
                     out.append(" " + _THES_TOKS[tn] + " ")
                     last = end
                     step = n

@@ -197,7 +197,8 @@ class Thesaurus(unittest.TestCase):
         for q, want in (("pause the nightly workflow", "gh_actions_disable_workflow"),
                         ("resend the webhook delivery", "gh_repos_redeliver_webhook_delivery"),
                         ("add a machine key to the repo", "gh_repos_create_deploy_key"),
-                        ("show the history of issue 5", "gh_issues_list_events_for_timeline")):
+                        ("show the history of issue 5", "gh_issues_list_events_for_timeline"),
+                        ("shut the nightly workflow off", "gh_actions_disable_workflow")):  # split phrase
             self.assertEqual(Intent.ranked(idx, q)[0], want, q)
         # an everyday verb that stands for a changing verb of the catalog is a verb: no listing
         idx._query("pause the nightly workflow")
