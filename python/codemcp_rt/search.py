@@ -17,11 +17,8 @@ the fourth pass's thesaurus was written from the catalog, not from any set):
   repository, ...), longer words it starts ("notif" -> notification) and, for an unknown
   word, its one-typo neighbours; values in the query (owner/repo, file.txt, numbers, quoted
   text) count little, but a file name hints at files and a "who" question at people;
-* the thesaurus (codemcp_rt.thesaurus, made by walking the catalog's own name vocabulary and
-  writing down how people say each verb and noun): "pause" reaches disable, "resend" redeliver,
-  "machine key" deploy key, "leaked credentials" secret scanning; its words weigh less than an
-  exact match (0.7 for a word, 0.8 for a phrase, the phrase's own words kept at half), longer
-  phrases first, words inside values never;
+* a thesaurus (codemcp_rt.thesaurus, how people say the catalog's own verbs and nouns): "pause"
+  reaches disable, "machine key" deploy key, below an exact match, longer phrases first;
 * a function whose name has words the query does not mention, or that matches few of the
   query's words, is ranked lower ("create an issue" prefers issues_create to
   issues_create_comment); a query without a verb asks for a listing;
@@ -320,12 +317,9 @@ for _group in _SYNONYM_GROUPS:
 
 # -- the thesaurus: everyday words for the catalog's own vocabulary -----------------------------
 
-# codemcp_rt.thesaurus maps an API term (words of function names: "disable", "deploy key") to
-# the ways a person says it ("pause", "machine key"). A phrase of it in a query stands for the
-# API term's words, below an exact word's 1.0: a phrase of several words keeps its words (at
-# _THES_KEPT) and gains one token per word of the term (at _THES_PHRASE_WEIGHT; the tokens pair
-# like the term's words); a single word reaches the term's words at _THES_WEIGHT. An everyday
-# verb whose term is a verb of the catalog is a verb (intent, no implicit listing).
+# A phrase of several words keeps its words (at _THES_KEPT) and gains one token per word of its
+# API term (at _THES_PHRASE_WEIGHT; tokens pair like the term's words); a single word reaches the
+# term's words at _THES_WEIGHT; an everyday verb whose term is a catalog verb is a verb.
 _THES_WEIGHT = 0.7
 _THES_PHRASE_WEIGHT = 0.8  # a phrase of several words is less ambiguous than one word
 _THES_KEPT = 0.5
@@ -539,8 +533,8 @@ class Index:
         return out
 
     def _thesaurus(self, q: str) -> str:
-        """``q`` with the thesaurus's phrases replaced by their tokens; a single word the
-        catalog has stays, its API terms go to self._thes_extra (for _expand)."""
+        """``q`` with each phrase of several words followed by its term's tokens (its words to
+        _thes_kept); a single word's terms go to _thes_extra (for _expand), a verb's kind to _thes_verbs."""
         self._thes_extra = {}
         self._thes_verbs = {}
         self._thes_kept = set()
@@ -549,7 +543,12 @@ class Index:
             return q
         # words inside values (owner/repo, notes.md, quoted text) are not the task's words
         vals = [(v.start(), v.end()) for v in _VALUE.finditer(q)]
-        st = [("" if any(a <= m.start() < b for a, b in vals) else stem(m.group(0).replace("'", ""))) for m in ms]
+        st: list[str] = []
+        k = 0
+        for m in ms:  # both in order
+            while k < len(vals) and vals[k][1] <= m.start():
+                k += 1
+            st.append("" if k < len(vals) and vals[k][0] <= m.start() else stem(m.group(0).replace("'", "")))
         out: list[str] = []
         last = 0
         i = 0
