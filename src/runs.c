@@ -70,7 +70,7 @@ struct run {
     /* the input relay */
     json_t *arguments;   /* of the execute_python request, for matching a retry */
     json_t *client_caps; /* the 2026 client's capabilities (NULL: a 2025 client, no relay) */
-    char principal[64];  /* who asked (namespaces.h ns_asker) */
+    char principal[64];  /* who asked (namespaces.h ns_asker), while awaiting */
     int awaiting;        /* answered input_required; waiting for the retry */
     char input_state[48];
     int64_t time_left; /* of the run's deadline, while awaiting */
@@ -494,7 +494,6 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
     r->reset = json_is_true(reset);
     r->arguments = json_incref(arguments);
     r->client_caps = json_is_object(client_caps) ? json_incref(client_caps) : NULL;
-    snprintf(r->principal, sizeof(r->principal), "%s", ns_asker(session_id, home));
     if (allow) {
         json_decref(r->allow_mutations);
         r->allow_mutations = json_incref(allow);
@@ -620,6 +619,7 @@ int run_on_input_required(const char *run_id, json_t *result)
     if (!client_can_answer(r->client_caps, requests) || mint_state(r->input_state) < 0)
         return 0;
     r->awaiting = 1;
+    snprintf(r->principal, sizeof(r->principal), "%s", ns_asker(r->session_id, r->home));
     int64_t now = now_ms();
     r->time_left = r->deadline_at > now ? r->deadline_at - now : 1;
     lp_timer_stop(&r->deadline);
