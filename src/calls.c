@@ -2,9 +2,12 @@
  *
  * A call's life: checked (refused with kind "denied" / "not_found", or a dry-run stub) →
  * routed with up_call_tool → answered when the upstream answers, times out, or the run ends
- * (calls_cancel_run). A write's result carries _meta.codemcp.mutation for the worker's
- * mutation report. Learning a result's shape (shapes.c) happens after the answer is queued,
- * so it never delays the call. */
+ * (calls_cancel_run). An answer that asks for input (2026-07-28 InputRequiredResult) is either
+ * relayed by the run to its client, the call waiting (no upstream request open) until
+ * calls_resume sends it again with the client's inputResponses and the server's requestState,
+ * or fails with kind "input_required". A write's result carries _meta.codemcp.mutation for the
+ * worker's mutation report. Learning a result's shape (shapes.c) happens after the answer is
+ * queued, so it never delays the call. */
 #include "calls.h"
 #include "catalog.h"
 #include "jsonrpc.h"
@@ -27,6 +30,9 @@ struct call {
     json_t *id;
     char *run_id;
     char *server, *tool, *fn;
+    json_t *args;          /* for a retry after input */
+    json_t *request_state; /* the server's, while waiting for input (may be NULL) */
+    int waiting;           /* relayed input_required: waiting for calls_resume */
     int mutation;
     uint64_t up_handle;
     int64_t started_ms;
@@ -44,6 +50,8 @@ void calls_set_hooks(const struct calls_hooks *h)
 static void call_free(struct call *call)
 {
     json_decref(call->id);
+    json_decref(call->args);
+    json_decref(call->request_state);
     free(call->run_id);
     free(call->server);
     free(call->tool);
@@ -89,6 +97,14 @@ static json_t *mark_mutation(json_t *result, int dry_run)
 static void on_upstream_result(void *ud, json_t *result, const struct up_error *err)
 {
     struct call *call = ud;
+    if (err && err->input_required && hooks.input_required &&
+        hooks.input_required(call->run_id, err->input_required)) {
+        json_t *rs = json_object_get(err->input_required, "requestState");
+        call->request_state = json_is_string(rs) ? json_incref(rs) : NULL;
+        call->waiting = 1;
+        call->up_handle = 0;
+        return; /* stays listed: answered after calls_resume, or cancelled with the run */
+    }
     LIST_UNLINK(&calls, call);
     int64_t elapsed = now_ms() - call->started_ms;
     call_done(call->run_id);
@@ -211,6 +227,7 @@ void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
     call->server = xstrdup(server);
     call->tool = xstrdup(tool);
     call->fn = xstrdup(fn);
+    call->args = args ? json_incref(args) : NULL;
     call->mutation = mutation;
     call->started_ms = t0;
     struct up_error err = {0};
@@ -222,6 +239,34 @@ void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
     }
     call->next = calls;
     calls = call;
+}
+
+int calls_resume(const char *run_id, json_t *input_responses)
+{
+    struct call *call = calls;
+    while (call && !(call->waiting && strcmp(call->run_id, run_id) == 0))
+        call = call->next;
+    if (!call)
+        return -1;
+    json_t *extra = json_object();
+    if (json_is_object(input_responses))
+        json_object_set(extra, "inputResponses", input_responses);
+    if (call->request_state)
+        json_object_set(extra, "requestState", call->request_state);
+    call->waiting = 0;
+    json_decref(call->request_state);
+    call->request_state = NULL;
+    struct up_error err = {0};
+    int rc = up_call_tool_with(call->server, call->tool, call->args, extra, 0, on_upstream_result,
+                               call, &call->up_handle, &err);
+    json_decref(extra);
+    if (rc < 0) {
+        LIST_UNLINK(&calls, call);
+        reply_error(call->conn_id, call->id, err.kind, err.message, now_ms() - call->started_ms);
+        call_done(call->run_id);
+        call_free(call);
+    }
+    return 0;
 }
 
 void calls_cancel_run(const char *run_id, const char *reason)

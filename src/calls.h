@@ -30,6 +30,10 @@ struct calls_hooks {
     void (*call_done)(const char *run_id);
     /* Sends msg (stolen) to the worker connection conn_id. -1 if it is gone. */
     int (*reply)(uint64_t conn_id, json_t *msg);
+    /* The upstream answered a call of the run with an InputRequiredResult (borrowed): 1 when
+     * the run relays it to its own client (the call then waits for calls_resume), 0 when the
+     * call fails with kind "input_required" as before. NULL: never relayed. */
+    int (*input_required)(const char *run_id, json_t *result);
 };
 
 /* Registers the hooks (copied). Call once before the first call_tool arrives. */
@@ -38,6 +42,11 @@ void calls_set_hooks(const struct calls_hooks *h);
 /* One call_tool request (id and params borrowed) from connection conn_id, whose worker is
  * `slot`. Answers on the connection now (refusals, dry-run stubs) or when the upstream does. */
 void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params);
+
+/* The client answered the input the run's waiting call relayed: the call is sent again with
+ * inputResponses (borrowed, may be NULL) and the server's requestState. 0, or -1 when the run
+ * has no waiting call (the worker's call then already failed). */
+int calls_resume(const char *run_id, json_t *input_responses);
 
 /* Cancels the calls still in flight for a run (run ended or interrupted): the upstream gets
  * notifications/cancelled, the worker an error of kind "timeout" with `reason`. */

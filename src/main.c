@@ -243,8 +243,10 @@ static void wire_run_pipeline(void)
                                       .message = wk_on_message,
                                       .disconnect = wk_on_disconnect,
                                       .is_starting = wk_is_starting});
-    calls_set_hooks(&(struct calls_hooks){
-        .run_lookup = run_call_rules, .call_done = run_on_call_done, .reply = ctl_send});
+    calls_set_hooks(&(struct calls_hooks){.run_lookup = run_call_rules,
+                                          .call_done = run_on_call_done,
+                                          .reply = ctl_send,
+                                          .input_required = run_on_input_required});
 }
 
 static void check_settled(void *ud)

@@ -401,7 +401,19 @@ static json_t *handle_tools_call(struct mcp_session *s, json_t *id, json_t *para
     json_t *args = json_object_get(params, "arguments");
     json_t *meta = json_object_get(params, "_meta");
     json_t *progress = json_object_get(meta, "progressToken");
-    if (run_submit(s->id, s->home, id, args, progress, err, sizeof(err)) < 0) {
+    /* A 2026 client's capabilities: input a tool asks for can be relayed to it (runs.c). */
+    json_t *caps =
+        mcp_era_is_modern_request(params) ? json_object_get(meta, MCP_META_CLIENT_CAPS) : NULL;
+    json_t *state = json_object_get(params, "requestState");
+    if (state) { /* the retry of a request answered input_required */
+        if (run_resume(s->id, s->home, id, args, state, json_object_get(params, "inputResponses"),
+                       progress, caps, err, sizeof(err)) < 0) {
+            *code = RPC_INVALID_PARAMS;
+            *why = err;
+        }
+        return NULL;
+    }
+    if (run_submit(s->id, s->home, id, args, progress, caps, err, sizeof(err)) < 0) {
         /* Bad arguments of execute_python are the model's to fix: a tool error it can read
          * (SEP-1303), not a protocol error the client swallows. */
         return json_pack("{s:[{s:s, s:s}], s:{s:s}, s:b}", "content", "type", "text", "text", err,

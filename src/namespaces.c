@@ -128,6 +128,11 @@ static const char *asker(uint64_t session_id, uint64_t home)
     return p ? p : home_principal(home);
 }
 
+const char *ns_asker(uint64_t session_id, uint64_t home)
+{
+    return asker(session_id, home);
+}
+
 void ns_set_principal(uint64_t session_id, const char *principal)
 {
     const char *p = principal && *principal ? principal : "local";

@@ -47,6 +47,9 @@ void ns_set_principal(uint64_t session_id, const char *principal);
  * mcp_session_set_home(s, ns_principal_home(principal)) (and may call ns_set_principal: a
  * session never named counts as its home's principal). */
 uint64_t ns_principal_home(const char *principal);
+/* Who asks when session session_id (of home `home`) makes a request: its principal, else its
+ * home's ("local" when neither was named). Valid until the next ns_ call. */
+const char *ns_asker(uint64_t session_id, uint64_t home);
 
 /* Where a run goes. */
 struct ns_ref {

@@ -5,7 +5,20 @@
  * starts; past the grace the worker is killed (workers.c restarts it) → DONE. The MCP
  * answer is built here from the worker's envelope plus the run's `namespace` handle:
  * structuredContent and the same envelope as compact JSON text, isError on failure. A run
- * cancelled by the client is stopped and never answered, as MCP asks. */
+ * cancelled by the client is stopped and never answered, as MCP asks.
+ *
+ * Input relay (MCP 2026-07-28 multi round-trip requests, SEP-2322): when a tool call of the
+ * run gets an InputRequiredResult and the run's client is a 2026 one that declared what the
+ * server asks for (elicitation, sampling, roots), the execute_python request is answered with
+ * an InputRequiredResult of our own: the server's inputRequests and a requestState we mint
+ * (random, bound to the asking principal and to the request's arguments, one use, expiring
+ * after CODEMCP_INPUT_WAIT_MS). The run stays on its worker, its deadline paused, detached from
+ * the answered request (a closed HTTP request does not cancel it). The client's retry with
+ * that requestState takes the run over: the waiting call goes again with the client's
+ * inputResponses (calls.c) and the retry gets the run's answer. A retry with a requestState
+ * that is unknown, expired, answered, another principal's or for other arguments gets a clear
+ * error; one that never comes cancels the run at the expiry. One relayed input per run at a
+ * time (a second call asking meanwhile fails with kind "input_required"). */
 #include "runs.h"
 #include "calls.h"
 #include "catalog.h"
@@ -17,10 +30,12 @@
 #include "util.h"
 #include "workers.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 enum run_state { RUN_QUEUED, RUN_SENT, RUN_DONE };
 
@@ -50,9 +65,27 @@ struct run {
     int64_t queued_ms; /* when it was submitted (catalog's bounded wait for discovery runs) */
     struct lp_timer deadline;
     struct lp_timer grace;
+    int64_t deadline_at; /* when the deadline timer fires (paused while awaiting input) */
     void (*smoke_done)(json_t *envelope, int is_error);
+    /* the input relay */
+    json_t *arguments;   /* of the execute_python request, for matching a retry */
+    json_t *client_caps; /* the 2026 client's capabilities (NULL: a 2025 client, no relay) */
+    char principal[64];  /* who asked (namespaces.h ns_asker), while awaiting */
+    int awaiting;        /* answered input_required; waiting for the retry */
+    char input_state[48];
+    int64_t time_left; /* of the run's deadline, while awaiting */
+    struct lp_timer input_timer;
     struct run *next;
 };
+
+/* What a requestState we minted says once it is no longer pending. */
+#define INPUT_TOMBS 64
+static struct {
+    char state[48];
+    const char *why;
+} input_tombs[INPUT_TOMBS];
+static size_t next_input_tomb;
+static int64_t input_wait_ms;
 
 static struct run *runs; /* in arrival order */
 static uint64_t next_run = 1;
@@ -101,6 +134,9 @@ static void load_settings(void)
     max_output_bytes = env_long("CODEMCP_MAX_OUTPUT_BYTES", 1L << 20);
     enforce_mutations = env_bool("CODEMCP_ENFORCE_MUTATIONS", 0);
     validate_programs = env_bool("CODEMCP_VALIDATE", 1); /* read once, not per run */
+    input_wait_ms = env_long("CODEMCP_INPUT_WAIT_MS", 300000);
+    if (input_wait_ms < 100)
+        input_wait_ms = 100;
 }
 
 static struct run *run_find(const char *run_id)
@@ -128,11 +164,28 @@ static void run_free(struct run *r)
     LIST_UNLINK(&runs, r);
     lp_timer_stop(&r->deadline);
     lp_timer_stop(&r->grace);
+    lp_timer_stop(&r->input_timer);
     json_decref(r->request_id);
     json_decref(r->progress_token);
     json_decref(r->allow_mutations);
+    json_decref(r->arguments);
+    json_decref(r->client_caps);
+    explicit_bzero(r->input_state, sizeof(r->input_state));
     free(r->code);
     free(r);
+}
+
+/* The pending requestState goes (why: what a retry with it is told). */
+static void input_state_end(struct run *r, const char *why)
+{
+    if (!r->awaiting)
+        return;
+    r->awaiting = 0;
+    lp_timer_stop(&r->input_timer);
+    size_t i = next_input_tomb++ % INPUT_TOMBS;
+    memcpy(input_tombs[i].state, r->input_state, sizeof(input_tombs[i].state));
+    input_tombs[i].why = why;
+    explicit_bzero(r->input_state, sizeof(r->input_state));
 }
 
 /* ---- answering ------------------------------------------------------------------------------ */
@@ -174,6 +227,7 @@ static void finish(struct run *r, json_t *envelope, const char *failure)
         ns_run_end(r->ns.nid);
     lp_timer_stop(&r->deadline);
     lp_timer_stop(&r->grace);
+    input_state_end(r, "ended: its run finished before the input came");
     calls_cancel_run(r->id, "the run ended");
     int64_t elapsed = now_ms() - r->started_ms;
     log_info("runs", "%s finished in %lld ms%s%s", r->id, (long long)elapsed, failure ? ": " : "",
@@ -303,6 +357,7 @@ static int send_run(struct run *r, int slot)
     }
     r->state = RUN_SENT;
     r->started_ms = now_ms();
+    r->deadline_at = r->started_ms + r->timeout_ms;
     lp_timer_start(&r->deadline, r->timeout_ms, deadline_expired, r);
     log_debug("runs", "%s sent to worker %d", r->id, slot);
     run_log(r, LOG_DEBUG, "%s sent to worker %d", r->id, slot);
@@ -365,7 +420,7 @@ static struct run *new_run(uint64_t session_id, uint64_t home)
 }
 
 int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
-               json_t *progress_token, char *err, size_t errlen)
+               json_t *progress_token, json_t *client_caps, char *err, size_t errlen)
 {
     if (!json_is_object(arguments)) {
         snprintf(err, errlen, "execute_python needs arguments {\"code\": \"...\"}");
@@ -437,6 +492,8 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
                                                  : (int64_t)json_real_value(timeout);
     r->dry_run = json_is_true(dry);
     r->reset = json_is_true(reset);
+    r->arguments = json_incref(arguments);
+    r->client_caps = json_is_object(client_caps) ? json_incref(client_caps) : NULL;
     if (allow) {
         json_decref(r->allow_mutations);
         r->allow_mutations = json_incref(allow);
@@ -475,6 +532,165 @@ void run_cancel_request(uint64_t session_id, json_t *request_id, const char *rea
         interrupt_run(r, STOP_CANCEL);
         return;
     }
+}
+
+/* ---- the input relay ---------------------------------------------------------------------- */
+
+/* Whether a client with capabilities caps can answer every one of requests (an InputRequests
+ * map, borrowed; absent or empty: only a requestState to echo, which any 2026 client can). */
+static int client_can_answer(json_t *caps, json_t *requests)
+{
+    const char *key;
+    json_t *req;
+    json_object_foreach(requests, key, req)
+    {
+        const char *m = json_string_value(json_object_get(req, "method"));
+        json_t *p = json_object_get(req, "params");
+        if (!m)
+            return 0;
+        if (strcmp(m, "elicitation/create") == 0) {
+            json_t *e = json_object_get(caps, "elicitation");
+            const char *mode = json_string_value(json_object_get(p, "mode"));
+            int url = mode && strcmp(mode, "url") == 0;
+            if (!json_is_object(e) || (url && !json_object_get(e, "url")) ||
+                (!url && json_object_size(e) && !json_object_get(e, "form")))
+                return 0;
+        } else if (strcmp(m, "sampling/createMessage") == 0) {
+            if (!json_is_object(json_object_get(caps, "sampling")))
+                return 0;
+        } else if (strcmp(m, "roots/list") == 0) {
+            if (!json_is_object(json_object_get(caps, "roots")))
+                return 0;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* "rs_" and 32 base64url characters from 24 random bytes. -1 without randomness. */
+static int mint_state(char out[48])
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    unsigned char raw[24];
+    size_t got = 0;
+    while (got < sizeof(raw)) {
+        ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        got += (size_t)n;
+    }
+    char *o = out;
+    *o++ = 'r', *o++ = 's', *o++ = '_';
+    for (size_t i = 0; i < sizeof(raw); i += 3) {
+        uint32_t v = (uint32_t)raw[i] << 16 | (uint32_t)raw[i + 1] << 8 | raw[i + 2];
+        *o++ = b64[v >> 18 & 63];
+        *o++ = b64[v >> 12 & 63];
+        *o++ = b64[v >> 6 & 63];
+        *o++ = b64[v & 63];
+    }
+    *o = '\0';
+    explicit_bzero(raw, sizeof(raw));
+    return 0;
+}
+
+static void input_wait_over(void *ud)
+{
+    struct run *r = ud;
+    log_info("runs", "%s: no input within %lld ms: cancelled", r->id, (long long)input_wait_ms);
+    input_state_end(r, "expired: nobody answered within CODEMCP_INPUT_WAIT_MS, and its run was "
+                       "cancelled");
+    r->silent = 1;
+    interrupt_run(r, STOP_CANCEL);
+}
+
+int run_on_input_required(const char *run_id, json_t *result)
+{
+    struct run *r = run_find(run_id);
+    json_t *requests = json_object_get(result, "inputRequests");
+    json_t *rs = json_object_get(result, "requestState");
+    if (!r || r->state != RUN_SENT || r->stop != STOP_NONE || r->silent || r->awaiting ||
+        r->smoke_done || !r->client_caps || !hooks.send)
+        return 0;
+    if (requests ? !json_is_object(requests) : !json_is_string(rs))
+        return 0;
+    if (!client_can_answer(r->client_caps, requests) || mint_state(r->input_state) < 0)
+        return 0;
+    r->awaiting = 1;
+    snprintf(r->principal, sizeof(r->principal), "%s", ns_asker(r->session_id, r->home));
+    int64_t now = now_ms();
+    r->time_left = r->deadline_at > now ? r->deadline_at - now : 1;
+    lp_timer_stop(&r->deadline);
+    lp_timer_start(&r->input_timer, input_wait_ms, input_wait_over, r);
+    json_t *answer =
+        json_pack("{s:s, s:s}", "resultType", "input_required", "requestState", r->input_state);
+    if (json_object_size(requests))
+        json_object_set(answer, "inputRequests", requests);
+    /* Detached before the answer goes: the answered request's end must not cancel the run. */
+    uint64_t sid = r->session_id;
+    json_t *rid = r->request_id;
+    r->session_id = 0;
+    r->request_id = NULL;
+    json_decref(r->progress_token);
+    r->progress_token = NULL;
+    log_info("runs", "%s: a tool asked for input; relayed to the client", r->id);
+    hooks.send(sid, rpc_result(rid, answer), rid);
+    json_decref(rid);
+    return 1;
+}
+
+int run_resume(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
+               json_t *request_state, json_t *input_responses, json_t *progress_token,
+               json_t *client_caps, char *err, size_t errlen)
+{
+    const char *st = json_string_value(request_state);
+    if (!st || strlen(st) >= sizeof(((struct run *)0)->input_state)) {
+        snprintf(err, errlen,
+                 "requestState must be the string an input_required result of this "
+                 "gateway returned");
+        return -1;
+    }
+    if (input_responses && !json_is_object(input_responses)) {
+        snprintf(err, errlen, "inputResponses must be an object (keys of the inputRequests)");
+        return -1;
+    }
+    struct run *r = runs;
+    while (r && !(r->awaiting && secure_streq(r->input_state, st)))
+        r = r->next;
+    if (!r) {
+        const char *why = NULL;
+        for (size_t i = 0; i < INPUT_TOMBS && !why; i++)
+            if (input_tombs[i].why && secure_streq(input_tombs[i].state, st))
+                why = input_tombs[i].why;
+        snprintf(err, errlen, "requestState %s; send the request again without requestState",
+                 why ? why
+                     : "is unknown: not issued by this gateway (or it restarted since, or it was "
+                       "answered long ago)");
+        return -1;
+    }
+    if (strcmp(r->principal, ns_asker(session_id, home)) != 0) {
+        snprintf(err, errlen, "requestState was issued to another principal: it is not yours");
+        return -1;
+    }
+    if (!json_equal(r->arguments, arguments)) {
+        snprintf(err, errlen,
+                 "requestState belongs to an execute_python call with other arguments: retry "
+                 "that call unchanged, adding inputResponses and requestState");
+        return -1;
+    }
+    input_state_end(r, "was already answered (each one is good for one retry)");
+    r->session_id = session_id;
+    r->request_id = json_incref(request_id);
+    r->progress_token = json_incref(progress_token);
+    json_decref(r->client_caps);
+    r->client_caps = json_is_object(client_caps) ? json_incref(client_caps) : NULL;
+    r->deadline_at = now_ms() + r->time_left;
+    lp_timer_start(&r->deadline, r->time_left, deadline_expired, r);
+    log_info("runs", "%s: input answered; the call goes again", r->id);
+    calls_resume(r->id, input_responses);
+    return 0;
 }
 
 int run_uses_slot(int slot)

@@ -36,10 +36,20 @@ void run_set_hooks(const struct run_hooks *h);
 /* Validates `arguments` of tools/call execute_python and queues the run. session_id gets
  * the answer; home is the session's home (namespaces.h: itself for stdio and 2025 sessions,
  * the principal's for session-less requests); the run's namespace (the `namespace` handle,
- * or the implicit/fresh one) decides which worker runs it. Returns 0, or -1 with a message in
- * err for invalid arguments or a bad handle (the caller answers with a tool error). Borrows. */
+ * or the implicit/fresh one) decides which worker runs it. client_caps: a 2026 request's
+ * clientCapabilities (input a tool asks for is relayed to such a client, see runs.c), NULL
+ * for 2025 clients. Returns 0, or -1 with a message in err for invalid arguments or a bad
+ * handle (the caller answers with a tool error). Borrows. */
 int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
-               json_t *progress_token, char *err, size_t errlen);
+               json_t *progress_token, json_t *client_caps, char *err, size_t errlen);
+/* A retry of an execute_python request that got input_required: request_state is the
+ * requestState it returned, input_responses (may be NULL) the client's answers. The waiting
+ * run continues and answers request_id. Returns 0, or -1 with a message in err (unknown,
+ * expired, answered, another principal's, other arguments; the caller answers with a
+ * JSON-RPC error). Borrows. */
+int run_resume(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
+               json_t *request_state, json_t *input_responses, json_t *progress_token,
+               json_t *client_caps, char *err, size_t errlen);
 /* notifications/cancelled from the client. */
 void run_cancel_request(uint64_t session_id, json_t *request_id, const char *reason);
 /* The session is gone: cancel its runs, forget its namespace. */
@@ -57,6 +67,9 @@ int run_smoke(const char *code, void (*done)(json_t *envelope, int is_error));
 void run_on_worker_ended(const char *run_id, json_t *envelope, const char *failure);
 /* calls.c: 0 and the run's rules when run_id is live and executing on worker `slot`. */
 int run_call_rules(const char *run_id, int slot, struct calls_run *out);
+/* calls.c: a tool call of the run got an InputRequiredResult (borrowed): 1 when relayed to
+ * the run's client (see runs.c), 0 when the call is to fail as before. */
+int run_on_input_required(const char *run_id, json_t *result);
 /* calls.c: one of the run's tool calls completed (for progress notifications). */
 void run_on_call_done(const char *run_id);
 /* workers.c: true while a run not yet finished was given this worker slot (workers.c never

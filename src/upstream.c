@@ -140,7 +140,7 @@ static void req_finish(struct up_req *r, json_t *result, const struct up_error *
         /* A program cannot answer the server's question: say what it asked. */
         char what[400];
         mcp_era_describe_input_required(result, what, sizeof(what));
-        asked = (struct up_error){.kind = "input_required"};
+        asked = (struct up_error){.kind = "input_required", .input_required = result};
         snprintf(asked.message, sizeof(asked.message),
                  "%s %s; a running program cannot answer it (call this tool from the client "
                  "directly)",
@@ -628,6 +628,13 @@ static void schedule_restart(struct upstream *up)
 int up_call_tool(const char *server, const char *tool, json_t *args, int64_t timeout_ms,
                  up_call_cb cb, void *ud, uint64_t *handle, struct up_error *err)
 {
+    return up_call_tool_with(server, tool, args, NULL, timeout_ms, cb, ud, handle, err);
+}
+
+int up_call_tool_with(const char *server, const char *tool, json_t *args, json_t *extra,
+                      int64_t timeout_ms, up_call_cb cb, void *ud, uint64_t *handle,
+                      struct up_error *err)
+{
     struct upstream *up = up_find(server);
     if (!up) {
         err->kind = "not_found";
@@ -646,6 +653,13 @@ int up_call_tool(const char *server, const char *tool, json_t *args, int64_t tim
     json_t *params = json_object(); /* {name, arguments}: not json_pack, see jsonrpc.c */
     json_object_set_new_nocheck(params, "name", json_string(tool));
     json_object_set_new_nocheck(params, "arguments", a);
+    const char *k;
+    json_t *v;
+    json_object_foreach(extra, k, v)
+    {
+        if (strcmp(k, "name") && strcmp(k, "arguments") && strcmp(k, "_meta"))
+            json_object_set(params, k, v);
+    }
     struct up_req *r = send_request(up, "tools/call", params, timeout_ms, NULL, NULL);
     if (!r) {
         err->kind = "transport";

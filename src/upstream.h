@@ -77,6 +77,9 @@ struct up_error {
     const char *kind; /* timeout|auth|transport|not_found|upstream_error|denied|input_required */
     char message[512];
     json_t *rpc_error; /* the server's JSON-RPC error object, if it sent one (borrowed) */
+    /* kind input_required: the server's InputRequiredResult (borrowed; inputRequests,
+     * requestState), for a caller that can relay it to its own client (runs.c) */
+    json_t *input_required;
 };
 
 /* Result callback: exactly one of result (borrowed CallToolResult) and err is set. */
@@ -99,6 +102,11 @@ const char *up_state_name(enum up_state s);
  * notifications/cancelled and cb gets kind "timeout". Borrows args. */
 int up_call_tool(const char *server, const char *tool, json_t *args, int64_t timeout_ms,
                  up_call_cb cb, void *ud, uint64_t *handle, struct up_error *err);
+/* The same with more members of params (borrowed, may be NULL): a multi round-trip retry's
+ * inputResponses and requestState (MCP 2026-07-28, SEP-2322). */
+int up_call_tool_with(const char *server, const char *tool, json_t *args, json_t *extra,
+                      int64_t timeout_ms, up_call_cb cb, void *ud, uint64_t *handle,
+                      struct up_error *err);
 /* Cancels a call: notifications/cancelled upstream; its callback is never called. */
 void up_cancel_call(uint64_t handle, const char *reason);
 /* Calls in flight (all servers). */
