@@ -9,18 +9,26 @@ positions) and the half it was not (odd positions), tests/data/catalog/tuning.js
 tasks to tune on, written for this), and tests/data/catalog/heldout.json
 and heldout2.json (both written before looking at the ranker; never used for tuning),
 and heldout3.json (written by the second ranking pass before it read the ranker),
-and heldout4.json (written by the third pass before it read the ranker: the honest figure).
-heldout.json..heldout3.json were looked at by earlier tuning, so the third pass tuned on them too;
-only heldout4.json is honest. --tune shows the sets tuning may look at; -v prints their misses
-(heldout4's misses are not printed: they are not for tuning).
+heldout4.json (written by the third pass before it read the ranker; the fourth pass saw only its
+totals) and heldout5.json (written blind by a helper that read neither the ranker nor any other
+set, during the fourth pass; no pass has looked at more than its totals: the honest figure).
+heldout.json..heldout3.json were looked at by earlier tuning, so later passes tuned on them too.
+--tune shows the sets tuning may look at; -v prints their misses (heldout4's and heldout5's are
+never printed: they are not for tuning).
+
+    /usr/bin/python3 bench/catalog_rank.py /tmp/cat.json --base /path/to/old/python
+
+ranks with this tree's python/ and with another one (e.g. `git archive <rev> python | tar -x`)
+in the same run, side by side.
 """
 import json
 import os
+import subprocess
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.environ.get("CODEMCP_RANK_PYTHON") or os.path.join(ROOT, "python"))
 from codemcp_rt import discovery  # noqa: E402
 
 
@@ -31,16 +39,36 @@ def sets():
     new2 = json.load(open(os.path.join(data, "heldout2.json")))
     new3 = json.load(open(os.path.join(data, "heldout3.json")))
     new4 = json.load(open(os.path.join(data, "heldout4.json")))
+    new5 = json.load(open(os.path.join(data, "heldout5.json")))
     tuning = json.load(open(os.path.join(data, "tuning.json")))
     # (label, queries, may its misses be printed while tuning?)  heldout1-3: looked at before, now tuning sets
     return [("old tuning half", old[0::2], True), ("old held-out half", old[1::2], True),
             ("tuning set", tuning, True),
             ("new held-out set", new, True), ("second held-out set", new2, True),
-            ("third held-out set", new3, True), ("fresh heldout4", new4, False)]
+            ("third held-out set", new3, True), ("fresh heldout4", new4, False),
+            ("blind heldout5", new5, False)]
+
+
+def side_by_side(base):
+    """This tree's ranker and `base`'s, each in its own interpreter, in one run."""
+    def run(python):
+        env = dict(os.environ, CODEMCP_RANK_PYTHON=python)
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), sys.argv[1], "--json"],
+                             env=env, check=True, capture_output=True, text=True).stdout
+        return json.loads(out)
+    head, old = run(os.path.join(ROOT, "python")), run(os.path.abspath(base))
+    print("%-18s %4s  %-15s  %-15s" % ("set", "n", "base top-1/5", "this top-1/5"))
+    for (label, n, b1, b5), (_, _, h1, h5) in zip(old["sets"], head["sets"]):
+        print("%-18s %4d  %5.1f / %5.1f    %5.1f / %5.1f" % (label, n, b1, b5, h1, h5))
+    print("search p50: base %.3f ms, this %.3f ms" % (old["p50"], head["p50"]))
 
 
 def main():
     cat = json.load(open(sys.argv[1]))
+    if "--base" in sys.argv:
+        return side_by_side(sys.argv[sys.argv.index("--base") + 1])
+    as_json = "--json" in sys.argv
+    report = {"sets": []}
     verbose = "-v" in sys.argv
     tune = "--tune" in sys.argv  # the old sets only: nothing about the held-out sets is shown
     t = time.perf_counter()
@@ -61,8 +89,14 @@ def main():
             t5 += ok5
             if verbose and show and not ok1:
                 print("  %-5s %s\n        want %s\n        got  %s" % ("top5" if ok5 else "MISS", q["query"], q["expect"], got[:5]))
-        print("%-18s n=%2d top-1 %5.1f %%  top-5 %5.1f %%" % (label, len(qs), 100 * t1 / len(qs), 100 * t5 / len(qs)))
+        report["sets"].append((label, len(qs), 100 * t1 / len(qs), 100 * t5 / len(qs)))
+        if not as_json:
+            print("%-18s n=%2d top-1 %5.1f %%  top-5 %5.1f %%" % report["sets"][-1])
     lat.sort()
+    report["p50"] = lat[len(lat) // 2]
+    if as_json:
+        print(json.dumps(report))
+        return
     print("build %.1f ms; search p50 %.3f ms, max %.3f ms (this process, first pass)" % (build, lat[len(lat) // 2], lat[-1]))
 
 
