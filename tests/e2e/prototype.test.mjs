@@ -96,6 +96,10 @@ describe('workers forked from the prototype', () => {
     const victim = workerOf(g.proc.pid, me[0]);
     assert.ok(victim > 0);
     process.kill(chain(victim, g.proc.pid)[1], 'SIGKILL'); // the session's PID 1: its whole sandbox
+    // The worker dies of that a moment later (PDEATHSIG, or its PID namespace's end): a
+    // request sent before then may still be answered by it.
+    const gone = () => { try { return fs.readFileSync(`/proc/${victim}/stat`, 'utf8').split(') ')[1][0] === 'Z'; } catch { return true; } };
+    assert.ok(await waitFor(gone, ms(10000)), `worker ${victim} outlived its session's PID 1`);
     assert.equal(await attempt(cs[1], 'result = x'), 11);
     assert.equal(await attempt(cs[2], 'result = x'), 12);
     const r = await cs[0].callTool({ name: 'execute_python', arguments: { code: 'result = x' } });
