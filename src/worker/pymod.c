@@ -11,6 +11,7 @@
 #include "fdcap.h"
 #include "importer.h"
 #include "pyfast.h"
+#include "pypending.h"
 #include "util.h"
 #include "wsclient.h"
 
@@ -335,7 +336,10 @@ static struct PyModuleDef pym_module = {
 
 static PyObject *pym_init(void)
 {
-    return PyModule_Create(&pym_module); /* new ref */
+    PyObject *m = PyModule_Create(&pym_module); /* new ref */
+    if (m && pyp_add_type(m) < 0)
+        Py_CLEAR(m);
+    return m;
 }
 
 int pym_register(long worker_id)
