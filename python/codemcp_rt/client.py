@@ -36,6 +36,7 @@ from codemcp_rt import jsonsafe, runstate, sdk, transport
 from codemcp_rt.errors import KINDS, ToolError
 from codemcp_rt.pending import Pending, resolve
 
+_monotonic = time.monotonic
 _ids = itertools.count(1)  # next() on a C iterator is atomic under the GIL
 _GRACE_S = 10.0  # extra wait beyond a call's timeout_ms before giving up locally
 _PROTOCOL_CODES = (-32700, -32600, -32601, -32603)
@@ -180,7 +181,7 @@ class _Call:
         self.args_json = args_json
         self.timeout_ms = timeout_ms
         self.state = state
-        self.started = time.monotonic()
+        self.started = _monotonic()
         self.early: str | None = None  # a reply taken by poll() before wait()
         self.finished = False
         self.value: Any = None  # the outcome, kept so a later wait() repeats it
@@ -208,7 +209,7 @@ class _Call:
 
     def error(self, kind: str, message: str, elapsed_ms: int | None = None) -> ToolError:
         if elapsed_ms is None:
-            elapsed_ms = int((time.monotonic() - self.started) * 1000)
+            elapsed_ms = int((_monotonic() - self.started) * 1000)
         return ToolError(kind, message, self.server, self.tool, self.plain_args(), elapsed_ms)
 
     def poll(self) -> bool:
@@ -242,23 +243,30 @@ class _Call:
             return self.value
         raw = self.early
         if raw is None:
-            timeout = None if self.timeout_ms is None else self.timeout_ms / 1000.0 + _GRACE_S
-            try:
-                t = transport._transport  # _transport(), inlined: this is the hot path
-                raw = (t if t is not None else transport.get_transport()).wait_reply(self.id, timeout)
-            except ConnectionError as exc:
-                self._record_error(self.error("transport", "control connection lost: %s" % exc))
-            if raw is None:
-                _transport().forget(self.id)
-                self._record_error(self.error("timeout", "no reply from the gateway in time"))
+            raw = self._receive()
         return self._finish(raw)
 
     def take(self) -> Any:
         """wait() for the Pending, which keeps the value itself: this call forgets it, so
-        the run's trace does not hold every result until the run ends."""
-        value = self.wait()
-        self.value = None
-        return value
+        the run's trace does not hold every result until the run ends. The usual reply
+        (one text block, see _text_result) is unwrapped here without _finish."""
+        if self.finished:
+            return self.wait()
+        raw = self.early
+        if raw is None:
+            raw = self._receive()
+        text = _text_result(raw, self.id)
+        if text is None:
+            value = self._finish(raw)
+            self.value = None
+            return value
+        self.ok = self.finished = True
+        self.early = None
+        self.elapsed_ms = int((_monotonic() - self.started) * 1000)
+        first = text[:1]
+        if first not in _JSON_START and first not in _SPACE:
+            return text  # prose: what _text_value gives without looking further
+        return _text_value(text)
 
     def abandon(self) -> None:
         """The run is over and nobody will read this call: record what is known, drop it."""
@@ -282,11 +290,26 @@ class _Call:
 
     # -- internals ------------------------------------------------------------------
 
+    def _receive(self) -> str:
+        """The raw reply, waited for; ToolError (recorded) when the connection is gone or
+        no reply came in time."""
+        timeout = None if self.timeout_ms is None else self.timeout_ms / 1000.0 + _GRACE_S
+        raw = None
+        try:
+            t = transport._transport  # _transport(), inlined: this is the hot path
+            raw = (t if t is not None else transport.get_transport()).wait_reply(self.id, timeout)
+        except ConnectionError as exc:
+            self._record_error(self.error("transport", "control connection lost: %s" % exc))
+        if raw is None:
+            _transport().forget(self.id)
+            self._record_error(self.error("timeout", "no reply from the gateway in time"))
+        return raw
+
     def _close(self) -> None:
         self.finished = True
         self.early = None
         if self.elapsed_ms is None:
-            self.elapsed_ms = int((time.monotonic() - self.started) * 1000)
+            self.elapsed_ms = int((_monotonic() - self.started) * 1000)
 
     def _record_mutation(self, ok: bool, dry_run: bool = False) -> None:
         self.mutation = True
@@ -308,7 +331,7 @@ class _Call:
         text = _text_result(raw, self.id)
         if text is not None:  # the usual one-text-block answer: unwrap() without parsing it
             self.ok = True
-            self.elapsed_ms = int((time.monotonic() - self.started) * 1000)
+            self.elapsed_ms = int((_monotonic() - self.started) * 1000)
             self.value = _text_value(text)
             self._close()
             return self.value
@@ -322,7 +345,7 @@ class _Call:
             self._fail(msg["error"])
         result = msg.get("result")
         self.ok = True
-        self.elapsed_ms = int((time.monotonic() - self.started) * 1000)
+        self.elapsed_ms = int((_monotonic() - self.started) * 1000)
         if type(result) is dict:
             meta = result.get("_meta")
             if meta is not None:
