@@ -164,10 +164,9 @@ def _tool_info(server: Any, tool: Any) -> tuple[str | None, str, bool]:
     return info
 
 
-class _Call:
-    """One call_tool request: its id, what the trace says about it, how to read its reply.
-
-    Also the run's trace record (runstate.RunState.made): trace_entry() builds the dict."""
+class _PyCallBase:
+    """Python twin of ``_codemcp.CallBase`` (src/worker/pycall.c): a call's fields and
+    take(); the worker uses the C one, plain python3 this one."""
 
     __slots__ = ("id", "server", "tool", "args", "args_json", "timeout_ms", "state", "started", "early",
                  "finished", "value", "exc", "ok", "elapsed_ms", "kind", "mutation")
@@ -190,6 +189,48 @@ class _Call:
         self.elapsed_ms: int | None = None
         self.kind: str | None = None
         self.mutation = mutation
+
+    def take(self) -> Any:
+        """wait() for the Pending, which keeps the value itself: this call forgets it, so
+        the run's trace does not hold every result until the run ends. The usual reply
+        (one text block, see _text_result) is unwrapped here without _finish."""
+        if self.finished:
+            value = self.wait()
+            self.value = None
+            return value
+        raw = self.early
+        if raw is None:
+            raw = self._receive()
+        text = _text_result(raw, self.id)
+        if text is None:
+            value = self._finish(raw)
+            self.value = None
+            return value
+        self.ok = self.finished = True
+        self.early = None
+        self.elapsed_ms = int((_monotonic() - self.started) * 1000)
+        first = text[:1]
+        if first not in _JSON_START and first not in _SPACE:
+            return text  # prose: what _text_value gives without looking further
+        return _text_value(text)
+
+
+try:  # the worker host's C core (src/worker/pycall.c); the twin above under plain python3
+    from _codemcp import CallBase as _CallBase  # type: ignore[import-not-found]
+except ImportError:
+    _CallBase = _PyCallBase
+
+
+class _Call(_CallBase):  # type: ignore[misc,valid-type]
+    """One call_tool request: its id, what the trace says about it, how to read its reply.
+
+    Also the run's trace record (runstate.RunState.made): trace_entry() builds the dict.
+    Fields, __init__ and take() are in the base class (C in the worker)."""
+
+    __slots__ = ()
+
+    # take()'s general path (the C take() hands every unusual case to it)
+    _take_py = _PyCallBase.take
 
     def trace_entry(self) -> dict[str, Any]:
         """{server, tool, ok, elapsed_ms, mutation, kind?} as the envelope reports it."""
@@ -246,28 +287,6 @@ class _Call:
             raw = self._receive()
         return self._finish(raw)
 
-    def take(self) -> Any:
-        """wait() for the Pending, which keeps the value itself: this call forgets it, so
-        the run's trace does not hold every result until the run ends. The usual reply
-        (one text block, see _text_result) is unwrapped here without _finish."""
-        if self.finished:
-            return self.wait()
-        raw = self.early
-        if raw is None:
-            raw = self._receive()
-        text = _text_result(raw, self.id)
-        if text is None:
-            value = self._finish(raw)
-            self.value = None
-            return value
-        self.ok = self.finished = True
-        self.early = None
-        self.elapsed_ms = int((_monotonic() - self.started) * 1000)
-        first = text[:1]
-        if first not in _JSON_START and first not in _SPACE:
-            return text  # prose: what _text_value gives without looking further
-        return _text_value(text)
-
     def abandon(self) -> None:
         """The run is over and nobody will read this call: record what is known, drop it."""
         if self.finished:
@@ -299,11 +318,21 @@ class _Call:
             t = transport._transport  # _transport(), inlined: this is the hot path
             raw = (t if t is not None else transport.get_transport()).wait_reply(self.id, timeout)
         except ConnectionError as exc:
-            self._record_error(self.error("transport", "control connection lost: %s" % exc))
+            self._lost(exc)
         if raw is None:
-            _transport().forget(self.id)
-            self._record_error(self.error("timeout", "no reply from the gateway in time"))
+            self._timed_out()
         return raw
+
+    def _lost(self, exc: BaseException) -> None:
+        self._record_error(self.error("transport", "control connection lost: %s" % exc))
+
+    def _timed_out(self) -> None:
+        _transport().forget(self.id)
+        self._record_error(self.error("timeout", "no reply from the gateway in time"))
+
+    @staticmethod
+    def _json_text(text: str) -> Any:
+        return _text_value(text)
 
     def _close(self) -> None:
         self.finished = True

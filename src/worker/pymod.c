@@ -10,6 +10,7 @@
 
 #include "fdcap.h"
 #include "importer.h"
+#include "pycall.h"
 #include "pyfast.h"
 #include "pypending.h"
 #include "util.h"
@@ -337,7 +338,7 @@ static struct PyModuleDef pym_module = {
 static PyObject *pym_init(void)
 {
     PyObject *m = PyModule_Create(&pym_module); /* new ref */
-    if (m && pyp_add_type(m) < 0)
+    if (m && (pyp_add_type(m) < 0 || pyc_add_type(m) < 0))
         Py_CLEAR(m);
     return m;
 }
