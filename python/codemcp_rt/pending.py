@@ -45,7 +45,8 @@ class _PyPendingBase:
     """Python twin of ``_codemcp.PendingBase`` (src/worker/pypending.c), the state and the
     result()/done() of a Pending; the worker uses the C one, plain python3 this one."""
 
-    __slots__ = ("_wait", "_poll", "_block", "_label", "_lock", "_state", "_value", "_error", "_aw", "__weakref__")
+    __slots__ = ("_wait", "_poll", "_block", "_label", "_lock", "_owner", "_state", "_value", "_error", "_aw",
+                 "__weakref__")
 
     def __init__(
         self,
@@ -59,7 +60,8 @@ class _PyPendingBase:
         self._block = block
         self._aw: Any = None  # the __await__ generator send()/throw() drive
         self._label = label
-        self._lock = threading.Lock()  # not re-entrant: nothing below wait() reads this Pending
+        self._lock = threading.Lock()
+        self._owner: int | None = None  # the thread inside wait(): a re-entrant read is an error
         self._state = _UNSET
         self._value: Any = None
         self._error: ToolError | None = None
@@ -70,17 +72,23 @@ class _PyPendingBase:
         Raising is repeatable: every later use raises the same ToolError.
         """
         if self._state == _UNSET:
+            me = threading.get_ident()
+            if self._owner == me:
+                raise RuntimeError("a Pending's value was read from inside its own wait()")
             with self._lock:
                 if self._state == _UNSET:
                     wait = self._wait
                     if wait is None:
                         raise TypeError("this Pending has nothing to wait for")
+                    self._owner = me
                     try:
                         value = wait()
                     except ToolError as exc:
                         self._error, self._value, self._state = exc, None, _FAILED
                     else:
                         self._value, self._state = value, _DONE
+                    finally:
+                        self._owner = None
                     self._wait = self._poll = self._block = None  # drop the closure and its reply
         if self._state == _FAILED:
             raise self._error  # type: ignore[misc]
