@@ -44,6 +44,7 @@ from codemcp_rt import procs
 from codemcp_rt.errors import RunInterrupted, ToolError
 from codemcp_rt.redact import redact_text
 from codemcp_rt.pending import Pending, gather, install_json_hook, resolve, settle
+from codemcp_rt import transport as transport_mod
 from codemcp_rt.transport import get_transport
 
 FILENAME = "<codemcp>"
@@ -410,7 +411,8 @@ def _execute(compiled: _Compiled, ns: dict[str, Any], state: runstate.RunState) 
 
 def _set_current_run(run_id: str | None) -> None:
     try:
-        setter = getattr(get_transport(), "set_current_run", None)
+        t = transport_mod._transport  # get_transport() without its lock, once one is set
+        setter = getattr(t if t is not None else get_transport(), "set_current_run", None)
         if setter is not None:
             setter(run_id)
     except Exception:
@@ -573,5 +575,8 @@ def envelope_json(envelope: dict[str, Any], result_text: str | None = None) -> s
     JSON of envelope["result"] when the caller has it (it is used, not recomputed)."""
     if result_text is None or envelope.get("ok") is not True or "result" not in envelope:
         return jsonsafe.dumps(envelope)
+    calls = envelope.get("calls")
+    if len(envelope) == 3 and type(calls) is int:  # {"ok", "result", "calls"}: no output, no mutations
+        return '{"ok":true,"result":%s,"calls":%d}' % (result_text, calls)
     rest = jsonsafe.dumps({k: v for k, v in envelope.items() if k != "ok" and k != "result"})
     return '{"ok":true,"result":%s%s' % (result_text, "," + rest[1:] if len(rest) > 2 else "}")
