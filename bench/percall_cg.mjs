@@ -3,6 +3,7 @@
 // (host isolation, no prototype: one worker process to read); for each workload the
 // counters are zeroed (callgrind_control -z), N executes run, and the dump's total
 // (callgrind_control -d, all threads) / (N × calls per execute) is printed.
+// CG_TARGET=gateway measures the gateway instead (codemcp under callgrind, a normal worker).
 // Usage: node bench/percall_cg.mjs [executes=40] [workload...]   (CODEMCP_BIN picks the build)
 import { writeFileSync, readFileSync, readdirSync, mkdtempSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,8 +21,13 @@ const wrap = join(dir, 'worker.sh');
 writeFileSync(wrap, `#!/bin/sh\nexec valgrind -q --tool=callgrind --callgrind-out-file=${dir}/cg.%p ` +
   `${join(dirname(bin), 'worker', 'codemcp-worker')} "$@"\n`);
 chmodSync(wrap, 0o755);
-const peer = new LinePeer([bin, '--config', cfg], { CODEMCP_WORKER_BIN: wrap, CODEMCP_ISOLATION: 'host',
-  CODEMCP_PROTOTYPE: 'off', CODEMCP_WORKER_START_TIMEOUT_MS: '120000', CODEMCP_LOG_LEVEL: 'error' });
+// CG_TARGET=gateway: the gateway (codemcp itself) under callgrind instead, its worker as usual.
+const gw = process.env.CG_TARGET === 'gateway';
+const peer = gw
+  ? new LinePeer(['valgrind', '-q', '--tool=callgrind', `--callgrind-out-file=${dir}/cg.%p`, bin, '--config', cfg],
+    { CODEMCP_LOG_LEVEL: 'error', CODEMCP_WORKER_START_TIMEOUT_MS: '120000' })
+  : new LinePeer([bin, '--config', cfg], { CODEMCP_WORKER_BIN: wrap, CODEMCP_ISOLATION: 'host',
+    CODEMCP_PROTOTYPE: 'off', CODEMCP_WORKER_START_TIMEOUT_MS: '120000', CODEMCP_LOG_LEVEL: 'error' });
 await peer.initialize();
 const run = async (code) => {
   const r = await peer.request('tools/call', { name: 'execute_python', arguments: { code } });
