@@ -301,7 +301,7 @@ def _bound_part(tokens: frozenset[str] | None, ns: Any) -> frozenset[str]:
     (every name when they are not known)."""
     if tokens is None:
         return frozenset(ns)
-    return frozenset([t for t in tokens if t in ns])
+    return frozenset(filter(ns.__contains__, tokens))
 
 
 def _user_stack(tb: Any) -> traceback.StackSummary:
