@@ -80,8 +80,9 @@ def _encode_plain(args: dict[str, Any]) -> str | None:
 try:  # the worker host's C shortcuts (src/worker/pyfast.c); None under plain Python
     from _codemcp import call_frame as _c_call_frame  # type: ignore[import-not-found]
     from _codemcp import text_result as _c_text_result  # type: ignore[import-not-found]
+    from _codemcp import issue as _c_issue  # type: ignore[import-not-found]
 except ImportError:
-    _c_call_frame = _c_text_result = None
+    _c_call_frame = _c_text_result = _c_issue = None
 
 # The usual reply: one text block, in the gateway's compact form (jsonfast, rpc_result's key
 # order). Anything else (structuredContent, _meta, isError, escapes, another order) is None
@@ -323,6 +324,13 @@ class _Call(_CallBase):  # type: ignore[misc,valid-type]
             self._timed_out()
         return raw
 
+    def _send_failed(self, exc: BaseException) -> None:
+        """The request could not be sent: the call fails on first use (never raises)."""
+        try:
+            self._record_error(self.error("transport", "could not send the request: %s" % exc, 0))
+        except ToolError:
+            pass
+
     def _lost(self, exc: BaseException) -> None:
         self._record_error(self.error("transport", "control connection lost: %s" % exc))
 
@@ -453,6 +461,12 @@ def call(server: str, tool: str, args: dict[str, Any] | None = None, timeout_ms:
     used (ToolError), or in gather().
     """
     state = runstate._current
+    if _c_issue is not None and state is not None and sdk._current is _tools_snap:
+        # the usual case (cached tool, flat scalar arguments, no write unanswered) in C;
+        # None: nothing was sent, take the path below
+        p = _c_issue(state, server, tool, args, timeout_ms, _tools, _ids, _Call, Pending, transport._transport)
+        if p is not None:
+            return p
     call_id = "c%d" % next(_ids)
     if timeout_ms is not None:
         timeout_ms = int(timeout_ms)
@@ -508,10 +522,7 @@ def call(server: str, tool: str, args: dict[str, Any] | None = None, timeout_ms:
         t = transport._transport  # _transport(), inlined: this is the hot path
         (t if t is not None else transport.get_transport()).send(frame)
     except Exception as exc:  # connection gone, no transport: fail on first use
-        try:
-            c._record_error(c.error("transport", "could not send the request: %s" % exc, 0))
-        except ToolError:
-            pass
+        c._send_failed(exc)
     return Pending(c.take, c.poll, label, c.block)
 
 

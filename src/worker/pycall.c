@@ -5,6 +5,7 @@
 #include "pycall.h"
 #include "pyfast.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <structmember.h>
 #include <time.h>
@@ -23,7 +24,9 @@ typedef struct {
 } pyc_object;
 
 static PyObject *pyc_transport_mod; /* codemcp_rt.transport, owned once found */
-static PyObject *pyc_wait_reply;    /* the interned method name, owned */
+/* interned attribute names, owned (set once in pyc_add_type) */
+static PyObject *pyc_wait_reply, *pyc_send, *pyc_writes, *pyc_run_id_json, *pyc_made, *pyc_take_s,
+    *pyc_poll_s, *pyc_block_s;
 
 static double pyc_monotonic(void)
 {
@@ -34,8 +37,11 @@ static double pyc_monotonic(void)
 
 #define PYC_FIELDS(X)                                                                              \
     X(id)                                                                                          \
-    X(server) X(tool) X(args) X(args_json) X(timeout_ms) X(state) X(early) X(finished) X(value)    \
-        X(exc) X(ok) X(elapsed_ms) X(kind) X(mutation)
+    X(server)                                                                                      \
+    X(tool)                                                                                        \
+    X(args)                                                                                        \
+    X(args_json) X(timeout_ms) X(state) X(early) X(finished) X(value) X(exc) X(ok) X(elapsed_ms)   \
+        X(kind) X(mutation)
 
 static int pyc_traverse(pyc_object *self, visitproc visit, void *arg)
 {
@@ -222,6 +228,155 @@ static PyObject *pyc_take(pyc_object *self, PyObject *unused)
     return v;
 }
 
+/* ---- issue(): client.call()'s usual case in one C call ------------------------------------ */
+
+/* A new reference to attribute `name` of o when it has exactly type `type`, else NULL (with
+ * any lookup error cleared: the caller takes the Python path). */
+static PyObject *pyc_attr_of(PyObject *o, PyObject *name, PyTypeObject *type)
+{
+    PyObject *v = PyObject_GetAttr(o, name); /* new ref */
+    if (!v) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (Py_TYPE(v) != type) {
+        Py_DECREF(v);
+        return NULL;
+    }
+    return v;
+}
+
+PyObject *pyc_issue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 10) {
+        PyErr_SetString(PyExc_TypeError, "issue() takes 10 arguments");
+        return NULL;
+    }
+    /* all borrowed */
+    PyObject *state = args[0], *server = args[1], *tool = args[2], *a = args[3], *tmo = args[4],
+             *tools = args[5], *ids = args[6], *call_cls = args[7], *pending_cls = args[8],
+             *t = args[9];
+    PyObject *fragment = NULL, *label = NULL; /* owned: the cache entry may go meanwhile */
+    PyObject *key = NULL, *writes = NULL, *rid = NULL, *num = NULL, *cid = NULL, *frame = NULL,
+             *plain = NULL, *c = NULL, *made = NULL, *take = NULL, *poll = NULL, *block = NULL,
+             *out = NULL; /* owned */
+    int mutation = 0;
+    if (state == Py_None || t == Py_None || !PyDict_CheckExact(a) || !PyDict_CheckExact(tools) ||
+        (tmo != Py_None && !PyLong_CheckExact(tmo)) || !PyIter_Check(ids))
+        goto none;
+    key = PyTuple_Pack(2, server, tool); /* new ref */
+    if (!key)
+        goto fail;
+    PyObject *info = PyDict_GetItemWithError(tools, key); /* borrowed */
+    if (!info) {
+        PyErr_Clear(); /* not cached yet, or unhashable names: the Python path */
+        goto none;
+    }
+    if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 3 ||
+        !PyUnicode_CheckExact(PyTuple_GET_ITEM(info, 0)))
+        goto none;
+    fragment = Py_NewRef(PyTuple_GET_ITEM(info, 0));
+    label = Py_NewRef(PyTuple_GET_ITEM(info, 1));
+    PyObject *is_write = Py_NewRef(PyTuple_GET_ITEM(info, 2)); /* info may go in __bool__ */
+    mutation = PyObject_IsTrue(is_write);
+    Py_DECREF(is_write);
+    if (mutation < 0) {
+        PyErr_Clear();
+        goto none;
+    }
+    /* writes still unanswered order the calls after them: the Python path does that */
+    writes = pyc_attr_of(state, pyc_writes, &PyDict_Type);
+    rid = pyc_attr_of(state, pyc_run_id_json, &PyUnicode_Type);
+    made = pyc_attr_of(state, pyc_made, &PyList_Type);
+    if (!writes || PyDict_GET_SIZE(writes) || !rid || !made)
+        goto none;
+    num = PyIter_Next(ids); /* new ref */
+    if (!num) {
+        if (PyErr_Occurred())
+            goto fail;
+        goto none;
+    }
+    long long n = PyLong_CheckExact(num) ? PyLong_AsLongLong(num) : -1;
+    if (n < 0) { /* not what itertools.count gives: the Python path */
+        PyErr_Clear();
+        goto none;
+    }
+    char idbuf[32];
+    int idlen = snprintf(idbuf, sizeof(idbuf), "c%lld", n);
+    cid = PyUnicode_FromStringAndSize(idbuf, idlen); /* new ref */
+    if (!cid)
+        goto fail;
+    PyObject *fargs[5] = {cid, rid, fragment, a, tmo};
+    frame = pyf_call_frame(NULL, fargs, 5); /* new ref: str or None */
+    if (!frame)
+        goto fail;
+    if (frame == Py_None) /* not flat scalar arguments: the Python path (another id) */
+        goto none;
+    plain = PyDict_Copy(a); /* what a ToolError reports */
+    if (!plain)
+        goto fail;
+    PyObject *cargs[8] = {cid,     server, tool,  plain,
+                          Py_None, tmo,    state, mutation ? Py_True : Py_False};
+    c = PyObject_Vectorcall(call_cls, cargs, 8, NULL); /* new ref */
+    if (!c || PyList_Append(made, c) < 0)
+        goto fail;
+    if (mutation && PyDict_SetItem(writes, server, c) < 0)
+        goto fail;
+    PyObject *sargs[2] = {t, frame};
+    PyObject *sent = PyObject_VectorcallMethod(pyc_send, sargs, 2, NULL); /* new ref */
+    if (sent) {
+        Py_DECREF(sent);
+    } else if (PyErr_ExceptionMatches(PyExc_Exception)) { /* connection gone: fails on use */
+        PyObject *type, *exc, *tb;                        /* new refs */
+        PyErr_Fetch(&type, &exc, &tb);
+        PyErr_NormalizeException(&type, &exc, &tb);
+        PyObject *r = PyObject_CallMethod(c, "_send_failed", "O", exc ? exc : Py_None);
+        Py_XDECREF(type);
+        Py_XDECREF(exc);
+        Py_XDECREF(tb);
+        if (!r)
+            goto fail;
+        Py_DECREF(r);
+    } else {
+        goto fail; /* RunInterrupted, KeyboardInterrupt: as the Python path, they go on */
+    }
+    take = PyObject_GetAttr(c, pyc_take_s); /* new refs: the bound methods */
+    poll = PyObject_GetAttr(c, pyc_poll_s);
+    block = PyObject_GetAttr(c, pyc_block_s);
+    if (!take || !poll || !block)
+        goto fail;
+    PyObject *pargs[4] = {take, poll, label, block};
+    out = PyObject_Vectorcall(pending_cls, pargs, 4, NULL); /* new ref */
+    goto done;
+none:
+    out = Py_NewRef(Py_None);
+    goto done;
+fail:
+    out = NULL;
+done:
+    Py_XDECREF(fragment);
+    Py_XDECREF(label);
+    Py_XDECREF(key);
+    Py_XDECREF(writes);
+    Py_XDECREF(rid);
+    Py_XDECREF(num);
+    Py_XDECREF(cid);
+    Py_XDECREF(frame);
+    Py_XDECREF(plain);
+    Py_XDECREF(c);
+    Py_XDECREF(made);
+    Py_XDECREF(take);
+    Py_XDECREF(poll);
+    Py_XDECREF(block);
+    return out;
+}
+
+const char pyc_issue_doc[] =
+    "issue(state, server, tool, args, timeout_ms, tools, ids, Call, Pending, transport)\n"
+    "--\n\n"
+    "client.call()'s usual case: the Pending of a sent call, or None (take the Python path).";
+
 static PyMethodDef pyc_methods[] = {
     {"take", (PyCFunction)pyc_take, METH_NOARGS,
      "wait() for the Pending, which keeps the value itself: this call forgets it."},
@@ -256,8 +411,20 @@ static PyType_Spec pyc_spec = {
 
 int pyc_add_type(PyObject *m)
 {
-    if (!pyc_wait_reply && !(pyc_wait_reply = PyUnicode_InternFromString("wait_reply")))
-        return -1;
+    struct {
+        PyObject **slot;
+        const char *name;
+    } names[] = {{&pyc_wait_reply, "wait_reply"},
+                 {&pyc_send, "send"},
+                 {&pyc_writes, "writes"},
+                 {&pyc_run_id_json, "run_id_json"},
+                 {&pyc_made, "made"},
+                 {&pyc_take_s, "take"},
+                 {&pyc_poll_s, "poll"},
+                 {&pyc_block_s, "block"}};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!*names[i].slot && !(*names[i].slot = PyUnicode_InternFromString(names[i].name)))
+            return -1;
     PyObject *t = PyType_FromSpec(&pyc_spec); /* new ref */
     if (!t)
         return -1;

@@ -323,6 +323,7 @@ static PyMethodDef pym_methods[] = {
     {"call_frame", (PyCFunction)(void (*)(void))pyf_call_frame, METH_FASTCALL, pyf_call_frame_doc},
     {"text_result", (PyCFunction)(void (*)(void))pyf_text_result, METH_FASTCALL,
      pyf_text_result_doc},
+    {"issue", (PyCFunction)(void (*)(void))pyc_issue, METH_FASTCALL, pyc_issue_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -242,6 +242,56 @@ probe("grace", lambda: client._GRACE_S)
 for _ in range(200):
     c = client._Call("zz1", "s", "t", None, None, None, None, False); c.value = c; c.state = c
 del c; gc.collect()
+# issue(): client.call()'s C fast path, called directly with junk
+import itertools
+from codemcp_rt import runstate
+class St:
+    def __init__(self):
+        self.made, self.writes, self.run_id_json = [], {}, '"rX"'
+class SendT:
+    def __init__(self, exc=None):
+        self.exc, self.sent = exc, []
+    def send(self, frame):
+        if self.exc is not None:
+            raise self.exc
+        self.sent.append(frame)
+class Stop(BaseException):
+    pass
+TOOLS = {("srv", "tl"): ('"server":"srv","tool":"tl"', "srv/tl", False)}
+def iss(state=None, args=None, tmo=None, tools=None, ids=None, cc=None, pc=None, t=None, server="srv"):
+    return _codemcp.issue(St() if state is None else state, server, "tl", {"a": 1} if args is None else args, tmo,
+                          TOOLS if tools is None else tools, itertools.count(1) if ids is None else ids,
+                          client._Call if cc is None else cc, Pending if pc is None else pc,
+                          SendT() if t is None else t)
+probe("issue_arity", lambda: _codemcp.issue(1, 2))
+probe("issue_nostate", lambda: _codemcp.issue(None, "srv", "tl", {}, None, TOOLS, itertools.count(), client._Call, Pending, SendT()))
+probe("issue_badstate", lambda: iss(state=object()))
+probe("issue_notools", lambda: iss(tools={}))
+probe("issue_unhashable", lambda: iss(server=["x"]))
+probe("issue_badinfo", lambda: iss(tools={("srv", "tl"): (5, 6, 7)}))
+probe("issue_badbool", lambda: iss(tools={("srv", "tl"): ('"server":"srv","tool":"tl"', "l", BadBool())}))
+class Clearing:
+    def __bool__(self):
+        CLR.clear()
+        return False
+CLR = {("srv", "tl"): ('"server":"srv","tool":"tl"', "l" * 3, Clearing())}
+probe("issue_clearing", lambda: type(iss(tools=CLR, t=SendT())).__name__)
+probe("issue_ids_neg", lambda: iss(ids=iter([-1])))
+probe("issue_ids_str", lambda: iss(ids=iter(["x"])))
+probe("issue_ids_empty", lambda: iss(ids=iter([])))
+probe("issue_ids_raise", lambda: iss(ids=(1 / 0 for _ in [0])))
+probe("issue_nested_args", lambda: iss(args={"a": [1]}))
+rec = {}; rec["r"] = rec
+probe("issue_recursive_args", lambda: iss(args=rec))
+probe("issue_huge_args", lambda: type(iss(args={("k%d" % i): i for i in range(100000)})).__name__)
+probe("issue_float_tmo", lambda: iss(tmo=1.5))
+probe("issue_cc_int", lambda: iss(cc=5))
+probe("issue_pc_int", lambda: iss(pc=5))
+probe("issue_send_fails", lambda: iss(t=SendT(ValueError("down"))).result())
+probe("issue_send_stops", lambda: iss(t=SendT(Stop("halt"))))
+sst = St(); tt = SendT()
+pp = iss(state=sst, t=tt, tools={("srv", "tl"): ('"server":"srv","tool":"tl"', "srv/tl", True)})
+out["issue_write"] = [type(pp).__name__, len(sst.made), list(sst.writes), tt.sent[0][:60]]
 # the real path still works, and a real call's _Call forged after the fact does not break the run
 p1 = everything_get_sum(a=1, b=2)
 call = p1._wait.__self__
@@ -301,6 +351,20 @@ test('pypending/pycall: forged, wrong-typed and re-entrant use of the C cores ra
   assert.equal(kind('take_no_transport_mod'), 'ToolError', String(o.take_no_transport_mod));
   assert.deepEqual(o.done_twice, ['ok', "('a', None)"]); // take() forgets the value
   assert.deepEqual(o.grace, ['ok', '10.0']);
+  assert.equal(kind('issue_arity'), 'TypeError');
+  for (const k of ['issue_nostate', 'issue_badstate', 'issue_notools', 'issue_unhashable', 'issue_badinfo',
+    'issue_badbool', 'issue_ids_neg', 'issue_ids_str', 'issue_ids_empty', 'issue_nested_args',
+    'issue_recursive_args', 'issue_float_tmo'])
+    assert.deepEqual(o[k], ['ok', 'None'], `${k}: ${o[k]}`);
+  assert.deepEqual(o.issue_clearing, ['ok', "'Pending'"]);
+  assert.equal(kind('issue_ids_raise'), 'ZeroDivisionError');
+  assert.deepEqual(o.issue_huge_args, ['ok', "'Pending'"]);
+  for (const k of ['issue_cc_int', 'issue_pc_int']) assert.equal(kind(k), 'TypeError', `${k}: ${o[k]}`);
+  assert.equal(kind('issue_send_fails'), 'ToolError');
+  assert.match(o.issue_send_fails[1], /could not send the request: down/);
+  assert.equal(kind('issue_send_stops'), 'Stop');
+  assert.deepEqual(o.issue_write, ['Pending', 1, ['srv'],
+    '{"jsonrpc":"2.0","id":"c1","method":"call_tool","params":{"r']);
   assert.equal(o.real, 'The sum of 1 and 2 is 3.');
   assert.equal(o.real2, 'The sum of 2 and 2 is 4.');
 });
