@@ -35,13 +35,12 @@ static double pyc_monotonic(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-#define PYC_FIELDS(X)                                                                              \
-    X(id)                                                                                          \
-    X(server)                                                                                      \
-    X(tool)                                                                                        \
-    X(args)                                                                                        \
-    X(args_json) X(timeout_ms) X(state) X(early) X(finished) X(value) X(exc) X(ok) X(elapsed_ms)   \
-        X(kind) X(mutation)
+/* The fields, for traverse/clear/members (clang-format reflows this list on every run). */
+/* clang-format off */
+#define PYC_FIELDS(X) \
+    X(id) X(server) X(tool) X(args) X(args_json) X(timeout_ms) X(state) X(early) \
+    X(finished) X(value) X(exc) X(ok) X(elapsed_ms) X(kind) X(mutation)
+/* clang-format on */
 
 static int pyc_traverse(pyc_object *self, visitproc visit, void *arg)
 {
