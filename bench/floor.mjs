@@ -17,6 +17,8 @@
 // Usage: node bench/floor.mjs [quiet_rounds=200]   → bench/results/floor.md
 // (BENCH_MAX_SECONDS=900 caps the measured phase, BENCH_HOP_TRIPS=20000 sizes floor-hop)
 // CODEMCP_BIN picks codemcp (its build dir also holds bench/floor/*; FLOOR_DIR overrides).
+// CODEMCP_BIN_BEFORE adds a fifth arm, codemcp-before (e.g. a build of main), run in the same rounds:
+// the report then has before/after ratios from one run.
 import { writeFileSync, readFileSync, existsSync, mkdtempSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -83,6 +85,9 @@ const peers = {
     { FLOOR_PIN_CPU: String(PIN_CPU) }),
   codemcp: await start('codemcp', [bin], { CODEMCP_CONFIG: cfg }),
 };
+const BEFORE = process.env.CODEMCP_BIN_BEFORE;
+if (BEFORE) peers['codemcp-before'] = await start('codemcp-before', [BEFORE], { CODEMCP_CONFIG: cfg });
+const CODEMCPS = BEFORE ? ['codemcp', 'codemcp-before'] : ['codemcp'];
 function makeDirect(p) {
   const sum = async (a, b) => num(toolResult('direct', await p.request('tools/call',
     { name: 'get-sum', arguments: { a, b } })).content[0].text);
@@ -99,18 +104,19 @@ function makeFloor(p, arm) {
     { name: 'run', arguments: { workload } })).structuredContent.result;
   return Object.fromEntries(Object.keys(EXPECT).map((w) => [w, () => run(w)]));
 }
-function makeCodemcp(p) {
-  const run = async (code) => toolResult('codemcp', await p.request('tools/call',
+function makeCodemcp(p, arm = 'codemcp') {
+  const run = async (code) => toolResult(arm, await p.request('tools/call',
     { name: 'execute_python', arguments: { code } })).structuredContent.result;
   return Object.fromEntries(Object.entries(PY).map(([w, code]) =>
     [w, w === 'one' ? async () => num(await run(code)) : () => run(code)]));
 }
 const arms = { direct: makeDirect(peers.direct), floor: makeFloor(peers.floor, 'floor'),
   'floor-pinned': makeFloor(peers['floor-pinned'], 'floor-pinned'), codemcp: makeCodemcp(peers.codemcp) };
+if (BEFORE) arms['codemcp-before'] = makeCodemcp(peers['codemcp-before'], 'codemcp-before');
 const ARMS = Object.keys(arms);
 const WORKLOADS = Object.keys(EXPECT);
 
-await untilSdkReady(() => arms.codemcp.one());
+for (const a of CODEMCPS) await untilSdkReady(() => arms[a].one());
 
 const pidOf = (arm) => peers[arm].proc.pid;
 const childNamed = (pid, name) => childPids(pid).find((p) => comm(p) === name);
@@ -120,9 +126,13 @@ const [fw, fu] = kids('floor', 'floor-worker'), [pw, pu] = kids('floor-pinned', 
 // codemcp's sandboxed worker is a grandchild (waiter -> worker): sum every codemcp-worker
 // below the gateway; its upstream is the node child (other children: the sandbox's waiter,
 // the process-group guard).
-const cws = workerPids(pidOf('codemcp')), cw = cws[0];
-const cu = childPids(pidOf('codemcp')).find((p) => comm(p) === 'node');
-if (![fw, fu, pw, pu, cw, cu].every(Boolean)) throw new Error(`process tree not as expected: ${[fw, fu, pw, pu, cw, cu]}`);
+const cws = {}, cu = {};
+for (const a of CODEMCPS) {
+  cws[a] = workerPids(pidOf(a));
+  cu[a] = childPids(pidOf(a)).find((p) => comm(p) === 'node');
+}
+if (![fw, fu, pw, pu, ...CODEMCPS.flatMap((a) => [cws[a][0], cu[a]])].every(Boolean))
+  throw new Error(`process tree not as expected: ${[fw, fu, pw, pu, JSON.stringify(cws), JSON.stringify(cu)]}`);
 // The client's own CPU is taken with process.cpuUsage() around the call alone (its window
 // must not include this accounting's reads of /proc).
 const PROBES = {
@@ -131,11 +141,12 @@ const PROBES = {
     upstream: () => cpuNs(fu) },
   'floor-pinned': { 'floor-gateway': () => cpuNs(pidOf('floor-pinned')), 'floor-worker': () => cpuNs(pw),
     upstream: () => cpuNs(pu) },
-  codemcp: { gateway: () => cpuNs(pidOf('codemcp')), 'codemcp-worker (all threads)': () => cpuNsAll(cws),
-    upstream: () => cpuNs(cu) },
 };
+for (const a of CODEMCPS)
+  PROBES[a] = { gateway: () => cpuNs(pidOf(a)), 'codemcp-worker (all threads)': () => cpuNsAll(cws[a]),
+    upstream: () => cpuNs(cu[a]) };
 const CLIENT = 'client (this Node process, all threads)';
-const ourPids = () => [process.pid, ...ARMS.map(pidOf), fw, fu, pw, pu, ...cws, cu];
+const ourPids = () => [process.pid, ...ARMS.map(pidOf), fw, fu, pw, pu, ...CODEMCPS.flatMap((a) => [...cws[a], cu[a]])];
 const cpu = {}; // cpu[w][arm][probe] = total ns over the measured rounds
 const snapCpu = (arm) => Object.fromEntries(Object.entries(PROBES[arm]).map(([k, f]) => [k, f()]));
 
@@ -304,7 +315,7 @@ choice, which is what the arms below get.
 ## Round trip, ms: median (p10–p90)
 
 | workload | ${ARMS.join(' | ')} |
-|---|---|---|---|---|
+|${'---|'.repeat(ARMS.length + 1)}
 ${timeRows.join('\n')}
 
 One-way hops per execute: direct ${HOPS.direct.one} / ${HOPS.direct.seq50} / ${HOPS.direct.conc50} / ${HOPS.direct.empty},
@@ -319,7 +330,16 @@ only when Python computes.
 ${ratioRows.join('\n')}
 
 ${['one', 'seq50', 'conc50'].map(verdict).join('\n')}
+${BEFORE ? `
+### Before / after (same run, same rounds)
 
+codemcp-before is ${BEFORE}.
+
+| workload | codemcp-before / floor | codemcp / floor | codemcp / codemcp-before | target codemcp / floor |
+|---|---|---|---|---|
+${WORKLOADS.map((w) => `| ${LABEL[w]} | ${fmt(paired(w, 'codemcp-before', 'floor'), 2)}× | **${fmt(paired(w, 'codemcp', 'floor'), 2)}×** | ` +
+  `${fmt(paired(w, 'codemcp', 'codemcp-before'), 2)}× | ${w === 'empty' ? '–' : '≤ 1.25×'} |`).join('\n')}
+` : ''}
 ## CPU per execute (µs on CPU, mean over the rounds used; /proc schedstat)
 
 | arm | process | ${WORKLOADS.map((w) => LABEL[w]).join(' | ')} |

@@ -14,6 +14,7 @@
  * subscriptions/listen requests); anything else is the 2025 era as before. */
 #include "mcp_server.h"
 #include "catalog.h"
+#include "jsonfast.h"
 #include "jsonrpc.h"
 #include "loop.h"
 #include "log.h"
@@ -613,10 +614,10 @@ void mcp_session_receive_checked(struct mcp_session *s, json_t *msg)
 void mcp_session_receive(struct mcp_session *s, const char *text, size_t len)
 {
     json_error_t jerr;
-    json_t *msg = json_loadb(text, len, JSON_DECODE_ANY, &jerr);
+    json_t *msg = jf_loadb(text, len, JF_DECODE_ANY, &jerr); /* jsonfast: ~4x fewer instructions */
     if (!msg) {
         char why[300];
-        snprintf(why, sizeof(why), "parse error: %s (column %d)", jerr.text, jerr.column);
+        snprintf(why, sizeof(why), "parse error: %s", jerr.text); /* the text names the byte */
         session_send(s, rpc_error(NULL, RPC_PARSE_ERROR, why, NULL), NULL);
         return;
     }

@@ -23,17 +23,23 @@ except ImportError:  # a plain interpreter: no fd-level capture
     _codemcp = None
 
 
+# One lock for every stream's buffer (writes are short; two per run are created, and a lock
+# per stream cost more than the rest of the stream's set-up).
+_write_lock = threading.Lock()
+
+
 class CappedStream(io.TextIOBase):
     """A text stream that keeps the first ``limit`` UTF-8 bytes written to it."""
 
+    # Defaults until the first write: a run that prints nothing sets only name and limit
+    # (attributes of an io subclass live in a dict, and each costs).
+    _parts: list[bytes] | None = None
+    _kept = 0
+    _cut = 0
+
     def __init__(self, name: str, limit: int) -> None:
-        super().__init__()
         self.name = name
         self.limit = max(0, int(limit))
-        self._parts: list[bytes] = []
-        self._kept = 0
-        self._cut = 0
-        self._lock = threading.Lock()
 
     @property
     def encoding(self) -> str:  # type: ignore[override]
@@ -61,18 +67,21 @@ class CappedStream(io.TextIOBase):
         if data:
             self._write_bytes(data)
         if cut:
-            with self._lock:
+            with _write_lock:
                 self._cut += cut
 
     def _write_bytes(self, data: bytes) -> None:
-        with self._lock:
+        with _write_lock:
+            parts = self._parts
+            if parts is None:
+                parts = self._parts = []
             room = self.limit - self._kept
             if room >= len(data):
-                self._parts.append(data)
+                parts.append(data)
                 self._kept += len(data)
             else:
                 if room > 0:
-                    self._parts.append(data[:room])
+                    parts.append(data[:room])
                     self._kept += room
                 self._cut += len(data) - max(room, 0)
 
@@ -93,8 +102,8 @@ class CappedStream(io.TextIOBase):
         """What was written, cut at the cap, with a marker saying how much was dropped."""
         if not self._parts and not self._cut:
             return ""
-        with self._lock:
-            text = b"".join(self._parts).decode("utf-8", "ignore" if self._cut else "replace")
+        with _write_lock:
+            text = b"".join(self._parts or ()).decode("utf-8", "ignore" if self._cut else "replace")
             if self._cut:
                 text += "\n…[codemcp: %d more bytes of %s cut]" % (self._cut, self.name)
         return text

@@ -36,6 +36,7 @@ from codemcp_rt import jsonsafe, runstate, sdk, transport
 from codemcp_rt.errors import KINDS, ToolError
 from codemcp_rt.pending import Pending, resolve
 
+_monotonic = time.monotonic
 _ids = itertools.count(1)  # next() on a C iterator is atomic under the GIL
 _GRACE_S = 10.0  # extra wait beyond a call's timeout_ms before giving up locally
 _PROTOCOL_CODES = (-32700, -32600, -32601, -32603)
@@ -79,8 +80,9 @@ def _encode_plain(args: dict[str, Any]) -> str | None:
 try:  # the worker host's C shortcuts (src/worker/pyfast.c); None under plain Python
     from _codemcp import call_frame as _c_call_frame  # type: ignore[import-not-found]
     from _codemcp import text_result as _c_text_result  # type: ignore[import-not-found]
+    from _codemcp import issue as _c_issue  # type: ignore[import-not-found]
 except ImportError:
-    _c_call_frame = _c_text_result = None
+    _c_call_frame = _c_text_result = _c_issue = None
 
 # The usual reply: one text block, in the gateway's compact form (jsonfast, rpc_result's key
 # order). Anything else (structuredContent, _meta, isError, escapes, another order) is None
@@ -163,10 +165,9 @@ def _tool_info(server: Any, tool: Any) -> tuple[str | None, str, bool]:
     return info
 
 
-class _Call:
-    """One call_tool request: its id, what the trace says about it, how to read its reply.
-
-    Also the run's trace record (runstate.RunState.made): trace_entry() builds the dict."""
+class _PyCallBase:
+    """Python twin of ``_codemcp.CallBase`` (src/worker/pycall.c): a call's fields and
+    take(); the worker uses the C one, plain python3 this one."""
 
     __slots__ = ("id", "server", "tool", "args", "args_json", "timeout_ms", "state", "started", "early",
                  "finished", "value", "exc", "ok", "elapsed_ms", "kind", "mutation")
@@ -180,7 +181,7 @@ class _Call:
         self.args_json = args_json
         self.timeout_ms = timeout_ms
         self.state = state
-        self.started = time.monotonic()
+        self.started = _monotonic()
         self.early: str | None = None  # a reply taken by poll() before wait()
         self.finished = False
         self.value: Any = None  # the outcome, kept so a later wait() repeats it
@@ -189,6 +190,48 @@ class _Call:
         self.elapsed_ms: int | None = None
         self.kind: str | None = None
         self.mutation = mutation
+
+    def take(self) -> Any:
+        """wait() for the Pending, which keeps the value itself: this call forgets it, so
+        the run's trace does not hold every result until the run ends. The usual reply
+        (one text block, see _text_result) is unwrapped here without _finish."""
+        if self.finished:
+            value = self.wait()
+            self.value = None
+            return value
+        raw = self.early
+        if raw is None:
+            raw = self._receive()
+        text = _text_result(raw, self.id)
+        if text is None:
+            value = self._finish(raw)
+            self.value = None
+            return value
+        self.ok = self.finished = True
+        self.early = None
+        self.elapsed_ms = int((_monotonic() - self.started) * 1000)
+        first = text[:1]
+        if first not in _JSON_START and first not in _SPACE:
+            return text  # prose: what _text_value gives without looking further
+        return _text_value(text)
+
+
+try:  # the worker host's C core (src/worker/pycall.c); the twin above under plain python3
+    from _codemcp import CallBase as _CallBase  # type: ignore[import-not-found]
+except ImportError:
+    _CallBase = _PyCallBase
+
+
+class _Call(_CallBase):  # type: ignore[misc,valid-type]
+    """One call_tool request: its id, what the trace says about it, how to read its reply.
+
+    Also the run's trace record (runstate.RunState.made): trace_entry() builds the dict.
+    Fields, __init__ and take() are in the base class (C in the worker)."""
+
+    __slots__ = ()
+
+    # take()'s general path (the C take() hands every unusual case to it)
+    _take_py = _PyCallBase.take
 
     def trace_entry(self) -> dict[str, Any]:
         """{server, tool, ok, elapsed_ms, mutation, kind?} as the envelope reports it."""
@@ -208,7 +251,7 @@ class _Call:
 
     def error(self, kind: str, message: str, elapsed_ms: int | None = None) -> ToolError:
         if elapsed_ms is None:
-            elapsed_ms = int((time.monotonic() - self.started) * 1000)
+            elapsed_ms = int((_monotonic() - self.started) * 1000)
         return ToolError(kind, message, self.server, self.tool, self.plain_args(), elapsed_ms)
 
     def poll(self) -> bool:
@@ -242,23 +285,8 @@ class _Call:
             return self.value
         raw = self.early
         if raw is None:
-            timeout = None if self.timeout_ms is None else self.timeout_ms / 1000.0 + _GRACE_S
-            try:
-                t = transport._transport  # _transport(), inlined: this is the hot path
-                raw = (t if t is not None else transport.get_transport()).wait_reply(self.id, timeout)
-            except ConnectionError as exc:
-                self._record_error(self.error("transport", "control connection lost: %s" % exc))
-            if raw is None:
-                _transport().forget(self.id)
-                self._record_error(self.error("timeout", "no reply from the gateway in time"))
+            raw = self._receive()
         return self._finish(raw)
-
-    def take(self) -> Any:
-        """wait() for the Pending, which keeps the value itself: this call forgets it, so
-        the run's trace does not hold every result until the run ends."""
-        value = self.wait()
-        self.value = None
-        return value
 
     def abandon(self) -> None:
         """The run is over and nobody will read this call: record what is known, drop it."""
@@ -282,11 +310,43 @@ class _Call:
 
     # -- internals ------------------------------------------------------------------
 
+    def _receive(self) -> str:
+        """The raw reply, waited for; ToolError (recorded) when the connection is gone or
+        no reply came in time."""
+        timeout = None if self.timeout_ms is None else self.timeout_ms / 1000.0 + _GRACE_S
+        raw = None
+        try:
+            t = transport._transport  # _transport(), inlined: this is the hot path
+            raw = (t if t is not None else transport.get_transport()).wait_reply(self.id, timeout)
+        except ConnectionError as exc:
+            self._lost(exc)
+        if raw is None:
+            self._timed_out()
+        return raw
+
+    def _send_failed(self, exc: BaseException) -> None:
+        """The request could not be sent: the call fails on first use (never raises)."""
+        try:
+            self._record_error(self.error("transport", "could not send the request: %s" % exc, 0))
+        except ToolError:
+            pass
+
+    def _lost(self, exc: BaseException) -> None:
+        self._record_error(self.error("transport", "control connection lost: %s" % exc))
+
+    def _timed_out(self) -> None:
+        _transport().forget(self.id)
+        self._record_error(self.error("timeout", "no reply from the gateway in time"))
+
+    @staticmethod
+    def _json_text(text: str) -> Any:
+        return _text_value(text)
+
     def _close(self) -> None:
         self.finished = True
         self.early = None
         if self.elapsed_ms is None:
-            self.elapsed_ms = int((time.monotonic() - self.started) * 1000)
+            self.elapsed_ms = int((_monotonic() - self.started) * 1000)
 
     def _record_mutation(self, ok: bool, dry_run: bool = False) -> None:
         self.mutation = True
@@ -308,7 +368,7 @@ class _Call:
         text = _text_result(raw, self.id)
         if text is not None:  # the usual one-text-block answer: unwrap() without parsing it
             self.ok = True
-            self.elapsed_ms = int((time.monotonic() - self.started) * 1000)
+            self.elapsed_ms = int((_monotonic() - self.started) * 1000)
             self.value = _text_value(text)
             self._close()
             return self.value
@@ -322,7 +382,7 @@ class _Call:
             self._fail(msg["error"])
         result = msg.get("result")
         self.ok = True
-        self.elapsed_ms = int((time.monotonic() - self.started) * 1000)
+        self.elapsed_ms = int((_monotonic() - self.started) * 1000)
         if type(result) is dict:
             meta = result.get("_meta")
             if meta is not None:
@@ -401,6 +461,12 @@ def call(server: str, tool: str, args: dict[str, Any] | None = None, timeout_ms:
     used (ToolError), or in gather().
     """
     state = runstate._current
+    if _c_issue is not None and state is not None and sdk._current is _tools_snap:
+        # the usual case (cached tool, flat scalar arguments, no write unanswered) in C;
+        # None: nothing was sent, take the path below
+        p = _c_issue(state, server, tool, args, timeout_ms, _tools, _ids, _Call, Pending, transport._transport)
+        if p is not None:
+            return p
     call_id = "c%d" % next(_ids)
     if timeout_ms is not None:
         timeout_ms = int(timeout_ms)
@@ -456,10 +522,7 @@ def call(server: str, tool: str, args: dict[str, Any] | None = None, timeout_ms:
         t = transport._transport  # _transport(), inlined: this is the hot path
         (t if t is not None else transport.get_transport()).send(frame)
     except Exception as exc:  # connection gone, no transport: fail on first use
-        try:
-            c._record_error(c.error("transport", "could not send the request: %s" % exc, 0))
-        except ToolError:
-            pass
+        c._send_failed(exc)
     return Pending(c.take, c.poll, label, c.block)
 
 

@@ -41,10 +41,12 @@ _FAILED = 2
 _MAX_DEPTH = 200
 
 
-class Pending:
-    """A tool call's value that resolves on first use (see the module docstring)."""
+class _PyPendingBase:
+    """Python twin of ``_codemcp.PendingBase`` (src/worker/pypending.c), the state and the
+    result()/done() of a Pending; the worker uses the C one, plain python3 this one."""
 
-    __slots__ = ("_wait", "_poll", "_block", "_label", "_lock", "_state", "_value", "_error", "_aw", "__weakref__")
+    __slots__ = ("_wait", "_poll", "_block", "_label", "_lock", "_owner", "_state", "_value", "_error", "_aw",
+                 "__weakref__")
 
     def __init__(
         self,
@@ -53,27 +55,16 @@ class Pending:
         label: str = "call",
         block: Callable[[float], bool] | None = None,
     ) -> None:
-        """``wait()`` returns the value or raises ToolError; ``poll()`` says, without
-        blocking, whether wait() would return at once; ``block(seconds)`` waits at most
-        that long for it (and says whether it is there). ``label`` names the call."""
         self._wait = wait
         self._poll = poll
         self._block = block
         self._aw: Any = None  # the __await__ generator send()/throw() drive
         self._label = label
-        self._lock = threading.Lock()  # not re-entrant: nothing below wait() reads this Pending
+        self._lock = threading.Lock()
+        self._owner: int | None = None  # the thread inside wait(): a re-entrant read is an error
         self._state = _UNSET
         self._value: Any = None
         self._error: ToolError | None = None
-
-    @classmethod
-    def of(cls, value: Any, label: str = "value") -> "Pending":
-        """A Pending that is already resolved to ``value``."""
-        p = cls(lambda: value, lambda: True, label)
-        p._state, p._value = _DONE, value
-        return p
-
-    # -- explicit API -------------------------------------------------------------
 
     def result(self) -> Any:
         """Wait for the value and return it; raise ToolError if the call failed.
@@ -81,14 +72,23 @@ class Pending:
         Raising is repeatable: every later use raises the same ToolError.
         """
         if self._state == _UNSET:
+            me = threading.get_ident()
+            if self._owner == me:
+                raise RuntimeError("a Pending's value was read from inside its own wait()")
             with self._lock:
                 if self._state == _UNSET:
+                    wait = self._wait
+                    if wait is None:
+                        raise TypeError("this Pending has nothing to wait for")
+                    self._owner = me
                     try:
-                        value = self._wait()
+                        value = wait()
                     except ToolError as exc:
-                        self._error, self._state = exc, _FAILED
+                        self._error, self._value, self._state = exc, None, _FAILED
                     else:
                         self._value, self._state = value, _DONE
+                    finally:
+                        self._owner = None
                     self._wait = self._poll = self._block = None  # drop the closure and its reply
         if self._state == _FAILED:
             raise self._error  # type: ignore[misc]
@@ -103,6 +103,30 @@ class Pending:
             return bool(poll and poll())
         except Exception:
             return False
+
+
+try:  # the worker host's C core (src/worker/pypending.c); the twin above under plain python3
+    from _codemcp import PendingBase as _PendingBase  # type: ignore[import-not-found]
+except ImportError:
+    _PendingBase = _PyPendingBase
+
+
+class Pending(_PendingBase):  # type: ignore[misc,valid-type]
+    """A tool call's value that resolves on first use (see the module docstring).
+
+    ``Pending(wait, poll=None, label="call", block=None)``: ``wait()`` returns the value or
+    raises ToolError; ``poll()`` says, without blocking, whether wait() would return at once;
+    ``block(seconds)`` waits at most that long for it (and says whether it is there).
+    ``label`` names the call. State, result() and done() live in the base class."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, value: Any, label: str = "value") -> "Pending":
+        """A Pending that is already resolved to ``value``."""
+        p = cls(lambda: value, lambda: True, label)
+        p._state, p._value = _DONE, value
+        return p
 
     def __await__(self):
         """``await p`` (top-level, in ``async def``, under asyncio.gather/run): the value.

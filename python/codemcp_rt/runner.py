@@ -44,6 +44,7 @@ from codemcp_rt import procs
 from codemcp_rt.errors import RunInterrupted, ToolError
 from codemcp_rt.redact import redact_text
 from codemcp_rt.pending import Pending, gather, install_json_hook, resolve, settle
+from codemcp_rt import transport as transport_mod
 from codemcp_rt.transport import get_transport
 
 FILENAME = "<codemcp>"
@@ -253,7 +254,7 @@ def _validate(code: str, snap: sdk.Sdk, params: dict[str, Any], session: str,
             _log("validator unavailable (%s); running without pre-flight checks" % exc)
             return None
     module = _validator
-    bound = frozenset() if params.get("reset") else frozenset(_sessions.get(session, ()))
+    ns: Any = () if params.get("reset") else _sessions.get(session, ())
     shapes = sdk.shapes() or None
     enforce = bool(params.get("enforce_mutations"))
     allow = tuple(params.get("allow_mutations") or ())
@@ -263,25 +264,44 @@ def _validate(code: str, snap: sdk.Sdk, params: dict[str, Any], session: str,
     if _verdicts_for[0] is not snap or _verdicts_for[1] is not shapes:
         _verdicts.clear()  # verdicts hold for one SDK snapshot and one shapes table
         _verdicts_for = (snap, shapes)
+    # The verdict depends on the namespace only through `name in known_names` tests of names
+    # the program itself spells (validator, callcheck, jsnames), so a cached verdict holds
+    # while the program's own identifiers are bound (or not) as they were: no frozenset of
+    # the whole namespace per run. Non-ASCII code (identifiers are NFKC-normalised) compares
+    # the whole namespace, as before.
     try:
-        key: Any = (code, enforce, allow, disabled, dry_run, bound)
+        key: Any = (code, enforce, allow, disabled, dry_run)
         hit = _verdicts.get(key)
     except TypeError:  # unhashable option values: validate without the cache
         key, hit = None, None
     if hit is not None:
-        _verdicts.move_to_end(key)
-        return hit[0]
+        tokens, bound_then, verdict = hit
+        if bound_then == _bound_part(tokens, ns):
+            _verdicts.move_to_end(key)
+            return verdict
     try:
         problems = module.validate(code, snap.functions, snap.meta, shapes=shapes, enforce_mutations=enforce,
-                                   allow_mutations=allow, disabled=disabled, dry_run=dry_run, known_names=bound,
-                                   tree=tree)
+                                   allow_mutations=allow, disabled=disabled, dry_run=dry_run,
+                                   known_names=frozenset(ns), tree=tree)
         verdict = module.format_report(problems) if problems else None
     except Exception as exc:
         _log("validator failed (%s: %s); running without pre-flight checks" % (type(exc).__name__, exc))
         return None
     if key is not None:
-        _remember(_verdicts, key, (verdict,))
+        tokens = frozenset(_IDENT(code)) if code.isascii() else None
+        _remember(_verdicts, key, (tokens, _bound_part(tokens, ns), verdict))
     return verdict
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*").findall
+
+
+def _bound_part(tokens: frozenset[str] | None, ns: Any) -> frozenset[str]:
+    """The names of ``ns`` a verdict may depend on: those among the program's identifiers
+    (every name when they are not known)."""
+    if tokens is None:
+        return frozenset(ns)
+    return frozenset(filter(ns.__contains__, tokens))
 
 
 def _user_stack(tb: Any) -> traceback.StackSummary:
@@ -410,7 +430,8 @@ def _execute(compiled: _Compiled, ns: dict[str, Any], state: runstate.RunState) 
 
 def _set_current_run(run_id: str | None) -> None:
     try:
-        setter = getattr(get_transport(), "set_current_run", None)
+        t = transport_mod._transport  # get_transport() without its lock, once one is set
+        setter = getattr(t if t is not None else get_transport(), "set_current_run", None)
         if setter is not None:
             setter(run_id)
     except Exception:
@@ -573,5 +594,8 @@ def envelope_json(envelope: dict[str, Any], result_text: str | None = None) -> s
     JSON of envelope["result"] when the caller has it (it is used, not recomputed)."""
     if result_text is None or envelope.get("ok") is not True or "result" not in envelope:
         return jsonsafe.dumps(envelope)
+    calls = envelope.get("calls")
+    if len(envelope) == 3 and type(calls) is int:  # {"ok", "result", "calls"}: no output, no mutations
+        return '{"ok":true,"result":%s,"calls":%d}' % (result_text, calls)
     rest = jsonsafe.dumps({k: v for k, v in envelope.items() if k != "ok" and k != "result"})
     return '{"ok":true,"result":%s%s' % (result_text, "," + rest[1:] if len(rest) > 2 else "}")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import json.encoder
-import threading
 from typing import Any
 
 _encode_str = json.encoder.encode_basestring  # the C version when there is one
@@ -47,7 +46,6 @@ class RunState:
                 self.run_id_json = json.dumps(run_id, ensure_ascii=False, allow_nan=False)
             except (TypeError, ValueError):
                 self.run_id_json = _encode_str(str(run_id))
-        self.lock = threading.Lock()
         self.made: list[Any] = []  # appended without the lock: atomic under the GIL
         self.mutations: list[dict[str, Any]] = []
         self.writes: dict[Any, Any] = {}  # server -> its last write call (client: program order)

@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from codemcp_rt import runner, runstate, sdk
+from codemcp_rt.client import _parse
 from codemcp_rt.errors import RunInterrupted
 from codemcp_rt.transport import get_transport
 
@@ -96,7 +97,9 @@ class _Raw(str):
 
 def _reply(req_id: Any, result: Any = None, error: dict[str, Any] | None = None) -> str:
     if error is None and type(result) is _Raw:  # req_id came from json.loads: it encodes
-        return '{"jsonrpc":"2.0","id":%s,"result":%s}' % (json.dumps(req_id), result)
+        # the gateway's ids are ints (src/workers.c): their JSON is their repr
+        rid = "%d" % req_id if type(req_id) is int else json.dumps(req_id)
+        return '{"jsonrpc":"2.0","id":%s,"result":%s}' % (rid, result)
     msg: dict[str, Any] = {"jsonrpc": "2.0", "id": req_id}
     if error is not None:
         msg["error"] = error
@@ -112,8 +115,8 @@ def _reply(req_id: Any, result: Any = None, error: dict[str, Any] | None = None)
 def handle(text: str) -> str | None:
     """Handle one raw request; return the raw reply, or None for a notification."""
     try:
-        msg = json.loads(text)
-    except (ValueError, TypeError) as exc:
+        msg = _parse(text)
+    except (ValueError, TypeError, RecursionError) as exc:
         return _reply(None, error={"code": PARSE_ERROR, "message": "parse error: %s" % exc})
     if not isinstance(msg, dict) or not isinstance(msg.get("method"), str):
         req_id = msg.get("id") if isinstance(msg, dict) else None

@@ -126,14 +126,28 @@ int fdcap_log_fd(void)
     return fc.log_fd;
 }
 
+/* Drains whatever the pipes hold right now: one poll() finds the non-empty ones (the usual
+ * run writes nothing to fds 1 and 2: one syscall instead of a read per pipe). mu held. */
+static void drain_ready(void)
+{
+    struct pollfd p[2] = {{.fd = fc.s[0].rd, .events = POLLIN},
+                          {.fd = fc.s[1].rd, .events = POLLIN}};
+    int n;
+    do
+        n = poll(p, 2, 0);
+    while (n < 0 && errno == EINTR);
+    for (int i = 0; i < 2; i++)
+        if (n != 0 && (n < 0 || p[i].revents)) /* poll failed: read both, as before */
+            drain(&fc.s[i]);
+}
+
 void fdcap_begin(size_t limit)
 {
     if (!fc.started)
         return;
     pthread_mutex_lock(&fc.mu);
     /* Whatever came before this run is not this run's. */
-    drain(&fc.s[0]);
-    drain(&fc.s[1]);
+    drain_ready();
     fc.limit = limit;
     fc.capturing = 1;
     pthread_mutex_unlock(&fc.mu);
@@ -156,8 +170,7 @@ void fdcap_end(char **out, size_t *out_len, size_t *out_cut, char **err, size_t 
     if (!fc.started)
         return;
     pthread_mutex_lock(&fc.mu);
-    drain(&fc.s[0]);
-    drain(&fc.s[1]);
+    drain_ready();
     hand_over(&fc.s[0], out, out_len, out_cut);
     hand_over(&fc.s[1], err, err_len, err_cut);
     fc.capturing = 0;

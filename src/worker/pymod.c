@@ -10,7 +10,9 @@
 
 #include "fdcap.h"
 #include "importer.h"
+#include "pycall.h"
 #include "pyfast.h"
+#include "pypending.h"
 #include "util.h"
 #include "wsclient.h"
 
@@ -321,6 +323,7 @@ static PyMethodDef pym_methods[] = {
     {"call_frame", (PyCFunction)(void (*)(void))pyf_call_frame, METH_FASTCALL, pyf_call_frame_doc},
     {"text_result", (PyCFunction)(void (*)(void))pyf_text_result, METH_FASTCALL,
      pyf_text_result_doc},
+    {"issue", (PyCFunction)(void (*)(void))pyc_issue, METH_FASTCALL, pyc_issue_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -335,7 +338,10 @@ static struct PyModuleDef pym_module = {
 
 static PyObject *pym_init(void)
 {
-    return PyModule_Create(&pym_module); /* new ref */
+    PyObject *m = PyModule_Create(&pym_module); /* new ref */
+    if (m && (pyp_add_type(m) < 0 || pyc_add_type(m) < 0))
+        Py_CLEAR(m);
+    return m;
 }
 
 int pym_register(long worker_id)

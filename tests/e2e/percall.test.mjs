@@ -115,3 +115,256 @@ test('pyfast: real calls through the shortcuts and the general path give the rig
     String(2 * (19 * 20) / 2),
   ]);
 });
+
+// The C cores of Pending and _Call (src/worker/pypending.c, pycall.c) are reachable from a
+// program (`_codemcp.PendingBase`, `p._wait.__self__`): every forged object, wrong type,
+// re-entrant read, cycle and bad transport answer must be a Python exception (or the Python
+// twin's answer), never a crash; and the real call path must still work afterwards.
+const HOSTILE = String.raw`
+import _codemcp, gc, threading, time, sys
+from codemcp_rt import client, transport
+from codemcp_rt.pending import Pending
+from codemcp_rt.errors import ToolError
+out = {}
+def probe(name, fn):
+    try:
+        out[name] = ["ok", repr(fn())[:120]]
+    except BaseException as exc:
+        out[name] = [type(exc).__name__, str(exc)[:120]]
+PB, CB = _codemcp.PendingBase, _codemcp.CallBase
+probe("pb_noargs", lambda: PB())
+probe("pb_bare_result", lambda: PB.__new__(PB).result())
+probe("pb_bare_done", lambda: PB.__new__(PB).done())
+probe("pb_int_wait", lambda: PB(5).result())
+probe("pb_kw", lambda: PB(wait=lambda: 7, label=None, block=3).result())
+probe("pb_toomany", lambda: PB(1, 2, 3, 4, 5))
+def forged(state, error=None, value=None, delete=False):
+    p = Pending(lambda: 1)
+    p._state, p._error, p._value = state, error, value
+    if delete:
+        del p._value
+    return p.result()
+probe("state2_int_error", lambda: forged(2, 5))
+probe("state2_class_error", lambda: forged(2, ValueError))
+probe("state2_none", lambda: forged(2))
+probe("state9", lambda: forged(9, value="v"))
+probe("state1_deleted", lambda: forged(1, delete=True))
+probe("state_str", lambda: forged("x"))
+probe("state_huge", lambda: forged(2**80))
+holder = []
+p = Pending(lambda: holder[0].result())
+holder.append(p)
+probe("reentrant", lambda: p.result())
+probe("reentrant_again", lambda: p.result())
+def bad_poll():
+    raise ValueError("poll")
+class BadBool:
+    def __bool__(self):
+        raise ValueError("bool")
+probe("done_poll_raises", lambda: Pending(lambda: 1, bad_poll).done())
+probe("done_poll_badbool", lambda: Pending(lambda: 1, lambda: BadBool()).done())
+probe("done_poll_itself_badbool", lambda: Pending(lambda: 1, BadBool()).done())
+def te():
+    raise ToolError("timeout", "slow", "s", "t", {}, 5)
+pt = Pending(te)
+probe("toolerror_1", lambda: pt.result())
+probe("toolerror_2", lambda: pt.result())
+probe("toolerror_state", lambda: (pt._state, pt._wait, type(pt._error).__name__))
+probe("other_exc_keeps_wait", lambda: (lambda q: (q.done(), [q.result() for _ in [0]]))(Pending(lambda: 1 / 0)))
+# a value that is itself, a Pending holding itself, then collected
+cyc = []; cyc.append(cyc)
+probe("cycle_value", lambda: len(Pending.of(cyc).result()))
+for _ in range(200):
+    q = Pending(lambda: 1); q._value = q; q._aw = q
+del q; gc.collect()
+# __init__ again from inside wait(), and from another thread while one waits
+def rebind():
+    pr.__init__(lambda: "second")
+    return "first"
+pr = Pending(rebind)
+probe("reinit_inside", lambda: (pr.result(), pr._state))
+calls = []
+def slow():
+    calls.append(1)
+    time.sleep(0.2)
+    return "v"
+ps = Pending(slow)
+res = []
+ts = [threading.Thread(target=lambda: res.append(ps.result())) for _ in range(4)]
+[t.start() for t in ts]; [t.join() for t in ts]
+out["threads"] = [res, len(calls)]
+# CallBase: wrong arity, bare take, forged fields, transports that answer wrongly
+probe("cb_noargs", lambda: CB())
+probe("cb_kw", lambda: CB(*range(7), x=1))
+probe("cb_bare_take_int_id", lambda: CB(5, "s", "t", None, None, None, None, False).take())
+class FakeT:
+    def __init__(self, answer):
+        self.answer = answer
+    def wait_reply(self, id, timeout=None):
+        if isinstance(self.answer, BaseException):
+            raise self.answer
+        return self.answer
+    def forget(self, id):
+        pass
+    def take_reply(self, id):
+        return None
+saved = transport._transport
+def with_t(answer, fn):
+    transport._transport = FakeT(answer)
+    try:
+        return fn()
+    finally:
+        transport._transport = saved
+def mk(**kw):
+    c = client._Call("zz1", "srv", "tl", {"a": 1}, None, None, None, False)
+    for k, v in kw.items():
+        setattr(c, k, v)
+    return c
+probe("cb_bare_take_none", lambda: with_t(None, lambda: CB("z", "s", "t", None, None, None, None, False).take()))
+probe("cb_bare_take_nonstr", lambda: with_t(5, lambda: CB("z", "s", "t", None, None, None, None, False).take()))
+probe("take_none", lambda: with_t(None, lambda: mk().take()))
+probe("take_int", lambda: with_t(5, lambda: mk().take()))
+probe("take_lost", lambda: with_t(ConnectionError("gone"), lambda: mk().take()))
+probe("take_bytes", lambda: with_t(b"x", lambda: mk().take()))
+probe("take_text", lambda: with_t('{"jsonrpc":"2.0","id":"zz1","result":{"content":[{"type":"text","text":"hi"}]}}', lambda: mk().take()))
+probe("take_json", lambda: with_t('{"jsonrpc":"2.0","id":"zz1","result":{"content":[{"type":"text","text":"[1,2]"}]}}', lambda: mk().take()))
+probe("take_wide", lambda: with_t('{"jsonrpc":"2.0","id":"zz1","result":{"content":[{"type":"text","text":"\u017b\u20ac"}]}}', lambda: mk().take()))
+probe("take_err", lambda: with_t('{"jsonrpc":"2.0","id":"zz1","error":{"code":-1,"message":"no","data":{"kind":"policy"}}}', lambda: mk().take()))
+probe("take_other_id", lambda: with_t('{"jsonrpc":"2.0","id":"zz2","result":{"content":[{"type":"text","text":"hi"}]}}', lambda: mk().take()))
+probe("take_huge_timeout", lambda: with_t('{"jsonrpc":"2.0","id":"zz1","result":{"content":[{"type":"text","text":"ok"}]}}', lambda: mk(timeout_ms=10**400).take()))
+probe("take_str_timeout", lambda: with_t("x", lambda: mk(timeout_ms="x").take()))
+probe("take_badbool_finished", lambda: mk(finished=BadBool()).take())
+probe("take_deleted_id", lambda: (lambda c: (delattr(c, "id"), with_t("x", c.take)))(mk()))
+probe("take_no_transport_mod", lambda: with_t(None, lambda: mk(id=None).take()))
+probe("started_str", lambda: mk(started="x"))
+probe("done_twice", lambda: (lambda c: (with_t('{"jsonrpc":"2.0","id":"zz1","result":{"content":[{"type":"text","text":"a"}]}}', c.take), c.take()))(mk()))
+probe("grace", lambda: client._GRACE_S)
+for _ in range(200):
+    c = client._Call("zz1", "s", "t", None, None, None, None, False); c.value = c; c.state = c
+del c; gc.collect()
+# issue(): client.call()'s C fast path, called directly with junk
+import itertools
+from codemcp_rt import runstate
+class St:
+    def __init__(self):
+        self.made, self.writes, self.run_id_json = [], {}, '"rX"'
+class SendT:
+    def __init__(self, exc=None):
+        self.exc, self.sent = exc, []
+    def send(self, frame):
+        if self.exc is not None:
+            raise self.exc
+        self.sent.append(frame)
+class Stop(BaseException):
+    pass
+TOOLS = {("srv", "tl"): ('"server":"srv","tool":"tl"', "srv/tl", False)}
+def iss(state=None, args=None, tmo=None, tools=None, ids=None, cc=None, pc=None, t=None, server="srv"):
+    return _codemcp.issue(St() if state is None else state, server, "tl", {"a": 1} if args is None else args, tmo,
+                          TOOLS if tools is None else tools, itertools.count(1) if ids is None else ids,
+                          client._Call if cc is None else cc, Pending if pc is None else pc,
+                          SendT() if t is None else t)
+probe("issue_arity", lambda: _codemcp.issue(1, 2))
+probe("issue_nostate", lambda: _codemcp.issue(None, "srv", "tl", {}, None, TOOLS, itertools.count(), client._Call, Pending, SendT()))
+probe("issue_badstate", lambda: iss(state=object()))
+probe("issue_notools", lambda: iss(tools={}))
+probe("issue_unhashable", lambda: iss(server=["x"]))
+probe("issue_badinfo", lambda: iss(tools={("srv", "tl"): (5, 6, 7)}))
+probe("issue_badbool", lambda: iss(tools={("srv", "tl"): ('"server":"srv","tool":"tl"', "l", BadBool())}))
+class Clearing:
+    def __bool__(self):
+        CLR.clear()
+        return False
+CLR = {("srv", "tl"): ('"server":"srv","tool":"tl"', "l" * 3, Clearing())}
+probe("issue_clearing", lambda: type(iss(tools=CLR, t=SendT())).__name__)
+probe("issue_ids_neg", lambda: iss(ids=iter([-1])))
+probe("issue_ids_str", lambda: iss(ids=iter(["x"])))
+probe("issue_ids_empty", lambda: iss(ids=iter([])))
+probe("issue_ids_raise", lambda: iss(ids=(1 / 0 for _ in [0])))
+probe("issue_nested_args", lambda: iss(args={"a": [1]}))
+rec = {}; rec["r"] = rec
+probe("issue_recursive_args", lambda: iss(args=rec))
+probe("issue_huge_args", lambda: type(iss(args={("k%d" % i): i for i in range(100000)})).__name__)
+probe("issue_float_tmo", lambda: iss(tmo=1.5))
+probe("issue_cc_int", lambda: iss(cc=5))
+probe("issue_pc_int", lambda: iss(pc=5))
+probe("issue_send_fails", lambda: iss(t=SendT(ValueError("down"))).result())
+probe("issue_send_stops", lambda: iss(t=SendT(Stop("halt"))))
+sst = St(); tt = SendT()
+pp = iss(state=sst, t=tt, tools={("srv", "tl"): ('"server":"srv","tool":"tl"', "srv/tl", True)})
+out["issue_write"] = [type(pp).__name__, len(sst.made), list(sst.writes), tt.sent[0][:60]]
+# the real path still works, and a real call's _Call forged after the fact does not break the run
+p1 = everything_get_sum(a=1, b=2)
+call = p1._wait.__self__
+out["real"] = str(p1)
+call.finished = False; call.early = None; call.id = "no-such-id"; call.timeout_ms = 0
+p2 = everything_get_sum(a=2, b=2)
+out["real2"] = str(p2)
+result = out
+`;
+
+test('pypending/pycall: forged, wrong-typed and re-entrant use of the C cores raises cleanly', { timeout: ms(90000) }, async () => {
+  const dir = tempDir();
+  const config = writeConfig(dir, { everything: servers.everything() });
+  const r = await runCodemcp({ config, env: { CODEMCP_SMOKE: HOSTILE } }, ms(80000));
+  assert.equal(r.code, 0, `smoke failed:\n${r.stdout}\n${r.stderr.slice(-3000)}`);
+  const o = JSON.parse(r.stdout).result;
+  if (process.env.PERCALL_SHOW) console.log(JSON.stringify(o, null, 1));
+  const kind = (k) => o[k][0];
+  for (const k of ['pb_noargs', 'pb_int_wait', 'pb_toomany', 'state2_int_error', 'state2_none', 'state_str',
+    'cb_noargs', 'cb_kw', 'started_str', 'take_str_timeout'])
+    assert.equal(kind(k), 'TypeError', `${k}: ${o[k]}`);
+  for (const k of ['pb_bare_result', 'pb_kw']) assert.ok(['TypeError', 'ok'].includes(kind(k)), `${k}: ${o[k]}`);
+  assert.deepEqual(o.pb_kw, ['ok', '7']);
+  assert.deepEqual(o.pb_bare_done, ['ok', 'False']);
+  assert.equal(kind('state2_class_error'), 'ValueError');
+  assert.equal(kind('state_huge'), 'OverflowError');
+  assert.deepEqual(o.state9, ['ok', "'v'"]);
+  assert.deepEqual(o.state1_deleted, ['ok', 'None']);
+  assert.deepEqual(o.reentrant[0], 'RuntimeError');
+  assert.deepEqual(o.reentrant_again[0], 'RuntimeError');
+  for (const k of ['done_poll_raises', 'done_poll_badbool', 'done_poll_itself_badbool'])
+    assert.deepEqual(o[k], ['ok', 'False'], k);
+  assert.equal(kind('toolerror_1'), 'ToolError');
+  assert.deepEqual(o.toolerror_2, o.toolerror_1);
+  assert.deepEqual(o.toolerror_state, ['ok', "(2, None, 'ToolError')"]);
+  assert.equal(kind('other_exc_keeps_wait'), 'ZeroDivisionError');
+  assert.deepEqual(o.cycle_value, ['ok', '1']);
+  assert.deepEqual(o.reinit_inside, ['ok', "('first', 1)"]);
+  assert.deepEqual(o.threads, [['v', 'v', 'v', 'v'], 1]);
+  for (const k of ['cb_bare_take_int_id', 'cb_bare_take_none', 'cb_bare_take_nonstr'])
+    assert.equal(kind(k), 'AttributeError', `${k}: ${o[k]}`);
+  assert.deepEqual(o.take_none.slice(0, 1), ['ToolError']);
+  assert.match(o.take_none[1], /no reply/);
+  for (const k of ['take_int', 'take_bytes', 'take_deleted_id']) {
+    assert.equal(kind(k), 'ToolError', `${k}: ${o[k]}`);
+    assert.match(o[k][1], /malformed|transport/);
+  }
+  assert.equal(kind('take_lost'), 'ToolError');
+  assert.match(o.take_lost[1], /connection lost: gone/);
+  assert.deepEqual(o.take_text, ['ok', "'hi'"]);
+  assert.deepEqual(o.take_json, ['ok', '[1, 2]']);
+  assert.deepEqual(o.take_wide, ['ok', "'\u017b\u20ac'"]);
+  assert.equal(kind('take_err'), 'ToolError');
+  assert.deepEqual(o.take_other_id, ['ok', "'hi'"]); // routing by id is the transport's job
+  assert.equal(kind('take_huge_timeout'), 'OverflowError'); // as the Python path: 10**400 / 1000.0
+  assert.equal(kind('take_badbool_finished'), 'ValueError');
+  assert.equal(kind('take_no_transport_mod'), 'ToolError', String(o.take_no_transport_mod));
+  assert.deepEqual(o.done_twice, ['ok', "('a', None)"]); // take() forgets the value
+  assert.deepEqual(o.grace, ['ok', '10.0']);
+  assert.equal(kind('issue_arity'), 'TypeError');
+  for (const k of ['issue_nostate', 'issue_badstate', 'issue_notools', 'issue_unhashable', 'issue_badinfo',
+    'issue_badbool', 'issue_ids_neg', 'issue_ids_str', 'issue_ids_empty', 'issue_nested_args',
+    'issue_recursive_args', 'issue_float_tmo'])
+    assert.deepEqual(o[k], ['ok', 'None'], `${k}: ${o[k]}`);
+  assert.deepEqual(o.issue_clearing, ['ok', "'Pending'"]);
+  assert.equal(kind('issue_ids_raise'), 'ZeroDivisionError');
+  assert.deepEqual(o.issue_huge_args, ['ok', "'Pending'"]);
+  for (const k of ['issue_cc_int', 'issue_pc_int']) assert.equal(kind(k), 'TypeError', `${k}: ${o[k]}`);
+  assert.equal(kind('issue_send_fails'), 'ToolError');
+  assert.match(o.issue_send_fails[1], /could not send the request: down/);
+  assert.equal(kind('issue_send_stops'), 'Stop');
+  assert.deepEqual(o.issue_write, ['Pending', 1, ['srv'],
+    '{"jsonrpc":"2.0","id":"c1","method":"call_tool","params":{"r']);
+  assert.equal(o.real, 'The sum of 1 and 2 is 3.');
+  assert.equal(o.real2, 'The sum of 2 and 2 is 4.');
+});

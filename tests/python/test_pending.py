@@ -188,6 +188,56 @@ class DunderTest(unittest.TestCase):
         self.assertEqual(w.calls, 1)
 
 
+class ForgedStateTest(unittest.TestCase):
+    """The Python twin of _codemcp.PendingBase answers forged and re-entrant use as the C one
+    does (tests/e2e/percall.test.mjs runs the same cases against the C core)."""
+
+    def test_reentrant_read_raises_instead_of_deadlocking(self) -> None:
+        holder = []
+        p = Pending(lambda: holder[0].result())
+        holder.append(p)
+        for _ in range(2):
+            with self.assertRaisesRegex(RuntimeError, "inside its own wait"):
+                p.result()
+
+    def test_forged_states(self) -> None:
+        p = Pending(lambda: 1)
+        p._state, p._error = 2, 5
+        with self.assertRaisesRegex(TypeError, "BaseException"):
+            p.result()
+        p._error = ValueError
+        with self.assertRaises(ValueError):
+            p.result()
+        p._state, p._value = 9, "v"
+        self.assertEqual(p.result(), "v")
+        q = Pending(5)
+        with self.assertRaises(TypeError):
+            q.result()
+        r = Pending(lambda: 1)
+        r._wait = None
+        with self.assertRaisesRegex(TypeError, "nothing to wait for"):
+            r.result()
+
+    def test_done_never_raises_an_exception(self) -> None:
+        class BadBool:
+            def __bool__(self):
+                raise ValueError("bool")
+
+        def bad_poll():
+            raise ValueError("poll")
+
+        for poll in (bad_poll, lambda: BadBool(), BadBool()):
+            self.assertFalse(Pending(lambda: 1, poll).done())
+
+    def test_failure_other_than_toolerror_keeps_waiting_possible(self) -> None:
+        w = Counting(error=ZeroDivisionError("x"))
+        p = Pending(w)
+        for _ in range(2):
+            with self.assertRaises(ZeroDivisionError):
+                p.result()
+        self.assertEqual(w.calls, 2)
+
+
 class GatherResolveTest(unittest.TestCase):
     def test_gather_one_failure(self) -> None:
         ok1, _ = pending({"v": 1})

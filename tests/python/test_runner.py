@@ -438,6 +438,27 @@ class ValidateHookTest(RuntimeTest):
         self.assertEqual(self.run_code(write, validate=True, enforce_mutations=True,
                                        allow_mutations=["srv_create"])["result"], "create")
 
+    def test_cached_verdict_ignores_names_the_program_does_not_spell(self) -> None:
+        # A verdict depends on the namespace only through the program's own identifiers, so
+        # a session gaining other names keeps the cached verdict (no revalidation per run).
+        if importlib.util.find_spec("codemcp_rt.validator") is None:
+            self.skipTest("no validator module")
+        for code in ("srv_gett(n=1)", "srv_gett(n=1)  # caf\u00e9: non-ASCII code"):
+            with self.subTest(code=code):
+                self.run_code("srv_gett = None\ndel srv_gett", reset=True)
+                self.assertEqual(self.run_code(code, validate=True)["error_kind"], "validation")
+                module = runner._validator
+                real, calls = module.validate, []
+                module.validate = lambda *a, **k: calls.append(1) or real(*a, **k)
+                try:
+                    self.run_code("unrelated_name = 1")
+                    self.assertEqual(self.run_code(code, validate=True)["error_kind"], "validation")
+                    self.assertEqual(len(calls), 0 if code.isascii() else 1)
+                    self.run_code("def srv_gett(n): return n + 6")
+                    self.assertEqual(self.run_code(code, validate=True)["result"], 7)
+                finally:
+                    module.validate = real
+
 
 class CompileCacheTest(RuntimeTest):
     def test_same_code_runs_again_with_fresh_state(self) -> None:

@@ -1,0 +1,433 @@
+/* pycall — see pycall.h. take() is client.py's _PyCallBase.take, step for step; every case it
+ * does not finish itself goes to a Python method of the subclass (_take_py, _lost, _timed_out,
+ * _finish, _json_text), so both paths give the same value, error and record. Reference
+ * ownership is noted where taken. */
+#include "pycall.h"
+#include "pyfast.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <structmember.h>
+#include <time.h>
+
+/* client.py's _GRACE_S: extra seconds beyond a call's timeout_ms before giving up locally
+ * (tests/e2e/pending_c.test.mjs checks the two agree). */
+#define PYC_GRACE_S 10.0
+
+typedef struct {
+    PyObject_HEAD
+        /* owned, each may be NULL (reads as None) */
+        PyObject *id,
+        *server, *tool, *args, *args_json, *timeout_ms, *state, *early, *finished, *value, *exc,
+        *ok, *elapsed_ms, *kind, *mutation;
+    double started; /* time.monotonic() when the call was made */
+} pyc_object;
+
+static PyObject *pyc_transport_mod; /* codemcp_rt.transport, owned once found */
+/* interned attribute names, owned (set once in pyc_add_type) */
+static PyObject *pyc_wait_reply, *pyc_send, *pyc_writes, *pyc_run_id_json, *pyc_made, *pyc_take_s,
+    *pyc_poll_s, *pyc_block_s;
+
+static double pyc_monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* time.monotonic()'s clock */
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The fields, for traverse/clear/members (clang-format reflows this list on every run). */
+/* clang-format off */
+#define PYC_FIELDS(X) \
+    X(id) X(server) X(tool) X(args) X(args_json) X(timeout_ms) X(state) X(early) \
+    X(finished) X(value) X(exc) X(ok) X(elapsed_ms) X(kind) X(mutation)
+/* clang-format on */
+
+static int pyc_traverse(pyc_object *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+#define PYC_VISIT(f) Py_VISIT(self->f);
+    PYC_FIELDS(PYC_VISIT)
+#undef PYC_VISIT
+    return 0;
+}
+
+static int pyc_clear(pyc_object *self)
+{
+#define PYC_CLEAR(f) Py_CLEAR(self->f);
+    PYC_FIELDS(PYC_CLEAR)
+#undef PYC_CLEAR
+    return 0;
+}
+
+static void pyc_dealloc(pyc_object *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    pyc_clear(self);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static void pyc_set(PyObject **slot, PyObject *v /* borrowed */)
+{
+    Py_XSETREF(*slot, Py_NewRef(v));
+}
+
+/* _Call(call_id, server, tool, args, args_json, timeout_ms, state, mutation), positional */
+static int pyc_init(pyc_object *self, PyObject *args, PyObject *kwds)
+{
+    if ((kwds && PyDict_GET_SIZE(kwds)) || !PyTuple_Check(args) || PyTuple_GET_SIZE(args) != 8) {
+        PyErr_SetString(PyExc_TypeError, "_Call() takes exactly 8 positional arguments");
+        return -1;
+    }
+    PyObject **a = &PyTuple_GET_ITEM(args, 0); /* borrowed */
+    pyc_set(&self->id, a[0]);
+    pyc_set(&self->server, a[1]);
+    pyc_set(&self->tool, a[2]);
+    pyc_set(&self->args, a[3]);
+    pyc_set(&self->args_json, a[4]);
+    pyc_set(&self->timeout_ms, a[5]);
+    pyc_set(&self->state, a[6]);
+    pyc_set(&self->mutation, a[7]);
+    self->started = pyc_monotonic();
+    pyc_set(&self->early, Py_None);
+    pyc_set(&self->finished, Py_False);
+    pyc_set(&self->value, Py_None);
+    pyc_set(&self->exc, Py_None);
+    pyc_set(&self->ok, Py_None);
+    pyc_set(&self->elapsed_ms, Py_None);
+    pyc_set(&self->kind, Py_None);
+    return 0;
+}
+
+/* transport._transport (new ref, None when unset), or NULL with an exception. */
+static PyObject *pyc_transport(void)
+{
+    if (!pyc_transport_mod) {
+        pyc_transport_mod = PyImport_ImportModule("codemcp_rt.transport"); /* new ref, kept */
+        if (!pyc_transport_mod)
+            return NULL;
+    }
+    return PyObject_GetAttrString(pyc_transport_mod, "_transport"); /* new ref */
+}
+
+/* The raw reply (new ref, a str), or NULL: either an exception is set (the ToolError the
+ * Python methods recorded, or RunInterrupted), or *slow is set (take it in Python). */
+static PyObject *pyc_receive(pyc_object *self, int *slow)
+{
+    PyObject *t = pyc_transport(); /* new ref */
+    if (!t)
+        return NULL;
+    PyObject *timeout = NULL; /* new ref */
+    if (t == Py_None || !self->id || !PyUnicode_CheckExact(self->id) || !self->timeout_ms ||
+        (self->timeout_ms != Py_None && !PyLong_CheckExact(self->timeout_ms))) {
+        *slow = 1;
+        Py_DECREF(t);
+        return NULL;
+    }
+    if (self->timeout_ms == Py_None) {
+        timeout = Py_NewRef(Py_None);
+    } else {
+        double ms = PyLong_AsDouble(self->timeout_ms);
+        if (ms == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear(); /* a huge int: the Python path says what it makes of it */
+            *slow = 1;
+            Py_DECREF(t);
+            return NULL;
+        }
+        timeout = PyFloat_FromDouble(ms / 1000.0 + PYC_GRACE_S); /* new ref */
+        if (!timeout) {
+            Py_DECREF(t);
+            return NULL;
+        }
+    }
+    PyObject *argv[3] = {t, self->id, timeout};
+    PyObject *raw = PyObject_VectorcallMethod(pyc_wait_reply, argv, 3, NULL); /* new ref */
+    Py_DECREF(timeout);
+    Py_DECREF(t);
+    if (!raw) {
+        if (!PyErr_ExceptionMatches(PyExc_ConnectionError))
+            return NULL;
+        PyObject *type, *exc, *tb; /* new refs */
+        PyErr_Fetch(&type, &exc, &tb);
+        PyErr_NormalizeException(&type, &exc, &tb);
+        PyObject *r = PyObject_CallMethod((PyObject *)self, "_lost", "O",
+                                          exc ? exc : Py_None); /* new ref; raises */
+        Py_XDECREF(type);
+        Py_XDECREF(exc);
+        Py_XDECREF(tb);
+        Py_XDECREF(r);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "_Call._lost() returned");
+        return NULL;
+    }
+    if (raw == Py_None) {
+        Py_DECREF(raw);
+        PyObject *r = PyObject_CallMethod((PyObject *)self, "_timed_out", NULL); /* raises */
+        Py_XDECREF(r);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "_Call._timed_out() returned");
+        return NULL;
+    }
+    if (!PyUnicode_CheckExact(raw)) { /* another transport's answer: _finish judges it */
+        PyObject *v = PyObject_CallMethod((PyObject *)self, "_finish", "O", raw); /* new ref */
+        Py_DECREF(raw);
+        if (v)
+            pyc_set(&self->value, Py_None);
+        *slow = v ? 2 : 0;
+        return v;
+    }
+    return raw;
+}
+
+static PyObject *pyc_take(pyc_object *self, PyObject *unused)
+{
+    (void)unused;
+    int finished = self->finished ? PyObject_IsTrue(self->finished) : 0;
+    if (finished < 0)
+        return NULL;
+    if (finished || (self->early && self->early != Py_None))
+        return PyObject_CallMethod((PyObject *)self, "_take_py", NULL);
+    int slow = 0;
+    PyObject *raw = pyc_receive(self, &slow); /* new ref */
+    if (slow == 2)
+        return raw; /* already the value */
+    if (!raw)
+        return slow ? PyObject_CallMethod((PyObject *)self, "_take_py", NULL) : NULL;
+    PyObject *argv[2] = {raw, self->id};
+    PyObject *text = pyf_text_result(NULL, argv, 2); /* new ref: str or None */
+    if (!text) {
+        Py_DECREF(raw);
+        return NULL;
+    }
+    if (text == Py_None) { /* not the usual answer: _finish reads it */
+        Py_DECREF(text);
+        PyObject *v = PyObject_CallMethod((PyObject *)self, "_finish", "O", raw); /* new ref */
+        Py_DECREF(raw);
+        if (v)
+            pyc_set(&self->value, Py_None);
+        return v;
+    }
+    Py_DECREF(raw);
+    pyc_set(&self->ok, Py_True);
+    pyc_set(&self->finished, Py_True);
+    pyc_set(&self->early, Py_None);
+    PyObject *ms = PyLong_FromDouble((pyc_monotonic() - self->started) * 1000.0); /* new ref */
+    if (!ms) {
+        Py_DECREF(text);
+        return NULL;
+    }
+    Py_XSETREF(self->elapsed_ms, ms);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    Py_UCS4 c = n ? PyUnicode_READ_CHAR(text, 0) : 0;
+    if (!n || c == 0 || c >= 128 || !strchr("{[\"-0123456789tfnNI \t\r\n", (int)c))
+        return text; /* prose: what _text_value gives without looking further */
+    PyObject *v = PyObject_CallMethod((PyObject *)self, "_json_text", "O", text); /* new ref */
+    Py_DECREF(text);
+    return v;
+}
+
+/* ---- issue(): client.call()'s usual case in one C call ------------------------------------ */
+
+/* A new reference to attribute `name` of o when it has exactly type `type`, else NULL (with
+ * any lookup error cleared: the caller takes the Python path). */
+static PyObject *pyc_attr_of(PyObject *o, PyObject *name, PyTypeObject *type)
+{
+    PyObject *v = PyObject_GetAttr(o, name); /* new ref */
+    if (!v) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (Py_TYPE(v) != type) {
+        Py_DECREF(v);
+        return NULL;
+    }
+    return v;
+}
+
+PyObject *pyc_issue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 10) {
+        PyErr_SetString(PyExc_TypeError, "issue() takes 10 arguments");
+        return NULL;
+    }
+    /* all borrowed */
+    PyObject *state = args[0], *server = args[1], *tool = args[2], *a = args[3], *tmo = args[4],
+             *tools = args[5], *ids = args[6], *call_cls = args[7], *pending_cls = args[8],
+             *t = args[9];
+    PyObject *fragment = NULL, *label = NULL; /* owned: the cache entry may go meanwhile */
+    PyObject *key = NULL, *writes = NULL, *rid = NULL, *num = NULL, *cid = NULL, *frame = NULL,
+             *plain = NULL, *c = NULL, *made = NULL, *take = NULL, *poll = NULL, *block = NULL,
+             *out = NULL; /* owned */
+    int mutation = 0;
+    if (state == Py_None || t == Py_None || !PyDict_CheckExact(a) || !PyDict_CheckExact(tools) ||
+        (tmo != Py_None && !PyLong_CheckExact(tmo)) || !PyIter_Check(ids))
+        goto none;
+    key = PyTuple_Pack(2, server, tool); /* new ref */
+    if (!key)
+        goto fail;
+    PyObject *info = PyDict_GetItemWithError(tools, key); /* borrowed */
+    if (!info) {
+        PyErr_Clear(); /* not cached yet, or unhashable names: the Python path */
+        goto none;
+    }
+    if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 3 ||
+        !PyUnicode_CheckExact(PyTuple_GET_ITEM(info, 0)))
+        goto none;
+    fragment = Py_NewRef(PyTuple_GET_ITEM(info, 0));
+    label = Py_NewRef(PyTuple_GET_ITEM(info, 1));
+    PyObject *is_write = Py_NewRef(PyTuple_GET_ITEM(info, 2)); /* info may go in __bool__ */
+    mutation = PyObject_IsTrue(is_write);
+    Py_DECREF(is_write);
+    if (mutation < 0) {
+        PyErr_Clear();
+        goto none;
+    }
+    /* writes still unanswered order the calls after them: the Python path does that */
+    writes = pyc_attr_of(state, pyc_writes, &PyDict_Type);
+    rid = pyc_attr_of(state, pyc_run_id_json, &PyUnicode_Type);
+    made = pyc_attr_of(state, pyc_made, &PyList_Type);
+    if (!writes || PyDict_GET_SIZE(writes) || !rid || !made)
+        goto none;
+    num = PyIter_Next(ids); /* new ref */
+    if (!num) {
+        if (PyErr_Occurred())
+            goto fail;
+        goto none;
+    }
+    long long n = PyLong_CheckExact(num) ? PyLong_AsLongLong(num) : -1;
+    if (n < 0) { /* not what itertools.count gives: the Python path */
+        PyErr_Clear();
+        goto none;
+    }
+    char idbuf[32];
+    int idlen = snprintf(idbuf, sizeof(idbuf), "c%lld", n);
+    cid = PyUnicode_FromStringAndSize(idbuf, idlen); /* new ref */
+    if (!cid)
+        goto fail;
+    PyObject *fargs[5] = {cid, rid, fragment, a, tmo};
+    frame = pyf_call_frame(NULL, fargs, 5); /* new ref: str or None */
+    if (!frame)
+        goto fail;
+    if (frame == Py_None) /* not flat scalar arguments: the Python path (another id) */
+        goto none;
+    plain = PyDict_Copy(a); /* what a ToolError reports */
+    if (!plain)
+        goto fail;
+    PyObject *cargs[8] = {cid,     server, tool,  plain,
+                          Py_None, tmo,    state, mutation ? Py_True : Py_False};
+    c = PyObject_Vectorcall(call_cls, cargs, 8, NULL); /* new ref */
+    if (!c || PyList_Append(made, c) < 0)
+        goto fail;
+    if (mutation && PyDict_SetItem(writes, server, c) < 0)
+        goto fail;
+    PyObject *sargs[2] = {t, frame};
+    PyObject *sent = PyObject_VectorcallMethod(pyc_send, sargs, 2, NULL); /* new ref */
+    if (sent) {
+        Py_DECREF(sent);
+    } else if (PyErr_ExceptionMatches(PyExc_Exception)) { /* connection gone: fails on use */
+        PyObject *type, *exc, *tb;                        /* new refs */
+        PyErr_Fetch(&type, &exc, &tb);
+        PyErr_NormalizeException(&type, &exc, &tb);
+        PyObject *r = PyObject_CallMethod(c, "_send_failed", "O", exc ? exc : Py_None);
+        Py_XDECREF(type);
+        Py_XDECREF(exc);
+        Py_XDECREF(tb);
+        if (!r)
+            goto fail;
+        Py_DECREF(r);
+    } else {
+        goto fail; /* RunInterrupted, KeyboardInterrupt: as the Python path, they go on */
+    }
+    take = PyObject_GetAttr(c, pyc_take_s); /* new refs: the bound methods */
+    poll = PyObject_GetAttr(c, pyc_poll_s);
+    block = PyObject_GetAttr(c, pyc_block_s);
+    if (!take || !poll || !block)
+        goto fail;
+    PyObject *pargs[4] = {take, poll, label, block};
+    out = PyObject_Vectorcall(pending_cls, pargs, 4, NULL); /* new ref */
+    goto done;
+none:
+    out = Py_NewRef(Py_None);
+    goto done;
+fail:
+    out = NULL;
+done:
+    Py_XDECREF(fragment);
+    Py_XDECREF(label);
+    Py_XDECREF(key);
+    Py_XDECREF(writes);
+    Py_XDECREF(rid);
+    Py_XDECREF(num);
+    Py_XDECREF(cid);
+    Py_XDECREF(frame);
+    Py_XDECREF(plain);
+    Py_XDECREF(c);
+    Py_XDECREF(made);
+    Py_XDECREF(take);
+    Py_XDECREF(poll);
+    Py_XDECREF(block);
+    return out;
+}
+
+const char pyc_issue_doc[] =
+    "issue(state, server, tool, args, timeout_ms, tools, ids, Call, Pending, transport)\n"
+    "--\n\n"
+    "client.call()'s usual case: the Pending of a sent call, or None (take the Python path).";
+
+static PyMethodDef pyc_methods[] = {
+    {"take", (PyCFunction)pyc_take, METH_NOARGS,
+     "wait() for the Pending, which keeps the value itself: this call forgets it."},
+    {NULL, NULL, 0, NULL},
+};
+
+#define PYC_MEMBER(f) {#f, T_OBJECT, offsetof(pyc_object, f), 0, NULL},
+static PyMemberDef pyc_members[] = {
+    PYC_FIELDS(PYC_MEMBER){"started", T_DOUBLE, offsetof(pyc_object, started), 0, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+#undef PYC_MEMBER
+
+static PyType_Slot pyc_slots[] = {
+    {Py_tp_doc, (void *)"The C core of codemcp_rt.client._Call (its fields and take())."},
+    {Py_tp_init, (void *)pyc_init},
+    {Py_tp_new, (void *)PyType_GenericNew},
+    {Py_tp_dealloc, (void *)pyc_dealloc},
+    {Py_tp_traverse, (void *)pyc_traverse},
+    {Py_tp_clear, (void *)pyc_clear},
+    {Py_tp_methods, (void *)pyc_methods},
+    {Py_tp_members, (void *)pyc_members},
+    {0, NULL},
+};
+
+static PyType_Spec pyc_spec = {
+    .name = "_codemcp.CallBase",
+    .basicsize = sizeof(pyc_object),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .slots = pyc_slots,
+};
+
+int pyc_add_type(PyObject *m)
+{
+    struct {
+        PyObject **slot;
+        const char *name;
+    } names[] = {{&pyc_wait_reply, "wait_reply"},
+                 {&pyc_send, "send"},
+                 {&pyc_writes, "writes"},
+                 {&pyc_run_id_json, "run_id_json"},
+                 {&pyc_made, "made"},
+                 {&pyc_take_s, "take"},
+                 {&pyc_poll_s, "poll"},
+                 {&pyc_block_s, "block"}};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!*names[i].slot && !(*names[i].slot = PyUnicode_InternFromString(names[i].name)))
+            return -1;
+    PyObject *t = PyType_FromSpec(&pyc_spec); /* new ref */
+    if (!t)
+        return -1;
+    int rc = PyModule_AddObjectRef(m, "CallBase", t);
+    Py_DECREF(t);
+    return rc;
+}

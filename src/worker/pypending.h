@@ -1,0 +1,24 @@
+/* pypending — `_codemcp.PendingBase`, the C core of codemcp_rt.pending.Pending (issue 17).
+ *
+ * It owns a Pending's state — the wait/poll/block callables, the label, the outcome — and the
+ * two methods every SDK value goes through, result() and done(). pending.py subclasses it
+ * (all the value forwarding: __str__, __getitem__, operators... stays in Python) and keeps a
+ * Python twin of this class for plain python3; both behave the same (tests/python and
+ * tests/e2e/pending_c.test.mjs check it).
+ *
+ * Must not: do I/O, know about calls or the transport (the wait callable does that), or trust
+ * its fields: a program can set every one of them (`p._state = 9`, `p._wait = 5`, `del
+ * p._value`), call __init__ again while another thread waits, or read the Pending from inside
+ * its own wait(). Each of those gets a Python exception or the Python twin's answer, never a
+ * crash. Called with the GIL held; the GIL is dropped only while another thread is inside
+ * this Pending's wait(). */
+#ifndef CODEMCP_PYPENDING_H
+#define CODEMCP_PYPENDING_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* Adds PendingBase to the module `m`. 0, or -1 with an exception set. */
+int pyp_add_type(PyObject *m);
+
+#endif
