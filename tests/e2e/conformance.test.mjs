@@ -56,23 +56,29 @@ function runScenario(url, scenario, outDir, { cli = CLI, extra = [] } = {}) {
   });
 }
 
-describe('MCP conformance suite against codemcp start', { skip: !installed && 'tests/conformance/node_modules is missing: run `npm ci` in tests/conformance (tests/run.sh does)' }, () => {
-  let proc;
-  let url;
+/** `codemcp start` for the tests of the enclosing describe: up before them, and it must exit 0
+ * on SIGTERM after them. --no-auth: the suite's runner cannot send a bearer token (loopback
+ * only, explicit). Returns {url} once up. */
+function gatewayForSuite(prefix) {
+  const gw = { url: null, proc: null };
   before(async () => {
-    const home = tempDir('codemcp-conf-', { shared: true });
-    // --no-auth: the suite's runner cannot send a bearer token (loopback only, explicit).
-    proc = new Proc({ args: ['start', '-p', '0', '--no-auth'], config: writeConfig(home, {}), home, shared: true });
-    const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
-    assert.ok(m && m[1], `codemcp start did not come up:\n${proc.stderrTail()}`);
-    url = m[1];
+    const home = tempDir(prefix, { shared: true });
+    gw.proc = new Proc({ args: ['start', '-p', '0', '--no-auth'], config: writeConfig(home, {}), home, shared: true });
+    const m = await waitFor(() => gw.proc.exit || gw.proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
+    assert.ok(m && m[1], `codemcp start did not come up:\n${gw.proc.stderrTail()}`);
+    gw.url = m[1];
   });
   after(async () => {
-    if (!proc || proc.exit) return;
-    proc.child.kill('SIGTERM');
-    const ex = await proc.waitExit(ms(15000));
-    assert.equal(ex.code, 0, `codemcp start must exit 0 on SIGTERM:\n${proc.stderrTail()}`);
+    if (!gw.proc || gw.proc.exit) return;
+    gw.proc.child.kill('SIGTERM');
+    const ex = await gw.proc.waitExit(ms(15000));
+    assert.equal(ex.code, 0, `codemcp start must exit 0 on SIGTERM:\n${gw.proc.stderrTail()}`);
   });
+  return gw;
+}
+
+describe('MCP conformance suite against codemcp start', { skip: !installed && 'tests/conformance/node_modules is missing: run `npm ci` in tests/conformance (tests/run.sh does)' }, () => {
+  const gw = gatewayForSuite('codemcp-conf-');
 
   test('the suite is the pinned one, on Node 22', () => {
     const v = JSON.parse(fs.readFileSync(path.join(SUITE, '@modelcontextprotocol', 'conformance', 'package.json'), 'utf8')).version;
@@ -84,7 +90,7 @@ describe('MCP conformance suite against codemcp start', { skip: !installed && 't
   for (const [scenario, mustSucceed] of Object.entries(SCENARIOS)) {
     test(scenario, async (t) => {
       const outDir = tempDir(`codemcp-conf-${scenario}-`);
-      const r = await runScenario(url, scenario, outDir);
+      const r = await runScenario(gw.url, scenario, outDir);
       assert.ok(r.checks, `no checks.json from the suite (exit ${r.code}):\n${r.out.slice(-3000)}`);
       assert.ok(r.checks.length > 0, 'the scenario recorded no checks');
       const bad = r.checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
@@ -180,21 +186,7 @@ const NEXT = {
 describe('MCP conformance 0.2.0-alpha (2026-07-28 server scenarios) against codemcp start', {
   skip: !(fs.existsSync(NODE22) && fs.existsSync(CLI_NEXT)) && 'tests/conformance/node_modules is missing: run `npm ci` in tests/conformance (tests/run.sh does)',
 }, () => {
-  let proc;
-  let url;
-  before(async () => {
-    const home = tempDir('codemcp-conf-next-', { shared: true });
-    proc = new Proc({ args: ['start', '-p', '0', '--no-auth'], config: writeConfig(home, {}), home, shared: true });
-    const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
-    assert.ok(m && m[1], `codemcp start did not come up:\n${proc.stderrTail()}`);
-    url = m[1];
-  });
-  after(async () => {
-    if (!proc || proc.exit) return;
-    proc.child.kill('SIGTERM');
-    const ex = await proc.waitExit(ms(15000));
-    assert.equal(ex.code, 0, `codemcp start must exit 0 on SIGTERM:\n${proc.stderrTail()}`);
-  });
+  const gw = gatewayForSuite('codemcp-conf-next-');
 
   test('the suite is 0.2.0-alpha.12', () => {
     const v = JSON.parse(fs.readFileSync(path.join(SUITE, 'conformance-next', 'package.json'), 'utf8')).version;
@@ -204,7 +196,7 @@ describe('MCP conformance 0.2.0-alpha (2026-07-28 server scenarios) against code
   for (const [scenario, want] of Object.entries(NEXT)) {
     test(`2026-07-28 ${scenario}`, async (t) => {
       const outDir = tempDir(`codemcp-conf-next-${scenario}-`);
-      const r = await runScenario(url, scenario, outDir, { cli: CLI_NEXT, extra: ['--spec-version', '2026-07-28'] });
+      const r = await runScenario(gw.url, scenario, outDir, { cli: CLI_NEXT, extra: ['--spec-version', '2026-07-28'] });
       assert.ok(r.checks, `no checks.json from the suite (exit ${r.code}):\n${r.out.slice(-3000)}`);
       for (const c of r.checks) t.diagnostic(`${c.status} ${c.id}${c.errorMessage ? ': ' + c.errorMessage : ''}`);
       const na = want.notApplicable || {};
