@@ -79,12 +79,20 @@ struct run {
     struct run *next;
 };
 
-/* What a requestState we minted says once it is no longer pending. */
+/* What a requestState we minted says once it is no longer pending. A run that ended while
+ * its state was pending (its program stopped waiting for the call) keeps its answer here for
+ * the retry, bound like the state to the principal and the arguments, until the state would
+ * have expired: the client was told to retry, so the answer must not go to nobody. */
 #define INPUT_TOMBS 64
-static struct {
+struct input_tomb {
     char state[48];
     const char *why;
-} input_tombs[INPUT_TOMBS];
+    json_t *answer;    /* the ended run's CallToolResult, or NULL */
+    json_t *arguments; /* with answer: of the execute_python request */
+    char principal[64];
+    int64_t until; /* with answer: when it is dropped */
+};
+static struct input_tomb input_tombs[INPUT_TOMBS];
 static size_t next_input_tomb;
 static int64_t input_wait_ms;
 
@@ -176,17 +184,34 @@ static void run_free(struct run *r)
     free(r);
 }
 
-/* The pending requestState goes (why: what a retry with it is told). */
-static void input_state_end(struct run *r, const char *why)
+static void tomb_drop_answer(struct input_tomb *t)
+{
+    json_decref(t->answer);
+    json_decref(t->arguments);
+    t->answer = t->arguments = NULL;
+}
+
+/* The pending requestState goes (why: what a retry with it is told). Returns its tomb (to
+ * keep the run's answer in), or NULL when none was pending. */
+static struct input_tomb *input_state_end(struct run *r, const char *why)
 {
     if (!r->awaiting)
-        return;
+        return NULL;
     r->awaiting = 0;
     lp_timer_stop(&r->input_timer);
-    size_t i = next_input_tomb++ % INPUT_TOMBS;
-    memcpy(input_tombs[i].state, r->input_state, sizeof(input_tombs[i].state));
-    input_tombs[i].why = why;
+    int64_t now = now_ms();
+    for (size_t k = 0; k < INPUT_TOMBS; k++) /* kept answers nobody came for */
+        if (input_tombs[k].answer && now >= input_tombs[k].until) {
+            tomb_drop_answer(&input_tombs[k]);
+            input_tombs[k].why = "expired: nobody came for its run's answer within "
+                                 "CODEMCP_INPUT_WAIT_MS";
+        }
+    struct input_tomb *t = &input_tombs[next_input_tomb++ % INPUT_TOMBS];
+    tomb_drop_answer(t);
+    memcpy(t->state, r->input_state, sizeof(t->state));
+    t->why = why;
     explicit_bzero(r->input_state, sizeof(r->input_state));
+    return t;
 }
 
 /* ---- answering ------------------------------------------------------------------------------ */
@@ -196,7 +221,9 @@ static json_t *failure_envelope(const char *why, const char *kind)
     return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", why, "error_kind", kind);
 }
 
-static void answer(struct run *r, json_t *envelope)
+/* Answers r (envelope borrowed); kept: the tomb of a requestState that was pending when the
+ * run ended, where the answer waits for the client's retry instead. */
+static void answer(struct run *r, json_t *envelope, struct input_tomb *kept)
 {
     int is_error = !json_is_true(json_object_get(envelope, "ok"));
     json_t *env = json_copy(envelope); /* shallow: the values are shared, only keys go */
@@ -213,7 +240,14 @@ static void answer(struct run *r, json_t *envelope)
             json_pack("{s:[{s:s, s:s}], s:O, s:b}", "content", "type", "text", "text",
                       text ? text : "{}", "structuredContent", env, "isError", is_error);
         free(text);
-        send_to(r, rpc_result(r->request_id, result));
+        if (kept) {
+            kept->answer = result;
+            kept->arguments = json_incref(r->arguments);
+            memcpy(kept->principal, r->principal, sizeof(kept->principal));
+            kept->until = now_ms() + input_wait_ms;
+        } else {
+            send_to(r, rpc_result(r->request_id, result));
+        }
     }
     json_decref(env);
 }
@@ -228,7 +262,7 @@ static void finish(struct run *r, json_t *envelope, const char *failure)
         ns_run_end(r->ns.nid);
     lp_timer_stop(&r->deadline);
     lp_timer_stop(&r->grace);
-    input_state_end(r, "ended: its run finished before the input came");
+    struct input_tomb *kept = input_state_end(r, "ended: its run finished before the input came");
     calls_cancel_run(r->id, "the run ended");
     int64_t elapsed = now_ms() - r->started_ms;
     log_info("runs", "%s finished in %lld ms%s%s", r->id, (long long)elapsed, failure ? ": " : "",
@@ -248,10 +282,10 @@ static void finish(struct run *r, json_t *envelope, const char *failure)
                 r->id, (long long)elapsed, kind, failure ? failure : "the worker gave no answer");
     }
     if (json_is_object(envelope)) {
-        answer(r, envelope);
+        answer(r, envelope, kept);
     } else {
         json_t *env = failure_envelope(failure ? failure : "the worker gave no answer", kind);
-        answer(r, env);
+        answer(r, env, kept);
         json_decref(env);
     }
     run_free(r);
@@ -649,6 +683,24 @@ int run_on_input_required(const char *run_id, json_t *result)
     return 1;
 }
 
+/* -1 (with the reason in err) when a retry from session_id/home with arguments may not take
+ * a requestState issued to principal for want_args. */
+static int retry_refused(const char *principal, json_t *want_args, uint64_t session_id,
+                         uint64_t home, json_t *arguments, char *err, size_t errlen)
+{
+    if (strcmp(principal, ns_asker(session_id, home)) != 0) {
+        snprintf(err, errlen, "requestState was issued to another principal: it is not yours");
+        return -1;
+    }
+    if (!json_equal(want_args, arguments)) {
+        snprintf(err, errlen,
+                 "requestState belongs to an execute_python call with other arguments: retry "
+                 "that call unchanged, adding inputResponses and requestState");
+        return -1;
+    }
+    return 0;
+}
+
 int run_resume(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
                json_t *request_state, json_t *input_responses, json_t *progress_token,
                json_t *client_caps, char *err, size_t errlen)
@@ -668,26 +720,37 @@ int run_resume(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
     while (r && !(r->awaiting && secure_streq(r->input_state, st)))
         r = r->next;
     if (!r) {
-        const char *why = NULL;
-        for (size_t i = 0; i < INPUT_TOMBS && !why; i++)
+        struct input_tomb *t = NULL;
+        for (size_t i = 0; i < INPUT_TOMBS && !t; i++)
             if (input_tombs[i].why && secure_streq(input_tombs[i].state, st))
-                why = input_tombs[i].why;
+                t = &input_tombs[i];
+        if (t && t->answer && now_ms() >= t->until) {
+            tomb_drop_answer(t);
+            t->why = "expired: nobody came for its run's answer within CODEMCP_INPUT_WAIT_MS";
+        }
+        if (t && t->answer) { /* the run ended meanwhile: its answer was kept for this retry */
+            if (retry_refused(t->principal, t->arguments, session_id, home, arguments, err,
+                              errlen) < 0)
+                return -1;
+            json_t *result = t->answer;
+            t->answer = NULL;
+            tomb_drop_answer(t);
+            t->why = "was already answered (each one is good for one retry)";
+            log_info("runs", "a retry got the answer its run left when it ended");
+            if (hooks.send)
+                hooks.send(session_id, rpc_result(request_id, result), request_id);
+            else
+                json_decref(result);
+            return 0;
+        }
         snprintf(err, errlen, "requestState %s; send the request again without requestState",
-                 why ? why
-                     : "is unknown: not issued by this gateway (or it restarted since, or it was "
-                       "answered long ago)");
+                 t ? t->why
+                   : "is unknown: not issued by this gateway (or it restarted since, or it was "
+                     "answered long ago)");
         return -1;
     }
-    if (strcmp(r->principal, ns_asker(session_id, home)) != 0) {
-        snprintf(err, errlen, "requestState was issued to another principal: it is not yours");
+    if (retry_refused(r->principal, r->arguments, session_id, home, arguments, err, errlen) < 0)
         return -1;
-    }
-    if (!json_equal(r->arguments, arguments)) {
-        snprintf(err, errlen,
-                 "requestState belongs to an execute_python call with other arguments: retry "
-                 "that call unchanged, adding inputResponses and requestState");
-        return -1;
-    }
     input_state_end(r, "was already answered (each one is good for one retry)");
     r->session_id = session_id;
     r->request_id = json_incref(request_id);
@@ -731,4 +794,6 @@ void run_free_all(void)
 {
     while (runs)
         run_free(runs);
+    for (size_t i = 0; i < INPUT_TOMBS; i++)
+        tomb_drop_answer(&input_tombs[i]);
 }
