@@ -17,8 +17,9 @@
  * that requestState takes the run over: the waiting call goes again with the client's
  * inputResponses (calls.c) and the retry gets the run's answer. A retry with a requestState
  * that is unknown, expired, answered, another principal's or for other arguments gets a clear
- * error; one that never comes cancels the run at the expiry. One relayed input per run at a
- * time (a second call asking meanwhile fails with kind "input_required"). */
+ * error; one that never comes cancels the run at the expiry. A run that ends while its state is
+ * pending (its program stopped waiting for the call) keeps its answer for the retry. One relayed
+ * input per run at a time (a second call asking meanwhile fails with kind "input_required"). */
 #include "runs.h"
 #include "calls.h"
 #include "catalog.h"

@@ -131,7 +131,7 @@ if [ "$want_plain" = 1 ]; then
         test_dir "$builddir" "$builddir"
         if [ "$want_valgrind" = 1 ]; then
             command -v valgrind >/dev/null || die "valgrind not installed"
-            vg="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite"
+            vg="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --suppressions=$ROOT/tests/valgrind.supp"
             # C unit tests run under valgrind directly; in the e2e suite the harness starts the
             # codemcp binary under it (node itself is not worth checking).
             test_dir "$builddir" "$builddir valgrind unit" --suite unit --wrapper "$vg" --timeout-multiplier 8
