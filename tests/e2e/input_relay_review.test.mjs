@@ -159,6 +159,35 @@ describe('input relay and deferred replies, hostile peers', () => {
     assert.deepEqual(out, want, `${JSON.stringify(asked)} ${r.text}`);
   });
 
+  test('deeply nested and large inputResponses: answered, the gateway lives', async () => {
+    const args = { code: 'result = str(v2_confirm(action="deep"))' };
+    const first = await call(TA, 35, args);
+    const st = first.msg.result.requestState;
+    assert.ok(st, first.text);
+    // Past the JSON parser's depth bound (2048): the request is refused as a parse error,
+    // the requestState stays good.
+    const deep = '['.repeat(5000) + ']'.repeat(5000);
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 36, method: 'tools/call', params: { _meta: meta(), name: 'execute_python', arguments: args, requestState: st, inputResponses: { x: 0 } } })
+      .replace('{"x":0}', `{"x":${deep}}`);
+    const u = new URL(g.url);
+    const refused = await new Promise((resolve, reject) => {
+      const req = http.request({ hostname: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent: false, headers: {
+        'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${TA}`,
+        'mcp-protocol-version': V, 'mcp-method': 'tools/call', 'mcp-name': 'execute_python', 'content-length': Buffer.byteLength(body) } }, (res) => {
+        let t = '';
+        res.on('data', (d) => (t += d));
+        res.on('end', () => resolve({ status: res.statusCode, text: t }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    assert.equal(refused.status, 400, refused.text);
+    // Nested 1,000 deep and 300 kB wide (within the bounds): passed on to the upstream.
+    const nested = JSON.parse('['.repeat(1000) + ']'.repeat(1000));
+    const done = await call(TA, 37, args, { requestState: st, inputResponses: { ...YES, junk: { nested, wide: 'x'.repeat(300000) } } });
+    assert.equal(done.msg?.result?.structuredContent?.result, 'done: deep', done.text.slice(0, 2000));
+  });
+
   test('the upstream dies while the call waits: the retry still gets an answer, the gateway lives', async () => {
     const args = { code: 'try:\n    result = str(v2_confirm(action="die"))\nexcept ToolError as e:\n    result = "tool error: " + e.kind' };
     const first = await call(TA, 40, args);
