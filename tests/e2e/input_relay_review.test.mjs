@@ -188,6 +188,38 @@ describe('input relay and deferred replies, hostile peers', () => {
     assert.equal(done.msg?.result?.structuredContent?.result, 'done: deep', done.text.slice(0, 2000));
   });
 
+  test('bodies with a NUL byte, a \\u0000, duplicate keys: a clear 400 or the last key, never both', async () => {
+    const u = new URL(g.url);
+    const raw = (body, method) => new Promise((resolve, reject) => {
+      const buf = Buffer.from(body, 'latin1');
+      const req = http.request({ hostname: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent: false, headers: {
+        'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${TA}`,
+        'mcp-protocol-version': V, 'mcp-method': method, 'content-length': buf.length } }, (res) => {
+        let t = '';
+        res.on('data', (d) => (t += d));
+        res.on('end', () => resolve({ status: res.statusCode, text: t }));
+      });
+      req.on('error', reject);
+      req.end(buf);
+    });
+    const m = JSON.stringify(meta());
+    const nul = await raw(`{"jsonrpc":"2.0","id":1,\u0000"method":"tools/list","params":{"_meta":${m}}}`, 'tools/list');
+    assert.equal(nul.status, 400, nul.text);
+    assert.match(nul.text, /-32700/, nul.text);
+    const esc = await raw(`{"jsonrpc":"2.0","id":2,"method":"tools/list\\u0000x","params":{"_meta":${m}}}`, 'tools/list');
+    assert.equal(esc.status, 400, esc.text);
+    const keyNul = await raw(`{"jsonrpc":"2.0","id":3,"method\\u0000x":"ping","method":"tools/list","params":{"_meta":${m}}}`, 'tools/list');
+    assert.equal(keyNul.status, 400, keyNul.text);
+    // Duplicate "method": the last one is the method (one parse), checked against Mcp-Method.
+    const dup = `{"jsonrpc":"2.0","id":4,"method":"tools/call","method":"tools/list","params":{"_meta":${m}}}`;
+    const last = await raw(dup, 'tools/list');
+    assert.equal(last.status, 200, last.text);
+    assert.ok(JSON.parse(last.text).result.tools.some((t) => t.name === 'execute_python'), last.text);
+    const first = await raw(dup, 'tools/call');
+    assert.equal(first.status, 400, first.text);
+    assert.match(first.text, /-32020|-32001|mismatch/i, first.text);
+  });
+
   test('the upstream dies while the call waits: the retry still gets an answer, the gateway lives', async () => {
     const args = { code: 'try:\n    result = str(v2_confirm(action="die"))\nexcept ToolError as e:\n    result = "tool error: " + e.kind' };
     const first = await call(TA, 40, args);
