@@ -34,6 +34,7 @@ struct call {
     json_t *request_state; /* the server's, while waiting for input (may be NULL) */
     int waiting;           /* relayed input_required: waiting for calls_resume */
     int mutation;
+    int64_t timeout_ms; /* the program's own for this call (0: the server's default) */
     uint64_t up_handle;
     int64_t started_ms;
     struct call *next;
@@ -229,10 +230,11 @@ void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
     call->fn = xstrdup(fn);
     call->args = args ? json_incref(args) : NULL;
     call->mutation = mutation;
+    call->timeout_ms = json_is_integer(tmo) ? json_integer_value(tmo) : 0;
     call->started_ms = t0;
     struct up_error err = {0};
-    if (up_call_tool(server, tool, args, json_is_integer(tmo) ? json_integer_value(tmo) : 0,
-                     on_upstream_result, call, &call->up_handle, &err) < 0) {
+    if (up_call_tool(server, tool, args, call->timeout_ms, on_upstream_result, call,
+                     &call->up_handle, &err) < 0) {
         reply_error(conn_id, id, err.kind, err.message, now_ms() - t0);
         call_free(call);
         return;
@@ -257,8 +259,8 @@ int calls_resume(const char *run_id, json_t *input_responses)
     json_decref(call->request_state);
     call->request_state = NULL;
     struct up_error err = {0};
-    int rc = up_call_tool_with(call->server, call->tool, call->args, extra, 0, on_upstream_result,
-                               call, &call->up_handle, &err);
+    int rc = up_call_tool_with(call->server, call->tool, call->args, extra, call->timeout_ms,
+                               on_upstream_result, call, &call->up_handle, &err);
     json_decref(extra);
     if (rc < 0) {
         LIST_UNLINK(&calls, call);
