@@ -96,23 +96,88 @@ long cat_budget_for(const char *client)
     return 2000;
 }
 
+/* Built descriptions, one per budget: tools/list asks for one on every request and building
+ * it is most of that request's cost. An entry holds while its inputs hold: the catalog of
+ * the last cat_rebuild (functions, signatures, servers and their states; every rebuild
+ * empties the cache), the budget, and the priority list (kept referenced, so an equal
+ * pointer is the same unchanged array; otherwise compared by content). */
+#define CAT_DESC_SLOTS 4
+static struct cat_desc {
+    int used;
+    long budget;
+    json_t *priority; /* the list it was built with (a reference), or NULL */
+    char *description, *instructions;
+} desc_cache[CAT_DESC_SLOTS];
+static unsigned desc_next; /* the slot a miss replaces when none is free */
+
+static void desc_cache_clear(void)
+{
+    for (int i = 0; i < CAT_DESC_SLOTS; i++) {
+        json_decref(desc_cache[i].priority);
+        free(desc_cache[i].description);
+        free(desc_cache[i].instructions);
+        memset(&desc_cache[i], 0, sizeof desc_cache[i]);
+    }
+    desc_next = 0;
+}
+
+/* Builds what a client with this budget gets (0: the full listing) into e. */
+static void desc_build(struct cat_desc *e, long budget, json_t *priority)
+{
+    if (budget == 0) { /* with no limit nothing overflows: the intro and the servers */
+        char *unused = NULL;
+        sdk_describe_budget(current.functions, current.signatures, servers, NULL, (size_t)1 << 30,
+                            2000, &unused, &e->instructions);
+        free(unused);
+        e->description = xstrdup(cat_description());
+    } else {
+        sdk_describe_budget(current.functions, current.signatures, servers, priority,
+                            (size_t)budget, 2000, &e->description, &e->instructions);
+    }
+    e->used = 1;
+    e->budget = budget;
+    e->priority = json_incref(priority);
+}
+
+static struct cat_desc *desc_lookup(long budget)
+{
+    json_t *priority = budget && priority_source ? priority_source() : NULL;
+    struct cat_desc *slot = NULL;
+    for (int i = 0; i < CAT_DESC_SLOTS; i++) {
+        struct cat_desc *e = &desc_cache[i];
+        if (!e->used) {
+            slot = slot ? slot : e;
+            continue;
+        }
+        if (e->budget != budget)
+            continue;
+        if (e->priority == priority ||
+            (e->priority && priority && json_equal(e->priority, priority))) {
+            if (e->priority != priority) { /* the same list again: hold the newer one */
+                json_decref(e->priority);
+                e->priority = json_incref(priority);
+            }
+            return e;
+        }
+        slot = e; /* built with other priorities: stale */
+        break;
+    }
+    if (!slot)
+        slot = &desc_cache[desc_next++ % CAT_DESC_SLOTS];
+    json_decref(slot->priority);
+    free(slot->description);
+    free(slot->instructions);
+    memset(slot, 0, sizeof *slot);
+    desc_build(slot, budget, priority);
+    return slot;
+}
+
 char *cat_describe_for(const char *client, char **instructions)
 {
-    long budget = cat_budget_for(client);
-    if (budget == 0) {
-        if (instructions) { /* with no limit nothing overflows: the intro and the servers */
-            char *unused = NULL;
-            sdk_describe_budget(current.functions, current.signatures, servers, NULL,
-                                (size_t)1 << 30, 2000, &unused, instructions);
-            free(unused);
-        }
-        return xstrdup(cat_description());
-    }
-    char *desc = NULL;
-    sdk_describe_budget(current.functions, current.signatures, servers,
-                        priority_source ? priority_source() : NULL, (size_t)budget, 2000, &desc,
-                        instructions);
-    return desc;
+    struct cat_desc *e = desc_lookup(cat_budget_for(client));
+    if (instructions)
+        *instructions = xstrdup(e->instructions);
+    return xstrdup(e->description);
 }
 
 json_t *cat_functions(void)
@@ -303,6 +368,7 @@ static void index_functions(void)
 
 void cat_rebuild(void)
 {
+    desc_cache_clear(); /* gather_input replaces servers even when nothing else changes */
     json_t *input = gather_input();
     struct sdk_output next = {0};
     int rc = sdk_generate(input, exemplars, &next);
@@ -378,6 +444,7 @@ void cat_free(void)
     servers = NULL;
     free(full_description);
     full_description = NULL;
+    desc_cache_clear();
     json_decref(discovery);
     discovery = NULL;
     if (wake_at)
