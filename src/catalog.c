@@ -107,6 +107,7 @@ static struct cat_desc {
     long budget;
     json_t *priority; /* the list it was built with (a reference), or NULL */
     char *description, *instructions;
+    json_t *description_json; /* the description as a JSON string, made on first use */
 } desc_cache[CAT_DESC_SLOTS];
 static unsigned desc_next; /* the slot a miss replaces when none is free */
 
@@ -116,6 +117,7 @@ static void desc_cache_clear(void)
         json_decref(desc_cache[i].priority);
         free(desc_cache[i].description);
         free(desc_cache[i].instructions);
+        json_decref(desc_cache[i].description_json);
         memset(&desc_cache[i], 0, sizeof desc_cache[i]);
     }
     desc_next = 0;
@@ -167,6 +169,7 @@ static struct cat_desc *desc_lookup(long budget)
     json_decref(slot->priority);
     free(slot->description);
     free(slot->instructions);
+    json_decref(slot->description_json);
     memset(slot, 0, sizeof *slot);
     desc_build(slot, budget, priority);
     return slot;
@@ -178,6 +181,14 @@ char *cat_describe_for(const char *client, char **instructions)
     if (instructions)
         *instructions = xstrdup(e->instructions);
     return xstrdup(e->description);
+}
+
+json_t *cat_describe_json_for(const char *client)
+{
+    struct cat_desc *e = desc_lookup(cat_budget_for(client));
+    if (!e->description_json)
+        e->description_json = json_string(e->description);
+    return json_incref(e->description_json);
 }
 
 json_t *cat_functions(void)

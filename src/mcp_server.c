@@ -233,11 +233,19 @@ json_t *mcp_execute_python_tool(void)
     return mcp_execute_python_tool_for(NULL);
 }
 
+/* The last tool built, and the description object it holds (so an equal pointer is the same,
+ * unchanged description): tools/list reuses it instead of packing the schema again. */
+static json_t *last_tool, *last_tool_desc;
+
 json_t *mcp_execute_python_tool_for(const char *client)
 {
-    char *desc = cat_describe_for(client, NULL);
+    json_t *desc = cat_describe_json_for(client);
+    if (last_tool && desc == last_tool_desc) {
+        json_decref(desc);
+        return json_incref(last_tool);
+    }
     json_t *tool = json_pack(
-        "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:s}, s:{s:s, s:s}, "
+        "{s:s, s:s, s:o, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:s}, s:{s:s, s:s}, "
         "s:{s:s, s:{s:s}, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}, s:[s], s:b}, s:{s:b, s:b, s:b}}",
         "name", "execute_python", "title", "Run Python against the connected MCP tools",
         "description", desc, "inputSchema", "type", "object", "properties", "code", "type",
@@ -257,7 +265,9 @@ json_t *mcp_execute_python_tool_for(const char *client)
         "Without it: this session's namespace, or a new one.",
         "required", "code", "additionalProperties", 0, "annotations", "readOnlyHint", 0,
         "destructiveHint", 1, "openWorldHint", 1);
-    free(desc);
+    json_decref(last_tool);
+    last_tool = json_incref(tool);
+    last_tool_desc = desc;
     return tool;
 }
 
@@ -663,4 +673,6 @@ void mcp_free_all(void)
 {
     while (sessions)
         mcp_session_close(sessions);
+    json_decref(last_tool);
+    last_tool = last_tool_desc = NULL;
 }
