@@ -107,7 +107,7 @@ describe('a kept description is never stale', () => {
 
   test('two budgets in one gateway: each client gets its own description', async () => {
     let a = '';
-    await waitFor(async () => /desk 41/.test((a = await describeFor(claude))), ms(30000), 100);
+    assert.ok(await waitFor(async () => /desk 41/.test((a = await describeFor(claude))), ms(30000), 100), a);
     // One call first, so the usage ranking is [desk_grow] from here on: later calls of
     // desk_grow leave it equal, and only the catalog rebuilds can change what is listed.
     const r = await run(claude, 'result = desk_grow(n=0)');
@@ -131,7 +131,7 @@ describe('a kept description is never stale', () => {
     // No call in between (a call changes the usage ranking): the catalog rebuild alone must
     // reach both kept descriptions.
     let b = '';
-    await waitFor(async () => /late 41/.test((b = await describeFor(opencode))), ms(30000), 100);
+    assert.ok(await waitFor(async () => /late 41/.test((b = await describeFor(opencode))), ms(30000), 100), b);
     assert.doesNotMatch(b, /connecting/, b);
     const a = await describeFor(claude);
     assert.doesNotMatch(a, /connecting/, a);
@@ -144,7 +144,7 @@ describe('a kept description is never stale', () => {
     // The gateway lists the upstream again after its notification: wait for that, then
     // both clients must see it (a kept description from before would never say 44).
     let a = '';
-    await waitFor(async () => /desk 44/.test((a = await describeFor(claude))), ms(30000), 100);
+    assert.ok(await waitFor(async () => /desk 44/.test((a = await describeFor(claude))), ms(30000), 100), a);
     const b = await describeFor(opencode);
     assert.match(b, /desk 44/, b);
     assert.ok(a.length <= 2000);
