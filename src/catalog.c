@@ -1,6 +1,7 @@
 /* catalog — see catalog.h. The generator itself lives in sdkgen/ (pure functions); this
  * file gathers its input from the registry, keeps the latest output, picks each client's
- * description budget, and answers whether a run must wait for a server still connecting. */
+ * description budget (and keeps each budget's built description until the next rebuild), and
+ * answers whether a run must wait for a server still connecting. */
 #include "catalog.h"
 #include "log.h"
 #include "loop.h"

@@ -25,9 +25,10 @@ long cat_budget_for(const char *client);
 /* What `client` gets as the execute_python description (new string, caller frees) and, when
  * instructions is not NULL, the server instructions that carry the overflow (new string). */
 char *cat_describe_for(const char *client, char **instructions);
-/* The same description as a JSON string (new reference; NULL only if it is not UTF-8). One
- * object per budget until the inputs change: an equal pointer means an equal description.
- * Both are kept per budget, built once until the next rebuild or a different usage order. */
+/* The same description as a JSON string (new reference; NULL only if it is not UTF-8). Both
+ * are built once per budget and kept until the next rebuild or a different usage order, so
+ * a caller holding the reference it got last time may compare pointers: equal pointer,
+ * unchanged description. */
 json_t *cat_describe_json_for(const char *client);
 /* {"<fn>": ["<signature>", "<summary>"]} for the worker's search_tools/describe (borrowed,
  * NULL before the first build). */
