@@ -67,8 +67,11 @@ const startArms = {
 };
 
 const startMs = Object.fromEntries(Object.keys(startArms).map((k) => [k, []]));
+// The arms' order rotates round by round: the arm right after another one's gateway has
+// closed starts on a busier machine (its processes still exiting), which biased a fixed order.
+const rotated = (arms, r) => { const e = Object.entries(arms); return [...e.slice(r % e.length), ...e.slice(0, r % e.length)]; };
 for (let r = 0; r < (perReqOnly ? 0 : starts); r++) {
-  for (const [name, arm] of Object.entries(startArms)) {
+  for (const [name, arm] of rotated(startArms, r)) {
     const p = new LinePeer([bin], env);
     await arm(p);
     startMs[name].push(p.elapsedMs());
@@ -185,7 +188,7 @@ const httpStartMs = Object.fromEntries(Object.keys(httpStartArms).map((k) => [k,
 // counted, killed and left out of the samples, whichever arm it hit.
 const httpHangs = Object.fromEntries(Object.keys(httpStartArms).map((k) => [k, 0]));
 for (let r = 0; r < (perReqOnly ? 0 : starts); r++) {
-  for (const [name, arm] of Object.entries(httpStartArms)) {
+  for (const [name, arm] of rotated(httpStartArms, r)) {
     const g = await startHttp();
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     try {
@@ -261,7 +264,7 @@ const lines = [
   '# bench/modern.mjs — the 2026-07-28 era vs the 2025 era (stdio and Streamable HTTP)',
   '',
   `Run: ${new Date().toISOString()}, ${starts} starts per arm, ${requests} warm requests per era, binary ${bin.replace(ROOT + '/', '')}.`,
-  'Upstream: server-everything (stdio). Arms interleaved round by round.',
+  'Upstream: server-everything (stdio). Arms interleaved round by round, their order rotating.',
   '',
   '## First tools/call from process start (execute_python calling get-sum once)',
   '',
