@@ -302,7 +302,7 @@ unpinned), because a hop within one CPU is much cheaper than across CPUs on this
 below). The floor for a target is the better of the two. It assumes blocking, event-driven
 processes: spinning instead of sleeping would remove wake-ups at the price of a busy CPU.
 
-**Method.** All four arms are driven by the same client (\`LinePeer\` from bench/lib.mjs, raw
+**Method.** All arms are driven by the same client (\`LinePeer\` from bench/lib.mjs, raw
 newline-delimited JSON-RPC over stdio), so the client's cost is the same everywhere; each arm
 has its own server-everything child. **direct**: get-sum straight to server-everything
 (sequential awaits / all 50 sent, then awaited); its "empty program" is an MCP \`ping\` (the
