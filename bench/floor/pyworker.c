@@ -15,9 +15,9 @@
  *   - str(pending) blocks for that call's reply (replies of other calls that arrive first are
  *     kept for theirs) and returns the reply's text content as a Python str, cut out of the
  *     reply line with the same kind of string search floor-worker uses (no JSON parse);
- *   - after the program: calls still in flight are waited for, `result` is read from the
- *     globals (an int as is; anything else through str(), the sum parsed from its text, as
- *     floor-worker parses replies) and answered as `done <total>`; a Python error answers
+ *   - after the program (also after a failed one): calls still in flight are waited for, `result`
+ * is read from the globals (an int as is; anything else through str(), the sum parsed from its
+ * text, as floor-worker parses replies) and answered as `done <total>`; a Python error answers
  *     `fail <type>`.
  * It must do no less than that (a run executes the program and gets each reply into Python
  * as an object) and no more. Exits 0 when the gateway closes fd 3. */
@@ -166,6 +166,23 @@ static int result_total(PyObject *res, long *total)
     return rc;
 }
 
+/* Waits for the replies of calls the program never read (also when it failed, so that no
+ * reply of this run is left for the next); keeps the program's error if it has one. */
+static int drain_calls(void)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    int rc = 0;
+    for (int i = 0; i < n_issued && rc == 0; i++)
+        while (!replies[i] && (rc = read_one_reply()) == 0)
+            ;
+    if (type) {
+        PyErr_Clear();
+        PyErr_Restore(type, value, tb);
+    }
+    return rc;
+}
+
 /* Runs one program. 0 with its total, -1 with a Python error set. */
 static int run_program(const char *text, long *total)
 {
@@ -184,12 +201,9 @@ static int run_program(const char *text, long *total)
         if (bad < 0)
             goto cleanup;
     }
-    if (!(out = PyEval_EvalCode(code, globals, globals)))
+    out = PyEval_EvalCode(code, globals, globals);
+    if (drain_calls() < 0 || !out)
         goto cleanup;
-    for (int i = 0; i < n_issued; i++) /* calls the program never read */
-        while (!replies[i])
-            if (read_one_reply() < 0)
-                goto cleanup;
     res = PyDict_GetItemString(globals, "result"); /* borrowed */
     if (!res) {
         PyErr_SetString(PyExc_NameError, "no result");
