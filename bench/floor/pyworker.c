@@ -15,10 +15,10 @@
  *   - str(pending) blocks for that call's reply (replies of other calls that arrive first are
  *     kept for theirs) and returns the reply's text content as a Python str, cut out of the
  *     reply line with the same kind of string search floor-worker uses (no JSON parse);
- *   - after the program (also after a failed one): calls still in flight are waited for, `result`
- * is read from the globals (an int as is; anything else through str(), the sum parsed from its
- * text, as floor-worker parses replies) and answered as `done <total>`; a Python error answers
- *     `fail <type>`.
+ *   - after the program (also after a failed one): calls still in flight are waited for;
+ *     `result` is read from the globals (an int as is; anything else through str(), the sum
+ *     parsed from its text, as floor-worker parses replies) and answered as `done <total>`;
+ *     a Python error answers `fail <type>`.
  * It must do no less than that (a run executes the program and gets each reply into Python
  * as an object) and no more. Exits 0 when the gateway closes fd 3. */
 #define PY_SSIZE_T_CLEAN
