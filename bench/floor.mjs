@@ -8,6 +8,10 @@
 //             (bench/floor/: C relays with no product work; a tools/call `run {workload}`);
 //   floor-pinned — the same with the gateway and its worker pinned to one CPU (FLOOR_PIN_CPU):
 //             placement is the one lever left once the work is gone;
+//   floor-python — floor with floor-pyworker: the worker embeds CPython and runs the same
+//             Python programs as codemcp (cache-compiled, exec'd in a session dict; each SDK
+//             call a C function that sends the call frame and returns a Pending whose str()
+//             blocks for the reply): what Python alone costs over the hops;
 //   codemcp — LinePeer → codemcp → codemcp-worker → … running the Python programs of
 //             bench/execute.mjs (and `result = 1` for the empty program).
 // Plus floor-hop: one one-way hop between two processes (pipe / socketpair ping-pong).
@@ -34,7 +38,7 @@ const PIN_CPU = 0;
 const bin = codemcpBin();
 const FLOOR_DIR = process.env.FLOOR_DIR || join(dirname(bin), '..', 'bench', 'floor');
 const FLOOR = { gateway: join(FLOOR_DIR, 'floor-gateway'), worker: join(FLOOR_DIR, 'floor-worker'),
-  hop: join(FLOOR_DIR, 'floor-hop') };
+  pyworker: join(FLOOR_DIR, 'floor-pyworker'), hop: join(FLOOR_DIR, 'floor-hop') };
 for (const f of Object.values(FLOOR))
   if (!existsSync(f)) throw new Error(`${f} missing: build with ninja (or set FLOOR_DIR)`);
 
@@ -83,6 +87,10 @@ const peers = {
   floor: await start('floor', [FLOOR.gateway, FLOOR.worker, ...SERVERS.everything]),
   'floor-pinned': await start('floor-pinned', [FLOOR.gateway, FLOOR.worker, ...SERVERS.everything],
     { FLOOR_PIN_CPU: String(PIN_CPU) }),
+  // floor-pyworker reads each workload's program from FLOOR_PY_<workload> (the gateway passes
+  // its environment on): the very texts codemcp runs.
+  'floor-python': await start('floor-python', [FLOOR.gateway, FLOOR.pyworker, ...SERVERS.everything],
+    Object.fromEntries(Object.entries(PY).map(([w, code]) => [`FLOOR_PY_${w}`, code]))),
   codemcp: await start('codemcp', [bin], { CODEMCP_CONFIG: cfg }),
 };
 const BEFORE = process.env.CODEMCP_BIN_BEFORE;
@@ -111,7 +119,8 @@ function makeCodemcp(p, arm = 'codemcp') {
     [w, w === 'one' ? async () => num(await run(code)) : () => run(code)]));
 }
 const arms = { direct: makeDirect(peers.direct), floor: makeFloor(peers.floor, 'floor'),
-  'floor-pinned': makeFloor(peers['floor-pinned'], 'floor-pinned'), codemcp: makeCodemcp(peers.codemcp) };
+  'floor-pinned': makeFloor(peers['floor-pinned'], 'floor-pinned'),
+  'floor-python': makeFloor(peers['floor-python'], 'floor-python'), codemcp: makeCodemcp(peers.codemcp) };
 if (BEFORE) arms['codemcp-before'] = makeCodemcp(peers['codemcp-before'], 'codemcp-before');
 const ARMS = Object.keys(arms);
 const WORKLOADS = Object.keys(EXPECT);
@@ -123,6 +132,7 @@ const childNamed = (pid, name) => childPids(pid).find((p) => comm(p) === name);
 const childNot = (pid, name) => childPids(pid).find((p) => comm(p) !== name);
 const kids = (arm, worker) => [childNamed(pidOf(arm), worker), childNot(pidOf(arm), worker)];
 const [fw, fu] = kids('floor', 'floor-worker'), [pw, pu] = kids('floor-pinned', 'floor-worker');
+const [yw, yu] = kids('floor-python', 'floor-pyworker');
 // codemcp's sandboxed worker is a grandchild (waiter -> worker): sum every codemcp-worker
 // below the gateway; its upstream is the node child (other children: the sandbox's waiter,
 // the process-group guard).
@@ -131,7 +141,7 @@ for (const a of CODEMCPS) {
   cws[a] = workerPids(pidOf(a));
   cu[a] = childPids(pidOf(a)).find((p) => comm(p) === 'node');
 }
-if (![fw, fu, pw, pu, ...CODEMCPS.flatMap((a) => [cws[a][0], cu[a]])].every(Boolean))
+if (![fw, fu, pw, pu, yw, yu, ...CODEMCPS.flatMap((a) => [cws[a][0], cu[a]])].every(Boolean))
   throw new Error(`process tree not as expected: ${[fw, fu, pw, pu, JSON.stringify(cws), JSON.stringify(cu)]}`);
 // The client's own CPU is taken with process.cpuUsage() around the call alone (its window
 // must not include this accounting's reads of /proc).
@@ -141,12 +151,14 @@ const PROBES = {
     upstream: () => cpuNs(fu) },
   'floor-pinned': { 'floor-gateway': () => cpuNs(pidOf('floor-pinned')), 'floor-worker': () => cpuNs(pw),
     upstream: () => cpuNs(pu) },
+  'floor-python': { 'floor-gateway': () => cpuNs(pidOf('floor-python')), 'floor-pyworker': () => cpuNs(yw),
+    upstream: () => cpuNs(yu) },
 };
 for (const a of CODEMCPS)
   PROBES[a] = { gateway: () => cpuNs(pidOf(a)), 'codemcp-worker (all threads)': () => cpuNsAll(cws[a]),
     upstream: () => cpuNs(cu[a]) };
 const CLIENT = 'client (this Node process, all threads)';
-const ourPids = () => [process.pid, ...ARMS.map(pidOf), fw, fu, pw, pu, ...CODEMCPS.flatMap((a) => [...cws[a], cu[a]])];
+const ourPids = () => [process.pid, ...ARMS.map(pidOf), fw, fu, pw, pu, yw, yu, ...CODEMCPS.flatMap((a) => [...cws[a], cu[a]])];
 const cpu = {}; // cpu[w][arm][probe] = total ns over the measured rounds
 const snapCpu = (arm) => Object.fromEntries(Object.entries(PROBES[arm]).map(([k, f]) => [k, f()]));
 
@@ -290,7 +302,7 @@ unpinned), because a hop within one CPU is much cheaper than across CPUs on this
 below). The floor for a target is the better of the two. It assumes blocking, event-driven
 processes: spinning instead of sleeping would remove wake-ups at the price of a busy CPU.
 
-**Method.** All four arms are driven by the same client (\`LinePeer\` from bench/lib.mjs, raw
+**Method.** All arms are driven by the same client (\`LinePeer\` from bench/lib.mjs, raw
 newline-delimited JSON-RPC over stdio), so the client's cost is the same everywhere; each arm
 has its own server-everything child. **direct**: get-sum straight to server-everything
 (sequential awaits / all 50 sent, then awaited); its "empty program" is an MCP \`ping\` (the
@@ -340,6 +352,29 @@ codemcp-before is ${BEFORE}.
 ${WORKLOADS.map((w) => `| ${LABEL[w]} | ${fmt(paired(w, 'codemcp-before', 'floor'), 2)}× | **${fmt(paired(w, 'codemcp', 'floor'), 2)}×** | ` +
   `${fmt(paired(w, 'codemcp', 'codemcp-before'), 2)}× | ${w === 'empty' ? '–' : '≤ 1.25×'} |`).join('\n')}
 ` : ''}
+## Floor + Python (floor-pyworker: what an embedded CPython alone costs over the hops)
+
+floor-python is the floor with its worker replaced by floor-pyworker (bench/floor/pyworker.c):
+CPython embedded as in codemcp-worker, running the programs codemcp runs (code cache keyed by
+the text, exec in the session's dict, each SDK call a C function that sends the call frame and
+returns a Pending whose str() blocks for the reply text as a Python str). No codemcp_rt, no
+validation, no JSON parse. Where floor-python / floor is above 1.25×, codemcp / floor ≤ 1.25×
+cannot be met by any worker that embeds CPython in this topology.
+
+| workload | floor-python / floor | codemcp / floor-python | codemcp / floor | target codemcp / floor | CPU per execute, µs: floor-worker / floor-pyworker / codemcp-worker |
+|---|---|---|---|---|---|
+${WORKLOADS.map((w) => {
+  const fp = paired(w, 'floor-python', 'floor');
+  const cpuOf = (arm, probe) => fmt(used.reduce((t, r) => t + r.cpu[w][arm][probe], 0) / 1e3 / used.length, 0);
+  return `| ${LABEL[w]} | **${fmt(fp, 2)}×**${w !== 'empty' && fp > 1.25 ? ' (> 1.25×)' : ''} | ` +
+    `${fmt(paired(w, 'codemcp', 'floor-python'), 2)}× | ${fmt(paired(w, 'codemcp', 'floor'), 2)}× | ` +
+    `${w === 'empty' ? '–' : '≤ 1.25×'} | ${cpuOf('floor', 'floor-worker')} / ${cpuOf('floor-python', 'floor-pyworker')} / ` +
+    `${cpuOf('codemcp', 'codemcp-worker (all threads)')} |`;
+}).join('\n')}
+
+Medians, ms: ${WORKLOADS.map((w) => `${LABEL[w]} floor ${fmt(med(samples[w].floor), 2)}, floor-python ` +
+  `${fmt(med(samples[w]['floor-python']), 2)}, codemcp ${fmt(med(samples[w].codemcp), 2)}`).join('; ')}.
+
 ## CPU per execute (µs on CPU, mean over the rounds used; /proc schedstat)
 
 | arm | process | ${WORKLOADS.map((w) => LABEL[w]).join(' | ')} |
