@@ -204,6 +204,20 @@ class Thesaurus(unittest.TestCase):
         idx._query("pause the nightly workflow")
         self.assertEqual(idx._intent, "w")
 
+    def test_second_walk_concepts(self) -> None:
+        # multi-word concepts of the second walk over the catalog's vocabulary (none on main)
+        idx = self.index({"gh_orgs_remove_member": "Remove an organization member",
+                          "gh_orgs_get": "Get an organization", "gh_orgs_list_members": "List organization members",
+                          "gh_search_code": "Search code", "gh_projects_list_for_user": "List projects for user",
+                          "gh_issues_lock": "Lock an issue", "gh_activity_get_thread": "Get a thread",
+                          "gh_repos_download_zipball_archive": "Download a repository archive (zip)",
+                          "gh_repos_download_tarball_archive": "Download a repository archive (tar)"})
+        for q, want in (("offboard bob from the org", "gh_orgs_remove_member"),
+                        ("grep across repos for TODO", "gh_search_code"),
+                        ("the thread is a flame war, stop the arguing", "gh_issues_lock"),
+                        ("download the source zip", "gh_repos_download_zipball_archive")):
+            self.assertEqual(Intent.ranked(idx, q)[0], want, q)
+
     def test_an_exact_word_outranks_its_expansion(self) -> None:
         # "pause" stands for disable, but a function that says "pause" itself comes first
         idx = self.index({"gh_actions_pause_workflow": "Pause a workflow"})
