@@ -460,7 +460,9 @@ _SECOND_WALK: dict[str, str] = {
     "suite preference": "auto trigger checks",
     "update ref": "force move branch, move the branch pointer, reset branch to, point the branch at",
     "gist": "code snippet, snippet sharing, share a snippet, quick share of code",
-    "authenticated": "who am i, whoami, logged in, current user, signed in, my own account",
+    "authenticated": "logged in, current user, signed in, my own account",
+    "get authenticated": "who am i, whoami, my profile, my own user, who i am logged in as, my username, "
+                         "my login, my handle",
     "notification": "pings, what i missed",
     "subscription": "get notified about, stop watching",
     "public event": "firehose, global activity, everything happening on github",
