@@ -456,7 +456,8 @@ _SECOND_WALK: dict[str, str] = {
     "app": "bot account",
     "check": "still valid, is it valid",
     "account for plan": "who bought, customers of the app, who purchased, paying customers",
-    "check run": "ci job result, test outcome, lint result",
+    "check run": "ci job result, test outcome, lint result, post test results, report ci results, "
+                 "publish test results",
     "suite preference": "auto trigger checks",
     "update ref": "force move branch, move the branch pointer, reset branch to, point the branch at",
     "gist": "code snippet, snippet sharing, share a snippet, quick share of code",
@@ -475,7 +476,7 @@ _SECOND_WALK: dict[str, str] = {
     "interaction restriction": "heated argument, trolls, spam attack, drive by comments",
     "pull request creation cap": "limit new prs, too many prs, pr spam, throttle prs",
     "migration": "move off bitbucket, from gitlab, from svn, import from another host, source import",
-    "large file": "binary blobs",
+    "large file": "binary blobs, huge blobs, binaries over 100mb",
     "project": "task board, planning board, scrum board",
     "view": "layout",
     "draft item": "note card, quick note on the board, placeholder card",
@@ -487,7 +488,23 @@ _SECOND_WALK: dict[str, str] = {
     "deployment status": "did the rollout succeed, rollout result, rollout state, is it live yet",
     "deployment branch policy": "which branches may ship to prod, ship only from main",
     "issue field": "extra field on tickets, ticket metadata",
-    "large file": "huge blobs, binaries over 100mb",
+    # second walk, generic verbs and a few areas the first pass of this walk left thin
+    "selected": "only certain, just these, limit to some, pick which, handful of",
+    "custom label": "runner tags, machine tags, runs on",
+    "commit": "git log, what was pushed, recent changes",
+    "delete": "get rid of, blow away, tear down, throw away, nuke",
+    "create": "set up a new, stand up a, spin up a new",
+    "remove": "take off, take out, strip off",
+    "add": "put on, tack on, slap on",
+    "deployment protection rule": "custom gate, external approval, approval app",
+    "license": "what terms, mit or apache",
+    "item": "put on the board, track on the board",
+    "reaction": "plus one, react with, heart it, rocket emoji, party emoji",
+    "render": "how will it look, format as html",
+    "create directory": "mkdir, make a folder, new folder",
+    "list directory": "ls, what's in the folder",
+    "write": "save to disk, persist to disk",
+    "search": "glob",
 }
 for _term, _says in _SECOND_WALK.items():
     THESAURUS[_term] = THESAURUS[_term] + ", " + _says if _term in THESAURUS else _says
