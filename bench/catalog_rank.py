@@ -53,7 +53,8 @@ def side_by_side(base):
     """This tree's ranker and `base`'s, each in its own interpreter, in one run."""
     def run(python):
         env = dict(os.environ, CODEMCP_RANK_PYTHON=python)
-        out = subprocess.run([sys.executable, os.path.abspath(__file__), sys.argv[1], "--json"],
+        tune = ["--tune"] if "--tune" in sys.argv else []  # --tune --base hides the held-out sets too
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), sys.argv[1], "--json"] + tune,
                              env=env, check=True, capture_output=True, text=True).stdout
         return json.loads(out)
     head, old = run(os.path.join(ROOT, "python")), run(os.path.abspath(base))
