@@ -8,6 +8,14 @@ src/worker/fdcap.h) and is appended after the print() output of the same stream 
 run ends. Each stream keeps at most ``limit`` bytes (UTF-8) and counts the rest, so a
 runaway loop of prints costs no memory. Without the worker host (unit tests under a plain
 interpreter) only print() output is captured.
+
+The two streams are reused from run to run (building an io subclass instance costs more than
+checking and resetting one): a stream is handed to the next run only if nothing but this
+module refers to it (no reference and no weak reference kept by agent code, its class not
+swapped), and its attributes are reset first (a close() or an attribute set by the last run
+lives in the instance dict, which is cleared). A stream anything else still holds is left to
+its holder and a new one is built, so writes through a kept sys.stdout never reach a later
+run's output and closing it cannot break a later run's capture.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from __future__ import annotations
 import io
 import sys
 import threading
+import weakref
 from typing import Any
 
 try:
@@ -121,6 +130,28 @@ class _ByteSink:
         pass
 
 
+# The last run's (stdout, stderr) streams, offered to the next run (see the module comment).
+_last: list[Any] = [None, None]
+_getrefcount = sys.getrefcount
+_getweakrefcount = weakref.getweakrefcount
+
+
+def _stream(i: int, name: str, limit: int) -> CappedStream:
+    """The stream for slot ``i`` of the next run: the last run's, reset, when nothing else
+    holds it; otherwise a new one."""
+    s = _last[i]
+    # References to s: _last, this local, getrefcount's argument. Anything more is a holder.
+    if s is not None and type(s) is CappedStream and _getrefcount(s) == 3 \
+            and not _getweakrefcount(s):
+        d = s.__dict__
+        d.clear()
+        d["name"] = name
+        d["limit"] = max(0, int(limit))
+        return s
+    s = _last[i] = CappedStream(name, limit)
+    return s
+
+
 class capture:
     """Install capped sys.stdout/sys.stderr (and an empty sys.stdin, so input() ends
     at once instead of reading the worker's stdin) for the ``with`` block, which gets
@@ -129,7 +160,7 @@ class capture:
     __slots__ = ("streams", "saved")
 
     def __init__(self, limit: int) -> None:
-        self.streams = (CappedStream("stdout", limit), CappedStream("stderr", limit))
+        self.streams = (_stream(0, "stdout", limit), _stream(1, "stderr", limit))
         self.saved: tuple[Any, Any, Any] | None = None
 
     def __enter__(self) -> tuple[CappedStream, CappedStream]:

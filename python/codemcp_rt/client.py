@@ -112,9 +112,21 @@ _decoder = json.JSONDecoder()
 _scan = _decoder.scan_once
 
 
+try:
+    from _codemcp import loads_fast as _loads_fast  # type: ignore[import-not-found]
+except ImportError:  # a plain interpreter
+    _loads_fast = None
+
+
 def _parse(text: str) -> Any:
     """json.loads for the gateway's compact replies, without the whitespace regexes;
-    anything unusual goes through json.loads. Raises ValueError/TypeError."""
+    anything unusual goes through json.loads. Raises ValueError/TypeError. In the worker
+    the common case is parsed in C (_codemcp.loads_fast, src/worker/pyjson.c: Ellipsis for
+    anything it does not handle)."""
+    if _loads_fast is not None:
+        value = _loads_fast(text)
+        if value is not Ellipsis:
+            return value
     try:
         value, end = _scan(text, 0)
     except StopIteration:

@@ -12,6 +12,7 @@
 #include "importer.h"
 #include "pycall.h"
 #include "pyfast.h"
+#include "pyjson.h"
 #include "pypending.h"
 #include "util.h"
 #include "wsclient.h"
@@ -324,6 +325,7 @@ static PyMethodDef pym_methods[] = {
     {"text_result", (PyCFunction)(void (*)(void))pyf_text_result, METH_FASTCALL,
      pyf_text_result_doc},
     {"issue", (PyCFunction)(void (*)(void))pyc_issue, METH_FASTCALL, pyc_issue_doc},
+    {"loads_fast", pyj_loads_fast, METH_O, pyj_loads_fast_doc}, /* pyjson.c */
     {NULL, NULL, 0, NULL},
 };
 
