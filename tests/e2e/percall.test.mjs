@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { ms, runCodemcp, servers, tempDir, writeConfig } from './lib.mjs';
+import { connectClient, ms, runCodemcp, servers, tempDir, writeConfig } from './lib.mjs';
 
 const COMPARE = String.raw`
 import _codemcp, json, math
@@ -367,4 +367,83 @@ test('pypending/pycall: forged, wrong-typed and re-entrant use of the C cores ra
     '{"jsonrpc":"2.0","id":"c1","method":"call_tool","params":{"r']);
   assert.equal(o.real, 'The sum of 1 and 2 is 3.');
   assert.equal(o.real2, 'The sum of 2 and 2 is 4.');
+});
+
+// The run request's parse in C (src/worker/pyjson.c, `_codemcp.loads_fast`): the same value
+// as json.loads for everything it takes, Ellipsis (json.loads decides) for the rest, never
+// an exception or a crash, inside a real worker.
+const LOADS = String.raw`
+import _codemcp, json
+docs = ['{}', '[]', '""', '0', '-0', '-12', '9007199254740993', '123456789012345678',
+        '1234567890123456789', '99999999999999999999', '1.5', '1e3', '-1E-2', 'true', 'false',
+        'null', ' {"a" : [1 , 2 ,{"b":null}] } ', '"caf\u00e9 \U0001F600"', r'"\u00e9\u20ac"',
+        r'"\ud83d\ude00"', r'"\ud83d"', r'"\ude00"', r'"\ud83dx"', r'"a\"b\\c\/d\b\f\n\r\t"',
+        r'"\x"', r'"\u12"', r'"\u12g4"', '"a\x01b"', '"a\tb"', '{"k":1,"k":2}', '{"a":1,}', '[1,]',
+        '{"a" 1}', '{1:2}', '[1 2]', '01', '-', '--1', '1x', '{"a":1} x', '{"a":1}  ', '',
+        '   ', 'nul', 'truex', '[' * 70 + ']' * 70, '[' * 10 + ']' * 10, '{"a":' * 3 + '1' + '}' * 3,
+        '{"jsonrpc":"2.0","id":7,"method":"run","params":{"code":"print(1)\\nx = \\"q\\"","run_id":"r-1","timeout_ms":30000,"validate":true,"unavailable":[],"drop_namespaces":["n1","n2"]}}',
+        '{"' + 'k' * 40 + '":1,"\u00e9":2,"kk":3}', '"' + 'x' * 100000 + '"', '[' + ','.join(['"s"'] * 3000) + ']']
+mismatches, fast = [], 0
+for doc in docs:
+    try:
+        want = ("ok", json.loads(doc))
+    except Exception as exc:
+        want = ("err", type(exc).__name__)
+    got = _codemcp.loads_fast(doc)
+    if got is Ellipsis:
+        continue
+    fast += 1
+    if want[0] != "ok" or json.dumps(got) != json.dumps(want[1]) or type(got) is not type(want[1]):
+        mismatches.append([doc[:60], repr(got)[:60], repr(want)[:60]])
+for bad in (None, 5, b"{}", ["{}"]):
+    if _codemcp.loads_fast(bad) is not Ellipsis:
+        mismatches.append(["non-str", repr(bad)])
+result = {"fast": fast, "total": len(docs), "mismatches": mismatches}
+`;
+
+test('pyjson: loads_fast agrees with json.loads on a corpus and leaves the rest to it, in a sandboxed worker', { timeout: ms(90000) }, async () => {
+  const dir = tempDir();
+  const config = writeConfig(dir, { everything: servers.everything() });
+  const r = await runCodemcp({ config, env: { CODEMCP_SMOKE: LOADS } }, ms(80000));
+  assert.equal(r.code, 0, `smoke failed:\n${r.stdout}\n${r.stderr.slice(-3000)}`);
+  const env = JSON.parse(r.stdout);
+  assert.deepEqual(env.result.mismatches, [], JSON.stringify(env.result.mismatches, null, 1));
+  assert.ok(env.result.fast >= 20, `the C parse answered only ${env.result.fast} of ${env.result.total}`);
+});
+
+// The capture streams are reused from run to run (python/codemcp_rt/capture.py): one a
+// program keeps (a variable, a weak reference, a bound method) must not be the next run's,
+// so writing into it or closing it later cannot reach or break another run's output; and
+// what a run did to the streams' state (close, cap, counters, class) does not carry over.
+test('capture reuse: a kept or tampered sys.stdout/stderr never reaches or breaks a later run', { timeout: ms(120000) }, async () => {
+  const dir = tempDir();
+  const h = await connectClient({ config: writeConfig(dir, { everything: servers.everything() }) });
+  const run = async (code) => {
+    const r = await h.client.callTool({ name: 'execute_python', arguments: { code } },
+      undefined, { timeout: ms(60000) });
+    return r.structuredContent ?? JSON.parse(r.content[0].text);
+  };
+  let e = await run('import sys, weakref\nkeep = sys.stdout\nkeep_err = weakref.ref(sys.stderr)\n' +
+    'keep_w = sys.stdout.write\nprint("one")');
+  assert.equal(e.stdout, 'one\n', JSON.stringify(e));
+  e = await run('keep.write("LEAK1"); keep_w("LEAK2"); keep_err() and keep_err().write("LEAK3")\n' +
+    'keep.close()\nprint("two")');
+  assert.equal(e.stdout, 'two\n', JSON.stringify(e));
+  assert.equal(e.stderr, undefined, JSON.stringify(e));
+  // tamper with the run's own streams, keep no reference: the next runs start clean
+  e = await run('import sys\nprint("three")\nsys.stdout.limit = 1\nsys.stdout._kept = 10**9\n' +
+    'sys.stderr._cut = 5\nsys.stdout.close()\nsys.stderr.close()');
+  assert.equal(e.stdout, 'three\n', JSON.stringify(e));
+  for (let i = 0; i < 3; i++) {
+    e = await run('import sys\nprint("four", sys.stdout.closed, sys.stdout.limit > 1)\n' +
+      'print("err", file=sys.stderr)');
+    assert.equal(e.stdout, 'four False True\n', `${i}: ${JSON.stringify(e)}`);
+    assert.equal(e.stderr, 'err\n', `${i}: ${JSON.stringify(e)}`);
+  }
+  // a class swapped on the stream is not handed on either
+  e = await run('import sys\nclass X(type(sys.stdout)):\n    def write(self, s):\n        return 0\n' +
+    'sys.stdout.__class__ = X\nprint("five")');
+  e = await run('print("six")');
+  assert.equal(e.stdout, 'six\n', JSON.stringify(e));
+  await h.close();
 });
