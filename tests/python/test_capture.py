@@ -2,6 +2,7 @@
 
 import sys
 import unittest
+import weakref
 
 from codemcp_rt.capture import CappedStream, capture
 
@@ -75,3 +76,40 @@ class RawOutputTest(unittest.TestCase):
         s = CappedStream("stderr", 10)
         s.add_raw(b"", 0)
         self.assertEqual(s.getvalue(), "")
+
+
+class StreamReuseTest(unittest.TestCase):
+    """capture() hands the last run's streams on only when nothing else holds them, reset."""
+
+    def _run(self, body, limit: int = 100):  # type: ignore[no-untyped-def]
+        c = capture(limit)
+        with c as (out, err):
+            body(out, err)
+        return out.getvalue(), err.getvalue(), id(out)
+
+    def test_an_unheld_stream_is_reused_clean(self) -> None:
+        def tamper(out, err):  # type: ignore[no-untyped-def]
+            print("x", file=out)
+            out.limit, out._kept, err._cut = 1, 10**9, 5
+            out.close()
+
+        first = self._run(tamper)
+        got = self._run(lambda out, err: print("y", file=out), limit=50)
+        self.assertEqual(got[0], "y\n")
+        self.assertEqual(got[1], "")
+        self.assertEqual(got[2], first[2])  # the same object, reset
+
+    def test_a_held_stream_is_not_handed_on(self) -> None:
+        kept: list = []
+        self._run(lambda out, err: kept.extend([out, weakref.ref(err)]))
+        def leak(out, err):  # type: ignore[no-untyped-def]
+            kept[0].write("LEAK")
+            old_err = kept[1]()  # dead, or not this run's
+            if old_err is not None:
+                self.assertIsNot(old_err, err)
+                old_err.write("LEAK")
+            print("z", file=out)
+
+        got = self._run(leak)
+        self.assertEqual(got[:2], ("z\n", ""))
+        self.assertIsNot(capture(1).streams[0], kept[0])
