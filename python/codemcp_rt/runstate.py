@@ -36,6 +36,10 @@ class RunState:
         interrupted: set once RunInterrupted has been raised (it is raised once).
     """
 
+    # Slots: one is built per run, and ten attribute stores into a dict cost more.
+    __slots__ = ("run_id", "params", "run_id_json", "made", "mutations", "writes", "interruptible",
+                 "early_interrupt", "finished", "interrupted", "__weakref__")
+
     def __init__(self, run_id: str | None, params: dict[str, Any] | None = None) -> None:
         self.run_id = run_id
         self.params = params or {}
