@@ -63,11 +63,47 @@ _log = runner._log  # one stderr logger for the runtime (goes to the gateway's l
 _SANDBOXED = os.environ.get("CODEMCP_ISOLATION") == "sandbox" and os.getpid() == 2
 
 
-def end_strays() -> None:
+# The namespace's last allocated PID after the last check (None: unknown, look). A run that
+# created no process and no thread leaves it unchanged, and then nothing can be left over; it
+# could only come back to the same value after pid_max allocations, so a run that took longer
+# than _LAST_PID_TRUST_S is always looked at.
+_last_pid: bytes | None = None
+_LAST_PID_TRUST_S = 5.0
+
+
+def _read_last_pid() -> bytes | None:
+    try:
+        fd = os.open("/proc/sys/kernel/ns_last_pid", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 32)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def end_strays(started: float | None = None) -> None:
     """Sandbox only: processes a run started and left behind (a detached child, a daemon)
     end with the run, so nothing outlives it to watch or disturb later runs. kill(-1)
-    reaches every process of the namespace except this one and PID 1."""
-    if not _SANDBOXED or not _others():
+    reaches every process of the namespace except this one and PID 1. ``started``: the
+    run's time.monotonic() at its start (a run that allocated no PID is not looked at)."""
+    global _last_pid
+    if not _SANDBOXED:
+        return
+    now = _read_last_pid()
+    if now is not None and now == _last_pid and started is not None \
+            and time.monotonic() - started < _LAST_PID_TRUST_S:
+        return
+    try:
+        _end_strays()
+    finally:
+        _last_pid = _read_last_pid()
+
+
+def _end_strays() -> None:
+    if not _others():
         return
     try:
         os.kill(-1, signal.SIGKILL)
@@ -131,10 +167,11 @@ def handle(text: str) -> str | None:
         if not isinstance(params, dict):
             raise runner.BadRequest("params must be an object")
         if method == "run":
+            started = time.monotonic() if _SANDBOXED else None
             try:
                 result = _Raw(runner.run_json(params))
             finally:
-                end_strays()
+                end_strays(started)
         elif method == "load_sdk":
             loaded = sdk.load_sdk(params.get("source"), params.get("version"), params.get("catalog"))
             if not loaded["ok"]:
