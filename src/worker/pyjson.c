@@ -215,6 +215,16 @@ static PyObject *pyj_word(struct pyj *j, const char *w, size_t n, PyObject *v)
     return Py_NewRef(v);
 }
 
+/* After a member of an object or an array: 1 on ',' (another follows), 0 on `close`, -1 on
+ * anything else (not this parser's JSON: the caller falls back). */
+static int pyj_after_member(struct pyj *j, char close)
+{
+    pyj_ws(j);
+    if (j->p < j->end && (*j->p == ',' || *j->p == close))
+        return *j->p++ == ',';
+    return -1;
+}
+
 static PyObject *pyj_object(struct pyj *j, int depth)
 {
     PyObject *d = PyDict_New();
@@ -250,16 +260,11 @@ static PyObject *pyj_object(struct pyj *j, int depth)
         Py_DECREF(v);
         if (rc)
             goto fail;
-        pyj_ws(j);
-        if (j->p < j->end && *j->p == ',') {
-            j->p++;
-            continue;
-        }
-        if (j->p < j->end && *j->p == '}') {
-            j->p++;
+        int more = pyj_after_member(j, '}');
+        if (more == 0)
             return d;
-        }
-        goto fail;
+        if (more < 0)
+            goto fail;
     }
 fail:
     Py_DECREF(d);
@@ -286,16 +291,11 @@ static PyObject *pyj_array(struct pyj *j, int depth)
         Py_DECREF(v);
         if (rc)
             goto fail;
-        pyj_ws(j);
-        if (j->p < j->end && *j->p == ',') {
-            j->p++;
-            continue;
-        }
-        if (j->p < j->end && *j->p == ']') {
-            j->p++;
+        int more = pyj_after_member(j, ']');
+        if (more == 0)
             return l;
-        }
-        goto fail;
+        if (more < 0)
+            goto fail;
     }
 fail:
     Py_DECREF(l);

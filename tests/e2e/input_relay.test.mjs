@@ -13,7 +13,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { NODE, Proc, TESTS, codemcpCommand, codemcpEnv, ms, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { NODE, Proc, TESTS, codemcpCommand, codemcpEnv, ms, tempDir, waitFor, writeConfig, sharedHttpGateway } from './lib.mjs';
 
 const V2DIR = path.join(TESTS, 'v2', 'node_modules', '@modelcontextprotocol', 'client', 'dist');
 const { Client, StreamableHTTPClientTransport } = await import(path.join(V2DIR, 'index.mjs'));
@@ -40,23 +40,9 @@ function withHandler(client, answers, seen) {
 }
 
 describe('input relay over Streamable HTTP', () => {
-  let g;
-  before(async () => {
-    const home = tempDir('codemcp-relay-', { shared: true });
-    const tokens = path.join(home, 'tokens');
-    fs.writeFileSync(tokens, `alice ${TA}\nbob ${TB}\n`, { mode: 0o600 });
-    const config = writeConfig(home, { v2: { type: 'local', command: [NODE, V2SERVER] } });
-    const proc = new Proc({ args: ['start', '-p', '0'], config, home, shared: true,
-      env: { CODEMCP_HTTP_TOKENS_FILE: tokens, CODEMCP_WORKERS: '4', CODEMCP_INPUT_WAIT_MS: '4000', CODEMCP_LOG: 'info' } });
-    const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
-    assert.ok(m && m[1], `codemcp start did not come up:\n${proc.stderrTail()}`);
-    g = { proc, url: m[1] };
-  });
-  after(async () => {
-    if (!g || g.proc.exit) return;
-    g.proc.child.kill('SIGTERM');
-    await g.proc.waitExit(ms(15000));
-  });
+  const g = sharedHttpGateway({ prefix: 'codemcp-relay-', tokens: { alice: TA, bob: TB },
+    mcp: { v2: { type: 'local', command: [NODE, V2SERVER] } },
+    env: { CODEMCP_WORKERS: '4', CODEMCP_INPUT_WAIT_MS: '4000', CODEMCP_LOG: 'info' } });
 
   async function sdk(token = TA) {
     const transport = new StreamableHTTPClientTransport(new URL(g.url), { requestInit: { headers: { authorization: `Bearer ${token}` } } });

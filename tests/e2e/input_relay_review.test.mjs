@@ -13,7 +13,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { NODE, Proc, TESTS, descendants, ms, sleep, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { NODE, Proc, TESTS, descendants, ms, sleep, tempDir, waitFor, writeConfig, sharedHttpGateway } from './lib.mjs';
 
 const V2SERVER = path.join(TESTS, 'v2', 'server.mjs');
 const V = '2026-07-28';
@@ -27,24 +27,9 @@ const TA = 'alice-token-0123456789abcdef', TB = 'bob-token-0123456789abcdef';
 const YES = { ok: { action: 'accept', content: { ok: true } } };
 
 describe('input relay and deferred replies, hostile peers', () => {
-  let g;
-  before(async () => {
-    const home = tempDir('codemcp-relayrev-', { shared: true });
-    const tokens = path.join(home, 'tokens');
-    fs.writeFileSync(tokens, `alice ${TA}\nbob ${TB}\n`, { mode: 0o600 });
-    const config = writeConfig(home, { v2: { type: 'local', command: [NODE, V2SERVER] }, w2: { type: 'local', command: [NODE, V2SERVER, '--name', 'w2'] } });
-    const proc = new Proc({ args: ['start', '-p', '0'], config, home, shared: true,
-      env: { CODEMCP_HTTP_TOKENS_FILE: tokens, CODEMCP_WORKERS: '4', CODEMCP_INPUT_WAIT_MS: String(ms(30000)),
-        CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL: '2', CODEMCP_LOG: 'info' } });
-    const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
-    assert.ok(m && m[1], `codemcp start did not come up:\n${proc.stderrTail()}`);
-    g = { proc, url: m[1] };
-  });
-  after(async () => {
-    if (!g || g.proc.exit) return;
-    g.proc.child.kill('SIGTERM');
-    await g.proc.waitExit(ms(15000));
-  });
+  const g = sharedHttpGateway({ prefix: 'codemcp-relayrev-', tokens: { alice: TA, bob: TB },
+    mcp: { v2: { type: 'local', command: [NODE, V2SERVER] }, w2: { type: 'local', command: [NODE, V2SERVER, '--name', 'w2'] } },
+    env: { CODEMCP_WORKERS: '4', CODEMCP_INPUT_WAIT_MS: String(ms(30000)), CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL: '2', CODEMCP_LOG: 'info' } });
 
   /** One raw 2026 tools/call of execute_python; resolves the final JSON-RPC message. */
   function call(token, id, args, extra = {}, { signal } = {}) {

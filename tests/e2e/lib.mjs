@@ -10,12 +10,13 @@
 //   CODEMCP_WORKER_BIN    worker binary, passed through to codemcp when set
 //   CODEMCP_WRAPPER       command prefix for codemcp, e.g. "valgrind --error-exitcode=99 -q"
 //   CODEMCP_TEST_TIME_FACTOR  multiplies every timeout here (slow builds: asan, valgrind)
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { after, afterEach } from 'node:test';
+import { after, afterEach, before } from 'node:test';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -727,4 +728,35 @@ export function runClient(cmd, args, env, limit) {
       resolve({ code, out });
     });
   });
+}
+
+/**
+ * `codemcp start` for the tests of the enclosing describe: started in its `before`, stopped
+ * with SIGTERM in its `after`. opts: {prefix, mcp (upstreams), env, args (after `start -p 0`),
+ * tokens ({principal: token}: a tokens file, CODEMCP_HTTP_TOKENS_FILE), exitZero (assert the
+ * gateway exits 0 on SIGTERM)}. Returns {proc, url, home}, filled once it is up.
+ */
+export function sharedHttpGateway({ prefix = 'codemcp-gw-', mcp = {}, env = {}, args = [], tokens = null, exitZero = false } = {}) {
+  const gw = { proc: null, url: null, home: null };
+  before(async () => {
+    gw.home = tempDir(prefix, { shared: true });
+    const extra = {};
+    if (tokens) {
+      const file = path.join(gw.home, 'tokens');
+      fs.writeFileSync(file, Object.entries(tokens).map(([who, t]) => `${who} ${t}\n`).join(''), { mode: 0o600 });
+      extra.CODEMCP_HTTP_TOKENS_FILE = file;
+    }
+    gw.proc = new Proc({ args: ['start', '-p', '0', ...args], config: writeConfig(gw.home, mcp), home: gw.home,
+      shared: true, env: { ...extra, ...env } });
+    const m = await waitFor(() => gw.proc.exit || gw.proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
+    assert.ok(m && m[1], `codemcp start did not come up:\n${gw.proc.stderrTail()}`);
+    gw.url = m[1];
+  });
+  after(async () => {
+    if (!gw.proc || gw.proc.exit) return;
+    gw.proc.child.kill('SIGTERM');
+    const ex = await gw.proc.waitExit(ms(15000));
+    if (exitZero) assert.equal(ex.code, 0, `codemcp start must exit 0 on SIGTERM:\n${gw.proc.stderrTail()}`);
+  });
+  return gw;
 }

@@ -14,7 +14,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { NODE, Proc, TESTS, ms, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { NODE, Proc, TESTS, ms, tempDir, waitFor, writeConfig, sharedHttpGateway } from './lib.mjs';
 
 const V2DIR = path.join(TESTS, 'v2', 'node_modules', '@modelcontextprotocol', 'client', 'dist');
 const { Client, StreamableHTTPClientTransport } = await import(path.join(V2DIR, 'index.mjs'));
@@ -341,23 +341,8 @@ describe('the 2026-07-28 era over Streamable HTTP', () => {
 
 describe('2026 requests of two principals (tokens file): namespaces by handle', () => {
   const TA = 'alice-token-0123456789abcdef', TB = 'bob-token-0123456789abcdef';
-  let g;
-  before(async () => {
-    const home = tempDir('codemcp-http26-p-', { shared: true });
-    const tokens = path.join(home, 'tokens');
-    fs.writeFileSync(tokens, `alice ${TA}\nbob ${TB}\n`, { mode: 0o600 });
-    const config = writeConfig(home, {});
-    const proc = new Proc({ args: ['start', '-p', '0'], config, home, env: { CODEMCP_HTTP_TOKENS_FILE: tokens, CODEMCP_WORKERS: '4', CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL: '3' }, shared: true });
-    const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
-    assert.ok(m && m[1], `codemcp start did not come up:\n${proc.stderrTail()}`);
-    g = { proc, url: m[1] };
-  });
-  after(async () => {
-    if (!g || g.proc.exit) return;
-    g.proc.child.kill('SIGTERM');
-    const ex = await g.proc.waitExit(ms(15000));
-    assert.equal(ex.code, 0, `codemcp start must exit 0 on SIGTERM:\n${g.proc.stderrTail()}`);
-  });
+  const g = sharedHttpGateway({ prefix: 'codemcp-http26-p-', tokens: { alice: TA, bob: TB }, exitZero: true,
+    env: { CODEMCP_WORKERS: '4', CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL: '3' } });
 
   const run = async (token, id, code, extra = {}) => {
     const r = await post(call(id, code, META, extra), h26('tools/call', 'execute_python', {}, token), { url: g.url });
