@@ -6,61 +6,27 @@
 // with start-up and shutdown cancelled out. Only the gateway's own process is counted (the
 // worker is another executable, not traced).
 // Usage: node bench/describe_cg.mjs <base codemcp binary> [head binary = build/src/codemcp]
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT, SERVERS } from './lib.mjs';
+import { BENCH_TOKEN, ROOT, SERVERS, mcpPost, startHttpGateway } from './lib.mjs';
 
 const base = process.argv[2];
 const head = process.argv[3] || join(ROOT, 'build/src/codemcp');
 if (!base) throw new Error('usage: node bench/describe_cg.mjs <base codemcp> [head codemcp]');
-const TOKEN = 'bench-token-0123456789abcdef0123';
 
 function startGateway(bin, out) {
   const dir = mkdtempSync(join(tmpdir(), 'codemcp-bench-desc-'));
   const cfg = join(dir, 'mcp.json');
   writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'local', command: SERVERS.everything } } }));
-  const env = { ...process.env, CODEMCP_CONFIG: cfg, XDG_CONFIG_HOME: dir, XDG_STATE_HOME: dir, CODEMCP_HTTP_TOKEN: TOKEN,
+  const env = { ...process.env, CODEMCP_CONFIG: cfg, XDG_CONFIG_HOME: dir, XDG_STATE_HOME: dir, CODEMCP_HTTP_TOKEN: BENCH_TOKEN,
     CODEMCP_LOG: 'warn', CODEMCP_USAGE_FILE: 'off' };
   delete env.CODEMCP_DESCRIBE_BUDGET;
-  const proc = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}.%p`, bin, 'start', '-p', '0'],
-    { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  return new Promise((res, rej) => {
-    proc.stderr.on('data', (d) => {
-      err += d;
-      const m = err.match(/serving MCP over Streamable HTTP at (\S+)/);
-      if (m) res({ proc, url: new URL(m[1]) });
-    });
-    proc.on('exit', (c) => rej(new Error(`gateway exited ${c}: ${err.slice(-2000)}`)));
-  });
+  return startHttpGateway(['valgrind', '--tool=callgrind', `--callgrind-out-file=${out}.%p`, bin, 'start', '-p', '0'], env);
 }
 
-function post(g, agent, body, headers) {
-  const data = JSON.stringify(body);
-  return new Promise((res, rej) => {
-    const req = http.request({ host: g.url.hostname, port: g.url.port, path: g.url.pathname, method: 'POST', agent,
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
-        authorization: `Bearer ${TOKEN}`, 'content-length': Buffer.byteLength(data), ...headers } }, (r) => {
-      let t = '';
-      r.setEncoding('utf8');
-      r.on('data', (d) => (t += d));
-      r.on('end', () => {
-        if (!t) return res({ headers: r.headers });
-        if (/event-stream/.test(r.headers['content-type'] || '')) {
-          const msgs = t.split('\n').filter((l) => l.startsWith('data: ') && l.length > 6).map((l) => JSON.parse(l.slice(6)));
-          return res({ ...msgs.filter((m) => m.id === body.id && !m.method).at(-1), headers: r.headers });
-        }
-        res({ ...JSON.parse(t), headers: r.headers });
-      });
-    });
-    req.on('error', rej);
-    req.setTimeout(60000, () => req.destroy(new Error(`no answer in 60 s to ${body.method}`)));
-    req.end(data);
-  });
-}
+const post = (g, agent, body, headers) => mcpPost(g, agent, body, headers, 60000);
 
 let id = 1;
 async function lister(g, agent, era, client) {

@@ -1,6 +1,7 @@
 // Shared helpers for codemcp benchmarks: spawn a line-protocol MCP peer, time requests,
 // read RSS, summarize samples. Benchmarks compare side by side in one run (ratios).
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -150,3 +151,50 @@ export const EXEC_PY = {
 };
 export const EXEC_EXPECT = { one: 'The sum of 1 and 2 is 3.', seq50: (EXEC_N * (EXEC_N + 1)) / 2,
   conc50: (EXEC_N * (EXEC_N + 1)) / 2, empty: 1 };
+
+// ---- Streamable HTTP helpers (bench/modern.mjs, bench/describe_cg.mjs) -----------------------
+export const BENCH_TOKEN = 'bench-token-0123456789abcdef0123';
+
+/** Spawns argv (a `codemcp start -p 0`, possibly under a wrapper); resolves {proc, url, t0}
+ * once it prints its URL. */
+export function startHttpGateway(argv, env) {
+  const t0 = process.hrtime.bigint();
+  const proc = spawn(argv[0], argv.slice(1), { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  return new Promise((res, rej) => {
+    proc.stderr.on('data', (d) => {
+      err += d;
+      const m = err.match(/serving MCP over Streamable HTTP at (\S+)/);
+      if (m) res({ proc, url: new URL(m[1]), t0 });
+    });
+    proc.on('exit', (c) => rej(new Error(`codemcp start exited ${c}: ${err.slice(-2000)}`)));
+  });
+}
+
+/** One POST to g.url with the bench token; resolves the JSON-RPC answer of `body.id` (JSON or
+ * the SSE stream's last event) with the reply's status and headers. A gateway that stops
+ * answering fails the run after timeoutMs instead of hanging it. */
+export function mcpPost(g, agent, body, headers = {}, timeoutMs = 30000) {
+  const data = JSON.stringify(body);
+  return new Promise((res, rej) => {
+    const req = http.request({ host: g.url.hostname, port: g.url.port, path: g.url.pathname, method: 'POST', agent,
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${BENCH_TOKEN}`, 'content-length': Buffer.byteLength(data), ...headers } }, (r) => {
+      let t = '';
+      r.setEncoding('utf8');
+      r.on('data', (d) => (t += d));
+      r.on('end', () => {
+        const meta = { status: r.statusCode, headers: r.headers };
+        if (!t) return res(meta);
+        if (/event-stream/.test(r.headers['content-type'] || '')) {
+          const msgs = t.split('\n').filter((l) => l.startsWith('data: ') && l.length > 6).map((l) => JSON.parse(l.slice(6)));
+          return res({ ...msgs.filter((m) => m.id === body.id && !m.method).at(-1), ...meta });
+        }
+        res({ ...JSON.parse(t), ...meta });
+      });
+    });
+    req.on('error', rej);
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer in ${timeoutMs / 1000} s to ${body.method}`)));
+    req.end(data);
+  });
+}

@@ -17,12 +17,11 @@
 // Usage: node bench/modern.mjs [starts=15] [requests=300]   → bench/results/modern.md
 //        node bench/modern.mjs 0 [requests] perreq   → only (4), printed, nothing written (for
 //        profiling the gateway under a steady load, or quick A/B rounds)
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LinePeer, ROOT, SERVERS, codemcpBin, cpuNs, fmt, stats } from './lib.mjs';
+import { BENCH_TOKEN, LinePeer, ROOT, SERVERS, codemcpBin, cpuNs, fmt, mcpPost, startHttpGateway, stats } from './lib.mjs';
 
 const starts = Number(process.argv[2] || 15);
 const requests = Number(process.argv[3] || 300);
@@ -104,51 +103,11 @@ await legacy?.close();
 await modern?.close();
 
 // ---- HTTP ---------------------------------------------------------------------------------
-const TOKEN = 'bench-token-0123456789abcdef0123';
-const httpEnv = { ...env, CODEMCP_HTTP_TOKEN: TOKEN, CODEMCP_LOG: 'warn' };
-
-/** Spawns `codemcp start -p 0`; resolves {proc, url, t0} once it prints its URL. */
-function startHttp() {
-  const t0 = process.hrtime.bigint();
-  const proc = spawn(bin, ['start', '-p', '0'], { env: { ...process.env, ...httpEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  return new Promise((res, rej) => {
-    proc.stderr.on('data', (d) => {
-      err += d;
-      const m = err.match(/serving MCP over Streamable HTTP at (\S+)/);
-      if (m) res({ proc, url: new URL(m[1]), t0 });
-    });
-    proc.on('exit', (c) => rej(new Error(`codemcp start exited ${c}: ${err}`)));
-  });
-}
+const httpEnv = { ...env, CODEMCP_HTTP_TOKEN: BENCH_TOKEN, CODEMCP_LOG: 'warn' };
+const startHttp = () => startHttpGateway([bin, 'start', '-p', '0'], { ...process.env, ...httpEnv });
 const stopHttp = (g) => new Promise((res) => { g.proc.removeAllListeners('exit'); g.proc.on('exit', res); g.proc.kill('SIGTERM'); });
 
-/** One POST; resolves the JSON-RPC answer of `body.id` (JSON or the SSE stream's last event). */
-function hpost(g, agent, body, headers) {
-  const data = JSON.stringify(body);
-  return new Promise((res, rej) => {
-    const req = http.request({ host: g.url.hostname, port: g.url.port, path: g.url.pathname, method: 'POST', agent,
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
-        authorization: `Bearer ${TOKEN}`, 'content-length': Buffer.byteLength(data), ...headers } }, (r) => {
-      let t = '';
-      r.setEncoding('utf8');
-      r.on('data', (d) => (t += d));
-      r.on('end', () => {
-        if (!t) return res({ status: r.statusCode, headers: r.headers });
-        if (/event-stream/.test(r.headers['content-type'] || '')) {
-          const msgs = t.split('\n').filter((l) => l.startsWith('data: ') && l.length > 6).map((l) => JSON.parse(l.slice(6)));
-          return res({ ...msgs.filter((m) => m.id === body.id && !m.method).at(-1), headers: r.headers });
-        }
-        res({ ...JSON.parse(t), headers: r.headers });
-      });
-    });
-    req.on('error', rej);
-    // A gateway that stops answering (see bench/results/modern.md, "hangs") fails the run
-    // instead of hanging it.
-    req.setTimeout(30000, () => req.destroy(new Error(`no answer in 30 s to ${body.method}`)));
-    req.end(data);
-  });
-}
+const hpost = mcpPost;
 
 const h26 = (method, name) => ({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, ...(name ? { 'mcp-name': name } : {}) });
 let hid = 1;
