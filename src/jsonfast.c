@@ -338,15 +338,23 @@ static int after_member(struct jp *s, char close, const char *what)
     return -1;
 }
 
+/* Past the opening '{' or '[': 1 when `close` follows at once (an empty container). */
+static int opens_empty(struct jp *s, char close)
+{
+    s->p++;
+    skip_ws(s);
+    if (s->p < s->e && *s->p == close) {
+        s->p++;
+        return 1;
+    }
+    return 0;
+}
+
 static json_t *parse_object(struct jp *s)
 {
     json_t *obj = json_object();
-    s->p++; /* '{' */
-    skip_ws(s);
-    if (s->p < s->e && *s->p == '}') {
-        s->p++;
+    if (opens_empty(s, '}'))
         return obj;
-    }
     for (;;) {
         skip_ws(s);
         if (s->p >= s->e || *s->p != '"') {
@@ -399,12 +407,8 @@ fail:
 static json_t *parse_array(struct jp *s)
 {
     json_t *arr = json_array();
-    s->p++; /* '[' */
-    skip_ws(s);
-    if (s->p < s->e && *s->p == ']') {
-        s->p++;
+    if (opens_empty(s, ']'))
         return arr;
-    }
     for (;;) {
         json_t *v = parse_value(s);
         if (!v)

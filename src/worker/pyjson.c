@@ -225,17 +225,25 @@ static int pyj_after_member(struct pyj *j, char close)
     return -1;
 }
 
+/* Past the opening '{' or '[': 1 when `close` follows at once (an empty container). */
+static int pyj_opens_empty(struct pyj *j, char close)
+{
+    j->p++;
+    pyj_ws(j);
+    if (j->p < j->end && *j->p == close) {
+        j->p++;
+        return 1;
+    }
+    return 0;
+}
+
 static PyObject *pyj_object(struct pyj *j, int depth)
 {
     PyObject *d = PyDict_New();
     if (!d)
         return NULL;
-    j->p++;
-    pyj_ws(j);
-    if (j->p < j->end && *j->p == '}') {
-        j->p++;
+    if (pyj_opens_empty(j, '}'))
         return d;
-    }
     for (;;) {
         pyj_ws(j);
         if (j->p >= j->end || *j->p != '"')
@@ -276,12 +284,8 @@ static PyObject *pyj_array(struct pyj *j, int depth)
     PyObject *l = PyList_New(0);
     if (!l)
         return NULL;
-    j->p++;
-    pyj_ws(j);
-    if (j->p < j->end && *j->p == ']') {
-        j->p++;
+    if (pyj_opens_empty(j, ']'))
         return l;
-    }
     for (;;) {
         pyj_ws(j);
         PyObject *v = pyj_value(j, depth + 1);
