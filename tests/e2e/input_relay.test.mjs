@@ -13,7 +13,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { NODE, Proc, TESTS, codemcpCommand, codemcpEnv, ms, tempDir, waitFor, writeConfig, sharedHttpGateway } from './lib.mjs';
+import { NODE, Proc, TESTS, codemcpCommand, codemcpEnv, ms, tempDir, waitFor, writeConfig, sharedHttpGateway, meta2026 } from './lib.mjs';
 
 const V2DIR = path.join(TESTS, 'v2', 'node_modules', '@modelcontextprotocol', 'client', 'dist');
 const { Client, StreamableHTTPClientTransport } = await import(path.join(V2DIR, 'index.mjs'));
@@ -22,11 +22,7 @@ const V2SERVER = path.join(TESTS, 'v2', 'server.mjs');
 
 const V = '2026-07-28';
 const CAPS = { elicitation: { form: {} } };
-const meta = (caps = CAPS) => ({
-  'io.modelcontextprotocol/protocolVersion': V,
-  'io.modelcontextprotocol/clientInfo': { name: 'raw-relay', version: '1' },
-  'io.modelcontextprotocol/clientCapabilities': caps,
-});
+const meta = (caps = CAPS) => meta2026('raw-relay', caps);
 const TA = 'alice-token-0123456789abcdef', TB = 'bob-token-0123456789abcdef';
 const CONFIRM = 'before = 41\nanswer = v2_confirm(action="deploy")\nresult = [before + 1, str(answer)]';
 

@@ -13,16 +13,12 @@ import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { NODE, Proc, TESTS, descendants, ms, sleep, tempDir, waitFor, writeConfig, sharedHttpGateway } from './lib.mjs';
+import { NODE, Proc, TESTS, descendants, ms, sleep, tempDir, waitFor, writeConfig, sharedHttpGateway, meta2026 } from './lib.mjs';
 
 const V2SERVER = path.join(TESTS, 'v2', 'server.mjs');
 const V = '2026-07-28';
 const CAPS = { elicitation: { form: {} } };
-const meta = (caps = CAPS) => ({
-  'io.modelcontextprotocol/protocolVersion': V,
-  'io.modelcontextprotocol/clientInfo': { name: 'relay-review', version: '1' },
-  'io.modelcontextprotocol/clientCapabilities': caps,
-});
+const meta = (caps = CAPS) => meta2026('relay-review', caps);
 const TA = 'alice-token-0123456789abcdef', TB = 'bob-token-0123456789abcdef';
 const YES = { ok: { action: 'accept', content: { ok: true } } };
 

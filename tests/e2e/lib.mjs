@@ -760,3 +760,12 @@ export function sharedHttpGateway({ prefix = 'codemcp-gw-', mcp = {}, env = {}, 
   });
   return gw;
 }
+
+/** The per-request `_meta` envelope of a 2026-07-28 client named `name` (SEP-2575). */
+export function meta2026(name, caps = {}) {
+  return {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientInfo': { name, version: '1' },
+    'io.modelcontextprotocol/clientCapabilities': caps,
+  };
+}

@@ -8,18 +8,14 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 
-import { NODE, RawClient, TESTS, codemcpCommand, codemcpEnv, ms, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { NODE, RawClient, TESTS, codemcpCommand, codemcpEnv, ms, tempDir, waitFor, writeConfig, meta2026 } from './lib.mjs';
 
 const V2DIR = path.join(TESTS, 'v2', 'node_modules', '@modelcontextprotocol', 'client', 'dist');
 const { Client } = await import(path.join(V2DIR, 'index.mjs'));
 const { StdioClientTransport } = await import(path.join(V2DIR, 'stdio.mjs'));
 const V2SERVER = path.join(TESTS, 'v2', 'server.mjs');
 
-const META = {
-  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1' },
-  'io.modelcontextprotocol/clientCapabilities': {},
-};
+const META = meta2026('raw-2026');
 
 function config() {
   const dir = tempDir('codemcp-front26-');

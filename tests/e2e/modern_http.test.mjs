@@ -14,18 +14,14 @@ import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { NODE, Proc, TESTS, ms, tempDir, waitFor, writeConfig, sharedHttpGateway } from './lib.mjs';
+import { NODE, Proc, TESTS, ms, tempDir, waitFor, writeConfig, sharedHttpGateway, meta2026 } from './lib.mjs';
 
 const V2DIR = path.join(TESTS, 'v2', 'node_modules', '@modelcontextprotocol', 'client', 'dist');
 const { Client, StreamableHTTPClientTransport } = await import(path.join(V2DIR, 'index.mjs'));
 const V2SERVER = path.join(TESTS, 'v2', 'server.mjs');
 
 const V = '2026-07-28';
-const META = {
-  'io.modelcontextprotocol/protocolVersion': V,
-  'io.modelcontextprotocol/clientInfo': { name: 'raw-http-2026', version: '1' },
-  'io.modelcontextprotocol/clientCapabilities': {},
-};
+const META = meta2026('raw-http-2026');
 
 let gw; // {proc, url, token}
 
