@@ -63,9 +63,11 @@ static void pyc_dealloc(pyc_object *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
+    Py_TRASHCAN_BEGIN(self, pyc_dealloc); /* long chains: freed iteratively (see pypending.c) */
     pyc_clear(self);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
+    Py_TRASHCAN_END;
 }
 
 static void pyc_set(PyObject **slot, PyObject *v /* borrowed */)
