@@ -29,6 +29,8 @@
 #include <unistd.h>
 
 #define CTL_PROTOCOL "codemcp-control"
+/* Bytes of a frame over the size cap kept to find its id. */
+#define CTL_HEAD_KEPT 4096
 
 struct ctl_conn {
     uint64_t id;
@@ -130,8 +132,10 @@ static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
     }
     json_error_t jerr;
     json_t *msg = jf_loadb(text, len, JF_ALLOW_NUL, &jerr);
-    if (!msg) {
-        ctl_send(c->id, rpc_error(NULL, RPC_PARSE_ERROR, jerr.text, NULL));
+    if (!msg) { /* answered with its id when its head says it: the call fails, not hangs */
+        json_t *id = jf_frame_id(text, len); /* new ref or NULL */
+        ctl_send(c->id, rpc_error(id, RPC_PARSE_ERROR, jerr.text, NULL));
+        json_decref(id);
         return;
     }
     const char *why;
@@ -193,8 +197,9 @@ static int ctl_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
     case LWS_CALLBACK_RECEIVE:
         if (!c->rx_overflow) {
             if (c->rx.len + len > max_frame) {
-                c->rx_overflow = 1;
-                buf_free(&c->rx);
+                c->rx_overflow = 1; /* its head is kept for its id (jf_frame_id) */
+                if (c->rx.len > CTL_HEAD_KEPT)
+                    c->rx.len = CTL_HEAD_KEPT;
             } else {
                 buf_append(&c->rx, in, len);
             }
@@ -203,7 +208,10 @@ static int ctl_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
             if (c->rx_overflow) {
                 log_warn("control", "worker frame over %zu bytes refused", max_frame);
                 c->rx_overflow = 0;
-                ctl_send(c->id, rpc_error(NULL, RPC_INVALID_REQUEST, "frame too large", NULL));
+                json_t *id = jf_frame_id(c->rx.data, c->rx.len); /* new ref or NULL */
+                buf_free(&c->rx);
+                ctl_send(c->id, rpc_error(id, RPC_INVALID_REQUEST, "frame too large", NULL));
+                json_decref(id);
             } else if (c->rx.len) {
                 char *text = c->rx.data;
                 size_t n = c->rx.len;

@@ -515,6 +515,49 @@ out:
     return v;
 }
 
+json_t *jf_frame_id(const char *text, size_t len)
+{
+    struct jp s = {(const unsigned char *)text,
+                   (const unsigned char *)text + len,
+                   (const unsigned char *)text,
+                   NULL,
+                   0,
+                   NULL,
+                   0,
+                   1};
+    json_t *id = NULL;
+    skip_ws(&s);
+    if (s.p >= s.e || *s.p != '{')
+        return NULL;
+    s.p++;
+    for (;;) {
+        skip_ws(&s);
+        const char *key;
+        size_t klen;
+        if (s.p >= s.e || *s.p != '"' || scan_string(&s, &key, &klen) < 0)
+            break;
+        int is_id = klen == 2 && memcmp(key, "id", 2) == 0;
+        skip_ws(&s);
+        if (s.p >= s.e || *s.p != ':')
+            break;
+        s.p++;
+        json_t *v = parse_value(&s);
+        if (!v)
+            break;
+        if (is_id) { /* the last one wins, as in jf_loadb */
+            json_decref(id);
+            id = json_is_string(v) || json_is_integer(v) ? json_incref(v) : NULL;
+        }
+        json_decref(v);
+        skip_ws(&s);
+        if (s.p >= s.e || *s.p != ',')
+            break;
+        s.p++;
+    }
+    free(s.tmp);
+    return id;
+}
+
 /* ---- encoding --------------------------------------------------------------------------- */
 
 struct out {

@@ -33,6 +33,13 @@
 #define JF_ALLOW_NUL 2
 json_t *jf_loadb(const char *text, size_t len, int flags, json_error_t *err);
 
+/* The top-level "id" member of a JSON-RPC message that did not decode (a NUL in a key, a
+ * frame cut at the size cap, garbage after a good head): the members before the first error
+ * are read as jf_loadb reads them, and the id is returned (a new reference) when one of
+ * them was "id" with a string or integer value; NULL otherwise. So the sender of a
+ * malformed request can still be told which of its requests failed. */
+json_t *jf_frame_id(const char *text, size_t len);
+
 /* Encodes v compactly; caller frees. NULL when v is NULL, nests deeper than
  * JSON_PARSER_MAX_DEPTH, or holds a string that is not UTF-8 (as json_dumps). */
 char *jf_dumps(const json_t *v);

@@ -46,3 +46,35 @@ test('a long chain of PendingBase / CallBase objects is freed without crashing t
     await h.close();
   }
 });
+
+// Finding 2: a call_tool frame the gateway cannot decode (here a NUL in an argument's key,
+// which jansson cannot hold) was answered with `"id": null`, so the worker never learnt which
+// call failed and the call hung until the run's timeout. The gateway now answers with the id
+// the frame's head names (jf_frame_id), and the call fails at once with the decoder's reason.
+test('a call whose frame the gateway cannot decode fails at once instead of hanging', { timeout: ms(120000) }, async () => {
+  const { h, run } = await session({ everything: servers.everything() }, { CODEMCP_EXEC_TIMEOUT_MS: '20000' });
+  try {
+    const e = await run(String.raw`
+import time
+from codemcp_rt import client
+out = {}
+t = time.monotonic()
+for name, args in (("top", {"message": "x", "a\x00b": 1}), ("nested", {"message": {"k\x00": [1]}})):
+    try:
+        out[name] = resolve(client.call("everything", "echo", args))
+    except ToolError as exc:
+        out[name] = [exc.kind, exc.message]
+out["seconds"] = time.monotonic() - t
+out["after"] = everything_echo(message="still fine")
+result = out`);
+    assert.ok(e.result, JSON.stringify(e));
+    for (const k of ['top', 'nested']) {
+      assert.equal(e.result[k][0], 'transport', JSON.stringify(e.result));
+      assert.match(e.result[k][1], /NUL byte in object key/, JSON.stringify(e.result));
+    }
+    assert.ok(e.result.seconds < 10, `the failed calls took ${e.result.seconds} s`);
+    assert.match(JSON.stringify(e.result.after), /still fine/);
+  } finally {
+    await h.close();
+  }
+});
