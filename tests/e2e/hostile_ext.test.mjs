@@ -78,3 +78,46 @@ result = out`);
     await h.close();
   }
 });
+
+// Finding 3: redaction (src/redact.c, python/codemcp_rt/redact.py) ran its regular
+// expressions over the whole of every string, and they cost O(n^2) on a long run of
+// identifier characters: glibc's regexec took ~1 min for 150 kB of "xxx…" on the gateway's
+// event loop (a refused call's arguments are redacted for the log: every session froze),
+// and Python's re, which never checks for signals, kept a run that raised an exception with
+// a long message from being interrupted (the worker was killed, the session lost). Now only
+// the part that is shown is redacted (plus a margin), and redact_text cuts at 16 KiB.
+test('long strings in a refused call, an exception or an oversized frame cost no more than short ones', { timeout: ms(240000) }, async () => {
+  const mcp = { everything: servers.everything({ tools: { echo: { policy: 'deny' } } }) };
+  const { h, run } = await session(mcp, { CODEMCP_EXEC_TIMEOUT_MS: '60000', CODEMCP_CONTROL_MAX_FRAME: '1000000' });
+  try {
+    let e = await run('kept = 7\nresult = 1');
+    assert.equal(e.result, 1, JSON.stringify(e));
+    e = await run(String.raw`
+import time
+from codemcp_rt import client
+out = {}
+for name, arg in (("refused", "x" * 150000), ("oversized", "y" * 1500000)):
+    t = time.monotonic()
+    try:
+        out[name] = resolve(client.call("everything", "echo", {"message": arg}))
+    except ToolError as exc:
+        out[name] = [exc.kind, exc.message[:200], len(str(exc.call_args))]
+    out[name + "_s"] = time.monotonic() - t
+result = out`);
+    assert.ok(e.result, JSON.stringify(e).slice(0, 2000));
+    assert.equal(e.result.refused[0], 'denied', JSON.stringify(e.result));
+    assert.match(e.result.oversized[1], /frame too large/, JSON.stringify(e.result));
+    assert.ok(e.result.oversized[2] < 2000, 'call_args in the error are shortened');
+    for (const k of ['refused_s', 'oversized_s']) assert.ok(e.result[k] < 20, `${k}: ${e.result[k]} s`);
+    const t0 = Date.now();
+    e = await run('raise ValueError("x" * 300000)');
+    assert.equal(e.error_kind, 'exception', JSON.stringify(e).slice(0, 500));
+    assert.ok(e.error.length < 100000, `error of ${e.error.length} chars`);
+    assert.match(e.error.slice(0, 300), /ValueError: xxxx/);
+    assert.ok(Date.now() - t0 < 30000, `the run took ${Date.now() - t0} ms`);
+    e = await run('result = kept');
+    assert.equal(e.result, 7, 'the worker was not restarted: ' + JSON.stringify(e));
+  } finally {
+    await h.close();
+  }
+});
