@@ -301,28 +301,34 @@ static json_t *parse_number(struct jp *s)
             v = v * 10 + (*q - '0');
         return json_integer(neg ? -v : v);
     }
-    char num[400];
-    if (n >= sizeof(num)) {
-        fail(s, real ? "real number too long" : "too big integer");
+    if (!real && n >= 400) {
+        fail(s, "too big integer");
         return NULL;
     }
+    /* A real may have any number of digits ("0.1000…0001"): jansson reads them all. */
+    char small[400], *num = n < sizeof(small) ? small : malloc(n + 1);
+    if (!num)
+        abort();
     memcpy(num, b, n);
     num[n] = '\0';
     errno = 0;
+    json_t *v = NULL;
     if (!real) {
-        long long v = strtoll(num, NULL, 10);
-        if (errno == ERANGE) {
+        long long i = strtoll(num, NULL, 10);
+        if (errno == ERANGE)
             fail(s, num[0] == '-' ? "too big negative integer" : "too big integer");
-            return NULL;
-        }
-        return json_integer((json_int_t)v);
+        else
+            v = json_integer((json_int_t)i);
+    } else {
+        double d = strtod(num, NULL);
+        if (errno == ERANGE && (d > 1 || d < -1))
+            fail(s, "real number overflow");
+        else
+            v = json_real(d);
     }
-    double d = strtod(num, NULL);
-    if (errno == ERANGE && (d > 1 || d < -1)) {
-        fail(s, "real number overflow");
-        return NULL;
-    }
-    return json_real(d);
+    if (num != small)
+        free(num);
+    return v;
 }
 
 static json_t *parse_value(struct jp *s);

@@ -40,8 +40,9 @@ json_t *jf_loadb(const char *text, size_t len, int flags, json_error_t *err);
  * malformed request can still be told which of its requests failed. */
 json_t *jf_frame_id(const char *text, size_t len);
 
-/* Encodes v compactly; caller frees. NULL when v is NULL, nests deeper than
- * JSON_PARSER_MAX_DEPTH, or holds a string that is not UTF-8 (as json_dumps). */
+/* Encodes v compactly; caller frees. NULL when v is NULL, holds a string that is not UTF-8
+ * (as json_dumps), or nests more than JSON_PARSER_MAX_DEPTH + 1 levels (a cycle guard, one
+ * level of room for wrapping what jf_loadb decoded; json_dumps has no limit). */
 char *jf_dumps(const json_t *v);
 
 #endif

@@ -121,3 +121,34 @@ result = out`);
     await h.close();
   }
 });
+
+// Checked, sound: jf_dumps refuses values nested deeper than JSON_PARSER_MAX_DEPTH + 1
+// levels (its cycle guard; jansson has none), and the gateway wraps what it decoded one level
+// deeper (a run's answer in the MCP response's structuredContent). A hostile program that
+// sends its run's answer itself, as deep as the decoder allows, still gets it to the client.
+test('a run answer nested up to the decoder limit still reaches the client', { timeout: ms(120000) }, async () => {
+  const { h } = await session();
+  try {
+    const code = String.raw`
+import sys, json, _codemcp
+f, rid = sys._getframe(), None
+while f:
+    if f.f_code.co_name == "handle" and "req_id" in f.f_locals:
+        rid = f.f_locals["req_id"]
+    f = f.f_back
+deep = "[" * 2045 + "1" + "]" * 2045
+_codemcp.send('{"jsonrpc":"2.0","id":%s,"result":{"ok":true,"result":%s}}' % (json.dumps(rid), deep))
+import time
+time.sleep(1)
+result = "late"`;
+    const r = await h.client.callTool({ name: 'execute_python', arguments: { code } }, undefined, { timeout: ms(30000) });
+    const e = r.structuredContent;
+    let depth = 0;
+    for (let v = e.result; Array.isArray(v); v = v[0]) depth++;
+    assert.equal(depth, 2045, JSON.stringify(e).slice(0, 300));
+    const again = await h.client.callTool({ name: 'execute_python', arguments: { code: 'result = 5' } }, undefined, { timeout: ms(30000) });
+    assert.equal(again.structuredContent.result, 5, JSON.stringify(again));
+  } finally {
+    await h.close();
+  }
+});
