@@ -152,3 +152,128 @@ result = "late"`;
     await h.close();
   }
 });
+
+// Sweep (no finding): _codemcp.loads_fast against json.loads on random documents and
+// mutations of request-shaped ones (escapes, surrogates, NULs, huge integers, truncations),
+// bounded in time: every value it returns is json.loads's, everything else is Ellipsis.
+const LOADS_FUZZ = String.raw`
+import _codemcp, json, random, time
+rng = random.Random(int(time.time()))
+seeds = ['{"jsonrpc":"2.0","id":7,"method":"run","params":{"code":"print(1)\\nx = \\"q\\"","run_id":"r-1","timeout_ms":30000,"validate":true,"unavailable":[],"drop_namespaces":["n1","n2"]}}',
+         '[1,-0,12345678901234567,123456789012345678,1234567890123456789,0.5,1e5,true,false,null,"a\\u00e9\\ud83d\\ude00\\n\\t\\"\\\\\\/"]',
+         '{"a":{"b":[{"c":{}}]},"a":[],"":""," ":[[[[]]]]}', '"\\u0000\\u001f\\u007f\\u0080\\uffff"', '  \r\n\t{} ',
+         '{"k\\u0041y":1,"caf\u00e9":"\U0001F600"}']
+alphabet = list('{}[]",:\\/ \t\n\r-+.eE0123456789abfnrtuTFNI') + ['\\u', '\\ud83d', '\\ude00', '\u00e9', '\x00', '\x1f', 'true', 'null', '"k":', '\ud800']
+def mutate(s):
+    s = list(s)
+    for _ in range(rng.randint(1, 4)):
+        op = rng.random()
+        i = rng.randint(0, len(s))
+        if op < 0.4 and s:
+            del s[min(i, len(s) - 1)]
+        elif op < 0.8:
+            s.insert(i, rng.choice(alphabet))
+        elif s:
+            j = rng.randint(0, len(s))
+            s[i:j] = s[i:j][::-1]
+    return "".join(s)
+def gen(d=0):
+    r = rng.random()
+    if d > 6 or r < 0.3:
+        return rng.choice([0, -1, 2**63, -2**63 - 1, 10**18, 10**17, 1.5, True, False, None, "", "x\u00e9\n\"\\", "\U0001F600", "\x00"])
+    if r < 0.65:
+        return [gen(d + 1) for _ in range(rng.randint(0, 4))]
+    return {rng.choice(["a", "id", "", "\u00e9", "k" * 30, "\x01"]): gen(d + 1) for _ in range(rng.randint(0, 4))}
+pool = list(seeds)
+n = mism = fast = 0
+bad = []
+deadline = time.monotonic() + 8
+while time.monotonic() < deadline:
+    if rng.random() < 0.3:
+        doc = json.dumps(gen(), ensure_ascii=rng.random() < 0.5)
+    else:
+        doc = mutate(rng.choice(pool))
+        if len(pool) < 500:
+            pool.append(doc)
+    n += 1
+    try:
+        want = ("ok", json.loads(doc))
+    except (ValueError, RecursionError) as exc:
+        want = ("err", type(exc).__name__)
+    got = _codemcp.loads_fast(doc)
+    if got is Ellipsis:
+        continue
+    fast += 1
+    if want[0] != "ok" or repr(got) != repr(want[1]):
+        mism += 1
+        if len(bad) < 5:
+            bad.append([doc[:120], repr(got)[:80], repr(want)[:80]])
+result = {"n": n, "fast": fast, "mismatches": mism, "examples": bad}
+`;
+
+test('loads_fast agrees with json.loads on random and mutated documents', { timeout: ms(120000) }, async () => {
+  const { h, run } = await session();
+  try {
+    const e = await run(LOADS_FUZZ);
+    assert.ok(e.result, JSON.stringify(e).slice(0, 1000));
+    assert.equal(e.result.mismatches, 0, JSON.stringify(e.result.examples));
+    assert.ok(e.result.fast > 1000, JSON.stringify(e.result));
+  } finally {
+    await h.close();
+  }
+});
+
+// Sweep (no finding): raw bytes a hostile program writes on the control socket itself,
+// below the WebSocket client (invalid UTF-8 in a text frame, a binary frame, reserved bits
+// or opcode, a 2^63-byte length, a broken fragment sequence, a close, noise): the gateway
+// stays up, the run ends with a clear error (or its result), and the session goes on.
+const RAW = String.raw`
+import os, struct, socket, time, json
+KIND = "KIND"
+def frame(op, payload, fin=True, rsv=0, length=None):
+    b0 = (0x80 if fin else 0) | rsv | op
+    n = len(payload) if length is None else length
+    mask = os.urandom(4)
+    if n < 126: h = bytes([b0, 0x80 | n])
+    elif n < 65536: h = bytes([b0, 0x80 | 126]) + struct.pack(">H", n)
+    else: h = bytes([b0, 0x80 | 127]) + struct.pack(">Q", n)
+    return h + mask + bytes(c ^ mask[i % 4] for i, c in enumerate(payload))
+socks = []
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        if os.readlink("/proc/self/fd/" + fd).startswith("socket:"):
+            socks.append(int(fd))
+    except OSError:
+        pass
+body = b'{"jsonrpc":"2.0","id":"c9","method":"call_tool","params":{"run_id":"\xff\xfe","server":"s","tool":"t","args":{}}}'
+frames = {
+    "badutf8": frame(1, body),
+    "binary": frame(2, body),
+    "rsv": frame(1, b'{}', rsv=0x40),
+    "opcode3": frame(3, b'x'),
+    "hugelen": frame(1, b'', length=2**63 - 1),
+    "frag": frame(1, b'{"jsonrpc":', fin=False) + frame(1, b'"2.0"}'),   # continuation with a new text opcode
+    "ping": frame(9, b'p' * 125),
+    "close": frame(8, b'\x03\xe8bye'),
+    "garbage": os.urandom(64),
+}
+for fd in socks:
+    os.write(fd, frames[KIND])
+time.sleep(1)
+result = {"socks": socks, "kind": KIND}
+`;
+
+test('raw frames written on the control socket never take the gateway down', { timeout: ms(240000) }, async () => {
+  const { h, run } = await session({}, { CODEMCP_EXEC_TIMEOUT_MS: '6000' });
+  try {
+    for (const kind of ['badutf8', 'binary', 'rsv', 'opcode3', 'frag', 'ping', 'close', 'garbage', 'hugelen']) {
+      const e = await run(RAW.replace('"KIND"', JSON.stringify(kind)));
+      if (e.result) assert.equal(e.result.kind, kind);
+      else assert.match(e.error_kind, /^(worker|timeout)$/, `${kind}: ${JSON.stringify(e)}`);
+      const next = await run('result = 6 * 7');
+      assert.equal(next.result, 42, `${kind}, the run after: ${JSON.stringify(next)}`);
+    }
+  } finally {
+    await h.close();
+  }
+});
