@@ -277,3 +277,35 @@ test('raw frames written on the control socket never take the gateway down', { t
     await h.close();
   }
 });
+
+// Finding 6: CallBase.take() read self->id again after wait_reply returned and handed it to
+// text_result as is; Python code that ran during the wait (a signal handler, a transport
+// agent code installed) could `del call.id`, and the NULL was dereferenced: the worker died.
+test('CallBase.take() survives its id being deleted while it waits', { timeout: ms(120000) }, async () => {
+  const { h, run } = await session();
+  try {
+    let e = await run('kept = 3\nresult = 0');
+    e = await run(String.raw`
+import _codemcp
+from codemcp_rt import transport
+saved = transport._transport
+class T:
+    def wait_reply(self, id, timeout):
+        del c.id
+        return '{"jsonrpc":"2.0","id":"c1","result":{"content":[{"type":"text","text":"x"}]}}'
+class C(_codemcp.CallBase):
+    def _finish(self, raw):
+        return ("finished by Python", hasattr(self, "id"))
+c = C("c1", "s", "t", {}, None, None, None, False)
+transport._transport = T()
+try:
+    result = list(c.take())
+finally:
+    transport._transport = saved`);
+    assert.deepEqual(e.result, ['finished by Python', true], JSON.stringify(e));
+    e = await run('result = kept');
+    assert.equal(e.result, 3, 'the worker was not restarted: ' + JSON.stringify(e));
+  } finally {
+    await h.close();
+  }
+});
