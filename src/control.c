@@ -113,6 +113,26 @@ void ctl_close(uint64_t conn_id)
 
 /* ---- frames ------------------------------------------------------------------------------- */
 
+/* A worker frame that did not decode or was too large. A request (a call) is answered with
+ * an error under the id its head names, so that call fails at once; an answer (to a run)
+ * ends what it answers with the reason, as if the worker had answered with that error. */
+static void refuse_frame(struct ctl_conn *c, const char *text, size_t len, int code,
+                         const char *why)
+{
+    int is_request = 0;
+    json_t *id = jf_frame_id(text, len, &is_request); /* new ref or NULL */
+    if (id && !is_request && c->slot >= 0 && hooks.message) {
+        char msg[300];
+        snprintf(msg, sizeof(msg), "the worker's answer could not be read: %s", why);
+        json_t *m = rpc_error(id, code, msg, NULL);
+        hooks.message(c->slot, m);
+        json_decref(m);
+    } else {
+        ctl_send(c->id, rpc_error(id, code, why, NULL));
+    }
+    json_decref(id);
+}
+
 static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
 {
     if (c->slot < 0) {
@@ -131,11 +151,9 @@ static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
         return;
     }
     json_error_t jerr;
-    json_t *msg = jf_loadb(text, len, JF_ALLOW_NUL, &jerr);
-    if (!msg) { /* answered with its id when its head says it: the call fails, not hangs */
-        json_t *id = jf_frame_id(text, len); /* new ref or NULL */
-        ctl_send(c->id, rpc_error(id, RPC_PARSE_ERROR, jerr.text, NULL));
-        json_decref(id);
+    json_t *msg = jf_loadb(text, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, &jerr);
+    if (!msg) {
+        refuse_frame(c, text, len, RPC_PARSE_ERROR, jerr.text);
         return;
     }
     const char *why;
@@ -208,10 +226,8 @@ static int ctl_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
             if (c->rx_overflow) {
                 log_warn("control", "worker frame over %zu bytes refused", max_frame);
                 c->rx_overflow = 0;
-                json_t *id = jf_frame_id(c->rx.data, c->rx.len); /* new ref or NULL */
+                refuse_frame(c, c->rx.data, c->rx.len, RPC_INVALID_REQUEST, "frame too large");
                 buf_free(&c->rx);
-                ctl_send(c->id, rpc_error(id, RPC_INVALID_REQUEST, "frame too large", NULL));
-                json_decref(id);
             } else if (c->rx.len) {
                 char *text = c->rx.data;
                 size_t n = c->rx.len;

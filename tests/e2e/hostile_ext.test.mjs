@@ -309,3 +309,33 @@ finally:
     await h.close();
   }
 });
+
+// Finding 7 (the lead's, 16:33): a run's answer the gateway could not decode was dropped and
+// the run timed out (the worker was killed): `result = 2**64` (beyond jansson's json_int_t)
+// or a NUL in a key of the result. Integers of any size now reach the client digit for digit
+// (JF_BIG_INTEGERS), and an answer that still does not decode ends its run at once with the
+// decoder's reason, the session intact.
+test('big integers in a run answer reach the client exactly; an undecodable answer fails its run at once', { timeout: ms(120000) }, async () => {
+  const { h } = await session({}, { CODEMCP_EXEC_TIMEOUT_MS: '20000' });
+  const call = (code) => h.client.callTool({ name: 'execute_python', arguments: { code } }, undefined, { timeout: ms(60000) });
+  try {
+    await call('kept = 11');
+    let t0 = Date.now();
+    let r = await call('result = [2**64, -2**70, 10**80 + 1, 2**63 - 1, -2**63, {"n": 3**100}]');
+    assert.equal(r.isError, false, JSON.stringify(r));
+    assert.equal(r.content[0].text.replace(/,"namespace":"[^"]*"/, ''), '{"result":[18446744073709551616,-1180591620717411303424,' +
+      '1' + '0'.repeat(79) + '1,9223372036854775807,-9223372036854775808,' +
+      `{"n":${3n ** 100n}}]}`);
+    assert.ok(Date.now() - t0 < 15000, `${Date.now() - t0} ms`);
+    t0 = Date.now();
+    r = await call('result = {"a\\x00b": 1}');
+    const e = r.structuredContent;
+    assert.equal(e.error_kind, 'worker', JSON.stringify(e));
+    assert.match(e.error, /the worker's answer could not be read: NUL byte in object key/);
+    assert.ok(Date.now() - t0 < 15000, `the run took ${Date.now() - t0} ms`);
+    r = await call('result = kept');
+    assert.equal(r.structuredContent.result, 11, 'the worker was not restarted: ' + JSON.stringify(r));
+  } finally {
+    await h.close();
+  }
+});

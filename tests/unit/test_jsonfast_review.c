@@ -185,7 +185,7 @@ static void test_frame_id(void)
         {"{\"i\\u0064\":\"c9\",\"x\":}", "\"c9\""},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        json_t *id = jf_frame_id(cases[i].text, strlen(cases[i].text));
+        json_t *id = jf_frame_id(cases[i].text, strlen(cases[i].text), NULL);
         char *got = id ? jf_dumps(id) : NULL;
         int ok = cases[i].id ? got && strcmp(got, cases[i].id) == 0 : id == NULL;
         if (!ok)
@@ -199,15 +199,71 @@ static void test_frame_id(void)
     for (size_t k = 0; k <= strlen(msg); k++) {
         char *cut = malloc(k ? k : 1);
         memcpy(cut, msg, k);
-        json_t *id = jf_frame_id(cut, k);
+        json_t *id = jf_frame_id(cut, k, NULL);
         EXPECT(!id || (json_is_string(id) && strcmp(json_string_value(id), "c77") == 0));
         json_decref(id);
         free(cut);
     }
 }
 
+/* The lead's 16:33 finding: Python's 2**64 in a worker frame was refused (jansson's
+ * json_int_t), the run's answer was dropped and the run timed out. JF_BIG_INTEGERS keeps such
+ * integers digit for digit through jf_dumps; forged tags never write anything but digits. */
+static void test_big_integers(void)
+{
+    const char *in = "{\"r\":[18446744073709551616,-9223372036854775809,9223372036854775807,"
+                     "-9223372036854775808,0,-0,1e400000000000000000000000000000000000000000000"
+                     "0000000000000000000000]}";
+    EXPECT(jf_loadb(in, strlen(in), 0, NULL) == NULL); /* as jansson without the flag */
+    json_t *v = jf_loadb(in, strlen(in), JF_BIG_INTEGERS, NULL);
+    EXPECT(v == NULL); /* the real still overflows */
+    const char *ok = "{\"r\":[18446744073709551616,-9223372036854775809,9223372036854775807,"
+                     "-9223372036854775808,0,123456789012345678901234567890123456789]}";
+    v = jf_loadb(ok, strlen(ok), JF_BIG_INTEGERS, NULL);
+    char *t = jf_dumps(v);
+    EXPECT(t && strcmp(t, ok) == 0);
+    const char *digits;
+    size_t n;
+    EXPECT(jf_big_integer(json_array_get(json_object_get(v, "r"), 0), &digits, &n) && n == 20);
+    EXPECT(json_is_integer(json_array_get(json_object_get(v, "r"), 2)));
+    char *j = jf_untag(json_dumps(v, JSON_INDENT(1)));
+    EXPECT(j && strstr(j, "18446744073709551616,") && strstr(j, "-9223372036854775809,") &&
+           !strstr(j, "jf-integer"));
+    free(j);
+    free(t);
+    json_decref(v);
+    char *big = repeat("[1", '0', 5000, "]");
+    v = jf_loadb(big, strlen(big), JF_BIG_INTEGERS, NULL);
+    t = jf_dumps(v);
+    EXPECT(t && strcmp(t, big) == 0);
+    free(t);
+    json_decref(v);
+    free(big);
+    /* a tag forged in a string (JF_ALLOW_NUL) writes a number only when it is one */
+    static const char *forged[][2] = {
+        {"[\"\\u0000jf-integer:12\"]", "[12]"},
+        {"[\"\\u0000jf-integer:1,\\\"x\\\":2\"]", "[\"\\u0000jf-integer:1,\\\"x\\\":2\"]"},
+        {"[\"\\u0000jf-integer:\"]", "[\"\\u0000jf-integer:\"]"},
+        {"[\"\\u0000jf-integer:-\"]", "[\"\\u0000jf-integer:-\"]"},
+        {"[\"\\u0000jf-integer:007\"]", "[\"\\u0000jf-integer:007\"]"},
+        {"[\"\\u0000jf-integer:1e5\"]", "[\"\\u0000jf-integer:1e5\"]"},
+    };
+    for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
+        v = jf_loadb(forged[i][0], strlen(forged[i][0]), JF_ALLOW_NUL, NULL);
+        t = jf_dumps(v);
+        if (!t || strcmp(t, forged[i][1]) != 0)
+            fprintf(stderr, "  forged %s -> %s\n", forged[i][0], t ? t : "NULL");
+        EXPECT(t && strcmp(t, forged[i][1]) == 0);
+        free(t);
+        json_decref(v);
+    }
+    char u[] = "{\"a\": \"\\u0000jf-integer:5\", \"b\": \"\\u0000jf-integer:5x\"}";
+    EXPECT(strcmp(jf_untag(u), "{\"a\": 5, \"b\": \"\\u0000jf-integer:5x\"}") == 0);
+}
+
 int main(void)
 {
+    check_case("big integers kept digit for digit with JF_BIG_INTEGERS", test_big_integers);
     check_case("reals of any length as jansson; long integers refused by both", test_long_numbers);
     check_case("depth limit at both ends, far past it, and in jf_dumps", test_depth);
     check_case("megabyte strings, escapes, a broken escape at the end", test_huge_strings);
