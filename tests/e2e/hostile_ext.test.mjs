@@ -278,7 +278,7 @@ test('raw frames written on the control socket never take the gateway down', { t
   }
 });
 
-// Finding 6: CallBase.take() read self->id again after wait_reply returned and handed it to
+// Finding 5: CallBase.take() read self->id again after wait_reply returned and handed it to
 // text_result as is; Python code that ran during the wait (a signal handler, a transport
 // agent code installed) could `del call.id`, and the NULL was dereferenced: the worker died.
 test('CallBase.take() survives its id being deleted while it waits', { timeout: ms(120000) }, async () => {
@@ -310,7 +310,7 @@ finally:
   }
 });
 
-// Finding 7 (the lead's, 16:33): a run's answer the gateway could not decode was dropped and
+// Finding 6 (the lead's, 16:33): a run's answer the gateway could not decode was dropped and
 // the run timed out (the worker was killed): `result = 2**64` (beyond jansson's json_int_t)
 // or a NUL in a key of the result. Integers of any size now reach the client digit for digit
 // (JF_BIG_INTEGERS), and an answer that still does not decode ends its run at once with the
