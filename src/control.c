@@ -215,9 +215,15 @@ static int ctl_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
     case LWS_CALLBACK_RECEIVE:
         if (!c->rx_overflow) {
             if (c->rx.len + len > max_frame) {
-                c->rx_overflow = 1; /* its head is kept for its id (jf_frame_id) */
-                if (c->rx.len > CTL_HEAD_KEPT)
-                    c->rx.len = CTL_HEAD_KEPT;
+                c->rx_overflow = 1; /* only its head is kept, for its id (jf_frame_id) */
+                struct buf head = {0};
+                size_t from_rx = c->rx.len < CTL_HEAD_KEPT ? c->rx.len : CTL_HEAD_KEPT;
+                size_t from_in = CTL_HEAD_KEPT - from_rx < len ? CTL_HEAD_KEPT - from_rx : len;
+                if (from_rx)
+                    buf_append(&head, c->rx.data, from_rx);
+                buf_append(&head, in, from_in);
+                buf_free(&c->rx);
+                c->rx = head;
             } else {
                 buf_append(&c->rx, in, len);
             }
