@@ -223,7 +223,8 @@ static json_t *redact_string(json_t *s, size_t max_str)
     return out;
 }
 
-json_t *redact_json(json_t *v, size_t max_str)
+/* redact_json with a budget of string bytes: once it is spent, strings become "…" unread. */
+static json_t *redact_walk(json_t *v, size_t max_str, size_t *budget)
 {
     if (json_is_object(v)) {
         json_t *out = json_object();
@@ -234,7 +235,7 @@ json_t *redact_json(json_t *v, size_t max_str)
             if (redact_is_secret_key(key) && !keep_under_secret_key(val))
                 json_object_set_new(out, key, json_string(RR_REDACTED));
             else
-                json_object_set_new(out, key, redact_json(val, max_str));
+                json_object_set_new(out, key, redact_walk(val, max_str, budget));
         }
         return out;
     }
@@ -242,17 +243,31 @@ json_t *redact_json(json_t *v, size_t max_str)
         json_t *out = json_array();
         size_t i;
         json_t *val;
-        json_array_foreach(v, i, val) json_array_append_new(out, redact_json(val, max_str));
+        json_array_foreach(v, i, val) json_array_append_new(out, redact_walk(val, max_str, budget));
         return out;
     }
-    if (json_is_string(v))
+    if (json_is_string(v)) {
+        size_t n = json_string_length(v);
+        if (!*budget)
+            return json_string("…");
+        *budget -= n < *budget ? n : *budget;
         return redact_string(v, max_str);
+    }
     return v ? json_incref(v) : json_null();
+}
+
+json_t *redact_json(json_t *v, size_t max_str)
+{
+    size_t unlimited = (size_t)-1;
+    return redact_walk(v, max_str, &unlimited);
 }
 
 char *redact_dump(json_t *v, size_t max_len)
 {
-    json_t *r = redact_json(v, 200);
+    /* Its text is cut to max_len: a few times that in strings is all it can show, and a
+     * worker's refused call may hold 64 MB of them (each costs its regexec passes). */
+    size_t budget = 4 * max_len + 1024;
+    json_t *r = redact_walk(v, 200, &budget);
     char *text = json_dumps(r, JSON_COMPACT | JSON_ENCODE_ANY);
     json_decref(r);
     if (text && max_len > 4 && strlen(text) > max_len) {
