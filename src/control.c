@@ -29,6 +29,8 @@
 #include <unistd.h>
 
 #define CTL_PROTOCOL "codemcp-control"
+/* Bytes of a frame over the size cap kept to find its id. */
+#define CTL_HEAD_KEPT 4096
 
 struct ctl_conn {
     uint64_t id;
@@ -111,6 +113,26 @@ void ctl_close(uint64_t conn_id)
 
 /* ---- frames ------------------------------------------------------------------------------- */
 
+/* A worker frame that did not decode or was too large. A request (a call) is answered with
+ * an error under the id its head names, so that call fails at once; an answer (to a run)
+ * ends what it answers with the reason, as if the worker had answered with that error. */
+static void refuse_frame(struct ctl_conn *c, const char *text, size_t len, int code,
+                         const char *why)
+{
+    int is_request = 0;
+    json_t *id = jf_frame_id(text, len, &is_request); /* new ref or NULL */
+    if (id && !is_request && c->slot >= 0 && hooks.message) {
+        char msg[300];
+        snprintf(msg, sizeof(msg), "the worker's answer could not be read: %s", why);
+        json_t *m = rpc_error(id, code, msg, NULL);
+        hooks.message(c->slot, m);
+        json_decref(m);
+    } else {
+        ctl_send(c->id, rpc_error(id, code, why, NULL));
+    }
+    json_decref(id);
+}
+
 static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
 {
     if (c->slot < 0) {
@@ -129,9 +151,9 @@ static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
         return;
     }
     json_error_t jerr;
-    json_t *msg = jf_loadb(text, len, JF_ALLOW_NUL, &jerr);
+    json_t *msg = jf_loadb(text, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, &jerr);
     if (!msg) {
-        ctl_send(c->id, rpc_error(NULL, RPC_PARSE_ERROR, jerr.text, NULL));
+        refuse_frame(c, text, len, RPC_PARSE_ERROR, jerr.text);
         return;
     }
     const char *why;
@@ -193,8 +215,15 @@ static int ctl_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
     case LWS_CALLBACK_RECEIVE:
         if (!c->rx_overflow) {
             if (c->rx.len + len > max_frame) {
-                c->rx_overflow = 1;
+                c->rx_overflow = 1; /* only its head is kept, for its id (jf_frame_id) */
+                struct buf head = {0};
+                size_t from_rx = c->rx.len < CTL_HEAD_KEPT ? c->rx.len : CTL_HEAD_KEPT;
+                size_t from_in = CTL_HEAD_KEPT - from_rx < len ? CTL_HEAD_KEPT - from_rx : len;
+                if (from_rx)
+                    buf_append(&head, c->rx.data, from_rx);
+                buf_append(&head, in, from_in);
                 buf_free(&c->rx);
+                c->rx = head;
             } else {
                 buf_append(&c->rx, in, len);
             }
@@ -203,7 +232,8 @@ static int ctl_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
             if (c->rx_overflow) {
                 log_warn("control", "worker frame over %zu bytes refused", max_frame);
                 c->rx_overflow = 0;
-                ctl_send(c->id, rpc_error(NULL, RPC_INVALID_REQUEST, "frame too large", NULL));
+                refuse_frame(c, c->rx.data, c->rx.len, RPC_INVALID_REQUEST, "frame too large");
+                buf_free(&c->rx);
             } else if (c->rx.len) {
                 char *text = c->rx.data;
                 size_t n = c->rx.len;

@@ -53,6 +53,7 @@ struct jp {
     char *tmp; /* decoded string with escapes */
     size_t tmp_cap;
     int allow_nul; /* JF_ALLOW_NUL */
+    int big_ints;  /* JF_BIG_INTEGERS */
 };
 
 static void fail(struct jp *s, const char *what)
@@ -251,6 +252,25 @@ static int scan_string(struct jp *s, const char **out, size_t *len)
     return 0;
 }
 
+/* An integer beyond json_int_t: with JF_BIG_INTEGERS, a string holding JF_BIG_TAG and its
+ * digits (jf_dumps writes the digits back), else refused as jansson does. */
+static json_t *big_integer(struct jp *s, const unsigned char *b, size_t n)
+{
+    if (!s->big_ints) {
+        fail(s, *b == '-' ? "too big negative integer" : "too big integer");
+        return NULL;
+    }
+    size_t t = sizeof(JF_BIG_TAG) - 1;
+    char *tagged = malloc(t + n);
+    if (!tagged)
+        abort();
+    memcpy(tagged, JF_BIG_TAG, t);
+    memcpy(tagged + t, b, n);
+    json_t *v = json_stringn_nocheck(tagged, t + n);
+    free(tagged);
+    return v;
+}
+
 static json_t *parse_number(struct jp *s)
 {
     const unsigned char *p = s->p, *e = s->e, *b = p;
@@ -301,28 +321,29 @@ static json_t *parse_number(struct jp *s)
             v = v * 10 + (*q - '0');
         return json_integer(neg ? -v : v);
     }
-    char num[400];
-    if (n >= sizeof(num)) {
-        fail(s, real ? "real number too long" : "too big integer");
-        return NULL;
-    }
+    if (!real && n >= 400)
+        return big_integer(s, b, n);
+    /* A real may have any number of digits ("0.1000…0001"): jansson reads them all. */
+    char small[400], *num = n < sizeof(small) ? small : malloc(n + 1);
+    if (!num)
+        abort();
     memcpy(num, b, n);
     num[n] = '\0';
     errno = 0;
+    json_t *v = NULL;
     if (!real) {
-        long long v = strtoll(num, NULL, 10);
-        if (errno == ERANGE) {
-            fail(s, num[0] == '-' ? "too big negative integer" : "too big integer");
-            return NULL;
-        }
-        return json_integer((json_int_t)v);
+        long long i = strtoll(num, NULL, 10);
+        v = errno == ERANGE ? big_integer(s, b, n) : json_integer((json_int_t)i);
+    } else {
+        double d = strtod(num, NULL);
+        if (errno == ERANGE && (d > 1 || d < -1))
+            fail(s, "real number overflow");
+        else
+            v = json_real(d);
     }
-    double d = strtod(num, NULL);
-    if (errno == ERANGE && (d > 1 || d < -1)) {
-        fail(s, "real number overflow");
-        return NULL;
-    }
-    return json_real(d);
+    if (num != small)
+        free(num);
+    return v;
 }
 
 static json_t *parse_value(struct jp *s);
@@ -490,7 +511,8 @@ json_t *jf_loadb(const char *text, size_t len, int flags, json_error_t *err)
                    0,
                    NULL,
                    0,
-                   (flags & JF_ALLOW_NUL) != 0};
+                   (flags & JF_ALLOW_NUL) != 0,
+                   (flags & JF_BIG_INTEGERS) != 0};
     if (err)
         memset(err, 0, sizeof(*err));
     json_t *v = NULL;
@@ -513,6 +535,54 @@ out:
     if (!v && err && !err->text[0])
         snprintf(err->text, sizeof(err->text), "invalid JSON");
     return v;
+}
+
+json_t *jf_frame_id(const char *text, size_t len, int *is_request)
+{
+    struct jp s = {(const unsigned char *)text,
+                   (const unsigned char *)text + len,
+                   (const unsigned char *)text,
+                   NULL,
+                   0,
+                   NULL,
+                   0,
+                   1,
+                   1};
+    json_t *id = NULL;
+    if (is_request)
+        *is_request = 0;
+    skip_ws(&s);
+    if (s.p >= s.e || *s.p != '{')
+        return NULL;
+    s.p++;
+    for (;;) {
+        skip_ws(&s);
+        const char *key;
+        size_t klen;
+        if (s.p >= s.e || *s.p != '"' || scan_string(&s, &key, &klen) < 0)
+            break;
+        int is_id = klen == 2 && memcmp(key, "id", 2) == 0;
+        if (is_request && klen == 6 && memcmp(key, "method", 6) == 0)
+            *is_request = 1;
+        skip_ws(&s);
+        if (s.p >= s.e || *s.p != ':')
+            break;
+        s.p++;
+        json_t *v = parse_value(&s);
+        if (!v)
+            break;
+        if (is_id) { /* the last one wins, as in jf_loadb */
+            json_decref(id);
+            id = json_is_string(v) || json_is_integer(v) ? json_incref(v) : NULL;
+        }
+        json_decref(v);
+        skip_ws(&s);
+        if (s.p >= s.e || *s.p != ',')
+            break;
+        s.p++;
+    }
+    free(s.tmp);
+    return id;
 }
 
 /* ---- encoding --------------------------------------------------------------------------- */
@@ -628,8 +698,15 @@ static int enc(struct out *o, const json_t *v, int depth)
         put1(o, ']');
         return 0;
     }
-    case JSON_STRING:
+    case JSON_STRING: {
+        const char *digits;
+        size_t n;
+        if (jf_big_integer(v, &digits, &n)) {
+            put(o, digits, n);
+            return 0;
+        }
         return enc_string(o, json_string_value(v), json_string_length(v));
+    }
     case JSON_INTEGER:
         enc_integer(o, json_integer_value(v));
         return 0;
@@ -652,6 +729,48 @@ static int enc(struct out *o, const json_t *v, int depth)
         return 0;
     }
     return -1;
+}
+
+int jf_big_integer(const json_t *v, const char **digits, size_t *len)
+{
+    size_t t = sizeof(JF_BIG_TAG) - 1, n = json_string_length(v);
+    const char *str = json_string_value(v);
+    if (!str || n <= t || memcmp(str, JF_BIG_TAG, t) != 0)
+        return 0;
+    const char *d = str + t, *e = str + n, *q = d + (*d == '-');
+    if (q >= e || (*q == '0' && e - q > 1)) /* an integer literal and nothing else */
+        return 0;
+    for (; q < e; q++)
+        if (*q < '0' || *q > '9')
+            return 0;
+    *digits = d;
+    *len = (size_t)(e - d);
+    return 1;
+}
+
+char *jf_untag(char *text)
+{
+    static const char pat[] = "\"\\u0000jf-integer:"; /* how json_dumps writes the tag */
+    size_t pl = sizeof(pat) - 1;
+    char *r = text, *w = text;
+    while (text && *r) {
+        const char *d = r + pl, *q = d;
+        if (strncmp(r, pat, pl) == 0) {
+            q += *q == '-';
+            while (*q >= '0' && *q <= '9')
+                q++;
+            if (*q == '"' && q > d + (*d == '-')) {
+                memmove(w, d, (size_t)(q - d));
+                w += q - d;
+                r = (char *)q + 1;
+                continue;
+            }
+        }
+        *w++ = *r++;
+    }
+    if (text)
+        *w = '\0';
+    return text;
 }
 
 char *jf_dumps(const json_t *v)

@@ -31,10 +31,31 @@
 /* JF_ALLOW_NUL accepts \u0000 in strings, as JSON_ALLOW_NUL does (the string keeps its length;
  * json_string_value() callers see it cut at the NUL). */
 #define JF_ALLOW_NUL 2
+/* JF_BIG_INTEGERS keeps an integer beyond json_int_t (Python's 2**64, refused by jansson)
+ * instead of refusing the text: as a string of JF_BIG_TAG and the digits, which jf_dumps
+ * writes back as the number, digit for digit (code that reads the value sees a string whose
+ * C text is empty: it starts with a NUL byte, which only JF_ALLOW_NUL input can hold). */
+#define JF_BIG_INTEGERS 4
+#define JF_BIG_TAG      "\0jf-integer:"
 json_t *jf_loadb(const char *text, size_t len, int flags, json_error_t *err);
 
-/* Encodes v compactly; caller frees. NULL when v is NULL, nests deeper than
- * JSON_PARSER_MAX_DEPTH, or holds a string that is not UTF-8 (as json_dumps). */
+/* 1 (with the digits, not NUL-terminated) when v is such a big integer, else 0. */
+int jf_big_integer(const json_t *v, const char **digits, size_t *len);
+/* Text from json_dumps (for its indenting or key sorting) with each big integer written
+ * back as its digits; in place, returns text. */
+char *jf_untag(char *text);
+
+/* The top-level "id" member of a JSON-RPC message that did not decode (a NUL in a key, a
+ * frame cut at the size cap, garbage after a good head): the members before the first error
+ * are read as jf_loadb reads them, and the id is returned (a new reference) when one of
+ * them was "id" with a string or integer value; NULL otherwise. *is_request (if given): a
+ * "method" member was among them. So the sender of a malformed request can still be told
+ * which of its requests failed, and a malformed answer still ends what it answers. */
+json_t *jf_frame_id(const char *text, size_t len, int *is_request);
+
+/* Encodes v compactly; caller frees. NULL when v is NULL, holds a string that is not UTF-8
+ * (as json_dumps), or nests more than JSON_PARSER_MAX_DEPTH + 1 levels (a cycle guard, one
+ * level of room for wrapping what jf_loadb decoded; json_dumps has no limit). */
 char *jf_dumps(const json_t *v);
 
 #endif

@@ -85,10 +85,14 @@ int redact_is_secret_key(const char *key)
     return 0;
 }
 
-static json_t *shorten(json_t *s, size_t max_str)
+/* s cut to max_str bytes; `unread` more bytes of the original were never redacted (see
+ * redact_string) and count as cut. */
+static json_t *shorten(json_t *s, size_t max_str, size_t unread)
 {
     size_t len = json_string_length(s);
-    if (!max_str || len <= max_str)
+    if (unread)
+        max_str = max_str < len ? max_str : len;
+    if (!max_str || (len <= max_str && !unread))
         return json_incref(s);
     /* Cut on a UTF-8 boundary. */
     const char *text = json_string_value(s);
@@ -97,7 +101,7 @@ static json_t *shorten(json_t *s, size_t max_str)
         cut--;
     struct buf b = {0};
     buf_append(&b, text, cut);
-    buf_printf(&b, "…(+%zu chars)", len - cut);
+    buf_printf(&b, "…(+%zu chars)", len - cut + unread);
     json_t *out = json_stringn(b.data, b.len);
     buf_free(&b);
     return out ? out : json_string("…");
@@ -193,20 +197,34 @@ static int keep_under_secret_key(json_t *v)
     return json_is_number(v) || json_is_boolean(v) || json_is_null(v);
 }
 
+/* Bytes past the shown max_str that are still redacted, so that a secret across the cut
+ * is found. Never the whole of a long string: the patterns cost O(n^2) on a long run of
+ * identifier characters (regexec took 4.5 s for 40 kB of "xxx…", ~45 min for 1 MB), and a
+ * worker's call_tool arguments are redacted on the event loop when a call is refused. */
+#define REDACT_MARGIN 512
+
 /* Value rules on a string, then shortening. New reference. */
 static json_t *redact_string(json_t *s, size_t max_str)
 {
-    char *r = redact_text(json_string_value(s), json_string_length(s));
+    const char *text = json_string_value(s);
+    size_t len = json_string_length(s), n = len;
+    if (max_str && n > max_str + REDACT_MARGIN) {
+        n = max_str + REDACT_MARGIN;
+        while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
+            n--;
+    }
+    char *r = redact_text(text, n);
     json_t *red = json_string(r);
     free(r);
     if (!red)
         return json_string(RR_REDACTED); /* not UTF-8 after a cut: hide it all */
-    json_t *out = shorten(red, max_str);
+    json_t *out = shorten(red, max_str, len - n);
     json_decref(red);
     return out;
 }
 
-json_t *redact_json(json_t *v, size_t max_str)
+/* redact_json with a budget of string bytes: once it is spent, strings become "…" unread. */
+static json_t *redact_walk(json_t *v, size_t max_str, size_t *budget)
 {
     if (json_is_object(v)) {
         json_t *out = json_object();
@@ -217,7 +235,7 @@ json_t *redact_json(json_t *v, size_t max_str)
             if (redact_is_secret_key(key) && !keep_under_secret_key(val))
                 json_object_set_new(out, key, json_string(RR_REDACTED));
             else
-                json_object_set_new(out, key, redact_json(val, max_str));
+                json_object_set_new(out, key, redact_walk(val, max_str, budget));
         }
         return out;
     }
@@ -225,17 +243,31 @@ json_t *redact_json(json_t *v, size_t max_str)
         json_t *out = json_array();
         size_t i;
         json_t *val;
-        json_array_foreach(v, i, val) json_array_append_new(out, redact_json(val, max_str));
+        json_array_foreach(v, i, val) json_array_append_new(out, redact_walk(val, max_str, budget));
         return out;
     }
-    if (json_is_string(v))
+    if (json_is_string(v)) {
+        size_t n = json_string_length(v);
+        if (!*budget)
+            return json_string("…");
+        *budget -= n < *budget ? n : *budget;
         return redact_string(v, max_str);
+    }
     return v ? json_incref(v) : json_null();
+}
+
+json_t *redact_json(json_t *v, size_t max_str)
+{
+    size_t unlimited = (size_t)-1;
+    return redact_walk(v, max_str, &unlimited);
 }
 
 char *redact_dump(json_t *v, size_t max_len)
 {
-    json_t *r = redact_json(v, 200);
+    /* Its text is cut to max_len: a few times that in strings is all it can show, and a
+     * worker's refused call may hold 64 MB of them (each costs its regexec passes). */
+    size_t budget = 4 * max_len + 1024;
+    json_t *r = redact_walk(v, 200, &budget);
     char *text = json_dumps(r, JSON_COMPACT | JSON_ENCODE_ANY);
     json_decref(r);
     if (text && max_len > 4 && strlen(text) > max_len) {

@@ -489,7 +489,7 @@ static struct up_req *find_req(struct upstream *up, json_t *id)
 void up__transport_message(struct upstream *up, const char *text, size_t len)
 {
     json_error_t jerr;
-    json_t *msg = jf_loadb(text, len, JF_ALLOW_NUL, &jerr); /* every reply: see jsonfast.h */
+    json_t *msg = jf_loadb(text, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, &jerr); /* see jsonfast.h */
     if (!msg) {
         log_warn("upstream", "%s: ignoring a line that is not JSON (%s): %.120s", up->name,
                  jerr.text, text);

@@ -19,6 +19,13 @@ _KV = re.compile(KEY_VALUE_PATTERN)
 _PLAIN = re.compile(r"-?[0-9][0-9.]*|true|false|null|None|True|False")
 _PROSE = re.compile(r"[a-z]{1,7}")  # "needs_auth: the server ..." is a sentence, not a secret
 _MAX_STR = 200
+# The patterns cost O(n^2) on a long run of identifier characters (re took ~10 s for 60k
+# "xxx…" and never checks for signals meanwhile, so a run could not even be interrupted):
+# redact() looks at _MAX_STR + _MARGIN characters of a string only (as src/redact.c), and
+# redact_text() keeps the first and the last _MAX_TEXT // 2 characters of a longer text
+# (a traceback's last line is the exception) and cuts the middle with a marker.
+_MARGIN = 512
+_MAX_TEXT = 8192
 _MAX_DEPTH = 8
 
 
@@ -64,6 +71,10 @@ def redact_text(text: str) -> str:
     """``text`` with credential-shaped values and secret ``key=value`` pairs replaced."""
     if not isinstance(text, str) or not text:
         return text
+    if len(text) > _MAX_TEXT:
+        half = _MAX_TEXT // 2
+        return "%s…(%d chars cut)…%s" % (redact_text(text[:half]), len(text) - 2 * half,
+                                         redact_text(text[-half:]))
     for pat in _VALUES:
         out, pos, search = [], 0, 0
         while True:
@@ -126,13 +137,16 @@ def redact(value: Any, _depth: int = 0) -> Any:
                 items.append("…(%d more)" % (len(value) - 50))
             return items
         if isinstance(value, str):
+            n = len(value)
+            if n > _MAX_STR + _MARGIN:
+                return redact_text(value[:_MAX_STR + _MARGIN])[:_MAX_STR] + "…(%d chars)" % n
             value = redact_text(value)
             if len(value) > _MAX_STR:
                 return value[:_MAX_STR] + "…(%d chars)" % len(value)
             return value
         if value is None or isinstance(value, (bool, int, float)):
             return value
-        text = redact_text(repr(value))
+        text = redact_text(repr(value)[:_MAX_STR + _MARGIN])
         return text if len(text) <= _MAX_STR else text[:_MAX_STR] + "…"
     except Exception:  # a report helper must never fail the caller
         return "<unprintable>"

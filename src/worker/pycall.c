@@ -63,9 +63,11 @@ static void pyc_dealloc(pyc_object *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
+    Py_TRASHCAN_BEGIN(self, pyc_dealloc); /* long chains: freed iteratively (see pypending.c) */
     pyc_clear(self);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
+    Py_TRASHCAN_END;
 }
 
 static void pyc_set(PyObject **slot, PyObject *v /* borrowed */)
@@ -141,8 +143,12 @@ static PyObject *pyc_receive(pyc_object *self, int *slow)
             return NULL;
         }
     }
-    PyObject *argv[3] = {t, self->id, timeout};
+    /* Our own reference to the id: while wait_reply waits, Python code runs (signal
+     * handlers, a transport agent code put in place) and may rebind or delete self.id. */
+    PyObject *id = Py_NewRef(self->id);
+    PyObject *argv[3] = {t, id, timeout};
     PyObject *raw = PyObject_VectorcallMethod(pyc_wait_reply, argv, 3, NULL); /* new ref */
+    Py_DECREF(id);
     Py_DECREF(timeout);
     Py_DECREF(t);
     if (!raw) {
@@ -194,7 +200,8 @@ static PyObject *pyc_take(pyc_object *self, PyObject *unused)
         return raw; /* already the value */
     if (!raw)
         return slow ? PyObject_CallMethod((PyObject *)self, "_take_py", NULL) : NULL;
-    PyObject *argv[2] = {raw, self->id};
+    /* self->id may be gone by now (see above): text_result then says None, _finish decides */
+    PyObject *argv[2] = {raw, self->id ? self->id : Py_None};
     PyObject *text = pyf_text_result(NULL, argv, 2); /* new ref: str or None */
     if (!text) {
         Py_DECREF(raw);

@@ -69,12 +69,16 @@ static void pp_dealloc(pp_object *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
+    /* A chain of Pendings holding each other (p._value = q, ...) is freed iteratively, as
+     * CPython's containers are: without the trashcan, 100k links overflow the C stack. */
+    Py_TRASHCAN_BEGIN(self, pp_dealloc);
     if (self->weakreflist)
         PyObject_ClearWeakRefs((PyObject *)self);
     pp_clear(self);
     tp->tp_free((PyObject *)self);
     if (tp->tp_flags & Py_TPFLAGS_HEAPTYPE)
         Py_DECREF(tp);
+    Py_TRASHCAN_END;
 }
 
 /* Pending(wait, poll=None, label="call", block=None) */
