@@ -259,6 +259,7 @@ int spawn(struct worker *w)
     w->sdk_sent = 0;
     w->shapes_sent = 0;
     w->runs_done = 0;
+    w->start_ms = now_ms();
     lp_timer_start(&w->start_timer, env_long("CODEMCP_WORKER_START_TIMEOUT_MS", 15000),
                    start_timed_out, w);
     if (use_prototype) {

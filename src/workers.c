@@ -369,7 +369,8 @@ int wk_authenticate(const char *token, uint64_t conn_id)
     w->failed_starts = 0;
     free(w->start_failure);
     w->start_failure = NULL;
-    log_info("worker", "worker %d connected (pid %d)", match, (int)w->pid);
+    log_info("worker", "worker %d connected (pid %d) in %lld ms", match, (int)w->pid,
+             (long long)(now_ms() - w->start_ms));
     send_sdk(w);
     became_idle();
     return match;

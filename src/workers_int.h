@@ -30,6 +30,7 @@ struct worker {
     int runs_done; /* runs completed by the current process */
     char *start_failure;
     struct lp_timer start_timer;
+    int64_t start_ms; /* when the current start was asked for (the connected line says how long) */
     struct lp_timer restart_timer;
     struct lp_io *out_io, *err_io;
     struct rpc_lines out_lines, err_lines;
