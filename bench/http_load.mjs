@@ -22,7 +22,11 @@
 //        → bench/results/http_load.md
 // Env: CODEMCP_BIN (binary), BENCH_SESSIONS (default 50), BENCH_CALLS (default 10),
 //      BENCH_CODEMCP_LOG=<prefix> keeps each gateway's stderr in <prefix>.w<n>.log (combine with
-//      CODEMCP_LOG=info or debug), BENCH_OUT=<file> writes the report elsewhere.
+//      CODEMCP_LOG=info or debug; at info the report has each worker's start-up time),
+//      BENCH_PRINCIPALS (default SESSIONS / 50, rounded up: bearer tokens the sessions share),
+//      BENCH_OUT=<file> writes the report elsewhere.
+// 200 sessions (bench/results/http_load_200.md): BENCH_SESSIONS=200 CODEMCP_LOG=info
+//      BENCH_OUT=bench/results/http_load_200.md node bench/http_load.mjs 3 4 200
 import { spawn, execFileSync } from 'node:child_process';
 import { openSync, readFileSync, readdirSync, writeFileSync, mkdtempSync, closeSync, existsSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -82,9 +86,13 @@ async function startLogged(argv, env, log, ready) {
 }
 
 // codemcp start requires a bearer token; the direct upstream ignores the header.
-const TOKEN = 'bench-http-load-token-0123456789';
-async function connect(name, url) {
-  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } });
+// Sessions are spread over PRINCIPALS tokens (session k uses token k % PRINCIPALS, from a
+// CODEMCP_HTTP_TOKENS_FILE): one principal holding 200 sessions would run into the
+// per-principal share of namespaces (CODEMCP_MAX_NAMESPACES_PER_PRINCIPAL, 64) by design.
+const PRINCIPALS = Math.max(1, Number(process.env.BENCH_PRINCIPALS || Math.ceil(SESSIONS / 50)));
+const tokenOf = (k) => `bench-http-load-token-${String(k % PRINCIPALS).padStart(4, '0')}-0123456789`;
+async function connect(name, url, k = 0) {
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${tokenOf(k)}` } } });
   const client = new Client({ name, version: '1' });
   await client.connect(transport);
   return { client, transport, tools: (await client.listTools()).tools.map((t) => t.name) };
@@ -99,13 +107,16 @@ const upUrl = `http://127.0.0.1:${upPort}/mcp`;
 const cfg = join(dir, 'mcp.json');
 writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'remote', url: upUrl } } }));
 
+const tokensFile = join(dir, 'tokens');
+writeFileSync(tokensFile, Array.from({ length: PRINCIPALS }, (_, k) => `bench${k} ${tokenOf(k)}\n`).join(''), { mode: 0o600 });
 const gateways = {};
 for (const w of WORKERS) {
   const log = process.env.BENCH_CODEMCP_LOG ? `${process.env.BENCH_CODEMCP_LOG}.w${w}.log` : join(dir, `gw${w}.log`);
-  const env = { CODEMCP_CONFIG: cfg, CODEMCP_WORKERS: String(w), XDG_CONFIG_HOME: join(dir, 'xdg'), CODEMCP_HTTP_TOKEN: TOKEN,
+  const env = { CODEMCP_CONFIG: cfg, CODEMCP_WORKERS: String(w), XDG_CONFIG_HOME: join(dir, 'xdg'), CODEMCP_HTTP_TOKENS_FILE: tokensFile,
     CODEMCP_LOG: process.env.CODEMCP_LOG || 'warn',
-    // Every bench session is the same principal on the same address: the per-principal and
-    // per-peer bounds (meant for floods) must fit SESSIONS legitimate clients.
+    // Every bench session comes from the same address (and up to SESSIONS / PRINCIPALS share a
+    // principal): the per-principal and per-peer bounds (meant for floods) must fit SESSIONS
+    // legitimate clients.
     CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL: String(Math.max(64, SESSIONS + 8)),
     CODEMCP_HTTP_MAX_PENDING_PER_PEER: String(Math.max(32, SESSIONS + 8)),
     CODEMCP_HTTP_MAX_PENDING: String(Math.max(256, SESSIONS + 8)),
@@ -197,7 +208,7 @@ const arms = {};
 async function makeArm(name, url, task, tool, connectFn = connect) {
   const clients = [];
   for (let k = 0; k < SESSIONS; k++) {
-    const c = await connectFn(`bench-${name}-${k}`, url);
+    const c = await connectFn(`bench-${name}-${k}`, url, k);
     if (!c.tools.includes(tool)) throw new Error(`${name}: no ${tool} in ${JSON.stringify(c.tools)}`);
     clients.push(c);
   }
@@ -287,6 +298,7 @@ async function runRound(name, seconds, keep) {
 const startT0 = performance.now();
 const startErrors = {}, startArm = {};
 for (const name of ARMS) {
+  if (name === RAW_ARM) freshRawAgent(); // its keep-alive sockets idled while the others ran
   const a = arms[name], t = performance.now();
   const rs = await Promise.allSettled(a.clients.map((c) => a.task(c, (nextA += 1000))));
   startErrors[name] = rs.filter((r) => r.status === 'rejected').length;
@@ -449,6 +461,10 @@ ${RAW ? `- **${RAW_ARM}**: the direct load from a minimal hand-written client (\
   agent, one POST per call, the SSE reply parsed by hand) — not a target, it shows what the
   upstream serves when the SDK client's CPU is out of the way.
 ` : ''}
+The codemcp sessions belong to ${PRINCIPALS} principal${PRINCIPALS > 1 ? 's' : ''} (bearer tokens of a \`CODEMCP_HTTP_TOKENS_FILE\`,
+session k with token k mod ${PRINCIPALS}); the per-peer and per-principal session bounds are raised to
+fit ${SESSIONS} sessions from one address, the namespace bounds are the defaults.
+
 Every answer is checked text by text (A is unique per task); an \`isError\`, an exception or a
 wrong answer is an error (warm-up, not counted below: ${warmNote}). Before the warm-up every
 session ran one task (all arms: ${fmt(startSeconds, 1)} s — ${ARMS.map((n) => `${n} ${fmt(startArm[n], 1)} s`).join(', ')}; failed: ${JSON.stringify(startErrors)}), so every worker exists.
