@@ -281,6 +281,9 @@ async function runRound(name, seconds, keep) {
       } catch (e) {
         errors++;
         if (arm.errors.length < 5) arm.errors.push(String(e?.message ?? e).slice(0, 300));
+        // A client whose calls fail at once (a closed transport rejects in a microtask) would
+        // otherwise spin without ever yielding to the round's timers.
+        await sleep(20);
       }
     }
   }));
