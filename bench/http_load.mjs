@@ -265,12 +265,14 @@ async function runRound(name, seconds, keep) {
   if (name === RAW_ARM) freshRawAgent();
   const lat = [];
   let tasks = 0, errors = 0, inWindow = 0, open = false, w0 = 0, w1 = 0, before = null, after = null;
-  const t0 = performance.now();
-  const deadline = t0 + seconds * 1000;
+  // The round ends when the closer fires (not at a clock reading): a client whose last task
+  // ended between a computed deadline and the closer's turn could otherwise finish the round
+  // before the closer ran.
+  let closed = false;
   const opener = setTimeout(() => { open = true; w0 = performance.now(); before = snapCpu(); }, RAMP * 1000);
-  const closer = setTimeout(() => { open = false; w1 = performance.now(); after = snapCpu(); }, seconds * 1000);
+  const closer = setTimeout(() => { open = false; closed = true; w1 = performance.now(); after = snapCpu(); }, seconds * 1000);
   await Promise.all(arm.clients.map(async (c) => {
-    while (performance.now() < deadline) {
+    while (!closed) {
       const a = nextA; nextA += CALLS + 1;
       const s = performance.now();
       try {
