@@ -263,17 +263,19 @@ static int spawn_forked(struct worker *w)
     return 0;
 }
 
-/* Starts under way at once (CODEMCP_WORKER_START_CONCURRENCY, default 4 per CPU): every
- * start needs CPU (exec'd: a whole interpreter's start-up), so N starts at once on P cores
- * each take about N / P times as long; past CODEMCP_WORKER_START_TIMEOUT_MS all of them are
- * killed together and none ever finishes. The rest wait in FIFO order (their timeout not yet
- * running). */
+/* Starts under way at once (CODEMCP_WORKER_START_CONCURRENCY): every start needs CPU, so N
+ * starts at once on P cores each take about N / P times one start; past
+ * CODEMCP_WORKER_START_TIMEOUT_MS all of them are killed together and none ever finishes. The
+ * rest wait in FIFO order (their timeout not yet running). Default per CPU: 4 exec'd starts
+ * (a whole interpreter's start-up, ~0.2 s of CPU each), 16 forked ones (~10x cheaper, and
+ * mostly waiting on round trips, so fewer places would only slow a burst down). */
 static long start_places(void)
 {
     static long places;
     if (!places) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        places = env_long("CODEMCP_WORKER_START_CONCURRENCY", 4 * (cpus > 0 ? cpus : 1));
+        places = env_long("CODEMCP_WORKER_START_CONCURRENCY",
+                          (use_prototype ? 16 : 4) * (cpus > 0 ? cpus : 1));
         if (places < 1)
             places = 1;
     }
