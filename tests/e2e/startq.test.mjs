@@ -54,7 +54,6 @@ describe('bounded worker starts', () => {
     assert.ok(starts >= 10, `only ${starts} starts logged:\n${g.proc.stderrTail()}`);
     const most = mostUnderWay(g.proc.stderr);
     assert.ok(most >= 1 && most <= 2, `${most} starts were under way at once (CODEMCP_WORKER_START_CONCURRENCY=2)`);
-    assert.ok(/start queued/.test(g.proc.stderr), 'no start waited for a place');
     // Each session kept its own interpreter.
     assert.deepEqual(await Promise.all(clients.map((c) => run(c, 'result = v'))), Array.from({ length: 10 }, (_, i) => i));
     for (const c of clients) await c.close().catch(() => {});
@@ -77,6 +76,8 @@ describe('bounded worker starts', () => {
     const clients = await Promise.all(Array.from({ length: 6 }, (_, i) => g.open(`s${i}`)));
     const pending = clients.map((c) => c.callTool({ name: 'execute_python', arguments: { code: 'result = 1' } },
       undefined, { timeout: ms(60000) }).catch((e) => e));
+    // The six runs arrive within milliseconds; one exec'd start takes a whole interpreter's
+    // start-up (≥ 100 ms even idle), so the second session's start always finds the place taken.
     assert.ok(await waitFor(() => /start queued/.test(g.proc.stderr), ms(30000)), `no start was queued:\n${g.proc.stderrTail()}`);
     g.proc.snapshot(); // the gateway's descendants now (pid -> start time)
     g.proc.child.kill('SIGTERM');
