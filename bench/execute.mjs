@@ -13,7 +13,7 @@ import { writeFileSync, readFileSync, existsSync, mkdtempSync, openSync } from '
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { SERVERS, codemcpBin, childPids, stats, fmt, ROOT, memKiB, comm, cpuNs, untilSdkReady, EXEC_N,
+import { SERVERS, codemcpBin, childPids, workerPids, stats, fmt, ROOT, memKiB, comm, cpuNs, untilSdkReady, EXEC_N,
   EXEC_PY, EXEC_EXPECT } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 60);
@@ -101,16 +101,18 @@ const WORKLOADS = ['one', 'seq50', 'conc50'];
 await untilSdkReady(() => arms.codemcp.one());
 
 const gwPid = peers.codemcp.pid;
-// In the sandbox (the default) the gateway's child is the sandbox's waiter; the interpreter is
-// its grandchild (waiter → PID 1 → worker): take the deepest codemcp-worker.
-let workerPid = childPids(gwPid).find((p) => comm(p) === 'codemcp-worker');
-for (let k = 0; k < 2 && workerPid; k++) {
-  const below = childPids(workerPid).find((p) => comm(p) === 'codemcp-worker');
-  if (!below) break;
-  workerPid = below;
-}
-const upOf = (pid) => childPids(pid).find((p) => comm(p) !== 'codemcp-worker');
+// The session's interpreter: with the prototype (the default) the tree below the gateway is
+// sandbox waiter → PID 1 → prototype → the worker's waiter → worker, without it waiter → PID 1
+// → worker; either way the interpreter is the codemcp-worker with more than one thread (Python
+// + its I/O thread). A warm spare may exist too: take the one that has run (most CPU).
+const threadsOf = (pid) => { try { return Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/^Threads:\s+(\d+)/m)[1]); } catch { return 0; } };
+const interpreters = workerPids(gwPid).filter((p) => threadsOf(p) > 1);
+const workerPid = interpreters.sort((a, b) => cpuNs(b) - cpuNs(a))[0];
+if (!workerPid) throw new Error('no codemcp-worker interpreter below the gateway');
+// The upstream is the gateway's node child (its other children: codemcp-guard, the sandbox).
+const upOf = (pid) => childPids(pid).find((p) => comm(p) === 'node');
 const [gwUp, cfUp] = [upOf(gwPid), upOf(peers.cloudflare.pid)];
+if (!gwUp || !cfUp) throw new Error('upstream server-everything process not found');
 const PROBES = {
   direct: { upstream: () => cpuNs(peers.direct.pid) },
   codemcp: { gateway: () => cpuNs(gwPid), 'worker Python thread': () => cpuNs(workerPid, (t) => t === workerPid),
@@ -151,7 +153,8 @@ for (let r = 0; r < EMPTY_RUNS; r++)
     empty[arm].push(await timed(arm, 'empty'));
 
 // Memory after the runs: VmRSS now and VmHWM (peak) for each process.
-const memory = { gateway: memKiB(gwPid), worker: workerPid ? memKiB(workerPid) : { rss: NaN, hwm: NaN },
+const pssOf = (pid) => { try { return Number(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8').match(/^Pss:\s+(\d+)/m)[1]); } catch { return NaN; } };
+const memory = { gateway: { ...memKiB(gwPid), pss: pssOf(gwPid) }, worker: { ...memKiB(workerPid), pss: pssOf(workerPid) },
   cloudflare: memKiB(peers.cloudflare.pid) };
 for (const p of Object.values(peers)) await p.client.close();
 
@@ -232,13 +235,16 @@ server-everything doing the same ${N} get-sum calls in every arm.
 |---|---|---|---|---|---|
 ${cpuRows.join('\n')}
 
-## Memory after the runs (MB; VmRSS, peak VmHWM)
+## Memory after the runs (MB; VmRSS, peak VmHWM, Pss = shared pages split among their users)
 
-| process | RSS | peak |
-|---|---|---|
-| codemcp gateway (pid ${gwPid}) | ${fmt(MB(memory.gateway.rss))} | ${fmt(MB(memory.gateway.hwm))} |
-| codemcp-worker (pid ${workerPid ?? 'not found'}) | ${fmt(MB(memory.worker.rss))} | ${fmt(MB(memory.worker.hwm))} |
-| cloudflare Node host (reference) | ${fmt(MB(memory.cloudflare.rss))} | ${fmt(MB(memory.cloudflare.hwm))} |
+| process | RSS | peak | Pss |
+|---|---|---|---|
+| codemcp gateway (pid ${gwPid}) | ${fmt(MB(memory.gateway.rss))} | ${fmt(MB(memory.gateway.hwm))} | ${fmt(MB(memory.gateway.pss))} |
+| codemcp-worker, the session's interpreter (pid ${workerPid}) | ${fmt(MB(memory.worker.rss))} | ${fmt(MB(memory.worker.hwm))} | ${fmt(MB(memory.worker.pss))} |
+| cloudflare Node host (reference) | ${fmt(MB(memory.cloudflare.rss))} | ${fmt(MB(memory.cloudflare.hwm))} | – |
+
+The worker is forked from the prototype: its RSS counts the pages it shares with the prototype
+(and with other sessions' workers), its Pss only its share of them.
 
 The Cloudflare host's RSS includes discarded \`node:vm\` contexts V8 has not collected yet (it
 collects them lazily; with a forced GC every 0.3 s it stays near 100–115 MB over 2000 runs).

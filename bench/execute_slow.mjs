@@ -19,6 +19,7 @@ const N = Number(process.env.BENCH_SLOW_N || 100);
 const TARGET = 1.2;
 const FAKE = ['/usr/bin/python3', join(ROOT, 'tests/fixtures/fake_upstream.py')];
 const bin = codemcpBin();
+const load0 = loadavg();
 const dir = mkdtempSync(join(tmpdir(), 'codemcp-bench-slow-'));
 const cfg = join(dir, 'mcp.json');
 writeFileSync(cfg, JSON.stringify({ mcp: { fake: { type: 'local', command: FAKE } } }));
@@ -70,10 +71,13 @@ const med = (a, w) => stats(t[a][w]).median;
 const paired = (a) => stats(t[a].many.map((x, i) => x / t[a].one[i])).median;
 const rev = (() => { try { return execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim(); } catch { return '?'; } })();
 const c = paired('codemcp');
+// What codemcp adds over the upstream itself: this round's codemcp 100-call time over the same
+// round's direct 100-call time (the fixture's own spread of 100 threads is in both).
+const over = stats(t.codemcp.many.map((x, i) => x / t.direct.many[i])).median;
 const report = `# ${N} concurrent ${MS} ms calls vs one (bench/execute_slow.mjs, issue 17)
 
 ${new Date().toISOString()} — ${ROUNDS} rounds after 2 warm-up rounds, arms and workloads interleaved;
-${cpus().length} × ${cpus()[0]?.model ?? '?'}, load average ${loadavg().map((l) => fmt(l)).join(' / ')} at the end, commit ${rev},
+${cpus().length} × ${cpus()[0]?.model ?? '?'}, load average ${load0.map((l) => fmt(l)).join(' / ')} at the start, ${loadavg().map((l) => fmt(l)).join(' / ')} at the end, commit ${rev},
 ${bin}. Tool: tests/fixtures/fake_upstream.py \`sleep {ms: ${MS}}\` (a thread per call), stdio.
 
 | arm | 1 call, ms (p50) | ${N} concurrent, ms (p50) | ${N} concurrent / 1 call (paired median) | target ≤ ${TARGET}× |
@@ -83,6 +87,8 @@ ${bin}. Tool: tests/fixtures/fake_upstream.py \`sleep {ms: ${MS}}\` (a thread pe
 
 "paired": the median over rounds of that round's ${N}-call time over its 1-call time. The
 direct arm shows what the upstream itself needs for ${N} overlapping calls (its threads).
+codemcp's ${N} concurrent calls / the direct arm's ${N} in the same round (paired median):
+**${fmt(over, 3)}×** — what the gateway and the worker add over the upstream's own spread.
 `;
 writeFileSync(join(ROOT, 'bench/results', process.env.BENCH_OUT || 'execute_slow.md'), report);
 process.stdout.write(report);

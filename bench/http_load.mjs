@@ -22,7 +22,11 @@
 //        → bench/results/http_load.md
 // Env: CODEMCP_BIN (binary), BENCH_SESSIONS (default 50), BENCH_CALLS (default 10),
 //      BENCH_CODEMCP_LOG=<prefix> keeps each gateway's stderr in <prefix>.w<n>.log (combine with
-//      CODEMCP_LOG=info or debug), BENCH_OUT=<file> writes the report elsewhere.
+//      CODEMCP_LOG=info or debug; at info the report has each worker's start-up time),
+//      BENCH_PRINCIPALS (default SESSIONS / 50, rounded up: bearer tokens the sessions share),
+//      BENCH_OUT=<file> writes the report elsewhere.
+// 200 sessions (bench/results/http_load_200.md): BENCH_SESSIONS=200 CODEMCP_LOG=info
+//      BENCH_OUT=bench/results/http_load_200.md node bench/http_load.mjs 3 4 200
 import { spawn, execFileSync } from 'node:child_process';
 import { openSync, readFileSync, readdirSync, writeFileSync, mkdtempSync, closeSync, existsSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -82,9 +86,13 @@ async function startLogged(argv, env, log, ready) {
 }
 
 // codemcp start requires a bearer token; the direct upstream ignores the header.
-const TOKEN = 'bench-http-load-token-0123456789';
-async function connect(name, url) {
-  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } });
+// Sessions are spread over PRINCIPALS tokens (session k uses token k % PRINCIPALS, from a
+// CODEMCP_HTTP_TOKENS_FILE): one principal holding 200 sessions would run into the
+// per-principal share of namespaces (CODEMCP_MAX_NAMESPACES_PER_PRINCIPAL, 64) by design.
+const PRINCIPALS = Math.max(1, Number(process.env.BENCH_PRINCIPALS || Math.ceil(SESSIONS / 50)));
+const tokenOf = (k) => `bench-http-load-token-${String(k % PRINCIPALS).padStart(4, '0')}-0123456789`;
+async function connect(name, url, k = 0) {
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${tokenOf(k)}` } } });
   const client = new Client({ name, version: '1' });
   await client.connect(transport);
   return { client, transport, tools: (await client.listTools()).tools.map((t) => t.name) };
@@ -99,13 +107,16 @@ const upUrl = `http://127.0.0.1:${upPort}/mcp`;
 const cfg = join(dir, 'mcp.json');
 writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'remote', url: upUrl } } }));
 
+const tokensFile = join(dir, 'tokens');
+writeFileSync(tokensFile, Array.from({ length: PRINCIPALS }, (_, k) => `bench${k} ${tokenOf(k)}\n`).join(''), { mode: 0o600 });
 const gateways = {};
 for (const w of WORKERS) {
   const log = process.env.BENCH_CODEMCP_LOG ? `${process.env.BENCH_CODEMCP_LOG}.w${w}.log` : join(dir, `gw${w}.log`);
-  const env = { CODEMCP_CONFIG: cfg, CODEMCP_WORKERS: String(w), XDG_CONFIG_HOME: join(dir, 'xdg'), CODEMCP_HTTP_TOKEN: TOKEN,
+  const env = { CODEMCP_CONFIG: cfg, CODEMCP_WORKERS: String(w), XDG_CONFIG_HOME: join(dir, 'xdg'), CODEMCP_HTTP_TOKENS_FILE: tokensFile,
     CODEMCP_LOG: process.env.CODEMCP_LOG || 'warn',
-    // Every bench session is the same principal on the same address: the per-principal and
-    // per-peer bounds (meant for floods) must fit SESSIONS legitimate clients.
+    // Every bench session comes from the same address (and up to SESSIONS / PRINCIPALS share a
+    // principal): the per-principal and per-peer bounds (meant for floods) must fit SESSIONS
+    // legitimate clients.
     CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL: String(Math.max(64, SESSIONS + 8)),
     CODEMCP_HTTP_MAX_PENDING_PER_PEER: String(Math.max(32, SESSIONS + 8)),
     CODEMCP_HTTP_MAX_PENDING: String(Math.max(256, SESSIONS + 8)),
@@ -114,6 +125,8 @@ for (const w of WORKERS) {
     /serving MCP over Streamable HTTP at (\S+)/);
   gateways[w] = { ...g, url: g.match[1], pid: g.proc.pid };
 }
+// The gateways' memory before any session (the per-session share is the growth from here).
+const gwMem0 = Object.fromEntries(WORKERS.map((w) => [w, { ...memKiB(gateways[w].pid), pss: pssKiB(gateways[w].pid) }]));
 
 // ---- arms -----------------------------------------------------------------------------------
 let nextA = 1;
@@ -195,7 +208,7 @@ const arms = {};
 async function makeArm(name, url, task, tool, connectFn = connect) {
   const clients = [];
   for (let k = 0; k < SESSIONS; k++) {
-    const c = await connectFn(`bench-${name}-${k}`, url);
+    const c = await connectFn(`bench-${name}-${k}`, url, k);
     if (!c.tools.includes(tool)) throw new Error(`${name}: no ${tool} in ${JSON.stringify(c.tools)}`);
     clients.push(c);
   }
@@ -252,12 +265,14 @@ async function runRound(name, seconds, keep) {
   if (name === RAW_ARM) freshRawAgent();
   const lat = [];
   let tasks = 0, errors = 0, inWindow = 0, open = false, w0 = 0, w1 = 0, before = null, after = null;
-  const t0 = performance.now();
-  const deadline = t0 + seconds * 1000;
+  // The round ends when the closer fires (not at a clock reading): a client whose last task
+  // ended between a computed deadline and the closer's turn could otherwise finish the round
+  // before the closer ran.
+  let closed = false;
   const opener = setTimeout(() => { open = true; w0 = performance.now(); before = snapCpu(); }, RAMP * 1000);
-  const closer = setTimeout(() => { open = false; w1 = performance.now(); after = snapCpu(); }, seconds * 1000);
+  const closer = setTimeout(() => { open = false; closed = true; w1 = performance.now(); after = snapCpu(); }, seconds * 1000);
   await Promise.all(arm.clients.map(async (c) => {
-    while (performance.now() < deadline) {
+    while (!closed) {
       const a = nextA; nextA += CALLS + 1;
       const s = performance.now();
       try {
@@ -268,6 +283,9 @@ async function runRound(name, seconds, keep) {
       } catch (e) {
         errors++;
         if (arm.errors.length < 5) arm.errors.push(String(e?.message ?? e).slice(0, 300));
+        // A client whose calls fail at once (a closed transport rejects in a microtask) would
+        // otherwise spin without ever yielding to the round's timers.
+        await sleep(20);
       }
     }
   }));
@@ -283,11 +301,15 @@ async function runRound(name, seconds, keep) {
 // Every session runs one task first (untimed, answers checked): with one worker per session,
 // 200 sessions start 200 sandboxed interpreters, which takes longer than any warm-up round.
 const startT0 = performance.now();
-const startErrors = {};
+const startErrors = {}, startArm = {};
 for (const name of ARMS) {
-  const a = arms[name];
+  if (name === RAW_ARM) freshRawAgent(); // its keep-alive sockets idled while the others ran
+  const a = arms[name], t = performance.now();
   const rs = await Promise.allSettled(a.clients.map((c) => a.task(c, (nextA += 1000))));
   startErrors[name] = rs.filter((r) => r.status === 'rejected').length;
+  startArm[name] = (performance.now() - t) / 1000;
+  const first = rs.find((r) => r.status === 'rejected');
+  if (first && a.errors.length < 5) a.errors.push(`first task: ${String(first.reason?.message ?? first.reason).slice(0, 300)}`);
 }
 const startSeconds = (performance.now() - startT0) / 1000;
 for (const name of ARMS) await runRound(name, WARMUP_SECONDS, false); // JIT, worker start, pools
@@ -299,14 +321,31 @@ for (let r = 0; r < ROUNDS; r++) {
 }
 
 // ---- memory at the end ----------------------------------------------------------------------
-const memory = { 'server-everything': [memKiB(upstream.proc.pid)] };
+const memory = { 'server-everything': [memKiB(upstream.proc.pid)] }, perSession = {};
+const threads = (pid) => { try { return Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/^Threads:\s+(\d+)/m)[1]); } catch { return 0; } };
+const parentPid = (pid) => { try { return Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]); } catch { return 0; } };
 for (const w of WORKERS) {
   memory[`gateway W=${w}`] = [{ ...memKiB(gateways[w].pid), pss: pssKiB(gateways[w].pid) }];
-  // One row for all workers (200 sessions: 200 workers and their waiters): summed.
-  const wp = workerPids(gateways[w].pid), ms = wp.map(memKiB);
-  const live = wp.filter((p) => memKiB(p).rss > 8 * 1024); // the interpreters, not the waiters
-  memory[`workers W=${w} (${wp.length} processes, ${live.length} over 8 MB)`] = [{ rss: ms.reduce((a, m) => a + (m.rss || 0), 0),
-    hwm: ms.reduce((a, m) => a + (m.hwm || 0), 0), pss: wp.reduce((a, p) => a + (pssKiB(p) || 0), 0), n: live.length }];
+  // The codemcp-worker processes below the gateway, in three groups (summed): the sessions'
+  // interpreters (the only ones with more than one thread: Python + its I/O thread), each one's
+  // sandbox waiter (its parent), and the rest (the prototype and its sandbox's waiter and init).
+  // RSS counts the prototype's shared pages in every forked process; Pss splits them.
+  const wp = workerPids(gateways[w].pid);
+  const interp = wp.filter((p) => threads(p) > 1);
+  const parents = new Set(interp.map(parentPid));
+  const waiters = wp.filter((p) => parents.has(p)), rest = wp.filter((p) => !interp.includes(p) && !parents.has(p));
+  const group = (ps, n) => {
+    const ms = ps.map(memKiB);
+    return [{ rss: ms.reduce((a, m) => a + (m.rss || 0), 0), hwm: ms.reduce((a, m) => a + (m.hwm || 0), 0),
+      pss: ps.reduce((a, p) => a + (pssKiB(p) || 0), 0), n }];
+  };
+  memory[`interpreters W=${w} (${interp.length} processes)`] = group(interp, interp.length);
+  memory[`their sandbox waiters W=${w} (${waiters.length})`] = group(waiters, waiters.length);
+  memory[`prototype + its sandbox W=${w} (${rest.length})`] = group(rest, 0);
+  const g1 = memory[`gateway W=${w}`][0];
+  perSession[w] = { n: interp.length, gwRss: (g1.rss - gwMem0[w].rss) / SESSIONS, gwPss: (g1.pss - gwMem0[w].pss) / SESSIONS,
+    interp: memory[`interpreters W=${w} (${interp.length} processes)`][0].pss / Math.max(1, interp.length),
+    waiter: memory[`their sandbox waiters W=${w} (${waiters.length})`][0].pss / Math.max(1, waiters.length) };
 }
 for (const name of ARMS) for (const c of arms[name].clients) {
   try { await c.transport.terminateSession(); } catch {}
@@ -315,6 +354,25 @@ for (const name of ARMS) for (const c of arms[name].clients) {
 for (const w of WORKERS) gateways[w].proc.kill('SIGTERM');
 await sleep(500);
 upstream.proc.kill('SIGKILL');
+
+// Worker start-up, from each gateway's log when it is at info level or above ("worker N
+// connected (pid P) in X ms": from the start request to the worker's authenticated control
+// connection, through the prototype), and the starts that hit CODEMCP_WORKER_START_TIMEOUT_MS.
+const START_TIMEOUT = Number(process.env.CODEMCP_WORKER_START_TIMEOUT_MS || 15000);
+const startRows = WORKERS.map((w) => {
+  let text = '';
+  try { text = readFileSync(gateways[w].log, 'utf8'); } catch {}
+  const hits = [...text.matchAll(/worker \d+ connected \(pid \d+\) in (\d+) ms(?: \((\d+) ms queued\))?/g)];
+  const ms = hits.map((m) => Number(m[1])), queued = hits.map((m) => Number(m[2] || 0));
+  const own = ms.map((x, i) => x - queued[i]); // from its launch: what the start timeout measures
+  const late = (text.match(/did not connect in time/g) || []).length;
+  const protoFail = (text.match(/prototype[^\n]*(fail|exit|died|could not)/gi) || []).length;
+  if (!ms.length) return `| codemcp W=${w} | (log not at info level: run with CODEMCP_LOG=info) | | | | | | |`;
+  const st = stats(ms), so = stats(own), sq = stats(queued);
+  return `| codemcp W=${w} | ${ms.length} | ${fmt(st.median, 0)} / ${fmt(st.p99, 0)} / ${fmt(st.max, 0)} | ` +
+    `${fmt(sq.median, 0)} / ${fmt(sq.max, 0)} | ${fmt(so.median, 0)} / ${fmt(so.p99, 0)} / ${fmt(so.max, 0)} | ` +
+    `${own.filter((x) => x > START_TIMEOUT).length} | ${late} | ${protoFail} |`;
+});
 
 // ---- report ---------------------------------------------------------------------------------
 const sum = (xs) => xs.reduce((s, x) => s + x, 0);
@@ -411,9 +469,13 @@ ${RAW ? `- **${RAW_ARM}**: the direct load from a minimal hand-written client (\
   agent, one POST per call, the SSE reply parsed by hand) — not a target, it shows what the
   upstream serves when the SDK client's CPU is out of the way.
 ` : ''}
+The codemcp sessions belong to ${PRINCIPALS} principal${PRINCIPALS > 1 ? 's' : ''} (bearer tokens of a \`CODEMCP_HTTP_TOKENS_FILE\`,
+session k with token k mod ${PRINCIPALS}); the per-peer and per-principal session bounds are raised to
+fit ${SESSIONS} sessions from one address, the namespace bounds are the defaults.
+
 Every answer is checked text by text (A is unique per task); an \`isError\`, an exception or a
 wrong answer is an error (warm-up, not counted below: ${warmNote}). Before the warm-up every
-session ran one task (all arms: ${fmt(startSeconds, 1)} s; failed: ${JSON.stringify(startErrors)}), so every worker exists.
+session ran one task (all arms: ${fmt(startSeconds, 1)} s — ${ARMS.map((n) => `${n} ${fmt(startArm[n], 1)} s`).join(', ')}; failed: ${JSON.stringify(startErrors)}), so every worker exists.
 Latency is one task, client side, over all measured tasks. Throughput = tasks completed inside
 each round's window [start + ${RAMP} s, deadline], when every client has a task in flight, / the
 windows' length; tasks of the first second and those still in flight at a deadline (which drain
@@ -433,6 +495,16 @@ Tasks/s per round (same round = same machine phase):
 | arm | ${Array.from({ length: ROUNDS }, (_, i) => `round ${i + 1}`).join(' | ')} |
 |---|${'---|'.repeat(ROUNDS)}
 ${roundRows.join('\n')}
+
+## Worker start-up (the first task of every session, through the prototype)
+
+Per worker, ms from the gateway asking for it to its authenticated control connection (gateway
+log), split into the wait for a start place (CODEMCP_WORKER_START_CONCURRENCY) and the start
+itself (from its launch: what CODEMCP_WORKER_START_TIMEOUT_MS = ${START_TIMEOUT} measures).
+
+| gateway | workers started | total p50 / p99 / max | queued p50 / max | start itself p50 / p99 / max | over the timeout | killed by the timeout | prototype failures logged |
+|---|---|---|---|---|---|---|---|
+${startRows.join('\n')}
 
 ## CPU per task (µs on CPU, all threads; from /proc schedstat and process.cpuUsage)
 
@@ -464,12 +536,22 @@ ${timeRows.join('\n')}
 
 ## Memory at the end (MB; VmRSS, VmHWM = peak, Pss = shared pages split among their users)
 
-Worker rows are sums over every codemcp-worker process of the gateway (each session's
-interpreter and its sandbox's waiter); "per worker" = their Pss / the interpreters (> 8 MB RSS).
+Worker rows are sums over the codemcp-worker processes below the gateway, in three groups: the
+sessions' interpreters (forked from the prototype; the processes with more than one thread), the
+sandbox waiter of each, and the prototype with its own sandbox's waiter and init. RSS counts
+the prototype's shared pages again in every process forked from it; Pss splits them among
+their users, so Pss sums are what the machine holds. "Pss each" = the group's Pss / its processes.
 
-| process | RSS | peak | Pss | Pss per worker |
+| process | RSS | peak | Pss | Pss each |
 |---|---|---|---|---|
 ${memRows.join('\n')}
+
+Per session (memory that one more session costs):
+
+| gateway | sessions | gateway RSS growth / session | gateway Pss growth / session | interpreter Pss | waiter Pss | total Pss per session |
+|---|---|---|---|---|---|---|
+${WORKERS.map((w) => { const m = perSession[w]; return `| W=${w} | ${SESSIONS} (${m.n} interpreters) | ${fmt(m.gwRss, 0)} KiB | ${fmt(m.gwPss, 0)} KiB | ` +
+  `${fmt(MB(m.interp), 2)} MB | ${fmt(MB(m.waiter), 2)} MB | **${fmt(MB(m.interp + m.waiter + m.gwPss), 2)} MB** |`; }).join('\n')}
 
 ${allErrors.length ? `## Errors (first of each arm)\n\n${allErrors.join('\n')}\n` : 'No errors in the measured rounds.\n'}`;
 

@@ -30,8 +30,21 @@ static void cancel_fork(void *ud)
         on_worker_exit(w, 0, SIGKILL);
 }
 
+/* A queued start ended before it began (shutdown): no process to kill. */
+static void cancel_queued(void *ud)
+{
+    struct worker *w = ud;
+    if (w->state == WK_STARTING && !w->pid && !w->st_io)
+        on_worker_exit(w, 0, SIGKILL);
+}
+
 void hard_kill(struct worker *w)
 {
+    if (w->start_queued) {
+        w->start_queued = 0;
+        lp_timer_start(&w->start_timer, 0, cancel_queued, w);
+        return;
+    }
     if (w->forked && w->awaiting_pt) { /* nothing was forked yet: end the start (soon) */
         w->awaiting_pt = 0;
         lp_timer_start(&w->start_timer, 0, cancel_fork, w);
@@ -250,8 +263,38 @@ static int spawn_forked(struct worker *w)
     return 0;
 }
 
+/* Starts under way at once (CODEMCP_WORKER_START_CONCURRENCY): every start needs CPU, so N
+ * starts at once on P cores each take about N / P times one start; past
+ * CODEMCP_WORKER_START_TIMEOUT_MS all of them are killed together and none ever finishes. The
+ * rest wait in FIFO order (their timeout not yet running). Default per CPU: 4 exec'd starts
+ * (a whole interpreter's start-up, ~0.2 s of CPU each), 16 forked ones (~10x cheaper, and
+ * mostly waiting on round trips, so fewer places would only slow a burst down). */
+static long start_places(void)
+{
+    static long places;
+    if (!places) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        places = env_long("CODEMCP_WORKER_START_CONCURRENCY",
+                          (use_prototype ? 16 : 4) * (cpus > 0 ? cpus : 1));
+        if (places < 1)
+            places = 1;
+    }
+    return places;
+}
+
+static int starts_under_way(void)
+{
+    int n = 0;
+    for (int i = 0; i < n_workers; i++)
+        n += workers[i].state == WK_STARTING && !workers[i].start_queued;
+    return n;
+}
+
+static int launch(struct worker *w);
+
 int spawn(struct worker *w)
 {
+    static uint64_t queue_seq;
     if (random_hex(w->token, 32) < 0) {
         log_error("worker", "cannot get random bytes for the worker token");
         return -1;
@@ -259,6 +302,44 @@ int spawn(struct worker *w)
     w->sdk_sent = 0;
     w->shapes_sent = 0;
     w->runs_done = 0;
+    w->start_ms = now_ms();
+    if (starts_under_way() >= start_places()) {
+        w->state = WK_STARTING;
+        w->start_queued = ++queue_seq;
+        log_debug("worker", "worker %d: start queued (%ld under way)", w->slot, start_places());
+        return 0;
+    }
+    return launch(w);
+}
+
+void start_queued_now(void)
+{
+    static int active; /* a launch that fails at once passes through became_idle again */
+    if (active || shutting_down)
+        return;
+    active = 1;
+    int failed = 0;
+    while (starts_under_way() < start_places()) {
+        struct worker *next = NULL;
+        for (int i = 0; i < n_workers; i++)
+            if (workers[i].start_queued && (!next || workers[i].start_queued < next->start_queued))
+                next = &workers[i];
+        if (!next)
+            break;
+        next->start_queued = 0;
+        if (launch(next) < 0) {
+            next->state = WK_DOWN;
+            failed = 1;
+        }
+    }
+    active = 0;
+    if (failed) /* runs waiting for those slots learn it (start_failure, or a retry) */
+        became_idle();
+}
+
+static int launch(struct worker *w)
+{
+    w->launch_ms = now_ms();
     lp_timer_start(&w->start_timer, env_long("CODEMCP_WORKER_START_TIMEOUT_MS", 15000),
                    start_timed_out, w);
     if (use_prototype) {

@@ -55,6 +55,7 @@ void wk_set_hooks(const struct wk_hooks *h)
 
 void became_idle(void)
 {
+    start_queued_now(); /* a start that ended frees its place */
     if (hooks.idle)
         hooks.idle();
 }
@@ -369,7 +370,9 @@ int wk_authenticate(const char *token, uint64_t conn_id)
     w->failed_starts = 0;
     free(w->start_failure);
     w->start_failure = NULL;
-    log_info("worker", "worker %d connected (pid %d)", match, (int)w->pid);
+    int64_t t = now_ms();
+    log_info("worker", "worker %d connected (pid %d) in %lld ms (%lld ms queued)", match,
+             (int)w->pid, (long long)(t - w->start_ms), (long long)(w->launch_ms - w->start_ms));
     send_sdk(w);
     became_idle();
     return match;

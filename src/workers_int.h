@@ -30,6 +30,9 @@ struct worker {
     int runs_done; /* runs completed by the current process */
     char *start_failure;
     struct lp_timer start_timer;
+    int64_t start_ms;  /* when the current start was asked for (the connected line says how long) */
+    int64_t launch_ms; /* when it left the start queue (the start timeout runs from here) */
+    uint64_t start_queued; /* STARTING but waiting for a start place: its queue order, else 0 */
     struct lp_timer restart_timer;
     struct lp_io *out_io, *err_io;
     struct rpc_lines out_lines, err_lines;
@@ -61,6 +64,7 @@ struct worker {
 #define on_worker_exit   wk__on_worker_exit
 #define spawn            wk__spawn
 #define hard_kill        wk__hard_kill
+#define start_queued_now wk__start_queued_now
 #define touch            wk__touch
 #define pt_hooks_of_pool wk__pt_hooks
 
@@ -86,6 +90,9 @@ void on_worker_exit(void *ud, pid_t pid, int status);
 /* worker_spawn.c */
 int spawn(struct worker *w);      /* DOWN → STARTING: 0, -1 (start_failure says why) */
 void hard_kill(struct worker *w); /* SIGKILL of the worker's whole sandbox or group */
+/* Launches queued starts while fewer than CODEMCP_WORKER_START_CONCURRENCY are under way
+ * (became_idle calls it: every start that ends passes there). */
+void start_queued_now(void);
 struct pt_hooks;
 extern const struct pt_hooks pt_hooks_of_pool; /* the prototype's hooks into the pool */
 
