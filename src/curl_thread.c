@@ -7,7 +7,14 @@
  * signalfd sees them, and sets CURLOPT_NOSIGNAL on every handle.
  *
  * Streaming responses are parsed here (sse.c) so that the loop receives whole events, not
- * byte chunks; a collected body larger than max_body aborts the transfer with a clear error. */
+ * byte chunks; a collected body larger than max_body aborts the transfer with a clear error.
+ *
+ * Per-call cost (issue 17): a transfer is one allocation (the struct, its header list nodes,
+ * the header lines and the body); easy handles are kept in a small pool after
+ * curl_easy_reset (which clears every option, header list and method of the last transfer;
+ * connections live in the multi handle's cache either way); the events one pass of the
+ * curl thread produced reach the loop in one lp_post; the curl thread is woken only when the
+ * command queue was empty. */
 #include "curl_thread.h"
 #include "log.h"
 #include "loop.h"
@@ -23,12 +30,13 @@
 
 #define DEFAULT_MAX_BODY ((size_t)64 << 20)
 #define POLL_MS          1000
+#define POOL_MAX         64 /* idle easy handles kept for reuse */
 
 struct ct_xfer {
     uint64_t id;
     CURL *easy;
-    struct curl_slist *hdrs;
-    char *body;
+    struct curl_slist *hdrs; /* = nodes (or NULL): never curl_slist_free_all'd */
+    const char *body;        /* in this allocation, after the header lines */
     ct_event_fn fn;
     size_t max_body;
     char errbuf[CURL_ERROR_SIZE];
@@ -44,6 +52,7 @@ struct ct_xfer {
     struct buf resp;
     int too_large;
     struct ct_xfer *next;
+    struct curl_slist nodes[]; /* header list, then the header lines, then the body */
 };
 
 struct ct_cmd {
@@ -60,6 +69,12 @@ static pthread_t thread;
 static int refs;
 static uint64_t next_id = 1;
 static struct ct_xfer *xfers; /* curl thread only */
+/* Idle easy handles, already reset: taken by ct_submit (loop), given back by the curl
+ * thread. Under cmd_lock. */
+static CURL *pool[POOL_MAX];
+static int n_pool;
+/* Events of the current pass of the curl thread, posted together (curl thread only). */
+static struct posted_batch *batch;
 
 /* ---- events (built on the curl thread, delivered on the loop) ------------------------- */
 
@@ -86,21 +101,41 @@ struct posted_event {
     struct ct_event *ev;
 };
 
+struct posted_batch {
+    size_t n, cap;
+    struct posted_event *evs;
+};
+
 static void deliver(void *ud)
 {
-    struct posted_event *pe = ud;
-    if (pe->fn)
-        pe->fn(pe->ev);
-    event_free(pe->ev);
-    free(pe);
+    struct posted_batch *b = ud;
+    for (size_t i = 0; i < b->n; i++) {
+        if (b->evs[i].fn)
+            b->evs[i].fn(b->evs[i].ev);
+        event_free(b->evs[i].ev);
+    }
+    free(b->evs);
+    free(b);
 }
 
+/* Queues ev for the loop; flush() hands the pass's events over in order. */
 static void post(struct ct_xfer *x, struct ct_event *ev)
 {
-    struct posted_event *pe = xmalloc(sizeof(*pe));
-    pe->fn = x->fn;
-    pe->ev = ev;
-    lp_post(deliver, pe);
+    if (!batch)
+        batch = xcalloc(1, sizeof(*batch));
+    if (batch->n == batch->cap) {
+        batch->cap = batch->cap ? batch->cap * 2 : 8;
+        batch->evs = xrealloc(batch->evs, batch->cap * sizeof(*batch->evs));
+    }
+    batch->evs[batch->n].fn = x->fn;
+    batch->evs[batch->n++].ev = ev;
+}
+
+static void flush(void)
+{
+    if (batch)
+        lp_post(deliver, batch);
+    batch = NULL;
 }
 
 static struct ct_event *event_new(struct ct_xfer *x, enum ct_kind kind)
@@ -110,13 +145,20 @@ static struct ct_event *event_new(struct ct_xfer *x, enum ct_kind kind)
     ev->xfer = x->id;
     ev->status = x->status;
     ev->retry_ms = -1;
-    if (kind != CT_SSE) {
+    if (kind == CT_HEAD) {
         ev->content_type = dup_or_null(x->content_type);
         ev->session_id = dup_or_null(x->session_id);
         ev->location = dup_or_null(x->location);
         ev->www_auth = dup_or_null(x->www_auth);
-        ev->is_sse = x->is_sse;
+    } else if (kind == CT_DONE) { /* the transfer's last event: its strings move over */
+        ev->content_type = x->content_type;
+        ev->session_id = x->session_id;
+        ev->location = x->location;
+        ev->www_auth = x->www_auth;
+        x->content_type = x->session_id = x->location = x->www_auth = NULL;
     }
+    if (kind != CT_SSE)
+        ev->is_sse = x->is_sse;
     return ev;
 }
 
@@ -253,12 +295,37 @@ static size_t on_write(char *data, size_t size, size_t n, void *ud)
 
 /* ---- transfers (curl thread) ---------------------------------------------------------- */
 
+/* An easy handle no transfer uses any more (curl thread, or the loop after the thread is
+ * gone): reset and pooled, or cleaned up when the pool is full. The reset clears every option
+ * (URL, method, body, header list, callbacks and their data, timeouts) and the last
+ * transfer's info, so nothing of one request can reach the next. */
+static void easy_release(CURL *e)
+{
+    if (!e)
+        return;
+    curl_easy_reset(e);
+    pthread_mutex_lock(&cmd_lock);
+    int kept = n_pool < POOL_MAX;
+    if (kept)
+        pool[n_pool++] = e;
+    pthread_mutex_unlock(&cmd_lock);
+    if (!kept)
+        curl_easy_cleanup(e);
+}
+
+static CURL *easy_take(void)
+{
+    CURL *e = NULL;
+    pthread_mutex_lock(&cmd_lock);
+    if (n_pool > 0)
+        e = pool[--n_pool];
+    pthread_mutex_unlock(&cmd_lock);
+    return e ? e : curl_easy_init();
+}
+
 static void xfer_free(struct ct_xfer *x)
 {
-    if (x->easy)
-        curl_easy_cleanup(x->easy);
-    curl_slist_free_all(x->hdrs);
-    free(x->body);
+    easy_release(x->easy);
     free(x->content_type);
     free(x->session_id);
     free(x->location);
@@ -310,6 +377,22 @@ static void xfer_done(struct ct_xfer *x, CURLcode code)
     xfer_free(x);
 }
 
+/* Hands x to the multi handle; a transfer curl refuses fails at once with CT_DONE. */
+static void xfer_add(struct ct_xfer *x)
+{
+    CURLMcode mc = curl_multi_add_handle(multi, x->easy);
+    if (mc == CURLM_OK) {
+        x->next = xfers;
+        xfers = x;
+        return;
+    }
+    struct ct_event *ev = event_new(x, CT_DONE);
+    ev->curl_code = CURLE_FAILED_INIT;
+    snprintf(ev->error, sizeof(ev->error), "%s", curl_multi_strerror(mc));
+    post(x, ev);
+    xfer_free(x);
+}
+
 static void thread_run_commands(void)
 {
     pthread_mutex_lock(&cmd_lock);
@@ -319,9 +402,7 @@ static void thread_run_commands(void)
     while (c) {
         struct ct_cmd *next = c->next;
         if (c->add) {
-            c->add->next = xfers;
-            xfers = c->add;
-            curl_multi_add_handle(multi, c->add->easy);
+            xfer_add(c->add);
         } else {
             for (struct ct_xfer *x = xfers; x; x = x->next)
                 if (x->id == c->cancel_id) {
@@ -359,6 +440,7 @@ static void *thread_main(void *arg)
             if (x)
                 xfer_done(x, code);
         }
+        flush();
         curl_multi_poll(multi, NULL, 0, POLL_MS, NULL);
     }
     while (xfers) {
@@ -366,6 +448,13 @@ static void *thread_main(void *arg)
         curl_multi_remove_handle(multi, x->easy);
         xfers = x->next;
         xfer_free(x);
+    }
+    if (batch) { /* stopping: what is left is not delivered */
+        for (size_t i = 0; i < batch->n; i++)
+            event_free(batch->evs[i].ev);
+        free(batch->evs);
+        free(batch);
+        batch = NULL;
     }
     return NULL;
 }
@@ -375,13 +464,16 @@ static void *thread_main(void *arg)
 static void enqueue(struct ct_cmd *c)
 {
     pthread_mutex_lock(&cmd_lock);
+    /* The thread takes the whole queue at once: a non-empty queue has its wake-up coming. */
+    int wake = cmd_head == NULL;
     if (cmd_tail)
         cmd_tail->next = c;
     else
         cmd_head = c;
     cmd_tail = c;
     pthread_mutex_unlock(&cmd_lock);
-    curl_multi_wakeup(multi);
+    if (wake)
+        curl_multi_wakeup(multi);
 }
 
 int ct_start(void)
@@ -437,6 +529,8 @@ void ct_stop(void)
         free(c);
         c = next;
     }
+    while (n_pool > 0)
+        curl_easy_cleanup(pool[--n_pool]);
     curl_multi_cleanup(multi);
     multi = NULL;
     curl_global_cleanup();
@@ -473,7 +567,6 @@ static int set_options(struct ct_xfer *x, const struct ct_request *rq)
     if (rq->timeout_ms > 0)
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, rq->timeout_ms);
     if (strcmp(rq->method, "POST") == 0) {
-        x->body = xstrndup(rq->body ? rq->body : "", rq->body_len);
         curl_easy_setopt(e, CURLOPT_POST, 1L);
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->body);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
@@ -482,22 +575,56 @@ static int set_options(struct ct_xfer *x, const struct ct_request *rq)
     } else {
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, rq->method);
     }
-    for (const char *const *h = rq->headers; h && *h; h++)
-        x->hdrs = curl_slist_append(x->hdrs, *h);
-    /* curl would wait up to 1 s for "100 Continue" on large bodies: never ask for it. */
-    x->hdrs = curl_slist_append(x->hdrs, "Expect:");
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
     return bad ? -1 : 0;
+}
+
+/* The transfer of rq in one allocation: the struct, its header list (rq's lines and
+ * "Expect:"), the header lines and the body, copied. curl only reads a header list, so its
+ * nodes can live in an array. */
+static struct ct_xfer *xfer_new(const struct ct_request *rq)
+{
+    size_t n = 1; /* "Expect:" */
+    for (size_t i = 0; i < rq->headers_len; i++)
+        n += rq->headers[i] == '\0';
+    int post = strcmp(rq->method, "POST") == 0;
+    size_t body_len = post ? rq->body_len + 1 : 0;
+    struct ct_xfer *x =
+        xcalloc(1, sizeof(*x) + n * sizeof(struct curl_slist) + rq->headers_len + body_len);
+    char *lines = (char *)(x->nodes + n);
+    if (rq->headers_len)
+        memcpy(lines, rq->headers, rq->headers_len);
+    size_t k = 0;
+    for (size_t at = 0; at < rq->headers_len; at += strlen(lines + at) + 1, k++) {
+        x->nodes[k].data = lines + at;
+        x->nodes[k].next = &x->nodes[k + 1];
+    }
+    /* curl would wait up to 1 s for "100 Continue" on large bodies: never ask for it. */
+    x->nodes[k].data = (char *)"Expect:";
+    x->nodes[k].next = NULL;
+    x->hdrs = x->nodes;
+    if (post) {
+        char *body = lines + rq->headers_len;
+        if (rq->body_len)
+            memcpy(body, rq->body, rq->body_len);
+        body[rq->body_len] = '\0';
+        x->body = body;
+    }
+    return x;
 }
 
 uint64_t ct_submit(const struct ct_request *rq)
 {
     if (refs == 0 || !multi)
         return 0;
-    struct ct_xfer *x = xcalloc(1, sizeof(*x));
+    if (rq->headers_len && rq->headers[rq->headers_len - 1] != '\0') {
+        log_error("http", "a request's header lines must each end with a NUL");
+        return 0;
+    }
+    struct ct_xfer *x = xfer_new(rq);
     x->fn = rq->on_event;
     x->max_body = rq->max_body ? rq->max_body : DEFAULT_MAX_BODY;
-    x->easy = curl_easy_init();
+    x->easy = easy_take();
     if (!x->easy || set_options(x, rq) < 0) {
         log_error("http", "cannot prepare a request to %s (unsupported URL?)", rq->url);
         xfer_free(x);

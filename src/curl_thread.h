@@ -47,10 +47,11 @@ struct ct_event {
 typedef void (*ct_event_fn)(const struct ct_event *ev);
 
 struct ct_request {
-    const char *method;         /* "GET", "POST" or "DELETE" */
-    const char *url;            /* http:// or https:// */
-    const char *const *headers; /* "Name: value" lines, NULL-terminated; copied; may be NULL */
-    const char *body;           /* POST body (copied) */
+    const char *method;  /* "GET", "POST" or "DELETE" */
+    const char *url;     /* http:// or https:// */
+    const char *headers; /* "Name: value" lines back to back, each ending in a NUL; copied */
+    size_t headers_len;  /* bytes of headers, the NULs included; 0: none */
+    const char *body;    /* POST body (copied) */
     size_t body_len;
     long connect_timeout_ms; /* 0: libcurl's default (300 s) */
     long timeout_ms;         /* whole transfer; 0: none (streams, long tool calls) */
