@@ -31,6 +31,7 @@
 #define DEFAULT_MAX_BODY ((size_t)64 << 20)
 #define POLL_MS          1000
 #define POOL_MAX         64 /* idle easy handles kept for reuse */
+#define MAX_IDLE_CONNS   64 /* connections kept open for reuse, all servers together */
 
 struct ct_xfer {
     uint64_t id;
@@ -490,6 +491,10 @@ int ct_start(void)
         curl_global_cleanup();
         goto fail;
     }
+    /* libcurl's default cache holds 4 connections per transfer still running: as a burst of
+     * concurrent calls ends, it closes most of the burst's connections, and the next burst
+     * opens them again. A fixed cache keeps them (servers close the idle ones they want to). */
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long)MAX_IDLE_CONNS);
     quit = 0;
     /* The thread inherits a fully blocked signal mask: signals belong to the loop. */
     sigset_t all, old;

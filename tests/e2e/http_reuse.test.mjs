@@ -141,3 +141,26 @@ test("a pooled handle that ended another server's session (DELETE, 2 s timeout) 
     await h.close();
   }
 });
+
+test('a second burst of concurrent calls reuses the connections of the first', { timeout: ms(60000) }, async () => {
+  const f = await startFixture();
+  const dir = tempDir();
+  const h = await connect(writeConfig(dir, { fx: remote(f, { headers: { 'X-Test-Token': 'tok' } }) }));
+  try {
+    const N = 40;
+    const code = `ps = [fx_slow(ms=400) for i in range(${N})]\nresult = [str(p) for p in ps]`;
+    for (let burst = 0; burst < 2; burst++)
+      assert.deepEqual(await run(h, code), Array(N).fill('slept 400'));
+    const reqs = (await stats(f)).requests;
+    checkOwnHeaders(reqs);
+    const calls = reqs.filter((q) => q.rpc === 'tools/call');
+    assert.equal(calls.length, 2 * N);
+    // At most N calls overlap, so N connections carry both bursts (one more if the server
+    // closed one in between). libcurl's default cache (4 per transfer still running) would
+    // close most of them as the first burst ends, and the second would open them again.
+    const ports = new Set(calls.map((q) => q.port));
+    assert.ok(ports.size <= N + 1, `two bursts of ${N} concurrent calls used ${ports.size} connections`);
+  } finally {
+    await h.close();
+  }
+});
