@@ -594,8 +594,10 @@ static struct ct_xfer *xfer_new(const struct ct_request *rq)
         n += rq->headers[i] == '\0';
     int post = strcmp(rq->method, "POST") == 0;
     size_t body_len = post ? rq->body_len + 1 : 0;
+    /* Only the struct is zeroed: the rest is written below (a body may be large). */
     struct ct_xfer *x =
-        xcalloc(1, sizeof(*x) + n * sizeof(struct curl_slist) + rq->headers_len + body_len);
+        xmalloc(sizeof(*x) + n * sizeof(struct curl_slist) + rq->headers_len + body_len);
+    memset(x, 0, sizeof(*x));
     char *lines = (char *)(x->nodes + n);
     if (rq->headers_len)
         memcpy(lines, rq->headers, rq->headers_len);
