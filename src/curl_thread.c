@@ -14,7 +14,8 @@
  * curl_easy_reset (which clears every option, header list and method of the last transfer;
  * connections live in the multi handle's cache either way); the events one pass of the
  * curl thread produced reach the loop in one lp_post; the curl thread is woken only when the
- * command queue was empty. */
+ * command queue was empty; it waits in epoll and runs only the transfers whose sockets are
+ * ready (curl_multi_socket_action), with keep-alive connections kept in a fixed cache. */
 #include "curl_thread.h"
 #include "log.h"
 #include "loop.h"
@@ -22,11 +23,15 @@
 #include "util.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #define DEFAULT_MAX_BODY ((size_t)64 << 20)
 #define POLL_MS          1000
@@ -76,6 +81,8 @@ static CURL *pool[POOL_MAX];
 static int n_pool;
 /* Events of the current pass of the curl thread, posted together (curl thread only). */
 static struct posted_batch *batch;
+static int ep_fd = -1, wake_fd = -1; /* the curl thread's epoll set; its command eventfd */
+static int64_t timer_due_us = -1;    /* libcurl's next timeout (curl thread only) */
 
 /* ---- events (built on the curl thread, delivered on the loop) ------------------------- */
 
@@ -107,13 +114,21 @@ struct posted_batch {
     struct posted_event *evs;
 };
 
+/* The transfer whose CT_DONE is being delivered (loop thread): it is over on the curl
+ * thread, so the ct_cancel its callback usually makes (freeing the exchange) is skipped
+ * rather than sent as a command that wakes the thread for nothing. */
+static uint64_t delivering_done;
+
 static void deliver(void *ud)
 {
     struct posted_batch *b = ud;
     for (size_t i = 0; i < b->n; i++) {
+        struct ct_event *ev = b->evs[i].ev;
+        delivering_done = ev->kind == CT_DONE ? ev->xfer : 0;
         if (b->evs[i].fn)
-            b->evs[i].fn(b->evs[i].ev);
-        event_free(b->evs[i].ev);
+            b->evs[i].fn(ev);
+        delivering_done = 0;
+        event_free(ev);
     }
     free(b->evs);
     free(b);
@@ -418,6 +433,69 @@ static void thread_run_commands(void)
     }
 }
 
+/* ---- the event loop of the curl thread: epoll + curl_multi_socket_action --------------- */
+/* libcurl tells which sockets to watch (on_socket) and when its next timeout is due
+ * (on_timer); only the transfers whose socket is ready run. (curl_multi_perform runs every
+ * transfer on every wake-up and polls each one's socket: O(transfers) system calls per
+ * wake-up under concurrency.) The command queue's eventfd sits in the same epoll set. */
+
+static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
+{
+    (void)e, (void)userp, (void)socketp;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(ep_fd, EPOLL_CTL_DEL, s, NULL); /* ENOENT/EBADF: already gone */
+        return 0;
+    }
+    struct epoll_event ev = {.data.fd = s};
+    ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+    if (epoll_ctl(ep_fd, EPOLL_CTL_MOD, s, &ev) < 0 && errno == ENOENT &&
+        epoll_ctl(ep_fd, EPOLL_CTL_ADD, s, &ev) < 0)
+        log_warn("http", "cannot watch a connection: %s", strerror(errno));
+    return 0;
+}
+
+static int on_timer(CURLM *m, long timeout_ms, void *userp)
+{
+    (void)m, (void)userp;
+    timer_due_us = timeout_ms < 0 ? -1 : now_us() + (int64_t)timeout_ms * 1000;
+    return 0;
+}
+
+/* How long epoll_wait may sleep: until libcurl's timeout (rounded up), at most POLL_MS. */
+static int wait_ms(void)
+{
+    if (timer_due_us < 0)
+        return POLL_MS;
+    int64_t left = timer_due_us - now_us();
+    if (left <= 0)
+        return 0;
+    left = (left + 999) / 1000;
+    return left < POLL_MS ? (int)left : POLL_MS;
+}
+
+static void thread_wait_and_run(void)
+{
+    struct epoll_event evs[64];
+    int n = epoll_wait(ep_fd, evs, 64, wait_ms());
+    int running = 0;
+    for (int i = 0; i < n; i++) {
+        if (evs[i].data.fd == wake_fd) {
+            uint64_t v;
+            if (read(wake_fd, &v, sizeof(v)) < 0) { /* EAGAIN: another pass drained it */
+            }
+            continue;
+        }
+        int flags = (evs[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
+                    (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                    (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+        curl_multi_socket_action(multi, evs[i].data.fd, flags, &running);
+    }
+    if (timer_due_us >= 0 && now_us() >= timer_due_us) {
+        timer_due_us = -1; /* on_timer sets the next one during the call */
+        curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    }
+}
+
 static void *thread_main(void *arg)
 {
     (void)arg;
@@ -428,8 +506,7 @@ static void *thread_main(void *arg)
         pthread_mutex_unlock(&cmd_lock);
         if (stop)
             break;
-        int running = 0;
-        curl_multi_perform(multi, &running);
+        thread_wait_and_run();
         CURLMsg *m;
         int left;
         while ((m = curl_multi_info_read(multi, &left))) {
@@ -442,7 +519,6 @@ static void *thread_main(void *arg)
                 xfer_done(x, code);
         }
         flush();
-        curl_multi_poll(multi, NULL, 0, POLL_MS, NULL);
     }
     while (xfers) {
         struct ct_xfer *x = xfers;
@@ -462,6 +538,13 @@ static void *thread_main(void *arg)
 
 /* ---- loop-thread API ------------------------------------------------------------------ */
 
+static void wake_thread(void)
+{
+    uint64_t one = 1;
+    if (write(wake_fd, &one, sizeof(one)) < 0) { /* EAGAIN: the counter is full, it is awake */
+    }
+}
+
 static void enqueue(struct ct_cmd *c)
 {
     pthread_mutex_lock(&cmd_lock);
@@ -474,43 +557,61 @@ static void enqueue(struct ct_cmd *c)
     cmd_tail = c;
     pthread_mutex_unlock(&cmd_lock);
     if (wake)
-        curl_multi_wakeup(multi);
+        wake_thread();
 }
 
 int ct_start(void)
 {
     if (refs++ > 0)
         return 0;
+    int global = 0, rc;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         log_error("http", "libcurl failed to initialise");
         goto fail;
     }
+    global = 1;
     multi = curl_multi_init();
     if (!multi) {
         log_error("http", "libcurl failed to create a multi handle");
-        curl_global_cleanup();
         goto fail;
     }
-    /* libcurl's default cache holds 4 connections per transfer still running: as a burst of
-     * concurrent calls ends, it closes most of the burst's connections, and the next burst
+    /* libcurl's default cache is sized by the transfers still running: as a burst of
+     * concurrent calls ends, it closes some of the burst's connections, and the next burst
      * opens them again. A fixed cache keeps them (servers close the idle ones they want to). */
     curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long)MAX_IDLE_CONNS);
+    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    ep_fd = epoll_create1(EPOLL_CLOEXEC);
+    wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    struct epoll_event wev = {.events = EPOLLIN, .data.fd = wake_fd};
+    if (ep_fd < 0 || wake_fd < 0 || epoll_ctl(ep_fd, EPOLL_CTL_ADD, wake_fd, &wev) < 0) {
+        log_error("http", "cannot set up the HTTP thread's event loop: %s", strerror(errno));
+        goto fail;
+    }
+    timer_due_us = -1;
     quit = 0;
     /* The thread inherits a fully blocked signal mask: signals belong to the loop. */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
-    int rc = pthread_create(&thread, NULL, thread_main, NULL);
+    rc = pthread_create(&thread, NULL, thread_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         log_error("http", "cannot start the HTTP thread: %s", strerror(rc));
-        curl_multi_cleanup(multi);
-        multi = NULL;
-        curl_global_cleanup();
         goto fail;
     }
     return 0;
 fail:
+    if (multi)
+        curl_multi_cleanup(multi);
+    multi = NULL;
+    if (ep_fd >= 0)
+        close(ep_fd);
+    if (wake_fd >= 0)
+        close(wake_fd);
+    ep_fd = wake_fd = -1;
+    if (global)
+        curl_global_cleanup();
     refs = 0;
     return -1;
 }
@@ -522,7 +623,7 @@ void ct_stop(void)
     pthread_mutex_lock(&cmd_lock);
     quit = 1;
     pthread_mutex_unlock(&cmd_lock);
-    curl_multi_wakeup(multi);
+    wake_thread();
     pthread_join(thread, NULL);
     /* Commands queued after the thread's last look: transfers never added. */
     struct ct_cmd *c = cmd_head;
@@ -538,6 +639,9 @@ void ct_stop(void)
         curl_easy_cleanup(pool[--n_pool]);
     curl_multi_cleanup(multi);
     multi = NULL;
+    close(ep_fd);
+    close(wake_fd);
+    ep_fd = wake_fd = -1;
     curl_global_cleanup();
 }
 
@@ -646,7 +750,7 @@ uint64_t ct_submit(const struct ct_request *rq)
 
 void ct_cancel(uint64_t xfer)
 {
-    if (refs == 0 || !multi || xfer == 0)
+    if (refs == 0 || !multi || xfer == 0 || xfer == delivering_done)
         return;
     struct ct_cmd *c = xcalloc(1, sizeof(*c));
     c->cancel_id = xfer;

@@ -2,8 +2,8 @@
  * upstreams) on a libcurl multi handle, so that DNS, connects, TLS and slow servers never
  * block the gateway's loop.
  *
- * The loop submits transfers and cancellations through a locked queue (curl_multi_wakeup
- * wakes the thread out of curl_multi_poll); results come back to the loop through lp_post(),
+ * The loop submits transfers and cancellations through a locked queue (an eventfd wakes the
+ * thread out of its epoll_wait); results come back to the loop through lp_post(),
  * in this order per transfer: one CT_HEAD when the final response headers are complete, then
  * (for 2xx text/event-stream responses) one CT_SSE per event as it arrives, then one CT_DONE.
  * Non-streaming bodies are collected (capped) and delivered with CT_DONE. A cancelled

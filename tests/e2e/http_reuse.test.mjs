@@ -10,7 +10,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, test } from 'node:test';
 
-import { NODE, TESTS, connectClient, ms, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { NODE, TESTS, connectClient, ms, runCodemcp, tempDir, waitFor, writeConfig } from './lib.mjs';
 
 const FIXTURE = path.join(TESTS, 'fixtures', 'http', 'mcp_http_server.mjs');
 const started = new Set();
@@ -18,9 +18,9 @@ after(() => {
   for (const p of started) p.kill('SIGKILL');
 });
 
-function startFixture() {
+function startFixture(flags = []) {
   return new Promise((resolve, reject) => {
-    const proc = spawn(NODE, [FIXTURE], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(NODE, [FIXTURE, ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
     started.add(proc);
     let out = '';
     const timer = setTimeout(() => reject(new Error(`fixture did not start: ${out}`)), ms(15000));
@@ -163,4 +163,17 @@ test('a second burst of concurrent calls reuses the connections of the first', {
   } finally {
     await h.close();
   }
+});
+
+test("a DELETE the server never answers ends at libcurl's 2 s timeout: the gateway exits without being forced", { timeout: ms(60000) }, async () => {
+  const f = await startFixture(['--hang-delete']);
+  const dir = tempDir();
+  const config = writeConfig(dir, { fx: remote(f, { headers: { 'X-Test-Token': 'tok' } }) });
+  const r = await runCodemcp({ config, env: { CODEMCP_LOG: 'warn', CODEMCP_SMOKE: 'print(fx_add(a=1, b=2))' } });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(JSON.parse(r.stdout).stdout, /^3\n/);
+  assert.ok((await stats(f)).requests.some((q) => q.method === 'DELETE'), 'no DELETE reached the server');
+  // The transfer's own timeout (curl's timer) ends the DELETE; without it the gateway's
+  // 8 s shutdown deadline would have to stop it.
+  assert.doesNotMatch(r.stderr, /shutdown took too long/);
 });
