@@ -719,6 +719,8 @@ static void http_free(struct upstream *up)
     free(tp->protocol_version);
     free(tp->init_text);
     free(tp->shown_url);
+    json_decref(tp->hdr_indexed);
+    json_decref(tp->hdr_tools);
     free(tp);
     up->tp = NULL;
     ct_stop();

@@ -22,6 +22,58 @@ static void add_param_header(void *ud, const char *name, const char *value)
     h->n_params++;
 }
 
+/* Does v say x-mcp-header anywhere (a superset of where mcp_era_param_headers looks)? */
+static int mentions_header(json_t *v, int depth)
+{
+    if (depth > 64)
+        return 1; /* deeper than anyone looks: let the full walk decide */
+    const char *k;
+    size_t i;
+    json_t *sub;
+    if (json_is_object(v)) {
+        if (json_object_get(v, "x-mcp-header"))
+            return 1;
+        json_object_foreach(v, k, sub)
+        {
+            if (mentions_header(sub, depth + 1))
+                return 1;
+        }
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, sub)
+        {
+            if (mentions_header(sub, depth + 1))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* The tool named name if its calls may carry Mcp-Param-* headers, else NULL (indexed once
+ * per tool list instead of searched on every call; null marks a tool without any). */
+static json_t *header_tool(struct http_tp *tp, json_t *name)
+{
+    json_t *tools = tp->up->tools;
+    if (tools != tp->hdr_indexed) {
+        json_decref(tp->hdr_indexed);
+        json_decref(tp->hdr_tools);
+        tp->hdr_indexed = json_incref(tools);
+        tp->hdr_tools = json_object();
+        json_t *tool;
+        size_t i;
+        json_array_foreach(tools, i, tool)
+        {
+            json_t *n = json_object_get(tool, "name");
+            if (!json_is_string(n) || json_object_get(tp->hdr_tools, json_string_value(n)))
+                continue; /* the first of a name is the one called */
+            int any = mentions_header(json_object_get(tool, "inputSchema"), 0);
+            json_object_set_new(tp->hdr_tools, json_string_value(n),
+                                any ? json_incref(tool) : json_null());
+        }
+    }
+    json_t *tool = json_object_get(tp->hdr_tools, json_string_value(name));
+    return json_is_object(tool) ? tool : NULL;
+}
+
 void uh_note_headers(struct hx *h, json_t *msg)
 {
     json_t *params = json_object_get(msg, "params");
@@ -40,16 +92,10 @@ void uh_note_headers(struct hx *h, json_t *msg)
     if (strcmp(h->mcp_method, "tools/call") != 0 || !json_is_string(name))
         return;
     /* Mcp-Param-{Name} for the tool's x-mcp-header properties (checked when listed). */
-    json_t *tool;
-    size_t i;
-    json_array_foreach(h->tp->up->tools, i, tool)
-    {
-        if (json_equal(json_object_get(tool, "name"), name)) {
-            mcp_era_param_headers(json_object_get(tool, "inputSchema"),
-                                  json_object_get(params, "arguments"), add_param_header, h);
-            break;
-        }
-    }
+    json_t *tool = header_tool(h->tp, name);
+    if (tool)
+        mcp_era_param_headers(json_object_get(tool, "inputSchema"),
+                              json_object_get(params, "arguments"), add_param_header, h);
 }
 
 /* One "name value" line (value may be NULL: name is the whole line), NUL-terminated. */

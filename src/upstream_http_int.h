@@ -53,6 +53,10 @@ struct http_tp {
     int auth_wait; /* not opened yet: waiting for oauth_gw.c to refresh an expired token */
     long backoff_ms;
     struct lp_timer reconnect_timer, close_timer;
+    /* upstream_http_hdrs.c: name -> tool for the tools of hdr_indexed (up->tools when built,
+     * referenced so that its address cannot come back as a newer list) whose input schema
+     * mentions x-mcp-header; the other tools' calls carry no Mcp-Param-* headers. */
+    json_t *hdr_indexed, *hdr_tools;
 };
 
 /* ---- exchanges (upstream_http.c) ---- */
