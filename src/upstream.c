@@ -495,12 +495,6 @@ void up__transport_message(struct upstream *up, const char *text, size_t len)
                  jerr.text, text);
         return;
     }
-    up__transport_json(up, msg);
-    json_decref(msg);
-}
-
-void up__transport_json(struct upstream *up, json_t *msg)
-{
     const char *why;
     switch (rpc_classify(msg, &why)) {
     case RPC_RESPONSE: {
@@ -539,6 +533,7 @@ void up__transport_json(struct upstream *up, json_t *msg)
         log_warn("upstream", "%s: ignoring an invalid JSON-RPC message: %s", up->name, why);
         break;
     }
+    json_decref(msg);
 }
 
 void up__transport_failed(struct upstream *up, const char *why)

@@ -278,7 +278,7 @@ static void mark_answered(struct http_tp *tp, json_t *id)
     }
 }
 
-/* One message msg (its text, for the trace log, or NULL in a batch) read from transfer xfer. */
+/* One message (text of len bytes, or msg when text is NULL) read from transfer xfer. */
 static void deliver_one(struct http_tp *tp, uint64_t xfer, json_t *msg, const char *text,
                         size_t len)
 {
@@ -297,9 +297,18 @@ static void deliver_one(struct http_tp *tp, uint64_t xfer, json_t *msg, const ch
         }
         mark_answered(tp, id);
     }
-    if (text)
+    char *owned = NULL;
+    if (!text) { /* one message of a batch */
+        owned = jf_dumps(msg);
+        text = owned;
+        len = owned ? strlen(owned) : 0;
+    }
+    if (text) {
         log_trace("upstream", "%s -> %.*s", tp->up->name, (int)(len > 500 ? 500 : len), text);
-    up__transport_json(tp->up, msg); /* parsed once, here */
+        /* The text, not msg: upstream.c reads a reply its own way (and may not build a tree). */
+        up__transport_message(tp->up, text, len);
+    }
+    free(owned);
 }
 
 /* Hands a body or an event's data to upstream.c: one message or a batch of them. */
