@@ -23,7 +23,8 @@
  * through up__transport_reopen, which restarts upstream.c's handshake.
  *
  * Loop thread only: the network work happens on curl_thread.c's thread. Transfers are
- * referred to by their 64-bit id; events for ids no longer known are dropped. */
+ * referred to by their 64-bit id; events for ids no longer known are dropped. The headers of
+ * each transfer are built by upstream_http_hdrs.c. */
 #include "curl_thread.h"
 #include "jsonfast.h"
 #include "jsonrpc.h"
