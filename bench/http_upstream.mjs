@@ -15,6 +15,9 @@
 // of bench/percall_cg.mjs, CG_TARGET=gateway): every binary × {http, stdio}.
 // Usage: node bench/http_upstream.mjs [rounds=5] [reps=4] [cg_executes=10]
 //        → bench/results/http_upstream.md (BENCH_OUT=<file> elsewhere)
+// Env: BENCH_WORKLOADS=one,seq50 (a subset), BENCH_WALL=0 (callgrind only), BENCH_CG=0 (no
+//      callgrind) or BENCH_CG=http (the http arm only, then exit), BENCH_CG_KEEP=<prefix>
+//      (copy each callgrind dump directory to <prefix>-<arm> for callgrind_annotate).
 import { spawn, execFileSync } from 'node:child_process';
 import { openSync, closeSync, readFileSync, readdirSync, writeFileSync, mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,7 +28,7 @@ import { LinePeer, NM, ROOT, SERVERS, EXEC_PY, EXEC_N, EXEC_EXPECT, codemcpBin, 
 const ROUNDS = Number(process.argv[2] || 5);
 const REPS = Number(process.argv[3] || 4);
 const CG_N = Number(process.argv[4] || 10);
-const WORKLOADS = ['one', 'seq50', 'conc50'];
+const WORKLOADS = (process.env.BENCH_WORKLOADS || 'one,seq50,conc50').split(',');
 const CALLS = { one: 1, seq50: EXEC_N, conc50: EXEC_N };
 const SDK = join(ROOT, 'tests/node_modules/@modelcontextprotocol/sdk/dist/esm');
 const { Client } = await import(join(SDK, 'client/index.js'));
