@@ -7,7 +7,15 @@
  * signalfd sees them, and sets CURLOPT_NOSIGNAL on every handle.
  *
  * Streaming responses are parsed here (sse.c) so that the loop receives whole events, not
- * byte chunks; a collected body larger than max_body aborts the transfer with a clear error. */
+ * byte chunks; a collected body larger than max_body aborts the transfer with a clear error.
+ *
+ * Per-call cost (issue 17): a transfer is one allocation (the struct, its header list nodes,
+ * the header lines and the body); easy handles are kept in a small pool after
+ * curl_easy_reset (which clears every option, header list and method of the last transfer;
+ * connections live in the multi handle's cache either way); the events one pass of the
+ * curl thread produced reach the loop in one lp_post; the curl thread is woken only when the
+ * command queue was empty; it waits in epoll and runs only the transfers whose sockets are
+ * ready (curl_multi_socket_action), with keep-alive connections kept in a fixed cache. */
 #include "curl_thread.h"
 #include "log.h"
 #include "loop.h"
@@ -15,20 +23,26 @@
 #include "util.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #define DEFAULT_MAX_BODY ((size_t)64 << 20)
 #define POLL_MS          1000
+#define POOL_MAX         64 /* idle easy handles kept for reuse */
+#define MAX_IDLE_CONNS   64 /* connections kept open for reuse, all servers together */
 
 struct ct_xfer {
     uint64_t id;
     CURL *easy;
-    struct curl_slist *hdrs;
-    char *body;
+    struct curl_slist *hdrs; /* = nodes (or NULL): never curl_slist_free_all'd */
+    const char *body;        /* in this allocation, after the header lines */
     ct_event_fn fn;
     size_t max_body;
     char errbuf[CURL_ERROR_SIZE];
@@ -44,6 +58,7 @@ struct ct_xfer {
     struct buf resp;
     int too_large;
     struct ct_xfer *next;
+    struct curl_slist nodes[]; /* header list, then the header lines, then the body */
 };
 
 struct ct_cmd {
@@ -60,6 +75,14 @@ static pthread_t thread;
 static int refs;
 static uint64_t next_id = 1;
 static struct ct_xfer *xfers; /* curl thread only */
+/* Idle easy handles, already reset: taken by ct_submit (loop), given back by the curl
+ * thread. Under cmd_lock. */
+static CURL *pool[POOL_MAX];
+static int n_pool;
+/* Events of the current pass of the curl thread, posted together (curl thread only). */
+static struct posted_batch *batch;
+static int ep_fd = -1, wake_fd = -1; /* the curl thread's epoll set; its command eventfd */
+static int64_t timer_due_us = -1;    /* libcurl's next timeout (curl thread only) */
 
 /* ---- events (built on the curl thread, delivered on the loop) ------------------------- */
 
@@ -86,21 +109,49 @@ struct posted_event {
     struct ct_event *ev;
 };
 
+struct posted_batch {
+    size_t n, cap;
+    struct posted_event *evs;
+};
+
+/* The transfer whose CT_DONE is being delivered (loop thread): it is over on the curl
+ * thread, so the ct_cancel its callback usually makes (freeing the exchange) is skipped
+ * rather than sent as a command that wakes the thread for nothing. */
+static uint64_t delivering_done;
+
 static void deliver(void *ud)
 {
-    struct posted_event *pe = ud;
-    if (pe->fn)
-        pe->fn(pe->ev);
-    event_free(pe->ev);
-    free(pe);
+    struct posted_batch *b = ud;
+    for (size_t i = 0; i < b->n; i++) {
+        struct ct_event *ev = b->evs[i].ev;
+        delivering_done = ev->kind == CT_DONE ? ev->xfer : 0;
+        if (b->evs[i].fn)
+            b->evs[i].fn(ev);
+        delivering_done = 0;
+        event_free(ev);
+    }
+    free(b->evs);
+    free(b);
 }
 
+/* Queues ev for the loop; flush() hands the pass's events over in order. */
 static void post(struct ct_xfer *x, struct ct_event *ev)
 {
-    struct posted_event *pe = xmalloc(sizeof(*pe));
-    pe->fn = x->fn;
-    pe->ev = ev;
-    lp_post(deliver, pe);
+    if (!batch)
+        batch = xcalloc(1, sizeof(*batch));
+    if (batch->n == batch->cap) {
+        batch->cap = batch->cap ? batch->cap * 2 : 8;
+        batch->evs = xrealloc(batch->evs, batch->cap * sizeof(*batch->evs));
+    }
+    batch->evs[batch->n].fn = x->fn;
+    batch->evs[batch->n++].ev = ev;
+}
+
+static void flush(void)
+{
+    if (batch)
+        lp_post(deliver, batch);
+    batch = NULL;
 }
 
 static struct ct_event *event_new(struct ct_xfer *x, enum ct_kind kind)
@@ -110,13 +161,20 @@ static struct ct_event *event_new(struct ct_xfer *x, enum ct_kind kind)
     ev->xfer = x->id;
     ev->status = x->status;
     ev->retry_ms = -1;
-    if (kind != CT_SSE) {
+    if (kind == CT_HEAD) {
         ev->content_type = dup_or_null(x->content_type);
         ev->session_id = dup_or_null(x->session_id);
         ev->location = dup_or_null(x->location);
         ev->www_auth = dup_or_null(x->www_auth);
-        ev->is_sse = x->is_sse;
+    } else if (kind == CT_DONE) { /* the transfer's last event: its strings move over */
+        ev->content_type = x->content_type;
+        ev->session_id = x->session_id;
+        ev->location = x->location;
+        ev->www_auth = x->www_auth;
+        x->content_type = x->session_id = x->location = x->www_auth = NULL;
     }
+    if (kind != CT_SSE)
+        ev->is_sse = x->is_sse;
     return ev;
 }
 
@@ -253,12 +311,37 @@ static size_t on_write(char *data, size_t size, size_t n, void *ud)
 
 /* ---- transfers (curl thread) ---------------------------------------------------------- */
 
+/* An easy handle no transfer uses any more (curl thread, or the loop after the thread is
+ * gone): reset and pooled, or cleaned up when the pool is full. The reset clears every option
+ * (URL, method, body, header list, callbacks and their data, timeouts) and the last
+ * transfer's info, so nothing of one request can reach the next. */
+static void easy_release(CURL *e)
+{
+    if (!e)
+        return;
+    curl_easy_reset(e);
+    pthread_mutex_lock(&cmd_lock);
+    int kept = n_pool < POOL_MAX;
+    if (kept)
+        pool[n_pool++] = e;
+    pthread_mutex_unlock(&cmd_lock);
+    if (!kept)
+        curl_easy_cleanup(e);
+}
+
+static CURL *easy_take(void)
+{
+    CURL *e = NULL;
+    pthread_mutex_lock(&cmd_lock);
+    if (n_pool > 0)
+        e = pool[--n_pool];
+    pthread_mutex_unlock(&cmd_lock);
+    return e ? e : curl_easy_init();
+}
+
 static void xfer_free(struct ct_xfer *x)
 {
-    if (x->easy)
-        curl_easy_cleanup(x->easy);
-    curl_slist_free_all(x->hdrs);
-    free(x->body);
+    easy_release(x->easy);
     free(x->content_type);
     free(x->session_id);
     free(x->location);
@@ -310,6 +393,22 @@ static void xfer_done(struct ct_xfer *x, CURLcode code)
     xfer_free(x);
 }
 
+/* Hands x to the multi handle; a transfer curl refuses fails at once with CT_DONE. */
+static void xfer_add(struct ct_xfer *x)
+{
+    CURLMcode mc = curl_multi_add_handle(multi, x->easy);
+    if (mc == CURLM_OK) {
+        x->next = xfers;
+        xfers = x;
+        return;
+    }
+    struct ct_event *ev = event_new(x, CT_DONE);
+    ev->curl_code = CURLE_FAILED_INIT;
+    snprintf(ev->error, sizeof(ev->error), "%s", curl_multi_strerror(mc));
+    post(x, ev);
+    xfer_free(x);
+}
+
 static void thread_run_commands(void)
 {
     pthread_mutex_lock(&cmd_lock);
@@ -319,9 +418,7 @@ static void thread_run_commands(void)
     while (c) {
         struct ct_cmd *next = c->next;
         if (c->add) {
-            c->add->next = xfers;
-            xfers = c->add;
-            curl_multi_add_handle(multi, c->add->easy);
+            xfer_add(c->add);
         } else {
             for (struct ct_xfer *x = xfers; x; x = x->next)
                 if (x->id == c->cancel_id) {
@@ -336,6 +433,69 @@ static void thread_run_commands(void)
     }
 }
 
+/* ---- the event loop of the curl thread: epoll + curl_multi_socket_action --------------- */
+/* libcurl tells which sockets to watch (on_socket) and when its next timeout is due
+ * (on_timer); only the transfers whose socket is ready run. (curl_multi_perform runs every
+ * transfer on every wake-up and polls each one's socket: O(transfers) system calls per
+ * wake-up under concurrency.) The command queue's eventfd sits in the same epoll set. */
+
+static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
+{
+    (void)e, (void)userp, (void)socketp;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(ep_fd, EPOLL_CTL_DEL, s, NULL); /* ENOENT/EBADF: already gone */
+        return 0;
+    }
+    struct epoll_event ev = {.data.fd = s};
+    ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+    if (epoll_ctl(ep_fd, EPOLL_CTL_MOD, s, &ev) < 0 && errno == ENOENT &&
+        epoll_ctl(ep_fd, EPOLL_CTL_ADD, s, &ev) < 0)
+        log_warn("http", "cannot watch a connection: %s", strerror(errno));
+    return 0;
+}
+
+static int on_timer(CURLM *m, long timeout_ms, void *userp)
+{
+    (void)m, (void)userp;
+    timer_due_us = timeout_ms < 0 ? -1 : now_us() + (int64_t)timeout_ms * 1000;
+    return 0;
+}
+
+/* How long epoll_wait may sleep: until libcurl's timeout (rounded up), at most POLL_MS. */
+static int wait_ms(void)
+{
+    if (timer_due_us < 0)
+        return POLL_MS;
+    int64_t left = timer_due_us - now_us();
+    if (left <= 0)
+        return 0;
+    left = (left + 999) / 1000;
+    return left < POLL_MS ? (int)left : POLL_MS;
+}
+
+static void thread_wait_and_run(void)
+{
+    struct epoll_event evs[64];
+    int n = epoll_wait(ep_fd, evs, 64, wait_ms());
+    int running = 0;
+    for (int i = 0; i < n; i++) {
+        if (evs[i].data.fd == wake_fd) {
+            uint64_t v;
+            if (read(wake_fd, &v, sizeof(v)) < 0) { /* EAGAIN: another pass drained it */
+            }
+            continue;
+        }
+        int flags = (evs[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
+                    (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                    (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+        curl_multi_socket_action(multi, evs[i].data.fd, flags, &running);
+    }
+    if (timer_due_us >= 0 && now_us() >= timer_due_us) {
+        timer_due_us = -1; /* on_timer sets the next one during the call */
+        curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    }
+}
+
 static void *thread_main(void *arg)
 {
     (void)arg;
@@ -346,8 +506,7 @@ static void *thread_main(void *arg)
         pthread_mutex_unlock(&cmd_lock);
         if (stop)
             break;
-        int running = 0;
-        curl_multi_perform(multi, &running);
+        thread_wait_and_run();
         CURLMsg *m;
         int left;
         while ((m = curl_multi_info_read(multi, &left))) {
@@ -359,7 +518,7 @@ static void *thread_main(void *arg)
             if (x)
                 xfer_done(x, code);
         }
-        curl_multi_poll(multi, NULL, 0, POLL_MS, NULL);
+        flush();
     }
     while (xfers) {
         struct ct_xfer *x = xfers;
@@ -367,53 +526,92 @@ static void *thread_main(void *arg)
         xfers = x->next;
         xfer_free(x);
     }
+    if (batch) { /* stopping: what is left is not delivered */
+        for (size_t i = 0; i < batch->n; i++)
+            event_free(batch->evs[i].ev);
+        free(batch->evs);
+        free(batch);
+        batch = NULL;
+    }
     return NULL;
 }
 
 /* ---- loop-thread API ------------------------------------------------------------------ */
 
+static void wake_thread(void)
+{
+    uint64_t one = 1;
+    if (write(wake_fd, &one, sizeof(one)) < 0) { /* EAGAIN: the counter is full, it is awake */
+    }
+}
+
 static void enqueue(struct ct_cmd *c)
 {
     pthread_mutex_lock(&cmd_lock);
+    /* The thread takes the whole queue at once: a non-empty queue has its wake-up coming. */
+    int wake = cmd_head == NULL;
     if (cmd_tail)
         cmd_tail->next = c;
     else
         cmd_head = c;
     cmd_tail = c;
     pthread_mutex_unlock(&cmd_lock);
-    curl_multi_wakeup(multi);
+    if (wake)
+        wake_thread();
 }
 
 int ct_start(void)
 {
     if (refs++ > 0)
         return 0;
+    int global = 0, rc;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         log_error("http", "libcurl failed to initialise");
         goto fail;
     }
+    global = 1;
     multi = curl_multi_init();
     if (!multi) {
         log_error("http", "libcurl failed to create a multi handle");
-        curl_global_cleanup();
         goto fail;
     }
+    /* libcurl's default cache is sized by the transfers still running: as a burst of
+     * concurrent calls ends, it closes some of the burst's connections, and the next burst
+     * opens them again. A fixed cache keeps them (servers close the idle ones they want to). */
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long)MAX_IDLE_CONNS);
+    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    ep_fd = epoll_create1(EPOLL_CLOEXEC);
+    wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    struct epoll_event wev = {.events = EPOLLIN, .data.fd = wake_fd};
+    if (ep_fd < 0 || wake_fd < 0 || epoll_ctl(ep_fd, EPOLL_CTL_ADD, wake_fd, &wev) < 0) {
+        log_error("http", "cannot set up the HTTP thread's event loop: %s", strerror(errno));
+        goto fail;
+    }
+    timer_due_us = -1;
     quit = 0;
     /* The thread inherits a fully blocked signal mask: signals belong to the loop. */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
-    int rc = pthread_create(&thread, NULL, thread_main, NULL);
+    rc = pthread_create(&thread, NULL, thread_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         log_error("http", "cannot start the HTTP thread: %s", strerror(rc));
-        curl_multi_cleanup(multi);
-        multi = NULL;
-        curl_global_cleanup();
         goto fail;
     }
     return 0;
 fail:
+    if (multi)
+        curl_multi_cleanup(multi);
+    multi = NULL;
+    if (ep_fd >= 0)
+        close(ep_fd);
+    if (wake_fd >= 0)
+        close(wake_fd);
+    ep_fd = wake_fd = -1;
+    if (global)
+        curl_global_cleanup();
     refs = 0;
     return -1;
 }
@@ -425,7 +623,7 @@ void ct_stop(void)
     pthread_mutex_lock(&cmd_lock);
     quit = 1;
     pthread_mutex_unlock(&cmd_lock);
-    curl_multi_wakeup(multi);
+    wake_thread();
     pthread_join(thread, NULL);
     /* Commands queued after the thread's last look: transfers never added. */
     struct ct_cmd *c = cmd_head;
@@ -437,8 +635,13 @@ void ct_stop(void)
         free(c);
         c = next;
     }
+    while (n_pool > 0)
+        curl_easy_cleanup(pool[--n_pool]);
     curl_multi_cleanup(multi);
     multi = NULL;
+    close(ep_fd);
+    close(wake_fd);
+    ep_fd = wake_fd = -1;
     curl_global_cleanup();
 }
 
@@ -473,7 +676,6 @@ static int set_options(struct ct_xfer *x, const struct ct_request *rq)
     if (rq->timeout_ms > 0)
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, rq->timeout_ms);
     if (strcmp(rq->method, "POST") == 0) {
-        x->body = xstrndup(rq->body ? rq->body : "", rq->body_len);
         curl_easy_setopt(e, CURLOPT_POST, 1L);
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->body);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
@@ -482,22 +684,58 @@ static int set_options(struct ct_xfer *x, const struct ct_request *rq)
     } else {
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, rq->method);
     }
-    for (const char *const *h = rq->headers; h && *h; h++)
-        x->hdrs = curl_slist_append(x->hdrs, *h);
-    /* curl would wait up to 1 s for "100 Continue" on large bodies: never ask for it. */
-    x->hdrs = curl_slist_append(x->hdrs, "Expect:");
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
     return bad ? -1 : 0;
+}
+
+/* The transfer of rq in one allocation: the struct, its header list (rq's lines and
+ * "Expect:"), the header lines and the body, copied. curl only reads a header list, so its
+ * nodes can live in an array. */
+static struct ct_xfer *xfer_new(const struct ct_request *rq)
+{
+    size_t n = 1; /* "Expect:" */
+    for (size_t i = 0; i < rq->headers_len; i++)
+        n += rq->headers[i] == '\0';
+    int post = strcmp(rq->method, "POST") == 0;
+    size_t body_len = post ? rq->body_len + 1 : 0;
+    /* Only the struct is zeroed: the rest is written below (a body may be large). */
+    struct ct_xfer *x =
+        xmalloc(sizeof(*x) + n * sizeof(struct curl_slist) + rq->headers_len + body_len);
+    memset(x, 0, sizeof(*x));
+    char *lines = (char *)(x->nodes + n);
+    if (rq->headers_len)
+        memcpy(lines, rq->headers, rq->headers_len);
+    size_t k = 0;
+    for (size_t at = 0; at < rq->headers_len; at += strlen(lines + at) + 1, k++) {
+        x->nodes[k].data = lines + at;
+        x->nodes[k].next = &x->nodes[k + 1];
+    }
+    /* curl would wait up to 1 s for "100 Continue" on large bodies: never ask for it. */
+    x->nodes[k].data = (char *)"Expect:";
+    x->nodes[k].next = NULL;
+    x->hdrs = x->nodes;
+    if (post) {
+        char *body = lines + rq->headers_len;
+        if (rq->body_len)
+            memcpy(body, rq->body, rq->body_len);
+        body[rq->body_len] = '\0';
+        x->body = body;
+    }
+    return x;
 }
 
 uint64_t ct_submit(const struct ct_request *rq)
 {
     if (refs == 0 || !multi)
         return 0;
-    struct ct_xfer *x = xcalloc(1, sizeof(*x));
+    if (rq->headers_len && rq->headers[rq->headers_len - 1] != '\0') {
+        log_error("http", "a request's header lines must each end with a NUL");
+        return 0;
+    }
+    struct ct_xfer *x = xfer_new(rq);
     x->fn = rq->on_event;
     x->max_body = rq->max_body ? rq->max_body : DEFAULT_MAX_BODY;
-    x->easy = curl_easy_init();
+    x->easy = easy_take();
     if (!x->easy || set_options(x, rq) < 0) {
         log_error("http", "cannot prepare a request to %s (unsupported URL?)", rq->url);
         xfer_free(x);
@@ -512,7 +750,7 @@ uint64_t ct_submit(const struct ct_request *rq)
 
 void ct_cancel(uint64_t xfer)
 {
-    if (refs == 0 || !multi || xfer == 0)
+    if (refs == 0 || !multi || xfer == 0 || xfer == delivering_done)
         return;
     struct ct_cmd *c = xcalloc(1, sizeof(*c));
     c->cancel_id = xfer;

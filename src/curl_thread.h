@@ -2,8 +2,8 @@
  * upstreams) on a libcurl multi handle, so that DNS, connects, TLS and slow servers never
  * block the gateway's loop.
  *
- * The loop submits transfers and cancellations through a locked queue (curl_multi_wakeup
- * wakes the thread out of curl_multi_poll); results come back to the loop through lp_post(),
+ * The loop submits transfers and cancellations through a locked queue (an eventfd wakes the
+ * thread out of its epoll_wait); results come back to the loop through lp_post(),
  * in this order per transfer: one CT_HEAD when the final response headers are complete, then
  * (for 2xx text/event-stream responses) one CT_SSE per event as it arrives, then one CT_DONE.
  * Non-streaming bodies are collected (capped) and delivered with CT_DONE. A cancelled
@@ -47,10 +47,11 @@ struct ct_event {
 typedef void (*ct_event_fn)(const struct ct_event *ev);
 
 struct ct_request {
-    const char *method;         /* "GET", "POST" or "DELETE" */
-    const char *url;            /* http:// or https:// */
-    const char *const *headers; /* "Name: value" lines, NULL-terminated; copied; may be NULL */
-    const char *body;           /* POST body (copied) */
+    const char *method;  /* "GET", "POST" or "DELETE" */
+    const char *url;     /* http:// or https:// */
+    const char *headers; /* "Name: value" lines back to back, each ending in a NUL; copied */
+    size_t headers_len;  /* bytes of headers, the NULs included; 0: none */
+    const char *body;    /* POST body (copied) */
     size_t body_len;
     long connect_timeout_ms; /* 0: libcurl's default (300 s) */
     long timeout_ms;         /* whole transfer; 0: none (streams, long tool calls) */

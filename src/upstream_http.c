@@ -23,8 +23,10 @@
  * through up__transport_reopen, which restarts upstream.c's handshake.
  *
  * Loop thread only: the network work happens on curl_thread.c's thread. Transfers are
- * referred to by their 64-bit id; events for ids no longer known are dropped. */
+ * referred to by their 64-bit id; events for ids no longer known are dropped. The headers of
+ * each transfer are built by upstream_http_hdrs.c. */
 #include "curl_thread.h"
+#include "jsonfast.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp_era.h"
@@ -118,63 +120,19 @@ struct hx *hx_first_held(struct http_tp *tp)
 
 static void on_event(const struct ct_event *ev);
 
-static void add_header(struct buf *lines, size_t *n, const char *fmt, const char *v)
-{
-    buf_printf(lines, fmt, v);
-    buf_append(lines, "", 1); /* keep the NUL: lines are split on it below */
-    (*n)++;
-}
-
 /* Starts a transfer for h. with_session: send Mcp-Session-Id and MCP-Protocol-Version.
  * last_id: Last-Event-ID (GET) or NULL. Returns 0, or -1 when nothing could be queued. */
 int uh_submit(struct hx *h, const char *method, int with_session, const char *last_id)
 {
     struct http_tp *tp = h->tp;
     struct buf lines = {0};
-    size_t n = 0;
     int post = strcmp(method, "POST") == 0;
-    if (post) {
-        add_header(&lines, &n, "%s", "Content-Type: application/json");
-        add_header(&lines, &n, "%s", "Accept: application/json, text/event-stream");
-    } else if (strcmp(method, "GET") == 0) {
-        add_header(&lines, &n, "%s", "Accept: text/event-stream");
-    }
-    for (char **c = tp->headers; c && *c; c++)
-        add_header(&lines, &n, "%s", *c);
-    char *bearer = oagw_header(tp->up->cfg); /* OAuth (oauth_gw.c); never logged */
-    if (bearer)
-        add_header(&lines, &n, "%s", bearer);
-    free(bearer);
-    const char *version = tp->protocol_version ? tp->protocol_version : tp->up->protocol_version;
-    free(h->sent_sid);
-    h->sent_sid = NULL;
-    /* The routing headers go on every POST, in both eras (legacy servers ignore them). */
-    if (h->mcp_method)
-        add_header(&lines, &n, "Mcp-Method: %s", h->mcp_method);
-    if (h->mcp_name)
-        add_header(&lines, &n, "Mcp-Name: %s", h->mcp_name);
-    const char *p = h->params.data;
-    for (size_t i = 0; i < h->n_params; i++, p += strlen(p) + 1)
-        add_header(&lines, &n, "%s", p);
-    if (h->modern_version) {
-        add_header(&lines, &n, "MCP-Protocol-Version: %s", h->modern_version);
-    } else {
-        h->sent_sid = with_session && tp->session_id ? xstrdup(tp->session_id) : NULL;
-        if (h->sent_sid)
-            add_header(&lines, &n, "Mcp-Session-Id: %s", h->sent_sid);
-        if (with_session && version)
-            add_header(&lines, &n, "MCP-Protocol-Version: %s", version);
-    }
-    if (last_id)
-        add_header(&lines, &n, "Last-Event-ID: %s", last_id);
-    const char **hv = xcalloc(n + 1, sizeof(*hv));
-    const char *at = lines.data;
-    for (size_t i = 0; i < n; i++, at += strlen(at) + 1)
-        hv[i] = at;
+    uh_headers(h, method, with_session, last_id, &lines);
     struct ct_request rq = {
         .method = method,
         .url = tp->up->cfg->url,
-        .headers = hv,
+        .headers = lines.data,
+        .headers_len = lines.len,
         .body = post ? h->text : NULL,
         .body_len = post ? h->len : 0,
         .connect_timeout_ms = CONNECT_TIMEOUT_MS,
@@ -186,7 +144,6 @@ int uh_submit(struct hx *h, const char *method, int with_session, const char *la
         rq.connect_timeout_ms = DELETE_TIMEOUT_MS / 2;
     h->xfer = ct_submit(&rq);
     h->is_sse = h->progress = 0;
-    free(hv);
     buf_free(&lines);
     log_trace("upstream", "%s <- %s %.*s", tp->up->name, method,
               post ? (int)(h->len > 500 ? 500 : h->len) : 0, post ? h->text : "");
@@ -342,13 +299,14 @@ static void deliver_one(struct http_tp *tp, uint64_t xfer, json_t *msg, const ch
         mark_answered(tp, id);
     }
     char *owned = NULL;
-    if (!text) {
-        owned = json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!text) { /* one message of a batch */
+        owned = jf_dumps(msg);
         text = owned;
         len = owned ? strlen(owned) : 0;
     }
     if (text) {
         log_trace("upstream", "%s -> %.*s", tp->up->name, (int)(len > 500 ? 500 : len), text);
+        /* The text, not msg: upstream.c reads a reply its own way (and may not build a tree). */
         up__transport_message(tp->up, text, len);
     }
     free(owned);
@@ -357,7 +315,7 @@ static void deliver_one(struct http_tp *tp, uint64_t xfer, json_t *msg, const ch
 /* Hands a body or an event's data to upstream.c: one message or a batch of them. */
 void uh_deliver(struct http_tp *tp, uint64_t xfer, const char *text, size_t len)
 {
-    json_t *msg = json_loadb(text, len, JSON_ALLOW_NUL, NULL);
+    json_t *msg = jf_loadb(text, len, JF_ALLOW_NUL, NULL);
     if (!msg) {
         up__transport_message(tp->up, text, len); /* upstream.c reports what is wrong */
         return;
@@ -682,53 +640,12 @@ static int http_start(struct upstream *up)
     return 0;
 }
 
-static void add_param_header(void *ud, const char *name, const char *value)
-{
-    struct hx *h = ud;
-    buf_printf(&h->params, "Mcp-Param-%s: %s", name, value);
-    buf_append(&h->params, "", 1);
-    h->n_params++;
-}
-
-/* The routing headers of a message (Mcp-Method, Mcp-Name, Mcp-Param-*), and in the 2026
- * era (params._meta names the protocol version) that version, which replaces the session.
- * Borrows msg. */
-static void note_headers(struct hx *h, json_t *msg)
-{
-    json_t *params = json_object_get(msg, "params");
-    json_t *v = json_object_get(json_object_get(params, "_meta"), MCP_META_PROTOCOL_VERSION);
-    json_t *method = json_object_get(msg, "method");
-    if (!json_is_string(method))
-        return;
-    if (json_is_string(v))
-        h->modern_version = xstrdup(json_string_value(v));
-    h->mcp_method = xstrdup(json_string_value(method));
-    json_t *name = json_object_get(params, "name");
-    if (!json_is_string(name))
-        name = json_object_get(params, "uri");
-    if (json_is_string(name))
-        h->mcp_name = mcp_era_header_value(json_string_value(name));
-    if (strcmp(h->mcp_method, "tools/call") != 0 || !json_is_string(name))
-        return;
-    /* Mcp-Param-{Name} for the tool's x-mcp-header properties (checked when listed). */
-    json_t *tool;
-    size_t i;
-    json_array_foreach(h->tp->up->tools, i, tool)
-    {
-        if (json_equal(json_object_get(tool, "name"), name)) {
-            mcp_era_param_headers(json_object_get(tool, "inputSchema"),
-                                  json_object_get(params, "arguments"), add_param_header, h);
-            break;
-        }
-    }
-}
-
 static int http_send(struct upstream *up, const char *text, size_t len)
 {
     struct http_tp *tp = up->tp;
     if (!tp || tp->stopping)
         return -1;
-    json_t *msg = json_loadb(text, len, JSON_ALLOW_NUL, NULL);
+    json_t *msg = jf_loadb(text, len, JF_ALLOW_NUL, NULL);
     json_t *method = json_object_get(msg, "method");
     json_t *id = json_object_get(msg, "id");
     int is_init = json_is_string(method) && strcmp(json_string_value(method), "initialize") == 0;
@@ -742,7 +659,7 @@ static int http_send(struct upstream *up, const char *text, size_t len)
     if (json_is_string(method) && id && !json_is_null(id))
         h->req_id = json_incref(id);
     h->is_initialize = is_init;
-    note_headers(h, msg);
+    uh_note_headers(h, msg);
     h->is_initialized = json_is_string(method) &&
                         strcmp(json_string_value(method), "notifications/initialized") == 0;
     json_decref(msg);
@@ -812,6 +729,8 @@ static void http_free(struct upstream *up)
     free(tp->protocol_version);
     free(tp->init_text);
     free(tp->shown_url);
+    json_decref(tp->hdr_indexed);
+    json_decref(tp->hdr_tools);
     free(tp);
     up->tp = NULL;
     ct_stop();

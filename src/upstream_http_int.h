@@ -9,6 +9,7 @@
 
 #include "curl_thread.h"
 #include "loop.h"
+#include "util.h"
 
 enum hx_kind { HX_MSG, HX_GET, HX_DELETE, HX_REINIT };
 
@@ -52,6 +53,10 @@ struct http_tp {
     int auth_wait; /* not opened yet: waiting for oauth_gw.c to refresh an expired token */
     long backoff_ms;
     struct lp_timer reconnect_timer, close_timer;
+    /* upstream_http_hdrs.c: name -> tool for the tools of hdr_indexed (up->tools when built,
+     * referenced so that its address cannot come back as a newer list) whose input schema
+     * mentions x-mcp-header; the other tools' calls carry no Mcp-Param-* headers. */
+    json_t *hdr_indexed, *hdr_tools;
 };
 
 /* ---- exchanges (upstream_http.c) ---- */
@@ -65,6 +70,15 @@ void hx_abort(struct hx *h);
 void hx_free(struct hx *h);
 /* tp's oldest exchange held for a new session, or NULL. */
 struct hx *hx_first_held(struct http_tp *tp);
+
+/* ---- request headers (upstream_http_hdrs.c) ---- */
+/* Notes message msg's routing headers in h (Mcp-Method, Mcp-Name, Mcp-Param-*, and the 2026
+ * era's protocol version, which replaces the session). Borrows msg. */
+void uh_note_headers(struct hx *h, json_t *msg);
+/* Appends to out the header lines of h's next transfer ("Name: value", each NUL-terminated,
+ * as struct ct_request wants them) and records in h->sent_sid the session id they carry. */
+void uh_headers(struct hx *h, const char *method, int with_session, const char *last_id,
+                struct buf *out);
 
 /* ---- the transport (upstream_http.c) ---- */
 /* Starts a transfer for h. with_session: send Mcp-Session-Id and MCP-Protocol-Version.
