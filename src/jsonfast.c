@@ -753,10 +753,10 @@ char *jf_untag(char *text)
     static const char pat[] = "\"\\u0000jf-integer:"; /* how json_dumps writes the tag */
     size_t pl = sizeof(pat) - 1;
     char *r = text, *w = text;
+    int in_str = 0; /* inside a string: its quotes and backslashes are not the tag's */
     while (text && *r) {
-        const char *d = r + pl, *q = d;
-        if (strncmp(r, pat, pl) == 0) {
-            q += *q == '-';
+        if (!in_str && *r == '"' && strncmp(r, pat, pl) == 0) {
+            const char *d = r + pl, *q = d + (*d == '-');
             while (*q >= '0' && *q <= '9')
                 q++;
             if (*q == '"' && q > d + (*d == '-')) {
@@ -765,6 +765,11 @@ char *jf_untag(char *text)
                 r = (char *)q + 1;
                 continue;
             }
+        }
+        if (in_str && *r == '\\' && r[1]) {
+            *w++ = *r++;
+        } else if (*r == '"') {
+            in_str = !in_str;
         }
         *w++ = *r++;
     }

@@ -316,7 +316,7 @@ finally:
 // (JF_BIG_INTEGERS), and an answer that still does not decode ends its run at once with the
 // decoder's reason, the session intact.
 test('big integers in a run answer reach the client exactly; an undecodable answer fails its run at once', { timeout: ms(120000) }, async () => {
-  const { h } = await session({}, { CODEMCP_EXEC_TIMEOUT_MS: '20000' });
+  const { h } = await session({ fake: servers.fake() }, { CODEMCP_EXEC_TIMEOUT_MS: '20000' });
   const call = (code) => h.client.callTool({ name: 'execute_python', arguments: { code } }, undefined, { timeout: ms(60000) });
   try {
     await call('kept = 11');
@@ -327,6 +327,9 @@ test('big integers in a run answer reach the client exactly; an undecodable answ
       '1' + '0'.repeat(79) + '1,9223372036854775807,-9223372036854775808,' +
       `{"n":${3n ** 100n}}]}`);
     assert.ok(Date.now() - t0 < 15000, `${Date.now() - t0} ms`);
+    // through a tool call too: the frame's big integers go upstream digit for digit
+    r = await call('from codemcp_rt import client\nresult = resolve(client.call("fake", "add", {"a": 2**64, "b": 1}))');
+    assert.equal(r.content[0].text.replace(/,"namespace":"[^"]*"/, ''), '{"result":18446744073709551617}', JSON.stringify(r));
     t0 = Date.now();
     r = await call('result = {"a\\x00b": 1}');
     const e = r.structuredContent;

@@ -259,6 +259,15 @@ static void test_big_integers(void)
     }
     char u[] = "{\"a\": \"\\u0000jf-integer:5\", \"b\": \"\\u0000jf-integer:5x\"}";
     EXPECT(strcmp(jf_untag(u), "{\"a\": 5, \"b\": \"\\u0000jf-integer:5x\"}") == 0);
+    /* the tag's text inside another string is left alone */
+    json_t *in_str = json_stringn("a\"\0jf-integer:5", 15);
+    char *d = json_dumps(in_str, JSON_ENCODE_ANY), *keep = strdup(d);
+    EXPECT(strcmp(jf_untag(d), keep) == 0);
+    free(d);
+    free(keep);
+    json_decref(in_str);
+    char w[] = "[\"x\\\\\", \"\\u0000jf-integer:-7\"]"; /* ["x\\", <tag -7>] */
+    EXPECT(strcmp(jf_untag(w), "[\"x\\\\\", -7]") == 0);
 }
 
 int main(void)
