@@ -127,7 +127,13 @@ int uh_submit(struct hx *h, const char *method, int with_session, const char *la
     struct http_tp *tp = h->tp;
     struct buf lines = {0};
     int post = strcmp(method, "POST") == 0;
-    uh_headers(h, method, with_session, last_id, &lines);
+    /* oagw_header may reload the stored credentials and report a change (oauth_changed):
+     * that is deferred while in_submit, since it could free h. Never logged. */
+    tp->in_submit++;
+    char *bearer = oagw_header(tp->up->cfg);
+    tp->in_submit--;
+    uh_headers(h, method, with_session, last_id, bearer, &lines);
+    free(bearer);
     struct ct_request rq = {
         .method = method,
         .url = tp->up->cfg->url,
@@ -216,12 +222,34 @@ static void auth_failed(struct http_tp *tp, const struct ct_event *ev)
 }
 
 /* oauth_gw.c: the stored credentials of a server changed (codemcp auth/logout, a refresh). */
+static void oauth_apply(struct http_tp *tp, const char *name, int removed);
+
+static void oauth_later(void *ud)
+{
+    struct http_tp *tp = ud;
+    if (!tp->stopping)
+        oauth_apply(tp, tp->up->name, tp->oauth_removed);
+}
+
 static void oauth_changed(const char *name, int removed)
 {
     struct upstream *up = up_find(name);
     struct http_tp *tp = up && up->ops == &up_http_ops ? up->tp : NULL;
     if (!tp || tp->stopping)
         return;
+    if (tp->in_submit) {
+        /* Noticed by oagw_header while uh_submit builds a request: acting now would free
+         * the exchange (and maybe more) under its feet. Right after, from the loop. */
+        tp->oauth_removed = removed;
+        lp_timer_start(&tp->oauth_timer, 0, oauth_later, tp);
+        return;
+    }
+    oauth_apply(tp, name, removed);
+}
+
+static void oauth_apply(struct http_tp *tp, const char *name, int removed)
+{
+    struct upstream *up = tp->up;
     char why[300];
     snprintf(why, sizeof(why), "needs_auth (Run: codemcp auth %s): no valid stored credentials",
              name);
@@ -722,6 +750,7 @@ static void http_free(struct upstream *up)
     hx_free_all(tp);
     lp_timer_stop(&tp->reconnect_timer);
     lp_timer_stop(&tp->close_timer);
+    lp_timer_stop(&tp->oauth_timer);
     for (char **h = tp->headers; h && *h; h++)
         free(*h);
     free(tp->headers);

@@ -6,7 +6,6 @@
  * when to send (upstream_http.c decides that). */
 #include "log.h"
 #include "mcp_era.h"
-#include "oauth_gw.h"
 #include "upstream.h"
 #include "upstream_http_int.h"
 #include "util.h"
@@ -108,7 +107,7 @@ static void line(struct buf *b, const char *name, const char *value)
 }
 
 void uh_headers(struct hx *h, const char *method, int with_session, const char *last_id,
-                struct buf *out)
+                const char *bearer, struct buf *out)
 {
     struct http_tp *tp = h->tp;
     if (strcmp(method, "POST") == 0) {
@@ -119,10 +118,8 @@ void uh_headers(struct hx *h, const char *method, int with_session, const char *
     }
     for (char **c = tp->headers; c && *c; c++)
         line(out, *c, NULL);
-    char *bearer = oagw_header(tp->up->cfg); /* OAuth (oauth_gw.c); never logged */
     if (bearer)
         line(out, bearer, NULL);
-    free(bearer);
     const char *version = tp->protocol_version ? tp->protocol_version : tp->up->protocol_version;
     free(h->sent_sid);
     h->sent_sid = NULL;

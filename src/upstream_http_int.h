@@ -57,6 +57,10 @@ struct http_tp {
      * referenced so that its address cannot come back as a newer list) whose input schema
      * mentions x-mcp-header; the other tools' calls carry no Mcp-Param-* headers. */
     json_t *hdr_indexed, *hdr_tools;
+    /* uh_submit is asking oauth_gw.c for the bearer: a credentials change it reports then is
+     * applied from oauth_timer instead (oauth_removed: what it said). */
+    int in_submit, oauth_removed;
+    struct lp_timer oauth_timer;
 };
 
 /* ---- exchanges (upstream_http.c) ---- */
@@ -76,9 +80,10 @@ struct hx *hx_first_held(struct http_tp *tp);
  * era's protocol version, which replaces the session). Borrows msg. */
 void uh_note_headers(struct hx *h, json_t *msg);
 /* Appends to out the header lines of h's next transfer ("Name: value", each NUL-terminated,
- * as struct ct_request wants them) and records in h->sent_sid the session id they carry. */
+ * as struct ct_request wants them; bearer: the OAuth "Authorization: ..." line or NULL) and
+ * records in h->sent_sid the session id they carry. */
 void uh_headers(struct hx *h, const char *method, int with_session, const char *last_id,
-                struct buf *out);
+                const char *bearer, struct buf *out);
 
 /* ---- the transport (upstream_http.c) ---- */
 /* Starts a transfer for h. with_session: send Mcp-Session-Id and MCP-Protocol-Version.
