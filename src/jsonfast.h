@@ -58,4 +58,8 @@ json_t *jf_frame_id(const char *text, size_t len, int *is_request);
  * level of room for wrapping what jf_loadb decoded; json_dumps has no limit). */
 char *jf_dumps(const json_t *v);
 
+/* Length of the valid UTF-8 sequence at p (its first byte >= 0x80; jansson's rules: no
+ * overlong form, no surrogate, at most U+10FFFF), or 0. */
+size_t jf_utf8_seq(const unsigned char *p, const unsigned char *e);
+
 #endif

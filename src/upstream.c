@@ -10,6 +10,7 @@
 #include "upstream.h"
 #include "jsonfast.h"
 #include "jsonrpc.h"
+#include "jsonscan.h"
 #include "upstream_int.h"
 #include "log.h"
 #include "util.h"
@@ -149,7 +150,7 @@ static void req_finish(struct up_req *r, json_t *result, const struct up_error *
         err = &asked;
     }
     if (r->call_cb)
-        r->call_cb(r->call_ud, result, err);
+        r->call_cb(r->call_ud, result ? &(struct up_result){.tree = result} : NULL, err);
     else if (r->cb)
         r->cb(r->up, r->ud, result, err);
     free(r);
@@ -186,6 +187,33 @@ static void req_timed_out(void *ud)
     req_finish(r, NULL, &err);
 }
 
+static struct up_req *req_new(struct upstream *up, up__req_cb cb, void *ud)
+{
+    struct up_req *r = xcalloc(1, sizeof(*r));
+    r->handle = next_handle++;
+    r->up = up;
+    r->wire_id = ++up->next_id;
+    r->started_ms = now_ms();
+    r->cb = cb;
+    r->ud = ud;
+    return r;
+}
+
+/* Sends r's message (text, len bytes) and lists r; frees r and returns NULL if it cannot. */
+static struct up_req *req_send(struct upstream *up, struct up_req *r, const char *text, size_t len,
+                               int64_t timeout_ms)
+{
+    if (up->ops->send(up, text, len) < 0) {
+        free(r);
+        return NULL;
+    }
+    r->next = reqs;
+    reqs = r;
+    if (timeout_ms > 0)
+        lp_timer_start(&r->timer, timeout_ms, req_timed_out, r);
+    return r;
+}
+
 /* Sends a request; steals params. Returns the request or NULL (cb not called then). */
 static struct up_req *send_request(struct upstream *up, const char *method, json_t *params,
                                    int64_t timeout_ms, up__req_cb cb, void *ud)
@@ -199,28 +227,14 @@ static struct up_req *send_request(struct upstream *up, const char *method, json
             params, mcp_era_request_meta(MCP_MODERN_VERSION, "codemcp", CODEMCP_VERSION, caps));
         json_decref(caps);
     }
-    struct up_req *r = xcalloc(1, sizeof(*r));
-    r->handle = next_handle++;
-    r->up = up;
-    r->wire_id = ++up->next_id;
-    r->started_ms = now_ms();
-    r->cb = cb;
-    r->ud = ud;
+    struct up_req *r = req_new(up, cb, ud);
     json_t *id = json_integer(r->wire_id);
     json_t *msg = rpc_request(id, method, params);
     json_decref(id);
     char *text = rpc_dump(msg);
     json_decref(msg);
-    int rc = up->ops->send(up, text, strlen(text));
+    r = req_send(up, r, text, strlen(text), timeout_ms);
     free(text);
-    if (rc < 0) {
-        free(r);
-        return NULL;
-    }
-    r->next = reqs;
-    reqs = r;
-    if (timeout_ms > 0)
-        lp_timer_start(&r->timer, timeout_ms, req_timed_out, r);
     return r;
 }
 
@@ -486,8 +500,38 @@ static struct up_req *find_req(struct upstream *up, json_t *id)
     return NULL;
 }
 
+/* The usual answer to a tools/call, in the form jf_dumps writes: its result goes to the
+ * caller as bytes, no tree (jsonscan.h). 0: anything else, or anything unusual (an error, a
+ * resultType, another request's id): the tree path below decides as before. */
+static int try_raw_result(struct upstream *up, const char *text, size_t len)
+{
+    struct js_member m[8], rm[16];
+    int n = js_canon_object(text, len, 1, m, 8);
+    if (n < 0)
+        return 0;
+    const struct js_member *id = js_get(m, n, "id"), *res = js_get(m, n, "result");
+    if (!js_is(js_get(m, n, "jsonrpc"), "\"2.0\"") || js_get(m, n, "method") ||
+        js_get(m, n, "error") || !id || !res || res->val[0] != '{' ||
+        !(id->val[0] == '-' || (id->val[0] >= '0' && id->val[0] <= '9')))
+        return 0;
+    long long wire = strtoll(id->val, NULL, 10); /* canonical: at most 18 digits */
+    struct up_req *r = reqs;
+    while (r && !(r->up == up && r->wire_id == wire))
+        r = r->next;
+    int rn = r && r->call_cb ? js_members(res->val, res->vlen, rm, 16) : -1;
+    if (rn < 0 || js_get(rm, rn, "resultType"))
+        return 0;
+    req_unlink(r);
+    lp_timer_stop(&r->timer);
+    r->call_cb(r->call_ud, &(struct up_result){.raw = res->val, .raw_len = res->vlen}, NULL);
+    free(r);
+    return 1;
+}
+
 void up__transport_message(struct upstream *up, const char *text, size_t len)
 {
+    if (try_raw_result(up, text, len))
+        return;
     json_error_t jerr;
     json_t *msg = jf_loadb(text, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, &jerr); /* see jsonfast.h */
     if (!msg) {
@@ -625,15 +669,58 @@ static void schedule_restart(struct upstream *up)
 
 /* ---- calls -------------------------------------------------------------------------------- */
 
-int up_call_tool(const char *server, const char *tool, json_t *args, int64_t timeout_ms,
-                 up_call_cb cb, void *ud, uint64_t *handle, struct up_error *err)
+/* A tool name written into JSON as it is (no byte that needs an escape, ASCII). */
+static int plain_name(const char *s)
 {
-    return up_call_tool_with(server, tool, args, NULL, timeout_ms, cb, ud, handle, err);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p >= 0x80 || *p == '"' || *p == '\\')
+            return 0;
+    return 1;
 }
 
-int up_call_tool_with(const char *server, const char *tool, json_t *args, json_t *extra,
-                      int64_t timeout_ms, up_call_cb cb, void *ud, uint64_t *handle,
-                      struct up_error *err)
+/* The usual tools/call (2025 era, no extra members): its text written around the arguments'
+ * bytes, the bytes rpc_dump(rpc_request(id, "tools/call", {name, arguments})) would give. */
+static struct up_req *send_call_text(struct upstream *up, const char *tool, const char *args,
+                                     size_t args_len, int64_t timeout_ms)
+{
+    static const char head[] = "{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"id\":";
+    static const char mid[] = ",\"params\":{\"name\":\"";
+    static const char arg[] = "\",\"arguments\":";
+    struct up_req *r = req_new(up, NULL, NULL);
+    char num[24], *q = num + sizeof(num);
+    for (unsigned long long u = (unsigned long long)r->wire_id;; u /= 10) {
+        *--q = (char)('0' + u % 10);
+        if (u < 10)
+            break;
+    }
+    size_t nl = (size_t)(num + sizeof(num) - q), tl = strlen(tool);
+    if (!args) {
+        args = "{}";
+        args_len = 2;
+    }
+    size_t len = sizeof(head) - 1 + nl + sizeof(mid) - 1 + tl + sizeof(arg) - 1 + args_len + 2;
+    char *text = xmalloc(len), *w = text;
+    memcpy(w, head, sizeof(head) - 1);
+    w += sizeof(head) - 1;
+    memcpy(w, q, nl);
+    w += nl;
+    memcpy(w, mid, sizeof(mid) - 1);
+    w += sizeof(mid) - 1;
+    memcpy(w, tool, tl);
+    w += tl;
+    memcpy(w, arg, sizeof(arg) - 1);
+    w += sizeof(arg) - 1;
+    memcpy(w, args, args_len);
+    w += args_len;
+    memcpy(w, "}}", 2);
+    r = req_send(up, r, text, len, timeout_ms);
+    free(text);
+    return r;
+}
+
+int up_call_tool(const char *server, const char *tool, const char *args, size_t args_len,
+                 json_t *extra, int64_t timeout_ms, up_call_cb cb, void *ud, uint64_t *handle,
+                 struct up_error *err)
 {
     struct upstream *up = up_find(server);
     if (!up) {
@@ -649,18 +736,29 @@ int up_call_tool_with(const char *server, const char *tool, json_t *args, json_t
     }
     if (timeout_ms <= 0)
         timeout_ms = default_call_timeout_ms;
-    json_t *a = json_is_object(args) ? json_incref(args) : json_object();
-    json_t *params = json_object(); /* {name, arguments}: not json_pack, see jsonrpc.c */
-    json_object_set_new_nocheck(params, "name", json_string(tool));
-    json_object_set_new_nocheck(params, "arguments", a);
-    const char *k;
-    json_t *v;
-    json_object_foreach(extra, k, v)
-    {
-        if (strcmp(k, "name") && strcmp(k, "arguments") && strcmp(k, "_meta"))
-            json_object_set(params, k, v);
+    struct up_req *r;
+    if (!extra && up->era != MCP_ERA_MODERN && plain_name(tool)) {
+        r = send_call_text(up, tool, args, args_len, timeout_ms);
+    } else {
+        json_t *a = args ? jf_loadb(args, args_len, JF_ALLOW_NUL, NULL) : json_object();
+        if (!json_is_object(a)) { /* the caller's bytes are canonical: cannot happen */
+            json_decref(a);
+            err->kind = "transport";
+            snprintf(err->message, sizeof(err->message), "invalid arguments for %s", tool);
+            return -1;
+        }
+        json_t *params = json_object(); /* {name, arguments}: not json_pack, see jsonrpc.c */
+        json_object_set_new_nocheck(params, "name", json_string(tool));
+        json_object_set_new_nocheck(params, "arguments", a);
+        const char *k;
+        json_t *v;
+        json_object_foreach(extra, k, v)
+        {
+            if (strcmp(k, "name") && strcmp(k, "arguments") && strcmp(k, "_meta"))
+                json_object_set(params, k, v);
+        }
+        r = send_request(up, "tools/call", params, timeout_ms, NULL, NULL);
     }
-    struct up_req *r = send_request(up, "tools/call", params, timeout_ms, NULL, NULL);
     if (!r) {
         err->kind = "transport";
         snprintf(err->message, sizeof(err->message), "cannot send to %s", server);
