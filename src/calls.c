@@ -135,8 +135,8 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
         shapes_learn_text(call->fn, res->raw, res->raw_len);
         use_note(call->fn);
     } else {
-        json_t *result =
-            res->tree ? json_incref(res->tree) : jf_loadb(res->raw, res->raw_len, JF_ALLOW_NUL, NULL);
+        json_t *result = res->tree ? json_incref(res->tree)
+                                   : jf_loadb(res->raw, res->raw_len, JF_ALLOW_NUL, NULL);
         /* Shared, not copied: only a write's result is changed (its _meta mark). */
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
@@ -256,8 +256,8 @@ static void handle_call(uint64_t conn_id, int slot, json_t *id, char *id_text, c
     call->timeout_ms = timeout_ms;
     call->started_ms = t0;
     struct up_error err = {0};
-    if (up_call_tool(server, tool, args, args_len, NULL, call->timeout_ms, on_upstream_result,
-                     call, &call->up_handle, &err) < 0) {
+    if (up_call_tool(server, tool, args, args_len, NULL, call->timeout_ms, on_upstream_result, call,
+                     &call->up_handle, &err) < 0) {
         reply_error(conn_id, id, err.kind, err.message, now_ms() - t0);
         call_free(call);
         return;
@@ -292,8 +292,8 @@ void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
         return;
     }
     handle_call(conn_id, slot, id, id_text, run_id, server, tool, args_text,
-                args_text ? strlen(args_text) : 0, json_is_integer(tmo) ? json_integer_value(tmo) : 0,
-                t0);
+                args_text ? strlen(args_text) : 0,
+                json_is_integer(tmo) ? json_integer_value(tmo) : 0, t0);
 }
 
 /* A string member's bytes as a C string when it needs no decoding (no escape: then no NUL
@@ -312,8 +312,8 @@ int calls_handle_frame(uint64_t conn_id, int slot, const char *text, size_t len)
     if (n < 0)
         return 0;
     const struct js_member *id = js_get(m, n, "id"), *params = js_get(m, n, "params");
-    if (!js_is(js_get(m, n, "jsonrpc"), "\"2.0\"") || !js_is(js_get(m, n, "method"), "\"call_tool\"") ||
-        !id || !params || params->val[0] != '{')
+    if (!js_is(js_get(m, n, "jsonrpc"), "\"2.0\"") ||
+        !js_is(js_get(m, n, "method"), "\"call_tool\"") || !id || !params || params->val[0] != '{')
         return 0;
     int np = js_members(params->val, params->vlen, p, 8);
     if (np < 0)
