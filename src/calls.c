@@ -191,11 +191,11 @@ int calls_mutation_allowed(const struct calls_run *run, const char *fn, const ch
     return 0;
 }
 
-/* The checks and the routing of one call, whichever way its frame was read. id borrowed,
- * id_text and args (canonical JSON text, NULL: none) stolen. */
-static void handle_call(uint64_t conn_id, int slot, json_t *id, char *id_text, const char *run_id,
-                        const char *server, const char *tool, char *args, size_t args_len,
-                        int64_t timeout_ms, int64_t t0)
+/* The checks and the routing of one call, whichever way its frame was read. id borrowed;
+ * id_text, run_id, server, tool and args (canonical JSON text, NULL: none) stolen. */
+static void handle_call(uint64_t conn_id, int slot, json_t *id, char *id_text, char *run_id,
+                        char *server, char *tool, char *args, size_t args_len, int64_t timeout_ms,
+                        int64_t t0)
 {
     struct calls_run run = {0};
     if (!hooks.run_lookup || hooks.run_lookup(run_id, slot, &run) < 0) {
@@ -246,9 +246,9 @@ static void handle_call(uint64_t conn_id, int slot, json_t *id, char *id_text, c
     call->conn_id = conn_id;
     call->id = json_incref(id);
     call->id_text = id_text;
-    call->run_id = xstrdup(run_id);
-    call->server = xstrdup(server);
-    call->tool = xstrdup(tool);
+    call->run_id = run_id;
+    call->server = server;
+    call->tool = tool;
     call->fn = xstrdup(fn);
     call->args = args;
     call->args_len = args_len;
@@ -268,6 +268,9 @@ static void handle_call(uint64_t conn_id, int slot, json_t *id, char *id_text, c
 refused:
     free(id_text);
     free(args);
+    free(run_id);
+    free(server);
+    free(tool);
 }
 
 void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
@@ -291,8 +294,8 @@ void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
         reply(conn_id, rpc_error(id, RPC_INVALID_PARAMS, "call_tool args cannot be encoded", NULL));
         return;
     }
-    handle_call(conn_id, slot, id, id_text, run_id, server, tool, args_text,
-                args_text ? strlen(args_text) : 0,
+    handle_call(conn_id, slot, id, id_text, xstrdup(run_id), xstrdup(server), xstrdup(tool),
+                args_text, args_text ? strlen(args_text) : 0,
                 json_is_integer(tmo) ? json_integer_value(tmo) : 0, t0);
 }
 
@@ -308,15 +311,13 @@ static char *plain_string(const struct js_member *v)
 int calls_handle_frame(uint64_t conn_id, int slot, const char *text, size_t len)
 {
     struct js_member m[8], p[8];
-    int n = js_canon_object(text, len, 1, m, 8);
-    if (n < 0)
+    struct js_scan sc = {.m = m, .max = 8, .sub = "params", .sm = p, .smax = 8};
+    if (js_canon_scan(text, len, 1, &sc) < 0)
         return 0;
+    int n = sc.n, np = sc.sn;
     const struct js_member *id = js_get(m, n, "id"), *params = js_get(m, n, "params");
     if (!js_is(js_get(m, n, "jsonrpc"), "\"2.0\"") ||
-        !js_is(js_get(m, n, "method"), "\"call_tool\"") || !id || !params || params->val[0] != '{')
-        return 0;
-    int np = js_members(params->val, params->vlen, p, 8);
-    if (np < 0)
+        !js_is(js_get(m, n, "method"), "\"call_tool\"") || !id || !params || np < 0)
         return 0;
     const struct js_member *args = js_get(p, np, "args"), *tmo = js_get(p, np, "timeout_ms");
     if (args && args->val[0] != '{')
@@ -340,11 +341,12 @@ int calls_handle_frame(uint64_t conn_id, int slot, const char *text, size_t len)
         handle_call(conn_id, slot, idv, xstrndup(id->val, id->vlen), run_id, server, tool,
                     args ? xstrndup(args->val, args->vlen) : NULL, args ? args->vlen : 0,
                     timeout_ms, t0);
+    } else {
+        free(run_id);
+        free(server);
+        free(tool);
     }
     json_decref(idv);
-    free(run_id);
-    free(server);
-    free(tool);
     return taken;
 }
 

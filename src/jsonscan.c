@@ -16,6 +16,8 @@ struct sc {
     const unsigned char *p, *e;
     int allow_nul;
     int depth;
+    int in_sub;          /* the value being scanned is the top-level member out->sub */
+    struct js_scan *out; /* members to record (js_canon_scan), or NULL */
     int nkeys;
     struct {
         const unsigned char *k;
@@ -113,9 +115,17 @@ static int canon_object(struct sc *s)
     s->p++;
     if (s->p < s->e && *s->p == '}') {
         s->p++;
+        if (s->out && s->depth == 1)
+            s->out->n = 0;
+        else if (s->in_sub)
+            s->out->sn = 0;
+        s->in_sub = 0;
         return 0;
     }
-    int base = s->nkeys, rc = -1;
+    int base = s->nkeys, rc = -1, top = s->out && s->depth == 1, sub = s->in_sub;
+    s->in_sub = 0;
+    struct js_member *rec = top ? s->out->m : sub ? s->out->sm : NULL;
+    int rmax = top ? s->out->max : sub ? s->out->smax : 0, rn = 0;
     for (;;) {
         if (s->p >= s->e || *s->p != '"')
             goto out;
@@ -134,8 +144,21 @@ static int canon_object(struct sc *s)
         if (s->p >= s->e || *s->p != ':')
             goto out;
         s->p++;
+        const unsigned char *v = s->p;
+        s->in_sub =
+            top && s->out->sub && strlen(s->out->sub) == n && memcmp(s->out->sub, k, n) == 0;
         if (canon_value(s) < 0)
             goto out;
+        s->in_sub = 0;
+        if (rec) {
+            if (rn >= rmax)
+                goto out; /* more members than the caller has room for: the tree path */
+            rec[rn].key = (const char *)k;
+            rec[rn].klen = n;
+            rec[rn].val = (const char *)v;
+            rec[rn].vlen = (size_t)(s->p - v);
+            rn++;
+        }
         if (s->p < s->e && *s->p == ',') {
             s->p++;
             continue;
@@ -148,11 +171,16 @@ static int canon_object(struct sc *s)
     }
 out:
     s->nkeys = base;
+    if (rc == 0 && top)
+        s->out->n = rn;
+    else if (rc == 0 && sub)
+        s->out->sn = rn;
     return rc;
 }
 
 static int canon_array(struct sc *s)
 {
+    s->in_sub = 0;
     s->p++;
     if (s->p < s->e && *s->p == ']') {
         s->p++;
@@ -212,22 +240,37 @@ static int canon_value(struct sc *s)
     return rc;
 }
 
-int js_canon_value(const char *text, size_t len, int allow_nul)
+static int scan(const char *text, size_t len, int allow_nul, struct js_scan *out)
 {
     struct sc s;
     s.p = (const unsigned char *)text;
     s.e = s.p + len;
     s.allow_nul = allow_nul;
     s.depth = 0;
+    s.in_sub = 0;
+    s.out = out;
     s.nkeys = 0;
     return canon_value(&s) == 0 && s.p == s.e;
 }
 
+int js_canon_value(const char *text, size_t len, int allow_nul)
+{
+    return scan(text, len, allow_nul, NULL);
+}
+
+int js_canon_scan(const char *text, size_t len, int allow_nul, struct js_scan *out)
+{
+    out->n = 0;
+    out->sn = -1;
+    if (!len || text[0] != '{' || !scan(text, len, allow_nul, out))
+        return -1;
+    return 0;
+}
+
 int js_canon_object(const char *text, size_t len, int allow_nul, struct js_member *m, int max)
 {
-    if (!len || text[0] != '{' || !js_canon_value(text, len, allow_nul))
-        return -1;
-    return js_members(text, len, m, max);
+    struct js_scan sc = {.m = m, .max = max};
+    return js_canon_scan(text, len, allow_nul, &sc) < 0 ? -1 : sc.n;
 }
 
 /* ---- on bytes js_canon_value accepted ------------------------------------------------------ */

@@ -22,12 +22,27 @@ struct js_member {
     size_t vlen;
 };
 
+/* What js_canon_scan records while it checks: the top-level object's members (room for max)
+ * and, when sub names one of them whose value is an object, that object's members (room for
+ * smax; sn is -1 when there was no such object). */
+struct js_scan {
+    struct js_member *m;
+    int max, n;
+    const char *sub;
+    struct js_member *sm;
+    int smax, sn;
+};
+
 /* 1 when text[0..len) is one canonical JSON value (see above), else 0. */
 int js_canon_value(const char *text, size_t len, int allow_nul);
 
 /* A canonical object: its top-level members into m (in order; there are no duplicates).
  * Returns their number, or -1 (not a canonical object, or more than max members). */
 int js_canon_object(const char *text, size_t len, int allow_nul, struct js_member *m, int max);
+
+/* A canonical object, its members recorded in one pass. 0, or -1 (not a canonical object, or
+ * more members than room: the caller takes the tree path). */
+int js_canon_scan(const char *text, size_t len, int allow_nul, struct js_scan *out);
 
 /* The top-level members of an object js_canon_value accepted (no checks). -1: more than max. */
 int js_members(const char *text, size_t len, struct js_member *m, int max);

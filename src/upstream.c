@@ -506,20 +506,20 @@ static struct up_req *find_req(struct upstream *up, json_t *id)
 static int try_raw_result(struct upstream *up, const char *text, size_t len)
 {
     struct js_member m[8], rm[16];
-    int n = js_canon_object(text, len, 1, m, 8);
-    if (n < 0)
+    struct js_scan sc = {.m = m, .max = 8, .sub = "result", .sm = rm, .smax = 16};
+    if (js_canon_scan(text, len, 1, &sc) < 0)
         return 0;
+    int n = sc.n, rn = sc.sn;
     const struct js_member *id = js_get(m, n, "id"), *res = js_get(m, n, "result");
     if (!js_is(js_get(m, n, "jsonrpc"), "\"2.0\"") || js_get(m, n, "method") ||
-        js_get(m, n, "error") || !id || !res || res->val[0] != '{' ||
+        js_get(m, n, "error") || !id || !res || rn < 0 || js_get(rm, rn, "resultType") ||
         !(id->val[0] == '-' || (id->val[0] >= '0' && id->val[0] <= '9')))
         return 0;
     long long wire = strtoll(id->val, NULL, 10); /* canonical: at most 18 digits */
     struct up_req *r = reqs;
     while (r && !(r->up == up && r->wire_id == wire))
         r = r->next;
-    int rn = r && r->call_cb ? js_members(res->val, res->vlen, rm, 16) : -1;
-    if (rn < 0 || js_get(rm, rn, "resultType"))
+    if (!r || !r->call_cb)
         return 0;
     req_unlink(r);
     lp_timer_stop(&r->timer);
