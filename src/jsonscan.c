@@ -25,6 +25,19 @@ struct sc {
     } keys[JS_KEY_STACK];
 };
 
+/* Bytes that stand for themselves in a JSON string as jf_dumps writes it: printable ASCII
+ * but '"' and '\\'. */
+static const unsigned char plain_byte[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+
 static int is_hex_upper(unsigned c)
 {
     return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F');
@@ -37,7 +50,7 @@ static int canon_string(struct sc *s, int key)
 {
     const unsigned char *p = s->p + 1, *e = s->e;
     for (;;) {
-        while (p < e && *p >= 0x20 && *p != '"' && *p != '\\' && *p < 0x80)
+        while (p < e && plain_byte[*p])
             p++;
         if (p >= e)
             return -1;
@@ -356,9 +369,8 @@ int js_elements(const char *text, size_t len, struct js_member *m, int max)
     return n;
 }
 
-const struct js_member *js_get(const struct js_member *m, int n, const char *key)
+const struct js_member *js_getn(const struct js_member *m, int n, const char *key, size_t kl)
 {
-    size_t kl = strlen(key);
     for (int i = 0; i < n; i++)
         if (m[i].klen == kl && memcmp(m[i].key, key, kl) == 0)
             return &m[i];

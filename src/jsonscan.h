@@ -50,8 +50,9 @@ int js_members(const char *text, size_t len, struct js_member *m, int max);
 /* The elements of an array js_canon_value accepted (key NULL). -1: more than max. */
 int js_elements(const char *text, size_t len, struct js_member *m, int max);
 
-/* The member named key, or NULL. */
-const struct js_member *js_get(const struct js_member *m, int n, const char *key);
+/* The member named key (klen bytes), or NULL. js_get: key is a string literal. */
+const struct js_member *js_getn(const struct js_member *m, int n, const char *key, size_t klen);
+#define js_get(m, n, key) js_getn((m), (n), "" key, sizeof(key) - 1)
 
 /* 1 when v is there and its bytes are exactly text (e.g. "true", "\"2.0\""). */
 int js_is(const struct js_member *v, const char *text);
