@@ -10,7 +10,6 @@
 #include "upstream.h"
 #include "jsonfast.h"
 #include "jsonrpc.h"
-#include "jsonscan.h"
 #include "upstream_int.h"
 #include "log.h"
 #include "util.h"
@@ -25,19 +24,6 @@
 #define RESTART_STABLE_MS 60000 /* and back to 1 s once it stayed up this long */
 
 extern const struct up_transport_ops up_http_ops;
-
-struct up_req {
-    uint64_t handle;
-    struct upstream *up;
-    int64_t wire_id;
-    int64_t started_ms;
-    up__req_cb cb;
-    void *ud;
-    up_call_cb call_cb; /* tools/call requests */
-    void *call_ud;
-    struct lp_timer timer;
-    struct up_req *next;
-};
 
 static struct upstream **ups;
 static size_t n_ups;
@@ -132,6 +118,22 @@ static void req_unlink(struct up_req *r)
     LIST_UNLINK(&reqs, r);
 }
 
+void up__req_detach(struct up_req *r)
+{
+    req_unlink(r);
+    lp_timer_stop(&r->timer);
+}
+
+struct up_req *up__reqs(void)
+{
+    return reqs;
+}
+
+int64_t up__default_call_timeout(void)
+{
+    return default_call_timeout_ms;
+}
+
 static void req_finish(struct up_req *r, json_t *result, const struct up_error *err)
 {
     req_unlink(r);
@@ -165,7 +167,7 @@ void up__notify(struct upstream *up, const char *method, json_t *params)
     json_decref(n);
 }
 
-static void send_cancelled(struct upstream *up, int64_t wire_id, const char *reason)
+void up__send_cancelled(struct upstream *up, int64_t wire_id, const char *reason)
 {
     if (up->state != UP_READY && up->state != UP_CONNECTING)
         return;
@@ -183,11 +185,11 @@ static void req_timed_out(void *ud)
     struct up_error err = {.kind = "timeout"};
     snprintf(err.message, sizeof(err.message), "%s did not answer within %lld ms", r->up->name,
              (long long)(now_ms() - r->started_ms));
-    send_cancelled(r->up, r->wire_id, "timeout");
+    up__send_cancelled(r->up, r->wire_id, "timeout");
     req_finish(r, NULL, &err);
 }
 
-static struct up_req *req_new(struct upstream *up, up__req_cb cb, void *ud)
+struct up_req *up__req_new(struct upstream *up, up__req_cb cb, void *ud)
 {
     struct up_req *r = xcalloc(1, sizeof(*r));
     r->handle = next_handle++;
@@ -199,9 +201,8 @@ static struct up_req *req_new(struct upstream *up, up__req_cb cb, void *ud)
     return r;
 }
 
-/* Sends r's message (text, len bytes) and lists r; frees r and returns NULL if it cannot. */
-static struct up_req *req_send(struct upstream *up, struct up_req *r, const char *text, size_t len,
-                               int64_t timeout_ms)
+struct up_req *up__req_send(struct upstream *up, struct up_req *r, const char *text, size_t len,
+                            int64_t timeout_ms)
 {
     if (up->ops->send(up, text, len) < 0) {
         free(r);
@@ -214,9 +215,8 @@ static struct up_req *req_send(struct upstream *up, struct up_req *r, const char
     return r;
 }
 
-/* Sends a request; steals params. Returns the request or NULL (cb not called then). */
-static struct up_req *send_request(struct upstream *up, const char *method, json_t *params,
-                                   int64_t timeout_ms, up__req_cb cb, void *ud)
+struct up_req *up__send_request(struct upstream *up, const char *method, json_t *params,
+                                int64_t timeout_ms, up__req_cb cb, void *ud)
 {
     if (up->era == MCP_ERA_MODERN || strcmp(method, "server/discover") == 0) {
         if (!params)
@@ -227,13 +227,13 @@ static struct up_req *send_request(struct upstream *up, const char *method, json
             params, mcp_era_request_meta(MCP_MODERN_VERSION, "codemcp", CODEMCP_VERSION, caps));
         json_decref(caps);
     }
-    struct up_req *r = req_new(up, cb, ud);
+    struct up_req *r = up__req_new(up, cb, ud);
     json_t *id = json_integer(r->wire_id);
     json_t *msg = rpc_request(id, method, params);
     json_decref(id);
     char *text = rpc_dump(msg);
     json_decref(msg);
-    r = req_send(up, r, text, strlen(text), timeout_ms);
+    r = up__req_send(up, r, text, strlen(text), timeout_ms);
     free(text);
     return r;
 }
@@ -241,7 +241,7 @@ static struct up_req *send_request(struct upstream *up, const char *method, json
 int up__request(struct upstream *up, const char *method, json_t *params, int64_t timeout_ms,
                 up__req_cb cb, void *ud)
 {
-    return send_request(up, method, params, timeout_ms, cb, ud) ? 0 : -1;
+    return up__send_request(up, method, params, timeout_ms, cb, ud) ? 0 : -1;
 }
 
 void up__fail_requests(struct upstream *up, const char *why)
@@ -257,14 +257,6 @@ void up__fail_requests(struct upstream *up, const char *why)
         }
         r = next;
     }
-}
-
-size_t up_calls_in_flight(void)
-{
-    size_t n = 0;
-    for (struct up_req *r = reqs; r; r = r->next)
-        n += r->call_cb != NULL;
-    return n;
 }
 
 /* ---- handshake and listing ------------------------------------------------------------ */
@@ -395,7 +387,7 @@ static void list_page(struct upstream *up, const char *cursor)
     json_t *params = cursor ? json_pack("{s:s}", "cursor", cursor) : NULL;
     int64_t timeout =
         up->state == UP_CONNECTING ? up__handshake_budget(up) : default_call_timeout_ms;
-    if (!send_request(up, "tools/list", params, timeout, on_list_page, NULL)) {
+    if (!up__send_request(up, "tools/list", params, timeout, on_list_page, NULL)) {
         up->listing = 0;
         up__transport_failed(up, "cannot send tools/list");
     }
@@ -489,48 +481,22 @@ static void handle_notification(struct upstream *up, json_t *msg, const char *me
     }
 }
 
-static struct up_req *find_req(struct upstream *up, json_t *id)
+struct up_req *up__find_wire(struct upstream *up, int64_t wire)
 {
-    if (!json_is_integer(id))
-        return NULL;
-    int64_t wire = json_integer_value(id);
     for (struct up_req *r = reqs; r; r = r->next)
         if (r->up == up && r->wire_id == wire)
             return r;
     return NULL;
 }
 
-/* The usual answer to a tools/call, in the form jf_dumps writes: its result goes to the
- * caller as bytes, no tree (jsonscan.h). 0: anything else, or anything unusual (an error, a
- * resultType, another request's id): the tree path below decides as before. */
-static int try_raw_result(struct upstream *up, const char *text, size_t len)
+static struct up_req *find_req(struct upstream *up, json_t *id)
 {
-    struct js_member m[8], rm[16];
-    struct js_scan sc = {.m = m, .max = 8, .sub = "result", .sm = rm, .smax = 16};
-    if (js_canon_scan(text, len, 1, &sc) < 0)
-        return 0;
-    int n = sc.n, rn = sc.sn;
-    const struct js_member *id = js_get(m, n, "id"), *res = js_get(m, n, "result");
-    if (!js_is(js_get(m, n, "jsonrpc"), "\"2.0\"") || js_get(m, n, "method") ||
-        js_get(m, n, "error") || !id || !res || rn < 0 || js_get(rm, rn, "resultType") ||
-        !(id->val[0] == '-' || (id->val[0] >= '0' && id->val[0] <= '9')))
-        return 0;
-    long long wire = strtoll(id->val, NULL, 10); /* canonical: at most 18 digits */
-    struct up_req *r = reqs;
-    while (r && !(r->up == up && r->wire_id == wire))
-        r = r->next;
-    if (!r || !r->call_cb)
-        return 0;
-    req_unlink(r);
-    lp_timer_stop(&r->timer);
-    r->call_cb(r->call_ud, &(struct up_result){.raw = res->val, .raw_len = res->vlen}, NULL);
-    free(r);
-    return 1;
+    return json_is_integer(id) ? up__find_wire(up, json_integer_value(id)) : NULL;
 }
 
 void up__transport_message(struct upstream *up, const char *text, size_t len)
 {
-    if (try_raw_result(up, text, len))
+    if (up__try_raw_result(up, text, len))
         return;
     json_error_t jerr;
     json_t *msg = jf_loadb(text, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, &jerr); /* see jsonfast.h */
@@ -668,119 +634,6 @@ static void schedule_restart(struct upstream *up)
 }
 
 /* ---- calls -------------------------------------------------------------------------------- */
-
-/* A tool name written into JSON as it is (no byte that needs an escape, ASCII). */
-static int plain_name(const char *s)
-{
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        if (*p < 0x20 || *p >= 0x80 || *p == '"' || *p == '\\')
-            return 0;
-    return 1;
-}
-
-/* The usual tools/call (2025 era, no extra members): its text written around the arguments'
- * bytes, the bytes rpc_dump(rpc_request(id, "tools/call", {name, arguments})) would give. */
-static struct up_req *send_call_text(struct upstream *up, const char *tool, const char *args,
-                                     size_t args_len, int64_t timeout_ms)
-{
-    static const char head[] = "{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"id\":";
-    static const char mid[] = ",\"params\":{\"name\":\"";
-    static const char arg[] = "\",\"arguments\":";
-    struct up_req *r = req_new(up, NULL, NULL);
-    char num[24], *q = num + sizeof(num);
-    for (unsigned long long u = (unsigned long long)r->wire_id;; u /= 10) {
-        *--q = (char)('0' + u % 10);
-        if (u < 10)
-            break;
-    }
-    size_t nl = (size_t)(num + sizeof(num) - q), tl = strlen(tool);
-    if (!args) {
-        args = "{}";
-        args_len = 2;
-    }
-    size_t len = sizeof(head) - 1 + nl + sizeof(mid) - 1 + tl + sizeof(arg) - 1 + args_len + 2;
-    char *text = xmalloc(len), *w = text;
-    memcpy(w, head, sizeof(head) - 1);
-    w += sizeof(head) - 1;
-    memcpy(w, q, nl);
-    w += nl;
-    memcpy(w, mid, sizeof(mid) - 1);
-    w += sizeof(mid) - 1;
-    memcpy(w, tool, tl);
-    w += tl;
-    memcpy(w, arg, sizeof(arg) - 1);
-    w += sizeof(arg) - 1;
-    memcpy(w, args, args_len);
-    w += args_len;
-    memcpy(w, "}}", 2);
-    r = req_send(up, r, text, len, timeout_ms);
-    free(text);
-    return r;
-}
-
-int up_call_tool(const char *server, const char *tool, const char *args, size_t args_len,
-                 json_t *extra, int64_t timeout_ms, up_call_cb cb, void *ud, uint64_t *handle,
-                 struct up_error *err)
-{
-    struct upstream *up = up_find(server);
-    if (!up) {
-        err->kind = "not_found";
-        snprintf(err->message, sizeof(err->message), "no upstream server named %s", server);
-        return -1;
-    }
-    if (up->state != UP_READY) {
-        err->kind = "transport";
-        snprintf(err->message, sizeof(err->message), "server %s is not connected (%s%s%s)", server,
-                 up_state_name(up->state), up->error ? ": " : "", up->error ? up->error : "");
-        return -1;
-    }
-    if (timeout_ms <= 0)
-        timeout_ms = default_call_timeout_ms;
-    struct up_req *r;
-    if (!extra && up->era != MCP_ERA_MODERN && plain_name(tool)) {
-        r = send_call_text(up, tool, args, args_len, timeout_ms);
-    } else {
-        json_t *a = args ? jf_loadb(args, args_len, JF_ALLOW_NUL, NULL) : json_object();
-        if (!json_is_object(a)) { /* the caller's bytes are canonical: cannot happen */
-            json_decref(a);
-            err->kind = "transport";
-            snprintf(err->message, sizeof(err->message), "invalid arguments for %s", tool);
-            return -1;
-        }
-        json_t *params = json_object(); /* {name, arguments}: not json_pack, see jsonrpc.c */
-        json_object_set_new_nocheck(params, "name", json_string(tool));
-        json_object_set_new_nocheck(params, "arguments", a);
-        const char *k;
-        json_t *v;
-        json_object_foreach(extra, k, v)
-        {
-            if (strcmp(k, "name") && strcmp(k, "arguments") && strcmp(k, "_meta"))
-                json_object_set(params, k, v);
-        }
-        r = send_request(up, "tools/call", params, timeout_ms, NULL, NULL);
-    }
-    if (!r) {
-        err->kind = "transport";
-        snprintf(err->message, sizeof(err->message), "cannot send to %s", server);
-        return -1;
-    }
-    r->call_cb = cb;
-    r->call_ud = ud;
-    *handle = r->handle;
-    return 0;
-}
-
-void up_cancel_call(uint64_t handle, const char *reason)
-{
-    for (struct up_req *r = reqs; r; r = r->next)
-        if (r->handle == handle) {
-            send_cancelled(r->up, r->wire_id, reason);
-            req_unlink(r);
-            lp_timer_stop(&r->timer);
-            free(r);
-            return;
-        }
-}
 
 /* ---- registry ------------------------------------------------------------------------------ */
 
