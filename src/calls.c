@@ -310,6 +310,11 @@ static char *plain_string(const struct js_member *v)
 
 int calls_handle_frame(uint64_t conn_id, int slot, const char *text, size_t len)
 {
+    /* The worker writes method near the start: other frames (a run's envelope may be
+     * megabytes) go straight to the tree, without a scan first. */
+    static const char method[] = "\"method\":\"call_tool\"";
+    if (!memmem(text, len < 160 ? len : 160, method, sizeof(method) - 1))
+        return 0;
     struct js_member m[8], p[8];
     struct js_scan sc = {.m = m, .max = 8, .sub = "params", .sm = p, .smax = 8};
     if (js_canon_scan(text, len, 1, &sc) < 0)

@@ -28,8 +28,8 @@ void shapes_set_listener(void (*on_change)(void))
 /* Structures already absorbed, per function (shapes_learn_text): hash(fn, js_shape_hash) | 1,
  * open addressing, emptied when 3/4 full. Absorbing a structure again never changes what was
  * learned (shapes_merge is a join: idempotent, commutative, associative), so a result whose
- * structure is in here is skipped without building its tree. Keyed at start: the hashes of
- * results (agent-influenced text) cannot be aimed at a collision. */
+ * structure is in here is skipped without building its tree. Keyed per process (getrandom):
+ * a collision, which would only leave one structure unlearned, cannot be aimed at offline. */
 #define SEEN_SLOTS 4096
 static uint64_t seen[SEEN_SLOTS];
 static size_t n_seen;
