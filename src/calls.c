@@ -135,8 +135,9 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
         shapes_learn_text(call->fn, res->raw, res->raw_len);
         use_note(call->fn);
     } else {
-        json_t *result = res->tree ? json_incref(res->tree)
-                                   : jf_loadb(res->raw, res->raw_len, JF_ALLOW_NUL, NULL);
+        json_t *result =
+            res->tree ? json_incref(res->tree)
+                      : jf_loadb(res->raw, res->raw_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL);
         /* Shared, not copied: only a write's result is changed (its _meta mark). */
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
@@ -219,7 +220,7 @@ static void handle_call(uint64_t conn_id, int slot, json_t *id, char *id_text, c
     const char *fn = json_string_value(json_object_get(f, "function"));
     char why[512];
     if (!policy_allows(server, tool, fn, why, sizeof(why))) {
-        json_t *a = args ? jf_loadb(args, args_len, JF_ALLOW_NUL, NULL) : NULL;
+        json_t *a = args ? jf_loadb(args, args_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL) : NULL;
         char *shown = redact_dump(a, 300);
         log_info("calls", "%s refused: %s (args %s)", fn, why, shown);
         free(shown);

@@ -45,7 +45,9 @@ static int is_hex_upper(unsigned c)
 
 /* A string at s->p (its opening quote) written as jf_dumps writes one: raw UTF-8, the short
  * escapes json_escape_byte uses, \u00XX (upper case) only for the other control characters
- * (\u0000 only with allow_nul). key: no escape at all (keys with one take the tree path). */
+ * (\u0000 only with allow_nul, and never first: a string that starts with NUL may be a
+ * jsonfast big-integer tag, which jf_dumps writes as a number). key: no escape at all (keys
+ * with one take the tree path). */
 static int canon_string(struct sc *s, int key)
 {
     const unsigned char *p = s->p + 1, *e = s->e;
@@ -84,7 +86,7 @@ static int canon_string(struct sc *s, int key)
                          (unsigned)(p[5] <= '9' ? p[5] - '0' : p[5] - 'A' + 10);
             /* jf_dumps writes \u00XX only below 0x20 and never for the short-escape bytes */
             if (v >= 0x20 || v == '\b' || v == '\f' || v == '\n' || v == '\r' || v == '\t' ||
-                (v == 0 && !s->allow_nul))
+                (v == 0 && (!s->allow_nul || p == s->p + 1)))
                 return -1;
             p += 6;
             continue;

@@ -460,7 +460,7 @@ void shapes_learn_text(const char *fn, const char *raw, size_t len)
     uint64_t k = known ? seen_slot_key(fn, structure) : 0;
     if (known && seen_check(k, 0))
         return; /* absorbed before: nothing can change */
-    json_t *result = jf_loadb(raw, len, JF_ALLOW_NUL, NULL);
+    json_t *result = jf_loadb(raw, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL);
     shapes_learn(fn, result);
     json_decref(result);
     if (known)

@@ -105,7 +105,8 @@ int up_call_tool(const char *server, const char *tool, const char *args, size_t 
     if (!extra && up->era != MCP_ERA_MODERN && plain_name(tool)) {
         r = send_call_text(up, tool, args, args_len, timeout_ms);
     } else {
-        json_t *a = args ? jf_loadb(args, args_len, JF_ALLOW_NUL, NULL) : json_object();
+        json_t *a =
+            args ? jf_loadb(args, args_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL) : json_object();
         if (!json_is_object(a)) { /* the caller's bytes are canonical: cannot happen */
             json_decref(a);
             err->kind = "transport";

@@ -59,6 +59,8 @@ cases = {
   'args_19_digits': lambda c: frame(c, p(args='{"a":1234567890123456789,"b":1}')),
   'args_deep': lambda c: frame(c, p(args='{"a":1,"b":2,"d":%s}' % deep)),
   'args_many_keys': lambda c: frame(c, p(args='{"a":1,"b":2,%s}' % many)),
+  'big_integer_tag_spoof': lambda c: frame(c, p(args='{"a":"\\u0000jf-integer:5","b":2}')),
+  'big_integer_tag_spoof_echo': lambda c: frame(c, p(args='{"message":"\\u0000jf-integer:7"}', names='"server":"everything","tool":"echo"')),
   'echo_nul_escape': lambda c: frame(c, p(args='{"message":"a\\u0000b"}', names='"server":"everything","tool":"echo"')),
   'echo_odd_escapes': lambda c: frame(c, p(args='{"message":"\\u0041\\/\\u001f\\u001F\\n\\"\\\\"}', names='"server":"everything","tool":"echo"')),
   'echo_unicode': lambda c: frame(c, p(args='{"message":"caf\u00e9 \U0001F600 \u2028"}', names='"server":"everything","tool":"echo"')),
@@ -84,7 +86,10 @@ def norm(raw):
         return None
     m = json.loads(raw)
     m.pop("id", None)
-    d = m.get("error", {}).get("data")
+    e = m.get("error", {})
+    if isinstance(e.get("message"), str):  # the tree variant has one byte more before it
+        e["message"] = re.sub(r" at byte \d+", "", e["message"])
+    d = e.get("data")
     if isinstance(d, dict):
         d.pop("elapsed_ms", None)
     return json.dumps(m, sort_keys=True)
