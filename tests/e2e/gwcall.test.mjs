@@ -3,7 +3,7 @@
 // upstream's result spliced into the reply. Agent code shares the worker and can write any
 // frame (`_codemcp.send`), so every hostile frame — duplicate keys at any level, escapes
 // and \u0000 in the names, raw NUL and control bytes, too-big numbers, wrong types, too many
-// members, too deep (51 frames) — must get exactly the answer the tree path gives. The same frame is sent
+// members, too deep (53 frames) — must get exactly the answer the tree path gives. The same frame is sent
 // twice: as written, and with one space after its first '{' (not jf_dumps' form: always the
 // tree path); both answers must be the same. And results come back as the bytes jansson
 // writes (checked against a Python rendering of jansson's form).
