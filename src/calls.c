@@ -10,7 +10,9 @@
  * queued, so it never delays the call. */
 #include "calls.h"
 #include "catalog.h"
+#include "jsonfast.h"
 #include "jsonrpc.h"
+#include "jsonscan.h"
 #include "log.h"
 #include "policy.h"
 #include "redact.h"
@@ -28,9 +30,11 @@
 struct call {
     uint64_t conn_id;
     json_t *id;
+    char *id_text; /* id as JSON text, for the reply written around the result's bytes */
     char *run_id;
     char *server, *tool, *fn;
-    json_t *args;          /* for a retry after input */
+    char *args; /* canonical JSON text of the arguments (NULL: none), kept for a retry */
+    size_t args_len;
     json_t *request_state; /* the server's, while waiting for input (may be NULL) */
     int waiting;           /* relayed input_required: waiting for calls_resume */
     int mutation;
@@ -51,7 +55,8 @@ void calls_set_hooks(const struct calls_hooks *h)
 static void call_free(struct call *call)
 {
     json_decref(call->id);
-    json_decref(call->args);
+    free(call->id_text);
+    free(call->args);
     json_decref(call->request_state);
     free(call->run_id);
     free(call->server);
@@ -95,7 +100,20 @@ static json_t *mark_mutation(json_t *result, int dry_run)
     return result;
 }
 
-static void on_upstream_result(void *ud, json_t *result, const struct up_error *err)
+/* The answer written around the result's bytes: the frame rpc_result(id, result) gives. */
+static void reply_raw(struct call *call, const char *raw, size_t len)
+{
+    static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":", mid[] = ",\"result\":";
+    struct iovec iov[5] = {{(void *)head, sizeof(head) - 1},
+                           {call->id_text, strlen(call->id_text)},
+                           {(void *)mid, sizeof(mid) - 1},
+                           {(void *)raw, len},
+                           {"}", 1}};
+    if (hooks.reply_parts)
+        hooks.reply_parts(call->conn_id, iov, 5);
+}
+
+static void on_upstream_result(void *ud, const struct up_result *res, const struct up_error *err)
 {
     struct call *call = ud;
     if (err && err->input_required && hooks.input_required &&
@@ -111,7 +129,15 @@ static void on_upstream_result(void *ud, json_t *result, const struct up_error *
     call_done(call->run_id);
     if (err) {
         reply_error(call->conn_id, call->id, err->kind, err->message, elapsed);
+    } else if (res->raw && !call->mutation && hooks.reply_parts) {
+        /* Nothing to change in it: its bytes go to the worker as they came. */
+        reply_raw(call, res->raw, res->raw_len);
+        shapes_learn_text(call->fn, res->raw, res->raw_len);
+        use_note(call->fn);
     } else {
+        json_t *result =
+            res->tree ? json_incref(res->tree)
+                      : jf_loadb(res->raw, res->raw_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL);
         /* Shared, not copied: only a write's result is changed (its _meta mark). */
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
@@ -119,12 +145,13 @@ static void on_upstream_result(void *ud, json_t *result, const struct up_error *
         /* After the answer is queued: learning never delays the call. */
         shapes_learn(call->fn, result);
         use_note(call->fn);
+        json_decref(result);
     }
     call_free(call);
 }
 
 /* A dry-run write: a deterministic stub with the keys dependent code usually reads. */
-static json_t *dry_run_stub(const char *fn, const char *server, const char *tool, json_t *args)
+static json_t *dry_run_stub(const char *fn, const char *server, const char *tool)
 {
     char id[512];
     snprintf(id, sizeof(id), "dry-run:%s/%s", server, tool);
@@ -132,7 +159,7 @@ static json_t *dry_run_stub(const char *fn, const char *server, const char *tool
                              "function", fn, "server", server, "tool", tool, "id", id, "number", 0,
                              "name", id, "url", "https://dry-run.invalid/", "sha",
                              "0000000000000000000000000000000000000000", "key", id);
-    (void)args; /* never echoed: it may hold secrets */
+    /* the arguments are never echoed: they may hold secrets */
     char *text = json_dumps(stub, JSON_COMPACT);
     json_t *result = json_pack("{s:[{s:s, s:s}], s:o}", "content", "type", "text", "text", text,
                                "structuredContent", stub);
@@ -165,6 +192,88 @@ int calls_mutation_allowed(const struct calls_run *run, const char *fn, const ch
     return 0;
 }
 
+/* The checks and the routing of one call, whichever way its frame was read. id borrowed;
+ * id_text, run_id, server, tool and args (canonical JSON text, NULL: none) stolen. */
+static void handle_call(uint64_t conn_id, int slot, json_t *id, char *id_text, char *run_id,
+                        char *server, char *tool, char *args, size_t args_len, int64_t timeout_ms,
+                        int64_t t0)
+{
+    struct calls_run run = {0};
+    if (!hooks.run_lookup || hooks.run_lookup(run_id, slot, &run) < 0) {
+        reply_error(conn_id, id, "denied", "this run is not active: tool calls are refused", 0);
+        goto refused;
+    }
+    /* Tools turned off (config, or `codemcp disable-tool` at run time): refused here, whatever
+     * SDK the worker holds. Same kind as a tool that is not in the catalog. */
+    char off[600];
+    if (!ts_call_allowed(server, tool, off, sizeof(off))) {
+        reply_error(conn_id, id, "not_found", off, 0);
+        goto refused;
+    }
+    json_t *f = cat_find(server, tool);
+    if (!f) {
+        char msg[600];
+        snprintf(msg, sizeof(msg), "no enabled tool %s on server %s", tool, server);
+        reply_error(conn_id, id, "not_found", msg, 0);
+        goto refused;
+    }
+    const char *fn = json_string_value(json_object_get(f, "function"));
+    char why[512];
+    if (!policy_allows(server, tool, fn, why, sizeof(why))) {
+        json_t *a = args ? jf_loadb(args, args_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL) : NULL;
+        char *shown = redact_dump(a, 300);
+        log_info("calls", "%s refused: %s (args %s)", fn, why, shown);
+        free(shown);
+        json_decref(a);
+        reply_error(conn_id, id, "denied", why, 0);
+        goto refused;
+    }
+    int mutation = json_is_true(json_object_get(f, "mutation"));
+    if (mutation && run.dry_run) {
+        reply(conn_id, rpc_result(id, dry_run_stub(fn, server, tool)));
+        call_done(run_id);
+        goto refused;
+    }
+    if (mutation && !calls_mutation_allowed(&run, fn, server, tool)) {
+        char msg[700];
+        snprintf(msg, sizeof(msg),
+                 "%s is a write tool and this run did not authorize it: re-send with "
+                 "\"allow_mutations\": [\"%s\"], or preview with \"dry_run\": true",
+                 fn, fn);
+        reply_error(conn_id, id, "denied", msg, 0);
+        goto refused;
+    }
+    struct call *call = xcalloc(1, sizeof(*call));
+    call->conn_id = conn_id;
+    call->id = json_incref(id);
+    call->id_text = id_text;
+    call->run_id = run_id;
+    call->server = server;
+    call->tool = tool;
+    call->fn = xstrdup(fn);
+    call->args = args;
+    call->args_len = args_len;
+    call->mutation = mutation;
+    call->timeout_ms = timeout_ms;
+    call->started_ms = t0;
+    struct up_error err = {0};
+    if (up_call_tool(server, tool, args, args_len, NULL, call->timeout_ms, on_upstream_result, call,
+                     &call->up_handle, &err) < 0) {
+        reply_error(conn_id, id, err.kind, err.message, now_ms() - t0);
+        call_free(call);
+        return;
+    }
+    call->next = calls;
+    calls = call;
+    return;
+refused:
+    free(id_text);
+    free(args);
+    free(run_id);
+    free(server);
+    free(tool);
+}
+
 void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
 {
     int64_t t0 = now_ms();
@@ -178,69 +287,73 @@ void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
                                  "call_tool needs run_id, server, tool and object args", NULL));
         return;
     }
-    struct calls_run run = {0};
-    if (!hooks.run_lookup || hooks.run_lookup(run_id, slot, &run) < 0) {
-        reply_error(conn_id, id, "denied", "this run is not active: tool calls are refused", 0);
+    char *args_text = args ? jf_dumps(args) : NULL;
+    char *id_text = jf_dumps(id);
+    if ((args && !args_text) || !id_text) { /* not UTF-8, too deep: as a tree would fail */
+        free(args_text);
+        free(id_text);
+        reply(conn_id, rpc_error(id, RPC_INVALID_PARAMS, "call_tool args cannot be encoded", NULL));
         return;
     }
-    /* Tools turned off (config, or `codemcp disable-tool` at run time): refused here, whatever
-     * SDK the worker holds. Same kind as a tool that is not in the catalog. */
-    char off[600];
-    if (!ts_call_allowed(server, tool, off, sizeof(off))) {
-        reply_error(conn_id, id, "not_found", off, 0);
-        return;
+    handle_call(conn_id, slot, id, id_text, xstrdup(run_id), xstrdup(server), xstrdup(tool),
+                args_text, args_text ? strlen(args_text) : 0,
+                json_is_integer(tmo) ? json_integer_value(tmo) : 0, t0);
+}
+
+/* A string member's bytes as a C string when it needs no decoding (no escape: then no NUL
+ * either), else NULL. Caller frees. */
+static char *plain_string(const struct js_member *v)
+{
+    if (!v || v->vlen < 2 || v->val[0] != '"' || memchr(v->val, '\\', v->vlen))
+        return NULL;
+    return xstrndup(v->val + 1, v->vlen - 2);
+}
+
+int calls_handle_frame(uint64_t conn_id, int slot, const char *text, size_t len)
+{
+    /* The worker writes method near the start: other frames (a run's envelope may be
+     * megabytes) go straight to the tree, without a scan first. */
+    static const char method[] = "\"method\":\"call_tool\"";
+    if (!memmem(text, len < 160 ? len : 160, method, sizeof(method) - 1))
+        return 0;
+    struct js_member m[8], p[8];
+    struct js_scan sc = {.m = m, .max = 8, .sub = "params", .sm = p, .smax = 8};
+    if (js_canon_scan(text, len, 1, &sc) < 0)
+        return 0;
+    int n = sc.n, np = sc.sn;
+    const struct js_member *id = js_get(m, n, "id"), *params = js_get(m, n, "params");
+    if (!js_is(js_get(m, n, "jsonrpc"), "\"2.0\"") ||
+        !js_is(js_get(m, n, "method"), "\"call_tool\"") || !id || !params || np < 0)
+        return 0;
+    const struct js_member *args = js_get(p, np, "args"), *tmo = js_get(p, np, "timeout_ms");
+    if (args && args->val[0] != '{')
+        return 0; /* the tree path refuses it */
+    json_t *idv;
+    if (id->val[0] == '"' && !memchr(id->val, '\\', id->vlen))
+        idv = json_stringn_nocheck(id->val + 1, id->vlen - 2); /* checked UTF-8, no escape */
+    else if (id->val[0] == '-' || (id->val[0] >= '0' && id->val[0] <= '9'))
+        idv = json_integer(strtoll(id->val, NULL, 10)); /* canonical: at most 18 digits */
+    else
+        return 0; /* null (a notification), an escape, or not an id: the tree path */
+    int64_t t0 = now_ms();
+    char *run_id = plain_string(js_get(p, np, "run_id"));
+    char *server = plain_string(js_get(p, np, "server"));
+    char *tool = plain_string(js_get(p, np, "tool"));
+    int taken = run_id && server && tool;
+    if (taken) {
+        int64_t timeout_ms = 0;
+        if (tmo && (tmo->val[0] == '-' || (tmo->val[0] >= '0' && tmo->val[0] <= '9')))
+            timeout_ms = strtoll(tmo->val, NULL, 10);
+        handle_call(conn_id, slot, idv, xstrndup(id->val, id->vlen), run_id, server, tool,
+                    args ? xstrndup(args->val, args->vlen) : NULL, args ? args->vlen : 0,
+                    timeout_ms, t0);
+    } else {
+        free(run_id);
+        free(server);
+        free(tool);
     }
-    json_t *f = cat_find(server, tool);
-    if (!f) {
-        char msg[600];
-        snprintf(msg, sizeof(msg), "no enabled tool %s on server %s", tool, server);
-        reply_error(conn_id, id, "not_found", msg, 0);
-        return;
-    }
-    const char *fn = json_string_value(json_object_get(f, "function"));
-    char why[512];
-    if (!policy_allows(server, tool, fn, why, sizeof(why))) {
-        char *shown = redact_dump(args, 300);
-        log_info("calls", "%s refused: %s (args %s)", fn, why, shown);
-        free(shown);
-        reply_error(conn_id, id, "denied", why, 0);
-        return;
-    }
-    int mutation = json_is_true(json_object_get(f, "mutation"));
-    if (mutation && run.dry_run) {
-        reply(conn_id, rpc_result(id, dry_run_stub(fn, server, tool, args)));
-        call_done(run_id);
-        return;
-    }
-    if (mutation && !calls_mutation_allowed(&run, fn, server, tool)) {
-        char msg[700];
-        snprintf(msg, sizeof(msg),
-                 "%s is a write tool and this run did not authorize it: re-send with "
-                 "\"allow_mutations\": [\"%s\"], or preview with \"dry_run\": true",
-                 fn, fn);
-        reply_error(conn_id, id, "denied", msg, 0);
-        return;
-    }
-    struct call *call = xcalloc(1, sizeof(*call));
-    call->conn_id = conn_id;
-    call->id = json_incref(id);
-    call->run_id = xstrdup(run_id);
-    call->server = xstrdup(server);
-    call->tool = xstrdup(tool);
-    call->fn = xstrdup(fn);
-    call->args = args ? json_incref(args) : NULL;
-    call->mutation = mutation;
-    call->timeout_ms = json_is_integer(tmo) ? json_integer_value(tmo) : 0;
-    call->started_ms = t0;
-    struct up_error err = {0};
-    if (up_call_tool(server, tool, args, call->timeout_ms, on_upstream_result, call,
-                     &call->up_handle, &err) < 0) {
-        reply_error(conn_id, id, err.kind, err.message, now_ms() - t0);
-        call_free(call);
-        return;
-    }
-    call->next = calls;
-    calls = call;
+    json_decref(idv);
+    return taken;
 }
 
 int calls_resume(const char *run_id, json_t *input_responses)
@@ -259,8 +372,8 @@ int calls_resume(const char *run_id, json_t *input_responses)
     json_decref(call->request_state);
     call->request_state = NULL;
     struct up_error err = {0};
-    int rc = up_call_tool_with(call->server, call->tool, call->args, extra, call->timeout_ms,
-                               on_upstream_result, call, &call->up_handle, &err);
+    int rc = up_call_tool(call->server, call->tool, call->args, call->args_len, extra,
+                          call->timeout_ms, on_upstream_result, call, &call->up_handle, &err);
     json_decref(extra);
     if (rc < 0) {
         LIST_UNLINK(&calls, call);

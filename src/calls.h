@@ -14,6 +14,7 @@
 #define CODEMCP_CALLS_H
 
 #include <jansson.h>
+#include <sys/uio.h>
 #include <stdint.h>
 
 /* What enforcement needs to know of the run a call says it belongs to. */
@@ -30,6 +31,8 @@ struct calls_hooks {
     void (*call_done)(const char *run_id);
     /* Sends msg (stolen) to the worker connection conn_id. -1 if it is gone. */
     int (*reply)(uint64_t conn_id, json_t *msg);
+    /* Sends one message made of the n pieces of JSON text (a result spliced in as bytes). */
+    int (*reply_parts)(uint64_t conn_id, const struct iovec *iov, int n);
     /* The upstream answered a call of the run with an InputRequiredResult (borrowed): 1 when
      * the run relays it to its own client (the call then waits for calls_resume), 0 when the
      * call fails with kind "input_required" as before. NULL: never relayed. */
@@ -42,6 +45,13 @@ void calls_set_hooks(const struct calls_hooks *h);
 /* One call_tool request (id and params borrowed) from connection conn_id, whose worker is
  * `slot`. Answers on the connection now (refusals, dry-run stubs) or when the upstream does. */
 void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params);
+
+/* A frame of connection conn_id (worker `slot`), read from its bytes when it is a call_tool
+ * request in the form jf_dumps writes (jsonscan.h: compact, no duplicate key, ...) whose
+ * run_id, server, tool and id need no unescaping: then handled as calls_handle would and 1 is
+ * returned. 0: the frame was not looked at further; decode it as a tree (calls_handle or an
+ * error). The worker is hostile: anything unusual in the frame gives 0. */
+int calls_handle_frame(uint64_t conn_id, int slot, const char *text, size_t len);
 
 /* The client answered the input the run's waiting call relayed: the call is sent again with
  * inputResponses (borrowed, may be NULL) and the server's requestState. 0, or -1 when the run

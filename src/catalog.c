@@ -199,8 +199,18 @@ json_t *cat_functions(void)
 
 json_t *cat_find(const char *server, const char *tool)
 {
-    char key[1024];
-    snprintf(key, sizeof(key), "%s\x1f%s", server, tool);
+    char key[1024]; /* "server\x1ftool", cut as the snprintf that builds the index cuts it */
+    size_t sl = strlen(server), tl = strlen(tool);
+    if (sl > sizeof(key) - 1)
+        sl = sizeof(key) - 1;
+    memcpy(key, server, sl);
+    size_t w = sl;
+    if (w < sizeof(key) - 1)
+        key[w++] = '\x1f';
+    if (tl > sizeof(key) - 1 - w)
+        tl = sizeof(key) - 1 - w;
+    memcpy(key + w, tool, tl);
+    key[w + tl] = '\0';
     return json_object_get(by_server_tool, key);
 }
 

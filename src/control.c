@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define CTL_PROTOCOL "codemcp-control"
@@ -86,6 +87,21 @@ static void conn_flush(void *ud)
         lws_set_timeout(c->wsi, 1, LWS_TO_KILL_ASYNC);
 }
 
+/* Queues one text frame made of n pieces (written one after the other). */
+static void queue_frame(struct ctl_conn *c, const struct iovec *iov, int n)
+{
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += iov[i].iov_len;
+    unsigned char hdr[10];
+    size_t h = wsp_put_header(hdr, WSP_OP_TEXT, len, 0); /* server frames are unmasked */
+    if (!c->out.len)
+        lp_defer(&c->flush, conn_flush, c);
+    buf_append(&c->out, hdr, h);
+    for (int i = 0; i < n; i++)
+        buf_append(&c->out, iov[i].iov_base, iov[i].iov_len);
+}
+
 int ctl_send(uint64_t conn_id, json_t *msg)
 {
     struct ctl_conn *c = conn_find(conn_id);
@@ -93,14 +109,17 @@ int ctl_send(uint64_t conn_id, json_t *msg)
     json_decref(msg);
     if (!text)
         return -1;
-    size_t len = strlen(text);
-    unsigned char hdr[10];
-    size_t h = wsp_put_header(hdr, WSP_OP_TEXT, len, 0); /* server frames are unmasked */
-    if (!c->out.len)
-        lp_defer(&c->flush, conn_flush, c);
-    buf_append(&c->out, hdr, h);
-    buf_append(&c->out, text, len);
+    queue_frame(c, &(struct iovec){text, strlen(text)}, 1);
     free(text);
+    return 0;
+}
+
+int ctl_send_parts(uint64_t conn_id, const struct iovec *iov, int n)
+{
+    struct ctl_conn *c = conn_find(conn_id);
+    if (!c)
+        return -1;
+    queue_frame(c, iov, n);
     return 0;
 }
 
@@ -150,6 +169,10 @@ static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
         }
         return;
     }
+    /* The usual call_tool frame, in the form the worker writes it: handled from its bytes
+     * (calls.c); anything else, or anything unusual in it, decoded as a tree below. */
+    if (calls_handle_frame(c->id, c->slot, text, len))
+        return;
     json_error_t jerr;
     json_t *msg = jf_loadb(text, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, &jerr);
     if (!msg) {

@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 struct ctl_hooks {
     /* A new connection's first frame, the token (NUL-terminated, at most 128 bytes): returns
@@ -43,6 +44,9 @@ const char *ctl_url(void);
 int ctl_adopt(int fd);
 /* Sends msg (stolen) to the connection. -1 if it is gone. */
 int ctl_send(uint64_t conn_id, json_t *msg);
+/* Sends one text frame made of the n pieces, as they are (the caller's bytes are JSON). -1 if
+ * the connection is gone. */
+int ctl_send_parts(uint64_t conn_id, const struct iovec *iov, int n);
 /* Closes a connection (e.g. its worker is being killed). */
 void ctl_close(uint64_t conn_id);
 void ctl_free_all(void);

@@ -14,7 +14,7 @@
  * U+10FFFF) ------------------------------------------------------------------------------- */
 
 /* Length of the valid UTF-8 sequence at p (first byte >= 0x80), or 0. */
-static size_t utf8_seq(const unsigned char *p, const unsigned char *e)
+size_t jf_utf8_seq(const unsigned char *p, const unsigned char *e)
 {
     unsigned c = p[0];
     size_t n;
@@ -130,7 +130,7 @@ static int scan_string(struct jp *s, const char **out, size_t *len)
         if (c == '"')
             break;
         if (c >= 0x80) {
-            size_t k = utf8_seq(p, e);
+            size_t k = jf_utf8_seq(p, e);
             if (!k) {
                 s->p = p;
                 fail(s, "invalid UTF-8 in a string");
@@ -631,7 +631,7 @@ static int enc_string(struct out *o, const char *str, size_t len)
             continue;
         }
         if (c >= 0x80) {
-            size_t k = utf8_seq(p, e);
+            size_t k = jf_utf8_seq(p, e);
             if (!k)
                 return -1;
             p += k;
@@ -790,4 +790,21 @@ char *jf_dumps(const json_t *v)
     }
     o.d[o.n] = '\0';
     return o.d;
+}
+
+int jf_append(char **data, size_t *len, size_t *cap, const json_t *v, const char *str,
+              size_t str_len)
+{
+    struct out o = {*data, *len, *cap};
+    if (!o.d || o.n + 2 > o.cap)
+        grow(&o, 1);
+    int rc = v ? enc(&o, v, 0) : enc_string(&o, str, str_len);
+    o.d[o.n] = '\0';
+    *data = o.d;
+    *cap = o.cap;
+    if (rc == 0)
+        *len = o.n; /* on failure the partial text is dropped */
+    else
+        o.d[*len] = '\0';
+    return rc;
 }

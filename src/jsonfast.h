@@ -58,4 +58,14 @@ json_t *jf_frame_id(const char *text, size_t len, int *is_request);
  * level of room for wrapping what jf_loadb decoded; json_dumps has no limit). */
 char *jf_dumps(const json_t *v);
 
+/* Appends the compact text of v (or, when v is NULL, of the string str, str_len bytes) to the
+ * growing buffer data/len/cap (util.h's struct buf fields: NUL-terminated, realloc'd). 0, or
+ * -1 with len unchanged where jf_dumps would give NULL (not UTF-8, too deep). */
+int jf_append(char **data, size_t *len, size_t *cap, const json_t *v, const char *str,
+              size_t str_len);
+
+/* Length of the valid UTF-8 sequence at p (its first byte >= 0x80; jansson's rules: no
+ * overlong form, no surrogate, at most U+10FFFF), or 0. */
+size_t jf_utf8_seq(const unsigned char *p, const unsigned char *e);
+
 #endif

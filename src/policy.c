@@ -89,8 +89,11 @@ int policy_allows(const char *server, const char *tool, const char *fn, char *wh
                          server, tool);
             return 0;
         }
+        json_t *rules = json_object_get(s->entry, "policy");
+        if (!rules)
+            break; /* (eval_rules: -1) */
         snprintf(where, sizeof(where), "server %s", server);
-        int r = eval_rules(json_object_get(s->entry, "policy"), tool, where, why, n);
+        int r = eval_rules(rules, tool, where, why, n);
         if (r >= 0)
             return r;
         break;

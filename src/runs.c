@@ -21,6 +21,7 @@
  * pending (its program stopped waiting for the call) keeps its answer for the retry. One relayed
  * input per run at a time (a second call asking meanwhile fails with kind "input_required"). */
 #include "runs.h"
+#include "run_params.h"
 #include "calls.h"
 #include "catalog.h"
 #include "jsonfast.h"
@@ -237,9 +238,13 @@ static void answer(struct run *r, json_t *envelope, struct input_tomb *kept)
         r->smoke_done(env, is_error);
     } else if (!r->silent) {
         char *text = jf_dumps(env); /* the bytes of json_dumps(env, JSON_COMPACT) */
-        json_t *result =
-            json_pack("{s:[{s:s, s:s}], s:O, s:b}", "content", "type", "text", "text",
-                      text ? text : "{}", "structuredContent", env, "isError", is_error);
+        json_t *block = json_object(), *content = json_array(), *result = json_object();
+        json_object_set_new_nocheck(block, "type", json_string_nocheck("text"));
+        json_object_set_new_nocheck(block, "text", json_string(text ? text : "{}"));
+        json_array_append_new(content, block);
+        json_object_set_new_nocheck(result, "content", content);
+        json_object_set_nocheck(result, "structuredContent", env);
+        json_object_set_new_nocheck(result, "isError", json_boolean(is_error));
         free(text);
         if (kept) {
             kept->answer = result;
@@ -356,43 +361,38 @@ static int send_run(struct run *r, int slot)
 {
     char key[32]; /* the worker's name of the namespace: never the handle */
     snprintf(key, sizeof(key), r->smoke_done ? "smoke" : "n%llu", (unsigned long long)r->ns.nid);
-    /* set one by one, not json_pack: its format parsing was a third of this function */
-    json_t *params = json_object();
-    json_object_set_new(params, "run_id", json_string(r->id));
-    json_object_set_new(params, "namespace", json_string(key));
-    json_object_set_new(params, "code", json_string(r->code));
-    json_object_set_new(params, "timeout_ms", json_integer((json_int_t)r->timeout_ms));
-    json_object_set_new(params, "dry_run", json_boolean(r->dry_run));
-    json_object_set(params, "allow_mutations", r->allow_mutations);
-    json_object_set_new(params, "enforce_mutations", json_boolean(enforce_mutations));
-    json_object_set_new(params, "max_output_bytes", json_integer((json_int_t)max_output_bytes));
-    json_object_set_new(params, "max_result_bytes", json_integer((json_int_t)max_output_bytes));
-    json_object_set_new(params, "reset", json_boolean(r->reset));
-    json_object_set_new(params, "validate", json_boolean(validate_programs));
-    json_t *off = cat_disabled();
-    if (json_array_size(off))
-        json_object_set(params, "disabled", off);
-    json_t *missing = cat_unavailable();
-    if (json_array_size(missing))
-        json_object_set(params, "unavailable", missing);
-    json_decref(missing);
+    json_t *missing = cat_unavailable(); /* params as text: run_params.c */
+    struct run_params p = {.run_id = r->id,
+                           .ns_key = key,
+                           .code = r->code,
+                           .timeout_ms = r->timeout_ms,
+                           .dry_run = r->dry_run,
+                           .allow_mutations = r->allow_mutations,
+                           .enforce_mutations = enforce_mutations,
+                           .max_output_bytes = (int64_t)max_output_bytes,
+                           .reset = r->reset,
+                           .validate = validate_programs,
+                           .disabled = cat_disabled(),
+                           .unavailable = missing};
     const char *note = "";
     char refused[400];
     int fresh = 1;
     if (!r->smoke_done && ns_run_start(r->ns.nid, &note, &fresh, refused, sizeof(refused)) < 0) {
-        json_decref(params);
+        json_decref(missing);
         finish(r, NULL, refused);
         return 1;
     }
-    if (*note) /* the runtime adds it to a NameError */
-        json_object_set_new(params, "namespace_note", json_string(note));
-    /* Not fresh but unknown to the worker: its process was replaced (the runtime says so). */
-    json_object_set_new(params, "namespace_fresh", json_boolean(fresh));
-    json_t *drops = ns_take_drops(r->home); /* namespaces of this worker to forget first */
-    if (drops)
-        json_object_set_new(params, "drop_namespaces", drops);
+    p.namespace_note = note;   /* the runtime adds it to a NameError */
+    p.namespace_fresh = fresh; /* not fresh but unknown to the worker: it was replaced */
+    p.drop_namespaces = ns_take_drops(r->home); /* namespaces of this worker to forget first */
+    size_t len;
+    char *params = run_params_text(&p, &len);
+    json_decref(missing);
+    json_decref(p.drop_namespaces);
     r->ns_started = !r->smoke_done;
-    if (wk_start_run(slot, r->id, params) < 0) {
+    int sent = wk_start_run(slot, r->id, params, len);
+    free(params);
+    if (sent < 0) {
         if (r->ns_started) /* not sent after all: it is counted again when it is */
             ns_run_end(r->ns.nid);
         r->ns_started = 0;

@@ -2,10 +2,12 @@
 #include "shapes.h"
 #include "catalog.h"
 #include "jsonfast.h"
+#include "jsonscan.h"
 #include "log.h"
 #include "util.h"
 
 #include <string.h>
+#include <sys/random.h>
 
 #define EXEMPLAR_DEPTH  3
 #define EXEMPLAR_FIELDS 12
@@ -23,10 +25,25 @@ void shapes_set_listener(void (*on_change)(void))
     listener = on_change;
 }
 
+/* Structures already absorbed, per function (shapes_learn_text): hash(fn, js_shape_hash) | 1,
+ * open addressing, emptied when 3/4 full. Absorbing a structure again never changes what was
+ * learned (shapes_merge is a join: idempotent, commutative, associative), so a result whose
+ * structure is in here is skipped without building its tree. Keyed per process (getrandom):
+ * a collision, which would only leave one structure unlearned, cannot be aimed at offline. */
+#define SEEN_SLOTS 4096
+static uint64_t seen[SEEN_SLOTS];
+static size_t n_seen;
+static uint64_t seen_key = 0x6A09E667F3BCC909ULL;
+
 void shapes_init(void)
 {
     enabled = env_bool("CODEMCP_LEARN_SHAPES", 1);
     learned = json_object();
+    uint64_t k;
+    if (getrandom(&k, sizeof(k), GRND_NONBLOCK) == (ssize_t)sizeof(k))
+        seen_key ^= k;
+    memset(seen, 0, sizeof(seen));
+    n_seen = 0;
 }
 
 int shapes_enabled(void)
@@ -358,6 +375,96 @@ void shapes_learn(const char *fn, json_t *call_result)
         log_debug("shapes", "learned a new shape for %s", fn);
         publish();
     }
+}
+
+static uint64_t seen_slot_key(const char *fn, uint64_t structure)
+{
+    uint64_t h = seen_key ^ 0xCBF29CE484222325ULL;
+    for (const unsigned char *p = (const unsigned char *)fn; *p; p++)
+        h = (h ^ *p) * 0x100000001B3ULL;
+    h ^= structure + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
+    h *= 0xFF51AFD7ED558CCDULL;
+    return (h ^ (h >> 33)) | 1;
+}
+
+/* 1 when k is listed; else lists it (when add) and returns 0. */
+static int seen_check(uint64_t k, int add)
+{
+    size_t i = (size_t)(k >> 7) % SEEN_SLOTS;
+    while (seen[i]) {
+        if (seen[i] == k)
+            return 1;
+        i = (i + 1) % SEEN_SLOTS;
+    }
+    if (add) {
+        if (n_seen >= SEEN_SLOTS * 3 / 4) {
+            memset(seen, 0, sizeof(seen));
+            n_seen = 0;
+            i = (size_t)(k >> 7) % SEEN_SLOTS;
+        }
+        seen[i] = k;
+        n_seen++;
+    }
+    return 0;
+}
+
+/* What unwrapped() would make of the result, from its bytes: the structure hash of its
+ * structuredContent; for text blocks that cannot be JSON (the first text's first byte starts
+ * no JSON value, all of it within LEARN_MAX_TEXT) the hash of "some text". 0: not decided
+ * here (the tree decides), -1: nothing to learn (an error, no text). */
+static int text_structure(const char *raw, size_t len, uint64_t *out)
+{
+    struct js_member m[16], blocks[16], b[8];
+    int n = js_members(raw, len, m, 16);
+    if (n < 0)
+        return 0;
+    if (js_is(js_get(m, n, "isError"), "true"))
+        return -1;
+    const struct js_member *sc = js_get(m, n, "structuredContent"), *content;
+    if (sc) {
+        *out = js_shape_hash(sc->val, sc->vlen, seen_key);
+        return 1;
+    }
+    content = js_get(m, n, "content");
+    if (!content || content->val[0] != '[')
+        return -1; /* no text: unwrapped() gives NULL */
+    int nb = js_elements(content->val, content->vlen, blocks, 16);
+    if (nb < 0 || content->vlen > LEARN_MAX_TEXT)
+        return 0;
+    for (int i = 0; i < nb; i++) {
+        if (blocks[i].val[0] != '{')
+            continue;
+        int nm = js_members(blocks[i].val, blocks[i].vlen, b, 8);
+        if (nm < 0)
+            return 0;
+        const struct js_member *t = js_get(b, nm, "text");
+        if (!t || t->val[0] != '"' || t->vlen == 2)
+            continue; /* not a string, or empty: adds nothing to the text */
+        unsigned c = (unsigned char)t->val[1];
+        if (c == '\\' || c == ' ' || strchr("{[-0123456789tfn", (int)c))
+            return 0; /* could be JSON (or white space before it): the tree decides */
+        *out = 0x7465787400000000ULL; /* "text": the worker hands the program a str */
+        return 1;
+    }
+    return -1;
+}
+
+void shapes_learn_text(const char *fn, const char *raw, size_t len)
+{
+    if (!shapes_enabled() || !fn)
+        return;
+    uint64_t structure = 0;
+    int known = text_structure(raw, len, &structure);
+    if (known < 0)
+        return;
+    uint64_t k = known ? seen_slot_key(fn, structure) : 0;
+    if (known && seen_check(k, 0))
+        return; /* absorbed before: nothing can change */
+    json_t *result = jf_loadb(raw, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL);
+    shapes_learn(fn, result);
+    json_decref(result);
+    if (known)
+        seen_check(k, 1);
 }
 
 void shapes_free(void)

@@ -14,6 +14,7 @@
 #define CODEMCP_SHAPES_H
 
 #include <jansson.h>
+#include <stddef.h>
 
 void shapes_init(void);
 /* Called after the learned set changed (to ship it to the workers). */
@@ -23,6 +24,9 @@ int shapes_enabled(void);
 void shapes_seed(void);
 /* Learns from a successful CallToolResult (borrowed) of SDK function fn. */
 void shapes_learn(const char *fn, json_t *call_result);
+/* The same from the result's bytes (a canonical JSON object, jsonscan.h): a result whose
+ * structure was learned before for fn is skipped without building its tree. */
+void shapes_learn_text(const char *fn, const char *raw, size_t len);
 /* {"fn": shape} (borrowed) and a version that changes when it does. */
 json_t *shapes_all(void);
 int shapes_version(void);

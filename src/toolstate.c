@@ -8,18 +8,31 @@
 static json_t *session;  /* key -> true/false */
 static json_t *defaults; /* key -> true/false: defaults written this run with -d */
 
+/* "server\x1ftool", cut to n - 1 bytes as snprintf would (not snprintf: this is on every
+ * SDK call). */
 static void key_of(char *out, size_t n, const char *server, const char *tool)
 {
-    snprintf(out, n, "%s\x1f%s", server ? server : "", tool ? tool : "");
+    const char *parts[3] = {server ? server : "", "\x1f", tool ? tool : ""};
+    size_t w = 0;
+    for (int i = 0; i < 3; i++) {
+        size_t l = strlen(parts[i]);
+        if (l > n - 1 - w)
+            l = n - 1 - w;
+        memcpy(out + w, parts[i], l);
+        w += l;
+    }
+    out[w] = '\0';
 }
 
 int ts_default_on(const char *server, const char *tool)
 {
-    char k[1024];
-    key_of(k, sizeof(k), server, tool);
-    json_t *d = json_object_get(defaults, k);
-    if (d)
-        return json_is_true(d);
+    if (defaults) {
+        char k[1024];
+        key_of(k, sizeof(k), server, tool);
+        json_t *d = json_object_get(defaults, k);
+        if (d)
+            return json_is_true(d);
+    }
     struct upstream *up = up_find(server);
     json_t *conf = json_object_get(up && up->cfg ? up->cfg->tools : NULL, tool);
     return !json_is_false(json_object_get(conf, "enabled"));
@@ -27,6 +40,8 @@ int ts_default_on(const char *server, const char *tool)
 
 int ts_session(const char *server, const char *tool)
 {
+    if (!session)
+        return -1;
     char k[1024];
     key_of(k, sizeof(k), server, tool);
     json_t *s = json_object_get(session, k);

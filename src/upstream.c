@@ -25,19 +25,6 @@
 
 extern const struct up_transport_ops up_http_ops;
 
-struct up_req {
-    uint64_t handle;
-    struct upstream *up;
-    int64_t wire_id;
-    int64_t started_ms;
-    up__req_cb cb;
-    void *ud;
-    up_call_cb call_cb; /* tools/call requests */
-    void *call_ud;
-    struct lp_timer timer;
-    struct up_req *next;
-};
-
 static struct upstream **ups;
 static size_t n_ups;
 static struct up_req *reqs;
@@ -131,6 +118,22 @@ static void req_unlink(struct up_req *r)
     LIST_UNLINK(&reqs, r);
 }
 
+void up__req_detach(struct up_req *r)
+{
+    req_unlink(r);
+    lp_timer_stop(&r->timer);
+}
+
+struct up_req *up__reqs(void)
+{
+    return reqs;
+}
+
+int64_t up__default_call_timeout(void)
+{
+    return default_call_timeout_ms;
+}
+
 static void req_finish(struct up_req *r, json_t *result, const struct up_error *err)
 {
     req_unlink(r);
@@ -149,7 +152,7 @@ static void req_finish(struct up_req *r, json_t *result, const struct up_error *
         err = &asked;
     }
     if (r->call_cb)
-        r->call_cb(r->call_ud, result, err);
+        r->call_cb(r->call_ud, result ? &(struct up_result){.tree = result} : NULL, err);
     else if (r->cb)
         r->cb(r->up, r->ud, result, err);
     free(r);
@@ -164,7 +167,7 @@ void up__notify(struct upstream *up, const char *method, json_t *params)
     json_decref(n);
 }
 
-static void send_cancelled(struct upstream *up, int64_t wire_id, const char *reason)
+void up__send_cancelled(struct upstream *up, int64_t wire_id, const char *reason)
 {
     if (up->state != UP_READY && up->state != UP_CONNECTING)
         return;
@@ -182,23 +185,12 @@ static void req_timed_out(void *ud)
     struct up_error err = {.kind = "timeout"};
     snprintf(err.message, sizeof(err.message), "%s did not answer within %lld ms", r->up->name,
              (long long)(now_ms() - r->started_ms));
-    send_cancelled(r->up, r->wire_id, "timeout");
+    up__send_cancelled(r->up, r->wire_id, "timeout");
     req_finish(r, NULL, &err);
 }
 
-/* Sends a request; steals params. Returns the request or NULL (cb not called then). */
-static struct up_req *send_request(struct upstream *up, const char *method, json_t *params,
-                                   int64_t timeout_ms, up__req_cb cb, void *ud)
+struct up_req *up__req_new(struct upstream *up, up__req_cb cb, void *ud)
 {
-    if (up->era == MCP_ERA_MODERN || strcmp(method, "server/discover") == 0) {
-        if (!params)
-            params = json_object();
-        /* elicitation: a server may say what it would ask (input_required); we report it. */
-        json_t *caps = json_pack("{s:{s:{}}}", "elicitation", "form");
-        mcp_era_attach_meta(
-            params, mcp_era_request_meta(MCP_MODERN_VERSION, "codemcp", CODEMCP_VERSION, caps));
-        json_decref(caps);
-    }
     struct up_req *r = xcalloc(1, sizeof(*r));
     r->handle = next_handle++;
     r->up = up;
@@ -206,14 +198,13 @@ static struct up_req *send_request(struct upstream *up, const char *method, json
     r->started_ms = now_ms();
     r->cb = cb;
     r->ud = ud;
-    json_t *id = json_integer(r->wire_id);
-    json_t *msg = rpc_request(id, method, params);
-    json_decref(id);
-    char *text = rpc_dump(msg);
-    json_decref(msg);
-    int rc = up->ops->send(up, text, strlen(text));
-    free(text);
-    if (rc < 0) {
+    return r;
+}
+
+struct up_req *up__req_send(struct upstream *up, struct up_req *r, const char *text, size_t len,
+                            int64_t timeout_ms)
+{
+    if (up->ops->send(up, text, len) < 0) {
         free(r);
         return NULL;
     }
@@ -224,10 +215,33 @@ static struct up_req *send_request(struct upstream *up, const char *method, json
     return r;
 }
 
+struct up_req *up__send_request(struct upstream *up, const char *method, json_t *params,
+                                int64_t timeout_ms, up__req_cb cb, void *ud)
+{
+    if (up->era == MCP_ERA_MODERN || strcmp(method, "server/discover") == 0) {
+        if (!params)
+            params = json_object();
+        /* elicitation: a server may say what it would ask (input_required); we report it. */
+        json_t *caps = json_pack("{s:{s:{}}}", "elicitation", "form");
+        mcp_era_attach_meta(
+            params, mcp_era_request_meta(MCP_MODERN_VERSION, "codemcp", CODEMCP_VERSION, caps));
+        json_decref(caps);
+    }
+    struct up_req *r = up__req_new(up, cb, ud);
+    json_t *id = json_integer(r->wire_id);
+    json_t *msg = rpc_request(id, method, params);
+    json_decref(id);
+    char *text = rpc_dump(msg);
+    json_decref(msg);
+    r = up__req_send(up, r, text, strlen(text), timeout_ms);
+    free(text);
+    return r;
+}
+
 int up__request(struct upstream *up, const char *method, json_t *params, int64_t timeout_ms,
                 up__req_cb cb, void *ud)
 {
-    return send_request(up, method, params, timeout_ms, cb, ud) ? 0 : -1;
+    return up__send_request(up, method, params, timeout_ms, cb, ud) ? 0 : -1;
 }
 
 void up__fail_requests(struct upstream *up, const char *why)
@@ -243,14 +257,6 @@ void up__fail_requests(struct upstream *up, const char *why)
         }
         r = next;
     }
-}
-
-size_t up_calls_in_flight(void)
-{
-    size_t n = 0;
-    for (struct up_req *r = reqs; r; r = r->next)
-        n += r->call_cb != NULL;
-    return n;
 }
 
 /* ---- handshake and listing ------------------------------------------------------------ */
@@ -381,7 +387,7 @@ static void list_page(struct upstream *up, const char *cursor)
     json_t *params = cursor ? json_pack("{s:s}", "cursor", cursor) : NULL;
     int64_t timeout =
         up->state == UP_CONNECTING ? up__handshake_budget(up) : default_call_timeout_ms;
-    if (!send_request(up, "tools/list", params, timeout, on_list_page, NULL)) {
+    if (!up__send_request(up, "tools/list", params, timeout, on_list_page, NULL)) {
         up->listing = 0;
         up__transport_failed(up, "cannot send tools/list");
     }
@@ -475,19 +481,23 @@ static void handle_notification(struct upstream *up, json_t *msg, const char *me
     }
 }
 
-static struct up_req *find_req(struct upstream *up, json_t *id)
+struct up_req *up__find_wire(struct upstream *up, int64_t wire)
 {
-    if (!json_is_integer(id))
-        return NULL;
-    int64_t wire = json_integer_value(id);
     for (struct up_req *r = reqs; r; r = r->next)
         if (r->up == up && r->wire_id == wire)
             return r;
     return NULL;
 }
 
+static struct up_req *find_req(struct upstream *up, json_t *id)
+{
+    return json_is_integer(id) ? up__find_wire(up, json_integer_value(id)) : NULL;
+}
+
 void up__transport_message(struct upstream *up, const char *text, size_t len)
 {
+    if (up__try_raw_result(up, text, len))
+        return;
     json_error_t jerr;
     json_t *msg = jf_loadb(text, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, &jerr); /* see jsonfast.h */
     if (!msg) {
@@ -624,65 +634,6 @@ static void schedule_restart(struct upstream *up)
 }
 
 /* ---- calls -------------------------------------------------------------------------------- */
-
-int up_call_tool(const char *server, const char *tool, json_t *args, int64_t timeout_ms,
-                 up_call_cb cb, void *ud, uint64_t *handle, struct up_error *err)
-{
-    return up_call_tool_with(server, tool, args, NULL, timeout_ms, cb, ud, handle, err);
-}
-
-int up_call_tool_with(const char *server, const char *tool, json_t *args, json_t *extra,
-                      int64_t timeout_ms, up_call_cb cb, void *ud, uint64_t *handle,
-                      struct up_error *err)
-{
-    struct upstream *up = up_find(server);
-    if (!up) {
-        err->kind = "not_found";
-        snprintf(err->message, sizeof(err->message), "no upstream server named %s", server);
-        return -1;
-    }
-    if (up->state != UP_READY) {
-        err->kind = "transport";
-        snprintf(err->message, sizeof(err->message), "server %s is not connected (%s%s%s)", server,
-                 up_state_name(up->state), up->error ? ": " : "", up->error ? up->error : "");
-        return -1;
-    }
-    if (timeout_ms <= 0)
-        timeout_ms = default_call_timeout_ms;
-    json_t *a = json_is_object(args) ? json_incref(args) : json_object();
-    json_t *params = json_object(); /* {name, arguments}: not json_pack, see jsonrpc.c */
-    json_object_set_new_nocheck(params, "name", json_string(tool));
-    json_object_set_new_nocheck(params, "arguments", a);
-    const char *k;
-    json_t *v;
-    json_object_foreach(extra, k, v)
-    {
-        if (strcmp(k, "name") && strcmp(k, "arguments") && strcmp(k, "_meta"))
-            json_object_set(params, k, v);
-    }
-    struct up_req *r = send_request(up, "tools/call", params, timeout_ms, NULL, NULL);
-    if (!r) {
-        err->kind = "transport";
-        snprintf(err->message, sizeof(err->message), "cannot send to %s", server);
-        return -1;
-    }
-    r->call_cb = cb;
-    r->call_ud = ud;
-    *handle = r->handle;
-    return 0;
-}
-
-void up_cancel_call(uint64_t handle, const char *reason)
-{
-    for (struct up_req *r = reqs; r; r = r->next)
-        if (r->handle == handle) {
-            send_cancelled(r->up, r->wire_id, reason);
-            req_unlink(r);
-            lp_timer_stop(&r->timer);
-            free(r);
-            return;
-        }
-}
 
 /* ---- registry ------------------------------------------------------------------------------ */
 

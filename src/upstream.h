@@ -82,8 +82,17 @@ struct up_error {
     json_t *input_required;
 };
 
-/* Result callback: exactly one of result (borrowed CallToolResult) and err is set. */
-typedef void (*up_call_cb)(void *ud, json_t *result, const struct up_error *err);
+/* A CallToolResult: as a tree (borrowed), or, when the reply came in the form jf_dumps writes
+ * (jsonscan.h) and nothing here had to look inside, as its bytes (borrowed, not
+ * NUL-terminated; a canonical JSON object with no "resultType"). Exactly one of tree and raw. */
+struct up_result {
+    json_t *tree;
+    const char *raw;
+    size_t raw_len;
+};
+
+/* Result callback: exactly one of res and err is set. */
+typedef void (*up_call_cb)(void *ud, const struct up_result *res, const struct up_error *err);
 
 /* Creates every server of the config and starts the enabled ones concurrently. */
 void up_start_all(struct cfg *cfg);
@@ -97,16 +106,15 @@ struct upstream *up_at(size_t i);
 struct upstream *up_find(const char *name);
 const char *up_state_name(enum up_state s);
 
-/* Sends tools/call. Returns 0 and a handle, or -1 with *err filled (no callback then).
- * timeout_ms <= 0 means the default (CODEMCP_CALL_TIMEOUT_MS). On expiry the upstream gets
- * notifications/cancelled and cb gets kind "timeout". Borrows args. */
-int up_call_tool(const char *server, const char *tool, json_t *args, int64_t timeout_ms,
-                 up_call_cb cb, void *ud, uint64_t *handle, struct up_error *err);
-/* The same with more members of params (borrowed, may be NULL): a multi round-trip retry's
- * inputResponses and requestState (MCP 2026-07-28, SEP-2322). */
-int up_call_tool_with(const char *server, const char *tool, json_t *args, json_t *extra,
-                      int64_t timeout_ms, up_call_cb cb, void *ud, uint64_t *handle,
-                      struct up_error *err);
+/* Sends tools/call with arguments args (args_len bytes of a canonical JSON object, as
+ * jf_dumps writes one or js_canon_value accepted; NULL: {}) and, when extra (borrowed) is
+ * given, its other members of params: a multi round-trip retry's inputResponses and
+ * requestState (MCP 2026-07-28, SEP-2322). Returns 0 and a handle, or -1 with *err filled (no
+ * callback then). timeout_ms <= 0 means the default (CODEMCP_CALL_TIMEOUT_MS). On expiry the
+ * upstream gets notifications/cancelled and cb gets kind "timeout". Borrows everything. */
+int up_call_tool(const char *server, const char *tool, const char *args, size_t args_len,
+                 json_t *extra, int64_t timeout_ms, up_call_cb cb, void *ud, uint64_t *handle,
+                 struct up_error *err);
 /* Cancels a call: notifications/cancelled upstream; its callback is never called. */
 void up_cancel_call(uint64_t handle, const char *reason);
 /* Calls in flight (all servers). */

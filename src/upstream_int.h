@@ -1,4 +1,5 @@
-/* upstream_int — what upstream.c shares with upstream_handshake.c, and nobody else.
+/* upstream_int — what upstream.c shares with upstream_handshake.c and upstream_call.c, and
+ * nobody else.
  *
  * upstream.c owns the request list, listing and the state machine; upstream_handshake.c
  * owns how a server is opened (era probe, initialize or server/discover) and the modern
@@ -10,6 +11,39 @@
 
 typedef void (*up__req_cb)(struct upstream *up, void *ud, json_t *result,
                            const struct up_error *err);
+
+struct up_req {
+    uint64_t handle;
+    struct upstream *up;
+    int64_t wire_id;
+    int64_t started_ms;
+    up__req_cb cb;
+    void *ud;
+    up_call_cb call_cb; /* tools/call requests */
+    void *call_ud;
+    struct lp_timer timer;
+    struct up_req *next;
+};
+
+/* The request list (upstream.c) as upstream_call.c uses it. up__req_new: a request with
+ * the next wire id, not yet listed; up__req_send sends text for it and lists it (timer when
+ * timeout_ms > 0), or frees it and returns NULL; up__send_request builds the JSON-RPC
+ * request (steals params; the modern era's _meta added) and does both. */
+struct up_req *up__req_new(struct upstream *up, up__req_cb cb, void *ud);
+struct up_req *up__req_send(struct upstream *up, struct up_req *r, const char *text, size_t len,
+                            int64_t timeout_ms);
+struct up_req *up__send_request(struct upstream *up, const char *method, json_t *params,
+                                int64_t timeout_ms, up__req_cb cb, void *ud);
+struct up_req *up__find_wire(struct upstream *up, int64_t wire);
+struct up_req *up__reqs(void);
+/* Off the list, timer stopped (the caller frees it). */
+void up__req_detach(struct up_req *r);
+void up__send_cancelled(struct upstream *up, int64_t wire_id, const char *reason);
+int64_t up__default_call_timeout(void);
+/* upstream_call.c: the usual tools/call answer in jf_dumps' form (jsonscan.h) goes to its
+ * caller as bytes: 1. 0: anything else or unusual (an error, a resultType, another request's
+ * id, not canonical): the tree path decides as before. */
+int up__try_raw_result(struct upstream *up, const char *text, size_t len);
 
 /* Sends a request (steals params, may be NULL); a modern-era server's requests (and the
  * server/discover probe) get the `_meta` envelope. timeout_ms <= 0: no timer. Returns 0,

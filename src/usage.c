@@ -112,8 +112,10 @@ void use_note(const char *fn)
     if (!counts || !fn)
         return;
     json_t *v = json_object_get(counts, fn);
-    json_int_t n = json_is_integer(v) ? json_integer_value(v) : 0;
-    json_object_set_new(counts, fn, json_integer(n + 1));
+    if (json_is_integer(v)) /* in place: no new value per SDK call */
+        json_integer_set(v, json_integer_value(v) + 1);
+    else
+        json_object_set_new(counts, fn, json_integer(1));
     json_decref(ranked);
     ranked = NULL;
     dirty = 1;

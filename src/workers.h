@@ -49,8 +49,9 @@ int wk_slot_for_session(uint64_t session_id);
 void wk_session_closed(uint64_t session_id);
 /* True when the slot can take a run now; otherwise makes sure it is starting. */
 int wk_ready(int slot);
-/* Sends the run request (params stolen); the slot then runs run_id (< 32 bytes). 0 / -1. */
-int wk_start_run(int slot, const char *run_id, json_t *params);
+/* Sends the run request (params: the JSON text of its params object, len bytes, borrowed); the
+ * slot then runs run_id (< 32 bytes). 0 / -1. */
+int wk_start_run(int slot, const char *run_id, const char *params, size_t len);
 /* The id of the run executing on slot, NULL if none. */
 const char *wk_running(int slot);
 /* Sends a cancel to the worker executing run_id (no-op if none). */

@@ -1,11 +1,14 @@
 /* Differential fuzzer: src/jsonfast.c against jansson 2.14 (libFuzzer, clang).
  *
  * For every input: jf_loadb and json_loadb must agree on acceptance (flags 0 and DECODE_ANY;
- * the one allowed difference: jsonfast refuses raw NUL bytes jansson skips) and, when both accept, on the value (json_equal); jf_dumps of the value must be the bytes
- * json_dumps(COMPACT | ENCODE_ANY) writes, and decoding those bytes must give the value back.
- * Any disagreement aborts with both answers printed. Built and run by tests/fuzz/run.sh
- * (a bounded run is the meson test `fuzz_jsonfast` of the clang builds). */
+ * the one allowed difference: jsonfast refuses raw NUL bytes jansson skips) and, when both accept,
+ * on the value (json_equal); jf_dumps of the value must be the bytes json_dumps(COMPACT |
+ * ENCODE_ANY) writes, and decoding those bytes must give the value back. And src/jsonscan.c:
+ * whatever js_canon_value accepts, jf_loadb accepts and jf_dumps writes back byte for byte (with
+ * and without allow_nul). Any disagreement aborts with both answers printed. Built and run by
+ * tests/fuzz/run.sh (a bounded run is the meson test `fuzz_jsonfast` of the clang builds). */
 #include "jsonfast.h"
+#include "jsonscan.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -53,8 +56,22 @@ static void check(const uint8_t *data, size_t size, int any)
     json_decref(b);
 }
 
+static void check_canon(const uint8_t *data, size_t size, int nul)
+{
+    if (!js_canon_value((const char *)data, size, nul))
+        return;
+    json_t *v = jf_loadb((const char *)data, size, JF_DECODE_ANY | (nul ? JF_ALLOW_NUL : 0), NULL);
+    char *t = v ? jf_dumps(v) : NULL;
+    if (!t || strlen(t) != size || memcmp(t, data, size) != 0)
+        differ("js_canon_value accepts what jf_dumps does not write back", data, size);
+    free(t);
+    json_decref(v);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    check_canon(data, size, 0);
+    check_canon(data, size, 1);
     check(data, size, 0);
     check(data, size, 1);
     return 0;

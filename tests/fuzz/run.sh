@@ -17,7 +17,7 @@ mkdir -p "$WORK/corpus"
 cp "$ROOT"/tests/fuzz/corpus/* "$WORK/corpus/" 2>/dev/null || true
 "$CC" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -I"$ROOT/src" $(pkg-config --cflags jansson) \
-    "$ROOT/tests/fuzz/fuzz_jsonfast.c" "$ROOT/src/jsonfast.c" $(pkg-config --libs jansson) \
+    "$ROOT/tests/fuzz/fuzz_jsonfast.c" "$ROOT/src/jsonfast.c" "$ROOT/src/jsonscan.c" $(pkg-config --libs jansson) \
     -o "$WORK/fuzz_jsonfast"
 cd "$WORK"
 ./fuzz_jsonfast -max_total_time="$SECS" -max_len=4096 -print_final_stats=1 \

@@ -5,6 +5,7 @@
  * valid texts. */
 #include "check.h"
 #include "jsonfast.h"
+#include "jsonscan.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -307,6 +308,153 @@ static void test_allow_nul(void)
     json_decref(v);
 }
 
+/* ---- jsonscan: canonical form only, and exactly jf_dumps' bytes ------------------------------ */
+
+/* js_canon_value(t) => jf_loadb accepts t and jf_dumps writes t back (its contract). Returns
+ * whether t was accepted. */
+static int canon_sound(const char *t, size_t n, int nul)
+{
+    int ok = js_canon_value(t, n, nul);
+    if (ok) {
+        json_t *v = jf_loadb(t, n, JF_DECODE_ANY | (nul ? JF_ALLOW_NUL : 0), NULL);
+        char *d = v ? jf_dumps(v) : NULL;
+        if (!d || strlen(d) != n || memcmp(d, t, n) != 0) {
+            fprintf(stderr, "  js_canon_value accepted [%.*s], jf_dumps gives [%s]\n", (int)n, t,
+                    d ? d : "(refused)");
+            ok = -1;
+        }
+        free(d);
+        json_decref(v);
+    }
+    return ok;
+}
+
+static void test_canon_refusals(void)
+{
+    static const char *const refused[] = {
+        "{ }",
+        "{\"a\":1 }",
+        "[1, 2]",
+        "{\"a\":1,\"a\":2}",
+        "{\"a\":{\"b\":1,\"b\":1}}",
+        "{\"\\u0061\":1}",
+        "{\"a\\n\":1}",
+        "[\"\\u0041\"]",
+        "[\"\\/\"]",
+        "[\"\\u001f\"]",
+        "[\"\\u000A\"]",
+        "[\"\\u0000\"]",
+        "[-0]",
+        "[1.5]",
+        "[1e3]",
+        "[1E3]",
+        "[1234567890123456789]",
+        "[01]",
+        "[\"a",
+        "[1]x",
+        "[\"\x01\"]",
+        "[\"\xff\"]",
+        "[\"\xed\xa0\x80\"]",
+        "[tru]",
+        "{\"a\"1}",
+        "{\"a\":}",
+        "[,]",
+        "[1,]",
+        "",
+        "{\"k\\u0000\":1}",
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        int r = canon_sound(refused[i], strlen(refused[i]), 0);
+        if (r != 0)
+            fprintf(stderr, "  accepted: %s\n", refused[i]);
+        EXPECT(r == 0);
+    }
+    /* a raw NUL byte anywhere, with or without allow_nul */
+    EXPECT(canon_sound("[\"a\0b\"]", 7, 1) == 0 && canon_sound("[1]\0", 4, 1) == 0);
+    EXPECT(canon_sound("[\"a\\u0000\"]", 11, 1) == 1); /* \u0000 only when NUL is allowed */
+    /* never first: "\u0000jf-integer:5" is what a big integer decodes to (JF_BIG_INTEGERS) */
+    EXPECT(canon_sound("[\"\\u0000\"]", 10, 1) == 0);
+    EXPECT(canon_sound("[\"\\u0000jf-integer:5\"]", 22, 1) == 0);
+    EXPECT(canon_sound("[\"\\u001F\\n\\\"\\\\\"]", 16, 0) == 1);
+    static char deep[200];
+    memset(deep, '[', 64);
+    memset(deep + 64, ']', 64);
+    EXPECT(canon_sound(deep, 128, 0) == 1);
+    memset(deep, '[', 65);
+    memset(deep + 65, ']', 65);
+    EXPECT(canon_sound(deep, 130, 0) == 0); /* deeper: the tree path */
+    /* more than 64 keys in one object: the tree path */
+    char big[2000];
+    size_t n = 0;
+    big[n++] = '{';
+    for (int i = 0; i < 65; i++)
+        n += (size_t)snprintf(big + n, sizeof(big) - n, "%s\"k%d\":%d", i ? "," : "", i, i);
+    big[n++] = '}';
+    EXPECT(canon_sound(big, n, 0) == 0);
+}
+
+static void test_canon_members(void)
+{
+    const char *t = "{\"jsonrpc\":\"2.0\",\"id\":\"c1\",\"params\":{\"a\":[1,{\"x\":\"}\"}],"
+                    "\"b\":\"q\\\"\"},\"z\":null}";
+    struct js_member m[8], p[8];
+    int n = js_canon_object(t, strlen(t), 0, m, 8);
+    EXPECT(n == 4);
+    EXPECT(js_is(js_get(m, n, "jsonrpc"), "\"2.0\"") && js_is(js_get(m, n, "z"), "null"));
+    const struct js_member *pp = js_get(m, n, "params");
+    EXPECT(pp && js_members(pp->val, pp->vlen, p, 8) == 2);
+    EXPECT(js_is(js_get(p, 2, "a"), "[1,{\"x\":\"}\"}]") && js_is(js_get(p, 2, "b"), "\"q\\\"\""));
+    EXPECT(js_canon_object(t, strlen(t), 0, m, 3) == -1); /* more members than room */
+    EXPECT(js_canon_object("[1]", 3, 0, m, 8) == -1);
+    struct js_member e[4];
+    EXPECT(js_elements("[1,\"a,b\",{\"k\":[2]},[]]", 22, e, 4) == 4 &&
+           js_is(&e[2], "{\"k\":[2]}") && js_is(&e[3], "[]"));
+    /* structure hash: contents do not count, keys and types do */
+    EXPECT(js_shape_hash("{\"a\":1,\"b\":\"x\"}", 15, 7) ==
+           js_shape_hash("{\"a\":9,\"b\":\"yy\"}", 16, 7));
+    EXPECT(js_shape_hash("{\"a\":1}", 7, 7) != js_shape_hash("{\"b\":1}", 7, 7));
+    EXPECT(js_shape_hash("{\"a\":1}", 7, 7) != js_shape_hash("{\"a\":\"1\"}", 9, 7));
+    EXPECT(js_shape_hash("[1]", 3, 7) != js_shape_hash("[1,1]", 5, 7));
+}
+
+/* jf_dumps of random values (reals and keys needing escapes aside) is accepted, so the fast
+ * path is taken for what the gateway writes; and mutations are refused or still sound. */
+static void test_canon_random(void)
+{
+    int accepted = 0, eligible = 0;
+    for (int i = 0; i < 3000; i++) {
+        json_t *v = random_value(0);
+        char *t = jf_dumps(v);
+        if (t) {
+            size_t n = strlen(t);
+            int r = canon_sound(t, n, 1);
+            EXPECT(r >= 0);
+            int plain = !strchr(t, '.') && !strstr(t, "e+") && !strstr(t, "e-") && !strstr(t, "E");
+            /* 19-digit integers (json_int_t's limits) take the tree path too */
+            if (plain && !strstr(t, "\\") && !strstr(t, "922337203685477580") &&
+                !strstr(t, "1000000000000000000")) {
+                eligible++;
+                accepted += r == 1;
+                if (r != 1)
+                    fprintf(stderr, "  refused: %s\n", t);
+            }
+            for (int k = 0; k < 4 && n; k++) {
+                char *m = strdup(t);
+                static const char subst[] = "{}[]\",:\\0-.eE tfnu\x80\xc3\x01"
+                                            "Aa";
+                m[rnd((unsigned)n)] = subst[rnd(sizeof(subst) - 1)];
+                EXPECT(canon_sound(m, n, 1) >= 0);
+                EXPECT(canon_sound(m, n, 0) >= 0);
+                free(m);
+            }
+        }
+        free(t);
+        json_decref(v);
+    }
+    /* eligible texts are all accepted unless they had a duplicate... (jf_dumps has none) */
+    EXPECT(eligible > 200 && accepted == eligible);
+}
+
 int main(void)
 {
     check_case("corpus: same decoding and encoding as jansson", test_corpus);
@@ -314,5 +462,10 @@ int main(void)
     check_case("random values and mutated texts: same as jansson", test_random_values);
     check_case("refusals: truncated text, NULL, invalid UTF-8, too deep", test_refusals);
     check_case("JF_ALLOW_NUL: \\u0000 in strings as JSON_ALLOW_NUL, never in keys", test_allow_nul);
+    check_case("jsonscan: refuses what is not jf_dumps' form (the tree path decides)",
+               test_canon_refusals);
+    check_case("jsonscan: members, elements and the structure hash", test_canon_members);
+    check_case("jsonscan: jf_dumps' output accepted, mutations refused or sound",
+               test_canon_random);
     return CHECK_DONE();
 }

@@ -25,7 +25,7 @@ struct call_ctx {
     char tag;
 };
 
-static void on_result(void *ud, json_t *result, const struct up_error *err)
+static void on_result(void *ud, const struct up_result *result, const struct up_error *err)
 {
     struct call_ctx *c = ud;
     if (c->tag == 'T') {
@@ -61,17 +61,15 @@ static void on_change(void)
     static struct call_ctx slow = {'A'}, fast = {'B'}, timed = {'T'};
     uint64_t h;
     struct up_error err;
-    json_t *a = json_pack("{s:i}", "ms", 400), *b = json_pack("{s:i}", "ms", 10);
-    json_t *t = json_pack("{s:i}", "ms", 5000);
-    CHECK(up_call_tool("fake", "sleep", a, 0, on_result, &slow, &h, &err) == 0, "slow call sent");
-    CHECK(up_call_tool("fake", "sleep", b, 0, on_result, &fast, &h, &err) == 0, "fast call sent");
-    CHECK(up_call_tool("fake", "sleep", t, 200, on_result, &timed, &h, &err) == 0,
+    const char *a = "{\"ms\":400}", *b = "{\"ms\":10}", *t = "{\"ms\":5000}";
+    CHECK(up_call_tool("fake", "sleep", a, strlen(a), NULL, 0, on_result, &slow, &h, &err) == 0,
+          "slow call sent");
+    CHECK(up_call_tool("fake", "sleep", b, strlen(b), NULL, 0, on_result, &fast, &h, &err) == 0,
+          "fast call sent");
+    CHECK(up_call_tool("fake", "sleep", t, strlen(t), NULL, 200, on_result, &timed, &h, &err) == 0,
           "call with a 200 ms timeout sent");
     CHECK(up_calls_in_flight() == 3, "three calls in flight at once (%zu)", up_calls_in_flight());
-    json_decref(a);
-    json_decref(b);
-    json_decref(t);
-    CHECK(up_call_tool("nope", "x", NULL, 0, on_result, &fast, &h, &err) < 0 &&
+    CHECK(up_call_tool("nope", "x", NULL, 0, NULL, 0, on_result, &fast, &h, &err) < 0 &&
               strcmp(err.kind, "not_found") == 0,
           "a call to an unknown server fails at once with not_found");
     lp_timer_start(&step_timer, 1500, finish, NULL);
