@@ -342,6 +342,7 @@ static PyMethodDef pym_methods[] = {
     {"issue", (PyCFunction)(void (*)(void))pyc_issue, METH_FASTCALL, pyc_issue_doc},
     {"loads_fast", pyj_loads_fast, METH_O, pyj_loads_fast_doc}, /* pyjson.c */
     {"serve", pyr_serve, METH_O, pyr_serve_doc},                /* pyrun.c */
+    {"serve_stats", pyr_serve_stats, METH_NOARGS, pyr_serve_stats_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -105,8 +105,9 @@ static const char *const KEYS[K_COUNT] = {"_current",
                                           "max_result_bytes",
                                           "result",
                                           "add_raw"};
-static PyObject *S[K_COUNT]; /* KEYS, interned at serve() */
-static PyObject *sysdict;    /* sys.__dict__ */
+static PyObject *S[K_COUNT];       /* KEYS, interned at serve() */
+static PyObject *sysdict;          /* sys.__dict__ */
+static long long n_fast, n_python; /* requests answered here / by the Python handler */
 
 /* d[k] borrowed, or NULL (an error in a key's __eq__ is cleared: absent) */
 static PyObject *dget(PyObject *d, PyObject *k)
@@ -625,6 +626,7 @@ static PyObject *pyr_request(PyObject *text)
         PyObject *e = pyr_entry(&p); /* new ref */
         if (e || PyErr_Occurred()) {
             reply = e ? pyr_run(&p, e) : NULL;
+            n_fast += e != NULL;
             if (!reply)
                 reply = pyr_failed(p.id);
             Py_XDECREF(e);
@@ -638,6 +640,7 @@ static PyObject *pyr_request(PyObject *text)
     /* Anything else may change what a cached verdict assumed (an SDK, shapes, unavailable
      * servers): the Python path answers it and the cache starts over. */
     PyDict_Clear(H.cache);
+    n_python++;
     return PyObject_CallOneArg(H.handle, text);
 }
 
@@ -749,4 +752,15 @@ PyObject *pyr_serve(PyObject *self, PyObject *hooks)
         if (rc < 0)
             return NULL;
     }
+}
+
+const char pyr_serve_stats_doc[] = "serve_stats() -> dict\n--\n\n"
+                                   "How many requests the C loop answered itself (fast) and how "
+                                   "many it gave to the Python handler (python).";
+
+PyObject *pyr_serve_stats(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return Py_BuildValue("{s:L,s:L}", "fast", n_fast, "python", n_python);
 }

@@ -23,5 +23,9 @@
 /* serve(hooks: dict) -> int: the request loop; returns 0 when the connection closed. */
 PyObject *pyr_serve(PyObject *self, PyObject *hooks);
 extern const char pyr_serve_doc[];
+/* serve_stats() -> {"fast": n, "python": n}: requests answered in C / by the Python handler
+ * (a test's way to see which path a run took). */
+PyObject *pyr_serve_stats(PyObject *self, PyObject *unused);
+extern const char pyr_serve_stats_doc[];
 
 #endif
