@@ -152,11 +152,6 @@ def _stream(i: int, name: str, limit: int) -> CappedStream:
     return s
 
 
-def streams(limit: int) -> tuple[CappedStream, CappedStream]:
-    """The (stdout, stderr) pair for the next run (src/worker/pyrun.c swaps them in itself)."""
-    return _stream(0, "stdout", limit), _stream(1, "stderr", limit)
-
-
 class capture:
     """Install capped sys.stdout/sys.stderr (and an empty sys.stdin, so input() ends
     at once instead of reading the worker's stdin) for the ``with`` block, which gets

@@ -175,7 +175,8 @@ def _hooks() -> dict[str, Any]:
     import io
     from codemcp_rt import capture
     return {"handle": handle, "prepare": runner._fast_prepare, "namespace": runner._namespace,
-            "sessions": runner._sessions, "streams": capture.streams, "runstate": runstate.RunState,
+            "sessions": runner._sessions, "rn_dict": vars(runner), "runstate": runstate.RunState,
+            "stream": capture._stream, "last": capture._last, "capped": capture.CappedStream,
             "rs_dict": vars(runstate), "sdk_dict": vars(sdk), "settle": runner._fast_settle,
             "outcome": runner._fast_outcome, "tail": runner._fast_tail,
             "interrupted": RunInterrupted, "stringio": io.StringIO}

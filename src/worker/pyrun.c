@@ -6,6 +6,7 @@
 #include "log.h"
 #include "pyfast.h"
 #include "pyjson.h"
+#include "pyrunset.h"
 #include "pymod.h"
 #include "pystray.h"
 #include "util.h"
@@ -20,10 +21,7 @@
 static struct {
     PyObject *handle;      /* worker_main.handle(text) -> str | None: every other request */
     PyObject *prepare;     /* runner._fast_prepare(code, session, params) */
-    PyObject *namespace;   /* runner._namespace(session, reset, snap) -> dict */
     PyObject *sessions;    /* runner._sessions (only read: is a namespace there, its dict) */
-    PyObject *streams;     /* capture.streams(limit) -> (stdout, stderr) */
-    PyObject *runstate;    /* the RunState class */
     PyObject *rs_dict;     /* runstate's module dict: "_current" is set here */
     PyObject *sdk_dict;    /* sdk's module dict: "_current" (the snapshot), "_shapes" */
     PyObject *settle;      /* runner._fast_settle(value, state) -> value */
@@ -480,12 +478,11 @@ static PyObject *pyr_run(struct plain *p, PyObject *e)
     PyObject *outcome = NULL, *envelope = NULL, *env_json = NULL, *reply = NULL;
     int swapped = 0, failed = 0;
     pyr_snap(&snap, &shapes);
-    ns = PyObject_CallFunctionObjArgs(H.namespace, p->session, p->reset ? Py_True : Py_False, snap,
-                                      NULL);
+    ns = pyrs_namespace(p->session, p->reset, snap);
     if (!ns || !PyDict_Check(ns))
         goto fail;
-    state = PyObject_CallFunctionObjArgs(H.runstate, p->run_id, p->params, NULL);
-    streams = state ? PyObject_CallFunction(H.streams, "n", p->max_output) : NULL;
+    state = pyrs_state(p->run_id, p->params);
+    streams = state ? pyrs_streams(p->max_output) : NULL;
     if (!streams || !PyTuple_CheckExact(streams) || PyTuple_GET_SIZE(streams) != 2)
         goto fail;
     in = PyObject_CallNoArgs(H.stringio); /* input() ends at once instead of reading stdin */
@@ -696,10 +693,7 @@ PyObject *pyr_serve(PyObject *self, PyObject *hooks)
         return NULL;
     }
     if (pyr_hook(hooks, "handle", &H.handle) < 0 || pyr_hook(hooks, "prepare", &H.prepare) < 0 ||
-        pyr_hook(hooks, "namespace", &H.namespace) < 0 ||
         pyr_hook(hooks, "sessions", &H.sessions) < 0 ||
-        pyr_hook(hooks, "streams", &H.streams) < 0 ||
-        pyr_hook(hooks, "runstate", &H.runstate) < 0 ||
         pyr_hook(hooks, "rs_dict", &H.rs_dict) < 0 ||
         pyr_hook(hooks, "sdk_dict", &H.sdk_dict) < 0 || pyr_hook(hooks, "settle", &H.settle) < 0 ||
         pyr_hook(hooks, "outcome", &H.outcome) < 0 || pyr_hook(hooks, "tail", &H.tail) < 0 ||
@@ -714,7 +708,8 @@ PyObject *pyr_serve(PyObject *self, PyObject *hooks)
         if (!(S[i] = PyUnicode_InternFromString(KEYS[i])))
             return NULL;
     PyObject *sys = PyImport_AddModule("sys"); /* borrowed */
-    if (!sys || !(sysdict = Py_NewRef(PyModule_GetDict(sys))) || !(H.cache = PyDict_New()))
+    if (!sys || !(sysdict = Py_NewRef(PyModule_GetDict(sys))) || !(H.cache = PyDict_New()) ||
+        pyrs_init(hooks) < 0)
         return NULL;
     served = 1;
     pys_init();
