@@ -20,6 +20,7 @@ from typing import Any
 from codemcp_rt import runner, runstate, sdk
 from codemcp_rt.client import _parse
 from codemcp_rt.errors import RunInterrupted
+from codemcp_rt.pending import Pending
 from codemcp_rt.transport import get_transport
 
 try:
@@ -179,7 +180,7 @@ def _hooks() -> dict[str, Any]:
             "stream": capture._stream, "last": capture._last, "capped": capture.CappedStream,
             "rs_dict": vars(runstate), "sdk_dict": vars(sdk), "settle": runner._fast_settle,
             "outcome": runner._fast_outcome, "tail": runner._fast_tail,
-            "interrupted": RunInterrupted, "stringio": io.StringIO}
+            "interrupted": RunInterrupted, "stringio": io.StringIO, "pending": Pending}
 
 
 def main() -> int:

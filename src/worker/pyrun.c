@@ -12,6 +12,7 @@
 #include "util.h"
 #include "wsclient.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define PYR_CACHE_MAX         64
@@ -29,6 +30,7 @@ static struct {
     PyObject *tail;        /* runner._fast_tail(envelope, result_text, state, out, err) -> str */
     PyObject *interrupted; /* RunInterrupted */
     PyObject *stringio;    /* io.StringIO */
+    PyObject *pending;     /* pending.Pending: a result that is one is read here */
     PyObject *cache;       /* code -> (body, last, tokens, bound, snap, shapes, opts): private */
 } H;
 
@@ -428,6 +430,8 @@ static PyObject *pyr_execute(PyObject *e, PyObject *ns, PyObject *state, PyObjec
     PyObject *last = PyTuple_GET_ITEM(e, 1);
     value = pyr_exec(PyTuple_GET_ITEM(e, 0), last == Py_None ? NULL : last, ns);
     Py_ssize_t n;
+    if (value && Py_TYPE(value) == (PyTypeObject *)H.pending) /* resolve()'s first step */
+        Py_SETREF(value, PyObject_CallMethodNoArgs(value, S[K_result]));
     if (value && (!pyr_scalar(value) || !pyr_calls_done(state, &n)))
         Py_SETREF(value, PyObject_CallFunctionObjArgs(H.settle, value, state, NULL));
     if (!value)
@@ -467,6 +471,31 @@ static void pyr_fd_output(PyObject *streams)
         }
         free(data[i]);
     }
+}
+
+/* head + s + tail as a new str (head and tail ASCII); NULL with an exception. */
+static PyObject *pyr_wrap(const char *head, PyObject *s, const char *tail)
+{
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &n); /* borrowed from s */
+    if (!u)
+        return NULL;
+    size_t h = strlen(head), t = strlen(tail), len = h + (size_t)n + t;
+    int ascii = PyUnicode_IS_ASCII(s);
+    PyObject *out = ascii ? PyUnicode_New((Py_ssize_t)len, 127) : NULL; /* new ref */
+    char *d = ascii ? (out ? (char *)PyUnicode_DATA(out) : NULL) : PyMem_Malloc(len);
+    if (!d) {
+        Py_XDECREF(out);
+        return ascii ? NULL : PyErr_NoMemory();
+    }
+    memcpy(d, head, h);
+    memcpy(d + h, u, (size_t)n);
+    memcpy(d + h + (size_t)n, tail, t);
+    if (!ascii) {
+        out = PyUnicode_DecodeUTF8(d, (Py_ssize_t)len, "strict");
+        PyMem_Free(d);
+    }
+    return out;
 }
 
 /* One plain run with its cache entry e (borrowed). Returns the reply (new ref), or NULL with
@@ -545,8 +574,12 @@ restore:
                 PyErr_Clear();
             Py_XDECREF(l);
             Py_XDECREF(d);
-            env_json =
-                PyUnicode_FromFormat("{\"ok\":true,\"result\":%U,\"calls\":%zd}", text, calls);
+            char head[96], tail[48];
+            snprintf(head, sizeof(head),
+                     "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"ok\":true,\"result\":", p->id);
+            snprintf(tail, sizeof(tail), ",\"calls\":%zd}}", calls);
+            reply = pyr_wrap(head, text, tail);
+            goto done;
         } else {
             envelope =
                 Py_BuildValue("{s:O,s:O,s:n}", "ok", Py_True, "result", value, "calls", calls);
@@ -560,10 +593,11 @@ restore:
             H.tail, PyTuple_GET_ITEM(outcome, 0), PyTuple_GET_ITEM(outcome, 1), state,
             PyTuple_GET_ITEM(streams, 0), PyTuple_GET_ITEM(streams, 1), NULL);
     }
-    if (env_json && PyUnicode_Check(env_json))
-        reply = PyUnicode_FromFormat("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":%U}", p->id,
-                                     env_json);
-    else if (env_json)
+    if (env_json && PyUnicode_Check(env_json)) {
+        char head[64];
+        snprintf(head, sizeof(head), "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":", p->id);
+        reply = pyr_wrap(head, env_json, "}");
+    } else if (env_json)
         PyErr_SetString(PyExc_TypeError, "the envelope is not a str");
 done:
     Py_XDECREF(env_json);
@@ -698,7 +732,7 @@ PyObject *pyr_serve(PyObject *self, PyObject *hooks)
         pyr_hook(hooks, "sdk_dict", &H.sdk_dict) < 0 || pyr_hook(hooks, "settle", &H.settle) < 0 ||
         pyr_hook(hooks, "outcome", &H.outcome) < 0 || pyr_hook(hooks, "tail", &H.tail) < 0 ||
         pyr_hook(hooks, "interrupted", &H.interrupted) < 0 ||
-        pyr_hook(hooks, "stringio", &H.stringio) < 0)
+        pyr_hook(hooks, "stringio", &H.stringio) < 0 || pyr_hook(hooks, "pending", &H.pending) < 0)
         return NULL;
     if (!PyDict_Check(H.sessions) || !PyDict_Check(H.rs_dict) || !PyDict_Check(H.sdk_dict)) {
         PyErr_SetString(PyExc_TypeError, "serve(): sessions, rs_dict and sdk_dict are dicts");
