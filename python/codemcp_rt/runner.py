@@ -201,6 +201,7 @@ def _fresh(snap: sdk.Sdk) -> dict[str, Any]:
 
 
 def _namespace(session: str, reset: bool, snap: sdk.Sdk) -> dict[str, Any]:
+    # src/worker/pyrunset.c (pyrs_namespace) does the usual case itself: keep the two in step.
     ns = _sessions.get(session)
     if ns is None or reset:
         ns = {"__name__": "__main__", "__builtins__": builtins}

@@ -1,7 +1,9 @@
 """The worker's request loop: read gateway requests, dispatch them, send the replies.
 
-Runs on the worker's main thread (the C host calls ``codemcp_rt.worker_main.main()``).
-Requests are handled one at a time: load_sdk, run, set_shapes, drop_namespace (a
+Runs on the worker's main thread (the C host calls ``codemcp_rt.worker_main.main()``). In
+the worker the loop itself is C's (``_codemcp.serve``, src/worker/pyrun.c): it answers the
+usual run request itself and gives every other request to ``handle`` below; ``serve`` here is
+the loop for other transports (tests). Requests are handled one at a time: load_sdk, run, set_shapes, drop_namespace (a
 notification: the gateway dropped that namespace; `run` may also list drops). Replies to our own
 call_tool requests and `cancel` notifications never reach this loop (the C side routes
 them). A `cancel` for the current run makes the C side send SIGUSR1 to this thread; the
