@@ -201,6 +201,7 @@ def _fresh(snap: sdk.Sdk) -> dict[str, Any]:
 
 
 def _namespace(session: str, reset: bool, snap: sdk.Sdk) -> dict[str, Any]:
+    # src/worker/pyrunset.c (pyrs_namespace) does the usual case itself: keep the two in step.
     ns = _sessions.get(session)
     if ns is None or reset:
         ns = {"__name__": "__main__", "__builtins__": builtins}
@@ -543,30 +544,39 @@ def _run(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
                 value = _execute(compiled, ns, state)
                 result, result_text = jsonsafe.cap_json(value, max_result)
                 envelope = {"ok": True, "result": result, "calls": state.calls}
-            except RunInterrupted as exc:
-                if exc.reason == "timeout":
-                    after = " after %s ms" % timeout_ms if isinstance(timeout_ms, int) else ""
-                    envelope = {"ok": False, "error": "execution timed out%s" % after, "error_kind": "timeout"}
-                else:
-                    envelope = {"ok": False, "error": "execution cancelled", "error_kind": "cancelled"}
-            except ToolError as exc:
-                text = jsonsafe.dumps_capped({"tool_error": exc.to_dict()}, _MAX_ERROR_CHARS)
-                envelope = {"ok": False, "error": text, "error_kind": "tool_error"}
             except BaseException as exc:  # noqa: B902 - agent code may raise anything
-                # Credential-shaped text in a traceback is hidden (codemcp_rt.redact).
-                error = redact_text(_format_exception(exc))
-                note = params.get("namespace_note")
-                if isinstance(exc, NameError) and isinstance(note, str) and note:
-                    error += "\n(%s)" % note  # not a bare NameError: say why the name is gone
-                envelope = {"ok": False, "error": error, "error_kind": "exception"}
+                envelope = _failure(exc, params, timeout_ms)
             if not envelope["ok"]:
                 client.settle_open_calls(state, wait=False)
     finally:
         _set_current_run(None)
         runstate.end()
+    return _tail(envelope, result_text, state, out, err, threads_before)
+
+
+def _failure(exc: BaseException, params: dict[str, Any], timeout_ms: Any) -> dict[str, Any]:
+    """The envelope of a run whose code raised ``exc`` (RunInterrupted: timeout/cancelled)."""
+    if isinstance(exc, RunInterrupted):
+        if exc.reason == "timeout":
+            after = " after %s ms" % timeout_ms if isinstance(timeout_ms, int) else ""
+            return {"ok": False, "error": "execution timed out%s" % after, "error_kind": "timeout"}
+        return {"ok": False, "error": "execution cancelled", "error_kind": "cancelled"}
+    if isinstance(exc, ToolError):
+        text = jsonsafe.dumps_capped({"tool_error": exc.to_dict()}, _MAX_ERROR_CHARS)
+        return {"ok": False, "error": text, "error_kind": "tool_error"}
+    # Credential-shaped text in a traceback is hidden (codemcp_rt.redact).
+    error = redact_text(_format_exception(exc))
+    note = params.get("namespace_note")
+    if isinstance(exc, NameError) and isinstance(note, str) and note:
+        error += "\n(%s)" % note  # not a bare NameError: say why the name is gone
+    return {"ok": False, "error": error, "error_kind": "exception"}
+
+
+def _tail(envelope: dict[str, Any], result_text: str | None, state: runstate.RunState, out: Any, err: Any,
+          threads_before: Any) -> tuple[dict[str, Any], str | None]:
+    """After the capture ended: stopped runs' processes, output, trace, mutations."""
     if envelope.get("error_kind") in ("timeout", "cancelled"):
         procs.kill_descendants()  # no process a stopped run started outlives it
-
     stdout, stderr = out.getvalue(), err.getvalue()
     if threads_before is not None:
         left = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
@@ -587,6 +597,77 @@ def _run(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         envelope["mutations"] = list(state.mutations)
     state.release()
     return envelope, result_text
+
+
+# ---- the C run path's Python steps (src/worker/pyrun.c) ------------------------------------
+# pyrun.c runs the usual `run` request itself: its cache (code -> code objects and the
+# validator's verdict), the namespace's verdict check, the interpreter state swap, the capture,
+# the envelope and the reply are in C, out of reach of agent code. It calls these functions
+# (references it took when the worker started) for the work that stays Python.
+
+
+def _fast_prepare(code: str, session: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+    """On a miss of pyrun's cache: parse, validate and compile ``code`` as _run does. Returns
+    (body, last, tokens, bound) when the program validated clean and runs synchronously:
+    ``tokens`` the program's identifiers, ``bound`` which of them the namespace had (b"0"/b"1"
+    each), so a later run may reuse the verdict while they are bound the same way. None: the
+    run takes the Python path (a syntax error, a report, top-level await, non-ASCII code)."""
+    install_json_hook()
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        compiled, tree = _cached_or_parse(code)
+        snap = sdk.current()
+        _set_unavailable(params.get("unavailable"))
+        if _unavailable:
+            return None
+        message = _validate(code, snap, params, session, tree) if params.get("validate") else None
+        if compiled is None:
+            compiled = _compile(code, tree)  # type: ignore[arg-type]
+    except _SYNTAX_ERRORS:
+        return None
+    finally:
+        tree = None
+        if gc_was:
+            gc.enable()
+    if message or compiled.is_async or not code.isascii():
+        return None
+    ns: Any = () if params.get("reset") else _sessions.get(session, ())
+    tokens = tuple(sorted(set(_IDENT(code)))) if params.get("validate") else ()
+    bound = bytes(b"1"[0] if t in ns else b"0"[0] for t in tokens)
+    return compiled.body, compiled.last, tokens, bound
+
+
+def _fast_settle(value: Any, state: runstate.RunState) -> Any:
+    """The end of _execute: resolve the value, wait for the calls nobody read."""
+    value = resolve(value)
+    client.settle_open_calls(state, wait=True)
+    return value
+
+
+def _fast_outcome(state: runstate.RunState, params: dict[str, Any], exc: BaseException | None, value: Any,
+                  max_result: int) -> tuple[dict[str, Any], str | None]:
+    """Inside the capture, after the code ran: the envelope and its result's JSON, as _run."""
+    result_text = None
+    if exc is None:
+        result, result_text = jsonsafe.cap_json(value, max_result)
+        envelope = {"ok": True, "result": result, "calls": state.calls}
+    else:
+        try:
+            raise exc
+        except BaseException as e:  # noqa: B902 - so the traceback formatting sees it raised
+            envelope = _failure(e, params, params.get("timeout_ms"))
+        finally:
+            exc = None
+    if not envelope["ok"]:
+        client.settle_open_calls(state, wait=False)
+    return envelope, result_text
+
+
+def _fast_tail(envelope: dict[str, Any], result_text: str | None, state: runstate.RunState,
+               out: Any, err: Any) -> str:
+    """After the capture: the envelope's JSON text (_tail, then envelope_json)."""
+    return envelope_json(*_tail(envelope, result_text, state, out, err, None))
 
 
 def envelope_json(envelope: dict[str, Any], result_text: str | None = None) -> str:

@@ -36,7 +36,9 @@ class RunState:
         interrupted: set once RunInterrupted has been raised (it is raised once).
     """
 
-    # Slots: one is built per run, and ten attribute stores into a dict cost more.
+    # Slots: one is built per run, and ten attribute stores into a dict cost more. The worker's
+    # C run path builds it without __init__ (src/worker/pyrunset.c, pyrs_state): a slot added
+    # here must be set there too.
     __slots__ = ("run_id", "params", "run_id_json", "made", "mutations", "writes", "interruptible",
                  "early_interrupt", "finished", "interrupted", "__weakref__")
 

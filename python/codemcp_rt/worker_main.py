@@ -1,7 +1,9 @@
 """The worker's request loop: read gateway requests, dispatch them, send the replies.
 
-Runs on the worker's main thread (the C host calls ``codemcp_rt.worker_main.main()``).
-Requests are handled one at a time: load_sdk, run, set_shapes, drop_namespace (a
+Runs on the worker's main thread (the C host calls ``codemcp_rt.worker_main.main()``). In
+the worker the loop itself is C's (``_codemcp.serve``, src/worker/pyrun.c): it answers the
+usual run request itself and gives every other request to ``handle`` below; ``serve`` here is
+the loop for other transports (tests). Requests are handled one at a time: load_sdk, run, set_shapes, drop_namespace (a
 notification: the gateway dropped that namespace; `run` may also list drops). Replies to our own
 call_tool requests and `cancel` notifications never reach this loop (the C side routes
 them). A `cancel` for the current run makes the C side send SIGUSR1 to this thread; the
@@ -13,16 +15,20 @@ Nothing but a closed control connection ends the loop.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
-import time
 from typing import Any
 
 from codemcp_rt import runner, runstate, sdk
 from codemcp_rt.client import _parse
 from codemcp_rt.errors import RunInterrupted
+from codemcp_rt.pending import Pending
 from codemcp_rt.transport import get_transport
+
+try:
+    import _codemcp  # the worker host
+except ImportError:  # a plain interpreter (tests)
+    _codemcp = None
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -59,72 +65,8 @@ def install_interrupt_handler() -> None:
 
 _log = runner._log  # one stderr logger for the runtime (goes to the gateway's log)
 
-# In the sandbox (src/sandbox.h) the worker is PID 2 of a PID namespace of its own.
-_SANDBOXED = os.environ.get("CODEMCP_ISOLATION") == "sandbox" and os.getpid() == 2
-
-
-# The namespace's last allocated PID after the last check (None: unknown, look). A run that
-# created no process and no thread leaves it unchanged, and then nothing can be left over; it
-# could only come back to the same value after pid_max allocations, so a run that took longer
-# than _LAST_PID_TRUST_S is always looked at.
-_last_pid: bytes | None = None
-_LAST_PID_TRUST_S = 5.0
-
-
-def _read_last_pid() -> bytes | None:
-    try:
-        fd = os.open("/proc/sys/kernel/ns_last_pid", os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        return os.read(fd, 32)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def end_strays(started: float | None = None) -> None:
-    """Sandbox only: processes a run started and left behind (a detached child, a daemon)
-    end with the run, so nothing outlives it to watch or disturb later runs. kill(-1)
-    reaches every process of the namespace except this one and PID 1. ``started``: the
-    run's time.monotonic() at its start (a run that allocated no PID is not looked at)."""
-    global _last_pid
-    if not _SANDBOXED:
-        return
-    now = _read_last_pid()
-    if now is not None and now == _last_pid and started is not None \
-            and time.monotonic() - started < _LAST_PID_TRUST_S:
-        return
-    try:
-        _end_strays()
-    finally:
-        _last_pid = _read_last_pid()
-
-
-def _end_strays() -> None:
-    if not _others():
-        return
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except OSError:
-        pass
-    deadline = time.monotonic() + 0.5
-    while time.monotonic() < deadline:
-        try:  # our own children; orphans are reaped by PID 1
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        except ChildProcessError:
-            pass
-        if not _others():
-            return
-        time.sleep(0.002)
-
-
-def _others() -> list[str]:
-    """Processes of the sandbox other than PID 1 and this one (one listdir, ~20 µs)."""
-    me = str(os.getpid())
-    return [p for p in os.listdir("/proc") if p.isdigit() and p not in ("1", me)]
+# The end-of-run check for processes a run left behind (the sandbox) is C's: src/worker/pystray.c,
+# called by the request loop after every request (pyrun.c), where agent code cannot replace it.
 
 
 class _Raw(str):
@@ -167,11 +109,7 @@ def handle(text: str) -> str | None:
         if not isinstance(params, dict):
             raise runner.BadRequest("params must be an object")
         if method == "run":
-            started = time.monotonic() if _SANDBOXED else None
-            try:
-                result = _Raw(runner.run_json(params))
-            finally:
-                end_strays(started)
+            result = _Raw(runner.run_json(params))
         elif method == "load_sdk":
             loaded = sdk.load_sdk(params.get("source"), params.get("version"), params.get("catalog"))
             if not loaded["ok"]:
@@ -207,8 +145,12 @@ def handle(text: str) -> str | None:
 
 
 def serve() -> int:
-    """Loop on transport.next_request() until the connection closes; returns 0."""
+    """Loop on transport.next_request() until the connection closes; returns 0. In the worker
+    the loop is C's (_codemcp.serve, src/worker/pyrun.c): it answers the usual run itself and
+    hands every other request to handle(); this loop serves other transports (tests)."""
     transport = get_transport()
+    if transport is _codemcp and _codemcp is not None and hasattr(_codemcp, "serve"):
+        return _codemcp.serve(_hooks())
     while True:
         try:
             text = transport.next_request()
@@ -229,6 +171,18 @@ def serve() -> int:
                 _log("stopping: %s" % type(exc).__name__)
                 raise
             _log("request loop: %s: %s" % (type(exc).__name__, exc))
+
+
+def _hooks() -> dict[str, Any]:
+    """What the C loop keeps for itself when the worker starts (before any agent code)."""
+    import io
+    from codemcp_rt import capture
+    return {"handle": handle, "prepare": runner._fast_prepare, "namespace": runner._namespace,
+            "sessions": runner._sessions, "rn_dict": vars(runner), "runstate": runstate.RunState,
+            "stream": capture._stream, "last": capture._last, "capped": capture.CappedStream,
+            "rs_dict": vars(runstate), "sdk_dict": vars(sdk), "settle": runner._fast_settle,
+            "outcome": runner._fast_outcome, "tail": runner._fast_tail,
+            "interrupted": RunInterrupted, "stringio": io.StringIO, "pending": Pending}
 
 
 def main() -> int:

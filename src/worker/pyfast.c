@@ -225,3 +225,20 @@ PyObject *pyf_text_result(PyObject *self, PyObject *const *args, Py_ssize_t narg
             Py_RETURN_NONE;
     return PyUnicode_DecodeUTF8(s, e - s, "strict"); /* new ref */
 }
+
+PyObject *pyf_scalar_json(PyObject *v, size_t limit)
+{
+    struct pbuf b = {0};
+    PyObject *out = NULL;
+    if (pb_json_scalar(&b, v) < 0 || b.oom || (limit && b.n > limit))
+        goto done;
+    out = b.wide ? PyUnicode_DecodeUTF8(b.d, (Py_ssize_t)b.n, "strict") /* new ref */
+                 : PyUnicode_New((Py_ssize_t)b.n, 127);
+    if (!out)
+        PyErr_Clear();
+    else if (!b.wide)
+        memcpy(PyUnicode_DATA(out), b.d, b.n);
+done:
+    PyMem_Free(b.d);
+    return out;
+}

@@ -25,4 +25,9 @@ extern const char pyf_call_frame_doc[];
 PyObject *pyf_text_result(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char pyf_text_result_doc[];
 
+/* The JSON of a str, bool, None, finite float or 64-bit int exactly as jsonsafe's encoder
+ * writes it (ensure_ascii off), when it is at most `limit` UTF-8 bytes (0: no limit): a new
+ * str. NULL, with no exception set, for any other value (the caller takes Python's way). */
+PyObject *pyf_scalar_json(PyObject *v /* borrowed */, size_t limit);
+
 #endif

@@ -14,6 +14,7 @@
 #include "pyfast.h"
 #include "pyjson.h"
 #include "pypending.h"
+#include "pyrun.h"
 #include "util.h"
 #include "wsclient.h"
 
@@ -96,6 +97,11 @@ static PyObject *pym_wait(const char *id, PyObject *timeout_obj)
     }
 }
 
+PyObject *pym_next_text(void)
+{
+    return pym_wait(NULL, NULL);
+}
+
 PyDoc_STRVAR(pym_send_doc, "send(text: str) -> None\n--\n\n"
                            "Write one text frame to the gateway (waits only for socket "
                            "buffer space).");
@@ -103,14 +109,19 @@ PyDoc_STRVAR(pym_send_doc, "send(text: str) -> None\n--\n\n"
 static PyObject *pym_send(PyObject *self, PyObject *arg /* borrowed */)
 {
     (void)self;
+    return pym_send_text(arg) < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+int pym_send_text(PyObject *arg /* borrowed */)
+{
     Py_ssize_t len;
     if (!PyUnicode_Check(arg)) {
         PyErr_Format(PyExc_TypeError, "send() takes a str, not %.100s", Py_TYPE(arg)->tp_name);
-        return NULL;
+        return -1;
     }
     const char *utf8 = PyUnicode_AsUTF8AndSize(arg, &len); /* borrowed from arg */
     if (!utf8)
-        return NULL;
+        return -1;
     /* Small frames are written with the GIL held: releasing it costs more than the write,
      * and a GIL-holding writer never waits for anything that needs the GIL. A large frame
      * may wait for socket buffer space: let other threads run (arg, which the caller keeps
@@ -123,11 +134,15 @@ static PyObject *pym_send(PyObject *self, PyObject *arg /* borrowed */)
         rc = wsc_send(utf8, (size_t)len);
         Py_END_ALLOW_THREADS;
     }
-    if (rc == -2)
-        return PyErr_NoMemory();
-    if (rc < 0)
-        return pym_closed_error();
-    Py_RETURN_NONE;
+    if (rc == -2) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (rc < 0) {
+        pym_closed_error();
+        return -1;
+    }
+    return 0;
 }
 
 PyDoc_STRVAR(pym_next_request_doc,
@@ -326,6 +341,8 @@ static PyMethodDef pym_methods[] = {
      pyf_text_result_doc},
     {"issue", (PyCFunction)(void (*)(void))pyc_issue, METH_FASTCALL, pyc_issue_doc},
     {"loads_fast", pyj_loads_fast, METH_O, pyj_loads_fast_doc}, /* pyjson.c */
+    {"serve", pyr_serve, METH_O, pyr_serve_doc},                /* pyrun.c */
+    {"serve_stats", pyr_serve_stats, METH_NOARGS, pyr_serve_stats_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -17,4 +17,11 @@ int pym_register(long worker_id);
 /* A prototype's forked child takes its own slot number (before any Python call). */
 void pym_set_worker_id(long worker_id);
 
+/* For pyrun.c (GIL held, Python.h included first): the next gateway request as a str (new
+ * reference; waits, running signal handlers between slices), or NULL with the exception
+ * (ConnectionError, or what a handler raised); one text frame to the gateway, 0 or -1 with
+ * the exception. */
+PyObject *pym_next_text(void);
+int pym_send_text(PyObject *text /* borrowed */);
+
 #endif

@@ -129,7 +129,11 @@ result = out`);
 test('a run answer nested up to the decoder limit still reaches the client', { timeout: ms(120000) }, async () => {
   const { h } = await session();
   try {
+    // The usual run is answered by the C loop (src/worker/pyrun.c), where no Python frame holds
+    // the request id: the "é" (non-ASCII code) sends this run down the Python path, whose
+    // worker_main.handle() frame does.
     const code = String.raw`
+# é
 import sys, json, _codemcp
 f, rid = sys._getframe(), None
 while f:

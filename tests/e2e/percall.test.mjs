@@ -447,3 +447,63 @@ test('capture reuse: a kept or tampered sys.stdout/stderr never reaches or break
   assert.equal(e.stdout, 'six\n', JSON.stringify(e));
   await h.close();
 });
+
+// The usual run request is carried out in C (src/worker/pyrun.c): every outcome it takes
+// itself or hands to runner.py must read as the Python path's did — scalars of each type,
+// final expressions, exit(), output through print and fd 1/2, stdin, a cut result, errors,
+// calls, variables kept between runs — and the plain ones must really have gone through C.
+test('pyrun: runs carried out in C give the envelopes the Python path gives', { timeout: ms(120000) }, async () => {
+  const dir = tempDir();
+  const h = await connectClient({ config: writeConfig(dir, { everything: servers.everything() }) });
+  const run = async (code) => {
+    const r = await h.client.callTool({ name: 'execute_python', arguments: { code } },
+      undefined, { timeout: ms(60000) });
+    return r.structuredContent ?? JSON.parse(r.content[0].text);
+  };
+  const stats = async () => run('import _codemcp\nresult = _codemcp.serve_stats()');
+  await run('result = everything_get_sum(a=1, b=2)'); // the SDK is in
+  const before = (await stats()).result;
+  const cases = [
+    ['result = 1', { result: 1 }],
+    ['"caf\\u00e9 \\"q\\" \\\\ \\n\\t\\x01 \\U0001F600"', { result: 'caf\u00e9 "q" \\ \n\t\x01 \u{1F600}' }],
+    ['x = 0.1\nx', { result: 0.1 }],
+    ['result = -2**63', { result: -(2 ** 63) }],
+    ['result = 2**62', { result: 2 ** 62 }],
+    ['result = float("nan")', { result: null }],
+    ['result = None', { result: null }],
+    ['True', { result: true }],
+    ['result = [1, {"a": "b"}]', { result: [1, { a: 'b' }] }],
+    ['print("hi")\nresult = 3', { result: 3, stdout: 'hi\n' }],
+    ['import os\nos.write(1, b"raw\\n")\nos.write(2, b"err\\n")\nresult = 4', { result: 4, stdout: 'raw\n', stderr: 'err\n' }],
+    ['result = 5\nraise SystemExit(0)', { result: 5 }],
+    ['result = 6\nexit()\nresult = 7', { result: 6 }],
+    ['result = 8\nNone', { result: 8 }],
+    ['y = 10', { result: null }],
+    ['result = y + 1', { result: 11 }],
+    ['result = everything_get_sum(a=2, b=3)', { result: 'The sum of 2 and 3 is 5.' }],
+    ['p = everything_get_sum(a=4, b=5)\nresult = 1', { result: 1 }],
+    ['r = "\u00e9"\nr', { result: '\u00e9' }],
+    ['result = 1', { result: 1 }],
+  ];
+  for (const [code, want] of cases) {
+    const e = await run(code);
+    for (const [k, v] of Object.entries(want)) assert.deepEqual(e[k], v, `${code}: ${JSON.stringify(e)}`);
+    for (const k of ['stdout', 'stderr', 'error']) if (!(k in want)) assert.equal(e[k], undefined, `${code}: ${JSON.stringify(e)}`);
+  }
+  let e = await run('exit(3)');
+  assert.match(e.error, /SystemExit: 3/, JSON.stringify(e));
+  e = await run('x = 1\n1/0');
+  assert.match(e.error, /ZeroDivisionError/, JSON.stringify(e));
+  assert.equal(e.error_kind, 'exception');
+  e = await run('result = input()');
+  assert.match(e.error, /EOFError/, JSON.stringify(e));
+  e = await run('result = "x" * 2000000');
+  assert.equal(typeof e.result, 'object', 'a result over max_result_bytes is cut');
+  e = await run('import sys\nprint("e", file=sys.stderr)\nresult = everything_get_sum(a=1, b=1)');
+  assert.equal(e.stderr, 'e\n');
+  assert.equal(e.result, 'The sum of 1 and 1 is 2.');
+  const after = (await stats()).result;
+  // every case above but the non-ASCII program took the C path (the stats runs too)
+  assert.ok(after.fast - before.fast >= cases.length + 5, JSON.stringify({ before, after }));
+  await h.close();
+});

@@ -463,6 +463,56 @@ result = {"pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), "r
   });
 });
 
+describe('the runtime a run shares its interpreter with', () => {
+  // The request loop, the stray-process check and the run's state swap are C's
+  // (src/worker/pyrun.c, pystray.c): a program that rebinds the runtime's Python names cannot
+  // keep a process past its run, silence later runs or forge their results.
+  test('rebinding worker_main/runner/capture names keeps neither leftovers nor later runs', { timeout: ms(90000) }, async () => {
+    const dir = tempDir('codemcp-sbx-rebind-');
+    const h = await connectClient({ config: writeConfig(dir, {}) });
+    const FORK = `
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(300)
+    os._exit(0)
+os.waitpid(pid, 0)
+time.sleep(0.2)
+result = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())`;
+    const PIDS = 'import os\nprint("still captured")\n' +
+      'result = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())';
+    const check = async (what) => {
+      const r2 = await run(h, PIDS);
+      assert.equal(r2.isError, false, `${what}: ${JSON.stringify(r2).slice(0, 2000)}`);
+      assert.deepEqual(r2.structuredContent.result, [1, 2], `${what}: a process outlived the run that started it`);
+      assert.equal(r2.structuredContent.stdout, 'still captured\n', what);
+    };
+    // the stray check alone (worker_main.end_strays was Python before)
+    let r1 = await attempt(h, `
+import os, time
+import codemcp_rt.worker_main as wm
+nothing = lambda *a, **k: None
+for name in ("end_strays", "_end_strays", "_others", "_read_last_pid"):
+    setattr(wm, name, nothing)` + FORK);
+    assert.ok(r1.length >= 3, `the detached grandchild did not start: ${r1}`);
+    await check('end_strays rebound');
+    // the loop's and the run's names
+    r1 = await attempt(h, `
+import os, time
+import codemcp_rt.worker_main as wm, codemcp_rt.runner as rn, codemcp_rt.capture as cap
+nothing = lambda *a, **k: None
+wm.handle = nothing
+rn.run_json = lambda params: '{"ok":true,"result":"forged","calls":0}'
+rn._namespace = lambda *a: {"__builtins__": {}}
+rn._fast_prepare = nothing
+cap.streams = lambda limit: (None, None)` + FORK);
+    assert.ok(r1.length >= 3, `the detached grandchild did not start: ${r1}`);
+    await check('handle, run_json, _namespace, _fast_prepare, streams rebound');
+    await h.close();
+  });
+});
+
 describe('sandbox knobs', () => {
   test('CODEMCP_SANDBOX_SUBPROCESS=1 allows subprocesses (output captured), still no network', async () => {
     const dir = tempDir('codemcp-sbx-sub-');

@@ -1,0 +1,795 @@
+/* pyrun — see pyrun.h. GIL held throughout, except around the stray check. Every reference
+ * taken is released on every path; the hooks and the cache are owned here for the life of
+ * the process. */
+#include "pyrun.h"
+#include "fdcap.h"
+#include "log.h"
+#include "pyfast.h"
+#include "pyjson.h"
+#include "pyrunset.h"
+#include "pymod.h"
+#include "pystray.h"
+#include "util.h"
+#include "wsclient.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define PYR_CACHE_MAX         64
+#define PYR_DEFAULT_MAX_BYTES (1 << 20)
+
+/* What worker_main.main() handed over (new references, kept). */
+static struct {
+    PyObject *handle;      /* worker_main.handle(text) -> str | None: every other request */
+    PyObject *prepare;     /* runner._fast_prepare(code, session, params) */
+    PyObject *sessions;    /* runner._sessions (only read: is a namespace there, its dict) */
+    PyObject *rs_dict;     /* runstate's module dict: "_current" is set here */
+    PyObject *sdk_dict;    /* sdk's module dict: "_current" (the snapshot), "_shapes" */
+    PyObject *settle;      /* runner._fast_settle(value, state) -> value */
+    PyObject *outcome;     /* runner._fast_outcome(state, params, exc, value, max_result) */
+    PyObject *tail;        /* runner._fast_tail(envelope, result_text, state, out, err) -> str */
+    PyObject *interrupted; /* RunInterrupted */
+    PyObject *stringio;    /* io.StringIO */
+    PyObject *pending;     /* pending.Pending: a result that is one is read here */
+    PyObject *cache;       /* code -> (body, last, tokens, bound, snap, shapes, opts): private */
+} H;
+
+enum {
+    K__current,
+    K__parts,
+    K__cut,
+    K__shapes,
+    K_allow_mutations,
+    K_code,
+    K_early_interrupt,
+    K_finished,
+    K_interrupted,
+    K_interruptible,
+    K_made,
+    K_method,
+    K_mutations,
+    K_namespace,
+    K_params,
+    K_run_id,
+    K_session,
+    K_stdout,
+    K_stderr,
+    K_stdin,
+    K_writes,
+    K_id,
+    K_drop_namespaces,
+    K_disabled,
+    K_unavailable,
+    K_enforce_mutations,
+    K_validate,
+    K_dry_run,
+    K_namespace_fresh,
+    K_reset,
+    K_max_output_bytes,
+    K_max_result_bytes,
+    K_result,
+    K_add_raw,
+    K_COUNT
+};
+static const char *const KEYS[K_COUNT] = {"_current",
+                                          "_parts",
+                                          "_cut",
+                                          "_shapes",
+                                          "allow_mutations",
+                                          "code",
+                                          "early_interrupt",
+                                          "finished",
+                                          "interrupted",
+                                          "interruptible",
+                                          "made",
+                                          "method",
+                                          "mutations",
+                                          "namespace",
+                                          "params",
+                                          "run_id",
+                                          "session",
+                                          "stdout",
+                                          "stderr",
+                                          "stdin",
+                                          "writes",
+                                          "id",
+                                          "drop_namespaces",
+                                          "disabled",
+                                          "unavailable",
+                                          "enforce_mutations",
+                                          "validate",
+                                          "dry_run",
+                                          "namespace_fresh",
+                                          "reset",
+                                          "max_output_bytes",
+                                          "max_result_bytes",
+                                          "result",
+                                          "add_raw"};
+static PyObject *S[K_COUNT];       /* KEYS, interned at serve() */
+static PyObject *sysdict;          /* sys.__dict__ */
+static long long n_fast, n_python; /* requests answered here / by the Python handler */
+
+/* d[k] borrowed, or NULL (an error in a key's __eq__ is cleared: absent) */
+static PyObject *dget(PyObject *d, PyObject *k)
+{
+    PyObject *v = PyDict_GetItemWithError(d, k);
+    if (!v)
+        PyErr_Clear();
+    return v;
+}
+
+/* ---- the plain request ----------------------------------------------------------------- */
+
+struct plain {
+    long long id;
+    PyObject *params, *code, *run_id, *session; /* borrowed from the parsed message */
+    int reset;
+    Py_ssize_t max_output, max_result;
+    PyObject *opts; /* new ref: (validate, dry_run, allow_mutations) */
+};
+
+/* A key absent, None or an empty list. */
+static int absent_or_empty(PyObject *params, PyObject *key)
+{
+    PyObject *v = dget(params, key); /* borrowed */
+    return !v || v == Py_None || (PyList_CheckExact(v) && PyList_GET_SIZE(v) == 0);
+}
+
+/* A key absent (-> dflt) or exactly True/False. -1: anything else. */
+static int flag(PyObject *params, PyObject *key, int dflt)
+{
+    PyObject *v = dget(params, key); /* borrowed */
+    if (!v)
+        return dflt;
+    return v == Py_True ? 1 : v == Py_False ? 0 : -1;
+}
+
+static int size_param(PyObject *params, PyObject *key, Py_ssize_t *out)
+{
+    PyObject *v = dget(params, key); /* borrowed */
+    *out = PYR_DEFAULT_MAX_BYTES;
+    if (!v || v == Py_None)
+        return 0;
+    if (!PyLong_CheckExact(v))
+        return -1;
+    *out = PyLong_AsSsize_t(v);
+    if (*out == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    return 0;
+}
+
+/* Is msg a run request the fast path takes? Fills p (p->opts a new ref) and returns 1; 0
+ * otherwise, with nothing to release. Reads only the parsed message and runner._sessions. */
+static int pyr_plain(PyObject *msg, struct plain *p)
+{
+    memset(p, 0, sizeof(*p));
+    if (!PyDict_CheckExact(msg))
+        return 0;
+    PyObject *method = dget(msg, S[K_method]), *id = dget(msg, S[K_id]);
+    PyObject *params = dget(msg, S[K_params]); /* all borrowed */
+    if (!method || !PyUnicode_CheckExact(method) || PyUnicode_CompareWithASCIIString(method, "run"))
+        return 0;
+    if (!id || !PyLong_CheckExact(id) || !params || !PyDict_CheckExact(params))
+        return 0;
+    int overflow = 0;
+    p->id = PyLong_AsLongLongAndOverflow(id, &overflow);
+    if (overflow || (p->id == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    p->params = params;
+    p->code = dget(params, S[K_code]);
+    p->run_id = dget(params, S[K_run_id]);
+    p->session = dget(params, S[K_namespace]);
+    if (!p->code || !PyUnicode_CheckExact(p->code) || !p->run_id ||
+        !PyUnicode_CheckExact(p->run_id) || !p->session || !PyUnicode_CheckExact(p->session) ||
+        PyUnicode_GET_LENGTH(p->session) == 0 || dget(params, S[K_session]))
+        return 0;
+    if (!absent_or_empty(params, S[K_drop_namespaces]) || !absent_or_empty(params, S[K_disabled]) ||
+        !absent_or_empty(params, S[K_unavailable]))
+        return 0;
+    int enforce = flag(params, S[K_enforce_mutations], 0),
+        validate = flag(params, S[K_validate], 0);
+    int dry = flag(params, S[K_dry_run], 0), fresh = flag(params, S[K_namespace_fresh], 1);
+    p->reset = flag(params, S[K_reset], 0);
+    if (enforce != 0 || validate < 0 || dry < 0 || fresh < 0 || p->reset < 0)
+        return 0; /* enforce_mutations: the Python path compares the threads before/after */
+    if (!fresh) {
+        int known = PyDict_Contains(H.sessions, p->session);
+        if (known <= 0) { /* the Python path adds the "variables were lost" note */
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    if (size_param(params, S[K_max_output_bytes], &p->max_output) < 0 ||
+        size_param(params, S[K_max_result_bytes], &p->max_result) < 0)
+        return 0;
+    PyObject *allow = dget(params, S[K_allow_mutations]); /* borrowed */
+    if (allow && allow != Py_None) {
+        if (!PyList_CheckExact(allow))
+            return 0;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(allow); i++)
+            if (!PyUnicode_CheckExact(PyList_GET_ITEM(allow, i)))
+                return 0;
+    } else {
+        allow = Py_None;
+    }
+    p->opts = Py_BuildValue("(OOO)", validate ? Py_True : Py_False, dry ? Py_True : Py_False,
+                            allow); /* new ref */
+    if (!p->opts) {
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- the cache -------------------------------------------------------------------------- */
+
+/* The SDK snapshot and shapes table the runner validates against now (borrowed). */
+static void pyr_snap(PyObject **snap, PyObject **shapes)
+{
+    *snap = dget(H.sdk_dict, S[K__current]);
+    *shapes = dget(H.sdk_dict, S[K__shapes]);
+    if (!*snap)
+        *snap = Py_None;
+    if (!*shapes || (PyDict_Check(*shapes) && PyDict_GET_SIZE(*shapes) == 0))
+        *shapes = Py_None; /* `sdk.shapes() or None`, as runner._validate keys it */
+}
+
+/* Does the cached verdict hold for this run: same snapshot, shapes, options, and each of the
+ * program's identifiers bound in the namespace as when it was validated? 1, 0, -1 error. */
+static int pyr_entry_holds(PyObject *e, struct plain *p, PyObject *snap, PyObject *shapes)
+{
+    if (PyTuple_GET_ITEM(e, 4) != snap || PyTuple_GET_ITEM(e, 5) != shapes)
+        return 0;
+    int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(e, 6), p->opts, Py_EQ);
+    if (same <= 0)
+        return same;
+    PyObject *tokens = PyTuple_GET_ITEM(e, 2), *bound = PyTuple_GET_ITEM(e, 3);
+    PyObject *ns = p->reset ? NULL : PyDict_GetItemWithError(H.sessions, p->session);
+    if (!ns && PyErr_Occurred())
+        return -1;
+    if (ns && !PyDict_CheckExact(ns))
+        return 0;
+    const char *b = PyBytes_AS_STRING(bound);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tokens); i++) {
+        int has = ns ? PyDict_Contains(ns, PyTuple_GET_ITEM(tokens, i)) : 0;
+        if (has < 0)
+            return -1;
+        if (has != (b[i] == '1'))
+            return 0;
+    }
+    return 1;
+}
+
+/* The cache entry for this run (new ref), or NULL: the Python path takes it (no exception)
+ * or an error (exception set). */
+static PyObject *pyr_entry(struct plain *p)
+{
+    PyObject *snap, *shapes, *got = NULL, *e = PyDict_GetItemWithError(H.cache, p->code);
+    pyr_snap(&snap, &shapes);
+    if (e) {
+        int ok = pyr_entry_holds(e, p, snap, shapes);
+        if (ok < 0)
+            return NULL;
+        if (ok)
+            return Py_NewRef(e);
+    } else if (PyErr_Occurred()) {
+        return NULL;
+    }
+    got = PyObject_CallFunctionObjArgs(H.prepare, p->code, p->session, p->params, NULL);
+    if (!got || got == Py_None || !PyTuple_CheckExact(got) || PyTuple_GET_SIZE(got) != 4 ||
+        !PyCode_Check(PyTuple_GET_ITEM(got, 0)) ||
+        (PyTuple_GET_ITEM(got, 1) != Py_None && !PyCode_Check(PyTuple_GET_ITEM(got, 1))) ||
+        !PyTuple_CheckExact(PyTuple_GET_ITEM(got, 2)) ||
+        !PyBytes_CheckExact(PyTuple_GET_ITEM(got, 3)) ||
+        PyBytes_GET_SIZE(PyTuple_GET_ITEM(got, 3)) != PyTuple_GET_SIZE(PyTuple_GET_ITEM(got, 2))) {
+        Py_XDECREF(got);
+        return NULL; /* an exception from prepare stays set: the caller answers with it */
+    }
+    pyr_snap(&snap, &shapes); /* prepare may have installed the SDK the verdict is for */
+    e = Py_BuildValue("(OOOOOOO)", PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1),
+                      PyTuple_GET_ITEM(got, 2), PyTuple_GET_ITEM(got, 3), snap, shapes, p->opts);
+    Py_DECREF(got);
+    if (!e)
+        return NULL;
+    if (PyDict_GET_SIZE(H.cache) >= PYR_CACHE_MAX) { /* drop the oldest */
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        if (PyDict_Next(H.cache, &pos, &k, &v)) {
+            Py_INCREF(k);
+            int rc = PyDict_DelItem(H.cache, k);
+            Py_DECREF(k);
+            if (rc < 0) {
+                Py_DECREF(e);
+                return NULL;
+            }
+        }
+    }
+    if (PyDict_SetItem(H.cache, p->code, e) < 0)
+        Py_CLEAR(e);
+    return e;
+}
+
+/* ---- one run ---------------------------------------------------------------------------- */
+
+/* Runs the program's code objects in ns. Returns the value (new ref) or NULL with the
+ * exception the code raised. SystemExit with code None or 0 ends the run normally. */
+static PyObject *pyr_exec(PyObject *body, PyObject *last, PyObject *ns)
+{
+    PyObject *v = PyEval_EvalCode(body, ns, ns); /* new ref */
+    if (!v) {
+        if (!PyErr_ExceptionMatches(PyExc_SystemExit))
+            return NULL;
+        PyObject *type, *val, *tb;
+        PyErr_Fetch(&type, &val, &tb);
+        PyErr_NormalizeException(&type, &val, &tb);
+        PyObject *code = val ? PyObject_GetAttr(val, S[K_code]) : NULL; /* new ref */
+        PyObject *zero = PyLong_FromLong(0);
+        int normal =
+            code && zero && (code == Py_None || PyObject_RichCompareBool(code, zero, Py_EQ) == 1);
+        Py_XDECREF(zero);
+        Py_XDECREF(code);
+        if (!normal) {
+            PyErr_Clear();
+            PyErr_Restore(type, val, tb);
+            return NULL;
+        }
+        Py_XDECREF(type);
+        Py_XDECREF(val);
+        Py_XDECREF(tb);
+        PyErr_Clear();
+        last = NULL; /* exit() skips the final expression, as runner._run_body */
+    } else {
+        Py_DECREF(v);
+        v = NULL;
+    }
+    if (last) {
+        v = PyEval_EvalCode(last, ns, ns);
+        if (!v || v != Py_None)
+            return v;
+        Py_DECREF(v);
+    }
+    v = PyDict_GetItemWithError(ns, S[K_result]); /* borrowed */
+    if (!v && PyErr_Occurred())
+        return NULL;
+    return Py_NewRef(v ? v : Py_None);
+}
+
+/* A value the envelope can carry without resolving: None, bool, exact int/float/str. */
+static int pyr_scalar(PyObject *v)
+{
+    return v == Py_None || PyBool_Check(v) || PyLong_CheckExact(v) || PyFloat_CheckExact(v) ||
+           PyUnicode_CheckExact(v);
+}
+
+/* 1 when every call the run made is finished (and the list is a list), 0 otherwise. */
+static int pyr_calls_done(PyObject *state, Py_ssize_t *count)
+{
+    PyObject *made = PyObject_GetAttr(state, S[K_made]); /* new ref */
+    int done = made && PyList_CheckExact(made);
+    *count = done ? PyList_GET_SIZE(made) : 0;
+    for (Py_ssize_t i = 0; done && i < *count; i++) {
+        PyObject *f = PyObject_GetAttr(PyList_GET_ITEM(made, i), S[K_finished]);
+        done = f == Py_True;
+        Py_XDECREF(f);
+    }
+    Py_XDECREF(made);
+    PyErr_Clear();
+    return done;
+}
+
+/* The run's exception as one normalized value with its traceback (new ref). */
+static PyObject *pyr_fetch(void)
+{
+    PyObject *type, *val, *tb;
+    PyErr_Fetch(&type, &val, &tb);
+    PyErr_NormalizeException(&type, &val, &tb);
+    if (val && tb)
+        PyException_SetTraceback(val, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    return val;
+}
+
+/* Nothing was printed to the stream and no write was counted (class defaults untouched). */
+static int pyr_silent(PyObject *s)
+{
+    PyObject *parts = PyObject_GetAttr(s, S[K__parts]), *cut = PyObject_GetAttr(s, S[K__cut]);
+    int silent = parts == Py_None && cut && PyLong_CheckExact(cut) && PyLong_AsLong(cut) == 0;
+    Py_XDECREF(parts);
+    Py_XDECREF(cut);
+    PyErr_Clear();
+    return silent;
+}
+
+/* Executes the code, between the swap of the interpreter state in and out. Returns the
+ * value (new ref) or NULL with *exc the exception (new ref). State flags as runner._execute. */
+static PyObject *pyr_execute(PyObject *e, PyObject *ns, PyObject *state, PyObject **exc)
+{
+    PyObject *value = NULL, *early = NULL, *was = NULL;
+    *exc = NULL;
+    if (PyObject_SetAttr(state, S[K_interruptible], Py_True) < 0)
+        goto fail;
+    early = PyObject_GetAttr(state, S[K_early_interrupt]);
+    was = early ? PyObject_GetAttr(state, S[K_interrupted]) : NULL;
+    if (!was)
+        goto fail;
+    if (early != Py_None && was != Py_True) { /* a cancel came while the run was starting */
+        PyObject *inst = NULL, *reason = PyObject_Str(early);
+        if (reason && PyObject_SetAttr(state, S[K_interrupted], Py_True) == 0)
+            inst = PyObject_CallOneArg(H.interrupted, reason);
+        Py_XDECREF(reason);
+        if (inst)
+            PyErr_SetObject((PyObject *)Py_TYPE(inst), inst);
+        Py_XDECREF(inst);
+        goto fail;
+    }
+    PyObject *last = PyTuple_GET_ITEM(e, 1);
+    value = pyr_exec(PyTuple_GET_ITEM(e, 0), last == Py_None ? NULL : last, ns);
+    Py_ssize_t n;
+    if (value && Py_TYPE(value) == (PyTypeObject *)H.pending) /* resolve()'s first step */
+        Py_SETREF(value, PyObject_CallMethodNoArgs(value, S[K_result]));
+    if (value && (!pyr_scalar(value) || !pyr_calls_done(state, &n)))
+        Py_SETREF(value, PyObject_CallFunctionObjArgs(H.settle, value, state, NULL));
+    if (!value)
+        goto fail;
+    goto done;
+fail:
+    *exc = pyr_fetch();
+    if (!*exc) /* a failure that set nothing: report it as such rather than lose the run */
+        *exc = PyObject_CallOneArg(PyExc_SystemError, S[K_result]);
+done:
+    Py_XDECREF(early);
+    Py_XDECREF(was);
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb); /* the flags are set whatever happens (a signal, an error) */
+    if (PyObject_SetAttr(state, S[K_interruptible], Py_False) < 0 ||
+        PyObject_SetAttr(state, S[K_finished], Py_True) < 0)
+        PyErr_Clear();
+    PyErr_Restore(et, ev, etb);
+    return value;
+}
+
+/* Output that went to fds 1 and 2 during the run, appended to the streams. */
+static void pyr_fd_output(PyObject *streams)
+{
+    char *data[2];
+    size_t len[2], cut[2];
+    fflush(stdout);
+    fdcap_end(&data[0], &len[0], &cut[0], &data[1], &len[1], &cut[1]);
+    for (int i = 0; i < 2; i++) {
+        if (len[i] || cut[i]) {
+            PyObject *r =
+                PyObject_CallMethod(PyTuple_GET_ITEM(streams, i), "add_raw", "y#n",
+                                    data[i] ? data[i] : "", (Py_ssize_t)len[i], (Py_ssize_t)cut[i]);
+            if (!r)
+                PyErr_Clear();
+            Py_XDECREF(r);
+        }
+        free(data[i]);
+    }
+}
+
+/* head + s + tail as a new str (head and tail ASCII); NULL with an exception. */
+static PyObject *pyr_wrap(const char *head, PyObject *s, const char *tail)
+{
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &n); /* borrowed from s */
+    if (!u)
+        return NULL;
+    size_t h = strlen(head), t = strlen(tail), len = h + (size_t)n + t;
+    int ascii = PyUnicode_IS_ASCII(s);
+    PyObject *out = ascii ? PyUnicode_New((Py_ssize_t)len, 127) : NULL; /* new ref */
+    char *d = ascii ? (out ? (char *)PyUnicode_DATA(out) : NULL) : PyMem_Malloc(len);
+    if (!d) {
+        Py_XDECREF(out);
+        return ascii ? NULL : PyErr_NoMemory();
+    }
+    memcpy(d, head, h);
+    memcpy(d + h, u, (size_t)n);
+    memcpy(d + h + (size_t)n, tail, t);
+    if (!ascii) {
+        out = PyUnicode_DecodeUTF8(d, (Py_ssize_t)len, "strict");
+        PyMem_Free(d);
+    }
+    return out;
+}
+
+/* One plain run with its cache entry e (borrowed). Returns the reply (new ref), or NULL with
+ * an exception when the runtime itself failed (the caller answers with an error). */
+static PyObject *pyr_run(struct plain *p, PyObject *e)
+{
+    PyObject *snap, *shapes, *ns = NULL, *state = NULL, *streams = NULL, *in = NULL;
+    PyObject *saved[3] = {NULL, NULL, NULL}, *value = NULL, *exc = NULL, *text = NULL;
+    PyObject *outcome = NULL, *envelope = NULL, *env_json = NULL, *reply = NULL;
+    int swapped = 0, failed = 0;
+    pyr_snap(&snap, &shapes);
+    ns = pyrs_namespace(p->session, p->reset, snap);
+    if (!ns || !PyDict_Check(ns))
+        goto fail;
+    state = pyrs_state(p->run_id, p->params);
+    streams = state ? pyrs_streams(p->max_output) : NULL;
+    if (!streams || !PyTuple_CheckExact(streams) || PyTuple_GET_SIZE(streams) != 2)
+        goto fail;
+    in = PyObject_CallNoArgs(H.stringio); /* input() ends at once instead of reading stdin */
+    const char *rid = in ? PyUnicode_AsUTF8(p->run_id) : NULL;
+    if (!rid || PyDict_SetItem(H.rs_dict, S[K__current], state) < 0)
+        goto fail;
+    for (int i = 0; i < 3; i++)
+        saved[i] = Py_XNewRef(dget(sysdict, S[K_stdout + i])); /* borrowed -> new */
+    swapped = 1;
+    wsc_set_current_run(rid);
+    if (PyDict_SetItem(sysdict, S[K_stdout], PyTuple_GET_ITEM(streams, 0)) < 0 ||
+        PyDict_SetItem(sysdict, S[K_stderr], PyTuple_GET_ITEM(streams, 1)) < 0 ||
+        PyDict_SetItem(sysdict, S[K_stdin], in) < 0)
+        goto fail;
+    fdcap_begin(p->max_output < 0 ? 0 : (size_t)p->max_output);
+
+    value = pyr_execute(e, ns, state, &exc);
+    Py_ssize_t calls = 0;
+    if (!exc && pyr_calls_done(state, &calls))
+        text = pyf_scalar_json(value, p->max_result > 0 ? (size_t)p->max_result : 0);
+    if (!text) {
+        outcome = PyObject_CallFunction(H.outcome, "OOOOn", state, p->params, exc ? exc : Py_None,
+                                        value ? value : Py_None, p->max_result);
+        if (!outcome || !PyTuple_CheckExact(outcome) || PyTuple_GET_SIZE(outcome) != 2)
+            failed = 1;
+    }
+    goto restore;
+fail:
+    failed = 1;
+restore:
+    if (swapped) {
+        PyObject *et, *ev, *etb;
+        PyErr_Fetch(&et, &ev, &etb);
+        for (int i = 0; i < 3; i++)
+            if (saved[i] && PyDict_SetItem(sysdict, S[K_stdout + i], saved[i]) < 0)
+                PyErr_Clear();
+        if (streams && PyTuple_CheckExact(streams) && PyTuple_GET_SIZE(streams) == 2)
+            pyr_fd_output(streams);
+        wsc_set_current_run(NULL);
+        if (PyDict_SetItem(H.rs_dict, S[K__current], Py_None) < 0)
+            PyErr_Clear();
+        PyErr_Restore(et, ev, etb);
+    }
+    if (failed) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "the run's runtime hooks returned bad values");
+        goto done;
+    }
+    if (text) {
+        PyObject *mut = PyObject_GetAttr(state, S[K_mutations]); /* new ref */
+        int plain = mut && PyList_CheckExact(mut) && PyList_GET_SIZE(mut) == 0 &&
+                    pyr_silent(PyTuple_GET_ITEM(streams, 0)) &&
+                    pyr_silent(PyTuple_GET_ITEM(streams, 1));
+        Py_XDECREF(mut);
+        PyErr_Clear();
+        if (plain) { /* state.release() */
+            PyObject *l = PyList_New(0), *d = PyDict_New();
+            if (!l || !d || PyObject_SetAttr(state, S[K_made], l) < 0 ||
+                PyObject_SetAttr(state, S[K_writes], d) < 0)
+                PyErr_Clear();
+            Py_XDECREF(l);
+            Py_XDECREF(d);
+            char head[96], tail[48];
+            snprintf(head, sizeof(head),
+                     "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"ok\":true,\"result\":", p->id);
+            snprintf(tail, sizeof(tail), ",\"calls\":%zd}}", calls);
+            reply = pyr_wrap(head, text, tail);
+            goto done;
+        } else {
+            envelope =
+                Py_BuildValue("{s:O,s:O,s:n}", "ok", Py_True, "result", value, "calls", calls);
+            if (envelope)
+                env_json = PyObject_CallFunctionObjArgs(H.tail, envelope, text, state,
+                                                        PyTuple_GET_ITEM(streams, 0),
+                                                        PyTuple_GET_ITEM(streams, 1), NULL);
+        }
+    } else {
+        env_json = PyObject_CallFunctionObjArgs(
+            H.tail, PyTuple_GET_ITEM(outcome, 0), PyTuple_GET_ITEM(outcome, 1), state,
+            PyTuple_GET_ITEM(streams, 0), PyTuple_GET_ITEM(streams, 1), NULL);
+    }
+    if (env_json && PyUnicode_Check(env_json)) {
+        char head[64];
+        snprintf(head, sizeof(head), "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":", p->id);
+        reply = pyr_wrap(head, env_json, "}");
+    } else if (env_json)
+        PyErr_SetString(PyExc_TypeError, "the envelope is not a str");
+done:
+    Py_XDECREF(env_json);
+    Py_XDECREF(envelope);
+    Py_XDECREF(outcome);
+    Py_XDECREF(text);
+    Py_XDECREF(exc);
+    Py_XDECREF(value);
+    for (int i = 0; i < 3; i++)
+        Py_XDECREF(saved[i]);
+    Py_XDECREF(in);
+    Py_XDECREF(streams);
+    Py_XDECREF(state);
+    Py_XDECREF(ns);
+    return reply;
+}
+
+/* ---- the loop --------------------------------------------------------------------------- */
+
+/* The error reply for a run the runtime failed to carry out (the exception is consumed), as
+ * worker_main.handle words it; NULL (exception kept) for one that must end the loop. */
+static PyObject *pyr_failed(long long id)
+{
+    PyObject *exc = pyr_fetch(), *msg = NULL, *js = NULL, *reply = NULL;
+    if (exc && !PyObject_IsInstance(exc, PyExc_Exception) &&
+        !PyObject_IsInstance(exc, H.interrupted)) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+        return NULL;
+    }
+    if (exc && PyObject_IsInstance(exc, H.interrupted))
+        msg = PyUnicode_FromString("interrupted while handling run");
+    else if (exc)
+        msg = PyUnicode_FromFormat("run failed: %s: %S", Py_TYPE(exc)->tp_name, exc);
+    PyErr_Clear();
+    js = msg ? pyf_scalar_json(msg, 0) : NULL;
+    if (msg)
+        log_warn("worker", "%s", PyUnicode_AsUTF8(msg) ? PyUnicode_AsUTF8(msg) : "run failed");
+    PyErr_Clear();
+    reply = PyUnicode_FromFormat("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":-32603,"
+                                 "\"message\":%s}}",
+                                 id, js ? PyUnicode_AsUTF8(js) : "\"run failed\"");
+    Py_XDECREF(js);
+    Py_XDECREF(msg);
+    Py_XDECREF(exc);
+    return reply;
+}
+
+/* One request: the reply (new ref; None for a notification) or NULL with an exception. */
+static PyObject *pyr_request(PyObject *text)
+{
+    PyObject *reply = NULL, *msg = pyj_loads_fast(NULL, text); /* new ref */
+    struct plain p;
+    if (!msg)
+        PyErr_Clear();
+    if (msg && msg != Py_Ellipsis && pyr_plain(msg, &p)) {
+        PyObject *e = pyr_entry(&p); /* new ref */
+        if (e || PyErr_Occurred()) {
+            reply = e ? pyr_run(&p, e) : NULL;
+            n_fast += e != NULL;
+            if (!reply)
+                reply = pyr_failed(p.id);
+            Py_XDECREF(e);
+            Py_DECREF(p.opts);
+            Py_DECREF(msg);
+            return reply;
+        }
+        Py_DECREF(p.opts);
+    }
+    Py_XDECREF(msg);
+    /* Anything else may change what a cached verdict assumed (an SDK, shapes, unavailable
+     * servers): the Python path answers it and the cache starts over. */
+    PyDict_Clear(H.cache);
+    n_python++;
+    return PyObject_CallOneArg(H.handle, text);
+}
+
+/* What the loop does with an exception from a request: 1 go on, 0 the connection is gone,
+ * -1 stop (exception kept), as worker_main.serve did. */
+static int pyr_after_error(void)
+{
+    if (PyErr_ExceptionMatches(PyExc_ConnectionError)) {
+        PyErr_Clear();
+        return 0;
+    }
+    if ((PyErr_ExceptionMatches(PyExc_SystemExit) ||
+         PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) &&
+        !PyErr_ExceptionMatches(H.interrupted)) {
+        log_warn("worker", "stopping: %s", Py_TYPE(PyErr_Occurred())->tp_name);
+        return -1;
+    }
+    PyObject *exc = pyr_fetch();
+    PyObject *s = exc ? PyObject_Str(exc) : NULL;
+    log_warn("worker", "request loop: %s: %s", exc ? Py_TYPE(exc)->tp_name : "?",
+             s && PyUnicode_AsUTF8(s) ? PyUnicode_AsUTF8(s) : "");
+    PyErr_Clear();
+    Py_XDECREF(s);
+    Py_XDECREF(exc);
+    return 1;
+}
+
+static int pyr_hook(PyObject *hooks, const char *name, PyObject **out)
+{
+    PyObject *v = PyDict_GetItemString(hooks, name); /* borrowed */
+    if (!v) {
+        PyErr_Format(PyExc_KeyError, "serve(): hook %s missing", name);
+        return -1;
+    }
+    *out = Py_NewRef(v);
+    return 0;
+}
+
+const char pyr_serve_doc[] =
+    "serve(hooks: dict) -> int\n--\n\n"
+    "The worker's request loop (worker_main.main calls it once); 0 when the connection closed.";
+
+PyObject *pyr_serve(PyObject *self, PyObject *hooks)
+{
+    (void)self;
+    static int served;
+    if (served) {
+        PyErr_SetString(PyExc_RuntimeError, "serve() runs once per worker");
+        return NULL;
+    }
+    if (!PyDict_Check(hooks)) {
+        PyErr_SetString(PyExc_TypeError, "serve() takes a dict of hooks");
+        return NULL;
+    }
+    if (pyr_hook(hooks, "handle", &H.handle) < 0 || pyr_hook(hooks, "prepare", &H.prepare) < 0 ||
+        pyr_hook(hooks, "sessions", &H.sessions) < 0 ||
+        pyr_hook(hooks, "rs_dict", &H.rs_dict) < 0 ||
+        pyr_hook(hooks, "sdk_dict", &H.sdk_dict) < 0 || pyr_hook(hooks, "settle", &H.settle) < 0 ||
+        pyr_hook(hooks, "outcome", &H.outcome) < 0 || pyr_hook(hooks, "tail", &H.tail) < 0 ||
+        pyr_hook(hooks, "interrupted", &H.interrupted) < 0 ||
+        pyr_hook(hooks, "stringio", &H.stringio) < 0 || pyr_hook(hooks, "pending", &H.pending) < 0)
+        return NULL;
+    if (!PyDict_Check(H.sessions) || !PyDict_Check(H.rs_dict) || !PyDict_Check(H.sdk_dict)) {
+        PyErr_SetString(PyExc_TypeError, "serve(): sessions, rs_dict and sdk_dict are dicts");
+        return NULL;
+    }
+    for (int i = 0; i < K_COUNT; i++)
+        if (!(S[i] = PyUnicode_InternFromString(KEYS[i])))
+            return NULL;
+    PyObject *sys = PyImport_AddModule("sys"); /* borrowed */
+    if (!sys || !(sysdict = Py_NewRef(PyModule_GetDict(sys))) || !(H.cache = PyDict_New()) ||
+        pyrs_init(hooks) < 0)
+        return NULL;
+    served = 1;
+    pys_init();
+    for (;;) {
+        PyObject *text = pym_next_text(); /* new ref */
+        if (!text) {
+            if (PyErr_ExceptionMatches(H.interrupted)) { /* a late cancel between runs */
+                PyErr_Clear();
+                continue;
+            }
+            if (PyErr_ExceptionMatches(PyExc_ConnectionError)) {
+                PyErr_Clear();
+                return PyLong_FromLong(0);
+            }
+            return NULL;
+        }
+        if (text == Py_None) {
+            Py_DECREF(text);
+            continue;
+        }
+        int64_t started = now_ms();
+        PyObject *reply = pyr_request(text); /* new ref */
+        Py_DECREF(text);
+        Py_BEGIN_ALLOW_THREADS;
+        pys_end_strays(started); /* after every request, before its reply goes out */
+        Py_END_ALLOW_THREADS;
+        int rc = 1;
+        if (!reply)
+            rc = pyr_after_error();
+        else if (reply != Py_None && pym_send_text(reply) < 0)
+            rc = pyr_after_error();
+        Py_XDECREF(reply);
+        if (rc == 0)
+            return PyLong_FromLong(0);
+        if (rc < 0)
+            return NULL;
+    }
+}
+
+const char pyr_serve_stats_doc[] = "serve_stats() -> dict\n--\n\n"
+                                   "How many requests the C loop answered itself (fast) and how "
+                                   "many it gave to the Python handler (python).";
+
+PyObject *pyr_serve_stats(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return Py_BuildValue("{s:L,s:L}", "fast", n_fast, "python", n_python);
+}

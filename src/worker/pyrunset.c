@@ -1,0 +1,161 @@
+/* pyrunset — see pyrunset.h. Reads runner's and capture's module state the way their Python
+ * twins do (the same objects, through references taken at init); never stores a reference
+ * agent code could reach into anything but those objects. */
+#include "pyrunset.h"
+#include "pyfast.h"
+
+static struct {
+    PyObject *namespace; /* runner._namespace(session, reset, snap) */
+    PyObject *rn_dict;   /* runner's module dict: "_fresh_for", "_injected" */
+    PyObject *sessions;  /* runner._sessions (an OrderedDict) */
+    PyObject *runstate;  /* the RunState class */
+    PyObject *stream;    /* capture._stream(i, name, limit) */
+    PyObject *last;      /* capture._last: the last run's two streams */
+    PyObject *capped;    /* capture.CappedStream */
+    PyObject *k_fresh_for, *k_injected, *k_result, *k_move_to_end, *k_name, *k_limit;
+    PyObject *k_names[2];
+    PyObject *k_state[10];
+} R;
+
+static const char *const STATE[10] = {"run_id",    "params",     "run_id_json",   "made",
+                                      "mutations", "writes",     "interruptible", "early_interrupt",
+                                      "finished",  "interrupted"};
+
+static int take(PyObject *hooks, const char *name, PyObject **out)
+{
+    PyObject *v = PyDict_GetItemString(hooks, name); /* borrowed */
+    if (!v) {
+        PyErr_Format(PyExc_KeyError, "serve(): hook %s missing", name);
+        return -1;
+    }
+    *out = Py_NewRef(v);
+    return 0;
+}
+
+static int intern(PyObject **out, const char *s)
+{
+    return (*out = PyUnicode_InternFromString(s)) ? 0 : -1;
+}
+
+int pyrs_init(PyObject *hooks)
+{
+    if (take(hooks, "namespace", &R.namespace) < 0 || take(hooks, "rn_dict", &R.rn_dict) < 0 ||
+        take(hooks, "sessions", &R.sessions) < 0 || take(hooks, "runstate", &R.runstate) < 0 ||
+        take(hooks, "stream", &R.stream) < 0 || take(hooks, "last", &R.last) < 0 ||
+        take(hooks, "capped", &R.capped) < 0)
+        return -1;
+    if (!PyDict_Check(R.rn_dict) || !PyDict_Check(R.sessions) || !PyType_Check(R.runstate) ||
+        !PyList_CheckExact(R.last) || !PyType_Check(R.capped)) {
+        PyErr_SetString(PyExc_TypeError, "serve(): a run set-up hook has the wrong type");
+        return -1;
+    }
+    if (intern(&R.k_fresh_for, "_fresh_for") < 0 || intern(&R.k_injected, "_injected") < 0 ||
+        intern(&R.k_result, "result") < 0 || intern(&R.k_move_to_end, "move_to_end") < 0 ||
+        intern(&R.k_name, "name") < 0 || intern(&R.k_limit, "limit") < 0 ||
+        intern(&R.k_names[0], "stdout") < 0 || intern(&R.k_names[1], "stderr") < 0)
+        return -1;
+    for (int i = 0; i < 10; i++)
+        if (intern(&R.k_state[i], STATE[i]) < 0)
+            return -1;
+    return 0;
+}
+
+/* runner._namespace's usual case: the namespace exists, is not reset, and already has the
+ * names of this SDK snapshot injected: move it to the end of the LRU order, put back the
+ * injected names, drop `result`. Otherwise runner._namespace itself. */
+PyObject *pyrs_namespace(PyObject *session, int reset, PyObject *snap)
+{
+    PyObject *fresh_for = PyDict_GetItemWithError(R.rn_dict, R.k_fresh_for); /* borrowed */
+    PyObject *injected = PyDict_GetItemWithError(R.rn_dict, R.k_injected);
+    PyObject *ns = NULL, *fresh = NULL, *inj = NULL;
+    if (PyErr_Occurred())
+        return NULL;
+    if (!reset && fresh_for && PyTuple_CheckExact(fresh_for) && PyTuple_GET_SIZE(fresh_for) == 2 &&
+        PyTuple_GET_ITEM(fresh_for, 0) == snap && injected && PyDict_CheckExact(injected)) {
+        fresh = PyTuple_GET_ITEM(fresh_for, 1);
+        ns = PyDict_GetItemWithError(R.sessions, session);
+        inj = ns ? PyDict_GetItemWithError(injected, session) : NULL;
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    if (!ns || !PyDict_CheckExact(ns) || !PyDict_CheckExact(fresh) || inj != fresh)
+        return PyObject_CallFunctionObjArgs(R.namespace, session, reset ? Py_True : Py_False, snap,
+                                            NULL);
+    Py_INCREF(ns);
+    PyObject *r = PyObject_CallMethodOneArg(R.sessions, R.k_move_to_end, session);
+    if (!r || PyDict_Update(ns, fresh) < 0 ||
+        (PyDict_DelItem(ns, R.k_result) < 0 && !PyErr_ExceptionMatches(PyExc_KeyError))) {
+        Py_XDECREF(r);
+        Py_DECREF(ns);
+        return NULL;
+    }
+    PyErr_Clear(); /* the KeyError of a namespace without `result` */
+    Py_DECREF(r);
+    return ns;
+}
+
+/* RunState(run_id, params) for a str run_id, its slots set as __init__ sets them. */
+PyObject *pyrs_state(PyObject *run_id, PyObject *params)
+{
+    PyTypeObject *t = (PyTypeObject *)R.runstate;
+    PyObject *st = t->tp_alloc(t, 0), *v[10] = {NULL}; /* new refs */
+    if (!st)
+        return NULL;
+    v[0] = Py_NewRef(run_id);
+    v[1] = Py_NewRef(params);
+    v[2] = pyf_scalar_json(run_id, 0);
+    v[3] = PyList_New(0);
+    v[4] = PyList_New(0);
+    v[5] = PyDict_New();
+    v[6] = Py_NewRef(Py_False);
+    v[7] = Py_NewRef(Py_None);
+    v[8] = Py_NewRef(Py_False);
+    v[9] = Py_NewRef(Py_False);
+    int ok = 1;
+    for (int i = 0; i < 10; i++)
+        if (ok && (!v[i] || PyObject_SetAttr(st, R.k_state[i], v[i]) < 0))
+            ok = 0;
+    for (int i = 0; i < 10; i++)
+        Py_XDECREF(v[i]);
+    if (!ok) {
+        Py_DECREF(st);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "run_id is not valid text");
+        return NULL;
+    }
+    return st;
+}
+
+/* capture._stream(i, name, limit): the last run's stream, reset, when nothing but _last holds
+ * it (no other reference, no weak reference, its class not swapped); else Python's. */
+static PyObject *stream(int i, Py_ssize_t limit)
+{
+    PyObject *s = PyList_GET_SIZE(R.last) == 2 ? PyList_GET_ITEM(R.last, i) : NULL; /* borrowed */
+    PyTypeObject *t = s ? Py_TYPE(s) : NULL;
+    if (s && t == (PyTypeObject *)R.capped && Py_REFCNT(s) == 1 && t->tp_weaklistoffset > 0 &&
+        !*(PyObject **)((char *)s + t->tp_weaklistoffset)) {
+        PyObject *d = PyObject_GenericGetDict(s, NULL),
+                 *lim = PyLong_FromSsize_t(limit < 0 ? 0 : limit);
+        int rc = d && lim && PyDict_CheckExact(d) ? 0 : -1;
+        if (rc == 0) {
+            PyDict_Clear(d);
+            rc = PyDict_SetItem(d, R.k_name, R.k_names[i]) < 0 ||
+                         PyDict_SetItem(d, R.k_limit, lim) < 0
+                     ? -1
+                     : 0;
+        }
+        Py_XDECREF(d);
+        Py_XDECREF(lim);
+        return rc == 0 ? Py_NewRef(s) : NULL;
+    }
+    return PyObject_CallFunction(R.stream, "iOn", i, R.k_names[i], limit);
+}
+
+PyObject *pyrs_streams(Py_ssize_t limit)
+{
+    PyObject *out = stream(0, limit), *err = out ? stream(1, limit) : NULL;
+    PyObject *pair = err ? PyTuple_Pack(2, out, err) : NULL;
+    Py_XDECREF(out);
+    Py_XDECREF(err);
+    return pair;
+}

@@ -1,0 +1,22 @@
+/* pyrunset — the per-run objects pyrun.c needs, built in C in the usual case: the run's
+ * namespace (runner._namespace's work when the namespace exists and has this SDK's names
+ * already), its RunState (runstate.RunState without its __init__) and its two capture streams
+ * (capture._stream's reuse of an unheld stream). Anything unusual is handed to the Python
+ * function that does the same (kept at init). GIL held; every function returns a new
+ * reference or NULL with an exception. */
+#ifndef CODEMCP_PYRUNSET_H
+#define CODEMCP_PYRUNSET_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* hooks: the dict serve() got ("namespace", "rn_dict", "sessions", "runstate", "streams",
+ * "stream", "last", "capped"). 0, or -1 with an exception. */
+int pyrs_init(PyObject *hooks /* borrowed */);
+
+PyObject *pyrs_namespace(PyObject *session, int reset, PyObject *snap);
+PyObject *pyrs_state(PyObject *run_id, PyObject *params);
+/* (stdout, stderr) for a run capped at limit bytes each */
+PyObject *pyrs_streams(Py_ssize_t limit);
+
+#endif
