@@ -118,9 +118,12 @@ export const fmt = (x, d = 1) => (x === null || x === undefined ? 'n/a' : Number
 
 // Nanoseconds a process has spent on CPU (every thread, or those `keep(tid)` accepts), from
 // /proc/<pid>/task/<tid>/schedstat: per-execute CPU says where the time goes, not only how long.
+// A process that has exited (a worker replaced between two samples) counts 0, not a crash.
 export function cpuNs(pid, keep = () => true) {
   let ns = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+  let tids;
+  try { tids = readdirSync(`/proc/${pid}/task`); } catch { return 0; }
+  for (const tid of tids) {
     if (!keep(Number(tid))) continue;
     try { ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]); } catch {}
   }
