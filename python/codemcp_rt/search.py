@@ -271,6 +271,11 @@ _READ_Q = frozenset(stem(w) for w in "get list show see view display fetch find 
                     "download browse enumerate every retrieve obtain dump export inspect describe explain "
                     "tell lookup locate count".split())
 _INTENT = 0.9
+# an imperative: a first word, then a determiner or a pronoun that opens its object
+_IMPERATIVE = re.compile(r"[a-z]+\s+(?:a|an|the|this|that|these|those|my|our|your|his|her|their|its|some|every|"
+                         r"each|all|me|us|it|them|him)\b")
+_IMPERATIVE_ME = re.compile(r"[a-z]+\s+me\b")
+_IMPERATIVE_ON = True
 _CLAUSE_MARK = re.compile(r"\b(?:so|now that|because|since|when|whenever|once|where|unless|until|while|after|before)\b")
 _CLAUSE = 0.6
 _TO_VERB = re.compile(r"\bto\s+([a-z]+)")  # "open a PR to merge my branch": a purpose
@@ -607,6 +612,15 @@ class Index:
                           and not _VALUE.match(q.lstrip()))
         if self._odd_verb:
             self._intent = "?"
+        elif (_IMPERATIVE_ON and not question and first and not first.isdigit() and stem(first) not in _VERBS
+              and first not in _THES_TOKEN and stem(first) not in self._thes_verbs
+              and _IMPERATIVE.match(q.lstrip())):
+            # "paste this snippet", "give my buddy push rights", "point our site at ...": a first
+            # word followed by its object's determiner is the imperative's verb, whatever else the
+            # catalog uses it for; a verb that does not read changes something
+            self._odd_verb = True
+            # "give me a sample": asking to be given something reads
+            self._intent = "r" if stem(first) in _READ_Q or (_IMPERATIVE_ME.match(q.lstrip()) and first != "let") else "w"
 
         scale = 1.0
         tverbs = {**self._thes_verbs, **_THES_VERB} if self._thes_verbs else _THES_VERB
