@@ -64,10 +64,13 @@ _STOP = frozenset(
     "should will shall may might must have has had get got out up off back away down over again "
     "still only ever even already yet".split()
 )
+# the words of exclusions ("besides me"; what they exclude is negated below)
+_STOP_MORE = frozenset("besides except excluding".split())
 # Kept although they look like stop words: "me"/"my"/"i" mean the authenticated user, "get"
 # is a verb of APIs; they are taken out of _STOP again below.
 _KEEP = frozenset("me my mine i get".split())
 _STOP = _STOP - _KEEP
+_Q_STOP = _STOP | _STOP_MORE  # a query's stop words
 
 
 def stem(w: str) -> str:
@@ -278,6 +281,9 @@ _IMPERATIVE_ME = re.compile(r"[a-z]+\s+me\b")
 _IMPERATIVE_ON = True
 _CLAUSE_MARK = re.compile(r"\b(?:so|now that|because|since|when|whenever|once|where|unless|until|while|after|before)\b")
 _CLAUSE = 0.6
+# an aside: what follows a dash or an opening parenthesis elaborates ("issue 9 - renames, label changes")
+_ASIDE = re.compile(r"\s[-\u2013]\s|\s\(")  # (an em dash often carries the task's second half)
+_ASIDE_ON = True
 _TO_VERB = re.compile(r"\bto\s+([a-z]+)")  # "open a PR to merge my branch": a purpose
 _TEXT_MARK = re.compile(r"\b(?:saying|that says|called|named|titled|with the (?:title|message|text|body))\b")
 _REPO_VALUE = re.compile(r"[\w.-]+/[\w.-]+")
@@ -294,10 +300,13 @@ _AGENT_OK = frozenset(stem(w) for w in "contribute collaborate watch follow revi
                       "sponsor".split())
 _AGENT_WEIGHT = 0.8
 _WHO_WEIGHT = 0.6
+_EXCEPT_WORDS = ("besides", "except", "other than", "apart from", "aside from", "excluding")
 # the word or two after a negation ("without merging it", "so nobody can force push")
-_NEGATION = re.compile(r"\b(?:without|not|never|nobody|no one|don't|doesn't|didn't|can't|cannot|won't|isn't|aren't)"
+_NEGATION = re.compile(r"\b(?:without|not|never|nobody|no one|don't|doesn't|didn't|can't|cannot|won't|isn't|aren't"
+                       r"|no|" + "|".join(_EXCEPT_WORDS) + ")"
                        r"\s+((?:(?:can|could|will|would|be|been|being|a|an|the|any|ever)\s+)*[\w-]+)")
 _NEG = 0.3
+_EXCEPT = re.compile(r"\b(?:" + "|".join(_EXCEPT_WORDS) + r")\s+(me|myself|my|mine|i)\b")  # "besides me": not the user's own
 # Words of a wider scope than one repository or user: a function of an organization or an
 # enterprise (orgs_create_webhook beside repos_create_webhook) is meant when the query says so.
 _SCOPES = frozenset(stem(w) for w in "org organization enterprise".split())
@@ -627,10 +636,11 @@ class Index:
         kept = self._thes_kept
         negated = {stem(x) for m in _NEGATION.finditer(q) for x in _TOKEN.findall(m.group(1))
                    if x not in _STOP} - _KEEP
+        negated.update(stem(m.group(1)) for m in _EXCEPT.finditer(q))
 
         def plain(text: str) -> None:
             nonlocal verbs
-            raws = [r for r in _TOKEN.findall(text) if r not in _STOP]
+            raws = [r for r in _TOKEN.findall(text) if r not in _Q_STOP]
             for k, raw in enumerate(raws):
                 w = stem(raw)
                 if (raw.endswith("s") and not raw.endswith(("ss", "us", "is")) and len(raw) > 3
@@ -675,6 +685,8 @@ class Index:
             main, text = q[:m.start()], q[m.end():]
         starts = [m.start() for m in _CLAUSE_MARK.finditer(main)]
         starts += [m.start() for m in _TO_VERB.finditer(main) if stem(m.group(1)) in _VERBS]
+        if _ASIDE_ON:
+            starts += [m.start() for m in _ASIDE.finditer(main)]
         for at in sorted(starts):
             if any(r not in _STOP for r in _TOKEN.findall(main[:at])):
                 main, clause = main[:at], main[at:]
