@@ -337,6 +337,7 @@ for _group in _SYNONYM_GROUPS:
 _THES_WEIGHT = 0.7
 _THES_PHRASE_WEIGHT = 0.8  # a phrase of several words is less ambiguous than one word
 _THES_KEPT = 0.5
+_THES_GAP = 2  # a two-word phrase may have this many words in between ("stop people from commenting")
 _THES_WORD_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _THES = _thesaurus.compile_table(stem, _THES_WEIGHT, _THES_PHRASE_WEIGHT,
                                  lambda w: "w" if w in _WRITE_OPS else "r" if w in _READ_OPS else "")
@@ -572,9 +573,10 @@ class Index:
                 n = len(ps)
                 if tuple(st[i:i + n]) != ps:
                     # a phrasal verb with its object in between ("shut the runner down")
-                    if n != 2 or ps[1] not in _SPLIT_PARTICLES:
+                    if n != 2 or (ps[1] not in _SPLIT_PARTICLES and not _THES_GAP):
                         continue
-                    n = next((j - i + 1 for j in range(i + 2, min(i + 5, len(st))) if st[j] == ps[1]), 0)
+                    reach = 5 if ps[1] in _SPLIT_PARTICLES else 2 + _THES_GAP
+                    n = next((j - i + 1 for j in range(i + 2, min(i + reach, len(st))) if st[j] == ps[1]), 0)
                     if not n:
                         continue
                 if n == 1:
