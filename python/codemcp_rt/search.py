@@ -386,6 +386,7 @@ _FIELDS = {
     "server": (0.8, 0.0),
 }
 _K1 = 1.6
+_GET_ALL_LISTS = True
 _LEAD_CHARS = 400
 _BODY_CHARS = 1500
 _PREFIX_WEIGHT = 0.55
@@ -452,6 +453,12 @@ class Index:
                 "body": words(body),
                 "server": words(str(it.get("server") or "")),
             }
+            if _GET_ALL_LISTS:
+                nm = f["name"]
+                for k in range(len(nm) - 1):
+                    if nm[k] == "get" and nm[k + 1] == "all":  # get_all_topics lists the topics
+                        f["name"] = nm[:k] + ["list"] + nm[k + 2:]
+                        break
             self.name_words.append(frozenset(f["name"]))
             kind = ""
             for w in f["name"]:
