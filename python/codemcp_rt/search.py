@@ -288,6 +288,9 @@ _TO_VERB = re.compile(r"\bto\s+([a-z]+)")  # "open a PR to merge my branch": a p
 _TEXT_MARK = re.compile(r"\b(?:saying|that says|called|named|titled|with the (?:title|message|text|body))\b")
 _REPO_VALUE = re.compile(r"[\w.-]+/[\w.-]+")
 _REPO_HINT = 0.5
+_NUMBER_HINT = 0.3
+_DIGITS = re.compile(r"\d+")
+_AFTER_VERB = re.compile(r"^\s*[a-z]+\s+$")  # a number right after the first word
 _PAIR = 0.3  # a document without the query's adjacent pairs of words keeps 1 - this
 _PAIR_MIN = 0.85
 _PAIR_LEAD = 12
@@ -712,6 +715,13 @@ class Index:
                     out.setdefault(stem("file"), _FILE_HINT * mult)
                 elif _REPO_VALUE.fullmatch(v):  # owner/name: a repository
                     out.setdefault(stem("repo"), _REPO_HINT * mult)
+                elif _NUMBER_HINT and (v.startswith("#") and v[1:].isdigit()
+                                       or v.isdigit() and _AFTER_VERB.search(part[:m.start()])
+                                       and len(_DIGITS.findall(q)) == 1):
+                    # "#77", "close 230": a number where an object goes is an issue or a pull
+                    # request ("add 5 and 7": numbers to work on)
+                    for h in ("issue", "pull"):
+                        out.setdefault(stem(h), _NUMBER_HINT * mult)
                 pos = m.end()
             plain(part[pos:])
         for w in words(text):
