@@ -395,6 +395,7 @@ _BODY_CHARS = 1500
 _PREFIX_WEIGHT = 0.55
 _PREFIX_KNOWN = 0.3  # for a word the catalog has itself ("work" -> "workflow" is less likely meant)
 _FUZZY_WEIGHT = 0.5
+_FUZZY_STRICT = True
 _IMPLICIT_WEIGHT = 0.5
 _SINGULAR_LIST = 0.4  # of the implicit listing, "list" when the query names one thing
 _PLURAL_GET = 0.6  # "get" when it names several
@@ -428,6 +429,19 @@ def _doc_fields(doc: str, summary: str) -> tuple[str, str, str]:
 
 def _deletes(w: str) -> list[str]:
     return [w[:i] + w[i + 1:] for i in range(len(w))]
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` are one typo apart: a letter added, dropped, replaced, or two
+    neighbours swapped."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return a == b
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    if len(a) == len(b):
+        return a[i + 1:] == b[i + 1:] or (a[i + 2:] == b[i + 2:] and a[i:i + 2] == b[i:i + 2][::-1])
+    return a[i + 1:] == b[i:] if len(a) > len(b) else a[i:] == b[i + 1:]
 
 
 class Index:
@@ -551,6 +565,8 @@ class Index:
                     cands.add(d)
                 cands.update(self.del_index.get(d, ()))
             for v in cands:
+                if _FUZZY_STRICT and not _one_edit(w, v):
+                    continue  # "tech" and "echo" share "ech" but are two edits apart
                 out[v] = _FUZZY_WEIGHT
                 for s, wt in _SYN.get(v, {}).items():
                     if s in self.postings and s not in out:
