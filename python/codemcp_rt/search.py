@@ -285,7 +285,8 @@ _CLAUSE = 0.6
 _ASIDE = re.compile(r"\s[-\u2013]\s|\s\(")  # (an em dash often carries the task's second half)
 _ASIDE_ON = True
 _TO_VERB = re.compile(r"\bto\s+([a-z]+)")  # "open a PR to merge my branch": a purpose
-_TEXT_MARK = re.compile(r"\b(?:saying|that says|called|named|titled|with the (?:title|message|text|body))\b")
+_TEXT_MARK = re.compile(r"\b(?:saying|that says|called|named|titled|with the (?:title|message|text|body)"
+                        r"|(?<=remember )that|(?<=note )that|(?<=noting )that|(?<=record )that)\b")
 _REPO_VALUE = re.compile(r"[\w.-]+/[\w.-]+")
 _REPO_HINT = 0.5
 _NUMBER_HINT = 0.3
