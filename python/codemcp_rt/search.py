@@ -274,6 +274,15 @@ _READ_Q = frozenset(stem(w) for w in "get list show see view display fetch find 
                     "download browse enumerate every retrieve obtain dump export inspect describe explain "
                     "tell lookup locate count".split())
 _INTENT = 0.9
+# a change adds (create, add, enable, assign, ...) or takes away (delete, remove, disable, ...); a
+# function doing the opposite of the query's verb keeps _OPPOSITE
+_POLARITY = {stem(w): "+" for w in "create add set enable assign invite follow star watch subscribe attach lock "
+             "block pin approve install archive suspend grant give new make open post put upload register "
+             "start request accept".split()}
+_POLARITY.update({stem(w): "-" for w in "delete remove disable unassign unfollow unstar unwatch unsubscribe "
+                  "detach unlock unblock unpin revoke cancel uninstall unarchive unsuspend reject decline dismiss "
+                  "deregister stop drop destroy erase purge forget kill terminate kick discard".split()})
+_OPPOSITE = 0.85
 # an imperative: a first word, then a determiner or a pronoun that opens its object
 _IMPERATIVE = re.compile(r"[a-z]+\s+(?:a|an|the|this|that|these|those|my|our|your|his|her|their|its|some|every|"
                          r"each|all|me|us|it|them|him)\b")
@@ -454,6 +463,7 @@ class Index:
         self.info = info
         self.name_words: list[frozenset[str]] = []
         self.kinds: list[str] = []  # "r" reads, "w" changes, "" unknown
+        self.polarity: list[str] = []  # of a change: "+" adds or turns on, "-" takes away or undoes
         self.scoped: list[bool] = []  # an organization's or an enterprise's variant of a function
         docs_fields: list[dict[str, list[str]]] = []
         for fn in names:
@@ -482,7 +492,10 @@ class Index:
             for w in f["name"]:
                 if w in _READ_OPS or w in _WRITE_OPS:
                     kind = "r" if w in _READ_OPS else "w"
+                    self.polarity.append(_POLARITY.get(w, ""))
                     break
+            else:
+                self.polarity.append("")
             self.kinds.append(kind)
             self.scoped.append(bool(_SCOPES & set(f["name"])))
             docs_fields.append(f)
@@ -641,6 +654,7 @@ class Index:
         verbs = 0
         self._plural = False
         self._intent = "r" if question else ""
+        self._polarity = ""
         # an imperative's first word is its verb even when the catalog never uses it ("slap a
         # label on it", "cut a branch"): the query then asks for no listing
         first = next((r for r in _TOKEN.findall(q) if r not in _STOP), "")
@@ -693,6 +707,8 @@ class Index:
                     verbs += 1
                 if not self._intent and (w in _VERBS or w in _WRITE_OPS or w in _READ_Q or w in tverbs):
                     self._intent = "r" if w in _READ_Q else tverbs.get(w, "w")
+                    self._polarity = _POLARITY.get(w) or next(
+                        (_POLARITY[t] for t in _THES_TOKEN.get(w, ()) if t in _POLARITY), "")
                 if w in kept:
                     wt *= _THES_KEPT  # a word of a phrase the thesaurus read: its term says more
                 if w in negated:
@@ -772,6 +788,7 @@ class Index:
         caps = [self.idf.get(w) for w in qwords]
         plural = self._plural
         intent = self._intent
+        polarity = self._polarity if intent == "w" else ""
         tverbs = self._thes_verbs
         if question or not (self._odd_verb or any(w in _VERBS or w in _THES_VERB or w in tverbs
                                                   for w in qwords)):  # "teams in the org": a listing
@@ -849,6 +866,8 @@ class Index:
             sc = raw * (_Q_BASE + (1.0 - _Q_BASE) * matched[doc] / nq) * (_N_BASE + (1.0 - _N_BASE) * name_cover)
             if self.kinds[doc] and self.kinds[doc] != intent:
                 sc *= _INTENT
+            elif polarity and self.polarity[doc] and self.polarity[doc] != polarity:
+                sc *= _OPPOSITE  # "assign the bug" is not remove_assignees
             if self.scoped[doc] and not scope_asked:
                 sc *= 1.0 - _SCOPE
             if npairs:
