@@ -418,6 +418,8 @@ _N_BASE = 0.15  # a function whose name words the query does not mention keeps t
 _COVER_IDF_POW = 0.5  # name words weigh idf**this in the coverage
 _COVER_FLOOR = 0.35  # a query word weighted this or more covers a name word fully
 
+_LET = re.compile(r"\blet\b(?!'s| me know| us know)")
+_LET_ON = True
 _HYPHEN_PREFIX = re.compile(r"\b(re|un|de|pre)-(?=[a-z])")
 _LITERAL = re.compile(r"Literal\[([^\]]*)\]")
 _URL = re.compile(r"\(?https?://\S+|`application/[^`]*`|\[([^\]]*)\]\([^)]*\)")
@@ -649,6 +651,8 @@ class Index:
         q = _SPLIT.sub(_split_phrase, q)
         q = _PHRASES.sub(lambda m: " " + _PHRASE_MAP[m.group(0)] + " ", q)
         q = _HYPHEN_PREFIX.sub(r"\1", q)  # re-run -> rerun, un-archive -> unarchive
+        if _LET_ON:
+            q = _LET.sub("allow", q)  # "only let collaborators comment": a permission
         q = self._thesaurus(q)
         out: dict[str, float] = {}
         verbs = 0
