@@ -315,6 +315,7 @@ _AGENT_WEIGHT = 0.8
 _WHO_WEIGHT = 0.6
 _WHERE = re.compile(r"\s*where\b(?!'s)")
 _WHERE_HINT = 0.5
+_ACROSS = re.compile(r"\b(?:across|anywhere|everywhere)\b")
 _EXCEPT_WORDS = ("besides", "except", "other than", "apart from", "aside from", "excluding")
 # the word or two after a negation ("without merging it", "so nobody can force push")
 _NEGATION = re.compile(r"\b(?:without|not|never|nobody|no one|don't|doesn't|didn't|can't|cannot|won't|isn't|aren't"
@@ -765,7 +766,8 @@ class Index:
             plain(part[pos:])
         for w in words(text):
             out.setdefault(w, _VALUE_WEIGHT)
-        if _WHERE_HINT and _WHERE.match(q):  # "where in the code is X called": a search
+        if _WHERE_HINT and (_WHERE.match(q) or _ACROSS.search(q)):
+            # "where in the code is X called", "bugs mentioning segfault across github": a search
             out.setdefault(stem("search"), _WHERE_HINT)
         if _WHO.match(q):
             # "who starred/watches/contributed ...": the people who do it are a list of
