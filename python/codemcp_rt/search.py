@@ -153,7 +153,7 @@ _SYNONYM_GROUPS = [
     "rate quota throttle limit remaining left",
     "pull pr",
     "org organization organisation company",
-    "user person people member account someone profile colleague developer somebody human",
+    "user person people member account someone profile colleague somebody human",
     "who people person user member",
     "member belong membership join",
     "star favorite favourite bookmark like stargazer",
