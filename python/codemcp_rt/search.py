@@ -38,7 +38,9 @@ the fourth pass's thesaurus was written from the catalog, not from any set):
   commenting"); "#77" or one number right after the verb hints at an issue or pull request; a
   change adds or takes away (polarity of the first verb: "assign" is not remove_assignees,
   _OPPOSITE); "let" is a permission; a "where" question or "across"/"anywhere" hints at a search;
-  what follows "remember that" is a value; a typo is one edit; get_all_ names list;
+  what follows "remember that" is a value; a typo is one edit; get_all_ names list; a word the
+  catalog does not know after a verb or "to"/"of" ("kick mallory out", "add carol to") hints at a
+  person (_PERSON_HINT);
 * structure: adjacent query words found side by side in a name, summary or the description's
   opening rank a function higher (_PAIR); an organization's or enterprise's variant of a
   function that also exists unscoped keeps 1 - _SCOPE unless the query names that scope.
@@ -321,6 +323,8 @@ _AGENT_WEIGHT = 0.8
 _WHO_WEIGHT = 0.6
 _WHERE = re.compile(r"\s*where\b(?!'s)")
 _WHERE_HINT = 0.5
+_PERSON = re.compile(r"\b(?:to|of|for|from|kick|add|invite|remove|block|ask|does|did|has|is|follow|unfollow|ban)\s+([a-z]{3,10})\b(?!['/.])")
+_PERSON_HINT = 0.3
 _ACROSS = re.compile(r"\b(?:across|anywhere|everywhere)\b")
 _EXCEPT_WORDS = ("besides", "except", "other than", "apart from", "aside from", "excluding")
 # the word or two after a negation ("without merging it", "so nobody can force push")
@@ -594,6 +598,15 @@ class Index:
                         out[s] = _FUZZY_WEIGHT * wt
         return out
 
+    def _typo(self, w: str) -> bool:
+        """Whether ``w`` is one edit from a word of the catalog."""
+        if len(w) < 4:
+            return False
+        for d in _deletes(w):
+            if d in self.postings or any(_one_edit(w, v) for v in self.del_index.get(d, ())):
+                return True
+        return any(_one_edit(w, v) for v in self.del_index.get(w, ()))
+
     def _thesaurus(self, q: str) -> str:
         """``q`` with each phrase of several words followed by its term's tokens (its words to
         _thes_kept); a single word's terms go to _thes_extra (for _expand), a verb's kind to _thes_verbs."""
@@ -768,6 +781,14 @@ class Index:
             plain(part[pos:])
         for w in words(text):
             out.setdefault(w, _VALUE_WEIGHT)
+        if _PERSON_HINT:
+            for m in _PERSON.finditer(main):
+                w = m.group(1)
+                if (w not in _Q_STOP and stem(w) not in self.postings and stem(w) not in _SYN
+                        and w not in _THES_TOKEN and not self._typo(stem(w))):
+                    # "kick mallory out", "add carol to the team": a name the catalog does not know
+                    out.setdefault(stem("user"), _PERSON_HINT)
+                    break
         if _WHERE_HINT and (_WHERE.match(q) or _ACROSS.search(q)):
             # "where in the code is X called", "bugs mentioning segfault across github": a search
             out.setdefault(stem("search"), _WHERE_HINT)

@@ -266,6 +266,14 @@ class SixthPass(unittest.TestCase):
         self.assertEqual(dict(idx._query("bugs mentioning segfault across github")[0])[search.stem("search")],
                          search._WHERE_HINT)
 
+    def test_an_unknown_name_after_a_verb_or_to_is_a_person(self) -> None:
+        idx = Intent.index({"gh_orgs_delete": "Delete an organization", "gh_orgs_remove_member": "Remove an organization member",
+                            "gh_users_list": "List users"})
+        self.assertEqual(dict(idx._query("kick mallory out of the org")[0]).get(search.stem("user")), search._PERSON_HINT)
+        self.assertEqual(self.ranked(idx, "remove mallory from the org")[0], "gh_orgs_remove_member")
+        self.assertNotIn(search.stem("user"), dict(idx._query("remove the org")[0]))
+        self.assertNotIn(search.stem("user"), dict(idx._query("remove memebr from the org")[0]))  # a typo, not a name
+
     def test_develop_is_not_a_user(self) -> None:
         self.assertNotIn(search.stem("user"), search._SYN.get(search.stem("develop"), {}))
 
