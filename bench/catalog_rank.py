@@ -12,9 +12,14 @@ and heldout3.json (written by the second ranking pass before it read the ranker)
 heldout4.json (written by the third pass before it read the ranker; the fourth pass saw only its
 totals) and heldout5.json (written blind by a helper that read neither the ranker nor any other
 set, during the fourth pass; no pass has looked at more than its totals: the honest figure).
-heldout.json..heldout3.json were looked at by earlier tuning, so later passes tuned on them too.
---tune shows the sets tuning may look at; -v prints their misses (heldout4's and heldout5's are
-never printed: they are not for tuning).
+heldout.json..heldout3.json were looked at by earlier tuning, so later passes tuned on them too;
+since the sixth pass heldout4.json and heldout5.json are tuning sets as well (each reported in its
+even and odd halves too: tune on the even halves, check on the odd ones). -v prints the misses of
+every set but the odd halves (with --odd those too), with the rank of the first expected function
+(">20" when it is not in the first 20). --tune is kept for old command lines (same output).
+
+heldout6.json (written blind during the sixth pass) is the set nobody tunes on: it is read and
+ranked only with --final (and skipped when the file is absent), and its misses are never printed.
 
     /usr/bin/python3 bench/catalog_rank.py /tmp/cat.json --base /path/to/old/python
 
@@ -32,35 +37,38 @@ sys.path.insert(0, os.environ.get("CODEMCP_RANK_PYTHON") or os.path.join(ROOT, "
 from codemcp_rt import discovery  # noqa: E402
 
 
-def sets():
+def sets(final=False, odd=False):
+    """(label, queries, may its misses be printed?) for every query set."""
     data = os.path.join(ROOT, "tests", "data", "catalog")
-    old = json.load(open(os.path.join(data, "queries.json")))
-    new = json.load(open(os.path.join(data, "heldout.json")))
-    new2 = json.load(open(os.path.join(data, "heldout2.json")))
-    new3 = json.load(open(os.path.join(data, "heldout3.json")))
-    new4 = json.load(open(os.path.join(data, "heldout4.json")))
-    new5 = json.load(open(os.path.join(data, "heldout5.json")))
-    tuning = json.load(open(os.path.join(data, "tuning.json")))
-    # (label, queries, may its misses be printed while tuning?)  heldout1-3: looked at before, now tuning sets
-    return [("old tuning half", old[0::2], True), ("old held-out half", old[1::2], True),
-            ("tuning set", tuning, True),
-            ("new held-out set", new, True), ("second held-out set", new2, True),
-            ("third held-out set", new3, True), ("fresh heldout4", new4, False),
-            ("blind heldout5", new5, False)]
+
+    def load(name):
+        return json.load(open(os.path.join(data, name)))
+    old = load("queries.json")
+    new4, new5 = load("heldout4.json"), load("heldout5.json")
+    out = [("old tuning half", old[0::2], True), ("old held-out half", old[1::2], True),
+           ("tuning set", load("tuning.json"), True),
+           ("new held-out set", load("heldout.json"), True), ("second held-out set", load("heldout2.json"), True),
+           ("third held-out set", load("heldout3.json"), True),
+           ("heldout4", new4, False), ("heldout4 even", new4[0::2], True), ("heldout4 odd", new4[1::2], odd),
+           ("heldout5", new5, False), ("heldout5 even", new5[0::2], True), ("heldout5 odd", new5[1::2], odd)]
+    # the blind set: only when asked for explicitly, never its misses
+    if final and os.path.exists(os.path.join(data, "heldout6.json")):
+        out.append(("BLIND heldout6", load("heldout6.json"), False))
+    return out
 
 
 def side_by_side(base):
     """This tree's ranker and `base`'s, each in its own interpreter, in one run."""
     def run(python):
         env = dict(os.environ, CODEMCP_RANK_PYTHON=python)
-        tune = ["--tune"] if "--tune" in sys.argv else []  # --tune --base hides the held-out sets too
-        out = subprocess.run([sys.executable, os.path.abspath(__file__), sys.argv[1], "--json"] + tune,
+        final = ["--final"] if "--final" in sys.argv else []
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), sys.argv[1], "--json"] + final,
                              env=env, check=True, capture_output=True, text=True).stdout
         return json.loads(out)
     head, old = run(os.path.join(ROOT, "python")), run(os.path.abspath(base))
-    print("%-18s %4s  %-15s  %-15s" % ("set", "n", "base top-1/5", "this top-1/5"))
+    print("%-19s %4s  %-15s  %-15s" % ("set", "n", "base top-1/5", "this top-1/5"))
     for (label, n, b1, b5), (_, _, h1, h5) in zip(old["sets"], head["sets"]):
-        print("%-18s %4d  %5.1f / %5.1f    %5.1f / %5.1f" % (label, n, b1, b5, h1, h5))
+        print("%-19s %4d  %5.1f / %5.1f    %5.1f / %5.1f" % (label, n, b1, b5, h1, h5))
     print("search p50: base %.3f ms, this %.3f ms" % (old["p50"], head["p50"]))
 
 
@@ -71,14 +79,12 @@ def main():
     as_json = "--json" in sys.argv
     report = {"sets": []}
     verbose = "-v" in sys.argv
-    tune = "--tune" in sys.argv  # the old sets only: nothing about the held-out sets is shown
+    final = "--final" in sys.argv
     t = time.perf_counter()
     idx = discovery.Index(cat["names"], cat["info"])
     build = (time.perf_counter() - t) * 1000
     lat = []
-    for label, qs, show in sets():
-        if tune and not show:
-            continue
+    for label, qs, show in sets(final, "--odd" in sys.argv):
         t1 = t5 = 0
         for q in qs:
             t = time.perf_counter()
@@ -89,10 +95,13 @@ def main():
             t1 += ok1
             t5 += ok5
             if verbose and show and not ok1:
-                print("  %-5s %s\n        want %s\n        got  %s" % ("top5" if ok5 else "MISS", q["query"], q["expect"], got[:5]))
+                more = [idx.names[d] for d in idx.search(q["query"], 20)]
+                rank = next((str(i + 1) for i, g in enumerate(more) if g in q["expect"]), ">20")
+                print("  %-5s %s  [%s]\n        want %s (rank %s)\n        got  %s" % (
+                    "top5" if ok5 else "MISS", q["query"], label, q["expect"], rank, got[:5]))
         report["sets"].append((label, len(qs), 100 * t1 / len(qs), 100 * t5 / len(qs)))
         if not as_json:
-            print("%-18s n=%2d top-1 %5.1f %%  top-5 %5.1f %%" % report["sets"][-1])
+            print("%-19s n=%3d top-1 %5.1f %%  top-5 %5.1f %%" % report["sets"][-1])
     lat.sort()
     report["p50"] = lat[len(lat) // 2]
     if as_json:

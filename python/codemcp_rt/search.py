@@ -31,6 +31,16 @@ the fourth pass's thesaurus was written from the catalog, not from any set):
   the task ("so nobody can force push", "to merge my branch") counts _CLAUSE; text after
   "saying"/"called" is a value; "who" questions also reach agent nouns (watch -> watcher);
   possessives ("my PR") count less than "me";
+* sixth pass (tuned on every set, checked on the held-out halves): an imperative's first word
+  before its object's determiner is a verb ("paste this snippet"; a change unless it reads or
+  asks "give me"); an aside after " - " or "(" is a clause; "no X" negates X and "besides me" the
+  user's own; a two-word thesaurus phrase may have two words in between ("stop people from
+  commenting"); "#77" or one number right after the verb hints at an issue or pull request; a
+  change adds or takes away (polarity of the first verb: "assign" is not remove_assignees,
+  _OPPOSITE); "let" is a permission; a "where" question or "across"/"anywhere" hints at a search;
+  what follows "remember that" is a value; a typo is one edit; get_all_ names list; a word the
+  catalog does not know after a verb or "to"/"of" ("kick mallory out", "add carol to") hints at a
+  person (_PERSON_HINT);
 * structure: adjacent query words found side by side in a name, summary or the description's
   opening rank a function higher (_PAIR); an organization's or enterprise's variant of a
   function that also exists unscoped keeps 1 - _SCOPE unless the query names that scope.
@@ -64,10 +74,13 @@ _STOP = frozenset(
     "should will shall may might must have has had get got out up off back away down over again "
     "still only ever even already yet".split()
 )
+# the words of exclusions ("besides me"; what they exclude is negated below)
+_STOP_MORE = frozenset("besides except excluding".split())
 # Kept although they look like stop words: "me"/"my"/"i" mean the authenticated user, "get"
 # is a verb of APIs; they are taken out of _STOP again below.
 _KEEP = frozenset("me my mine i get".split())
 _STOP = _STOP - _KEEP
+_Q_STOP = _STOP | _STOP_MORE  # a query's stop words
 
 
 def stem(w: str) -> str:
@@ -123,122 +136,9 @@ def _split_phrase(m: re.Match[str]) -> str:
 
 _PHRASES = re.compile(r"\b(?:" + "|".join(sorted((re.escape(k) for k in _PHRASE_MAP), key=len, reverse=True)) + r")\b")
 
-# Groups of words that mean the same thing in an API; the first word of a group is its
-# canonical term: a member means it strongly (_SYN_WEIGHT), two members mean each other
-# weakly (_SYN_SIDE); in a group marked "~" (adjectives, loose kin) all of them weakly.
-# A word may be in several groups.
-_SYNONYM_GROUPS = [
-    "issue bug ticket defect problem incident",
-    "create new add make open file post submit start register generate leave publish share put "
-    "store save record establish raise compose spawn send",
-    "delete remove drop destroy erase rm del discard purge unset forget trash wipe scrap revoke kill "
-    "terminate kick expel evict",
-    "list all show enumerate every browse index whole entire which",
-    "get fetch retrieve read show look see info detail display obtain dump export inspect describe grab "
-    "explain",
-    "write save store persist",
-    "~create connect link attach",
-    "~read open load cat view",
-    "enable activate",
-    "disable deactivate",
-    "event activity timeline feed",
-    "health ping alive",
-    "update edit change modify set patch alter adjust replace close reopen rename fix tweak toggle",
-    "repo repository codebase project",
-    "authenticated me my mine myself own i",
-    "request ask",
-    "rate quota throttle limit remaining left",
-    "pull pr",
-    "org organization organisation company",
-    "user person people member account someone profile colleague developer somebody human",
-    "who people person user member",
-    "member belong membership join",
-    "star favorite favourite bookmark like stargazer",
-    "search find query lookup look locate",
-    "comment reply remark discuss discussion conversation",
-    "~label tag",
-    "workflow action ci pipeline",
-    "run execute trigger dispatch rerun",
-    "~rerun rerequest retry",
-    "secret credential password token",
-    "file document content text",
-    "directory folder dir",
-    "merge combine land",
-    "release version",
-    "~latest newest recent last current",
-    "gist snippet paste",
-    "follow follower",
-    "watch subscribe subscription watcher unwatch unsubscribe",
-    "team group squad",
-    "notification alert inbox",
-    "key ssh gpg",
-    "webhook hook",
-    "move rename mv relocate",
-    "entity node",
-    "fork copy clone",
-    "invite invitation",
-    "block ban",
-    "collaborator contributor maintainer",
-    "artifact output build",
-    "log logs output",
-    "commit revision history",
-    "compare diff difference between",
-    "assignee assign delegate",
-    "reaction emoji react",
-    "milestone deadline",
-    "archive zip tarball download",
-    "environment env variable",
-    "sum add total plus",
-    "echo repeat say parrot",
-    "cancel stop abort halt kill terminate",
-    "approve accept approval",
-    "review approve",
-    "reject deny decline",
-    "lock freeze",
-    "unlock unfreeze",
-    "vulnerability security advisory",
-    "dependabot dependency",
-    "codespace devcontainer",
-    "package registry",
-    "deployment deploy",
-    "check test status",
-    "status green red pass fail passing failing state",
-    "observation fact note",
-    "relation relationship link connect",
-    "graph knowledge know memory",
-    "memory remember recall memorize",
-    "image picture photo png jpg icon",
-    "tree structure hierarchy nested recursive",
-    "multiple many several batch bulk",
-    "allowed permitted accessible access permission",
-    "info size metadata modified stat timestamp big large bytes",
-    "long slow lengthy progress",
-    "view visitor visit traffic",
-    "count number",
-    # software abbreviations and near-words (general, not from any query set)
-    "configuration config cfg conf",
-    "~setting configuration preference option",
-    "permission perm perms",
-    "documentation docs doc",
-    "administrator admin",
-    "dependency dep deps",
-    "vulnerability vuln vulns cve",
-    "package pkg",
-    "description desc",
-    "statistic stats stat metric insight analytics",
-    "message msg",
-    "~commit sha hash",
-    "~ref reference branch",
-    "project proj",
-    "credential creds",
-    "database db",
-    "identifier id",
-    "variable var vars",
-    "password pw passwd",
-    "account acct",
-    "~app bot integration",
-    "~add give grant",
-]
+# Groups of words that mean the same thing in an API (codemcp_rt.thesaurus.SYNONYM_GROUPS: a
+# group's first word is its canonical term; "~" marks loose kin).
+_SYNONYM_GROUPS = _thesaurus.SYNONYM_GROUPS
 
 # Words that say what to do; a query with none of them asks for a listing. The groups of
 # verbs are named by their first word.
@@ -271,12 +171,31 @@ _READ_Q = frozenset(stem(w) for w in "get list show see view display fetch find 
                     "download browse enumerate every retrieve obtain dump export inspect describe explain "
                     "tell lookup locate count".split())
 _INTENT = 0.9
+# a change adds (create, add, enable, assign, ...) or takes away (delete, remove, disable, ...); a
+# function doing the opposite of the query's verb keeps _OPPOSITE
+_POLARITY = {stem(w): "+" for w in "create add set enable assign invite follow star watch subscribe attach lock "
+             "block pin approve install archive suspend grant give new make open post put upload register "
+             "start request accept".split()}
+_POLARITY.update({stem(w): "-" for w in "delete remove disable unassign unfollow unstar unwatch unsubscribe "
+                  "detach unlock unblock unpin revoke cancel uninstall unarchive unsuspend reject decline dismiss "
+                  "deregister stop drop destroy erase purge forget kill terminate kick discard".split()})
+_OPPOSITE = 0.85
+# an imperative: a first word, then a determiner or a pronoun that opens its object
+_IMPERATIVE = re.compile(r"[a-z]+\s+(?:a|an|the|this|that|these|those|my|our|your|his|her|their|its|some|every|"
+                         r"each|all|me|us|it|them|him)\b")
+_IMPERATIVE_ME = re.compile(r"[a-z]+\s+me\b")
 _CLAUSE_MARK = re.compile(r"\b(?:so|now that|because|since|when|whenever|once|where|unless|until|while|after|before)\b")
 _CLAUSE = 0.6
+# an aside: what follows a dash or an opening parenthesis elaborates ("issue 9 - renames, label changes")
+_ASIDE = re.compile(r"\s[-\u2013]\s|\s\(")  # (an em dash often carries the task's second half)
 _TO_VERB = re.compile(r"\bto\s+([a-z]+)")  # "open a PR to merge my branch": a purpose
-_TEXT_MARK = re.compile(r"\b(?:saying|that says|called|named|titled|with the (?:title|message|text|body))\b")
+_TEXT_MARK = re.compile(r"\b(?:saying|that says|called|named|titled|with the (?:title|message|text|body)"
+                        r"|(?<=remember )that|(?<=note )that|(?<=noting )that|(?<=record )that)\b")
 _REPO_VALUE = re.compile(r"[\w.-]+/[\w.-]+")
 _REPO_HINT = 0.5
+_NUMBER_HINT = 0.3
+_DIGITS = re.compile(r"\d+")
+_AFTER_VERB = re.compile(r"^\s*[a-z]+\s+$")  # a number right after the first word
 _PAIR = 0.3  # a document without the query's adjacent pairs of words keeps 1 - this
 _PAIR_MIN = 0.85
 _PAIR_LEAD = 12
@@ -289,10 +208,18 @@ _AGENT_OK = frozenset(stem(w) for w in "contribute collaborate watch follow revi
                       "sponsor".split())
 _AGENT_WEIGHT = 0.8
 _WHO_WEIGHT = 0.6
+_WHERE = re.compile(r"\s*where\b(?!'s)")
+_WHERE_HINT = 0.5
+_PERSON = re.compile(r"\b(?:to|of|for|from|kick|add|invite|remove|block|ask|does|did|has|is|follow|unfollow|ban)\s+([a-z]{3,10})\b(?!['/.])")
+_PERSON_HINT = 0.3
+_ACROSS = re.compile(r"\b(?:across|anywhere|everywhere)\b")
+_EXCEPT_WORDS = ("besides", "except", "other than", "apart from", "aside from", "excluding")
 # the word or two after a negation ("without merging it", "so nobody can force push")
-_NEGATION = re.compile(r"\b(?:without|not|never|nobody|no one|don't|doesn't|didn't|can't|cannot|won't|isn't|aren't)"
+_NEGATION = re.compile(r"\b(?:without|not|never|nobody|no one|don't|doesn't|didn't|can't|cannot|won't|isn't|aren't"
+                       r"|no|" + "|".join(_EXCEPT_WORDS) + ")"
                        r"\s+((?:(?:can|could|will|would|be|been|being|a|an|the|any|ever)\s+)*[\w-]+)")
 _NEG = 0.3
+_EXCEPT = re.compile(r"\b(?:" + "|".join(_EXCEPT_WORDS) + r")\s+(me|myself|my|mine|i)\b")  # "besides me": not the user's own
 # Words of a wider scope than one repository or user: a function of an organization or an
 # enterprise (orgs_create_webhook beside repos_create_webhook) is meant when the query says so.
 _SCOPES = frozenset(stem(w) for w in "org organization enterprise".split())
@@ -323,6 +250,7 @@ for _group in _SYNONYM_GROUPS:
 _THES_WEIGHT = 0.7
 _THES_PHRASE_WEIGHT = 0.8  # a phrase of several words is less ambiguous than one word
 _THES_KEPT = 0.5
+_THES_GAP = 2  # a two-word phrase may have this many words in between ("stop people from commenting")
 _THES_WORD_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _THES = _thesaurus.compile_table(stem, _THES_WEIGHT, _THES_PHRASE_WEIGHT,
                                  lambda w: "w" if w in _WRITE_OPS else "r" if w in _READ_OPS else "")
@@ -388,6 +316,7 @@ _N_BASE = 0.15  # a function whose name words the query does not mention keeps t
 _COVER_IDF_POW = 0.5  # name words weigh idf**this in the coverage
 _COVER_FLOOR = 0.35  # a query word weighted this or more covers a name word fully
 
+_LET = re.compile(r"\blet\b(?!'s| me know| us know)")
 _HYPHEN_PREFIX = re.compile(r"\b(re|un|de|pre)-(?=[a-z])")
 _LITERAL = re.compile(r"Literal\[([^\]]*)\]")
 _URL = re.compile(r"\(?https?://\S+|`application/[^`]*`|\[([^\]]*)\]\([^)]*\)")
@@ -411,6 +340,19 @@ def _deletes(w: str) -> list[str]:
     return [w[:i] + w[i + 1:] for i in range(len(w))]
 
 
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` are one typo apart: a letter added, dropped, replaced, or two
+    neighbours swapped."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return a == b
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    if len(a) == len(b):
+        return a[i + 1:] == b[i + 1:] or (a[i + 2:] == b[i + 2:] and a[i:i + 2] == b[i:i + 2][::-1])
+    return a[i + 1:] == b[i:] if len(a) > len(b) else a[i:] == b[i + 1:]
+
+
 class Index:
     """The search index of one catalog: ``names`` (function names, in catalog order) and
     ``info`` (name -> {"server", "tool", "summary", "doc", "params", "signature"})."""
@@ -420,6 +362,7 @@ class Index:
         self.info = info
         self.name_words: list[frozenset[str]] = []
         self.kinds: list[str] = []  # "r" reads, "w" changes, "" unknown
+        self.polarity: list[str] = []  # of a change: "+" adds or turns on, "-" takes away or undoes
         self.scoped: list[bool] = []  # an organization's or an enterprise's variant of a function
         docs_fields: list[dict[str, list[str]]] = []
         for fn in names:
@@ -437,12 +380,20 @@ class Index:
                 "body": words(body),
                 "server": words(str(it.get("server") or "")),
             }
+            nm = f["name"]
+            for k in range(len(nm) - 1):
+                if nm[k] == "get" and nm[k + 1] == "all":  # get_all_topics lists the topics
+                    f["name"] = nm[:k] + ["list"] + nm[k + 2:]
+                    break
             self.name_words.append(frozenset(f["name"]))
             kind = ""
             for w in f["name"]:
                 if w in _READ_OPS or w in _WRITE_OPS:
                     kind = "r" if w in _READ_OPS else "w"
+                    self.polarity.append(_POLARITY.get(w, ""))
                     break
+            else:
+                self.polarity.append("")
             self.kinds.append(kind)
             self.scoped.append(bool(_SCOPES & set(f["name"])))
             docs_fields.append(f)
@@ -526,11 +477,22 @@ class Index:
                     cands.add(d)
                 cands.update(self.del_index.get(d, ()))
             for v in cands:
+                if not _one_edit(w, v):
+                    continue  # "tech" and "echo" share "ech" but are two edits apart
                 out[v] = _FUZZY_WEIGHT
                 for s, wt in _SYN.get(v, {}).items():
                     if s in self.postings and s not in out:
                         out[s] = _FUZZY_WEIGHT * wt
         return out
+
+    def _typo(self, w: str) -> bool:
+        """Whether ``w`` is one edit from a word of the catalog."""
+        if len(w) < 4:
+            return False
+        for d in _deletes(w):
+            if d in self.postings or any(_one_edit(w, v) for v in self.del_index.get(d, ())):
+                return True
+        return any(_one_edit(w, v) for v in self.del_index.get(w, ()))
 
     def _thesaurus(self, q: str) -> str:
         """``q`` with each phrase of several words followed by its term's tokens (its words to
@@ -558,9 +520,10 @@ class Index:
                 n = len(ps)
                 if tuple(st[i:i + n]) != ps:
                     # a phrasal verb with its object in between ("shut the runner down")
-                    if n != 2 or ps[1] not in _SPLIT_PARTICLES:
+                    if n != 2 or (ps[1] not in _SPLIT_PARTICLES and not _THES_GAP):
                         continue
-                    n = next((j - i + 1 for j in range(i + 2, min(i + 5, len(st))) if st[j] == ps[1]), 0)
+                    reach = 5 if ps[1] in _SPLIT_PARTICLES else 2 + _THES_GAP
+                    n = next((j - i + 1 for j in range(i + 2, min(i + reach, len(st))) if st[j] == ps[1]), 0)
                     if not n:
                         continue
                 if n == 1:
@@ -593,11 +556,13 @@ class Index:
         q = _SPLIT.sub(_split_phrase, q)
         q = _PHRASES.sub(lambda m: " " + _PHRASE_MAP[m.group(0)] + " ", q)
         q = _HYPHEN_PREFIX.sub(r"\1", q)  # re-run -> rerun, un-archive -> unarchive
+        q = _LET.sub("allow", q)  # "only let collaborators comment": a permission
         q = self._thesaurus(q)
         out: dict[str, float] = {}
         verbs = 0
         self._plural = False
         self._intent = "r" if question else ""
+        self._polarity = ""
         # an imperative's first word is its verb even when the catalog never uses it ("slap a
         # label on it", "cut a branch"): the query then asks for no listing
         first = next((r for r in _TOKEN.findall(q) if r not in _STOP), "")
@@ -607,16 +572,28 @@ class Index:
                           and not _VALUE.match(q.lstrip()))
         if self._odd_verb:
             self._intent = "?"
+            if _IMPERATIVE.match(q.lstrip()):  # "slap a label on it" changes, "hand me the logs" reads
+                self._intent = "r" if _IMPERATIVE_ME.match(q.lstrip()) and first != "let" else "w"
+        elif (not question and first and not first.isdigit() and stem(first) not in _VERBS
+              and first not in _THES_TOKEN and stem(first) not in self._thes_verbs
+              and _IMPERATIVE.match(q.lstrip())):
+            # "paste this snippet", "give my buddy push rights", "point our site at ...": a first
+            # word followed by its object's determiner is the imperative's verb, whatever else the
+            # catalog uses it for; a verb that does not read changes something
+            self._odd_verb = True
+            # "give me a sample": asking to be given something reads
+            self._intent = "r" if stem(first) in _READ_Q or (_IMPERATIVE_ME.match(q.lstrip()) and first != "let") else "w"
 
         scale = 1.0
         tverbs = {**self._thes_verbs, **_THES_VERB} if self._thes_verbs else _THES_VERB
         kept = self._thes_kept
         negated = {stem(x) for m in _NEGATION.finditer(q) for x in _TOKEN.findall(m.group(1))
                    if x not in _STOP} - _KEEP
+        negated.update(stem(m.group(1)) for m in _EXCEPT.finditer(q))
 
         def plain(text: str) -> None:
             nonlocal verbs
-            raws = [r for r in _TOKEN.findall(text) if r not in _STOP]
+            raws = [r for r in _TOKEN.findall(text) if r not in _Q_STOP]
             for k, raw in enumerate(raws):
                 w = stem(raw)
                 if (raw.endswith("s") and not raw.endswith(("ss", "us", "is")) and len(raw) > 3
@@ -640,6 +617,8 @@ class Index:
                     verbs += 1
                 if not self._intent and (w in _VERBS or w in _WRITE_OPS or w in _READ_Q or w in tverbs):
                     self._intent = "r" if w in _READ_Q else tverbs.get(w, "w")
+                    self._polarity = _POLARITY.get(w) or next(
+                        (_POLARITY[t] for t in _THES_TOKEN.get(w, ()) if t in _POLARITY), "")
                 if w in kept:
                     wt *= _THES_KEPT  # a word of a phrase the thesaurus read: its term says more
                 if w in negated:
@@ -661,6 +640,7 @@ class Index:
             main, text = q[:m.start()], q[m.end():]
         starts = [m.start() for m in _CLAUSE_MARK.finditer(main)]
         starts += [m.start() for m in _TO_VERB.finditer(main) if stem(m.group(1)) in _VERBS]
+        starts += [m.start() for m in _ASIDE.finditer(main)]
         for at in sorted(starts):
             if any(r not in _STOP for r in _TOKEN.findall(main[:at])):
                 main, clause = main[:at], main[at:]
@@ -677,10 +657,28 @@ class Index:
                     out.setdefault(stem("file"), _FILE_HINT * mult)
                 elif _REPO_VALUE.fullmatch(v):  # owner/name: a repository
                     out.setdefault(stem("repo"), _REPO_HINT * mult)
+                elif _NUMBER_HINT and (v.startswith("#") and v[1:].isdigit()
+                                       or v.isdigit() and _AFTER_VERB.search(part[:m.start()])
+                                       and len(_DIGITS.findall(q)) == 1):
+                    # "#77", "close 230": a number where an object goes is an issue or a pull
+                    # request ("add 5 and 7": numbers to work on)
+                    for h in ("issue", "pull"):
+                        out.setdefault(stem(h), _NUMBER_HINT * mult)
                 pos = m.end()
             plain(part[pos:])
         for w in words(text):
             out.setdefault(w, _VALUE_WEIGHT)
+        if _PERSON_HINT:
+            for m in _PERSON.finditer(main):
+                w = m.group(1)
+                if (w not in _Q_STOP and stem(w) not in self.postings and stem(w) not in _SYN
+                        and w not in _THES_TOKEN and not self._typo(stem(w))):
+                    # "kick mallory out", "add carol to the team": a name the catalog does not know
+                    out.setdefault(stem("user"), _PERSON_HINT)
+                    break
+        if _WHERE_HINT and (_WHERE.match(q) or _ACROSS.search(q)):
+            # "where in the code is X called", "bugs mentioning segfault across github": a search
+            out.setdefault(stem("search"), _WHERE_HINT)
         if _WHO.match(q):
             # "who starred/watches/contributed ...": the people who do it are a list of
             # agent nouns (watcher, contributor, follower, reviewer, assignee)
@@ -710,6 +708,7 @@ class Index:
         caps = [self.idf.get(w) for w in qwords]
         plural = self._plural
         intent = self._intent
+        polarity = self._polarity if intent == "w" else ""
         tverbs = self._thes_verbs
         if question or not (self._odd_verb or any(w in _VERBS or w in _THES_VERB or w in tverbs
                                                   for w in qwords)):  # "teams in the org": a listing
@@ -787,6 +786,8 @@ class Index:
             sc = raw * (_Q_BASE + (1.0 - _Q_BASE) * matched[doc] / nq) * (_N_BASE + (1.0 - _N_BASE) * name_cover)
             if self.kinds[doc] and self.kinds[doc] != intent:
                 sc *= _INTENT
+            elif polarity and self.polarity[doc] and self.polarity[doc] != polarity:
+                sc *= _OPPOSITE  # "assign the bug" is not remove_assignees
             if self.scoped[doc] and not scope_asked:
                 sc *= 1.0 - _SCOPE
             if npairs:

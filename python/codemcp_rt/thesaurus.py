@@ -19,13 +19,131 @@ API names together) -> the everyday words and phrases that mean it, comma-separa
 matched on whole words, a word in any inflection (Porter stems), longer phrases first.
 search.py reads it through compile_table(); it adds the API term to a query with a weight below
 an exact match, so a query that already uses the API's word ranks as before. This file owns the
-table and its compiled form; it ranks nothing (search.py does).
+table, its compiled form and SYNONYM_GROUPS (the API's own synonyms: issue/bug/ticket,
+create/open/new/add, ...); it ranks nothing (search.py does).
 """
 
 from __future__ import annotations
 
 import re
 from typing import Callable, NamedTuple
+
+# Groups of words that mean the same thing in an API; the first word of a group is its
+# canonical term: a member means it strongly (search._SYN_WEIGHT), two members mean each other
+# weakly (search._SYN_SIDE); in a group marked "~" (adjectives, loose kin) all of them weakly.
+# A word may be in several groups.
+SYNONYM_GROUPS: list[str] = [
+    "issue bug ticket defect problem incident",
+    "create new add make open file post submit start register generate leave publish share put "
+    "store save record establish raise compose spawn send",
+    "delete remove drop destroy erase rm del discard purge unset forget trash wipe scrap revoke kill "
+    "terminate kick expel evict",
+    "list all show enumerate every browse index whole entire which",
+    "get fetch retrieve read show look see info detail display obtain dump export inspect describe grab "
+    "explain",
+    "write save store persist",
+    "~create connect link attach",
+    "~read open load cat view",
+    "enable activate",
+    "disable deactivate",
+    "event activity timeline feed",
+    "health ping alive",
+    "update edit change modify set patch alter adjust replace close reopen rename fix tweak toggle",
+    "repo repository codebase project",
+    "authenticated me my mine myself own i",
+    "request ask",
+    "rate quota throttle limit remaining left",
+    "pull pr",
+    "org organization organisation company",
+    "user person people member account someone profile colleague somebody human",
+    "who people person user member",
+    "member belong membership join",
+    "star favorite favourite bookmark like stargazer",
+    "search find query lookup look locate",
+    "comment reply remark discuss discussion conversation",
+    "~label tag",
+    "workflow action ci pipeline",
+    "run execute trigger dispatch rerun",
+    "~rerun rerequest retry",
+    "secret credential password token",
+    "file document content text",
+    "directory folder dir",
+    "merge combine land",
+    "release version",
+    "~latest newest recent last current",
+    "gist snippet paste",
+    "follow follower",
+    "watch subscribe subscription watcher unwatch unsubscribe",
+    "team group squad",
+    "notification alert inbox",
+    "key ssh gpg",
+    "webhook hook",
+    "move rename mv relocate",
+    "entity node",
+    "fork copy clone",
+    "invite invitation",
+    "block ban",
+    "collaborator contributor maintainer",
+    "artifact output build",
+    "log logs output",
+    "commit revision history",
+    "compare diff difference between",
+    "assignee assign delegate",
+    "reaction emoji react",
+    "milestone deadline",
+    "archive zip tarball download",
+    "environment env variable",
+    "sum add total plus",
+    "echo repeat say parrot",
+    "cancel stop abort halt kill terminate",
+    "approve accept approval",
+    "review approve",
+    "reject deny decline",
+    "lock freeze",
+    "unlock unfreeze",
+    "vulnerability security advisory",
+    "dependabot dependency",
+    "codespace devcontainer",
+    "package registry",
+    "deployment deploy",
+    "check test status",
+    "status green red pass fail passing failing state",
+    "observation fact note",
+    "relation relationship link connect",
+    "graph knowledge know memory",
+    "memory remember recall memorize",
+    "image picture photo png jpg icon",
+    "tree structure hierarchy nested recursive",
+    "multiple many several batch bulk",
+    "allowed permitted accessible access permission",
+    "info size metadata modified stat timestamp big large bytes",
+    "long slow lengthy progress",
+    "view visitor visit traffic",
+    "count number",
+    # software abbreviations and near-words (general, not from any query set)
+    "configuration config cfg conf",
+    "~setting configuration preference option",
+    "permission perm perms",
+    "documentation docs doc",
+    "administrator admin",
+    "dependency dep deps",
+    "vulnerability vuln vulns cve",
+    "package pkg",
+    "description desc",
+    "statistic stats stat metric insight analytics",
+    "message msg",
+    "~commit sha hash",
+    "~ref reference branch",
+    "project proj",
+    "credential creds",
+    "database db",
+    "identifier id",
+    "variable var vars",
+    "password pw passwd",
+    "account acct",
+    "~app bot integration",
+    "~add give grant",
+]
 
 THESAURUS: dict[str, str] = {
     # -- verbs that start function names ------------------------------------------------------
@@ -579,4 +697,4 @@ def compile_table(stem: Callable[[str], str], word_weight: float, phrase_weight:
     return table
 
 
-__all__ = ["THESAURUS", "Table", "compile_table"]
+__all__ = ["SYNONYM_GROUPS", "THESAURUS", "Table", "compile_table"]

@@ -138,7 +138,10 @@ class Intent(unittest.TestCase):
                           "gh_issues_add_labels": "Add labels to an issue"})
         idx._query("slap a triage label on issue 88")
         self.assertTrue(idx._odd_verb)  # a verb the catalog never uses: no implicit listing
-        self.assertEqual(idx._intent, "")  # and no guess at reading or changing
+        self.assertEqual(idx._intent, "w")  # an imperative with its object's determiner: a change
+        idx._query("slap triage labels on issue 88")
+        self.assertTrue(idx._odd_verb)
+        self.assertEqual(idx._intent, "")  # no determiner: no guess at reading or changing
         idx._query("labels on issue 88")
         self.assertFalse(idx._odd_verb)  # a word the catalog has: a listing, as before
         self.assertEqual(idx._intent, "r")
@@ -173,6 +176,106 @@ class Intent(unittest.TestCase):
         idx = self.index({"gh_pulls_get": "Get a pull request"})
         weights = dict(idx._query("close my pull request")[0])
         self.assertLess(weights[search.stem("my")], 1.0)
+
+
+class SixthPass(unittest.TestCase):
+    """The sixth pass's general reading rules (codemcp_rt.search), each on a small index."""
+
+    ranked = staticmethod(Intent.ranked)
+
+    def test_an_imperative_verb_before_its_object(self) -> None:
+        # "paste" is a word of the catalog (a gist is a paste); before "this snippet" it is the verb
+        idx = Intent.index({"gh_gists_list": "List gists (pastes) of the user", "gh_gists_create": "Create a gist"})
+        idx._query("paste this snippet into a secret gist")
+        self.assertTrue(idx._odd_verb)
+        self.assertEqual(idx._intent, "w")
+        self.assertEqual(self.ranked(idx, "paste this snippet into a secret gist")[0], "gh_gists_create")
+        idx._query("give me a sample")  # asking to be given something reads
+        self.assertEqual(idx._intent, "r")
+        idx._query("gists pastes")  # no determiner after the first word: a listing as before
+        self.assertFalse(idx._odd_verb)
+        self.assertEqual(idx._intent, "r")
+
+    def test_asides_negations_and_exclusions(self) -> None:
+        idx = Intent.index({"gh_issues_list_events": "List issue events", "gh_issues_update_label": "Update a label"})
+        w = dict(idx._query("list the events on issue 9 - renames, label changes")[0])
+        self.assertEqual(w[search.stem("label")], search._CLAUSE)  # after " - ": an aside
+        self.assertEqual(w[search.stem("events")], 1.0)
+        self.assertEqual(self.ranked(idx, "list the events on issue 9 - renames, label changes, label updates")[0],
+                         "gh_issues_list_events")
+        w = dict(idx._query("push a fix to the file, no clone")[0])
+        self.assertEqual(w[search.stem("clone")], search._NEG)
+        w = dict(idx._query("besides me, who watches this repo")[0])
+        self.assertLess(w[search.stem("me")], search._SELF_WEIGHT * 0.5)  # "besides me": not me
+        self.assertNotIn(search.stem("besides"), w)
+
+    def test_a_thesaurus_phrase_with_words_in_between(self) -> None:
+        idx = Thesaurus().index({"gh_issues_lock": "Lock an issue", "gh_issues_list_comments": "List issue comments"})
+        self.assertIn(idx._thesaurus("stop comments on it").split()[2], search._THES_TOKEN)  # the phrase itself
+        toks = [t for t in idx._thesaurus("stop people from commenting on the issue").split() if t in search._THES_TOKEN]
+        self.assertTrue(toks)  # two words in between
+        self.assertIn(search.stem("lock"), set().union(*(search._THES_TOKEN[t] for t in toks)))
+        self.assertEqual(self.ranked(idx, "stop people from commenting on the heated issue")[0], "gh_issues_lock")
+        self.assertFalse([t for t in idx._thesaurus("stop the very many people from commenting").split()
+                          if t in search._THES_TOKEN])  # more than two: not the phrase
+
+    def test_get_all_lists(self) -> None:
+        idx = Intent.index({"gh_repos_get_all_topics": "Get all repository topics"})
+        self.assertIn("list", idx.name_words[0])
+        self.assertNotIn("all", idx.name_words[0])
+
+    def test_a_number_in_the_object_slot_is_an_issue_or_pull(self) -> None:
+        idx = Intent.index({"gh_repos_merge": "Merge a branch", "gh_pulls_merge": "Merge a pull request"})
+        w = dict(idx._query("squash #77 into main")[0])
+        self.assertEqual(w[search.stem("pull")], search._NUMBER_HINT)
+        self.assertEqual(self.ranked(idx, "merge #77 into main")[0], "gh_pulls_merge")
+        self.assertEqual(dict(idx._query("close 230 as done")[0])[search.stem("issue")], search._NUMBER_HINT)
+        self.assertNotIn(search.stem("issue"), dict(idx._query("add 5 and 7")[0]))  # numbers to add
+
+    def test_a_typo_is_one_edit(self) -> None:
+        for a, b in (("wokflow", "workflow"), ("reciept", "receipt"), ("issu", "issue"), ("isue", "issue")):
+            self.assertTrue(search._one_edit(a, b), (a, b))
+        self.assertFalse(search._one_edit("tech", "echo"))  # they share "ech", two edits apart
+        idx = Intent.index({"ev_echo": "Echo a message", "ev_each": "Each thing"})
+        self.assertNotIn(search.stem("echo"), idx._expand("tech"))
+        self.assertIn(search.stem("echo"), idx._expand("ecoh"))
+
+    def test_what_to_remember_is_a_value(self) -> None:
+        idx = Intent.index({"mem_create_entities": "Create entities in the knowledge graph"})
+        w = dict(idx._query("remember that Alice is the tech lead for Project Falcon")[0])
+        self.assertEqual(w[search.stem("project")], search._VALUE_WEIGHT)
+        self.assertEqual(w[search.stem("remember")], 1.0)
+
+    def test_the_opposite_change_ranks_lower(self) -> None:
+        # the same words; the adding one's longer summary would rank it second on words alone
+        idx = Intent.index({"gh_issues_remove_assignees": "Remove assignees from an issue",
+                            "gh_issues_add_assignees": "Adds one or more assignees to an issue for triage"})
+        self.assertEqual(idx.polarity[:2], ["-", "+"])
+        self.assertEqual(self.ranked(idx, "assign the bug to carol")[0], "gh_issues_add_assignees")
+        self.assertEqual(self.ranked(idx, "list the bug's assignees")[0], "gh_issues_remove_assignees")  # no change asked
+
+    def test_let_is_a_permission_and_where_a_search(self) -> None:
+        idx = Intent.index({"gh_actions_set_allowed_actions": "Set allowed actions",
+                            "gh_actions_list_workflows": "List workflows using actions",
+                            "gh_search_code": "Search code", "gh_code_get_configuration": "Get code configuration"})
+        self.assertIn(search.stem("allow"), dict(idx._query("only let this repo use verified actions")[0]))
+        self.assertNotIn(search.stem("allow"), dict(idx._query("let me know the workflows")[0]))
+        self.assertEqual(self.ranked(idx, "only let this repo use verified actions")[0], "gh_actions_set_allowed_actions")
+        self.assertEqual(dict(idx._query("where in the code do we call auth")[0])[search.stem("search")], search._WHERE_HINT)
+        self.assertEqual(self.ranked(idx, "where in the code do we call auth")[0], "gh_search_code")
+        self.assertEqual(dict(idx._query("bugs mentioning segfault across github")[0])[search.stem("search")],
+                         search._WHERE_HINT)
+
+    def test_an_unknown_name_after_a_verb_or_to_is_a_person(self) -> None:
+        idx = Intent.index({"gh_orgs_delete": "Delete an organization", "gh_orgs_remove_member": "Remove an organization member",
+                            "gh_users_list": "List users"})
+        self.assertEqual(dict(idx._query("kick mallory out of the org")[0]).get(search.stem("user")), search._PERSON_HINT)
+        self.assertEqual(self.ranked(idx, "remove mallory from the org")[0], "gh_orgs_remove_member")
+        self.assertNotIn(search.stem("user"), dict(idx._query("remove the org")[0]))
+        self.assertNotIn(search.stem("user"), dict(idx._query("remove memebr from the org")[0]))  # a typo, not a name
+
+    def test_develop_is_not_a_user(self) -> None:
+        self.assertNotIn(search.stem("user"), search._SYN.get(search.stem("develop"), {}))
 
 
 class Thesaurus(unittest.TestCase):
