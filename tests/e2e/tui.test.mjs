@@ -124,7 +124,8 @@ test('codemcp tui under tmux: panes, Space, D, filter, help, resize, gateway gon
 
   // 6. Resize: the panes follow the terminal.
   tmux('resize-window', '-t', 'tui', '-x', '120', '-y', '30');
-  s = await until(/^┌.{118}┐$/m, 'the 120-column layout');
+  // Both borders: the top one is drawn first, and a capture can fall between the two.
+  s = await until(/^┌.{118}┐$[\s\S]*^└.{118}┘$/m, 'the 120-column layout');
   assert.match(s.split('\n')[27], /^└.*┘$/, 'bottom border on row 28 of 30');
   tmux('resize-window', '-t', 'tui', '-x', '80', '-y', '24');
   s = await until(/^┌.{78}┐$/m, 'the 80-column layout again');
