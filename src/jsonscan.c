@@ -321,21 +321,27 @@ static const char *skip_value(const char *p, const char *e)
     return p;
 }
 
-int js_members(const char *text, size_t len, struct js_member *m, int max)
+/* The members of an object (keyed) or the elements of an array of canonical text: one walk,
+ * a key read first when keyed. */
+static int list(const char *text, size_t len, struct js_member *m, int max, int keyed)
 {
     const char *p = text + 1, *e = text + len;
     int n = 0;
-    if (p < e && *p == '}')
+    if (p < e && *p == (keyed ? '}' : ']'))
         return 0;
-    while (p < e && *p == '"') {
+    while (p < e && (!keyed || *p == '"')) {
         if (n >= max)
             return -1;
-        const char *k = ++p;
-        while (p < e && *p != '"')
-            p++; /* keys have no escape (js_canon_value) */
-        m[n].key = k;
-        m[n].klen = (size_t)(p - k);
-        p += 2; /* the quote and ':' */
+        m[n].key = NULL;
+        m[n].klen = 0;
+        if (keyed) {
+            const char *k = ++p;
+            while (p < e && *p != '"')
+                p++; /* keys have no escape (js_canon_value) */
+            m[n].key = k;
+            m[n].klen = (size_t)(p - k);
+            p += 2; /* the quote and ':' */
+        }
         m[n].val = p;
         p = skip_value(p, e);
         m[n].vlen = (size_t)(p - m[n].val);
@@ -348,27 +354,14 @@ int js_members(const char *text, size_t len, struct js_member *m, int max)
     return n;
 }
 
+int js_members(const char *text, size_t len, struct js_member *m, int max)
+{
+    return list(text, len, m, max, 1);
+}
+
 int js_elements(const char *text, size_t len, struct js_member *m, int max)
 {
-    const char *p = text + 1, *e = text + len;
-    int n = 0;
-    if (p < e && *p == ']')
-        return 0;
-    while (p < e) {
-        if (n >= max)
-            return -1;
-        m[n].key = NULL;
-        m[n].klen = 0;
-        m[n].val = p;
-        p = skip_value(p, e);
-        m[n].vlen = (size_t)(p - m[n].val);
-        n++;
-        if (p < e && *p == ',')
-            p++;
-        else
-            break;
-    }
-    return n;
+    return list(text, len, m, max, 0);
 }
 
 const struct js_member *js_getn(const struct js_member *m, int n, const char *key, size_t kl)
