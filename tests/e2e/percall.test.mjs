@@ -502,6 +502,10 @@ test('pyrun: runs carried out in C give the envelopes the Python path gives', { 
   e = await run('import sys\nprint("e", file=sys.stderr)\nresult = everything_get_sum(a=1, b=1)');
   assert.equal(e.stderr, 'e\n');
   assert.equal(e.result, 'The sum of 1 and 1 is 2.');
+  // Agent code cannot start a second request loop (it would read the gateway's frames itself).
+  e = await run('import _codemcp\n_codemcp.serve({})');
+  assert.match(e.error, /RuntimeError: serve\(\) runs once per worker/, JSON.stringify(e));
+  assert.equal((await run('result = 12')).result, 12, 'the worker still answers');
   const after = (await stats()).result;
   // every case above but the non-ASCII program took the C path (the stats runs too)
   assert.ok(after.fast - before.fast >= cases.length + 5, JSON.stringify({ before, after }));
