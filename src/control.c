@@ -134,21 +134,23 @@ void ctl_close(uint64_t conn_id)
 
 /* A worker frame that did not decode or was too large. A request (a call) is answered with
  * an error under the id its head names, so that call fails at once; an answer (to a run)
- * ends what it answers with the reason, as if the worker had answered with that error. */
+ * ends what it answers with the reason, as if the worker had answered with that error. A
+ * frame cut before its end with no "method" in what is left may be either: both are done
+ * (workers.c ignores an answer to nothing; the worker keeps a reply nobody waits for). */
 static void refuse_frame(struct ctl_conn *c, const char *text, size_t len, int code,
                          const char *why)
 {
     int is_request = 0;
     json_t *id = jf_frame_id(text, len, &is_request); /* new ref or NULL */
-    if (id && !is_request && c->slot >= 0 && hooks.message) {
+    if (id && is_request <= 0 && c->slot >= 0 && hooks.message) {
         char msg[300];
         snprintf(msg, sizeof(msg), "the worker's answer could not be read: %s", why);
         json_t *m = rpc_error(id, code, msg, NULL);
         hooks.message(c->slot, m);
         json_decref(m);
-    } else {
-        ctl_send(c->id, rpc_error(id, code, why, NULL));
     }
+    if (!id || is_request != 0 || c->slot < 0 || !hooks.message)
+        ctl_send(c->id, rpc_error(id, code, why, NULL));
     json_decref(id);
 }
 

@@ -537,6 +537,42 @@ out:
     return v;
 }
 
+/* Past one value at p read as tokens only (strings, brackets, anything else up to a
+ * delimiter), so a member the parser refused (a NUL in a key, a real out of range, too deep)
+ * can be stepped over and the members after it still read. e when it does not end. */
+static const unsigned char *lex_skip(const unsigned char *p, const unsigned char *e)
+{
+    size_t depth = 0;
+    while (p < e) {
+        unsigned c = *p;
+        if (c == '"') {
+            for (p++; p < e && *p != '"'; p++)
+                if (*p == '\\' && ++p >= e)
+                    return e;
+            if (p >= e)
+                return e;
+            p++;
+        } else if (c == '{' || c == '[') {
+            depth++;
+            p++;
+            continue;
+        } else if (c == '}' || c == ']') {
+            if (!depth)
+                return p;
+            p++;
+            depth--;
+        } else if (!depth && (c == ',' || c == ' ' || c == '\n' || c == '\r' || c == '\t')) {
+            return p;
+        } else {
+            p++;
+            continue;
+        }
+        if (!depth)
+            return p;
+    }
+    return e;
+}
+
 json_t *jf_frame_id(const char *text, size_t len, int *is_request)
 {
     struct jp s = {(const unsigned char *)text,
@@ -549,39 +585,57 @@ json_t *jf_frame_id(const char *text, size_t len, int *is_request)
                    1,
                    1};
     json_t *id = NULL;
-    if (is_request)
-        *is_request = 0;
+    int method = 0, complete = 0;
     skip_ws(&s);
     if (s.p >= s.e || *s.p != '{')
-        return NULL;
+        goto out;
     s.p++;
+    skip_ws(&s);
+    if (s.p < s.e && *s.p == '}') {
+        complete = 1;
+        goto out;
+    }
     for (;;) {
         skip_ws(&s);
         const char *key;
-        size_t klen;
-        if (s.p >= s.e || *s.p != '"' || scan_string(&s, &key, &klen) < 0)
+        size_t klen = 0;
+        if (s.p >= s.e || *s.p != '"')
             break;
+        const unsigned char *at = s.p;
+        if (scan_string(&s, &key, &klen) < 0) { /* a key that does not decode: step over it */
+            s.p = lex_skip(at, s.e);
+            key = "";
+            klen = 0;
+        }
         int is_id = klen == 2 && memcmp(key, "id", 2) == 0;
-        if (is_request && klen == 6 && memcmp(key, "method", 6) == 0)
-            *is_request = 1;
+        if (klen == 6 && memcmp(key, "method", 6) == 0)
+            method = 1;
         skip_ws(&s);
         if (s.p >= s.e || *s.p != ':')
             break;
         s.p++;
+        skip_ws(&s);
+        at = s.p;
         json_t *v = parse_value(&s);
-        if (!v)
-            break;
-        if (is_id) { /* the last one wins, as in jf_loadb */
+        if (!v) { /* a member that does not decode: the ones after it still count */
+            s.depth = 0;
+            s.p = lex_skip(at, s.e);
+        } else if (is_id) { /* the last one wins, as in jf_loadb */
             json_decref(id);
             id = json_is_string(v) || json_is_integer(v) ? json_incref(v) : NULL;
         }
         json_decref(v);
         skip_ws(&s);
+        if (s.p < s.e && *s.p == '}')
+            complete = 1;
         if (s.p >= s.e || *s.p != ',')
             break;
         s.p++;
     }
+out:
     free(s.tmp);
+    if (is_request)
+        *is_request = method ? 1 : complete ? 0 : -1;
     return id;
 }
 

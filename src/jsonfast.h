@@ -46,11 +46,14 @@ int jf_big_integer(const json_t *v, const char **digits, size_t *len);
 char *jf_untag(char *text);
 
 /* The top-level "id" member of a JSON-RPC message that did not decode (a NUL in a key, a
- * frame cut at the size cap, garbage after a good head): the members before the first error
- * are read as jf_loadb reads them, and the id is returned (a new reference) when one of
- * them was "id" with a string or integer value; NULL otherwise. *is_request (if given): a
- * "method" member was among them. So the sender of a malformed request can still be told
- * which of its requests failed, and a malformed answer still ends what it answers. */
+ * frame cut at the size cap, garbage after a good head): members are read as jf_loadb reads
+ * them, one that does not decode is stepped over as tokens (the members after it still
+ * count), and the id is returned (a new reference) when one of them was "id" with a string
+ * or integer value; NULL otherwise. *is_request (if given): 1 when a "method" member was
+ * among them, 0 when there was none and the object was read to its end (an answer), -1 when
+ * there was none but the text stops or breaks before the end (cut at the size cap: it may be
+ * either). So the sender of a malformed request can still be told which of its requests
+ * failed, and a malformed answer still ends what it answers. */
 json_t *jf_frame_id(const char *text, size_t len, int *is_request);
 
 /* Encodes v compactly; caller frees. NULL when v is NULL, holds a string that is not UTF-8

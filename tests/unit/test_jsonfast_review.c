@@ -206,6 +206,42 @@ static void test_frame_id(void)
     }
 }
 
+/* Review 18, finding 1: members after one that does not decode still count, so a request
+ * whose "method" comes last is known as one; a cut frame without "method" may be either. */
+static void test_frame_kind(void)
+{
+    static const struct {
+        const char *text;
+        const char *id; /* as JSON; NULL: none */
+        int kind;       /* *is_request */
+    } cases[] = {
+        {"{\"jsonrpc\":\"2.0\",\"id\":\"h1\",\"params\":{\"args\":{\"a\\u0000b\":1}},"
+         "\"method\":\"call_tool\"}",
+         "\"h1\"", 1},
+        {"{\"params\":{\"x\":1e999},\"id\":\"h2\",\"method\":\"call_tool\"}", "\"h2\"", 1},
+        {"{\"params\":[[[\"]]]\\\"\",{\"a\":1e999}]]],\"id\":7 , \"method\" : \"x\" }", "7", 1},
+        {"{\"params\":{\"x\":\"\\q\"},\"id\":\"h3\",\"method\":\"call_tool\"}", "\"h3\"", 1},
+        {"{\"\xff\":1,\"id\":\"h4\",\"method\":\"call_tool\"}", "\"h4\"", 1},
+        {"{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{\"a\\u0000\":1}}", "9", 0},
+        {"{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{\"ok\":tru", "9", -1},
+        {"{\"id\":9,\"result\":1e999,\"x\":\"unterminated", "9", -1},
+        {"{}", NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int kind = 5;
+        json_t *id = jf_frame_id(cases[i].text, strlen(cases[i].text), &kind);
+        char *got = id ? jf_dumps(id) : NULL;
+        int ok = (cases[i].id ? got && strcmp(got, cases[i].id) == 0 : id == NULL) &&
+                 kind == cases[i].kind;
+        if (!ok)
+            fprintf(stderr, "  jf_frame_id(%s) = %s, kind %d\n", cases[i].text, got ? got : "NULL",
+                    kind);
+        EXPECT(ok);
+        free(got);
+        json_decref(id);
+    }
+}
+
 /* The lead's 16:33 finding: Python's 2**64 in a worker frame was refused (jansson's
  * json_int_t), the run's answer was dropped and the run timed out. JF_BIG_INTEGERS keeps such
  * integers digit for digit through jf_dumps; forged tags never write anything but digits. */
@@ -279,5 +315,6 @@ int main(void)
     check_case("every truncation, invalid UTF-8, duplicate keys, \\u0000",
                test_truncations_and_bytes);
     check_case("jf_frame_id names the id of a frame that does not decode", test_frame_id);
+    check_case("jf_frame_id reads past a member that does not decode", test_frame_kind);
     return CHECK_DONE();
 }

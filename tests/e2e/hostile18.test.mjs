@@ -1,0 +1,58 @@
+// Hardening review 18 (docs/review-extensions.md, "Review 18"): what hostile agent code can do
+// to the gateway through the control channel (hand-written frames, raw bytes below the
+// WebSocket client), and what it can make the gateway show. Each test is one finding and
+// failed on the code without its fix.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { connectClient, ms, servers, tempDir, writeConfig } from './lib.mjs';
+
+async function session(mcp = {}, env = {}) {
+  const dir = tempDir();
+  const h = await connectClient({ config: writeConfig(dir, mcp), env });
+  const call = (code, extra = {}) => h.client.callTool({ name: 'execute_python', arguments: { code, ...extra } },
+    undefined, { timeout: ms(90000) });
+  const run = async (code, extra = {}) => {
+    const r = await call(code, extra);
+    return r.structuredContent ?? JSON.parse(r.content[0].text);
+  };
+  return { h, run, call };
+}
+
+// Finding 1: a call_tool frame the gateway cannot decode is answered under the id its head
+// names (review 17, finding 2) — but only when "method" came before the bad member: the
+// frame-id reader stopped at the first member it could not read, took the frame for an
+// answer, and the call waited until the run's deadline. Each frame below puts "method" last.
+test('an undecodable call frame with "method" after the bad member is answered at once', { timeout: ms(120000) }, async () => {
+  const { h, run } = await session({}, { CODEMCP_EXEC_TIMEOUT_MS: '30000' });
+  try {
+    let e = await run('kept = 5\nresult = 0');
+    e = await run(String.raw`
+import _codemcp, json, time
+rid = '"r-any"'  # refused before any run lookup
+bad = {
+    "nul_key": '{"a\\u0000b":1}',
+    "real_overflow": '{"x":1e999}',
+    "too_deep": "[" * 3000 + "]" * 3000,
+    "bad_escape": '{"x":"\\q"}',
+}
+out = {}
+for i, (name, args) in enumerate(bad.items()):
+    cid = "h%d" % i
+    t = time.monotonic()
+    _codemcp.send('{"jsonrpc":"2.0","id":"%s","params":{"run_id":%s,"server":"s","tool":"t","args":%s},"method":"call_tool"}' % (cid, rid, args))
+    reply = _codemcp.wait_reply(cid, 8)
+    out[name] = [reply is not None and json.loads(reply).get("error", {}).get("message"), round(time.monotonic() - t, 1)]
+result = out`);
+    assert.ok(e.result, JSON.stringify(e));
+    for (const [name, [msg, s]] of Object.entries(e.result)) {
+      assert.ok(typeof msg === 'string' && msg.length > 0, `${name}: no error reply (${JSON.stringify(e.result)})`);
+      assert.ok(s < 8, `${name}: ${s} s`);
+    }
+    assert.match(e.result.nul_key[0], /NUL byte in object key/);
+    e = await run('result = kept');
+    assert.equal(e.result, 5, 'the worker was not restarted: ' + JSON.stringify(e));
+  } finally {
+    await h.close();
+  }
+});
