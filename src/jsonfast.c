@@ -456,6 +456,20 @@ static int literal(struct jp *s, const char *word, size_t n)
     return 0;
 }
 
+/* A string of the input that starts like a tag: kept behind JF_STR_TAG (see jsonfast.h). */
+static json_t *tag_string(const char *str, size_t len)
+{
+    size_t t = sizeof(JF_STR_TAG) - 1;
+    char *tagged = malloc(t + len);
+    if (!tagged)
+        abort();
+    memcpy(tagged, JF_STR_TAG, t);
+    memcpy(tagged + t, str, len);
+    json_t *v = json_stringn_nocheck(tagged, t + len);
+    free(tagged);
+    return v;
+}
+
 static json_t *parse_value(struct jp *s)
 {
     json_t *v = NULL;
@@ -480,7 +494,10 @@ static json_t *parse_value(struct jp *s)
         const char *str;
         size_t len;
         if (scan_string(s, &str, &len) == 0)
-            v = json_stringn_nocheck(str, len);
+            v = s->allow_nul && len >= sizeof(JF_TAG_PREFIX) - 1 &&
+                        memcmp(str, JF_TAG_PREFIX, sizeof(JF_TAG_PREFIX) - 1) == 0
+                    ? tag_string(str, len)
+                    : json_stringn_nocheck(str, len);
         break;
     }
     case 't':
@@ -759,7 +776,11 @@ static int enc(struct out *o, const json_t *v, int depth)
             put(o, digits, n);
             return 0;
         }
-        return enc_string(o, json_string_value(v), json_string_length(v));
+        const char *str = json_string_value(v);
+        size_t len = json_string_length(v), t = sizeof(JF_STR_TAG) - 1;
+        if (len >= t && memcmp(str, JF_STR_TAG, t) == 0) /* an input string kept behind it */
+            return enc_string(o, str + t, len - t);
+        return enc_string(o, str, len);
     }
     case JSON_INTEGER:
         enc_integer(o, json_integer_value(v));
@@ -804,11 +825,18 @@ int jf_big_integer(const json_t *v, const char **digits, size_t *len)
 
 char *jf_untag(char *text)
 {
-    static const char pat[] = "\"\\u0000jf-integer:"; /* how json_dumps writes the tag */
-    size_t pl = sizeof(pat) - 1;
+    static const char pat[] = "\"\\u0000jf-integer:"; /* how json_dumps writes the tags */
+    static const char spat[] = "\"\\u0000jf-string:";
+    size_t pl = sizeof(pat) - 1, sl = sizeof(spat) - 1;
     char *r = text, *w = text;
     int in_str = 0; /* inside a string: its quotes and backslashes are not the tag's */
     while (text && *r) {
+        if (!in_str && *r == '"' && strncmp(r, spat, sl) == 0) {
+            *w++ = '"'; /* an input string kept behind the tag: what follows is its text */
+            r += sl;
+            in_str = 1;
+            continue;
+        }
         if (!in_str && *r == '"' && strncmp(r, pat, pl) == 0) {
             const char *d = r + pl, *q = d + (*d == '-');
             while (*q >= '0' && *q <= '9')

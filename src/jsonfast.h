@@ -37,6 +37,11 @@
  * C text is empty: it starts with a NUL byte, which only JF_ALLOW_NUL input can hold). */
 #define JF_BIG_INTEGERS 4
 #define JF_BIG_TAG      "\0jf-integer:"
+/* The tags cannot be forged: with JF_ALLOW_NUL, a string of the input that itself starts
+ * with JF_TAG_PREFIX is kept behind JF_STR_TAG, and jf_dumps (and jf_untag) write what follows
+ * that tag as the string it was. So every string comes back out as it came in. */
+#define JF_TAG_PREFIX "\0jf-"
+#define JF_STR_TAG    "\0jf-string:"
 json_t *jf_loadb(const char *text, size_t len, int flags, json_error_t *err);
 
 /* 1 (with the digits, not NUL-terminated) when v is such a big integer, else 0. */

@@ -535,7 +535,7 @@ static int answer_with_error_body(struct hx *h, const struct ct_event *ev)
 {
     if (!ev->body || ev->body_len == 0)
         return 0;
-    json_t *msg = json_loadb(ev->body, ev->body_len, JSON_ALLOW_NUL, NULL);
+    json_t *msg = jf_loadb(ev->body, ev->body_len, JF_ALLOW_NUL, NULL);
     json_t *error = json_object_get(msg, "error");
     if (!json_is_object(error) || !json_is_integer(json_object_get(error, "code"))) {
         json_decref(msg);

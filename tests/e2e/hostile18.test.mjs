@@ -56,3 +56,24 @@ result = out`);
     await h.close();
   }
 });
+
+// Finding 4: jsonfast keeps an integer beyond 64 bits as a string tagged "\0jf-integer:" and
+// jf_dumps writes it back as digits (review 17, finding 6). A string the program chose with
+// that prefix (a NUL is allowed in JSON strings) was written as a number too: the client saw
+// 12 where the program returned the string, and an upstream got numbers where the program
+// passed strings (the fake's add() added them). Every string now comes back as it was.
+test('strings that look like the big-integer tag stay strings, to the client and upstream', { timeout: ms(120000) }, async () => {
+  const { h, call } = await session({ fake: servers.fake() }, { CODEMCP_EXEC_TIMEOUT_MS: '20000' });
+  try {
+    const forged = ['\u0000jf-integer:12', '\u0000jf-integer:-7', '\u0000jf-string:x', '\u0000jf-string:\u0000jf-integer:3', '\u0000jf-', '\u0000jf-integer:'];
+    let r = await call(`result = {"s": ${JSON.stringify(forged)}, "big": 2**70}`);
+    const env = r.structuredContent ?? JSON.parse(r.content[0].text);
+    assert.deepEqual(env.result?.s, forged, JSON.stringify(env));
+    assert.match(r.content[0].text, /"big":1180591620717411303424[,}]/, r.content[0].text);
+    r = await call('from codemcp_rt import client\nresult = resolve(client.call("fake", "add", {"a": "\\x00jf-integer:2", "b": "\\x00jf-integer:3"}))');
+    const e2 = r.structuredContent ?? JSON.parse(r.content[0].text);
+    assert.match(JSON.stringify(e2), /add needs numbers/, JSON.stringify(e2));
+  } finally {
+    await h.close();
+  }
+});

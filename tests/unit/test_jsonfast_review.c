@@ -275,9 +275,16 @@ static void test_big_integers(void)
     free(t);
     json_decref(v);
     free(big);
-    /* a tag forged in a string (JF_ALLOW_NUL) writes a number only when it is one */
+    /* a tag forged in a string (JF_ALLOW_NUL) stays that string (review 18, finding 4: it
+     * was written as the number 12) */
     static const char *forged[][2] = {
-        {"[\"\\u0000jf-integer:12\"]", "[12]"},
+        {"[\"\\u0000jf-integer:12\"]", "[\"\\u0000jf-integer:12\"]"},
+        {"[\"\\u0000jf-integer:-7\"]", "[\"\\u0000jf-integer:-7\"]"},
+        {"[\"\\u0000jf-string:x\"]", "[\"\\u0000jf-string:x\"]"},
+        {"[\"\\u0000jf-string:\\u0000jf-integer:3\"]",
+         "[\"\\u0000jf-string:\\u0000jf-integer:3\"]"},
+        {"[\"\\u0000jf-\",\"\\u0000jf\",\"\\u0000\"]",
+         "[\"\\u0000jf-\",\"\\u0000jf\",\"\\u0000\"]"},
         {"[\"\\u0000jf-integer:1,\\\"x\\\":2\"]", "[\"\\u0000jf-integer:1,\\\"x\\\":2\"]"},
         {"[\"\\u0000jf-integer:\"]", "[\"\\u0000jf-integer:\"]"},
         {"[\"\\u0000jf-integer:-\"]", "[\"\\u0000jf-integer:-\"]"},
@@ -285,13 +292,20 @@ static void test_big_integers(void)
         {"[\"\\u0000jf-integer:1e5\"]", "[\"\\u0000jf-integer:1e5\"]"},
     };
     for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
-        v = jf_loadb(forged[i][0], strlen(forged[i][0]), JF_ALLOW_NUL, NULL);
-        t = jf_dumps(v);
-        if (!t || strcmp(t, forged[i][1]) != 0)
-            fprintf(stderr, "  forged %s -> %s\n", forged[i][0], t ? t : "NULL");
-        EXPECT(t && strcmp(t, forged[i][1]) == 0);
-        free(t);
-        json_decref(v);
+        for (int f = 0; f < 2; f++) {
+            v = jf_loadb(forged[i][0], strlen(forged[i][0]),
+                         JF_ALLOW_NUL | (f ? JF_BIG_INTEGERS : 0), NULL);
+            t = jf_dumps(v);
+            if (!t || strcmp(t, forged[i][1]) != 0)
+                fprintf(stderr, "  forged %s -> %s\n", forged[i][0], t ? t : "NULL");
+            EXPECT(t && strcmp(t, forged[i][1]) == 0);
+            /* and json_dumps + jf_untag (the smoke output) gives the same text */
+            char *u = jf_untag(json_dumps(v, JSON_COMPACT));
+            EXPECT(u && strcmp(u, forged[i][1]) == 0);
+            free(u);
+            free(t);
+            json_decref(v);
+        }
     }
     char u[] = "{\"a\": \"\\u0000jf-integer:5\", \"b\": \"\\u0000jf-integer:5x\"}";
     EXPECT(strcmp(jf_untag(u), "{\"a\": 5, \"b\": \"\\u0000jf-integer:5x\"}") == 0);
