@@ -238,10 +238,11 @@ static void oauth_changed(const char *name, int removed)
             up__transport_open(up);
     } else if (removed && !tp->down) {
         uh_lose_connection(tp, 1, why);
-    } else if (removed) {
+    } else if (removed && !(up->error && strncmp(up->error, "needs_auth", 10) == 0)) {
+        /* down for another reason (a 401 that came first already said needs_auth) */
         log_warn("upstream", "%s: %s", name, why);
         up__set_error(up, "%s", why);
-    } else if (tp->down) {
+    } else if (!removed && tp->down) {
         lp_timer_stop(&tp->reconnect_timer);
         tp->backoff_ms = 0;
         reconnect_now(tp);
