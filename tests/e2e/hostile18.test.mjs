@@ -57,6 +57,44 @@ result = out`);
   }
 });
 
+// Finding 2: a WebSocket frame that declares 2^63 - 1 bytes, written by agent code on the
+// control socket itself (below the worker's client), made the gateway take every later byte
+// of the stream as that frame's payload: the run's answer and its calls were swallowed and
+// the run ended only at its deadline, as a timeout. Now the frame is refused as soon as it
+// is seen and the run ends at once saying why. (The stream cannot be read past such a frame,
+// so the worker is restarted: see docs/review-extensions.md.)
+const HUGE = String.raw`
+import os, struct, time
+mask = os.urandom(4)
+header = bytes([0x81, 0x80 | 127]) + struct.pack(">Q", 2**63 - 1) + mask
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        if os.readlink("/proc/self/fd/" + fd).startswith("socket:"):
+            os.write(int(fd), header)
+    except OSError:
+        pass
+time.sleep(0.5)
+THEN
+result = "answered"`;
+
+test('a frame declaring 2^63 - 1 bytes ends its run at once with the reason', { timeout: ms(180000) }, async () => {
+  const { h, run } = await session({ fake: servers.fake() }, { CODEMCP_EXEC_TIMEOUT_MS: '60000' });
+  try {
+    for (const then of ['pass', 'fake_add(a=1, b=2)']) {
+      const t0 = Date.now();
+      const e = await run(HUGE.replace('THEN', then));
+      const took = Date.now() - t0;
+      assert.equal(e.error_kind, 'worker', `${then}: ${JSON.stringify(e)}`);
+      assert.match(e.error, /control frame declaring 9223372036854775807 bytes/, JSON.stringify(e));
+      assert.ok(took < 30000, `${then}: the run took ${took} ms`);
+      const next = await run('result = 6 * 7');
+      assert.equal(next.result, 42, `the run after: ${JSON.stringify(next)}`);
+    }
+  } finally {
+    await h.close();
+  }
+});
+
 // Finding 4: jsonfast keeps an integer beyond 64 bits as a string tagged "\0jf-integer:" and
 // jf_dumps writes it back as digits (review 17, finding 6). A string the program chose with
 // that prefix (a NUL is allowed in JSON strings) was written as a number too: the client saw
