@@ -115,3 +115,41 @@ test('strings that look like the big-integer tag stay strings, to the client and
     await h.close();
   }
 });
+
+// Review finding R1: the worker's C run loop (src/worker/pyrunset.c stream()) reuses the last
+// run's stdout after clearing its __dict__, holding only a borrowed reference; a value's
+// __del__ there (agent code) replaced capture._last's items, which freed the stream being
+// reused: the run then wrote to whatever took its memory (here a J instance: the run failed,
+// or the worker crashed when it was something else). Under the Python path it is harmless.
+test('C run loop 1: a stream reused after its __dict__ is cleared (pyrunset.c stream)', { timeout: ms(120000) }, async () => {
+  const { h, run } = await session();
+  try {
+    let e;
+    // 1. pyrunset.c stream(): the last run's stdout is reused after clearing its __dict__; a
+    //    value's __del__ there emptied capture._last and freed the stream being reused.
+    e = await run(String.raw`
+import sys
+g = {}
+exec('''
+import codemcp_rt.capture as c
+class J:  # the size of a CappedStream: takes the freed stream's memory
+    pass
+class E:
+    def __del__(self):
+        c._last[:] = [None, None]
+        junk.extend(J() for i in range(20000))
+junk = []
+''', g)
+sys.stdout.evil = g["E"]()
+kept = 8
+result = 1`);
+    assert.equal(e.result, 1, JSON.stringify(e));
+    e = await run('print("hello")\nresult = kept');
+    assert.equal(e.result, 8, JSON.stringify(e));
+    assert.equal(e.stdout, 'hello\n', JSON.stringify(e));
+    e = await run('result = 6 * 7');
+    assert.equal(e.result, 42, JSON.stringify(e));
+  } finally {
+    await h.close();
+  }
+});
