@@ -206,7 +206,9 @@ static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
  * broken hook (its run ends with that message), and 1 is returned: close the connection. */
 static int frame_never_ends(struct ctl_conn *c, size_t len)
 {
-    uint64_t total = (uint64_t)c->rx.len + len + lws_remaining_packet_payload(c->wsi);
+    /* (once over the cap, rx holds only the message's head: its length does not count) */
+    uint64_t total =
+        (uint64_t)(c->rx_overflow ? 0 : c->rx.len) + len + lws_remaining_packet_payload(c->wsi);
     uint64_t give_up =
         (uint64_t)max_frame > CTL_GIVE_UP / 4 ? (uint64_t)max_frame * 4 : CTL_GIVE_UP;
     if (total <= give_up)
@@ -268,7 +270,7 @@ static int ctl_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
         conns = c;
         return 0;
     case LWS_CALLBACK_RECEIVE:
-        if (!c->rx_overflow && frame_never_ends(c, len))
+        if (frame_never_ends(c, len))
             return -1; /* closes it: the stream cannot be read past this frame */
         if (!c->rx_overflow) {
             if (c->rx.len + len > max_frame) {
