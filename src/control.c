@@ -32,6 +32,10 @@
 #define CTL_PROTOCOL "codemcp-control"
 /* Bytes of a frame over the size cap kept to find its id. */
 #define CTL_HEAD_KEPT 4096
+/* A frame over the cap is read to its end and dropped, so the next one can be read; one that
+ * declares more than this (and 4 x the cap) never ends in practice (2^63 bytes: agent code
+ * writing on the socket itself): the stream is given up at once instead. */
+#define CTL_GIVE_UP ((uint64_t)1 << 30)
 
 struct ctl_conn {
     uint64_t id;
@@ -134,21 +138,23 @@ void ctl_close(uint64_t conn_id)
 
 /* A worker frame that did not decode or was too large. A request (a call) is answered with
  * an error under the id its head names, so that call fails at once; an answer (to a run)
- * ends what it answers with the reason, as if the worker had answered with that error. */
+ * ends what it answers with the reason, as if the worker had answered with that error. A
+ * frame cut before its end with no "method" in what is left may be either: both are done
+ * (workers.c ignores an answer to nothing; the worker keeps a reply nobody waits for). */
 static void refuse_frame(struct ctl_conn *c, const char *text, size_t len, int code,
                          const char *why)
 {
     int is_request = 0;
     json_t *id = jf_frame_id(text, len, &is_request); /* new ref or NULL */
-    if (id && !is_request && c->slot >= 0 && hooks.message) {
+    if (id && is_request <= 0 && c->slot >= 0 && hooks.message) {
         char msg[300];
         snprintf(msg, sizeof(msg), "the worker's answer could not be read: %s", why);
         json_t *m = rpc_error(id, code, msg, NULL);
         hooks.message(c->slot, m);
         json_decref(m);
-    } else {
-        ctl_send(c->id, rpc_error(id, code, why, NULL));
     }
+    if (!id || is_request != 0 || c->slot < 0 || !hooks.message)
+        ctl_send(c->id, rpc_error(id, code, why, NULL));
     json_decref(id);
 }
 
@@ -195,6 +201,34 @@ static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
     json_decref(msg);
 }
 
+/* The frame being received declares more bytes than are worth reading to find the next one:
+ * what it holds so far is refused (a call it names fails), the worker is told why through the
+ * broken hook (its run ends with that message), and 1 is returned: close the connection. */
+static int frame_never_ends(struct ctl_conn *c, size_t len)
+{
+    /* (once over the cap, rx holds only the message's head: its length does not count) */
+    uint64_t total =
+        (uint64_t)(c->rx_overflow ? 0 : c->rx.len) + len + lws_remaining_packet_payload(c->wsi);
+    uint64_t give_up =
+        (uint64_t)max_frame > CTL_GIVE_UP / 4 ? (uint64_t)max_frame * 4 : CTL_GIVE_UP;
+    if (total <= give_up)
+        return 0;
+    char why[300];
+    snprintf(why, sizeof(why),
+             "the Python worker wrote a control frame declaring %llu bytes (the cap is %zu): "
+             "the control channel cannot be read past it, so the worker was restarted and "
+             "this session's variables were lost",
+             (unsigned long long)total, max_frame);
+    log_warn("control", "connection %llu: a frame declaring %llu bytes: closing it",
+             (unsigned long long)c->id, (unsigned long long)total);
+    if (c->rx.len)
+        refuse_frame(c, c->rx.data, c->rx.len, RPC_INVALID_REQUEST, "frame too large");
+    buf_free(&c->rx);
+    if (c->slot >= 0 && hooks.broken)
+        hooks.broken(c->slot, c->id, why);
+    return 1;
+}
+
 static int refuse_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                            size_t len)
 {
@@ -236,6 +270,8 @@ static int ctl_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
         conns = c;
         return 0;
     case LWS_CALLBACK_RECEIVE:
+        if (frame_never_ends(c, len))
+            return -1; /* closes it: the stream cannot be read past this frame */
         if (!c->rx_overflow) {
             if (c->rx.len + len > max_frame) {
                 c->rx_overflow = 1; /* only its head is kept, for its id (jf_frame_id) */

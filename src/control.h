@@ -26,6 +26,9 @@ struct ctl_hooks {
     void (*message)(int slot, json_t *msg);
     /* An authenticated connection closed (its calls are already cancelled). */
     void (*disconnect)(int slot, uint64_t conn_id);
+    /* The connection's byte stream cannot be read any further (a frame declaring more bytes
+     * than will ever be read): why says so; the connection is closed right after. */
+    void (*broken)(int slot, uint64_t conn_id, const char *why);
     /* Whether pid is a worker still starting (no agent code yet): such a peer is never
      * pushed out by a connection flood (connlimit.c), it gets its start timeout. */
     int (*is_starting)(pid_t pid);

@@ -456,6 +456,20 @@ static int literal(struct jp *s, const char *word, size_t n)
     return 0;
 }
 
+/* A string of the input that starts like a tag: kept behind JF_STR_TAG (see jsonfast.h). */
+static json_t *tag_string(const char *str, size_t len)
+{
+    size_t t = sizeof(JF_STR_TAG) - 1;
+    char *tagged = malloc(t + len);
+    if (!tagged)
+        abort();
+    memcpy(tagged, JF_STR_TAG, t);
+    memcpy(tagged + t, str, len);
+    json_t *v = json_stringn_nocheck(tagged, t + len);
+    free(tagged);
+    return v;
+}
+
 static json_t *parse_value(struct jp *s)
 {
     json_t *v = NULL;
@@ -480,7 +494,10 @@ static json_t *parse_value(struct jp *s)
         const char *str;
         size_t len;
         if (scan_string(s, &str, &len) == 0)
-            v = json_stringn_nocheck(str, len);
+            v = s->allow_nul && len >= sizeof(JF_TAG_PREFIX) - 1 &&
+                        memcmp(str, JF_TAG_PREFIX, sizeof(JF_TAG_PREFIX) - 1) == 0
+                    ? tag_string(str, len)
+                    : json_stringn_nocheck(str, len);
         break;
     }
     case 't':
@@ -537,6 +554,42 @@ out:
     return v;
 }
 
+/* Past one value at p read as tokens only (strings, brackets, anything else up to a
+ * delimiter), so a member the parser refused (a NUL in a key, a real out of range, too deep)
+ * can be stepped over and the members after it still read. e when it does not end. */
+static const unsigned char *lex_skip(const unsigned char *p, const unsigned char *e)
+{
+    size_t depth = 0;
+    while (p < e) {
+        unsigned c = *p;
+        if (c == '"') {
+            for (p++; p < e && *p != '"'; p++)
+                if (*p == '\\' && ++p >= e)
+                    return e;
+            if (p >= e)
+                return e;
+            p++;
+        } else if (c == '{' || c == '[') {
+            depth++;
+            p++;
+            continue;
+        } else if (c == '}' || c == ']') {
+            if (!depth)
+                return p;
+            p++;
+            depth--;
+        } else if (!depth && (c == ',' || c == ' ' || c == '\n' || c == '\r' || c == '\t')) {
+            return p;
+        } else {
+            p++;
+            continue;
+        }
+        if (!depth)
+            return p;
+    }
+    return e;
+}
+
 json_t *jf_frame_id(const char *text, size_t len, int *is_request)
 {
     struct jp s = {(const unsigned char *)text,
@@ -549,39 +602,57 @@ json_t *jf_frame_id(const char *text, size_t len, int *is_request)
                    1,
                    1};
     json_t *id = NULL;
-    if (is_request)
-        *is_request = 0;
+    int method = 0, complete = 0;
     skip_ws(&s);
     if (s.p >= s.e || *s.p != '{')
-        return NULL;
+        goto out;
     s.p++;
+    skip_ws(&s);
+    if (s.p < s.e && *s.p == '}') {
+        complete = 1;
+        goto out;
+    }
     for (;;) {
         skip_ws(&s);
         const char *key;
-        size_t klen;
-        if (s.p >= s.e || *s.p != '"' || scan_string(&s, &key, &klen) < 0)
+        size_t klen = 0;
+        if (s.p >= s.e || *s.p != '"')
             break;
+        const unsigned char *at = s.p;
+        if (scan_string(&s, &key, &klen) < 0) { /* a key that does not decode: step over it */
+            s.p = lex_skip(at, s.e);
+            key = "";
+            klen = 0;
+        }
         int is_id = klen == 2 && memcmp(key, "id", 2) == 0;
-        if (is_request && klen == 6 && memcmp(key, "method", 6) == 0)
-            *is_request = 1;
+        if (klen == 6 && memcmp(key, "method", 6) == 0)
+            method = 1;
         skip_ws(&s);
         if (s.p >= s.e || *s.p != ':')
             break;
         s.p++;
+        skip_ws(&s);
+        at = s.p;
         json_t *v = parse_value(&s);
-        if (!v)
-            break;
-        if (is_id) { /* the last one wins, as in jf_loadb */
+        if (!v) { /* a member that does not decode: the ones after it still count */
+            s.depth = 0;
+            s.p = lex_skip(at, s.e);
+        } else if (is_id) { /* the last one wins, as in jf_loadb */
             json_decref(id);
             id = json_is_string(v) || json_is_integer(v) ? json_incref(v) : NULL;
         }
         json_decref(v);
         skip_ws(&s);
+        if (s.p < s.e && *s.p == '}')
+            complete = 1;
         if (s.p >= s.e || *s.p != ',')
             break;
         s.p++;
     }
+out:
     free(s.tmp);
+    if (is_request)
+        *is_request = method ? 1 : complete ? 0 : -1;
     return id;
 }
 
@@ -705,7 +776,11 @@ static int enc(struct out *o, const json_t *v, int depth)
             put(o, digits, n);
             return 0;
         }
-        return enc_string(o, json_string_value(v), json_string_length(v));
+        const char *str = json_string_value(v);
+        size_t len = json_string_length(v), t = sizeof(JF_STR_TAG) - 1;
+        if (len >= t && memcmp(str, JF_STR_TAG, t) == 0) /* an input string kept behind it */
+            return enc_string(o, str + t, len - t);
+        return enc_string(o, str, len);
     }
     case JSON_INTEGER:
         enc_integer(o, json_integer_value(v));
@@ -750,11 +825,18 @@ int jf_big_integer(const json_t *v, const char **digits, size_t *len)
 
 char *jf_untag(char *text)
 {
-    static const char pat[] = "\"\\u0000jf-integer:"; /* how json_dumps writes the tag */
-    size_t pl = sizeof(pat) - 1;
+    static const char pat[] = "\"\\u0000jf-integer:"; /* how json_dumps writes the tags */
+    static const char spat[] = "\"\\u0000jf-string:";
+    size_t pl = sizeof(pat) - 1, sl = sizeof(spat) - 1;
     char *r = text, *w = text;
     int in_str = 0; /* inside a string: its quotes and backslashes are not the tag's */
     while (text && *r) {
+        if (!in_str && *r == '"' && strncmp(r, spat, sl) == 0) {
+            *w++ = '"'; /* an input string kept behind the tag: what follows is its text */
+            r += sl;
+            in_str = 1;
+            continue;
+        }
         if (!in_str && *r == '"' && strncmp(r, pat, pl) == 0) {
             const char *d = r + pl, *q = d + (*d == '-');
             while (*q >= '0' && *q <= '9')

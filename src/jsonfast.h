@@ -37,6 +37,11 @@
  * C text is empty: it starts with a NUL byte, which only JF_ALLOW_NUL input can hold). */
 #define JF_BIG_INTEGERS 4
 #define JF_BIG_TAG      "\0jf-integer:"
+/* The tags cannot be forged: with JF_ALLOW_NUL, a string of the input that itself starts
+ * with JF_TAG_PREFIX is kept behind JF_STR_TAG, and jf_dumps (and jf_untag) write what follows
+ * that tag as the string it was. So every string comes back out as it came in. */
+#define JF_TAG_PREFIX "\0jf-"
+#define JF_STR_TAG    "\0jf-string:"
 json_t *jf_loadb(const char *text, size_t len, int flags, json_error_t *err);
 
 /* 1 (with the digits, not NUL-terminated) when v is such a big integer, else 0. */
@@ -46,11 +51,14 @@ int jf_big_integer(const json_t *v, const char **digits, size_t *len);
 char *jf_untag(char *text);
 
 /* The top-level "id" member of a JSON-RPC message that did not decode (a NUL in a key, a
- * frame cut at the size cap, garbage after a good head): the members before the first error
- * are read as jf_loadb reads them, and the id is returned (a new reference) when one of
- * them was "id" with a string or integer value; NULL otherwise. *is_request (if given): a
- * "method" member was among them. So the sender of a malformed request can still be told
- * which of its requests failed, and a malformed answer still ends what it answers. */
+ * frame cut at the size cap, garbage after a good head): members are read as jf_loadb reads
+ * them, one that does not decode is stepped over as tokens (the members after it still
+ * count), and the id is returned (a new reference) when one of them was "id" with a string
+ * or integer value; NULL otherwise. *is_request (if given): 1 when a "method" member was
+ * among them, 0 when there was none and the object was read to its end (an answer), -1 when
+ * there was none but the text stops or breaks before the end (cut at the size cap: it may be
+ * either). So the sender of a malformed request can still be told which of its requests
+ * failed, and a malformed answer still ends what it answers. */
 json_t *jf_frame_id(const char *text, size_t len, int *is_request);
 
 /* Encodes v compactly; caller frees. NULL when v is NULL, holds a string that is not UTF-8

@@ -243,6 +243,7 @@ static void wire_run_pipeline(void)
     ctl_set_hooks(&(struct ctl_hooks){.authenticate = wk_authenticate,
                                       .message = wk_on_message,
                                       .disconnect = wk_on_disconnect,
+                                      .broken = wk_on_broken,
                                       .is_starting = wk_is_starting});
     calls_set_hooks(&(struct calls_hooks){.run_lookup = run_call_rules,
                                           .call_done = run_on_call_done,

@@ -32,6 +32,7 @@ struct gw_server {
     int tries;       /* refreshes answered by another 401 (reset after a minute) */
     int64_t last_ms; /* when the last refresh started */
     char *handed;    /* the token last put into a request */
+    int changed;     /* a change to report from the loop: 1 new token, 2 removed */
     struct gw_server *next;
 };
 
@@ -48,6 +49,7 @@ static int64_t cache_checked_ms;
 static int watching;
 static struct lp_timer watch_timer;
 static oagw_reconnect_fn reconnect_fn;
+static struct lp_deferred report_later;
 
 void oagw_set_reconnect(oagw_reconnect_fn fn)
 {
@@ -95,8 +97,22 @@ static int due(json_t *e)
     return json_is_integer(exp) && json_integer_value(exp) - oa_now() <= ahead_s(e);
 }
 
-/* Rereads the store when it changed on disk; tells the transport about servers whose token
- * changed (a new one: reconnect if it was down; none any more: disconnect). */
+/* The changes reload() noticed, told to the transport from the loop: reload runs inside the
+ * transport's own calls (oagw_header while it builds a request, oagw_denied while it handles
+ * a 401), where acting on a change could free what that call is using. */
+static void report_changes(void *ud)
+{
+    (void)ud;
+    for (struct gw_server *g = servers; g; g = g->next) {
+        int c = g->changed;
+        g->changed = 0;
+        if (c && !g->in_flight && reconnect_fn)
+            reconnect_fn(g->name, c == 2);
+    }
+}
+
+/* Rereads the store when it changed on disk; servers whose token changed (a new one:
+ * reconnect if it was down; none any more: disconnect) are reported from the loop. */
 static void reload(int force)
 {
     char path[4200];
@@ -122,8 +138,8 @@ static void reload(int force)
             continue;
         log_info("oauth", "%s: stored credentials %s", g->name, now ? "changed" : "removed");
         g->tries = 0;
-        if (reconnect_fn)
-            reconnect_fn(g->name, now == NULL);
+        g->changed = now ? 1 : 2;
+        lp_defer(&report_later, report_changes, NULL);
     }
     json_decref(old);
 }
@@ -152,6 +168,7 @@ void oagw_stop(void)
     if (watching)
         lp_timer_stop(&watch_timer);
     watching = 0;
+    lp_defer_cancel(&report_later);
 }
 
 static int oauth_applies(const struct cfg_server *s)
@@ -282,6 +299,7 @@ static void refresh_done(void *ud)
                  r->why ? r->why : "?");
     reload(1); /* skips this server: still in flight */
     g->in_flight = 0;
+    g->changed = 0; /* reported just below */
     if (reconnect_fn && r->outcome != -1)
         reconnect_fn(r->name, r->outcome == -2);
     else if (reconnect_fn)

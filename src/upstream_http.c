@@ -127,11 +127,9 @@ int uh_submit(struct hx *h, const char *method, int with_session, const char *la
     struct http_tp *tp = h->tp;
     struct buf lines = {0};
     int post = strcmp(method, "POST") == 0;
-    /* oagw_header may reload the stored credentials and report a change (oauth_changed):
-     * that is deferred while in_submit, since it could free h. Never logged. */
-    tp->in_submit++;
+    /* oagw_header may notice changed credentials: oauth_gw.c reports that from the loop
+     * (oauth_changed), never from inside this call. Never logged. */
     char *bearer = oagw_header(tp->up->cfg);
-    tp->in_submit--;
     uh_headers(h, method, with_session, last_id, bearer, &lines);
     free(bearer);
     struct ct_request rq = {
@@ -221,35 +219,14 @@ static void auth_failed(struct http_tp *tp, const struct ct_event *ev)
                            "the server refused the access token; refreshing it");
 }
 
-/* oauth_gw.c: the stored credentials of a server changed (codemcp auth/logout, a refresh). */
-static void oauth_apply(struct http_tp *tp, const char *name, int removed);
-
-static void oauth_later(void *ud)
-{
-    struct http_tp *tp = ud;
-    if (!tp->stopping)
-        oauth_apply(tp, tp->up->name, tp->oauth_removed);
-}
-
+/* oauth_gw.c, from the loop: the stored credentials of a server changed (codemcp
+ * auth/logout, a refresh). */
 static void oauth_changed(const char *name, int removed)
 {
     struct upstream *up = up_find(name);
     struct http_tp *tp = up && up->ops == &up_http_ops ? up->tp : NULL;
     if (!tp || tp->stopping)
         return;
-    if (tp->in_submit) {
-        /* Noticed by oagw_header while uh_submit builds a request: acting now would free
-         * the exchange (and maybe more) under its feet. Right after, from the loop. */
-        tp->oauth_removed = removed;
-        lp_timer_start(&tp->oauth_timer, 0, oauth_later, tp);
-        return;
-    }
-    oauth_apply(tp, name, removed);
-}
-
-static void oauth_apply(struct http_tp *tp, const char *name, int removed)
-{
-    struct upstream *up = tp->up;
     char why[300];
     snprintf(why, sizeof(why), "needs_auth (Run: codemcp auth %s): no valid stored credentials",
              name);
@@ -261,10 +238,11 @@ static void oauth_apply(struct http_tp *tp, const char *name, int removed)
             up__transport_open(up);
     } else if (removed && !tp->down) {
         uh_lose_connection(tp, 1, why);
-    } else if (removed) {
+    } else if (removed && !(up->error && strncmp(up->error, "needs_auth", 10) == 0)) {
+        /* down for another reason (a 401 that came first already said needs_auth) */
         log_warn("upstream", "%s: %s", name, why);
         up__set_error(up, "%s", why);
-    } else if (tp->down) {
+    } else if (!removed && tp->down) {
         lp_timer_stop(&tp->reconnect_timer);
         tp->backoff_ms = 0;
         reconnect_now(tp);
@@ -535,7 +513,7 @@ static int answer_with_error_body(struct hx *h, const struct ct_event *ev)
 {
     if (!ev->body || ev->body_len == 0)
         return 0;
-    json_t *msg = json_loadb(ev->body, ev->body_len, JSON_ALLOW_NUL, NULL);
+    json_t *msg = jf_loadb(ev->body, ev->body_len, JF_ALLOW_NUL, NULL);
     json_t *error = json_object_get(msg, "error");
     if (!json_is_object(error) || !json_is_integer(json_object_get(error, "code"))) {
         json_decref(msg);
@@ -750,7 +728,6 @@ static void http_free(struct upstream *up)
     hx_free_all(tp);
     lp_timer_stop(&tp->reconnect_timer);
     lp_timer_stop(&tp->close_timer);
-    lp_timer_stop(&tp->oauth_timer);
     for (char **h = tp->headers; h && *h; h++)
         free(*h);
     free(tp->headers);

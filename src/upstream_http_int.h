@@ -57,10 +57,6 @@ struct http_tp {
      * referenced so that its address cannot come back as a newer list) whose input schema
      * mentions x-mcp-header; the other tools' calls carry no Mcp-Param-* headers. */
     json_t *hdr_indexed, *hdr_tools;
-    /* uh_submit is asking oauth_gw.c for the bearer: a credentials change it reports then is
-     * applied from oauth_timer instead (oauth_removed: what it said). */
-    int in_submit, oauth_removed;
-    struct lp_timer oauth_timer;
 };
 
 /* ---- exchanges (upstream_http.c) ---- */

@@ -420,6 +420,16 @@ void wk_on_message(int slot, json_t *msg)
     }
 }
 
+void wk_on_broken(int slot, uint64_t conn_id, const char *why)
+{
+    struct worker *w = &workers[slot];
+    if (w->conn_id != conn_id || !w->pid)
+        return;
+    log_warn("worker", "worker %d: %s", slot, why);
+    free(w->kill_reason);
+    w->kill_reason = xstrdup(why); /* its run ends with it (wk_on_disconnect follows) */
+}
+
 void wk_on_disconnect(int slot, uint64_t conn_id)
 {
     struct worker *w = &workers[slot];

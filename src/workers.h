@@ -66,6 +66,8 @@ const char *wk_start_failure(int slot);
 int wk_authenticate(const char *token, uint64_t conn_id);
 void wk_on_message(int slot, json_t *msg);
 void wk_on_disconnect(int slot, uint64_t conn_id);
+/* ctl_hooks.broken: the run of this connection ends with why (the close follows). */
+void wk_on_broken(int slot, uint64_t conn_id, const char *why);
 /* Catalog or shapes changed: push the new SDK to connected workers. */
 void wk_on_catalog_changed(void);
 /* Kills every worker (shutdown). done() when all are reaped. */

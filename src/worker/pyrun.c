@@ -248,20 +248,24 @@ static int pyr_entry_holds(PyObject *e, struct plain *p, PyObject *snap, PyObjec
     if (same <= 0)
         return same;
     PyObject *tokens = PyTuple_GET_ITEM(e, 2), *bound = PyTuple_GET_ITEM(e, 3);
-    PyObject *ns = p->reset ? NULL : PyDict_GetItemWithError(H.sessions, p->session);
+    /* A strong reference: a key's __eq__ in the namespace (agent code) may drop it from
+     * runner._sessions while we look. */
+    PyObject *ns = p->reset ? NULL : Py_XNewRef(PyDict_GetItemWithError(H.sessions, p->session));
     if (!ns && PyErr_Occurred())
         return -1;
+    int rc = 1;
     if (ns && !PyDict_CheckExact(ns))
-        return 0;
+        rc = 0;
     const char *b = PyBytes_AS_STRING(bound);
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tokens); i++) {
+    for (Py_ssize_t i = 0; rc == 1 && i < PyTuple_GET_SIZE(tokens); i++) {
         int has = ns ? PyDict_Contains(ns, PyTuple_GET_ITEM(tokens, i)) : 0;
         if (has < 0)
-            return -1;
-        if (has != (b[i] == '1'))
-            return 0;
+            rc = -1;
+        else if (has != (b[i] == '1'))
+            rc = 0;
     }
-    return 1;
+    Py_XDECREF(ns);
+    return rc;
 }
 
 /* The cache entry for this run (new ref), or NULL: the Python path takes it (no exception)
@@ -271,11 +275,11 @@ static PyObject *pyr_entry(struct plain *p)
     PyObject *snap, *shapes, *got = NULL, *e = PyDict_GetItemWithError(H.cache, p->code);
     pyr_snap(&snap, &shapes);
     if (e) {
+        Py_INCREF(e); /* agent code runs in the check (a namespace key's __eq__) */
         int ok = pyr_entry_holds(e, p, snap, shapes);
-        if (ok < 0)
-            return NULL;
         if (ok)
-            return Py_NewRef(e);
+            return ok < 0 ? (Py_DECREF(e), NULL) : e;
+        Py_DECREF(e);
     } else if (PyErr_Occurred()) {
         return NULL;
     }

@@ -65,33 +65,40 @@ int pyrs_init(PyObject *hooks)
  * injected names, drop `result`. Otherwise runner._namespace itself. */
 PyObject *pyrs_namespace(PyObject *session, int reset, PyObject *snap)
 {
-    PyObject *fresh_for = PyDict_GetItemWithError(R.rn_dict, R.k_fresh_for); /* borrowed */
-    PyObject *injected = PyDict_GetItemWithError(R.rn_dict, R.k_injected);
-    PyObject *ns = NULL, *fresh = NULL, *inj = NULL;
+    /* Strong references before any lookup: a key's __eq__ (agent code can put any key in
+     * these dicts) may drop the namespace or the tuple from them while we look. */
+    PyObject *fresh_for = Py_XNewRef(PyDict_GetItemWithError(R.rn_dict, R.k_fresh_for));
+    PyObject *injected = Py_XNewRef(PyDict_GetItemWithError(R.rn_dict, R.k_injected));
+    PyObject *ns = NULL, *fresh = NULL, *inj = NULL, *out = NULL;
     if (PyErr_Occurred())
-        return NULL;
+        goto out;
     if (!reset && fresh_for && PyTuple_CheckExact(fresh_for) && PyTuple_GET_SIZE(fresh_for) == 2 &&
         PyTuple_GET_ITEM(fresh_for, 0) == snap && injected && PyDict_CheckExact(injected)) {
-        fresh = PyTuple_GET_ITEM(fresh_for, 1);
-        ns = PyDict_GetItemWithError(R.sessions, session);
-        inj = ns ? PyDict_GetItemWithError(injected, session) : NULL;
+        fresh = PyTuple_GET_ITEM(fresh_for, 1); /* held by fresh_for */
+        ns = Py_XNewRef(PyDict_GetItemWithError(R.sessions, session));
+        inj = ns ? PyDict_GetItemWithError(injected, session) : NULL; /* compared only */
         if (PyErr_Occurred())
-            return NULL;
+            goto out;
     }
-    if (!ns || !PyDict_CheckExact(ns) || !PyDict_CheckExact(fresh) || inj != fresh)
-        return PyObject_CallFunctionObjArgs(R.namespace, session, reset ? Py_True : Py_False, snap,
-                                            NULL);
-    Py_INCREF(ns);
+    if (!ns || !PyDict_CheckExact(ns) || !PyDict_CheckExact(fresh) || inj != fresh) {
+        out = PyObject_CallFunctionObjArgs(R.namespace, session, reset ? Py_True : Py_False, snap,
+                                           NULL);
+        goto out;
+    }
     PyObject *r = PyObject_CallMethodOneArg(R.sessions, R.k_move_to_end, session);
     if (!r || PyDict_Update(ns, fresh) < 0 ||
         (PyDict_DelItem(ns, R.k_result) < 0 && !PyErr_ExceptionMatches(PyExc_KeyError))) {
         Py_XDECREF(r);
-        Py_DECREF(ns);
-        return NULL;
+        goto out;
     }
     PyErr_Clear(); /* the KeyError of a namespace without `result` */
     Py_DECREF(r);
-    return ns;
+    out = Py_NewRef(ns);
+out:
+    Py_XDECREF(ns);
+    Py_XDECREF(fresh_for);
+    Py_XDECREF(injected);
+    return out;
 }
 
 /* RunState(run_id, params) for a str run_id, its slots set as __init__ sets them. */
@@ -134,6 +141,8 @@ static PyObject *stream(int i, Py_ssize_t limit)
     PyTypeObject *t = s ? Py_TYPE(s) : NULL;
     if (s && t == (PyTypeObject *)R.capped && Py_REFCNT(s) == 1 && t->tp_weaklistoffset > 0 &&
         !*(PyObject **)((char *)s + t->tp_weaklistoffset)) {
+        /* Held across the clear: a value's __del__ may empty _last (and free s with it). */
+        s = Py_NewRef(s);
         PyObject *d = PyObject_GenericGetDict(s, NULL),
                  *lim = PyLong_FromSsize_t(limit < 0 ? 0 : limit);
         int rc = d && lim && PyDict_CheckExact(d) ? 0 : -1;
@@ -146,7 +155,9 @@ static PyObject *stream(int i, Py_ssize_t limit)
         }
         Py_XDECREF(d);
         Py_XDECREF(lim);
-        return rc == 0 ? Py_NewRef(s) : NULL;
+        if (rc < 0)
+            Py_CLEAR(s);
+        return s;
     }
     return PyObject_CallFunction(R.stream, "iOn", i, R.k_names[i], limit);
 }

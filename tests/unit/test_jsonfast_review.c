@@ -206,6 +206,42 @@ static void test_frame_id(void)
     }
 }
 
+/* Review 18, finding 1: members after one that does not decode still count, so a request
+ * whose "method" comes last is known as one; a cut frame without "method" may be either. */
+static void test_frame_kind(void)
+{
+    static const struct {
+        const char *text;
+        const char *id; /* as JSON; NULL: none */
+        int kind;       /* *is_request */
+    } cases[] = {
+        {"{\"jsonrpc\":\"2.0\",\"id\":\"h1\",\"params\":{\"args\":{\"a\\u0000b\":1}},"
+         "\"method\":\"call_tool\"}",
+         "\"h1\"", 1},
+        {"{\"params\":{\"x\":1e999},\"id\":\"h2\",\"method\":\"call_tool\"}", "\"h2\"", 1},
+        {"{\"params\":[[[\"]]]\\\"\",{\"a\":1e999}]]],\"id\":7 , \"method\" : \"x\" }", "7", 1},
+        {"{\"params\":{\"x\":\"\\q\"},\"id\":\"h3\",\"method\":\"call_tool\"}", "\"h3\"", 1},
+        {"{\"\xff\":1,\"id\":\"h4\",\"method\":\"call_tool\"}", "\"h4\"", 1},
+        {"{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{\"a\\u0000\":1}}", "9", 0},
+        {"{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{\"ok\":tru", "9", -1},
+        {"{\"id\":9,\"result\":1e999,\"x\":\"unterminated", "9", -1},
+        {"{}", NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int kind = 5;
+        json_t *id = jf_frame_id(cases[i].text, strlen(cases[i].text), &kind);
+        char *got = id ? jf_dumps(id) : NULL;
+        int ok = (cases[i].id ? got && strcmp(got, cases[i].id) == 0 : id == NULL) &&
+                 kind == cases[i].kind;
+        if (!ok)
+            fprintf(stderr, "  jf_frame_id(%s) = %s, kind %d\n", cases[i].text, got ? got : "NULL",
+                    kind);
+        EXPECT(ok);
+        free(got);
+        json_decref(id);
+    }
+}
+
 /* The lead's 16:33 finding: Python's 2**64 in a worker frame was refused (jansson's
  * json_int_t), the run's answer was dropped and the run timed out. JF_BIG_INTEGERS keeps such
  * integers digit for digit through jf_dumps; forged tags never write anything but digits. */
@@ -239,9 +275,16 @@ static void test_big_integers(void)
     free(t);
     json_decref(v);
     free(big);
-    /* a tag forged in a string (JF_ALLOW_NUL) writes a number only when it is one */
+    /* a tag forged in a string (JF_ALLOW_NUL) stays that string (review 18, finding 4: it
+     * was written as the number 12) */
     static const char *forged[][2] = {
-        {"[\"\\u0000jf-integer:12\"]", "[12]"},
+        {"[\"\\u0000jf-integer:12\"]", "[\"\\u0000jf-integer:12\"]"},
+        {"[\"\\u0000jf-integer:-7\"]", "[\"\\u0000jf-integer:-7\"]"},
+        {"[\"\\u0000jf-string:x\"]", "[\"\\u0000jf-string:x\"]"},
+        {"[\"\\u0000jf-string:\\u0000jf-integer:3\"]",
+         "[\"\\u0000jf-string:\\u0000jf-integer:3\"]"},
+        {"[\"\\u0000jf-\",\"\\u0000jf\",\"\\u0000\"]",
+         "[\"\\u0000jf-\",\"\\u0000jf\",\"\\u0000\"]"},
         {"[\"\\u0000jf-integer:1,\\\"x\\\":2\"]", "[\"\\u0000jf-integer:1,\\\"x\\\":2\"]"},
         {"[\"\\u0000jf-integer:\"]", "[\"\\u0000jf-integer:\"]"},
         {"[\"\\u0000jf-integer:-\"]", "[\"\\u0000jf-integer:-\"]"},
@@ -249,13 +292,20 @@ static void test_big_integers(void)
         {"[\"\\u0000jf-integer:1e5\"]", "[\"\\u0000jf-integer:1e5\"]"},
     };
     for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
-        v = jf_loadb(forged[i][0], strlen(forged[i][0]), JF_ALLOW_NUL, NULL);
-        t = jf_dumps(v);
-        if (!t || strcmp(t, forged[i][1]) != 0)
-            fprintf(stderr, "  forged %s -> %s\n", forged[i][0], t ? t : "NULL");
-        EXPECT(t && strcmp(t, forged[i][1]) == 0);
-        free(t);
-        json_decref(v);
+        for (int f = 0; f < 2; f++) {
+            v = jf_loadb(forged[i][0], strlen(forged[i][0]),
+                         JF_ALLOW_NUL | (f ? JF_BIG_INTEGERS : 0), NULL);
+            t = jf_dumps(v);
+            if (!t || strcmp(t, forged[i][1]) != 0)
+                fprintf(stderr, "  forged %s -> %s\n", forged[i][0], t ? t : "NULL");
+            EXPECT(t && strcmp(t, forged[i][1]) == 0);
+            /* and json_dumps + jf_untag (the smoke output) gives the same text */
+            char *u = jf_untag(json_dumps(v, JSON_COMPACT));
+            EXPECT(u && strcmp(u, forged[i][1]) == 0);
+            free(u);
+            free(t);
+            json_decref(v);
+        }
     }
     char u[] = "{\"a\": \"\\u0000jf-integer:5\", \"b\": \"\\u0000jf-integer:5x\"}";
     EXPECT(strcmp(jf_untag(u), "{\"a\": 5, \"b\": \"\\u0000jf-integer:5x\"}") == 0);
@@ -279,5 +329,6 @@ int main(void)
     check_case("every truncation, invalid UTF-8, duplicate keys, \\u0000",
                test_truncations_and_bytes);
     check_case("jf_frame_id names the id of a frame that does not decode", test_frame_id);
+    check_case("jf_frame_id reads past a member that does not decode", test_frame_kind);
     return CHECK_DONE();
 }

@@ -1,9 +1,13 @@
 /* test_oauth — the pure parts of OAuth (src/oauth_disc.c, src/oauth_store.c): the Bearer
  * challenge parser, the "oauth" settings in both spellings, form escaping, and the token
- * store (0600, compare-and-swap under the lock, an entry for another URL ignored). */
+ * store (0600, compare-and-swap under the lock, an entry for another URL ignored); and
+ * src/oauth_gw.c's report of changed credentials, which comes from the loop, never from
+ * inside the transport's own call (review 18, finding 3). */
 #include "check.h"
 #include "config.h"
+#include "loop.h"
 #include "oauth.h"
+#include "oauth_gw.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -122,10 +126,87 @@ static void store(void)
     CHECK(system(cmd) == 0, "cleanup");
 }
 
+/* ---- oauth_gw: credential changes reported from the loop ----------------------------------- */
+
+static int inside; /* 1 while a transport's call into oauth_gw runs */
+static int changes, changes_inside, last_removed;
+static struct lp_timer stop_timer;
+
+static void on_change(const char *name, int removed)
+{
+    changes++;
+    changes_inside += inside;
+    last_removed = removed;
+    CHECK(streq(name, "x"), "the change names its server (%s)", name);
+}
+
+static void stop_loop(void *ud)
+{
+    (void)ud;
+    lp_stop();
+}
+
+static int drop(json_t *store, void *ud)
+{
+    (void)ud;
+    json_object_del(json_object_get(store, "servers"), "x");
+    return 1;
+}
+
+/* Lets the loop run for ms (timers, deferred work). */
+static void spin(int ms)
+{
+    lp_timer_start(&stop_timer, ms, stop_loop, NULL);
+    lp_run();
+}
+
+static void changes_from_loop(void)
+{
+    char dir[] = "/tmp/codemcp-oauth-unit-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "temp dir");
+    setenv("XDG_CONFIG_HOME", dir, 1);
+    CHECK(lp_init() == 0, "loop");
+    CHECK(oa_store_update(put, "t1") == 1, "store t1");
+    struct cfg_server s = {.name = "x", .type = CFG_REMOTE, .enabled = 1, .url = "https://x/mcp"};
+    oagw_set_reconnect(on_change);
+    char *h = oagw_header(&s);
+    CHECK(streq(h, "Authorization: Bearer t1"), "header (%s)", h ? "set" : "NULL");
+    free(h);
+    /* `codemcp auth` stores another token; the transport's next request notices it. */
+    CHECK(oa_store_update(put, "t2-longer") == 1, "store t2");
+    usleep(1100 * 1000); /* the store is looked at again after a second */
+    inside = 1;
+    h = oagw_header(&s);
+    inside = 0;
+    CHECK(streq(h, "Authorization: Bearer t2-longer"), "the new token is used");
+    free(h);
+    CHECK(changes_inside == 0, "oagw_header did not report the change from inside (%d)",
+          changes_inside);
+    spin(100);
+    CHECK(changes == 1 && !last_removed, "the change came from the loop (%d)", changes);
+    /* `codemcp logout`: noticed by oagw_has_token (admin status) and by oagw_denied (a 401) */
+    CHECK(oa_store_update(drop, NULL) == 1, "logout");
+    usleep(1100 * 1000);
+    inside = 1;
+    CHECK(!oagw_has_token(&s), "no token after logout");
+    char why[300];
+    oagw_denied(&s, 401, NULL, why, sizeof(why));
+    inside = 0;
+    CHECK(changes_inside == 0, "no change reported from inside a caller (%d)", changes_inside);
+    spin(100);
+    CHECK(changes == 2 && last_removed, "the removal came from the loop (%d)", changes);
+    oagw_stop();
+    lp_destroy();
+    char cmd[4300];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0, "cleanup");
+}
+
 int main(void)
 {
     challenges();
     settings();
     store();
+    changes_from_loop();
     return CHECK_DONE();
 }
