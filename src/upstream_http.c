@@ -162,7 +162,7 @@ int uh_submit_now(struct hx *h, const char *method, int with_session, const char
         rq.connect_timeout_ms = DELETE_TIMEOUT_MS / 2;
     h->xfer = ct_submit(&rq);
     h->is_sse = h->progress = 0;
-    if (h->xfer && h->kind == HX_MSG) {
+    if (h->xfer && h->kind == HX_MSG && !h->uncapped) {
         h->slot = 1;
         tp->active++;
     }
@@ -708,6 +708,7 @@ static int http_send(struct upstream *up, const char *text, size_t len)
         h->req_id = json_incref(id);
     h->is_initialize = is_init;
     uh_note_headers(h, msg);
+    h->uncapped = h->mcp_method && strcmp(h->mcp_method, "subscriptions/listen") == 0;
     h->is_initialized = json_is_string(method) &&
                         strcmp(json_string_value(method), "notifications/initialized") == 0;
     json_decref(msg);

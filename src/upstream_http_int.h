@@ -42,6 +42,7 @@ struct hx {
      * `queued` while it waits in tp's queue for one (q_method, q_with_session: the transfer
      * uh_submit was asked for; a GET resumes from last_id). */
     int slot, queued, q_with_session;
+    int uncapped; /* the 2026 era's subscriptions/listen: a standing stream, like the GET */
     const char *q_method;
     int64_t queued_ms;
     struct hx *q_next;
@@ -70,9 +71,10 @@ struct http_tp {
     int in_submit, oauth_removed;
     struct lp_timer oauth_timer;
     /* At most max_active message transfers at once (0: no cap): each holds an HTTP/1.1
-     * connection. The rest wait in order in q_head..q_tail; the standing GET stream, the
-     * session replay and the DELETE are not counted (they are one connection each, and a
-     * cap that the GET stream could fill would starve every request). */
+     * connection. The rest wait in order in q_head..q_tail; the standing streams (the GET,
+     * the 2026 era's subscriptions/listen), the session replay and the DELETE are not
+     * counted (one connection each; a cap a standing stream could fill would starve every
+     * request). */
     int max_active, active;
     struct hx *q_head, *q_tail;
     size_t n_queued, queued_total; /* waiting now; waited since the queue was last empty */

@@ -4,8 +4,9 @@
  * At most tp->max_active message transfers (POSTs and the GETs that resume their streams) of
  * one server run at once: its "maxConnections", else CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM
  * (0: no cap). Over HTTP/1.1 each holds a connection, so the server sees at most that many
- * (plus its one event stream, the session replay and the DELETE, which are not counted: a cap
- * the GET stream could fill would starve every request). The rest wait here in order, with no
+ * plus its one standing stream (the GET event stream, or the 2026 era's subscriptions/listen
+ * POST), the session replay and the DELETE, which are not counted: a cap that a standing
+ * stream could fill would starve every request. The rest wait here in order, with no
  * transfer yet; a freed slot (a transfer's end, an abort) starts the next. A request that
  * upstream.c gives up (timeout, cancel) while it waits is dropped unsent, and its error says it
  * was waiting for a connection; one already sent has its transfer closed, so that a server that
@@ -110,7 +111,8 @@ int uh_unqueue(struct hx *h)
 int uh_submit(struct hx *h, const char *method, int with_session, const char *last_id)
 {
     struct http_tp *tp = h->tp;
-    if (h->kind != HX_MSG || tp->max_active <= 0 || (tp->active < tp->max_active && !tp->q_head))
+    if (h->kind != HX_MSG || h->uncapped || tp->max_active <= 0 ||
+        (tp->active < tp->max_active && !tp->q_head))
         return uh_submit_now(h, method, with_session, last_id);
     h->xfer = 0;
     h->is_sse = h->progress = 0;

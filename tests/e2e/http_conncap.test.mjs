@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { after, test } from 'node:test';
 
-import { NODE, TESTS, connectClient, ms, tempDir, writeConfig } from './lib.mjs';
+import { NODE, TESTS, connectClient, ms, tempDir, waitFor, writeConfig } from './lib.mjs';
 
 const FIXTURE = path.join(TESTS, 'fixtures', 'http', 'mcp_http_server.mjs');
 const started = new Set();
@@ -155,6 +155,34 @@ test('a sent call that times out gives its connection back: a server that never 
     const t0 = Date.now();
     assert.deepEqual(await run(h, code), [false, 'timeout', '4']);
     assert.ok(Date.now() - t0 < ms(30000), `took ${Date.now() - t0} ms`);
+  } finally {
+    await h.close();
+  }
+});
+
+test("a 2026-era server's standing subscriptions/listen stream does not take a slot of the cap", { timeout: ms(120000) }, async () => {
+  // The SDK v2 fixture (stateless HTTP, modern only): the gateway keeps one subscriptions/listen
+  // POST open for list changes. Counted against maxConnections 1, it would starve every call.
+  const proc = spawn(NODE, [path.join(TESTS, 'v2', 'server.mjs'), '--http', '0', '--legacy', 'reject'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  started.add(proc);
+  let log = '';
+  const port = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`v2 server did not start: ${log}`)), ms(15000));
+    proc.stderr.setEncoding('utf8').on('data', (d) => {
+      log += d;
+      const m = log.match(/listening (\d+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    });
+  });
+  const dir = tempDir();
+  const h = await connect(writeConfig(dir, { hm: { type: 'remote', url: `http://127.0.0.1:${port}/mcp`, maxConnections: 1 } }));
+  try {
+    await waitFor(() => /recv subscriptions\/listen/.test(log), ms(15000));
+    const code = 'result = [hm_add(a=1, b=2, timeout_ms=10000), hm_add(a=3, b=4, timeout_ms=10000)]';
+    assert.deepEqual(await run(h, code), [3, 7]);
   } finally {
     await h.close();
   }
