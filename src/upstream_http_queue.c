@@ -13,9 +13,11 @@
  * never answers cannot keep a slot (in the 2026 era that closed stream is the cancellation).
  *
  * Why not libcurl's CURLMOPT_MAX_HOST_CONNECTIONS: it is one value for every host of the multi
- * handle (no per-server value), it does not say which transfers wait (no clear error, no log),
- * and per its documentation the wait counts against CURLOPT_CONNECTTIMEOUT_MS, so a long wait
- * would read as an unreachable server and take the whole session down.
+ * handle (no per-server value), and it does not say which transfers wait, so a call given up
+ * could not tell that it never left, nor be kept from leaving later (no clear error, no log
+ * line). Its documentation also warns that the connect timeout "might expire" while a transfer
+ * waits, which upstream_http.c would read as an unreachable server (libcurl 7.88.1, measured:
+ * a transfer queued 3 s behind a 1 s connect timeout still succeeded).
  *
  * Loop thread only; owns no state of its own (it lives in struct http_tp and struct hx). */
 #include "config.h"
