@@ -187,3 +187,27 @@ test("a 2026-era server's standing subscriptions/listen stream does not take a s
     await h.close();
   }
 });
+
+test('calls waiting for a connection when the session expires are sent on the new session', { timeout: ms(120000) }, async () => {
+  const f = await startFixture();
+  const dir = tempDir();
+  const h = await connect(writeConfig(dir, { fx: remote(f, { maxConnections: 2 }) }));
+  try {
+    assert.equal(await run(h, 'result = str(fx_add(a=1, b=1))'), '2');
+    const expired = await (await fetch(`http://127.0.0.1:${f.port}/admin/expire`, { method: 'POST' })).json();
+    assert.equal(expired.expired, 1);
+    // Twelve calls over two connections: the first ones meet the 404 and are resent once; the
+    // rest wait, through the re-initialize, and go out on the new session.
+    const code = 'result = [r["value"] for r in gather(*[fx_add(a=40, b=i) for i in range(12)])]';
+    assert.deepEqual(await run(h, code), Array.from({ length: 12 }, (_, i) => 40 + i));
+    const st = await stats(f);
+    assert.equal(st.sessions, 2, 'exactly one new session');
+    const calls = st.requests.filter((q) => q.rpc === 'tools/call');
+    const newSid = calls[calls.length - 1].session;
+    assert.equal(calls.filter((q) => q.session === newSid).length, 12, JSON.stringify(calls.map((q) => q.session)));
+    assert.ok(st.maxConns <= 4, `${st.maxConns} connections open at once (cap 2, + the event stream, + the replay)`);
+    assert.match(h.stderr(), /fx: the server no longer knows session/);
+  } finally {
+    await h.close();
+  }
+});
