@@ -24,11 +24,14 @@
 //      BENCH_CODEMCP_LOG=<prefix> keeps each gateway's stderr in <prefix>.w<n>.log (combine with
 //      CODEMCP_LOG=info or debug; at info the report has each worker's start-up time),
 //      BENCH_PRINCIPALS (default SESSIONS / 50, rounded up: bearer tokens the sessions share),
-//      BENCH_OUT=<file> writes the report elsewhere.
-// 200 sessions (bench/results/http_load_200.md): BENCH_SESSIONS=200 CODEMCP_LOG=info
-//      BENCH_OUT=bench/results/http_load_200.md node bench/http_load.mjs 3 4 200
+//      BENCH_OUT=<file> writes the report elsewhere,
+//      BENCH_CAPS=32,0 runs one gateway per worker count and per upstream connection cap
+//      (CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM; 0: none), side by side, with a capped /
+//      uncapped table; every arm reports its peak upstream sockets.
+// 200 sessions (bench/results/http_load_200.md): BENCH_SESSIONS=200 BENCH_CAPS=32,0
+//      CODEMCP_LOG=info BENCH_OUT=bench/results/http_load_200.md node bench/http_load.mjs 3 4 200
 import { spawn, execFileSync } from 'node:child_process';
-import { openSync, readFileSync, readdirSync, writeFileSync, mkdtempSync, closeSync, existsSync, rmSync } from 'node:fs';
+import { openSync, readFileSync, readdirSync, readlinkSync, writeFileSync, mkdtempSync, closeSync, existsSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import http from 'node:http';
 import net from 'node:net';
@@ -38,6 +41,11 @@ import { NM, ROOT, codemcpBin, stats, fmt, memKiB, workerPids as allWorkerPids }
 const SECONDS = Number(process.argv[2] || 4);
 const ROUNDS = Number(process.argv[3] || 4);
 const WORKERS = String(process.argv[4] || '4,2').split(',').map(Number).filter((n) => n > 0);
+// BENCH_CAPS=32,0: one gateway per worker count and per CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM
+// value (0: no cap), side by side; unset: the gateways' default.
+const CAPS = process.env.BENCH_CAPS ? process.env.BENCH_CAPS.split(',').map(Number) : [null];
+const GWS = WORKERS.flatMap((w) => CAPS.map((cap) => ({ w, cap,
+  id: cap === null ? `W=${w}` : `W=${w} ${cap > 0 ? `cap ${cap}` : 'uncapped'}` })));
 const SESSIONS = Number(process.env.BENCH_SESSIONS || 50);
 const CALLS = Number(process.env.BENCH_CALLS || 10);
 const WARMUP_SECONDS = 3;
@@ -110,9 +118,9 @@ writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'remote', url: up
 const tokensFile = join(dir, 'tokens');
 writeFileSync(tokensFile, Array.from({ length: PRINCIPALS }, (_, k) => `bench${k} ${tokenOf(k)}\n`).join(''), { mode: 0o600 });
 const gateways = {};
-for (const w of WORKERS) {
-  const log = process.env.BENCH_CODEMCP_LOG ? `${process.env.BENCH_CODEMCP_LOG}.w${w}.log` : join(dir, `gw${w}.log`);
-  const env = { CODEMCP_CONFIG: cfg, CODEMCP_WORKERS: String(w), XDG_CONFIG_HOME: join(dir, 'xdg'), CODEMCP_HTTP_TOKENS_FILE: tokensFile,
+for (const g of GWS) {
+  const log = process.env.BENCH_CODEMCP_LOG ? `${process.env.BENCH_CODEMCP_LOG}.${g.id.replace(/\W+/g, '_')}.log` : join(dir, `gw-${g.id.replace(/\W+/g, '_')}.log`);
+  const env = { CODEMCP_CONFIG: cfg, CODEMCP_WORKERS: String(g.w), XDG_CONFIG_HOME: join(dir, 'xdg'), CODEMCP_HTTP_TOKENS_FILE: tokensFile,
     CODEMCP_LOG: process.env.CODEMCP_LOG || 'warn',
     // Every bench session comes from the same address (and up to SESSIONS / PRINCIPALS share a
     // principal): the per-principal and per-peer bounds (meant for floods) must fit SESSIONS
@@ -121,12 +129,13 @@ for (const w of WORKERS) {
     CODEMCP_HTTP_MAX_PENDING_PER_PEER: String(Math.max(32, SESSIONS + 8)),
     CODEMCP_HTTP_MAX_PENDING: String(Math.max(256, SESSIONS + 8)),
     CODEMCP_HTTP_MAX_CONN_PER_PEER: String(Math.max(512, 4 * SESSIONS)) };
-  const g = await startLogged([bin, 'start', '-p', '0'], env, log,
+  if (g.cap !== null) env.CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM = String(g.cap);
+  const st = await startLogged([bin, 'start', '-p', '0'], env, log,
     /serving MCP over Streamable HTTP at (\S+)/);
-  gateways[w] = { ...g, url: g.match[1], pid: g.proc.pid };
+  gateways[g.id] = { ...st, url: st.match[1], pid: st.proc.pid };
 }
 // The gateways' memory before any session (the per-session share is the growth from here).
-const gwMem0 = Object.fromEntries(WORKERS.map((w) => [w, { ...memKiB(gateways[w].pid), pss: pssKiB(gateways[w].pid) }]));
+const gwMem0 = Object.fromEntries(GWS.map((g) => [g.id, { ...memKiB(gateways[g.id].pid), pss: pssKiB(gateways[g.id].pid) }]));
 
 // ---- arms -----------------------------------------------------------------------------------
 let nextA = 1;
@@ -215,7 +224,7 @@ async function makeArm(name, url, task, tool, connectFn = connect) {
   arms[name] = { clients, task, rounds: [], errors: [], lat: [] };
 }
 await makeArm('direct', upUrl, directTask, 'get-sum');
-for (const w of WORKERS) await makeArm(`codemcp W=${w}`, gateways[w].url, codemcpTask, 'execute_python');
+for (const g of GWS) await makeArm(`codemcp ${g.id}`, gateways[g.id].url, codemcpTask, 'execute_python');
 if (RAW) await makeArm(RAW_ARM, upUrl, directTask, 'get-sum', (_, url) => rawConnect(url));
 const ARMS = Object.keys(arms);
 
@@ -247,12 +256,42 @@ function machineNs() {
 const selfNs = () => { const u = process.cpuUsage(); return (u.user + u.system) * 1e3; };
 function snapCpu() {
   const s = { machine: machineNs(), 'bench clients (node)': selfNs(), 'server-everything': cpuNs(upstream.proc.pid) };
-  for (const w of WORKERS) {
-    s[`gateway W=${w}`] = cpuNs(gateways[w].pid);
-    s[`workers W=${w}`] = workerPids(gateways[w].pid).reduce((n, p) => n + cpuNs(p), 0);
+  for (const g of GWS) {
+    s[`gateway ${g.id}`] = cpuNs(gateways[g.id].pid);
+    s[`workers ${g.id}`] = workerPids(gateways[g.id].pid).reduce((n, p) => n + cpuNs(p), 0);
   }
   return s;
 }
+
+// ---- upstream connections of one process ---------------------------------------------------
+// Established TCP connections from `pid` to the upstream: the socket inodes of /proc/net/tcp
+// (and tcp6) whose remote port is the upstream's, intersected with pid's descriptors. Sampled
+// every SOCK_SAMPLE_MS during a round; the other arms' idle keep-alive sockets (the upstream
+// closes them after 5 s) belong to other processes and are not counted.
+const SOCK_SAMPLE_MS = 500;
+const upPortHex = upPort.toString(16).toUpperCase().padStart(4, '0');
+function upstreamSockets(pid) {
+  const inodes = new Set();
+  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try { text = readFileSync(f, 'utf8'); } catch { continue; }
+    for (const line of text.split('\n').slice(1)) {
+      const c = line.trim().split(/\s+/);
+      if (c.length > 9 && c[3] === '01' && c[2].endsWith(`:${upPortHex}`)) inodes.add(c[9]);
+    }
+  }
+  let n = 0;
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        const m = readlinkSync(`/proc/${pid}/fd/${fd}`).match(/^socket:\[(\d+)\]$/);
+        if (m && inodes.has(m[1])) n++;
+      } catch {}
+    }
+  } catch {}
+  return n;
+}
+const armPid = (name) => { const g = GWS.find((q) => name === `codemcp ${q.id}`); return g ? gateways[g.id].pid : process.pid; };
 
 // ---- rounds ---------------------------------------------------------------------------------
 // One round: every client of the arm loops tasks until the deadline. Throughput counts the
@@ -271,6 +310,9 @@ async function runRound(name, seconds, keep) {
   let closed = false;
   const opener = setTimeout(() => { open = true; w0 = performance.now(); before = snapCpu(); }, RAMP * 1000);
   const closer = setTimeout(() => { open = false; closed = true; w1 = performance.now(); after = snapCpu(); }, seconds * 1000);
+  let peakSockets = 0;
+  const pid = armPid(name);
+  const sampler = setInterval(() => { peakSockets = Math.max(peakSockets, upstreamSockets(pid)); }, SOCK_SAMPLE_MS);
   await Promise.all(arm.clients.map(async (c) => {
     while (!closed) {
       const a = nextA; nextA += CALLS + 1;
@@ -291,10 +333,11 @@ async function runRound(name, seconds, keep) {
   }));
   clearTimeout(opener);
   clearTimeout(closer);
+  clearInterval(sampler);
   if (!keep) { arm.warmErrors = errors; arm.warmTasks = tasks; return; }
   if (!before || !after) throw new Error('round timers did not fire: the event loop was blocked');
   const cpu = Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - before[k]]));
-  arm.rounds.push({ tasks: inWindow, all: tasks, errors, wall: w1 - w0, cpu });
+  arm.rounds.push({ tasks: inWindow, all: tasks, errors, wall: w1 - w0, cpu, peakSockets });
   arm.lat.push(...lat);
 }
 
@@ -324,13 +367,13 @@ for (let r = 0; r < ROUNDS; r++) {
 const memory = { 'server-everything': [memKiB(upstream.proc.pid)] }, perSession = {};
 const threads = (pid) => { try { return Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/^Threads:\s+(\d+)/m)[1]); } catch { return 0; } };
 const parentPid = (pid) => { try { return Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]); } catch { return 0; } };
-for (const w of WORKERS) {
-  memory[`gateway W=${w}`] = [{ ...memKiB(gateways[w].pid), pss: pssKiB(gateways[w].pid) }];
+for (const g of GWS) {
+  memory[`gateway ${g.id}`] = [{ ...memKiB(gateways[g.id].pid), pss: pssKiB(gateways[g.id].pid) }];
   // The codemcp-worker processes below the gateway, in three groups (summed): the sessions'
   // interpreters (the only ones with more than one thread: Python + its I/O thread), each one's
   // sandbox waiter (its parent), and the rest (the prototype and its sandbox's waiter and init).
   // RSS counts the prototype's shared pages in every forked process; Pss splits them.
-  const wp = workerPids(gateways[w].pid);
+  const wp = workerPids(gateways[g.id].pid);
   const interp = wp.filter((p) => threads(p) > 1);
   const parents = new Set(interp.map(parentPid));
   const waiters = wp.filter((p) => parents.has(p)), rest = wp.filter((p) => !interp.includes(p) && !parents.has(p));
@@ -339,19 +382,19 @@ for (const w of WORKERS) {
     return [{ rss: ms.reduce((a, m) => a + (m.rss || 0), 0), hwm: ms.reduce((a, m) => a + (m.hwm || 0), 0),
       pss: ps.reduce((a, p) => a + (pssKiB(p) || 0), 0), n }];
   };
-  memory[`interpreters W=${w} (${interp.length} processes)`] = group(interp, interp.length);
-  memory[`their sandbox waiters W=${w} (${waiters.length})`] = group(waiters, waiters.length);
-  memory[`prototype + its sandbox W=${w} (${rest.length})`] = group(rest, 0);
-  const g1 = memory[`gateway W=${w}`][0];
-  perSession[w] = { n: interp.length, gwRss: (g1.rss - gwMem0[w].rss) / SESSIONS, gwPss: (g1.pss - gwMem0[w].pss) / SESSIONS,
-    interp: memory[`interpreters W=${w} (${interp.length} processes)`][0].pss / Math.max(1, interp.length),
-    waiter: memory[`their sandbox waiters W=${w} (${waiters.length})`][0].pss / Math.max(1, waiters.length) };
+  memory[`interpreters ${g.id} (${interp.length} processes)`] = group(interp, interp.length);
+  memory[`their sandbox waiters ${g.id} (${waiters.length})`] = group(waiters, waiters.length);
+  memory[`prototype + its sandbox ${g.id} (${rest.length})`] = group(rest, 0);
+  const g1 = memory[`gateway ${g.id}`][0];
+  perSession[g.id] = { n: interp.length, gwRss: (g1.rss - gwMem0[g.id].rss) / SESSIONS, gwPss: (g1.pss - gwMem0[g.id].pss) / SESSIONS,
+    interp: memory[`interpreters ${g.id} (${interp.length} processes)`][0].pss / Math.max(1, interp.length),
+    waiter: memory[`their sandbox waiters ${g.id} (${waiters.length})`][0].pss / Math.max(1, waiters.length) };
 }
 for (const name of ARMS) for (const c of arms[name].clients) {
   try { await c.transport.terminateSession(); } catch {}
   try { await c.client.close?.(); } catch {}
 }
-for (const w of WORKERS) gateways[w].proc.kill('SIGTERM');
+for (const g of GWS) gateways[g.id].proc.kill('SIGTERM');
 await sleep(500);
 upstream.proc.kill('SIGKILL');
 
@@ -359,17 +402,17 @@ upstream.proc.kill('SIGKILL');
 // connected (pid P) in X ms": from the start request to the worker's authenticated control
 // connection, through the prototype), and the starts that hit CODEMCP_WORKER_START_TIMEOUT_MS.
 const START_TIMEOUT = Number(process.env.CODEMCP_WORKER_START_TIMEOUT_MS || 15000);
-const startRows = WORKERS.map((w) => {
+const startRows = GWS.map((g) => {
   let text = '';
-  try { text = readFileSync(gateways[w].log, 'utf8'); } catch {}
+  try { text = readFileSync(gateways[g.id].log, 'utf8'); } catch {}
   const hits = [...text.matchAll(/worker \d+ connected \(pid \d+\) in (\d+) ms(?: \((\d+) ms queued\))?/g)];
   const ms = hits.map((m) => Number(m[1])), queued = hits.map((m) => Number(m[2] || 0));
   const own = ms.map((x, i) => x - queued[i]); // from its launch: what the start timeout measures
   const late = (text.match(/did not connect in time/g) || []).length;
   const protoFail = (text.match(/prototype[^\n]*(fail|exit|died|could not)/gi) || []).length;
-  if (!ms.length) return `| codemcp W=${w} | (log not at info level: run with CODEMCP_LOG=info) | | | | | | |`;
+  if (!ms.length) return `| codemcp ${g.id} | (log not at info level: run with CODEMCP_LOG=info) | | | | | | |`;
   const st = stats(ms), so = stats(own), sq = stats(queued);
-  return `| codemcp W=${w} | ${ms.length} | ${fmt(st.median, 0)} / ${fmt(st.p99, 0)} / ${fmt(st.max, 0)} | ` +
+  return `| codemcp ${g.id} | ${ms.length} | ${fmt(st.median, 0)} / ${fmt(st.p99, 0)} / ${fmt(st.max, 0)} | ` +
     `${fmt(sq.median, 0)} / ${fmt(sq.max, 0)} | ${fmt(so.median, 0)} / ${fmt(so.p99, 0)} / ${fmt(so.max, 0)} | ` +
     `${own.filter((x) => x > START_TIMEOUT).length} | ${late} | ${protoFail} |`;
 });
@@ -383,7 +426,7 @@ const R = Object.fromEntries(ARMS.map((name) => {
   const cpu = {};
   for (const r of a.rounds) for (const [k, v] of Object.entries(r.cpu)) cpu[k] = (cpu[k] ?? 0) + v;
   return [name, { tasks, all, wall, errors, tps: tasks / (wall / 1000), lat: stats(a.lat), cpu,
-    meanLat: sum(a.lat) / a.lat.length,
+    meanLat: sum(a.lat) / a.lat.length, peakSockets: Math.max(...a.rounds.map((r) => r.peakSockets)),
     perRound: a.rounds.map((r) => r.tasks / (r.wall / 1000)) }];
 }));
 const d = R.direct;
@@ -392,7 +435,7 @@ const rows = ARMS.map((name) => {
   const x = R[name];
   const ratio = x.tps / d.tps;
   return `| ${name} | ${x.tasks} (${x.all}) | ${fmt(x.tps, 1)} | ${fmt(x.tps * CALLS, 0)} | ${fmt(x.lat.median, 1)} | ` +
-    `${fmt(x.lat.p99, 1)} | ${fmt(x.lat.max, 1)} | ${x.errors} | ` +
+    `${fmt(x.lat.p99, 1)} | ${fmt(x.lat.max, 1)} | ${x.errors} | ${x.peakSockets} | ` +
     (name === 'direct' ? '1.00× | – |' : name === RAW_ARM ? `${fmt(ratio, 2)}× | (reference) |`
       : `**${fmt(ratio, 2)}×** | ${ratio >= TARGET ? 'met' : '**missed**'} |`);
 });
@@ -416,9 +459,9 @@ const cpuRows = ARMS.map((name) => {
 const busiest = (x) => Object.entries(x.cpu).filter(([k]) => k !== 'machine')
   .map(([k, v]) => [k, v / 1e6 / x.wall]).sort((p, q) => q[1] - p[1])[0];
 const timeRows = ARMS.filter((n) => n.startsWith('codemcp')).map((n) => {
-  const x = R[n], w = Number(n.split('=')[1]);
-  const service = (w * 1000) / x.tps;
-  const workerCpu = x.cpu[`workers W=${w}`] / 1e6 / x.tasks, gwCpu = x.cpu[`gateway W=${w}`] / 1e6 / x.tasks;
+  const x = R[n], g = GWS.find((q) => n === `codemcp ${q.id}`);
+  const service = (g.w * 1000) / x.tps;
+  const workerCpu = x.cpu[`workers ${g.id}`] / 1e6 / x.tasks, gwCpu = x.cpu[`gateway ${g.id}`] / 1e6 / x.tasks;
   return `| ${n} | ${fmt(x.meanLat, 0)} | ${fmt(Math.max(0, x.meanLat - service), 0)} | ${fmt(service, 1)} | ` +
     `${fmt(workerCpu, 2)} | ${fmt(gwCpu, 2)} | ${fmt(service - workerCpu, 1)} |`;
 });
@@ -442,6 +485,29 @@ const verdicts = ARMS.filter((n) => n.startsWith('codemcp')).map((n) => {
     `(target 0: ${R[n].errors === 0 ? 'met' : '**missed**'})` +
     (RAW ? `; against the raw-HTTP reference ${fmt(R[n].tps / R[RAW_ARM].tps, 2)}×` : '');
 });
+
+// Capped against uncapped gateways of the same worker count (BENCH_CAPS), per round and overall.
+const capRows = WORKERS.flatMap((w) => {
+  const un = GWS.find((g) => g.w === w && g.cap === 0);
+  return GWS.filter((g) => g.w === w && g.cap > 0 && un).map((g) => {
+    const a = R[`codemcp ${g.id}`], b = R[`codemcp ${un.id}`];
+    const pr = stats(a.perRound.map((t, i) => t / b.perRound[i])).median;
+    return `| ${g.id} / ${un.id} | ${fmt(a.tps / b.tps, 2)}× (paired ${fmt(pr, 2)}×) | ${fmt(a.lat.median / b.lat.median, 2)}× | ` +
+      `${fmt(a.lat.p99 / b.lat.p99, 2)}× | ${a.peakSockets} / ${b.peakSockets} | ${a.errors} / ${b.errors} |`;
+  });
+});
+const capSection = capRows.length ? `
+## Connection cap: capped against uncapped (same run, same worker count)
+
+Peak upstream sockets = the most established TCP connections from the arm's process (the
+gateway; for the two direct arms this Node process, which holds the sockets of both) to
+server-everything, sampled every
+${SOCK_SAMPLE_MS} ms during the rounds.
+
+| gateways | throughput | p50 latency | p99 latency | peak upstream sockets | errors |
+|---|---|---|---|---|---|
+${capRows.join('\n')}
+` : '';
 
 const report = `# Streamable HTTP load benchmark (issue 5)
 
@@ -484,12 +550,13 @@ sampled at the windows' ends.
 
 ## Results
 
-| arm | tasks (incl. ramp+drain) | tasks/s | upstream calls/s | p50 ms | p99 ms | max ms | errors | throughput vs direct | target ≥ ${TARGET}× |
-|---|---|---|---|---|---|---|---|---|---|
+| arm | tasks (incl. ramp+drain) | tasks/s | upstream calls/s | p50 ms | p99 ms | max ms | errors | peak upstream sockets | throughput vs direct | target ≥ ${TARGET}× |
+|---|---|---|---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
 
 ${verdicts.join('\n')}
 
+${capSection}
 Tasks/s per round (same round = same machine phase):
 
 | arm | ${Array.from({ length: ROUNDS }, (_, i) => `round ${i + 1}`).join(' | ')} |
@@ -550,7 +617,7 @@ Per session (memory that one more session costs):
 
 | gateway | sessions | gateway RSS growth / session | gateway Pss growth / session | interpreter Pss | waiter Pss | total Pss per session |
 |---|---|---|---|---|---|---|
-${WORKERS.map((w) => { const m = perSession[w]; return `| W=${w} | ${SESSIONS} (${m.n} interpreters) | ${fmt(m.gwRss, 0)} KiB | ${fmt(m.gwPss, 0)} KiB | ` +
+${GWS.map((g) => { const m = perSession[g.id]; return `| ${g.id} | ${SESSIONS} (${m.n} interpreters) | ${fmt(m.gwRss, 0)} KiB | ${fmt(m.gwPss, 0)} KiB | ` +
   `${fmt(MB(m.interp), 2)} MB | ${fmt(MB(m.waiter), 2)} MB | **${fmt(MB(m.interp + m.waiter + m.gwPss), 2)} MB** |`; }).join('\n')}
 
 ${allErrors.length ? `## Errors (first of each arm)\n\n${allErrors.join('\n')}\n` : 'No errors in the measured rounds.\n'}`;

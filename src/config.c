@@ -489,6 +489,13 @@ static int parse_remote(struct ent *e, json_t *v)
     /* The value is not echoed: it may carry a token. */
     if (strncasecmp(s->url, "http://", 7) != 0 && strncasecmp(s->url, "https://", 8) != 0)
         return bad(e, "%s must start with http:// or https://", at(e, "url"));
+    json_t *mc = get(v, "maxConnections");
+    if (mc && (!json_is_integer(mc) || json_integer_value(mc) < 0 ||
+               json_integer_value(mc) > CFG_MAX_CONNECTIONS))
+        return bad(e, "%s must be an integer from 0 (no cap) to %d", at(e, "maxConnections"),
+                   CFG_MAX_CONNECTIONS);
+    if (mc)
+        s->max_connections = (int)json_integer_value(mc);
     return string_map(e, v, "headers", 1, &s->headers);
 }
 
@@ -510,6 +517,7 @@ static void parse_entry(struct cfg_server *s, const char *rk, int ms, const char
     s->name = xstrdup(name);
     s->enabled = 1;
     s->timeout_ms = CFG_DEFAULT_TIMEOUT_MS;
+    s->max_connections = -1;
     s->entry = json_incref(v);
     if (!*name) {
         bad(&e, "%s has a server with an empty name", rk);

@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #define CFG_DEFAULT_TIMEOUT_MS 30000
+#define CFG_MAX_CONNECTIONS    4096 /* the largest "maxConnections" accepted */
 
 enum cfg_type { CFG_LOCAL, CFG_REMOTE };
 
@@ -42,6 +43,8 @@ struct cfg_server {
     char *cwd;             /* local, may be NULL */
     char *url;             /* remote */
     char **headers;        /* remote: "Name: value", NULL-terminated (never NULL when usable) */
+    int max_connections;   /* remote: "maxConnections" (0: no cap), -1 when not set (then
+                              CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM) */
     int timeout_ms;        /* "timeout", default CFG_DEFAULT_TIMEOUT_MS */
     json_t *tools;         /* owned ref to the entry's "tools" object, or NULL (validated:
                               every value is an object whose enabled/mutation are booleans) */

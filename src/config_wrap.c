@@ -220,6 +220,7 @@ int cfg_from_wrap(const char *cmdline, const char *name, struct cfg *out, char *
     s->type = CFG_LOCAL;
     s->enabled = 1;
     s->timeout_ms = CFG_DEFAULT_TIMEOUT_MS;
+    s->max_connections = -1;
     s->entry = entry;
     cfg__expand_tilde(&e, &argv.v[0], "command");
     s->argv = cfg__strv_steal(&argv);

@@ -179,13 +179,29 @@ void up__send_cancelled(struct upstream *up, int64_t wire_id, const char *reason
                          reason ? reason : "cancelled"));
 }
 
+int up__abandon(struct upstream *up, int64_t wire_id, const char *reason, char *why, size_t n)
+{
+    if (why && n)
+        why[0] = '\0';
+    char none[1];
+    if (up->ops->abandon && up->ops->abandon(up, wire_id, why ? why : none, why ? n : 1))
+        return 1; /* never sent: nothing to cancel at the server */
+    up__send_cancelled(up, wire_id, reason);
+    return 0;
+}
+
 static void req_timed_out(void *ud)
 {
     struct up_req *r = ud;
     struct up_error err = {.kind = "timeout"};
-    snprintf(err.message, sizeof(err.message), "%s did not answer within %lld ms", r->up->name,
-             (long long)(now_ms() - r->started_ms));
-    up__send_cancelled(r->up, r->wire_id, "timeout");
+    char why[300];
+    long long waited = (long long)(now_ms() - r->started_ms);
+    if (up__abandon(r->up, r->wire_id, "timeout", why, sizeof(why)))
+        snprintf(err.message, sizeof(err.message), "%s did not answer within %lld ms: %s",
+                 r->up->name, waited, why);
+    else
+        snprintf(err.message, sizeof(err.message), "%s did not answer within %lld ms", r->up->name,
+                 waited);
     req_finish(r, NULL, &err);
 }
 

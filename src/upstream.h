@@ -33,6 +33,10 @@ struct up_transport_ops {
     int (*send)(struct upstream *up, const char *text, size_t len); /* 0 / -1 */
     void (*shutdown)(struct upstream *up);                          /* graceful, then forceful */
     void (*free)(struct upstream *up);                              /* release transport state */
+    /* Optional: request wire_id is given up (timed out or cancelled). 1 when it never left
+     * (it was waiting for a connection: dropped, why says so); 0 when it had been sent (the
+     * transport stops waiting for its answer). */
+    int (*abandon)(struct upstream *up, int64_t wire_id, char *why, size_t n);
 };
 
 struct upstream {

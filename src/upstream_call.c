@@ -140,7 +140,7 @@ void up_cancel_call(uint64_t handle, const char *reason)
 {
     for (struct up_req *r = up__reqs(); r; r = r->next)
         if (r->handle == handle) {
-            up__send_cancelled(r->up, r->wire_id, reason);
+            up__abandon(r->up, r->wire_id, reason, NULL, 0);
             up__req_detach(r);
             free(r);
             return;

@@ -22,6 +22,8 @@
  * "transport" through up__transport_failed) and reconnects with exponential backoff (1 s .. 30 s)
  * through up__transport_reopen, which restarts upstream.c's handshake.
  *
+ * Connection cap: upstream_http_queue.c.
+ *
  * Loop thread only: the network work happens on curl_thread.c's thread. Transfers are
  * referred to by their 64-bit id; events for ids no longer known are dropped. The headers of
  * each transfer are built by upstream_http_hdrs.c. */
@@ -72,12 +74,24 @@ struct hx *hx_find(uint64_t xfer)
     return NULL;
 }
 
+struct hx *hx_find_request(struct http_tp *tp, int64_t wire_id)
+{
+    for (struct hx *h = hxs; h; h = h->next)
+        if (h->tp == tp && h->kind == HX_MSG && json_is_integer(h->req_id) &&
+            json_integer_value(h->req_id) == wire_id)
+            return h;
+    return NULL;
+}
+
 void hx_abort(struct hx *h)
 {
+    struct http_tp *tp = h->tp;
     if (h->xfer)
         ct_cancel(h->xfer);
     h->xfer = 0;
     lp_timer_stop(&h->timer);
+    if (uh_unqueue(h) && tp->q_head) /* not from here: tp's exchanges may be going */
+        uh_pump_later(tp);
 }
 
 void hx_free(struct hx *h)
@@ -120,9 +134,7 @@ struct hx *hx_first_held(struct http_tp *tp)
 
 static void on_event(const struct ct_event *ev);
 
-/* Starts a transfer for h. with_session: send Mcp-Session-Id and MCP-Protocol-Version.
- * last_id: Last-Event-ID (GET) or NULL. Returns 0, or -1 when nothing could be queued. */
-int uh_submit(struct hx *h, const char *method, int with_session, const char *last_id)
+int uh_submit_now(struct hx *h, const char *method, int with_session, const char *last_id)
 {
     struct http_tp *tp = h->tp;
     struct buf lines = {0};
@@ -148,6 +160,10 @@ int uh_submit(struct hx *h, const char *method, int with_session, const char *la
         rq.connect_timeout_ms = DELETE_TIMEOUT_MS / 2;
     h->xfer = ct_submit(&rq);
     h->is_sse = h->progress = 0;
+    if (h->xfer && h->kind == HX_MSG && !h->uncapped) {
+        h->slot = 1;
+        tp->active++;
+    }
     buf_free(&lines);
     log_trace("upstream", "%s <- %s %.*s", tp->up->name, method,
               post ? (int)(h->len > 500 ? 500 : h->len) : 0, post ? h->text : "");
@@ -574,9 +590,12 @@ static void on_event(const struct ct_event *ev)
         on_sse(h, ev);
         break;
     case CT_DONE:
-        if (h->kind == HX_MSG)
+        if (h->kind == HX_MSG) {
+            int freed = uh_unqueue(h);
             msg_done(h, ev);
-        else if (h->kind == HX_GET)
+            if (freed && tp->q_head) /* tp outlives msg_done: closing is asynchronous */
+                uh_pump(tp);
+        } else if (h->kind == HX_GET)
             get_done(h, ev);
         else if (h->kind == HX_REINIT)
             uh_reinit_done(h, ev);
@@ -621,6 +640,7 @@ static int http_start(struct upstream *up)
     struct http_tp *tp = xcalloc(1, sizeof(*tp));
     tp->up = up;
     tp->shown_url = shown_url(url);
+    tp->max_active = uh_max_active(up->cfg);
     size_t n = 0;
     for (char **h = up->cfg->headers; h && *h; h++)
         n++;
@@ -666,6 +686,7 @@ static int http_send(struct upstream *up, const char *text, size_t len)
         h->req_id = json_incref(id);
     h->is_initialize = is_init;
     uh_note_headers(h, msg);
+    h->uncapped = h->mcp_method && strcmp(h->mcp_method, "subscriptions/listen") == 0;
     h->is_initialized = json_is_string(method) &&
                         strcmp(json_string_value(method), "notifications/initialized") == 0;
     json_decref(msg);
@@ -726,6 +747,7 @@ static void http_free(struct upstream *up)
     if (!tp)
         return;
     hx_free_all(tp);
+    lp_defer_cancel(&tp->pump);
     lp_timer_stop(&tp->reconnect_timer);
     lp_timer_stop(&tp->close_timer);
     for (char **h = tp->headers; h && *h; h++)
@@ -748,4 +770,5 @@ const struct up_transport_ops up_http_ops = {
     .send = http_send,
     .shutdown = http_shutdown,
     .free = http_free,
+    .abandon = uh_abandon,
 };

@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "curl_thread.h"
 #include "loop.h"
 #include "util.h"
@@ -37,6 +38,14 @@ struct hx {
     char *last_id;   /* stream cursor for Last-Event-ID */
     long retry_ms;
     struct lp_timer timer;
+    /* The connection cap (HX_MSG only): `slot` while its transfer counts in tp->active;
+     * `queued` while it waits in tp's queue for one (q_method, q_with_session: the transfer
+     * uh_submit was asked for; a GET resumes from last_id). */
+    int slot, queued, q_with_session;
+    int uncapped; /* the 2026 era's subscriptions/listen: a standing stream, like the GET */
+    const char *q_method;
+    int64_t queued_ms;
+    struct hx *q_next;
     struct hx *next;
 };
 
@@ -57,6 +66,16 @@ struct http_tp {
      * referenced so that its address cannot come back as a newer list) whose input schema
      * mentions x-mcp-header; the other tools' calls carry no Mcp-Param-* headers. */
     json_t *hdr_indexed, *hdr_tools;
+    /* At most max_active message transfers at once (0: no cap): each holds an HTTP/1.1
+     * connection. The rest wait in order in q_head..q_tail; the standing streams (the GET,
+     * the 2026 era's subscriptions/listen), the session replay and the DELETE are not
+     * counted (one connection each; a cap a standing stream could fill would starve every
+     * request). */
+    int max_active, active;
+    struct hx *q_head, *q_tail;
+    size_t n_queued, queued_total; /* waiting now; waited since the queue was last empty */
+    int64_t queue_since_ms;        /* when the queue last became non-empty */
+    struct lp_deferred pump;       /* takes queued exchanges after a slot is freed */
 };
 
 /* ---- exchanges (upstream_http.c) ---- */
@@ -70,6 +89,20 @@ void hx_abort(struct hx *h);
 void hx_free(struct hx *h);
 /* tp's oldest exchange held for a new session, or NULL. */
 struct hx *hx_first_held(struct http_tp *tp);
+/* tp's message exchange of request wire_id, or NULL. */
+struct hx *hx_find_request(struct http_tp *tp, int64_t wire_id);
+
+/* ---- the connection cap (upstream_http_queue.c) ---- */
+/* The cap of a server: its "maxConnections", else CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM. */
+int uh_max_active(const struct cfg_server *cfg);
+/* Takes h out of the queue or gives its slot back; 1 when a slot was freed (then call
+ * uh_pump, or uh_pump_later where tp's exchanges may be going away). */
+int uh_unqueue(struct hx *h);
+/* Starts queued exchanges while tp has free slots (no-op while down or re-initializing). */
+void uh_pump(struct http_tp *tp);
+void uh_pump_later(struct http_tp *tp);
+/* up_transport_ops.abandon: a request upstream.c gave up (see upstream.h). */
+int uh_abandon(struct upstream *up, int64_t wire_id, char *why, size_t n);
 
 /* ---- request headers (upstream_http_hdrs.c) ---- */
 /* Notes message msg's routing headers in h (Mcp-Method, Mcp-Name, Mcp-Param-*, and the 2026
@@ -82,8 +115,11 @@ void uh_headers(struct hx *h, const char *method, int with_session, const char *
                 const char *bearer, struct buf *out);
 
 /* ---- the transport (upstream_http.c) ---- */
+/* uh_submit without the cap: the transfer starts now (and takes a slot if h is a message). */
+int uh_submit_now(struct hx *h, const char *method, int with_session, const char *last_id);
 /* Starts a transfer for h. with_session: send Mcp-Session-Id and MCP-Protocol-Version.
- * last_id: Last-Event-ID (GET) or NULL. Returns 0, or -1 when nothing could be queued. */
+ * last_id: Last-Event-ID (GET) or NULL. A message exchange over tp's connection cap waits in
+ * tp's queue instead (h->queued, h->xfer 0). Returns 0, or -1 when nothing could be queued. */
 int uh_submit(struct hx *h, const char *method, int with_session, const char *last_id);
 /* (Re)sends message exchange h as a POST; a failure takes the connection down. */
 void uh_post_msg(struct hx *h);

@@ -39,6 +39,9 @@ struct up_req *up__reqs(void);
 /* Off the list, timer stopped (the caller frees it). */
 void up__req_detach(struct up_req *r);
 void up__send_cancelled(struct upstream *up, int64_t wire_id, const char *reason);
+/* Request wire_id is given up (timeout, cancel): the transport drops it when it never left
+ * (returns 1, why (may be NULL) says what it was waiting for); else notifications/cancelled. */
+int up__abandon(struct upstream *up, int64_t wire_id, const char *reason, char *why, size_t n);
 int64_t up__default_call_timeout(void);
 /* upstream_call.c: the usual tools/call answer in jf_dumps' form (jsonscan.h) goes to its
  * caller as bytes: 1. 0: anything else or unusual (an error, a resultType, another request's

@@ -121,6 +121,7 @@ static void reinit_finished(struct http_tp *tp)
             break;
         uh_post_msg(h);
     }
+    uh_pump(tp); /* slots freed while re-initializing */
     uh_open_get(tp);
     /* The server may have restarted with other tools: let upstream.c re-list them. */
     static const char changed[] =

@@ -44,7 +44,7 @@ RANK = {
 # Files that are part of another module (its transports, internals, helpers).
 MODULE_OF = {
     "upstream_http": "upstream", "upstream_stdio": "upstream", "upstream_replay": "upstream",
-    "upstream_http_int": "upstream", "upstream_http_hdrs": "upstream",
+    "upstream_http_int": "upstream", "upstream_http_hdrs": "upstream", "upstream_http_queue": "upstream",
     "upstream_int": "upstream", "upstream_handshake": "upstream", "upstream_call": "upstream",
     "admin_ops": "admin", "admin_cli": "admin", "upstream_admin": "upstream",
     "setup_clients": "setup",

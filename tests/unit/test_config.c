@@ -235,7 +235,8 @@ static void t_mcpservers_format(void)
     EXPECT(s->type == CFG_REMOTE && !s->disabled_reason);
     EXPECT_STR(s->url, "https://example.com/mcp");
     EXPECT_STRV(s->headers, "Authorization: Bearer tok123");
-    EXPECT(s->timeout_ms == 60000); /* below 1000: seconds */
+    EXPECT(s->timeout_ms == 60000);   /* below 1000: seconds */
+    EXPECT(s->max_connections == -1); /* not set: CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM */
     s = must_find(&c, "legacy");
     EXPECT(s->type == CFG_REMOTE && s->timeout_ms == 2500);
     cfg_free(&c);
@@ -265,6 +266,9 @@ static void t_bad_entries(void)
         {"badtimeout", "mcp.badtimeout.timeout must be a positive number of milliseconds"},
         {"badtools", "mcp.badtools.tools.t.enabled must be true or false, not a string"},
         {"badoauth", "mcp.badoauth.oauth must be false or an object, not a string"},
+        {"badmaxconn", "mcp.badmaxconn.maxConnections must be an integer from 0 (no cap) to 4096"},
+        {"badmaxconn2",
+         "mcp.badmaxconn2.maxConnections must be an integer from 0 (no cap) to 4096"},
         {"", "mcp has a server with an empty name"},
     };
     struct cfg c;
