@@ -169,6 +169,25 @@ void mcp_send_to(uint64_t session_id, json_t *msg, json_t *related)
     session_send(s, msg, related);
 }
 
+void mcp_send_text_to(uint64_t session_id, const char *text, size_t len, json_t *related)
+{
+    struct mcp_session *s = session_find(session_id);
+    if (!s)
+        return;
+    if (related && json_object_size(s->modern_ids)) {
+        char *key = id_key(related);
+        int modern = key && json_object_get(s->modern_ids, key);
+        free(key);
+        if (modern) { /* mcp_era_finish_result works on the tree */
+            json_t *msg = jf_loadb(text, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL);
+            if (msg)
+                session_send(s, msg, related);
+            return;
+        }
+    }
+    s->send(s->tud, text, len, related);
+}
+
 static enum mcp_level mcp_level_of(enum log_level level)
 {
     return level == LOG_ERROR  ? MCP_LEVEL_ERROR

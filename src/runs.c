@@ -21,6 +21,7 @@
  * pending (its program stopped waiting for the call) keeps its answer for the retry. One relayed
  * input per run at a time (a second call asking meanwhile fails with kind "input_required"). */
 #include "runs.h"
+#include "run_answer.h"
 #include "run_params.h"
 #include "calls.h"
 #include "catalog.h"
@@ -228,24 +229,11 @@ static json_t *failure_envelope(const char *why, const char *kind)
 static void answer(struct run *r, json_t *envelope, struct input_tomb *kept)
 {
     int is_error = !json_is_true(json_object_get(envelope, "ok"));
-    json_t *env = json_copy(envelope); /* shallow: the values are shared, only keys go */
-    json_object_del(env, "ok");
-    json_object_del(env, "calls");
-    json_object_del(env, "recycle");
-    if (r->ns.handle[0]) /* the state handle (SEP-2567): pass it back to continue */
-        json_object_set_new(env, "namespace", json_string(r->ns.handle));
+    json_t *env = run_answer_envelope(envelope, r->ns.handle);
     if (r->smoke_done) {
         r->smoke_done(env, is_error);
     } else if (!r->silent) {
-        char *text = jf_dumps(env); /* the bytes of json_dumps(env, JSON_COMPACT) */
-        json_t *block = json_object(), *content = json_array(), *result = json_object();
-        json_object_set_new_nocheck(block, "type", json_string_nocheck("text"));
-        json_object_set_new_nocheck(block, "text", json_string(text ? text : "{}"));
-        json_array_append_new(content, block);
-        json_object_set_new_nocheck(result, "content", content);
-        json_object_set_nocheck(result, "structuredContent", env);
-        json_object_set_new_nocheck(result, "isError", json_boolean(is_error));
-        free(text);
+        json_t *result = run_answer_result(env, is_error);
         if (kept) {
             kept->answer = result;
             kept->arguments = json_incref(r->arguments);
@@ -258,8 +246,10 @@ static void answer(struct run *r, json_t *envelope, struct input_tomb *kept)
     json_decref(env);
 }
 
-/* The run ended: answer it (envelope borrowed, or NULL and why) and free it. */
-static void finish(struct run *r, json_t *envelope, const char *failure)
+/* The run ended: answer it (envelope borrowed, or NULL and why; or reply: the bytes of the
+ * whole answer for a successful envelope, run_answer_text's) and free it. */
+static void finish_with(struct run *r, json_t *envelope, const char *failure, const char *reply,
+                        size_t reply_len)
 {
     if (r->state == RUN_DONE)
         return;
@@ -276,7 +266,7 @@ static void finish(struct run *r, json_t *envelope, const char *failure)
     const char *kind = r->stop == STOP_TIMEOUT  ? "timeout"
                        : r->stop == STOP_CANCEL ? "cancelled"
                                                 : "worker";
-    if (json_is_true(json_object_get(envelope, "ok"))) {
+    if (reply || json_is_true(json_object_get(envelope, "ok"))) {
         run_log(r, LOG_INFO, "%s finished in %lld ms (%d tool call%s)", r->id, (long long)elapsed,
                 r->calls_done, r->calls_done == 1 ? "" : "s");
     } else if (json_is_object(envelope)) {
@@ -287,7 +277,9 @@ static void finish(struct run *r, json_t *envelope, const char *failure)
         run_log(r, r->stop == STOP_NONE ? LOG_ERROR : LOG_WARN, "%s failed after %lld ms (%s): %s",
                 r->id, (long long)elapsed, kind, failure ? failure : "the worker gave no answer");
     }
-    if (json_is_object(envelope)) {
+    if (reply) { /* only taken when nothing above could need the tree (run_on_worker_answered) */
+        hooks.send_text(r->session_id, reply, reply_len, r->request_id);
+    } else if (json_is_object(envelope)) {
         answer(r, envelope, kept);
     } else {
         json_t *env = failure_envelope(failure ? failure : "the worker gave no answer", kind);
@@ -297,11 +289,39 @@ static void finish(struct run *r, json_t *envelope, const char *failure)
     run_free(r);
 }
 
+static void finish(struct run *r, json_t *envelope, const char *failure)
+{
+    finish_with(r, envelope, failure, NULL, 0);
+}
+
 void run_on_worker_ended(const char *run_id, json_t *envelope, const char *failure)
 {
     struct run *r = run_find(run_id);
     if (r)
         finish(r, envelope, failure);
+}
+
+void run_on_worker_answered(const char *run_id, const char *env, size_t len)
+{
+    struct run *r = run_find(run_id);
+    if (!r)
+        return;
+    /* The bytes when the answer goes to a session as it is; a smoke run, a cancelled one, one
+     * whose answer waits for an input retry (a tree in a tomb), or an envelope that is not
+     * the usual success: the tree, as the frame's decode would have given it. */
+    if (!r->smoke_done && !r->silent && !r->awaiting && hooks.send_text) {
+        size_t n;
+        char *reply = run_answer_text(r->request_id, env, len, r->ns.handle, &n);
+        if (reply) {
+            finish_with(r, NULL, NULL, reply, n);
+            free(reply);
+            return;
+        }
+    }
+    json_error_t jerr;
+    json_t *tree = jf_loadb(env, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, &jerr);
+    finish(r, tree, tree ? NULL : jerr.text);
+    json_decref(tree);
 }
 
 void run_on_call_done(const char *run_id)

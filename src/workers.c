@@ -13,6 +13,7 @@
 #include "workers_int.h"
 #include "catalog.h"
 #include "control.h"
+#include "jsonscan.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
@@ -428,6 +429,54 @@ void wk_on_broken(int slot, uint64_t conn_id, const char *why)
     log_warn("worker", "worker %d: %s", slot, why);
     free(w->kill_reason);
     w->kill_reason = xstrdup(why); /* its run ends with it (wk_on_disconnect follows) */
+}
+
+/* The head the worker writes on its answer to the run request numbered id. */
+static size_t answer_head(char out[64], int64_t id)
+{
+    static const char a[] = "{\"jsonrpc\":\"2.0\",\"id\":", b[] = ",\"result\":{";
+    char digits[24], *d = digits + sizeof(digits);
+    uint64_t u = id < 0 ? 0 - (uint64_t)id : (uint64_t)id;
+    do
+        *--d = (char)('0' + u % 10);
+    while (u /= 10);
+    if (id < 0)
+        *--d = '-';
+    size_t nd = (size_t)(digits + sizeof(digits) - d), n = 0;
+    memcpy(out, a, sizeof(a) - 1), n += sizeof(a) - 1;
+    memcpy(out + n, d, nd), n += nd;
+    memcpy(out + n, b, sizeof(b) - 1), n += sizeof(b) - 1;
+    return n;
+}
+
+int wk_on_frame(int slot, const char *text, size_t len)
+{
+    struct worker *w = &workers[slot];
+    if (!w->run_id[0] || w->notice || !hooks.run_answered)
+        return 0;
+    char head[64];
+    size_t hn = answer_head(head, w->run_rpc_id);
+    if (len < hn || memcmp(text, head, hn) != 0)
+        return 0; /* not the answer to this run, or not in the form the worker writes */
+    /* One pass checks the whole frame is in jf_dumps' form and records the envelope's
+     * members; the head above makes jsonrpc, id and result the first three, n == 3 the only
+     * ones (no error). Anything else: the tree path (wk_on_message), which decides. */
+    struct js_member m[4], e[16];
+    struct js_scan sc = {.m = m, .max = 4, .sub = "result", .sm = e, .smax = 16};
+    if (js_canon_scan(text, len, 1, &sc) < 0 || sc.n != 3 || sc.sn < 0 ||
+        js_get(e, sc.sn, "recycle"))
+        return 0;
+    const struct js_member *env = &m[2];
+    w->state = WK_READY;
+    w->runs_done++;
+    if (w->owned)
+        touch(w);
+    char run_id[sizeof(w->run_id)];
+    memcpy(run_id, w->run_id, sizeof(run_id));
+    w->run_id[0] = '\0'; /* as end_current_run: forgotten before the hook runs */
+    hooks.run_answered(run_id, env->val, env->vlen);
+    became_idle();
+    return 1;
 }
 
 void wk_on_disconnect(int slot, uint64_t conn_id)
