@@ -379,9 +379,12 @@ static void deadline_expired(void *ud)
 /* Sends r to worker slot. Returns 1 when r was refused and is gone (finished and freed). */
 static int send_run(struct run *r, int slot)
 {
-    char key[32]; /* the worker's name of the namespace: never the handle */
-    snprintf(key, sizeof(key), r->smoke_done ? "smoke" : "n%llu", (unsigned long long)r->ns.nid);
-    json_t *missing = cat_unavailable(); /* params as text: run_params.c */
+    char key[32];      /* the worker's name of the namespace: never the handle */
+    if (r->smoke_done) /* (no snprintf: see fmt_i64) */
+        memcpy(key, "smoke", 6);
+    else
+        key[0] = 'n', fmt_i64(key + 1, (int64_t)r->ns.nid); /* a counter: never past 2^63 */
+    json_t *missing = cat_unavailable();                    /* params as text: run_params.c */
     struct run_params p = {.run_id = r->id,
                            .ns_key = key,
                            .code = r->code,
@@ -468,7 +471,8 @@ static struct run *new_run(uint64_t session_id, uint64_t home)
 {
     load_settings();
     struct run *r = xcalloc(1, sizeof(*r));
-    snprintf(r->id, sizeof(r->id), "r%llu", (unsigned long long)next_run++);
+    r->id[0] = 'r';
+    fmt_i64(r->id + 1, (int64_t)next_run++); /* "r%llu" */
     r->session_id = session_id;
     r->home = home;
     r->queued_ms = now_ms();

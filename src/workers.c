@@ -295,11 +295,13 @@ int wk_start_run(int slot, const char *run_id, const char *params, size_t len)
         return -1;
     w->run_rpc_id = next_rpc_id++;
     /* the bytes rpc_dump(rpc_request(id, "run", params)) gives, params spliced in */
+    static const char a[] = "{\"jsonrpc\":\"2.0\",\"method\":\"run\",\"id\":";
     char head[80];
-    int n = snprintf(head, sizeof(head),
-                     "{\"jsonrpc\":\"2.0\",\"method\":\"run\",\"id\":%lld,\"params\":",
-                     (long long)w->run_rpc_id);
-    struct iovec iov[3] = {{head, (size_t)n}, {(void *)params, len}, {"}", 1}};
+    size_t n = sizeof(a) - 1;
+    memcpy(head, a, n);
+    n += fmt_i64(head + n, w->run_rpc_id);
+    memcpy(head + n, ",\"params\":", 10);
+    struct iovec iov[3] = {{head, n + 10}, {(void *)params, len}, {"}", 1}};
     if (ctl_send_parts(w->conn_id, iov, 3) < 0)
         return -1;
     snprintf(w->run_id, sizeof(w->run_id), "%s", run_id);
@@ -435,18 +437,11 @@ void wk_on_broken(int slot, uint64_t conn_id, const char *why)
 static size_t answer_head(char out[64], int64_t id)
 {
     static const char a[] = "{\"jsonrpc\":\"2.0\",\"id\":", b[] = ",\"result\":{";
-    char digits[24], *d = digits + sizeof(digits);
-    uint64_t u = id < 0 ? 0 - (uint64_t)id : (uint64_t)id;
-    do
-        *--d = (char)('0' + u % 10);
-    while (u /= 10);
-    if (id < 0)
-        *--d = '-';
-    size_t nd = (size_t)(digits + sizeof(digits) - d), n = 0;
-    memcpy(out, a, sizeof(a) - 1), n += sizeof(a) - 1;
-    memcpy(out + n, d, nd), n += nd;
-    memcpy(out + n, b, sizeof(b) - 1), n += sizeof(b) - 1;
-    return n;
+    size_t n = sizeof(a) - 1;
+    memcpy(out, a, n);
+    n += fmt_i64(out + n, id);
+    memcpy(out + n, b, sizeof(b) - 1);
+    return n + sizeof(b) - 1;
 }
 
 int wk_on_frame(int slot, const char *text, size_t len)
