@@ -170,3 +170,105 @@ test('hostile run answers: the byte path answers exactly as the tree path', { ti
   const after = await exec('result = 6 * 7');
   assert.equal(after.result?.structuredContent?.result, 42, JSON.stringify(after));
 });
+
+// The request side: a 2025 client's tools/call execute_python in jf_dumps' form is read from its
+// bytes (src/mcp_server.c receive_execute; only the arguments are decoded). Every request is
+// sent as written and with a space after its first '{' (always the tree path); the lines the
+// client gets for it (answers, errors, nothing) must be the same bytes.
+const E = (args, id = '1', extra = '') =>
+  `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"execute_python","arguments":${args}${extra}}}`;
+const CODE1 = '{"code":"result = 1"}';
+const REQUESTS = {
+  plain: E(CODE1),
+  order: '{"params":{"arguments":{"code":"result = 2"},"name":"execute_python"},"method":"tools/call","id":5,"jsonrpc":"2.0"}',
+  id_string: E(CODE1, '"abc"'),
+  id_escaped: E(CODE1, String.raw`"a\u0062c"`),
+  id_quote: E(CODE1, String.raw`"a\"b"`),
+  id_negative: E(CODE1, '-7'),
+  id_18_digits: E(CODE1, '999999999999999999'),
+  id_19_digits: E(CODE1, '1234567890123456789'),
+  id_real: E(CODE1, '1.5'),
+  id_null: E(CODE1, 'null'),
+  id_true: E(CODE1, 'true'),
+  id_object: E(CODE1, '{}'),
+  id_nul: E(CODE1, String.raw`"a\u0000"`),
+  jsonrpc_1: E(CODE1).replace('"2.0"', '"1.0"'),
+  no_jsonrpc: E(CODE1).replace('"jsonrpc":"2.0",', ''),
+  dup_id: E(CODE1).replace('"id":1,', '"id":1,"id":2,'),
+  dup_method: E(CODE1).replace('"method":"tools/call"', '"method":"tools/list","method":"tools/call"'),
+  dup_method_real_first: E(CODE1).replace('"method":"tools/call"', '"method":"tools/call","method":"ping"'),
+  dup_params: E(CODE1) .replace('"params":', '"params":{"name":"nope"},"params":'),
+  dup_name: E(CODE1).replace('"name":"execute_python"', '"name":"nope","name":"execute_python"'),
+  dup_arguments: E(CODE1, '1', ',"arguments":{"code":"result = 3"}'),
+  dup_code: E('{"code":"result = 1","code":"result = 4"}'),
+  name_other: E(CODE1).replace('execute_python', 'other_tool'),
+  name_escaped: E(CODE1).replace('execute_python', String.raw`execute\u005fpython`),
+  params_array: '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}',
+  no_arguments: '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_python"}}',
+  arguments_array: E('[1]'),
+  arguments_null: E('null'),
+  arguments_string: E('"result = 1"'),
+  code_number: E('{"code":5}'),
+  unknown_argument: E('{"code":"result = 1","bogus":1}'),
+  timeout_real: E('{"code":"result = 1","timeout_ms":1500.5}'),
+  timeout_negative: E('{"code":"result = 1","timeout_ms":-1}'),
+  timeout_string: E('{"code":"result = 1","timeout_ms":"5"}'),
+  dry_run_string: E('{"code":"result = 1","dry_run":"yes"}'),
+  namespace_number: E('{"code":"result = 1","namespace":5}'),
+  namespace_bogus: E('{"code":"result = 1","namespace":"ns_nope"}'),
+  allow_mutations_bad: E('{"code":"result = 1","allow_mutations":[1]}'),
+  all_arguments: E('{"code":"result = 7","timeout_ms":20000,"dry_run":false,"allow_mutations":[],"reset":false}'),
+  code_escapes: E(String.raw`{"code":"s = \"q\\\"\" + \"\\n\"\nresult = [s, '\t', 'caf\u00e9']"}`),
+  code_unicode_raw: E('{"code":"result = \'caf\u00e9 \u{1F600} \u2028\'"}'),
+  code_escaped_unicode: E(String.raw`{"code":"result = 'caf\u00e9'"}`),
+  code_lower_hex: E(String.raw`{"code":"result = '\u001f'"}`),
+  code_upper_hex: E(String.raw`{"code":"result = '\u001F'"}`),
+  code_nul: E(String.raw`{"code":"result = 'a\u0000b'"}`),
+  code_raw_control: E('{"code":"result = \'a\u0001b\'"}'),
+  code_syntax_error: E('{"code":"result = = 1"}'),
+  code_huge: E(`{"code":"result = len('${'x'.repeat(200000)}')"}`),
+  args_deep: E(`{"code":"result = 1","x":${deep(70)}}`),
+  args_many_keys: E(`{"code":"result = 1","x":${keys(70)}}`),
+  meta_progress: E(CODE1, '1', ',"_meta":{"progressToken":"p1"}'),
+  meta_2026: E(CODE1, '1', ',"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}'),
+  extra_member: E(CODE1).replace('"id":1,', '"id":1,"x":1,'),
+  extra_params_member: E(CODE1, '1', ',"x":1'),
+  trailing_garbage: E(CODE1) + 'x',
+  two_objects: E(CODE1) + E(CODE1),
+  batch: `[${E(CODE1)}]`,
+  spaces_inside: E(CODE1).replace('"method":', '"method": '),
+};
+
+test('hostile execute_python requests: the byte path answers exactly as the tree path', { timeout: ms(300000) }, async () => {
+  const dir = tempDir();
+  const c = new RawClient({ config: writeConfig(dir, { everything: servers.everything() }),
+    env: { CODEMCP_EXEC_TIMEOUT_MS: '60000' } });
+  await c.initialize();
+  let k = 0;
+  // The lines a request gets: everything up to the answer of a run queued after it (runs of a
+  // session run in order; errors are answered at once).
+  const linesFor = async (line) => {
+    const mark = c.stdout.length;
+    c.send(line);
+    const sync = `sync${k++}`;
+    const r = await c.request('tools/call', { name: 'execute_python', arguments: { code: 'result = 0' } },
+      { id: sync, limit: ms(90000) });
+    assert.equal(r.result?.structuredContent?.result, 0, JSON.stringify(r).slice(0, 300));
+    return c.stdout.slice(mark).split('\n').filter((l) => l && !l.includes(`"id":"${sync}"`))
+      .map((l) => l.replace(/ at byte \d+/g, ''));
+  };
+  await linesFor(E(CODE1)); // the worker is up
+  const diffs = [];
+  let answered = 0;
+  for (const [name, line] of Object.entries(REQUESTS)) {
+    const fast = await linesFor(line);
+    const tree = await linesFor(line[0] + ' ' + line.slice(1));
+    if (JSON.stringify(fast) !== JSON.stringify(tree)) diffs.push([name, fast.map((l) => l.slice(0, 300)), tree.map((l) => l.slice(0, 300))]);
+    if (fast.length) answered++;
+  }
+  assert.deepEqual(diffs, [], JSON.stringify(diffs, null, 1));
+  assert.ok(answered >= Object.keys(REQUESTS).length - 3, `only ${answered} requests were answered`);
+  const plain = await linesFor(E('{"code":"result = 6 * 7"}', '"last"'));
+  assert.equal(plain.length, 1);
+  assert.equal(JSON.parse(plain[0]).result.structuredContent.result, 42);
+});
