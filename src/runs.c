@@ -3,8 +3,9 @@
  * Life of a run: QUEUED (waiting for its home's worker) → SENT (executing; the
  * deadline timer runs) → at the deadline a cancel goes to the worker and a grace timer
  * starts; past the grace the worker is killed (workers.c restarts it) → DONE. The MCP
- * answer is built here from the worker's envelope plus the run's `namespace` handle:
- * structuredContent and the same envelope as compact JSON text, isError on failure. A run
+ * answer is made from the worker's envelope plus the run's `namespace` handle by
+ * run_answer.c (structuredContent and the same envelope as compact JSON text, isError on
+ * failure): as a tree, or, for the usual success in jf_dumps' form, as bytes. A run
  * cancelled by the client is stopped and never answered, as MCP asks.
  *
  * Input relay (MCP 2026-07-28 multi round-trip requests, SEP-2322): when a tool call of the
@@ -22,6 +23,7 @@
  * input per run at a time (a second call asking meanwhile fails with kind "input_required"). */
 #include "runs.h"
 #include "run_answer.h"
+#include "run_relay.h"
 #include "run_params.h"
 #include "calls.h"
 #include "catalog.h"
@@ -34,12 +36,10 @@
 #include "util.h"
 #include "workers.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 enum run_state { RUN_QUEUED, RUN_SENT, RUN_DONE };
 
@@ -379,12 +379,14 @@ static void deadline_expired(void *ud)
 /* Sends r to worker slot. Returns 1 when r was refused and is gone (finished and freed). */
 static int send_run(struct run *r, int slot)
 {
-    char key[32];      /* the worker's name of the namespace: never the handle */
-    if (r->smoke_done) /* (no snprintf: see fmt_i64) */
-        memcpy(key, "smoke", 6);
-    else
-        key[0] = 'n', fmt_i64(key + 1, (int64_t)r->ns.nid); /* a counter: never past 2^63 */
-    json_t *missing = cat_unavailable();                    /* params as text: run_params.c */
+    /* The worker's name of the namespace, never the handle: "smoke" or "n<nid>" (nid is a
+     * counter, never past 2^63; no snprintf, see fmt_i64). */
+    char key[32] = "smoke";
+    if (!r->smoke_done) {
+        key[0] = 'n';
+        fmt_i64(key + 1, (int64_t)r->ns.nid);
+    }
+    json_t *missing = cat_unavailable(); /* params as text: run_params.c */
     struct run_params p = {.run_id = r->id,
                            .ns_key = key,
                            .code = r->code,
@@ -603,66 +605,6 @@ void run_cancel_request(uint64_t session_id, json_t *request_id, const char *rea
 
 /* ---- the input relay ---------------------------------------------------------------------- */
 
-/* Whether a client with capabilities caps can answer every one of requests (an InputRequests
- * map, borrowed; absent or empty: only a requestState to echo, which any 2026 client can). */
-static int client_can_answer(json_t *caps, json_t *requests)
-{
-    const char *key;
-    json_t *req;
-    json_object_foreach(requests, key, req)
-    {
-        const char *m = json_string_value(json_object_get(req, "method"));
-        json_t *p = json_object_get(req, "params");
-        if (!m)
-            return 0;
-        if (strcmp(m, "elicitation/create") == 0) {
-            json_t *e = json_object_get(caps, "elicitation");
-            const char *mode = json_string_value(json_object_get(p, "mode"));
-            int url = mode && strcmp(mode, "url") == 0;
-            if (!json_is_object(e) || (url && !json_object_get(e, "url")) ||
-                (!url && json_object_size(e) && !json_object_get(e, "form")))
-                return 0;
-        } else if (strcmp(m, "sampling/createMessage") == 0) {
-            if (!json_is_object(json_object_get(caps, "sampling")))
-                return 0;
-        } else if (strcmp(m, "roots/list") == 0) {
-            if (!json_is_object(json_object_get(caps, "roots")))
-                return 0;
-        } else {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* "rs_" and 32 base64url characters from 24 random bytes. -1 without randomness. */
-static int mint_state(char out[48])
-{
-    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    unsigned char raw[24];
-    size_t got = 0;
-    while (got < sizeof(raw)) {
-        ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        got += (size_t)n;
-    }
-    char *o = out;
-    *o++ = 'r', *o++ = 's', *o++ = '_';
-    for (size_t i = 0; i < sizeof(raw); i += 3) {
-        uint32_t v = (uint32_t)raw[i] << 16 | (uint32_t)raw[i + 1] << 8 | raw[i + 2];
-        *o++ = b64[v >> 18 & 63];
-        *o++ = b64[v >> 12 & 63];
-        *o++ = b64[v >> 6 & 63];
-        *o++ = b64[v & 63];
-    }
-    *o = '\0';
-    explicit_bzero(raw, sizeof(raw));
-    return 0;
-}
-
 static void input_wait_over(void *ud)
 {
     struct run *r = ud;
@@ -683,7 +625,7 @@ int run_on_input_required(const char *run_id, json_t *result)
         return 0;
     if (requests ? !json_is_object(requests) : !json_is_string(rs))
         return 0;
-    if (!client_can_answer(r->client_caps, requests) || mint_state(r->input_state) < 0)
+    if (!run_relay_can_answer(r->client_caps, requests) || run_relay_mint_state(r->input_state) < 0)
         return 0;
     r->awaiting = 1;
     snprintf(r->principal, sizeof(r->principal), "%s", ns_asker(r->session_id, r->home));
