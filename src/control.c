@@ -179,6 +179,8 @@ static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
      * (calls.c); anything else, or anything unusual in it, decoded as a tree below. */
     if (calls_handle_frame(c->id, c->slot, text, len))
         return;
+    if (hooks.frame && hooks.frame(c->slot, text, len)) /* a run's answer as bytes */
+        return;
     json_error_t jerr;
     json_t *msg = jf_loadb(text, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, &jerr);
     if (!msg) {

@@ -24,6 +24,9 @@ struct ctl_hooks {
     /* A frame of an authenticated connection that is not a request (a reply or a
      * notification of the worker). msg borrowed. */
     void (*message)(int slot, json_t *msg);
+    /* Offered every such frame first, as its bytes: 1 when it took it (then `message` is not
+     * called), 0 to have it decoded and passed to `message`. May be NULL. */
+    int (*frame)(int slot, const char *text, size_t len);
     /* An authenticated connection closed (its calls are already cancelled). */
     void (*disconnect)(int slot, uint64_t conn_id);
     /* The connection's byte stream cannot be read any further (a frame declaring more bytes

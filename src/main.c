@@ -238,12 +238,17 @@ static void on_catalog_changed(void)
  * hooks, so none includes a higher module's header (docs/architecture.md has the map). */
 static void wire_run_pipeline(void)
 {
-    run_set_hooks(&(struct run_hooks){
-        .send = mcp_send_to, .log = mcp_session_log, .log_wanted = mcp_session_log_wanted});
-    wk_set_hooks(&(struct wk_hooks){
-        .run_ended = run_on_worker_ended, .idle = run_dispatch, .slot_in_use = run_uses_slot});
+    run_set_hooks(&(struct run_hooks){.send = mcp_send_to,
+                                      .send_text = mcp_send_text_to,
+                                      .log = mcp_session_log,
+                                      .log_wanted = mcp_session_log_wanted});
+    wk_set_hooks(&(struct wk_hooks){.run_ended = run_on_worker_ended,
+                                    .run_answered = run_on_worker_answered,
+                                    .idle = run_dispatch,
+                                    .slot_in_use = run_uses_slot});
     ctl_set_hooks(&(struct ctl_hooks){.authenticate = wk_authenticate,
                                       .message = wk_on_message,
+                                      .frame = wk_on_frame,
                                       .disconnect = wk_on_disconnect,
                                       .broken = wk_on_broken,
                                       .is_starting = wk_is_starting});

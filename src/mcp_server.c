@@ -16,6 +16,7 @@
 #include "catalog.h"
 #include "jsonfast.h"
 #include "jsonrpc.h"
+#include "jsonscan.h"
 #include "loop.h"
 #include "log.h"
 #include "mcp_era.h"
@@ -167,6 +168,25 @@ void mcp_send_to(uint64_t session_id, json_t *msg, json_t *related)
         return;
     }
     session_send(s, msg, related);
+}
+
+void mcp_send_text_to(uint64_t session_id, const char *text, size_t len, json_t *related)
+{
+    struct mcp_session *s = session_find(session_id);
+    if (!s)
+        return;
+    if (related && json_object_size(s->modern_ids)) {
+        char *key = id_key(related);
+        int modern = key && json_object_get(s->modern_ids, key);
+        free(key);
+        if (modern) { /* mcp_era_finish_result works on the tree */
+            json_t *msg = jf_loadb(text, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL);
+            if (msg)
+                session_send(s, msg, related);
+            return;
+        }
+    }
+    s->send(s->tud, text, len, related);
 }
 
 static enum mcp_level mcp_level_of(enum log_level level)
@@ -391,6 +411,20 @@ static json_t *handle_set_level(struct mcp_session *s, json_t *params, int *code
     return NULL;
 }
 
+/* Queues an execute_python run: NULL, or the tool error for bad arguments. */
+static json_t *submit_execute(struct mcp_session *s, json_t *id, json_t *args, json_t *progress,
+                              json_t *caps)
+{
+    static char err[512];
+    if (run_submit(s->id, s->home, id, args, progress, caps, err, sizeof(err)) < 0) {
+        /* Bad arguments of execute_python are the model's to fix: a tool error it can read
+         * (SEP-1303), not a protocol error the client swallows. */
+        return json_pack("{s:[{s:s, s:s}], s:{s:s}, s:b}", "content", "type", "text", "text", err,
+                         "structuredContent", "error", err, "isError", 1);
+    }
+    return NULL;
+}
+
 /* tools/call: returns NULL when the answer comes later (a run) or on error (*code set). */
 static json_t *handle_tools_call(struct mcp_session *s, json_t *id, json_t *params, int *code,
                                  const char **why)
@@ -424,13 +458,7 @@ static json_t *handle_tools_call(struct mcp_session *s, json_t *id, json_t *para
         }
         return NULL;
     }
-    if (run_submit(s->id, s->home, id, args, progress, caps, err, sizeof(err)) < 0) {
-        /* Bad arguments of execute_python are the model's to fix: a tool error it can read
-         * (SEP-1303), not a protocol error the client swallows. */
-        return json_pack("{s:[{s:s, s:s}], s:{s:s}, s:b}", "content", "type", "text", "text", err,
-                         "structuredContent", "error", err, "isError", 1);
-    }
-    return NULL;
+    return submit_execute(s, id, args, progress, caps);
 }
 
 static json_t *server_capabilities(void)
@@ -621,8 +649,46 @@ void mcp_session_receive_checked(struct mcp_session *s, json_t *msg)
     receive(s, msg, 1);
 }
 
+/* The usual request of a 2025-era client, {"jsonrpc":"2.0","id":<int or plain string>,
+ * "method":"tools/call","params":{"name":"execute_python","arguments":{...}}} (members in any
+ * order, nothing else) in jf_dumps' form: its arguments decoded alone, no tree of the rest.
+ * Returns 1 when handled as receive() would have; 0: anything else, decoded whole. */
+static int receive_execute(struct mcp_session *s, const char *text, size_t len)
+{
+    static const char method[] = "\"tools/call\"";
+    if (!memmem(text, len < 200 ? len : 200, method, sizeof(method) - 1))
+        return 0;
+    struct js_member m[4], p[2];
+    struct js_scan sc = {.m = m, .max = 4, .sub = "params", .sm = p, .smax = 2};
+    if (js_canon_scan(text, len, 0, &sc) < 0 || sc.n != 4 || sc.sn != 2)
+        return 0;
+    const struct js_member *id = js_get(m, 4, "id"), *args = js_get(p, 2, "arguments");
+    if (!js_is(js_get(m, 4, "jsonrpc"), "\"2.0\"") ||
+        !js_is(js_get(m, 4, "method"), "\"tools/call\"") || !id ||
+        !js_is(js_get(p, 2, "name"), "\"execute_python\"") || !args || args->val[0] != '{')
+        return 0;
+    json_t *idv;
+    if (id->val[0] == '"' && !memchr(id->val, '\\', id->vlen))
+        idv = json_stringn_nocheck(id->val + 1, id->vlen - 2); /* checked UTF-8, no escape */
+    else if (id->val[0] == '-' || (id->val[0] >= '0' && id->val[0] <= '9'))
+        idv = json_integer(strtoll(id->val, NULL, 10)); /* canonical: at most 18 digits */
+    else
+        return 0; /* null (a notification), an escape, or not an id: the tree path */
+    json_t *argv = jf_loadb(args->val, args->vlen, 0, NULL);
+    if (argv) {
+        json_t *result = submit_execute(s, idv, argv, NULL, NULL);
+        if (result)
+            session_send(s, rpc_result(idv, result), idv);
+    }
+    json_decref(argv);
+    json_decref(idv);
+    return argv != NULL;
+}
+
 void mcp_session_receive(struct mcp_session *s, const char *text, size_t len)
 {
+    if (receive_execute(s, text, len))
+        return;
     json_error_t jerr;
     json_t *msg = jf_loadb(text, len, JF_DECODE_ANY, &jerr); /* jsonfast: ~4x fewer instructions */
     if (!msg) {

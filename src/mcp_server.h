@@ -41,6 +41,10 @@ void mcp_session_set_home(struct mcp_session *s, uint64_t home);
 const char *mcp_session_protocol(struct mcp_session *s);
 /* Sends msg (stolen) on session `id` if it still exists. */
 void mcp_send_to(uint64_t session_id, json_t *msg, json_t *related);
+/* The same for a message given as its JSON text in jf_dumps' form (len bytes, borrowed; a
+ * response, to request `related`): sent as it is, unless `related` is a 2026-era request
+ * still open (its result gets the era's members: then through its tree, as mcp_send_to). */
+void mcp_send_text_to(uint64_t session_id, const char *text, size_t len, json_t *related);
 /* notifications/message to session `id`, if its logging/setLevel lets `level` through. */
 void mcp_session_log(uint64_t session_id, enum log_level level, const char *text, json_t *related);
 /* Whether mcp_session_log would send a message at `level` to session `id`. */

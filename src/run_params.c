@@ -12,11 +12,19 @@ struct w {
     int first;
 };
 
+/* `"k":`, after a comma unless it is the first member (k: a literal, at most 40 bytes). */
 static void key(struct w *w, const char *k)
 {
-    buf_append(&w->b, w->first ? "\"" : ",\"", w->first ? 1 : 2);
-    buf_appends(&w->b, k);
-    buf_append(&w->b, "\":", 2);
+    char t[48];
+    size_t n = 0, kl = strlen(k);
+    if (!w->first)
+        t[n++] = ',';
+    t[n++] = '"';
+    memcpy(t + n, k, kl);
+    n += kl;
+    t[n++] = '"';
+    t[n++] = ':';
+    buf_append(&w->b, t, n);
 }
 
 /* One member: a value (v), a string (s), or raw text (raw). Left out when it cannot be written. */
@@ -40,7 +48,7 @@ static void member(struct w *w, const char *k, const json_t *v, const char *s, c
 static void integer(struct w *w, const char *k, int64_t v)
 {
     char num[24];
-    snprintf(num, sizeof(num), "%lld", (long long)v);
+    fmt_i64(num, v);
     member(w, k, NULL, NULL, num);
 }
 

@@ -3,8 +3,9 @@
  * Life of a run: QUEUED (waiting for its home's worker) → SENT (executing; the
  * deadline timer runs) → at the deadline a cancel goes to the worker and a grace timer
  * starts; past the grace the worker is killed (workers.c restarts it) → DONE. The MCP
- * answer is built here from the worker's envelope plus the run's `namespace` handle:
- * structuredContent and the same envelope as compact JSON text, isError on failure. A run
+ * answer is made from the worker's envelope plus the run's `namespace` handle by
+ * run_answer.c (structuredContent and the same envelope as compact JSON text, isError on
+ * failure): as a tree, or, for the usual success in jf_dumps' form, as bytes. A run
  * cancelled by the client is stopped and never answered, as MCP asks.
  *
  * Input relay (MCP 2026-07-28 multi round-trip requests, SEP-2322): when a tool call of the
@@ -21,6 +22,8 @@
  * pending (its program stopped waiting for the call) keeps its answer for the retry. One relayed
  * input per run at a time (a second call asking meanwhile fails with kind "input_required"). */
 #include "runs.h"
+#include "run_answer.h"
+#include "run_relay.h"
 #include "run_params.h"
 #include "calls.h"
 #include "catalog.h"
@@ -33,12 +36,10 @@
 #include "util.h"
 #include "workers.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 enum run_state { RUN_QUEUED, RUN_SENT, RUN_DONE };
 
@@ -228,24 +229,11 @@ static json_t *failure_envelope(const char *why, const char *kind)
 static void answer(struct run *r, json_t *envelope, struct input_tomb *kept)
 {
     int is_error = !json_is_true(json_object_get(envelope, "ok"));
-    json_t *env = json_copy(envelope); /* shallow: the values are shared, only keys go */
-    json_object_del(env, "ok");
-    json_object_del(env, "calls");
-    json_object_del(env, "recycle");
-    if (r->ns.handle[0]) /* the state handle (SEP-2567): pass it back to continue */
-        json_object_set_new(env, "namespace", json_string(r->ns.handle));
+    json_t *env = run_answer_envelope(envelope, r->ns.handle);
     if (r->smoke_done) {
         r->smoke_done(env, is_error);
     } else if (!r->silent) {
-        char *text = jf_dumps(env); /* the bytes of json_dumps(env, JSON_COMPACT) */
-        json_t *block = json_object(), *content = json_array(), *result = json_object();
-        json_object_set_new_nocheck(block, "type", json_string_nocheck("text"));
-        json_object_set_new_nocheck(block, "text", json_string(text ? text : "{}"));
-        json_array_append_new(content, block);
-        json_object_set_new_nocheck(result, "content", content);
-        json_object_set_nocheck(result, "structuredContent", env);
-        json_object_set_new_nocheck(result, "isError", json_boolean(is_error));
-        free(text);
+        json_t *result = run_answer_result(env, is_error);
         if (kept) {
             kept->answer = result;
             kept->arguments = json_incref(r->arguments);
@@ -258,8 +246,10 @@ static void answer(struct run *r, json_t *envelope, struct input_tomb *kept)
     json_decref(env);
 }
 
-/* The run ended: answer it (envelope borrowed, or NULL and why) and free it. */
-static void finish(struct run *r, json_t *envelope, const char *failure)
+/* The run ended: answer it (envelope borrowed, or NULL and why; or reply: the bytes of the
+ * whole answer for a successful envelope, run_answer_text's) and free it. */
+static void finish_with(struct run *r, json_t *envelope, const char *failure, const char *reply,
+                        size_t reply_len)
 {
     if (r->state == RUN_DONE)
         return;
@@ -276,7 +266,7 @@ static void finish(struct run *r, json_t *envelope, const char *failure)
     const char *kind = r->stop == STOP_TIMEOUT  ? "timeout"
                        : r->stop == STOP_CANCEL ? "cancelled"
                                                 : "worker";
-    if (json_is_true(json_object_get(envelope, "ok"))) {
+    if (reply || json_is_true(json_object_get(envelope, "ok"))) {
         run_log(r, LOG_INFO, "%s finished in %lld ms (%d tool call%s)", r->id, (long long)elapsed,
                 r->calls_done, r->calls_done == 1 ? "" : "s");
     } else if (json_is_object(envelope)) {
@@ -287,7 +277,9 @@ static void finish(struct run *r, json_t *envelope, const char *failure)
         run_log(r, r->stop == STOP_NONE ? LOG_ERROR : LOG_WARN, "%s failed after %lld ms (%s): %s",
                 r->id, (long long)elapsed, kind, failure ? failure : "the worker gave no answer");
     }
-    if (json_is_object(envelope)) {
+    if (reply) { /* only taken when nothing above could need the tree (run_on_worker_answered) */
+        hooks.send_text(r->session_id, reply, reply_len, r->request_id);
+    } else if (json_is_object(envelope)) {
         answer(r, envelope, kept);
     } else {
         json_t *env = failure_envelope(failure ? failure : "the worker gave no answer", kind);
@@ -297,11 +289,39 @@ static void finish(struct run *r, json_t *envelope, const char *failure)
     run_free(r);
 }
 
+static void finish(struct run *r, json_t *envelope, const char *failure)
+{
+    finish_with(r, envelope, failure, NULL, 0);
+}
+
 void run_on_worker_ended(const char *run_id, json_t *envelope, const char *failure)
 {
     struct run *r = run_find(run_id);
     if (r)
         finish(r, envelope, failure);
+}
+
+void run_on_worker_answered(const char *run_id, const char *env, size_t len)
+{
+    struct run *r = run_find(run_id);
+    if (!r)
+        return;
+    /* The bytes when the answer goes to a session as it is; a smoke run, a cancelled one, one
+     * whose answer waits for an input retry (a tree in a tomb), or an envelope that is not
+     * the usual success: the tree, as the frame's decode would have given it. */
+    if (!r->smoke_done && !r->silent && !r->awaiting && hooks.send_text) {
+        size_t n;
+        char *reply = run_answer_text(r->request_id, env, len, r->ns.handle, &n);
+        if (reply) {
+            finish_with(r, NULL, NULL, reply, n);
+            free(reply);
+            return;
+        }
+    }
+    json_error_t jerr;
+    json_t *tree = jf_loadb(env, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, &jerr);
+    finish(r, tree, tree ? NULL : jerr.text);
+    json_decref(tree);
 }
 
 void run_on_call_done(const char *run_id)
@@ -359,8 +379,13 @@ static void deadline_expired(void *ud)
 /* Sends r to worker slot. Returns 1 when r was refused and is gone (finished and freed). */
 static int send_run(struct run *r, int slot)
 {
-    char key[32]; /* the worker's name of the namespace: never the handle */
-    snprintf(key, sizeof(key), r->smoke_done ? "smoke" : "n%llu", (unsigned long long)r->ns.nid);
+    /* The worker's name of the namespace, never the handle: "smoke" or "n<nid>" (nid is a
+     * counter, never past 2^63; no snprintf, see fmt_i64). */
+    char key[32] = "smoke";
+    if (!r->smoke_done) {
+        key[0] = 'n';
+        fmt_i64(key + 1, (int64_t)r->ns.nid);
+    }
     json_t *missing = cat_unavailable(); /* params as text: run_params.c */
     struct run_params p = {.run_id = r->id,
                            .ns_key = key,
@@ -448,7 +473,8 @@ static struct run *new_run(uint64_t session_id, uint64_t home)
 {
     load_settings();
     struct run *r = xcalloc(1, sizeof(*r));
-    snprintf(r->id, sizeof(r->id), "r%llu", (unsigned long long)next_run++);
+    r->id[0] = 'r';
+    fmt_i64(r->id + 1, (int64_t)next_run++); /* "r%llu" */
     r->session_id = session_id;
     r->home = home;
     r->queued_ms = now_ms();
@@ -579,66 +605,6 @@ void run_cancel_request(uint64_t session_id, json_t *request_id, const char *rea
 
 /* ---- the input relay ---------------------------------------------------------------------- */
 
-/* Whether a client with capabilities caps can answer every one of requests (an InputRequests
- * map, borrowed; absent or empty: only a requestState to echo, which any 2026 client can). */
-static int client_can_answer(json_t *caps, json_t *requests)
-{
-    const char *key;
-    json_t *req;
-    json_object_foreach(requests, key, req)
-    {
-        const char *m = json_string_value(json_object_get(req, "method"));
-        json_t *p = json_object_get(req, "params");
-        if (!m)
-            return 0;
-        if (strcmp(m, "elicitation/create") == 0) {
-            json_t *e = json_object_get(caps, "elicitation");
-            const char *mode = json_string_value(json_object_get(p, "mode"));
-            int url = mode && strcmp(mode, "url") == 0;
-            if (!json_is_object(e) || (url && !json_object_get(e, "url")) ||
-                (!url && json_object_size(e) && !json_object_get(e, "form")))
-                return 0;
-        } else if (strcmp(m, "sampling/createMessage") == 0) {
-            if (!json_is_object(json_object_get(caps, "sampling")))
-                return 0;
-        } else if (strcmp(m, "roots/list") == 0) {
-            if (!json_is_object(json_object_get(caps, "roots")))
-                return 0;
-        } else {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* "rs_" and 32 base64url characters from 24 random bytes. -1 without randomness. */
-static int mint_state(char out[48])
-{
-    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    unsigned char raw[24];
-    size_t got = 0;
-    while (got < sizeof(raw)) {
-        ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        got += (size_t)n;
-    }
-    char *o = out;
-    *o++ = 'r', *o++ = 's', *o++ = '_';
-    for (size_t i = 0; i < sizeof(raw); i += 3) {
-        uint32_t v = (uint32_t)raw[i] << 16 | (uint32_t)raw[i + 1] << 8 | raw[i + 2];
-        *o++ = b64[v >> 18 & 63];
-        *o++ = b64[v >> 12 & 63];
-        *o++ = b64[v >> 6 & 63];
-        *o++ = b64[v & 63];
-    }
-    *o = '\0';
-    explicit_bzero(raw, sizeof(raw));
-    return 0;
-}
-
 static void input_wait_over(void *ud)
 {
     struct run *r = ud;
@@ -659,7 +625,7 @@ int run_on_input_required(const char *run_id, json_t *result)
         return 0;
     if (requests ? !json_is_object(requests) : !json_is_string(rs))
         return 0;
-    if (!client_can_answer(r->client_caps, requests) || mint_state(r->input_state) < 0)
+    if (!run_relay_can_answer(r->client_caps, requests) || run_relay_mint_state(r->input_state) < 0)
         return 0;
     r->awaiting = 1;
     snprintf(r->principal, sizeof(r->principal), "%s", ns_asker(r->session_id, r->home));

@@ -25,6 +25,9 @@ struct run_hooks {
     /* Sends msg (stolen) on session session_id if it still exists; `related` is the id of
      * the request it answers or reports progress for (borrowed). */
     void (*send)(uint64_t session_id, json_t *msg, json_t *related);
+    /* The same for a message given as its JSON text (len bytes, borrowed): a run's answer
+     * spliced from the worker's bytes (run_answer.h). */
+    void (*send_text)(uint64_t session_id, const char *text, size_t len, json_t *related);
     /* A log message about one of the session's runs (for MCP notifications/message; the
      * session decides whether its logging/setLevel lets it through). related as for send. */
     void (*log)(uint64_t session_id, enum log_level level, const char *text, json_t *related);
@@ -65,6 +68,10 @@ int run_smoke(const char *code, void (*done)(json_t *envelope, int is_error));
 /* ---- hooks for the modules below (main.c registers them) ---- */
 /* workers.c: the run ended on its worker (envelope borrowed, or NULL and why). */
 void run_on_worker_ended(const char *run_id, json_t *envelope, const char *failure);
+/* The same for a worker's answer given as the bytes of its envelope (env/len, borrowed;
+ * checked by js_canon_value, NUL escapes allowed): answered from the bytes when it can be,
+ * else from their tree, exactly as run_on_worker_ended would. */
+void run_on_worker_answered(const char *run_id, const char *env, size_t len);
 /* calls.c: 0 and the run's rules when run_id is live and executing on worker `slot`. */
 int run_call_rules(const char *run_id, int slot, struct calls_run *out);
 /* calls.c: a tool call of the run got an InputRequiredResult (borrowed): 1 when relayed to

@@ -56,6 +56,21 @@ char *xstrndup(const char *s, size_t n)
     return d;
 }
 
+size_t fmt_i64(char out[24], int64_t v)
+{
+    char t[24], *d = t + sizeof(t);
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do
+        *--d = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *--d = '-';
+    size_t n = (size_t)(t + sizeof(t) - d);
+    memcpy(out, d, n);
+    out[n] = '\0';
+    return n;
+}
+
 static void buf_reserve(struct buf *b, size_t extra)
 {
     if (b->len + extra + 1 <= b->cap)

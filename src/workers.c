@@ -13,6 +13,7 @@
 #include "workers_int.h"
 #include "catalog.h"
 #include "control.h"
+#include "jsonscan.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
@@ -294,11 +295,13 @@ int wk_start_run(int slot, const char *run_id, const char *params, size_t len)
         return -1;
     w->run_rpc_id = next_rpc_id++;
     /* the bytes rpc_dump(rpc_request(id, "run", params)) gives, params spliced in */
+    static const char a[] = "{\"jsonrpc\":\"2.0\",\"method\":\"run\",\"id\":";
     char head[80];
-    int n = snprintf(head, sizeof(head),
-                     "{\"jsonrpc\":\"2.0\",\"method\":\"run\",\"id\":%lld,\"params\":",
-                     (long long)w->run_rpc_id);
-    struct iovec iov[3] = {{head, (size_t)n}, {(void *)params, len}, {"}", 1}};
+    size_t n = sizeof(a) - 1;
+    memcpy(head, a, n);
+    n += fmt_i64(head + n, w->run_rpc_id);
+    memcpy(head + n, ",\"params\":", 10);
+    struct iovec iov[3] = {{head, n + 10}, {(void *)params, len}, {"}", 1}};
     if (ctl_send_parts(w->conn_id, iov, 3) < 0)
         return -1;
     snprintf(w->run_id, sizeof(w->run_id), "%s", run_id);
@@ -428,6 +431,47 @@ void wk_on_broken(int slot, uint64_t conn_id, const char *why)
     log_warn("worker", "worker %d: %s", slot, why);
     free(w->kill_reason);
     w->kill_reason = xstrdup(why); /* its run ends with it (wk_on_disconnect follows) */
+}
+
+/* The head the worker writes on its answer to the run request numbered id. */
+static size_t answer_head(char out[64], int64_t id)
+{
+    static const char a[] = "{\"jsonrpc\":\"2.0\",\"id\":", b[] = ",\"result\":{";
+    size_t n = sizeof(a) - 1;
+    memcpy(out, a, n);
+    n += fmt_i64(out + n, id);
+    memcpy(out + n, b, sizeof(b) - 1);
+    return n + sizeof(b) - 1;
+}
+
+int wk_on_frame(int slot, const char *text, size_t len)
+{
+    struct worker *w = &workers[slot];
+    if (!w->run_id[0] || w->notice || !hooks.run_answered)
+        return 0;
+    char head[64];
+    size_t hn = answer_head(head, w->run_rpc_id);
+    if (len < hn || memcmp(text, head, hn) != 0)
+        return 0; /* not the answer to this run, or not in the form the worker writes */
+    /* One pass checks the whole frame is in jf_dumps' form and records the envelope's
+     * members; the head above makes jsonrpc, id and result the first three, n == 3 the only
+     * ones (no error). Anything else: the tree path (wk_on_message), which decides. */
+    struct js_member m[4], e[16];
+    struct js_scan sc = {.m = m, .max = 4, .sub = "result", .sm = e, .smax = 16};
+    if (js_canon_scan(text, len, 1, &sc) < 0 || sc.n != 3 || sc.sn < 0 ||
+        js_get(e, sc.sn, "recycle"))
+        return 0;
+    const struct js_member *env = &m[2];
+    w->state = WK_READY;
+    w->runs_done++;
+    if (w->owned)
+        touch(w);
+    char run_id[sizeof(w->run_id)];
+    memcpy(run_id, w->run_id, sizeof(run_id));
+    w->run_id[0] = '\0'; /* as end_current_run: forgotten before the hook runs */
+    hooks.run_answered(run_id, env->val, env->vlen);
+    became_idle();
+    return 1;
 }
 
 void wk_on_disconnect(int slot, uint64_t conn_id)

@@ -24,6 +24,9 @@ struct wk_hooks {
      * NULL and `failure` says why (the worker crashed, was killed, or answered an error).
      * The worker no longer counts the run as its own when this is called. */
     void (*run_ended)(const char *run_id, json_t *envelope, const char *failure);
+    /* The same for an answer read as bytes (wk_on_frame): env/len is the envelope's text,
+     * in jf_dumps' form (borrowed). */
+    void (*run_answered)(const char *run_id, const char *env, size_t len);
     /* A worker can take a run now (it connected, finished a run, or a slot changed state):
      * queued runs may be dispatched. */
     void (*idle)(void);
@@ -65,6 +68,10 @@ const char *wk_start_failure(int slot);
  * new connection → slot, or -1; a worker's reply or notification; its connection closed. */
 int wk_authenticate(const char *token, uint64_t conn_id);
 void wk_on_message(int slot, json_t *msg);
+/* A frame of slot's worker, before any decode: when it is the answer to the slot's run in
+ * jf_dumps' form ({"jsonrpc":"2.0","id":<the run request's>,"result":{...}}, no `recycle`, no
+ * notice to add), handles it as wk_on_message would and returns 1; otherwise 0 (decode it). */
+int wk_on_frame(int slot, const char *text, size_t len);
 void wk_on_disconnect(int slot, uint64_t conn_id);
 /* ctl_hooks.broken: the run of this connection ends with why (the close follows). */
 void wk_on_broken(int slot, uint64_t conn_id, const char *why);
