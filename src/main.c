@@ -93,8 +93,8 @@ static void usage(FILE *f)
           "Agent code runs sandboxed (CODEMCP_ISOLATION=sandbox, the default: own namespaces,\n"
           "no network, no home, seccomp); CODEMCP_ISOLATION=host turns that off (unsafe).\n"
           "Workers are forked from a prototype process (CODEMCP_PROTOTYPE=off: started anew).\n"
-          "A remote server gets at most CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM (32) requests\n"
-          "at once (its \"maxConnections\" in mcp.json overrides it; 0: no cap); more wait.\n",
+          "A remote server gets at most CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM (100)\n"
+          "requests at once (its \"maxConnections\" in mcp.json overrides it; 0: no cap).\n",
           f);
 }
 

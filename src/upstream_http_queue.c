@@ -29,7 +29,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define DEFAULT_MAX_CONNS 32 /* CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM */
+#define DEFAULT_MAX_CONNS 100 /* CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM */
 
 int uh_max_active(const struct cfg_server *cfg)
 {
