@@ -230,6 +230,11 @@ _SCOPE = 0.2
 _SYN_WEIGHT = 0.85
 _SYN_SIDE = 0.6
 _SYN: dict[str, dict[str, float]] = {}
+# Words that are verbs of the table and everyday nouns too ("file a bug" / "the file tree", "open a
+# PR" / "open PRs", "workflow runs"): a verb only where an imperative's verb goes (the task's first
+# word); elsewhere a noun, with the synonyms of its noun groups only (_SYN_NOUN)
+_NOUN_VERB = frozenset(stem(w) for w in "file open record store share leave run start".split())
+_SYN_NOUN: dict[str, dict[str, float]] = {}
 for _group in _SYNONYM_GROUPS:
     _weak = _group.startswith("~")
     _stems = [stem(w) for w in _group.lstrip("~").split()]
@@ -241,6 +246,10 @@ for _group in _SYNONYM_GROUPS:
             _wt = _SYN_WEIGHT if (_i == 0 or _j == 0) and not _weak else _SYN_SIDE
             if _m.get(_x, 0.0) < _wt:
                 _m[_x] = _wt
+            if _s in _NOUN_VERB and _group.lstrip("~").split()[0] not in _VERB_GROUPS | {"run"}:
+                _n = _SYN_NOUN.setdefault(_s, {})
+                if _n.get(_x, 0.0) < _wt:
+                    _n[_x] = _wt
 
 # -- the thesaurus: everyday words for the catalog's own vocabulary -----------------------------
 
@@ -315,6 +324,7 @@ _Q_BASE = 0.67  # a document matching few of the query's words keeps this share
 _N_BASE = 0.15  # a function whose name words the query does not mention keeps this share
 _COVER_IDF_POW = 0.5  # name words weigh idf**this in the coverage
 _COVER_FLOOR = 0.35  # a query word weighted this or more covers a name word fully
+_DEEP = 1.0  # a query word matched only outside a document's name and summary covers this share
 
 _LET = re.compile(r"\blet\b(?!'s| me know| us know)")
 _HYPHEN_PREFIX = re.compile(r"\b(re|un|de|pre)-(?=[a-z])")
@@ -404,6 +414,11 @@ class Index:
                 for a, b in zip(seq, seq[1:]):
                     if a != b:
                         self.pairs.setdefault((a, b), set()).add(i)
+        # the documents having each word in their name or summary (for _DEEP)
+        self.top: dict[str, set[int]] = {}
+        for i, f in enumerate(docs_fields):
+            for w in f["name"] + f["summary"]:
+                self.top.setdefault(w, set()).add(i)
         # a scoped function counts as a variant only when an unscoped one does the same
         keys = [frozenset(nw - _SCOPES - _UNSCOPED) for nw in self.name_words]
         plain_keys = {k for k, sc in zip(keys, self.scoped) if not sc}
@@ -434,6 +449,7 @@ class Index:
         self._thes_extra: dict[str, dict[str, float]] = {}  # this query's single words' API terms
         self._thes_verbs: dict[str, str] = {}  # of those, the ones whose term is a verb: "r"/"w"
         self._thes_kept: set[str] = set()  # this query's words that are part of a thesaurus phrase
+        self._nouns: set[str] = set()  # this query's _NOUN_VERB words read as nouns
 
     @property
     def del_index(self) -> dict[str, list[str]]:
@@ -454,7 +470,7 @@ class Index:
             return {t: v for t, v in tok.items() if t in self.postings}
         if w in self.postings:
             out[w] = 1.0
-        for s, wt in _SYN.get(w, {}).items():
+        for s, wt in (_SYN_NOUN if w in self._nouns else _SYN).get(w, {}).items():
             if s in self.postings and out.get(s, 0.0) < wt:
                 out[s] = wt
         for t, wt in self._thes_extra.get(w, {}).items():
@@ -565,7 +581,10 @@ class Index:
         self._polarity = ""
         # an imperative's first word is its verb even when the catalog never uses it ("slap a
         # label on it", "cut a branch"): the query then asks for no listing
-        first = next((r for r in _TOKEN.findall(q) if r not in _STOP), "")
+        toks = _TOKEN.findall(q)
+        first = next((r for r in toks if r not in _STOP), "")
+        lead = next((k for k, r in enumerate(toks) if r not in _STOP and r not in _SELF), len(toks))
+        self._nouns = {stem(r) for r in toks[lead + 1:] if stem(r) in _NOUN_VERB} - {stem(toks[lead]) if lead < len(toks) else ""}
         self._odd_verb = (not question and bool(first) and not first.isdigit() and stem(first) not in _VERBS
                           and stem(first) not in self.postings and first not in _THES_TOKEN
                           and stem(first) not in self._thes_extra
@@ -596,8 +615,9 @@ class Index:
             raws = [r for r in _TOKEN.findall(text) if r not in _Q_STOP]
             for k, raw in enumerate(raws):
                 w = stem(raw)
+                noun = w in self._nouns
                 if (raw.endswith("s") and not raw.endswith(("ss", "us", "is")) and len(raw) > 3
-                        and w not in _VERBS):
+                        and (w not in _VERBS or noun)):
                     self._plural = True  # "branches", "open issues": a listing, likely
                 wt = 1.0
                 nxt = raws[k + 1] if k + 1 < len(raws) else ""
@@ -609,13 +629,13 @@ class Index:
                         if undo not in self.postings:
                             undo = stem("delete")
                         out[undo] = max(out.get(undo, 0.0), _UNDO_WEIGHT)
-                elif w in _VERBS or w in tverbs:
+                elif (w in _VERBS or w in tverbs) and not noun:
                     if question:
                         wt = _QUESTION_VERB
                     elif verbs:
                         wt = _LATER_VERB
                     verbs += 1
-                if not self._intent and (w in _VERBS or w in _WRITE_OPS or w in _READ_Q or w in tverbs):
+                if not self._intent and not noun and (w in _VERBS or w in _WRITE_OPS or w in _READ_Q or w in tverbs):
                     self._intent = "r" if w in _READ_Q else tverbs.get(w, "w")
                     self._polarity = _POLARITY.get(w) or next(
                         (_POLARITY[t] for t in _THES_TOKEN.get(w, ()) if t in _POLARITY), "")
@@ -710,7 +730,7 @@ class Index:
         intent = self._intent
         polarity = self._polarity if intent == "w" else ""
         tverbs = self._thes_verbs
-        if question or not (self._odd_verb or any(w in _VERBS or w in _THES_VERB or w in tverbs
+        if question or not (self._odd_verb or any((w in _VERBS or w in _THES_VERB or w in tverbs) and w not in self._nouns
                                                   for w in qwords)):  # "teams in the org": a listing
             implicit = {"list": _IMPLICIT_WEIGHT * (1.0 if plural else _SINGULAR_LIST),
                         "get": _IMPLICIT_WEIGHT * (_PLURAL_GET if plural else 1.0)}
@@ -765,9 +785,12 @@ class Index:
                     sc = idf * tf
                     if sc > best.get(doc, 0.0):
                         best[doc] = sc
+            # a word found only deep in a document's prose (argument docs, the description's
+            # body) covers the query less than one in its name or summary
+            strong = set().union(*(self.top.get(t, ()) for t in exp)) if _DEEP < 1.0 else None
             for doc, sc in best.items():
                 scores[doc] = scores.get(doc, 0.0) + sc
-                matched[doc] = matched.get(doc, 0.0) + qw
+                matched[doc] = matched.get(doc, 0.0) + (qw if strong is None or doc in strong else qw * _DEEP)
         if server is not None:
             scores = {d: v for d, v in scores.items() if self.info[self.names[d]].get("server") == server}
         nq = sum(qweights)

@@ -71,7 +71,7 @@ SYNONYM_GROUPS: list[str] = [
     "merge combine land",
     "release version",
     "~latest newest recent last current",
-    "gist snippet paste",
+    "gist snippet",  # not "paste": its stem is "past" ("over the past year", "past contributors")
     "follow follower",
     "watch subscribe subscription watcher unwatch unsubscribe",
     "team group squad",
