@@ -326,6 +326,8 @@ _COVER_IDF_POW = 0.5  # name words weigh idf**this in the coverage
 _COVER_FLOOR = 0.35  # a query word weighted this or more covers a name word fully
 _DEEP = 1.0  # a query word matched only outside a document's name and summary covers this share
 
+_CONSTANT = re.compile(r"(?<![\w'\"])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![\w'\"])")
+_QUANTIFIERS = frozenset(stem(w) for w in "every all whole entire each".split())
 _LET = re.compile(r"\blet\b(?!'s| me know| us know)")
 _HYPHEN_PREFIX = re.compile(r"\b(re|un|de|pre)-(?=[a-z])")
 _LITERAL = re.compile(r"Literal\[([^\]]*)\]")
@@ -567,7 +569,9 @@ class Index:
         """(stem, weight) of the query's words, in order, without repeats; and whether the
         query is a question ("who starred it?", "what milestones are open"), which asks to
         read: its verbs then describe a state ("open", "starred") more than an action."""
-        q = query.lower()
+        # an identifier in CONSTANT_CASE names a thing (a value) by its last word's kind:
+        # NODE_VERSION is a version, NPM_TOKEN a token
+        q = _CONSTANT.sub(lambda m: "'%s' %s" % tuple(m.group(0).rsplit("_", 1)), query).lower()
         question = bool(_QUESTION.match(q)) or (q.rstrip().endswith("?") and not _REQUEST.match(q))
         q = _SPLIT.sub(_split_phrase, q)
         q = _PHRASES.sub(lambda m: " " + _PHRASE_MAP[m.group(0)] + " ", q)
@@ -722,6 +726,10 @@ class Index:
             return []
         qwords = [w for w, _ in qws]
         exps = [self._expand(w) for w in qwords]
+        if self._intent == "w":
+            # a change's "every"/"all" says how much ("strip every label off"), not "list"
+            exps = [{t: v for t, v in e.items() if t == w or t == "all"} if w in _QUANTIFIERS else e
+                    for w, e in zip(qwords, exps)]
         qweights = [wt for _, wt in qws]
         # A synonym or a longer word never counts for more than the word the user typed
         # (a rare synonym would otherwise outweigh it: "pull" -> "pr" in fork_pr_workflows).
