@@ -278,6 +278,47 @@ class SixthPass(unittest.TestCase):
         self.assertNotIn(search.stem("user"), search._SYN.get(search.stem("develop"), {}))
 
 
+class SeventhPass(unittest.TestCase):
+    """The seventh pass's general reading rules (codemcp_rt.search), each on a small index."""
+
+    ranked = staticmethod(Intent.ranked)
+
+    def test_noun_verbs_are_verbs_only_as_the_first_word(self) -> None:
+        # "file a bug" creates; "the file tree" is a noun, not a creation
+        idx = Intent.index({"gh_git_create_tree": "Create a tree", "gh_git_get_tree": "Get a tree",
+                            "gh_issues_create": "Create an issue", "gh_issues_list": "List issues"})
+        idx._query("show me the file tree")
+        self.assertNotIn(search.stem("create"), idx._expand(search.stem("file")))
+        self.assertEqual(self.ranked(idx, "give me the full file tree of the repo")[0], "gh_git_get_tree")
+        idx._query("file a bug about the crash")
+        self.assertIn(search.stem("create"), idx._expand(search.stem("file")))
+        self.assertEqual(self.ranked(idx, "file a bug about the crash")[0], "gh_issues_create")
+
+    def test_paste_is_not_past(self) -> None:
+        # Porter stems "paste" to "past": "over the past year" is not about gists
+        self.assertNotIn(search.stem("gist"), search._SYN.get(search.stem("past"), {}))
+        idx = Intent.index({"gh_gists_list_commits": "List gist commits",
+                            "gh_repos_get_commit_activity_stats": "Get the last year of commit activity, per week"})
+        self.assertEqual(self.ranked(idx, "commits per week over the past year")[0], "gh_repos_get_commit_activity_stats")
+
+    def test_constant_case_names_a_value_by_its_last_word(self) -> None:
+        idx = Intent.index({"mem_open_nodes": "Open specific nodes in the knowledge graph by their names",
+                            "gh_actions_update_repo_variable": "Update a repository variable",
+                            "gh_actions_create_repo_secret": "Create or update a repository secret"})
+        weights = dict(idx._query("bump the repo-level NODE_VERSION variable to 22")[0])
+        self.assertEqual(weights[search.stem("node")], search._VALUE_WEIGHT)
+        self.assertEqual(weights[search.stem("version")], 1.0)
+        self.assertEqual(self.ranked(idx, "bump the repo-level NODE_VERSION variable to 22")[0],
+                         "gh_actions_update_repo_variable")
+        self.assertEqual(self.ranked(idx, "store our NPM_TOKEN for the workflows")[0], "gh_actions_create_repo_secret")
+
+    def test_a_changes_every_is_a_quantity(self) -> None:
+        idx = Intent.index({"gh_issues_list_labels_on_issue": "List labels for an issue",
+                            "gh_issues_remove_all_labels": "Remove all labels from an issue"})
+        self.assertEqual(self.ranked(idx, "strip every label off issue 301")[0], "gh_issues_remove_all_labels")
+        self.assertEqual(self.ranked(idx, "show every label on issue 301")[0], "gh_issues_list_labels_on_issue")
+
+
 class Thesaurus(unittest.TestCase):
     """Everyday words for the catalog's API terms (codemcp_rt.thesaurus, read by search.py):
     a phrase adds its term below an exact word, longer phrases first, and stays fast."""
