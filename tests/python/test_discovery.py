@@ -185,7 +185,7 @@ class SixthPass(unittest.TestCase):
 
     def test_an_imperative_verb_before_its_object(self) -> None:
         # "paste" is a word of the catalog (a gist is a paste); before "this snippet" it is the verb
-        idx = Intent.index({"gh_gists_list": "List gists (pastes) of the user", "gh_gists_create": "Create a gist"})
+        idx = Intent.index({"gh_gists_list": "List gists (pastes) of the user", "gh_gists_create": "Create a gist (a new paste)"})
         idx._query("paste this snippet into a secret gist")
         self.assertTrue(idx._odd_verb)
         self.assertEqual(idx._intent, "w")
