@@ -76,6 +76,10 @@ _STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "men
           "ou", "ism", "ate", "iti", "ous", "ive", "ize")
 
 
+# nouns whose Porter stem misses their verb's: "subscript" / "subscrib", "registr" / "regist"
+_DERIVED = (("scriptions", "scribe"), ("scription", "scribe"), ("istrations", "ister"), ("istration", "ister"))
+
+
 def _british(w: str) -> str:
     if w.endswith("isation") or w.endswith("isations"):
         return w.replace("isation", "ization")
@@ -91,6 +95,10 @@ def stem(word: str) -> str:
     if len(w) <= 2 or not w.isalpha():
         return w
     w = _british(w)
+    for noun, verb in _DERIVED:  # subscription -> subscribe, registration -> register
+        if w.endswith(noun) and len(w) > len(noun) + 2:
+            w = w[: -len(noun)] + verb
+            break
     if w.endswith("ly") and len(w) > 5 and not w.endswith(("ply", "ally", "ily", "ely")):
         w = w[:-2]  # adverbs: publicly -> public, weekly -> week
     # step 1a: plurals
@@ -118,8 +126,9 @@ def stem(word: str) -> str:
             w = w[:-1]
         elif _measure(w) == 1 and _cvc(w):
             w += "e"
-    # step 1c: y -> i after a vowel-bearing stem
-    if w.endswith("y") and _has_vowel(w[:-1]):
+    # step 1c: y -> i after a consonant that is not the word's first letter (Porter2: "cry" ->
+    # "cri", but "deploy" stays, so it meets "deployment"; "key", "relay", "survey" too)
+    if w.endswith("y") and len(w) > 2 and w[-2] not in "aeiouy":
         w = w[:-1] + "i"
     w = _replace(w, _STEP2, 0)
     w = _replace(w, _STEP3, 0)

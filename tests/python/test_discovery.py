@@ -312,6 +312,15 @@ class SeventhPass(unittest.TestCase):
                          "gh_actions_update_repo_variable")
         self.assertEqual(self.ranked(idx, "store our NPM_TOKEN for the workflows")[0], "gh_actions_create_repo_secret")
 
+    def test_derived_nouns_meet_their_verbs(self) -> None:
+        # Porter2's y rule ("deploy" stays, "deployment" -> "deploy"), and the -scription /
+        # -istration nouns fold to their verbs
+        for group in (["deploy", "deployment", "deployed"], ["subscribe", "subscription", "subscriptions"],
+                      ["register", "registration", "registered"], ["key", "keys"]):
+            self.assertEqual(len({stem.stem(w) for w in group}), 1, group)
+        self.assertEqual(stem.stem("cry"), "cri")
+        self.assertEqual(stem.stem("happy"), "happi")
+
     def test_a_changes_every_is_a_quantity(self) -> None:
         idx = Intent.index({"gh_issues_list_labels_on_issue": "List labels for an issue",
                             "gh_issues_remove_all_labels": "Remove all labels from an issue"})
