@@ -52,7 +52,7 @@ SYNONYM_GROUPS: list[str] = [
     "repo repository codebase project",
     "authenticated me my mine myself own i",
     "request ask",
-    "rate quota throttle limit remaining left",
+    "rate quota throttle limit remaining",  # "left" only after have/has (search._PHRASE_MAP)
     "pull pr",
     "org organization organisation company",
     "user person people member account someone profile colleague somebody human",

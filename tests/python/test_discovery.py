@@ -321,6 +321,13 @@ class SeventhPass(unittest.TestCase):
         self.assertEqual(stem.stem("cry"), "cri")
         self.assertEqual(stem.stem("happy"), "happi")
 
+    def test_left_is_remaining_only_after_have(self) -> None:
+        idx = Intent.index({"gh_rate_limit_get": "Get rate limit status for the authenticated user",
+                            "gh_checks_list_annotations": "List check run annotations (warnings on lines)"})
+        self.assertEqual(self.ranked(idx, "how many api calls do I have left")[0], "gh_rate_limit_get")
+        self.assertEqual(self.ranked(idx, "show the warnings the linter left on specific lines")[0],
+                         "gh_checks_list_annotations")
+
     def test_a_changes_every_is_a_quantity(self) -> None:
         idx = Intent.index({"gh_issues_list_labels_on_issue": "List labels for an issue",
                             "gh_issues_remove_all_labels": "Remove all labels from an issue"})
