@@ -323,10 +323,12 @@ class SeventhPass(unittest.TestCase):
 
     def test_left_is_remaining_only_after_have(self) -> None:
         idx = Intent.index({"gh_rate_limit_get": "Get rate limit status for the authenticated user",
-                            "gh_checks_list_annotations": "List check run annotations (warnings on lines)"})
+                            "gh_checks_list_annotations": "List the annotations of a check run"})
         self.assertEqual(self.ranked(idx, "how many api calls do I have left")[0], "gh_rate_limit_get")
-        self.assertEqual(self.ranked(idx, "show the warnings the linter left on specific lines")[0],
+        self.assertEqual(self.ranked(idx, "show the annotations the linter left on the check")[0],
                          "gh_checks_list_annotations")
+        idx._query("show what the linter left")
+        self.assertNotIn(search.stem("rate"), idx._expand(search.stem("left")))
 
     def test_a_changes_every_is_a_quantity(self) -> None:
         idx = Intent.index({"gh_issues_list_labels_on_issue": "List labels for an issue",
