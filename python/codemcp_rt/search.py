@@ -74,6 +74,7 @@ _PHRASE_MAP = {
     "switch off": "disable", "hand over": "transfer", "sum up": "sum", "add up": "sum", "send back": "echo", "say back": "echo",
     "repeat back": "echo", "read back": "echo",
     # "calls do I have left" is what remains; "the linter left", "he left the company" are not
+    "have left": "remaining", "has left": "remaining", "are left": "remaining", "is left": "remaining",
 }
 # A phrasal verb of the table with its object in between ("take the bug label off", "kick bob
 # out of the org"): up to three words may separate the verb from its particle.
