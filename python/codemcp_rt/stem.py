@@ -4,7 +4,9 @@ Maps the forms of an English word to one stem, so "invite", "invitation" and "in
 meet, as do "reviewer"/"reviews", "followers"/"following", "protection"/"protected".
 The stems are not words ("repositori", "collabor"); they only have to agree between a
 query and the catalog. British "-isation"/"-ise"/"-yse" spellings are folded to "-ize"
-first. Pure functions, stdlib only; never raises for any str.
+first; -scription/-istration nouns fold to their verbs (subscription -> subscribe), and step 1c
+is Porter2's (y -> i only after a consonant: "deploy" meets "deployment"). Pure functions,
+stdlib only; never raises for any str.
 """
 
 from __future__ import annotations
