@@ -38,7 +38,7 @@ QUERY_WEIGHTS = [
     ("_PREFIX_WEIGHT", 0.0, 1.0), ("_PREFIX_KNOWN", 0.0, 1.0), ("_FUZZY_WEIGHT", 0.0, 1.0),
     ("_IMPLICIT_WEIGHT", 0.0, 1.5), ("_SINGULAR_LIST", 0.0, 1.0), ("_PLURAL_GET", 0.0, 1.0),
     ("_PLURAL_HINT", 0.0, 1.0), ("_PLURAL_READ", 0.0, 1.0), ("_Q_BASE", 0.1, 0.99), ("_N_BASE", 0.01, 0.9),
-    ("_COVER_FLOOR", 0.05, 1.0), ("_DEEP", 0.0, 1.0),
+    ("_COVER_FLOOR", 0.05, 1.0),
 ]
 TABLE_WEIGHTS = [("_SYN_WEIGHT", 0.3, 1.0), ("_SYN_SIDE", 0.1, 1.0), ("_THES_WEIGHT", 0.2, 1.0),
                  ("_THES_PHRASE_WEIGHT", 0.2, 1.0)]

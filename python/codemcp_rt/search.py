@@ -286,7 +286,6 @@ _Q_BASE = 0.67  # a document matching few of the query's words keeps this share
 _N_BASE = 0.15  # a function whose name words the query does not mention keeps this share
 _COVER_IDF_POW = 0.5  # name words weigh idf**this in the coverage
 _COVER_FLOOR = 0.35  # a query word weighted this or more covers a name word fully
-_DEEP = 1.0  # a query word matched only outside a document's name and summary covers this share
 
 _CONSTANT = re.compile(r"(?<![\w'\"])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![\w'\"])")
 _QUANTIFIERS = frozenset(stem(w) for w in "every all whole entire each".split())
@@ -361,11 +360,6 @@ class Index:
                 for a, b in zip(seq, seq[1:]):
                     if a != b:
                         self.pairs.setdefault((a, b), set()).add(i)
-        # the documents having each word in their name or summary (for _DEEP)
-        self.top: dict[str, set[int]] = {}
-        for i, f in enumerate(docs_fields):
-            for w in f["name"] + f["summary"]:
-                self.top.setdefault(w, set()).add(i)
         # a scoped function counts as a variant only when an unscoped one does the same
         keys = [frozenset(nw - _SCOPES - _UNSCOPED) for nw in self.name_words]
         plain_keys = {k for k, sc in zip(keys, self.scoped) if not sc}
@@ -738,12 +732,9 @@ class Index:
                     sc = idf * tf
                     if sc > best.get(doc, 0.0):
                         best[doc] = sc
-            # a word found only deep in a document's prose (argument docs, the description's
-            # body) covers the query less than one in its name or summary
-            strong = set().union(*(self.top.get(t, ()) for t in exp)) if _DEEP < 1.0 else None
             for doc, sc in best.items():
                 scores[doc] = scores.get(doc, 0.0) + sc
-                matched[doc] = matched.get(doc, 0.0) + (qw if strong is None or doc in strong else qw * _DEEP)
+                matched[doc] = matched.get(doc, 0.0) + qw
         if server is not None:
             scores = {d: v for d, v in scores.items() if self.info[self.names[d]].get("server") == server}
         nq = sum(qweights)
