@@ -141,15 +141,16 @@ _POLARITY.update({stem(w): "-" for w in "delete remove disable unassign unfollow
                   "deregister stop drop destroy erase purge forget kill terminate kick discard".split()})
 _OPPOSITE = 0.85
 # an imperative: a first word, then a determiner or a pronoun that opens its object
-_IMPERATIVE = re.compile(r"[a-z]+\s+(?:a|an|the|this|that|these|those|my|our|your|his|her|their|its|some|every|"
-                         r"each|all|me|us|it|them|him)\b")
+# (or a singular first word, "on"/"to", then that: "reply on the ticket", "respond to the thread")
+_IMPERATIVE = re.compile(r"(?:[a-z]+|[a-z]*[a-rt-z]\s+(?:on|to))\s+(?:a|an|the|this|that|these|those|my|our|your|his|"
+                         r"her|their|its|some|every|each|all|me|us|it|them|him)\b")
 _IMPERATIVE_ME = re.compile(r"[a-z]+\s+me\b")
 _CLAUSE_MARK = re.compile(r"\b(?:so|now that|because|since|when|whenever|once|where|unless|until|while|after|before)\b")
 _CLAUSE = 0.6
 # an aside: what follows a dash or an opening parenthesis elaborates ("issue 9 - renames, label changes")
 _ASIDE = re.compile(r"\s[-\u2013]\s|\s\(")  # (an em dash often carries the task's second half)
 _TO_VERB = re.compile(r"\bto\s+([a-z]+)")  # "open a PR to merge my branch": a purpose
-_TEXT_MARK = re.compile(r"\b(?:saying|that says|called|named|titled|with the (?:title|message|text|body)"
+_TEXT_MARK = re.compile(r"\b(?:saying|that says|telling (?:them|him|her|everyone|people|us|me)|called|named|titled|with the (?:title|message|text|body)"
                         r"|(?<=remember )that|(?<=note )that|(?<=noting )that|(?<=record )that)\b")
 _REPO_VALUE = re.compile(r"[\w.-]+/[\w.-]+")
 _REPO_HINT = 0.5

@@ -330,6 +330,17 @@ class SeventhPass(unittest.TestCase):
         idx._query("show what the linter left")
         self.assertNotIn(search.stem("rate"), idx._expand(search.stem("left")))
 
+    def test_reply_on_the_ticket_is_an_imperative_and_telling_quotes(self) -> None:
+        idx = Intent.index({"gh_issues_create_comment": "Create an issue comment",
+                            "gh_issues_list_comments": "List issue comments"})
+        weights = dict(idx._query("reply on the ticket telling them it's fixed in 3.1")[0])
+        self.assertEqual(idx._intent, "w")  # "reply on the ...": the verb, a change
+        self.assertEqual(weights[search.stem("fix")], search._VALUE_WEIGHT)  # what to tell them
+        self.assertEqual(self.ranked(idx, "reply on the ticket telling them it's fixed in 3.1")[0],
+                         "gh_issues_create_comment")
+        idx._query("comments on the ticket")  # a plural first word: a listing as before
+        self.assertEqual(idx._intent, "r")
+
     def test_a_changes_every_is_a_quantity(self) -> None:
         idx = Intent.index({"gh_issues_list_labels_on_issue": "List labels for an issue",
                             "gh_issues_remove_all_labels": "Remove all labels from an issue"})
