@@ -150,7 +150,10 @@ _CLAUSE = 0.6
 # an aside: what follows a dash or an opening parenthesis elaborates ("issue 9 - renames, label changes")
 _ASIDE = re.compile(r"\s[-\u2013]\s|\s\(")  # (an em dash often carries the task's second half)
 _TO_VERB = re.compile(r"\bto\s+([a-z]+)")  # "open a PR to merge my branch": a purpose
-_TEXT_MARK = re.compile(r"\b(?:saying|that says|telling (?:them|him|her|everyone|people|us|me)|called|named|titled|with the (?:title|message|text|body)"
+# (and what a search looks for: "mentioning segfault", "anything about kubernetes")
+_TEXT_MARK = re.compile(r"\b(?:saying|that says|telling (?:them|him|her|everyone|people|us|me)|called|named|titled"
+                        r"|with the (?:title|message|text|body)|mentioning|containing|(?<=anything )about"
+                        r"|(?<=everything )about|(?<=something )about"
                         r"|(?<=remember )that|(?<=note )that|(?<=noting )that|(?<=record )that)\b")
 _REPO_VALUE = re.compile(r"[\w.-]+/[\w.-]+")
 _REPO_HINT = 0.5

@@ -341,6 +341,17 @@ class SeventhPass(unittest.TestCase):
         idx._query("comments on the ticket")  # a plural first word: a listing as before
         self.assertEqual(idx._intent, "r")
 
+    def test_what_a_search_looks_for_is_a_value(self) -> None:
+        idx = Intent.index({"gh_search_issues": "Search issues and pull requests",
+                            "mem_search_nodes": "Search for nodes in the knowledge graph memory",
+                            "gh_repos_list_deployments": "List deployments"})
+        weights = dict(idx._query("find issues mentioning memory leak")[0])
+        self.assertEqual(weights[search.stem("memory")], search._VALUE_WEIGHT)
+        self.assertEqual(self.ranked(idx, "find issues mentioning memory leak")[0], "gh_search_issues")
+        weights = dict(idx._query("search my memory for anything about deployments")[0])
+        self.assertEqual(weights[search.stem("deployments")], search._VALUE_WEIGHT)
+        self.assertEqual(self.ranked(idx, "search my memory for anything about deployments")[0], "mem_search_nodes")
+
     def test_a_changes_every_is_a_quantity(self) -> None:
         idx = Intent.index({"gh_issues_list_labels_on_issue": "List labels for an issue",
                             "gh_issues_remove_all_labels": "Remove all labels from an issue"})
