@@ -4,7 +4,9 @@ Maps the forms of an English word to one stem, so "invite", "invitation" and "in
 meet, as do "reviewer"/"reviews", "followers"/"following", "protection"/"protected".
 The stems are not words ("repositori", "collabor"); they only have to agree between a
 query and the catalog. British "-isation"/"-ise"/"-yse" spellings are folded to "-ize"
-first. Pure functions, stdlib only; never raises for any str.
+first; -scription/-istration nouns fold to their verbs (subscription -> subscribe), and step 1c
+is Porter2's (y -> i only after a consonant: "deploy" meets "deployment"). Pure functions,
+stdlib only; never raises for any str.
 """
 
 from __future__ import annotations
@@ -76,6 +78,10 @@ _STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "men
           "ou", "ism", "ate", "iti", "ous", "ive", "ize")
 
 
+# nouns whose Porter stem misses their verb's: "subscript" / "subscrib", "registr" / "regist"
+_DERIVED = (("scriptions", "scribe"), ("scription", "scribe"), ("istrations", "ister"), ("istration", "ister"))
+
+
 def _british(w: str) -> str:
     if w.endswith("isation") or w.endswith("isations"):
         return w.replace("isation", "ization")
@@ -91,6 +97,10 @@ def stem(word: str) -> str:
     if len(w) <= 2 or not w.isalpha():
         return w
     w = _british(w)
+    for noun, verb in _DERIVED:  # subscription -> subscribe, registration -> register
+        if w.endswith(noun) and len(w) > len(noun) + 2:
+            w = w[: -len(noun)] + verb
+            break
     if w.endswith("ly") and len(w) > 5 and not w.endswith(("ply", "ally", "ily", "ely")):
         w = w[:-2]  # adverbs: publicly -> public, weekly -> week
     # step 1a: plurals
@@ -118,8 +128,9 @@ def stem(word: str) -> str:
             w = w[:-1]
         elif _measure(w) == 1 and _cvc(w):
             w += "e"
-    # step 1c: y -> i after a vowel-bearing stem
-    if w.endswith("y") and _has_vowel(w[:-1]):
+    # step 1c: y -> i after a consonant that is not the word's first letter (Porter2: "cry" ->
+    # "cri", but "deploy" stays, so it meets "deployment"; "key", "relay", "survey" too)
+    if w.endswith("y") and len(w) > 2 and w[-2] not in "aeiouy":
         w = w[:-1] + "i"
     w = _replace(w, _STEP2, 0)
     w = _replace(w, _STEP3, 0)

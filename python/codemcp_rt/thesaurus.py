@@ -52,7 +52,7 @@ SYNONYM_GROUPS: list[str] = [
     "repo repository codebase project",
     "authenticated me my mine myself own i",
     "request ask",
-    "rate quota throttle limit remaining left",
+    "rate quota throttle limit remaining",  # "left" only after have/has (search._PHRASE_MAP)
     "pull pr",
     "org organization organisation company",
     "user person people member account someone profile colleague somebody human",
@@ -71,7 +71,7 @@ SYNONYM_GROUPS: list[str] = [
     "merge combine land",
     "release version",
     "~latest newest recent last current",
-    "gist snippet paste",
+    "gist snippet",  # not "paste": its stem is "past" ("over the past year", "past contributors")
     "follow follower",
     "watch subscribe subscription watcher unwatch unsubscribe",
     "team group squad",

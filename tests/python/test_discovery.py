@@ -185,7 +185,7 @@ class SixthPass(unittest.TestCase):
 
     def test_an_imperative_verb_before_its_object(self) -> None:
         # "paste" is a word of the catalog (a gist is a paste); before "this snippet" it is the verb
-        idx = Intent.index({"gh_gists_list": "List gists (pastes) of the user", "gh_gists_create": "Create a gist"})
+        idx = Intent.index({"gh_gists_list": "List gists (pastes) of the user", "gh_gists_create": "Create a gist (a new paste)"})
         idx._query("paste this snippet into a secret gist")
         self.assertTrue(idx._odd_verb)
         self.assertEqual(idx._intent, "w")
@@ -276,6 +276,87 @@ class SixthPass(unittest.TestCase):
 
     def test_develop_is_not_a_user(self) -> None:
         self.assertNotIn(search.stem("user"), search._SYN.get(search.stem("develop"), {}))
+
+
+class SeventhPass(unittest.TestCase):
+    """The seventh pass's general reading rules (codemcp_rt.search), each on a small index."""
+
+    ranked = staticmethod(Intent.ranked)
+
+    def test_noun_verbs_are_verbs_only_as_the_first_word(self) -> None:
+        # "file a bug" creates; "the file tree" is a noun, not a creation
+        idx = Intent.index({"gh_git_create_tree": "Create a tree", "gh_git_get_tree": "Get a tree",
+                            "gh_issues_create": "Create an issue", "gh_issues_list": "List issues"})
+        idx._query("show me the file tree")
+        self.assertNotIn(search.stem("create"), idx._expand(search.stem("file")))
+        self.assertEqual(self.ranked(idx, "give me the full file tree of the repo")[0], "gh_git_get_tree")
+        idx._query("file a bug about the crash")
+        self.assertIn(search.stem("create"), idx._expand(search.stem("file")))
+        self.assertEqual(self.ranked(idx, "file a bug about the crash")[0], "gh_issues_create")
+
+    def test_paste_is_not_past(self) -> None:
+        # Porter stems "paste" to "past": "over the past year" is not about gists
+        self.assertNotIn(search.stem("gist"), search._SYN.get(search.stem("past"), {}))
+        idx = Intent.index({"gh_gists_list_commits": "List gist commits",
+                            "gh_repos_get_commit_activity_stats": "Get the last year of commit activity, per week"})
+        self.assertEqual(self.ranked(idx, "commits per week over the past year")[0], "gh_repos_get_commit_activity_stats")
+
+    def test_constant_case_names_a_value_by_its_last_word(self) -> None:
+        idx = Intent.index({"mem_open_nodes": "Open specific nodes in the knowledge graph by their names",
+                            "gh_actions_update_repo_variable": "Update a repository variable",
+                            "gh_actions_create_repo_secret": "Create or update a repository secret"})
+        weights = dict(idx._query("bump the repo-level NODE_VERSION variable to 22")[0])
+        self.assertEqual(weights[search.stem("node")], search._VALUE_WEIGHT)
+        self.assertEqual(weights[search.stem("version")], 1.0)
+        self.assertEqual(self.ranked(idx, "bump the repo-level NODE_VERSION variable to 22")[0],
+                         "gh_actions_update_repo_variable")
+        self.assertEqual(self.ranked(idx, "store our NPM_TOKEN for the workflows")[0], "gh_actions_create_repo_secret")
+
+    def test_derived_nouns_meet_their_verbs(self) -> None:
+        # Porter2's y rule ("deploy" stays, "deployment" -> "deploy"), and the -scription /
+        # -istration nouns fold to their verbs
+        for group in (["deploy", "deployment", "deployed"], ["subscribe", "subscription", "subscriptions"],
+                      ["register", "registration", "registered"], ["key", "keys"]):
+            self.assertEqual(len({stem.stem(w) for w in group}), 1, group)
+        self.assertEqual(stem.stem("cry"), "cri")
+        self.assertEqual(stem.stem("happy"), "happi")
+
+    def test_left_is_remaining_only_after_have(self) -> None:
+        idx = Intent.index({"gh_rate_limit_get": "Get rate limit status for the authenticated user",
+                            "gh_checks_list_annotations": "List the annotations of a check run"})
+        self.assertEqual(self.ranked(idx, "how many api calls do I have left")[0], "gh_rate_limit_get")
+        self.assertEqual(self.ranked(idx, "show the annotations the linter left on the check")[0],
+                         "gh_checks_list_annotations")
+        idx._query("show what the linter left")
+        self.assertNotIn(search.stem("rate"), idx._expand(search.stem("left")))
+
+    def test_reply_on_the_ticket_is_an_imperative_and_telling_quotes(self) -> None:
+        idx = Intent.index({"gh_issues_create_comment": "Create an issue comment",
+                            "gh_issues_list_comments": "List issue comments"})
+        weights = dict(idx._query("reply on the ticket telling them it's fixed in 3.1")[0])
+        self.assertEqual(idx._intent, "w")  # "reply on the ...": the verb, a change
+        self.assertEqual(weights[search.stem("fix")], search._VALUE_WEIGHT)  # what to tell them
+        self.assertEqual(self.ranked(idx, "reply on the ticket telling them it's fixed in 3.1")[0],
+                         "gh_issues_create_comment")
+        idx._query("comments on the ticket")  # a plural first word: a listing as before
+        self.assertEqual(idx._intent, "r")
+
+    def test_what_a_search_looks_for_is_a_value(self) -> None:
+        idx = Intent.index({"gh_search_issues": "Search issues and pull requests",
+                            "mem_search_nodes": "Search for nodes in the knowledge graph memory",
+                            "gh_repos_list_deployments": "List deployments"})
+        weights = dict(idx._query("find issues mentioning memory leak")[0])
+        self.assertEqual(weights[search.stem("memory")], search._VALUE_WEIGHT)
+        self.assertEqual(self.ranked(idx, "find issues mentioning memory leak")[0], "gh_search_issues")
+        weights = dict(idx._query("search my memory for anything about deployments")[0])
+        self.assertEqual(weights[search.stem("deployments")], search._VALUE_WEIGHT)
+        self.assertEqual(self.ranked(idx, "search my memory for anything about deployments")[0], "mem_search_nodes")
+
+    def test_a_changes_every_is_a_quantity(self) -> None:
+        idx = Intent.index({"gh_issues_list_labels_on_issue": "List labels for an issue",
+                            "gh_issues_remove_all_labels": "Remove all labels from an issue"})
+        self.assertEqual(self.ranked(idx, "strip every label off issue 301")[0], "gh_issues_remove_all_labels")
+        self.assertEqual(self.ranked(idx, "show every label on issue 301")[0], "gh_issues_list_labels_on_issue")
 
 
 class Thesaurus(unittest.TestCase):
