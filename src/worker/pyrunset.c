@@ -4,6 +4,8 @@
 #include "pyrunset.h"
 #include "pyfast.h"
 
+#include <structmember.h>
+
 static struct {
     PyObject *namespace; /* runner._namespace(session, reset, snap) */
     PyObject *rn_dict;   /* runner's module dict: "_fresh_for", "_injected" */
@@ -14,12 +16,12 @@ static struct {
     PyObject *capped;    /* capture.CappedStream */
     PyObject *k_fresh_for, *k_injected, *k_result, *k_move_to_end, *k_name, *k_limit;
     PyObject *k_names[2];
-    PyObject *k_state[10];
+    Py_ssize_t slot[PYRS_NSLOTS]; /* offsets of RunState's slots in an instance */
 } R;
 
-static const char *const STATE[10] = {"run_id",    "params",     "run_id_json",   "made",
-                                      "mutations", "writes",     "interruptible", "early_interrupt",
-                                      "finished",  "interrupted"};
+static const char *const STATE[PYRS_NSLOTS] = {"run_id",          "run_id_json", "made",
+                                               "mutations",       "writes",      "interruptible",
+                                               "early_interrupt", "finished",    "interrupted"};
 
 static int take(PyObject *hooks, const char *name, PyObject **out)
 {
@@ -54,10 +56,27 @@ int pyrs_init(PyObject *hooks)
         intern(&R.k_name, "name") < 0 || intern(&R.k_limit, "limit") < 0 ||
         intern(&R.k_names[0], "stdout") < 0 || intern(&R.k_names[1], "stderr") < 0)
         return -1;
-    for (int i = 0; i < 10; i++)
-        if (intern(&R.k_state[i], STATE[i]) < 0)
+    /* RunState's slots are member descriptors in its dict when the class is made; their
+     * offsets into an instance are fixed by its layout, whatever later happens to the class
+     * dict, so a store there is what __init__'s `self.x = ...` did. */
+    for (int i = 0; i < PYRS_NSLOTS; i++) {
+        PyObject *d = PyDict_GetItemString(((PyTypeObject *)R.runstate)->tp_dict, STATE[i]);
+        PyMemberDef *m =
+            d && Py_IS_TYPE(d, &PyMemberDescr_Type) ? ((PyMemberDescrObject *)d)->d_member : NULL;
+        if (!m || m->type != T_OBJECT_EX || m->offset <= 0 ||
+            m->offset + (Py_ssize_t)sizeof(PyObject *) >
+                ((PyTypeObject *)R.runstate)->tp_basicsize) {
+            PyErr_Format(PyExc_TypeError, "serve(): RunState.%s is not a slot", STATE[i]);
             return -1;
+        }
+        R.slot[i] = m->offset;
+    }
     return 0;
+}
+
+PyObject **pyrs_slot(PyObject *state, int which)
+{
+    return (PyObject **)((char *)state + R.slot[which]);
 }
 
 /* runner._namespace's usual case: the namespace exists, is not reset, and already has the
@@ -101,29 +120,27 @@ out:
     return out;
 }
 
-/* RunState(run_id, params) for a str run_id, its slots set as __init__ sets them. */
-PyObject *pyrs_state(PyObject *run_id, PyObject *params)
+/* RunState(run_id) for a str run_id, its slots set as __init__ sets them. */
+PyObject *pyrs_state(PyObject *run_id)
 {
     PyTypeObject *t = (PyTypeObject *)R.runstate;
-    PyObject *st = t->tp_alloc(t, 0), *v[10] = {NULL}; /* new refs */
+    PyObject *st = t->tp_alloc(t, 0), *v[PYRS_NSLOTS] = {NULL}; /* new refs */
     if (!st)
         return NULL;
-    v[0] = Py_NewRef(run_id);
-    v[1] = Py_NewRef(params);
-    v[2] = pyf_scalar_json(run_id, 0);
-    v[3] = PyList_New(0);
-    v[4] = PyList_New(0);
-    v[5] = PyDict_New();
-    v[6] = Py_NewRef(Py_False);
-    v[7] = Py_NewRef(Py_None);
-    v[8] = Py_NewRef(Py_False);
-    v[9] = Py_NewRef(Py_False);
+    v[PYRS_RUN_ID] = Py_NewRef(run_id);
+    v[PYRS_RUN_ID_JSON] = pyf_scalar_json(run_id, 0);
+    v[PYRS_MADE] = PyList_New(0);
+    v[PYRS_MUTATIONS] = PyList_New(0);
+    v[PYRS_WRITES] = PyDict_New();
+    v[PYRS_INTERRUPTIBLE] = Py_NewRef(Py_False);
+    v[PYRS_EARLY] = Py_NewRef(Py_None);
+    v[PYRS_FINISHED] = Py_NewRef(Py_False);
+    v[PYRS_INTERRUPTED] = Py_NewRef(Py_False);
     int ok = 1;
-    for (int i = 0; i < 10; i++)
-        if (ok && (!v[i] || PyObject_SetAttr(st, R.k_state[i], v[i]) < 0))
-            ok = 0;
-    for (int i = 0; i < 10; i++)
-        Py_XDECREF(v[i]);
+    for (int i = 0; i < PYRS_NSLOTS; i++) {
+        ok = ok && v[i];
+        *pyrs_slot(st, i) = v[i]; /* the new instance's slots are all NULL: reference moved */
+    }
     if (!ok) {
         Py_DECREF(st);
         if (!PyErr_Occurred())

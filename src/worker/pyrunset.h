@@ -15,7 +15,23 @@
 int pyrs_init(PyObject *hooks /* borrowed */);
 
 PyObject *pyrs_namespace(PyObject *session, int reset, PyObject *snap);
-PyObject *pyrs_state(PyObject *run_id, PyObject *params);
+/* RunState's slots, in runstate.py's order. */
+enum {
+    PYRS_RUN_ID,
+    PYRS_RUN_ID_JSON,
+    PYRS_MADE,
+    PYRS_MUTATIONS,
+    PYRS_WRITES,
+    PYRS_INTERRUPTIBLE,
+    PYRS_EARLY,
+    PYRS_FINISHED,
+    PYRS_INTERRUPTED,
+    PYRS_NSLOTS
+};
+PyObject *pyrs_state(PyObject *run_id);
+/* The slot of a RunState made by pyrs_state (or RunState()): its address in the instance.
+ * The slot holds a strong reference or NULL (an unset slot: `del state.x` leaves NULL). */
+PyObject **pyrs_slot(PyObject *state, int which);
 /* (stdout, stderr) for a run capped at limit bytes each */
 PyObject *pyrs_streams(Py_ssize_t limit);
 
