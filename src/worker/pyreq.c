@@ -39,36 +39,41 @@ enum {
 
 static const struct {
     const char *name;
+    size_t len;
     int kind;
 } PK[P_COUNT] = {
-    {"run_id", V_STR},
-    {"namespace", V_STR},
-    {"code", V_STR},
-    {"timeout_ms", V_INT},
-    {"dry_run", V_BOOL},
-    {"allow_mutations", V_ALLOW},
-    {"enforce_mutations", V_BOOL},
-    {"max_output_bytes", V_SIZE},
-    {"max_result_bytes", V_SIZE},
-    {"reset", V_BOOL},
-    {"validate", V_BOOL},
-    {"disabled", V_EMPTY},
-    {"unavailable", V_EMPTY},
-    {"namespace_note", V_STR},
-    {"namespace_fresh", V_BOOL},
-    {"drop_namespaces", V_EMPTY},
+#define M(name, kind)                                                                              \
+    {                                                                                              \
+        name, sizeof(name) - 1, kind                                                               \
+    }
+    M("run_id", V_STR),
+    M("namespace", V_STR),
+    M("code", V_STR),
+    M("timeout_ms", V_INT),
+    M("dry_run", V_BOOL),
+    M("allow_mutations", V_ALLOW),
+    M("enforce_mutations", V_BOOL),
+    M("max_output_bytes", V_SIZE),
+    M("max_result_bytes", V_SIZE),
+    M("reset", V_BOOL),
+    M("validate", V_BOOL),
+    M("disabled", V_EMPTY),
+    M("unavailable", V_EMPTY),
+    M("namespace_note", V_STR),
+    M("namespace_fresh", V_BOOL),
+    M("drop_namespaces", V_EMPTY),
+#undef M
 };
 
 /* At a key's opening quote: its bytes (no escape) and the cursor past the ':'; NULL when the
  * key has an escape or the text is not an object member here. */
 static const char *pyq_key(struct pyj *j, size_t *n)
 {
-    const char *s = j->p + 1, *q = memchr(s, '"', (size_t)(j->end - s));
-    if (!q || memchr(s, '\\', (size_t)(q - s)))
+    const char *s = j->p + 1, *q = s;
+    while (q < j->end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20)
+        q++;
+    if (q >= j->end || *q != '"')
         return NULL;
-    for (const char *c = s; c < q; c++)
-        if ((unsigned char)*c < 0x20)
-            return NULL;
     j->p = q + 1;
     pyj_ws(j);
     if (j->p >= j->end || *j->p != ':')
@@ -79,9 +84,9 @@ static const char *pyq_key(struct pyj *j, size_t *n)
     return s;
 }
 
-static int pyq_word(struct pyj *j, const char *w)
+#define pyq_word(j, w) pyq_bytes(j, w, sizeof(w) - 1)
+static int pyq_bytes(struct pyj *j, const char *w, size_t n)
 {
-    size_t n = strlen(w);
     if ((size_t)(j->end - j->p) < n || memcmp(j->p, w, n))
         return 0;
     j->p += n;
@@ -185,8 +190,6 @@ static int pyq_value(struct pyj *j, int which, struct pyq_run *q, PyObject **kee
 static int pyq_params_scan(struct pyj *j, struct pyq_run *q)
 {
     unsigned seen = 0;
-    PyObject **kept[P_COUNT] = {
-        [P_RUN_ID] = &q->run_id, [P_NAMESPACE] = &q->session, [P_CODE] = &q->code};
     j->p++;
     pyj_ws(j);
     if (j->p < j->end && *j->p == '}')
@@ -197,7 +200,7 @@ static int pyq_params_scan(struct pyj *j, struct pyq_run *q)
         const char *k = j->p < j->end && *j->p == '"' ? pyq_key(j, &n) : NULL;
         int which = -1;
         for (int i = 0; k && i < P_COUNT && which < 0; i++)
-            if (strlen(PK[i].name) == n && !memcmp(PK[i].name, k, n))
+            if (PK[i].len == n && !memcmp(PK[i].name, k, n))
                 which = i;
         if (which < 0 || (seen & (1u << which)))
             return -1; /* an unknown member or a duplicate */
@@ -207,8 +210,12 @@ static int pyq_params_scan(struct pyj *j, struct pyq_run *q)
             Py_XDECREF(got);
             return -1;
         }
-        if (kept[which])
-            *kept[which] = got;
+        if (which == P_RUN_ID)
+            q->run_id = got;
+        else if (which == P_NAMESPACE)
+            q->session = got;
+        else if (which == P_CODE)
+            q->code = got;
         int more = pyq_next(j, '}');
         if (more == 0)
             break;
@@ -243,10 +250,8 @@ static int pyq_top(struct pyj *j, struct pyq_run *q)
             return -1;
         seen |= t;
         if (t == T_JSONRPC) {
-            PyObject *s = *j->p == '"' ? pyj_str(j) : NULL;
-            if (!s)
+            if (!pyq_word(j, "\"2.0\""))
                 return -1;
-            Py_DECREF(s);
         } else if (t == T_ID) {
             if (pyj_ll(j, &q->id) < 0)
                 return -1;

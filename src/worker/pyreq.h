@@ -5,7 +5,8 @@
  * objects a plain run needs (code, run_id, namespace, allow_mutations) instead of the whole
  * params dict. It takes a strict subset of what pyrun's plain-run rules accept: any member it
  * does not know, a duplicate, a value of another type or form (null where a flag is expected,
- * a float, a non-empty drop/disabled/unavailable list, an escaped method name, ...) and it
+ * a float, a non-empty drop/disabled/unavailable list, an escaped method name, a jsonrpc other
+ * than "2.0", ...) and it
  * says no, and the request goes whole to the Python handler, which answers it as it answers
  * every request. Its strings and integers are read with pyjson.c's rules, so the params dict
  * loads_fast builds later from the same text (pyq_params) holds the same values.

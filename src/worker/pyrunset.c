@@ -15,9 +15,11 @@ static struct {
     PyObject *last;      /* capture._last: the last run's two streams */
     PyObject *capped;    /* capture.CappedStream */
     PyObject *k_fresh_for, *k_injected, *k_result, *k_move_to_end, *k_name, *k_limit;
-    PyObject *k_names[2];
+    PyObject *k_names[2], *k_parts, *k_cut;
     Py_ssize_t slot[PYRS_NSLOTS]; /* offsets of RunState's slots in an instance */
 } R;
+
+static PyObject *places; /* session -> (fresh, bytes of Py_ssize_t places): see below */
 
 static const char *const STATE[PYRS_NSLOTS] = {"run_id",          "run_id_json", "made",
                                                "mutations",       "writes",      "interruptible",
@@ -51,10 +53,12 @@ int pyrs_init(PyObject *hooks)
         PyErr_SetString(PyExc_TypeError, "serve(): a run set-up hook has the wrong type");
         return -1;
     }
-    if (intern(&R.k_fresh_for, "_fresh_for") < 0 || intern(&R.k_injected, "_injected") < 0 ||
-        intern(&R.k_result, "result") < 0 || intern(&R.k_move_to_end, "move_to_end") < 0 ||
-        intern(&R.k_name, "name") < 0 || intern(&R.k_limit, "limit") < 0 ||
-        intern(&R.k_names[0], "stdout") < 0 || intern(&R.k_names[1], "stderr") < 0)
+    if (!(places = PyDict_New()) || intern(&R.k_fresh_for, "_fresh_for") < 0 ||
+        intern(&R.k_injected, "_injected") < 0 || intern(&R.k_result, "result") < 0 ||
+        intern(&R.k_move_to_end, "move_to_end") < 0 || intern(&R.k_name, "name") < 0 ||
+        intern(&R.k_limit, "limit") < 0 || intern(&R.k_parts, "_parts") < 0 ||
+        intern(&R.k_cut, "_cut") < 0 || intern(&R.k_names[0], "stdout") < 0 ||
+        intern(&R.k_names[1], "stderr") < 0)
         return -1;
     /* RunState's slots are member descriptors in its dict when the class is made; their
      * offsets into an instance are fixed by its layout, whatever later happens to the class
@@ -79,9 +83,106 @@ PyObject **pyrs_slot(PyObject *state, int which)
     return (PyObject **)((char *)state + R.slot[which]);
 }
 
+/* ---- the injected names' places ---------------------------------------------------------
+ * runner._namespace puts every injected name back with ns.update(fresh) on every run (~220
+ * instructions a name, 22 names for one server, thousands for a large catalog), because the
+ * last run may have rebound or deleted one. Here each namespace remembers where in its entry
+ * order each injected name sat after the last injection (PyDict_Next positions, in fresh's
+ * order); the next run looks at those entries (~40 instructions a name) and updates only when
+ * one of them no longer holds fresh's key with fresh's object. The check reads the live dicts
+ * only: whatever agent code did meanwhile (rebinding, deleting, resizing the namespace,
+ * changing fresh itself), a stale place fails the check and the run updates as before. */
+
+#define PYRS_MAX_PLACES 4096 /* namespaces remembered (runner.MAX_SESSIONS) */
+
+/* Is nk the key k (the same object, or an equal exact str)? */
+static int same_key(PyObject *nk, PyObject *k)
+{
+    return nk == k ||
+           (PyUnicode_CheckExact(nk) && PyUnicode_CheckExact(k) && PyUnicode_Compare(nk, k) == 0);
+}
+
+/* 1 when every (k, v) of fresh is bound in ns, as the recorded places say; 0 otherwise. */
+static int injected_in_place(PyObject *ns, PyObject *fresh, PyObject *session)
+{
+    PyObject *h = PyDict_GetItemWithError(places, session), *k, *v, *nk, *nv; /* borrowed */
+    if (!h) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *b = PyTuple_GET_ITEM(h, 1);
+    Py_ssize_t n = PyBytes_GET_SIZE(b) / (Py_ssize_t)sizeof(Py_ssize_t), i = 0, fpos = 0;
+    const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(b);
+    if (PyTuple_GET_ITEM(h, 0) != fresh || n != PyDict_GET_SIZE(fresh))
+        return 0;
+    while (PyDict_Next(fresh, &fpos, &k, &v)) {
+        /* the live entry at (or after) the place: when it is k bound to v, ns[k] is v */
+        Py_ssize_t pos = i < n ? at[i] : -1;
+        if (pos < 0 || !PyDict_Next(ns, &pos, &nk, &nv) || nv != v || !same_key(nk, k))
+            return 0;
+        i++;
+    }
+    return i == n;
+}
+
+/* Records where fresh's names sit in ns (just updated with fresh). The usual order is fresh's
+ * own (the first injection appends them in it); when it is not, a map of ns's keys to their
+ * places is built. Nothing is recorded when a name is missing (the next run updates). */
+static void record_places(PyObject *ns, PyObject *fresh, PyObject *session)
+{
+    Py_ssize_t n = PyDict_GET_SIZE(fresh), fpos = 0, npos = 0, i = 0;
+    PyObject *b = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(Py_ssize_t));
+    PyObject *map = NULL, *h = NULL, *k, *v, *nk, *nv;
+    if (!b)
+        goto done;
+    Py_ssize_t *at = (Py_ssize_t *)PyBytes_AS_STRING(b);
+    while (PyDict_Next(fresh, &fpos, &k, &v)) {
+        int found = 0;
+        while (!map && !found && PyDict_Next(ns, &npos, &nk, &nv))
+            found = same_key(nk, k);
+        if (found) {
+            at[i++] = npos - 1; /* the entry PyDict_Next just gave */
+            continue;
+        }
+        if (!map) { /* not in fresh's order: ns's key -> place */
+            Py_ssize_t p = 0;
+            if (!(map = PyDict_New()))
+                goto done;
+            while (PyDict_Next(ns, &p, &nk, &nv)) {
+                if (!PyUnicode_CheckExact(nk))
+                    continue; /* (a key of another type could run code when hashed) */
+                PyObject *where = PyLong_FromSsize_t(p - 1);
+                if (!where || PyDict_SetItem(map, nk, where) < 0) {
+                    Py_XDECREF(where);
+                    goto done;
+                }
+                Py_DECREF(where);
+            }
+        }
+        PyObject *where = PyUnicode_CheckExact(k) ? PyDict_GetItemWithError(map, k) : NULL;
+        if (!where)
+            goto done;
+        at[i++] = PyLong_AsSsize_t(where);
+    }
+    if (i != n)
+        goto done;
+    if (PyDict_GET_SIZE(places) >= PYRS_MAX_PLACES)
+        PyDict_Clear(places);
+    if ((h = PyTuple_Pack(2, fresh, b)))
+        PyDict_SetItem(places, session, h);
+done:
+    if (!h && PyDict_DelItem(places, session) < 0)
+        PyErr_Clear();
+    PyErr_Clear();
+    Py_XDECREF(h);
+    Py_XDECREF(map);
+    Py_XDECREF(b);
+}
+
 /* runner._namespace's usual case: the namespace exists, is not reset, and already has the
  * names of this SDK snapshot injected: move it to the end of the LRU order, put back the
- * injected names, drop `result`. Otherwise runner._namespace itself. */
+ * injected names (only when one is not in place), drop `result`. Otherwise runner._namespace
+ * itself. */
 PyObject *pyrs_namespace(PyObject *session, int reset, PyObject *snap)
 {
     /* Strong references before any lookup: a key's __eq__ (agent code can put any key in
@@ -102,16 +203,34 @@ PyObject *pyrs_namespace(PyObject *session, int reset, PyObject *snap)
     if (!ns || !PyDict_CheckExact(ns) || !PyDict_CheckExact(fresh) || inj != fresh) {
         out = PyObject_CallFunctionObjArgs(R.namespace, session, reset ? Py_True : Py_False, snap,
                                            NULL);
+        /* _namespace used this snapshot's fresh (the one _fresh_for now holds) */
+        Py_XSETREF(fresh_for,
+                   out ? Py_XNewRef(PyDict_GetItemWithError(R.rn_dict, R.k_fresh_for)) : NULL);
+        if (out && PyDict_CheckExact(out) && fresh_for && PyTuple_CheckExact(fresh_for) &&
+            PyTuple_GET_SIZE(fresh_for) == 2 && PyDict_CheckExact(PyTuple_GET_ITEM(fresh_for, 1)))
+            record_places(out, PyTuple_GET_ITEM(fresh_for, 1), session);
+        if (out)
+            PyErr_Clear();
         goto out;
     }
     PyObject *r = PyObject_CallMethodOneArg(R.sessions, R.k_move_to_end, session);
-    if (!r || PyDict_Update(ns, fresh) < 0 ||
-        (PyDict_DelItem(ns, R.k_result) < 0 && !PyErr_ExceptionMatches(PyExc_KeyError))) {
+    int update = r && !injected_in_place(ns, fresh, session);
+    if (!r || (update && PyDict_Update(ns, fresh) < 0)) {
         Py_XDECREF(r);
         goto out;
     }
-    PyErr_Clear(); /* the KeyError of a namespace without `result` */
     Py_DECREF(r);
+    if (update)
+        record_places(ns, fresh, session);
+    /* drop `result` (a lookup first: a KeyError costs more than the run) */
+    PyObject *res = PyDict_GetItemWithError(ns, R.k_result); /* borrowed, only tested */
+    if (res && PyDict_DelItem(ns, R.k_result) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_KeyError)) /* gone meanwhile (a key's __eq__) */
+            goto out;
+        PyErr_Clear();
+    } else if (!res && PyErr_Occurred()) {
+        goto out;
+    }
     out = Py_NewRef(ns);
 out:
     Py_XDECREF(ns);
@@ -186,4 +305,31 @@ PyObject *pyrs_streams(Py_ssize_t limit)
     Py_XDECREF(out);
     Py_XDECREF(err);
     return pair;
+}
+
+/* Nothing was printed to the stream and no write was counted: getattr(s, "_parts") is None
+ * and getattr(s, "_cut") == 0. A CappedStream whose instance dict holds neither and whose
+ * class still has the defaults is read here; anything else through getattr. */
+int pyrs_silent(PyObject *s)
+{
+    PyTypeObject *t = Py_TYPE(s);
+    PyObject *d = t == (PyTypeObject *)R.capped && t->tp_getattro == PyObject_GenericGetAttr
+                      ? PyObject_GenericGetDict(s, NULL)
+                      : NULL; /* new ref */
+    PyObject *cp = d ? _PyType_Lookup(t, R.k_parts) : NULL,
+             *cc = d ? _PyType_Lookup(t, R.k_cut) : NULL;
+    if (d && PyDict_CheckExact(d) && cp == Py_None && cc && PyLong_CheckExact(cc) &&
+        PyLong_AsLong(cc) == 0 && !PyDict_GetItemWithError(d, R.k_parts) &&
+        !PyDict_GetItemWithError(d, R.k_cut) && !PyErr_Occurred()) {
+        Py_DECREF(d);
+        return 1;
+    }
+    Py_XDECREF(d);
+    PyErr_Clear();
+    PyObject *parts = PyObject_GetAttr(s, R.k_parts), *cut = PyObject_GetAttr(s, R.k_cut);
+    int silent = parts == Py_None && cut && PyLong_CheckExact(cut) && PyLong_AsLong(cut) == 0;
+    Py_XDECREF(parts);
+    Py_XDECREF(cut);
+    PyErr_Clear();
+    return silent;
 }

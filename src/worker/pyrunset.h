@@ -32,6 +32,8 @@ PyObject *pyrs_state(PyObject *run_id);
 /* The slot of a RunState made by pyrs_state (or RunState()): its address in the instance.
  * The slot holds a strong reference or NULL (an unset slot: `del state.x` leaves NULL). */
 PyObject **pyrs_slot(PyObject *state, int which);
+/* 1 when nothing was written to a capture stream (no output, no count of cut bytes). */
+int pyrs_silent(PyObject *stream);
 /* (stdout, stderr) for a run capped at limit bytes each */
 PyObject *pyrs_streams(Py_ssize_t limit);
 
