@@ -190,18 +190,32 @@ static int pyq_value(struct pyj *j, int which, struct pyq_run *q, PyObject **kee
 static int pyq_params_scan(struct pyj *j, struct pyq_run *q)
 {
     unsigned seen = 0;
+    int guess = 0;
     j->p++;
     pyj_ws(j);
     if (j->p < j->end && *j->p == '}')
         return -1; /* no code */
     for (;;) {
         size_t n;
-        pyj_ws(j);
-        const char *k = j->p < j->end && *j->p == '"' ? pyq_key(j, &n) : NULL;
         int which = -1;
-        for (int i = 0; k && i < P_COUNT && which < 0; i++)
-            if (PK[i].len == n && !memcmp(PK[i].name, k, n))
-                which = i;
+        pyj_ws(j);
+        /* the gateway writes the members in PK's order: try the next one's bytes first */
+        if (guess < P_COUNT && (size_t)(j->end - j->p) > PK[guess].len + 1 && j->p[0] == '"' &&
+            j->p[PK[guess].len + 1] == '"' && !memcmp(j->p + 1, PK[guess].name, PK[guess].len)) {
+            j->p += PK[guess].len + 2;
+            pyj_ws(j);
+            if (j->p >= j->end || *j->p != ':')
+                return -1;
+            j->p++;
+            pyj_ws(j);
+            which = guess;
+        } else {
+            const char *k = j->p < j->end && *j->p == '"' ? pyq_key(j, &n) : NULL;
+            for (int i = 0; k && i < P_COUNT && which < 0; i++)
+                if (PK[i].len == n && !memcmp(PK[i].name, k, n))
+                    which = i;
+        }
+        guess = which + 1;
         if (which < 0 || (seen & (1u << which)))
             return -1; /* an unknown member or a duplicate */
         seen |= 1u << which;
