@@ -287,22 +287,10 @@ static int pyr_scalar(PyObject *v)
            PyUnicode_CheckExact(v);
 }
 
-/* A RunState slot's value (borrowed; NULL when agent code deleted it) and a store into one
- * (the flags the SIGUSR1 handler reads through the class's member descriptors). */
-static PyObject *slot_get(PyObject *state, int which)
-{
-    return *pyrs_slot(state, which);
-}
-
-static void slot_set(PyObject *state, int which, PyObject *v /* borrowed */)
-{
-    Py_XSETREF(*pyrs_slot(state, which), Py_NewRef(v));
-}
-
 /* 1 when every call the run made is finished (and the list is a list), 0 otherwise. */
 static int pyr_calls_done(PyObject *state, Py_ssize_t *count)
 {
-    PyObject *made = Py_XNewRef(slot_get(state, PYRS_MADE));
+    PyObject *made = pyrs_get(state, PYRS_MADE); /* new ref */
     int done = made && PyList_CheckExact(made);
     *count = done ? PyList_GET_SIZE(made) : 0;
     for (Py_ssize_t i = 0; done && i < *count; i++) {
@@ -334,17 +322,15 @@ static PyObject *pyr_execute(PyObject *e, PyObject *ns, PyObject *state, PyObjec
 {
     PyObject *value = NULL, *early = NULL, *was = NULL;
     *exc = NULL;
-    slot_set(state, PYRS_INTERRUPTIBLE, Py_True);
-    early = Py_XNewRef(slot_get(state, PYRS_EARLY));
-    was = Py_XNewRef(slot_get(state, PYRS_INTERRUPTED));
-    if (!early || !was) {
-        PyErr_SetString(PyExc_AttributeError, "the run's state lost its interrupt flags");
+    if (pyrs_set(state, PYRS_INTERRUPTIBLE, Py_True) < 0)
         goto fail;
-    }
+    early = pyrs_get(state, PYRS_EARLY); /* new refs */
+    was = early ? pyrs_get(state, PYRS_INTERRUPTED) : NULL;
+    if (!was)
+        goto fail;
     if (early != Py_None && was != Py_True) { /* a cancel came while the run was starting */
         PyObject *inst = NULL, *reason = PyObject_Str(early);
-        slot_set(state, PYRS_INTERRUPTED, Py_True);
-        if (reason)
+        if (reason && pyrs_set(state, PYRS_INTERRUPTED, Py_True) == 0)
             inst = PyObject_CallOneArg(H.interrupted, reason);
         Py_XDECREF(reason);
         if (inst)
@@ -369,8 +355,12 @@ fail:
 done:
     Py_XDECREF(early);
     Py_XDECREF(was);
-    slot_set(state, PYRS_INTERRUPTIBLE, Py_False); /* whatever happened (a signal, an error) */
-    slot_set(state, PYRS_FINISHED, Py_True);
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb); /* the flags are set whatever happens (a signal, an error) */
+    if (pyrs_set(state, PYRS_INTERRUPTIBLE, Py_False) < 0 ||
+        pyrs_set(state, PYRS_FINISHED, Py_True) < 0)
+        PyErr_Clear();
+    PyErr_Restore(et, ev, etb);
     return value;
 }
 
@@ -505,7 +495,7 @@ restore:
         goto done;
     }
     if (text) {
-        PyObject *mut = Py_XNewRef(slot_get(state, PYRS_MUTATIONS));
+        PyObject *mut = pyrs_get(state, PYRS_MUTATIONS); /* new ref */
         int plain = mut && PyList_CheckExact(mut) && PyList_GET_SIZE(mut) == 0 &&
                     pyrs_silent(PyTuple_GET_ITEM(streams, 0)) &&
                     pyrs_silent(PyTuple_GET_ITEM(streams, 1));
@@ -513,11 +503,9 @@ restore:
         PyErr_Clear();
         if (plain) { /* state.release() */
             PyObject *l = PyList_New(0), *d = PyDict_New();
-            if (l && d) {
-                slot_set(state, PYRS_MADE, l);
-                slot_set(state, PYRS_WRITES, d);
-            }
-            PyErr_Clear();
+            if (!l || !d || pyrs_set(state, PYRS_MADE, l) < 0 ||
+                pyrs_set(state, PYRS_WRITES, d) < 0)
+                PyErr_Clear();
             Py_XDECREF(l);
             Py_XDECREF(d);
             char head[96], tail[48];

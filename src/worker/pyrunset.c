@@ -17,6 +17,9 @@ static struct {
     PyObject *k_fresh_for, *k_injected, *k_result, *k_move_to_end, *k_name, *k_limit;
     PyObject *k_names[2], *k_parts, *k_cut;
     Py_ssize_t slot[PYRS_NSLOTS]; /* offsets of RunState's slots in an instance */
+    PyObject *descr[PYRS_NSLOTS]; /* their member descriptors (owned) */
+    PyObject *k_slot[PYRS_NSLOTS];
+    unsigned int tag; /* RunState's version tag when its slots were last found intact */
 } R;
 
 static PyObject *places; /* session -> (fresh, bytes of Py_ssize_t places): see below */
@@ -61,10 +64,13 @@ int pyrs_init(PyObject *hooks)
         intern(&R.k_names[1], "stderr") < 0)
         return -1;
     /* RunState's slots are member descriptors in its dict when the class is made; their
-     * offsets into an instance are fixed by its layout, whatever later happens to the class
-     * dict, so a store there is what __init__'s `self.x = ...` did. */
+     * offsets into an instance are fixed by its layout. A slot is read or stored directly
+     * while the class still resolves the name to that descriptor with the generic
+     * getattr/setattr (what `state.x` does then); otherwise through getattr/setattr. */
     for (int i = 0; i < PYRS_NSLOTS; i++) {
-        PyObject *d = PyDict_GetItemString(((PyTypeObject *)R.runstate)->tp_dict, STATE[i]);
+        if (intern(&R.k_slot[i], STATE[i]) < 0)
+            return -1;
+        PyObject *d = _PyType_Lookup((PyTypeObject *)R.runstate, R.k_slot[i]); /* borrowed */
         PyMemberDef *m =
             d && Py_IS_TYPE(d, &PyMemberDescr_Type) ? ((PyMemberDescrObject *)d)->d_member : NULL;
         if (!m || m->type != T_OBJECT_EX || m->offset <= 0 ||
@@ -74,13 +80,53 @@ int pyrs_init(PyObject *hooks)
             return -1;
         }
         R.slot[i] = m->offset;
+        R.descr[i] = Py_NewRef(d);
     }
     return 0;
 }
 
-PyObject **pyrs_slot(PyObject *state, int which)
+/* Does state.<slot i> still mean the slot itself? The whole class is checked once and then
+ * again only when its version tag changed (CPython clears the tag on any change to the
+ * class: an attribute set or deleted, __getattribute__/__setattr__ assigned). */
+static int intact(PyObject *state, int i)
 {
-    return (PyObject **)((char *)state + R.slot[which]);
+    PyTypeObject *t = Py_TYPE(state);
+    if (!R.descr[i] || t != (PyTypeObject *)R.runstate)
+        return 0;
+    if (R.tag && t->tp_version_tag == R.tag && PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG))
+        return 1;
+    R.tag = 0;
+    if (t->tp_getattro != PyObject_GenericGetAttr || t->tp_setattro != PyObject_GenericSetAttr)
+        return 0;
+    for (int j = 0; j < PYRS_NSLOTS; j++)
+        if (_PyType_Lookup(t, R.k_slot[j]) != R.descr[j]) /* (it assigns a tag) */
+            return 0;
+    if (PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG))
+        R.tag = t->tp_version_tag;
+    return 1;
+}
+
+PyTypeObject *pyrs_state_type(void)
+{
+    return (PyTypeObject *)R.runstate;
+}
+
+PyObject *pyrs_get(PyObject *state, int which)
+{
+    PyObject *v = intact(state, which) ? *(PyObject **)((char *)state + R.slot[which]) : NULL;
+    if (v)
+        return Py_NewRef(v);
+    return R.k_slot[which] ? PyObject_GetAttr(state, R.k_slot[which])
+                           : PyObject_GetAttrString(state, STATE[which]);
+}
+
+int pyrs_set(PyObject *state, int which, PyObject *v)
+{
+    if (!intact(state, which))
+        return R.k_slot[which] ? PyObject_SetAttr(state, R.k_slot[which], v)
+                               : PyObject_SetAttrString(state, STATE[which], v);
+    Py_XSETREF(*(PyObject **)((char *)state + R.slot[which]), Py_NewRef(v));
+    return 0;
 }
 
 /* ---- the injected names' places ---------------------------------------------------------
@@ -246,6 +292,10 @@ PyObject *pyrs_state(PyObject *run_id)
     PyObject *st = t->tp_alloc(t, 0), *v[PYRS_NSLOTS] = {NULL}; /* new refs */
     if (!st)
         return NULL;
+    if (!intact(st, 0)) { /* the class was changed: its own __init__ */
+        Py_DECREF(st);
+        return PyObject_CallOneArg(R.runstate, run_id);
+    }
     v[PYRS_RUN_ID] = Py_NewRef(run_id);
     v[PYRS_RUN_ID_JSON] = pyf_scalar_json(run_id, 0);
     v[PYRS_MADE] = PyList_New(0);
@@ -258,7 +308,8 @@ PyObject *pyrs_state(PyObject *run_id)
     int ok = 1;
     for (int i = 0; i < PYRS_NSLOTS; i++) {
         ok = ok && v[i];
-        *pyrs_slot(st, i) = v[i]; /* the new instance's slots are all NULL: reference moved */
+        /* the new instance's slots are all NULL: the reference moves there */
+        *(PyObject **)((char *)st + R.slot[i]) = v[i];
     }
     if (!ok) {
         Py_DECREF(st);

@@ -29,9 +29,13 @@ enum {
     PYRS_NSLOTS
 };
 PyObject *pyrs_state(PyObject *run_id);
-/* The slot of a RunState made by pyrs_state (or RunState()): its address in the instance.
- * The slot holds a strong reference or NULL (an unset slot: `del state.x` leaves NULL). */
-PyObject **pyrs_slot(PyObject *state, int which);
+/* getattr(state, slot) (new ref) and setattr(state, slot, v) (0/-1), read or stored in the
+ * slot directly while RunState still resolves the name to its slot (see pyrs_init). Any
+ * object may be given (before serve() and for another type: getattr/setattr). */
+PyObject *pyrs_get(PyObject *state, int which);
+/* The RunState class serve() was given (borrowed; NULL before). */
+PyTypeObject *pyrs_state_type(void);
+int pyrs_set(PyObject *state, int which, PyObject *v /* borrowed */);
 /* 1 when nothing was written to a capture stream (no output, no count of cut bytes). */
 int pyrs_silent(PyObject *stream);
 /* (stdout, stderr) for a run capped at limit bytes each */
