@@ -53,12 +53,13 @@ enum {
     K_writes,
     K_result,
     K_add_raw,
+    K___builtins__,
     K_COUNT
 };
 static const char *const KEYS[K_COUNT] = {
     "_current", "_parts",      "_cut",          "_shapes", "code",      "early_interrupt",
     "finished", "interrupted", "interruptible", "made",    "mutations", "stdout",
-    "stderr",   "stdin",       "writes",        "result",  "add_raw"};
+    "stderr",   "stdin",       "writes",        "result",  "add_raw",   "__builtins__"};
 static PyObject *S[K_COUNT];       /* KEYS, interned at serve() */
 static PyObject *sysdict;          /* sys.__dict__ */
 static long long n_fast, n_python; /* requests answered here / by the Python handler */
@@ -239,9 +240,19 @@ static PyObject *pyr_entry(struct plain *p)
 
 /* Runs the program's code objects in ns. Returns the value (new ref) or NULL with the
  * exception the code raised. SystemExit with code None or 0 ends the run normally. */
+/* PyEval_EvalCode(co, ns, ns) as exec()/eval() call it: they first put the builtins back
+ * into a namespace without "__builtins__" (one a run cleared). */
+static PyObject *pyr_eval(PyObject *co, PyObject *ns)
+{
+    int has = PyDict_Contains(ns, S[K___builtins__]);
+    if (has < 0 || (!has && PyDict_SetItem(ns, S[K___builtins__], PyEval_GetBuiltins()) < 0))
+        return NULL;
+    return PyEval_EvalCode(co, ns, ns);
+}
+
 static PyObject *pyr_exec(PyObject *body, PyObject *last, PyObject *ns)
 {
-    PyObject *v = PyEval_EvalCode(body, ns, ns); /* new ref */
+    PyObject *v = pyr_eval(body, ns); /* new ref */
     if (!v) {
         if (!PyErr_ExceptionMatches(PyExc_SystemExit))
             return NULL;
@@ -269,7 +280,7 @@ static PyObject *pyr_exec(PyObject *body, PyObject *last, PyObject *ns)
         v = NULL;
     }
     if (last) {
-        v = PyEval_EvalCode(last, ns, ns);
+        v = pyr_eval(last, ns);
         if (!v || v != Py_None)
             return v;
         Py_DECREF(v);
