@@ -332,3 +332,22 @@ PyObject *pyq_params(PyObject *text)
         PyErr_SetString(PyExc_ValueError, "the run request has no params object");
     return params;
 }
+
+const char pyq_scan_run_doc[] =
+    "scan_run(text: str) -> dict | None: the plain run request's fields as the C loop reads them.";
+
+PyObject *pyq_scan_run_py(PyObject *self, PyObject *text)
+{
+    (void)self;
+    struct pyq_run q;
+    if (!pyq_scan_run(text, &q))
+        Py_RETURN_NONE;
+    PyObject *d = Py_BuildValue(
+        "{s:L,s:O,s:O,s:O,s:O,s:N,s:N,s:N,s:N,s:n,s:n}", "id", q.id, "code", q.code, "run_id",
+        q.run_id, "namespace", q.session, "allow_mutations", q.allow, "validate",
+        PyBool_FromLong(q.validate), "dry_run", PyBool_FromLong(q.dry), "reset",
+        PyBool_FromLong(q.reset), "namespace_fresh", PyBool_FromLong(q.fresh), "max_output_bytes",
+        q.max_output, "max_result_bytes", q.max_result);
+    pyq_release(&q);
+    return d;
+}

@@ -30,6 +30,11 @@ struct pyq_run {
 int pyq_scan_run(PyObject *text /* borrowed str */, struct pyq_run *q);
 void pyq_release(struct pyq_run *q);
 
+/* scan_run(text: str) -> dict | None: what pyq_scan_run reads from a frame (None: not a plain
+ * run), for tests that hold it against the plain-run rules applied to json.loads' dict. */
+PyObject *pyq_scan_run_py(PyObject *self, PyObject *text);
+extern const char pyq_scan_run_doc[];
+
 /* The request's params as a dict (new ref), for the runtime's Python steps that read them;
  * NULL with an exception when the text does not hold them. */
 PyObject *pyq_params(PyObject *text /* borrowed str */);
