@@ -1,9 +1,11 @@
 /* pyrunset — the per-run objects pyrun.c needs, built in C in the usual case: the run's
  * namespace (runner._namespace's work when the namespace exists and has this SDK's names
- * already), its RunState (runstate.RunState without its __init__) and its two capture streams
- * (capture._stream's reuse of an unheld stream). Anything unusual is handed to the Python
- * function that does the same (kept at init). GIL held; every function returns a new
- * reference or NULL with an exception. */
+ * already; the injected names are checked in place and put back only when one moved, see
+ * "the injected names' places" in pyrunset.c), its RunState (runstate.RunState without its
+ * __init__, its slots read and stored directly while the class is unchanged) and its two
+ * capture streams (capture._stream's reuse of an unheld stream). Anything unusual is handed
+ * to the Python function that does the same (kept at init). GIL held; functions returning an
+ * object give a new reference or NULL with an exception. */
 #ifndef CODEMCP_PYRUNSET_H
 #define CODEMCP_PYRUNSET_H
 
