@@ -148,6 +148,19 @@ static int same_key(PyObject *nk, PyObject *k)
            (PyUnicode_CheckExact(nk) && PyUnicode_CheckExact(k) && PyUnicode_Compare(nk, k) == 0);
 }
 
+/* A dict's version (CPython 3.11: globally unique, changed by every change to the dict, so the
+ * same dict object with the same tag holds the same pairs); 0 (never a valid tag) where the
+ * field is gone or deprecated. */
+static unsigned long long dict_tag(PyObject *d)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    return ((PyDictObject *)d)->ma_version_tag;
+#else
+    (void)d;
+    return 0;
+#endif
+}
+
 /* 1 when every (k, v) of fresh is bound in ns, as the recorded places say; 0 otherwise. */
 static int injected_in_place(PyObject *ns, PyObject *fresh, PyObject *session)
 {
@@ -156,11 +169,21 @@ static int injected_in_place(PyObject *ns, PyObject *fresh, PyObject *session)
         PyErr_Clear();
         return 0;
     }
-    PyObject *b = PyTuple_GET_ITEM(h, 1);
+    PyObject *b = PyTuple_GET_ITEM(h, 1), *kv = PyTuple_GET_ITEM(h, 2);
     Py_ssize_t n = PyBytes_GET_SIZE(b) / (Py_ssize_t)sizeof(Py_ssize_t), i = 0, fpos = 0;
     const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(b);
     if (PyTuple_GET_ITEM(h, 0) != fresh || n != PyDict_GET_SIZE(fresh))
         return 0;
+    if (kv != Py_None && dict_tag(fresh) == PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(h, 3))) {
+        /* fresh unchanged since the places were taken: its pairs as they were then */
+        for (i = 0; i < n; i++) {
+            Py_ssize_t pos = at[i];
+            if (!PyDict_Next(ns, &pos, &nk, &nv) || nv != PyTuple_GET_ITEM(kv, 2 * i + 1) ||
+                !same_key(nk, PyTuple_GET_ITEM(kv, 2 * i)))
+                return 0;
+        }
+        return 1;
+    }
     while (PyDict_Next(fresh, &fpos, &k, &v)) {
         /* the live entry at (or after) the place: when it is k bound to v, ns[k] is v */
         Py_ssize_t pos = i < n ? at[i] : -1;
@@ -178,7 +201,7 @@ static void record_places(PyObject *ns, PyObject *fresh, PyObject *session)
 {
     Py_ssize_t n = PyDict_GET_SIZE(fresh), fpos = 0, npos = 0, i = 0;
     PyObject *b = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(Py_ssize_t));
-    PyObject *map = NULL, *h = NULL, *k, *v, *nk, *nv;
+    PyObject *map = NULL, *h = NULL, *kv = NULL, *k, *v, *nk, *nv;
     if (!b)
         goto done;
     Py_ssize_t *at = (Py_ssize_t *)PyBytes_AS_STRING(b);
@@ -214,13 +237,26 @@ static void record_places(PyObject *ns, PyObject *fresh, PyObject *session)
         goto done;
     if (PyDict_GET_SIZE(places) >= PYRS_MAX_PLACES)
         PyDict_Clear(places);
-    if ((h = PyTuple_Pack(2, fresh, b)))
+    unsigned long long tag = dict_tag(fresh);
+    if (tag && (kv = PyTuple_New(2 * n))) { /* fresh's pairs, for while its tag holds */
+        fpos = 0;
+        for (i = 0; i < n && PyDict_Next(fresh, &fpos, &k, &v); i++) {
+            PyTuple_SET_ITEM(kv, 2 * i, Py_NewRef(k));
+            PyTuple_SET_ITEM(kv, 2 * i + 1, Py_NewRef(v));
+        }
+        if (i != n)
+            Py_CLEAR(kv);
+    }
+    PyObject *t = PyLong_FromUnsignedLongLong(tag);
+    if (t && (h = PyTuple_Pack(4, fresh, b, kv ? kv : Py_None, t)))
         PyDict_SetItem(places, session, h);
+    Py_XDECREF(t);
 done:
     if (!h && PyDict_DelItem(places, session) < 0)
         PyErr_Clear();
     PyErr_Clear();
     Py_XDECREF(h);
+    Py_XDECREF(kv);
     Py_XDECREF(map);
     Py_XDECREF(b);
 }
