@@ -5,8 +5,9 @@
 // them on every run (pyrunset.c). Agent code is hostile: it may rebind or delete an SDK name,
 // through a key of a str subclass, from a function an earlier run defined, grow and shrink the
 // namespace (its entries move), delete and re-add a name (its order changes), clear the
-// namespace, or change the runtime's own dict of injected names. Whatever it did, the next
-// run must see exactly what runner._namespace's ns.update(fresh) gives on the Python path.
+// namespace, or change the runtime's own dict of injected names, or RunState's class (whose
+// slots the C path reads directly while the class is unchanged). Whatever it did, the next run
+// must see exactly what the Python path gives (runner._namespace's ns.update(fresh), ...).
 //
 // Two gateways run the same sequence of programs: one as written (ASCII: the C path), one with
 // a non-ASCII comment appended (runner._fast_prepare declines non-ASCII code, so every run
@@ -39,6 +40,13 @@ const STEPS = [
   'globals().clear()',
   'import codemcp_rt.runner as rn\nrn._fresh_for[1]["everything_echo"] = 42',
   'import codemcp_rt.runner as rn\nrn._fresh_for[1].pop("everything_get_tiny_image")\nNone',
+  // RunState's slots are read directly only while the class still resolves them to its slots
+  'import codemcp_rt.runstate as rs\nrs._keep = rs.RunState.__dict__["mutations"]\n' +
+    'rs.RunState.mutations = property(lambda s: [{"server": "x", "tool": "y", "ok": True}], lambda s, v: None)\n' +
+    'result = 1',
+  'result = 2',
+  'import codemcp_rt.runstate as rs\nrs.RunState.mutations = rs._keep\nresult = 3',
+  'result = 4',
 ];
 
 test('pyrun: SDK names rebound, deleted or moved by a run are put back as the Python path does', { timeout: ms(240000) }, async () => {
