@@ -3,6 +3,9 @@
 // three worker arms of floor.mjs: floor-worker, floor-pyworker, codemcp-worker. One arm at a
 // time, the same 2 ms gap between executes as floor.mjs, then back to back (no gap).
 // Usage: node bench/floor_cpu.mjs [executes=4000]   (prints a markdown table; not a results file)
+// CODEMCP_BIN_BEFORE=<another build's codemcp>: codemcp-worker of that build ("codemcp-before")
+// and of this one, alternated FLOOR_CPU_ROUNDS times (default 2), after floor-pyworker; the
+// floor-worker arm is left out then. Each arm is a fresh gateway.
 import { writeFileSync, readFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -21,21 +24,29 @@ const stat = (pid) => { const f = readFileSync(`/proc/${pid}/stat`, 'utf8').spli
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const ok = (r) => { if (r.error || r.result?.isError) throw new Error(JSON.stringify(r)); return r.result; };
 
-const arms = {
-  'floor-worker': { argv: [join(FLOOR_DIR, 'floor-gateway'), join(FLOOR_DIR, 'floor-worker'), ...SERVERS.everything] },
-  'floor-pyworker': { argv: [join(FLOOR_DIR, 'floor-gateway'), join(FLOOR_DIR, 'floor-pyworker'), ...SERVERS.everything],
-    env: Object.fromEntries(Object.entries(PY).map(([w, c]) => [`FLOOR_PY_${w}`, c])) },
-  'codemcp-worker': { argv: [bin], env: { CODEMCP_CONFIG: cfg }, codemcp: true },
-};
+const arms = [
+  ['floor-worker', { argv: [join(FLOOR_DIR, 'floor-gateway'), join(FLOOR_DIR, 'floor-worker'), ...SERVERS.everything] }],
+  ['floor-pyworker', { argv: [join(FLOOR_DIR, 'floor-gateway'), join(FLOOR_DIR, 'floor-pyworker'), ...SERVERS.everything],
+    env: Object.fromEntries(Object.entries(PY).map(([w, c]) => [`FLOOR_PY_${w}`, c])), comm: 'floor-pyworker' }],
+  ['codemcp-worker', { argv: [bin], env: { CODEMCP_CONFIG: cfg }, codemcp: true }],
+];
+const before = process.env.CODEMCP_BIN_BEFORE;
+if (before) {
+  arms.splice(0, 3, arms[1]);
+  for (let r = 0; r < Number(process.env.FLOOR_CPU_ROUNDS || 2); r++) {
+    arms.push(['codemcp-before', { argv: [before], env: { CODEMCP_CONFIG: cfg }, codemcp: true }]);
+    arms.push(['codemcp-worker', { argv: [bin], env: { CODEMCP_CONFIG: cfg }, codemcp: true }]);
+  }
+}
 const rows = [];
-for (const [name, a] of Object.entries(arms)) {
+for (const [name, a] of arms) {
   const peer = new LinePeer(a.argv, a.env);
   ok(await peer.initialize());
   const run = a.codemcp
     ? async (w) => ok(await peer.request('tools/call', { name: 'execute_python', arguments: { code: PY[w] } }))
     : async (w) => ok(await peer.request('tools/call', { name: 'run', arguments: { workload: w } }));
   if (a.codemcp) await untilSdkReady(() => run('one'));
-  const pids = a.codemcp ? workerPids(peer.proc.pid) : childPids(peer.proc.pid).filter((p) => comm(p) === name);
+  const pids = a.codemcp ? workerPids(peer.proc.pid) : childPids(peer.proc.pid).filter((p) => comm(p) === (a.comm || name));
   for (let i = 0; i < 50; i++) await run('one');
   for (const w of ['empty', 'one']) for (const gap of [2, 0]) {
     const s0 = pids.map(stat);

@@ -474,6 +474,49 @@ def run_json(params: dict[str, Any]) -> str:
     return envelope_json(envelope, result_text)
 
 
+def _prepare(code: str, session: str, params: dict[str, Any]) -> tuple[Any, Any, dict[str, Any] | None]:
+    """The head of every run, for _run and the C run path (_fast_prepare): parse, validate,
+    then compile ``code``. Returns (compiled, snap, None), or (None, snap, the failure
+    envelope) for a syntax error or a validator report.
+
+    Parse, validate, then compile: the validator walks the tree while the parse has just
+    left it in the CPU caches (a 500-line program's tree is megabytes of objects; walked
+    after the compiler, validation took about 0.5 ms more of a 2 ms phase in the worker).
+    A syntax error the compiler finds still wins over the validator's report, as it did
+    when compiling came first.
+    The collector is paused while the program is parsed, validated and compiled: the tree
+    is tens of thousands of new objects that its allocations would make it traverse again
+    and again, and none of them forms a cycle (the tree is freed by reference counting
+    below). bench/validation.mjs, 500 call sites: a run 2-6 ms faster with or without
+    validation, and the share validation adds 2.2-7.5 % before, 3.3-3.4 % after (3 runs)."""
+    install_json_hook()
+    gc_was = gc.isenabled()
+    gc.disable()
+    snap = None
+    try:
+        compiled, tree = _cached_or_parse(code)
+        snap = sdk.current()
+        _set_unavailable(params.get("unavailable"))
+        message = None
+        if _unavailable and params.get("validate"):
+            problems = _unavailable_problems(code, snap)
+            if problems:
+                message = _validator_module().format_report(problems) if _validator_module() else "\n".join(problems)
+        if message is None and params.get("validate"):
+            message = _validate(code, snap, params, session, tree)
+        if compiled is None:
+            compiled = _compile(code, tree)  # type: ignore[arg-type]
+    except _SYNTAX_ERRORS as exc:
+        return None, snap, {"ok": False, "error": _syntax_report(exc, code), "error_kind": "syntax"}
+    finally:
+        tree = None
+        if gc_was:
+            gc.enable()
+    if message:
+        return None, snap, {"ok": False, "error": message, "error_kind": "validation"}
+    return compiled, snap, None
+
+
 def _run(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     """The envelope, and the JSON text of its "result" when it has one."""
     if not isinstance(params, dict):
@@ -494,46 +537,14 @@ def _run(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     max_output = _int_param(params, "max_output_bytes", DEFAULT_MAX_BYTES)
     max_result = _int_param(params, "max_result_bytes", DEFAULT_MAX_BYTES)
     timeout_ms = params.get("timeout_ms")
-    install_json_hook()
-
-    # Parse, validate, then compile: the validator walks the tree while the parse has just
-    # left it in the CPU caches (a 500-line program's tree is megabytes of objects; walked
-    # after the compiler, validation took about 0.5 ms more of a 2 ms phase in the worker).
-    # A syntax error the compiler finds still wins over the validator's report, as it did
-    # when compiling came first.
-    # The collector is paused while the program is parsed, validated and compiled: the tree
-    # is tens of thousands of new objects that its allocations would make it traverse again
-    # and again, and none of them forms a cycle (the tree is freed by reference counting
-    # below). bench/validation.mjs, 500 call sites: a run 2-6 ms faster with or without
-    # validation, and the share validation adds 2.2-7.5 % before, 3.3-3.4 % after (3 runs).
-    gc_was = gc.isenabled()
-    gc.disable()
-    try:
-        compiled, tree = _cached_or_parse(code)
-        snap = sdk.current()
-        _set_unavailable(params.get("unavailable"))
-        message = None
-        if _unavailable and params.get("validate"):
-            problems = _unavailable_problems(code, snap)
-            if problems:
-                message = _validator_module().format_report(problems) if _validator_module() else "\n".join(problems)
-        if message is None and params.get("validate"):
-            message = _validate(code, snap, params, session, tree)
-        if compiled is None:
-            compiled = _compile(code, tree)  # type: ignore[arg-type]
-    except _SYNTAX_ERRORS as exc:
-        return {"ok": False, "error": _syntax_report(exc, code), "error_kind": "syntax"}, None
-    finally:
-        tree = None
-        if gc_was:
-            gc.enable()
-    if message:
-        return {"ok": False, "error": message, "error_kind": "validation"}, None
+    compiled, snap, failure = _prepare(code, session, params)
+    if failure is not None:
+        return failure, None
 
     ns = _namespace(session, bool(params.get("reset")), snap)
     enforce = bool(params.get("enforce_mutations"))
     threads_before = set(threading.enumerate()) if enforce else None
-    state = runstate.RunState(run_id, params)
+    state = runstate.RunState(run_id)
     envelope: dict[str, Any]
     result_text: str | None = None
     runstate.begin(state)
@@ -607,30 +618,13 @@ def _tail(envelope: dict[str, Any], result_text: str | None, state: runstate.Run
 
 
 def _fast_prepare(code: str, session: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
-    """On a miss of pyrun's cache: parse, validate and compile ``code`` as _run does. Returns
-    (body, last, tokens, bound) when the program validated clean and runs synchronously:
-    ``tokens`` the program's identifiers, ``bound`` which of them the namespace had (b"0"/b"1"
-    each), so a later run may reuse the verdict while they are bound the same way. None: the
-    run takes the Python path (a syntax error, a report, top-level await, non-ASCII code)."""
-    install_json_hook()
-    gc_was = gc.isenabled()
-    gc.disable()
-    try:
-        compiled, tree = _cached_or_parse(code)
-        snap = sdk.current()
-        _set_unavailable(params.get("unavailable"))
-        if _unavailable:
-            return None
-        message = _validate(code, snap, params, session, tree) if params.get("validate") else None
-        if compiled is None:
-            compiled = _compile(code, tree)  # type: ignore[arg-type]
-    except _SYNTAX_ERRORS:
-        return None
-    finally:
-        tree = None
-        if gc_was:
-            gc.enable()
-    if message or compiled.is_async or not code.isascii():
+    """On a miss of pyrun's cache: _prepare, as _run does. Returns (body, last, tokens, bound)
+    when the program validated clean and runs synchronously: ``tokens`` the program's
+    identifiers, ``bound`` which of them the namespace had (b"0"/b"1" each), so a later run
+    may reuse the verdict while they are bound the same way. None: the run takes the Python
+    path (a syntax error, a report, unavailable servers, top-level await, non-ASCII code)."""
+    compiled, _snap, failure = _prepare(code, session, params)
+    if failure is not None or _unavailable or compiled.is_async or not code.isascii():
         return None
     ns: Any = () if params.get("reset") else _sessions.get(session, ())
     tokens = tuple(sorted(set(_IDENT(code)))) if params.get("validate") else ()

@@ -20,7 +20,6 @@ class RunState:
 
     Attributes:
         run_id: the gateway's id of the run ("r17").
-        params: the `run` request's params as received.
         made: one record per call made, in order (client._Call: ``id``, ``finished``
             and ``trace_entry()``); the dicts below are built from it only when asked.
         trace: one dict per call made: {server, tool, ok, elapsed_ms, mutation, kind?}.
@@ -39,12 +38,11 @@ class RunState:
     # Slots: one is built per run, and ten attribute stores into a dict cost more. The worker's
     # C run path builds it without __init__ (src/worker/pyrunset.c, pyrs_state): a slot added
     # here must be set there too.
-    __slots__ = ("run_id", "params", "run_id_json", "made", "mutations", "writes", "interruptible",
+    __slots__ = ("run_id", "run_id_json", "made", "mutations", "writes", "interruptible",
                  "early_interrupt", "finished", "interrupted", "__weakref__")
 
-    def __init__(self, run_id: str | None, params: dict[str, Any] | None = None) -> None:
+    def __init__(self, run_id: str | None) -> None:
         self.run_id = run_id
-        self.params = params or {}
         if type(run_id) is str:
             self.run_id_json = _encode_str(run_id)
         else:

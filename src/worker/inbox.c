@@ -48,6 +48,7 @@ struct inb_scan {
     const char *method;
     size_t method_len;
     int has_method, has_result;
+    int request; /* a request whatever the rest says (see inb_scan) */
 };
 
 static const char *js_ws(const char *p, const char *e)
@@ -191,6 +192,15 @@ static int inb_scan(const char *text, size_t len, struct inb_scan *s)
                     s->method_len = (size_t)(p - v) - 2;
                 }
             }
+            /* A method that is not "cancel" makes this a request, unless a later duplicate
+             * "method" says "cancel" (the last one counts), which needs the raw bytes
+             * "cancel" (an escaped form is not a plain method either): without them, the
+             * rest (a run's params, its code) need not be walked. */
+            if (!(s->method && s->method_len == 6 && memcmp(s->method, "cancel", 6) == 0) &&
+                !memmem(p, (size_t)(e - p), "\"cancel\"", 8)) {
+                s->request = 1;
+                return 0;
+            }
         } else if ((klen == 6 && memcmp(k, "result", 6) == 0) ||
                    (klen == 5 && memcmp(k, "error", 5) == 0)) {
             s->has_result = 1;
@@ -255,6 +265,8 @@ struct inb_msg *inb_classify(char *text, size_t len)
     m->len = len;
     if (inb_scan(text, len, &s) < 0) {
         inb_classify_jansson(m);
+    } else if (s.request) {
+        m->kind = INB_REQUEST;
     } else if (!s.has_method && s.id_kind && s.has_result) {
         m->kind = s.id_kind == 3 ? INB_DROP : INB_REPLY;
         if (m->kind == INB_REPLY)

@@ -4,6 +4,7 @@
  * ownership is noted where taken. */
 #include "pycall.h"
 #include "pyfast.h"
+#include "pyrunset.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +25,7 @@ typedef struct {
 } pyc_object;
 
 static PyObject *pyc_transport_mod; /* codemcp_rt.transport, owned once found */
+static PyObject *pyc_transport_s;   /* "_transport", interned, owned */
 /* interned attribute names, owned (set once in pyc_add_type) */
 static PyObject *pyc_wait_reply, *pyc_send, *pyc_writes, *pyc_run_id_json, *pyc_made, *pyc_take_s,
     *pyc_poll_s, *pyc_block_s;
@@ -110,7 +112,9 @@ static PyObject *pyc_transport(void)
         if (!pyc_transport_mod)
             return NULL;
     }
-    return PyObject_GetAttrString(pyc_transport_mod, "_transport"); /* new ref */
+    if (!pyc_transport_s && !(pyc_transport_s = PyUnicode_InternFromString("_transport")))
+        return NULL;
+    return PyObject_GetAttr(pyc_transport_mod, pyc_transport_s); /* new ref */
 }
 
 /* The raw reply (new ref, a str), or NULL: either an exception is set (the ToolError the
@@ -252,6 +256,20 @@ static PyObject *pyc_attr_of(PyObject *o, PyObject *name, PyTypeObject *type)
     return v;
 }
 
+/* pyc_attr_of for the run's state: a RunState's slot read directly (pyrunset.c). */
+static PyObject *pyc_state_attr(PyObject *state, int slot, PyObject *name, PyTypeObject *type)
+{
+    if (Py_TYPE(state) != pyrs_state_type())
+        return pyc_attr_of(state, name, type);
+    PyObject *v = pyrs_get(state, slot); /* new ref */
+    if (!v || Py_TYPE(v) != type) {
+        PyErr_Clear();
+        Py_XDECREF(v);
+        return NULL;
+    }
+    return v;
+}
+
 PyObject *pyc_issue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
@@ -292,9 +310,9 @@ PyObject *pyc_issue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto none;
     }
     /* writes still unanswered order the calls after them: the Python path does that */
-    writes = pyc_attr_of(state, pyc_writes, &PyDict_Type);
-    rid = pyc_attr_of(state, pyc_run_id_json, &PyUnicode_Type);
-    made = pyc_attr_of(state, pyc_made, &PyList_Type);
+    writes = pyc_state_attr(state, PYRS_WRITES, pyc_writes, &PyDict_Type);
+    rid = pyc_state_attr(state, PYRS_RUN_ID_JSON, pyc_run_id_json, &PyUnicode_Type);
+    made = pyc_state_attr(state, PYRS_MADE, pyc_made, &PyList_Type);
     if (!writes || PyDict_GET_SIZE(writes) || !rid || !made)
         goto none;
     num = PyIter_Next(ids); /* new ref */
@@ -308,8 +326,14 @@ PyObject *pyc_issue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_Clear();
         goto none;
     }
-    char idbuf[32];
-    int idlen = snprintf(idbuf, sizeof(idbuf), "c%lld", n);
+    char idbuf[32], digits[24]; /* "c%lld" without snprintf's ~700 instructions */
+    int idlen = 0, k = 0;
+    do
+        digits[k++] = (char)('0' + n % 10);
+    while ((n /= 10) != 0);
+    idbuf[idlen++] = 'c';
+    while (k)
+        idbuf[idlen++] = digits[--k];
     cid = PyUnicode_FromStringAndSize(idbuf, idlen); /* new ref */
     if (!cid)
         goto fail;

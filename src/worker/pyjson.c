@@ -7,12 +7,6 @@
 
 #define PYJ_MAX_DEPTH 64
 
-struct pyj {
-    const char *p, *end;
-    char *buf; /* scratch for strings with escapes */
-    size_t cap;
-};
-
 static PyObject *pyj_value(struct pyj *j, int depth);
 
 /* Object keys seen first (ASCII, short, no escape), kept with their hash computed: the
@@ -41,7 +35,7 @@ static PyObject *pyj_key(const char *s, size_t n)
     return k;
 }
 
-static void pyj_ws(struct pyj *j)
+void pyj_ws(struct pyj *j)
 {
     while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t'))
         j->p++;
@@ -183,7 +177,12 @@ static PyObject *pyj_string(struct pyj *j, int is_key)
     return NULL;
 }
 
-static PyObject *pyj_int(struct pyj *j)
+PyObject *pyj_str(struct pyj *j)
+{
+    return pyj_string(j, 0);
+}
+
+int pyj_ll(struct pyj *j, long long *out)
 {
     const char *q = j->p;
     int neg = 0;
@@ -195,16 +194,23 @@ static PyObject *pyj_int(struct pyj *j)
     long long v = 0;
     while (q < j->end && *q >= '0' && *q <= '9') {
         if (q - d >= 18)
-            return NULL; /* may not fit: json.loads */
+            return -1; /* may not fit: json.loads */
         v = v * 10 + (*q - '0');
         q++;
     }
     if (q == d || (*d == '0' && q - d > 1))
-        return NULL;
+        return -1;
     if (q < j->end && (*q == '.' || *q == 'e' || *q == 'E'))
-        return NULL; /* a float: json.loads */
+        return -1; /* a float: json.loads */
     j->p = q;
-    return PyLong_FromLongLong(neg ? -v : v);
+    *out = neg ? -v : v;
+    return 0;
+}
+
+static PyObject *pyj_int(struct pyj *j)
+{
+    long long v;
+    return pyj_ll(j, &v) < 0 ? NULL : PyLong_FromLongLong(v);
 }
 
 static PyObject *pyj_word(struct pyj *j, const char *w, size_t n, PyObject *v)

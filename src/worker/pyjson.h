@@ -14,6 +14,22 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+/* A cursor over UTF-8 JSON text, for a reader that walks a known shape itself (pyreq.c) with
+ * the same rules as loads_fast: what these accept, loads_fast accepts, with the same value. */
+struct pyj {
+    const char *p, *end;
+    char *buf; /* scratch for strings with escapes (PyMem_Free it when done) */
+    size_t cap;
+};
+/* Skips JSON whitespace. */
+void pyj_ws(struct pyj *j);
+/* At the opening quote: the string (new ref), the cursor past it; NULL when loads_fast would
+ * not take it (an exception may be set: the caller clears it). */
+PyObject *pyj_str(struct pyj *j);
+/* An integer loads_fast takes (at most 18 digits, no fraction or exponent): 0 with *out and
+ * the cursor past it, or -1 (cursor unmoved). */
+int pyj_ll(struct pyj *j, long long *out);
+
 /* loads_fast(text: str) -> object | Ellipsis */
 PyObject *pyj_loads_fast(PyObject *self, PyObject *text);
 extern const char pyj_loads_fast_doc[];

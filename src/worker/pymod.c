@@ -13,6 +13,7 @@
 #include "pycall.h"
 #include "pyfast.h"
 #include "pyjson.h"
+#include "pyreq.h"
 #include "pypending.h"
 #include "pyrun.h"
 #include "util.h"
@@ -341,6 +342,7 @@ static PyMethodDef pym_methods[] = {
      pyf_text_result_doc},
     {"issue", (PyCFunction)(void (*)(void))pyc_issue, METH_FASTCALL, pyc_issue_doc},
     {"loads_fast", pyj_loads_fast, METH_O, pyj_loads_fast_doc}, /* pyjson.c */
+    {"scan_run", pyq_scan_run_py, METH_O, pyq_scan_run_doc},    /* pyreq.c */
     {"serve", pyr_serve, METH_O, pyr_serve_doc},                /* pyrun.c */
     {"serve_stats", pyr_serve_stats, METH_NOARGS, pyr_serve_stats_doc},
     {NULL, NULL, 0, NULL},

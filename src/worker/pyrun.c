@@ -6,6 +6,7 @@
 #include "log.h"
 #include "pyfast.h"
 #include "pyjson.h"
+#include "pyreq.h"
 #include "pyrunset.h"
 #include "pymod.h"
 #include "pystray.h"
@@ -39,72 +40,26 @@ enum {
     K__parts,
     K__cut,
     K__shapes,
-    K_allow_mutations,
     K_code,
     K_early_interrupt,
     K_finished,
     K_interrupted,
     K_interruptible,
     K_made,
-    K_method,
     K_mutations,
-    K_namespace,
-    K_params,
-    K_run_id,
-    K_session,
     K_stdout,
     K_stderr,
     K_stdin,
     K_writes,
-    K_id,
-    K_drop_namespaces,
-    K_disabled,
-    K_unavailable,
-    K_enforce_mutations,
-    K_validate,
-    K_dry_run,
-    K_namespace_fresh,
-    K_reset,
-    K_max_output_bytes,
-    K_max_result_bytes,
     K_result,
     K_add_raw,
+    K___builtins__,
     K_COUNT
 };
-static const char *const KEYS[K_COUNT] = {"_current",
-                                          "_parts",
-                                          "_cut",
-                                          "_shapes",
-                                          "allow_mutations",
-                                          "code",
-                                          "early_interrupt",
-                                          "finished",
-                                          "interrupted",
-                                          "interruptible",
-                                          "made",
-                                          "method",
-                                          "mutations",
-                                          "namespace",
-                                          "params",
-                                          "run_id",
-                                          "session",
-                                          "stdout",
-                                          "stderr",
-                                          "stdin",
-                                          "writes",
-                                          "id",
-                                          "drop_namespaces",
-                                          "disabled",
-                                          "unavailable",
-                                          "enforce_mutations",
-                                          "validate",
-                                          "dry_run",
-                                          "namespace_fresh",
-                                          "reset",
-                                          "max_output_bytes",
-                                          "max_result_bytes",
-                                          "result",
-                                          "add_raw"};
+static const char *const KEYS[K_COUNT] = {
+    "_current", "_parts",      "_cut",          "_shapes", "code",      "early_interrupt",
+    "finished", "interrupted", "interruptible", "made",    "mutations", "stdout",
+    "stderr",   "stdin",       "writes",        "result",  "add_raw",   "__builtins__"};
 static PyObject *S[K_COUNT];       /* KEYS, interned at serve() */
 static PyObject *sysdict;          /* sys.__dict__ */
 static long long n_fast, n_python; /* requests answered here / by the Python handler */
@@ -122,107 +77,69 @@ static PyObject *dget(PyObject *d, PyObject *k)
 
 struct plain {
     long long id;
-    PyObject *params, *code, *run_id, *session; /* borrowed from the parsed message */
+    PyObject *text;                    /* borrowed: the request's text */
+    PyObject *code, *run_id, *session; /* borrowed from q */
     int reset;
     Py_ssize_t max_output, max_result;
-    PyObject *opts; /* new ref: (validate, dry_run, allow_mutations) */
+    PyObject *opts;   /* new ref: (validate, dry_run, allow_mutations) */
+    PyObject *params; /* new ref, built from text when a Python step needs it (pyr_params) */
+    struct pyq_run q;
 };
 
-/* A key absent, None or an empty list. */
-static int absent_or_empty(PyObject *params, PyObject *key)
-{
-    PyObject *v = dget(params, key); /* borrowed */
-    return !v || v == Py_None || (PyList_CheckExact(v) && PyList_GET_SIZE(v) == 0);
-}
+/* The options tuples of a run without allow_mutations, built once: [validate][dry_run]. */
+static PyObject *opts_none[2][2];
 
-/* A key absent (-> dflt) or exactly True/False. -1: anything else. */
-static int flag(PyObject *params, PyObject *key, int dflt)
-{
-    PyObject *v = dget(params, key); /* borrowed */
-    if (!v)
-        return dflt;
-    return v == Py_True ? 1 : v == Py_False ? 0 : -1;
-}
-
-static int size_param(PyObject *params, PyObject *key, Py_ssize_t *out)
-{
-    PyObject *v = dget(params, key); /* borrowed */
-    *out = PYR_DEFAULT_MAX_BYTES;
-    if (!v || v == Py_None)
-        return 0;
-    if (!PyLong_CheckExact(v))
-        return -1;
-    *out = PyLong_AsSsize_t(v);
-    if (*out == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        return -1;
-    }
-    return 0;
-}
-
-/* Is msg a run request the fast path takes? Fills p (p->opts a new ref) and returns 1; 0
- * otherwise, with nothing to release. Reads only the parsed message and runner._sessions. */
-static int pyr_plain(PyObject *msg, struct plain *p)
+/* Is text a run request the fast path takes? Fills p and returns 1 (release it with
+ * pyr_plain_release); 0 otherwise, with nothing to release. Reads only the text and
+ * runner._sessions. */
+static int pyr_plain(PyObject *text, struct plain *p)
 {
     memset(p, 0, sizeof(*p));
-    if (!PyDict_CheckExact(msg))
+    if (!pyq_scan_run(text, &p->q))
         return 0;
-    PyObject *method = dget(msg, S[K_method]), *id = dget(msg, S[K_id]);
-    PyObject *params = dget(msg, S[K_params]); /* all borrowed */
-    if (!method || !PyUnicode_CheckExact(method) || PyUnicode_CompareWithASCIIString(method, "run"))
-        return 0;
-    if (!id || !PyLong_CheckExact(id) || !params || !PyDict_CheckExact(params))
-        return 0;
-    int overflow = 0;
-    p->id = PyLong_AsLongLongAndOverflow(id, &overflow);
-    if (overflow || (p->id == -1 && PyErr_Occurred())) {
-        PyErr_Clear();
-        return 0;
-    }
-    p->params = params;
-    p->code = dget(params, S[K_code]);
-    p->run_id = dget(params, S[K_run_id]);
-    p->session = dget(params, S[K_namespace]);
-    if (!p->code || !PyUnicode_CheckExact(p->code) || !p->run_id ||
-        !PyUnicode_CheckExact(p->run_id) || !p->session || !PyUnicode_CheckExact(p->session) ||
-        PyUnicode_GET_LENGTH(p->session) == 0 || dget(params, S[K_session]))
-        return 0;
-    if (!absent_or_empty(params, S[K_drop_namespaces]) || !absent_or_empty(params, S[K_disabled]) ||
-        !absent_or_empty(params, S[K_unavailable]))
-        return 0;
-    int enforce = flag(params, S[K_enforce_mutations], 0),
-        validate = flag(params, S[K_validate], 0);
-    int dry = flag(params, S[K_dry_run], 0), fresh = flag(params, S[K_namespace_fresh], 1);
-    p->reset = flag(params, S[K_reset], 0);
-    if (enforce != 0 || validate < 0 || dry < 0 || fresh < 0 || p->reset < 0)
-        return 0; /* enforce_mutations: the Python path compares the threads before/after */
-    if (!fresh) {
-        int known = PyDict_Contains(H.sessions, p->session);
+    struct pyq_run *q = &p->q;
+    if (!q->fresh) {
+        int known = PyDict_Contains(H.sessions, q->session);
         if (known <= 0) { /* the Python path adds the "variables were lost" note */
             PyErr_Clear();
+            pyq_release(q);
             return 0;
         }
     }
-    if (size_param(params, S[K_max_output_bytes], &p->max_output) < 0 ||
-        size_param(params, S[K_max_result_bytes], &p->max_result) < 0)
-        return 0;
-    PyObject *allow = dget(params, S[K_allow_mutations]); /* borrowed */
-    if (allow && allow != Py_None) {
-        if (!PyList_CheckExact(allow))
-            return 0;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(allow); i++)
-            if (!PyUnicode_CheckExact(PyList_GET_ITEM(allow, i)))
-                return 0;
-    } else {
-        allow = Py_None;
-    }
-    p->opts = Py_BuildValue("(OOO)", validate ? Py_True : Py_False, dry ? Py_True : Py_False,
-                            allow); /* new ref */
+    p->id = q->id;
+    p->text = text;
+    p->code = q->code;
+    p->run_id = q->run_id;
+    p->session = q->session;
+    p->reset = q->reset;
+    p->max_output = q->max_output;
+    p->max_result = q->max_result;
+    if (q->allow == Py_None)
+        p->opts = Py_NewRef(opts_none[q->validate][q->dry]);
+    else
+        p->opts = PyTuple_Pack(3, q->validate ? Py_True : Py_False, q->dry ? Py_True : Py_False,
+                               q->allow); /* new ref */
     if (!p->opts) {
         PyErr_Clear();
+        pyq_release(q);
         return 0;
     }
     return 1;
+}
+
+static void pyr_plain_release(struct plain *p)
+{
+    Py_CLEAR(p->opts);
+    Py_CLEAR(p->params);
+    pyq_release(&p->q);
+}
+
+/* The request's params dict (borrowed from p), parsed on first use; NULL with an exception. */
+static PyObject *pyr_params(struct plain *p)
+{
+    if (!p->params)
+        p->params = pyq_params(p->text);
+    return p->params;
 }
 
 /* ---- the cache -------------------------------------------------------------------------- */
@@ -283,7 +200,9 @@ static PyObject *pyr_entry(struct plain *p)
     } else if (PyErr_Occurred()) {
         return NULL;
     }
-    got = PyObject_CallFunctionObjArgs(H.prepare, p->code, p->session, p->params, NULL);
+    PyObject *params = pyr_params(p); /* borrowed */
+    got =
+        params ? PyObject_CallFunctionObjArgs(H.prepare, p->code, p->session, params, NULL) : NULL;
     if (!got || got == Py_None || !PyTuple_CheckExact(got) || PyTuple_GET_SIZE(got) != 4 ||
         !PyCode_Check(PyTuple_GET_ITEM(got, 0)) ||
         (PyTuple_GET_ITEM(got, 1) != Py_None && !PyCode_Check(PyTuple_GET_ITEM(got, 1))) ||
@@ -321,9 +240,19 @@ static PyObject *pyr_entry(struct plain *p)
 
 /* Runs the program's code objects in ns. Returns the value (new ref) or NULL with the
  * exception the code raised. SystemExit with code None or 0 ends the run normally. */
+/* PyEval_EvalCode(co, ns, ns) as exec()/eval() call it: they first put the builtins back
+ * into a namespace without "__builtins__" (one a run cleared). */
+static PyObject *pyr_eval(PyObject *co, PyObject *ns)
+{
+    int has = PyDict_Contains(ns, S[K___builtins__]);
+    if (has < 0 || (!has && PyDict_SetItem(ns, S[K___builtins__], PyEval_GetBuiltins()) < 0))
+        return NULL;
+    return PyEval_EvalCode(co, ns, ns);
+}
+
 static PyObject *pyr_exec(PyObject *body, PyObject *last, PyObject *ns)
 {
-    PyObject *v = PyEval_EvalCode(body, ns, ns); /* new ref */
+    PyObject *v = pyr_eval(body, ns); /* new ref */
     if (!v) {
         if (!PyErr_ExceptionMatches(PyExc_SystemExit))
             return NULL;
@@ -351,7 +280,7 @@ static PyObject *pyr_exec(PyObject *body, PyObject *last, PyObject *ns)
         v = NULL;
     }
     if (last) {
-        v = PyEval_EvalCode(last, ns, ns);
+        v = pyr_eval(last, ns);
         if (!v || v != Py_None)
             return v;
         Py_DECREF(v);
@@ -372,7 +301,7 @@ static int pyr_scalar(PyObject *v)
 /* 1 when every call the run made is finished (and the list is a list), 0 otherwise. */
 static int pyr_calls_done(PyObject *state, Py_ssize_t *count)
 {
-    PyObject *made = PyObject_GetAttr(state, S[K_made]); /* new ref */
+    PyObject *made = pyrs_get(state, PYRS_MADE); /* new ref */
     int done = made && PyList_CheckExact(made);
     *count = done ? PyList_GET_SIZE(made) : 0;
     for (Py_ssize_t i = 0; done && i < *count; i++) {
@@ -398,32 +327,21 @@ static PyObject *pyr_fetch(void)
     return val;
 }
 
-/* Nothing was printed to the stream and no write was counted (class defaults untouched). */
-static int pyr_silent(PyObject *s)
-{
-    PyObject *parts = PyObject_GetAttr(s, S[K__parts]), *cut = PyObject_GetAttr(s, S[K__cut]);
-    int silent = parts == Py_None && cut && PyLong_CheckExact(cut) && PyLong_AsLong(cut) == 0;
-    Py_XDECREF(parts);
-    Py_XDECREF(cut);
-    PyErr_Clear();
-    return silent;
-}
-
 /* Executes the code, between the swap of the interpreter state in and out. Returns the
  * value (new ref) or NULL with *exc the exception (new ref). State flags as runner._execute. */
 static PyObject *pyr_execute(PyObject *e, PyObject *ns, PyObject *state, PyObject **exc)
 {
     PyObject *value = NULL, *early = NULL, *was = NULL;
     *exc = NULL;
-    if (PyObject_SetAttr(state, S[K_interruptible], Py_True) < 0)
+    if (pyrs_set(state, PYRS_INTERRUPTIBLE, Py_True) < 0)
         goto fail;
-    early = PyObject_GetAttr(state, S[K_early_interrupt]);
-    was = early ? PyObject_GetAttr(state, S[K_interrupted]) : NULL;
+    early = pyrs_get(state, PYRS_EARLY); /* new refs */
+    was = early ? pyrs_get(state, PYRS_INTERRUPTED) : NULL;
     if (!was)
         goto fail;
     if (early != Py_None && was != Py_True) { /* a cancel came while the run was starting */
         PyObject *inst = NULL, *reason = PyObject_Str(early);
-        if (reason && PyObject_SetAttr(state, S[K_interrupted], Py_True) == 0)
+        if (reason && pyrs_set(state, PYRS_INTERRUPTED, Py_True) == 0)
             inst = PyObject_CallOneArg(H.interrupted, reason);
         Py_XDECREF(reason);
         if (inst)
@@ -450,8 +368,8 @@ done:
     Py_XDECREF(was);
     PyObject *et, *ev, *etb;
     PyErr_Fetch(&et, &ev, &etb); /* the flags are set whatever happens (a signal, an error) */
-    if (PyObject_SetAttr(state, S[K_interruptible], Py_False) < 0 ||
-        PyObject_SetAttr(state, S[K_finished], Py_True) < 0)
+    if (pyrs_set(state, PYRS_INTERRUPTIBLE, Py_False) < 0 ||
+        pyrs_set(state, PYRS_FINISHED, Py_True) < 0)
         PyErr_Clear();
     PyErr_Restore(et, ev, etb);
     return value;
@@ -475,6 +393,26 @@ static void pyr_fd_output(PyObject *streams)
         }
         free(data[i]);
     }
+}
+
+/* a + decimal(n) + b into out (room for a, b and 20 digits): snprintf's
+ * "%s%lld%s" without its ~700 instructions. */
+static void pyr_fmt(char *out, const char *a, long long n, const char *b)
+{
+    char digits[24];
+    int k = 0;
+    unsigned long long u = n < 0 ? 0ULL - (unsigned long long)n : (unsigned long long)n;
+    do
+        digits[k++] = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    size_t la = strlen(a);
+    memcpy(out, a, la);
+    out += la;
+    if (n < 0)
+        *out++ = '-';
+    while (k)
+        *out++ = digits[--k];
+    strcpy(out, b);
 }
 
 /* head + s + tail as a new str (head and tail ASCII); NULL with an exception. */
@@ -514,7 +452,7 @@ static PyObject *pyr_run(struct plain *p, PyObject *e)
     ns = pyrs_namespace(p->session, p->reset, snap);
     if (!ns || !PyDict_Check(ns))
         goto fail;
-    state = pyrs_state(p->run_id, p->params);
+    state = pyrs_state(p->run_id);
     streams = state ? pyrs_streams(p->max_output) : NULL;
     if (!streams || !PyTuple_CheckExact(streams) || PyTuple_GET_SIZE(streams) != 2)
         goto fail;
@@ -537,8 +475,11 @@ static PyObject *pyr_run(struct plain *p, PyObject *e)
     if (!exc && pyr_calls_done(state, &calls))
         text = pyf_scalar_json(value, p->max_result > 0 ? (size_t)p->max_result : 0);
     if (!text) {
-        outcome = PyObject_CallFunction(H.outcome, "OOOOn", state, p->params, exc ? exc : Py_None,
-                                        value ? value : Py_None, p->max_result);
+        PyObject *params = pyr_params(p); /* borrowed */
+        outcome =
+            params ? PyObject_CallFunction(H.outcome, "OOOOn", state, params, exc ? exc : Py_None,
+                                           value ? value : Py_None, p->max_result)
+                   : NULL;
         if (!outcome || !PyTuple_CheckExact(outcome) || PyTuple_GET_SIZE(outcome) != 2)
             failed = 1;
     }
@@ -565,23 +506,23 @@ restore:
         goto done;
     }
     if (text) {
-        PyObject *mut = PyObject_GetAttr(state, S[K_mutations]); /* new ref */
+        PyObject *mut = pyrs_get(state, PYRS_MUTATIONS); /* new ref */
         int plain = mut && PyList_CheckExact(mut) && PyList_GET_SIZE(mut) == 0 &&
-                    pyr_silent(PyTuple_GET_ITEM(streams, 0)) &&
-                    pyr_silent(PyTuple_GET_ITEM(streams, 1));
+                    pyrs_silent(PyTuple_GET_ITEM(streams, 0)) &&
+                    pyrs_silent(PyTuple_GET_ITEM(streams, 1));
         Py_XDECREF(mut);
         PyErr_Clear();
         if (plain) { /* state.release() */
             PyObject *l = PyList_New(0), *d = PyDict_New();
-            if (!l || !d || PyObject_SetAttr(state, S[K_made], l) < 0 ||
-                PyObject_SetAttr(state, S[K_writes], d) < 0)
+            if (!l || !d || pyrs_set(state, PYRS_MADE, l) < 0 ||
+                pyrs_set(state, PYRS_WRITES, d) < 0)
                 PyErr_Clear();
             Py_XDECREF(l);
             Py_XDECREF(d);
             char head[96], tail[48];
-            snprintf(head, sizeof(head),
-                     "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"ok\":true,\"result\":", p->id);
-            snprintf(tail, sizeof(tail), ",\"calls\":%zd}}", calls);
+            pyr_fmt(head, "{\"jsonrpc\":\"2.0\",\"id\":", p->id,
+                    ",\"result\":{\"ok\":true,\"result\":");
+            pyr_fmt(tail, ",\"calls\":", calls, "}}");
             reply = pyr_wrap(head, text, tail);
             goto done;
         } else {
@@ -599,7 +540,7 @@ restore:
     }
     if (env_json && PyUnicode_Check(env_json)) {
         char head[64];
-        snprintf(head, sizeof(head), "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":", p->id);
+        pyr_fmt(head, "{\"jsonrpc\":\"2.0\",\"id\":", p->id, ",\"result\":");
         reply = pyr_wrap(head, env_json, "}");
     } else if (env_json)
         PyErr_SetString(PyExc_TypeError, "the envelope is not a str");
@@ -653,11 +594,9 @@ static PyObject *pyr_failed(long long id)
 /* One request: the reply (new ref; None for a notification) or NULL with an exception. */
 static PyObject *pyr_request(PyObject *text)
 {
-    PyObject *reply = NULL, *msg = pyj_loads_fast(NULL, text); /* new ref */
+    PyObject *reply = NULL;
     struct plain p;
-    if (!msg)
-        PyErr_Clear();
-    if (msg && msg != Py_Ellipsis && pyr_plain(msg, &p)) {
+    if (pyr_plain(text, &p)) {
         PyObject *e = pyr_entry(&p); /* new ref */
         if (e || PyErr_Occurred()) {
             reply = e ? pyr_run(&p, e) : NULL;
@@ -665,13 +604,11 @@ static PyObject *pyr_request(PyObject *text)
             if (!reply)
                 reply = pyr_failed(p.id);
             Py_XDECREF(e);
-            Py_DECREF(p.opts);
-            Py_DECREF(msg);
+            pyr_plain_release(&p);
             return reply;
         }
-        Py_DECREF(p.opts);
+        pyr_plain_release(&p);
     }
-    Py_XDECREF(msg);
     /* Anything else may change what a cached verdict assumed (an SDK, shapes, unavailable
      * servers): the Python path answers it and the cache starts over. */
     PyDict_Clear(H.cache);
@@ -749,6 +686,11 @@ PyObject *pyr_serve(PyObject *self, PyObject *hooks)
     if (!sys || !(sysdict = Py_NewRef(PyModule_GetDict(sys))) || !(H.cache = PyDict_New()) ||
         pyrs_init(hooks) < 0)
         return NULL;
+    for (int v = 0; v < 2; v++)
+        for (int d = 0; d < 2; d++)
+            if (!(opts_none[v][d] =
+                      PyTuple_Pack(3, v ? Py_True : Py_False, d ? Py_True : Py_False, Py_None)))
+                return NULL;
     served = 1;
     pys_init();
     for (;;) {

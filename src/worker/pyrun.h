@@ -9,11 +9,12 @@
  * sys.stdout/stderr/stdin, the fd capture, the interrupt target), the success envelope and
  * the reply frame, and the end-of-run stray-process check (pystray.c) after every request.
  *
- * The fast path takes a run only when the request is plain (see pyr_plain in pyrun.c); it
- * decides before anything has happened, so a request it leaves goes whole to the Python
- * handler. Once it started a run it finishes it: failures, non-scalar results, output and
- * mutations are given to runner.py's _fast_* functions (the same code the Python path uses).
- * Never call into it from anywhere but worker_main.main(): serve() runs once per process. */
+ * The fast path takes a run only when the request is plain (see pyr_plain in pyrun.c; its
+ * text is read by pyreq.c); it decides before anything has happened, so a request it leaves
+ * goes whole to the Python handler. Once it started a run it finishes it: failures, non-scalar
+ * results, output and mutations are given to runner.py's _fast_* functions (the same code the
+ * Python path uses). Never call into it from anywhere but worker_main.main(): serve() runs once per
+ * process. */
 #ifndef CODEMCP_PYRUN_H
 #define CODEMCP_PYRUN_H
 

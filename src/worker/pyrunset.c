@@ -4,6 +4,8 @@
 #include "pyrunset.h"
 #include "pyfast.h"
 
+#include <structmember.h>
+
 static struct {
     PyObject *namespace; /* runner._namespace(session, reset, snap) */
     PyObject *rn_dict;   /* runner's module dict: "_fresh_for", "_injected" */
@@ -13,13 +15,18 @@ static struct {
     PyObject *last;      /* capture._last: the last run's two streams */
     PyObject *capped;    /* capture.CappedStream */
     PyObject *k_fresh_for, *k_injected, *k_result, *k_move_to_end, *k_name, *k_limit;
-    PyObject *k_names[2];
-    PyObject *k_state[10];
+    PyObject *k_names[2], *k_parts, *k_cut;
+    Py_ssize_t slot[PYRS_NSLOTS]; /* offsets of RunState's slots in an instance */
+    PyObject *descr[PYRS_NSLOTS]; /* their member descriptors (owned) */
+    PyObject *k_slot[PYRS_NSLOTS];
+    unsigned int tag; /* RunState's version tag when its slots were last found intact */
 } R;
 
-static const char *const STATE[10] = {"run_id",    "params",     "run_id_json",   "made",
-                                      "mutations", "writes",     "interruptible", "early_interrupt",
-                                      "finished",  "interrupted"};
+static PyObject *places; /* session -> (fresh, bytes of Py_ssize_t places): see below */
+
+static const char *const STATE[PYRS_NSLOTS] = {"run_id",          "run_id_json", "made",
+                                               "mutations",       "writes",      "interruptible",
+                                               "early_interrupt", "finished",    "interrupted"};
 
 static int take(PyObject *hooks, const char *name, PyObject **out)
 {
@@ -49,20 +56,215 @@ int pyrs_init(PyObject *hooks)
         PyErr_SetString(PyExc_TypeError, "serve(): a run set-up hook has the wrong type");
         return -1;
     }
-    if (intern(&R.k_fresh_for, "_fresh_for") < 0 || intern(&R.k_injected, "_injected") < 0 ||
-        intern(&R.k_result, "result") < 0 || intern(&R.k_move_to_end, "move_to_end") < 0 ||
-        intern(&R.k_name, "name") < 0 || intern(&R.k_limit, "limit") < 0 ||
-        intern(&R.k_names[0], "stdout") < 0 || intern(&R.k_names[1], "stderr") < 0)
+    if (!(places = PyDict_New()) || intern(&R.k_fresh_for, "_fresh_for") < 0 ||
+        intern(&R.k_injected, "_injected") < 0 || intern(&R.k_result, "result") < 0 ||
+        intern(&R.k_move_to_end, "move_to_end") < 0 || intern(&R.k_name, "name") < 0 ||
+        intern(&R.k_limit, "limit") < 0 || intern(&R.k_parts, "_parts") < 0 ||
+        intern(&R.k_cut, "_cut") < 0 || intern(&R.k_names[0], "stdout") < 0 ||
+        intern(&R.k_names[1], "stderr") < 0)
         return -1;
-    for (int i = 0; i < 10; i++)
-        if (intern(&R.k_state[i], STATE[i]) < 0)
+    /* RunState's slots are member descriptors in its dict when the class is made; their
+     * offsets into an instance are fixed by its layout. A slot is read or stored directly
+     * while the class still resolves the name to that descriptor with the generic
+     * getattr/setattr (what `state.x` does then); otherwise through getattr/setattr. */
+    for (int i = 0; i < PYRS_NSLOTS; i++) {
+        if (intern(&R.k_slot[i], STATE[i]) < 0)
             return -1;
+        PyObject *d = _PyType_Lookup((PyTypeObject *)R.runstate, R.k_slot[i]); /* borrowed */
+        PyMemberDef *m =
+            d && Py_IS_TYPE(d, &PyMemberDescr_Type) ? ((PyMemberDescrObject *)d)->d_member : NULL;
+        if (!m || m->type != T_OBJECT_EX || m->offset <= 0 ||
+            m->offset + (Py_ssize_t)sizeof(PyObject *) >
+                ((PyTypeObject *)R.runstate)->tp_basicsize) {
+            PyErr_Format(PyExc_TypeError, "serve(): RunState.%s is not a slot", STATE[i]);
+            return -1;
+        }
+        R.slot[i] = m->offset;
+        R.descr[i] = Py_NewRef(d);
+    }
     return 0;
+}
+
+/* Does state.<slot i> still mean the slot itself? The whole class is checked once and then
+ * again only when its version tag changed (CPython clears the tag on any change to the
+ * class: an attribute set or deleted, __getattribute__/__setattr__ assigned). */
+static int intact(PyObject *state, int i)
+{
+    PyTypeObject *t = Py_TYPE(state);
+    if (!R.descr[i] || t != (PyTypeObject *)R.runstate)
+        return 0;
+    if (R.tag && t->tp_version_tag == R.tag && PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG))
+        return 1;
+    R.tag = 0;
+    if (t->tp_getattro != PyObject_GenericGetAttr || t->tp_setattro != PyObject_GenericSetAttr)
+        return 0;
+    for (int j = 0; j < PYRS_NSLOTS; j++)
+        if (_PyType_Lookup(t, R.k_slot[j]) != R.descr[j]) /* (it assigns a tag) */
+            return 0;
+    if (PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG))
+        R.tag = t->tp_version_tag;
+    return 1;
+}
+
+PyTypeObject *pyrs_state_type(void)
+{
+    return (PyTypeObject *)R.runstate;
+}
+
+PyObject *pyrs_get(PyObject *state, int which)
+{
+    PyObject *v = intact(state, which) ? *(PyObject **)((char *)state + R.slot[which]) : NULL;
+    if (v)
+        return Py_NewRef(v);
+    return R.k_slot[which] ? PyObject_GetAttr(state, R.k_slot[which])
+                           : PyObject_GetAttrString(state, STATE[which]);
+}
+
+int pyrs_set(PyObject *state, int which, PyObject *v)
+{
+    if (!intact(state, which))
+        return R.k_slot[which] ? PyObject_SetAttr(state, R.k_slot[which], v)
+                               : PyObject_SetAttrString(state, STATE[which], v);
+    Py_XSETREF(*(PyObject **)((char *)state + R.slot[which]), Py_NewRef(v));
+    return 0;
+}
+
+/* ---- the injected names' places ---------------------------------------------------------
+ * runner._namespace puts every injected name back with ns.update(fresh) on every run (~220
+ * instructions a name, 22 names for one server, thousands for a large catalog), because the
+ * last run may have rebound or deleted one. Here each namespace remembers where in its entry
+ * order each injected name sat after the last injection (PyDict_Next positions, in fresh's
+ * order); the next run looks at those entries (~40 instructions a name) and updates only when
+ * one of them no longer holds fresh's key with fresh's object. The check reads the live dicts
+ * only: whatever agent code did meanwhile (rebinding, deleting, resizing the namespace,
+ * changing fresh itself), a stale place fails the check and the run updates as before. */
+
+#define PYRS_MAX_PLACES 4096 /* namespaces remembered (runner.MAX_SESSIONS) */
+
+/* Is nk the key k (the same object, or an equal exact str)? */
+static int same_key(PyObject *nk, PyObject *k)
+{
+    return nk == k ||
+           (PyUnicode_CheckExact(nk) && PyUnicode_CheckExact(k) && PyUnicode_Compare(nk, k) == 0);
+}
+
+/* A dict's version (CPython 3.11: globally unique, changed by every change to the dict, so the
+ * same dict object with the same tag holds the same pairs); 0 (never a valid tag) where the
+ * field is gone or deprecated. */
+static unsigned long long dict_tag(PyObject *d)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    return ((PyDictObject *)d)->ma_version_tag;
+#else
+    (void)d;
+    return 0;
+#endif
+}
+
+/* 1 when every (k, v) of fresh is bound in ns, as the recorded places say; 0 otherwise. */
+static int injected_in_place(PyObject *ns, PyObject *fresh, PyObject *session)
+{
+    PyObject *h = PyDict_GetItemWithError(places, session), *k, *v, *nk, *nv; /* borrowed */
+    if (!h) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *b = PyTuple_GET_ITEM(h, 1), *kv = PyTuple_GET_ITEM(h, 2);
+    Py_ssize_t n = PyBytes_GET_SIZE(b) / (Py_ssize_t)sizeof(Py_ssize_t), i = 0, fpos = 0;
+    const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(b);
+    if (PyTuple_GET_ITEM(h, 0) != fresh || n != PyDict_GET_SIZE(fresh))
+        return 0;
+    if (kv != Py_None && dict_tag(fresh) == PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(h, 3))) {
+        /* fresh unchanged since the places were taken: its pairs as they were then */
+        for (i = 0; i < n; i++) {
+            Py_ssize_t pos = at[i];
+            if (!PyDict_Next(ns, &pos, &nk, &nv) || nv != PyTuple_GET_ITEM(kv, 2 * i + 1) ||
+                !same_key(nk, PyTuple_GET_ITEM(kv, 2 * i)))
+                return 0;
+        }
+        return 1;
+    }
+    while (PyDict_Next(fresh, &fpos, &k, &v)) {
+        /* the live entry at (or after) the place: when it is k bound to v, ns[k] is v */
+        Py_ssize_t pos = i < n ? at[i] : -1;
+        if (pos < 0 || !PyDict_Next(ns, &pos, &nk, &nv) || nv != v || !same_key(nk, k))
+            return 0;
+        i++;
+    }
+    return i == n;
+}
+
+/* Records where fresh's names sit in ns (just updated with fresh). The usual order is fresh's
+ * own (the first injection appends them in it); when it is not, a map of ns's keys to their
+ * places is built. Nothing is recorded when a name is missing (the next run updates). */
+static void record_places(PyObject *ns, PyObject *fresh, PyObject *session)
+{
+    Py_ssize_t n = PyDict_GET_SIZE(fresh), fpos = 0, npos = 0, i = 0;
+    PyObject *b = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(Py_ssize_t));
+    PyObject *map = NULL, *h = NULL, *kv = NULL, *k, *v, *nk, *nv;
+    if (!b)
+        goto done;
+    Py_ssize_t *at = (Py_ssize_t *)PyBytes_AS_STRING(b);
+    while (PyDict_Next(fresh, &fpos, &k, &v)) {
+        int found = 0;
+        while (!map && !found && PyDict_Next(ns, &npos, &nk, &nv))
+            found = same_key(nk, k);
+        if (found) {
+            at[i++] = npos - 1; /* the entry PyDict_Next just gave */
+            continue;
+        }
+        if (!map) { /* not in fresh's order: ns's key -> place */
+            Py_ssize_t p = 0;
+            if (!(map = PyDict_New()))
+                goto done;
+            while (PyDict_Next(ns, &p, &nk, &nv)) {
+                if (!PyUnicode_CheckExact(nk))
+                    continue; /* (a key of another type could run code when hashed) */
+                PyObject *where = PyLong_FromSsize_t(p - 1);
+                if (!where || PyDict_SetItem(map, nk, where) < 0) {
+                    Py_XDECREF(where);
+                    goto done;
+                }
+                Py_DECREF(where);
+            }
+        }
+        PyObject *where = PyUnicode_CheckExact(k) ? PyDict_GetItemWithError(map, k) : NULL;
+        if (!where)
+            goto done;
+        at[i++] = PyLong_AsSsize_t(where);
+    }
+    if (i != n)
+        goto done;
+    if (PyDict_GET_SIZE(places) >= PYRS_MAX_PLACES)
+        PyDict_Clear(places);
+    unsigned long long tag = dict_tag(fresh);
+    if (tag && (kv = PyTuple_New(2 * n))) { /* fresh's pairs, for while its tag holds */
+        fpos = 0;
+        for (i = 0; i < n && PyDict_Next(fresh, &fpos, &k, &v); i++) {
+            PyTuple_SET_ITEM(kv, 2 * i, Py_NewRef(k));
+            PyTuple_SET_ITEM(kv, 2 * i + 1, Py_NewRef(v));
+        }
+        if (i != n)
+            Py_CLEAR(kv);
+    }
+    PyObject *t = PyLong_FromUnsignedLongLong(tag);
+    if (t && (h = PyTuple_Pack(4, fresh, b, kv ? kv : Py_None, t)))
+        PyDict_SetItem(places, session, h);
+    Py_XDECREF(t);
+done:
+    if (!h && PyDict_DelItem(places, session) < 0)
+        PyErr_Clear();
+    PyErr_Clear();
+    Py_XDECREF(h);
+    Py_XDECREF(kv);
+    Py_XDECREF(map);
+    Py_XDECREF(b);
 }
 
 /* runner._namespace's usual case: the namespace exists, is not reset, and already has the
  * names of this SDK snapshot injected: move it to the end of the LRU order, put back the
- * injected names, drop `result`. Otherwise runner._namespace itself. */
+ * injected names (only when one is not in place), drop `result`. Otherwise runner._namespace
+ * itself. */
 PyObject *pyrs_namespace(PyObject *session, int reset, PyObject *snap)
 {
     /* Strong references before any lookup: a key's __eq__ (agent code can put any key in
@@ -83,16 +285,34 @@ PyObject *pyrs_namespace(PyObject *session, int reset, PyObject *snap)
     if (!ns || !PyDict_CheckExact(ns) || !PyDict_CheckExact(fresh) || inj != fresh) {
         out = PyObject_CallFunctionObjArgs(R.namespace, session, reset ? Py_True : Py_False, snap,
                                            NULL);
+        /* _namespace used this snapshot's fresh (the one _fresh_for now holds) */
+        Py_XSETREF(fresh_for,
+                   out ? Py_XNewRef(PyDict_GetItemWithError(R.rn_dict, R.k_fresh_for)) : NULL);
+        if (out && PyDict_CheckExact(out) && fresh_for && PyTuple_CheckExact(fresh_for) &&
+            PyTuple_GET_SIZE(fresh_for) == 2 && PyDict_CheckExact(PyTuple_GET_ITEM(fresh_for, 1)))
+            record_places(out, PyTuple_GET_ITEM(fresh_for, 1), session);
+        if (out)
+            PyErr_Clear();
         goto out;
     }
     PyObject *r = PyObject_CallMethodOneArg(R.sessions, R.k_move_to_end, session);
-    if (!r || PyDict_Update(ns, fresh) < 0 ||
-        (PyDict_DelItem(ns, R.k_result) < 0 && !PyErr_ExceptionMatches(PyExc_KeyError))) {
+    int update = r && !injected_in_place(ns, fresh, session);
+    if (!r || (update && PyDict_Update(ns, fresh) < 0)) {
         Py_XDECREF(r);
         goto out;
     }
-    PyErr_Clear(); /* the KeyError of a namespace without `result` */
     Py_DECREF(r);
+    if (update)
+        record_places(ns, fresh, session);
+    /* drop `result` (a lookup first: a KeyError costs more than the run) */
+    PyObject *res = PyDict_GetItemWithError(ns, R.k_result); /* borrowed, only tested */
+    if (res && PyDict_DelItem(ns, R.k_result) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_KeyError)) /* gone meanwhile (a key's __eq__) */
+            goto out;
+        PyErr_Clear();
+    } else if (!res && PyErr_Occurred()) {
+        goto out;
+    }
     out = Py_NewRef(ns);
 out:
     Py_XDECREF(ns);
@@ -101,29 +321,32 @@ out:
     return out;
 }
 
-/* RunState(run_id, params) for a str run_id, its slots set as __init__ sets them. */
-PyObject *pyrs_state(PyObject *run_id, PyObject *params)
+/* RunState(run_id) for a str run_id, its slots set as __init__ sets them. */
+PyObject *pyrs_state(PyObject *run_id)
 {
     PyTypeObject *t = (PyTypeObject *)R.runstate;
-    PyObject *st = t->tp_alloc(t, 0), *v[10] = {NULL}; /* new refs */
+    PyObject *st = t->tp_alloc(t, 0), *v[PYRS_NSLOTS] = {NULL}; /* new refs */
     if (!st)
         return NULL;
-    v[0] = Py_NewRef(run_id);
-    v[1] = Py_NewRef(params);
-    v[2] = pyf_scalar_json(run_id, 0);
-    v[3] = PyList_New(0);
-    v[4] = PyList_New(0);
-    v[5] = PyDict_New();
-    v[6] = Py_NewRef(Py_False);
-    v[7] = Py_NewRef(Py_None);
-    v[8] = Py_NewRef(Py_False);
-    v[9] = Py_NewRef(Py_False);
+    if (!intact(st, 0)) { /* the class was changed: its own __init__ */
+        Py_DECREF(st);
+        return PyObject_CallOneArg(R.runstate, run_id);
+    }
+    v[PYRS_RUN_ID] = Py_NewRef(run_id);
+    v[PYRS_RUN_ID_JSON] = pyf_scalar_json(run_id, 0);
+    v[PYRS_MADE] = PyList_New(0);
+    v[PYRS_MUTATIONS] = PyList_New(0);
+    v[PYRS_WRITES] = PyDict_New();
+    v[PYRS_INTERRUPTIBLE] = Py_NewRef(Py_False);
+    v[PYRS_EARLY] = Py_NewRef(Py_None);
+    v[PYRS_FINISHED] = Py_NewRef(Py_False);
+    v[PYRS_INTERRUPTED] = Py_NewRef(Py_False);
     int ok = 1;
-    for (int i = 0; i < 10; i++)
-        if (ok && (!v[i] || PyObject_SetAttr(st, R.k_state[i], v[i]) < 0))
-            ok = 0;
-    for (int i = 0; i < 10; i++)
-        Py_XDECREF(v[i]);
+    for (int i = 0; i < PYRS_NSLOTS; i++) {
+        ok = ok && v[i];
+        /* the new instance's slots are all NULL: the reference moves there */
+        *(PyObject **)((char *)st + R.slot[i]) = v[i];
+    }
     if (!ok) {
         Py_DECREF(st);
         if (!PyErr_Occurred())
@@ -169,4 +392,31 @@ PyObject *pyrs_streams(Py_ssize_t limit)
     Py_XDECREF(out);
     Py_XDECREF(err);
     return pair;
+}
+
+/* Nothing was printed to the stream and no write was counted: getattr(s, "_parts") is None
+ * and getattr(s, "_cut") == 0. A CappedStream whose instance dict holds neither and whose
+ * class still has the defaults is read here; anything else through getattr. */
+int pyrs_silent(PyObject *s)
+{
+    PyTypeObject *t = Py_TYPE(s);
+    PyObject *d = t == (PyTypeObject *)R.capped && t->tp_getattro == PyObject_GenericGetAttr
+                      ? PyObject_GenericGetDict(s, NULL)
+                      : NULL; /* new ref */
+    PyObject *cp = d ? _PyType_Lookup(t, R.k_parts) : NULL,
+             *cc = d ? _PyType_Lookup(t, R.k_cut) : NULL;
+    if (d && PyDict_CheckExact(d) && cp == Py_None && cc && PyLong_CheckExact(cc) &&
+        PyLong_AsLong(cc) == 0 && !PyDict_GetItemWithError(d, R.k_parts) &&
+        !PyDict_GetItemWithError(d, R.k_cut) && !PyErr_Occurred()) {
+        Py_DECREF(d);
+        return 1;
+    }
+    Py_XDECREF(d);
+    PyErr_Clear();
+    PyObject *parts = PyObject_GetAttr(s, R.k_parts), *cut = PyObject_GetAttr(s, R.k_cut);
+    int silent = parts == Py_None && cut && PyLong_CheckExact(cut) && PyLong_AsLong(cut) == 0;
+    Py_XDECREF(parts);
+    Py_XDECREF(cut);
+    PyErr_Clear();
+    return silent;
 }

@@ -1,9 +1,11 @@
 /* pyrunset — the per-run objects pyrun.c needs, built in C in the usual case: the run's
  * namespace (runner._namespace's work when the namespace exists and has this SDK's names
- * already), its RunState (runstate.RunState without its __init__) and its two capture streams
- * (capture._stream's reuse of an unheld stream). Anything unusual is handed to the Python
- * function that does the same (kept at init). GIL held; every function returns a new
- * reference or NULL with an exception. */
+ * already; the injected names are checked in place and put back only when one moved, see
+ * "the injected names' places" in pyrunset.c), its RunState (runstate.RunState without its
+ * __init__, its slots read and stored directly while the class is unchanged) and its two
+ * capture streams (capture._stream's reuse of an unheld stream). Anything unusual is handed
+ * to the Python function that does the same (kept at init). GIL held; functions returning an
+ * object give a new reference or NULL with an exception. */
 #ifndef CODEMCP_PYRUNSET_H
 #define CODEMCP_PYRUNSET_H
 
@@ -15,7 +17,29 @@
 int pyrs_init(PyObject *hooks /* borrowed */);
 
 PyObject *pyrs_namespace(PyObject *session, int reset, PyObject *snap);
-PyObject *pyrs_state(PyObject *run_id, PyObject *params);
+/* RunState's slots, in runstate.py's order. */
+enum {
+    PYRS_RUN_ID,
+    PYRS_RUN_ID_JSON,
+    PYRS_MADE,
+    PYRS_MUTATIONS,
+    PYRS_WRITES,
+    PYRS_INTERRUPTIBLE,
+    PYRS_EARLY,
+    PYRS_FINISHED,
+    PYRS_INTERRUPTED,
+    PYRS_NSLOTS
+};
+PyObject *pyrs_state(PyObject *run_id);
+/* getattr(state, slot) (new ref) and setattr(state, slot, v) (0/-1), read or stored in the
+ * slot directly while RunState still resolves the name to its slot (see pyrs_init). Any
+ * object may be given (before serve() and for another type: getattr/setattr). */
+PyObject *pyrs_get(PyObject *state, int which);
+/* The RunState class serve() was given (borrowed; NULL before). */
+PyTypeObject *pyrs_state_type(void);
+int pyrs_set(PyObject *state, int which, PyObject *v /* borrowed */);
+/* 1 when nothing was written to a capture stream (no output, no count of cut bytes). */
+int pyrs_silent(PyObject *stream);
 /* (stdout, stderr) for a run capped at limit bytes each */
 PyObject *pyrs_streams(Py_ssize_t limit);
 

@@ -376,6 +376,16 @@ static void test_classify(void)
         {"{\"method\":\"cancel\",\"params\":{\"run_id\":\"r1\",\"reason\":\"timeout\"}}",
          INB_CANCEL, NULL},
         {"{\"method\":\"cancel\",\"params\":{}}", INB_DROP, NULL},
+        /* a method before the rest: a request unless a later duplicate says "cancel" */
+        {"{\"method\":\"run\",\"method\":\"cancel\",\"params\":{\"run_id\":\"r2\"}}", INB_CANCEL,
+         NULL},
+        {"{\"method\":\"run\",\"params\":{\"run_id\":\"cancel\",\"code\":\"x\"}}", INB_REQUEST,
+         NULL},
+        {"{\"jsonrpc\":\"2.0\",\"method\":\"run\",\"id\":4,\"params\":{\"code\":\"print("
+         "\\\"cancel\\\")\"}}",
+         INB_REQUEST, NULL},
+        {"{\"method\":\"run\",\"id\":3,\"params\":{\"a\":[1,{\"b\":\"}\"}]}} trailing", INB_REQUEST,
+         NULL},
         {"{\"id\":\"x\",\"result\":1", INB_REQUEST, NULL}, /* truncated: the runtime answers */
         {"{not json", INB_REQUEST, NULL},
         {"[1,2]", INB_REQUEST, NULL},
