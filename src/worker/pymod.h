@@ -5,7 +5,8 @@
  * interrupt_reason), worker_id, fd capture and log_fd, and embedded_source(name) for the
  * importer. A thin layer over wsclient: blocking calls
  * release the GIL and wait in slices of at most PYM_SLICE_MS, calling PyErr_CheckSignals()
- * between slices so the runtime's SIGUSR1 handler can raise inside them. */
+ * between slices so the runtime's SIGUSR1 handler can raise inside them; next_request without
+ * a timeout (the wait between runs) blocks until a frame or a signal arrives. */
 #ifndef CODEMCP_PYMOD_H
 #define CODEMCP_PYMOD_H
 

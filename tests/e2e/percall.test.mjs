@@ -511,3 +511,25 @@ test('pyrun: runs carried out in C give the envelopes the Python path gives', { 
   assert.ok(after.fast - before.fast >= cases.length + 5, JSON.stringify({ before, after }));
   await h.close();
 });
+
+// Between runs the worker waits for its next request without waking up: the wait is one
+// blocking poll, not 20 ms slices (an idle worker woke 50 times a second, ~0.6 % of a CPU
+// each, 200 idle sessions more than a whole CPU). Agent code reads its own main thread's
+// voluntary context switches before and after 3 s of idleness; sliced waiting gives ~150.
+test('idle: a worker between runs does not wake up', { timeout: ms(90000) }, async () => {
+  const dir = tempDir();
+  const h = await connectClient({ config: writeConfig(dir, { everything: servers.everything() }) });
+  const run = async (code) => {
+    const r = await h.client.callTool({ name: 'execute_python', arguments: { code } },
+      undefined, { timeout: ms(60000) });
+    return r.structuredContent ?? JSON.parse(r.content[0].text);
+  };
+  const SWITCHES = 'import re\nwith open("/proc/thread-self/status") as f:\n' +
+    '    result = int(re.search(r"\\nvoluntary_ctxt_switches:\\s+(\\d+)", f.read()).group(1))';
+  const before = (await run(SWITCHES)).result;
+  assert.equal(typeof before, 'number');
+  await new Promise((r) => setTimeout(r, 3000));
+  const after = (await run(SWITCHES)).result;
+  assert.ok(after - before < 30, `the idle worker woke ${after - before} times in 3 s`);
+  await h.close();
+});
