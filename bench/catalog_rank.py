@@ -19,9 +19,10 @@ every set but the odd halves (with --odd those too), with the rank of the first 
 (">20" when it is not in the first 20). --tune is kept for old command lines (same output).
 
 heldout6.json (written blind during the sixth pass, ranked once at its end) is a tuning set since the
-seventh pass, split the same way. heldout7.json (written blind during the seventh pass) is the set
-nobody tunes on: it is read and ranked only with --final (and skipped when the file is absent), and
-its misses are never printed (not even with -v).
+seventh pass, split the same way; heldout7.json (written blind during the seventh pass, ranked once
+at its end) is one too since the word-vector pass (branch glove), split the same way. heldout8.json
+(written blind during that pass) is the set nobody tunes on: it is read and ranked only with --final
+(and skipped when the file is absent), and its misses are never printed (not even with -v).
 
     /usr/bin/python3 bench/catalog_rank.py /tmp/cat.json --base /path/to/old/python
 
@@ -46,17 +47,18 @@ def sets(final=False, odd=False):
     def load(name):
         return json.load(open(os.path.join(data, name)))
     old = load("queries.json")
-    new4, new5, new6 = load("heldout4.json"), load("heldout5.json"), load("heldout6.json")
+    new4, new5, new6, new7 = (load("heldout%d.json" % k) for k in (4, 5, 6, 7))
     out = [("old tuning half", old[0::2], True), ("old held-out half", old[1::2], True),
            ("tuning set", load("tuning.json"), True),
            ("new held-out set", load("heldout.json"), True), ("second held-out set", load("heldout2.json"), True),
            ("third held-out set", load("heldout3.json"), True),
            ("heldout4", new4, False), ("heldout4 even", new4[0::2], True), ("heldout4 odd", new4[1::2], odd),
            ("heldout5", new5, False), ("heldout5 even", new5[0::2], True), ("heldout5 odd", new5[1::2], odd),
-           ("heldout6", new6, False), ("heldout6 even", new6[0::2], True), ("heldout6 odd", new6[1::2], odd)]
+           ("heldout6", new6, False), ("heldout6 even", new6[0::2], True), ("heldout6 odd", new6[1::2], odd),
+           ("heldout7", new7, False), ("heldout7 even", new7[0::2], True), ("heldout7 odd", new7[1::2], odd)]
     # the blind set: only when asked for explicitly, never its misses
-    if final and os.path.exists(os.path.join(data, "heldout7.json")):
-        out.append(("BLIND heldout7", load("heldout7.json"), False))
+    if final and os.path.exists(os.path.join(data, "heldout8.json")):
+        out.append(("BLIND heldout8", load("heldout8.json"), False))
     return out
 
 
@@ -113,4 +115,5 @@ def main():
     print("build %.1f ms; search p50 %.3f ms, max %.3f ms (this process, first pass)" % (build, lat[len(lat) // 2], lat[-1]))
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -5,7 +5,7 @@
 The ranker's score is a product of factors (BM25F over weighted fields, then query-word and
 name-word coverage, intent, polarity, scope, adjacent pairs) whose constants are module globals
 of codemcp_rt.search. This script treats those constants as the ranker's feature weights and
-fits them: every set of tests/data/catalog but the blind one (heldout7.json, never read here) is
+fits them: every set of tests/data/catalog but the blind one (heldout8.json, never read here) is
 split by position into an even and an odd half; coordinate ascent changes one weight at a time
 (a few multiples of its current value, clipped to its range), keeps a change only when it gains
 at least --min-gain on the training halves' objective (1 per task ranked first, 0.5 in the top 5,
@@ -25,7 +25,7 @@ from codemcp_rt import search as S  # noqa: E402
 
 DATA = os.path.join(ROOT, "tests", "data", "catalog")
 FILES = ["queries.json", "tuning.json", "heldout.json", "heldout2.json", "heldout3.json",
-         "heldout4.json", "heldout5.json", "heldout6.json"]  # never heldout7.json: it is blind
+         "heldout4.json", "heldout5.json", "heldout6.json", "heldout7.json"]  # never heldout8.json: it is blind
 
 # (name, low, high, integer?) — a weight of search.py and its range
 QUERY_WEIGHTS = [
