@@ -328,12 +328,8 @@ int calls_handle_frame(uint64_t conn_id, int slot, const char *text, size_t len)
     const struct js_member *args = js_get(p, np, "args"), *tmo = js_get(p, np, "timeout_ms");
     if (args && args->val[0] != '{')
         return 0; /* the tree path refuses it */
-    json_t *idv;
-    if (id->val[0] == '"' && !memchr(id->val, '\\', id->vlen))
-        idv = json_stringn_nocheck(id->val + 1, id->vlen - 2); /* checked UTF-8, no escape */
-    else if (id->val[0] == '-' || (id->val[0] >= '0' && id->val[0] <= '9'))
-        idv = json_integer(strtoll(id->val, NULL, 10)); /* canonical: at most 18 digits */
-    else
+    json_t *idv = rpc_canon_id(id->val, id->vlen);
+    if (!idv)
         return 0; /* null (a notification), an escape, or not an id: the tree path */
     int64_t t0 = now_ms();
     char *run_id = plain_string(js_get(p, np, "run_id"));

@@ -252,6 +252,19 @@ static int scan_string(struct jp *s, const char **out, size_t *len)
     return 0;
 }
 
+/* A string value: tag (t bytes) followed by str (len bytes, valid UTF-8). */
+static json_t *tagged(const char *tag, size_t t, const char *str, size_t len)
+{
+    char *buf = malloc(t + len);
+    if (!buf)
+        abort();
+    memcpy(buf, tag, t);
+    memcpy(buf + t, str, len);
+    json_t *v = json_stringn_nocheck(buf, t + len);
+    free(buf);
+    return v;
+}
+
 /* An integer beyond json_int_t: with JF_BIG_INTEGERS, a string holding JF_BIG_TAG and its
  * digits (jf_dumps writes the digits back), else refused as jansson does. */
 static json_t *big_integer(struct jp *s, const unsigned char *b, size_t n)
@@ -260,15 +273,7 @@ static json_t *big_integer(struct jp *s, const unsigned char *b, size_t n)
         fail(s, *b == '-' ? "too big negative integer" : "too big integer");
         return NULL;
     }
-    size_t t = sizeof(JF_BIG_TAG) - 1;
-    char *tagged = malloc(t + n);
-    if (!tagged)
-        abort();
-    memcpy(tagged, JF_BIG_TAG, t);
-    memcpy(tagged + t, b, n);
-    json_t *v = json_stringn_nocheck(tagged, t + n);
-    free(tagged);
-    return v;
+    return tagged(JF_BIG_TAG, sizeof(JF_BIG_TAG) - 1, (const char *)b, n);
 }
 
 static json_t *parse_number(struct jp *s)
@@ -459,15 +464,7 @@ static int literal(struct jp *s, const char *word, size_t n)
 /* A string of the input that starts like a tag: kept behind JF_STR_TAG (see jsonfast.h). */
 static json_t *tag_string(const char *str, size_t len)
 {
-    size_t t = sizeof(JF_STR_TAG) - 1;
-    char *tagged = malloc(t + len);
-    if (!tagged)
-        abort();
-    memcpy(tagged, JF_STR_TAG, t);
-    memcpy(tagged + t, str, len);
-    json_t *v = json_stringn_nocheck(tagged, t + len);
-    free(tagged);
-    return v;
+    return tagged(JF_STR_TAG, sizeof(JF_STR_TAG) - 1, str, len);
 }
 
 static json_t *parse_value(struct jp *s)

@@ -2,6 +2,7 @@
 #include "jsonrpc.h"
 #include "jsonfast.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 enum rpc_kind rpc_classify(json_t *msg, const char **why)
@@ -132,4 +133,13 @@ void rpc_lines_feed(struct rpc_lines *l, const char *data, size_t len, rpc_line_
 void rpc_lines_free(struct rpc_lines *l)
 {
     buf_free(&l->buf);
+}
+
+json_t *rpc_canon_id(const char *val, size_t len)
+{
+    if (len >= 2 && val[0] == '"' && !memchr(val, '\\', len))
+        return json_stringn_nocheck(val + 1, len - 2); /* checked UTF-8, no escape */
+    if (len && (val[0] == '-' || (val[0] >= '0' && val[0] <= '9')))
+        return json_integer(strtoll(val, NULL, 10)); /* canonical: at most 18 digits */
+    return NULL;
 }

@@ -31,6 +31,11 @@ json_t *rpc_error(json_t *id, int code, const char *message, json_t *data);
 /* New reference: a request or notification (id NULL). Steals params (may be NULL). */
 json_t *rpc_request(json_t *id, const char *method, json_t *params);
 
+/* New reference: the id whose canonical bytes (jsonscan.h) are val[0..len): a string without
+ * escapes or an integer of at most 18 digits. NULL for anything else (null, a notification's
+ * absent id, an escape): the caller then takes the tree path. */
+json_t *rpc_canon_id(const char *val, size_t len);
+
 /* Compact one-line JSON; caller frees. NaN/inf are impossible in jansson values. */
 char *rpc_dump(json_t *msg);
 

@@ -667,12 +667,8 @@ static int receive_execute(struct mcp_session *s, const char *text, size_t len)
         !js_is(js_get(m, 4, "method"), "\"tools/call\"") || !id ||
         !js_is(js_get(p, 2, "name"), "\"execute_python\"") || !args || args->val[0] != '{')
         return 0;
-    json_t *idv;
-    if (id->val[0] == '"' && !memchr(id->val, '\\', id->vlen))
-        idv = json_stringn_nocheck(id->val + 1, id->vlen - 2); /* checked UTF-8, no escape */
-    else if (id->val[0] == '-' || (id->val[0] >= '0' && id->val[0] <= '9'))
-        idv = json_integer(strtoll(id->val, NULL, 10)); /* canonical: at most 18 digits */
-    else
+    json_t *idv = rpc_canon_id(id->val, id->vlen);
+    if (!idv)
         return 0; /* null (a notification), an escape, or not an id: the tree path */
     json_t *argv = jf_loadb(args->val, args->vlen, 0, NULL);
     if (argv) {
