@@ -10,31 +10,14 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { after, test } from 'node:test';
 
-import { NODE, TESTS, connectClient, ms, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { NODE, TESTS, connectClient, startHttpFixture, ms, tempDir, waitFor, writeConfig } from './lib.mjs';
 
-const FIXTURE = path.join(TESTS, 'fixtures', 'http', 'mcp_http_server.mjs');
 const started = new Set();
 after(() => {
   for (const p of started) p.kill('SIGKILL');
 });
 
-function startFixture() {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(NODE, [FIXTURE], { stdio: ['ignore', 'pipe', 'pipe'] });
-    started.add(proc);
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`fixture did not start: ${out}`)), ms(15000));
-    proc.stdout.setEncoding('utf8').on('data', (d) => {
-      out += d;
-      const m = out.match(/listening on (\d+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ proc, port: Number(m[1]) });
-      }
-    });
-    proc.on('exit', (code) => reject(new Error(`fixture exited (${code}): ${out}`)));
-  });
-}
+const startFixture = () => startHttpFixture(started);
 
 const stats = async (f) => (await fetch(`http://127.0.0.1:${f.port}/admin/stats`)).json();
 const remote = (f, extra = {}) => ({ type: 'remote', url: `http://127.0.0.1:${f.port}/mcp`, ...extra });

@@ -5,36 +5,18 @@
 // per call. Checked at the upstream: tests/fixtures/http/mcp_http_server.mjs records every
 // request's header names (repeats kept), its client port (the connection) and its body size.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { after, test } from 'node:test';
 
-import { NODE, TESTS, connectClient, ms, runCodemcp, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { connectClient, startHttpFixture, ms, runCodemcp, tempDir, waitFor, writeConfig } from './lib.mjs';
 
-const FIXTURE = path.join(TESTS, 'fixtures', 'http', 'mcp_http_server.mjs');
 const started = new Set();
 after(() => {
   for (const p of started) p.kill('SIGKILL');
 });
 
-function startFixture(flags = []) {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(NODE, [FIXTURE, ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
-    started.add(proc);
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`fixture did not start: ${out}`)), ms(15000));
-    proc.stdout.setEncoding('utf8').on('data', (d) => {
-      out += d;
-      const m = out.match(/listening on (\d+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ proc, port: Number(m[1]) });
-      }
-    });
-    proc.on('exit', (code) => reject(new Error(`fixture exited (${code}): ${out}`)));
-  });
-}
+const startFixture = (flags = []) => startHttpFixture(started, flags);
 
 const stats = async (f) => (await fetch(`http://127.0.0.1:${f.port}/admin/stats`)).json();
 const remote = (f, extra = {}) => ({ type: 'remote', url: `http://127.0.0.1:${f.port}/mcp`, ...extra });

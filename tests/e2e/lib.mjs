@@ -769,3 +769,29 @@ export function meta2026(name, caps = {}) {
     'io.modelcontextprotocol/clientCapabilities': caps,
   };
 }
+
+// ---------------------------------------------------------------------------------------------
+// tests/fixtures/http/mcp_http_server.mjs, the HTTP MCP upstream that counts what reaches it
+// (connections, header names, body sizes, requests in flight; GET /admin/stats). Resolves
+// { proc, port } once it listens; `started` (a Set) collects the process for the caller's
+// after() to kill.
+
+export const HTTP_FIXTURE = path.join(TESTS, 'fixtures', 'http', 'mcp_http_server.mjs');
+
+export function startHttpFixture(started, flags = []) {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(NODE, [HTTP_FIXTURE, ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
+    started.add(proc);
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`fixture did not start: ${out}`)), ms(15000));
+    proc.stdout.setEncoding('utf8').on('data', (d) => {
+      out += d;
+      const m = out.match(/listening on (\d+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ proc, port: Number(m[1]) });
+      }
+    });
+    proc.on('exit', (code) => reject(new Error(`fixture exited (${code}): ${out}`)));
+  });
+}

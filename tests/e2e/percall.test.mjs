@@ -415,14 +415,17 @@ test('pyjson: loads_fast agrees with json.loads on a corpus and leaves the rest 
 // program keeps (a variable, a weak reference, a bound method) must not be the next run's,
 // so writing into it or closing it later cannot reach or break another run's output; and
 // what a run did to the streams' state (close, cap, counters, class) does not carry over.
+/** execute_python on connection h, returning the run's envelope. */
+const envelopeOf = (h) => async (code) => {
+  const r = await h.client.callTool({ name: 'execute_python', arguments: { code } },
+    undefined, { timeout: ms(60000) });
+  return r.structuredContent ?? JSON.parse(r.content[0].text);
+};
+
 test('capture reuse: a kept or tampered sys.stdout/stderr never reaches or breaks a later run', { timeout: ms(120000) }, async () => {
   const dir = tempDir();
   const h = await connectClient({ config: writeConfig(dir, { everything: servers.everything() }) });
-  const run = async (code) => {
-    const r = await h.client.callTool({ name: 'execute_python', arguments: { code } },
-      undefined, { timeout: ms(60000) });
-    return r.structuredContent ?? JSON.parse(r.content[0].text);
-  };
+  const run = envelopeOf(h);
   let e = await run('import sys, weakref\nkeep = sys.stdout\nkeep_err = weakref.ref(sys.stderr)\n' +
     'keep_w = sys.stdout.write\nprint("one")');
   assert.equal(e.stdout, 'one\n', JSON.stringify(e));
@@ -455,11 +458,7 @@ test('capture reuse: a kept or tampered sys.stdout/stderr never reaches or break
 test('pyrun: runs carried out in C give the envelopes the Python path gives', { timeout: ms(120000) }, async () => {
   const dir = tempDir();
   const h = await connectClient({ config: writeConfig(dir, { everything: servers.everything() }) });
-  const run = async (code) => {
-    const r = await h.client.callTool({ name: 'execute_python', arguments: { code } },
-      undefined, { timeout: ms(60000) });
-    return r.structuredContent ?? JSON.parse(r.content[0].text);
-  };
+  const run = envelopeOf(h);
   const stats = async () => run('import _codemcp\nresult = _codemcp.serve_stats()');
   await run('result = everything_get_sum(a=1, b=2)'); // the SDK is in
   const before = (await stats()).result;
@@ -519,11 +518,7 @@ test('pyrun: runs carried out in C give the envelopes the Python path gives', { 
 test('idle: a worker between runs does not wake up', { timeout: ms(90000) }, async () => {
   const dir = tempDir();
   const h = await connectClient({ config: writeConfig(dir, { everything: servers.everything() }) });
-  const run = async (code) => {
-    const r = await h.client.callTool({ name: 'execute_python', arguments: { code } },
-      undefined, { timeout: ms(60000) });
-    return r.structuredContent ?? JSON.parse(r.content[0].text);
-  };
+  const run = envelopeOf(h);
   const SWITCHES = 'import re\nwith open("/proc/thread-self/status") as f:\n' +
     '    result = int(re.search(r"\\nvoluntary_ctxt_switches:\\s+(\\d+)", f.read()).group(1))';
   const before = (await run(SWITCHES)).result;
