@@ -153,3 +153,50 @@ result = 1`);
     await h.close();
   }
 });
+
+// The C run loop added agent-reachable entry points to _codemcp: scan_run (a pure reader of
+// the run request, for tests), serve_stats and serve. Agent code calling them with hostile
+// arguments gets None, a dict or a clean exception, and the worker keeps answering.
+test('_codemcp.scan_run / serve_stats / serve with hostile arguments: clean answers, worker intact', { timeout: ms(120000) }, async () => {
+  const { h, run } = await session();
+  try {
+    let e = await run('kept = 7\nresult = 0');
+    e = await run(String.raw`
+import _codemcp
+class S(str): pass
+head = '{"jsonrpc":"2.0","id":1,"method":"run","params":{"code":"x","run_id":"r","namespace":"n"}}'
+cases = [None, 1, b"{}", S(head), "", "{", "\ud800", "[" * 100000, '{"jsonrpc":"2.0"' * 5000,
+         head.replace('"id":1', '"id":' + "9" * 400), head.replace('"x"', '"' + "\\" * 3 + '"'),
+         head[:-1] + ',"params":{}}', head.replace("run", "r\u0000n"), "x" * 5_000_000, head]
+out = []
+for c in cases:
+    try:
+        r = _codemcp.scan_run(c)
+        out.append("dict" if isinstance(r, dict) else repr(r))
+    except Exception as exc:
+        out.append(type(exc).__name__)
+for args in ((), (1,), (None, None)):
+    try:
+        _codemcp.serve_stats(*args)
+        out.append("stats")
+    except Exception as exc:
+        out.append(type(exc).__name__)
+try:
+    _codemcp.serve()
+except Exception as exc:
+    out.append(type(exc).__name__)
+result = out`);
+    const out = e.result;
+    assert.ok(Array.isArray(out), JSON.stringify(e).slice(0, 2000));
+    assert.equal(out.length, 19, JSON.stringify(out));
+    assert.equal(out[14], 'dict', `the well-formed request is read: ${JSON.stringify(out)}`);
+    for (const [i, v] of out.slice(0, 14).entries()) assert.ok(['None', 'dict'].includes(v), `case ${i}: ${v}`);
+    assert.equal(out[3], 'None', 'a str subclass is not read by the C reader');
+    assert.deepEqual(out.slice(15, 18), ['stats', 'TypeError', 'TypeError'], JSON.stringify(out));
+    assert.ok(out[18] !== 'None', `serve() re-entered from agent code must raise: ${out[18]}`);
+    e = await run('result = kept');
+    assert.equal(e.result, 7, 'the worker and its namespace survive');
+  } finally {
+    await h.close();
+  }
+});
