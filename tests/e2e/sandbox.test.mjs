@@ -67,6 +67,16 @@ def sys_call(nr, *args):
     return "ok:%d" % r if r >= 0 else "err:" + errno.errorcode.get(e, str(e))
 `;
 
+/** Python (needs os, time): forks a detached grandchild that sleeps 300 s, then reaps the child. */
+const LEAVE_GRANDCHILD = `pid = os.fork()
+if pid == 0:
+  os.setsid()
+  if os.fork() == 0:
+      time.sleep(300)
+  os._exit(0)
+os.waitpid(pid, 0)
+time.sleep(0.2)`;
+
 describe('the default sandbox against hostile code', () => {
   let h, dir, home, config, memFile, gw, mem, tcp, tcp6, udp;
   const tcpSeen = [];
@@ -412,14 +422,7 @@ while True:
     const r1 = await attempt(h, PRELUDE + `
 import time
 before = open("/proc/sys/kernel/ns_last_pid").read().strip()
-pid = os.fork()
-if pid == 0:
-    os.setsid()
-    if os.fork() == 0:
-        time.sleep(300)
-    os._exit(0)
-os.waitpid(pid, 0)
-time.sleep(0.2)
+` + LEAVE_GRANDCHILD + `
 try:
     with open("/proc/sys/kernel/ns_last_pid", "w") as f:
         f.write(str(int(before)))
@@ -470,16 +473,8 @@ describe('the runtime a run shares its interpreter with', () => {
   test('rebinding worker_main/runner/capture names keeps neither leftovers nor later runs', { timeout: ms(90000) }, async () => {
     const dir = tempDir('codemcp-sbx-rebind-');
     const h = await connectClient({ config: writeConfig(dir, {}) });
-    const FORK = `
-pid = os.fork()
-if pid == 0:
-    os.setsid()
-    if os.fork() == 0:
-        time.sleep(300)
-    os._exit(0)
-os.waitpid(pid, 0)
-time.sleep(0.2)
-result = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())`;
+    const FORK = '\n' + LEAVE_GRANDCHILD +
+      '\nresult = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())';
     const PIDS = 'import os\nprint("still captured")\n' +
       'result = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())';
     const check = async (what) => {
