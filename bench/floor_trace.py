@@ -1,0 +1,117 @@
+#!/usr/bin/python3
+"""Reads a `perf record -e raw_syscalls:sys_enter,raw_syscalls:sys_exit,sched:sched_switch,
+sched:sched_wakeup -p GW,WK` of bench/floor_trace.mjs and prints, per execute: the phases of
+the gateway/worker critical path (client request read -> frame sent to the worker -> worker
+has it -> worker's reply sent -> gateway has it -> answer written to the client), the two
+hops split by whether the receiver ran on the sender's CPU, and the in-kernel time of each
+syscall that did not sleep. The worker's socket is fd 3 in both workers; the gateway's
+descriptors are found from the syscalls (the fd the worker-bound frame goes to is the one
+the gateway also reads replies from). Usage: floor_trace.py DATA GW_PID WK_PID [executes, for programs with calls]"""
+import collections
+import re
+import statistics as st
+import subprocess
+import sys
+
+NAMES = {0: 'read', 1: 'write', 3: 'close', 7: 'poll', 44: 'sendto', 45: 'recvfrom',
+         257: 'openat', 286: 'timerfd_settime', 202: 'futex'}
+SEND, RECV = (1, 44), (0, 45)
+
+
+def events(data):
+    out = subprocess.run(['perf', 'script', '-i', data, '-F', 'pid,cpu,time,event,trace'],
+                         capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        m = re.match(r'\s*(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(\S+):\s+(.*)', line)
+        if m:
+            yield int(m[1]), int(m[2]), float(m[3]) * 1e6, m[4], m[5]
+
+
+def main():
+    data, gw, wk = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    evs = list(events(data))
+    # gateway fds: the one it writes the worker-bound frame to is the one the worker's
+    # reply comes from; of the others, the first read and write carry the client's lines.
+    fds = collections.Counter()
+    last = {}
+    for pid, cpu, t, e, tr in evs:
+        if pid == gw and e == 'raw_syscalls:sys_enter':
+            mm = re.match(r'NR (\d+) \(([0-9a-f]+)', tr)
+            fds[(int(mm[1]), int(mm[2], 16))] += 1
+    wfd = max((k for k in fds if k[0] == 44), key=fds.get, default=None)
+    if wfd is None:  # floor-gateway writes with write(2): the worker socket is fd 7
+        wfd = (1, 7)
+    wfd = wfd[1]
+    cin = max((k for k in fds if k[0] == 0 and k[1] != wfd), key=fds.get)[1]
+    cout = max((k for k in fds if k[0] == 1 and k[1] != wfd), key=fds.get)[1]
+    seq, tags = [], {}
+    hop = collections.defaultdict(list)
+    dur = collections.defaultdict(list)
+    sent = back = None
+    for pid, cpu, t, e, tr in evs:
+        if pid not in (gw, wk):
+            continue
+        if e == 'raw_syscalls:sys_enter':
+            mm = re.match(r'NR (\d+) \(([0-9a-f]+)', tr)
+            nr, fd = int(mm[1]), int(mm[2], 16)
+            last[pid] = (nr, fd, t, False)
+            if pid == gw and nr in SEND and fd == wfd:
+                seq.append((t, 'g_send_w'))
+                sent = (t, cpu)
+            if pid == gw and nr == 1 and fd == cout:
+                seq.append((t, 'g_write_c'))
+            if pid == wk and nr in SEND and fd == 3:
+                seq.append((t, 'w_send'))
+                back = (t, cpu)
+        elif e == 'sched:sched_switch' and pid in last:
+            last[pid] = last[pid][:3] + (True,)
+        elif e == 'raw_syscalls:sys_exit' and pid in last:
+            nr, fd, t0, slept = last.pop(pid)
+            if not slept:
+                dur[(pid, NAMES.get(nr, str(nr)))].append(t - t0)
+            if int(tr.split('= ')[1]) <= 0:
+                continue
+            if pid == gw and nr == 0 and fd == cin:
+                seq.append((t, 'g_read_c'))
+            if pid == gw and nr in RECV and fd == wfd:
+                seq.append((t, 'g_recv_w'))
+                if back:
+                    hop['worker -> gateway, ' + ('same CPU' if cpu == back[1] else 'other CPU')].append(t - back[0])
+                    back = None
+            if pid == wk and nr in RECV and fd == 3:
+                seq.append((t, 'w_recv'))
+                if sent:
+                    hop['gateway -> worker, ' + ('same CPU' if cpu == sent[1] else 'other CPU')].append(t - sent[0])
+                    sent = None
+    order = ['g_read_c', 'g_send_w', 'w_recv', 'w_send', 'g_recv_w', 'g_write_c']
+    names = ['gateway in: client request read -> frame sent', 'hop gateway -> worker',
+             'worker: frame received -> reply sent', 'hop worker -> gateway',
+             'gateway out: reply received -> answer written']
+    ph, tot, i = [[] for _ in names], [], 0
+    while i <= len(seq) - 6:
+        if [x[1] for x in seq[i:i + 6]] == order:
+            ts = [x[0] for x in seq[i:i + 6]]
+            for k in range(5):
+                ph[k].append(ts[k + 1] - ts[k])
+            tot.append(ts[5] - ts[0])
+            i += 6
+        else:
+            i += 1
+    print(f'{data}: {len(tot)} executes (gateway pid {gw}: client fds {cin}/{cout}, worker fd {wfd})')
+    if tot:  # the phases are those of an execute without SDK calls (the empty program)
+        print('| phase | median µs | mean µs |\n|---|---|---|')
+        for n, p in zip(names, ph):
+            print(f'| {n} | {st.median(p):.0f} | {st.mean(p):.0f} |')
+        print(f'| total, client request read -> answer written | {st.median(tot):.0f} | {st.mean(tot):.0f} |')
+    print('\n| hop | executes | median µs |\n|---|---|---|')
+    for k in sorted(hop):
+        print(f'| {k} | {len(hop[k])} | {st.median(hop[k]):.0f} |')
+    n_ex = len(tot) or int(sys.argv[4]) if len(sys.argv) > 4 or tot else 1
+    print('\n| process | syscall | per execute | median µs in the kernel (calls that did not sleep) |\n|---|---|---|---|')
+    for k in sorted(dur, key=lambda k: (k[0] != gw, -len(dur[k]))):
+        if len(dur[k]) >= n_ex / 3:
+            print(f'| {"gateway" if k[0] == gw else "worker"} | {k[1]} | {len(dur[k]) / n_ex:.2f} | {st.median(dur[k]):.0f} |')
+
+
+if __name__ == '__main__':
+    main()
