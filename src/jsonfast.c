@@ -252,28 +252,23 @@ static int scan_string(struct jp *s, const char **out, size_t *len)
     return 0;
 }
 
-/* A string value: tag (t bytes) followed by str (len bytes, valid UTF-8). */
-static json_t *tagged(const char *tag, size_t t, const char *str, size_t len)
-{
-    char *buf = malloc(t + len);
-    if (!buf)
-        abort();
-    memcpy(buf, tag, t);
-    memcpy(buf + t, str, len);
-    json_t *v = json_stringn_nocheck(buf, t + len);
-    free(buf);
-    return v;
-}
-
-/* An integer beyond json_int_t: with JF_BIG_INTEGERS, a string holding JF_BIG_TAG and its
- * digits (jf_dumps writes the digits back), else refused as jansson does. */
+/* An integer beyond json_int_t: with JF_BIG_INTEGERS, JF_BIG_TAG and its digits (see
+ * jsonfast.h; jf_dumps writes the digits back), else refused as jansson does. */
 static json_t *big_integer(struct jp *s, const unsigned char *b, size_t n)
 {
     if (!s->big_ints) {
         fail(s, *b == '-' ? "too big negative integer" : "too big integer");
         return NULL;
     }
-    return tagged(JF_BIG_TAG, sizeof(JF_BIG_TAG) - 1, (const char *)b, n);
+    size_t t = sizeof(JF_BIG_TAG) - 1;
+    char *buf = malloc(t + n);
+    if (!buf)
+        abort();
+    memcpy(buf, JF_BIG_TAG, t);
+    memcpy(buf + t, b, n);
+    json_t *v = json_stringn_nocheck(buf, t + n); /* not UTF-8 on purpose */
+    free(buf);
+    return v;
 }
 
 static json_t *parse_number(struct jp *s)
@@ -461,12 +456,6 @@ static int literal(struct jp *s, const char *word, size_t n)
     return 0;
 }
 
-/* A string of the input that starts like a tag: kept behind JF_STR_TAG (see jsonfast.h). */
-static json_t *tag_string(const char *str, size_t len)
-{
-    return tagged(JF_STR_TAG, sizeof(JF_STR_TAG) - 1, str, len);
-}
-
 static json_t *parse_value(struct jp *s)
 {
     json_t *v = NULL;
@@ -491,10 +480,7 @@ static json_t *parse_value(struct jp *s)
         const char *str;
         size_t len;
         if (scan_string(s, &str, &len) == 0)
-            v = s->allow_nul && len >= sizeof(JF_TAG_PREFIX) - 1 &&
-                        memcmp(str, JF_TAG_PREFIX, sizeof(JF_TAG_PREFIX) - 1) == 0
-                    ? tag_string(str, len)
-                    : json_stringn_nocheck(str, len);
+            v = json_stringn_nocheck(str, len); /* checked UTF-8 */
         break;
     }
     case 't':
@@ -773,11 +759,7 @@ static int enc(struct out *o, const json_t *v, int depth)
             put(o, digits, n);
             return 0;
         }
-        const char *str = json_string_value(v);
-        size_t len = json_string_length(v), t = sizeof(JF_STR_TAG) - 1;
-        if (len >= t && memcmp(str, JF_STR_TAG, t) == 0) /* an input string kept behind it */
-            return enc_string(o, str + t, len - t);
-        return enc_string(o, str, len);
+        return enc_string(o, json_string_value(v), json_string_length(v));
     }
     case JSON_INTEGER:
         enc_integer(o, json_integer_value(v));
@@ -818,43 +800,6 @@ int jf_big_integer(const json_t *v, const char **digits, size_t *len)
     *digits = d;
     *len = (size_t)(e - d);
     return 1;
-}
-
-char *jf_untag(char *text)
-{
-    static const char pat[] = "\"\\u0000jf-integer:"; /* how json_dumps writes the tags */
-    static const char spat[] = "\"\\u0000jf-string:";
-    size_t pl = sizeof(pat) - 1, sl = sizeof(spat) - 1;
-    char *r = text, *w = text;
-    int in_str = 0; /* inside a string: its quotes and backslashes are not the tag's */
-    while (text && *r) {
-        if (!in_str && *r == '"' && strncmp(r, spat, sl) == 0) {
-            *w++ = '"'; /* an input string kept behind the tag: what follows is its text */
-            r += sl;
-            in_str = 1;
-            continue;
-        }
-        if (!in_str && *r == '"' && strncmp(r, pat, pl) == 0) {
-            const char *d = r + pl, *q = d + (*d == '-');
-            while (*q >= '0' && *q <= '9')
-                q++;
-            if (*q == '"' && q > d + (*d == '-')) {
-                memmove(w, d, (size_t)(q - d));
-                w += q - d;
-                r = (char *)q + 1;
-                continue;
-            }
-        }
-        if (in_str && *r == '\\' && r[1]) {
-            *w++ = *r++;
-        } else if (*r == '"') {
-            in_str = !in_str;
-        }
-        *w++ = *r++;
-    }
-    if (text)
-        *w = '\0';
-    return text;
 }
 
 char *jf_dumps(const json_t *v)

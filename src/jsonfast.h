@@ -32,23 +32,21 @@
  * json_string_value() callers see it cut at the NUL). */
 #define JF_ALLOW_NUL 2
 /* JF_BIG_INTEGERS keeps an integer beyond json_int_t (Python's 2**64, refused by jansson)
- * instead of refusing the text: as a string of JF_BIG_TAG and the digits, which jf_dumps
- * writes back as the number, digit for digit (code that reads the value sees a string whose
- * C text is empty: it starts with a NUL byte, which only JF_ALLOW_NUL input can hold). */
+ * instead of refusing the text, digit for digit, as a value of its own kind: a jansson string
+ * of JF_BIG_TAG and the digits. Its bytes are not UTF-8 (the byte FF is never in UTF-8), so no
+ * JSON text can decode to it (jf_loadb and jansson check UTF-8), no Python value can (the
+ * worker sends text) and no checked constructor (json_string, json_stringn) builds it; every
+ * string of the input comes out as the string it was, whatever its content. It survives
+ * json_copy and json_deep_copy (jansson copies string bytes unchecked). jf_dumps,
+ * jf_append and jsonpretty.h write it as the number; json_dumps refuses it (NULL) rather than
+ * write it as some string. C code reading it as a string sees an empty text (it starts with
+ * a NUL byte). Only jsonfast.c may build one. */
 #define JF_BIG_INTEGERS 4
-#define JF_BIG_TAG      "\0jf-integer:"
-/* The tags cannot be forged: with JF_ALLOW_NUL, a string of the input that itself starts
- * with JF_TAG_PREFIX is kept behind JF_STR_TAG, and jf_dumps (and jf_untag) write what follows
- * that tag as the string it was. So every string comes back out as it came in. */
-#define JF_TAG_PREFIX "\0jf-"
-#define JF_STR_TAG    "\0jf-string:"
+#define JF_BIG_TAG      "\0\377jf-integer:"
 json_t *jf_loadb(const char *text, size_t len, int flags, json_error_t *err);
 
 /* 1 (with the digits, not NUL-terminated) when v is such a big integer, else 0. */
 int jf_big_integer(const json_t *v, const char **digits, size_t *len);
-/* Text from json_dumps (for its indenting or key sorting) with each big integer written
- * back as its digits; in place, returns text. */
-char *jf_untag(char *text);
 
 /* The top-level "id" member of a JSON-RPC message that did not decode (a NUL in a key, a
  * frame cut at the size cap, garbage after a good head): members are read as jf_loadb reads

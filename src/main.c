@@ -14,7 +14,7 @@
 #include "connlimit.h"
 #include "control.h"
 #include "jsonrpc.h"
-#include "jsonfast.h"
+#include "jsonpretty.h"
 #include "log.h"
 #include "loop.h"
 #include "mcp_server.h"
@@ -165,7 +165,7 @@ static void on_reload(void)
 
 static void on_smoke_done(json_t *envelope, int is_error)
 {
-    char *text = jf_untag(json_dumps(envelope, JSON_INDENT(2) | JSON_SORT_KEYS));
+    char *text = jf_dumps_indented(envelope); /* json_dumps INDENT(2)|SORT_KEYS, big ints */
     printf("%s\n", text ? text : "{}");
     fflush(stdout);
     free(text);

@@ -2,6 +2,7 @@
  * its own beyond the mechanics shared with codemcp_rt/redact.py (word splitting, the
  * left-boundary check, which JSON values a secret key hides). */
 #include "redact.h"
+#include "jsonfast.h"
 #include "redact_rules.h"
 #include "util.h"
 
@@ -246,6 +247,10 @@ static json_t *redact_walk(json_t *v, size_t max_str, size_t *budget)
         json_array_foreach(v, i, val) json_array_append_new(out, redact_walk(val, max_str, budget));
         return out;
     }
+    const char *digits;
+    size_t dn;
+    if (jf_big_integer(v, &digits, &dn))
+        return json_incref(v); /* a number (jsonfast.h), not text to redact or cut */
     if (json_is_string(v)) {
         size_t n = json_string_length(v);
         if (!*budget)
@@ -268,7 +273,7 @@ char *redact_dump(json_t *v, size_t max_len)
      * worker's refused call may hold 64 MB of them (each costs its regexec passes). */
     size_t budget = 4 * max_len + 1024;
     json_t *r = redact_walk(v, 200, &budget);
-    char *text = json_dumps(r, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *text = jf_dumps(r); /* json_dumps' compact bytes, big integers as digits */
     json_decref(r);
     if (text && max_len > 4 && strlen(text) > max_len) {
         size_t cut = max_len - 3;

@@ -489,7 +489,7 @@ static void handle_notification(struct upstream *up, json_t *msg, const char *me
     } else if (strcmp(method, "notifications/message") == 0) {
         json_t *p = json_object_get(msg, "params");
         json_t *data = json_object_get(p, "data");
-        char *text = data ? json_dumps(data, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+        char *text = data ? jf_dumps(data) : NULL; /* big integers as digits */
         log_info("upstream", "%s: %s", up->name, text ? text : "(message)");
         free(text);
     } else {
