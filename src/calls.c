@@ -7,7 +7,12 @@
  * calls_resume sends it again with the client's inputResponses and the server's requestState,
  * or fails with kind "input_required". A write's result carries _meta.codemcp.mutation for the
  * worker's mutation report. Learning a result's shape (shapes.c) happens after the answer is
- * queued, so it never delays the call. */
+ * queued, so it never delays the call.
+ *
+ * A run has at most CODEMCP_MAX_CALLS_PER_RUN calls in flight (routed upstream, or waiting for
+ * its client's input): more are checked at once but wait in order in the run's gate, each
+ * started when one of the run's calls ends, so a program that starts thousands of calls
+ * without waiting cannot make the gateway hold thousands of upstream replies at once. */
 #include "calls.h"
 #include "catalog.h"
 #include "jsonfast.h"
@@ -44,12 +49,23 @@ struct call {
     struct call *next;
 };
 
-static struct call *calls;
+/* A run with calls: how many are in flight and the ones waiting for a place, oldest first. */
+struct gate {
+    char *run_id;
+    int in_flight;
+    struct call *head, *tail; /* linked by next */
+    struct gate *next;
+};
+
+static struct call *calls; /* in flight */
+static struct gate *gates;
 static struct calls_hooks hooks;
+static long max_per_run = CALLS_DEFAULT_MAX_PER_RUN;
 
 void calls_set_hooks(const struct calls_hooks *h)
 {
     hooks = *h;
+    max_per_run = env_long("CODEMCP_MAX_CALLS_PER_RUN", CALLS_DEFAULT_MAX_PER_RUN);
 }
 
 static void call_free(struct call *call)
@@ -63,6 +79,53 @@ static void call_free(struct call *call)
     free(call->tool);
     free(call->fn);
     free(call);
+}
+
+static struct gate *gate_find(const char *run_id)
+{
+    struct gate *g = gates;
+    while (g && strcmp(g->run_id, run_id) != 0)
+        g = g->next;
+    return g;
+}
+
+static struct gate *gate_get(const char *run_id)
+{
+    struct gate *g = gate_find(run_id);
+    if (!g) {
+        g = xcalloc(1, sizeof(*g));
+        g->run_id = xstrdup(run_id);
+        g->next = gates;
+        gates = g;
+    }
+    return g;
+}
+
+/* Frees g once nothing of its run is in flight or waiting. */
+static void gate_release(struct gate *g)
+{
+    if (g->in_flight > 0 || g->head)
+        return;
+    LIST_UNLINK(&gates, g);
+    free(g->run_id);
+    free(g);
+}
+
+static struct call *gate_pop(struct gate *g)
+{
+    struct call *c = g->head;
+    if (c) {
+        g->head = c->next;
+        if (!g->head)
+            g->tail = NULL;
+        c->next = NULL;
+    }
+    return c;
+}
+
+static int gate_full(const struct gate *g)
+{
+    return max_per_run > 0 && g->in_flight >= max_per_run;
 }
 
 static void reply(uint64_t conn_id, json_t *msg)
@@ -113,6 +176,8 @@ static void reply_raw(struct call *call, const char *raw, size_t len)
         hooks.reply_parts(call->conn_id, iov, 5);
 }
 
+static void gate_done(const char *run_id);
+
 static void on_upstream_result(void *ud, const struct up_result *res, const struct up_error *err)
 {
     struct call *call = ud;
@@ -147,7 +212,37 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
         use_note(call->fn);
         json_decref(result);
     }
+    gate_done(call->run_id);
     call_free(call);
+}
+
+/* Routes call upstream (its gate has room). 0, or -1 when the upstream refused it: the worker
+ * got the error and the call is freed. */
+static int call_start(struct call *call, struct gate *g)
+{
+    struct up_error err = {0};
+    if (up_call_tool(call->server, call->tool, call->args, call->args_len, NULL, call->timeout_ms,
+                     on_upstream_result, call, &call->up_handle, &err) < 0) {
+        reply_error(call->conn_id, call->id, err.kind, err.message, now_ms() - call->started_ms);
+        call_free(call);
+        return -1;
+    }
+    g->in_flight++;
+    call->next = calls;
+    calls = call;
+    return 0;
+}
+
+/* One of the run's calls in flight ended: the oldest waiting ones take its place. */
+static void gate_done(const char *run_id)
+{
+    struct gate *g = gate_find(run_id);
+    if (!g)
+        return;
+    g->in_flight--;
+    while (!gate_full(g) && g->head)
+        call_start(gate_pop(g), g);
+    gate_release(g);
 }
 
 /* A dry-run write: a deterministic stub with the keys dependent code usually reads. */
@@ -256,15 +351,16 @@ static void handle_call(uint64_t conn_id, int slot, json_t *id, char *id_text, c
     call->mutation = mutation;
     call->timeout_ms = timeout_ms;
     call->started_ms = t0;
-    struct up_error err = {0};
-    if (up_call_tool(server, tool, args, args_len, NULL, call->timeout_ms, on_upstream_result, call,
-                     &call->up_handle, &err) < 0) {
-        reply_error(conn_id, id, err.kind, err.message, now_ms() - t0);
-        call_free(call);
-        return;
+    struct gate *g = gate_get(run_id);
+    if (gate_full(g)) { /* waits in order for one of the run's calls to end */
+        if (g->tail)
+            g->tail->next = call;
+        else
+            g->head = call;
+        g->tail = call;
+    } else if (call_start(call, g) < 0) {
+        gate_release(g);
     }
-    call->next = calls;
-    calls = call;
     return;
 refused:
     free(id_text);
@@ -375,6 +471,7 @@ int calls_resume(const char *run_id, json_t *input_responses)
         LIST_UNLINK(&calls, call);
         reply_error(call->conn_id, call->id, err.kind, err.message, now_ms() - call->started_ms);
         call_done(call->run_id);
+        gate_done(call->run_id);
         call_free(call);
     }
     return 0;
@@ -382,28 +479,59 @@ int calls_resume(const char *run_id, json_t *input_responses)
 
 void calls_cancel_run(const char *run_id, const char *reason)
 {
-    struct call *call = calls;
+    struct gate *g = gate_find(run_id);
+    if (!g)
+        return;
+    struct call *call;
+    while ((call = gate_pop(g))) { /* first: none of them may start */
+        reply_error(call->conn_id, call->id, "timeout", reason, now_ms() - call->started_ms);
+        call_free(call);
+    }
+    call = calls;
     while (call) {
         struct call *next = call->next;
         if (strcmp(call->run_id, run_id) == 0) {
             LIST_UNLINK(&calls, call);
+            g->in_flight--;
             up_cancel_call(call->up_handle, reason);
             reply_error(call->conn_id, call->id, "timeout", reason, now_ms() - call->started_ms);
             call_free(call);
         }
         call = next;
     }
+    gate_release(g);
 }
 
 void calls_conn_closed(uint64_t conn_id)
 {
+    for (struct gate *g = gates; g; g = g->next) { /* its waiting calls go first */
+        struct call **pp = &g->head, *prev = NULL;
+        while (*pp) {
+            struct call *c = *pp;
+            if (c->conn_id == conn_id) {
+                *pp = c->next;
+                call_free(c);
+            } else {
+                prev = c;
+                pp = &c->next;
+            }
+        }
+        g->tail = prev;
+    }
     struct call *call = calls;
     while (call) {
         struct call *next = call->next;
         if (call->conn_id == conn_id) {
             LIST_UNLINK(&calls, call);
             up_cancel_call(call->up_handle, "the worker went away");
+            char *run_id = call->run_id;
+            call->run_id = NULL;
             call_free(call);
+            gate_done(run_id); /* another connection's waiting calls of the run may start */
+            free(run_id);
+            next = calls; /* gate_done may have started calls: walk again from the head */
+            while (next && next->conn_id != conn_id)
+                next = next->next;
         }
         call = next;
     }
@@ -411,6 +539,15 @@ void calls_conn_closed(uint64_t conn_id)
 
 void calls_free_all(void)
 {
+    while (gates) {
+        struct gate *g = gates;
+        struct call *c;
+        while ((c = gate_pop(g)))
+            call_free(c);
+        gates = g->next;
+        free(g->run_id);
+        free(g);
+    }
     while (calls) {
         struct call *c = calls;
         calls = c->next;

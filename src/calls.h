@@ -17,6 +17,13 @@
 #include <sys/uio.h>
 #include <stdint.h>
 
+/* CODEMCP_MAX_CALLS_PER_RUN's default: a run's calls in flight at once (routed upstream or
+ * waiting for its client's input); more wait in order, each started when one of the run's
+ * calls ends (their time limit runs from then). 0 or less: no bound. Each may bring back a
+ * reply of up to 64 MiB, so the bound is what keeps one program from making the gateway hold
+ * thousands of them. Read by calls_set_hooks. */
+#define CALLS_DEFAULT_MAX_PER_RUN 256
+
 /* What enforcement needs to know of the run a call says it belongs to. */
 struct calls_run {
     int dry_run;
