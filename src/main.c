@@ -94,7 +94,9 @@ static void usage(FILE *f)
           "no network, no home, seccomp); CODEMCP_ISOLATION=host turns that off (unsafe).\n"
           "Workers are forked from a prototype process (CODEMCP_PROTOTYPE=off: started anew).\n"
           "A remote server gets at most CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM (100)\n"
-          "requests at once (its \"maxConnections\" in mcp.json overrides it; 0: no cap).\n",
+          "requests at once (its \"maxConnections\" in mcp.json overrides it; 0: no cap).\n"
+          "One run has at most CODEMCP_MAX_CALLS_PER_RUN (256) tool calls in flight; more\n"
+          "wait in order (0: no bound).\n",
           f);
 }
 

@@ -129,7 +129,7 @@ static char *id_key(json_t *id)
         memcpy(k + 1, json_string_value(id), n + 1);
         return k;
     }
-    return id ? json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    return id ? jf_dumps(id) : NULL; /* json_dumps' bytes; a big integer as its digits */
 }
 
 /* A tools/list result is fresh until an upstream or the catalog changes; while servers

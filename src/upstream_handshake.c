@@ -11,6 +11,7 @@
  * In the modern era, list changes arrive on a `subscriptions/listen` stream opened once
  * the server is READY (reopened after it ends); a server without listChanged whose
  * tools/list carried `ttlMs` is re-listed when that runs out. Loop thread only. */
+#include "jsonfast.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "upstream_int.h"
@@ -136,7 +137,7 @@ static void on_discovered(struct upstream *up, void *ud, json_t *result, const s
         }
         const char *v = mcp_era_pick_legacy(supported);
         if (!v) {
-            char *list = supported ? json_dumps(supported, JSON_COMPACT) : NULL;
+            char *list = supported ? jf_dumps(supported) : NULL; /* big integers as digits */
             up__handshake_failed(up,
                                  "the server supports no protocol version codemcp speaks "
                                  "(it supports %s; codemcp speaks %s and 2025-11-25 … "
