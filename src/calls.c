@@ -19,6 +19,7 @@
 #include "jsonrpc.h"
 #include "jsonscan.h"
 #include "log.h"
+#include "loop.h"
 #include "policy.h"
 #include "redact.h"
 #include "shapes.h"
@@ -61,6 +62,7 @@ static struct call *calls; /* in flight */
 static struct gate *gates;
 static struct calls_hooks hooks;
 static long max_per_run = CALLS_DEFAULT_MAX_PER_RUN;
+static struct lp_deferred pump_later; /* pump() once per loop iteration when calls ended */
 
 void calls_set_hooks(const struct calls_hooks *h)
 {
@@ -233,15 +235,29 @@ static int call_start(struct call *call, struct gate *g)
     return 0;
 }
 
-/* One of the run's calls in flight ended: the oldest waiting ones take its place. */
+/* Starts the oldest waiting calls of every gate with room. Run from the loop (pump_later),
+ * never from inside an upstream's callback: up_call_tool is not called re-entrantly. */
+static void pump(void *ud)
+{
+    (void)ud;
+    for (struct gate *g = gates, *next; g; g = next) {
+        next = g->next;
+        while (!gate_full(g) && g->head)
+            call_start(gate_pop(g), g);
+        gate_release(g);
+    }
+}
+
+/* One of the run's calls in flight ended: the oldest waiting ones take its place, at the end
+ * of this loop iteration. */
 static void gate_done(const char *run_id)
 {
     struct gate *g = gate_find(run_id);
     if (!g)
         return;
     g->in_flight--;
-    while (!gate_full(g) && g->head)
-        call_start(gate_pop(g), g);
+    if (g->head && !gate_full(g))
+        lp_defer(&pump_later, pump, NULL);
     gate_release(g);
 }
 
@@ -352,12 +368,14 @@ static void handle_call(uint64_t conn_id, int slot, json_t *id, char *id_text, c
     call->timeout_ms = timeout_ms;
     call->started_ms = t0;
     struct gate *g = gate_get(run_id);
-    if (gate_full(g)) { /* waits in order for one of the run's calls to end */
+    if (gate_full(g) || g->head) { /* waits in order, behind the run's earlier calls */
         if (g->tail)
             g->tail->next = call;
         else
             g->head = call;
         g->tail = call;
+        if (!gate_full(g))
+            lp_defer(&pump_later, pump, NULL);
     } else if (call_start(call, g) < 0) {
         gate_release(g);
     }
@@ -529,16 +547,18 @@ void calls_conn_closed(uint64_t conn_id)
             call_free(call);
             gate_done(run_id); /* another connection's waiting calls of the run may start */
             free(run_id);
-            next = calls; /* gate_done may have started calls: walk again from the head */
-            while (next && next->conn_id != conn_id)
-                next = next->next;
         }
         call = next;
+    }
+    for (struct gate *g = gates, *next; g; g = next) { /* the ones left with nothing */
+        next = g->next;
+        gate_release(g);
     }
 }
 
 void calls_free_all(void)
 {
+    lp_defer_cancel(&pump_later);
     while (gates) {
         struct gate *g = gates;
         struct call *c;
