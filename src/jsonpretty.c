@@ -91,7 +91,8 @@ static int pretty(struct jpo *o, const json_t *v, int depth)
     {
         keys[i++] = (struct jp_key){key, klen, val};
     }
-    qsort(keys, n, sizeof(*keys), key_cmp);
+    if (n)
+        qsort(keys, n, sizeof(*keys), key_cmp);
     put(o, "{", 1);
     for (i = 0; i < n && rc == 0; i++) {
         newline(o, depth + 1);
