@@ -46,6 +46,8 @@ static void conn_reply(struct adm_conn *c, json_t *reply)
 {
     char *text = json_dumps(reply, JSON_COMPACT);
     json_decref(reply);
+    if (!text) /* out of memory, or a value json_dumps refuses (jsonfast's big integers) */
+        text = xstrdup("{\"ok\":false,\"error\":\"the reply could not be encoded\"}");
     lp_io_write_line(c->io, text, strlen(text));
     free(text);
     c->answered = 1;
