@@ -1,7 +1,7 @@
 /* pymod — the `_codemcp` built-in module; see pymod.h and docs/pymod-api.md.
  *
  * Every function here is called with the GIL held and may be called from any Python
- * thread. Blocking waits drop the GIL around each wsclient slice; nothing in wsclient ever
+ * thread. Blocking waits drop the GIL around one wsclient wait; nothing in wsclient ever
  * calls back into Python. Reference ownership is noted where a reference is taken. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -16,9 +16,11 @@
 #include "pyreq.h"
 #include "pypending.h"
 #include "pyrun.h"
+#include "pysigwake.h"
 #include "util.h"
 #include "wsclient.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -61,44 +63,57 @@ static PyObject *pym_closed_error(void)
     return NULL;
 }
 
-/* The shared wait loop of next_request (id == NULL) and wait_reply. Returns a new
- * reference (str or None), or NULL with an exception (ConnectionError, or whatever the
- * signal handler raised). `id` is borrowed from an argument the caller keeps alive. */
+/* The shared wait of next_request (id == NULL) and wait_reply: one blocking wsclient wait
+ * for the whole timeout, no slices. On the main thread, whatever should end it early wakes
+ * it: a cancel or the run's deadline (wsclient sends SIGUSR1 and wakes the wait itself),
+ * any other signal with a Python handler (EINTR, or the self-pipe of pysigwake.c if one
+ * comes just before the wait blocks), the connection closing (WSC_CLOSED). Handlers
+ * run here; the wait goes on unless one raised. Returns a new reference (str or None), or
+ * NULL with an exception (ConnectionError, or whatever the signal handler raised, e.g.
+ * RunInterrupted). `id` is borrowed from an argument the caller keeps alive. */
 static PyObject *pym_wait(const char *id, PyObject *timeout_obj)
 {
     int64_t timeout_ms, deadline = 0;
+    PyObject *res = NULL;
     if (pym_timeout_ms(timeout_obj, &timeout_ms) < 0)
         return NULL;
     if (timeout_ms >= 0)
         deadline = now_ms() + timeout_ms;
+    int on_main = wsc_on_main_thread();
 
     for (;;) {
-        /* Between runs (next_request without a timeout) nothing needs a slice: a cancel is
-         * read by this very wait, and a signal sent to this thread ends the poll with EINTR.
-         * Slicing there woke every idle worker 50 times a second (~0.6 % of a CPU each). */
-        int slice = !id && timeout_ms < 0 ? -1 : PYM_SLICE_MS;
+        /* The pipe installed just now: a signal caught before it left no byte. */
+        if (on_main && psw_begin() && PyErr_CheckSignals() < 0)
+            break;
+        int ms = -1;
         if (timeout_ms >= 0) {
             int64_t left = deadline - now_ms();
-            if (left <= 0)
-                slice = 0;
-            else if (left < slice)
-                slice = (int)left;
+            ms = left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
         }
         char *text = NULL;
         size_t len = 0;
         int rc;
         Py_BEGIN_ALLOW_THREADS;
-        rc = id ? wsc_wait_reply(id, slice, &text, &len) : wsc_next_request(slice, &text, &len);
+        rc = id ? wsc_wait_reply(id, ms, &text, &len) : wsc_next_request(ms, &text, &len);
         Py_END_ALLOW_THREADS;
-        if (rc == WSC_OK)
-            return pym_text(text, len);
-        if (rc == WSC_CLOSED)
-            return pym_closed_error();
-        if (timeout_ms >= 0 && now_ms() >= deadline)
-            Py_RETURN_NONE;
+        if (rc == WSC_OK) {
+            res = pym_text(text, len);
+            break;
+        }
+        if (rc == WSC_CLOSED) {
+            pym_closed_error();
+            break;
+        }
+        if (rc == WSC_SIGNAL && on_main)
+            psw_drain();
+        if (timeout_ms >= 0 && now_ms() >= deadline) {
+            res = Py_NewRef(Py_None);
+            break;
+        }
         if (PyErr_CheckSignals() < 0)
-            return NULL; /* e.g. RunInterrupted raised by the SIGUSR1 handler */
+            break; /* e.g. RunInterrupted raised by the SIGUSR1 handler */
     }
+    return res;
 }
 
 PyObject *pym_next_text(void)

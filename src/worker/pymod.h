@@ -3,14 +3,12 @@
  * Implements the API of docs/pymod-api.md: the control channel (send, next_request,
  * wait_reply, take_reply, forget), the run's interrupt state (set_current_run,
  * interrupt_reason), worker_id, fd capture and log_fd, and embedded_source(name) for the
- * importer. A thin layer over wsclient: blocking calls
- * release the GIL and wait in slices of at most PYM_SLICE_MS, calling PyErr_CheckSignals()
- * between slices so the runtime's SIGUSR1 handler can raise inside them; next_request without
- * a timeout (the wait between runs) blocks until a frame or a signal arrives. */
+ * importer. A thin layer over wsclient: blocking calls release the GIL and block in one
+ * wait, without slices. On the main thread a signal wakes the wait (pysigwake.c's pipe,
+ * Python's wakeup fd): its handler runs (the runtime's SIGUSR1 handler raises
+ * RunInterrupted for a cancel or the run's deadline) and the wait goes on unless it raised. */
 #ifndef CODEMCP_PYMOD_H
 #define CODEMCP_PYMOD_H
-
-#define PYM_SLICE_MS 20
 
 /* Registers `_codemcp` with PyImport_AppendInittab. Call before Py_Initialize*.
  * worker_id is what _codemcp.worker_id() returns. 0 or -1. */
@@ -19,7 +17,7 @@ int pym_register(long worker_id);
 void pym_set_worker_id(long worker_id);
 
 /* For pyrun.c (GIL held, Python.h included first): the next gateway request as a str (new
- * reference; waits, running signal handlers between slices), or NULL with the exception
+ * reference; waits, running signal handlers when a signal comes), or NULL with the exception
  * (ConnectionError, or what a handler raised); one text frame to the gateway, 0 or -1 with
  * the exception. */
 PyObject *pym_next_text(void);

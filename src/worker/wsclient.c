@@ -2,8 +2,10 @@
  *
  * Roles, not threads, own the socket:
  *   - the reader role (wsc.reader, under mu) reads and routes frames. A thread that must
- *     block for a message takes it and polls the socket itself; others sleep on wsc.cond
- *     until the reader leaves. The watcher takes it only when no thread is blocked.
+ *     block for a message takes it and polls the socket itself; others sleep until the
+ *     reader leaves: on wsc.cond, or, the main thread, in poll() on wsc.mfd (an eventfd
+ *     written whenever cond is broadcast while it sleeps) and the signal descriptor. The
+ *     watcher takes the role only when no thread is blocked.
  *   - writing happens under wsc.wmu, from the thread that sends.
  * The watcher sleeps in epoll_wait on the socket, a timerfd and an eventfd. While some
  * thread is blocked in a wait, the socket is armed for hang-ups only (EPOLLRDHUP, which data
@@ -11,6 +13,15 @@
  * blocked thread leaves, it arms the timer (a syscall, no wake-up); if WSC_WATCH_DELAY_MS
  * pass without a new wait, the watcher arms the socket for data too and reads whatever
  * comes while agent code computes. The eventfd carries stop and "connection lost".
+ *
+ * No wait is sliced. The main thread's waits (its reader poll and its sleep) also watch
+ * mfd and sigfd. Whoever sends SIGUSR1 for a cancel or the run's deadline (the thread that
+ * read it, the watcher, a thread whose send found the connection gone) writes mfd after
+ * pthread_kill(): the signal is pending before the main thread can return from its poll,
+ * so its handler has run when PyErr_CheckSignals() looks, and a signal sent just before
+ * the poll starts (which ends no poll with EINTR) still ends it. sigfd is the read end of
+ * the pipe Python's C signal handler writes a byte to (pysigwake.c), for every other
+ * signal with a Python handler (agent code's alarm(), say): the self-pipe trick.
  *
  * Locks: mu guards the connection state, the inbox, the role bookkeeping, the epoll and
  * timer arming and the pending control frame; wmu serialises whole frames on the wire.
@@ -55,6 +66,7 @@ static struct {
     int reader;           /* a thread holds the reader role */
     int nblocked;         /* threads inside a blocking wait */
     int ncond;            /* threads sleeping on cond */
+    int main_parked;      /* the main thread sleeps in poll() on mfd (wsc_park_main) */
     int armed;            /* ARM_*: the socket's epoll entry */
     int hup;              /* the watcher saw a hang-up while someone else was reading */
     int64_t timer_due_us; /* when the armed watch timer fires (now_us() time) */
@@ -67,13 +79,17 @@ static struct {
     pthread_mutex_t wmu; /* whole frames on the wire */
     atomic_uint_fast64_t rng;
     atomic_int connected, stop;
+    atomic_int main_kick; /* wsc_signal_main wrote mfd: the main thread's wait returns */
 
     /* Set before the watcher starts or before state leaves ST_CONNECTING, then constant. */
     int fd, epfd, efd, tfd;
+    int mfd; /* eventfd: wakes the main thread sleeping while another thread reads */
     pthread_t thread, main_thread;
     atomic_int started;
     struct wcn_target target;
     char *token;
+
+    int sigfd; /* main thread only (wsc_set_signal_fd): readable when a signal came */
 
     /* Reader role only. */
     struct wsp_reader rd;
@@ -85,6 +101,8 @@ static struct {
     .epfd = -1,
     .efd = -1,
     .tfd = -1,
+    .mfd = -1,
+    .sigfd = -1,
 };
 
 /* ---- writing (caller holds wmu) ------------------------------------------------------ */
@@ -182,6 +200,19 @@ static void wsc_notify_watcher(void)
         log_warn("worker", "cannot wake the watcher thread: %s", strerror(errno));
 }
 
+/* Wakes every thread sleeping for the reader role or a state change; caller holds mu.
+ * The main thread sleeps on mfd, not cond (it must also see signals, see wsc_park_main). */
+static void wsc_wake_sleepers(void)
+{
+    if (wsc.ncond)
+        pthread_cond_broadcast(&wsc.cond);
+    if (wsc.main_parked) {
+        uint64_t one = 1;
+        if (write(wsc.mfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+            log_warn("worker", "cannot wake the main thread: %s", strerror(errno));
+    }
+}
+
 /* Points the socket's epoll entry at `want`. ARM_HUP after a seen hang-up would fire at
  * once, again and again: the blocked threads read the end of stream themselves. */
 static void wsc_arm(int want)
@@ -239,7 +270,7 @@ static int wsc_lost(const char *why)
         log_info("worker", "control connection closed (%s)", why);
     wsc.state = ST_CLOSED;
     wsc_notify_watcher();
-    pthread_cond_broadcast(&wsc.cond);
+    wsc_wake_sleepers();
     return inb_lost();
 }
 
@@ -255,7 +286,8 @@ static int wsc_store(struct inb_msg *batch)
     return signal;
 }
 
-/* Sends SIGUSR1 to the main thread, whose Python handler then asks interrupt_reason(). */
+/* Sends SIGUSR1 to the main thread, whose Python handler then asks interrupt_reason(), and
+ * wakes the main thread if it waits (mfd, after the signal: see the header comment). */
 static void wsc_signal_main(void)
 {
     /* SIGUSR1's default action kills the process: only signal once the runtime has
@@ -265,6 +297,13 @@ static void wsc_signal_main(void)
         sa.sa_handler != SIG_IGN) {
         log_debug("worker", "interrupting the current run");
         pthread_kill(wsc.main_thread, SIGUSR1);
+        /* The main thread signalling itself is not waiting: it returns to Python now. */
+        uint64_t one = 1;
+        if (!pthread_equal(pthread_self(), wsc.main_thread)) {
+            atomic_store(&wsc.main_kick, 1);
+            if (write(wsc.mfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+                log_warn("worker", "cannot wake the main thread: %s", strerror(errno));
+        }
     } else {
         log_warn("worker", "cannot interrupt the run: no SIGUSR1 handler installed");
     }
@@ -330,30 +369,71 @@ static int wsc_recv_once(struct inb_msg ***tail)
     return wsc_feed((size_t)n, tail) < 0 ? -1 : 1;
 }
 
-/* Waits up to timeout_ms for the socket to be readable, then reads once. Returns 1 (read
- * something), 0 (nothing yet), -2 (a signal arrived: let the caller look at it), -1 (the
- * connection is over). Reader role only; no locks held. */
-static int wsc_poll_read(int timeout_ms, struct inb_msg ***tail)
+/* Main thread: mfd was readable. Empties it; returns 1 if wsc_signal_main wrote it (else a
+ * state change did, or a stale count: the caller looks again). */
+static int wsc_drain_mfd(void)
 {
-    struct pollfd pfd = {.fd = wsc.fd, .events = POLLIN};
-    int n = poll(&pfd, 1, timeout_ms);
+    uint64_t v;
+    (void)!read(wsc.mfd, &v, sizeof(v)); /* non-blocking */
+    return atomic_exchange(&wsc.main_kick, 0);
+}
+
+/* Waits up to timeout_ms for the socket to be readable, then reads once; `on_main`: also
+ * watch mfd and sigfd. Returns 1 (read something), 0 (nothing yet), -2 (a signal arrived
+ * and nothing was read: let the caller look at it), -1 (the connection is over). *got_sig
+ * is set when a signal arrived. Reader role only; no locks held. */
+static int wsc_poll_read(int timeout_ms, int on_main, int *got_sig, struct inb_msg ***tail)
+{
+    struct pollfd pfd[3] = {{.fd = wsc.fd, .events = POLLIN},
+                            {.fd = wsc.mfd, .events = POLLIN},
+                            {.fd = wsc.sigfd, .events = POLLIN}};
+    int n = poll(pfd, !on_main ? 1 : wsc.sigfd >= 0 ? 3 : 2, timeout_ms);
+    if (n < 0 && errno == EINTR)
+        *got_sig = 1;
     if (n < 0)
         return errno == EINTR ? -2 : -1;
     if (n == 0)
         return 0;
-    if (pfd.revents & POLLNVAL)
+    if ((pfd[1].revents && wsc_drain_mfd()) || pfd[2].revents)
+        *got_sig = 1;
+    if (!pfd[0].revents)
+        return -2;
+    if (pfd[0].revents & POLLNVAL)
         return -1;
     return wsc_recv_once(tail);
+}
+
+/* The main thread sleeps while another thread holds the reader role (or the connection is
+ * being set up): until wsc_wake_sleepers() writes mfd, a signal comes (sigfd, or EINTR) or
+ * timeout_ms pass. Not on cond: a signal does not end pthread_cond_wait. main_parked is set
+ * under mu before it is released, so no wake-up made under mu can be missed. Caller holds
+ * mu; it is released meanwhile. Returns 1 when a signal arrived. */
+static int wsc_park_main(int timeout_ms)
+{
+    struct pollfd p[2] = {{.fd = wsc.mfd, .events = POLLIN}, {.fd = wsc.sigfd, .events = POLLIN}};
+    wsc.main_parked = 1;
+    pthread_mutex_unlock(&wsc.mu);
+    int n = poll(p, wsc.sigfd >= 0 ? 2 : 1, timeout_ms);
+    int sig = n < 0 && errno == EINTR;
+    if (n > 0 && p[0].revents && wsc_drain_mfd())
+        sig = 1;
+    if (n > 0 && p[1].revents)
+        sig = 1;
+    pthread_mutex_lock(&wsc.mu);
+    wsc.main_parked = 0;
+    return sig;
 }
 
 /* ---- waiting ------------------------------------------------------------------------- */
 
 /* Blocks until take(arg) (called with mu held) returns 1, the connection closes or
- * timeout_ms pass; a signal to this thread ends the wait early (WSC_TIMEOUT). */
+ * timeout_ms pass. On the main thread a signal ends the wait early (WSC_SIGNAL), also one
+ * that came before the wait started (see sigfd); other threads never see signals. */
 static int wsc_wait(int timeout_ms, int (*take)(void *), void *arg)
 {
     int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
     int rc, entered = 0, signal = 0;
+    int on_main = pthread_equal(pthread_self(), wsc.main_thread);
 
     pthread_mutex_lock(&wsc.mu);
     for (;;) {
@@ -375,17 +455,27 @@ static int wsc_wait(int timeout_ms, int (*take)(void *), void *arg)
             break;
         }
         if (wsc.state == ST_CONNECTING || wsc.reader) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            int ms = left < 0 ? 1000 : left;
-            ts.tv_sec += ms / 1000;
-            ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
+            if (on_main) {
+                if (wsc_park_main(left)) {
+                    rc = take(arg) ? WSC_OK : WSC_SIGNAL;
+                    break;
+                }
+                continue;
             }
             wsc.ncond++;
-            pthread_cond_timedwait(&wsc.cond, &wsc.mu, &ts);
+            if (left < 0) {
+                pthread_cond_wait(&wsc.cond, &wsc.mu);
+            } else {
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                ts.tv_sec += left / 1000;
+                ts.tv_nsec += (long)(left % 1000) * 1000000L;
+                if (ts.tv_nsec >= 1000000000L) {
+                    ts.tv_sec++;
+                    ts.tv_nsec -= 1000000000L;
+                }
+                pthread_cond_timedwait(&wsc.cond, &wsc.mu, &ts);
+            }
             wsc.ncond--;
             continue;
         }
@@ -397,7 +487,8 @@ static int wsc_wait(int timeout_ms, int (*take)(void *), void *arg)
         pthread_mutex_unlock(&wsc.mu);
 
         struct inb_msg *batch = NULL, **tail = &batch;
-        int r = wsc_poll_read(left, &tail);
+        int got_sig = 0;
+        int r = wsc_poll_read(left, on_main, &got_sig, &tail);
 
         pthread_mutex_lock(&wsc.mu);
         wsc.reader = 0;
@@ -405,21 +496,20 @@ static int wsc_wait(int timeout_ms, int (*take)(void *), void *arg)
         signal |= wsc_store(batch);
         if (r == -1)
             signal |= wsc_lost(wsc.end_why ? wsc.end_why : "poll failed");
-        if (wsc.ncond && got)
-            pthread_cond_broadcast(&wsc.cond); /* another thread's reply, maybe */
-        if (r == -2 || signal) {
+        if (got)
+            wsc_wake_sleepers(); /* another thread's reply, maybe */
+        if (got_sig || signal) {
             /* A signal arrived, or we are about to send one (maybe to ourselves): return
-             * so the caller's PyErr_CheckSignals() sees it now, not a slice later. */
-            rc = take(arg) ? WSC_OK : WSC_TIMEOUT;
+             * so the caller's PyErr_CheckSignals() sees it now. */
+            rc = take(arg) ? WSC_OK : got_sig ? WSC_SIGNAL : WSC_TIMEOUT;
             break;
         }
     }
-    if (entered)
+    if (entered) {
         wsc_block_leave();
-    int wake = wsc.ncond > 0 && entered; /* the reader role is free again */
+        wsc_wake_sleepers(); /* the reader role is free again */
+    }
     pthread_mutex_unlock(&wsc.mu);
-    if (wake)
-        pthread_cond_broadcast(&wsc.cond);
     if (signal)
         wsc_signal_main();
     return rc;
@@ -494,7 +584,7 @@ static void wsc_on_timer(void)
 /* The socket is readable or hung up, and nobody may be waiting: read for them. */
 static void wsc_on_socket(uint32_t events)
 {
-    int signal = 0, wake;
+    int signal = 0;
     pthread_mutex_lock(&wsc.mu);
     wsc.armed = ARM_NONE; /* one-shot */
     if (wsc.state != ST_OPEN) {
@@ -525,10 +615,8 @@ static void wsc_on_socket(uint32_t events)
         signal |= wsc_lost(wsc.end_why ? wsc.end_why : "read failed");
     else
         wsc_arm(wsc.nblocked ? ARM_HUP : ARM_IN);
-    wake = wsc.ncond > 0;
+    wsc_wake_sleepers();
     pthread_mutex_unlock(&wsc.mu);
-    if (wake)
-        pthread_cond_broadcast(&wsc.cond);
     if (signal)
         wsc_signal_main();
 }
@@ -559,7 +647,7 @@ static void *wsc_watch_main(void *arg)
     } else {
         wsc.state = ST_CLOSED;
     }
-    pthread_cond_broadcast(&wsc.cond);
+    wsc_wake_sleepers();
     pthread_mutex_unlock(&wsc.mu);
 
     while (ok && !wsc.stop) {
@@ -631,7 +719,8 @@ int wsc_start(const char *url, const char *token, pthread_t main_thread)
     wsc.epfd = epoll_create1(EPOLL_CLOEXEC);
     wsc.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     wsc.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    if (wsc.epfd < 0 || wsc.efd < 0 || wsc.tfd < 0) {
+    wsc.mfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (wsc.epfd < 0 || wsc.efd < 0 || wsc.tfd < 0 || wsc.mfd < 0) {
         log_error("worker", "cannot create the watcher's descriptors: %s", strerror(errno));
         return -1;
     }
@@ -669,7 +758,7 @@ void wsc_stop(void)
     pthread_mutex_lock(&wsc.mu);
     int was_open = wsc.state == ST_OPEN;
     wsc.state = ST_CLOSED;
-    pthread_cond_broadcast(&wsc.cond);
+    wsc_wake_sleepers();
     pthread_mutex_unlock(&wsc.mu);
     if (was_open && pthread_mutex_trylock(&wsc.wmu) == 0) {
         static const unsigned char normal[2] = {0x03, 0xE8}; /* 1000: normal closure */
@@ -677,7 +766,7 @@ void wsc_stop(void)
         pthread_mutex_unlock(&wsc.wmu);
     }
     wsc.started = 0;
-    int *fds[] = {&wsc.fd, &wsc.epfd, &wsc.efd, &wsc.tfd};
+    int *fds[] = {&wsc.fd, &wsc.epfd, &wsc.efd, &wsc.tfd, &wsc.mfd};
     for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
         if (*fds[i] >= 0) {
             close(*fds[i]);
@@ -753,6 +842,16 @@ char *wsc_interrupt_reason(void)
     char *r = inb_take_reason();
     pthread_mutex_unlock(&wsc.mu);
     return r;
+}
+
+void wsc_set_signal_fd(int fd)
+{
+    wsc.sigfd = fd;
+}
+
+int wsc_on_main_thread(void)
+{
+    return wsc.started && pthread_equal(pthread_self(), wsc.main_thread);
 }
 
 int wsc_is_closed(void)

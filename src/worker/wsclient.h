@@ -8,9 +8,11 @@
  * Incoming messages are routed by whoever reads: JSON-RPC responses to a reply table keyed
  * by id, `cancel` notifications to the run interrupt (SIGUSR1 to the main thread),
  * everything else to the request queue read by wsc_next_request() (see inbox.h).
- * All wait functions take a timeout in milliseconds (< 0 waits forever, 0 polls) and are
- * meant to be called in short slices by code that must also look at signals; a signal to
- * the waiting thread ends its slice early.
+ * All wait functions take a timeout in milliseconds (< 0 waits forever, 0 polls) and block
+ * for all of it: nothing needs slices. On the main thread a signal ends a wait early
+ * (WSC_SIGNAL): one caught while the thread polls (EINTR), and one whose handler wrote to
+ * the descriptor given to wsc_set_signal_fd() at any time before or during the wait, so a
+ * signal that lands just before the wait blocks is not lost.
  * When the connection closes, every waiter is woken and the process is guaranteed to exit
  * within WSC_CLOSE_GRACE_MS even if the main thread is stuck (the gateway respawns us). */
 #ifndef CODEMCP_WSCLIENT_H
@@ -34,7 +36,7 @@
 #define WSC_EXIT_NO_CONNECT 3
 
 /* Wait results. */
-enum { WSC_CLOSED = -1, WSC_TIMEOUT = 0, WSC_OK = 1 };
+enum { WSC_CLOSED = -1, WSC_TIMEOUT = 0, WSC_OK = 1, WSC_SIGNAL = 2 };
 
 /* Starts the watcher thread, which connects to url ("ws://host:port/path" or
  * "unix:/path/to.sock") and sends token (copied, wiped after use) as the first frame.
@@ -71,6 +73,13 @@ void wsc_set_current_run(const char *run_id);
 
 /* Returns the pending interrupt reason (malloc'd, caller frees) and clears it, or NULL. */
 char *wsc_interrupt_reason(void);
+
+/* The read end of the pipe Python's C signal handler writes to (its wakeup fd; -1: none).
+ * Waits on the main thread also end (WSC_SIGNAL) when it is readable; the caller drains
+ * it. Call from the main thread. */
+void wsc_set_signal_fd(int fd);
+/* 1 when called on the main thread given to wsc_start(), the one signals interrupt. */
+int wsc_on_main_thread(void);
 
 /* 1 once the connection has closed or failed. */
 int wsc_is_closed(void);
