@@ -5,9 +5,9 @@
 // through both paths (plain text, text with quotes and escapes, JSON text, structured
 // results) come back right.
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 
-import { connectClient, ms, runCodemcp, servers, tempDir, writeConfig } from './lib.mjs';
+import { connectClient, ms, runCodemcp, servers, sleep, tempDir, writeConfig } from './lib.mjs';
 
 const COMPARE = String.raw`
 import _codemcp, json, math
@@ -527,4 +527,78 @@ test('idle: a worker between runs does not wake up', { timeout: ms(90000) }, asy
   const after = (await run(SWITCHES)).result;
   assert.ok(after - before < 30, `the idle worker woke ${after - before} times in 3 s`);
   await h.close();
+});
+
+// Inside a run, a program waiting for an upstream call's reply blocks in one poll as well:
+// no 20 ms slices (50 wake-ups a second for every waiting worker). What must end the wait
+// early wakes it itself: a cancel or the run's deadline (the thread that sends SIGUSR1
+// writes the main thread's eventfd), any other signal (EINTR, or Python's wakeup fd, a
+// pipe, if it lands just before the poll), the connection closing. Sliced waiting gives
+// ~150 voluntary context switches of the main thread in these 3 s.
+const SW = 'import re\ndef _sw():\n    with open("/proc/thread-self/status") as f:\n' +
+  '        return int(re.search(r"\\nvoluntary_ctxt_switches:\\s+(\\d+)", f.read()).group(1))\n';
+
+describe('waits inside a run', () => {
+  let h, run, dir;
+  before(async () => {
+    dir = tempDir('codemcp-e2e-', { shared: true });
+    h = await connectClient({ config: writeConfig(dir, { fake: servers.fake() }), shared: true });
+    run = (code, extra = {}, opts = {}) => h.client.callTool(
+      { name: 'execute_python', arguments: { code, ...extra } }, undefined,
+      { timeout: ms(60000), ...opts });
+  });
+  after(async () => { await h?.close(); });
+
+  test('a program waiting 3 s for an upstream reply does not wake up', { timeout: ms(90000) }, async () => {
+    const r = await run(SW + 'b = _sw()\nfake_sleep(ms=3000).result()\nresult = _sw() - b');
+    assert.equal(r.isError, false, JSON.stringify(r));
+    const woke = r.structuredContent.result;
+    assert.equal(typeof woke, 'number');
+    assert.ok(woke < 30, `the waiting worker woke ${woke} times in 3 s`);
+  });
+
+  test('a cancel interrupts a program blocked in wait_reply; the worker keeps its state', { timeout: ms(120000) }, async () => {
+    await run('kept = "alive"');
+    // alone, the main thread reads the socket itself; with a second thread waiting too, the
+    // main thread may sleep while the other one reads the cancel and must wake it
+    const programs = ['fake_sleep(ms=30000).result()',
+      'import threading\nth = threading.Thread(target=lambda: fake_sleep(ms=30000).result(), daemon=True)\n' +
+      'th.start()\nfake_sleep(ms=30000).result()'];
+    for (const code of programs) {
+      const ac = new AbortController();
+      const pending = run(code, {}, { signal: ac.signal });
+      await sleep(ms(1000));
+      const t0 = Date.now();
+      ac.abort('test cancels');
+      await assert.rejects(pending);
+      const ok = await run('result = kept');
+      assert.equal(ok.structuredContent.result, 'alive', `${code}: the worker was restarted, not interrupted`);
+      assert.ok(Date.now() - t0 < ms(10000), `${code}: the cancelled run kept the worker busy`);
+    }
+  });
+
+  test('the run deadline interrupts a program blocked in wait_reply', { timeout: ms(90000) }, async () => {
+    await run('kept2 = "alive"');
+    const t0 = Date.now();
+    const r = await run('fake_sleep(ms=30000).result()', { timeout_ms: 800 });
+    assert.equal(r.isError, true);
+    assert.match(r.structuredContent.error, /timed out/);
+    assert.doesNotMatch(r.structuredContent.error, /restarted/);
+    assert.ok(Date.now() - t0 < ms(10000), `took ${Date.now() - t0} ms`);
+    const ok = await run('result = kept2');
+    assert.equal(ok.structuredContent.result, 'alive');
+  });
+
+  test("agent code's own signal handler runs while it waits for a reply", { timeout: ms(90000) }, async () => {
+    // SIGALRM is process-directed and not sent by codemcp: EINTR or the wakeup pipe ends the
+    // wait. (The run itself then still waits for the abandoned call's reply.)
+    const r = await run('import signal, time\nclass Alarm(Exception): pass\n' +
+      'def _h(s, f):\n    raise Alarm()\nsignal.signal(signal.SIGALRM, _h)\nt = time.monotonic()\n' +
+      'signal.alarm(1)\ntry:\n    fake_sleep(ms=4000).result()\n    r = "not interrupted"\n' +
+      'except Alarm:\n    r = "alarm"\nsignal.signal(signal.SIGALRM, signal.SIG_DFL)\n' +
+      'result = [r, time.monotonic() - t]');
+    const [what, took] = r.structuredContent?.result ?? [];
+    assert.equal(what, 'alarm', JSON.stringify(r));
+    assert.ok(took < 3.5 * (ms(1000) / 1000), `the handler ran ${took} s after the wait began`);
+  });
 });
