@@ -6,7 +6,8 @@
  * wait), gives its read end to wsclient (wsc_set_signal_fd), and drains it after a wait that
  * ended on it. A byte written before a wait blocks stays in the pipe, so a signal caught
  * between the last PyErr_CheckSignals() and the poll is not lost. Agent code may install
- * its own wakeup fd (asyncio does): its signals then end a wait only by EINTR. The run
+ * its own wakeup fd or remove ours (asyncio does both): it is not put back, and other
+ * signals then end a wait by EINTR only (the poll racing them is lost until it ends). The run
  * interrupt does not depend on this pipe (wsclient wakes the main thread itself when it
  * sends SIGUSR1). Never runs handlers, never blocks. Main thread, GIL held. */
 #ifndef CODEMCP_PYSIGWAKE_H
