@@ -47,7 +47,7 @@ struct call {
     int64_t timeout_ms; /* the program's own for this call (0: the server's default) */
     uint64_t up_handle;
     int64_t started_ms;
-    struct call *next;
+    struct call *next, **pprev;
 };
 
 /* A run with calls: how many are in flight and the ones waiting for a place, oldest first. */
@@ -191,7 +191,7 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
         call->up_handle = 0;
         return; /* stays listed: answered after calls_resume, or cancelled with the run */
     }
-    LIST_UNLINK(&calls, call);
+    DLIST_UNLINK(call);
     int64_t elapsed = now_ms() - call->started_ms;
     call_done(call->run_id);
     if (err) {
@@ -230,8 +230,7 @@ static int call_start(struct call *call, struct gate *g)
         return -1;
     }
     g->in_flight++;
-    call->next = calls;
-    calls = call;
+    DLIST_PUSH(&calls, call);
     return 0;
 }
 
@@ -486,7 +485,7 @@ int calls_resume(const char *run_id, json_t *input_responses)
                           call->timeout_ms, on_upstream_result, call, &call->up_handle, &err);
     json_decref(extra);
     if (rc < 0) {
-        LIST_UNLINK(&calls, call);
+        DLIST_UNLINK(call);
         reply_error(call->conn_id, call->id, err.kind, err.message, now_ms() - call->started_ms);
         call_done(call->run_id);
         gate_done(call->run_id);
@@ -509,7 +508,7 @@ void calls_cancel_run(const char *run_id, const char *reason)
     while (call) {
         struct call *next = call->next;
         if (strcmp(call->run_id, run_id) == 0) {
-            LIST_UNLINK(&calls, call);
+            DLIST_UNLINK(call);
             g->in_flight--;
             up_cancel_call(call->up_handle, reason);
             reply_error(call->conn_id, call->id, "timeout", reason, now_ms() - call->started_ms);
@@ -540,7 +539,7 @@ void calls_conn_closed(uint64_t conn_id)
     while (call) {
         struct call *next = call->next;
         if (call->conn_id == conn_id) {
-            LIST_UNLINK(&calls, call);
+            DLIST_UNLINK(call);
             up_cancel_call(call->up_handle, "the worker went away");
             char *run_id = call->run_id;
             call->run_id = NULL;
@@ -570,7 +569,7 @@ void calls_free_all(void)
     }
     while (calls) {
         struct call *c = calls;
-        calls = c->next;
+        DLIST_UNLINK(c);
         call_free(c);
     }
 }

@@ -17,6 +17,7 @@
  * command queue was empty; it waits in epoll and runs only the transfers whose sockets are
  * ready (curl_multi_socket_action), with keep-alive connections kept in a fixed cache. */
 #include "curl_thread.h"
+#include "idmap.h"
 #include "log.h"
 #include "loop.h"
 #include "sse.h"
@@ -57,7 +58,7 @@ struct ct_xfer {
     long sent_retry; /* retry already reported */
     struct buf resp;
     int too_large;
-    struct ct_xfer *next;
+    struct ct_xfer *next, **pprev;
     struct curl_slist nodes[]; /* header list, then the header lines, then the body */
 };
 
@@ -74,7 +75,8 @@ static CURLM *multi;
 static pthread_t thread;
 static int refs;
 static uint64_t next_id = 1;
-static struct ct_xfer *xfers; /* curl thread only */
+static struct ct_xfer *xfers;    /* curl thread only */
+static struct idmap xfers_by_id; /* curl thread only: id -> transfer on xfers */
 /* Idle easy handles, already reset: taken by ct_submit (loop), given back by the curl
  * thread. Under cmd_lock. */
 static CURL *pool[POOL_MAX];
@@ -355,7 +357,10 @@ static void xfer_free(struct ct_xfer *x)
 
 static void xfer_unlink(struct ct_xfer *x)
 {
-    LIST_UNLINK(&xfers, x);
+    if (!x->pprev)
+        return;
+    DLIST_UNLINK(x);
+    idmap_del(&xfers_by_id, x->id);
 }
 
 static int is_connect_error(CURLcode c)
@@ -398,8 +403,8 @@ static void xfer_add(struct ct_xfer *x)
 {
     CURLMcode mc = curl_multi_add_handle(multi, x->easy);
     if (mc == CURLM_OK) {
-        x->next = xfers;
-        xfers = x;
+        DLIST_PUSH(&xfers, x);
+        idmap_put(&xfers_by_id, x->id, x);
         return;
     }
     struct ct_event *ev = event_new(x, CT_DONE);
@@ -420,13 +425,12 @@ static void thread_run_commands(void)
         if (c->add) {
             xfer_add(c->add);
         } else {
-            for (struct ct_xfer *x = xfers; x; x = x->next)
-                if (x->id == c->cancel_id) {
-                    curl_multi_remove_handle(multi, x->easy);
-                    xfer_unlink(x);
-                    xfer_free(x);
-                    break;
-                }
+            struct ct_xfer *x = idmap_get(&xfers_by_id, c->cancel_id);
+            if (x) {
+                curl_multi_remove_handle(multi, x->easy);
+                xfer_unlink(x);
+                xfer_free(x);
+            }
         }
         free(c);
         c = next;
@@ -523,9 +527,10 @@ static void *thread_main(void *arg)
     while (xfers) {
         struct ct_xfer *x = xfers;
         curl_multi_remove_handle(multi, x->easy);
-        xfers = x->next;
+        xfer_unlink(x);
         xfer_free(x);
     }
+    idmap_free(&xfers_by_id);
     if (batch) { /* stopping: what is left is not delivered */
         for (size_t i = 0; i < batch->n; i++)
             event_free(batch->evs[i].ev);

@@ -28,6 +28,7 @@ extern const struct up_transport_ops up_http_ops;
 static struct upstream **ups;
 static size_t n_ups;
 static struct up_req *reqs;
+static struct idmap reqs_by_handle; /* handle -> listed request */
 static uint64_t next_handle = 1;
 static void (*listener)(void);
 static void (*shutdown_done)(void);
@@ -115,7 +116,11 @@ void up__set_error(struct upstream *up, const char *fmt, ...)
 
 static void req_unlink(struct up_req *r)
 {
-    LIST_UNLINK(&reqs, r);
+    if (!r->pprev)
+        return;
+    DLIST_UNLINK(r);
+    idmap_del(&r->up->reqs_by_wire, (uint64_t)r->wire_id);
+    idmap_del(&reqs_by_handle, r->handle);
 }
 
 void up__req_detach(struct up_req *r)
@@ -224,8 +229,9 @@ struct up_req *up__req_send(struct upstream *up, struct up_req *r, const char *t
         free(r);
         return NULL;
     }
-    r->next = reqs;
-    reqs = r;
+    DLIST_PUSH(&reqs, r);
+    idmap_put(&up->reqs_by_wire, (uint64_t)r->wire_id, r);
+    idmap_put(&reqs_by_handle, r->handle, r);
     if (timeout_ms > 0)
         lp_timer_start(&r->timer, timeout_ms, req_timed_out, r);
     return r;
@@ -499,10 +505,12 @@ static void handle_notification(struct upstream *up, json_t *msg, const char *me
 
 struct up_req *up__find_wire(struct upstream *up, int64_t wire)
 {
-    for (struct up_req *r = reqs; r; r = r->next)
-        if (r->up == up && r->wire_id == wire)
-            return r;
-    return NULL;
+    return idmap_get(&up->reqs_by_wire, (uint64_t)wire);
+}
+
+struct up_req *up__find_handle(uint64_t handle)
+{
+    return idmap_get(&reqs_by_handle, handle);
 }
 
 static struct up_req *find_req(struct upstream *up, json_t *id)
@@ -726,7 +734,7 @@ void up_free_all(void)
 {
     while (reqs) {
         struct up_req *r = reqs;
-        reqs = r->next;
+        req_unlink(r);
         lp_timer_stop(&r->timer);
         free(r);
     }
@@ -742,6 +750,7 @@ void up_free_all(void)
         json_decref(up->server_info);
         json_decref(up->capabilities);
         json_decref(up->list_acc);
+        idmap_free(&up->reqs_by_wire);
         free(up->protocol_version);
         free(up->error);
         free(up->name);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "idmap.h"
 #include "loop.h"
 #include "mcp_era.h"
 
@@ -54,6 +55,7 @@ struct upstream {
     char *protocol_version;
 
     int64_t next_id;
+    struct idmap reqs_by_wire; /* upstream.c: wire id -> its listed struct up_req */
     int64_t started_ms;
     int64_t ready_ms;
     struct lp_timer connect_timer;

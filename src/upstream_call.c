@@ -138,13 +138,12 @@ int up_call_tool(const char *server, const char *tool, const char *args, size_t 
 
 void up_cancel_call(uint64_t handle, const char *reason)
 {
-    for (struct up_req *r = up__reqs(); r; r = r->next)
-        if (r->handle == handle) {
-            up__abandon(r->up, r->wire_id, reason, NULL, 0);
-            up__req_detach(r);
-            free(r);
-            return;
-        }
+    struct up_req *r = handle ? up__find_handle(handle) : NULL;
+    if (r) {
+        up__abandon(r->up, r->wire_id, reason, NULL, 0);
+        up__req_detach(r);
+        free(r);
+    }
 }
 
 size_t up_calls_in_flight(void)

@@ -50,6 +50,8 @@
 #define RESUME_MAX_TRIES   3 /* resumptions of one response stream without any progress */
 
 static struct hx *hxs; /* every exchange of every remote server, oldest first */
+static struct hx **hxs_tail = &hxs;
+static struct idmap hx_by_xfer; /* current transfer id -> exchange */
 
 /* ---- exchanges ------------------------------------------------------------------------ */
 
@@ -59,28 +61,65 @@ struct hx *hx_new(struct http_tp *tp, enum hx_kind kind)
     h->tp = tp;
     h->kind = kind;
     h->retry_ms = -1;
-    struct hx **p = &hxs;
-    while (*p)
-        p = &(*p)->next;
-    *p = h;
+    DLIST_APPEND(&hxs_tail, h);
     return h;
+}
+
+void hx_set_xfer(struct hx *h, uint64_t xfer)
+{
+    if (h->xfer && idmap_get(&hx_by_xfer, h->xfer) == h)
+        idmap_del(&hx_by_xfer, h->xfer);
+    h->xfer = xfer;
+    if (xfer)
+        idmap_put(&hx_by_xfer, xfer, h);
 }
 
 struct hx *hx_find(uint64_t xfer)
 {
-    for (struct hx *h = hxs; xfer && h; h = h->next)
-        if (h->xfer == xfer)
-            return h;
-    return NULL;
+    return xfer ? idmap_get(&hx_by_xfer, xfer) : NULL;
+}
+
+void hx_index_request(struct hx *h)
+{
+    if (h->by_wire || h->kind != HX_MSG || !json_is_integer(h->req_id))
+        return;
+    uint64_t key = (uint64_t)json_integer_value(h->req_id);
+    struct hx *first = idmap_get(&h->tp->by_wire, key);
+    h->id_next = NULL;
+    h->by_wire = 1;
+    if (!first) {
+        idmap_put(&h->tp->by_wire, key, h);
+        return;
+    }
+    while (first->id_next) /* one request id rarely has more than one exchange */
+        first = first->id_next;
+    first->id_next = h;
+}
+
+static void hx_unindex_request(struct hx *h)
+{
+    if (!h->by_wire)
+        return;
+    uint64_t key = (uint64_t)json_integer_value(h->req_id);
+    struct hx *first = idmap_get(&h->tp->by_wire, key);
+    if (first == h) {
+        if (h->id_next)
+            idmap_put(&h->tp->by_wire, key, h->id_next);
+        else
+            idmap_del(&h->tp->by_wire, key);
+    } else {
+        while (first && first->id_next != h)
+            first = first->id_next;
+        if (first)
+            first->id_next = h->id_next;
+    }
+    h->id_next = NULL;
+    h->by_wire = 0;
 }
 
 struct hx *hx_find_request(struct http_tp *tp, int64_t wire_id)
 {
-    for (struct hx *h = hxs; h; h = h->next)
-        if (h->tp == tp && h->kind == HX_MSG && json_is_integer(h->req_id) &&
-            json_integer_value(h->req_id) == wire_id)
-            return h;
-    return NULL;
+    return idmap_get(&tp->by_wire, (uint64_t)wire_id);
 }
 
 void hx_abort(struct hx *h)
@@ -88,7 +127,7 @@ void hx_abort(struct hx *h)
     struct http_tp *tp = h->tp;
     if (h->xfer)
         ct_cancel(h->xfer);
-    h->xfer = 0;
+    hx_set_xfer(h, 0);
     lp_timer_stop(&h->timer);
     if (uh_unqueue(h) && tp->q_head) /* not from here: tp's exchanges may be going */
         uh_pump_later(tp);
@@ -96,7 +135,8 @@ void hx_abort(struct hx *h)
 
 void hx_free(struct hx *h)
 {
-    LIST_UNLINK(&hxs, h);
+    DLIST_UNLINK_T(&hxs_tail, h);
+    hx_unindex_request(h);
     hx_abort(h);
     if (h->tp->get == h)
         h->tp->get = NULL;
@@ -158,7 +198,7 @@ int uh_submit_now(struct hx *h, const char *method, int with_session, const char
     };
     if (h->kind == HX_DELETE)
         rq.connect_timeout_ms = DELETE_TIMEOUT_MS / 2;
-    h->xfer = ct_submit(&rq);
+    hx_set_xfer(h, ct_submit(&rq));
     h->is_sse = h->progress = 0;
     if (h->xfer && h->kind == HX_MSG && !h->uncapped) {
         h->slot = 1;
@@ -289,9 +329,11 @@ void uh_describe(const struct ct_event *ev, const char *url, char *out, size_t n
 
 static void mark_answered(struct http_tp *tp, json_t *id)
 {
-    struct hx *h = hxs;
+    /* An integer id (all of upstream.c's requests): its chain; any other: every exchange. */
+    int by_wire = json_is_integer(id);
+    struct hx *h = by_wire ? idmap_get(&tp->by_wire, (uint64_t)json_integer_value(id)) : hxs;
     while (h) {
-        struct hx *next = h->next;
+        struct hx *next = by_wire ? h->id_next : h->next;
         if (h->tp == tp && h->kind == HX_MSG && h->req_id && json_equal(h->req_id, id)) {
             h->answered = 1;
             if (h->resuming || !h->xfer)
@@ -391,7 +433,7 @@ void uh_open_get(struct http_tp *tp)
 static void get_done(struct hx *h, const struct ct_event *ev)
 {
     struct http_tp *tp = h->tp;
-    h->xfer = 0;
+    hx_set_xfer(h, 0);
     if (ev->curl_code && ev->connect_failed) {
         char why[400];
         snprintf(why, sizeof(why), "cannot reach %s: %s", tp->shown_url, ev->error);
@@ -465,7 +507,7 @@ static void msg_done(struct hx *h, const struct ct_event *ev)
         /* 2026 era: streams are not resumable; the request fails (and may be re-issued). */
         if (h->req_id && !h->answered && streamed && h->last_id && !ev->connect_failed &&
             !h->modern_version) {
-            h->xfer = 0;
+            hx_set_xfer(h, 0);
             resume_later(h); /* the stream broke after it gave a cursor */
         } else if (ev->too_large && h->req_id) {
             uh_fail_request(h, RPC_SERVER_ERROR, ev->error);
@@ -488,7 +530,7 @@ static void msg_done(struct hx *h, const struct ct_event *ev)
             uh_open_get(tp);
         if (h->req_id && !h->answered) {
             if ((h->is_sse || h->resuming) && h->last_id && !h->modern_version) {
-                h->xfer = 0;
+                hx_set_xfer(h, 0);
                 resume_later(h);
             } else {
                 uh_fail_request(h, RPC_SERVER_ERROR,
@@ -684,6 +726,7 @@ static int http_send(struct upstream *up, const char *text, size_t len)
     h->len = len;
     if (json_is_string(method) && id && !json_is_null(id))
         h->req_id = json_incref(id);
+    hx_index_request(h);
     h->is_initialize = is_init;
     uh_note_headers(h, msg);
     h->uncapped = h->mcp_method && strcmp(h->mcp_method, "subscriptions/listen") == 0;
@@ -759,6 +802,7 @@ static void http_free(struct upstream *up)
     free(tp->shown_url);
     json_decref(tp->hdr_indexed);
     json_decref(tp->hdr_tools);
+    idmap_free(&tp->by_wire);
     free(tp);
     up->tp = NULL;
     ct_stop();

@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "curl_thread.h"
+#include "idmap.h"
 #include "loop.h"
 #include "util.h"
 
@@ -46,7 +47,9 @@ struct hx {
     const char *q_method;
     int64_t queued_ms;
     struct hx *q_next;
-    struct hx *next;
+    struct hx *next, **pprev; /* the list of all exchanges */
+    struct hx *id_next;       /* tp->by_wire's chain of this request id, oldest first */
+    int by_wire;              /* on that chain */
 };
 
 struct http_tp {
@@ -76,6 +79,7 @@ struct http_tp {
     size_t n_queued, queued_total; /* waiting now; waited since the queue was last empty */
     int64_t queue_since_ms;        /* when the queue last became non-empty */
     struct lp_deferred pump;       /* takes queued exchanges after a slot is freed */
+    struct idmap by_wire; /* integer request id -> its HX_MSG exchanges (chained by id_next) */
 };
 
 /* ---- exchanges (upstream_http.c) ---- */
@@ -83,6 +87,10 @@ struct http_tp {
 struct hx *hx_new(struct http_tp *tp, enum hx_kind kind);
 /* The exchange whose current transfer is xfer, or NULL (cancelled, or its transport gone). */
 struct hx *hx_find(uint64_t xfer);
+/* Sets h's current transfer (0: none), keeping the transfer id -> exchange map. */
+void hx_set_xfer(struct hx *h, uint64_t xfer);
+/* Indexes h by its request id (call once its req_id is set). */
+void hx_index_request(struct hx *h);
 /* Cancels h's transfer and timer; h stays. */
 void hx_abort(struct hx *h);
 /* Unlinks and frees h (aborting it first). */

@@ -116,7 +116,7 @@ int uh_submit(struct hx *h, const char *method, int with_session, const char *la
     if (h->kind != HX_MSG || h->uncapped || tp->max_active <= 0 ||
         (tp->active < tp->max_active && !tp->q_head))
         return uh_submit_now(h, method, with_session, last_id);
-    h->xfer = 0;
+    hx_set_xfer(h, 0);
     h->is_sse = h->progress = 0;
     q_append(tp, h, method, with_session);
     if (tp->active < tp->max_active) /* others wait before it: they go first */

@@ -22,7 +22,7 @@ struct up_req {
     up_call_cb call_cb; /* tools/call requests */
     void *call_ud;
     struct lp_timer timer;
-    struct up_req *next;
+    struct up_req *next, **pprev;
 };
 
 /* The request list (upstream.c) as upstream_call.c uses it. up__req_new: a request with
@@ -36,6 +36,8 @@ struct up_req *up__send_request(struct upstream *up, const char *method, json_t 
                                 int64_t timeout_ms, up__req_cb cb, void *ud);
 struct up_req *up__find_wire(struct upstream *up, int64_t wire);
 struct up_req *up__reqs(void);
+/* The listed request of handle, or NULL. */
+struct up_req *up__find_handle(uint64_t handle);
 /* Off the list, timer stopped (the caller frees it). */
 void up__req_detach(struct up_req *r);
 void up__send_cancelled(struct upstream *up, int64_t wire_id, const char *reason);

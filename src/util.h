@@ -1,5 +1,6 @@
 /* util — small shared pieces: a growable byte buffer, monotonic time, random tokens,
- * constant-time comparison, checked allocation, unlinking from a singly linked list, and
+ * constant-time comparison, checked allocation, unlinking from a singly linked list, O(1)
+ * doubly linked list macros, and
  * splitting identifiers into words. No module state, no I/O. */
 #ifndef CODEMCP_UTIL_H
 #define CODEMCP_UTIL_H
@@ -63,6 +64,45 @@ int env_bool(const char *name, int def);
         list_unlink_((headp), (node), (size_t)((char *)&(node)->next - (char *)(node)));           \
     } while (0)
 void list_unlink_(void *headp, const void *node, size_t next_offset);
+
+/* Doubly linked lists for the per-call bookkeeping (thousands of nodes in flight): threaded
+ * through the nodes' `next` and `pprev` members, pprev being the address of the pointer that
+ * points at the node (the head or the previous node's next), so unlinking is O(1). pprev is
+ * NULL while a node is on no list (xcalloc'd nodes start so); DLIST_UNLINK of such a node is a
+ * no-op and leaves next as it was (callers walking a list keep their saved next).
+ * DLIST_PUSH adds at the head (newest first). For oldest-first lists keep a tail: a `T **`
+ * variable holding the address of the last node's next (the head's address when empty), and
+ * use DLIST_APPEND / DLIST_UNLINK_T on that list only. */
+#define DLIST_PUSH(headp, node)                                                                    \
+    do {                                                                                           \
+        (node)->next = *(headp);                                                                   \
+        if ((node)->next)                                                                          \
+            (node)->next->pprev = &(node)->next;                                                   \
+        *(headp) = (node);                                                                         \
+        (node)->pprev = (headp);                                                                   \
+    } while (0)
+#define DLIST_UNLINK(node)                                                                         \
+    do {                                                                                           \
+        if ((node)->pprev) {                                                                       \
+            *(node)->pprev = (node)->next;                                                         \
+            if ((node)->next)                                                                      \
+                (node)->next->pprev = (node)->pprev;                                               \
+            (node)->pprev = NULL;                                                                  \
+        }                                                                                          \
+    } while (0)
+#define DLIST_APPEND(tailpp, node)                                                                 \
+    do {                                                                                           \
+        (node)->next = NULL;                                                                       \
+        (node)->pprev = *(tailpp);                                                                 \
+        **(tailpp) = (node);                                                                       \
+        *(tailpp) = &(node)->next;                                                                 \
+    } while (0)
+#define DLIST_UNLINK_T(tailpp, node)                                                               \
+    do {                                                                                           \
+        if ((node)->pprev && !(node)->next)                                                        \
+            *(tailpp) = (node)->pprev;                                                             \
+        DLIST_UNLINK(node);                                                                        \
+    } while (0)
 
 /* Splits an identifier into lowercase words: at every ASCII character that is not a letter or
  * digit ("_ - . space" and friends) and at camelCase humps ("deleteFile" -> delete file,
