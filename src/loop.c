@@ -485,23 +485,55 @@ void lp_io_close(struct lp_io *io)
 
 /* ---- timers -------------------------------------------------------------------------- */
 
-static void timer_fired(lws_sorted_usec_list_t *sul)
+static struct th_heap timers;
+static lws_sorted_usec_list_t timers_sul; /* armed for the earliest deadline */
+static int64_t timers_sul_due = -1;       /* what timers_sul is armed for; -1: not armed */
+static int timers_running;
+
+static void timers_due(lws_sorted_usec_list_t *sul);
+
+/* Points timers_sul at the earliest deadline when it is not already armed for one as early. */
+static void timers_arm(void)
 {
-    struct lp_timer *t = lws_container_of(sul, struct lp_timer, sul);
+    struct th_node *x = th_peek(&timers);
+    if (!x || timers_running || !ctx)
+        return;
+    if (timers_sul_due >= 0 && timers_sul_due <= x->due)
+        return; /* it fires earlier (or on time) and re-arms then */
+    int64_t now = now_us();
+    timers_sul_due = x->due;
+    lws_sul_schedule(ctx, 0, &timers_sul, timers_due,
+                     (lws_usec_t)(x->due > now ? x->due - now : 0));
+}
+
+static void timer_fire(struct th_node *x)
+{
+    struct lp_timer *t = lws_container_of(x, struct lp_timer, node);
     if (t->cb)
         t->cb(t->ud);
+}
+
+static void timers_due(lws_sorted_usec_list_t *sul)
+{
+    (void)sul;
+    timers_sul_due = -1;
+    timers_running = 1;
+    th_run_due(&timers, now_us(), timer_fire);
+    timers_running = 0;
+    timers_arm();
 }
 
 void lp_timer_start(struct lp_timer *t, int64_t ms, void (*cb)(void *ud), void *ud)
 {
     t->cb = cb;
     t->ud = ud;
-    lws_sul_schedule(ctx, 0, &t->sul, timer_fired, (lws_usec_t)(ms < 0 ? 0 : ms) * 1000);
+    th_add(&timers, &t->node, now_us() + (ms < 0 ? 0 : ms) * 1000);
+    timers_arm();
 }
 
 void lp_timer_stop(struct lp_timer *t)
 {
-    lws_sul_cancel(&t->sul);
+    th_remove(&timers, &t->node); /* timers_sul may wake once for nothing: it re-arms then */
 }
 
 /* ---- context --------------------------------------------------------------------------- */
@@ -698,6 +730,8 @@ void lp_destroy(void)
     if (ctx)
         lws_context_destroy(ctx);
     ctx = NULL;
+    timers_sul_due = -1;
+    th_free(&timers);
     drain_posted();
     free(children);
     children = NULL;

@@ -11,6 +11,8 @@
 #define CODEMCP_LOOP_H
 
 #include <libwebsockets.h>
+
+#include "timerheap.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -60,9 +62,13 @@ struct lp_deferred {
 void lp_defer(struct lp_deferred *d, void (*fn)(void *ud), void *ud);
 void lp_defer_cancel(struct lp_deferred *d);
 
-/* One-shot timer owned by the caller (embed it; zero it before first use). */
+/* One-shot timer owned by the caller (embed it; zero it before first use; stop it before
+ * freeing it). All timers share one min-heap (timerheap.c) and one lws timer for the earliest
+ * deadline: start and stop are O(log n) with thousands of calls in flight. Between equal
+ * deadlines the timer started first fires first; a timer started (or restarted) from inside a
+ * timer callback fires in a later round, never in the one that is running. */
 struct lp_timer {
-    lws_sorted_usec_list_t sul;
+    struct th_node node;
     void (*cb)(void *ud);
     void *ud;
 };
