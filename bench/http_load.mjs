@@ -20,7 +20,8 @@
 // of the machine, which is shared), RSS of the gateways and their codemcp-worker children.
 // Usage: node bench/http_load.mjs [seconds_per_round=4] [rounds=4] [workers=4,2]
 //        → bench/results/http_load.md
-// Env: CODEMCP_BIN (binary), BENCH_SESSIONS (default 50), BENCH_CALLS (default 10),
+// Env: CODEMCP_BIN (binary), CODEMCP_BIN_BEFORE (a second binary, every gateway again from it,
+//      side by side: e.g. a copy of main's build), BENCH_SESSIONS (default 50), BENCH_CALLS (default 10),
 //      BENCH_CODEMCP_LOG=<prefix> keeps each gateway's stderr in <prefix>.w<n>.log (combine with
 //      CODEMCP_LOG=info or debug; at info the report has each worker's start-up time),
 //      BENCH_PRINCIPALS (default SESSIONS / 50, rounded up: bearer tokens the sessions share),
@@ -44,8 +45,12 @@ const WORKERS = String(process.argv[4] || '4,2').split(',').map(Number).filter((
 // BENCH_CAPS=32,0: one gateway per worker count and per CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM
 // value (0: no cap), side by side; unset: the gateways' default.
 const CAPS = process.env.BENCH_CAPS ? process.env.BENCH_CAPS.split(',').map(Number) : [null];
-const GWS = WORKERS.flatMap((w) => CAPS.map((cap) => ({ w, cap,
-  id: cap === null ? `W=${w}` : `W=${w} ${cap > 0 ? `cap ${cap}` : 'uncapped'}` })));
+// CODEMCP_BIN_BEFORE=<binary>: every gateway a second time from that binary (e.g. a copy of
+// main's build), " before" in its name, in the same rounds; a before/after table is added.
+const VARIANTS = [{ bin: codemcpBin(), tag: '' },
+  ...(process.env.CODEMCP_BIN_BEFORE ? [{ bin: process.env.CODEMCP_BIN_BEFORE, tag: ' before' }] : [])];
+const GWS = VARIANTS.flatMap((v) => WORKERS.flatMap((w) => CAPS.map((cap) => ({ w, cap, bin: v.bin, tag: v.tag,
+  id: (cap === null ? `W=${w}` : `W=${w} ${cap > 0 ? `cap ${cap}` : 'uncapped'}`) + v.tag }))));
 const SESSIONS = Number(process.env.BENCH_SESSIONS || 50);
 const CALLS = Number(process.env.BENCH_CALLS || 10);
 const WARMUP_SECONDS = 3;
@@ -130,7 +135,7 @@ for (const g of GWS) {
     CODEMCP_HTTP_MAX_PENDING: String(Math.max(256, SESSIONS + 8)),
     CODEMCP_HTTP_MAX_CONN_PER_PEER: String(Math.max(512, 4 * SESSIONS)) };
   if (g.cap !== null) env.CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM = String(g.cap);
-  const st = await startLogged([bin, 'start', '-p', '0'], env, log,
+  const st = await startLogged([g.bin, 'start', '-p', '0'], env, log,
     /serving MCP over Streamable HTTP at (\S+)/);
   gateways[g.id] = { ...st, url: st.match[1], pid: st.proc.pid };
 }
@@ -488,8 +493,10 @@ const verdicts = ARMS.filter((n) => n.startsWith('codemcp')).map((n) => {
 
 // Capped against uncapped gateways of the same worker count (BENCH_CAPS), per round and overall.
 const capRows = WORKERS.flatMap((w) => {
-  const un = GWS.find((g) => g.w === w && g.cap === 0);
-  return GWS.filter((g) => g.w === w && g.cap > 0 && un).map((g) => {
+  return GWS.filter((g) => g.w === w && g.cap > 0).flatMap((g) => {
+    const un = GWS.find((q) => q.w === w && q.cap === 0 && q.tag === g.tag);
+    return un ? [{ g, un }] : [];
+  }).map(({ g, un }) => {
     const a = R[`codemcp ${g.id}`], b = R[`codemcp ${un.id}`];
     const pr = stats(a.perRound.map((t, i) => t / b.perRound[i])).median;
     return `| ${g.id} / ${un.id} | ${fmt(a.tps / b.tps, 2)}× (paired ${fmt(pr, 2)}×) | ${fmt(a.lat.median / b.lat.median, 2)}× | ` +
@@ -507,6 +514,25 @@ ${SOCK_SAMPLE_MS} ms during the rounds.
 | gateways | throughput | p50 latency | p99 latency | peak upstream sockets | errors |
 |---|---|---|---|---|---|
 ${capRows.join('\n')}
+` : '';
+
+// This build against CODEMCP_BIN_BEFORE's (same worker count and cap), per round and overall.
+const beforeRows = GWS.filter((g) => g.tag).map((b) => {
+  const g = GWS.find((q) => !q.tag && q.w === b.w && q.cap === b.cap);
+  const x = R[`codemcp ${g.id}`], y = R[`codemcp ${b.id}`];
+  const pr = stats(x.perRound.map((t, i) => t / y.perRound[i])).median;
+  const gw = (n, q) => R[n].cpu[`gateway ${q.id}`] / 1e3 / R[n].tasks;
+  const wk = (n, q) => R[n].cpu[`workers ${q.id}`] / 1e3 / R[n].tasks;
+  return `| ${g.id} / ${b.id} | ${fmt(x.tps / d.tps, 2)}× / ${fmt(y.tps / d.tps, 2)}× | ${fmt(x.tps / y.tps, 2)}× (paired ${fmt(pr, 2)}×) | ` +
+    `${fmt(gw(`codemcp ${g.id}`, g), 0)} / ${fmt(gw(`codemcp ${b.id}`, b), 0)} | ${fmt(wk(`codemcp ${g.id}`, g), 0)} / ${fmt(wk(`codemcp ${b.id}`, b), 0)} | ` +
+    `${fmt(x.lat.p99, 0)} / ${fmt(y.lat.p99, 0)} | ${x.errors} / ${y.errors} |`;
+});
+const beforeSection = beforeRows.length ? `
+## This build against CODEMCP_BIN_BEFORE (${process.env.CODEMCP_BIN_BEFORE}), same rounds
+
+| gateways (this / before) | throughput vs direct | this / before | gateway CPU per task µs | workers CPU per task µs | p99 ms | errors |
+|---|---|---|---|---|---|---|
+${beforeRows.join('\n')}
 ` : '';
 
 const report = `# Streamable HTTP load benchmark (issue 5)
@@ -556,7 +582,7 @@ ${rows.join('\n')}
 
 ${verdicts.join('\n')}
 
-${capSection}
+${capSection}${beforeSection}
 Tasks/s per round (same round = same machine phase):
 
 | arm | ${Array.from({ length: ROUNDS }, (_, i) => `round ${i + 1}`).join(' | ')} |
