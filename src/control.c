@@ -15,6 +15,7 @@
 #include "control.h"
 #include "calls.h"
 #include "connlimit.h"
+#include "idmap.h"
 #include "jsonfast.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -45,13 +46,12 @@ struct ctl_conn {
     int rx_overflow;
     struct buf out;           /* framed messages not yet handed to lws */
     struct lp_deferred flush; /* hands `out` to lws at the end of the iteration */
-    struct ctl_conn *next;
 };
 
 static struct lws_vhost *vhost;
 static char url[300];
 static char sock_dir[200], sock_path[220];
-static struct ctl_conn *conns;
+static struct idmap conns; /* id -> connection */
 static uint64_t next_conn_id = 1;
 static size_t max_frame;
 static struct ctl_hooks hooks;
@@ -63,10 +63,7 @@ void ctl_set_hooks(const struct ctl_hooks *h)
 
 static struct ctl_conn *conn_find(uint64_t id)
 {
-    for (struct ctl_conn *c = conns; c; c = c->next)
-        if (c->id == id)
-            return c;
-    return NULL;
+    return idmap_get(&conns, id);
 }
 
 /* Hands the whole queue to lws unless lws still holds part of an earlier send; then
@@ -268,8 +265,7 @@ static int ctl_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
         c->id = next_conn_id++;
         c->wsi = wsi;
         c->slot = -1;
-        c->next = conns;
-        conns = c;
+        idmap_put(&conns, c->id, c);
         return 0;
     case LWS_CALLBACK_RECEIVE:
         if (frame_never_ends(c, len))
@@ -308,7 +304,8 @@ static int ctl_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
     case LWS_CALLBACK_SERVER_WRITEABLE:
         return conn_write_out(c);
     case LWS_CALLBACK_CLOSED: {
-        LIST_UNLINK(&conns, c);
+        if (idmap_get(&conns, c->id) == c)
+            idmap_del(&conns, c->id);
         lp_defer_cancel(&c->flush);
         buf_free(&c->out);
         buf_free(&c->rx);

@@ -14,6 +14,7 @@
  * subscriptions/listen requests); anything else is the 2025 era as before. */
 #include "mcp_server.h"
 #include "catalog.h"
+#include "idmap.h"
 #include "jsonfast.h"
 #include "jsonrpc.h"
 #include "jsonscan.h"
@@ -67,10 +68,11 @@ struct mcp_session {
     int wait_armed;
     json_t *modern_ids; /* 2026 requests not answered yet: id (as JSON text) -> method */
     json_t *listen_ids; /* 2026 subscriptions/listen requests open for tools changes */
-    struct mcp_session *next;
+    struct mcp_session *next, **pprev;
 };
 
 static struct mcp_session *sessions;
+static struct idmap sessions_by_id;
 static uint64_t next_session_id = 1;
 
 int mcp_protocol_supported(const char *v)
@@ -98,10 +100,7 @@ const char *mcp_session_protocol(struct mcp_session *s)
 
 static struct mcp_session *session_find(uint64_t id)
 {
-    for (struct mcp_session *s = sessions; s; s = s->next)
-        if (s->id == id)
-            return s;
-    return NULL;
+    return idmap_get(&sessions_by_id, id);
 }
 
 /* The key of a request id in modern_ids: "i<n>" for an integer, "s<text>" for a string (a
@@ -226,15 +225,17 @@ struct mcp_session *mcp_session_new(mcp_send_fn send, void *tud, const char *lab
     s->tud = tud;
     s->log_level = MCP_LEVEL_OFF;
     s->modern_ids = json_object(); /* waiting_lists and listen_ids: made when first used */
-    s->next = sessions;
-    sessions = s;
+    DLIST_PUSH(&sessions, s);
+    idmap_put(&sessions_by_id, s->id, s);
     log_debug("mcp", "session %llu opened (%s)", (unsigned long long)s->id, s->label);
     return s;
 }
 
 void mcp_session_close(struct mcp_session *s)
 {
-    LIST_UNLINK(&sessions, s);
+    if (s->pprev)
+        idmap_del(&sessions_by_id, s->id);
+    DLIST_UNLINK(s);
     run_session_closed(s->id);
     log_debug("mcp", "session %llu closed", (unsigned long long)s->id);
     if (s->wait_armed)
@@ -735,6 +736,7 @@ void mcp_free_all(void)
 {
     while (sessions)
         mcp_session_close(sessions);
+    idmap_free(&sessions_by_id);
     json_decref(last_tool);
     last_tool = last_tool_desc = NULL;
 }
