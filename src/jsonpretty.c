@@ -5,6 +5,7 @@
 #include "jsonpretty.h"
 
 #include "jsonfast.h"
+#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -12,35 +13,13 @@
 #define JP_INDENT    2
 #define JP_MAX_DEPTH (JSON_PARSER_MAX_DEPTH + 1) /* jf_dumps' cycle guard */
 
-struct jpo {
-    char *d;
-    size_t n, cap;
-};
-
-static void put(struct jpo *o, const char *s, size_t n)
-{
-    if (o->n + n + 1 > o->cap) {
-        size_t cap = o->cap ? o->cap : 256;
-        while (cap < o->n + n + 1)
-            cap *= 2;
-        char *d = realloc(o->d, cap);
-        if (!d)
-            abort();
-        o->d = d;
-        o->cap = cap;
-    }
-    memcpy(o->d + o->n, s, n);
-    o->n += n;
-    o->d[o->n] = '\0';
-}
-
-static void newline(struct jpo *o, int depth)
+static void newline(struct buf *o, int depth)
 {
     static const char spaces[] = "                                ";
-    put(o, "\n", 1);
+    buf_append(o, "\n", 1);
     for (size_t left = (size_t)depth * JP_INDENT; left;) {
         size_t k = left < sizeof(spaces) - 1 ? left : sizeof(spaces) - 1;
-        put(o, spaces, k);
+        buf_append(o, spaces, k);
         left -= k;
     }
 }
@@ -58,27 +37,27 @@ static int key_cmp(const void *a, const void *b)
     return r ? r : (x->len > y->len) - (x->len < y->len);
 }
 
-static int pretty(struct jpo *o, const json_t *v, int depth)
+static int pretty(struct buf *o, const json_t *v, int depth)
 {
     if (depth > JP_MAX_DEPTH)
         return -1;
     if (json_is_array(v)) {
         size_t n = json_array_size(v);
-        put(o, "[", 1);
+        buf_append(o, "[", 1);
         for (size_t i = 0; i < n; i++) {
             newline(o, depth + 1);
             if (pretty(o, json_array_get(v, i), depth + 1) < 0)
                 return -1;
             if (i + 1 < n)
-                put(o, ",", 1);
+                buf_append(o, ",", 1);
         }
         if (n)
             newline(o, depth);
-        put(o, "]", 1);
+        buf_append(o, "]", 1);
         return 0;
     }
     if (!json_is_object(v))
-        return jf_append(&o->d, &o->n, &o->cap, v, NULL, 0);
+        return jf_append(&o->data, &o->len, &o->cap, v, NULL, 0);
     size_t n = json_object_size(v), i = 0;
     struct jp_key *keys = n ? malloc(n * sizeof(*keys)) : NULL;
     const char *key;
@@ -93,32 +72,32 @@ static int pretty(struct jpo *o, const json_t *v, int depth)
     }
     if (n)
         qsort(keys, n, sizeof(*keys), key_cmp);
-    put(o, "{", 1);
+    buf_append(o, "{", 1);
     for (i = 0; i < n && rc == 0; i++) {
         newline(o, depth + 1);
-        rc = jf_append(&o->d, &o->n, &o->cap, NULL, keys[i].key, keys[i].len);
-        put(o, ": ", 2);
+        rc = jf_append(&o->data, &o->len, &o->cap, NULL, keys[i].key, keys[i].len);
+        buf_append(o, ": ", 2);
         if (rc == 0)
             rc = pretty(o, keys[i].val, depth + 1);
         if (i + 1 < n)
-            put(o, ",", 1);
+            buf_append(o, ",", 1);
     }
     if (n)
         newline(o, depth);
-    put(o, "}", 1);
+    buf_append(o, "}", 1);
     free(keys);
     return rc;
 }
 
 char *jf_dumps_indented(const json_t *v)
 {
-    struct jpo o = {0};
+    struct buf o = {0};
     if (!v)
         return NULL;
-    put(&o, "", 0);
+    buf_append(&o, "", 0);
     if (pretty(&o, v, 0) < 0) {
-        free(o.d);
+        buf_free(&o);
         return NULL;
     }
-    return o.d;
+    return buf_steal(&o);
 }
