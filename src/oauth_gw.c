@@ -331,14 +331,7 @@ static void *refresh_thread(void *ud)
 
 void oagw_drain(int timeout_ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = ts_after_ms(CLOCK_REALTIME, timeout_ms);
     pthread_mutex_lock(&threads_mu);
     draining = 1;
     while (threads_running > 0)

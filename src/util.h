@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* A growable byte buffer, always NUL-terminated after `len` bytes when `data` is set. */
 struct buf {
@@ -38,6 +39,8 @@ size_t fmt_i64(char out[24], int64_t v);
 
 /* Milliseconds on CLOCK_MONOTONIC. */
 int64_t now_ms(void);
+/* The time ms milliseconds from now on clock clk, as pthread_cond_timedwait takes it. */
+struct timespec ts_after_ms(clockid_t clk, int64_t ms);
 /* Microseconds on CLOCK_MONOTONIC. */
 int64_t now_us(void);
 

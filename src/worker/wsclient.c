@@ -466,14 +466,7 @@ static int wsc_wait(int timeout_ms, int (*take)(void *), void *arg)
             if (left < 0) {
                 pthread_cond_wait(&wsc.cond, &wsc.mu);
             } else {
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                ts.tv_sec += left / 1000;
-                ts.tv_nsec += (long)(left % 1000) * 1000000L;
-                if (ts.tv_nsec >= 1000000000L) {
-                    ts.tv_sec++;
-                    ts.tv_nsec -= 1000000000L;
-                }
+                struct timespec ts = ts_after_ms(CLOCK_MONOTONIC, left);
                 pthread_cond_timedwait(&wsc.cond, &wsc.mu, &ts);
             }
             wsc.ncond--;
