@@ -200,3 +200,43 @@ result = out`);
     await h.close();
   }
 });
+
+// Session 8's new worker descriptors (wakewait): the eventfd that wakes the main thread and
+// Python's signal wakeup pipe are in agent code's descriptor table. Agent code that closes
+// the eventfd, puts /dev/null over it and removes the wakeup fd must not leave a wait that
+// never ends: a reply still completes the call, the run deadline still ends a stuck wait,
+// and the session's worker goes on answering.
+test('agent code closing or replacing the worker\'s wake-up descriptors: waits still end', { timeout: ms(180000) }, async () => {
+  const { h, run } = await session({ fake: servers.fake() }, { CODEMCP_EXEC_TIMEOUT_MS: '4000' });
+  try {
+    let e = await run('kept = 9\nresult = 0');
+    e = await run(String.raw`
+import os, signal
+hit = []
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        t = os.readlink("/proc/self/fd/" + fd)
+    except OSError:
+        continue
+    if "eventfd" in t:
+        hit.append(int(fd))
+null = os.open("/dev/null", os.O_RDONLY)
+for i, fd in enumerate(hit):
+    if i % 2:
+        os.close(fd)
+    else:
+        os.dup2(null, fd)
+signal.set_wakeup_fd(-1)
+r = fake_sleep(ms=300).result()
+result = {"eventfds": len(hit), "reply": str(r)[:40]}`);
+    assert.ok(e.result && e.result.eventfds >= 1, JSON.stringify(e).slice(0, 1500));
+    const t0 = Date.now();
+    e = await run('fake_sleep(ms=60000).result()\nresult = "not reached"');
+    assert.notEqual(e.result, 'not reached', JSON.stringify(e).slice(0, 1500));
+    assert.ok(Date.now() - t0 < ms(60000), 'the run deadline ends a wait whose wake-up descriptor was replaced');
+    e = await run('result = 41 + 1');
+    assert.equal(e.result, 42, `the session still answers: ${JSON.stringify(e).slice(0, 1500)}`);
+  } finally {
+    await h.close();
+  }
+});
