@@ -710,11 +710,10 @@ PyObject *pyr_serve(PyObject *self, PyObject *hooks)
             Py_DECREF(text);
             continue;
         }
-        int64_t started = now_ms();
         PyObject *reply = pyr_request(text); /* new ref */
         Py_DECREF(text);
         Py_BEGIN_ALLOW_THREADS;
-        pys_end_strays(started); /* after every request, before its reply goes out */
+        pys_end_strays(); /* after every request, before its reply goes out */
         Py_END_ALLOW_THREADS;
         int rc = 1;
         if (!reply)

@@ -1,88 +1,65 @@
-/* pystray — see pystray.h. Never calls Python; may wait up to 0.5 s for killed processes. */
+/* pystray — see pystray.h. */
 #include "pystray.h"
+#include "log.h"
 #include "util.h"
 
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
-static int sandboxed;
-static char last[32];
-static ssize_t last_len = -1; /* -1: unknown, scan */
+#define PYS_REAP_MS 500
+
+static int sandboxed; /* 1: the check; 2: no subreaper flag, so every request kills */
 
 void pys_init(void)
 {
     const char *iso = getenv("CODEMCP_ISOLATION");
     sandboxed = iso && strcmp(iso, "sandbox") == 0 && getpid() == 2;
-}
-
-static ssize_t read_last_pid(char *out, size_t cap)
-{
-    int fd = open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n;
-    do
-        n = read(fd, out, cap);
-    while (n < 0 && errno == EINTR);
-    close(fd);
-    return n;
-}
-
-/* Processes of the namespace other than PID 1 and this one? (one readdir of /proc) */
-static int others(void)
-{
-    DIR *d = opendir("/proc");
-    if (!d)
-        return 0;
-    long me = (long)getpid();
-    int found = 0;
-    struct dirent *e;
-    while (!found && (e = readdir(d))) {
-        const char *s = e->d_name;
-        if (!isdigit((unsigned char)*s))
-            continue;
-        char *end;
-        long pid = strtol(s, &end, 10);
-        if (*end == '\0' && pid != 1 && pid != me)
-            found = 1;
-    }
-    closedir(d);
-    return found;
-}
-
-static void end_all(void)
-{
-    if (!others())
-        return;
-    kill(-1, SIGKILL);
-    int64_t deadline = now_ms() + 500;
-    while (now_ms() < deadline) {
-        while (waitpid(-1, NULL, WNOHANG) > 0) /* our own children; orphans go to PID 1 */
-            ;
-        if (!others())
-            return;
-        struct timespec ts = {0, 2 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-}
-
-void pys_end_strays(int64_t started_ms)
-{
     if (!sandboxed)
         return;
-    char now[32];
-    ssize_t n = read_last_pid(now, sizeof(now));
-    if (n >= 0 && n == last_len && memcmp(now, last, (size_t)n) == 0 &&
-        now_ms() - started_ms < PYS_TRUST_MS)
+    /* fork() does not pass the flag on, and an exec'd worker was forked by its PID 1. */
+    int on = 0;
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0 || prctl(PR_GET_CHILD_SUBREAPER, &on) < 0 || !on) {
+        log_warn("worker",
+                 "cannot become a child subreaper (%s): orphans of a run would go to PID 1, so "
+                 "every request ends with a kill of the sandbox's processes",
+                 strerror(errno));
+        sandboxed = 2;
+    }
+}
+
+/* Any child at all, running or dead, of any kind (__WALL: also clone children whose exit
+ * signal is not SIGCHLD)? WNOWAIT leaves a dead one's status for its waiter. Any answer but
+ * ECHILD counts as yes. */
+static int any_child(void)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    int rc;
+    do
+        rc = waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL);
+    while (rc < 0 && errno == EINTR);
+    return !(rc < 0 && errno == ECHILD);
+}
+
+void pys_end_strays(void)
+{
+    if (!sandboxed || (sandboxed == 1 && !any_child()))
         return;
-    end_all();
-    last_len = read_last_pid(last, sizeof(last));
+    /* Killed again each round: an agent thread may still be forking (the GIL is released). */
+    int64_t deadline = now_ms() + PYS_REAP_MS;
+    do {
+        kill(-1, SIGKILL); /* every process of the namespace but PID 1 and this one */
+        while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
+            ;
+        if (!any_child())
+            return;
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    } while (now_ms() < deadline);
+    log_warn("worker", "processes of the run were still alive %d ms after SIGKILL", PYS_REAP_MS);
 }

@@ -1,22 +1,20 @@
 /* pystray — the sandbox's end-of-run stray-process check, in C so that agent code cannot
  * replace it (it was worker_main.end_strays). In the sandbox the worker is PID 2 of its own
- * PID namespace: after a run, every other process of the namespace but PID 1 is killed
- * (kill(-1)) and reaped, so nothing a run started outlives it. The /proc scan is skipped when
- * the namespace's ns_last_pid has not moved since the last check (no process or thread was
- * created) and the request took less than PYS_TRUST_MS (a PID wrap-around cannot hide one).
- * The last value seen lives here only. Outside the sandbox it does nothing. */
+ * PID namespace, and every other process there but PID 1 descends from it: PID 1 forks only
+ * the worker, the worker is a child subreaper (orphans of a run are reparented to it), and
+ * its seccomp filter refuses clone(CLONE_PARENT) (a sibling would be PID 1's child), turning
+ * the subreaper flag off, and stacking a filter of agent code's own (seal.c). So "no process
+ * outlived the request" is "the worker has no child": one waitid(2), no /proc. When it has one,
+ * every process of the namespace but PID 1 is killed (kill(-1)) and reaped. Outside the
+ * sandbox it does nothing. */
 #ifndef CODEMCP_PYSTRAY_H
 #define CODEMCP_PYSTRAY_H
 
-#include <stdint.h>
-
-#define PYS_TRUST_MS 5000
-
 /* Decides once whether this process is the sandbox's worker (CODEMCP_ISOLATION=sandbox and
- * PID 2). Call before any agent code runs. */
+ * PID 2) and makes it a child subreaper. Call before any agent code runs. */
 void pys_init(void);
-/* After a request that began at started_ms (now_ms() clock). Never calls Python; call it
- * without the GIL. */
-void pys_end_strays(int64_t started_ms);
+/* After every request, before its reply goes out. Never calls Python; call it without the
+ * GIL. May wait up to 0.5 s for killed processes to be reaped. */
+void pys_end_strays(void);
 
 #endif

@@ -216,6 +216,30 @@ int seal_seccomp(const struct sbx_opts *o, char *err, size_t errlen)
         what = "clone3";
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
     }
+    /* What the end-of-run stray check (pystray.h) rests on: every process of the namespace
+     * but PID 1 descends from the worker, whose subreaper flag stays on. A CLONE_PARENT child
+     * would be PID 1's; a filter of agent code's own could answer the check's waitid. */
+    if (rc == 0) {
+        what = "clone(CLONE_PARENT)";
+        struct scmp_arg_cmp parent = {
+            .arg = 0, .op = SCMP_CMP_MASKED_EQ, .datum_a = CLONE_PARENT, .datum_b = CLONE_PARENT};
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1, parent);
+    }
+    if (rc == 0) {
+        what = "prctl(PR_SET_CHILD_SUBREAPER, 0)";
+        struct scmp_arg_cmp opt = {.arg = 0, .op = SCMP_CMP_EQ, .datum_a = PR_SET_CHILD_SUBREAPER};
+        struct scmp_arg_cmp off = {.arg = 1, .op = SCMP_CMP_EQ, .datum_a = 0};
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prctl), 2, opt, off);
+    }
+    if (rc == 0) {
+        what = "prctl(PR_SET_SECCOMP)";
+        struct scmp_arg_cmp opt = {.arg = 0, .op = SCMP_CMP_EQ, .datum_a = PR_SET_SECCOMP};
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prctl), 1, opt);
+    }
+    if (rc == 0) {
+        what = "seccomp";
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(seccomp), 0);
+    }
     if (rc == 0 && !o->subprocess) {
         what = "execve";
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(execve), 0);
