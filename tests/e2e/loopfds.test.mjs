@@ -4,7 +4,8 @@
 // entry each (it scanned ~14 per wake-up). Read from /proc: the set holds the gateway's ends
 // of an upstream's stdin, stdout and stderr; after the upstream crashes and is started again
 // the old ends have left the set, the new ones are in it and the set has its old size (nothing
-// leaked, nothing missing); 50 concurrent calls sum right before and after.
+// leaked, nothing missing); 50 concurrent calls sum right before and after. And lws reads 64 KiB
+// per round: the frames of 50 concurrent calls reach the upstream in a write or a few.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -93,5 +94,36 @@ test('raw descriptors sit in one epoll set; an upstream restart swaps its pipes 
   assert.equal(set2.size, size1, `the set had ${size1} descriptors, now ${set2.size}`);
   const sum2 = await run(CONC);
   assert.equal(sum2.structuredContent?.result, 1275, JSON.stringify(sum2));
+  await h.close();
+});
+
+// lws reads a socket into its service buffer, one read per poll round; at its default 4 KiB
+// the ~20 kB of call frames a run of 50 concurrent calls sends at once took five rounds, and
+// each round wrote the requests it had decoded to the upstream: five writes to its stdin
+// instead of one. The loop sets 64 KiB. Counted from /proc/<pid>/io (syscw: the pipe writes;
+// the worker's socket is not counted there): the fewest of five runs.
+test('the call frames of 50 concurrent calls reach the upstream in a write or a few, not one per 4 KiB', { timeout: ms(60000) }, async () => {
+  const dir = tempDir('codemcp-loopfds-');
+  const h = await connectClient({ config: writeConfig(dir, { fake: servers.fake() }),
+    env: { CODEMCP_LOG_LEVEL: 'error' } });
+  const run = (code) => h.client.callTool({ name: 'execute_python', arguments: { code } }, undefined,
+    { timeout: ms(30000) });
+  const CONC = 'ps = [fake_echo(text="y" * 300 + str(i)) for i in range(50)]\n' +
+    'result = sum(len(str(p)) for p in ps)';
+  const first = await waitFor(async () => {
+    const r = await run(CONC);
+    return r.isError ? null : r;
+  }, ms(20000), 200);
+  assert.ok(first && first.structuredContent.result > 15000, JSON.stringify(first));
+  const syscw = () => Number(fs.readFileSync(`/proc/${h.pid}/io`, 'utf8').match(/syscw: (\d+)/)[1]);
+  let best = Infinity;
+  for (let i = 0; i < 5; i++) {
+    const before = syscw();
+    const r = await run(CONC);
+    assert.ok(r.structuredContent.result > 15000);
+    best = Math.min(best, syscw() - before);
+  }
+  // one to the client, one to three to the upstream (4 KiB reads: 8)
+  assert.ok(best <= 4, `a run of 50 concurrent calls took ${best} pipe writes in the gateway`);
   await h.close();
 });
