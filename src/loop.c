@@ -8,10 +8,11 @@
  * (level-triggered: what is not read now is reported again). We do the read()/write()
  * ourselves: writes are queued and leave at the end of the loop iteration (lp_defer), one write
  * per descriptor per round, and what a full pipe does not take waits for EPOLLOUT, so nothing
- * blocks. Closing is always deferred to the end of the iteration (never inside a dispatch), and
- * the fd leaves the epoll set before it is closed. Traps of lws 4.1 handled here:
- * EVENT_WAIT_CANCELLED reaches every protocol (we only act in ours), and ignored SIGPIPE
- * survives exec (reset in child). */
+ * blocks. EOF and errors close a descriptor inside its dispatch, lp_io_close at the end of the
+ * iteration; it leaves the set before it is closed. Regular files (stdin from a file), which
+ * epoll refuses and poll() calls always ready, get a zero-delay timer per round instead. Traps
+ * of lws 4.1 handled here: EVENT_WAIT_CANCELLED reaches every protocol (we only act in ours),
+ * and ignored SIGPIPE survives exec (reset in child). */
 #include "loop.h"
 #include "log.h"
 #include "pgguard.h"
@@ -36,12 +37,14 @@ struct lp_io {
     int closing;
     int closed;
     int want_out; /* EPOLLOUT is in its interest set */
+    int always;   /* a regular file or /dev/null: epoll refuses it, it is always ready */
     const struct lp_io_ops *ops;
     void *ud;
     struct buf out;
     struct lp_deferred flush;      /* writes `out` at the end of the iteration */
     struct lp_deferred close_soon; /* closes it at the end of the iteration */
     struct lp_io *next, **pprev;   /* every open one, for lp_destroy */
+    lws_sorted_usec_list_t tick;   /* an `always` one: serviced once per round, as lws polled it */
 };
 
 struct child_watch {
@@ -284,11 +287,18 @@ fail:
 
 /* Interest in EPOLLIN (readable ones) and EPOLLOUT (while a write waits); EPOLLERR and
  * EPOLLHUP are always reported. */
+static void io_tick(lws_sorted_usec_list_t *sul);
+
 static void io_set_interest(struct lp_io *io, int want_out)
 {
     if (io->want_out == want_out || io->closed)
         return;
     io->want_out = want_out;
+    if (io->always) {
+        if (want_out)
+            lws_sul_schedule(ctx, 0, &io->tick, io_tick, 0);
+        return;
+    }
     struct epoll_event ev = {.events = (io->readable ? EPOLLIN : 0) | (want_out ? EPOLLOUT : 0),
                              .data.ptr = io};
     if (epoll_ctl(ep_fd, EPOLL_CTL_MOD, io->fd, &ev) < 0)
@@ -307,7 +317,10 @@ static void io_close_now(struct lp_io *io)
             io->ops->on_read(io->ud, chunk, (size_t)n);
     }
     io->closed = 1;
-    epoll_ctl(ep_fd, EPOLL_CTL_DEL, io->fd, NULL);
+    if (io->always)
+        lws_sul_cancel(&io->tick);
+    else
+        epoll_ctl(ep_fd, EPOLL_CTL_DEL, io->fd, NULL);
     close(io->fd);
     DLIST_UNLINK(io);
     lp_defer_cancel(&io->flush);
@@ -380,24 +393,24 @@ static void handle_signalfd(void)
  * can take. EOF, a read or write error, an error/hang-up on a write-only one, or the last
  * queued byte of one being closed closes it here and now, as lws closed its raw files inside
  * their service (only this lp_io is freed: the rest of the dispatch stays valid). */
-static void io_event(struct lp_io *io, uint32_t ev)
+static int io_event(struct lp_io *io, uint32_t ev)
 {
     if (io->closed)
-        return;
+        return 0;
     if (io->fd == sig_fd) {
         handle_signalfd();
-        return;
+        return 0;
     }
     if (ev & EPOLLOUT) {
         if (io_write_out(io) < 0) {
             io_close_now(io);
-            return;
+            return 1;
         }
         if (!io->out.len) {
             io_set_interest(io, 0);
             if (io->closing) {
                 io_close_now(io);
-                return;
+                return 1;
             }
         }
     }
@@ -407,15 +420,29 @@ static void io_event(struct lp_io *io, uint32_t ev)
         if (n > 0) {
             if (io->ops && io->ops->on_read && !io->closing)
                 io->ops->on_read(io->ud, chunk, (size_t)n);
-            return;
+            return 0;
         }
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            return;
+            return 0;
         io_close_now(io); /* EOF or error */
-        return;
+        return 1;
     }
-    if (!io->readable && (ev & (EPOLLHUP | EPOLLERR)))
+    if (!io->readable && (ev & (EPOLLHUP | EPOLLERR))) {
         io_close_now(io); /* the reader went away */
+        return 1;
+    }
+    return 0;
+}
+
+/* An `always` descriptor's round: what poll() would have reported for it (readable, and
+ * writable while a write waits), then the next round, until it is closed. */
+static void io_tick(lws_sorted_usec_list_t *sul)
+{
+    struct lp_io *io = lws_container_of(sul, struct lp_io, tick);
+    if (io_event(io, (io->readable ? EPOLLIN : 0) | (io->want_out ? EPOLLOUT : 0)))
+        return; /* freed */
+    if (!io->closed && (io->readable || io->want_out))
+        lws_sul_schedule(ctx, 0, &io->tick, io_tick, 0);
 }
 
 /* The epoll set is readable: hands out what is ready. A handler may close others only through
@@ -425,7 +452,7 @@ static void ep_dispatch(void)
     struct epoll_event evs[64];
     int n = epoll_wait(ep_fd, evs, 64, 0);
     for (int i = 0; i < n; i++)
-        io_event(evs[i].data.ptr, evs[i].events);
+        (void)io_event(evs[i].data.ptr, evs[i].events);
 }
 
 static int raw_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
@@ -470,7 +497,12 @@ struct lp_io *lp_io_watch(int fd, int readable, const struct lp_io_ops *ops, voi
     io->ud = ud;
     io->readable = readable;
     struct epoll_event ev = {.events = readable ? EPOLLIN : 0, .data.ptr = io};
-    if (ep_fd < 0 || epoll_ctl(ep_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+    int rc = ep_fd < 0 ? -1 : epoll_ctl(ep_fd, EPOLL_CTL_ADD, fd, &ev);
+    if (rc < 0 && ep_fd >= 0 && errno == EPERM) {
+        io->always = 1; /* stdin from a file, stdout to one: poll() calls it always ready */
+        if (readable)
+            lws_sul_schedule(ctx, 0, &io->tick, io_tick, 0);
+    } else if (rc < 0) {
         log_error("loop", "cannot watch fd %d: %s", fd, strerror(errno));
         close(fd);
         free(io);

@@ -9,9 +9,12 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 
-import { connectClient, ms, servers, tempDir, waitFor, writeConfig } from './lib.mjs';
+import {
+  codemcpCommand, codemcpEnv, connectClient, ms, servers, tempDir, waitFor, writeConfig,
+} from './lib.mjs';
 
 const link = (p) => { try { return fs.readlinkSync(p); } catch { return null; } };
 
@@ -126,4 +129,29 @@ test('the call frames of 50 concurrent calls reach the upstream in a write or a 
   // one to the client, one to three to the upstream (4 KiB reads: 8)
   assert.ok(best <= 4, `a run of 50 concurrent calls took ${best} pipe writes in the gateway`);
   await h.close();
+});
+
+// epoll refuses regular files (EPERM), which poll() calls always ready: stdin read from a file
+// and stdout written to one are serviced once per round instead, as lws's poll() serviced them.
+test('stdin from a file and stdout to a file still work (epoll refuses regular files)', { timeout: ms(30000) }, () => {
+  const dir = tempDir('codemcp-loopfds-');
+  const reqs = path.join(dir, 'requests.jsonl');
+  const out = path.join(dir, 'out.jsonl');
+  fs.writeFileSync(reqs, [
+    { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18',
+      capabilities: {}, clientInfo: { name: 'file', version: '0' } } },
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    { jsonrpc: '2.0', id: 2, method: 'ping' },
+  ].map((m) => JSON.stringify(m)).join('\n') + '\n');
+  const [cmd, args] = codemcpCommand([]);
+  const inFd = fs.openSync(reqs, 'r'), outFd = fs.openSync(out, 'w');
+  const r = spawnSync(cmd, args, { env: codemcpEnv({ config: writeConfig(dir, {}) }),
+    stdio: [inFd, outFd, 'pipe'], timeout: ms(20000) });
+  fs.closeSync(inFd);
+  fs.closeSync(outFd);
+  assert.equal(r.status, 0, `exit ${r.status} ${r.signal}: ${String(r.stderr).slice(-500)}`);
+  const lines = fs.readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(lines.map((m) => m.id), [1, 2], JSON.stringify(lines));
+  assert.equal(lines[0].result.protocolVersion, '2025-06-18');
+  assert.deepEqual(lines[1].result, {});
 });
