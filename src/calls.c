@@ -32,13 +32,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One tool call routed for a worker, waiting for the upstream. */
+/* One tool call routed for a worker, waiting for the upstream. Its strings but fn live in
+ * `text`, one allocation with the call (50 concurrent calls were ~7 mallocs each). */
 struct call {
     uint64_t conn_id;
     json_t *id;
     char *id_text; /* id as JSON text, for the reply written around the result's bytes */
     char *run_id;
-    char *server, *tool, *fn;
+    char *server, *tool;
+    char *fn;   /* its own allocation: known once the call is checked */
     char *args; /* canonical JSON text of the arguments (NULL: none), kept for a retry */
     size_t args_len;
     json_t *request_state; /* the server's, while waiting for input (may be NULL) */
@@ -48,6 +50,13 @@ struct call {
     uint64_t up_handle;
     int64_t started_ms;
     struct call *next, **pprev;
+    char text[]; /* id_text, run_id, server, tool, args: each NUL-terminated */
+};
+
+/* A byte string the call is made from, borrowed. */
+struct slice {
+    const char *p;
+    size_t n;
 };
 
 /* A run with calls: how many are in flight and the ones waiting for a place, oldest first. */
@@ -73,14 +82,39 @@ void calls_set_hooks(const struct calls_hooks *h)
 static void call_free(struct call *call)
 {
     json_decref(call->id);
-    free(call->id_text);
-    free(call->args);
     json_decref(call->request_state);
-    free(call->run_id);
-    free(call->server);
-    free(call->tool);
     free(call->fn);
     free(call);
+}
+
+static char *put_text(char **w, struct slice s)
+{
+    char *at = *w;
+    memcpy(at, s.p, s.n);
+    at[s.n] = '\0';
+    *w += s.n + 1;
+    return at;
+}
+
+/* A call holding copies of the strings (args.p NULL: none) and a reference to id. */
+static struct call *call_new(uint64_t conn_id, json_t *id, struct slice id_text,
+                             struct slice run_id, struct slice server, struct slice tool,
+                             struct slice args)
+{
+    size_t len = id_text.n + run_id.n + server.n + tool.n + args.n + 5;
+    struct call *call = xcalloc(1, sizeof(*call) + len);
+    char *w = call->text;
+    call->conn_id = conn_id;
+    call->id = json_incref(id);
+    call->id_text = put_text(&w, id_text);
+    call->run_id = put_text(&w, run_id);
+    call->server = put_text(&w, server);
+    call->tool = put_text(&w, tool);
+    if (args.p) {
+        call->args = put_text(&w, args);
+        call->args_len = args.n;
+    }
+    return call;
 }
 
 static struct gate *gate_find(const char *run_id)
@@ -302,12 +336,15 @@ int calls_mutation_allowed(const struct calls_run *run, const char *fn, const ch
     return 0;
 }
 
-/* The checks and the routing of one call, whichever way its frame was read. id borrowed;
- * id_text, run_id, server, tool and args (canonical JSON text, NULL: none) stolen. */
-static void handle_call(uint64_t conn_id, int slot, json_t *id, char *id_text, char *run_id,
-                        char *server, char *tool, char *args, size_t args_len, int64_t timeout_ms,
-                        int64_t t0)
+/* The checks and the routing of one call, whichever way its frame was read. Takes call
+ * (its strings copied, args canonical JSON text or NULL). */
+static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t t0)
 {
+    uint64_t conn_id = call->conn_id;
+    json_t *id = call->id;
+    const char *run_id = call->run_id, *server = call->server, *tool = call->tool;
+    const char *args = call->args;
+    size_t args_len = call->args_len;
     struct calls_run run = {0};
     if (!hooks.run_lookup || hooks.run_lookup(run_id, slot, &run) < 0) {
         reply_error(conn_id, id, "denied", "this run is not active: tool calls are refused", 0);
@@ -353,16 +390,7 @@ static void handle_call(uint64_t conn_id, int slot, json_t *id, char *id_text, c
         reply_error(conn_id, id, "denied", msg, 0);
         goto refused;
     }
-    struct call *call = xcalloc(1, sizeof(*call));
-    call->conn_id = conn_id;
-    call->id = json_incref(id);
-    call->id_text = id_text;
-    call->run_id = run_id;
-    call->server = server;
-    call->tool = tool;
     call->fn = xstrdup(fn);
-    call->args = args;
-    call->args_len = args_len;
     call->mutation = mutation;
     call->timeout_ms = timeout_ms;
     call->started_ms = t0;
@@ -380,11 +408,7 @@ static void handle_call(uint64_t conn_id, int slot, json_t *id, char *id_text, c
     }
     return;
 refused:
-    free(id_text);
-    free(args);
-    free(run_id);
-    free(server);
-    free(tool);
+    call_free(call);
 }
 
 void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
@@ -408,18 +432,25 @@ void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
         reply(conn_id, rpc_error(id, RPC_INVALID_PARAMS, "call_tool args cannot be encoded", NULL));
         return;
     }
-    handle_call(conn_id, slot, id, id_text, xstrdup(run_id), xstrdup(server), xstrdup(tool),
-                args_text, args_text ? strlen(args_text) : 0,
-                json_is_integer(tmo) ? json_integer_value(tmo) : 0, t0);
+    struct slice none = {NULL, 0};
+    struct call *call =
+        call_new(conn_id, id, (struct slice){id_text, strlen(id_text)},
+                 (struct slice){run_id, strlen(run_id)}, (struct slice){server, strlen(server)},
+                 (struct slice){tool, strlen(tool)},
+                 args_text ? (struct slice){args_text, strlen(args_text)} : none);
+    free(args_text);
+    free(id_text);
+    handle_call(call, slot, json_is_integer(tmo) ? json_integer_value(tmo) : 0, t0);
 }
 
-/* A string member's bytes as a C string when it needs no decoding (no escape: then no NUL
- * either), else NULL. Caller frees. */
-static char *plain_string(const struct js_member *v)
+/* A string member's bytes (between the quotes) when it needs no decoding (no escape: then no
+ * NUL either): 1, else 0. */
+static int plain_string(const struct js_member *v, struct slice *out)
 {
     if (!v || v->vlen < 2 || v->val[0] != '"' || memchr(v->val, '\\', v->vlen))
-        return NULL;
-    return xstrndup(v->val + 1, v->vlen - 2);
+        return 0;
+    *out = (struct slice){v->val + 1, v->vlen - 2};
+    return 1;
 }
 
 int calls_handle_frame(uint64_t conn_id, int slot, const char *text, size_t len)
@@ -445,21 +476,18 @@ int calls_handle_frame(uint64_t conn_id, int slot, const char *text, size_t len)
     if (!idv)
         return 0; /* null (a notification), an escape, or not an id: the tree path */
     int64_t t0 = now_ms();
-    char *run_id = plain_string(js_get(p, np, "run_id"));
-    char *server = plain_string(js_get(p, np, "server"));
-    char *tool = plain_string(js_get(p, np, "tool"));
-    int taken = run_id && server && tool;
+    struct slice run_id, server, tool;
+    int taken = plain_string(js_get(p, np, "run_id"), &run_id) &&
+                plain_string(js_get(p, np, "server"), &server) &&
+                plain_string(js_get(p, np, "tool"), &tool);
     if (taken) {
         int64_t timeout_ms = 0;
         if (tmo && (tmo->val[0] == '-' || (tmo->val[0] >= '0' && tmo->val[0] <= '9')))
             timeout_ms = strtoll(tmo->val, NULL, 10);
-        handle_call(conn_id, slot, idv, xstrndup(id->val, id->vlen), run_id, server, tool,
-                    args ? xstrndup(args->val, args->vlen) : NULL, args ? args->vlen : 0,
-                    timeout_ms, t0);
-    } else {
-        free(run_id);
-        free(server);
-        free(tool);
+        struct slice a = args ? (struct slice){args->val, args->vlen} : (struct slice){NULL, 0};
+        handle_call(
+            call_new(conn_id, idv, (struct slice){id->val, id->vlen}, run_id, server, tool, a),
+            slot, timeout_ms, t0);
     }
     json_decref(idv);
     return taken;
@@ -541,11 +569,8 @@ void calls_conn_closed(uint64_t conn_id)
         if (call->conn_id == conn_id) {
             DLIST_UNLINK(call);
             up_cancel_call(call->up_handle, "the worker went away");
-            char *run_id = call->run_id;
-            call->run_id = NULL;
+            gate_done(call->run_id); /* another connection's waiting calls of the run may start */
             call_free(call);
-            gate_done(run_id); /* another connection's waiting calls of the run may start */
-            free(run_id);
         }
         call = next;
     }

@@ -64,7 +64,8 @@ static struct up_req *send_call_text(struct upstream *up, const char *tool, cons
         args_len = 2;
     }
     size_t len = sizeof(head) - 1 + nl + sizeof(mid) - 1 + tl + sizeof(arg) - 1 + args_len + 2;
-    char *text = xmalloc(len), *w = text;
+    char small[1024]; /* the usual call: no malloc (the transport copies the text) */
+    char *text = len <= sizeof(small) ? small : xmalloc(len), *w = text;
     memcpy(w, head, sizeof(head) - 1);
     w += sizeof(head) - 1;
     memcpy(w, q, nl);
@@ -79,7 +80,8 @@ static struct up_req *send_call_text(struct upstream *up, const char *tool, cons
     w += args_len;
     memcpy(w, "}}", 2);
     r = up__req_send(up, r, text, len, timeout_ms);
-    free(text);
+    if (text != small)
+        free(text);
     return r;
 }
 
