@@ -51,9 +51,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WSC_PROTOCOL  "codemcp-control"
-#define WSC_RBUF      65536
-#define WSC_STACK_OUT 16384 /* frames up to this size are built on the stack */
+#define WSC_PROTOCOL "codemcp-control"
+#define WSC_RBUF     65536
 
 enum { ST_CONNECTING, ST_OPEN, ST_CLOSED };
 enum { ARM_NONE, ARM_HUP, ARM_IN }; /* what the socket's epoll entry waits for */
@@ -107,51 +106,14 @@ static struct {
 
 /* ---- writing (caller holds wmu) ------------------------------------------------------ */
 
-/* Writes all of p[0..n), waiting for room when the socket buffer is full. The gateway reads
- * continuously; what it sends us meanwhile is read by a waiting thread or the watcher, so
- * this cannot deadlock against a gateway that pauses reading while its own output to us
- * is stuck (lws does). 0, or -1 if the connection is gone. */
-static int wsc_write_all(const unsigned char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = send(wsc.fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w > 0) {
-            p += w;
-            n -= (size_t)w;
-            continue;
-        }
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            struct pollfd pfd = {.fd = wsc.fd, .events = POLLOUT};
-            if (poll(&pfd, 1, 1000) < 0 && errno != EINTR)
-                return -1;
-            if (pfd.revents & (POLLERR | POLLNVAL))
-                return -1;
-            continue;
-        }
-        return -1;
-    }
-    return 0;
-}
-
-/* Masks and writes one frame; caller holds wmu. `secret`: wipe the masked copy (the token
- * must not linger on the stack or heap). 0, -1 (connection gone) or -2 (OOM). */
+/* Masks and writes one frame; caller holds wmu. The gateway reads continuously; what it
+ * sends us meanwhile is read by a waiting thread or the watcher, so waiting for room cannot
+ * deadlock against a gateway that pauses reading while its own output to us is stuck (lws
+ * does). 0, -1 (connection gone) or -2 (OOM); see wcn_send_frame. */
 static int wsc_write_frame(int opcode, const void *payload, size_t len, int secret)
 {
-    unsigned char stackbuf[WSC_STACK_OUT];
-    size_t total = wsp_header_len(len) + len;
-    unsigned char *out = total <= sizeof(stackbuf) ? stackbuf : malloc(total);
-    if (!out)
-        return -2;
     uint64_t s = atomic_fetch_add(&wsc.rng, 1);
-    wsp_encode(out, opcode, payload, len, (uint32_t)wsp_rand(&s));
-    int rc = wsc_write_all(out, total);
-    if (secret)
-        explicit_bzero(out, total);
-    if (out != stackbuf)
-        free(out);
-    return rc;
+    return wcn_send_frame(wsc.fd, opcode, payload, len, (uint32_t)wsp_rand(&s), secret);
 }
 
 /* Writes the pending control frame, if any, unless a sender holds wmu: that sender then
@@ -347,15 +309,15 @@ static int wsc_feed(size_t n, struct inb_msg ***tail)
     return -1;
 }
 
-/* One recv (non-blocking) and the parse of what it brought. Returns 1 if bytes came, 0 if
- * none were waiting, -1 when the connection is over (end of stream, error, protocol
- * violation, close frame). */
-static int wsc_recv_once(struct inb_msg ***tail)
+/* One recv and the parse of what it brought; `flags` MSG_DONTWAIT, or 0 to block. Returns 1
+ * if bytes came, 0 if none were waiting (or EINTR), -1 when the connection is over (end of
+ * stream, error, protocol violation, close frame). */
+static int wsc_recv_once(struct inb_msg ***tail, int flags)
 {
     void *dst;
     size_t cap;
     wsp_reader_space(&wsc.rd, &dst, &cap);
-    ssize_t n = recv(wsc.fd, dst, cap, MSG_DONTWAIT);
+    ssize_t n = recv(wsc.fd, dst, cap, flags);
     if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
             return 0;
@@ -381,9 +343,22 @@ static int wsc_drain_mfd(void)
 /* Waits up to timeout_ms for the socket to be readable, then reads once; `on_main`: also
  * watch mfd and sigfd. Returns 1 (read something), 0 (nothing yet), -2 (a signal arrived
  * and nothing was read: let the caller look at it), -1 (the connection is over). *got_sig
- * is set when a signal arrived. Reader role only; no locks held. */
-static int wsc_poll_read(int timeout_ms, int on_main, int *got_sig, struct inb_msg ***tail)
+ * is set when a signal arrived. `idle` (see wsc_wait): one blocking recv instead of
+ * poll + recv; a signal ends it with EINTR (Python's handlers have no SA_RESTART), and if
+ * agent code made the socket non-blocking again, EAGAIN falls back to the poll. Reader role
+ * only; no locks held. */
+static int wsc_poll_read(int timeout_ms, int on_main, int idle, int *got_sig,
+                         struct inb_msg ***tail)
 {
+    if (idle) {
+        int r = wsc_recv_once(tail, 0);
+        if (r != 0)
+            return r;
+        if (errno == EINTR) {
+            *got_sig = 1;
+            return -2;
+        }
+    }
     struct pollfd pfd[3] = {{.fd = wsc.fd, .events = POLLIN},
                             {.fd = wsc.mfd, .events = POLLIN},
                             {.fd = wsc.sigfd, .events = POLLIN}};
@@ -400,7 +375,7 @@ static int wsc_poll_read(int timeout_ms, int on_main, int *got_sig, struct inb_m
         return -2;
     if (pfd[0].revents & POLLNVAL)
         return -1;
-    return wsc_recv_once(tail);
+    return wsc_recv_once(tail, MSG_DONTWAIT);
 }
 
 /* The main thread sleeps while another thread holds the reader role (or the connection is
@@ -425,6 +400,8 @@ static int wsc_park_main(int timeout_ms)
 }
 
 /* ---- waiting ------------------------------------------------------------------------- */
+
+static int wsc_take_request(void *arg);
 
 /* Blocks until take(arg) (called with mu held) returns 1, the connection closes or
  * timeout_ms pass. On the main thread a signal ends the wait early (WSC_SIGNAL), also one
@@ -477,11 +454,16 @@ static int wsc_wait(int timeout_ms, int (*take)(void *), void *arg)
             entered = 1;
         }
         wsc.reader = 1;
+        /* The main thread waiting for the next request with no run current: nothing but
+         * the socket must wake it (no cancel or deadline to deliver; another thread's
+         * reply or a lost connection comes on the socket). A signal that lands in the
+         * instant before recv blocks waits for the next request's arrival. */
+        int idle = on_main && left < 0 && take == wsc_take_request && !inb_current_run();
         pthread_mutex_unlock(&wsc.mu);
 
         struct inb_msg *batch = NULL, **tail = &batch;
         int got_sig = 0;
-        int r = wsc_poll_read(left, on_main, &got_sig, &tail);
+        int r = wsc_poll_read(left, on_main, idle, &got_sig, &tail);
 
         pthread_mutex_lock(&wsc.mu);
         wsc.reader = 0;
@@ -598,7 +580,7 @@ static void wsc_on_socket(uint32_t events)
 
     struct inb_msg *batch = NULL, **tail = &batch;
     int r;
-    while ((r = wsc_recv_once(&tail)) > 0)
+    while ((r = wsc_recv_once(&tail, MSG_DONTWAIT)) > 0)
         ;
 
     pthread_mutex_lock(&wsc.mu);
