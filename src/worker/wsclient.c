@@ -34,6 +34,7 @@
 #include "log.h"
 #include "util.h"
 #include "wsconnect.h"
+#include "wsout.h"
 #include "wsproto.h"
 
 #include <errno.h>
@@ -70,19 +71,14 @@ static struct {
     int hup;              /* the watcher saw a hang-up while someone else was reading */
     int64_t timer_due_us; /* when the armed watch timer fires (now_us() time) */
 
-    int ctl_op; /* a control frame waiting for wmu (see wsc_flush_control) */
-    unsigned char ctl_data[125];
-    size_t ctl_len;
-    atomic_int ctl_pending;
-
-    pthread_mutex_t wmu; /* whole frames on the wire */
-    atomic_uint_fast64_t rng;
+    atomic_uint_fast64_t rng; /* the handshake's nonce */
     atomic_int connected, stop;
     atomic_int main_kick; /* wsc_signal_main wrote mfd: the main thread's wait returns */
 
     /* Set before the watcher starts or before state leaves ST_CONNECTING, then constant. */
     int fd, epfd, efd, tfd;
-    int mfd; /* eventfd: wakes the main thread sleeping while another thread reads */
+    int otfd; /* wsout's cork timer */
+    int mfd;  /* eventfd: wakes the main thread sleeping while another thread reads */
     pthread_t thread, main_thread;
     atomic_int started;
     struct wcn_target target;
@@ -95,63 +91,14 @@ static struct {
     const char *end_why; /* why the reader saw the connection end */
 } wsc = {
     .mu = PTHREAD_MUTEX_INITIALIZER,
-    .wmu = PTHREAD_MUTEX_INITIALIZER,
     .fd = -1,
     .epfd = -1,
     .efd = -1,
     .tfd = -1,
     .mfd = -1,
+    .otfd = -1,
     .sigfd = -1,
 };
-
-/* ---- writing (caller holds wmu) ------------------------------------------------------ */
-
-/* Masks and writes one frame; caller holds wmu. The gateway reads continuously; what it
- * sends us meanwhile is read by a waiting thread or the watcher, so waiting for room cannot
- * deadlock against a gateway that pauses reading while its own output to us is stuck (lws
- * does). 0, -1 (connection gone) or -2 (OOM); see wcn_send_frame. */
-static int wsc_write_frame(int opcode, const void *payload, size_t len, int secret)
-{
-    uint64_t s = atomic_fetch_add(&wsc.rng, 1);
-    return wcn_send_frame(wsc.fd, opcode, payload, len, (uint32_t)wsp_rand(&s), secret);
-}
-
-/* Writes the pending control frame, if any, unless a sender holds wmu: that sender then
- * writes it when it releases wmu. Everyone who releases wmu, and the reader after storing
- * one, calls this, so a frame stored while wmu was busy is never left behind. */
-static void wsc_flush_control(void)
-{
-    while (atomic_load(&wsc.ctl_pending) && pthread_mutex_trylock(&wsc.wmu) == 0) {
-        unsigned char data[125];
-        size_t len = 0;
-        int op = 0;
-        pthread_mutex_lock(&wsc.mu);
-        if (wsc.ctl_pending) {
-            op = wsc.ctl_op;
-            len = wsc.ctl_len;
-            memcpy(data, wsc.ctl_data, len);
-            wsc.ctl_pending = 0;
-        }
-        pthread_mutex_unlock(&wsc.mu);
-        if (op)
-            wsc_write_frame(op, data, len, 0);
-        pthread_mutex_unlock(&wsc.wmu);
-    }
-}
-
-/* A control frame from the reader (pong, close echo). The reader must never wait for
- * wmu: its holder may be waiting for socket space, which the gateway may only make after
- * we read. So it is stored (a newer one replaces an older one) and flushed. */
-static void wsc_write_control(int opcode, const void *payload, size_t len)
-{
-    pthread_mutex_lock(&wsc.mu);
-    wsc.ctl_op = opcode;
-    wsc.ctl_len = len > sizeof(wsc.ctl_data) ? sizeof(wsc.ctl_data) : len;
-    memcpy(wsc.ctl_data, payload, wsc.ctl_len);
-    wsc.ctl_pending = 1;
-    pthread_mutex_unlock(&wsc.mu);
-    wsc_flush_control();
-}
 
 /* ---- state (caller holds mu) --------------------------------------------------------- */
 
@@ -286,10 +233,10 @@ static int wsc_on_event(void *ud, int event, char *data, size_t len)
         log_warn("worker", "binary control frame of %zu bytes ignored", len);
         return 0;
     case WSP_EV_PING:
-        wsc_write_control(WSP_OP_PONG, data, len);
+        wso_control(WSP_OP_PONG, data, len);
         return 0;
     case WSP_EV_CLOSE:
-        wsc_write_control(WSP_OP_CLOSE, data, len >= 2 ? 2 : 0);
+        wso_control(WSP_OP_CLOSE, data, len >= 2 ? 2 : 0);
         wsc.end_why = "closed by the gateway";
         return -1;
     default:
@@ -411,8 +358,11 @@ static int wsc_wait(int timeout_ms, int (*take)(void *), void *arg)
     int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
     int rc, entered = 0, signal = 0;
     int on_main = pthread_equal(pthread_self(), wsc.main_thread);
+    int wfail = wso_flush() < 0; /* frames corked by a burst of sends leave now */
 
     pthread_mutex_lock(&wsc.mu);
+    if (wfail)
+        signal = wsc_lost("write failed");
     for (;;) {
         if (take(arg)) {
             rc = WSC_OK;
@@ -533,9 +483,8 @@ static int wsc_connect(size_t *extra)
                       (uint64_t)atomic_fetch_add(&wsc.rng, 1), dst, cap, extra);
     if (wsc.fd < 0)
         return -1;
-    pthread_mutex_lock(&wsc.wmu);
-    int rc = wsc_write_frame(WSP_OP_TEXT, wsc.token, strlen(wsc.token), 1);
-    pthread_mutex_unlock(&wsc.wmu);
+    wso_set_fd(wsc.fd);
+    int rc = wso_frame(WSP_OP_TEXT, wsc.token, strlen(wsc.token), 1);
     explicit_bzero(wsc.token, strlen(wsc.token));
     if (rc < 0)
         log_error("worker", "control connection failed: cannot send the token");
@@ -631,9 +580,15 @@ static void *wsc_watch_main(void *arg)
         if (n < 0 && errno != EINTR)
             break;
         for (int i = 0; i < n; i++) {
-            if (ev[i].data.fd == wsc.tfd)
+            if (ev[i].data.fd == wsc.tfd) {
                 wsc_on_timer();
-            else if (ev[i].data.fd == wsc.fd)
+            } else if (ev[i].data.fd == wsc.otfd && wso_on_timer() < 0) {
+                pthread_mutex_lock(&wsc.mu);
+                int sig = wsc_lost("write failed");
+                pthread_mutex_unlock(&wsc.mu);
+                if (sig)
+                    wsc_signal_main();
+            } else if (ev[i].data.fd == wsc.fd)
                 wsc_on_socket(ev[i].events);
         }
         pthread_mutex_lock(&wsc.mu);
@@ -703,6 +658,10 @@ int wsc_start(const char *url, const char *token, pthread_t main_thread)
     epoll_ctl(wsc.epfd, EPOLL_CTL_ADD, wsc.efd, &ev);
     ev.data.fd = wsc.tfd;
     epoll_ctl(wsc.epfd, EPOLL_CTL_ADD, wsc.tfd, &ev);
+    if ((wsc.otfd = wso_init(seed ^ 0x9e3779b97f4a7c15ull)) >= 0) {
+        ev.data.fd = wsc.otfd;
+        epoll_ctl(wsc.epfd, EPOLL_CTL_ADD, wsc.otfd, &ev);
+    }
 
     /* The watcher inherits a full signal mask: SIGUSR1 and friends must reach the main
      * thread (Python's handlers only run there). */
@@ -735,11 +694,8 @@ void wsc_stop(void)
     wsc.state = ST_CLOSED;
     wsc_wake_sleepers();
     pthread_mutex_unlock(&wsc.mu);
-    if (was_open && pthread_mutex_trylock(&wsc.wmu) == 0) {
-        static const unsigned char normal[2] = {0x03, 0xE8}; /* 1000: normal closure */
-        wsc_write_frame(WSP_OP_CLOSE, normal, sizeof(normal), 0);
-        pthread_mutex_unlock(&wsc.wmu);
-    }
+    if (was_open)
+        wso_close();
     wsc.started = 0;
     int *fds[] = {&wsc.fd, &wsc.epfd, &wsc.efd, &wsc.tfd, &wsc.mfd};
     for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
@@ -747,6 +703,8 @@ void wsc_stop(void)
             close(*fds[i]);
             *fds[i] = -1;
         }
+    wso_free();
+    wsc.otfd = -1;
     pthread_mutex_lock(&wsc.mu);
     inb_clear();
     pthread_mutex_unlock(&wsc.mu);
@@ -779,11 +737,7 @@ int wsc_send(const char *text, size_t len)
 {
     if (!wsc.started || wsc_wait_open() != ST_OPEN)
         return -1;
-    pthread_mutex_lock(&wsc.wmu);
-    int rc = wsc_write_frame(WSP_OP_TEXT, text, len, 0);
-    pthread_mutex_unlock(&wsc.wmu);
-    if (atomic_load(&wsc.ctl_pending))
-        wsc_flush_control();
+    int rc = wso_text(text, len);
     if (rc == -1) {
         /* The reader will see the end of stream too; say it now for senders. */
         pthread_mutex_lock(&wsc.mu);

@@ -241,8 +241,7 @@ fail:
 
 /* ---- writing ------------------------------------------------------------------------- */
 
-/* Writes all of p[0..n), waiting for room when the socket buffer is full. 0, or -1. */
-static int wcn_send_all(int fd, const unsigned char *p, size_t n)
+int wcn_send_all(int fd, const unsigned char *p, size_t n)
 {
     while (n) {
         ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -34,6 +34,10 @@ void wcn_target_free(struct wcn_target *t);
 int wcn_open(const struct wcn_target *t, const char *protocol, int stop_fd, int64_t deadline,
              uint64_t key_seed, void *extra, size_t cap, size_t *extra_len);
 
+/* Writes all of p[0..n) (MSG_DONTWAIT, polling for room while the socket buffer is full).
+ * 0, or -1 (the connection is gone). */
+int wcn_send_all(int fd, const unsigned char *p, size_t n);
+
 #define WCN_STACK_OUT 16384 /* frames up to this size are built on the stack */
 
 /* Masks one frame with `mask` and writes all of it (MSG_DONTWAIT, polling for room while
