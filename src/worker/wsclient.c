@@ -6,8 +6,9 @@
  *     reader leaves: on wsc.cond, or, the main thread, in poll() on wsc.mfd (an eventfd
  *     written whenever cond is broadcast while it sleeps) and the signal descriptor. The
  *     watcher takes the role only when no thread is blocked.
- *   - writing happens under wsc.wmu, from the thread that sends.
- * The watcher sleeps in epoll_wait on the socket, a timerfd and an eventfd. While some
+ *   - writing is wsout.c's (its wmu), from the thread that sends; a burst of frames may be
+ *     corked there: every wait here first flushes it (wso_flush), the watcher on its timer.
+ * The watcher sleeps in epoll_wait on the socket, two timerfds and an eventfd. While some
  * thread is blocked in a wait, the socket is armed for hang-ups only (EPOLLRDHUP, which data
  * never triggers), so a reply wakes the waiting thread and nobody else. When the last
  * blocked thread leaves, it arms the timer (a syscall, no wake-up); if WSC_WATCH_DELAY_MS
@@ -24,10 +25,11 @@
  * signal with a Python handler (agent code's alarm(), say): the self-pipe trick.
  *
  * Locks: mu guards the connection state, the inbox, the role bookkeeping, the epoll and
- * timer arming and the pending control frame; wmu serialises whole frames on the wire.
- * Order: wmu, then mu. mu is never held across a blocking call; readers only trylock wmu
- * (see wsc_write_control); a thread holding wmu never waits for the GIL (it may hold the
- * GIL, see pymod). This file never calls Python. */
+ * timer arming; wsout's wmu serialises whole frames on the wire. Order: wmu, then mu. mu is
+ * never held across a blocking call; readers never wait for wmu (wso_control); a thread
+ * holding wmu never waits for the GIL (it may hold the GIL, see pymod). The main thread's
+ * reader waits without a timeout are one blocking recv (wsc_wait, "idle").
+ * This file never calls Python. */
 #include "wsclient.h"
 
 #include "inbox.h"
@@ -404,11 +406,14 @@ static int wsc_wait(int timeout_ms, int (*take)(void *), void *arg)
             entered = 1;
         }
         wsc.reader = 1;
-        /* The main thread waiting for the next request with no run current: nothing but
-         * the socket must wake it (no cancel or deadline to deliver; another thread's
-         * reply or a lost connection comes on the socket). A signal that lands in the
-         * instant before recv blocks waits for the next request's arrival. */
-        int idle = on_main && left < 0 && take == wsc_take_request && !inb_current_run();
+        /* The main thread as the reader, with no timeout: nothing but the socket must
+         * wake it. A cancel and the run's deadline (the gateway's cancel frame) come on
+         * the socket it reads itself, so do other threads' replies and the end of the
+         * connection (a sender that found it broken also makes the watcher end the process
+         * within WSC_CLOSE_GRACE_MS). A signal ends the recv with EINTR; one that lands in
+         * the instant before recv blocks is seen when the next frame comes. A request wait
+         * during a run (agent code calling next_request) keeps the poll. */
+        int idle = on_main && left < 0 && (take != wsc_take_request || !inb_current_run());
         pthread_mutex_unlock(&wsc.mu);
 
         struct inb_msg *batch = NULL, **tail = &batch;
