@@ -157,6 +157,8 @@ int wso_text(const char *text, size_t len)
     size_t total = wsp_header_len(len) + len;
     if ((wso.cork_len || (last && now - last < WSO_CORK_US)) && wso.tfd >= 0 &&
         wso.cork_len + total <= WSO_CORK_MAX) {
+        if (!wso.cork_len)
+            atomic_store(&wso.due, 0); /* a fire whose releaser found nothing corked */
         rc = wso_append(WSP_OP_TEXT, text, len);
         if (rc == 0 && !wso.timer_armed) {
             wso_timer(WSO_CORK_US);
