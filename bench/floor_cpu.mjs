@@ -9,7 +9,7 @@
 import { writeFileSync, readFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { LinePeer, SERVERS, codemcpBin, childPids, comm, untilSdkReady, workerPids, fmt } from './lib.mjs';
+import { LinePeer, SERVERS, EXEC_PY, codemcpBin, childPids, comm, untilSdkReady, workerPids, fmt } from './lib.mjs';
 
 const RUNS = Number(process.argv[2] || 4000);
 const bin = codemcpBin();
@@ -17,7 +17,9 @@ const FLOOR_DIR = process.env.FLOOR_DIR || join(dirname(bin), '..', 'bench', 'fl
 const dir = mkdtempSync(join(tmpdir(), 'codemcp-bench-floorcpu-'));
 const cfg = join(dir, 'mcp.json');
 writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'local', command: SERVERS.everything } } }));
-const PY = { one: 'result = everything_get_sum(a=1, b=2)', empty: 'result = 1' };
+// FLOOR_CPU_WORKLOADS=empty,one,conc50 picks bench/lib.mjs's EXEC_PY programs (default: empty,one).
+const WORKLOADS = (process.env.FLOOR_CPU_WORKLOADS || 'empty,one').split(',');
+const PY = Object.fromEntries(['one', ...WORKLOADS].map((w) => [w, EXEC_PY[w]]));
 const TICK_US = 1e6 / 100; // USER_HZ
 const stat = (pid) => { const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return { user: Number(f[11]), sys: Number(f[12]) }; };
@@ -48,7 +50,7 @@ for (const [name, a] of arms) {
   if (a.codemcp) await untilSdkReady(() => run('one'));
   const pids = a.codemcp ? workerPids(peer.proc.pid) : childPids(peer.proc.pid).filter((p) => comm(p) === (a.comm || name));
   for (let i = 0; i < 50; i++) await run('one');
-  for (const w of ['empty', 'one']) for (const gap of [2, 0]) {
+  for (const w of WORKLOADS) for (const gap of [2, 0]) {
     const s0 = pids.map(stat);
     for (let i = 0; i < RUNS; i++) { await run(w); if (gap) await sleep(gap); }
     const s1 = pids.map(stat);

@@ -12,7 +12,7 @@ import { writeFileSync, mkdtempSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { LinePeer, SERVERS, codemcpBin, childPids, comm, untilSdkReady, workerPids, cpuNs } from './lib.mjs';
+import { LinePeer, SERVERS, EXEC_PY, codemcpBin, childPids, comm, untilSdkReady, workerPids, cpuNs } from './lib.mjs';
 
 const [arm = 'codemcp', w = 'empty', N = '2000', GAP = '2', cmd = ''] = process.argv.slice(2);
 const bin = codemcpBin();
@@ -20,7 +20,7 @@ const FLOOR = process.env.FLOOR_DIR || join(dirname(bin), '..', 'bench', 'floor'
 const dir = mkdtempSync(join(tmpdir(), 'codemcp-floor-trace-'));
 const cfg = join(dir, 'mcp.json');
 writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'local', command: SERVERS.everything } } }));
-const PY = { one: 'result = everything_get_sum(a=1, b=2)', empty: 'result = 1' };
+const PY = EXEC_PY; // one, seq50, conc50, empty
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const ok = (r) => { if (r.error || r.result?.isError) throw new Error(JSON.stringify(r)); return r.result; };
 let peer, run, gw, wk;

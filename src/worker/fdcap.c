@@ -24,6 +24,7 @@ static struct {
     int started;
     int log_fd;
     int capturing;
+    int ran; /* fdcap_begin() has run once */
     size_t limit;
     struct stream s[2]; /* stdout, stderr */
 } fc = {.mu = PTHREAD_MUTEX_INITIALIZER, .log_fd = 2};
@@ -146,8 +147,15 @@ void fdcap_begin(size_t limit)
     if (!fc.started)
         return;
     pthread_mutex_lock(&fc.mu);
-    /* Whatever came before this run is not this run's. */
-    drain_ready();
+    /* No drain here (a poll on the way into every run): fdcap_end() emptied the pipes, so
+     * all they can hold is what a leftover thread or process wrote since, in the last
+     * instant before the drain thread would have logged it; like output that comes later
+     * during the run, it is this run's (see fdcap.h). The first run drains, for the
+     * start-up's output. */
+    if (!fc.ran) {
+        drain_ready();
+        fc.ran = 1;
+    }
     fc.limit = limit;
     fc.capturing = 1;
     pthread_mutex_unlock(&fc.mu);

@@ -9,7 +9,8 @@
  * fdcap_end(), each capped at the run's output limit with the rest counted, and to the log
  * otherwise. fdcap_end() drains what is still in the pipes before it hands the buffers
  * over, so everything written before the run ended is the run's. Output of a subprocess
- * that outlives its run goes to whichever run is current when it arrives. */
+ * or thread that outlives its run goes to whichever run is current when the drain thread
+ * reads it, or to the next run if it is still in the pipe when that run starts. */
 #ifndef CODEMCP_WORKER_FDCAP_H
 #define CODEMCP_WORKER_FDCAP_H
 

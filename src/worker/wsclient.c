@@ -6,8 +6,9 @@
  *     reader leaves: on wsc.cond, or, the main thread, in poll() on wsc.mfd (an eventfd
  *     written whenever cond is broadcast while it sleeps) and the signal descriptor. The
  *     watcher takes the role only when no thread is blocked.
- *   - writing happens under wsc.wmu, from the thread that sends.
- * The watcher sleeps in epoll_wait on the socket, a timerfd and an eventfd. While some
+ *   - writing is wsout.c's (its wmu), from the thread that sends; a burst of frames may be
+ *     corked there: every wait here first flushes it (wso_flush), the watcher on its timer.
+ * The watcher sleeps in epoll_wait on the socket, two timerfds and an eventfd. While some
  * thread is blocked in a wait, the socket is armed for hang-ups only (EPOLLRDHUP, which data
  * never triggers), so a reply wakes the waiting thread and nobody else. When the last
  * blocked thread leaves, it arms the timer (a syscall, no wake-up); if WSC_WATCH_DELAY_MS
@@ -24,16 +25,18 @@
  * signal with a Python handler (agent code's alarm(), say): the self-pipe trick.
  *
  * Locks: mu guards the connection state, the inbox, the role bookkeeping, the epoll and
- * timer arming and the pending control frame; wmu serialises whole frames on the wire.
- * Order: wmu, then mu. mu is never held across a blocking call; readers only trylock wmu
- * (see wsc_write_control); a thread holding wmu never waits for the GIL (it may hold the
- * GIL, see pymod). This file never calls Python. */
+ * timer arming; wsout's wmu serialises whole frames on the wire. Order: wmu, then mu. mu is
+ * never held across a blocking call; readers never wait for wmu (wso_control); a thread
+ * holding wmu never waits for the GIL (it may hold the GIL, see pymod). The main thread's
+ * reader waits without a timeout are one blocking recv (wsc_wait, "idle").
+ * This file never calls Python. */
 #include "wsclient.h"
 
 #include "inbox.h"
 #include "log.h"
 #include "util.h"
 #include "wsconnect.h"
+#include "wsout.h"
 #include "wsproto.h"
 
 #include <errno.h>
@@ -51,9 +54,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WSC_PROTOCOL  "codemcp-control"
-#define WSC_RBUF      65536
-#define WSC_STACK_OUT 16384 /* frames up to this size are built on the stack */
+#define WSC_PROTOCOL "codemcp-control"
+#define WSC_RBUF     65536
 
 enum { ST_CONNECTING, ST_OPEN, ST_CLOSED };
 enum { ARM_NONE, ARM_HUP, ARM_IN }; /* what the socket's epoll entry waits for */
@@ -71,19 +73,14 @@ static struct {
     int hup;              /* the watcher saw a hang-up while someone else was reading */
     int64_t timer_due_us; /* when the armed watch timer fires (now_us() time) */
 
-    int ctl_op; /* a control frame waiting for wmu (see wsc_flush_control) */
-    unsigned char ctl_data[125];
-    size_t ctl_len;
-    atomic_int ctl_pending;
-
-    pthread_mutex_t wmu; /* whole frames on the wire */
-    atomic_uint_fast64_t rng;
+    atomic_uint_fast64_t rng; /* the handshake's nonce */
     atomic_int connected, stop;
     atomic_int main_kick; /* wsc_signal_main wrote mfd: the main thread's wait returns */
 
     /* Set before the watcher starts or before state leaves ST_CONNECTING, then constant. */
     int fd, epfd, efd, tfd;
-    int mfd; /* eventfd: wakes the main thread sleeping while another thread reads */
+    int otfd; /* wsout's cork timer */
+    int mfd;  /* eventfd: wakes the main thread sleeping while another thread reads */
     pthread_t thread, main_thread;
     atomic_int started;
     struct wcn_target target;
@@ -96,100 +93,14 @@ static struct {
     const char *end_why; /* why the reader saw the connection end */
 } wsc = {
     .mu = PTHREAD_MUTEX_INITIALIZER,
-    .wmu = PTHREAD_MUTEX_INITIALIZER,
     .fd = -1,
     .epfd = -1,
     .efd = -1,
     .tfd = -1,
     .mfd = -1,
+    .otfd = -1,
     .sigfd = -1,
 };
-
-/* ---- writing (caller holds wmu) ------------------------------------------------------ */
-
-/* Writes all of p[0..n), waiting for room when the socket buffer is full. The gateway reads
- * continuously; what it sends us meanwhile is read by a waiting thread or the watcher, so
- * this cannot deadlock against a gateway that pauses reading while its own output to us
- * is stuck (lws does). 0, or -1 if the connection is gone. */
-static int wsc_write_all(const unsigned char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = send(wsc.fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w > 0) {
-            p += w;
-            n -= (size_t)w;
-            continue;
-        }
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            struct pollfd pfd = {.fd = wsc.fd, .events = POLLOUT};
-            if (poll(&pfd, 1, 1000) < 0 && errno != EINTR)
-                return -1;
-            if (pfd.revents & (POLLERR | POLLNVAL))
-                return -1;
-            continue;
-        }
-        return -1;
-    }
-    return 0;
-}
-
-/* Masks and writes one frame; caller holds wmu. `secret`: wipe the masked copy (the token
- * must not linger on the stack or heap). 0, -1 (connection gone) or -2 (OOM). */
-static int wsc_write_frame(int opcode, const void *payload, size_t len, int secret)
-{
-    unsigned char stackbuf[WSC_STACK_OUT];
-    size_t total = wsp_header_len(len) + len;
-    unsigned char *out = total <= sizeof(stackbuf) ? stackbuf : malloc(total);
-    if (!out)
-        return -2;
-    uint64_t s = atomic_fetch_add(&wsc.rng, 1);
-    wsp_encode(out, opcode, payload, len, (uint32_t)wsp_rand(&s));
-    int rc = wsc_write_all(out, total);
-    if (secret)
-        explicit_bzero(out, total);
-    if (out != stackbuf)
-        free(out);
-    return rc;
-}
-
-/* Writes the pending control frame, if any, unless a sender holds wmu: that sender then
- * writes it when it releases wmu. Everyone who releases wmu, and the reader after storing
- * one, calls this, so a frame stored while wmu was busy is never left behind. */
-static void wsc_flush_control(void)
-{
-    while (atomic_load(&wsc.ctl_pending) && pthread_mutex_trylock(&wsc.wmu) == 0) {
-        unsigned char data[125];
-        size_t len = 0;
-        int op = 0;
-        pthread_mutex_lock(&wsc.mu);
-        if (wsc.ctl_pending) {
-            op = wsc.ctl_op;
-            len = wsc.ctl_len;
-            memcpy(data, wsc.ctl_data, len);
-            wsc.ctl_pending = 0;
-        }
-        pthread_mutex_unlock(&wsc.mu);
-        if (op)
-            wsc_write_frame(op, data, len, 0);
-        pthread_mutex_unlock(&wsc.wmu);
-    }
-}
-
-/* A control frame from the reader (pong, close echo). The reader must never wait for
- * wmu: its holder may be waiting for socket space, which the gateway may only make after
- * we read. So it is stored (a newer one replaces an older one) and flushed. */
-static void wsc_write_control(int opcode, const void *payload, size_t len)
-{
-    pthread_mutex_lock(&wsc.mu);
-    wsc.ctl_op = opcode;
-    wsc.ctl_len = len > sizeof(wsc.ctl_data) ? sizeof(wsc.ctl_data) : len;
-    memcpy(wsc.ctl_data, payload, wsc.ctl_len);
-    wsc.ctl_pending = 1;
-    pthread_mutex_unlock(&wsc.mu);
-    wsc_flush_control();
-}
 
 /* ---- state (caller holds mu) --------------------------------------------------------- */
 
@@ -324,10 +235,10 @@ static int wsc_on_event(void *ud, int event, char *data, size_t len)
         log_warn("worker", "binary control frame of %zu bytes ignored", len);
         return 0;
     case WSP_EV_PING:
-        wsc_write_control(WSP_OP_PONG, data, len);
+        wso_control(WSP_OP_PONG, data, len);
         return 0;
     case WSP_EV_CLOSE:
-        wsc_write_control(WSP_OP_CLOSE, data, len >= 2 ? 2 : 0);
+        wso_control(WSP_OP_CLOSE, data, len >= 2 ? 2 : 0);
         wsc.end_why = "closed by the gateway";
         return -1;
     default:
@@ -347,15 +258,15 @@ static int wsc_feed(size_t n, struct inb_msg ***tail)
     return -1;
 }
 
-/* One recv (non-blocking) and the parse of what it brought. Returns 1 if bytes came, 0 if
- * none were waiting, -1 when the connection is over (end of stream, error, protocol
- * violation, close frame). */
-static int wsc_recv_once(struct inb_msg ***tail)
+/* One recv and the parse of what it brought; `flags` MSG_DONTWAIT, or 0 to block. Returns 1
+ * if bytes came, 0 if none were waiting (or EINTR), -1 when the connection is over (end of
+ * stream, error, protocol violation, close frame). */
+static int wsc_recv_once(struct inb_msg ***tail, int flags)
 {
     void *dst;
     size_t cap;
     wsp_reader_space(&wsc.rd, &dst, &cap);
-    ssize_t n = recv(wsc.fd, dst, cap, MSG_DONTWAIT);
+    ssize_t n = recv(wsc.fd, dst, cap, flags);
     if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
             return 0;
@@ -381,9 +292,22 @@ static int wsc_drain_mfd(void)
 /* Waits up to timeout_ms for the socket to be readable, then reads once; `on_main`: also
  * watch mfd and sigfd. Returns 1 (read something), 0 (nothing yet), -2 (a signal arrived
  * and nothing was read: let the caller look at it), -1 (the connection is over). *got_sig
- * is set when a signal arrived. Reader role only; no locks held. */
-static int wsc_poll_read(int timeout_ms, int on_main, int *got_sig, struct inb_msg ***tail)
+ * is set when a signal arrived. `idle` (see wsc_wait): one blocking recv instead of
+ * poll + recv; a signal ends it with EINTR (Python's handlers have no SA_RESTART), and if
+ * agent code made the socket non-blocking again, EAGAIN falls back to the poll. Reader role
+ * only; no locks held. */
+static int wsc_poll_read(int timeout_ms, int on_main, int idle, int *got_sig,
+                         struct inb_msg ***tail)
 {
+    if (idle) {
+        int r = wsc_recv_once(tail, 0);
+        if (r != 0)
+            return r;
+        if (errno == EINTR) {
+            *got_sig = 1;
+            return -2;
+        }
+    }
     struct pollfd pfd[3] = {{.fd = wsc.fd, .events = POLLIN},
                             {.fd = wsc.mfd, .events = POLLIN},
                             {.fd = wsc.sigfd, .events = POLLIN}};
@@ -400,7 +324,7 @@ static int wsc_poll_read(int timeout_ms, int on_main, int *got_sig, struct inb_m
         return -2;
     if (pfd[0].revents & POLLNVAL)
         return -1;
-    return wsc_recv_once(tail);
+    return wsc_recv_once(tail, MSG_DONTWAIT);
 }
 
 /* The main thread sleeps while another thread holds the reader role (or the connection is
@@ -426,6 +350,8 @@ static int wsc_park_main(int timeout_ms)
 
 /* ---- waiting ------------------------------------------------------------------------- */
 
+static int wsc_take_request(void *arg);
+
 /* Blocks until take(arg) (called with mu held) returns 1, the connection closes or
  * timeout_ms pass. On the main thread a signal ends the wait early (WSC_SIGNAL), also one
  * that came before the wait started (see sigfd); other threads never see signals. */
@@ -434,8 +360,11 @@ static int wsc_wait(int timeout_ms, int (*take)(void *), void *arg)
     int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
     int rc, entered = 0, signal = 0;
     int on_main = pthread_equal(pthread_self(), wsc.main_thread);
+    int wfail = wso_flush() < 0; /* frames corked by a burst of sends leave now */
 
     pthread_mutex_lock(&wsc.mu);
+    if (wfail)
+        signal = wsc_lost("write failed");
     for (;;) {
         if (take(arg)) {
             rc = WSC_OK;
@@ -477,11 +406,19 @@ static int wsc_wait(int timeout_ms, int (*take)(void *), void *arg)
             entered = 1;
         }
         wsc.reader = 1;
+        /* The main thread as the reader, with no timeout: nothing but the socket must
+         * wake it. A cancel and the run's deadline (the gateway's cancel frame) come on
+         * the socket it reads itself, so do other threads' replies and the end of the
+         * connection (a sender that found it broken also makes the watcher end the process
+         * within WSC_CLOSE_GRACE_MS). A signal ends the recv with EINTR; one that lands in
+         * the instant before recv blocks is seen when the next frame comes. A request wait
+         * during a run (agent code calling next_request) keeps the poll. */
+        int idle = on_main && left < 0 && (take != wsc_take_request || !inb_current_run());
         pthread_mutex_unlock(&wsc.mu);
 
         struct inb_msg *batch = NULL, **tail = &batch;
         int got_sig = 0;
-        int r = wsc_poll_read(left, on_main, &got_sig, &tail);
+        int r = wsc_poll_read(left, on_main, idle, &got_sig, &tail);
 
         pthread_mutex_lock(&wsc.mu);
         wsc.reader = 0;
@@ -551,9 +488,8 @@ static int wsc_connect(size_t *extra)
                       (uint64_t)atomic_fetch_add(&wsc.rng, 1), dst, cap, extra);
     if (wsc.fd < 0)
         return -1;
-    pthread_mutex_lock(&wsc.wmu);
-    int rc = wsc_write_frame(WSP_OP_TEXT, wsc.token, strlen(wsc.token), 1);
-    pthread_mutex_unlock(&wsc.wmu);
+    wso_set_fd(wsc.fd);
+    int rc = wso_frame(WSP_OP_TEXT, wsc.token, strlen(wsc.token), 1);
     explicit_bzero(wsc.token, strlen(wsc.token));
     if (rc < 0)
         log_error("worker", "control connection failed: cannot send the token");
@@ -598,7 +534,7 @@ static void wsc_on_socket(uint32_t events)
 
     struct inb_msg *batch = NULL, **tail = &batch;
     int r;
-    while ((r = wsc_recv_once(&tail)) > 0)
+    while ((r = wsc_recv_once(&tail, MSG_DONTWAIT)) > 0)
         ;
 
     pthread_mutex_lock(&wsc.mu);
@@ -649,9 +585,15 @@ static void *wsc_watch_main(void *arg)
         if (n < 0 && errno != EINTR)
             break;
         for (int i = 0; i < n; i++) {
-            if (ev[i].data.fd == wsc.tfd)
+            if (ev[i].data.fd == wsc.tfd) {
                 wsc_on_timer();
-            else if (ev[i].data.fd == wsc.fd)
+            } else if (ev[i].data.fd == wsc.otfd && wso_on_timer() < 0) {
+                pthread_mutex_lock(&wsc.mu);
+                int sig = wsc_lost("write failed");
+                pthread_mutex_unlock(&wsc.mu);
+                if (sig)
+                    wsc_signal_main();
+            } else if (ev[i].data.fd == wsc.fd)
                 wsc_on_socket(ev[i].events);
         }
         pthread_mutex_lock(&wsc.mu);
@@ -721,6 +663,10 @@ int wsc_start(const char *url, const char *token, pthread_t main_thread)
     epoll_ctl(wsc.epfd, EPOLL_CTL_ADD, wsc.efd, &ev);
     ev.data.fd = wsc.tfd;
     epoll_ctl(wsc.epfd, EPOLL_CTL_ADD, wsc.tfd, &ev);
+    if ((wsc.otfd = wso_init(seed ^ 0x9e3779b97f4a7c15ull)) >= 0) {
+        ev.data.fd = wsc.otfd;
+        epoll_ctl(wsc.epfd, EPOLL_CTL_ADD, wsc.otfd, &ev);
+    }
 
     /* The watcher inherits a full signal mask: SIGUSR1 and friends must reach the main
      * thread (Python's handlers only run there). */
@@ -753,11 +699,8 @@ void wsc_stop(void)
     wsc.state = ST_CLOSED;
     wsc_wake_sleepers();
     pthread_mutex_unlock(&wsc.mu);
-    if (was_open && pthread_mutex_trylock(&wsc.wmu) == 0) {
-        static const unsigned char normal[2] = {0x03, 0xE8}; /* 1000: normal closure */
-        wsc_write_frame(WSP_OP_CLOSE, normal, sizeof(normal), 0);
-        pthread_mutex_unlock(&wsc.wmu);
-    }
+    if (was_open)
+        wso_close();
     wsc.started = 0;
     int *fds[] = {&wsc.fd, &wsc.epfd, &wsc.efd, &wsc.tfd, &wsc.mfd};
     for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
@@ -765,6 +708,8 @@ void wsc_stop(void)
             close(*fds[i]);
             *fds[i] = -1;
         }
+    wso_free();
+    wsc.otfd = -1;
     pthread_mutex_lock(&wsc.mu);
     inb_clear();
     pthread_mutex_unlock(&wsc.mu);
@@ -797,11 +742,7 @@ int wsc_send(const char *text, size_t len)
 {
     if (!wsc.started || wsc_wait_open() != ST_OPEN)
         return -1;
-    pthread_mutex_lock(&wsc.wmu);
-    int rc = wsc_write_frame(WSP_OP_TEXT, text, len, 0);
-    pthread_mutex_unlock(&wsc.wmu);
-    if (atomic_load(&wsc.ctl_pending))
-        wsc_flush_control();
+    int rc = wso_text(text, len);
     if (rc == -1) {
         /* The reader will see the end of stream too; say it now for senders. */
         pthread_mutex_lock(&wsc.mu);

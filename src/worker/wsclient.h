@@ -12,7 +12,11 @@
  * for all of it: nothing needs slices. On the main thread a signal ends a wait early
  * (WSC_SIGNAL): one caught while the thread polls (EINTR), and one whose handler wrote to
  * the descriptor given to wsc_set_signal_fd() at any time before or during the wait, so a
- * signal that lands just before the wait blocks is not lost.
+ * signal that lands just before the wait blocks is not lost. One exception: a main-thread
+ * wait with no timeout that reads the socket itself blocks in recv (one syscall per frame,
+ * not poll + recv), so a signal caught in the instant before it blocks is only seen when
+ * the next frame comes; cancels and the run's deadline come as frames, so they are not
+ * delayed (a request wait while a run is current keeps the poll).
  * When the connection closes, every waiter is woken and the process is guaranteed to exit
  * within WSC_CLOSE_GRACE_MS even if the main thread is stuck (the gateway respawns us). */
 #ifndef CODEMCP_WSCLIENT_H

@@ -228,10 +228,55 @@ int wcn_open(const struct wcn_target *t, const char *protocol, int stop_fd, int6
     }
     memcpy(extra, head + hlen, got - hlen);
     *extra_len = got - hlen;
+    /* Blocking from here on: every recv and send of wsclient says MSG_DONTWAIT but the one
+     * of its idle wait, which blocks. */
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     return fd;
 fail:
     if (!stopped)
         log_error("worker", "control connection failed: %s", why);
     close(fd);
     return -1;
+}
+
+/* ---- writing ------------------------------------------------------------------------- */
+
+int wcn_send_all(int fd, const unsigned char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+            if (poll(&pfd, 1, 1000) < 0 && errno != EINTR)
+                return -1;
+            if (pfd.revents & (POLLERR | POLLNVAL))
+                return -1;
+            continue;
+        }
+        return -1;
+    }
+    return 0;
+}
+
+int wcn_send_frame(int fd, int opcode, const void *payload, size_t len, uint32_t mask, int secret)
+{
+    unsigned char stackbuf[WCN_STACK_OUT];
+    size_t total = wsp_header_len(len) + len;
+    unsigned char *out = total <= sizeof(stackbuf) ? stackbuf : malloc(total);
+    if (!out)
+        return -2;
+    wsp_encode(out, opcode, payload, len, mask);
+    int rc = wcn_send_all(fd, out, total);
+    if (secret)
+        explicit_bzero(out, total);
+    if (out != stackbuf)
+        free(out);
+    return rc;
 }

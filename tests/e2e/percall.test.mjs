@@ -601,4 +601,32 @@ describe('waits inside a run', () => {
     assert.equal(what, 'alarm', JSON.stringify(r));
     assert.ok(took < 3.5 * (ms(1000) / 1000), `the handler ran ${took} s after the wait began`);
   });
+
+  // Calls made in a quick burst leave the worker in one send (src/worker/wsout.c, the cork),
+  // at the latest WSO_CORK_US (0.5 ms) after the burst began even when the program then
+  // computes without waiting: the cork timer flushes them. Two calls, the second one a 400 ms
+  // sleep, then 800 ms of busy computing: the sleep must overlap the computing (took ~0.8 s),
+  // not start only when the program waits (~1.2 s). Also with the cork timer's descriptor
+  // closed by agent code: the wait still flushes, nothing hangs.
+  const BURST = 'import time\nt = time.monotonic()\np1 = fake_echo(text="a")\np2 = fake_sleep(ms=400)\n' +
+    'while time.monotonic() - t < 0.8:\n    pass\np2.result()\np1.result()\nresult = time.monotonic() - t';
+  test('a burst of calls is sent while the program computes, not when it waits', { timeout: ms(90000) }, async () => {
+    for (let i = 0; i < 3; i++) {
+      const r = await run(BURST);
+      const took = r.structuredContent?.result;
+      assert.equal(typeof took, 'number', JSON.stringify(r));
+      assert.ok(took < 1.05, `the corked call went out late: the run took ${took} s`);
+    }
+    // The cork's timer is the worker's last timerfd (the watcher's own is made before it).
+    const r = await run('import os\ntf = []\nfor fd in range(3, 256):\n    try:\n' +
+      '        if os.readlink("/proc/self/fd/%d" % fd) == "anon_inode:[timerfd]":\n' +
+      '            tf.append(fd)\n    except OSError:\n        pass\nos.close(tf[-1])\n' +
+      'ps = [fake_echo(text=str(i)) for i in range(20)]\n' +
+      'result = [len(tf), [p.result() for p in ps][-1]]', {}, { timeout: ms(30000) });
+    assert.equal(r.isError, false, JSON.stringify(r));
+    assert.equal(r.structuredContent.result[0], 2, JSON.stringify(r.structuredContent));
+    assert.match(JSON.stringify(r.structuredContent.result[1]), /19/);
+    const after = await run(BURST);
+    assert.equal(typeof after.structuredContent?.result, 'number', JSON.stringify(after));
+  });
 });
