@@ -5,7 +5,17 @@
 #ifndef CODEMCP_TEST_CHECK_H
 #define CODEMCP_TEST_CHECK_H
 
+#include <stdint.h>
 #include <stdio.h>
+
+/* xorshift64: the tests' repeatable random numbers (each test keeps and seeds its own state). */
+__attribute__((unused)) static uint64_t check_xorshift(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
 
 static int check_failures, check_cases;
 

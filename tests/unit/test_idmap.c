@@ -12,10 +12,7 @@
 static uint64_t rng = 88172645463325252ULL;
 static uint64_t rnd(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return check_xorshift(&rng);
 }
 
 /* Keys drawn from a small range (collisions, re-puts, deletes of absent keys) plus a few

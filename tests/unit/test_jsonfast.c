@@ -10,13 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static unsigned long long rng = 88172645463325252ULL;
+static uint64_t rng = 88172645463325252ULL;
 static unsigned rnd(unsigned n)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (unsigned)(rng % n);
+    return (unsigned)(check_xorshift(&rng) % n);
 }
 
 /* 1 when both decoders agree on text (accept with equal values, or both refuse). */

@@ -17,10 +17,7 @@
 static uint64_t rng = 0x9E3779B97F4A7C15ULL;
 static unsigned rnd(unsigned n)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (unsigned)(rng % n);
+    return (unsigned)(check_xorshift(&rng) % n);
 }
 
 static int spliced; /* how many envelopes took the byte path */

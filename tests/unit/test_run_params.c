@@ -54,9 +54,13 @@ static void test_same_bytes(void)
     json_t *allow = json_pack("[s,s]", "github/create_issue", "caf\xc3\xa9*");
     json_t *off = json_pack("[s]", "x/y"), *none = json_array();
     json_t *drops = json_pack("[s,s]", "n1", "n2");
-    struct run_params p = {.run_id = "r-1", .ns_key = "n7", .code = "result = 1",
-                           .timeout_ms = 30000, .max_output_bytes = 1 << 20,
-                           .validate = 1, .namespace_fresh = 1};
+    struct run_params p = {.run_id = "r-1",
+                           .ns_key = "n7",
+                           .code = "result = 1",
+                           .timeout_ms = 30000,
+                           .max_output_bytes = 1 << 20,
+                           .validate = 1,
+                           .namespace_fresh = 1};
     EXPECT(same(&p));
     p.code = "print(\"q\\\\ \xe2\x82\xac\")\n\tx = '\x01\x1f'\n"; /* escapes, UTF-8, controls */
     p.allow_mutations = allow;

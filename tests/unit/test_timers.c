@@ -13,10 +13,7 @@
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 static uint64_t rnd(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return check_xorshift(&rng);
 }
 
 /* ---- the heap vs a model: armed flags, deadlines and start order in plain arrays ---- */
