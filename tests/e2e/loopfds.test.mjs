@@ -19,6 +19,15 @@ import {
 const link = (p) => { try { return fs.readlinkSync(p); } catch { return null; } };
 
 // fd number -> link target of every descriptor of pid.
+/** execute_python on h, with a generous timeout. */
+const runner = (h, timeout) => (code) => h.client.callTool({ name: 'execute_python',
+  arguments: { code } }, undefined, { timeout: ms(timeout) });
+/** The first successful answer to code while the upstreams start (null after `wait` ms). */
+const firstOk = (run, code, wait) => waitFor(async () => {
+  const r = await run(code);
+  return r.isError ? null : r;
+}, ms(wait), 200);
+
 function fds(pid) {
   const out = new Map();
   for (const n of fs.readdirSync(`/proc/${pid}/fd`)) out.set(Number(n), link(`/proc/${pid}/fd/${n}`));
@@ -50,14 +59,10 @@ test('raw descriptors sit in one epoll set; an upstream restart swaps its pipes 
     fake: servers.fake(['--pid-file', pidFile, '--crash-on-call', 'boom']),
   });
   const h = await connectClient({ config });
-  const run = (code) => h.client.callTool({ name: 'execute_python', arguments: { code } }, undefined,
-    { timeout: ms(60000) });
+  const run = runner(h, 60000);
   const CONC = 'ps = [everything_get_sum(a=i, b=1) for i in range(50)]\n' +
     'result = sum(int(str(p).split()[-1].rstrip(".")) for p in ps)';
-  const sum = await waitFor(async () => {
-    const r = await run(CONC);
-    return r.isError ? null : r;
-  }, ms(30000), 200);
+  const sum = await firstOk(run, CONC, 30000);
   assert.equal(sum?.structuredContent?.result, 1275, JSON.stringify(sum));
   const echo = await waitFor(async () => {
     const r = await run('result = str(fake_echo(text="up"))');
@@ -109,14 +114,10 @@ test('the call frames of 50 concurrent calls reach the upstream in a write or a 
   const dir = tempDir('codemcp-loopfds-');
   const h = await connectClient({ config: writeConfig(dir, { fake: servers.fake() }),
     env: { CODEMCP_LOG_LEVEL: 'error' } });
-  const run = (code) => h.client.callTool({ name: 'execute_python', arguments: { code } }, undefined,
-    { timeout: ms(30000) });
+  const run = runner(h, 30000);
   const CONC = 'ps = [fake_echo(text="y" * 300 + str(i)) for i in range(50)]\n' +
     'result = sum(len(str(p)) for p in ps)';
-  const first = await waitFor(async () => {
-    const r = await run(CONC);
-    return r.isError ? null : r;
-  }, ms(20000), 200);
+  const first = await firstOk(run, CONC, 20000);
   assert.ok(first && first.structuredContent.result > 15000, JSON.stringify(first));
   const syscw = () => Number(fs.readFileSync(`/proc/${h.pid}/io`, 'utf8').match(/syscw: (\d+)/)[1]);
   let best = Infinity;
