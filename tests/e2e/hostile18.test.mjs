@@ -240,3 +240,41 @@ result = {"eventfds": len(hit), "reply": str(r)[:40]}`);
     await h.close();
   }
 });
+
+// Session 9 (wksys): the worker's control socket is blocking and its waits for the next request
+// and for replies (several calls in flight) are one recv on it. Agent code shares the descriptor:
+// making it non-blocking must only bring the poll back, never a busy loop, a lost reply or a
+// wait the deadline cannot end; and one call, many calls and the next run still work.
+test('agent code flipping the control socket to non-blocking: waits still end, nothing is lost', { timeout: ms(180000) }, async () => {
+  const { h, run } = await session({ fake: servers.fake() }, { CODEMCP_EXEC_TIMEOUT_MS: '4000' });
+  try {
+    let e = await run(String.raw`
+import os
+flipped = []
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        if os.readlink("/proc/self/fd/" + fd).startswith("socket:"):
+            os.set_blocking(int(fd), False)
+            flipped.append(int(fd))
+    except OSError:
+        pass
+one = str(fake_echo(text="one"))
+many = [fake_echo(text="m%d" % i) for i in range(20)]
+result = {"flipped": len(flipped), "one": "one" in one, "many": sum(("m%d" % i) in str(p) for i, p in enumerate(many))}`);
+    assert.ok(e.result && e.result.flipped >= 1, JSON.stringify(e).slice(0, 1500));
+    assert.equal(e.result.one, true, JSON.stringify(e).slice(0, 1500));
+    assert.equal(e.result.many, 20, JSON.stringify(e).slice(0, 1500));
+    e = await run('import time\nt = time.process_time()\nps = [fake_sleep(ms=1500) for _ in range(3)]\n' +
+      '[p.result() for p in ps]\nresult = time.process_time() - t');
+    assert.equal(typeof e.result, 'number', JSON.stringify(e).slice(0, 1500));
+    assert.ok(e.result < 0.6, `waiting 1.5 s for three calls took ${e.result} s of CPU: a busy loop`);
+    const t0 = Date.now();
+    e = await run('ps = [fake_sleep(ms=60000) for _ in range(2)]\n[p.result() for p in ps]\nresult = "not reached"');
+    assert.notEqual(e.result, 'not reached', JSON.stringify(e).slice(0, 1500));
+    assert.ok(Date.now() - t0 < ms(60000), 'the run deadline ends a wait on a non-blocking control socket');
+    e = await run('result = 41 + 1');
+    assert.equal(e.result, 42, `the session still answers: ${JSON.stringify(e).slice(0, 1500)}`);
+  } finally {
+    await h.close();
+  }
+});
