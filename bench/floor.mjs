@@ -23,6 +23,9 @@
 // CODEMCP_BIN picks codemcp (its build dir also holds bench/floor/*; FLOOR_DIR overrides).
 // CODEMCP_BIN_BEFORE adds a fifth arm, codemcp-before (e.g. a build of main), run in the same rounds:
 // the report then has before/after ratios from one run.
+// FLOOR_POLL_WAIT=1 makes floor-worker and floor-pyworker wait in poll() before each read
+// instead of blocking in the read (bench/floor/lineio.h says why; results/percall.md, seventh
+// pass, has what it changes).
 import { writeFileSync, readFileSync, existsSync, mkdtempSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';

@@ -2,6 +2,7 @@
 #include "lineio.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,8 +96,15 @@ static int lines_room(struct lines *l, size_t n)
     return 0;
 }
 
+int ws_fill_polls;
+
 ssize_t ws_fill(struct lines *l, struct wsin *w, int fd)
 {
+    if (ws_fill_polls) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        while (poll(&p, 1, -1) < 0 && errno == EINTR)
+            ;
+    }
     if (w->cap - w->len < 4096) {
         size_t cap = w->cap ? w->cap * 2 : 65536;
         unsigned char *d = realloc(w->raw, cap);

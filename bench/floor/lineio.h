@@ -30,6 +30,12 @@ struct wsin {
     unsigned char *raw;
     size_t len, cap;
 };
+/* Set by the floor workers from FLOOR_POLL_WAIT=1: ws_fill waits in poll() before its read
+ * instead of blocking in the read. A reader blocked in read on a unix stream socket is woken,
+ * for nothing, whenever the peer consumes what it sent (the write-space wake-up); a poll entry
+ * filters that out. To tell whether the floor's blocking reads cost it more than they save
+ * (results/percall.md, seventh pass). The floor gateway polls before it reads anyway. */
+extern int ws_fill_polls;
 /* One read(2) from a WebSocket link: whole frames are decoded (unmasked when masked) and
  * their payloads appended to l, a partial frame waits in w. Bytes read, 0 at end of file,
  * -1 on error or a frame this relay does not speak (not a final text frame). */

@@ -250,6 +250,7 @@ static int init_python(void)
 int main(void)
 {
     int status = 1;
+    ws_fill_polls = getenv("FLOOR_POLL_WAIT") && *getenv("FLOOR_POLL_WAIT") == '1';
     if (init_python() < 0) {
         fprintf(stderr, "floor-pyworker: cannot start Python\n");
         return 1;

@@ -105,6 +105,7 @@ static int run(const char *workload, long *total)
 int main(void)
 {
     int status = 1;
+    ws_fill_polls = getenv("FLOOR_POLL_WAIT") && *getenv("FLOOR_POLL_WAIT") == '1';
     for (;;) {
         size_t n;
         char *line;
