@@ -184,7 +184,12 @@ async function timed(arm, w, rec) {
   }
 }
 
-// Rounds: every workload once per arm, arm order rotated each round. Each round also records
+// Rounds: every workload once per arm, arm order rotated each round and reversed every other
+// round. Arms share code pages (libpython, lws, server-everything's), so an arm run right after
+// another that warmed them is faster: with rotation alone codemcp-before followed codemcp in
+// five rounds of six, and two builds of the same code measured codemcp / codemcp-before 1.02×
+// on one call and 1.09× on the empty program. Reversing every other round makes each arm
+// follow each other one equally often. Each round also records
 // the share of the machine's CPU time used by anything but this benchmark's processes (the VM
 // is shared): a round where someone else's job held ≥ DISTURBED of it is "disturbed", kept apart,
 // and followed by a pause until the machine is idle again and one unrecorded round. The run
@@ -202,9 +207,14 @@ async function waitIdle(deadline) {
   }
   return -1;
 }
+const armOrder = (r) => {
+  const a = r % 2 ? [...ARMS].reverse() : ARMS, shift = r >> 1;
+  return a.map((_, k) => a[(k + shift) % a.length]);
+};
 async function round(r, rec) {
+  const order = armOrder(r);
   for (const w of WORKLOADS)
-    for (let k = 0; k < ARMS.length; k++) await timed(ARMS[(k + r) % ARMS.length], w, rec);
+    for (const arm of order) await timed(arm, w, rec);
 }
 for (let r = 0; r < WARMUP; r++) await round(r, null);
 const rounds = [], loads = [];
@@ -285,7 +295,7 @@ const pct = (x) => `${fmt(100 * x, 0)} %`;
 const report = `# The topology floor (issue 3)
 
 ${new Date().toISOString()} — ${rounds.length} rounds after ${WARMUP} warm-up rounds; in every round each
-workload runs once per arm, arm order rotated round by round. ${ncpu} × ${cpus()[0]?.model ?? '?'},
+workload runs once per arm, arm order rotated round by round and reversed every other round. ${ncpu} × ${cpus()[0]?.model ?? '?'},
 Node ${process.version}, commit ${rev}, codemcp ${bin}, relays ${FLOOR_DIR}.
 
 **What the floor is.** \`bench/floor/\` holds two C relays that keep codemcp's mandated process
