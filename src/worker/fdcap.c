@@ -184,3 +184,13 @@ void fdcap_end(char **out, size_t *out_len, size_t *out_cut, char **err, size_t 
     fc.capturing = 0;
     pthread_mutex_unlock(&fc.mu);
 }
+
+void fdcap_settle(void)
+{
+    if (!fc.started)
+        return;
+    pthread_mutex_lock(&fc.mu);
+    if (!fc.capturing)
+        drain_ready();
+    pthread_mutex_unlock(&fc.mu);
+}

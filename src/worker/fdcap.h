@@ -26,5 +26,9 @@ void fdcap_begin(size_t limit);
  * how many bytes beyond the limit were dropped; capture stops. */
 void fdcap_end(char **out, size_t *out_len, size_t *out_cut, char **err, size_t *err_len,
                size_t *err_cut);
+/* Between runs: what fds 1 and 2 hold right now goes to the log at once, not whenever the
+ * drain thread gets to it (by then a next run's capture may have started and taken it).
+ * Everything this thread wrote before the call is in the pipe, so it is covered. */
+void fdcap_settle(void);
 
 #endif

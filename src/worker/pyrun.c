@@ -1,9 +1,10 @@
 /* pyrun — see pyrun.h. GIL held throughout, except around the stray check. Every reference
- * taken is released on every path; the hooks and the cache are owned here for the life of
- * the process. */
+ * taken is released on every path, a run's once its answer is sent (pyafter.c); the hooks and
+ * the cache are owned here for the life of the process. */
 #include "pyrun.h"
 #include "fdcap.h"
 #include "log.h"
+#include "pyafter.h"
 #include "pyfast.h"
 #include "pyjson.h"
 #include "pyreq.h"
@@ -127,11 +128,13 @@ static int pyr_plain(PyObject *text, struct plain *p)
     return 1;
 }
 
+/* p's references are released after the answer (pyafter.c). */
 static void pyr_plain_release(struct plain *p)
 {
-    Py_CLEAR(p->opts);
-    Py_CLEAR(p->params);
-    pyq_release(&p->q);
+    PyObject *refs[] = {p->opts, p->params, p->q.code, p->q.run_id, p->q.session, p->q.allow};
+    for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++)
+        pya_keep(refs[i]);
+    p->opts = p->params = p->q.code = p->q.run_id = p->q.session = p->q.allow = NULL;
 }
 
 /* The request's params dict (borrowed from p), parsed on first use; NULL with an exception. */
@@ -456,7 +459,7 @@ static PyObject *pyr_run(struct plain *p, PyObject *e)
     streams = state ? pyrs_streams(p->max_output) : NULL;
     if (!streams || !PyTuple_CheckExact(streams) || PyTuple_GET_SIZE(streams) != 2)
         goto fail;
-    in = PyObject_CallNoArgs(H.stringio); /* input() ends at once instead of reading stdin */
+    in = pya_stdin(H.stringio); /* input() ends at once instead of reading stdin */
     const char *rid = in ? PyUnicode_AsUTF8(p->run_id) : NULL;
     if (!rid || PyDict_SetItem(H.rs_dict, S[K__current], state) < 0)
         goto fail;
@@ -545,18 +548,13 @@ restore:
     } else if (env_json)
         PyErr_SetString(PyExc_TypeError, "the envelope is not a str");
 done:
-    Py_XDECREF(env_json);
-    Py_XDECREF(envelope);
-    Py_XDECREF(outcome);
-    Py_XDECREF(text);
-    Py_XDECREF(exc);
-    Py_XDECREF(value);
-    for (int i = 0; i < 3; i++)
-        Py_XDECREF(saved[i]);
-    Py_XDECREF(in);
-    Py_XDECREF(streams);
-    Py_XDECREF(state);
-    Py_XDECREF(ns);
+    /* Released after the answer, and the namespace checked then (pyafter.c). */
+    if (ns && PyDict_Check(ns))
+        pya_namespace(p->session, ns);
+    PyObject *refs[] = {env_json, envelope, outcome, text,    exc,   value, saved[0],
+                        saved[1], saved[2], in,      streams, state, ns};
+    for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++)
+        pya_keep(refs[i]);
     return reply;
 }
 
@@ -603,7 +601,7 @@ static PyObject *pyr_request(PyObject *text)
             n_fast += e != NULL;
             if (!reply)
                 reply = pyr_failed(p.id);
-            Py_XDECREF(e);
+            pya_keep(e);
             pyr_plain_release(&p);
             return reply;
         }
@@ -711,16 +709,19 @@ PyObject *pyr_serve(PyObject *self, PyObject *hooks)
             continue;
         }
         PyObject *reply = pyr_request(text); /* new ref */
-        Py_DECREF(text);
-        Py_BEGIN_ALLOW_THREADS;
-        pys_end_strays(); /* after every request, before its reply goes out */
-        Py_END_ALLOW_THREADS;
+        pya_keep(text);
+        if (pys_active()) {
+            Py_BEGIN_ALLOW_THREADS;
+            pys_end_strays(); /* after every request, before its reply goes out */
+            Py_END_ALLOW_THREADS;
+        }
         int rc = 1;
         if (!reply)
             rc = pyr_after_error();
         else if (reply != Py_None && pym_send_text(reply) < 0)
             rc = pyr_after_error();
         Py_XDECREF(reply);
+        pya_after_answer(H.stringio); /* what could wait for the answer (see pyafter.h) */
         if (rc == 0)
             return PyLong_FromLong(0);
         if (rc < 0)

@@ -7,7 +7,8 @@
  * and the validator's verdict, with the identifiers the verdict depends on), the verdict
  * check against the namespace, the interpreter-state swap of a run (runstate's current run,
  * sys.stdout/stderr/stdin, the fd capture, the interrupt target), the success envelope and
- * the reply frame, and the end-of-run stray-process check (pystray.c) after every request.
+ * the reply frame, and the end-of-run stray-process check (pystray.c) after every request,
+ * before its reply goes out. What the reply does not need waits until it is sent (pyafter.h).
  *
  * The fast path takes a run only when the request is plain (see pyr_plain in pyrun.c; its
  * text is read by pyreq.c); it decides before anything has happened, so a request it leaves

@@ -2,8 +2,11 @@
  * twins do (the same objects, through references taken at init); never stores a reference
  * agent code could reach into anything but those objects. */
 #include "pyrunset.h"
+#include "fdcap.h"
 #include "pyfast.h"
 
+#include <stdio.h>
+#include <string.h>
 #include <structmember.h>
 
 static struct {
@@ -194,6 +197,60 @@ static int injected_in_place(PyObject *ns, PyObject *fresh, PyObject *session)
     return i == n;
 }
 
+/* ---- the proof after the answer ---------------------------------------------------------
+ * injected_in_place() walks every injected name: O(names), on the way into every run. The
+ * walk's answer depends only on ns, fresh and the session's places, so it is taken once the
+ * last run's answer has gone out (pyrs_check_namespace, called by pyafter.c) and noted with
+ * both dicts' versions. The next run takes the noted answer instead of walking when it is the
+ * same session, ns and fresh are the same dicts and neither version moved: then neither dict
+ * changed since (dict_tag), and the places did not either (only pyrs_namespace changes them,
+ * and every call of it consumes the note). Anything else, e.g. an agent thread left running
+ * that rebound a name meanwhile, another namespace, a reset or a new SDK, walks as before.
+ * The dicts are noted by address and never dereferenced: a dict freed meanwhile and another
+ * made at the same address cannot match, as a new dict takes a new version. */
+static struct {
+    PyObject *session; /* owned: the exact str of the run that was checked, or NULL */
+    const void *ns, *fresh;
+    unsigned long long ns_tag, fresh_tag;
+    int in_place;
+} note;
+
+void pyrs_check_namespace(PyObject *session, PyObject *ns)
+{
+    Py_CLEAR(note.session);
+    /* A strong reference first: the lookup may run a key's __eq__ (agent code). */
+    PyObject *fresh_for = Py_XNewRef(PyDict_GetItemWithError(R.rn_dict, R.k_fresh_for));
+    PyObject *fresh = fresh_for && PyTuple_CheckExact(fresh_for) && PyTuple_GET_SIZE(fresh_for) == 2
+                          ? PyTuple_GET_ITEM(fresh_for, 1)
+                          : NULL;
+    if (fresh && PyDict_CheckExact(fresh) && PyDict_CheckExact(ns) &&
+        PyUnicode_CheckExact(session) && dict_tag(ns) && dict_tag(fresh)) {
+        /* No Python code runs from here to the tags: they are those of the dicts walked. */
+        note.in_place = injected_in_place(ns, fresh, session);
+        note.ns = ns;
+        note.fresh = fresh;
+        note.ns_tag = dict_tag(ns);
+        note.fresh_tag = dict_tag(fresh);
+        note.session = Py_NewRef(session);
+    }
+    PyErr_Clear();
+    Py_XDECREF(fresh_for);
+}
+
+/* injected_in_place(ns, fresh, session), from the note when it holds (see above). */
+static int in_place(PyObject *ns, PyObject *fresh, PyObject *session, PyObject *noted)
+{
+    if (noted && note.ns == ns && note.fresh == fresh && note.ns_tag == dict_tag(ns) &&
+        note.fresh_tag == dict_tag(fresh) &&
+        (noted == session ||
+         (PyUnicode_GET_LENGTH(noted) == PyUnicode_GET_LENGTH(session) &&
+          PyUnicode_KIND(noted) == PyUnicode_KIND(session) &&
+          memcmp(PyUnicode_DATA(noted), PyUnicode_DATA(session),
+                 (size_t)PyUnicode_GET_LENGTH(noted) * PyUnicode_KIND(noted)) == 0)))
+        return note.in_place;
+    return injected_in_place(ns, fresh, session);
+}
+
 /* Records where fresh's names sit in ns (just updated with fresh). The usual order is fresh's
  * own (the first injection appends them in it); when it is not, a map of ns's keys to their
  * places is built. Nothing is recorded when a name is missing (the next run updates). */
@@ -272,6 +329,8 @@ PyObject *pyrs_namespace(PyObject *session, int reset, PyObject *snap)
     PyObject *fresh_for = Py_XNewRef(PyDict_GetItemWithError(R.rn_dict, R.k_fresh_for));
     PyObject *injected = Py_XNewRef(PyDict_GetItemWithError(R.rn_dict, R.k_injected));
     PyObject *ns = NULL, *fresh = NULL, *inj = NULL, *out = NULL;
+    PyObject *noted = note.session; /* owned here: the note holds for this call only */
+    note.session = NULL;
     if (PyErr_Occurred())
         goto out;
     if (!reset && fresh_for && PyTuple_CheckExact(fresh_for) && PyTuple_GET_SIZE(fresh_for) == 2 &&
@@ -296,7 +355,7 @@ PyObject *pyrs_namespace(PyObject *session, int reset, PyObject *snap)
         goto out;
     }
     PyObject *r = PyObject_CallMethodOneArg(R.sessions, R.k_move_to_end, session);
-    int update = r && !injected_in_place(ns, fresh, session);
+    int update = r && !in_place(ns, fresh, session, noted);
     if (!r || (update && PyDict_Update(ns, fresh) < 0)) {
         Py_XDECREF(r);
         goto out;
@@ -305,16 +364,30 @@ PyObject *pyrs_namespace(PyObject *session, int reset, PyObject *snap)
     if (update)
         record_places(ns, fresh, session);
     /* drop `result` (a lookup first: a KeyError costs more than the run) */
-    PyObject *res = PyDict_GetItemWithError(ns, R.k_result); /* borrowed, only tested */
+    PyObject *res = Py_XNewRef(PyDict_GetItemWithError(ns, R.k_result));
+    int failed = 0;
     if (res && PyDict_DelItem(ns, R.k_result) < 0) {
-        if (!PyErr_ExceptionMatches(PyExc_KeyError)) /* gone meanwhile (a key's __eq__) */
-            goto out;
-        PyErr_Clear();
+        failed = !PyErr_ExceptionMatches(PyExc_KeyError); /* else gone meanwhile (an __eq__) */
+        if (!failed)
+            PyErr_Clear();
     } else if (!res && PyErr_Occurred()) {
         goto out;
     }
-    out = Py_NewRef(ns);
+    if (res) {
+        /* The last run's value freed here: its __del__ (agent code) wrote to the worker's own
+         * fds 1/2, and this run's fd capture, which starts in a moment, would take it from
+         * the pipe before the drain thread logs it. It is the log's now. */
+        int last = Py_REFCNT(res) == 1;
+        Py_DECREF(res);
+        if (last) {
+            fflush(stdout);
+            fdcap_settle();
+        }
+    }
+    if (!failed)
+        out = Py_NewRef(ns);
 out:
+    Py_XDECREF(noted);
     Py_XDECREF(ns);
     Py_XDECREF(fresh_for);
     Py_XDECREF(injected);

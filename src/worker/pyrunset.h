@@ -1,11 +1,12 @@
 /* pyrunset — the per-run objects pyrun.c needs, built in C in the usual case: the run's
  * namespace (runner._namespace's work when the namespace exists and has this SDK's names
  * already; the injected names are checked in place and put back only when one moved, see
- * "the injected names' places" in pyrunset.c), its RunState (runstate.RunState without its
- * __init__, its slots read and stored directly while the class is unchanged) and its two
- * capture streams (capture._stream's reuse of an unheld stream). Anything unusual is handed
- * to the Python function that does the same (kept at init). GIL held; functions returning an
- * object give a new reference or NULL with an exception. */
+ * "the injected names' places" in pyrunset.c; the check is made after the last run's answer
+ * and taken as it was while nothing changed since, "the proof after the answer"), its RunState
+ * (runstate.RunState without its __init__, its slots read and stored directly while the class
+ * is unchanged) and its two capture streams (capture._stream's reuse of an unheld stream).
+ * Anything unusual is handed to the Python function that does the same (kept at init). GIL
+ * held; functions returning an object give a new reference or NULL with an exception. */
 #ifndef CODEMCP_PYRUNSET_H
 #define CODEMCP_PYRUNSET_H
 
@@ -17,6 +18,11 @@
 int pyrs_init(PyObject *hooks /* borrowed */);
 
 PyObject *pyrs_namespace(PyObject *session, int reset, PyObject *snap);
+/* After a run's answer: whether ns (the namespace pyrs_namespace gave it, borrowed) still has
+ * the SDK's injected names in place, noted for the next pyrs_namespace of session (borrowed),
+ * which takes it without the O(names) walk while ns and the injected names are unchanged.
+ * Runs no Python code but a dict lookup's key __eq__; leaves no exception. */
+void pyrs_check_namespace(PyObject *session, PyObject *ns);
 /* RunState's slots, in runstate.py's order. */
 enum {
     PYRS_RUN_ID,

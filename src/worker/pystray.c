@@ -46,6 +46,11 @@ static int any_child(void)
     return !(rc < 0 && errno == ECHILD);
 }
 
+int pys_active(void)
+{
+    return sandboxed != 0;
+}
+
 void pys_end_strays(void)
 {
     if (!sandboxed || (sandboxed == 1 && !any_child()))

@@ -16,5 +16,8 @@ void pys_init(void);
 /* After every request, before its reply goes out. Never calls Python; call it without the
  * GIL. May wait up to 0.5 s for killed processes to be reaped. */
 void pys_end_strays(void);
+/* 0 when pys_end_strays() does nothing (outside the sandbox): the caller may skip releasing
+ * the GIL for it. */
+int pys_active(void);
 
 #endif

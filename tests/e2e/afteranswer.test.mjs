@@ -1,0 +1,145 @@
+// What the worker does after a run's answer has gone out (issue 17: src/worker/pyafter.h):
+// the run's objects are released then, the namespace's SDK names are proved in place then
+// (the next run of the session skips that walk while neither dict changed), and the next
+// run's stdin is made then. Agent code is hostile and keeps running between runs (threads,
+// __del__): each test below is something that must hold whatever it does meanwhile.
+// Checked against broken code: the first test fails when the proof is taken without comparing
+// the namespace's version (three cases) or the injected names' version (the last step); the
+// third when the stray check after the release is left out. The second failed on main too
+// (before this file): a value bound to `result` is freed at the next run's start, and its
+// __del__'s output was taken by that run's fd capture.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { connectClient, ms, servers, sleep, tempDir, writeConfig } from './lib.mjs';
+
+async function session(env = {}) {
+  const dir = tempDir();
+  const h = await connectClient({ config: writeConfig(dir, { everything: servers.everything() }), env });
+  const run = async (code) => {
+    const r = await h.client.callTool({ name: 'execute_python', arguments: { code } },
+      undefined, { timeout: ms(60000) });
+    const e = structuredClone(r.structuredContent ?? JSON.parse(r.content[0].text));
+    delete e.namespace;
+    return e;
+  };
+  return { h, run };
+}
+
+const SUM = 'The sum of 1 and 2 is 3.';
+
+// A thread the run leaves behind changes the namespace after the answer (after the proof that
+// the SDK names were in place): the next run must not take the proof, and gets the real
+// functions back, as runner._namespace's ns.update(fresh) gives them.
+test('an agent thread that rebinds or deletes SDK names after the answer: the next run has the real ones', { timeout: ms(180000) }, async () => {
+  const { h, run } = await session();
+  try {
+    assert.equal((await run('result = everything_get_sum(a=1, b=2)')).result, SUM);
+    const later = (body) => String.raw`
+import threading, time
+def later():
+    time.sleep(0.3)
+${body}
+    threading.aa_done = True  # kept out of the namespace: only the body changes it
+threading.Thread(target=later, daemon=True).start()
+`;
+    const cases = {
+      // the names are in place when the answer goes out; the thread rebinds one afterwards
+      'rebound after the answer': later('    globals()["everything_get_sum"] = 6') + 'result = 1',
+      // the run rebinds it, and the thread again after the answer
+      'rebound by the run, then by the thread': later('    globals()["everything_get_sum"] = 6') +
+        'everything_get_sum = 5\nresult = 1',
+      'deleted after the answer': later('    del globals()["everything_get_sum"]') + 'result = 1',
+      // a rebinding that leaves the same number of names and the same order of entries
+      'swapped for another SDK function': later(
+        '    g = globals()\n    g["everything_get_sum"], g["everything_echo"] = g["everything_echo"], g["everything_get_sum"]') +
+        'result = 1',
+    };
+    const bad = [];
+    for (const [name, code] of Object.entries(cases)) {
+      let e = await run(code);
+      assert.equal(e.result, 1, `${name}: ${JSON.stringify(e)}`);
+      await sleep(1500); // the thread has slept 0.3 s and changed the namespace
+      e = await run('result = [__import__("threading").__dict__.pop("aa_done", False), everything_get_sum(a=1, b=2), ' +
+        'everything_echo(message="hi")]');
+      if (e.result?.[0] === false)
+        assert.fail(`${name}: the thread had not run yet (a slow machine?): ${JSON.stringify(e)}`);
+      if (JSON.stringify(e) !== JSON.stringify({ result: [true, SUM, 'Echo: hi'] }))
+        bad.push(`${name}: ${JSON.stringify(e).slice(0, 400)}`);
+    }
+    assert.deepEqual(bad, []);
+    // and with nothing changed in between, the next runs still have them
+    for (let i = 0; i < 3; i++)
+      assert.equal((await run('result = everything_get_sum(a=1, b=2)')).result, SUM);
+    // the runtime's own dict of injected names changed after the answer (the namespace did
+    // not): the next run is injected with what it holds now, as the Python path does
+    let e = await run(later('    import codemcp_rt.runner as rn\n    rn._fresh_for[1]["everything_echo"] = 42') +
+      'result = 1');
+    assert.equal(e.result, 1, JSON.stringify(e));
+    await sleep(1500);
+    e = await run('result = [__import__("threading").__dict__.pop("aa_done", False), everything_echo]');
+    assert.deepEqual(e, { result: [true, 42] });
+  } finally {
+    await h.close();
+  }
+});
+
+// A value's __del__ runs when the value is freed: after the answer now for what only the run
+// held (its final expression, its exception), at the next run's start for what `result` held.
+// Either way its output (print, the unraisable report of an exception it raised, os.write on
+// fd 1) is no later run's: that run's stdout and stderr stay its own.
+test('__del__ output of a run\'s values never reaches the next run\'s output', { timeout: ms(240000) }, async () => {
+  const { h, run } = await session();
+  try {
+    const D = String.raw`
+import os, sys
+class D:
+    def __del__(self):
+        print("LEAK-PRINT")
+        print("LEAK-STDERR", file=sys.stderr)
+        os.write(1, b"LEAK-FD1\n")
+        raise RuntimeError("LEAK-RAISED")
+`;
+    const cases = {
+      'final expression': D + 'D()',
+      'bound to result': D + 'result = D()',
+      'in a list bound to result': D + 'result = [D(), D()]',
+      'in the exception': D + 'raise ValueError(D())',
+      'a big list with one of them': D + 'result = list(range(100000)) + [D()]',
+    };
+    for (const [name, code] of Object.entries(cases)) {
+      for (let i = 0; i < 8; i++) {
+        const a = await run(code);
+        assert.ok(!JSON.stringify(a).includes('LEAK'), `${name}: the run's own answer: ${JSON.stringify(a).slice(0, 300)}`);
+        const b = await run('print("two")\nresult = 2');
+        assert.deepEqual(b, { result: 2, stdout: 'two\n' }, `${name}, round ${i}`);
+      }
+    }
+  } finally {
+    await h.close();
+  }
+});
+
+// In the sandbox no process a run started outlives it; a __del__ that forks after the answer is
+// ended by the check that follows the release, before any next request is read.
+test('a process forked by a __del__ after the answer is gone before the next run', { timeout: ms(120000), skip: process.env.CODEMCP_ISOLATION === 'host' }, async () => {
+  const { h, run } = await session();
+  try {
+    const PIDS = 'import os\nresult = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())';
+    assert.deepEqual((await run(PIDS)).result, [1, 2]);
+    for (let i = 0; i < 3; i++) {
+      const e = await run(String.raw`
+import os, time
+class F:
+    def __del__(self):
+        if os.fork() == 0:
+            time.sleep(300)
+            os._exit(0)
+F()`);
+      assert.ok(e.result, JSON.stringify(e));
+      assert.deepEqual((await run(PIDS)).result, [1, 2], `round ${i}`);
+    }
+  } finally {
+    await h.close();
+  }
+});
