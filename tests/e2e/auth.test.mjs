@@ -74,6 +74,9 @@ test('default: a generated 0600 token, reused across restarts; another user gets
   assert.match(gw.proc.stderr, /created a new HTTP token in .*http-token \(mode 0600\)/);
 
   // The ready-to-paste snippet names the URL and the header; a client configured from it works.
+  // It is written after the "serving" line start() waits for: under ASan it can come later.
+  for (let i = 0; i < 100 && !gw.proc.stderr.includes('Claude Code:'); i++)
+    await new Promise((r) => setTimeout(r, 50));
   const line = gw.proc.stderr.split('\n').find((l) => l.includes('Claude Code:'));
   assert.ok(line, `no Claude Code snippet on stderr:\n${gw.proc.stderr}`);
   const m = line.match(/--transport http codemcp (\S+) --header "([^:]+): ([^"]+)"/);
