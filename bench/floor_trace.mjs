@@ -1,13 +1,16 @@
 // Per-execute kernel evidence for issue 17: runs one arm (codemcp, floor-python's
 // floor-gateway + floor-pyworker, or floor's floor-worker) with the floor's 2 ms gap between
 // executes and, during the measured executes, a command of yours with {gw} and {wk} replaced
-// by the gateway's and the worker's pids (perf record / perf stat / perf trace / strace).
+// by the gateway's and the worker's pids ({up}: the upstream's, {cl}: this client's) (perf
+// record / perf stat / perf trace / strace).
 // Prints the CPU per execute of both processes (schedstat). Not a results file.
-// Usage: node bench/floor_trace.mjs codemcp|floorpy|floor empty|one [executes=2000] [gap ms=2] ['cmd']
+// Usage: node bench/floor_trace.mjs codemcp|floorpy|floor empty|one|seq50|conc50 [executes=2000] [gap ms=2] ['cmd']
 // e.g. node bench/floor_trace.mjs codemcp empty 2000 2 \
 //   'exec perf record -q -e raw_syscalls:sys_enter,raw_syscalls:sys_exit,sched:sched_switch,sched:sched_wakeup -p {gw},{wk} -o /tmp/c.data'
 // then python3 bench/floor_trace.py /tmp/c.data GW WK  (phases of the critical path, hops by CPU
-// placement, syscall durations). CODEMCP_BIN / FLOOR_DIR choose the builds.
+// placement, syscall durations); with -p {gw},{wk},{up},{cl}, python3 bench/floor_timeline.py
+// /tmp/c.data GW WK UP CL (an execute's milestones in all four processes, and where the worker
+// ran against whether the client was still runnable). CODEMCP_BIN / FLOOR_DIR choose the builds.
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
@@ -42,8 +45,10 @@ if (arm === 'codemcp') {
 }
 for (let i = 0; i < 200; i++) await run(w);
 let prof;
+const up = childPids(gw).filter((p) => comm(p) === 'node')[0]; // the upstream server-everything
 if (cmd) {
-  prof = spawn('sh', ['-c', cmd.replaceAll('{gw}', gw).replaceAll('{wk}', wk)], { stdio: 'inherit' });
+  prof = spawn('sh', ['-c', cmd.replaceAll('{gw}', gw).replaceAll('{wk}', wk).replaceAll('{up}', up)
+    .replaceAll('{cl}', process.pid)], { stdio: 'inherit' });
   prof.done = new Promise((r) => prof.on('exit', r));
   await sleep(500);
 }
@@ -52,6 +57,7 @@ for (let i = 0; i < n; i++) { await run(w); if (+GAP) await sleep(+GAP); }
 const g1 = cpuNs(gw), w1 = cpuNs(wk);
 if (prof) { prof.kill('SIGINT'); await prof.done; }
 console.log(`${arm} ${w}, gap ${GAP} ms: gateway ${((g1 - g0) / n / 1000).toFixed(1)} µs, ` +
-  `worker ${((w1 - w0) / n / 1000).toFixed(1)} µs CPU per execute (gateway pid ${gw}, worker pid ${wk})`);
+  `worker ${((w1 - w0) / n / 1000).toFixed(1)} µs CPU per execute (gateway pid ${gw}, worker pid ${wk}, ` +
+  `upstream pid ${up}, client pid ${process.pid})`);
 await peer.close();
 process.exit(0);

@@ -466,11 +466,6 @@ char *inb_take_reason(void)
     return r;
 }
 
-const char *inb_current_run(void)
-{
-    return inb.current_run;
-}
-
 void inb_clear(void)
 {
     char *text;

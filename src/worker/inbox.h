@@ -55,8 +55,6 @@ int inb_set_current_run(const char *run_id);
 int inb_lost(void);
 /* Pending interrupt reason (caller frees) or NULL; cleared by the call. */
 char *inb_take_reason(void);
-/* The current run id (borrowed, valid until the next inb_* call) or NULL. */
-const char *inb_current_run(void);
 
 /* Frees everything. */
 void inb_clear(void);

@@ -28,7 +28,8 @@
  * timer arming; wsout's wmu serialises whole frames on the wire. Order: wmu, then mu. mu is
  * never held across a blocking call; readers never wait for wmu (wso_control); a thread
  * holding wmu never waits for the GIL (it may hold the GIL, see pymod). The main thread's
- * reader waits without a timeout are one blocking recv (wsc_wait, "idle").
+ * reply waits for several calls, without a timeout, are one blocking recv (wsc_wait,
+ * "idle"); every other wait polls first.
  * This file never calls Python. */
 #include "wsclient.h"
 
@@ -409,17 +410,23 @@ static int wsc_wait(int timeout_ms, int (*take)(void *), void *arg)
             entered = 1;
         }
         wsc.reader = 1;
-        /* The main thread as the reader, with no timeout: nothing but the socket must
-         * wake it. A cancel and the run's deadline (the gateway's cancel frame) come on
-         * the socket it reads itself, so do other threads' replies and the end of the
-         * connection (a sender that found it broken also makes the watcher end the process
-         * within WSC_CLOSE_GRACE_MS). A signal ends the recv with EINTR; one that lands in
-         * the instant before recv blocks is seen when the next frame comes. A request wait
-         * during a run (agent code calling next_request) keeps the poll, and so does a reply
-         * wait with one call in flight: measured (results/floor.md, session 9), one reply
-         * at a time is 5-10 % slower through the blocking recv, many faster. */
-        int idle = on_main && left < 0 &&
-                   (take == wsc_take_request ? !inb_current_run() : atomic_load(&wsc.inflight) > 1);
+        /* The main thread waiting, with no timeout, for the replies of several calls:
+         * nothing but the socket must wake it. A cancel and the run's deadline (the
+         * gateway's cancel frame) come on the socket it reads itself, so do other threads'
+         * replies and the end of the connection (a sender that found it broken also makes
+         * the watcher end the process within WSC_CLOSE_GRACE_MS). A signal ends the recv
+         * with EINTR; one that lands in the instant before recv blocks is seen when the
+         * next frame comes. A reply wait with one call in flight keeps the poll: measured
+         * (results/floor.md, session 9), one reply at a time is 5-10 % slower through the
+         * blocking recv, many faster. So does every request wait, the one between runs
+         * too: a thread blocked in recv on a unix stream socket is also woken each time
+         * the gateway reads what this side sent (the kernel's write-space wake-up does not
+         * filter by event; poll's does), and between runs that is the answer, read while
+         * the gateway writes it to its client: the woken worker made the gateway's CPU
+         * look busy, so the client's wake-up went to the other CPU (results/percall.md,
+         * eighth pass: the empty program 0.96-0.97x with the poll). */
+        int idle =
+            on_main && left < 0 && take != wsc_take_request && atomic_load(&wsc.inflight) > 1;
         pthread_mutex_unlock(&wsc.mu);
 
         struct inb_msg *batch = NULL, **tail = &batch;

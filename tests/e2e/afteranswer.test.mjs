@@ -5,13 +5,17 @@
 // __del__): each test below is something that must hold whatever it does meanwhile.
 // Checked against broken code: the first test fails when the proof is taken without comparing
 // the namespace's version (three cases) or the injected names' version (the last step); the
-// third when the stray check after the release is left out. The second failed on main too
+// third when the stray check after the release is left out; the last (a run's worker sleeps
+// once between runs) when the wait for the next run is a blocking recv again (1.45-1.63
+// sleeps per run there, 1.00 with the poll). The second failed on main too
 // (before this file): a value bound to `result` is freed at the next run's start, and its
 // __del__'s output was taken by that run's fd capture.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { connectClient, ms, servers, sleep, tempDir, writeConfig } from './lib.mjs';
+import { readFileSync } from 'node:fs';
+
+import { connectClient, descendants, ms, servers, sleep, tempDir, writeConfig } from './lib.mjs';
 
 async function session(env = {}) {
   const dir = tempDir();
@@ -139,6 +143,33 @@ F()`);
       assert.ok(e.result, JSON.stringify(e));
       assert.deepEqual((await run(PIDS)).result, [1, 2], `round ${i}`);
     }
+  } finally {
+    await h.close();
+  }
+});
+
+// After the answer the worker waits for the next run in poll(), not in a blocking recv: a
+// thread blocked in recv on a unix stream socket is woken (for nothing) each time the peer
+// reads what this side sent, here the gateway reading the answer, so the worker woke and
+// slept again in the middle of the gateway's reply to its client. Its main thread must sleep
+// once per run: in the wait for the next one.
+test('between runs the worker sleeps once: the gateway reading its answer does not wake it', { timeout: ms(120000) }, async () => {
+  const { h, run } = await session();
+  try {
+    assert.equal((await run('result = 1')).result, 1);
+    await sleep(200);
+    const wk = descendants(h.pid).filter((p) => p.comm === 'codemcp-worker').at(-1)?.pid;
+    assert.ok(wk, 'the session worker');
+    const sleeps = () => Number(/\nvoluntary_ctxt_switches:\s+(\d+)/
+      .exec(readFileSync(`/proc/${wk}/task/${wk}/status`, 'utf8'))[1]);
+    const N = 100;
+    const before = sleeps();
+    for (let i = 0; i < N; i++) {
+      assert.equal((await run('result = 1')).result, 1);
+      await sleep(2); // the worker is asleep when the next request comes
+    }
+    const per = (sleeps() - before) / N;
+    assert.ok(per <= 1.2, `the worker's main thread slept ${per} times per run (1 expected)`);
   } finally {
     await h.close();
   }
