@@ -12,11 +12,12 @@
 // Usage: CODEMCP_BASE_BIN=/path/to/old/codemcp CODEMCP_CONTROL_BIN=/copy/of/old/codemcp \
 //          node bench/execute_ab.mjs [rounds=40] [repeats=6]
 //        → bench/results/execute_ab.md (BENCH_OUT=name.md picks another file in bench/results/;
-//        BENCH_WORKLOADS=one,empty runs a subset)
+//        BENCH_WORKLOADS=one,empty runs a subset; BENCH_HOGS=2 keeps that many busy loops
+//        running throughout, to measure both builds on CPUs something else holds)
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { SERVERS, codemcpBin, stats, fmt, ROOT, cpuNs, untilSdkReady, EXEC_PY,
   EXEC_EXPECT, workerPids, cpuNsAll } from './lib.mjs';
 
@@ -43,6 +44,11 @@ const OTHERS = ARMS.filter((a) => a !== 'base');
 const WORKLOADS = (process.env.BENCH_WORKLOADS || 'one,seq50,conc50,empty').split(','); // a subset: BENCH_WORKLOADS=empty
 const LABEL = { one: '1 call', seq50: '50 sequential', conc50: '50 concurrent', empty: 'empty program' };
 const rotate = (list, k) => list.map((_, i) => list[(i + k) % list.length]);
+
+// BENCH_HOGS=N: N shell busy loops (default nice) for the whole run, killed at its end.
+const HOGS = Number(process.env.BENCH_HOGS || 0);
+const hogs = Array.from({ length: HOGS }, () => spawn('sh', ['-c', 'while :; do :; done'], { stdio: 'ignore' }));
+process.on('exit', () => hogs.forEach((h) => h.kill('SIGKILL')));
 
 const dir = mkdtempSync(join(tmpdir(), 'codemcp-bench-ab-'));
 const cfg = join(dir, 'mcp.json');
@@ -123,7 +129,7 @@ const report = `# execute_python before/after (bench/execute_ab.mjs)
 
 ${new Date().toISOString()} — ${REPEATS} repeats × ${ROUNDS} rounds (after ${WARMUP} warm-up rounds each) on
 ${cpus().length} × ${cpus()[0]?.model ?? '?'}, load average ${loads.map((l) => fmt(l)).join(', ')} at the end of
-each repeat, Node ${process.version}, at commit ${rev}. Arms: **base** \`${BINS.base}\`${CONTROL ? `, **control**
+each repeat, Node ${process.version}, at commit ${rev}${HOGS ? `, **with ${HOGS} busy loop${HOGS > 1 ? 's' : ''} (BENCH_HOGS) running throughout**` : ''}. Arms: **base** \`${BINS.base}\`${CONTROL ? `, **control**
 \`${BINS.control}\` (the base program again)` : ''}, **head** \`${BINS.head}\`; fresh gateways, workers and
 server-everything children for every repeat. Times in ms, client-side round trip of one
 \`tools/call\` of \`execute_python\` (bench/execute.mjs's programs), every answer checked.

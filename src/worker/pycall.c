@@ -3,6 +3,8 @@
  * _finish, _json_text), so both paths give the same value, error and record. Reference
  * ownership is noted where taken. */
 #include "pycall.h"
+
+#include "pymod.h"
 #include "pyfast.h"
 #include "pyrunset.h"
 
@@ -150,8 +152,12 @@ static PyObject *pyc_receive(pyc_object *self, int *slow)
     /* Our own reference to the id: while wait_reply waits, Python code runs (signal
      * handlers, a transport agent code put in place) and may rebind or delete self.id. */
     PyObject *id = Py_NewRef(self->id);
-    PyObject *argv[3] = {t, id, timeout};
-    PyObject *raw = PyObject_VectorcallMethod(pyc_wait_reply, argv, 3, NULL); /* new ref */
+    int indirect;
+    PyObject *raw = pym_wait_reply_direct(t, id, timeout, &indirect); /* new ref */
+    if (indirect) {
+        PyObject *argv[3] = {t, id, timeout};
+        raw = PyObject_VectorcallMethod(pyc_wait_reply, argv, 3, NULL); /* new ref */
+    }
     Py_DECREF(id);
     Py_DECREF(timeout);
     Py_DECREF(t);
@@ -353,8 +359,14 @@ PyObject *pyc_issue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto fail;
     if (mutation && PyDict_SetItem(writes, server, c) < 0)
         goto fail;
-    PyObject *sargs[2] = {t, frame};
-    PyObject *sent = PyObject_VectorcallMethod(pyc_send, sargs, 2, NULL); /* new ref */
+    int direct = pym_send_direct(t, frame);
+    PyObject *sent = NULL; /* new ref */
+    if (direct == -2) {
+        PyObject *sargs[2] = {t, frame};
+        sent = PyObject_VectorcallMethod(pyc_send, sargs, 2, NULL);
+    } else if (direct == 0) {
+        sent = Py_NewRef(Py_None);
+    }
     if (sent) {
         Py_DECREF(sent);
     } else if (PyErr_ExceptionMatches(PyExc_Exception)) { /* connection gone: fails on use */

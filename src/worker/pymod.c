@@ -81,10 +81,21 @@ static PyObject *pym_wait(const char *id, PyObject *timeout_obj)
         deadline = now_ms() + timeout_ms;
     int on_main = wsc_on_main_thread();
 
-    for (;;) {
+    for (int first = 1;; first = 0) {
         /* The pipe installed just now: a signal caught before it left no byte. */
         if (on_main && psw_begin() && PyErr_CheckSignals() < 0)
             break;
+        if (first && id) {
+            /* A reply that is here already (the usual case once a burst's replies come in)
+             * is taken without dropping the GIL: that wait is nothing but a lookup (and the
+             * flush of a cork, as take_reply does). */
+            char *text = NULL;
+            size_t len = 0;
+            if (wsc_wait_reply(id, 0, &text, &len) == WSC_OK) {
+                res = pym_text(text, len);
+                break;
+            }
+        }
         int ms = -1;
         if (timeout_ms >= 0) {
             int64_t left = deadline - now_ms();
@@ -119,6 +130,40 @@ static PyObject *pym_wait(const char *id, PyObject *timeout_obj)
 PyObject *pym_next_text(void)
 {
     return pym_wait(NULL, NULL);
+}
+
+/* The module and its own wait_reply and send (strong references: compared by address, so
+ * they must not be freed and their addresses reused), for the SDK call path's direct calls. */
+static PyObject *pym_self, *pym_orig_wait_reply, *pym_orig_send, *pym_wait_reply_s, *pym_send_s;
+
+/* Whether `t` is this module with `name` still its own function (agent code may replace
+ * either: then the caller goes through the attribute, as Python would). */
+static int pym_is_self(PyObject *t, PyObject *name, PyObject *orig)
+{
+    if (!pym_self || t != pym_self)
+        return 0;
+    PyObject *f = PyDict_GetItemWithError(PyModule_GetDict(t), name); /* borrowed */
+    if (!f)
+        PyErr_Clear();
+    return f == orig;
+}
+
+PyObject *pym_wait_reply_direct(PyObject *t, PyObject *id, PyObject *timeout, int *indirect)
+{
+    *indirect = 0;
+    if (!PyUnicode_CheckExact(id) || !pym_is_self(t, pym_wait_reply_s, pym_orig_wait_reply)) {
+        *indirect = 1;
+        return NULL;
+    }
+    const char *s = PyUnicode_AsUTF8(id); /* borrowed: the caller keeps id alive */
+    return s ? pym_wait(s, timeout) : NULL;
+}
+
+int pym_send_direct(PyObject *t, PyObject *text)
+{
+    if (!pym_is_self(t, pym_send_s, pym_orig_send))
+        return -2;
+    return pym_send_text(text);
 }
 
 PyDoc_STRVAR(pym_send_doc, "send(text: str) -> None\n--\n\n"
@@ -380,6 +425,16 @@ static PyObject *pym_init(void)
     PyObject *m = PyModule_Create(&pym_module); /* new ref */
     if (m && (pyp_add_type(m) < 0 || pyc_add_type(m) < 0))
         Py_CLEAR(m);
+    if (m && !pym_self) { /* once: the module lives as long as the interpreter */
+        pym_wait_reply_s = PyUnicode_InternFromString("wait_reply");
+        pym_send_s = PyUnicode_InternFromString("send");
+        pym_orig_wait_reply = PyObject_GetAttrString(m, "wait_reply"); /* new refs, kept */
+        pym_orig_send = PyObject_GetAttrString(m, "send");
+        if (pym_wait_reply_s && pym_send_s && pym_orig_wait_reply && pym_orig_send)
+            pym_self = m; /* borrowed */
+        else
+            PyErr_Clear(); /* no direct calls: every call goes through the attributes */
+    }
     return m;
 }
 

@@ -22,5 +22,12 @@ void pym_set_worker_id(long worker_id);
  * the exception. */
 PyObject *pym_next_text(void);
 int pym_send_text(PyObject *text /* borrowed */);
+/* The SDK call path's direct calls (pycall.c), for a transport `t` that is `_codemcp` itself
+ * with its own wait_reply / send in place: t.wait_reply(id, timeout) without the attribute
+ * lookup and the argument tuple (*indirect set, NULL returned, no exception: t is something
+ * else, call the attribute), and t.send(text) (0, -1 with the exception, or -2: call the
+ * attribute). All arguments borrowed. */
+PyObject *pym_wait_reply_direct(PyObject *t, PyObject *id, PyObject *timeout, int *indirect);
+int pym_send_direct(PyObject *t, PyObject *text);
 
 #endif

@@ -299,6 +299,22 @@ out["real"] = str(p1)
 call.finished = False; call.early = None; call.id = "no-such-id"; call.timeout_ms = 0
 p2 = everything_get_sum(a=2, b=2)
 out["real2"] = str(p2)
+# the SDK path calls _codemcp's own wait_reply and send directly while they are the module's
+# own: agent code that replaces them on the module is still called, as the attribute says
+seen = []
+orig_wait, orig_send = _codemcp.wait_reply, _codemcp.send
+def spy_wait(id, timeout=None):
+    seen.append("wait")
+    return orig_wait(id, timeout)
+def spy_send(text):
+    seen.append("send")
+    return orig_send(text)
+_codemcp.wait_reply, _codemcp.send = spy_wait, spy_send
+try:
+    out["spied"] = [str(everything_get_sum(a=3, b=2)), seen[:]]
+finally:
+    _codemcp.wait_reply, _codemcp.send = orig_wait, orig_send
+out["unspied"] = [str(everything_get_sum(a=4, b=2)), len(seen)]
 result = out
 `;
 
@@ -367,6 +383,8 @@ test('pypending/pycall: forged, wrong-typed and re-entrant use of the C cores ra
     '{"jsonrpc":"2.0","id":"c1","method":"call_tool","params":{"r']);
   assert.equal(o.real, 'The sum of 1 and 2 is 3.');
   assert.equal(o.real2, 'The sum of 2 and 2 is 4.');
+  assert.deepEqual(o.spied, ['The sum of 3 and 2 is 5.', ['send', 'wait']]);
+  assert.deepEqual(o.unspied, ['The sum of 4 and 2 is 6.', 2]);
 });
 
 // The run request's parse in C (src/worker/pyjson.c, `_codemcp.loads_fast`): the same value
