@@ -19,44 +19,34 @@ Usage: floor_timeline.py DATA GW WK UP CL   (pids; floor_trace.mjs prints GW and
 import collections
 import re
 import statistics as st
-import subprocess
 import sys
+
+from floor_trace import events  # bench/floor_trace.py, beside this file
 
 READ, WRITE = (0, 45), (1, 44)  # read/recvfrom, write/sendto
 
 
-def events(data):
-    out = subprocess.run(['perf', 'script', '-i', data, '-F', 'pid,tid,cpu,time,event,trace'],
-                         capture_output=True, text=True, check=True).stdout
-    for line in out.splitlines():
-        m = re.match(r'\s*(\d+)/(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(\S+):\s+(.*)', line)
-        if m:
-            yield int(m[1]), int(m[2]), int(m[3]), float(m[4]) * 1e6, m[5], m[6]
-
-
 def syscalls(evs):
-    """(pid, tid, cpu, t_enter, t_exit, nr, fd, ret, slept) of the main threads' syscalls."""
-    open_, slept = {}, set()
+    """('sys', pid, cpu, t_enter, t_exit, nr, fd, ret) of the main threads' syscalls and
+    ('switch', pid, cpu, t, still runnable) of their context switches, in order."""
+    open_ = {}
     for pid, tid, cpu, t, e, tr in evs:
         if pid != tid:
             continue
         if e == 'raw_syscalls:sys_enter':
             m = re.match(r'NR (\d+) \(([0-9a-f]+)', tr)
             open_[tid] = (t, int(m[1]), int(m[2], 16))
-            slept.discard(tid)
         elif e == 'sched:sched_switch':
-            if tid in open_:
-                slept.add(tid)
             yield ('switch', pid, cpu, t, 'prev_state=R' in tr)
         elif e == 'raw_syscalls:sys_exit' and tid in open_:
             t0, nr, fd = open_.pop(tid)
-            yield ('sys', pid, cpu, t0, t, nr, fd, int(tr.split('= ')[1]), tid in slept)
+            yield ('sys', pid, cpu, t0, t, nr, fd, int(tr.split('= ')[1]))
 
 
 def main():
     data = sys.argv[1]
     gw, wk, up, cl = map(int, sys.argv[2:6])
-    recs = list(syscalls(events(data)))
+    recs = list(syscalls(events(data, tids=True)))
     # The worker's socket is the one descriptor the gateway both reads and writes; the client's
     # are the ones it reads right after the client wrote and writes right before the client
     # reads; the upstream's are the others.
@@ -83,11 +73,17 @@ def main():
     upout = max(rd.keys() - {wfd, cin}, key=rd.get, default=-1)
     print(f'{data}: gateway fds client {cin}/{cout}, worker {wfd}, upstream {upin}/{upout}; client writes fd {clw}')
 
-    names = {'w recv': 'worker reads a frame', 'w send': 'worker sends a frame',
-             'g->up': 'gateway writes to the upstream', 'up read': 'upstream reads',
-             'up write': 'upstream writes a reply', 'g read up': 'gateway reads the upstream',
-             'g->w': 'gateway sends to the worker', 'w->g read': 'gateway reads the worker',
-             'g answer': 'gateway writes the answer'}
+    # milestone: (what it is, process, syscalls, descriptor)
+    milestones = {'w recv': ('worker reads a frame', wk, READ, 3),
+                  'w send': ('worker sends a frame', wk, WRITE, 3),
+                  'g->up': ('gateway writes to the upstream', gw, WRITE, upin),
+                  'up read': ('upstream reads', up, READ, 0),
+                  'up write': ('upstream writes a reply', up, WRITE, 1),
+                  'g read up': ('gateway reads the upstream', gw, READ, upout),
+                  'g->w': ('gateway sends to the worker', gw, WRITE, wfd),
+                  'w->g read': ('gateway reads the worker', gw, READ, wfd),
+                  'g answer': ('gateway writes the answer', gw, WRITE, cout)}
+    which = {(p, nr, fd): k for k, (_, p, nrs, fd) in milestones.items() for nr in nrs}
     ex, cur = [], None
     for r in recs:
         if r[0] == 'switch':
@@ -95,7 +91,7 @@ def main():
             if cur is not None and pid == cl and 'cl_switch' not in cur:
                 cur['cl_switch'] = 'R' if runnable else 'S'
             continue
-        _, pid, cpu, t0, t, nr, fd, ret, slept = r
+        _, pid, cpu, t0, t, nr, fd, ret = r
         if pid == cl and nr == 1 and fd == clw:
             cur = {'t_cl': t0}
             ex.append(cur)
@@ -110,34 +106,16 @@ def main():
             cur['cl_read'] = t
         if ret <= 0:
             continue
-        key = None
         if pid == gw and nr in READ and fd == cin:
             cur['t0'] = t
-        elif pid == wk and nr in READ and fd == 3:
-            key = 'w recv'
-        elif pid == wk and nr in WRITE and fd == 3:
-            key = 'w send'
-        elif pid == gw and nr in WRITE and fd == upin:
-            key = 'g->up'
-        elif pid == up and nr in READ and fd == 0:
-            key = 'up read'
-        elif pid == up and nr in WRITE and fd == 1:
-            key = 'up write'
-        elif pid == gw and nr in READ and fd == upout:
-            key = 'g read up'
-        elif pid == gw and nr in WRITE and fd == wfd:
-            key = 'g->w'
-        elif pid == gw and nr in READ and fd == wfd:
-            key = 'w->g read'
-        elif pid == gw and nr in WRITE and fd == cout:
-            key = 'g answer'
+        key = which.get((pid, nr, fd))
         if key and 't0' in cur:
             cur.setdefault(key, []).append(t - cur['t0'])
     ex = [x for x in ex[10:-2] if 't0' in x]
     q = lambda v: '%5.0f %5.0f %5.0f' % tuple(st.quantiles(v, n=4)) if len(v) > 1 else '-'
     print(f'\n{len(ex)} executes. µs after the gateway read the request, quartiles (25/50/75 %)\n')
     print('| event | first in the execute | last in the execute | per execute |\n|---|---|---|---|')
-    for k, n in names.items():
+    for k, (n, *_) in milestones.items():
         have = [x[k] for x in ex if k in x]
         if have:
             print(f'| {n} | {q([h[0] for h in have])} | {q([h[-1] for h in have])} | '

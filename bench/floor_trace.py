@@ -19,13 +19,18 @@ NAMES = {0: 'read', 1: 'write', 3: 'close', 7: 'poll', 44: 'sendto', 45: 'recvfr
 SEND, RECV = (1, 44), (0, 45)
 
 
-def events(data):
-    out = subprocess.run(['perf', 'script', '-i', data, '-F', 'pid,cpu,time,event,trace'],
+def events(data, tids=False):
+    """(pid, cpu, µs, event, text) of each perf event; with tids, (pid, tid, cpu, ...)."""
+    fields = 'pid,tid,cpu,time,event,trace' if tids else 'pid,cpu,time,event,trace'
+    out = subprocess.run(['perf', 'script', '-i', data, '-F', fields],
                          capture_output=True, text=True, check=True).stdout
+    who = r'(\d+)/(\d+)' if tids else r'(\d+)'
     for line in out.splitlines():
-        m = re.match(r'\s*(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(\S+):\s+(.*)', line)
+        m = re.match(r'\s*' + who + r'\s+\[(\d+)\]\s+([\d.]+):\s+(\S+):\s+(.*)', line)
         if m:
-            yield int(m[1]), int(m[2]), float(m[3]) * 1e6, m[4], m[5]
+            g = m.groups()
+            ids = tuple(int(x) for x in g[:-4])
+            yield (*ids, int(g[-4]), float(g[-3]) * 1e6, g[-2], g[-1])
 
 
 def main():

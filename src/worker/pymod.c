@@ -63,6 +63,19 @@ static PyObject *pym_closed_error(void)
     return NULL;
 }
 
+/* A reply already received for id, taken with the GIL held: a lookup, and the flush of a
+ * cork (the caller is about to wait for it). Returns wsclient's code; *res is set (new
+ * reference) only for WSC_OK. */
+static int pym_ready_reply(const char *id, PyObject **res)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = wsc_wait_reply(id, 0, &text, &len);
+    if (rc == WSC_OK)
+        *res = pym_text(text, len);
+    return rc;
+}
+
 /* The shared wait of next_request (id == NULL) and wait_reply: one blocking wsclient wait
  * for the whole timeout, no slices. On the main thread, whatever should end it early wakes
  * it: a cancel or the run's deadline (wsclient sends SIGUSR1 and wakes the wait itself),
@@ -80,22 +93,15 @@ static PyObject *pym_wait(const char *id, PyObject *timeout_obj)
     if (timeout_ms >= 0)
         deadline = now_ms() + timeout_ms;
     int on_main = wsc_on_main_thread();
+    /* A reply that is here already (the usual case once a burst's replies come in) is taken
+     * as take_reply takes it, without dropping the GIL. */
+    if (id && pym_ready_reply(id, &res) == WSC_OK)
+        return res;
 
-    for (int first = 1;; first = 0) {
+    for (;;) {
         /* The pipe installed just now: a signal caught before it left no byte. */
         if (on_main && psw_begin() && PyErr_CheckSignals() < 0)
             break;
-        if (first && id) {
-            /* A reply that is here already (the usual case once a burst's replies come in)
-             * is taken without dropping the GIL: that wait is nothing but a lookup (and the
-             * flush of a cork, as take_reply does). */
-            char *text = NULL;
-            size_t len = 0;
-            if (wsc_wait_reply(id, 0, &text, &len) == WSC_OK) {
-                res = pym_text(text, len);
-                break;
-            }
-        }
         int ms = -1;
         if (timeout_ms >= 0) {
             int64_t left = deadline - now_ms();
@@ -259,11 +265,10 @@ static PyObject *pym_take_reply(PyObject *self, PyObject *arg)
     const char *id = pym_str_arg(arg, "take_reply");
     if (!id)
         return NULL;
-    char *text = NULL;
-    size_t len = 0;
-    int rc = wsc_wait_reply(id, 0, &text, &len); /* no I/O: no GIL release needed */
+    PyObject *res = NULL;
+    int rc = pym_ready_reply(id, &res);
     if (rc == WSC_OK)
-        return pym_text(text, len);
+        return res;
     if (rc == WSC_CLOSED)
         return pym_closed_error();
     Py_RETURN_NONE;

@@ -170,6 +170,15 @@ test('between runs the worker sleeps once: the gateway reading its answer does n
     }
     const per = (sleeps() - before) / N;
     assert.ok(per <= 1.2, `the worker's main thread slept ${per} times per run (1 expected)`);
+    // The count only shows the wake-up when the gateway read the answer after the worker
+    // blocked; where the worker sleeps says it on any machine (wchan: the kernel function it
+    // waits in; "0" where it is hidden from this user).
+    await sleep(200);
+    const wchan = readFileSync(`/proc/${wk}/task/${wk}/wchan`, 'utf8').trim();
+    if (wchan && wchan !== '0') {
+      assert.doesNotMatch(wchan, /unix_stream|skb_wait/, 'idle in a blocking recv');
+      assert.match(wchan, /poll/, `idle in ${wchan}`);
+    }
   } finally {
     await h.close();
   }
