@@ -14,7 +14,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { SERVERS, codemcpBin, childPids, workerPids, stats, fmt, ROOT, memKiB, comm, cpuNs, untilSdkReady, EXEC_N,
-  EXEC_PY, EXEC_EXPECT } from './lib.mjs';
+  EXEC_PY, EXEC_EXPECT, buildType } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 60);
 const EMPTY_RUNS = Number(process.argv[3] || 200);
@@ -196,7 +196,7 @@ const report = `# execute_python benchmark (issue 3)
 
 ${new Date().toISOString()} — ${ROUNDS} rounds after ${WARMUP} warm-up rounds; in every round each
 workload runs once per arm, arm order rotated round by round. ${cpuInfo.length} × ${cpuInfo[0]?.model ?? '?'},
-Node ${process.version}, codemcp \`${ver}\` at commit ${rev} (${bin}). Times in ms, client-side round trip of one
+Node ${process.version}, codemcp \`${ver}\` at commit ${rev} (${bin}, ${buildType(bin)} build). Times in ms, client-side round trip of one
 \`tools/call\` (the direct arm: all of its own calls); each answer is checked (sum = ${EXPECT.seq50}).
 
 Arms (each with its own server-everything child over stdio, all driven by the official SDK client):

@@ -19,7 +19,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync, spawn } from 'node:child_process';
 import { SERVERS, codemcpBin, stats, fmt, ROOT, cpuNs, untilSdkReady, EXEC_PY,
-  EXEC_EXPECT, workerPids, cpuNsAll } from './lib.mjs';
+  EXEC_EXPECT, workerPids, cpuNsAll, buildType } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 40);
 const REPEATS = Number(process.argv[3] || 6);
@@ -134,8 +134,8 @@ const report = `# execute_python before/after (bench/execute_ab.mjs)
 
 ${new Date().toISOString()} — ${REPEATS} repeats × ${ROUNDS} rounds (after ${WARMUP} warm-up rounds each) on
 ${cpus().length} × ${cpus()[0]?.model ?? '?'}, load average ${loads.map((l) => fmt(l)).join(', ')} at the end of
-each repeat, Node ${process.version}, at commit ${rev}${HOGS ? `, **with ${HOGS} busy loop${HOGS > 1 ? 's' : ''} (BENCH_HOGS) running throughout**` : ''}. Arms: **base** \`${BINS.base}\`${CONTROL ? `, **control**
-\`${BINS.control}\` (the base program again)` : ''}, **head** \`${BINS.head}\`; fresh gateways, workers and
+each repeat, Node ${process.version}, at commit ${rev}${HOGS ? `, **with ${HOGS} busy loop${HOGS > 1 ? 's' : ''} (BENCH_HOGS) running throughout**` : ''}. Arms: **base** \`${BINS.base}\` (${buildType(BINS.base)})${CONTROL ? `, **control**
+\`${BINS.control}\` (the base program again)` : ''}, **head** \`${BINS.head}\` (${buildType(BINS.head)}); fresh gateways, workers and
 server-everything children for every repeat. Times in ms, client-side round trip of one
 \`tools/call\` of \`execute_python\` (bench/execute.mjs's programs), every answer checked.
 

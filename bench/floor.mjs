@@ -31,7 +31,7 @@ import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { LinePeer, SERVERS, codemcpBin, childPids, comm, fmt, ROOT, cpuNs, untilSdkReady, workerPids,
-  cpuNsAll } from './lib.mjs';
+  cpuNsAll, buildType } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 200);
 const WARMUP = 10;
@@ -296,7 +296,7 @@ const report = `# The topology floor (issue 3)
 
 ${new Date().toISOString()} — ${rounds.length} rounds after ${WARMUP} warm-up rounds; in every round each
 workload runs once per arm, arm order rotated round by round and reversed every other round. ${ncpu} × ${cpus()[0]?.model ?? '?'},
-Node ${process.version}, commit ${rev}, codemcp ${bin}, relays ${FLOOR_DIR}.
+Node ${process.version}, commit ${rev}, codemcp ${bin} (${buildType(bin)} build), relays ${FLOOR_DIR} (${buildType(join(FLOOR_DIR, 'floor-gateway'))} build).
 
 **What the floor is.** \`bench/floor/\` holds two C relays that keep codemcp's mandated process
 topology and drop all product work: a gateway (one thread, poll() over client stdin, upstream
@@ -358,7 +358,7 @@ ${['one', 'seq50', 'conc50'].map(verdict).join('\n')}
 ${BEFORE ? `
 ### Before / after (same run, same rounds)
 
-codemcp-before is ${BEFORE}.
+codemcp-before is ${BEFORE} (${buildType(BEFORE)} build).
 
 | workload | codemcp-before / floor | codemcp / floor | codemcp / codemcp-before | target codemcp / floor |
 |---|---|---|---|---|

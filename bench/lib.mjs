@@ -21,6 +21,20 @@ export function codemcpBin() {
   throw new Error('codemcp binary not found: build it or set CODEMCP_BIN');
 }
 
+/** The meson buildtype of the build tree a binary sits in (<builddir>/src/codemcp,
+ * <builddir>/bench/floor/floor-gateway, ...: the tree is the nearest parent holding meson-info),
+ * or '?' for a binary outside one (an installed copy). Reports name it: a release build, which
+ * ./install.sh installs, is a few per cent faster than the debugoptimized default of build/. */
+export function buildType(bin) {
+  for (let d = dirname(resolve(bin)), i = 0; i < 4 && d !== '/'; d = dirname(d), i++) {
+    try {
+      const opts = JSON.parse(readFileSync(join(d, 'meson-info', 'intro-buildoptions.json'), 'utf8'));
+      return opts.find((o) => o.name === 'buildtype')?.value ?? '?';
+    } catch { /* not this directory */ }
+  }
+  return '?';
+}
+
 // A process speaking newline-delimited JSON-RPC on stdio.
 export class LinePeer {
   constructor(argv, env = {}) {
