@@ -46,12 +46,14 @@ const LABEL = { one: '1 call', seq50: '50 sequential', conc50: '50 concurrent', 
 const rotate = (list, k) => list.map((_, i) => list[(i + k) % list.length]);
 
 // BENCH_HOGS=N: N shell busy loops (default nice) for the whole run, killed at its end, loop i
-// pinned to CPU i mod the CPUs. Measured on this 2-vCPU VM, such runs are noise-bound: an A/A
+// pinned to CPU i mod the CPUs. Each loop also ends once this process is gone (kill -0 is a
+// builtin: no fork), so a run stopped by a signal leaves no loop behind. Measured on this 2-vCPU VM, such runs are noise-bound: an A/A
 // run (the same build in both arms) read 1.03-1.47x with free loops and 0.79-1.44x per repeat
 // with pinned ones (results/execute_ab_hogs_aa*.md); add repeats and BENCH_CONTROL=1.
 const HOGS = Number(process.env.BENCH_HOGS || 0);
 const hogs = Array.from({ length: HOGS }, (_, i) =>
-  spawn('taskset', ['-c', String(i % cpus().length), 'sh', '-c', 'while :; do :; done'], { stdio: 'ignore' }));
+  spawn('taskset', ['-c', String(i % cpus().length), 'sh', '-c', `while kill -0 ${process.pid} 2>/dev/null; do :; done`],
+    { stdio: 'ignore' }));
 const stopHogs = () => hogs.forEach((h) => h.kill('SIGKILL'));
 process.on('exit', stopHogs); // on an error; a live child keeps the loop (and 'exit') from coming
 

@@ -23,6 +23,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Frames from this size up are written with the GIL released. */
 #define PYM_BIG_SEND 65536
@@ -138,15 +139,35 @@ PyObject *pym_next_text(void)
     return pym_wait(NULL, NULL);
 }
 
+/* Borrowed UTF-8 of a str argument, or NULL with TypeError, or ValueError for an embedded NUL
+ * (as PyArg_Parse's "s" refuses it: the C side would see only the part before it, so an id
+ * "c1\0x" would match call c1's reply). */
+static const char *pym_str_arg(PyObject *arg, const char *fn)
+{
+    if (!PyUnicode_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "%s() takes a str, not %.100s", fn, Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(arg, &n);
+    if (s && strlen(s) != (size_t)n) {
+        PyErr_SetString(PyExc_ValueError, "embedded null character");
+        return NULL;
+    }
+    return s;
+}
+
 /* The module and its own wait_reply and send (strong references: compared by address, so
  * they must not be freed and their addresses reused), for the SDK call path's direct calls. */
 static PyObject *pym_self, *pym_orig_wait_reply, *pym_orig_send, *pym_wait_reply_s, *pym_send_s;
 
-/* Whether `t` is this module with `name` still its own function (agent code may replace
- * either: then the caller goes through the attribute, as Python would). */
+/* Whether `t.name` is certain to be this module's own function: t is the module, still of
+ * the plain module type (agent code may assign its __class__ a subclass whose descriptor
+ * answers for `name`), and the module's dict still holds the original (agent code may
+ * replace it). Otherwise the caller goes through the attribute, as Python would. */
 static int pym_is_self(PyObject *t, PyObject *name, PyObject *orig)
 {
-    if (!pym_self || t != pym_self)
+    if (!pym_self || t != pym_self || !Py_IS_TYPE(t, &PyModule_Type))
         return 0;
     PyObject *f = PyDict_GetItemWithError(PyModule_GetDict(t), name); /* borrowed */
     if (!f)
@@ -161,7 +182,7 @@ PyObject *pym_wait_reply_direct(PyObject *t, PyObject *id, PyObject *timeout, in
         *indirect = 1;
         return NULL;
     }
-    const char *s = PyUnicode_AsUTF8(id); /* borrowed: the caller keeps id alive */
+    const char *s = pym_str_arg(id, "wait_reply"); /* borrowed: the caller keeps id alive */
     return s ? pym_wait(s, timeout) : NULL;
 }
 
@@ -244,16 +265,6 @@ static PyObject *pym_wait_reply(PyObject *self, PyObject *args, PyObject *kwargs
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|O:wait_reply", kwlist, &id, &timeout))
         return NULL;
     return pym_wait(id, timeout);
-}
-
-/* Borrowed UTF-8 of a str argument, or NULL with TypeError. */
-static const char *pym_str_arg(PyObject *arg, const char *fn)
-{
-    if (!PyUnicode_Check(arg)) {
-        PyErr_Format(PyExc_TypeError, "%s() takes a str, not %.100s", fn, Py_TYPE(arg)->tp_name);
-        return NULL;
-    }
-    return PyUnicode_AsUTF8(arg);
 }
 
 PyDoc_STRVAR(pym_take_reply_doc, "take_reply(id: str) -> str | None\n--\n\n"

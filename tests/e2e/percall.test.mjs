@@ -315,6 +315,39 @@ try:
 finally:
     _codemcp.wait_reply, _codemcp.send = orig_wait, orig_send
 out["unspied"] = [str(everything_get_sum(a=4, b=2)), len(seen)]
+# ... also when agent code gives the module a subclass whose descriptor answers for send
+import types
+class SpyModule(types.ModuleType):
+    @property
+    def send(self):
+        seen.append("class-send")
+        return orig_send
+mod_cls = _codemcp.__class__
+_codemcp.__class__ = SpyModule
+try:
+    out["class_spied"] = [str(everything_get_sum(a=5, b=2)), seen.count("class-send")]
+finally:
+    _codemcp.__class__ = mod_cls
+# an id with a NUL in it is refused on both paths, as the attribute path's "s" refuses it, and
+# never taken for the call whose id is the part before the NUL
+def nul_id():
+    p = everything_get_sum(a=6, b=2)
+    c = p._wait.__self__
+    real = c.id
+    c.id = real + "\0x"
+    try:
+        return ["ok", str(p)]
+    except BaseException as e:
+        return [type(e).__name__, str(e)[:80]]
+    finally:
+        c.id = real  # the run's end waits for its open calls: by the real id
+out["nul_direct"] = nul_id()
+_codemcp.wait_reply = spy_wait
+try:
+    out["nul_attr"] = nul_id()
+finally:
+    _codemcp.wait_reply = orig_wait
+probe("take_nul", lambda: _codemcp.take_reply("c1\0x"))
 result = out
 `;
 
@@ -385,6 +418,10 @@ test('pypending/pycall: forged, wrong-typed and re-entrant use of the C cores ra
   assert.equal(o.real2, 'The sum of 2 and 2 is 4.');
   assert.deepEqual(o.spied, ['The sum of 3 and 2 is 5.', ['send', 'wait']]);
   assert.deepEqual(o.unspied, ['The sum of 4 and 2 is 6.', 2]);
+  assert.deepEqual(o.class_spied, ['The sum of 5 and 2 is 7.', 1]);
+  assert.notEqual(o.nul_direct[0], 'ok', String(o.nul_direct));
+  assert.deepEqual(o.nul_direct, o.nul_attr);
+  assert.equal(kind('take_nul'), 'ValueError', String(o.take_nul));
 });
 
 // The run request's parse in C (src/worker/pyjson.c, `_codemcp.loads_fast`): the same value
