@@ -292,11 +292,15 @@ const ncpu = cpus().length;
 const rev = (() => { try { return execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim(); } catch { return '?'; } })();
 const pct = (x) => `${fmt(100 * x, 0)} %`;
 
+// The relays may sit in install.sh's profile-guided tree; they opt out of the profile
+// (bench/floor/meson.build), so they are a plain build of the tree's type either way.
+const relayType = buildType(join(FLOOR_DIR, 'floor-gateway')).replace(', profile-guided',
+  ' (the tree is profile-guided; the relays opt out: plain)');
 const report = `# The topology floor (issue 3)
 
 ${new Date().toISOString()} — ${rounds.length} rounds after ${WARMUP} warm-up rounds; in every round each
 workload runs once per arm, arm order rotated round by round and reversed every other round. ${ncpu} × ${cpus()[0]?.model ?? '?'},
-Node ${process.version}, commit ${rev}, codemcp ${bin} (${buildType(bin)} build), relays ${FLOOR_DIR} (${buildType(join(FLOOR_DIR, 'floor-gateway'))} build).
+Node ${process.version}, commit ${rev}, codemcp ${bin} (${buildType(bin)} build), relays ${FLOOR_DIR} (${relayType} build).
 
 **What the floor is.** \`bench/floor/\` holds two C relays that keep codemcp's mandated process
 topology and drop all product work: a gateway (one thread, poll() over client stdin, upstream

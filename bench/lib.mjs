@@ -29,7 +29,9 @@ export function buildType(bin) {
   for (let d = dirname(resolve(bin)), i = 0; i < 4 && d !== '/'; d = dirname(d), i++) {
     try {
       const opts = JSON.parse(readFileSync(join(d, 'meson-info', 'intro-buildoptions.json'), 'utf8'));
-      return opts.find((o) => o.name === 'buildtype')?.value ?? '?';
+      const type = opts.find((o) => o.name === 'buildtype')?.value ?? '?';
+      const pgo = opts.find((o) => o.name === 'b_pgo')?.value; // install.sh: use (profile-guided)
+      return pgo === 'use' ? `${type}, profile-guided` : pgo === 'generate' ? `${type}, counting (b_pgo=generate)` : type;
     } catch { /* not this directory */ }
   }
   return '?';

@@ -450,6 +450,7 @@ static PyObject *pyr_run(struct plain *p, PyObject *e)
     PyObject *snap, *shapes, *ns = NULL, *state = NULL, *streams = NULL, *in = NULL;
     PyObject *saved[3] = {NULL, NULL, NULL}, *value = NULL, *exc = NULL, *text = NULL;
     PyObject *outcome = NULL, *envelope = NULL, *env_json = NULL, *reply = NULL;
+    Py_ssize_t calls = 0; /* here, not after the first goto, which would jump its initializer */
     int swapped = 0, failed = 0;
     pyr_snap(&snap, &shapes);
     ns = pyrs_namespace(p->session, p->reset, snap);
@@ -474,7 +475,6 @@ static PyObject *pyr_run(struct plain *p, PyObject *e)
     fdcap_begin(p->max_output < 0 ? 0 : (size_t)p->max_output);
 
     value = pyr_execute(e, ns, state, &exc);
-    Py_ssize_t calls = 0;
     if (!exc && pyr_calls_done(state, &calls))
         text = pyf_scalar_json(value, p->max_result > 0 ? (size_t)p->max_result : 0);
     if (!text) {
