@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { cli, cliJson } from './admin_lib.mjs';
-import { CODEMCP_BIN, Proc, tempDir, writeConfig, servers, ms, waitFor } from './lib.mjs';
+import { CODEMCP_BIN, Proc, tempDir, writeConfig, servers, ms, sleep, waitFor } from './lib.mjs';
 
 const TMUX = spawnSync('sh', ['-c', 'command -v tmux'], { encoding: 'utf8' }).stdout.trim();
 const LABEL = 'tui-e2e';
@@ -31,10 +31,20 @@ function keys(...k) {
 }
 
 /** Waits until the screen matches re; returns it (fails with the screen shown). */
+// The screen once it shows re and has settled: the same capture twice, 150 ms apart. A capture
+// can fall in the middle of a redraw (ncurses writes the screen top to bottom), which matches
+// re in its first rows while the rows asserted next are still blank (failed 1 run in 4 here).
 async function until(re, what, limit = ms(10000)) {
   let s = '';
-  const ok = await waitFor(() => re.test((s = screen())), limit, 100);
-  assert.ok(ok, `screen never showed ${what} (${re}):\n${s}`);
+  const ok = await waitFor(async () => {
+    if (!re.test((s = screen()))) return false;
+    await sleep(150);
+    const again = screen();
+    const settled = again === s;
+    s = again;
+    return settled && re.test(s);
+  }, limit, 100);
+  assert.ok(ok, `screen never showed ${what} (${re}), settled:\n${s}`);
   return s;
 }
 
