@@ -112,7 +112,7 @@ setup_build() {
 mode=off
 if [ "$PGO" != 0 ]; then
     setup_build generate
-    [ -d "$BUILD" ] && find "$BUILD" -name '*.gcda' -delete # counts of an older build would mix in
+    find "$BUILD" -name '*.gcda' -delete # gcov adds new counts to old files: start from none
     say "ninja -C $BUILD (counting build)"
     ninja -C "$BUILD"
     say "training run: bench/pgo_train.py $BUILD"

@@ -292,10 +292,8 @@ const ncpu = cpus().length;
 const rev = (() => { try { return execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim(); } catch { return '?'; } })();
 const pct = (x) => `${fmt(100 * x, 0)} %`;
 
-// The relays may sit in install.sh's profile-guided tree; they opt out of the profile
-// (bench/floor/meson.build), so they are a plain build of the tree's type either way.
-const relayType = buildType(join(FLOOR_DIR, 'floor-gateway')).replace(', profile-guided',
-  ' (the tree is profile-guided; the relays opt out: plain)');
+// The relays opt out of a profile (bench/floor/meson.build): a plain build of the tree's type.
+const relayType = buildType(join(FLOOR_DIR, 'floor-gateway')).replace(', profile-guided', '');
 const report = `# The topology floor (issue 3)
 
 ${new Date().toISOString()} — ${rounds.length} rounds after ${WARMUP} warm-up rounds; in every round each

@@ -8,7 +8,8 @@ makes a one-call execute ~3 % faster. bench/results/percall.md (tenth pass) has 
 
 What it runs: the built `codemcp` over stdio, in front of tests/fixtures/fake_upstream.py
 (standard library only, so an install needs no npm), with the host isolation (a sandboxed
-worker could not write its counters into the build tree) and its own HOME. Then the programs
+worker could not write its counters into the build tree) and a temporary HOME and runtime
+directory. Then the programs
 an agent typically sends, each many times: one call, calls in sequence and at once, no call,
 printing, dicts and lists built from results, a failing tool, an exception, a syntax error,
 a timeout-bounded call, tools/list. Last, SIGUSR2 to every codemcp-worker (a generating
@@ -31,6 +32,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UPSTREAM = os.path.join(ROOT, "tests", "fixtures", "fake_upstream.py")
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from codemcp_rt.procs import descendants  # noqa: E402 (the runtime's /proc walk, stdlib only)
 
 # The mix: (program, expected `result`, or None when the run is meant to fail).
 PROGRAMS = [
@@ -105,25 +108,6 @@ class Gateway:
         return msg["result"]
 
 
-def descendants(pid):
-    """Every process below pid (from /proc), children first."""
-    kids = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open("/proc/%s/stat" % d) as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            kids.setdefault(ppid, []).append(int(d))
-    out, todo = [], [pid]
-    while todo:
-        for c in kids.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
 def comm(pid):
     try:
         with open("/proc/%d/comm" % pid) as f:
@@ -132,19 +116,32 @@ def comm(pid):
         return ""
 
 
-def gcda_count(build, sub, since):
-    """Counts files (.gcda) under build/sub written at or after since (a time.time()): the
-    ones of an earlier training do not count, and are left alone (a profile-using build in the
-    same tree reads them)."""
-    n = 0
-    for d, _, files in os.walk(os.path.join(build, sub)):
+def counting(build):
+    """True when build was set up with -Db_pgo=generate (meson's record of its options)."""
+    try:
+        with open(os.path.join(build, "meson-info", "intro-buildoptions.json")) as f:
+            return any(o.get("name") == "b_pgo" and o.get("value") == "generate" for o in json.load(f))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def counts_written(build, since, side):
+    """(files, newest mtime): the count files (.gcda) of side ("gateway" or "worker") under
+    build/src written at or after since (a time.time()). Those of an earlier training do not
+    count and are left alone: a build that uses the profile in the same tree reads them."""
+    n, newest = 0, 0.0
+    for d, _, files in os.walk(os.path.join(build, "src")):
+        worker = os.path.relpath(d, build).startswith(os.path.join("src", "worker"))
+        if worker != (side == "worker"):
+            continue
         for f in files:
-            if f.endswith(".gcda"):
-                try:
-                    n += os.stat(os.path.join(d, f)).st_mtime >= since
-                except OSError:
-                    pass
-    return n
+            try:
+                t = os.stat(os.path.join(d, f)).st_mtime if f.endswith(".gcda") else 0.0
+            except OSError:
+                continue
+            if t >= since:
+                n, newest = n + 1, max(newest, t)
+    return n, newest
 
 
 def main():
@@ -173,8 +170,10 @@ def train(home):
     with open(cfg, "w") as f:
         json.dump({"mcp": {"t": {"type": "local", "command": ["/usr/bin/python3", UPSTREAM]}}}, f)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODEMCP_")}
+    # Everything the gateway writes stays in home (its admin socket and instance record
+    # included: the training gateway does not show up in the user's `codemcp instances`).
     env.update({"HOME": home, "XDG_CONFIG_HOME": home, "XDG_STATE_HOME": home,
-                "XDG_CACHE_HOME": home, "CODEMCP_ISOLATION": "host",
+                "XDG_CACHE_HOME": home, "XDG_RUNTIME_DIR": home, "CODEMCP_ISOLATION": "host",
                 "CODEMCP_LOG_LEVEL": "error", "CODEMCP_USAGE_FILE": "off"})
     global LOG
     LOG = tempfile.TemporaryFile(dir=home)
@@ -207,13 +206,21 @@ def train(home):
             got = (r.get("structuredContent") or {}).get("result")
             if want is not ... and got != want:
                 fail("run %r gave %r, expected %r" % (code, got, want))
-    workers = [p for p in descendants(gw.p.pid) if comm(p) == "codemcp-worker"]
+    # Only a counting build's worker handles SIGUSR2; any other dies of it.
+    workers = [p for p in descendants(gw.p.pid) if comm(p) == "codemcp-worker"] if counting(build) else []
     for p in workers:
         try:
             os.kill(p, signal.SIGUSR2)
         except OSError:
             pass
-    time.sleep(1.0)
+    # Until the workers' counts are on disk and no file has changed for 0.3 s: each signalled
+    # worker rewrites the same files (merging its counts), ms apart. At most 10 s.
+    deadline = time.monotonic() + 10
+    while workers and time.monotonic() < deadline and gw.p.poll() is None:
+        n, newest = counts_written(build, t0, "worker")
+        if n and time.time() - newest > 0.3:
+            break
+        time.sleep(0.05)
     gw.p.stdin.close()
     try:
         rc = gw.p.wait(timeout=30)
@@ -222,8 +229,7 @@ def train(home):
         fail("the gateway did not exit within 30 s of EOF")
     if rc != 0:
         fail("the gateway exited with status %d" % rc)
-    n_gw = gcda_count(build, "src/codemcp.p", t0) + gcda_count(build, "src/libcodemcp_gateway.a.p", t0)
-    n_wk = gcda_count(build, "src/worker", t0)
+    n_gw, n_wk = counts_written(build, t0, "gateway")[0], counts_written(build, t0, "worker")[0]
     if not n_gw or not n_wk:
         fail("no profile written (gateway %d files, worker %d): is %s a -Db_pgo=generate build?"
              % (n_gw, n_wk, build))

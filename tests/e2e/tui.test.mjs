@@ -30,10 +30,10 @@ function keys(...k) {
   assert.equal(r.status, 0, r.stderr);
 }
 
-/** Waits until the screen matches re; returns it (fails with the screen shown). */
-// The screen once it shows re and has settled: the same capture twice, 150 ms apart. A capture
-// can fall in the middle of a redraw (ncurses writes the screen top to bottom), which matches
-// re in its first rows while the rows asserted next are still blank (failed 1 run in 4 here).
+/** Waits until the screen matches re and has settled (the same capture twice, 150 ms apart);
+ * returns it (fails with the screen shown). Settled, because a capture can fall in the middle
+ * of a redraw (ncurses writes top to bottom): re would match the first rows while the rows
+ * asserted next are still blank (1 run in 4 failed so). */
 async function until(re, what, limit = ms(10000)) {
   let s = '';
   const ok = await waitFor(async () => {
