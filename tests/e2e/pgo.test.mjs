@@ -18,8 +18,14 @@ const leftovers = () => fs.readdirSync(os.tmpdir()).filter((f) => f.startsWith('
 test('pgo_train.py: the programs run clean, and a build without counts is refused', { timeout: ms(90000) }, () => {
   const build = path.dirname(path.dirname(path.resolve(CODEMCP_BIN))); // <build>/src/codemcp
   const before = new Set(leftovers());
-  // (pgo_train.py drops CODEMCP_* from its environment: the build's own worker is used.)
-  const r = spawnSync(PYTHON, [TRAIN, build, '3'], { encoding: 'utf8', timeout: ms(80000) });
+  // (pgo_train.py drops CODEMCP_* from its environment: the build's own worker is used.) The
+  // runtime directory given must stay empty: the unsandboxed training gateway's admin socket
+  // and instance record belong in the trainer's own temporary directory.
+  const rt = fs.mkdtempSync(path.join(os.tmpdir(), 'codemcp-e2e-pgo-rt-'));
+  const r = spawnSync(PYTHON, [TRAIN, build, '3'], { encoding: 'utf8', timeout: ms(80000),
+    env: { ...process.env, XDG_RUNTIME_DIR: rt } });
+  assert.deepEqual(fs.readdirSync(rt), [], 'nothing in the caller\'s runtime directory');
+  fs.rmSync(rt, { recursive: true, force: true });
   assert.equal(r.status, 1, `exit ${r.status} (signal ${r.signal}); stdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
   // Reached only after all 36 runs answered as expected (a wrong answer fails earlier, saying so).
   assert.match(r.stderr, /pgo_train: no profile written \(gateway 0 files, worker 0\)/, r.stderr);
