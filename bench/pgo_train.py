@@ -7,14 +7,14 @@ with -Db_pgo=use: GCC then compiles the gateway and the worker from the counts t
 makes a one-call execute ~3 % faster. bench/results/percall.md (tenth pass) has the numbers.
 
 What it runs: the built `codemcp` over stdio, in front of tests/fixtures/fake_upstream.py
-(standard library only, so an install needs no npm), with the host isolation (a sandboxed
-worker could not write its counters into the build tree) and a temporary HOME and runtime
-directory. Then the programs
-an agent typically sends, each many times: one call, calls in sequence and at once, no call,
-printing, dicts and lists built from results, a failing tool, an exception, a syntax error,
-a timeout-bounded call, tools/list. Last, SIGUSR2 to every codemcp-worker (a generating
-build's worker writes its counters on it: src/worker/pgo_dump.c) and EOF to the gateway,
-which writes its own at exit.
+twice, as two servers (standard library only, so an install needs no npm), with the host
+isolation (a sandboxed worker could not write its counters into the build tree) and a
+temporary HOME and runtime directory. Then the programs an agent typically sends, each many
+times: one call, calls in sequence and at once, no call, printing, dicts and lists built from
+results, a prose result, a failing tool, an exception, a syntax error, a timeout-bounded
+call, tools/list. Last, SIGUSR2 to every codemcp-worker (a generating build's worker writes
+its counters on it: src/worker/pgo_dump.c) and EOF to the gateway, which writes its own at
+exit.
 
 Usage: /usr/bin/python3 bench/pgo_train.py BUILD_DIR [rounds=100]
 Exit status 0 when the gateway and the worker both left counters in BUILD_DIR, else 1 with
@@ -35,19 +35,27 @@ UPSTREAM = os.path.join(ROOT, "tests", "fixtures", "fake_upstream.py")
 sys.path.insert(0, os.path.join(ROOT, "python"))
 from codemcp_rt.procs import descendants  # noqa: E402 (the runtime's /proc walk, stdlib only)
 
-# The mix: (program, expected `result`, or None when the run is meant to fail).
+# The mix: (program, expected `result`, or None when the run is meant to fail). Two servers
+# with names of different lengths, one with a dash, and tools of different name lengths, as a
+# real configuration has: GCC also profiles the sizes that copies and compares see, and a
+# training with one size only would specialize the code for that size (a 1-letter server
+# name did: every longer one took the block split out as cold). Results are numbers, prose
+# and JSON text, as tools answer.
 PROGRAMS = [
-    ("result = t_add(a=1, b=2)", 3),
+    ("result = notes_add(a=1, b=2)", 3),
+    ("result = file_store_echo(text='The sum of 1 and 2 is 3.')", "The sum of 1 and 2 is 3."),
     ("result = 1", 1),
-    ("s = 0\nfor i in range(20):\n    s += t_add(a=i, b=1)\nresult = s", 210),
-    ("ps = [t_add(a=i, b=1) for i in range(20)]\nresult = sum(p for p in ps)", 210),
-    ("ps = [t_echo(text='w%d' % i) for i in range(8)]\nresult = ','.join(str(p) for p in ps)",
+    ("s = 0\nfor i in range(20):\n    s += notes_add(a=i, b=1)\nresult = s", 210),
+    ("ps = [file_store_add(a=i, b=1) for i in range(20)]\nresult = sum(p for p in ps)", 210),
+    ("ps = [notes_echo(text='row %d: done' % i) for i in range(8)]\n"
+     "result = [str(p).split(': ')[1] for p in ps].count('done')", 8),
+    ("ps = [file_store_echo(text='w%d' % i) for i in range(8)]\nresult = ','.join(str(p) for p in ps)",
      ",".join("w%d" % i for i in range(8))),
-    ("print('scanning')\nrows = [{'id': i, 'v': t_add(a=i, b=i)} for i in range(5)]\n"
+    ("print('scanning')\nrows = [{'id': i, 'v': notes_add(a=i, b=i)} for i in range(5)]\n"
      "result = {r['id']: r['v'] for r in rows if r['v'] % 4 == 0}", {"0": 0, "2": 4, "4": 8}),
-    ("r = t_structured()\nresult = sorted(r) if isinstance(r, dict) else str(r)[:20]", ...),
-    ("x = t_add(a=2, b=3, timeout_ms=5000)\nresult = x * 2", 10),
-    ("try:\n    t_fail()\nexcept ToolError as e:\n    result = e.kind\n", ...),
+    ("r = file_store_structured()\nresult = sorted(r) if isinstance(r, dict) else str(r)[:20]", ...),
+    ("x = notes_add(a=2, b=3, timeout_ms=5000)\nresult = x * 2", 10),
+    ("try:\n    file_store_fail()\nexcept ToolError as e:\n    result = e.kind\n", ...),
     ("raise ValueError('no such row')", None),
     ("result = (", None),
     ("import json\nresult = json.loads(json.dumps({'a': [1, 2, 3]}))['a'][1]", 2),
@@ -168,7 +176,8 @@ def train(home):
     t0 = time.time() - 1  # a file system's timestamps may be coarser than ours
     cfg = os.path.join(home, "mcp.json")
     with open(cfg, "w") as f:
-        json.dump({"mcp": {"t": {"type": "local", "command": ["/usr/bin/python3", UPSTREAM]}}}, f)
+        json.dump({"mcp": {name: {"type": "local", "command": ["/usr/bin/python3", UPSTREAM]}
+                           for name in ("notes", "file-store")}}, f)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODEMCP_")}
     # Everything the gateway writes stays in home (its admin socket and instance record
     # included: the training gateway does not show up in the user's `codemcp instances`).
@@ -184,8 +193,8 @@ def train(home):
         fail("initialize failed: %s" % json.dumps(init)[:300])
     gw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     deadline = time.monotonic() + 60
-    while True:  # until the upstream's tools are in the SDK
-        r = gw.execute("result = t_add(a=1, b=2)")
+    while True:  # until both upstreams' tools are in the SDK
+        r = gw.execute("result = notes_add(a=1, b=2) + file_store_add(a=1, b=2)")
         if not r.get("isError"):
             break
         if time.monotonic() > deadline:

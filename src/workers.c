@@ -304,7 +304,7 @@ int wk_start_run(int slot, const char *run_id, const char *params, size_t len)
     struct iovec iov[3] = {{head, n + 10}, {(void *)params, len}, {"}", 1}};
     if (ctl_send_parts(w->conn_id, iov, 3) < 0)
         return -1;
-    snprintf(w->run_id, sizeof(w->run_id), "%s", run_id);
+    memcpy(w->run_id, run_id, strlen(run_id) + 1); /* fits: checked above (no printf per run) */
     w->state = WK_BUSY;
     lp_timer_stop(&w->idle_timer);
     return 0;
