@@ -34,6 +34,7 @@ static PyObject *kept[PYA_KEEP_MAX];
 static int n_kept;
 static PyObject *ns_session, *ns_dict; /* for pyrs_check_namespace (owned) */
 static PyObject *spare_in;             /* the next run's stdin, untracked (owned) */
+static PyObject *done_state;           /* a plain run's RunState, to release (owned) */
 
 void pya_keep(PyObject *o)
 {
@@ -44,6 +45,11 @@ void pya_keep(PyObject *o)
         return;
     }
     kept[n_kept++] = o;
+}
+
+void pya_state(PyObject *state)
+{
+    Py_XSETREF(done_state, state);
 }
 
 void pya_namespace(PyObject *session, PyObject *ns)
@@ -81,6 +87,10 @@ void pya_after_answer(PyObject *stringio)
     PyErr_Fetch(&et, &ev, &etb);
     release_kept();
     PyErr_Clear();
+    PyObject *state = done_state;
+    done_state = NULL;
+    if (state)
+        pyrs_state_done(state); /* its release (pyrunset.c) */
     /* After the release: a __del__ that changed the namespace is in the proof. */
     PyObject *session = ns_session, *ns = ns_dict;
     ns_session = ns_dict = NULL;

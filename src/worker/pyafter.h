@@ -3,7 +3,8 @@
  * Between the run frame and the answer frame the worker should do only what the answer needs.
  * Three things that are not needed for it are done here instead, right after the answer went
  * out, while the worker would otherwise wait for its next request:
- *  - releasing the run's objects (its value, exception, state, streams, the request's strings):
+ *  - releasing the run's objects (its value, exception, state, streams, the request's strings)
+ *    and a plain run's state.release() (the state is then the next run's, pyrunset.c):
  *    the deallocations (and whatever __del__ code of agent objects they run) come after the
  *    answer; a big result is sent before it is freed;
  *  - the proof that the run's namespace still holds the SDK's injected names
@@ -24,6 +25,9 @@
 /* Keeps o until pya_after_answer() (steals the reference; NULL is ignored). When the list is
  * full, o is released at once. */
 void pya_keep(PyObject *o);
+/* After the answer, pyrs_state_done(state): a plain run's state released (its call records
+ * dropped) and kept for the next run (steals the reference). */
+void pya_state(PyObject *state);
 /* After the answer, pyrs_check_namespace(session, ns) (both borrowed; new references are
  * kept until then). One namespace per request: a second call replaces the first. */
 void pya_namespace(PyObject *session, PyObject *ns);

@@ -451,7 +451,7 @@ static PyObject *pyr_run(struct plain *p, PyObject *e)
     PyObject *saved[3] = {NULL, NULL, NULL}, *value = NULL, *exc = NULL, *text = NULL;
     PyObject *outcome = NULL, *envelope = NULL, *env_json = NULL, *reply = NULL;
     Py_ssize_t calls = 0; /* here, not after the first goto, which would jump its initializer */
-    int swapped = 0, failed = 0;
+    int swapped = 0, failed = 0, recycle = 0;
     pyr_snap(&snap, &shapes);
     ns = pyrs_namespace(p->session, p->reset, snap);
     if (!ns || !PyDict_Check(ns))
@@ -515,13 +515,8 @@ restore:
                     pyrs_silent(PyTuple_GET_ITEM(streams, 1));
         Py_XDECREF(mut);
         PyErr_Clear();
-        if (plain) { /* state.release() */
-            PyObject *l = PyList_New(0), *d = PyDict_New();
-            if (!l || !d || pyrs_set(state, PYRS_MADE, l) < 0 ||
-                pyrs_set(state, PYRS_WRITES, d) < 0)
-                PyErr_Clear();
-            Py_XDECREF(l);
-            Py_XDECREF(d);
+        if (plain) { /* state.release() comes after the answer (pyrs_state_done) */
+            recycle = 1;
             char head[96], tail[48];
             pyr_fmt(head, "{\"jsonrpc\":\"2.0\",\"id\":", p->id,
                     ",\"result\":{\"ok\":true,\"result\":");
@@ -551,10 +546,14 @@ done:
     /* Released after the answer, and the namespace checked then (pyafter.c). */
     if (ns && PyDict_Check(ns))
         pya_namespace(p->session, ns);
-    PyObject *refs[] = {env_json, envelope, outcome, text,    exc,   value, saved[0],
-                        saved[1], saved[2], in,      streams, state, ns};
+    PyObject *refs[] = {env_json, envelope, outcome,  text, exc,     value,
+                        saved[0], saved[1], saved[2], in,   streams, ns};
     for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++)
         pya_keep(refs[i]);
+    if (recycle)
+        pya_state(state); /* released, then the next run's if nothing else holds it */
+    else
+        pya_keep(state);
     return reply;
 }
 

@@ -237,16 +237,20 @@ void pyrs_check_namespace(PyObject *session, PyObject *ns)
     Py_XDECREF(fresh_for);
 }
 
+/* Do two str objects hold the same text? (Read directly: no __eq__ of a subclass runs.) */
+static int same_text(PyObject *a, PyObject *b)
+{
+    return a == b || (PyUnicode_GET_LENGTH(a) == PyUnicode_GET_LENGTH(b) &&
+                      PyUnicode_KIND(a) == PyUnicode_KIND(b) &&
+                      memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b),
+                             (size_t)PyUnicode_GET_LENGTH(a) * PyUnicode_KIND(a)) == 0);
+}
+
 /* injected_in_place(ns, fresh, session), from the note when it holds (see above). */
 static int in_place(PyObject *ns, PyObject *fresh, PyObject *session, PyObject *noted)
 {
     if (noted && note.ns == ns && note.fresh == fresh && note.ns_tag == dict_tag(ns) &&
-        note.fresh_tag == dict_tag(fresh) &&
-        (noted == session ||
-         (PyUnicode_GET_LENGTH(noted) == PyUnicode_GET_LENGTH(session) &&
-          PyUnicode_KIND(noted) == PyUnicode_KIND(session) &&
-          memcmp(PyUnicode_DATA(noted), PyUnicode_DATA(session),
-                 (size_t)PyUnicode_GET_LENGTH(noted) * PyUnicode_KIND(noted)) == 0)))
+        note.fresh_tag == dict_tag(fresh) && same_text(noted, session))
         return note.in_place;
     return injected_in_place(ns, fresh, session);
 }
@@ -318,6 +322,31 @@ done:
     Py_XDECREF(b);
 }
 
+/* runner._sessions is in least-recently-used order, for its safety valve (runner.MAX_SESSIONS:
+ * the oldest namespaces go first once there are too many). The session moved to its end last
+ * is noted with the dict's version then: while the version holds, no namespace was added,
+ * removed or replaced since, so the same session is still at the end and the move is skipped.
+ * Only agent code calling move_to_end itself could have reordered the dict meanwhile; that
+ * changes no more than which of its own namespaces the valve would drop first. */
+static struct {
+    PyObject *session; /* owned exact str, or NULL */
+    unsigned long long tag;
+} moved;
+
+static int at_end(PyObject *session)
+{
+    PyObject *m = moved.session;
+    return m && moved.tag && moved.tag == dict_tag(R.sessions) && PyUnicode_CheckExact(session) &&
+           same_text(m, session);
+}
+
+static void moved_to_end(PyObject *session)
+{
+    if (moved.session != session)
+        Py_XSETREF(moved.session, PyUnicode_CheckExact(session) ? Py_NewRef(session) : NULL);
+    moved.tag = dict_tag(R.sessions);
+}
+
 /* runner._namespace's usual case: the namespace exists, is not reset, and already has the
  * names of this SDK snapshot injected: move it to the end of the LRU order, put back the
  * injected names (only when one is not in place), drop `result`. Otherwise runner._namespace
@@ -354,7 +383,10 @@ PyObject *pyrs_namespace(PyObject *session, int reset, PyObject *snap)
             PyErr_Clear();
         goto out;
     }
-    PyObject *r = PyObject_CallMethodOneArg(R.sessions, R.k_move_to_end, session);
+    PyObject *r = at_end(session) ? Py_NewRef(Py_None)
+                                  : PyObject_CallMethodOneArg(R.sessions, R.k_move_to_end, session);
+    if (r)
+        moved_to_end(session);
     int update = r && !in_place(ns, fresh, session, noted);
     if (!r || (update && PyDict_Update(ns, fresh) < 0)) {
         Py_XDECREF(r);
@@ -394,31 +426,100 @@ out:
     return out;
 }
 
-/* RunState(run_id) for a str run_id, its slots set as __init__ sets them. */
+/* ---- the run state, reused --------------------------------------------------------------
+ * A plain run's RunState comes back after the answer (pyrs_state_done): its call records are
+ * dropped there (release(): they point back at it) and it is kept as the spare. The next run
+ * takes the spare instead of a new one when nothing can tell the two apart: this file holds
+ * the only reference (a Pending, a _Call, agent code that took it would hold one), it has no
+ * weak reference, its class still resolves every slot to itself (intact()), and its three
+ * containers are exact, empty and held by it alone. Its slots are then set to what a new
+ * RunState(run_id) holds. Anything else: a new one, as before; the spare is dropped. */
+static PyObject *spare_state; /* owned, or NULL */
+
+static PyObject **slot_at(PyObject *st, int i)
+{
+    return (PyObject **)((char *)st + R.slot[i]);
+}
+
+static int sole_empty(PyObject *o, PyTypeObject *t)
+{
+    return o && Py_IS_TYPE(o, t) && Py_REFCNT(o) == 1 &&
+           (t == &PyList_Type ? PyList_GET_SIZE(o) : PyDict_GET_SIZE(o)) == 0;
+}
+
+static int reusable(PyObject *st)
+{
+    PyTypeObject *t = Py_TYPE(st);
+    return Py_REFCNT(st) == 1 && intact(st, 0) && t->tp_weaklistoffset > 0 &&
+           !*(PyObject **)((char *)st + t->tp_weaklistoffset) &&
+           sole_empty(*slot_at(st, PYRS_MADE), &PyList_Type) &&
+           sole_empty(*slot_at(st, PYRS_MUTATIONS), &PyList_Type) &&
+           sole_empty(*slot_at(st, PYRS_WRITES), &PyDict_Type);
+}
+
+void pyrs_state_done(PyObject *st)
+{
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb);
+    /* release(): the two containers emptied in place when the state alone holds them, else
+     * replaced by new ones, as release() does */
+    static const int released[2] = {PYRS_MADE, PYRS_WRITES};
+    for (int k = 0; k < 2; k++) {
+        PyTypeObject *t = k == 0 ? &PyList_Type : &PyDict_Type;
+        PyObject *c = intact(st, released[k]) ? *slot_at(st, released[k]) : NULL; /* borrowed */
+        int emptied = 0;
+        if (c && Py_IS_TYPE(c, t) && Py_REFCNT(c) == 1) {
+            if (k == 0)
+                emptied = PyList_SetSlice(c, 0, PyList_GET_SIZE(c), NULL) == 0;
+            else {
+                PyDict_Clear(c);
+                emptied = 1;
+            }
+        }
+        if (!emptied) {
+            PyObject *fresh = k == 0 ? PyList_New(0) : PyDict_New();
+            if (fresh)
+                pyrs_set(st, released[k], fresh);
+            Py_XDECREF(fresh);
+        }
+        PyErr_Clear();
+    }
+    Py_XSETREF(spare_state, st);
+    PyErr_Restore(et, ev, etb);
+}
+
+/* RunState(run_id) for a str run_id, its slots set as __init__ sets them: the spare reset, or
+ * a new instance. */
 PyObject *pyrs_state(PyObject *run_id)
 {
-    PyTypeObject *t = (PyTypeObject *)R.runstate;
-    PyObject *st = t->tp_alloc(t, 0), *v[PYRS_NSLOTS] = {NULL}; /* new refs */
-    if (!st)
-        return NULL;
-    if (!intact(st, 0)) { /* the class was changed: its own __init__ */
-        Py_DECREF(st);
-        return PyObject_CallOneArg(R.runstate, run_id);
+    PyObject *st = spare_state, *v[PYRS_NSLOTS] = {NULL}; /* new refs */
+    spare_state = NULL;
+    int reuse = st && reusable(st);
+    if (!reuse) {
+        Py_XDECREF(st);
+        PyTypeObject *t = (PyTypeObject *)R.runstate;
+        if (!(st = t->tp_alloc(t, 0)))
+            return NULL;
+        if (!intact(st, 0)) { /* the class was changed: its own __init__ */
+            Py_DECREF(st);
+            return PyObject_CallOneArg(R.runstate, run_id);
+        }
+        v[PYRS_MADE] = PyList_New(0);
+        v[PYRS_MUTATIONS] = PyList_New(0);
+        v[PYRS_WRITES] = PyDict_New();
     }
     v[PYRS_RUN_ID] = Py_NewRef(run_id);
     v[PYRS_RUN_ID_JSON] = pyf_scalar_json(run_id, 0);
-    v[PYRS_MADE] = PyList_New(0);
-    v[PYRS_MUTATIONS] = PyList_New(0);
-    v[PYRS_WRITES] = PyDict_New();
     v[PYRS_INTERRUPTIBLE] = Py_NewRef(Py_False);
     v[PYRS_EARLY] = Py_NewRef(Py_None);
     v[PYRS_FINISHED] = Py_NewRef(Py_False);
     v[PYRS_INTERRUPTED] = Py_NewRef(Py_False);
     int ok = 1;
     for (int i = 0; i < PYRS_NSLOTS; i++) {
-        ok = ok && v[i];
-        /* the new instance's slots are all NULL: the reference moves there */
-        *(PyObject **)((char *)st + R.slot[i]) = v[i];
+        int kept = reuse && (i == PYRS_MADE || i == PYRS_MUTATIONS || i == PYRS_WRITES);
+        ok = ok && (kept || v[i]);
+        if (!kept) /* the reference moves into the slot (a new instance's are all NULL) */
+            Py_XSETREF(*slot_at(st, i), v[i]);
     }
     if (!ok) {
         Py_DECREF(st);
@@ -427,6 +528,28 @@ PyObject *pyrs_state(PyObject *run_id)
         return NULL;
     }
     return st;
+}
+
+/* Is d (a stream's instance dict) already what a reset gives: exactly name -> name and
+ * limit -> limit, with this file's own key objects (compared by address: no key's __eq__ runs)?
+ * Then a run that printed nothing left its stream as a reset would, and it is taken as it is. */
+static int pristine(PyObject *d, int i, Py_ssize_t limit)
+{
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    int seen = 0;
+    if (PyDict_GET_SIZE(d) != 2)
+        return 0;
+    while (PyDict_Next(d, &pos, &k, &v)) {
+        if (k == R.k_name && v == R.k_names[i])
+            seen |= 1;
+        else if (k == R.k_limit && PyLong_CheckExact(v) && PyLong_AsSsize_t(v) == limit)
+            seen |= 2;
+        else
+            return 0;
+    }
+    PyErr_Clear(); /* (an exact int beyond Py_ssize_t: not equal, and no error kept) */
+    return seen == 3;
 }
 
 /* capture._stream(i, name, limit): the last run's stream, reset, when nothing but _last holds
@@ -439,12 +562,13 @@ static PyObject *stream(int i, Py_ssize_t limit)
         !*(PyObject **)((char *)s + t->tp_weaklistoffset)) {
         /* Held across the clear: a value's __del__ may empty _last (and free s with it). */
         s = Py_NewRef(s);
-        PyObject *d = PyObject_GenericGetDict(s, NULL),
-                 *lim = PyLong_FromSsize_t(limit < 0 ? 0 : limit);
-        int rc = d && lim && PyDict_CheckExact(d) ? 0 : -1;
-        if (rc == 0) {
+        Py_ssize_t cap = limit < 0 ? 0 : limit;
+        PyObject *d = PyObject_GenericGetDict(s, NULL), *lim = NULL;
+        int rc = d && PyDict_CheckExact(d) ? 0 : -1;
+        if (rc == 0 && !pristine(d, i, cap)) {
             PyDict_Clear(d);
-            rc = PyDict_SetItem(d, R.k_name, R.k_names[i]) < 0 ||
+            rc = !(lim = PyLong_FromSsize_t(cap)) ||
+                         PyDict_SetItem(d, R.k_name, R.k_names[i]) < 0 ||
                          PyDict_SetItem(d, R.k_limit, lim) < 0
                      ? -1
                      : 0;

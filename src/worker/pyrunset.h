@@ -4,7 +4,9 @@
  * "the injected names' places" in pyrunset.c; the check is made after the last run's answer
  * and taken as it was while nothing changed since, "the proof after the answer"), its RunState
  * (runstate.RunState without its __init__, its slots read and stored directly while the class
- * is unchanged) and its two capture streams (capture._stream's reuse of an unheld stream).
+ * is unchanged; the last plain run's, reset, when nothing can tell it from a new one: "the run
+ * state, reused") and its two capture streams (capture._stream's reuse of an unheld stream,
+ * left as it is when the last run printed nothing).
  * Anything unusual is handed to the Python function that does the same (kept at init). GIL
  * held; functions returning an object give a new reference or NULL with an exception. */
 #ifndef CODEMCP_PYRUNSET_H
@@ -36,7 +38,13 @@ enum {
     PYRS_INTERRUPTED,
     PYRS_NSLOTS
 };
+/* RunState(run_id): the spare (see pyrs_state_done) when nothing can tell it from a new one,
+ * else a new one. */
 PyObject *pyrs_state(PyObject *run_id);
+/* After a plain run's answer: the state's call records dropped (release()) and the state kept
+ * as the spare for the next run (steals st). A __del__ the release runs is agent code outside
+ * any run (see pyafter.h). Leaves no exception; one pending is kept. */
+void pyrs_state_done(PyObject *st);
 /* getattr(state, slot) (new ref) and setattr(state, slot, v) (0/-1), read or stored in the
  * slot directly while RunState still resolves the name to its slot (see pyrs_init). Any
  * object may be given (before serve() and for another type: getattr/setattr). */

@@ -7,7 +7,10 @@
 // the namespace's version (three cases) or the injected names' version (the last step); the
 // third when the stray check after the release is left out; the last (a run's worker sleeps
 // once between runs) when the wait for the next run is a blocking recv again (1.45-1.63
-// sleeps per run there, 1.00 with the poll). The second failed on main too
+// sleeps per run there, 1.00 with the poll). The reuse test fails when the state is reused
+// although weakly held, when held call records are emptied in place, or when a stream's
+// changed limit is taken as a reset; the order test when the move to the end is skipped
+// without comparing runner._sessions' version. The second failed on main too
 // (before this file): a value bound to `result` is freed at the next run's start, and its
 // __del__'s output was taken by that run's fd capture.
 import assert from 'node:assert/strict';
@@ -118,6 +121,56 @@ class D:
         const b = await run('print("two")\nresult = 2');
         assert.deepEqual(b, { result: 2, stdout: 'two\n' }, `${name}, round ${i}`);
       }
+    }
+  } finally {
+    await h.close();
+  }
+});
+
+// A plain run's RunState is reused by the next run, and its capture streams are taken as they
+// are when the run printed nothing (src/worker/pyrunset.c): only when nothing can tell. Agent
+// code that kept the state (strongly or weakly), its call records, or changed a stream must see
+// what a new run always gave it: a new state, its own list untouched, a stream reset.
+test('reused run state and streams: nothing a run kept or changed can tell them from new ones', { timeout: ms(180000) }, async () => {
+  const { h, run } = await session();
+  try {
+    const RS = 'import codemcp_rt.runstate as _rs, weakref, sys\n';
+    assert.equal((await run(RS + 'result = 1')).result, 1);
+    for (let i = 0; i < 3; i++) {
+      await run('_k = _rs._current\nresult = 1');
+      assert.equal((await run('result = _rs._current is _k')).result, false, `held state, round ${i}`);
+      await run('del _k\n_w = weakref.ref(_rs._current)\nresult = 1');
+      assert.equal((await run('result = _w() is _rs._current')).result, false, `weakly held state, round ${i}`);
+      // the call records (`made`) held by agent code: replaced for the next run, not emptied
+      await run('p = everything_get_sum(a=1, b=2)\n_m = _rs._current.made\nresult = str(p)');
+      assert.deepEqual((await run('result = [_rs._current.made is _m, len(_m)]')).result, [false, 1],
+        `held call records, round ${i}`);
+      // a stream's limit or attributes changed by a run that printed nothing
+      await run('sys.stdout.limit = 5\nresult = 1');
+      assert.deepEqual(await run('print("hello world")\nresult = 1'), { result: 1, stdout: 'hello world\n' },
+        `changed limit, round ${i}`);
+      await run('sys.stdout.extra = 1\nresult = 1');
+      assert.equal((await run('result = hasattr(sys.stdout, "extra")')).result, false, `extra attribute, round ${i}`);
+      assert.deepEqual(await run('print("x" * 3)\nresult = 2'), { result: 2, stdout: 'xxx\n' });
+    }
+  } finally {
+    await h.close();
+  }
+});
+
+// The move of the session's namespace to the end of runner._sessions (least recently used
+// last: the safety valve drops the oldest) is skipped only while the dict is unchanged since
+// the last move: a namespace added meanwhile puts this one back at the end.
+test('the namespace order: a namespace added between runs does not stay after the one that ran', { timeout: ms(120000) }, async () => {
+  const { h, run } = await session();
+  try {
+    const R = 'import codemcp_rt.runner as _r\n';
+    assert.equal((await run(R + 'result = 1')).result, 1);
+    assert.equal((await run('result = 1')).result, 1);
+    for (let i = 0; i < 3; i++) {
+      await run(`_r._sessions["other-${i}"] = {}\nresult = 1`);
+      const e = await run(`result = [k for k in _r._sessions][-1] != "other-${i}"`);
+      assert.equal(e.result, true, `round ${i}: ${JSON.stringify(e)}`);
     }
   } finally {
     await h.close();
