@@ -4,14 +4,16 @@
 // them, hide that). Arms: codemcp (CODEMCP_BIN), codemcp-before (CODEMCP_BIN_BEFORE, if set),
 // and floor-python (floor-gateway + floor-pyworker running the same Python program; the floor
 // relays are found as floor.mjs finds them). Per arm and execute: the gateway process's CPU
-// (schedstat, ns), its context switches (voluntary + involuntary, /proc/<pid>/status) and, with
-// BENCH_SYSCALLS=1, its syscalls (/proc/<pid>/io syscr + syscw: reads and writes only; polls
-// are not counted there). Prints a markdown table: means per execute and ratios to codemcp-before.
+// (schedstat, ns), its worker's CPU (codemcp-worker, or floor-pyworker), its context switches
+// (voluntary + involuntary, /proc/<pid>/status) and, with BENCH_SYSCALLS=1, its syscalls
+// (/proc/<pid>/io syscr + syscw: reads and writes only; polls are not counted there). Prints a
+// markdown table: means per execute and ratios to codemcp-before.
 // Usage: node bench/conc50_cpu.mjs [rounds=300] [workload=conc50]
 import { writeFileSync, readFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { LinePeer, SERVERS, codemcpBin, EXEC_PY, EXEC_EXPECT, untilSdkReady, cpuNs, fmt } from './lib.mjs';
+import { LinePeer, SERVERS, codemcpBin, EXEC_PY, EXEC_EXPECT, untilSdkReady, cpuNs, cpuNsAll, fmt, workerPids,
+  childPids, comm } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 300);
 const W = process.argv[3] || 'conc50';
@@ -47,20 +49,27 @@ for (const [name, a] of arms) {
     const r = await run(w);
     if (r.error || r.result?.isError) throw new Error(`${name}: ${JSON.stringify(r).slice(0, 300)}`);
     const got = r.result.structuredContent?.result;
-    if (got !== undefined && String(got) !== String(EXEC_EXPECT[w])) throw new Error(`${name}: ${got}`);
+    // the floor answers the sum, codemcp the program's result (for one call: the reply's text)
+    const want = !a.codemcp && w === 'one' ? 3 : EXEC_EXPECT[w];
+    if (got !== undefined && String(got) !== String(want)) throw new Error(`${name}: ${got}`);
   };
   if (a.codemcp) await untilSdkReady(() => check('one'));
   for (let i = 0; i < 20; i++) await check(W);
-  peers.push({ name, p, check, cpu: 0, sw: 0, io: 0 });
+  // the worker's pids, read again each round (a sandboxed worker is a grandchild; one that was
+  // replaced counts from its first round)
+  const workers = a.codemcp ? () => workerPids(p.proc.pid) : () => childPids(p.proc.pid).filter((c) => comm(c) === 'floor-pyworker');
+  peers.push({ name, p, check, workers, cpu: 0, wcpu: 0, sw: 0, io: 0 });
 }
 const io = process.env.BENCH_SYSCALLS === '1';
 for (let r = 0; r < ROUNDS; r++) {
   for (let k = 0; k < peers.length; k++) {
     const a = peers[(r + k) % peers.length];
     const pid = a.p.proc.pid;
-    const c0 = cpuNs(pid), s0 = switches(pid), i0 = io ? rw(pid) : 0;
+    const wk = a.workers();
+    const c0 = cpuNs(pid), w0 = cpuNsAll(wk), s0 = switches(pid), i0 = io ? rw(pid) : 0;
     await a.check(W);
     a.cpu += cpuNs(pid) - c0;
+    a.wcpu += cpuNsAll(wk) - w0;
     a.sw += switches(pid) - s0;
     if (io) a.io += rw(pid) - i0;
     await new Promise((res) => setTimeout(res, 2)); // floor.mjs's gap between executes
@@ -68,10 +77,12 @@ for (let r = 0; r < ROUNDS; r++) {
 }
 const base = peers.find((a) => a.name === 'codemcp-before') || peers[0];
 console.log(`Gateway per execute of ${W}, ${ROUNDS} rounds (one execute per arm per round, rotated)\n`);
-console.log(`| arm | CPU µs | context switches |${io ? ' read+write syscalls |' : ''} CPU / ${base.name} |`);
-console.log(`|---|---|---|${io ? '---|' : ''}---|`);
+console.log(`| arm | CPU µs | context switches |${io ? ' read+write syscalls |' : ''} CPU / ${base.name} |` +
+  ` worker CPU µs | worker CPU / ${base.name} |`);
+console.log(`|---|---|---|${io ? '---|' : ''}---|---|---|`);
 for (const a of peers)
   console.log(`| ${a.name} | ${fmt(a.cpu / ROUNDS / 1000, 0)} | ${fmt(a.sw / ROUNDS, 1)} |` +
-    `${io ? ` ${fmt(a.io / ROUNDS, 1)} |` : ''} ${fmt(a.cpu / base.cpu, 2)}× |`);
+    `${io ? ` ${fmt(a.io / ROUNDS, 1)} |` : ''} ${fmt(a.cpu / base.cpu, 2)}× |` +
+    ` ${fmt(a.wcpu / ROUNDS / 1000, 0)} | ${fmt(a.wcpu / base.wcpu, 2)}× |`);
 for (const a of peers) await a.p.close();
 process.exit(0);
