@@ -342,8 +342,7 @@ static int at_end(PyObject *session)
 
 static void moved_to_end(PyObject *session)
 {
-    if (moved.session != session)
-        Py_XSETREF(moved.session, PyUnicode_CheckExact(session) ? Py_NewRef(session) : NULL);
+    Py_XSETREF(moved.session, PyUnicode_CheckExact(session) ? Py_NewRef(session) : NULL);
     moved.tag = dict_tag(R.sessions);
 }
 
@@ -457,33 +456,33 @@ static int reusable(PyObject *st)
            sole_empty(*slot_at(st, PYRS_WRITES), &PyDict_Type);
 }
 
+/* release() for one of the state's containers (slot i, of type t): emptied in place when the
+ * state alone holds it (nobody can see the difference), else replaced by a new one, as
+ * release() does. */
+static void release_slot(PyObject *st, int i, PyTypeObject *t)
+{
+    PyObject *c = intact(st, i) ? *slot_at(st, i) : NULL; /* borrowed */
+    if (c && Py_IS_TYPE(c, t) && Py_REFCNT(c) == 1) {
+        if (t == &PyDict_Type) {
+            PyDict_Clear(c);
+            return;
+        }
+        if (PyList_SetSlice(c, 0, PyList_GET_SIZE(c), NULL) == 0)
+            return;
+    }
+    PyObject *fresh = t == &PyList_Type ? PyList_New(0) : PyDict_New();
+    if (fresh)
+        pyrs_set(st, i, fresh);
+    Py_XDECREF(fresh);
+    PyErr_Clear();
+}
+
 void pyrs_state_done(PyObject *st)
 {
     PyObject *et, *ev, *etb;
     PyErr_Fetch(&et, &ev, &etb);
-    /* release(): the two containers emptied in place when the state alone holds them, else
-     * replaced by new ones, as release() does */
-    static const int released[2] = {PYRS_MADE, PYRS_WRITES};
-    for (int k = 0; k < 2; k++) {
-        PyTypeObject *t = k == 0 ? &PyList_Type : &PyDict_Type;
-        PyObject *c = intact(st, released[k]) ? *slot_at(st, released[k]) : NULL; /* borrowed */
-        int emptied = 0;
-        if (c && Py_IS_TYPE(c, t) && Py_REFCNT(c) == 1) {
-            if (k == 0)
-                emptied = PyList_SetSlice(c, 0, PyList_GET_SIZE(c), NULL) == 0;
-            else {
-                PyDict_Clear(c);
-                emptied = 1;
-            }
-        }
-        if (!emptied) {
-            PyObject *fresh = k == 0 ? PyList_New(0) : PyDict_New();
-            if (fresh)
-                pyrs_set(st, released[k], fresh);
-            Py_XDECREF(fresh);
-        }
-        PyErr_Clear();
-    }
+    release_slot(st, PYRS_MADE, &PyList_Type);
+    release_slot(st, PYRS_WRITES, &PyDict_Type);
     Py_XSETREF(spare_state, st);
     PyErr_Restore(et, ev, etb);
 }
@@ -507,6 +506,10 @@ PyObject *pyrs_state(PyObject *run_id)
         v[PYRS_MADE] = PyList_New(0);
         v[PYRS_MUTATIONS] = PyList_New(0);
         v[PYRS_WRITES] = PyDict_New();
+    } else { /* its own empty containers, as reusable() found them */
+        v[PYRS_MADE] = Py_NewRef(*slot_at(st, PYRS_MADE));
+        v[PYRS_MUTATIONS] = Py_NewRef(*slot_at(st, PYRS_MUTATIONS));
+        v[PYRS_WRITES] = Py_NewRef(*slot_at(st, PYRS_WRITES));
     }
     v[PYRS_RUN_ID] = Py_NewRef(run_id);
     v[PYRS_RUN_ID_JSON] = pyf_scalar_json(run_id, 0);
@@ -516,10 +519,8 @@ PyObject *pyrs_state(PyObject *run_id)
     v[PYRS_INTERRUPTED] = Py_NewRef(Py_False);
     int ok = 1;
     for (int i = 0; i < PYRS_NSLOTS; i++) {
-        int kept = reuse && (i == PYRS_MADE || i == PYRS_MUTATIONS || i == PYRS_WRITES);
-        ok = ok && (kept || v[i]);
-        if (!kept) /* the reference moves into the slot (a new instance's are all NULL) */
-            Py_XSETREF(*slot_at(st, i), v[i]);
+        ok = ok && v[i];
+        Py_XSETREF(*slot_at(st, i), v[i]); /* the reference moves into the slot */
     }
     if (!ok) {
         Py_DECREF(st);
@@ -545,10 +546,11 @@ static int pristine(PyObject *d, int i, Py_ssize_t limit)
             seen |= 1;
         else if (k == R.k_limit && PyLong_CheckExact(v) && PyLong_AsSsize_t(v) == limit)
             seen |= 2;
-        else
+        else {
+            PyErr_Clear(); /* an exact int beyond Py_ssize_t: not equal, and no error kept */
             return 0;
+        }
     }
-    PyErr_Clear(); /* (an exact int beyond Py_ssize_t: not equal, and no error kept) */
     return seen == 3;
 }
 

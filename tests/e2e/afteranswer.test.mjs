@@ -9,8 +9,10 @@
 // once between runs) when the wait for the next run is a blocking recv again (1.45-1.63
 // sleeps per run there, 1.00 with the poll). The reuse test fails when the state is reused
 // although weakly held, when held call records are emptied in place, or when a stream's
-// changed limit is taken as a reset; the order test when the move to the end is skipped
-// without comparing runner._sessions' version. The second failed on main too
+// changed limit is taken as a reset (a limit beyond Py_ssize_t once left its OverflowError
+// set there, which CPython dropped before anything could see it: no test shows that); the
+// order test fails when the move to the end is skipped without comparing runner._sessions'
+// version. The second failed on main too
 // (before this file): a value bound to `result` is freed at the next run's start, and its
 // __del__'s output was taken by that run's fd capture.
 import assert from 'node:assert/strict';
@@ -149,6 +151,10 @@ test('reused run state and streams: nothing a run kept or changed can tell them 
       await run('sys.stdout.limit = 5\nresult = 1');
       assert.deepEqual(await run('print("hello world")\nresult = 1'), { result: 1, stdout: 'hello world\n' },
         `changed limit, round ${i}`);
+      // a limit no Py_ssize_t holds: not the run's limit, reset
+      await run('sys.stdout.limit = 10 ** 30\nresult = 1');
+      assert.deepEqual(await run('print("hello world")\nresult = 1'), { result: 1, stdout: 'hello world\n' },
+        `limit beyond Py_ssize_t, round ${i}`);
       await run('sys.stdout.extra = 1\nresult = 1');
       assert.equal((await run('result = hasattr(sys.stdout, "extra")')).result, false, `extra attribute, round ${i}`);
       assert.deepEqual(await run('print("x" * 3)\nresult = 2'), { result: 2, stdout: 'xxx\n' });
