@@ -12,7 +12,7 @@
 import { writeFileSync, readFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { LinePeer, SERVERS, codemcpBin, EXEC_PY, EXEC_EXPECT, untilSdkReady, cpuNs, cpuNsAll, fmt, workerPids,
+import { LinePeer, SERVERS, codemcpBin, EXEC_PY, EXEC_EXPECT, FLOOR_EXPECT, untilSdkReady, cpuNs, cpuNsAll, fmt, workerPids,
   childPids, comm } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 300);
@@ -49,8 +49,7 @@ for (const [name, a] of arms) {
     const r = await run(w);
     if (r.error || r.result?.isError) throw new Error(`${name}: ${JSON.stringify(r).slice(0, 300)}`);
     const got = r.result.structuredContent?.result;
-    // the floor answers the sum, codemcp the program's result (for one call: the reply's text)
-    const want = !a.codemcp && w === 'one' ? 3 : EXEC_EXPECT[w];
+    const want = (a.codemcp ? EXEC_EXPECT : FLOOR_EXPECT)[w];
     if (got !== undefined && String(got) !== String(want)) throw new Error(`${name}: ${got}`);
   };
   if (a.codemcp) await untilSdkReady(() => check('one'));
@@ -76,7 +75,7 @@ for (let r = 0; r < ROUNDS; r++) {
   }
 }
 const base = peers.find((a) => a.name === 'codemcp-before') || peers[0];
-console.log(`Gateway per execute of ${W}, ${ROUNDS} rounds (one execute per arm per round, rotated)\n`);
+console.log(`Gateway and worker per execute of ${W}, ${ROUNDS} rounds (one execute per arm per round, rotated)\n`);
 console.log(`| arm | CPU µs | context switches |${io ? ' read+write syscalls |' : ''} CPU / ${base.name} |` +
   ` worker CPU µs | worker CPU / ${base.name} |`);
 console.log(`|---|---|---|${io ? '---|' : ''}---|---|---|`);

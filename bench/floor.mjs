@@ -31,7 +31,7 @@ import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { LinePeer, SERVERS, codemcpBin, childPids, comm, fmt, ROOT, cpuNs, untilSdkReady, workerPids,
-  cpuNsAll, buildType } from './lib.mjs';
+  cpuNsAll, buildType, EXEC_N, FLOOR_EXPECT } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 200);
 const WARMUP = 10;
@@ -63,9 +63,8 @@ const hop = execFileSync(FLOOR.hop, [String(HOP_TRIPS)], { encoding: 'utf8' }).t
   .map((l) => JSON.parse(l));
 
 // ---- the three arms ----
-const N = 50;
-const SUM = (N * (N + 1)) / 2;
-const EXPECT = { one: 3, seq50: SUM, conc50: SUM, empty: 1 };
+const N = EXEC_N;
+const EXPECT = FLOOR_EXPECT;
 const num = (text) => Number(String(text).split(' ').pop().replace('.', ''));
 const PY_N = 'def n(r): return int(str(r).rsplit(" ", 1)[1].rstrip("."))\n';
 const PY = { // bench/execute.mjs's programs
@@ -323,7 +322,7 @@ has its own server-everything child. **direct**: get-sum straight to server-ever
 (sequential awaits / all 50 sent, then awaited); its "empty program" is an MCP \`ping\` (the
 smallest round trip there is). **floor**, **floor-pinned**: one \`tools/call run {workload}\` to floor-gateway.
 **codemcp**: one \`execute_python\` running bench/execute.mjs's programs (\`result = 1\` for the
-empty program). Each answer is checked (3; ${SUM}; ${SUM}; 1). Times in ms, client-side. Ratios
+empty program). Each answer is checked (3; ${EXPECT.seq50}; ${EXPECT.conc50}; 1). Times in ms, client-side. Ratios
 are paired: the median over rounds of the per-round ratio (same round, so slow phases of the
 shared machine cancel). The VM is shared: a round in which other processes used ≥ ${pct(DISTURBED)} of the
 machine's CPU time counts as disturbed; **times, ratios and CPU below are from ${usedWhat}**.

@@ -170,6 +170,8 @@ export const EXEC_PY = {
 };
 export const EXEC_EXPECT = { one: 'The sum of 1 and 2 is 3.', seq50: (EXEC_N * (EXEC_N + 1)) / 2,
   conc50: (EXEC_N * (EXEC_N + 1)) / 2, empty: 1 };
+// What the floor relays (bench/floor/) answer for the same workloads: the sum, not the reply's text.
+export const FLOOR_EXPECT = { ...EXEC_EXPECT, one: 3 };
 
 // ---- Streamable HTTP helpers (bench/modern.mjs, bench/describe_cg.mjs) -----------------------
 export const BENCH_TOKEN = 'bench-token-0123456789abcdef0123';
