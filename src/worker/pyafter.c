@@ -6,11 +6,13 @@
  *    thread the run left behind: sys.stdout/stderr/stdin are what they were before the run
  *    (pyrun.c restored them: the worker's own), no run is current (the gateway refuses an SDK
  *    call, "this run is not active"; a late cancel is dropped), the fd capture is off. It was
- * already so before: pyrun.c released the same objects after that restore, only before the answer,
- * and a result bound to `result` is freed at the next run's start. Its print() goes through fd 1
- * (unbuffered) to the log; the drain below takes it there before the next run's capture could
- * start, so it cannot land in that run's output. An exception in a __del__ is CPython's unraisable
- * report (on the worker's stderr: the log).
+ *    already so before: pyrun.c released the same objects after that restore, only before the
+ *    answer, and the value bound to `result` at the next run's start (now here, for a plain
+ *    run: it is dropped from the namespace before the namespace's proof, so the next run only
+ *    looks it up). Its print() goes through fd 1 (unbuffered) to the log; the drain below takes
+ *    it there before the next run's capture could start, so it cannot land in that run's
+ *    output. An exception in a __del__ is CPython's unraisable report (on the worker's stderr:
+ *    the log).
  *  - What changes: such a __del__ now runs after the gateway has the answer, so one that blocks
  *    holds up the next request instead of its own run (a `result` value's __del__ did already).
  *  - pys_end_strays() stays before the answer (pyrun.c); it runs here again, after the release,
@@ -94,8 +96,11 @@ void pya_after_answer(PyObject *stringio)
     /* After the release: a __del__ that changed the namespace is in the proof. */
     PyObject *session = ns_session, *ns = ns_dict;
     ns_session = ns_dict = NULL;
-    if (session && ns)
-        pyrs_check_namespace(session, ns);
+    if (session && ns) {
+        if (pyrs_drop_result(ns) < 0) /* the next run would drop it first thing */
+            PyErr_Clear();
+        pyrs_check_namespace(session, ns); /* after the drop: its note holds for the next run */
+    }
     Py_XDECREF(session);
     Py_XDECREF(ns);
     PyErr_Clear();
@@ -107,7 +112,7 @@ void pya_after_answer(PyObject *stringio)
     }
     fflush(stdout); /* C code's buffered output, as pyrun.c does at a run's end */
     fdcap_settle();
-    if (pys_active()) {
+    if (pys_strays()) {
         Py_BEGIN_ALLOW_THREADS;
         pys_end_strays();
         Py_END_ALLOW_THREADS;

@@ -7,7 +7,8 @@
  *    and a plain run's state.release() (the state is then the next run's, pyrunset.c):
  *    the deallocations (and whatever __del__ code of agent objects they run) come after the
  *    answer; a big result is sent before it is freed;
- *  - the proof that the run's namespace still holds the SDK's injected names
+ *  - dropping `result` from a plain run's namespace (the next run would first thing), and
+ *    the proof that the run's namespace still holds the SDK's injected names
  *    (pyrs_check_namespace, pyrunset.c), which the next run of the session then takes in O(1)
  *    while neither dict changed;
  *  - the next run's empty sys.stdin (an io.StringIO), made ready and kept out of reach.

@@ -709,7 +709,7 @@ PyObject *pyr_serve(PyObject *self, PyObject *hooks)
         }
         PyObject *reply = pyr_request(text); /* new ref */
         pya_keep(text);
-        if (pys_active()) {
+        if (pys_strays()) {
             Py_BEGIN_ALLOW_THREADS;
             pys_end_strays(); /* after every request, before its reply goes out */
             Py_END_ALLOW_THREADS;

@@ -346,6 +346,23 @@ static void moved_to_end(PyObject *session)
     moved.tag = dict_tag(R.sessions);
 }
 
+int pyrs_drop_result(PyObject *ns)
+{
+    /* a lookup first: a KeyError costs more than the run */
+    PyObject *res = Py_XNewRef(PyDict_GetItemWithError(ns, R.k_result));
+    if (!res)
+        return PyErr_Occurred() ? -1 : 0;
+    int rc = 0;
+    if (PyDict_DelItem(ns, R.k_result) < 0) {
+        rc = PyErr_ExceptionMatches(PyExc_KeyError) ? 0 : -1; /* else gone meanwhile (an __eq__) */
+        if (rc == 0)
+            PyErr_Clear();
+    }
+    int last = Py_REFCNT(res) == 1;
+    Py_DECREF(res);
+    return rc < 0 ? -1 : last;
+}
+
 /* runner._namespace's usual case: the namespace exists, is not reset, and already has the
  * names of this SDK snapshot injected: move it to the end of the LRU order, put back the
  * injected names (only when one is not in place), drop `result`. Otherwise runner._namespace
@@ -394,28 +411,16 @@ PyObject *pyrs_namespace(PyObject *session, int reset, PyObject *snap)
     Py_DECREF(r);
     if (update)
         record_places(ns, fresh, session);
-    /* drop `result` (a lookup first: a KeyError costs more than the run) */
-    PyObject *res = Py_XNewRef(PyDict_GetItemWithError(ns, R.k_result));
-    int failed = 0;
-    if (res && PyDict_DelItem(ns, R.k_result) < 0) {
-        failed = !PyErr_ExceptionMatches(PyExc_KeyError); /* else gone meanwhile (an __eq__) */
-        if (!failed)
-            PyErr_Clear();
-    } else if (!res && PyErr_Occurred()) {
-        goto out;
-    }
-    if (res) {
+    /* Usually gone already: a plain run's `result` is dropped after its answer (pyafter.c). */
+    int dropped = pyrs_drop_result(ns);
+    if (dropped == 1) {
         /* The last run's value freed here: its __del__ (agent code) wrote to the worker's own
          * fds 1/2, and this run's fd capture, which starts in a moment, would take it from
          * the pipe before the drain thread logs it. It is the log's now. */
-        int last = Py_REFCNT(res) == 1;
-        Py_DECREF(res);
-        if (last) {
-            fflush(stdout);
-            fdcap_settle();
-        }
+        fflush(stdout);
+        fdcap_settle();
     }
-    if (!failed)
+    if (dropped >= 0)
         out = Py_NewRef(ns);
 out:
     Py_XDECREF(noted);

@@ -20,6 +20,10 @@
 int pyrs_init(PyObject *hooks /* borrowed */);
 
 PyObject *pyrs_namespace(PyObject *session, int reset, PyObject *snap);
+/* Drops `result` from ns (an exact dict or a subclass, borrowed). 1 when its value went with
+ * it (its __del__, agent code, may have written to fds 1/2: the caller drains them), 0 when
+ * there was none or it lives on elsewhere, -1 with an exception. */
+int pyrs_drop_result(PyObject *ns);
 /* After a run's answer: whether ns (the namespace pyrs_namespace gave it, borrowed) still has
  * the SDK's injected names in place, noted for the next pyrs_namespace of session (borrowed),
  * which takes it without the O(names) walk while ns and the injected names are unchanged.

@@ -46,9 +46,9 @@ static int any_child(void)
     return !(rc < 0 && errno == ECHILD);
 }
 
-int pys_active(void)
+int pys_strays(void)
 {
-    return sandboxed != 0;
+    return sandboxed == 2 || (sandboxed == 1 && any_child());
 }
 
 void pys_end_strays(void)

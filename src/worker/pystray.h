@@ -16,8 +16,9 @@ void pys_init(void);
 /* After every request, before its reply goes out. Never calls Python; call it without the
  * GIL. May wait up to 0.5 s for killed processes to be reaped. */
 void pys_end_strays(void);
-/* 0 when pys_end_strays() does nothing (outside the sandbox): the caller may skip releasing
- * the GIL for it. */
-int pys_active(void);
+/* 1 when pys_end_strays() has something to do now: in the sandbox, the worker has a child (one
+ * waitid(2) with WNOHANG: it never blocks, so it is called with the GIL held) or no subreaper
+ * flag. 0 otherwise: the caller skips releasing the GIL for pys_end_strays(). */
+int pys_strays(void);
 
 #endif

@@ -93,9 +93,9 @@ threading.Thread(target=later, daemon=True).start()
   }
 });
 
-// A value's __del__ runs when the value is freed: after the answer now for what only the run
-// held (its final expression, its exception), at the next run's start for what `result` held.
-// Either way its output (print, the unraisable report of an exception it raised, os.write on
+// A value's __del__ runs when the value is freed: after the answer for what only the run held
+// (its final expression, its exception) and for what `result` held (the next run's start for a
+// run the Python path took). Either way its output (print, the unraisable report of an exception it raised, os.write on
 // fd 1) is no later run's: that run's stdout and stderr stay its own.
 test('__del__ output of a run\'s values never reaches the next run\'s output', { timeout: ms(240000) }, async () => {
   const { h, run } = await session();
@@ -123,6 +123,31 @@ class D:
         const b = await run('print("two")\nresult = 2');
         assert.deepEqual(b, { result: 2, stdout: 'two\n' }, `${name}, round ${i}`);
       }
+    }
+  } finally {
+    await h.close();
+  }
+});
+
+// The value bound to `result` goes with the answer: it is dropped from the namespace once the
+// answer is out, not when the next run starts (which kept a big result alive, and freed it on
+// the next run's critical path). Agent code cannot tell otherwise: the next run never saw it.
+test('a value bound to result is freed after the answer, not at the next run\'s start', { timeout: ms(120000) }, async () => {
+  const { h, run } = await session();
+  try {
+    const code = String.raw`
+import builtins, time
+class Held(str):
+    def __del__(self):
+        builtins.aa_freed_at = time.monotonic()
+result = Held("held")
+`;
+    for (let i = 0; i < 3; i++) {
+      assert.equal((await run(code)).result, 'held');
+      await sleep(400);
+      const b = await run('import builtins, time\nresult = [time.monotonic() - builtins.aa_freed_at, "result" in globals()]');
+      assert.equal(b.result[1], false, 'the next run does not see the last result');
+      assert.ok(b.result[0] >= 0.3, `freed ${b.result[0]} s before the next run: not after the answer`);
     }
   } finally {
     await h.close();
