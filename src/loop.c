@@ -73,6 +73,8 @@ static int have_child_nofile;
 static int shutdown_signalled;
 
 static struct lp_deferred *deferred_head, *deferred_tail;
+/* At most this much of what a closed descriptor still holds is delivered (io_close_now). */
+#define LP_CLOSE_DRAIN_MAX ((size_t)4 << 20)
 static lws_sorted_usec_list_t deferred_sul; /* see lp_defer */
 static struct child_watch *children;
 static size_t n_children, cap_children;
@@ -306,15 +308,21 @@ static void io_set_interest(struct lp_io *io, int want_out)
 }
 
 /* Takes it out of the epoll set, closes the fd, tells its owner, frees it. What a readable
- * one still holds is delivered first unless it was closed on purpose. Inside a dispatch only
- * for the lp_io being dispatched (ep_dispatch holds pointers to the others). */
+ * one still holds is delivered first unless it was closed on purpose, up to LP_CLOSE_DRAIN_MAX
+ * bytes: a pipe holds less, a source that never ends (stdin from /dev/zero, a growing file)
+ * would keep a shutdown reading forever. Inside a dispatch only for the lp_io being dispatched
+ * (ep_dispatch holds pointers to the others). */
 static void io_close_now(struct lp_io *io)
 {
     if (!io->closing && io->readable) {
         char chunk[65536];
         ssize_t n;
-        while ((n = read(io->fd, chunk, sizeof(chunk))) > 0 && io->ops && io->ops->on_read)
+        size_t got = 0;
+        while (got < LP_CLOSE_DRAIN_MAX && (n = read(io->fd, chunk, sizeof(chunk))) > 0 &&
+               io->ops && io->ops->on_read) {
+            got += (size_t)n;
             io->ops->on_read(io->ud, chunk, (size_t)n);
+        }
     }
     io->closed = 1;
     if (io->always)

@@ -114,3 +114,24 @@ test('EOF right after initialize, while upstreams are still starting: exit 0, no
   c.snapshot();
   await assertCleanExit(c, ms(10000), 'EOF during upstream start-up');
 });
+
+// A client that never stops writing (stdin from /dev/zero: one endless line of NUL bytes, a
+// descriptor epoll refuses, always ready) must not keep codemcp from ending on SIGTERM: at
+// shutdown it delivered everything a closed descriptor still held, and this one never ends
+// (it read /dev/zero forever). Fails on the unbounded drain.
+test('stdin that never ends (/dev/zero): SIGTERM still ends codemcp', { timeout: ms(60000) }, async () => {
+  const { spawn } = await import('node:child_process');
+  const fs = await import('node:fs');
+  const { CODEMCP_BIN } = await import('./lib.mjs');
+  const zero = fs.openSync('/dev/zero', 'r');
+  const p = spawn(CODEMCP_BIN, ['--config', '/dev/null'], { stdio: [zero, 'ignore', 'ignore'],
+    env: { ...process.env, HOME: tempDir('codemcp-zero-') } });
+  fs.closeSync(zero);
+  const exited = new Promise((res) => p.on('exit', (code, signal) => res({ code, signal })));
+  await sleep(1000);
+  p.kill('SIGTERM');
+  const r = await Promise.race([exited, sleep(ms(10000)).then(() => null)]);
+  if (!r) p.kill('SIGKILL');
+  assert.ok(r, 'codemcp was still running 10 s after SIGTERM');
+  assert.equal(r.signal, null, `ended by signal ${r.signal}`);
+});
