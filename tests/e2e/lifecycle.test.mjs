@@ -2,10 +2,13 @@
 // it started is gone (stdin close → SIGTERM → SIGKILL), and no child is left a zombie.
 // Issue 2, "MCP over stdio" (EOF) and "stdio upstreams" (shutdown).
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
 import {
+  CODEMCP_BIN,
   RawClient,
   describeProcs,
   ms,
@@ -120,9 +123,6 @@ test('EOF right after initialize, while upstreams are still starting: exit 0, no
 // shutdown it delivered everything a closed descriptor still held, and this one never ends
 // (it read /dev/zero forever). Fails on the unbounded drain.
 test('stdin that never ends (/dev/zero): SIGTERM still ends codemcp', { timeout: ms(60000) }, async () => {
-  const { spawn } = await import('node:child_process');
-  const fs = await import('node:fs');
-  const { CODEMCP_BIN } = await import('./lib.mjs');
   const zero = fs.openSync('/dev/zero', 'r');
   const p = spawn(CODEMCP_BIN, ['--config', '/dev/null'], { stdio: [zero, 'ignore', 'ignore'],
     env: { ...process.env, HOME: tempDir('codemcp-zero-') } });
