@@ -114,7 +114,7 @@ def call_frame():
         if rng.random() < 0.15:
             del params[k]
     if rng.random() < 0.4:
-        params["timeout_ms"] = rng.choice([-1, 0, 1, 2**63 - 1, -2**63, 2**64, "5", 1e300, None, [1]])
+        params["timeout_ms"] = rng.choice([-1, 0, 1, 10, 2**63 - 1, -2**63, 2**64, "5", 1e300, None, [1]])
     msg = {"jsonrpc": rng.choice(["2.0", "2.0", "2.0", "1.0", 2, None]), "id": some_id(), "method": "call_tool",
            "params": params if rng.random() < 0.9 else odd_value()}
     if rng.random() < 0.1:
@@ -130,6 +130,18 @@ def dup_calls():
     one = rpc({"jsonrpc": "2.0", "id": i, "method": "call_tool",
                "params": {"run_id": run_id, "server": "fake", "tool": tool, "args": args}})
     return [one] * rng.randint(2, 4)
+
+def flood():
+    """Real calls, more than a run may have in flight (the rest wait in its gate), some with
+    a timeout shorter than the call: the run ends with them in flight or queued."""
+    out = []
+    for _ in range(rng.randint(20, 80)):
+        params = {"run_id": run_id, "server": "fake", "tool": "sleep", "args": {"ms": rng.choice([1, 50, 300, 5000])}}
+        if rng.random() < 0.5:
+            params["timeout_ms"] = rng.choice([1, 10, 100, -1, 0, 2**63 - 1])
+        out.append(rpc({"jsonrpc": "2.0", "id": rng.choice(["f%d" % rng.randrange(10), past_id(), "c1"]),
+                        "method": "call_tool", "params": params}))
+    return out
 
 def other_request():
     return rpc({"jsonrpc": "2.0", "id": some_id(),
@@ -149,7 +161,8 @@ def answer(aid=None):
     else:
         res = rng.choice([{"ok": True, "result": "forged"}, {"ok": False, "error": "forged", "error_kind": "worker"},
                           {"ok": True, "result": odd_value(), "stdout": odd_value()}, {"ok": "yes"}, [], "s", None, 7,
-                          {"ok": True, "calls": odd_value(), "mutations": odd_value()}, {"ok": True, "result": "[" * 3000}])
+                          {"ok": True, "calls": odd_value(), "mutations": odd_value()},
+                          {"ok": True, "result": 1, "recycle": rng.choice([True, 1, None])}, {"ok": True, "result": "[" * 3000}])
         body = {"jsonrpc": "2.0", "id": aid, "result": res}
     one = rpc(body)
     return [one, one] if rng.random() < 0.3 else [one]
@@ -186,7 +199,7 @@ def mangled():
             s = s[:i]
     return bytes(s)
 
-KINDS = [("call", call_frame), ("dup", dup_calls), ("request", other_request), ("notify", notification),
+KINDS = [("call", call_frame), ("dup", dup_calls), ("flood", flood), ("request", other_request), ("notify", notification),
          ("answer", answer), ("nested", nested), ("huge", huge_string), ("utf8", bad_utf8), ("mangled", mangled)]
 
 def terminal():
@@ -298,6 +311,26 @@ test('seeded batches of hostile control frames: the gateway stays up and keeps a
     }
     assert.ok(pidAlive(h.pid), 'the gateway is alive at the end');
     if (!process.env.CODEMCP_HOSTILE_SEED) assert.ok(sawResult > 0, 'some batches ran to their end');
+  } finally {
+    await h.close();
+  }
+  assert.doesNotMatch(h.stderr(), SANITIZER, 'a sanitizer report at exit');
+});
+
+// Found by the batches above (UBSan: signed overflow in lp_timer_start): a call's timeout_ms
+// near 2^63 (the worker passes what the program asked) overflowed the timer's microseconds,
+// and the call timed out at once ("did not answer within 0 ms") in the plain build. A timeout
+// further out than any clock now waits like one that is merely long.
+test('a call asking for a timeout_ms near 2^63 waits for its answer', { timeout: ms(120000) }, async () => {
+  const dir = tempDir();
+  const h = await connectClient({ config: writeConfig(dir, { fake: servers.fake() }), env: { CODEMCP_EXEC_TIMEOUT_MS: '20000' } });
+  try {
+    const r = await h.client.callTool({ name: 'execute_python', arguments: { code:
+      'result = [str(fake_sleep(ms=200, timeout_ms=t)) for t in (2**63 - 1, 2**62, 2**53, 10**15)]' } },
+    undefined, { timeout: ms(60000) });
+    const e = r.structuredContent ?? JSON.parse(r.content[0].text);
+    assert.deepEqual(e.result, Array(4).fill('slept 200 ms'), JSON.stringify(e).slice(0, 1500));
+    assert.doesNotMatch(h.stderr(), SANITIZER);
   } finally {
     await h.close();
   }
