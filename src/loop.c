@@ -603,10 +603,16 @@ static void timers_due(lws_sorted_usec_list_t *sul)
     timers_arm();
 }
 
+/* A delay beyond this (about 34 years) is taken as this: ms * 1000 and the sum with now_us()
+ * cannot overflow, whatever the caller passes (a worker's call_tool may ask for 2^63 - 1). */
+#define LP_TIMER_MAX_MS ((int64_t)1 << 40)
+
 void lp_timer_start(struct lp_timer *t, int64_t ms, void (*cb)(void *ud), void *ud)
 {
     t->cb = cb;
     t->ud = ud;
+    if (ms > LP_TIMER_MAX_MS)
+        ms = LP_TIMER_MAX_MS;
     th_add(&timers, &t->node, now_us() + (ms < 0 ? 0 : ms) * 1000);
     timers_arm();
 }

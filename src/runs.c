@@ -246,6 +246,14 @@ static void answer(struct run *r, json_t *envelope, struct input_tomb *kept)
     json_decref(env);
 }
 
+/* An envelope the client can read: a success, or a failure that says why (a string error,
+ * as the runtime always writes it). Agent code answering its own run can send any object. */
+static int readable_envelope(json_t *envelope)
+{
+    return json_is_object(envelope) && (json_is_true(json_object_get(envelope, "ok")) ||
+                                        json_is_string(json_object_get(envelope, "error")));
+}
+
 /* The run ended: answer it (envelope borrowed, or NULL and why; or reply: the bytes of the
  * whole answer for a successful envelope, run_answer_text's) and free it. */
 static void finish_with(struct run *r, json_t *envelope, const char *failure, const char *reply,
@@ -253,6 +261,11 @@ static void finish_with(struct run *r, json_t *envelope, const char *failure, co
 {
     if (r->state == RUN_DONE)
         return;
+    if (envelope && !readable_envelope(envelope)) {
+        envelope = NULL;
+        if (!failure)
+            failure = "the worker's answer was neither a result nor an error";
+    }
     r->state = RUN_DONE;
     if (r->ns_started)
         ns_run_end(r->ns.nid);
