@@ -96,6 +96,7 @@ struct hconn {
     int defer;     /* a 2026 reply waiting for its first message (http__reply_deferred) */
     int64_t defer_ms;
     int legacy;    /* a POST /messages of serve_sse_legacy.c: its body goes there */
+    int body_done; /* LWS_CALLBACK_HTTP_BODY_COMPLETION came (again: pipelined input) */
 };
 
 /* ---- serve_http.c: for serve_sse_legacy.c ------------------------------------------------ */

@@ -571,6 +571,27 @@ static void tune_socket(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
 }
 
+/* Input after a complete request body, while that request is still being answered (a
+ * pipelining client). lws 4.1 mishandles it: it re-delivers the body completion on every loop
+ * pass without consuming the buffered bytes, hands the next request's headers over as that
+ * request's body, and from then on spins at 100 % CPU, answering nobody and ignoring SIGTERM.
+ * So a request pipelined behind one with a body is not served: the answer in progress goes
+ * out with "Connection: close" and the connection ends after it (RFC 9112 9.6: the client
+ * retries what was not answered); a streamed answer ends at once instead (a 2025 stream stays
+ * resumable). Returns what the lws callback returns. */
+static int pipelined(struct hconn *c)
+{
+    if (!c->close_after)
+        log_info(MODULE, "a request was pipelined behind one still being answered: the "
+                         "connection closes after the answer (send requests one at a time)");
+    c->close_after = 1;
+    if (c->sse || c->defer || !c->ready) {
+        http__conn_release(c);
+        return -1;
+    }
+    return 0;
+}
+
 static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                          size_t len)
 {
@@ -600,6 +621,10 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
             buf_append(&c->body, in, len);
         return 0;
     case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+        if (c && c->live && c->body_done) /* again: lws holds input past the body */
+            return pipelined(c);
+        if (c)
+            c->body_done = 1;
         cl_set_phase(CL_HTTP, wsi, CL_ACTIVE);
         if (c && c->live && !c->ready && c->legacy)
             lsse_body(c);
