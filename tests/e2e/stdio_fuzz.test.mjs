@@ -26,7 +26,7 @@ import { test } from 'node:test';
 import { RawClient, ms, sleep, tempDir, withTimeout } from './lib.mjs';
 
 const SEEDS = parseSeeds(process.env.CODEMCP_STDIO_FUZZ_SEEDS) || [11, 12, 13, 14, 15, 16];
-const ROUNDS = Number(process.env.CODEMCP_STDIO_FUZZ_ROUNDS) || 5;
+const ROUNDS = Number(process.env.CODEMCP_STDIO_FUZZ_ROUNDS) || 4;
 const LINES_PER_BATCH = 40;
 
 function parseSeeds(s) {
