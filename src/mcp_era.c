@@ -317,11 +317,15 @@ json_t *mcp_era_check_request(json_t *id, json_t *params)
         return invalid(id, "_meta." MCP_META_PROTOCOL_VERSION " must be a string",
                        MCP_META_PROTOCOL_VERSION);
     if (!mcp_era_is_modern_version(json_string_value(v))) {
-        char msg[200];
+        /* The asked version quoted up to 80 bytes, cut before a broken character: json_pack
+         * refuses text that is not UTF-8, and the request would pass as if it were right. */
+        char asked[81], msg[200];
+        snprintf(asked, sizeof(asked), "%s", json_string_value(v));
+        utf8_trim_cut(asked);
         snprintf(msg, sizeof(msg),
-                 "Unsupported protocol version: %.80s (this server speaks %s; "
+                 "Unsupported protocol version: %s (this server speaks %s; "
                  "2025 clients use initialize)",
-                 json_string_value(v), MCP_MODERN_VERSION);
+                 asked, MCP_MODERN_VERSION);
         return json_pack("{s:s, s:O?, s:{s:i, s:s, s:{s:o, s:O}}}", "jsonrpc", "2.0", "id", id,
                          "error", "code", MCP_UNSUPPORTED_VERSION, "message", msg, "data",
                          "supported", mcp_era_supported_versions(), "requested", v);

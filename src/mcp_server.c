@@ -419,7 +419,10 @@ static json_t *submit_execute(struct mcp_session *s, json_t *id, json_t *args, j
     static char err[512];
     if (run_submit(s->id, s->home, id, args, progress, caps, err, sizeof(err)) < 0) {
         /* Bad arguments of execute_python are the model's to fix: a tool error it can read
-         * (SEP-1303), not a protocol error the client swallows. */
+         * (SEP-1303), not a protocol error the client swallows. The text may quote an
+         * argument's name cut at the buffer's end: not UTF-8, json_pack would refuse it and
+         * the request would never be answered. */
+        utf8_trim_cut(err);
         return json_pack("{s:[{s:s, s:s}], s:{s:s}, s:b}", "content", "type", "text", "text", err,
                          "structuredContent", "error", err, "isError", 1);
     }
@@ -441,6 +444,7 @@ static json_t *handle_tools_call(struct mcp_session *s, json_t *id, json_t *para
         *code = RPC_INVALID_PARAMS;
         snprintf(err, sizeof(err), "unknown tool %s: this server has one tool, execute_python",
                  json_string_value(name));
+        utf8_trim_cut(err); /* a long name cut mid-character: rpc_error would refuse it */
         *why = err;
         return NULL;
     }
@@ -454,6 +458,7 @@ static json_t *handle_tools_call(struct mcp_session *s, json_t *id, json_t *para
     if (state) { /* the retry of a request answered input_required */
         if (run_resume(s->id, s->home, id, args, state, json_object_get(params, "inputResponses"),
                        progress, caps, err, sizeof(err)) < 0) {
+            utf8_trim_cut(err);
             *code = RPC_INVALID_PARAMS;
             *why = err;
         }

@@ -570,8 +570,9 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
     r->progress_token = json_incref(progress_token);
     r->code = xstrdup(json_string_value(code));
     if (timeout)
-        r->timeout_ms = json_is_integer(timeout) ? json_integer_value(timeout)
-                                                 : (int64_t)json_real_value(timeout);
+        r->timeout_ms = json_is_integer(timeout)             ? json_integer_value(timeout)
+                        : json_real_value(timeout) >= 9.2e18 ? INT64_MAX /* 1e308: no UB */
+                                                             : (int64_t)json_real_value(timeout);
     r->dry_run = json_is_true(dry);
     r->reset = json_is_true(reset);
     r->arguments = json_incref(arguments);

@@ -201,6 +201,19 @@ int secure_streq(const char *a, const char *b)
     return CRYPTO_memcmp(a, b, la) == 0;
 }
 
+void utf8_trim_cut(char *s)
+{
+    size_t n = strlen(s), lead = n;
+    while (lead > 0 && n - lead < 4 && ((unsigned char)s[lead - 1] & 0xC0) == 0x80)
+        lead--;
+    if (lead == 0)
+        return;
+    unsigned char c = (unsigned char)s[--lead];
+    size_t want = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (n - lead < want)
+        s[lead] = '\0';
+}
+
 char *read_file(const char *path, size_t *len_out)
 {
     FILE *f = fopen(path, "rb");

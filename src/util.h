@@ -48,6 +48,10 @@ int64_t now_us(void);
 int random_hex(char *out, size_t nbytes);
 /* Constant-time equality of two strings (length leaks, content does not). */
 int secure_streq(const char *a, const char *b);
+/* Cuts s before a UTF-8 sequence broken off at its end (snprintf leaves one when its buffer
+ * ends in the middle of a character), so text that was UTF-8 before its cut is UTF-8 again:
+ * jansson refuses anything else, and a message built from it would be lost. O(strlen(s)). */
+void utf8_trim_cut(char *s);
 
 /* Reads a whole file; caller frees. NULL with errno set on failure. */
 char *read_file(const char *path, size_t *len_out);
