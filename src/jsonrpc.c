@@ -61,10 +61,20 @@ json_t *rpc_result(json_t *id, json_t *result)
 
 json_t *rpc_error(json_t *id, int code, const char *message, json_t *data)
 {
-    json_t *msg = message ? json_string(message) : NULL; /* NULL: not UTF-8 */
-    if (!msg) {
+    if (!message) {
         json_decref(data);
         return NULL;
+    }
+    json_t *msg = json_string(message); /* NULL: not UTF-8 */
+    if (!msg) {
+        /* Text quoted from a client and cut mid-character, say: the error still goes out (an
+         * answer is never lost to its wording), with every non-ASCII byte shown as '?'. */
+        char *ascii = strdup(message);
+        for (char *p = ascii; p && *p; p++)
+            if ((unsigned char)*p >= 0x80)
+                *p = '?';
+        msg = json_string(ascii ? ascii : "error message lost (out of memory)");
+        free(ascii);
     }
     json_t *err = json_object();
     json_object_set_new_nocheck(err, "code", json_integer(code));

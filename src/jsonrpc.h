@@ -26,7 +26,8 @@ enum rpc_kind rpc_classify(json_t *msg, const char **why);
 
 /* New reference: {"jsonrpc":"2.0","id":id,"result":result}. Steals result; borrows id. */
 json_t *rpc_result(json_t *id, json_t *result);
-/* New reference: an error response. Borrows id (NULL → null), steals data (may be NULL). */
+/* New reference: an error response. Borrows id (NULL → null), steals data (may be NULL).
+ * A message that is not UTF-8 goes out with its non-ASCII bytes as '?'; NULL only for NULL. */
 json_t *rpc_error(json_t *id, int code, const char *message, json_t *data);
 /* New reference: a request or notification (id NULL). Steals params (may be NULL). */
 json_t *rpc_request(json_t *id, const char *method, json_t *params);

@@ -2,6 +2,7 @@
  * lines across chunks, CRLF, empty lines, oversized lines dropped and reported). */
 #include "check.h"
 #include "jsonrpc.h"
+#include "util.h"
 
 #include <string.h>
 
@@ -58,6 +59,32 @@ int main(void)
     free(text);
     json_decref(e);
     json_decref(id);
+
+    /* A message cut mid-character (client text quoted into a fixed buffer) is not UTF-8:
+     * the error still goes out, its non-ASCII bytes as '?'. */
+    e = rpc_error(NULL, RPC_INVALID_PARAMS, "unknown tool \xc3\xa9\xc3", NULL);
+    CHECK(e != NULL, "an error whose message is not UTF-8 is still built");
+    text = e ? rpc_dump(e) : NULL;
+    CHECK(text && strstr(text, "\"message\":\"unknown tool ???\"") != NULL, "scrubbed: %s",
+          text ? text : "(none)");
+    free(text);
+    json_decref(e);
+
+    /* utf8_trim_cut: a sequence broken off at the end goes, whole ones stay. */
+    const struct {
+        const char *in, *out;
+    } cuts[] = {
+        {"ab\xc3", "ab"},       {"ab\xc3\xa9", "ab\xc3\xa9"},
+        {"a\xe2\x82", "a"},     {"a\xe2\x82\xac", "a\xe2\x82\xac"},
+        {"a\xf0\x9f\x98", "a"}, {"a\xf0\x9f\x98\x80", "a\xf0\x9f\x98\x80"},
+        {"plain", "plain"},     {"", ""},
+    };
+    for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+        char buf[32];
+        snprintf(buf, sizeof(buf), "%s", cuts[i].in);
+        utf8_trim_cut(buf);
+        CHECK(strcmp(buf, cuts[i].out) == 0, "utf8_trim_cut case %zu: got [%s]", i, buf);
+    }
 
     struct rpc_lines l = {.max_line = 16};
     struct seen s = {0};
