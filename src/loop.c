@@ -636,6 +636,12 @@ void lp_on_accept_failed(void (*cb)(int err))
     accept_failed_cb = cb;
 }
 
+/* Room for one HTTP request's headers (lws's max_http_header_data): at lws's default of 4 KiB a
+ * request with a long bearer token or cookie was closed unanswered. Held only while a request's
+ * headers are. CODEMCP_HTTP_MAX_HEADERS, within [4 KiB, 64000] (lws indexes it in 16 bits). */
+#define LP_HEADER_BYTES_DEFAULT 16384
+static unsigned header_bytes = LP_HEADER_BYTES_DEFAULT;
+
 static void lws_log_emit(int level, const char *line)
 {
     enum log_level l = level == LLL_ERR ? LOG_ERROR : level == LLL_WARN ? LOG_WARN : LOG_DEBUG;
@@ -655,6 +661,14 @@ static void lws_log_emit(int level, const char *line)
         accept_log_ms = now;
         log_write(LOG_ERROR, "lws", "accept failed: %s (errno %d; repeats are counted)",
                   strerror(e), e);
+        return;
+    }
+    if (strncmp(line, "Ran out of header data space", 28) == 0) {
+        /* lws 4.1 closes such a connection without a response (no 431): say what to change. */
+        log_write(LOG_WARN, "http",
+                  "a request's headers were over %u bytes (CODEMCP_HTTP_MAX_HEADERS): its "
+                  "connection was closed without an answer",
+                  header_bytes);
         return;
     }
     log_write(l, "lws", "%s", line);
@@ -706,6 +720,9 @@ int lp_init(void)
      * 50 call frames of 50 concurrent calls (~9 KB) took three rounds, three polls and three
      * writes to the upstream instead of one. */
     info.pt_serv_buf_size = 65536;
+    long hb = env_long("CODEMCP_HTTP_MAX_HEADERS", LP_HEADER_BYTES_DEFAULT);
+    header_bytes = hb < 4096 ? 4096 : hb > 64000 ? 64000 : (unsigned)hb;
+    info.max_http_header_data = (unsigned short)header_bytes;
     info.gid = (gid_t)-1;
     info.uid = (uid_t)-1;
     ctx = lws_create_context(&info);

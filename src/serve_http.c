@@ -475,7 +475,12 @@ static void check_post_headers(struct hconn *c, const char *accept)
     }
     int has_len = header(c->wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH, NULL, clen, sizeof(clen)) > 0;
     int chunked = header(c->wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING, NULL, te, sizeof(te)) > 0;
-    if (!has_len || chunked || clen[strspn(clen, "0123456789")] != '\0') {
+    if (has_len && !chunked && (!clen[0] || clen[strspn(clen, "0123456789")] != '\0')) {
+        http__reply_error(c, 400, RPC_SERVER_ERROR,
+                          "Bad Request: Content-Length must be a decimal number of bytes");
+        return;
+    }
+    if (!has_len || chunked) {
         http__reply_error(c, 411, RPC_SERVER_ERROR,
                           "Length Required: send the body with Content-Length (chunked request "
                           "bodies are not accepted)");

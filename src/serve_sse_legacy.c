@@ -194,8 +194,18 @@ static void check_post(struct hconn *c)
     }
     long max_body = env_long("CODEMCP_HTTP_MAX_BODY", 4L << 20);
     int has_len = lws_hdr_copy(c->wsi, clen, sizeof(clen), WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0;
-    if (!has_len || lws_hdr_total_length(c->wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0 ||
-        clen[strspn(clen, "0123456789")] != '\0' || strtoull(clen, NULL, 10) == 0) {
+    int chunked = lws_hdr_total_length(c->wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0;
+    if (has_len && !chunked && (!clen[0] || clen[strspn(clen, "0123456789")] != '\0')) {
+        http__reply_error(c, 400, RPC_SERVER_ERROR,
+                          "Bad Request: Content-Length must be a decimal number of bytes");
+        return;
+    }
+    if (has_len && !chunked && strtoull(clen, NULL, 10) == 0) {
+        http__reply_error(c, 400, RPC_SERVER_ERROR,
+                          "Bad Request: the body is empty (send one JSON-RPC message)");
+        return;
+    }
+    if (!has_len || chunked) {
         http__reply_error(c, 411, RPC_SERVER_ERROR,
                           "Length Required: send one JSON-RPC message with Content-Length "
                           "(chunked request bodies are not accepted)");

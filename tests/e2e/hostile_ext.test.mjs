@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { connectClient, ms, servers, tempDir, writeConfig } from './lib.mjs';
+import { connectClient, ms, PY_OWN_SOCKETS, servers, tempDir, writeConfig } from './lib.mjs';
 
 async function session(mcp = {}, env = {}) {
   const dir = tempDir();
@@ -242,13 +242,7 @@ def frame(op, payload, fin=True, rsv=0, length=None):
     elif n < 65536: h = bytes([b0, 0x80 | 126]) + struct.pack(">H", n)
     else: h = bytes([b0, 0x80 | 127]) + struct.pack(">Q", n)
     return h + mask + bytes(c ^ mask[i % 4] for i, c in enumerate(payload))
-socks = []
-for fd in os.listdir("/proc/self/fd"):
-    try:
-        if os.readlink("/proc/self/fd/" + fd).startswith("socket:"):
-            socks.append(int(fd))
-    except OSError:
-        pass
+${PY_OWN_SOCKETS}
 body = b'{"jsonrpc":"2.0","id":"c9","method":"call_tool","params":{"run_id":"\xff\xfe","server":"s","tool":"t","args":{}}}'
 frames = {
     "badutf8": frame(1, body),

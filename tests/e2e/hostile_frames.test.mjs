@@ -14,7 +14,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { test } from 'node:test';
 
-import { connectClient, ms, pidAlive, servers, tempDir, writeConfig } from './lib.mjs';
+import {
+  connectClient, ms, pidAlive, PY_OWN_SOCKETS, servers, tempDir, writeConfig,
+} from './lib.mjs';
 
 const MAX_FRAME = 65536; // CODEMCP_CONTROL_MAX_FRAME: an oversized frame costs little
 // What the ASan/UBSan build writes on stderr when it finds something (build-asan).
@@ -39,13 +41,7 @@ try:
     run_id = runstate.current().run_id
 except Exception:
     run_id = None
-socks = []
-for fd in os.listdir("/proc/self/fd"):
-    try:
-        if os.readlink("/proc/self/fd/" + fd).startswith("socket:"):
-            socks.append(int(fd))
-    except OSError:
-        pass
+${PY_OWN_SOCKETS}
 
 def frame(op, payload, fin=True, rsv=0, masked=True, length=None):
     n = len(payload) if length is None else length

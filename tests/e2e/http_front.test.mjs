@@ -511,6 +511,29 @@ describe('Streamable HTTP protocol edges (raw HTTP)', () => {
       chunked: true,
     });
     assertHttpError(chunked, 411, 'chunked request body');
+    // A length that is there but not a number is a 400 that says so, not "Length Required".
+    const u0 = new URL(url);
+    for (const bad of ['abc', '12abc', '-5']) {
+      const head = await new Promise((resolve) => {
+        const s = net.connect(Number(u0.port), u0.hostname, () =>
+          s.write(
+            `POST ${u0.pathname} HTTP/1.1\r\nHost: ${u0.host}\r\nContent-Type: application/json\r\n` +
+              `Accept: application/json, text/event-stream\r\nMcp-Session-Id: ${sid}\r\n` +
+              `Authorization: ${authHeader(url).authorization}\r\nContent-Length: ${bad}\r\n\r\n{}`,
+          ),
+        );
+        let t = '';
+        s.on('data', (d) => {
+          t += d;
+          if (t.includes('}')) s.destroy();
+        });
+        s.on('close', () => resolve(t));
+        s.on('error', () => resolve(t));
+        setTimeout(() => s.destroy(), ms(3000));
+      });
+      assert.match(head.split('\r\n')[0], /^HTTP\/1\.1 400 /, `Content-Length: ${bad} -> ${head}`);
+      assert.match(head, /Content-Length must be a decimal number/, head);
+    }
     const big = { jsonrpc: '2.0', id: 7, method: 'ping', params: { pad: 'x'.repeat(70000) } };
     const r413 = await request(url, { headers: sessionHeaders(sid), body: big });
     assertHttpError(r413, 413, 'body over the cap');
@@ -792,6 +815,33 @@ test('CODEMCP_HTTP_MAX_SESSIONS: initialize beyond the cap gets 503 until a sess
   const again = await request(gw.url, { headers: POST, body: init });
   assert.equal(again.status, 200, again.text);
   await gw.stop();
+});
+
+test('request headers: a 12 KB cookie and a 6 KB bearer token are served; over CODEMCP_HTTP_MAX_HEADERS the connection closes, says why, and the gateway goes on', async () => {
+  // lws's default room for headers is 4 KiB: a long JWT or a proxy's cookies got an empty reply.
+  const gw = await startGateway();
+  const ping = { jsonrpc: '2.0', id: 1, method: 'ping' };
+  const sid = await rawSession(gw.url);
+  const cookie = await request(gw.url, { headers: sessionHeaders(sid, { cookie: `a=${'c'.repeat(12000)}` }), body: ping });
+  assert.equal(cookie.status, 200, cookie.text);
+  const bearer = await request(gw.url, {
+    headers: sessionHeaders(sid, { authorization: `Bearer ${gw.token}${'t'.repeat(6000)}` }),
+    body: ping,
+  });
+  // Read in full and refused with a reason, not dropped unanswered.
+  assert.equal(bearer.status, 401, bearer.text);
+  assert.match(bearer.text, /Authorization header is too long/, bearer.text);
+  await gw.stop();
+
+  const small = await startGateway({ env: { CODEMCP_HTTP_MAX_HEADERS: '8192' } });
+  const sid2 = await rawSession(small.url);
+  const over = await request(small.url, { headers: sessionHeaders(sid2, { cookie: `a=${'c'.repeat(9000)}` }), body: ping })
+    .then((r) => `answered ${r.status}`, (e) => e.code);
+  assert.equal(over, 'ECONNRESET', 'lws 4.1 closes the connection (it cannot answer 431)');
+  await waitFor(() => /headers were over 8192 bytes \(CODEMCP_HTTP_MAX_HEADERS\)/.test(small.proc.stderr), ms(5000));
+  const next = await request(small.url, { headers: sessionHeaders(sid2), body: ping });
+  assert.equal(next.status, 200, next.text);
+  await small.stop();
 });
 
 test('idle sessions expire (404); a session with a request in flight does not', async () => {

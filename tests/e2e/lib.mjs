@@ -795,3 +795,13 @@ export function startHttpFixture(started, flags = []) {
     proc.on('exit', (code) => reject(new Error(`fixture exited (${code}): ${out}`)));
   });
 }
+
+// Python, for agent programs that attack their own sockets: leaves in `socks` every socket
+// descriptor the worker holds (the control socket is the only one in use). Needs `import os`.
+export const PY_OWN_SOCKETS = String.raw`socks = []
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        if os.readlink("/proc/self/fd/" + fd).startswith("socket:"):
+            socks.append(int(fd))
+    except OSError:
+        pass`;
