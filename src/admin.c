@@ -1,7 +1,7 @@
-/* admin — see admin.h. The listening socket has a vhost and protocol of its own ("adm"), so
- * its readiness means accept(), not read(); accepted connections are ordinary lp_io
- * descriptors. Connections are referred to by the lp_io that owns them (freed only through
- * on_close, which also stops the connection's timer). */
+/* admin — see admin.h. The listening socket is an lp_io whose readiness means accept(), not
+ * read() (on_ready); accepted connections are ordinary lp_io descriptors. Connections are referred
+ * to by the lp_io that owns them (freed only through on_close, which also stops the connection's
+ * timer). */
 #include "admin.h"
 #include "admin_ops.h"
 #include "admin_paths.h"
@@ -31,7 +31,7 @@ struct adm_conn {
     int answered;
 };
 
-static struct lws_vhost *vhost;
+static struct lp_io *listener; /* the listening socket: readiness means accept() */
 static char sock_path[256], rec_path[4400];
 static int n_conns;
 
@@ -94,7 +94,7 @@ static void conn_timed_out(void *ud)
         conn_reply(c, json_pack("{s:b, s:s}", "ok", 0, "error", "no request within 10 s"));
 }
 
-static const struct lp_io_ops conn_ops = {conn_on_read, conn_on_close};
+static const struct lp_io_ops conn_ops = {.on_read = conn_on_read, .on_close = conn_on_close};
 
 /* Best effort on a fresh non-blocking socket, then closed. */
 static void refuse(int fd, const char *why)
@@ -141,21 +141,19 @@ static void accept_all(int lfd)
     }
 }
 
-static int listen_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
-                           size_t len)
+static void listen_ready(void *ud)
 {
-    (void)user;
-    (void)in;
-    (void)len;
-    if (reason == LWS_CALLBACK_RAW_RX_FILE)
-        accept_all((int)(intptr_t)lws_get_socket_fd(wsi));
-    return 0; /* EVENT_WAIT_CANCELLED and the rest: nothing to do here */
+    (void)ud;
+    accept_all(lp_io_fd(listener));
 }
 
-static const struct lws_protocols protocols[] = {
-    {"adm-listen", listen_callback, 0, 0, 0, NULL, 0},
-    {NULL, NULL, 0, 0, 0, NULL, 0},
-};
+static void listen_closed(void *ud)
+{
+    (void)ud;
+    listener = NULL; /* lp_destroy closed it */
+}
+
+static const struct lp_io_ops listen_ops = {.on_close = listen_closed, .on_ready = listen_ready};
 
 /* ---- socket and record ------------------------------------------------------------------- */
 
@@ -248,18 +246,9 @@ int adm_start(struct cfg *cfg, const char *transport, const char *url)
         sock_path[0] = rec_path[0] = 0;
         return -1;
     }
-    struct lws_context_creation_info vi;
-    memset(&vi, 0, sizeof(vi));
-    vi.port = CONTEXT_PORT_NO_LISTEN_SERVER;
-    vi.protocols = protocols;
-    vi.vhost_name = "adm";
-    vhost = lws_create_vhost(lp_context(), &vi);
-    lws_sock_file_fd_type u;
-    u.filefd = (lws_filefd_type)(intptr_t)fd;
-    if (!vhost ||
-        !lws_adopt_descriptor_vhost(vhost, LWS_ADOPT_RAW_FILE_DESC, u, "adm-listen", NULL)) {
+    listener = lp_io_watch(fd, 1, &listen_ops, NULL);
+    if (!listener) { /* fd closed by lp_io_watch */
         log_error("admin", "cannot watch the admin socket");
-        close(fd);
         unlink(sock_path);
         sock_path[0] = rec_path[0] = 0;
         return -1;

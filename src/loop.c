@@ -314,7 +314,7 @@ static void io_set_interest(struct lp_io *io, int want_out)
  * (ep_dispatch holds pointers to the others). */
 static void io_close_now(struct lp_io *io)
 {
-    if (!io->closing && io->readable) {
+    if (!io->closing && io->readable && !(io->ops && io->ops->on_ready)) {
         char chunk[65536];
         ssize_t n;
         size_t got = 0;
@@ -422,6 +422,11 @@ static int io_event(struct lp_io *io, uint32_t ev)
             }
         }
     }
+    if (io->readable && io->ops && io->ops->on_ready && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+        if (!io->closing)
+            io->ops->on_ready(io->ud);
+        return 0;
+    }
     if (io->readable && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
         char chunk[65536];
         ssize_t n = read(io->fd, chunk, sizeof(chunk));
@@ -520,7 +525,7 @@ struct lp_io *lp_io_watch(int fd, int readable, const struct lp_io_ops *ops, voi
     return io;
 }
 
-static int io_write(struct lp_io *io, const void *data, size_t len)
+int lp_io_write(struct lp_io *io, const void *data, size_t len)
 {
     if (!io || io->closing || io->closed)
         return -1;
@@ -532,10 +537,15 @@ static int io_write(struct lp_io *io, const void *data, size_t len)
 
 int lp_io_write_line(struct lp_io *io, const char *data, size_t len)
 {
-    if (io_write(io, data, len) < 0)
+    if (lp_io_write(io, data, len) < 0)
         return -1;
     buf_append(&io->out, "\n", 1);
     return 0;
+}
+
+int lp_io_fd(const struct lp_io *io)
+{
+    return io ? io->fd : -1;
 }
 
 size_t lp_io_pending(struct lp_io *io)

@@ -24,6 +24,9 @@ struct lp_io_ops {
     void (*on_read)(void *ud, const char *data, size_t len);
     /* The descriptor reached EOF/error and is closed; the lp_io is freed after this. */
     void (*on_close)(void *ud);
+    /* Optional: the descriptor is readable and the loop reads nothing (a listening socket:
+     * accept here; what is not taken is reported again). Replaces on_read. */
+    void (*on_ready)(void *ud);
 };
 
 /* Creates the context. Other modules add their vhosts through lp_context(). 0 / -1. */
@@ -41,6 +44,10 @@ struct lp_io *lp_io_watch(int fd, int readable, const struct lp_io_ops *ops, voi
  * together with whatever else this round queued for the descriptor (a reader woken once per
  * round, not once per line). Never blocks. -1 if closing. */
 int lp_io_write_line(struct lp_io *io, const char *data, size_t len);
+/* Queues len bytes (copied), as lp_io_write_line without the newline. -1 if closing. */
+int lp_io_write(struct lp_io *io, const void *data, size_t len);
+/* The descriptor (for getsockopt and the like; never read, write or close it). */
+int lp_io_fd(const struct lp_io *io);
 /* Bytes queued and not yet written. */
 size_t lp_io_pending(struct lp_io *io);
 /* Closes after flushing what is queued (on_close still fires). */

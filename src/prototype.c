@@ -81,8 +81,8 @@ static void on_err_close(void *ud)
     (void)ud;
     pt.err_io = NULL;
 }
-static const struct lp_io_ops out_ops = {on_out, on_out_close};
-static const struct lp_io_ops err_ops = {on_err, on_err_close};
+static const struct lp_io_ops out_ops = {.on_read = on_out, .on_close = on_out_close};
+static const struct lp_io_ops err_ops = {.on_read = on_err, .on_close = on_err_close};
 
 static void forget_sandbox(pid_t pid)
 {
@@ -234,7 +234,7 @@ static void on_chan_close(void *ud)
     went_down("its control channel closed");
 }
 
-static const struct lp_io_ops chan_ops = {on_chan_read, on_chan_close};
+static const struct lp_io_ops chan_ops = {.on_read = on_chan_read, .on_close = on_chan_close};
 
 static void start_timed_out(void *ud)
 {

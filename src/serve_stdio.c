@@ -66,8 +66,8 @@ static void on_stdout_close(void *ud)
     out_io = NULL;
 }
 
-static const struct lp_io_ops in_ops = {on_stdin, on_stdin_close};
-static const struct lp_io_ops out_ops = {NULL, on_stdout_close};
+static const struct lp_io_ops in_ops = {.on_read = on_stdin, .on_close = on_stdin_close};
+static const struct lp_io_ops out_ops = {.on_close = on_stdout_close};
 
 int stdio_serve(void (*on_eof)(void))
 {

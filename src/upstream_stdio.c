@@ -95,9 +95,9 @@ static void on_stdin_close(void *ud)
     maybe_closed(tp);
 }
 
-static const struct lp_io_ops out_ops = {on_stdout, on_stdout_close};
-static const struct lp_io_ops err_ops = {on_stderr, on_stderr_close};
-static const struct lp_io_ops in_ops = {NULL, on_stdin_close};
+static const struct lp_io_ops out_ops = {.on_read = on_stdout, .on_close = on_stdout_close};
+static const struct lp_io_ops err_ops = {.on_read = on_stderr, .on_close = on_stderr_close};
+static const struct lp_io_ops in_ops = {.on_close = on_stdin_close};
 
 static void on_exit_status(void *ud, pid_t pid, int status)
 {

@@ -87,8 +87,8 @@ static void on_err_close(void *ud)
     ((struct worker *)ud)->err_io = NULL;
 }
 
-static const struct lp_io_ops out_ops = {on_out, on_out_close};
-static const struct lp_io_ops err_ops = {on_err, on_err_close};
+static const struct lp_io_ops out_ops = {.on_read = on_out, .on_close = on_out_close};
+static const struct lp_io_ops err_ops = {.on_read = on_err, .on_close = on_err_close};
 
 static void start_timed_out(void *ud)
 {
@@ -155,7 +155,7 @@ static void on_status_close(void *ud)
     on_worker_exit(w, w->pid, status);
 }
 
-static const struct lp_io_ops status_ops = {on_status, on_status_close};
+static const struct lp_io_ops status_ops = {.on_read = on_status, .on_close = on_status_close};
 
 /* Sends the fork request for a STARTING slot whose prototype is ready. */
 static void send_fork(struct worker *w)
