@@ -1,18 +1,23 @@
-/* loop — the gateway's single-threaded event loop on libwebsockets. See loop.h.
+/* loop — the gateway's single-threaded event loop. See loop.h.
  *
- * Raw descriptors (stdio, child pipes, the signalfd) sit in one epoll set of ours, and only
- * that epoll descriptor is adopted into lws (a private vhost "lp-raw", LWS_ADOPT_RAW_FILE_DESC):
- * lws's poll() scans one entry for all of them instead of one each (with a worker, an upstream
- * and a prototype that was 10 of its 14 entries, on every wake-up: ~12 % of the gateway's CPU
- * in 50 concurrent calls). When it is readable, one epoll_wait(0) hands out the ready ones
- * (level-triggered: what is not read now is reported again). We do the read()/write()
- * ourselves: writes are queued and leave at the end of the loop iteration (lp_defer), one write
- * per descriptor per round, and what a full pipe does not take waits for EPOLLOUT, so nothing
- * blocks. EOF and errors close a descriptor inside its dispatch, lp_io_close at the end of the
- * iteration; it leaves the set before it is closed. Regular files (stdin from a file), which
- * epoll refuses and poll() calls always ready, get a zero-delay timer per round instead. Traps
- * of lws 4.1 handled here: EVENT_WAIT_CANCELLED reaches every protocol (we only act in ours),
- * and ignored SIGPIPE survives exec (reset in child). */
+ * Every raw descriptor (stdio, child pipes, the signalfd, the lp_post eventfd, sockets served
+ * by our own code) sits in one epoll set of ours. Without lws (the stdio gateway: nothing asked
+ * for lp_context) one epoll_wait on that set is the loop's only wait, bounded by the earliest
+ * timer of our heap: no poll() over lws's table, no second wait, none of lws's service code
+ * on every wake-up (it was ~16 % of the gateway's instructions per tool call). Once something
+ * needs lws (an HTTP front), the context is made and only the epoll descriptor is adopted
+ * into it (a private vhost "lp-raw", LWS_ADOPT_RAW_FILE_DESC): lws's poll() scans one entry for
+ * all of them instead of one each (with a worker, an upstream and a prototype that was 10 of
+ * its 14 entries, on every wake-up: ~12 % of the gateway's CPU in 50 concurrent calls). When
+ * it is readable, one epoll_wait(0) hands out the ready ones (level-triggered: what is not read
+ * now is reported again). We do the read()/write() ourselves: writes are queued and leave at
+ * the end of the loop iteration (lp_defer), one write per descriptor per round, and what a full
+ * pipe does not take waits for EPOLLOUT, so nothing blocks. EOF and errors close a descriptor
+ * inside its dispatch, lp_io_close at the end of the iteration; it leaves the set before it is
+ * closed. Regular files (stdin from a file), which epoll refuses and poll() calls always ready,
+ * get a zero-delay timer per round instead. Traps of lws 4.1 handled here: EVENT_WAIT_CANCELLED
+ * reaches every protocol (we only act in ours), and ignored SIGPIPE survives exec (reset in
+ * child). */
 #include "loop.h"
 #include "log.h"
 #include "pgguard.h"
@@ -20,11 +25,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -44,7 +51,7 @@ struct lp_io {
     struct lp_deferred flush;      /* writes `out` at the end of the iteration */
     struct lp_deferred close_soon; /* closes it at the end of the iteration */
     struct lp_io *next, **pprev;   /* every open one, for lp_destroy */
-    lws_sorted_usec_list_t tick;   /* an `always` one: serviced once per round, as lws polled it */
+    struct lp_timer tick;          /* an `always` one: serviced once per round, as poll() saw it */
 };
 
 struct child_watch {
@@ -81,9 +88,21 @@ static size_t n_children, cap_children;
 
 static pthread_mutex_t post_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct posted *post_head, *post_tail;
+static int post_fd = -1; /* an eventfd in the epoll set: lp_post and lp_stop wake the loop */
+
+static void post_wake(void)
+{
+    uint64_t one = 1;
+    if (post_fd >= 0)
+        (void)!write(post_fd, &one, sizeof(one));
+}
+
+static int lws_start(void);
 
 struct lws_context *lp_context(void)
 {
+    if (!ctx && ep_fd >= 0)
+        (void)lws_start();
     return ctx;
 }
 
@@ -101,6 +120,21 @@ static void drain_posted(void)
     }
 }
 
+/* The eventfd: lp_post or lp_stop wrote it. */
+static void post_ready(void *ud)
+{
+    (void)ud;
+    uint64_t n;
+    (void)!read(post_fd, &n, sizeof(n));
+    drain_posted();
+}
+
+static void post_closed(void *ud)
+{
+    (void)ud;
+    post_fd = -1; /* lp_destroy closed it */
+}
+
 void lp_post(void (*fn)(void *ud), void *ud)
 {
     struct posted *p = xcalloc(1, sizeof(*p));
@@ -113,8 +147,7 @@ void lp_post(void (*fn)(void *ud), void *ud)
         post_head = p;
     post_tail = p;
     pthread_mutex_unlock(&post_lock);
-    if (ctx)
-        lws_cancel_service(ctx);
+    post_wake();
 }
 
 /* ---- children ---------------------------------------------------------------------- */
@@ -289,7 +322,7 @@ fail:
 
 /* Interest in EPOLLIN (readable ones) and EPOLLOUT (while a write waits); EPOLLERR and
  * EPOLLHUP are always reported. */
-static void io_tick(lws_sorted_usec_list_t *sul);
+static void io_tick(void *ud);
 
 static void io_set_interest(struct lp_io *io, int want_out)
 {
@@ -298,7 +331,7 @@ static void io_set_interest(struct lp_io *io, int want_out)
     io->want_out = want_out;
     if (io->always) {
         if (want_out)
-            lws_sul_schedule(ctx, 0, &io->tick, io_tick, 0);
+            lp_timer_start(&io->tick, 0, io_tick, io);
         return;
     }
     struct epoll_event ev = {.events = (io->readable ? EPOLLIN : 0) | (want_out ? EPOLLOUT : 0),
@@ -326,7 +359,7 @@ static void io_close_now(struct lp_io *io)
     }
     io->closed = 1;
     if (io->always)
-        lws_sul_cancel(&io->tick);
+        lp_timer_stop(&io->tick);
     else
         epoll_ctl(ep_fd, EPOLL_CTL_DEL, io->fd, NULL);
     close(io->fd);
@@ -449,13 +482,13 @@ static int io_event(struct lp_io *io, uint32_t ev)
 
 /* An `always` descriptor's round: what poll() would have reported for it (readable, and
  * writable while a write waits), then the next round, until it is closed. */
-static void io_tick(lws_sorted_usec_list_t *sul)
+static void io_tick(void *ud)
 {
-    struct lp_io *io = lws_container_of(sul, struct lp_io, tick);
+    struct lp_io *io = ud;
     if (io_event(io, (io->readable ? EPOLLIN : 0) | (io->want_out ? EPOLLOUT : 0)))
         return; /* freed */
     if (!io->closed && (io->readable || io->want_out))
-        lws_sul_schedule(ctx, 0, &io->tick, io_tick, 0);
+        lp_timer_start(&io->tick, 0, io_tick, io); /* the next round, not this one */
 }
 
 /* The epoll set is readable: hands out what is ready. A handler may close others only through
@@ -514,7 +547,7 @@ struct lp_io *lp_io_watch(int fd, int readable, const struct lp_io_ops *ops, voi
     if (rc < 0 && ep_fd >= 0 && errno == EPERM) {
         io->always = 1; /* stdin from a file, stdout to one: poll() calls it always ready */
         if (readable)
-            lws_sul_schedule(ctx, 0, &io->tick, io_tick, 0);
+            lp_timer_start(&io->tick, 0, io_tick, io);
     } else if (rc < 0) {
         log_error("loop", "cannot watch fd %d: %s", fd, strerror(errno));
         close(fd);
@@ -704,10 +737,13 @@ void lp_on_reload_signal(void (*cb)(void))
     reload_cb = cb;
 }
 
+static void post_ready(void *ud);
+static void post_closed(void *ud);
+static void deferred_due(lws_sorted_usec_list_t *sul);
+static const struct lp_io_ops post_ops = {.on_close = post_closed, .on_ready = post_ready};
+
 int lp_init(void)
 {
-    lws_set_log_level(LLL_ERR | LLL_WARN, lws_log_emit);
-
     /* Signals become events: block them here (threads created later inherit the mask). */
     sigset_t set;
     sigemptyset(&set);
@@ -721,7 +757,25 @@ int lp_init(void)
         log_error("loop", "signalfd: %s", strerror(errno));
         return -1;
     }
+    ep_fd = epoll_create1(EPOLL_CLOEXEC);
+    int pfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ep_fd < 0 || pfd < 0) {
+        log_error("loop", "cannot set up the descriptor set: %s", strerror(errno));
+        if (pfd >= 0)
+            close(pfd);
+        return -1;
+    }
+    if (!lp_io_watch(sig_fd, 1, NULL, NULL) || !lp_io_watch(pfd, 1, &post_ops, NULL))
+        return -1;
+    post_fd = pfd;
+    return 0;
+}
 
+/* The lws context, made on first use (an HTTP front, or anything else that needs a vhost):
+ * from then on lws's service is the loop's wait and the epoll set one descriptor in it. */
+static int lws_start(void)
+{
+    lws_set_log_level(LLL_ERR | LLL_WARN, lws_log_emit);
     struct lws_context_creation_info info;
     memset(&info, 0, sizeof(info));
     info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
@@ -735,8 +789,8 @@ int lp_init(void)
     info.max_http_header_data = (unsigned short)header_bytes;
     info.gid = (gid_t)-1;
     info.uid = (uid_t)-1;
-    ctx = lws_create_context(&info);
-    if (!ctx) {
+    struct lws_context *c = lws_create_context(&info);
+    if (!c) {
         log_error("loop", "cannot create the libwebsockets context");
         return -1;
     }
@@ -745,23 +799,21 @@ int lp_init(void)
     vi.port = CONTEXT_PORT_NO_LISTEN_SERVER;
     vi.protocols = raw_protocols;
     vi.vhost_name = "lp-raw";
-    raw_vhost = lws_create_vhost(ctx, &vi);
-    if (!raw_vhost) {
-        log_error("loop", "cannot create the raw vhost");
-        return -1;
-    }
-    ep_fd = epoll_create1(EPOLL_CLOEXEC);
+    raw_vhost = lws_create_vhost(c, &vi);
     lws_sock_file_fd_type u;
     u.filefd = (lws_filefd_type)(intptr_t)ep_fd;
-    ep_wsi = ep_fd < 0 ? NULL
-                       : lws_adopt_descriptor_vhost(raw_vhost, LWS_ADOPT_RAW_FILE_DESC, u, "lp-raw",
-                                                    NULL);
+    ep_wsi = raw_vhost
+                 ? lws_adopt_descriptor_vhost(raw_vhost, LWS_ADOPT_RAW_FILE_DESC, u, "lp-raw", NULL)
+                 : NULL;
     if (!ep_wsi) {
-        log_error("loop", "cannot set up the descriptor set: %s", strerror(errno));
+        log_error("loop", "cannot put the descriptor set into libwebsockets");
+        lws_context_destroy(c); /* ep_fd stays ours */
         return -1;
     }
-    if (!lp_io_watch(sig_fd, 1, NULL, NULL))
-        return -1;
+    ctx = c;
+    timers_arm(); /* the earliest deadline now rides an lws timer */
+    if (deferred_head)
+        lws_sul_schedule(ctx, 0, &deferred_sul, deferred_due, 0);
     return 0;
 }
 
@@ -791,7 +843,8 @@ void lp_defer(struct lp_deferred *d, void (*fn)(void *ud), void *ud)
          * without returning: work deferred by a timer callback would wait for the next
          * event. A zero-delay timer makes that poll return at once. After descriptor
          * events lws_service() returns and lp_run() cancels it unfired: no extra poll. */
-        lws_sul_schedule(ctx, 0, &deferred_sul, deferred_due, 0);
+        if (ctx)
+            lws_sul_schedule(ctx, 0, &deferred_sul, deferred_due, 0);
     }
     deferred_tail = d;
 }
@@ -829,9 +882,48 @@ static void run_deferred(void)
     }
 }
 
+/* Milliseconds until the earliest timer (rounded up), 0 when one is due, -1 when none. */
+static int next_timeout_ms(void)
+{
+    struct th_node *x = th_peek(&timers);
+    if (!x)
+        return -1;
+    int64_t left = x->due - now_us();
+    if (left <= 0)
+        return 0;
+    int64_t ms = (left + 999) / 1000;
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/* One round without lws: the work the last round deferred, one wait on the epoll set (not
+ * past the earliest timer), what is ready, then the timers that are due. */
+static int pure_round(void)
+{
+    run_deferred();
+    if (stop_flag || ctx)
+        return 0;
+    struct epoll_event evs[64];
+    int n = epoll_wait(ep_fd, evs, 64, next_timeout_ms());
+    if (n < 0 && errno != EINTR) {
+        log_error("loop", "epoll_wait: %s", strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        (void)io_event(evs[i].data.ptr, evs[i].events);
+    timers_running = 1;
+    th_run_due(&timers, now_us(), timer_fire);
+    timers_running = 0;
+    return 0;
+}
+
 void lp_run(void)
 {
     while (!stop_flag) {
+        if (!ctx) { /* no HTTP front (or anything else on lws): the epoll set is the wait */
+            if (pure_round() < 0)
+                break;
+            continue;
+        }
         run_deferred();
         lws_sul_cancel(&deferred_sul);
         if (lws_service(ctx, 0) < 0)
@@ -845,6 +937,8 @@ void lp_stop(void)
     stop_flag = 1;
     if (ctx)
         lws_cancel_service(ctx);
+    else
+        post_wake();
 }
 
 void lp_on_shutdown_signal(void (*cb)(void))
@@ -857,8 +951,11 @@ void lp_destroy(void)
     while (all_ios) /* as lws closed the adopted ones: their owners hear on_close */
         io_close_now(all_ios);
     if (ctx)
-        lws_context_destroy(ctx);
+        lws_context_destroy(ctx); /* closes ep_fd, which it adopted */
+    else if (ep_fd >= 0)
+        close(ep_fd);
     ctx = NULL;
+    ep_fd = -1;
     timers_sul_due = -1;
     th_free(&timers);
     drain_posted();

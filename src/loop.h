@@ -1,4 +1,5 @@
-/* loop — the gateway's one event loop (a libwebsockets context on the main thread).
+/* loop — the gateway's one event loop, on the main thread: one epoll set, and a libwebsockets
+ * context only once something needs one (lp_context: the HTTP front).
  *
  * Owns: the lws context, watched file descriptors (stdin/stdout, child pipes), timers,
  * child processes (spawn, SIGCHLD reaping through a signalfd), shutdown signals, and the
@@ -29,8 +30,10 @@ struct lp_io_ops {
     void (*on_ready)(void *ud);
 };
 
-/* Creates the context. Other modules add their vhosts through lp_context(). 0 / -1. */
+/* Sets up the epoll set and the signals. 0 / -1. */
 int lp_init(void);
+/* The lws context for a module's vhost, made on the first call (from then on lws's service is
+ * the loop's wait); NULL if it cannot be made (logged). */
 struct lws_context *lp_context(void);
 /* Runs until lp_stop(). */
 void lp_run(void);

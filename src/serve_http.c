@@ -737,7 +737,8 @@ int http_serve(const char *host, int port)
         vi.ssl_private_key_filepath = key;
         vi.alpn = "http/1.1"; /* custom headers do not work on HTTP/2 streams in lws 4.1 */
     }
-    struct lws_vhost *vhost = lws_create_vhost(lp_context(), &vi);
+    struct lws_context *lc = lp_context();
+    struct lws_vhost *vhost = lc ? lws_create_vhost(lc, &vi) : NULL;
     int actual = vhost ? lws_get_vhost_listen_port(vhost) : -1;
     if (actual <= 0) {
         fprintf(stderr, "codemcp: cannot listen on %s port %d%s (see the log above)\n", bind_host,
