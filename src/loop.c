@@ -573,6 +573,24 @@ void lp_io_close(struct lp_io *io)
         io_close_soon(io);
 }
 
+/* The last write of a descriptor closed without waiting: what it takes now, then the close. */
+static void io_close_last_write(void *ud)
+{
+    struct lp_io *io = ud;
+    if (io->out.len)
+        (void)io_write_out(io);
+    io_close_now(io);
+}
+
+void lp_io_close_nowait(struct lp_io *io)
+{
+    if (!io || io->closed)
+        return;
+    io->closing = 1;
+    lp_defer_cancel(&io->close_soon);
+    lp_defer(&io->close_soon, io_close_last_write, io);
+}
+
 /* ---- timers -------------------------------------------------------------------------- */
 
 static struct th_heap timers;
@@ -634,8 +652,9 @@ void lp_timer_stop(struct lp_timer *t)
 
 /* ---- context --------------------------------------------------------------------------- */
 
-/* lws logs "accept: errno N" on every failed accept (EMFILE makes that a busy loop): the
- * first of a burst is logged, then one line per ACCEPT_LOG_MS with the count. */
+/* lws logs "accept: errno N" on every failed accept (EMFILE makes that a busy loop), and our
+ * own listeners report theirs (lp_accept_failed): the first of a burst is logged, then one line
+ * per ACCEPT_LOG_MS with the count. */
 #define ACCEPT_LOG_MS 10000
 static int64_t accept_log_ms;
 static unsigned long accept_failures;
@@ -652,25 +671,29 @@ void lp_on_accept_failed(void (*cb)(int err))
 #define LP_HEADER_BYTES_DEFAULT 16384
 static unsigned header_bytes = LP_HEADER_BYTES_DEFAULT;
 
+void lp_accept_failed(int e)
+{
+    int64_t now = now_ms();
+    if (accept_failed_cb)
+        accept_failed_cb(e); /* e.g. EMFILE: the listener is still readable */
+    if (accept_log_ms && now - accept_log_ms < ACCEPT_LOG_MS) {
+        accept_failures++;
+        return;
+    }
+    if (accept_failures)
+        log_write(LOG_ERROR, "loop", "accept failed %lu more times in the last %d s",
+                  accept_failures, ACCEPT_LOG_MS / 1000);
+    accept_failures = 0;
+    accept_log_ms = now;
+    log_write(LOG_ERROR, "loop", "accept failed: %s (errno %d; repeats are counted)", strerror(e),
+              e);
+}
+
 static void lws_log_emit(int level, const char *line)
 {
     enum log_level l = level == LLL_ERR ? LOG_ERROR : level == LLL_WARN ? LOG_WARN : LOG_DEBUG;
     if (strncmp(line, "accept: errno", 13) == 0) {
-        int64_t now = now_ms();
-        int e = atoi(line + 13);
-        if (accept_failed_cb)
-            accept_failed_cb(e); /* e.g. EMFILE: the listener is still readable */
-        if (accept_log_ms && now - accept_log_ms < ACCEPT_LOG_MS) {
-            accept_failures++;
-            return;
-        }
-        if (accept_failures)
-            log_write(LOG_ERROR, "lws", "accept failed %lu more times in the last %d s",
-                      accept_failures, ACCEPT_LOG_MS / 1000);
-        accept_failures = 0;
-        accept_log_ms = now;
-        log_write(LOG_ERROR, "lws", "accept failed: %s (errno %d; repeats are counted)",
-                  strerror(e), e);
+        lp_accept_failed(atoi(line + 13));
         return;
     }
     if (strncmp(line, "Ran out of header data space", 28) == 0) {
