@@ -188,8 +188,10 @@ static long default_max_pending(void)
  * is closed, every listener's queue is drained by accepting and closing at once (those
  * clients see their connection closed instead of a gateway that burns a core), and the
  * reserve is taken again. The cost then follows the rate of new connections, not the loop's
- * speed. Listeners are found once, by asking every open descriptor whether it listens
- * (SO_ACCEPTCONN): the HTTP front, the control listener when there is one, the admin socket. */
+ * speed. Our own listeners (the control channel's) report their failures through
+ * lp_accept_failed, which lands here the same way. Listeners are found once, by asking every
+ * open descriptor whether it listens (SO_ACCEPTCONN): the HTTP front, the control listener when
+ * there is one, the admin socket. */
 #define MAX_LISTENERS 8
 #define DRAIN_MAX     1024 /* connections closed per failure, at most */
 
