@@ -6,13 +6,14 @@
  * and a prototype that was 10 of its 14 entries, on every wake-up: ~12 % of the gateway's CPU
  * in 50 concurrent calls). When it is readable, one epoll_wait(0) hands out the ready ones
  * (level-triggered: what is not read now is reported again). We do the read()/write()
- * ourselves: writes are queued and leave at the end of the loop iteration (lp_defer), one write
- * per descriptor per round, and what a full pipe does not take waits for EPOLLOUT, so nothing
- * blocks. EOF and errors close a descriptor inside its dispatch, lp_io_close at the end of the
- * iteration; it leaves the set before it is closed. Regular files (stdin from a file), which
- * epoll refuses and poll() calls always ready, get a zero-delay timer per round instead. Traps
- * of lws 4.1 handled here: EVENT_WAIT_CANCELLED reaches every protocol (we only act in ours),
- * and ignored SIGPIPE survives exec (reset in child). */
+ * ourselves (send(MSG_NOSIGNAL) on sockets: the control channel's, the admin socket's, as lws
+ * wrote them; a peer gone is an error, never a SIGPIPE): writes are queued and leave at the end of
+ * the loop iteration (lp_defer), one write per descriptor per round, and what a full pipe does not
+ * take waits for EPOLLOUT, so nothing blocks. EOF and errors close a descriptor inside its
+ * dispatch, lp_io_close at the end of the iteration; it leaves the set before it is closed. Regular
+ * files (stdin from a file), which epoll refuses and poll() calls always ready, get a zero-delay
+ * timer per round instead. Traps of lws 4.1 handled here: EVENT_WAIT_CANCELLED reaches every
+ * protocol (we only act in ours), and ignored SIGPIPE survives exec (reset in child). */
 #include "loop.h"
 #include "log.h"
 #include "pgguard.h"
@@ -28,6 +29,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,6 +41,7 @@ struct lp_io {
     int closed;
     int want_out; /* EPOLLOUT is in its interest set */
     int always;   /* a regular file or /dev/null: epoll refuses it, it is always ready */
+    int sock;     /* a socket: written with send(MSG_NOSIGNAL) */
     const struct lp_io_ops *ops;
     void *ud;
     struct buf out;
@@ -353,7 +357,8 @@ static void io_close_soon(struct lp_io *io)
 static int io_write_out(struct lp_io *io)
 {
     while (io->out.len) {
-        ssize_t n = write(io->fd, io->out.data, io->out.len);
+        ssize_t n = io->sock ? send(io->fd, io->out.data, io->out.len, MSG_NOSIGNAL)
+                             : write(io->fd, io->out.data, io->out.len);
         if (n < 0) {
             if (errno == EAGAIN || errno == EINTR)
                 return 0;
@@ -509,6 +514,8 @@ struct lp_io *lp_io_watch(int fd, int readable, const struct lp_io_ops *ops, voi
     io->ops = ops;
     io->ud = ud;
     io->readable = readable;
+    struct stat st;
+    io->sock = fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
     struct epoll_event ev = {.events = readable ? EPOLLIN : 0, .data.ptr = io};
     int rc = ep_fd < 0 ? -1 : epoll_ctl(ep_fd, EPOLL_CTL_ADD, fd, &ev);
     if (rc < 0 && ep_fd >= 0 && errno == EPERM) {
