@@ -311,10 +311,10 @@ static void unmask(char *dst, const unsigned char *src, size_t n, const unsigned
         dst[i] = (char)(src[i] ^ m[i & 7]);
 }
 
-/* The header in s->hdr is complete: starts its frame. 0, or 1 when the stream is over. */
-static int start_frame(struct wss *s, const struct wss_ops *ops, void *ud)
+/* The header at h (s->hdr, or the caller's bytes) is complete and its first two bytes are
+ * checked: starts its frame. 0, or 1 when the stream is over. */
+static int start_frame(struct wss *s, const unsigned char *h, const struct wss_ops *ops, void *ud)
 {
-    const unsigned char *h = s->hdr;
     uint64_t plen = h[1] & 0x7F;
     size_t at = 2;
     if (plen == 126) {
@@ -437,7 +437,17 @@ static int feed_frames(struct wss *s, const unsigned char *p, size_t n, const st
                        void *ud)
 {
     while (n) {
-        if (!s->in_frame) {
+        if (!s->in_frame && !s->hdr_len && n >= 2 && n >= header_need(p, 2)) {
+            /* the usual case: the whole header is in this read */
+            const char *why = check_start(s, p);
+            if (why)
+                return violation(s, why, ops, ud);
+            size_t need = header_need(p, 2);
+            if (start_frame(s, p, ops, ud))
+                return 1;
+            p += need;
+            n -= need;
+        } else if (!s->in_frame) {
             size_t need;
             while (s->hdr_len < (need = header_need(s->hdr, s->hdr_len)) && n) {
                 size_t k = need - s->hdr_len < n ? need - s->hdr_len : n;
@@ -453,7 +463,7 @@ static int feed_frames(struct wss *s, const unsigned char *p, size_t n, const st
             }
             if (s->hdr_len < need)
                 return 0;
-            if (start_frame(s, ops, ud))
+            if (start_frame(s, s->hdr, ops, ud))
                 return 1;
         }
         size_t k = take_payload(s, p, n);
