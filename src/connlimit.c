@@ -1,10 +1,13 @@
 /* connlimit — see connlimit.h. Owns the per-listener connection tables, their deadline
  * sweep and the rate-limited "limit hit" log lines; it never reads or writes a connection's
- * data (it only asks lws to close one). */
+ * data (it only asks its owner, through its cl_conn_ops, to close one). The ops of lws
+ * connections (the HTTP front) are here; the control channel brings its own. */
 #include "connlimit.h"
 #include "log.h"
 #include "loop.h"
 #include "util.h"
+
+#include <libwebsockets.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,7 +24,8 @@
 #define PEER_LEN     64
 
 struct conn {
-    struct lws *wsi;
+    void *h; /* the owner's handle: a struct lws *, or what cl_add was given */
+    const struct cl_conn_ops *ops;
     char peer[PEER_LEN];
     enum cl_phase phase;
     int64_t since_ms; /* start of the current phase */
@@ -83,22 +87,52 @@ static void hit(struct pool *p, enum reason r, const char *peer)
     p->hits[r]++;
 }
 
-static struct conn *find(struct pool *p, struct lws *wsi)
+static struct conn *find(struct pool *p, const void *h)
 {
     for (size_t i = 0; i < p->n; i++)
-        if (p->c[i].wsi == wsi)
+        if (p->c[i].h == h)
             return &p->c[i];
     return NULL;
 }
 
-/* Closes c now (never inside c's own callback: callers run in a timer or in another
- * connection's accept), so a flood never holds more descriptors than the limits allow. The
- * close's WSI_DESTROY removes c from the table (swap with the last entry): callers re-read. */
+/* ---- lws connections (the HTTP front) ---------------------------------------------------- */
+
+static int lws_conn_fd(void *h)
+{
+    return lws_get_socket_fd(h);
+}
+
+/* At once, so a flood never holds more descriptors than the limits allow; WSI_DESTROY follows
+ * inside the call. */
+static void lws_conn_close(void *h)
+{
+    lws_set_timeout(h, 1, LWS_TO_KILL_SYNC);
+}
+
+/* 1 when lws has parsed some of the request (its method and URI). (Not
+ * lws_http_get_uri_and_method: it logs a warning for every connection without a URI.) */
+static int lws_conn_mid_request(void *h)
+{
+    struct lws *wsi = h;
+    return lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) > 0 ||
+           lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0 ||
+           lws_hdr_total_length(wsi, WSI_TOKEN_DELETE_URI) > 0;
+}
+
+static const struct cl_conn_ops lws_conn_ops = {
+    .fd = lws_conn_fd,
+    .close = lws_conn_close,
+    .mid_request = lws_conn_mid_request,
+};
+
+/* Closes c (never inside c's own callback: callers run in a timer or in another connection's
+ * accept). Its removal (cl_remove, WSI_DESTROY for lws ones) may happen inside the call and
+ * swap the last entry into c's place: callers re-read. */
 static void close_conn(struct pool *p, struct conn *c, enum reason r)
 {
     c->closing = 1;
     hit(p, r, c->peer);
-    lws_set_timeout(c->wsi, 1, LWS_TO_KILL_SYNC);
+    c->ops->close(c->h);
 }
 
 static void sweep(void *ud)
@@ -154,8 +188,10 @@ static long default_max_pending(void)
  * is closed, every listener's queue is drained by accepting and closing at once (those
  * clients see their connection closed instead of a gateway that burns a core), and the
  * reserve is taken again. The cost then follows the rate of new connections, not the loop's
- * speed. Listeners are found once, by asking every open descriptor whether it listens
- * (SO_ACCEPTCONN): the HTTP front, the control listener when there is one, the admin socket. */
+ * speed. Our own listeners (the control channel's) report their failures through
+ * lp_accept_failed, which lands here the same way. Listeners are found once, by asking every
+ * open descriptor whether it listens (SO_ACCEPTCONN): the HTTP front, the control listener when
+ * there is one, the admin socket. */
 #define MAX_LISTENERS 8
 #define DRAIN_MAX     1024 /* connections closed per failure, at most */
 
@@ -256,17 +292,14 @@ void cl_init(enum cl_pool pool)
 static int has_request(struct conn *c)
 {
     char buf[4096];
-    ssize_t n = recv(lws_get_socket_fd(c->wsi), buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+    ssize_t n = recv(c->ops->fd(c->h), buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
     return n >= 4 && memmem(buf, (size_t)n, "\r\n\r\n", 4) != NULL;
 }
 
-/* 1 when lws has parsed some of c's request (its method and URI): c is mid-request. (Not
- * lws_http_get_uri_and_method: it logs a warning for every connection without a URI.) */
+/* 1 when c has sent part of its request: it is mid-request. */
 static int sent_something(struct conn *c)
 {
-    return lws_hdr_total_length(c->wsi, WSI_TOKEN_POST_URI) > 0 ||
-           lws_hdr_total_length(c->wsi, WSI_TOKEN_GET_URI) > 0 ||
-           lws_hdr_total_length(c->wsi, WSI_TOKEN_DELETE_URI) > 0;
+    return c->ops->mid_request && c->ops->mid_request(c->h);
 }
 
 /* How readily c is closed to make room: lower goes first. Past the grace period, connections
@@ -328,17 +361,24 @@ static struct conn *pick_victim(struct pool *p, const char *peer, int old_only)
 
 int cl_on_accept(enum cl_pool pool, struct lws *wsi)
 {
+    char peer[PEER_LEN] = "";
+    if (pool == CL_HTTP && pools[pool].ready)
+        lws_get_peer_simple(wsi, peer, sizeof(peer));
+    return cl_add(pool, wsi, &lws_conn_ops, peer);
+}
+
+int cl_add(enum cl_pool pool, void *h, const struct cl_conn_ops *ops, const char *peer_name)
+{
     struct pool *p = &pools[pool];
     if (!p->ready)
         return 0;
-    char peer[PEER_LEN] = "";
+    char peer[PEER_LEN];
+    snprintf(peer, sizeof(peer), "%s", peer_name ? peer_name : "");
     int trusted = 0;
-    if (pool == CL_HTTP)
-        lws_get_peer_simple(wsi, peer, sizeof(peer));
     if (p->is_ours) {
         struct ucred cred;
         socklen_t len = sizeof(cred);
-        trusted = getsockopt(lws_get_socket_fd(wsi), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+        trusted = getsockopt(ops->fd(h), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
                   cred.pid > 0 && (cred.pid == getpid() || p->is_ours(cred.pid));
         /* getpid(): a socketpair carries its creator's credentials, so a worker's control
          * socket (ctl_adopt) names the gateway itself, never the worker: 100+ sessions
@@ -380,7 +420,8 @@ int cl_on_accept(enum cl_pool pool, struct lws *wsi)
     }
     struct conn *c = &p->c[p->n++];
     memset(c, 0, sizeof(*c));
-    c->wsi = wsi;
+    c->h = h;
+    c->ops = ops;
     snprintf(c->peer, sizeof(c->peer), "%s", peer);
     c->phase = CL_PENDING;
     c->trusted = trusted;
@@ -395,18 +436,23 @@ void cl_trust_peers(enum cl_pool pool, int (*is_ours)(pid_t pid), long trusted_m
     pools[pool].trusted_ms = trusted_ms;
 }
 
-void cl_on_destroy(enum cl_pool pool, struct lws *wsi)
+void cl_remove(enum cl_pool pool, const void *h)
 {
     struct pool *p = &pools[pool];
-    struct conn *c = find(p, wsi);
+    struct conn *c = find(p, h);
     if (c)
         *c = p->c[--p->n];
 }
 
-void cl_set_phase(enum cl_pool pool, struct lws *wsi, enum cl_phase phase)
+void cl_on_destroy(enum cl_pool pool, struct lws *wsi)
+{
+    cl_remove(pool, wsi);
+}
+
+void cl_set_phase(enum cl_pool pool, const void *h, enum cl_phase phase)
 {
     struct pool *p = &pools[pool];
-    struct conn *c = find(p, wsi);
+    struct conn *c = find(p, h);
     if (!c || c->phase == phase)
         return;
     c->phase = phase;

@@ -25,17 +25,21 @@
  *     new one closes one of the peer's pending connections (chosen as above), or is refused
  *     at accept when none is pending.
  * Out of descriptors (accept fails with EMFILE/ENFILE, which lws 4.1 would retry in a busy
- * loop): a reserved descriptor is freed, every listener's queue is accepted and closed at once,
- * and the reserve is taken again (logged at most every 10 s with a count).
+ * loop, and so would any listener that just returns to the loop): a reserved descriptor is
+ * freed, every listener's queue is accepted and closed at once, and the reserve is taken again
+ * (logged at most every 10 s with a count). lws reports its failures through the loop; our own
+ * listeners (the control channel's) call lp_accept_failed() (loop.h), which gets here too.
  * Hitting a limit is logged at once, then at most once per 10 s with a count. Connections
- * are keyed by their lws handle between SERVER_NEW_CLIENT_INSTANTIATED and WSI_DESTROY (the
- * only window in which lws guarantees it); nothing outside this file keeps them.
- * Loop thread only. */
+ * are keyed by an opaque handle: an lws one (the HTTP front) between
+ * SERVER_NEW_CLIENT_INSTANTIATED and WSI_DESTROY (the only window in which lws guarantees it),
+ * or one of the owner's (the control channel: its connection, between cl_add and cl_remove)
+ * with the ops that reach it; nothing outside this file keeps them. Loop thread only. */
 #ifndef CODEMCP_CONNLIMIT_H
 #define CODEMCP_CONNLIMIT_H
 
-#include <libwebsockets.h>
 #include <sys/types.h>
+
+struct lws;
 
 enum cl_pool { CL_HTTP, CL_CONTROL, CL_NPOOLS };
 enum cl_phase { CL_PENDING, CL_REQUEST, CL_ACTIVE };
@@ -46,11 +50,31 @@ void cl_init(enum cl_pool pool);
  * children (workers): they are never closed to make room and get trusted_ms, not the pending
  * deadline, to prove themselves (their token is still checked). */
 void cl_trust_peers(enum cl_pool pool, int (*is_ours)(pid_t pid), long trusted_ms);
-/* LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED: 0 keeps the connection, -1 refuses it. */
+/* How the pool reaches a connection that is not an lws one (its owner's handle). */
+struct cl_conn_ops {
+    /* Its socket: only peeked (MSG_PEEK) and asked for SO_PEERCRED, never read or closed. */
+    int (*fd)(void *h);
+    /* Close it (it is being pushed out or is past its deadline): the owner stops serving it
+     * and calls cl_remove, now or later (until then it is no longer counted). Never called
+     * from inside the owner's own cl_add or cl_set_phase. */
+    void (*close)(void *h);
+    /* 1 when it has sent part of its request (ranks it as a slow sender, not an idle one).
+     * May be NULL (never). */
+    int (*mid_request)(void *h);
+};
+
+/* A new connection of the pool (h: the owner's handle, unique while tracked; ops static;
+ * peer: the address other connections from the same client share, or ""). 0 keeps it, -1
+ * refuses it (the owner closes it; it is not tracked). May close older ones to make room. */
+int cl_add(enum cl_pool pool, void *h, const struct cl_conn_ops *ops, const char *peer);
+/* The connection is gone (unknown handles are ignored). */
+void cl_remove(enum cl_pool pool, const void *h);
+/* LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED: cl_add with the lws ops. 0 keeps, -1 refuses. */
 int cl_on_accept(enum cl_pool pool, struct lws *wsi);
-/* LWS_CALLBACK_WSI_DESTROY (any wsi of the vhost; unknown ones are ignored). */
+/* LWS_CALLBACK_WSI_DESTROY (any wsi of the vhost; unknown ones are ignored): cl_remove. */
 void cl_on_destroy(enum cl_pool pool, struct lws *wsi);
-void cl_set_phase(enum cl_pool pool, struct lws *wsi, enum cl_phase phase);
+/* h: the wsi or the owner's handle. */
+void cl_set_phase(enum cl_pool pool, const void *h, enum cl_phase phase);
 /* Connections the pool tracks (for tests and logs). */
 size_t cl_count(enum cl_pool pool);
 void cl_free_all(void);

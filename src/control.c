@@ -4,14 +4,17 @@
  * reply or notification go up to workers.c through the hooks, call_tool requests go down
  * to calls.c. This file must not learn about runs or tools.
  *
- * lws traps handled: a WS upgrade without our subprotocol binds to protocol 0 and would
- * hang, so protocol 0 refuses every connection; messages arrive in fragments and have no
- * size limit of their own, so we accumulate with a cap. Outgoing messages are framed here
- * (wsproto's header encoder; server frames are unmasked) into one byte queue per connection and
- * leave at the end of the loop iteration as one LWS_WRITE_RAW: the 50 replies of 50
- * concurrent calls cost one send, not 50, and no poll round waits for WRITEABLE. Only when
- * lws still holds a partial send do we wait for WRITEABLE; the queue is written whole, so
- * frames lws sends itself (pong, close) can only land between whole frames. */
+ * Connections are the loop's own descriptors (lp_io, loop.h): a worker's socketpair end
+ * (ctl_adopt), or one accepted from the listener CODEMCP_CONTROL_TCP / _UNIX asks for (an
+ * lp_io whose readiness means accept()). Their bytes go through wsserver.c, the server half of
+ * RFC 6455 (handshake, masked frames, ping and close, the size cap); everything the worker
+ * writes is hostile: agent code can write on the socket itself. Outgoing messages are framed
+ * here (wsproto's header encoder; server frames are unmasked) and queued with lp_io_write,
+ * which writes everything one loop iteration queued for a descriptor in one write at its end:
+ * the 50 replies of 50 concurrent calls cost one send, not 50, and no poll round waits for
+ * writability. Pongs and closes are queued the same way, so they land between whole frames.
+ * A connection this side ends is closed without waiting for the peer to read
+ * (lp_io_close_nowait): a worker that stops reading cannot hold it open. */
 #include "control.h"
 #include "calls.h"
 #include "connlimit.h"
@@ -22,38 +25,50 @@
 #include "loop.h"
 #include "util.h"
 #include "wsproto.h"
+#include "wsserver.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define CTL_PROTOCOL "codemcp-control"
+#define CTL_PATH     "/control"
 /* Bytes of a frame over the size cap kept to find its id. */
 #define CTL_HEAD_KEPT 4096
 /* A frame over the cap is read to its end and dropped, so the next one can be read; one that
  * declares more than this (and 4 x the cap) never ends in practice (2^63 bytes: agent code
  * writing on the socket itself): the stream is given up at once instead. */
 #define CTL_GIVE_UP ((uint64_t)1 << 30)
+/* Connections accepted per readiness of the listener: a flood's backlog is taken over a few
+ * loop rounds, so the ones closed to make room (at the end of each round) stay few. */
+#define CTL_ACCEPT_PER_ROUND 32
 
 struct ctl_conn {
-    uint64_t id;
-    struct lws *wsi;
-    int slot; /* -1 until the token is accepted */
-    struct buf rx;
-    int rx_overflow;
-    struct buf out;           /* framed messages not yet handed to lws */
-    struct lp_deferred flush; /* hands `out` to lws at the end of the iteration */
+    uint64_t id; /* 0 until the handshake is done; then the key in `conns` */
+    struct lp_io *io;
+    struct wss ws;
+    int slot;                       /* -1 until the token is accepted */
+    int closing;                    /* being closed: nothing more is read or handed up */
+    struct ctl_conn *next, **pprev; /* every open one, for ctl_free_all */
 };
 
-static struct lws_vhost *vhost;
+static struct lp_io *listener; /* CODEMCP_CONTROL_TCP / _UNIX only */
+static int ready;
 static char url[300];
 static char sock_dir[200], sock_path[220];
-static struct idmap conns; /* id -> connection */
+static struct idmap conns; /* id -> connection, from its handshake on */
+static struct ctl_conn *all_conns;
 static uint64_t next_conn_id = 1;
 static size_t max_frame;
+static struct wss_config wss_cfg;
 static struct ctl_hooks hooks;
 
 void ctl_set_hooks(const struct ctl_hooks *h)
@@ -66,26 +81,13 @@ static struct ctl_conn *conn_find(uint64_t id)
     return idmap_get(&conns, id);
 }
 
-/* Hands the whole queue to lws unless lws still holds part of an earlier send; then
- * WRITEABLE comes back here once that is out. -1 when the connection is broken. */
-static int conn_write_out(struct ctl_conn *c)
+/* Ends c: on_close (conn_on_close) follows at the end of the iteration. */
+static void conn_close(struct ctl_conn *c)
 {
-    if (!c->out.len)
-        return 0;
-    if (lws_partial_buffered(c->wsi)) {
-        lws_callback_on_writable(c->wsi);
-        return 0;
-    }
-    int n = lws_write(c->wsi, (unsigned char *)c->out.data, c->out.len, LWS_WRITE_RAW);
-    buf_consume(&c->out, c->out.len);
-    return n < 0 ? -1 : 0;
-}
-
-static void conn_flush(void *ud)
-{
-    struct ctl_conn *c = ud;
-    if (conn_write_out(c) < 0)
-        lws_set_timeout(c->wsi, 1, LWS_TO_KILL_ASYNC);
+    if (c->closing)
+        return;
+    c->closing = 1;
+    lp_io_close_nowait(c->io);
 }
 
 /* Queues one text frame made of n pieces (written one after the other). */
@@ -96,11 +98,10 @@ static void queue_frame(struct ctl_conn *c, const struct iovec *iov, int n)
         len += iov[i].iov_len;
     unsigned char hdr[10];
     size_t h = wsp_put_header(hdr, WSP_OP_TEXT, len, 0); /* server frames are unmasked */
-    if (!c->out.len)
-        lp_defer(&c->flush, conn_flush, c);
-    buf_append(&c->out, hdr, h);
+    if (lp_io_write(c->io, hdr, h) < 0)
+        return; /* closing */
     for (int i = 0; i < n; i++)
-        buf_append(&c->out, iov[i].iov_base, iov[i].iov_len);
+        lp_io_write(c->io, iov[i].iov_base, iov[i].iov_len);
 }
 
 int ctl_send(uint64_t conn_id, json_t *msg)
@@ -128,10 +129,10 @@ void ctl_close(uint64_t conn_id)
 {
     struct ctl_conn *c = conn_find(conn_id);
     if (c)
-        lws_set_timeout(c->wsi, 1, LWS_TO_KILL_ASYNC);
+        conn_close(c);
 }
 
-/* ---- frames ------------------------------------------------------------------------------- */
+/* ---- messages ----------------------------------------------------------------------------- */
 
 /* A worker frame that did not decode or was too large. A request (a call) is answered with
  * an error under the id its head names, so that call fails at once; an answer (to a run)
@@ -166,9 +167,9 @@ static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
         if (c->slot < 0) {
             log_warn("control", "connection %llu sent a wrong token: closing it",
                      (unsigned long long)c->id);
-            lws_set_timeout(c->wsi, 1, LWS_TO_KILL_ASYNC);
+            conn_close(c);
         } else {
-            cl_set_phase(CL_CONTROL, c->wsi, CL_ACTIVE);
+            cl_set_phase(CL_CONTROL, c, CL_ACTIVE);
         }
         return;
     }
@@ -200,18 +201,53 @@ static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
     json_decref(msg);
 }
 
-/* The frame being received declares more bytes than are worth reading to find the next one:
- * what it holds so far is refused (a call it names fails), the worker is told why through the
- * broken hook (its run ends with that message), and 1 is returned: close the connection. */
-static int frame_never_ends(struct ctl_conn *c, size_t len)
+/* ---- the WebSocket layer's callbacks (wsserver.h) ------------------------------------------ */
+
+static void ws_send(void *ud, const void *data, size_t len)
 {
-    /* (once over the cap, rx holds only the message's head: its length does not count) */
-    uint64_t total =
-        (uint64_t)(c->rx_overflow ? 0 : c->rx.len) + len + lws_remaining_packet_payload(c->wsi);
-    uint64_t give_up =
-        (uint64_t)max_frame > CTL_GIVE_UP / 4 ? (uint64_t)max_frame * 4 : CTL_GIVE_UP;
-    if (total <= give_up)
-        return 0;
+    struct ctl_conn *c = ud;
+    lp_io_write(c->io, data, len);
+}
+
+static void ws_open(void *ud)
+{
+    struct ctl_conn *c = ud;
+    c->id = next_conn_id++;
+    idmap_put(&conns, c->id, c);
+}
+
+/* A whole message. An empty one is ignored, as it always was. Binary messages are read like
+ * text ones (libwebsockets handed both over alike): the JSON reader decides. */
+static int ws_message(void *ud, const char *data, size_t len, int binary)
+{
+    struct ctl_conn *c = ud;
+    (void)binary;
+    if (c->closing)
+        return -1;
+    if (len)
+        handle_frame(c, data, len);
+    return c->closing ? -1 : 0;
+}
+
+static int ws_oversized(void *ud, const char *head, size_t len, uint64_t total)
+{
+    struct ctl_conn *c = ud;
+    (void)total;
+    if (c->closing)
+        return -1;
+    log_warn("control", "worker frame over %zu bytes refused", max_frame);
+    refuse_frame(c, head, len, RPC_INVALID_REQUEST, "frame too large");
+    return c->closing ? -1 : 0;
+}
+
+/* The message being received declares more bytes than are worth reading to find the next one:
+ * what it holds so far is refused (a call it names fails), and the worker is told why through
+ * the broken hook (its run ends with that message); the connection is closed after this. */
+static void ws_give_up(void *ud, const char *head, size_t len, uint64_t total)
+{
+    struct ctl_conn *c = ud;
+    if (c->closing)
+        return;
     char why[300];
     snprintf(why, sizeof(why),
              "the Python worker wrote a control frame declaring %llu bytes (the cap is %zu): "
@@ -220,111 +256,131 @@ static int frame_never_ends(struct ctl_conn *c, size_t len)
              (unsigned long long)total, max_frame);
     log_warn("control", "connection %llu: a frame declaring %llu bytes: closing it",
              (unsigned long long)c->id, (unsigned long long)total);
-    if (c->rx.len)
-        refuse_frame(c, c->rx.data, c->rx.len, RPC_INVALID_REQUEST, "frame too large");
-    buf_free(&c->rx);
+    if (len)
+        refuse_frame(c, head, len, RPC_INVALID_REQUEST, "frame too large");
     if (c->slot >= 0 && hooks.broken)
         hooks.broken(c->slot, c->id, why);
-    return 1;
 }
 
-static int refuse_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
-                           size_t len)
+static const struct wss_ops ws_ops = {
+    .send = ws_send,
+    .open = ws_open,
+    .message = ws_message,
+    .oversized = ws_oversized,
+    .give_up = ws_give_up,
+};
+
+/* wss_feed said the stream is over: says why where it matters, and closes. */
+static void stream_ended(struct ctl_conn *c)
 {
-    (void)user;
-    (void)in;
-    (void)len;
-    switch (reason) {
-    case LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED: /* bounded: see connlimit.h */
-        return cl_on_accept(CL_CONTROL, wsi);
-    case LWS_CALLBACK_WSI_DESTROY:
-        cl_on_destroy(CL_CONTROL, wsi);
-        return 0;
-    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: /* upgrade without our subprotocol */
-    case LWS_CALLBACK_HTTP:
-        return -1;
-    default:
-        return 0;
+    if (c->ws.end == WSS_END_REFUSED) {
+        log_debug("control", "refused a connection's upgrade request: %s", c->ws.error);
+    } else if (c->ws.end == WSS_END_PROTOCOL && !c->closing) {
+        log_warn("control", "connection %llu broke the WebSocket protocol (%s): closing it",
+                 (unsigned long long)c->id, c->ws.error);
+        if (c->slot >= 0 && hooks.broken) {
+            char why[300];
+            snprintf(why, sizeof(why),
+                     "the Python worker wrote a control frame that breaks the WebSocket "
+                     "protocol (%s): the control channel was closed, so the worker was "
+                     "restarted and this session's variables were lost",
+                     c->ws.error);
+            hooks.broken(c->slot, c->id, why);
+        }
     }
+    conn_close(c);
 }
 
-static int ctl_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
-                        size_t len)
+/* ---- connections -------------------------------------------------------------------------- */
+
+static void conn_on_read(void *ud, const char *data, size_t len)
 {
-    struct ctl_conn *c = user;
-    switch (reason) {
-    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: {
-        char uri[64];
-        if (lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) < 0 ||
-            strcmp(uri, "/control") != 0)
-            return -1;
-        return 0;
-    }
-    case LWS_CALLBACK_ESTABLISHED:
-        memset(c, 0, sizeof(*c));
-        c->id = next_conn_id++;
-        c->wsi = wsi;
-        c->slot = -1;
-        idmap_put(&conns, c->id, c);
-        return 0;
-    case LWS_CALLBACK_RECEIVE:
-        if (frame_never_ends(c, len))
-            return -1; /* closes it: the stream cannot be read past this frame */
-        if (!c->rx_overflow) {
-            if (c->rx.len + len > max_frame) {
-                c->rx_overflow = 1; /* only its head is kept, for its id (jf_frame_id) */
-                struct buf head = {0};
-                size_t from_rx = c->rx.len < CTL_HEAD_KEPT ? c->rx.len : CTL_HEAD_KEPT;
-                size_t from_in = CTL_HEAD_KEPT - from_rx < len ? CTL_HEAD_KEPT - from_rx : len;
-                if (from_rx)
-                    buf_append(&head, c->rx.data, from_rx);
-                buf_append(&head, in, from_in);
-                buf_free(&c->rx);
-                c->rx = head;
-            } else {
-                buf_append(&c->rx, in, len);
-            }
-        }
-        if (lws_is_final_fragment(wsi) && !lws_remaining_packet_payload(wsi)) {
-            if (c->rx_overflow) {
-                log_warn("control", "worker frame over %zu bytes refused", max_frame);
-                c->rx_overflow = 0;
-                refuse_frame(c, c->rx.data, c->rx.len, RPC_INVALID_REQUEST, "frame too large");
-                buf_free(&c->rx);
-            } else if (c->rx.len) {
-                char *text = c->rx.data;
-                size_t n = c->rx.len;
-                c->rx.data = NULL;
-                c->rx.len = c->rx.cap = 0;
-                handle_frame(c, text, n);
-                free(text);
-            }
-        }
-        return 0;
-    case LWS_CALLBACK_SERVER_WRITEABLE:
-        return conn_write_out(c);
-    case LWS_CALLBACK_CLOSED: {
+    struct ctl_conn *c = ud;
+    if (!c->closing && wss_feed(&c->ws, data, len, &ws_ops, c))
+        stream_ended(c);
+}
+
+static void conn_on_close(void *ud)
+{
+    struct ctl_conn *c = ud;
+    cl_remove(CL_CONTROL, c);
+    DLIST_UNLINK(c);
+    if (c->id) {
         if (idmap_get(&conns, c->id) == c)
             idmap_del(&conns, c->id);
-        lp_defer_cancel(&c->flush);
-        buf_free(&c->out);
-        buf_free(&c->rx);
         /* Calls of this connection can no longer be answered: cancel them upstream. */
         calls_conn_closed(c->id);
         if (c->slot >= 0 && hooks.disconnect)
             hooks.disconnect(c->slot, c->id);
-        return 0;
     }
-    default:
-        return 0;
+    wss_free(&c->ws);
+    free(c);
+}
+
+static const struct lp_io_ops conn_ops = {.on_read = conn_on_read, .on_close = conn_on_close};
+
+/* How connlimit.c reaches a connection (it is the pool's handle). */
+static int cl_fd(void *h)
+{
+    return lp_io_fd(((struct ctl_conn *)h)->io);
+}
+
+static void cl_close(void *h)
+{
+    conn_close(h);
+}
+
+static int cl_mid_request(void *h)
+{
+    return wss_mid_handshake(&((struct ctl_conn *)h)->ws);
+}
+
+static const struct cl_conn_ops cl_ops = {
+    .fd = cl_fd,
+    .close = cl_close,
+    .mid_request = cl_mid_request,
+};
+
+/* Serves fd (a connected socket, owned from now on). -1 if it cannot be watched (fd closed). */
+static int conn_new(int fd)
+{
+    struct ctl_conn *c = xcalloc(1, sizeof(*c));
+    c->slot = -1;
+    wss_init(&c->ws, &wss_cfg);
+    c->io = lp_io_watch(fd, 1, &conn_ops, c);
+    if (!c->io) {
+        free(c);
+        return -1;
+    }
+    DLIST_PUSH(&all_conns, c);
+    /* bounded: see connlimit.h (may close older pending connections to make room) */
+    if (cl_add(CL_CONTROL, c, &cl_ops, "") < 0)
+        conn_close(c);
+    return 0;
+}
+
+/* The listener is readable: accepts what is queued (CTL_ACCEPT_PER_ROUND at most; the rest is
+ * reported again). Out of descriptors, lp_accept_failed drains the queue (connlimit.c). */
+static void listener_ready(void *ud)
+{
+    (void)ud;
+    int lfd = lp_io_fd(listener);
+    for (int i = 0; i < CTL_ACCEPT_PER_ROUND; i++) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            conn_new(fd);
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            return;
+        } else if (errno != EINTR && errno != ECONNABORTED && errno != EPROTO) {
+            lp_accept_failed(errno);
+            return;
+        }
     }
 }
 
-static const struct lws_protocols ctl_protocols[] = {
-    {"codemcp-refuse", refuse_callback, 0, 0, 0, NULL, 0},
-    {CTL_PROTOCOL, ctl_callback, sizeof(struct ctl_conn), 65536, 0, NULL, 0},
-    {NULL, NULL, 0, 0, 0, NULL, 0},
-};
+static const struct lp_io_ops listener_ops = {.on_ready = listener_ready};
+
+/* ---- set-up ------------------------------------------------------------------------------- */
 
 /* A private directory (0700) for the control socket: only this user can connect, and the
  * token still has to match. */
@@ -346,6 +402,42 @@ static int make_socket_dir(void)
     return 0;
 }
 
+/* A listening socket on 127.0.0.1 (a port the kernel picks: *port) or on sock_path. The
+ * descriptor, or -1 (logged). */
+static int open_listener(int tcp, int *port)
+{
+    int fd = socket(tcp ? AF_INET : AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        goto fail;
+    if (tcp) {
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t alen = sizeof(a);
+        if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+            getsockname(fd, (struct sockaddr *)&a, &alen) < 0)
+            goto fail;
+        *port = ntohs(a.sin_port);
+    } else {
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
+        if (strlen(sock_path) >= sizeof(a.sun_path)) {
+            errno = ENAMETOOLONG;
+            goto fail;
+        }
+        strcpy(a.sun_path, sock_path);
+        if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+            goto fail;
+    }
+    if (listen(fd, SOMAXCONN) < 0)
+        goto fail;
+    return fd;
+fail:
+    log_error("control", "cannot set up the worker control channel on %s: %s",
+              tcp ? "127.0.0.1" : sock_path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
 static int peer_is_starting_worker(pid_t pid)
 {
     return hooks.is_starting ? hooks.is_starting(pid) : 0;
@@ -354,6 +446,13 @@ static int peer_is_starting_worker(pid_t pid)
 int ctl_init(void)
 {
     max_frame = (size_t)env_long("CODEMCP_CONTROL_MAX_FRAME", 64L << 20);
+    wss_cfg = (struct wss_config){
+        .path = CTL_PATH,
+        .protocol = CTL_PROTOCOL,
+        .max_message = max_frame,
+        .head_kept = CTL_HEAD_KEPT,
+        .give_up = (uint64_t)max_frame > CTL_GIVE_UP / 4 ? (uint64_t)max_frame * 4 : CTL_GIVE_UP,
+    };
     cl_init(CL_CONTROL);
     /* A starting worker (no agent code yet) is never pushed out by a flood; it gets its start
      * timeout. Connections from anyone else, a running worker included, are bounded. */
@@ -364,50 +463,34 @@ int ctl_init(void)
      * only: a sandbox has no route to it); CODEMCP_CONTROL_UNIX=1 on a private Unix socket. */
     int tcp = env_bool("CODEMCP_CONTROL_TCP", 0);
     int unix_sock = !tcp && env_bool("CODEMCP_CONTROL_UNIX", 0);
-    struct lws_context_creation_info vi;
-    memset(&vi, 0, sizeof(vi));
-    vi.protocols = ctl_protocols;
-    vi.vhost_name = "codemcp-control";
-    if (tcp) {
-        vi.port = 0; /* the kernel picks a free port */
-        vi.iface = "127.0.0.1";
-        vi.options = LWS_SERVER_OPTION_DISABLE_IPV6;
-    } else if (unix_sock) {
-        if (make_socket_dir() < 0)
+    url[0] = '\0';
+    if (tcp || unix_sock) {
+        int port = 0, fd;
+        if ((unix_sock && make_socket_dir() < 0) || (fd = open_listener(tcp, &port)) < 0)
             return -1;
-        vi.port = 0;
-        vi.iface = sock_path;
-        vi.options = LWS_SERVER_OPTION_UNIX_SOCK;
-    } else {
-        vi.port = CONTEXT_PORT_NO_LISTEN_SERVER; /* adopted sockets only */
-        vi.options = LWS_SERVER_OPTION_UNIX_SOCK;
-    }
-    vhost = lws_create_vhost(lp_context(), &vi);
-    if (!vhost) {
-        log_error("control", "cannot set up the worker control channel%s%s",
-                  tcp || unix_sock ? " on " : "",
-                  tcp         ? "127.0.0.1"
-                  : unix_sock ? sock_path
-                              : "");
-        return -1;
-    }
-    if (tcp)
-        snprintf(url, sizeof(url), "ws://127.0.0.1:%d/control", lws_get_vhost_listen_port(vhost));
-    else if (unix_sock)
-        snprintf(url, sizeof(url), "unix:%s", sock_path);
-    else
-        url[0] = '\0';
-    if (url[0])
+        listener = lp_io_watch(fd, 1, &listener_ops, NULL);
+        if (!listener)
+            return -1;
+        if (tcp)
+            snprintf(url, sizeof(url), "ws://127.0.0.1:%d%s", port, CTL_PATH);
+        else
+            snprintf(url, sizeof(url), "unix:%s", sock_path);
         log_debug("control", "listening on %s", url);
+    }
+    ready = 1;
     return 0;
 }
 
 int ctl_adopt(int fd)
 {
-    if (!vhost || !lws_adopt_socket_vhost(vhost, fd)) {
+    /* lp_io_watch closes what it cannot watch, and the caller closes fd on failure: a copy
+     * is handed over, the original closed only once the copy is taken. */
+    int own = ready ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
+    if (own < 0 || conn_new(own) < 0) {
         log_error("control", "cannot adopt a worker's control socket");
         return -1;
     }
+    close(fd);
     return 0;
 }
 
@@ -416,8 +499,21 @@ const char *ctl_url(void)
     return url;
 }
 
+/* At exit, after the modules above are freed: connections close without telling anyone. */
 void ctl_free_all(void)
 {
+    while (all_conns) {
+        struct ctl_conn *c = all_conns;
+        DLIST_UNLINK(c);
+        cl_remove(CL_CONTROL, c);
+        lp_io_detach(c->io);
+        wss_free(&c->ws);
+        free(c);
+    }
+    idmap_free(&conns);
+    lp_io_detach(listener);
+    listener = NULL;
+    ready = 0;
     if (sock_path[0])
         unlink(sock_path);
     if (sock_dir[0])

@@ -2,13 +2,14 @@
  * framing. Nothing else.
  *
  * WebSocket connections inside the gateway's event loop (subprotocol "codemcp-control", path
- * /control): by default each worker's end of a socketpair made at spawn (ctl_adopt, nothing
- * listens); CODEMCP_CONTROL_UNIX=1 / CODEMCP_CONTROL_TCP=1 listen on a Unix socket in a private
- * 0700 directory / on 127.0.0.1. A worker's first frame must be its per-start token; then
- * JSON-RPC 2.0 flows both ways. What the frames mean is decided elsewhere: the token check and
- * every frame that is not a call_tool request go up to the registered hooks (workers.c, wired by
- * main.c); call_tool requests go down to calls.c, which routes and enforces them. Connections
- * are referred to by a 64-bit id. Loop thread only. */
+ * /control; the RFC 6455 server side is wsserver.c, not libwebsockets): by default each worker's
+ * end of a socketpair made at spawn (ctl_adopt, nothing listens); CODEMCP_CONTROL_UNIX=1 /
+ * CODEMCP_CONTROL_TCP=1 listen on a Unix socket in a private 0700 directory / on 127.0.0.1. A
+ * worker's first frame must be its per-start token; then JSON-RPC 2.0 flows both ways. What the
+ * frames mean is decided elsewhere: the token check and every frame that is not a call_tool request
+ * go up to the registered hooks (workers.c, wired by main.c); call_tool requests go down to
+ * calls.c, which routes and enforces them. Connections are referred to by a 64-bit id. Loop thread
+ * only. */
 #ifndef CODEMCP_CONTROL_H
 #define CODEMCP_CONTROL_H
 
@@ -39,13 +40,13 @@ struct ctl_hooks {
 
 /* Registers the hooks (copied); before the first worker connects. */
 void ctl_set_hooks(const struct ctl_hooks *h);
-/* Sets up the control vhost: no listener by default (socketpairs, ctl_adopt), or one on
+/* Sets up the control channel: no listener by default (socketpairs, ctl_adopt), or one on
  * 127.0.0.1 (CODEMCP_CONTROL_TCP) or a private Unix socket (CODEMCP_CONTROL_UNIX). 0 / -1. */
 int ctl_init(void);
 /* The listener's URL for the worker's environment ("ws://127.0.0.1:PORT/control",
  * "unix:/path"), or "" when workers get a socketpair. */
 const char *ctl_url(void);
-/* Takes the gateway's end of a worker's socketpair (owned by lws from now on; the worker
+/* Takes the gateway's end of a worker's socketpair (owned by the loop from now on; the worker
  * still shakes hands and sends its token). 0 / -1 (fd not taken: caller closes). */
 int ctl_adopt(int fd);
 /* Sends msg (stolen) to the connection. -1 if it is gone. */

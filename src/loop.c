@@ -10,8 +10,9 @@
  * all of them instead of one each (with a worker, an upstream and a prototype that was 10 of
  * its 14 entries, on every wake-up: ~12 % of the gateway's CPU in 50 concurrent calls). When
  * it is readable, one epoll_wait(0) hands out the ready ones (level-triggered: what is not read
- * now is reported again). We do the read()/write() ourselves: writes are queued and leave at
- * the end of the loop iteration (lp_defer), one write per descriptor per round, and what a full
+ * now is reported again). We do the read()/write() ourselves (send(MSG_NOSIGNAL) on
+ * sockets: a peer gone is an error, never a SIGPIPE): writes are queued and leave at the end of
+ * the loop iteration (lp_defer), one write per descriptor per round, and what a full
  * pipe does not take waits for EPOLLOUT, so nothing blocks. EOF and errors close a descriptor
  * inside its dispatch, lp_io_close at the end of the iteration; it leaves the set before it is
  * closed. Regular files (stdin from a file), which epoll refuses and poll() calls always ready,
@@ -35,6 +36,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,6 +48,7 @@ struct lp_io {
     int closed;
     int want_out; /* EPOLLOUT is in its interest set */
     int always;   /* a regular file or /dev/null: epoll refuses it, it is always ready */
+    int sock;     /* a socket: written with send(MSG_NOSIGNAL) */
     const struct lp_io_ops *ops;
     void *ud;
     struct buf out;
@@ -386,7 +390,8 @@ static void io_close_soon(struct lp_io *io)
 static int io_write_out(struct lp_io *io)
 {
     while (io->out.len) {
-        ssize_t n = write(io->fd, io->out.data, io->out.len);
+        ssize_t n = io->sock ? send(io->fd, io->out.data, io->out.len, MSG_NOSIGNAL)
+                             : write(io->fd, io->out.data, io->out.len);
         if (n < 0) {
             if (errno == EAGAIN || errno == EINTR)
                 return 0;
@@ -542,6 +547,8 @@ struct lp_io *lp_io_watch(int fd, int readable, const struct lp_io_ops *ops, voi
     io->ops = ops;
     io->ud = ud;
     io->readable = readable;
+    struct stat st;
+    io->sock = fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
     struct epoll_event ev = {.events = readable ? EPOLLIN : 0, .data.ptr = io};
     int rc = ep_fd < 0 ? -1 : epoll_ctl(ep_fd, EPOLL_CTL_ADD, fd, &ev);
     if (rc < 0 && ep_fd >= 0 && errno == EPERM) {
@@ -606,6 +613,24 @@ void lp_io_close(struct lp_io *io)
         io_close_soon(io);
 }
 
+/* The last write of a descriptor closed without waiting: what it takes now, then the close. */
+static void io_close_last_write(void *ud)
+{
+    struct lp_io *io = ud;
+    if (io->out.len)
+        (void)io_write_out(io);
+    io_close_now(io);
+}
+
+void lp_io_close_nowait(struct lp_io *io)
+{
+    if (!io || io->closed)
+        return;
+    io->closing = 1;
+    lp_defer_cancel(&io->close_soon);
+    lp_defer(&io->close_soon, io_close_last_write, io);
+}
+
 /* ---- timers -------------------------------------------------------------------------- */
 
 static struct th_heap timers;
@@ -667,8 +692,9 @@ void lp_timer_stop(struct lp_timer *t)
 
 /* ---- context --------------------------------------------------------------------------- */
 
-/* lws logs "accept: errno N" on every failed accept (EMFILE makes that a busy loop): the
- * first of a burst is logged, then one line per ACCEPT_LOG_MS with the count. */
+/* lws logs "accept: errno N" on every failed accept (EMFILE makes that a busy loop), and our
+ * own listeners report theirs (lp_accept_failed): the first of a burst is logged, then one line
+ * per ACCEPT_LOG_MS with the count. */
 #define ACCEPT_LOG_MS 10000
 static int64_t accept_log_ms;
 static unsigned long accept_failures;
@@ -685,25 +711,29 @@ void lp_on_accept_failed(void (*cb)(int err))
 #define LP_HEADER_BYTES_DEFAULT 16384
 static unsigned header_bytes = LP_HEADER_BYTES_DEFAULT;
 
+void lp_accept_failed(int e)
+{
+    int64_t now = now_ms();
+    if (accept_failed_cb)
+        accept_failed_cb(e); /* e.g. EMFILE: the listener is still readable */
+    if (accept_log_ms && now - accept_log_ms < ACCEPT_LOG_MS) {
+        accept_failures++;
+        return;
+    }
+    if (accept_failures)
+        log_write(LOG_ERROR, "loop", "accept failed %lu more times in the last %d s",
+                  accept_failures, ACCEPT_LOG_MS / 1000);
+    accept_failures = 0;
+    accept_log_ms = now;
+    log_write(LOG_ERROR, "loop", "accept failed: %s (errno %d; repeats are counted)", strerror(e),
+              e);
+}
+
 static void lws_log_emit(int level, const char *line)
 {
     enum log_level l = level == LLL_ERR ? LOG_ERROR : level == LLL_WARN ? LOG_WARN : LOG_DEBUG;
     if (strncmp(line, "accept: errno", 13) == 0) {
-        int64_t now = now_ms();
-        int e = atoi(line + 13);
-        if (accept_failed_cb)
-            accept_failed_cb(e); /* e.g. EMFILE: the listener is still readable */
-        if (accept_log_ms && now - accept_log_ms < ACCEPT_LOG_MS) {
-            accept_failures++;
-            return;
-        }
-        if (accept_failures)
-            log_write(LOG_ERROR, "lws", "accept failed %lu more times in the last %d s",
-                      accept_failures, ACCEPT_LOG_MS / 1000);
-        accept_failures = 0;
-        accept_log_ms = now;
-        log_write(LOG_ERROR, "lws", "accept failed: %s (errno %d; repeats are counted)",
-                  strerror(e), e);
+        lp_accept_failed(atoi(line + 13));
         return;
     }
     if (strncmp(line, "Ran out of header data space", 28) == 0) {

@@ -55,6 +55,11 @@ int lp_io_fd(const struct lp_io *io);
 size_t lp_io_pending(struct lp_io *io);
 /* Closes after flushing what is queued (on_close still fires). */
 void lp_io_close(struct lp_io *io);
+/* Closes at the end of this iteration without waiting for the peer to read: what is queued
+ * is written as far as the descriptor takes it then (after this round's other writes), the
+ * rest is dropped, so a peer that stops reading cannot keep it open (on_close still fires).
+ * Nothing more is read or queued. Also cuts short an lp_io_close that waits to flush. */
+void lp_io_close_nowait(struct lp_io *io);
 /* Closes it and never calls its ops again (for an owner about to be freed). NULL is a no-op. */
 void lp_io_detach(struct lp_io *io);
 
@@ -117,6 +122,10 @@ void lp_on_reload_signal(void (*cb)(void));
  * connection on any listener, with the errno. lws 4.1 leaves the listener readable, so
  * without a remedy EMFILE/ENFILE turn the loop into a busy loop (connlimit.c drains it). */
 void lp_on_accept_failed(void (*cb)(int err));
+/* A listener of our own (an lp_io with on_ready) failed to accept with errno err: logged as
+ * lws's failures are (the first at once, then a count per 10 s) and passed to that callback.
+ * For EMFILE/ENFILE the caller then returns to the loop (the callback has drained it). */
+void lp_accept_failed(int err);
 /* Raises the soft RLIMIT_NOFILE to the hard limit (call before lp_init: lws sizes its tables
  * from it); spawned children get the original limit back. Children are spawned in their own
  * process group with PR_SET_PDEATHSIG=SIGKILL, so they die with the gateway. */

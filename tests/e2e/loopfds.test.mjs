@@ -156,3 +156,30 @@ test('stdin from a file and stdout to a file still work (epoll refuses regular f
   assert.equal(lines[0].result.protocolVersion, '2025-06-18');
   assert.deepEqual(lines[1].result, {});
 });
+
+// The stdio gateway has no lws context at all (nothing asks for one: the control link is
+// src/wsserver.c on the loop's descriptors): its one thread of events sleeps in epoll_wait on
+// the set, never in lws's poll(). Read from /proc/<pid>/task/<pid>/syscall while it idles
+// (the first field is the number of the system call it is blocked in).
+const WAITS = process.arch === 'x64' ? { 232: 'epoll_wait', 281: 'epoll_pwait', 7: 'poll', 271: 'ppoll' }
+  : process.arch === 'arm64' ? { 22: 'epoll_pwait', 73: 'ppoll' } : null;
+test('the idle stdio gateway sleeps in epoll_wait on its set, not in lws\'s poll()', { timeout: ms(60000), skip: !WAITS || !!process.env.CODEMCP_WRAPPER }, async () => {
+  const dir = tempDir('codemcp-loopfds-');
+  const h = await connectClient({ config: writeConfig(dir, { fake: servers.fake() }) });
+  const run = runner(h, 30000);
+  const r = await firstOk(run, 'result = str(fake_echo(text="idle"))', 20000);
+  assert.ok(r, 'no answer');
+  const seen = new Map();
+  for (let i = 0; i < 40 && seen.size < 1; i++) {
+    await new Promise((res) => setTimeout(res, 50));
+    const f = fs.readFileSync(`/proc/${h.pid}/task/${h.pid}/syscall`, 'utf8').trim().split(' ')[0];
+    if (/^\d+$/.test(f)) seen.set(WAITS[f] || `syscall ${f}`, (seen.get(WAITS[f]) || 0) + 1);
+  }
+  const waits = [...seen.keys()];
+  assert.ok(waits.length, 'the gateway was never seen blocked');
+  assert.ok(waits.every((w) => /^epoll_p?wait$/.test(w)), `the idle gateway blocks in ${waits.join(', ')}`);
+  // and the worker's control link still works
+  const again = await run('result = str(fake_echo(text="after"))');
+  assert.match(again.structuredContent.result, /after/);
+  await h.close();
+});

@@ -19,7 +19,7 @@ import sys
 # Rank of each module: higher may include lower. Equal ranks may not include each other.
 RANK = {
     # base: no knowledge of MCP sessions, runs or workers
-    "log": 0, "util": 1, "idmap": 1.2, "timerheap": 1.2, "pgguard": 1, "jsonc": 1, "jsonfast": 1, "jsonpretty": 1.5, "jsonscan": 1.5, "run_params": 2.5, "run_answer": 2.5, "run_relay": 2.5, "json_escape": 0, "wsproto": 1, "jsonrpc": 2, "sse": 2, "loop": 2,
+    "log": 0, "util": 1, "idmap": 1.2, "timerheap": 1.2, "pgguard": 1, "jsonc": 1, "jsonfast": 1, "jsonpretty": 1.5, "wsserver": 1.5, "jsonscan": 1.5, "run_params": 2.5, "run_answer": 2.5, "run_relay": 2.5, "json_escape": 0, "wsproto": 1, "jsonrpc": 2, "sse": 2, "loop": 2,
     "config": 2, "redact": 2, "policy": 3, "curl_thread": 3, "sdkgen": 3, "connlimit": 3,
     "cfgedit": 3, "admin_paths": 3, "usage": 3, "mcp_era": 3, "admin_client": 4,
     # OAuth: discovery, flows and the token store (blocking; helper threads and the CLI), and
