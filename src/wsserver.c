@@ -7,13 +7,10 @@
 #include "util.h"
 #include "wsproto.h"
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#define WSS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 void wss_init(struct wss *s, const struct wss_config *cfg)
 {
@@ -35,71 +32,7 @@ int wss_mid_handshake(const struct wss *s)
     return !s->open && s->head_len > 0 && s->end == WSS_OPEN_STREAM;
 }
 
-int wss_accept_key(const char *key, size_t key_len, char out[29])
-{
-    char src[64 + sizeof(WSS_GUID)];
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned mdlen = 0;
-    if (key_len > 64)
-        return -1;
-    memcpy(src, key, key_len);
-    memcpy(src + key_len, WSS_GUID, sizeof(WSS_GUID) - 1);
-    if (!EVP_Digest(src, key_len + sizeof(WSS_GUID) - 1, md, &mdlen, EVP_sha1(), NULL) ||
-        mdlen != 20)
-        return -1;
-    EVP_EncodeBlock((unsigned char *)out, md, 20); /* 28 characters + NUL */
-    return 0;
-}
-
 /* ---- the opening handshake ---------------------------------------------------------------- */
-
-/* Finds header `name` (case-insensitive) in the head's header lines; *val / *vlen: its value,
- * trimmed. 1 if found (the first one). */
-static int find_header(const char *head, size_t len, const char *name, const char **val,
-                       size_t *vlen)
-{
-    size_t nlen = strlen(name);
-    const char *end = head + len;
-    const char *line = memchr(head, '\n', len); /* past the request line */
-    while (line && line + 1 < end) {
-        line++;
-        const char *eol = memchr(line, '\n', (size_t)(end - line));
-        if (!eol)
-            break;
-        if ((size_t)(eol - line) > nlen && line[nlen] == ':' &&
-            strncasecmp(line, name, nlen) == 0) {
-            const char *v = line + nlen + 1, *e = eol;
-            while (v < e && (*v == ' ' || *v == '\t'))
-                v++;
-            while (e > v && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
-                e--;
-            *val = v;
-            *vlen = (size_t)(e - v);
-            return 1;
-        }
-        line = eol;
-    }
-    return 0;
-}
-
-/* 1 if the comma-separated list v[0..n) holds token (case-insensitive). */
-static int has_token(const char *v, size_t n, const char *token)
-{
-    size_t tlen = strlen(token), i = 0;
-    while (i < n) {
-        while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
-            i++;
-        size_t b = i;
-        while (i < n && v[i] != ',')
-            i++;
-        size_t e = i;
-        while (e > b && (v[e - 1] == ' ' || v[e - 1] == '\t'))
-            e--;
-        if (e - b == tlen && strncasecmp(v + b, token, tlen) == 0)
-            return 1;
-    }
-    return 0;
-}
 
 /* A Sec-WebSocket-Key is the base64 of 16 bytes: 22 characters and "==". */
 static int key_ok(const char *k, size_t n)
@@ -148,29 +81,30 @@ static int answer_request(struct wss *s, const char *head, size_t len, const str
         refuse(s, 404, "no such path", ops, ud);
         return -1;
     }
-    if (!find_header(head, len, "upgrade", &v, &vlen) || !has_token(v, vlen, "websocket")) {
+    if (!wsp_find_header(head, len, "upgrade", &v, &vlen) || !wsp_has_token(v, vlen, "websocket")) {
         refuse(s, 400, "not a WebSocket upgrade (no 'Upgrade: websocket')", ops, ud);
         return -1;
     }
-    if (!find_header(head, len, "connection", &v, &vlen) || !has_token(v, vlen, "upgrade")) {
+    if (!wsp_find_header(head, len, "connection", &v, &vlen) ||
+        !wsp_has_token(v, vlen, "upgrade")) {
         refuse(s, 400, "not a WebSocket upgrade (no 'Connection: upgrade')", ops, ud);
         return -1;
     }
-    if (!find_header(head, len, "sec-websocket-version", &v, &vlen) || vlen != 2 ||
+    if (!wsp_find_header(head, len, "sec-websocket-version", &v, &vlen) || vlen != 2 ||
         memcmp(v, "13", 2) != 0) {
         refuse(s, 400, "only WebSocket version 13 is spoken here", ops, ud);
         return -1;
     }
     char accept[29];
-    if (!find_header(head, len, "sec-websocket-key", &v, &vlen) || !key_ok(v, vlen) ||
-        wss_accept_key(v, vlen, accept) < 0) {
+    if (!wsp_find_header(head, len, "sec-websocket-key", &v, &vlen) || !key_ok(v, vlen) ||
+        wsp_accept_key(v, vlen, accept) < 0) {
         refuse(s, 400, "missing or malformed Sec-WebSocket-Key", ops, ud);
         return -1;
     }
     const char *pv;
     size_t pvlen;
-    if (!find_header(head, len, "sec-websocket-protocol", &pv, &pvlen) ||
-        !has_token(pv, pvlen, s->cfg.protocol)) {
+    if (!wsp_find_header(head, len, "sec-websocket-protocol", &pv, &pvlen) ||
+        !wsp_has_token(pv, pvlen, s->cfg.protocol)) {
         refuse(s, 400, "the required WebSocket subprotocol was not offered", ops, ud);
         return -1;
     }
@@ -291,26 +225,6 @@ static void reserve(struct wss *s, size_t more)
     s->mcap = cap;
 }
 
-/* dst[i] = src[i] ^ mask[(off + i) % 4], eight bytes at a time. */
-static void unmask(char *dst, const unsigned char *src, size_t n, const unsigned char mask[4],
-                   unsigned off)
-{
-    unsigned char m[8];
-    for (int i = 0; i < 8; i++)
-        m[i] = mask[(off + (unsigned)i) & 3];
-    uint64_t m64;
-    memcpy(&m64, m, 8);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, src + i, 8);
-        w ^= m64;
-        memcpy(dst + i, &w, 8);
-    }
-    for (; i < n; i++)
-        dst[i] = (char)(src[i] ^ m[i & 7]);
-}
-
 /* The header at h (s->hdr, or the caller's bytes) is complete and its first two bytes are
  * checked: starts its frame. 0, or 1 when the stream is over. */
 static int start_frame(struct wss *s, const unsigned char *h, const struct wss_ops *ops, void *ud)
@@ -413,7 +327,7 @@ static size_t take_payload(struct wss *s, const unsigned char *p, size_t n)
 {
     size_t k = n < s->left ? n : (size_t)s->left;
     if (s->opcode >= WSP_OP_CLOSE) {
-        unmask((char *)s->ctl + s->ctl_len, p, k, s->mask, s->moff);
+        wsp_xor(s->ctl + s->ctl_len, p, k, s->mask, s->moff);
         s->ctl_len += k;
     } else {
         size_t keep = k;
@@ -423,7 +337,7 @@ static size_t take_payload(struct wss *s, const unsigned char *p, size_t n)
                        : 0;
         if (keep) {
             reserve(s, keep);
-            unmask(s->msg + s->mlen, p, keep, s->mask, s->moff);
+            wsp_xor(s->msg + s->mlen, p, keep, s->mask, s->moff);
             s->mlen += keep;
         }
         s->mtotal += k;

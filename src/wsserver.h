@@ -97,8 +97,4 @@ int wss_feed(struct wss *s, const char *data, size_t len, const struct wss_ops *
 /* 1 when the peer has sent part of its upgrade request but not all of it. */
 int wss_mid_handshake(const struct wss *s);
 
-/* The Sec-WebSocket-Accept value for key (RFC 6455 4.2.2: base64 of SHA-1 of key + GUID) into
- * out (28 characters + NUL). 0, or -1 if the digest failed. */
-int wss_accept_key(const char *key, size_t key_len, char out[29]);
-
 #endif

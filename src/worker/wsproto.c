@@ -146,10 +146,7 @@ size_t wsp_head_len(const char *buf, size_t len)
     return 0;
 }
 
-/* Finds header `name` (case-insensitive) in head; sets *val and *vlen to its trimmed value.
- * Returns 1 if found. */
-static int wsp_header(const char *head, size_t len, const char *name, const char **val,
-                      size_t *vlen)
+int wsp_find_header(const char *head, size_t len, const char *name, const char **val, size_t *vlen)
 {
     size_t nlen = strlen(name);
     const char *end = head + len;
@@ -175,8 +172,7 @@ static int wsp_header(const char *head, size_t len, const char *name, const char
     return 0;
 }
 
-/* 1 if the comma-separated list v[0..n) holds token (case-insensitive). */
-static int wsp_has_token(const char *v, size_t n, const char *token)
+int wsp_has_token(const char *v, size_t n, const char *token)
 {
     size_t tlen = strlen(token);
     size_t i = 0;
@@ -195,42 +191,55 @@ static int wsp_has_token(const char *v, size_t n, const char *token)
     return 0;
 }
 
+int wsp_accept_key(const char *key, size_t key_len, char out[29])
+{
+    char src[64 + sizeof(WSP_GUID)];
+    unsigned char digest[20];
+    if (key_len > 64)
+        return -1;
+    memcpy(src, key, key_len);
+    memcpy(src + key_len, WSP_GUID, sizeof(WSP_GUID) - 1);
+    wsp_sha1(src, key_len + sizeof(WSP_GUID) - 1, digest);
+    wsp_base64(digest, sizeof(digest), out); /* 28 chars + NUL */
+    return 0;
+}
+
 int wsp_check_response(const char *head, size_t len, const char *key, const char *protocol,
                        const char **why)
 {
     const char *v;
     size_t vlen;
-    char src[WSP_KEY_LEN + sizeof(WSP_GUID)];
-    unsigned char digest[20];
     char expect[29];
 
     if (len < 12 || strncmp(head, "HTTP/1.1 101", 12) != 0) {
         *why = "the server did not switch protocols (expected HTTP/1.1 101)";
         return -1;
     }
-    if (!wsp_header(head, len, "upgrade", &v, &vlen) || vlen != 9 ||
+    if (!wsp_find_header(head, len, "upgrade", &v, &vlen) || vlen != 9 ||
         strncasecmp(v, "websocket", 9) != 0) {
         *why = "missing 'Upgrade: websocket'";
         return -1;
     }
-    if (!wsp_header(head, len, "connection", &v, &vlen) || !wsp_has_token(v, vlen, "upgrade")) {
+    if (!wsp_find_header(head, len, "connection", &v, &vlen) ||
+        !wsp_has_token(v, vlen, "upgrade")) {
         *why = "missing 'Connection: upgrade'";
         return -1;
     }
-    snprintf(src, sizeof(src), "%s%s", key, WSP_GUID);
-    wsp_sha1(src, strlen(src), digest);
-    wsp_base64(digest, sizeof(digest), expect); /* 28 chars + NUL */
-    if (!wsp_header(head, len, "sec-websocket-accept", &v, &vlen) || vlen != strlen(expect) ||
+    if (wsp_accept_key(key, strlen(key), expect) < 0) {
+        *why = "the handshake key is too long";
+        return -1;
+    }
+    if (!wsp_find_header(head, len, "sec-websocket-accept", &v, &vlen) || vlen != strlen(expect) ||
         memcmp(v, expect, vlen) != 0) {
         *why = "wrong Sec-WebSocket-Accept";
         return -1;
     }
-    if (wsp_header(head, len, "sec-websocket-protocol", &v, &vlen) &&
+    if (wsp_find_header(head, len, "sec-websocket-protocol", &v, &vlen) &&
         (vlen != strlen(protocol) || memcmp(v, protocol, vlen) != 0)) {
         *why = "the server chose another subprotocol";
         return -1;
     }
-    if (wsp_header(head, len, "sec-websocket-extensions", &v, &vlen) && vlen) {
+    if (wsp_find_header(head, len, "sec-websocket-extensions", &v, &vlen) && vlen) {
         *why = "the server enabled an extension we did not offer";
         return -1;
     }
@@ -261,28 +270,31 @@ size_t wsp_put_header(unsigned char *out, int opcode, size_t len, int masked)
     return (size_t)(p - out);
 }
 
-void wsp_encode(unsigned char *out, int opcode, const void *payload, size_t len, uint32_t mask)
+void wsp_xor(void *dst, const void *src, size_t n, const unsigned char key[4], unsigned off)
 {
-    unsigned char *p = out + wsp_put_header(out, opcode, len, 1);
-    unsigned char m[8];
-    memcpy(m, &mask, 4);
-    memcpy(m + 4, &mask, 4);
-    memcpy(p, m, 4);
-    p += 4;
-
-    /* XOR eight bytes at a time: m repeats the key, so byte i of a word gets key[i % 4]. */
-    const unsigned char *in = payload;
+    /* Eight bytes at a time: m repeats the key from `off`, so byte i of a word gets its byte. */
+    unsigned char m[8], *d = dst;
+    const unsigned char *in = src;
+    for (int i = 0; i < 8; i++)
+        m[i] = key[(off + (unsigned)i) & 3];
     uint64_t m64;
     memcpy(&m64, m, 8);
     size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
+    for (; i + 8 <= n; i += 8) {
         uint64_t w;
         memcpy(&w, in + i, 8);
         w ^= m64;
-        memcpy(p + i, &w, 8);
+        memcpy(d + i, &w, 8);
     }
-    for (; i < len; i++)
-        p[i] = in[i] ^ m[i & 3];
+    for (; i < n; i++)
+        d[i] = in[i] ^ m[i & 7];
+}
+
+void wsp_encode(unsigned char *out, int opcode, const void *payload, size_t len, uint32_t mask)
+{
+    unsigned char *p = out + wsp_put_header(out, opcode, len, 1);
+    memcpy(p, &mask, 4);
+    wsp_xor(p + 4, payload, len, p, 0);
 }
 
 int wsp_parse_header(const unsigned char *buf, size_t len, struct wsp_frame *f, const char **why)

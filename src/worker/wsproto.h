@@ -40,6 +40,16 @@ int wsp_request(char *out, size_t cap, const char *host, const char *path, const
 /* Length of the response head including the blank line, or 0 while it is incomplete. */
 size_t wsp_head_len(const char *buf, size_t len);
 
+/* Finds header `name` (case-insensitive) in an HTTP head's header lines (the first line, the
+ * request or status line, is skipped); *val / *vlen: its value, trimmed. 1 if found (the first
+ * one). Shared with the gateway's server half (src/wsserver.c). */
+int wsp_find_header(const char *head, size_t len, const char *name, const char **val, size_t *vlen);
+/* 1 if the comma-separated list v[0..n) holds token (case-insensitive). */
+int wsp_has_token(const char *v, size_t n, const char *token);
+/* The Sec-WebSocket-Accept value for key (RFC 6455 4.2.2: base64 of the SHA-1 of key + the
+ * GUID) into out: 28 characters + NUL. -1 when key is over 64 bytes. */
+int wsp_accept_key(const char *key, size_t key_len, char out[29]);
+
 /* Checks a complete response head (wsp_head_len bytes) for our request: status 101,
  * `Upgrade: websocket`, `Connection: upgrade`, the Sec-WebSocket-Accept derived from key,
  * and no subprotocol other than ours. Returns 0, or -1 with *why set to a static string. */
@@ -54,6 +64,8 @@ size_t wsp_put_header(unsigned char *out, int opcode, size_t len, int masked);
 /* Header length of a client (masked) frame with a payload of len bytes. */
 size_t wsp_header_len(size_t len);
 
+/* dst[i] = src[i] ^ key[(off + i) % 4] for n bytes (masking and unmasking; dst may be src). */
+void wsp_xor(void *dst, const void *src, size_t n, const unsigned char key[4], unsigned off);
 /* Encodes one final client frame: wsp_header_len(len) header bytes, then payload XORed with
  * mask, into out (which must hold both). payload may not overlap out. */
 void wsp_encode(unsigned char *out, int opcode, const void *payload, size_t len, uint32_t mask);

@@ -143,7 +143,7 @@ static void open_server(struct wss *s, struct rec *r, struct wss_config c)
 static void t01_sample_key(void)
 {
     char out[29];
-    EXPECT(wss_accept_key(KEY, strlen(KEY), out) == 0);
+    EXPECT(wsp_accept_key(KEY, strlen(KEY), out) == 0);
     EXPECT(strcmp(out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=") == 0);
 }
 
