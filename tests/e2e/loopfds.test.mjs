@@ -109,8 +109,10 @@ test('raw descriptors sit in one epoll set; an upstream restart swaps its pipes 
 // the ~20 kB of call frames a run of 50 concurrent calls sends at once took five rounds, and
 // each round wrote the requests it had decoded to the upstream: five writes to its stdin
 // instead of one. The loop sets 64 KiB. Counted from /proc/<pid>/io (syscw: the pipe writes;
-// the worker's socket is not counted there): the fewest of five runs.
-test('the call frames of 50 concurrent calls reach the upstream in a write or a few, not one per 4 KiB', { timeout: ms(60000) }, async () => {
+// the worker's socket is not counted there): the fewest of five runs. Not under a wrapper
+// (valgrind): a gateway that slow reads the frames as they trickle in, one round each (the
+// old lws loop too: 69 writes).
+test('the call frames of 50 concurrent calls reach the upstream in a write or a few, not one per 4 KiB', { timeout: ms(60000), skip: !!process.env.CODEMCP_WRAPPER }, async () => {
   const dir = tempDir('codemcp-loopfds-');
   const h = await connectClient({ config: writeConfig(dir, { fake: servers.fake() }),
     env: { CODEMCP_LOG_LEVEL: 'error' } });
