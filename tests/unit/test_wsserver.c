@@ -576,6 +576,104 @@ static void t15_pipelined_after_handshake(void)
     rec_free(&r);
 }
 
+/* Hostile bytes (agent code writes on its own socket): the valid stream with random bytes
+ * overwritten, or random garbage after the handshake, fed in random cuts. Whatever comes, no
+ * callback sees more than the cap (or the kept head), a stream that ended stays ended and says
+ * why, and nothing is sent or delivered after its end. Under ASan this also checks memory. */
+struct frec {
+    struct rec r;
+    size_t max_len, max_head;
+};
+
+static int f_message(void *ud, const char *d, size_t n, int binary)
+{
+    struct frec *f = ud;
+    if (n > f->max_len)
+        f->max_len = n;
+    return r_message(&f->r, d, n, binary);
+}
+
+static int f_oversized(void *ud, const char *head, size_t n, uint64_t total)
+{
+    struct frec *f = ud;
+    if (n > f->max_head)
+        f->max_head = n;
+    return r_oversized(&f->r, head, n, total);
+}
+
+static void f_give_up(void *ud, const char *head, size_t n, uint64_t total)
+{
+    struct frec *f = ud;
+    if (n > f->max_head)
+        f->max_head = n;
+    r_give_up(&f->r, head, n, total);
+}
+
+static void f_send(void *ud, const void *d, size_t n)
+{
+    r_send(&((struct frec *)ud)->r, d, n);
+}
+
+static void f_open(void *ud)
+{
+    r_open(&((struct frec *)ud)->r);
+}
+
+static const struct wss_ops fops = {f_send, f_open, f_message, f_oversized, f_give_up};
+
+static void t16_hostile_bytes(void)
+{
+    unsigned char *big = xmalloc(100000), *base = xmalloc(200000), *f = xmalloc(200000);
+    for (size_t i = 0; i < 100000; i++)
+        big[i] = (unsigned char)(' ' + i % 90);
+    size_t n = long_stream(base, big);
+    size_t req = strlen(good_request());
+    int ok = 1, ended = 0;
+    for (uint64_t seed = 1; seed <= 3000; seed++) {
+        uint64_t rng = seed * 0x9E3779B97F4A7C15ull;
+        memcpy(f, base, n);
+        if (seed % 3 == 0) { /* garbage after the handshake */
+            for (size_t i = req; i < n; i++)
+                f[i] = (unsigned char)check_xorshift(&rng);
+        } else { /* a few bytes overwritten anywhere, mostly in frame headers near the start */
+            int k = 1 + (int)(check_xorshift(&rng) % 6);
+            for (int j = 0; j < k; j++) {
+                size_t at = check_xorshift(&rng) % (seed % 2 ? n : req + 400);
+                f[at] = (unsigned char)check_xorshift(&rng);
+            }
+        }
+        struct wss s;
+        struct wss_config c = cfg(1024, 256, 1 << 20);
+        wss_init(&s, &c);
+        struct frec fr = {0};
+        size_t at = 0;
+        int rc = 0;
+        while (at < n && !rc) {
+            size_t cut = 1 + check_xorshift(&rng) % 700;
+            if (cut > n - at)
+                cut = n - at;
+            rc = wss_feed(&s, (const char *)f + at, cut, &fops, &fr);
+            at += cut;
+        }
+        ok &= fr.max_len <= 1024 && fr.max_head <= 256;
+        ok &= rc == (s.end != WSS_OPEN_STREAM);
+        if (rc) {
+            ended++;
+            ok &= s.end != WSS_END_PROTOCOL && s.end != WSS_END_REFUSED ? 1 : s.error != NULL;
+            size_t ev_len = fr.r.ev.len, sent_len = fr.r.sent.len;
+            ok &= wss_feed(&s, (const char *)base + req, n - req, &fops, &fr) == 1;
+            ok &= fr.r.ev.len == ev_len && fr.r.sent.len == sent_len;
+        }
+        wss_free(&s);
+        rec_free(&fr.r);
+    }
+    EXPECT(ok);
+    EXPECT(ended > 2000); /* most mutations end the stream (the close at its end, or a fault) */
+    free(big);
+    free(base);
+    free(f);
+}
+
 int main(void)
 {
     check_case("01 the RFC 6455 sample key gives its accept value", t01_sample_key);
@@ -596,5 +694,7 @@ int main(void)
     check_case("13 a callback stops the feed", t13_stop);
     check_case("14 the same stream whole, byte at a time, in random cuts", t14_any_split);
     check_case("15 frames right behind the request head", t15_pipelined_after_handshake);
+    check_case("16 hostile bytes: 3,000 mutated or garbage streams in random cuts",
+               t16_hostile_bytes);
     return CHECK_DONE();
 }
