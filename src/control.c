@@ -29,7 +29,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -483,14 +482,12 @@ int ctl_init(void)
 
 int ctl_adopt(int fd)
 {
-    /* lp_io_watch closes what it cannot watch, and the caller closes fd on failure: a copy
-     * is handed over, the original closed only once the copy is taken. */
-    int own = ready ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
-    if (own < 0 || conn_new(own) < 0) {
+    if (!ready)
+        close(fd);
+    if (!ready || conn_new(fd) < 0) { /* conn_new: lp_io_watch closed it */
         log_error("control", "cannot adopt a worker's control socket");
         return -1;
     }
-    close(fd);
     return 0;
 }
 

@@ -46,8 +46,8 @@ int ctl_init(void);
 /* The listener's URL for the worker's environment ("ws://127.0.0.1:PORT/control",
  * "unix:/path"), or "" when workers get a socketpair. */
 const char *ctl_url(void);
-/* Takes the gateway's end of a worker's socketpair (owned by the loop from now on; the worker
- * still shakes hands and sends its token). 0 / -1 (fd not taken: caller closes). */
+/* Takes the gateway's end of a worker's socketpair (owned from now on, closed on failure; the
+ * worker still shakes hands and sends its token). 0 / -1. */
 int ctl_adopt(int fd);
 /* Sends msg (stolen) to the connection. -1 if it is gone. */
 int ctl_send(uint64_t conn_id, json_t *msg);

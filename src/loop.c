@@ -16,9 +16,10 @@
  * pipe does not take waits for EPOLLOUT, so nothing blocks. EOF and errors close a descriptor
  * inside its dispatch, lp_io_close at the end of the iteration; it leaves the set before it is
  * closed. Regular files (stdin from a file), which epoll refuses and poll() calls always ready,
- * get a zero-delay timer per round instead. Traps of lws 4.1 handled here: EVENT_WAIT_CANCELLED
- * reaches every protocol (we only act in ours), and ignored SIGPIPE survives exec (reset in
- * child). */
+ * get a zero-delay timer per round instead. One wake-up for other threads (lp_post) and lp_stop:
+ * an eventfd in the set, which wakes lws's poll too (lws_cancel_service is never used, so its
+ * EVENT_WAIT_CANCELLED, which reaches every protocol, never comes). Ignored SIGPIPE survives
+ * exec: reset in the child (loop_child.c). */
 #include "loop.h"
 #include "log.h"
 #include "loop_int.h"
@@ -92,12 +93,12 @@ static void post_wake(void)
         (void)!write(post_fd, &one, sizeof(one));
 }
 
-static int lws_start(void);
+static int lws_start(unsigned max_header_bytes);
 
-struct lws_context *lp_context(void)
+struct lws_context *lp_context(unsigned max_header_bytes)
 {
     if (!ctx && ep_fd >= 0)
-        (void)lws_start();
+        (void)lws_start(max_header_bytes);
     return ctx;
 }
 
@@ -136,13 +137,15 @@ void lp_post(void (*fn)(void *ud), void *ud)
     p->fn = fn;
     p->ud = ud;
     pthread_mutex_lock(&post_lock);
+    int was_empty = !post_head; /* else a wake-up is already on its way: drain takes all */
     if (post_tail)
         post_tail->next = p;
     else
         post_head = p;
     post_tail = p;
     pthread_mutex_unlock(&post_lock);
-    post_wake();
+    if (was_empty)
+        post_wake();
 }
 
 /* ---- raw descriptors ------------------------------------------------------------- */
@@ -319,14 +322,20 @@ static void io_tick(void *ud)
         lp_timer_start(&io->tick, 0, io_tick, io); /* the next round, not this one */
 }
 
-/* The epoll set is readable: hands out what is ready. A handler may close others only through
- * lp_io_close (deferred), so every other pointer in `evs` stays valid until this returns. */
-static void ep_dispatch(void)
+/* Waits up to timeout_ms (0: not at all, -1: until something is ready) and hands out what is
+ * ready. A handler may close others only through lp_io_close (deferred), so every other pointer
+ * in `evs` stays valid until this returns. -1 when the wait itself failed. */
+static int ep_dispatch(int timeout_ms)
 {
     struct epoll_event evs[64];
-    int n = epoll_wait(ep_fd, evs, 64, 0);
+    int n = epoll_wait(ep_fd, evs, 64, timeout_ms);
+    if (n < 0 && errno != EINTR) {
+        log_error("loop", "epoll_wait: %s", strerror(errno));
+        return -1;
+    }
     for (int i = 0; i < n; i++)
         (void)io_event(evs[i].data.ptr, evs[i].events);
+    return 0;
 }
 
 static int raw_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
@@ -336,12 +345,9 @@ static int raw_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
     (void)in;
     (void)len;
     switch (reason) {
-    case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
-        drain_posted();
-        return 0;
     case LWS_CALLBACK_RAW_RX_FILE:
         if (wsi && wsi == ep_wsi)
-            ep_dispatch();
+            (void)ep_dispatch(0); /* lws's poll said it is readable */
         return 0;
     case LWS_CALLBACK_RAW_CLOSE_FILE:
         if (wsi && wsi == ep_wsi) {
@@ -484,13 +490,19 @@ static void timer_fire(struct th_node *x)
         t->cb(t->ud);
 }
 
+/* Fires what is due (both loops: lws's timer below, or pure_round after its wait). */
+static void timers_run(void)
+{
+    timers_running = 1;
+    th_run_due(&timers, now_us(), timer_fire);
+    timers_running = 0;
+}
+
 static void timers_due(lws_sorted_usec_list_t *sul)
 {
     (void)sul;
     timers_sul_due = -1;
-    timers_running = 1;
-    th_run_due(&timers, now_us(), timer_fire);
-    timers_running = 0;
+    timers_run();
     timers_arm();
 }
 
@@ -528,11 +540,7 @@ void lp_on_accept_failed(void (*cb)(int err))
     accept_failed_cb = cb;
 }
 
-/* Room for one HTTP request's headers (lws's max_http_header_data): at lws's default of 4 KiB a
- * request with a long bearer token or cookie was closed unanswered. Held only while a request's
- * headers are. CODEMCP_HTTP_MAX_HEADERS, within [4 KiB, 64000] (lws indexes it in 16 bits). */
-#define LP_HEADER_BYTES_DEFAULT 16384
-static unsigned header_bytes = LP_HEADER_BYTES_DEFAULT;
+static unsigned header_bytes; /* lws's max_http_header_data, from lp_context */
 
 void lp_accept_failed(int e)
 {
@@ -611,7 +619,7 @@ int lp_init(void)
 
 /* The lws context, made on first use (an HTTP front, or anything else that needs a vhost):
  * from then on lws's service is the loop's wait and the epoll set one descriptor in it. */
-static int lws_start(void)
+static int lws_start(unsigned max_header_bytes)
 {
     lws_set_log_level(LLL_ERR | LLL_WARN, lws_log_emit);
     struct lws_context_creation_info info;
@@ -622,8 +630,8 @@ static int lws_start(void)
      * 50 call frames of 50 concurrent calls (~9 KB) took three rounds, three polls and three
      * writes to the upstream instead of one. */
     info.pt_serv_buf_size = 65536;
-    long hb = env_long("CODEMCP_HTTP_MAX_HEADERS", LP_HEADER_BYTES_DEFAULT);
-    header_bytes = hb < 4096 ? 4096 : hb > 64000 ? 64000 : (unsigned)hb;
+    /* unsigned short: lws indexes its header buffer in 16 bits */
+    header_bytes = max_header_bytes > 64000 ? 64000 : max_header_bytes;
     info.max_http_header_data = (unsigned short)header_bytes;
     info.gid = (gid_t)-1;
     info.uid = (uid_t)-1;
@@ -740,17 +748,9 @@ static int pure_round(void)
     run_deferred();
     if (stop_flag || ctx)
         return 0;
-    struct epoll_event evs[64];
-    int n = epoll_wait(ep_fd, evs, 64, next_timeout_ms());
-    if (n < 0 && errno != EINTR) {
-        log_error("loop", "epoll_wait: %s", strerror(errno));
+    if (ep_dispatch(next_timeout_ms()) < 0)
         return -1;
-    }
-    for (int i = 0; i < n; i++)
-        (void)io_event(evs[i].data.ptr, evs[i].events);
-    timers_running = 1;
-    th_run_due(&timers, now_us(), timer_fire);
-    timers_running = 0;
+    timers_run();
     return 0;
 }
 
@@ -773,10 +773,7 @@ void lp_run(void)
 void lp_stop(void)
 {
     stop_flag = 1;
-    if (ctx)
-        lws_cancel_service(ctx);
-    else
-        post_wake();
+    post_wake(); /* in lws's poll too: the eventfd is in the set it polls */
 }
 
 void lp_on_shutdown_signal(void (*cb)(void))

@@ -33,8 +33,9 @@ struct lp_io_ops {
 /* Sets up the epoll set and the signals. 0 / -1. */
 int lp_init(void);
 /* The lws context for a module's vhost, made on the first call (from then on lws's service is
- * the loop's wait); NULL if it cannot be made (logged). */
-struct lws_context *lp_context(void);
+ * the loop's wait) with room for max_header_bytes of one HTTP request's headers (at most 64000;
+ * 0: lws's 4 KiB); NULL if it cannot be made (logged). */
+struct lws_context *lp_context(unsigned max_header_bytes);
 /* Runs until lp_stop(). */
 void lp_run(void);
 void lp_stop(void);

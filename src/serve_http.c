@@ -737,7 +737,10 @@ int http_serve(const char *host, int port)
         vi.ssl_private_key_filepath = key;
         vi.alpn = "http/1.1"; /* custom headers do not work on HTTP/2 streams in lws 4.1 */
     }
-    struct lws_context *lc = lp_context();
+    /* Room for one request's headers: at lws's default of 4 KiB a request with a long bearer
+     * token or cookie was closed unanswered. Held only while a request's headers are. */
+    long hb = env_long("CODEMCP_HTTP_MAX_HEADERS", 16384);
+    struct lws_context *lc = lp_context(hb < 4096 ? 4096 : hb > 64000 ? 64000 : (unsigned)hb);
     struct lws_vhost *vhost = lc ? lws_create_vhost(lc, &vi) : NULL;
     int actual = vhost ? lws_get_vhost_listen_port(vhost) : -1;
     if (actual <= 0) {

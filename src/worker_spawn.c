@@ -175,8 +175,7 @@ static void send_fork(struct worker *w)
     close(out[1]);
     close(err[1]);
     close(st[1]);
-    if (ctl_adopt(sp[0]) < 0) {
-        close(sp[0]);
+    if (ctl_adopt(sp[0]) < 0) { /* it closed sp[0] */
         w->kill_reason = xstrdup("the Python worker's control channel could not be set up");
     }
     w->st_len = 0;
@@ -362,12 +361,11 @@ static int launch(struct worker *w)
     int rc = spawn_exec(w, sp[1]);
     if (sp[1] >= 0)
         close(sp[1]);
-    if (sp[0] >= 0 && (rc < 0 || ctl_adopt(sp[0]) < 0)) {
+    if (sp[0] >= 0 && rc < 0) {
         close(sp[0]);
-        if (rc == 0) {
-            w->kill_reason = xstrdup("the Python worker's control channel could not be set up");
-            hard_kill(w);
-        }
+    } else if (sp[0] >= 0 && ctl_adopt(sp[0]) < 0) { /* it closed sp[0] */
+        w->kill_reason = xstrdup("the Python worker's control channel could not be set up");
+        hard_kill(w);
     }
     if (rc < 0) {
         lp_timer_stop(&w->start_timer);
