@@ -423,7 +423,10 @@ static int open_listener(int tcp, int *port)
             goto fail;
         }
         strcpy(a.sun_path, sock_path);
-        if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+        mode_t old = umask(0177); /* born 0600: the directory is not the only guard */
+        int rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
+        umask(old);
+        if (rc < 0)
             goto fail;
     }
     if (listen(fd, SOMAXCONN) < 0)

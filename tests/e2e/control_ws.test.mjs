@@ -4,11 +4,15 @@
 // the session goes on; and the loopback TCP listener (CODEMCP_CONTROL_TCP=1, otherwise only
 // the Unix one is exercised, by limits) serves workers, answers a bad upgrade request with
 // 404/400, a good one with the RFC's accept value, a ping with a pong, and closes a
-// connection whose first frame is not a worker token.
+// connection whose first frame is not a worker token; the Unix listener's socket keeps other
+// local users out.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { test } from 'node:test';
 
-import { connectClient, ms, PY_OWN_SOCKETS, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { connectClient, ms, PY_OWN_SOCKETS, PYTHON, tempDir, waitFor, writeConfig } from './lib.mjs';
 
 async function session(env = {}) {
   const dir = tempDir();
@@ -116,5 +120,42 @@ test('the loopback TCP listener: workers connect; bad upgrades refused, a wrong 
     assert.equal(next.result, 42, JSON.stringify(next));
   } finally {
     await h.close();
+  }
+});
+
+// CODEMCP_CONTROL_UNIX=1: the listening socket is a door on the host. Another local user finds
+// it shut twice over: its directory is 0700, and the socket itself is born 0600 (not left to
+// the umask), so a careless chmod of the directory still does not open it.
+test('another user cannot connect to the CODEMCP_CONTROL_UNIX socket (directory 0700, socket 0600)', { timeout: ms(60000) }, async (t) => {
+  if (process.getuid() !== 0) return t.skip('needs root to create a second user');
+  const name = `cmcpws${process.pid % 100000}`;
+  const add = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', name], { encoding: 'utf8' });
+  if (add.status !== 0 && add.status !== 9) return t.skip(`useradd failed: ${add.stderr}`); // 9: left over
+  const { h, run } = await session({ CODEMCP_ISOLATION: 'host', CODEMCP_CONTROL_UNIX: '1' });
+  let dir, dirMode;
+  try {
+    const e = await run('import os\nresult = os.environ["CODEMCP_CONTROL_URL"]');
+    const sock = String(e.result).replace(/^unix:/, '');
+    assert.ok(fs.statSync(sock).isSocket(), `no socket at ${sock}: ${JSON.stringify(e)}`);
+    assert.equal(fs.statSync(sock).mode & 0o777, 0o600, 'the socket must be born 0600');
+    dir = path.dirname(sock);
+    dirMode = fs.statSync(dir).mode & 0o7777;
+    assert.equal(dirMode, 0o700);
+    const uid = Number(spawnSync('id', ['-u', name], { encoding: 'utf8' }).stdout.trim());
+    const gid = Number(spawnSync('id', ['-g', name], { encoding: 'utf8' }).stdout.trim());
+    const probe = 'import socket, sys\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect(sys.argv[1])\n' +
+      '    print("connected")\nexcept OSError as e:\n    print("connect:", e.strerror)';
+    const asOther = () => spawnSync(PYTHON, ['-c', probe, sock], { uid, gid, encoding: 'utf8', timeout: ms(10000) });
+    let r = asOther();
+    assert.match(r.stdout, /connect: Permission denied/, r.stdout + r.stderr);
+    fs.chmodSync(dir, 0o755); // the careless chmod
+    r = asOther();
+    assert.match(r.stdout, /connect: Permission denied/, r.stdout + r.stderr);
+    const next = await run('result = 6 * 7');
+    assert.equal(next.result, 42, JSON.stringify(next));
+  } finally {
+    if (dir && dirMode !== undefined) fs.chmodSync(dir, dirMode);
+    await h.close();
+    spawnSync('userdel', [name]);
   }
 });
