@@ -1,5 +1,5 @@
 // Instructions per tools/list in the gateway (callgrind), base binary against head: the cost
-// of the execute_python description per request (src/catalog.c keeps it per budget).
+// of the execute_python description per request (src/catalog/catalog.c keeps it per budget).
 // For each binary, era (2025 session / 2026 _meta) and client (bench: the default 2,000-byte
 // budget; opencode: 8,000) the gateway (`codemcp start -p 0`, upstream server-everything) runs
 // under callgrind twice, with 100 and with 600 tools/list; (Ir600 − Ir100) / 500 is one request

@@ -1,4 +1,4 @@
-/* ns_lookup — the cost of finding a run's namespace (src/namespaces.c) in a full table:
+/* ns_lookup — the cost of finding a run's namespace (src/run/namespaces.c) in a full table:
  * CODEMCP_MAX_NAMESPACES live namespaces plus the most tombstones kept, resolved by handle
  * (what a client passing `namespace` pays) and implicitly (a session without a handle), side
  * by side. Run: build/bench/ns_lookup [rounds]. Prints microseconds per resolve and the ratio;

@@ -1,6 +1,6 @@
 """Redaction of secrets in reports: by key and by value, with the rules of redact_rules.py.
 
-The gateway's src/redact.c applies the same rules (generated from the same file); the
+The gateway's src/catalog/redact.c applies the same rules (generated from the same file); the
 corpus test tests/python/test_redact.py checks both sides give the same answers.
 """
 
@@ -21,7 +21,7 @@ _PROSE = re.compile(r"[a-z]{1,7}")  # "needs_auth: the server ..." is a sentence
 _MAX_STR = 200
 # The patterns cost O(n^2) on a long run of identifier characters (re took ~10 s for 60k
 # "xxx…" and never checks for signals meanwhile, so a run could not even be interrupted):
-# redact() looks at _MAX_STR + _MARGIN characters of a string only (as src/redact.c), and
+# redact() looks at _MAX_STR + _MARGIN characters of a string only (as src/catalog/redact.c), and
 # redact_text() keeps the first and the last _MAX_TEXT // 2 characters of a longer text
 # (a traceback's last line is the exception) and cuts the middle with a marker.
 _MARGIN = 512

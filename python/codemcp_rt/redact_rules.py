@@ -1,6 +1,6 @@
 """The one rule set for redaction, shared by the gateway (C) and this runtime (Python).
 
-Data only: src/gen_redact_rules.py turns these lists into src's redact_rules.h at build time,
+Data only: src/catalog/gen_redact_rules.py turns these lists into src's redact_rules.h at build time,
 and codemcp_rt.redact applies them here, so the two can never drift apart. Both sides
 implement the same three rules:
 

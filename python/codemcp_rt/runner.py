@@ -48,7 +48,7 @@ from codemcp_rt import transport as transport_mod
 from codemcp_rt.transport import get_transport
 
 FILENAME = "<codemcp>"
-MAX_SESSIONS = 4096  # a safety valve only: the gateway decides (src/namespaces.c)
+MAX_SESSIONS = 4096  # a safety valve only: the gateway decides (src/run/namespaces.c)
 DEFAULT_MAX_BYTES = 1 << 20
 _MAX_ERROR_CHARS = 16000
 

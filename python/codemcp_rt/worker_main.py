@@ -75,7 +75,7 @@ class _Raw(str):
 
 def _reply(req_id: Any, result: Any = None, error: dict[str, Any] | None = None) -> str:
     if error is None and type(result) is _Raw:  # req_id came from json.loads: it encodes
-        # the gateway's ids are ints (src/workers.c): their JSON is their repr
+        # the gateway's ids are ints (src/run/workers.c): their JSON is their repr
         rid = "%d" % req_id if type(req_id) is int else json.dumps(req_id)
         return '{"jsonrpc":"2.0","id":%s,"result":%s}' % (rid, result)
     msg: dict[str, Any] = {"jsonrpc": "2.0", "id": req_id}
@@ -120,7 +120,7 @@ def handle(text: str) -> str | None:
         elif method == "set_shapes":
             sdk.set_shapes(params.get("shapes"))
             result = {"ok": True}
-        elif method in ("drop_namespace", "drop_session"):  # src/namespaces.c dropped it
+        elif method in ("drop_namespace", "drop_session"):  # src/run/namespaces.c dropped it
             session = params.get("namespace", params.get("session"))
             if not isinstance(session, str):
                 raise runner.BadRequest("%s needs params.namespace (a string)" % method)

@@ -2,7 +2,7 @@
  *
  * The prototype is a codemcp-worker that built its sandbox (sandbox.h, prototype mode),
  * initialised CPython and imported the runtime, and then serves the gateway on fd 3 (wire
- * format: src/protowire.h): PW_SDK loads the current SDK into this interpreter, PW_FORK
+ * format: src/common/protowire.h): PW_SDK loads the current SDK into this interpreter, PW_FORK
  * forks a session's worker into a sandbox of its own (sbx_fork_session). Everything the
  * children share is frozen first (gc.freeze), so the collector never writes to those
  * pages and they stay shared copy-on-write.

@@ -1,7 +1,7 @@
 /* pyreq — the gateway's usual `run` request read straight from its text, in C.
  *
  * pyrun.c asks it first for every request: it walks the frame's members (jsonrpc, id, method,
- * params and the params the gateway writes, src/run_params.c) and builds only the few Python
+ * params and the params the gateway writes, src/run/run_params.c) and builds only the few Python
  * objects a plain run needs (code, run_id, namespace, allow_mutations) instead of the whole
  * params dict. It takes a strict subset of what pyrun's plain-run rules accept: any member it
  * does not know, a duplicate, a value of another type or form (null where a flag is expected,

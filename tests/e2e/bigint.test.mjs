@@ -1,4 +1,4 @@
-// Big integers outside string values (src/jsonfast.h JF_BIG_INTEGERS): integers of any size
+// Big integers outside string values (src/json/jsonfast.h JF_BIG_INTEGERS): integers of any size
 // go client program → upstream arguments → upstream structured result → worker (Python int)
 // → answer digit for digit, on both of the gateway's result paths (a read tool's result spliced
 // as bytes, a write tool's result decoded, deep-copied and marked), while strings equal to the

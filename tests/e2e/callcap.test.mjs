@@ -1,4 +1,4 @@
-// A run's calls in flight are bounded (CODEMCP_MAX_CALLS_PER_RUN, src/calls.c): a program that
+// A run's calls in flight are bounded (CODEMCP_MAX_CALLS_PER_RUN, src/run/calls.c): a program that
 // starts a thousand SDK calls without waiting (each a Pending) gets every answer, in order,
 // but the upstream never sees more than the bound at once; calls past it wait in order and
 // start as earlier ones end; the ones still waiting when the run ends are never sent; a normal

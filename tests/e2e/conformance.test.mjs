@@ -91,7 +91,7 @@ describe('MCP conformance suite against codemcp start', { skip: !installed && 't
 
 // The 2026-07-28 server scenarios of conformance 0.2.0-alpha.12 (`conformance-next`, run with
 // --spec-version 2026-07-28) against the same kind of `codemcp start`: the sessionless era of
-// the HTTP front (src/http_modern.c). Issue 12.
+// the HTTP front (src/front/http_modern.c). Issue 12.
 //
 // Each applicable scenario must end with every check SUCCESS/INFO except the ones listed under
 // `notApplicable`, which must then carry exactly that status (a listed check that starts

@@ -1,4 +1,4 @@
-// The control channel's WebSocket server (src/wsserver.c, codemcp's own since libwebsockets
+// The control channel's WebSocket server (src/wire/wsserver.c, codemcp's own since libwebsockets
 // stopped serving it), seen from agent code: a frame that breaks RFC 6455 (here an unmasked
 // one, which libwebsockets accepted) ends that worker's connection with a clear run error and
 // the session goes on; and the loopback TCP listener (CODEMCP_CONTROL_TCP=1, otherwise only

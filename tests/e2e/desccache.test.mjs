@@ -1,5 +1,5 @@
 // The execute_python description is built once per client budget and kept until its inputs
-// change (src/catalog.c): these tests fail when a kept one is served stale. One HTTP gateway,
+// change (src/catalog/catalog.c): these tests fail when a kept one is served stale. One HTTP gateway,
 // sessions of two clients with different budgets (claude-code 2,000 bytes, opencode 8,000),
 // and the three things that must show at once in the next tools/list: a server that was
 // connecting becomes ready, an upstream adds tools (list_changed), and call counts change

@@ -1,4 +1,4 @@
-// The gateway's byte path for a run's answer (issue 17, src/run_answer.c, workers.c
+// The gateway's byte path for a run's answer (issue 17, src/run/run_answer.c, workers.c
 // wk_on_frame): the worker's answer frame, when in the form jf_dumps writes, is spliced into the
 // MCP reply without a decode or an encode; anything else takes the tree path. Agent code shares
 // the worker and can write any frame (`_codemcp.send`), so it can answer its own run with any
@@ -172,7 +172,7 @@ test('hostile run answers: the byte path answers exactly as the tree path', { ti
 });
 
 // The request side: a 2025 client's tools/call execute_python in jf_dumps' form is read from its
-// bytes (src/mcp_server.c receive_execute; only the arguments are decoded). Every request is
+// bytes (src/front/mcp_server.c receive_execute; only the arguments are decoded). Every request is
 // sent as written and with a space after its first '{' (always the tree path); the lines the
 // client gets for it (answers, errors, nothing) must be the same bytes.
 const E = (args, id = '1', extra = '') =>

@@ -1,7 +1,7 @@
 // Adversarial review of the C code agent code can reach (docs/review-extensions.md): the
 // `_codemcp` module's types and functions (src/worker/pypending.c, pycall.c, pyfast.c,
 // pyjson.c, pymod.c) called the wrong way from a real sandboxed worker, and hostile control
-// frames for the gateway's decoder (src/jsonfast.c). Each test is one finding or one sweep:
+// frames for the gateway's decoder (src/json/jsonfast.c). Each test is one finding or one sweep:
 // the worker must not crash where a Python object would not, a crash is a clear error that
 // loses nothing else, and the gateway never dies.
 import assert from 'node:assert/strict';
@@ -79,7 +79,7 @@ result = out`);
   }
 });
 
-// Finding 3: redaction (src/redact.c, python/codemcp_rt/redact.py) ran its regular
+// Finding 3: redaction (src/catalog/redact.c, python/codemcp_rt/redact.py) ran its regular
 // expressions over the whole of every string, and they cost O(n^2) on a long run of
 // identifier characters: glibc's regexec took ~1 min for 150 kB of "xxx…" on the gateway's
 // event loop (a refused call's arguments are redacted for the log: every session froze),

@@ -408,7 +408,7 @@ describe('codemcp start under a raw-socket mutation campaign', { timeout: ms(240
 
   test('pipelined POSTs: the first is answered with Connection: close, the gateway keeps serving', async () => {
     // lws 4.1 spun at 100 % CPU on the second of two POSTs sent in one segment, answering
-    // nobody and ignoring SIGTERM (src/serve_http.c, pipelined()).
+    // nobody and ignoring SIGTERM (src/front/serve_http.c, pipelined()).
     const one = requestBytes(post(initBody(1)));
     const r = await exchange([Buffer.concat([one, one])], { want: 2 });
     assert.equal(r.responses[0]?.status, 200, JSON.stringify(r));

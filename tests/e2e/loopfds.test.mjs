@@ -1,4 +1,4 @@
-// The loop's descriptor set (src/loop.c, issue 17): every raw descriptor the gateway watches
+// The loop's descriptor set (src/core/loop.c, issue 17): every raw descriptor the gateway watches
 // (its stdio, each stdio upstream's three pipes, the worker's output pipes, the signalfd) sits
 // in one epoll set of its own, and lws's poll() sees only that set's descriptor instead of one
 // entry each (it scanned ~14 per wake-up). Read from /proc: the set holds the gateway's ends
@@ -160,7 +160,7 @@ test('stdin from a file and stdout to a file still work (epoll refuses regular f
 });
 
 // The stdio gateway has no lws context at all (nothing asks for one: the control link is
-// src/wsserver.c on the loop's descriptors): its one thread of events sleeps in epoll_wait on
+// src/wire/wsserver.c on the loop's descriptors): its one thread of events sleeps in epoll_wait on
 // the set, never in lws's poll(). Read from /proc/<pid>/task/<pid>/syscall while it idles
 // (the first field is the number of the system call it is blocked in).
 const WAITS = process.arch === 'x64' ? { 232: 'epoll_wait', 281: 'epoll_pwait', 7: 'poll', 271: 'ppoll' }

@@ -88,7 +88,7 @@ test('pyrun: SDK names rebound, deleted or moved by a run are put back as the Py
 // pyreq.c reads the run request straight from its text. Whatever it takes must be what the
 // plain-run rules (pyrun.c's before the fifth pass, on the dict loads_fast gives) took, with the
 // same values; anything else goes to the Python handler. A corpus of frames: the gateway's own
-// (src/run_params.c; these must be taken), each member missing, each value swapped for values
+// (src/run/run_params.c; these must be taken), each member missing, each value swapped for values
 // of other types and forms, escaped, duplicated or unknown keys, odd ids, methods and spacing.
 const SCAN = String.raw`
 import _codemcp, json

@@ -1,4 +1,4 @@
-// Worker starts are bounded (CODEMCP_WORKER_START_CONCURRENCY, src/worker_spawn.c): N starts at
+// Worker starts are bounded (CODEMCP_WORKER_START_CONCURRENCY, src/run/worker_spawn.c): N starts at
 // once on P cores each take about N / P times one start, so 200 sessions whose first runs
 // arrive together (the exec'd path, CODEMCP_PROTOTYPE=off) all ran past
 // CODEMCP_WORKER_START_TIMEOUT_MS, were killed together and started again: no session ever got

@@ -1,9 +1,9 @@
-/* Differential fuzzer: src/jsonfast.c against jansson 2.14 (libFuzzer, clang).
+/* Differential fuzzer: src/json/jsonfast.c against jansson 2.14 (libFuzzer, clang).
  *
  * For every input: jf_loadb and json_loadb must agree on acceptance (flags 0 and DECODE_ANY;
  * the one allowed difference: jsonfast refuses raw NUL bytes jansson skips) and, when both accept,
  * on the value (json_equal); jf_dumps of the value must be the bytes json_dumps(COMPACT |
- * ENCODE_ANY) writes, and decoding those bytes must give the value back. And src/jsonscan.c:
+ * ENCODE_ANY) writes, and decoding those bytes must give the value back. And src/json/jsonscan.c:
  * whatever js_canon_value accepts, jf_loadb accepts and jf_dumps writes back byte for byte (with
  * and without allow_nul). Any disagreement aborts with both answers printed. Built and run by
  * tests/fuzz/run.sh (a bounded run is the meson test `fuzz_jsonfast` of the clang builds). */

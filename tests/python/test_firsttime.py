@@ -41,7 +41,7 @@ def load_golden_sdk() -> tuple[dict, dict]:
 
 
 def shape_of_schema(s: dict, depth: int = 0) -> dict:
-    """src/shapes.c's shapes_of_schema, for the test's table."""
+    """src/catalog/shapes.c's shapes_of_schema, for the test's table."""
     if not isinstance(s, dict) or depth > 24:
         return {"k": "any"}
     t = s.get("type")

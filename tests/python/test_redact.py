@@ -1,4 +1,4 @@
-"""One redaction corpus through both implementations: the gateway's (src/redact.c, through
+"""One redaction corpus through both implementations: the gateway's (src/catalog/redact.c, through
 tests/unit/redact_tool) and the worker's (codemcp_rt.redact). Both must hide every secret
 shape, leave every look-alike intact, and give byte-identical answers."""
 

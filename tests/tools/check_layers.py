@@ -106,10 +106,12 @@ def main(argv: list[str]) -> int:
         return 1
     src = argv[1]
     files = {}
-    for name in os.listdir(src):
-        if name.endswith((".c", ".h")):
-            with open(os.path.join(src, name), encoding="utf-8") as f:
-                files[name] = f.read()
+    for root, dirs, names in os.walk(src):
+        dirs[:] = [d for d in dirs if d != "worker"]  # the worker host is a binary of its own
+        for name in names:
+            if name.endswith((".c", ".h")):
+                with open(os.path.join(root, name), encoding="utf-8") as f:
+                    files[name] = f.read()
     bad = check(files)
     for line in bad:
         print(line)

@@ -1,4 +1,4 @@
-/* Unit tests for src/cfgedit.c: one value changed in a JSONC text, everything else byte for
+/* Unit tests for src/config/cfgedit.c: one value changed in a JSONC text, everything else byte for
  * byte; the atomic write with its one backup. Each case gives the input, the key path, the
  * value and the exact expected text. */
 #include "cfgedit.h"

@@ -1,4 +1,4 @@
-/* Unit tests for src/jsonfast.c: jf_loadb accepts exactly what json_loadb accepts and builds
+/* Unit tests for src/json/jsonfast.c: jf_loadb accepts exactly what json_loadb accepts and builds
  * equal values; jf_dumps writes the bytes json_dumps(JSON_COMPACT | JSON_ENCODE_ANY) writes.
  * Checked on a hand-written corpus (escapes, surrogates, UTF-8 edge cases, numbers at the
  * json_int_t limits, depth, trailing garbage), on random values, and on random mutations of

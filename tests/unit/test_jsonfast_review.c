@@ -1,4 +1,4 @@
-/* The adversarial review's cases for src/jsonfast.c (docs/review-extensions.md): what the
+/* The adversarial review's cases for src/json/jsonfast.c (docs/review-extensions.md): what the
  * libFuzzer run (tests/fuzz, inputs up to 4 KiB) cannot reach — numbers of any length, the
  * depth limit at both ends, strings of megabytes, every truncation of a message — compared
  * with jansson 2.14, and jf_frame_id, which names the id of a frame that did not decode. */

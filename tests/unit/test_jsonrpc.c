@@ -1,4 +1,4 @@
-/* Unit tests for src/jsonrpc.c: message classification and the newline framer (split
+/* Unit tests for src/wire/jsonrpc.c: message classification and the newline framer (split
  * lines across chunks, CRLF, empty lines, oversized lines dropped and reported). */
 #include "check.h"
 #include "jsonrpc.h"

@@ -1,4 +1,4 @@
-/* test_mcp_era — the protocol-era rules of src/mcp_era.c: version lists, the -32022 reading,
+/* test_mcp_era — the protocol-era rules of src/wire/mcp_era.c: version lists, the -32022 reading,
  * input_required descriptions, the Streamable HTTP header encoding (the spec's own examples)
  * and x-mcp-header validation, and the checks a 2026 request's envelope must pass. */
 #include "check.h"

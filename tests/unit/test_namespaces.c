@@ -1,4 +1,4 @@
-/* test_namespaces — the namespace table (src/namespaces.c): handles (form, uniqueness),
+/* test_namespaces — the namespace table (src/run/namespaces.c): handles (form, uniqueness),
  * implicit and fresh namespaces, continuation across sessions of one principal, foreign
  * handles answered like unknown ones, the idle TTL and its tombstones, room per principal,
  * and the rule workers.c asks before ending a home's worker. No loop is run: idleness is

@@ -1,4 +1,4 @@
-/* Unit tests for src/policy.c: per-tool, per-server and global rules, fail-closed. */
+/* Unit tests for src/catalog/policy.c: per-tool, per-server and global rules, fail-closed. */
 #include "config.h"
 #include "policy.h"
 

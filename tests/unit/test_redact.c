@@ -1,4 +1,4 @@
-/* Unit tests for src/redact.c: which keys are secrets, deep redaction, shortening. */
+/* Unit tests for src/catalog/redact.c: which keys are secrets, deep redaction, shortening. */
 #include "redact.h"
 
 #include "check.h"

@@ -1,4 +1,4 @@
-/* Unit test for src/run_answer.c: the reply run_answer_text splices from an envelope's bytes
+/* Unit test for src/run/run_answer.c: the reply run_answer_text splices from an envelope's bytes
  * is byte for byte the one the tree path writes (rpc_dump(rpc_result(id, run_answer_result(
  * run_answer_envelope(tree))))) for the tree jf_loadb makes of the same bytes, on chosen and
  * on random envelopes; and it refuses what only the tree path may answer. Also fmt_i64. */

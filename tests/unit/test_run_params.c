@@ -1,4 +1,4 @@
-/* Unit test for src/run_params.c: the run request's params text is byte for byte what
+/* Unit test for src/run/run_params.c: the run request's params text is byte for byte what
  * rpc_dump gave for the tree runs.c built before (members set one by one, in this order; a
  * string that is not UTF-8 left out), for plain and awkward values. */
 #include "check.h"

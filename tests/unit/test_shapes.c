@@ -1,4 +1,4 @@
-/* Unit tests for src/shapes.c: shapes of values and schemas, union across calls, the
+/* Unit tests for src/catalog/shapes.c: shapes of values and schemas, union across calls, the
  * bounded description exemplar. */
 #include "check.h"
 #include "shapes.h"

@@ -1,4 +1,4 @@
-/* test_sse — the text/event-stream parser (src/sse.c) against the WHATWG rules, and chunk
+/* test_sse — the text/event-stream parser (src/wire/sse.c) against the WHATWG rules, and chunk
  * boundary fuzzing: every stream is also fed split at every byte offset (and pairs of
  * offsets, and byte by byte) and must yield exactly the events of the whole-buffer feed.
  * One output line per case; non-zero exit status when any case failed. */

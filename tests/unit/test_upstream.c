@@ -1,4 +1,4 @@
-/* Tests for src/upstream.c + upstream_stdio.c on the real event loop, against the
+/* Tests for src/upstream/upstream.c + upstream_stdio.c on the real event loop, against the
  * purpose-built fake upstream (tests/fixtures/fake_upstream.py): handshake and listing,
  * concurrent calls answered out of order, a per-call timeout that sends
  * notifications/cancelled upstream, errors for unknown servers, and graceful shutdown. */

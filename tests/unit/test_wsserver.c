@@ -1,4 +1,4 @@
-/* test_wsserver — the server half of RFC 6455 (src/wsserver.c) the gateway's control channel
+/* test_wsserver — the server half of RFC 6455 (src/wire/wsserver.c) the gateway's control channel
  * runs on: the upgrade handshake (checked by the worker's own client check, wsp_check_response,
  * so both halves agree), masked and unmasked frames, fragmentation with control frames between
  * the fragments, ping/pong, close, every protocol violation, the size cap and the give-up

@@ -1,4 +1,4 @@
-/* test_wsproto — unit tests of the worker's WebSocket pieces (src/worker/wsproto.c) and of
+/* test_wsproto — unit tests of the worker's WebSocket pieces (src/common/wsproto.c) and of
  * the inbox (src/worker/inbox.c): handshake, frame encoding, the stream reader fed in
  * awkward pieces, message classification (fast scan against jansson) and the interrupt
  * bookkeeping. No sockets, no Python. */

@@ -42,7 +42,7 @@ size_t wsp_head_len(const char *buf, size_t len);
 
 /* Finds header `name` (case-insensitive) in an HTTP head's header lines (the first line, the
  * request or status line, is skipped); *val / *vlen: its value, trimmed. 1 if found (the first
- * one). Shared with the gateway's server half (src/wsserver.c). */
+ * one). Shared with the gateway's server half (src/wire/wsserver.c). */
 int wsp_find_header(const char *head, size_t len, const char *name, const char **val, size_t *vlen);
 /* 1 if the comma-separated list v[0..n) holds token (case-insensitive). */
 int wsp_has_token(const char *v, size_t n, const char *token);

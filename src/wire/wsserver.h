@@ -1,5 +1,5 @@
 /* wsserver — the server half of RFC 6455 that the gateway's control channel needs, as pure
- * byte processing: no I/O, no globals, no threads (the client half is src/worker/wsproto.c,
+ * byte processing: no I/O, no globals, no threads (the client half is src/common/wsproto.c,
  * whose header encoder, wsp_put_header, frames what the gateway sends).
  *
  * One struct wss per connection. wss_feed() takes whatever the socket gave (any split, down to

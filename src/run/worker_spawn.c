@@ -113,7 +113,7 @@ static int spawn_exec(struct worker *w, int ctl_fd)
     char **env = wkp_env(extra);
     /* The worker applies CODEMCP_WORKER_MEMORY_MB (RLIMIT_AS) itself, before Python starts:
      * a sanitizer build must skip it (ASan reserves terabytes of address space). With
-     * CODEMCP_ISOLATION=sandbox it builds its sandbox first (src/sandbox.h). */
+     * CODEMCP_ISOLATION=sandbox it builds its sandbox first (src/sandbox/sandbox.h). */
     int fds[3];
     char err[512];
     w->forked = 0;

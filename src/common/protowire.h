@@ -1,4 +1,4 @@
-/* protowire — the gateway ⇄ prototype wire format (src/prototype.c ⇄ src/worker/forksrv.c).
+/* protowire — the gateway ⇄ prototype wire format (src/run/prototype.c ⇄ src/worker/forksrv.c).
  *
  * One SOCK_SEQPACKET socketpair per prototype, inherited as the prototype's fd 3. The
  * gateway sends fixed-size struct pw_msg datagrams with descriptors attached (SCM_RIGHTS);
