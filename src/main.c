@@ -258,6 +258,7 @@ static void wire_run_pipeline(void)
                                           .call_done = run_on_call_done,
                                           .reply = ctl_send,
                                           .reply_parts = ctl_send_parts,
+                                          .reply_limit = ctl_frame_limit,
                                           .input_required = run_on_input_required});
 }
 

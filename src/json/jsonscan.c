@@ -15,6 +15,7 @@
 struct sc {
     const unsigned char *p, *e;
     int allow_nul;
+    int reals; /* js_scan.reals: fractions and exponents pass (see jsonscan.h) */
     int depth;
     int in_sub;          /* the value being scanned is the top-level member out->sub */
     struct js_scan *out; /* members to record (js_canon_scan), or NULL */
@@ -99,8 +100,39 @@ static int canon_string(struct sc *s, int key)
     return 0;
 }
 
+/* Digits at p: past them. */
+static const unsigned char *digits(const unsigned char *p, const unsigned char *e)
+{
+    while (p < e && *p >= '0' && *p <= '9')
+        p++;
+    return p;
+}
+
+/* A real's fraction and exponent in JSON's grammar at p, the exponent at most two digits (so
+ * the value is finite: no more than 18 integer digits, jansson refuses an overflow that Python
+ * would read as inf). Past them, or NULL. */
+static const unsigned char *real_tail(const unsigned char *p, const unsigned char *e)
+{
+    if (p < e && *p == '.') {
+        const unsigned char *d = p + 1;
+        p = digits(d, e);
+        if (p == d)
+            return NULL;
+    }
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < e && (*p == '+' || *p == '-'))
+            p++;
+        const unsigned char *d = p;
+        p = digits(d, e);
+        if (p == d || p - d > 2)
+            return NULL;
+    }
+    return p;
+}
+
 /* An integer as jf_dumps writes one: no "-0", at most 18 digits (always fits json_int_t);
- * reals take the tree path (their text is jansson's %.17g). */
+ * reals take the tree path (their text is jansson's %.17g) unless s->reals. */
 static int canon_number(struct sc *s)
 {
     const unsigned char *p = s->p, *e = s->e;
@@ -117,8 +149,10 @@ static int canon_number(struct sc *s)
     }
     if (p == d || p - d > 18)
         return -1;
-    if (p < e && (*p == '.' || *p == 'e' || *p == 'E'))
-        return -1;
+    if (p < e && (*p == '.' || *p == 'e' || *p == 'E')) {
+        if (!s->reals || !(p = real_tail(p, e)))
+            return -1;
+    }
     s->p = p;
     return 0;
 }
@@ -261,6 +295,7 @@ static int scan(const char *text, size_t len, int allow_nul, struct js_scan *out
     s.p = (const unsigned char *)text;
     s.e = s.p + len;
     s.allow_nul = allow_nul;
+    s.reals = out && out->reals;
     s.depth = 0;
     s.in_sub = 0;
     s.out = out;
@@ -406,9 +441,12 @@ uint64_t js_shape_hash(const char *text, size_t len, uint64_t key)
             }
             p++;
         } else if (c == '-' || (c >= '0' && c <= '9')) {
-            while (p < e && (*p == '-' || (*p >= '0' && *p <= '9')))
-                p++;
-            h = mix(h, 'i');
+            int real = 0;
+            for (; p < e && (*p == '-' || *p == '+' || *p == '.' || *p == 'e' || *p == 'E' ||
+                             (*p >= '0' && *p <= '9'));
+                 p++)
+                real |= *p == '.' || *p == 'e' || *p == 'E';
+            h = mix(h, real ? 'r' : 'i');
         } else if (c == 't' || c == 'f') {
             p += c == 't' ? 4 : 5;
             h = mix(h, 'b');

@@ -31,6 +31,10 @@ struct js_scan {
     const char *sub;
     struct js_member *sm;
     int smax, sn;
+    /* Set by the caller: reals pass too, in JSON's grammar with an exponent of at most two
+     * digits, as they are written (not jf_dumps' %.17g of them: the same double when read, which
+     * is all a reader of a relayed result sees). The bytes are then not jf_dumps' form. */
+    int reals;
 };
 
 /* 1 when text[0..len) is one canonical JSON value (see above), else 0. */
