@@ -6,6 +6,7 @@
 
 #include "pymod.h"
 #include "pyfast.h"
+#include "pyjson.h"
 #include "pyrunset.h"
 
 #include <stdio.h>
@@ -210,15 +211,18 @@ static PyObject *pyc_take(pyc_object *self, PyObject *unused)
         return raw; /* already the value */
     if (!raw)
         return slow ? PyObject_CallMethod((PyObject *)self, "_take_py", NULL) : NULL;
-    /* self->id may be gone by now (see above): text_result then says None, _finish decides */
-    PyObject *argv[2] = {raw, self->id ? self->id : Py_None};
-    PyObject *text = pyf_text_result(NULL, argv, 2); /* new ref: str or None */
-    if (!text) {
-        Py_DECREF(raw);
-        return NULL;
+    /* self->id may be gone by now (see above): then not the usual answer, _finish decides */
+    const char *span;
+    size_t span_len;
+    PyObject *value = NULL, *text = NULL; /* new refs */
+    if (pyf_text_span(raw, self->id ? self->id : Py_None, &span, &span_len)) {
+        /* A JSON text is parsed from the reply's bytes: no str of the whole text first. */
+        if (span_len && (span[0] == '{' || span[0] == '['))
+            value = pyj_text_json(span, span_len);
+        if (!value)
+            text = pyj_text_str(span, span_len);
     }
-    if (text == Py_None) { /* not the usual answer: _finish reads it */
-        Py_DECREF(text);
+    if (!value && !text) { /* not the usual answer: _finish reads it */
         PyObject *v = PyObject_CallMethod((PyObject *)self, "_finish", "O", raw); /* new ref */
         Py_DECREF(raw);
         if (v)
@@ -231,10 +235,13 @@ static PyObject *pyc_take(pyc_object *self, PyObject *unused)
     pyc_set(&self->early, Py_None);
     PyObject *ms = PyLong_FromDouble((pyc_monotonic() - self->started) * 1000.0); /* new ref */
     if (!ms) {
-        Py_DECREF(text);
+        Py_XDECREF(value);
+        Py_XDECREF(text);
         return NULL;
     }
     Py_XSETREF(self->elapsed_ms, ms);
+    if (value)
+        return value;
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     Py_UCS4 c = n ? PyUnicode_READ_CHAR(text, 0) : 0;
     if (!n || c == 0 || c >= 128 || !strchr("{[\"-0123456789tfnNI \t\r\n", (int)c))

@@ -25,6 +25,11 @@ extern const char pyf_call_frame_doc[];
 PyObject *pyf_text_result(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char pyf_text_result_doc[];
 
+/* For the C call path: 1 when raw is the reply text_result reads (escapes allowed in <text>),
+ * with <text>'s bytes, still escaped, in *text (n bytes, borrowed from raw's UTF-8: valid while
+ * raw lives); else 0. */
+int pyf_text_span(PyObject *raw, PyObject *id, const char **text, size_t *n);
+
 /* The JSON of a str, bool, None, finite float or 64-bit int exactly as jsonsafe's encoder
  * writes it (ensure_ascii off), when it is at most `limit` UTF-8 bytes (0: no limit): a new
  * str. NULL, with no exception set, for any other value (the caller takes Python's way). */

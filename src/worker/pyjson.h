@@ -3,11 +3,12 @@
  * first. Pure function of its argument: no I/O, no state.
  *
  * It answers only the common case: objects, arrays, strings (escapes included, no lone
- * surrogate), integers that fit 64 bits, true/false/null, at most 64 levels deep. Anything
- * else (a float, an exponent, a lone surrogate, a control character in a string, bad syntax,
- * trailing data) returns Ellipsis, and the caller takes json.loads, which gives the same value
- * or the exact error it always gave. Measured (callgrind, worker, empty program): the run
- * request through the _json scanner ~25k instructions; here a few thousand. */
+ * surrogate), integers that fit 64 bits, reals (float() of their text, as json.loads),
+ * true/false/null, at most 64 levels deep. Anything else (a longer integer, a lone surrogate,
+ * a control character in a string, bad syntax, trailing data) returns Ellipsis, and the caller
+ * takes json.loads, which gives the same value or the exact error it always gave. Measured
+ * (callgrind, worker, empty program): the run request through the _json scanner ~25k instructions;
+ * here a few thousand. */
 #ifndef CODEMCP_PYJSON_H
 #define CODEMCP_PYJSON_H
 
@@ -29,6 +30,14 @@ PyObject *pyj_str(struct pyj *j);
 /* An integer loads_fast takes (at most 18 digits, no fraction or exponent): 0 with *out and
  * the cursor past it, or -1 (cursor unmoved). */
 int pyj_ll(struct pyj *j, long long *out);
+
+/* The JSON value of the text of a JSON string whose bytes, escapes included, are s[0..n), in
+ * UTF-8 between its quotes (s[-1] and s[n] are the quotes): loads_fast of the unescaped text,
+ * parsed without making it a str and with the cyclic GC paused. A new reference, or NULL with
+ * no exception set when loads_fast would not take it (the caller then decides as before). */
+PyObject *pyj_text_json(const char *s, size_t n);
+/* The same string's text as a str (new ref), or NULL with no exception set (a lone surrogate). */
+PyObject *pyj_text_str(const char *s, size_t n);
 
 /* loads_fast(text: str) -> object | Ellipsis */
 PyObject *pyj_loads_fast(PyObject *self, PyObject *text);
