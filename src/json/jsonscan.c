@@ -5,6 +5,7 @@
  * the caller's). */
 #include "jsonscan.h"
 #include "jsonfast.h"
+#include "json_escape.h"
 
 #include <string.h>
 
@@ -53,6 +54,7 @@ static int canon_string(struct sc *s, int key)
 {
     const unsigned char *p = s->p + 1, *e = s->e;
     for (;;) {
+        p = json_skip_plain(p, e, 1);
         while (p < e && plain_byte[*p])
             p++;
         if (p >= e)
@@ -139,19 +141,17 @@ static int canon_number(struct sc *s)
     int neg = *p == '-';
     p += neg;
     const unsigned char *d = p;
-    if (p < e && *p == '0') {
+    if (p < e && *p == '0')
         p++;
-        if (neg)
-            return -1;
-    } else {
-        while (p < e && *p >= '0' && *p <= '9')
-            p++;
-    }
+    else
+        p = digits(p, e);
     if (p == d || p - d > 18)
         return -1;
     if (p < e && (*p == '.' || *p == 'e' || *p == 'E')) {
         if (!s->reals || !(p = real_tail(p, e)))
             return -1;
+    } else if (neg && *d == '0') {
+        return -1; /* "-0": jf_dumps writes 0 */
     }
     s->p = p;
     return 0;

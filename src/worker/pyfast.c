@@ -235,7 +235,8 @@ int pyf_text_span(PyObject *raw_obj, PyObject *id_obj, const char **text, size_t
         return 0;
     const char *s = raw + h + il + m, *e = raw + len - t, *p = s;
     /* the string ends at its first unescaped quote: exactly where the tail starts */
-    while (p < e) {
+    while ((p = (const char *)json_skip_plain((const unsigned char *)p, (const unsigned char *)e,
+                                              0)) < e) {
         unsigned char c = (unsigned char)*p;
         if (c == '"' || c < 0x20)
             return 0;

@@ -2,10 +2,13 @@
  * path; a case it does not handle (or a failed allocation) gives Ellipsis and clears the error,
  * so the caller's json.loads decides. */
 #include "pyjson.h"
+#include "json_escape.h"
 
 #include <string.h>
 
 #define PYJ_MAX_DEPTH 64
+/* Texts longer than this are parsed with the cyclic GC paused (see pyj_text_json). */
+#define PYJ_GC_PAUSE_FROM 65536
 
 static PyObject *pyj_value(struct pyj *j, int depth);
 
@@ -78,6 +81,7 @@ static int pyj_reserve(struct pyj *j, size_t n)
 /* Past the bytes at q that stand for themselves in a JSON string. */
 static const char *pyj_plain(const char *q, const char *end)
 {
+    q = (const char *)json_skip_plain((const unsigned char *)q, (const unsigned char *)end, 0);
     while (q < end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20)
         q++;
     return q;
@@ -427,12 +431,15 @@ PyObject *pyj_loads_fast(PyObject *self, PyObject *text)
     }
     struct pyj j = {.p = s, .end = s + n};
     pyj_ws(&j);
+    int gc_was = n > PYJ_GC_PAUSE_FROM ? PyGC_Disable() : 0; /* see pyj_text_json */
     PyObject *v = pyj_value(&j, 0);
     if (v) {
         pyj_ws(&j);
         if (j.p != j.end)
             Py_CLEAR(v);
     }
+    if (gc_was)
+        PyGC_Enable();
     PyMem_Free(j.buf);
     if (!v) {
         PyErr_Clear();
@@ -454,7 +461,7 @@ PyObject *pyj_text_json(const char *s, size_t n)
     struct pyj j = {.p = text, .end = text + len};
     /* Many containers at once: the collector would walk the growing result again and again
      * (json.loads of 50 MB of records was 1.55x faster without it). Nothing here makes a cycle. */
-    int gc_was = PyGC_Disable();
+    int gc_was = len > PYJ_GC_PAUSE_FROM ? PyGC_Disable() : 0;
     pyj_ws(&j);
     PyObject *v = pyj_value(&j, 0);
     if (v) {
