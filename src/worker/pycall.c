@@ -120,9 +120,10 @@ static PyObject *pyc_transport(void)
     return PyObject_GetAttr(pyc_transport_mod, pyc_transport_s); /* new ref */
 }
 
-/* The raw reply (new ref, a str), or NULL: either an exception is set (the ToolError the
- * Python methods recorded, or RunInterrupted), or *slow is set (take it in Python). */
-static PyObject *pyc_receive(pyc_object *self, int *slow)
+/* The raw reply (new ref, a str; or Ellipsis with its bytes in *keep, to be freed), or NULL:
+ * either an exception is set (the ToolError the Python methods recorded, or RunInterrupted),
+ * or *slow is set (take it in Python). */
+static PyObject *pyc_receive(pyc_object *self, int *slow, struct pym_bytes *keep)
 {
     PyObject *t = pyc_transport(); /* new ref */
     if (!t)
@@ -154,7 +155,7 @@ static PyObject *pyc_receive(pyc_object *self, int *slow)
      * handlers, a transport agent code put in place) and may rebind or delete self.id. */
     PyObject *id = Py_NewRef(self->id);
     int indirect;
-    PyObject *raw = pym_wait_reply_direct(t, id, timeout, &indirect); /* new ref */
+    PyObject *raw = pym_wait_reply_direct(t, id, timeout, &indirect, keep); /* new ref */
     if (indirect) {
         PyObject *argv[3] = {t, id, timeout};
         raw = PyObject_VectorcallMethod(pyc_wait_reply, argv, 3, NULL); /* new ref */
@@ -186,6 +187,8 @@ static PyObject *pyc_receive(pyc_object *self, int *slow)
             PyErr_SetString(PyExc_RuntimeError, "_Call._timed_out() returned");
         return NULL;
     }
+    if (raw == Py_Ellipsis && keep->text)
+        return raw;                   /* the bytes are in *keep */
     if (!PyUnicode_CheckExact(raw)) { /* another transport's answer: _finish judges it */
         PyObject *v = PyObject_CallMethod((PyObject *)self, "_finish", "O", raw); /* new ref */
         Py_DECREF(raw);
@@ -197,6 +200,27 @@ static PyObject *pyc_receive(pyc_object *self, int *slow)
     return raw;
 }
 
+/* The usual one-text-block reply, from its bytes: *value (a JSON text parsed from them, no str
+ * of the whole text first) or *text (a new str), both new refs; else neither (no exception):
+ * not the usual reply, _finish reads it. */
+static void pyc_text_value(pyc_object *self, const char *raw, size_t len, PyObject **value,
+                           PyObject **text)
+{
+    Py_ssize_t idn = 0;
+    const char *id =
+        self->id && PyUnicode_CheckExact(self->id) ? PyUnicode_AsUTF8AndSize(self->id, &idn) : NULL;
+    const char *span;
+    size_t span_len;
+    if (!id)
+        PyErr_Clear();
+    else if (pyf_text_span_bytes(raw, len, id, (size_t)idn, &span, &span_len)) {
+        if (span_len && (span[0] == '{' || span[0] == '['))
+            *value = pyj_text_json(span, span_len);
+        if (!*value)
+            *text = pyj_text_str(span, span_len);
+    }
+}
+
 static PyObject *pyc_take(pyc_object *self, PyObject *unused)
 {
     (void)unused;
@@ -206,21 +230,30 @@ static PyObject *pyc_take(pyc_object *self, PyObject *unused)
     if (finished || (self->early && self->early != Py_None))
         return PyObject_CallMethod((PyObject *)self, "_take_py", NULL);
     int slow = 0;
-    PyObject *raw = pyc_receive(self, &slow); /* new ref */
+    struct pym_bytes kept = {0};
+    PyObject *raw = pyc_receive(self, &slow, &kept); /* new ref */
     if (slow == 2)
         return raw; /* already the value */
     if (!raw)
         return slow ? PyObject_CallMethod((PyObject *)self, "_take_py", NULL) : NULL;
     /* self->id may be gone by now (see above): then not the usual answer, _finish decides */
-    const char *span;
-    size_t span_len;
     PyObject *value = NULL, *text = NULL; /* new refs */
-    if (pyf_text_span(raw, self->id ? self->id : Py_None, &span, &span_len)) {
-        /* A JSON text is parsed from the reply's bytes: no str of the whole text first. */
-        if (span_len && (span[0] == '{' || span[0] == '['))
-            value = pyj_text_json(span, span_len);
-        if (!value)
-            text = pyj_text_str(span, span_len);
+    if (kept.text) {
+        Py_DECREF(raw); /* Ellipsis */
+        pyc_text_value(self, kept.text, kept.len, &value, &text);
+        /* not the usual reply: a str for _finish (invalid UTF-8 replaced, as pym_text does) */
+        raw =
+            value || text ? NULL : PyUnicode_DecodeUTF8(kept.text, (Py_ssize_t)kept.len, "replace");
+        free(kept.text);
+        if (!raw && !value && !text)
+            return NULL;
+    } else {
+        Py_ssize_t n;
+        const char *b = PyUnicode_AsUTF8AndSize(raw, &n); /* borrowed from raw */
+        if (!b)
+            PyErr_Clear();
+        else
+            pyc_text_value(self, b, (size_t)n, &value, &text);
     }
     if (!value && !text) { /* not the usual answer: _finish reads it */
         PyObject *v = PyObject_CallMethod((PyObject *)self, "_finish", "O", raw); /* new ref */
@@ -229,7 +262,7 @@ static PyObject *pyc_take(pyc_object *self, PyObject *unused)
             pyc_set(&self->value, Py_None);
         return v;
     }
-    Py_DECREF(raw);
+    Py_XDECREF(raw);
     pyc_set(&self->ok, Py_True);
     pyc_set(&self->finished, Py_True);
     pyc_set(&self->early, Py_None);

@@ -175,20 +175,37 @@ static int pyj_unescape(struct pyj *j, const char **out, size_t *len)
         return -1;
     memcpy(j->buf, s, (size_t)(q - s));
     char *w = j->buf + (q - s);
-    while (q < j->end) {
-        const char *r = pyj_plain(q, j->end);
-        memcpy(w, q, (size_t)(r - q)); /* a run of plain bytes at once */
-        w += r - q;
-        q = r;
-        if (q >= j->end || (unsigned char)*q < 0x20)
+    const char *end = j->end;
+    while (q < end) {
+        /* Plain bytes eight at a time; a JSON text inside a string has an escape every few
+         * bytes (each quote of it), so runs are short: no call per run. */
+        while (end - q >= 8 &&
+               json_skip_plain((const unsigned char *)q, (const unsigned char *)q + 8, 0) ==
+                   (const unsigned char *)q + 8) {
+            memcpy(w, q, 8);
+            w += 8;
+            q += 8;
+        }
+        unsigned char c = (unsigned char)*q;
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *w++ = (char)c;
+            q++;
+            continue;
+        }
+        if (c < 0x20)
             return -1;
-        if (*q == '"') {
+        if (c == '"') {
             j->p = q + 1;
             *out = j->buf;
             *len = (size_t)(w - j->buf);
             return 0;
         }
-        if (!(q = pyj_escape(q, j->end, &w)))
+        if (q + 1 < end && (q[1] == '"' || q[1] == '\\')) { /* the usual escapes, inline */
+            *w++ = q[1];
+            q += 2;
+            continue;
+        }
+        if (!(q = pyj_escape(q, end, &w)))
             return -1;
     }
     return -1;
@@ -453,7 +470,7 @@ PyObject *pyj_text_json(const char *s, size_t n)
     struct pyj t = {.p = s - 1, .end = s + n + 1}; /* the string, quotes included */
     const char *text;
     size_t len;
-    if (pyj_unescape(&t, &text, &len) < 0) {
+    if (pyj_unescape(&t, &text, &len) < 0 || t.p != t.end) { /* it ends at s[n] */
         PyMem_Free(t.buf);
         PyErr_Clear();
         return NULL;
@@ -482,6 +499,8 @@ PyObject *pyj_text_str(const char *s, size_t n)
 {
     struct pyj t = {.p = s - 1, .end = s + n + 1};
     PyObject *v = pyj_string(&t, 0);
+    if (v && t.p != t.end) /* it ended before s[n] */
+        Py_CLEAR(v);
     PyMem_Free(t.buf);
     if (!v)
         PyErr_Clear();

@@ -32,7 +32,8 @@ PyObject *pyj_str(struct pyj *j);
 int pyj_ll(struct pyj *j, long long *out);
 
 /* The JSON value of the text of a JSON string whose bytes, escapes included, are s[0..n), in
- * UTF-8 between its quotes (s[-1] and s[n] are the quotes): loads_fast of the unescaped text,
+ * UTF-8 between its quotes (s[-1] and s[n] are quotes; NULL when an unescaped quote ends the
+ * string before s[n]): loads_fast of the unescaped text,
  * parsed without making it a str and with the cyclic GC paused. A new reference, or NULL with
  * no exception set when loads_fast would not take it (the caller then decides as before). */
 PyObject *pyj_text_json(const char *s, size_t n);
