@@ -238,6 +238,12 @@ int wk_init(int max_workers)
     return 0;
 }
 
+void wk_prestart(void)
+{
+    if (use_prototype && n_workers && !shutting_down)
+        pt_start();
+}
+
 void wk_prewarm(void)
 {
     if (n_workers && workers[0].state == WK_DOWN && !shutting_down)

@@ -40,9 +40,12 @@ struct wk_hooks {
 int wk_init(int max_workers);
 /* Registers the hooks (copied). */
 void wk_set_hooks(const struct wk_hooks *h);
-/* Starts worker 0 ahead of the first run (called once upstreams settled, so Python's
- * start-up does not compete with theirs for the CPU). */
+/* Starts worker 0 ahead of the first run (called once upstreams settled, so a worker's own
+ * start does not compete with theirs for the CPU). */
 void wk_prewarm(void);
+/* Starts the prototype workers are forked from (when they are), at the gateway's start: its
+ * interpreter start-up runs beside the upstreams' instead of after them. */
+void wk_prestart(void);
 /* False when no worker binary was found (execute_python then fails clearly). */
 int wk_available(void);
 /* The worker slot a session's runs go to (owned by it from the first use), or -1 when every

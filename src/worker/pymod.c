@@ -367,6 +367,24 @@ static PyObject *pym_embedded_source(PyObject *self, PyObject *arg)
     return Py_BuildValue("(sO)", source, is_package ? Py_True : Py_False); /* new ref */
 }
 
+PyDoc_STRVAR(pym_embedded_code_doc,
+             "embedded_code(name: str) -> bytes | None\n--\n\n"
+             "The marshalled code object of a module compiled into the worker, or None (not "
+             "embedded, or built by a Python with another magic number).");
+
+static PyObject *pym_embedded_code(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *name = pym_str_arg(arg, "embedded_code");
+    const unsigned char *code;
+    size_t len;
+    if (!name)
+        return NULL;
+    if (imp_code(name, &code, &len) < 0)
+        Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)code, (Py_ssize_t)len); /* new ref */
+}
+
 PyDoc_STRVAR(pym_fd_capture_begin_doc,
              "fd_capture_begin(limit: int) -> None\n--\n\n"
              "A run starts: what reaches fds 1 and 2 is kept for it, up to limit bytes each.");
@@ -427,6 +445,7 @@ static PyMethodDef pym_methods[] = {
     {"interrupt_reason", pym_interrupt_reason, METH_NOARGS, pym_interrupt_reason_doc},
     {"worker_id", pym_worker_id_fn, METH_NOARGS, pym_worker_id_doc},
     {"embedded_source", pym_embedded_source, METH_O, pym_embedded_source_doc},
+    {"embedded_code", pym_embedded_code, METH_O, pym_embedded_code_doc},
     /* the SDK call path's shortcuts (pyfast.c) */
     {"call_frame", (PyCFunction)(void (*)(void))pyf_call_frame, METH_FASTCALL, pyf_call_frame_doc},
     {"text_result", (PyCFunction)(void (*)(void))pyf_text_result, METH_FASTCALL,
