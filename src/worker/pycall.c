@@ -200,25 +200,38 @@ static PyObject *pyc_receive(pyc_object *self, int *slow, struct pym_bytes *keep
     return raw;
 }
 
+/* Frees a kept reply's bytes (pyj_text_value's release). */
+static void pyc_release(void *ud)
+{
+    struct pym_bytes *kept = ud;
+    free(kept->text);
+    kept->text = NULL;
+}
+
 /* The usual one-text-block reply, from its bytes: *value (a JSON text parsed from them, no str
- * of the whole text first) or *text (a new str), both new refs; else neither (no exception):
- * not the usual reply, _finish reads it. */
-static void pyc_text_value(pyc_object *self, const char *raw, size_t len, PyObject **value,
-                           PyObject **text)
+ * of the whole text first) or *text (a new str), both new refs; else neither: not the usual
+ * reply, _finish reads it (or, -1, an exception). kept: raw is its bytes, freed as soon as the
+ * text has been copied out of them. */
+static int pyc_text_value(pyc_object *self, const char *raw, size_t len, struct pym_bytes *kept,
+                          PyObject **value, PyObject **text)
 {
     Py_ssize_t idn = 0;
     const char *id =
         self->id && PyUnicode_CheckExact(self->id) ? PyUnicode_AsUTF8AndSize(self->id, &idn) : NULL;
     const char *span;
     size_t span_len;
-    if (!id)
+    *value = *text = NULL;
+    if (!id) {
         PyErr_Clear();
-    else if (pyf_text_span_bytes(raw, len, id, (size_t)idn, &span, &span_len)) {
-        if (span_len && (span[0] == '{' || span[0] == '['))
-            *value = pyj_text_json(span, span_len);
-        if (!*value)
-            *text = pyj_text_str(span, span_len);
+        return 0;
     }
+    if (!pyf_text_span_bytes(raw, len, id, (size_t)idn, &span, &span_len))
+        return 0;
+    int as_json = span_len && (span[0] == '{' || span[0] == '[');
+    return pyj_text_value(span, span_len, as_json, kept ? pyc_release : NULL, kept, value, text) ==
+                   -2
+               ? -1
+               : 0;
 }
 
 static PyObject *pyc_take(pyc_object *self, PyObject *unused)
@@ -240,10 +253,11 @@ static PyObject *pyc_take(pyc_object *self, PyObject *unused)
     PyObject *value = NULL, *text = NULL; /* new refs */
     if (kept.text) {
         Py_DECREF(raw); /* Ellipsis */
-        pyc_text_value(self, kept.text, kept.len, &value, &text);
+        raw = NULL;
+        int rc = pyc_text_value(self, kept.text, kept.len, &kept, &value, &text);
         /* not the usual reply: a str for _finish (invalid UTF-8 replaced, as pym_text does) */
-        raw =
-            value || text ? NULL : PyUnicode_DecodeUTF8(kept.text, (Py_ssize_t)kept.len, "replace");
+        if (rc == 0 && !value && !text)
+            raw = PyUnicode_DecodeUTF8(kept.text, (Py_ssize_t)kept.len, "replace");
         free(kept.text);
         if (!raw && !value && !text)
             return NULL;
@@ -252,8 +266,10 @@ static PyObject *pyc_take(pyc_object *self, PyObject *unused)
         const char *b = PyUnicode_AsUTF8AndSize(raw, &n); /* borrowed from raw */
         if (!b)
             PyErr_Clear();
-        else
-            pyc_text_value(self, b, (size_t)n, &value, &text);
+        else if (pyc_text_value(self, b, (size_t)n, NULL, &value, &text) < 0) {
+            Py_DECREF(raw);
+            return NULL;
+        }
     }
     if (!value && !text) { /* not the usual answer: _finish reads it */
         PyObject *v = PyObject_CallMethod((PyObject *)self, "_finish", "O", raw); /* new ref */

@@ -31,14 +31,15 @@ PyObject *pyj_str(struct pyj *j);
  * the cursor past it, or -1 (cursor unmoved). */
 int pyj_ll(struct pyj *j, long long *out);
 
-/* The JSON value of the text of a JSON string whose bytes, escapes included, are s[0..n), in
- * UTF-8 between its quotes (s[-1] and s[n] are quotes; NULL when an unescaped quote ends the
- * string before s[n]): loads_fast of the unescaped text,
- * parsed without making it a str and with the cyclic GC paused. A new reference, or NULL with
- * no exception set when loads_fast would not take it (the caller then decides as before). */
-PyObject *pyj_text_json(const char *s, size_t n);
-/* The same string's text as a str (new ref), or NULL with no exception set (a lone surrogate). */
-PyObject *pyj_text_str(const char *s, size_t n);
+/* The text of a JSON string whose bytes, escapes included, are s[0..n) in UTF-8 between its
+ * quotes (s[-1] and s[n] are quotes), read without making a str of the whole reply: 1 with
+ * *value (as_json, and loads_fast takes the text: parsed with the cyclic GC paused), 0 with
+ * *text (a new str of it, invalid UTF-8 replaced as the worker decodes a frame), -1 when it is
+ * not one such string (an unescaped quote before s[n], a lone surrogate), -2 with an exception
+ * (no memory). release(ud), when given, is called once the text has been copied out of s (s is
+ * not read after it; it is not called when the text has no escape). New references. */
+int pyj_text_value(const char *s, size_t n, int as_json, void (*release)(void *), void *ud,
+                   PyObject **value, PyObject **text);
 
 /* loads_fast(text: str) -> object | Ellipsis */
 PyObject *pyj_loads_fast(PyObject *self, PyObject *text);

@@ -86,3 +86,32 @@ result = [digest(t), digest(s["records"]), len(t), type(t[0]["real"]).__name__]
     await h.close();
   }
 });
+
+// The reply's text read from its bytes (JSON parsed in C, or the text itself) gives what
+// json.loads of the text gives, else the text: escapes, non-ASCII, reals, a lone surrogate (json.loads
+// keeps it), invalid JSON, prose with escapes, a text starting with white space, a big one.
+test('text results read from the reply bytes: the value json.loads gives, else the text', { timeout: ms(120000) }, async () => {
+  const { h, run } = await session();
+  try {
+    const r = await run(String.raw`
+import json
+def expect(t):
+    try:
+        return json.loads(t)
+    except ValueError:
+        return t
+cases = [r'[1, 2.5, -3e-7, "a\"b\\c\n\u00e9\ud83d\ude00"]', r'{"k": "\ud800"}', '[1, 2',
+         r'plain "quoted" text\nwith\tescapes \\ and \u00e9', ' [1]', '{"a": {"b": [true, null, {}]}}',
+         '"just a string"', '[' + ','.join([r'{"x": "y\"z", "n": 1.25}'] * 20000) + ']', '[1] trailing',
+         '{"big": 123456789012345678901234567890}', '[' * 70 + ']' * 70, 'caf\u00e9 \U0001F600']
+got = [resolve(big_echo(text=t)) for t in cases]
+bad = [i for i, t in enumerate(cases) if got[i] != expect(t) or type(got[i]) is not type(expect(t))]
+reps = resolve(big_echo(text=r'{"q": "\"", "r": 0.1},', repeat=3))
+result = {"bad": bad, "reps": reps}
+`);
+    assert.deepEqual(r.result, { bad: [], reps: String.raw`{"q": "\"", "r": 0.1},`.repeat(3) },
+      JSON.stringify(r).slice(0, 2000));
+  } finally {
+    await h.close();
+  }
+});
