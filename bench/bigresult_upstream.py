@@ -1,10 +1,15 @@
 """A fast stdio MCP server for bench/bigresult.mjs and bench/coldstart.mjs: newline-delimited
-JSON-RPC, no SDK. Tool `records(n)` answers n GitHub-issue-like records of ~1 KB as one JSON
+JSON-RPC, no SDK (the loop of tests/fixtures/big_upstream.py). Tool `records(n)` answers n GitHub-issue-like records of ~1 KB as one JSON
 text block; `records_structured(n)` the same records as structuredContent. Each answer is built
 once per n and kept, so the server's own cost per call is one write of ready bytes."""
 import json
+import os
 import random
 import sys
+
+# The stdio loop is the test fixture's (tests/fixtures/big_upstream.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures"))
+import big_upstream  # noqa: E402
 
 RECORDS = {}
 ANSWERS = {}
@@ -52,40 +57,11 @@ TOOLS = [
 ]
 
 
-def send(obj):
-    sys.stdout.buffer.write(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
-    sys.stdout.buffer.flush()
-
-
 def main():
     if len(sys.argv) > 1:  # prepare: build the answers for these n before serving
         for n in sys.argv[1:]:
             answer("records", int(n))
-    for line in sys.stdin.buffer:
-        if not line.strip():
-            continue
-        msg = json.loads(line)
-        mid, method = msg.get("id"), msg.get("method")
-        if mid is None:
-            continue
-        if method == "initialize":
-            send({"jsonrpc": "2.0", "id": mid, "result": {
-                "protocolVersion": msg["params"].get("protocolVersion", "2025-06-18"),
-                "capabilities": {"tools": {}}, "serverInfo": {"name": "bigresult", "version": "1"}}})
-        elif method == "tools/list":
-            send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
-        elif method == "tools/call":
-            p = msg["params"]
-            body = answer(p["name"], int(p.get("arguments", {}).get("n", 1)))
-            out = sys.stdout.buffer
-            out.write(b'{"jsonrpc":"2.0","id":' + json.dumps(mid).encode() + b',"result":')
-            out.write(body)
-            out.write(b"}\n")
-            out.flush()
-        elif method == "ping":
-            send({"jsonrpc": "2.0", "id": mid, "result": {}})
-        else:
-            send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "no such method"}})
+    big_upstream.serve(TOOLS, lambda name, args: answer(name, int(args.get("n", 1))), "bigresult")
 
 
 if __name__ == "__main__":

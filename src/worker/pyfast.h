@@ -28,7 +28,7 @@ extern const char pyf_text_result_doc[];
 /* For the C call path: 1 when raw starts and ends as the reply text_result reads, with what
  * lies between, <text> still escaped, in *text (n bytes, borrowed from raw's UTF-8: valid while
  * raw lives); else 0. Not checked here (one pass fewer over a big text): that <text> is one
- * JSON string ending at text[n] (pyj_text_json and pyj_text_str refuse it otherwise). */
+ * JSON string ending at text[n] (pyj_text_value refuses it otherwise). */
 int pyf_text_span(PyObject *raw, PyObject *id, const char **text, size_t *n);
 /* The same on the reply's and the id's UTF-8 bytes. */
 int pyf_text_span_bytes(const char *raw, size_t len, const char *id, size_t idlen,

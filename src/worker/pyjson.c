@@ -7,7 +7,7 @@
 #include <string.h>
 
 #define PYJ_MAX_DEPTH 64
-/* Texts longer than this are parsed with the cyclic GC paused (see pyj_text_json). */
+/* Texts longer than this are parsed with the cyclic GC paused (see pyj_parse). */
 #define PYJ_GC_PAUSE_FROM 65536
 
 static PyObject *pyj_value(struct pyj *j, int depth);
@@ -437,18 +437,15 @@ static PyObject *pyj_value(struct pyj *j, int depth)
 const char pyj_loads_fast_doc[] =
     "loads_fast(text: str) -> object | Ellipsis: json.loads for the common case (see pyjson.h).";
 
-PyObject *pyj_loads_fast(PyObject *self, PyObject *text)
+/* One whole JSON value in s[0..n), white space around it allowed: a new reference, or NULL (no
+ * exception) when loads_fast would not take it. A big one is parsed with the cyclic GC paused:
+ * it makes many containers at once, which the collector would walk again and again (json.loads
+ * of 50 MB of records was 1.55x faster without it); no cycle is made here. */
+static PyObject *pyj_parse(const char *s, size_t n)
 {
-    (void)self;
-    Py_ssize_t n;
-    const char *s = PyUnicode_Check(text) ? PyUnicode_AsUTF8AndSize(text, &n) : NULL;
-    if (!s) {
-        PyErr_Clear();
-        return Py_NewRef(Py_Ellipsis);
-    }
     struct pyj j = {.p = s, .end = s + n};
     pyj_ws(&j);
-    int gc_was = n > PYJ_GC_PAUSE_FROM ? PyGC_Disable() : 0; /* see pyj_text_json */
+    int gc_was = n > PYJ_GC_PAUSE_FROM ? PyGC_Disable() : 0;
     PyObject *v = pyj_value(&j, 0);
     if (v) {
         pyj_ws(&j);
@@ -458,11 +455,22 @@ PyObject *pyj_loads_fast(PyObject *self, PyObject *text)
     if (gc_was)
         PyGC_Enable();
     PyMem_Free(j.buf);
-    if (!v) {
+    if (!v)
+        PyErr_Clear();
+    return v;
+}
+
+PyObject *pyj_loads_fast(PyObject *self, PyObject *text)
+{
+    (void)self;
+    Py_ssize_t n;
+    const char *s = PyUnicode_Check(text) ? PyUnicode_AsUTF8AndSize(text, &n) : NULL;
+    if (!s) {
         PyErr_Clear();
         return Py_NewRef(Py_Ellipsis);
     }
-    return v;
+    PyObject *v = pyj_parse(s, (size_t)n);
+    return v ? v : Py_NewRef(Py_Ellipsis);
 }
 
 int pyj_text_value(const char *s, size_t n, int as_json, void (*release)(void *), void *ud,
@@ -479,24 +487,8 @@ int pyj_text_value(const char *s, size_t n, int as_json, void (*release)(void *)
     }
     if (release && u == t.buf)
         release(ud); /* the text is out of s: its buffer goes before the objects are made */
-    if (as_json) {
-        struct pyj j = {.p = u, .end = u + len};
-        /* Many containers at once: the collector would walk the growing result again and
-         * again (json.loads of 50 MB of records was 1.55x faster without it). No cycle is made. */
-        int gc_was = len > PYJ_GC_PAUSE_FROM ? PyGC_Disable() : 0;
-        pyj_ws(&j);
-        PyObject *v = pyj_value(&j, 0);
-        if (v) {
-            pyj_ws(&j);
-            if (j.p != j.end)
-                Py_CLEAR(v);
-        }
-        if (gc_was)
-            PyGC_Enable();
-        PyMem_Free(j.buf);
-        PyErr_Clear();
-        *value = v;
-    }
+    if (as_json)
+        *value = pyj_parse(u, len);
     if (!*value)
         *text = PyUnicode_DecodeUTF8(u, (Py_ssize_t)len, "replace"); /* as pym_text decodes */
     PyMem_Free(t.buf);
