@@ -413,6 +413,52 @@ int js_is(const struct js_member *v, const char *text)
     return v && v->vlen == n && memcmp(v->val, text, n) == 0;
 }
 
+/* ---- a sample of a big value -------------------------------------------------------------- */
+
+static void put(char **w, const char *p, size_t n)
+{
+    memcpy(*w, p, n);
+    *w += n;
+}
+
+/* The value at p written to *w with its arrays cut to their first `keep` elements: past it. */
+static const char *sample_value(const char *p, const char *e, int keep, char **w)
+{
+    if (p < e && (*p == '[' || *p == '{')) {
+        char close = *p == '[' ? ']' : '}';
+        int keyed = *p == '{', n = 0;
+        put(w, p++, 1);
+        while (p < e && *p != close) {
+            const char *k = p;
+            if (keyed) /* the key and its colon stay with every member */
+                p = skip_value(p, e) + 1;
+            if (!keyed && n >= keep) {
+                p = skip_value(p, e);
+            } else {
+                if (n)
+                    put(w, ",", 1);
+                put(w, k, (size_t)(p - k));
+                p = sample_value(p, e, keep, w);
+            }
+            n++;
+            if (p < e && *p == ',')
+                p++;
+        }
+        put(w, &close, 1);
+        return p + 1;
+    }
+    const char *q = skip_value(p, e);
+    put(w, p, (size_t)(q - p));
+    return q;
+}
+
+size_t js_sample(const char *text, size_t len, int keep, char *out)
+{
+    char *w = out;
+    sample_value(text, text + len, keep, &w);
+    return (size_t)(w - out);
+}
+
 /* ---- the shape hash -------------------------------------------------------------------------- */
 
 static inline uint64_t mix(uint64_t h, uint64_t v)

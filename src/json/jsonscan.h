@@ -61,6 +61,11 @@ const struct js_member *js_getn(const struct js_member *m, int n, const char *ke
 /* 1 when v is there and its bytes are exactly text (e.g. "true", "\"2.0\""). */
 int js_is(const struct js_member *v, const char *text);
 
+/* A canonical value with every array cut to its first `keep` elements, written to out (room for
+ * len bytes; the length is returned): the structure of a big value in a few KB, for learning
+ * its shape (shapes merge an array's elements) without reading all of it. Canonical too. */
+size_t js_sample(const char *text, size_t len, int keep, char *out);
+
 /* A hash of a canonical value's structure (keys, value types, nesting; not string or number
  * contents), keyed: equal structures hash alike, so shapes.c can skip one it has learned. */
 uint64_t js_shape_hash(const char *text, size_t len, uint64_t key);

@@ -235,6 +235,23 @@ static void reply_too_large(struct call *call, size_t len, int64_t elapsed_ms)
 #define LEARN_BIG_SHARE 16
 static uint64_t big_relayed, big_learned;
 
+/* Arrays of a big result are learned from their first elements (js_sample): a structured
+ * result's records all have the shape the first ones show, and parsing all of them into a tree
+ * took 4x the payload in memory. A text block is a string: still read whole. */
+#define LEARN_SAMPLE_ELEMENTS 32
+
+static void learn_raw(const char *fn, const char *raw, size_t len)
+{
+    if (len <= LEARN_BIG_BYTES) {
+        shapes_learn_text(fn, raw, len);
+        return;
+    }
+    char *sample = xmalloc(len); /* only what is written is touched */
+    size_t n = js_sample(raw, len, LEARN_SAMPLE_ELEMENTS, sample);
+    shapes_learn_text(fn, sample, n);
+    free(sample);
+}
+
 static int learn_this(const char *fn, size_t len)
 {
     if (len <= LEARN_BIG_BYTES)
@@ -270,7 +287,7 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
         if (reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE)
             reply_too_large(call, res->raw_len, elapsed);
         else if (learn_this(call->fn, res->raw_len))
-            shapes_learn_text(call->fn, res->raw, res->raw_len);
+            learn_raw(call->fn, res->raw, res->raw_len);
         use_note(call->fn);
     } else {
         json_t *result =

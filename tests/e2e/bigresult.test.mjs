@@ -82,6 +82,9 @@ result = [digest(t), digest(s["records"]), len(t), type(t[0]["real"]).__name__]
 `);
       assert.deepEqual(r.result, [want, want, n, 'float'], JSON.stringify(r).slice(0, 2000));
     }
+    // The shape is learned from the big structured results too (from their first elements).
+    const d = await run('describe("big_records_structured")');
+    assert.match(String(d.result), /Returns \(learned\): \{records: \[\{id: int, .*real: float/, JSON.stringify(d));
   } finally {
     await h.close();
   }

@@ -449,6 +449,34 @@ static void test_canon_reals(void)
     EXPECT(js_shape_hash("[1.5]", 5, 7) != js_shape_hash("[15]", 4, 7));
 }
 
+/* js_sample: arrays cut to their first elements at every depth, everything else as it was;
+ * the sample is canonical too. */
+static void test_canon_sample(void)
+{
+    static const char *const cases[][2] = {
+        {"[1,2,3,4]", "[1,2]"},
+        {"[]", "[]"},
+        {"{}", "{}"},
+        {"[[1,2,3],[4,5,6],[7]]", "[[1,2],[4,5]]"},
+        {"{\"a\":[1,2,3],\"b\":{\"c\":[\"x,]\",\"y\",\"z\"]},\"d\":\"[1,2,3]\"}",
+         "{\"a\":[1,2],\"b\":{\"c\":[\"x,]\",\"y\"]},\"d\":\"[1,2,3]\"}"},
+        {"{\"r\":[{\"k\":[true,false,null]},{\"k\":[]},{\"k\":[1]}],\"n\":-5}",
+         "{\"r\":[{\"k\":[true,false]},{\"k\":[]}],\"n\":-5}"},
+        {"\"q\\\"[1,2,3]\"", "\"q\\\"[1,2,3]\""},
+        {"42", "42"},
+    };
+    char out[256];
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *in = cases[i][0], *want = cases[i][1];
+        EXPECT(js_canon_value(in, strlen(in), 0));
+        size_t n = js_sample(in, strlen(in), 2, out);
+        if (n != strlen(want) || memcmp(out, want, n) != 0)
+            fprintf(stderr, "  js_sample(%s) = %.*s, want %s\n", in, (int)n, out, want);
+        EXPECT(n == strlen(want) && memcmp(out, want, n) == 0);
+        EXPECT(js_canon_value(out, n, 0));
+    }
+}
+
 /* jf_dumps of random values (reals and keys needing escapes aside) is accepted, so the fast
  * path is taken for what the gateway writes; and mutations are refused or still sound. */
 static void test_canon_random(void)
@@ -500,5 +528,6 @@ int main(void)
     check_case("jsonscan: jf_dumps' output accepted, mutations refused or sound",
                test_canon_random);
     check_case("jsonscan: reals as written when the caller asks", test_canon_reals);
+    check_case("jsonscan: a sample keeps the first elements of every array", test_canon_sample);
     return CHECK_DONE();
 }
