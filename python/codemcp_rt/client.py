@@ -94,7 +94,7 @@ _TR_CTRL = re.compile("[\x00-\x1f]").search
 
 
 def _py_text_result(raw: Any, call_id: Any) -> str | None:
-    """Python twin of _codemcp.text_result (tests/e2e/percall.mjs compares them)."""
+    """Python twin of _codemcp.text_result (tests/e2e/percall.test.mjs compares them)."""
     if type(raw) is not str or type(call_id) is not str:
         return None
     head = _TR_HEAD + call_id + _TR_MID

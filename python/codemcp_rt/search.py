@@ -464,7 +464,7 @@ class Index:
         ms = list(_THES_WORD_RE.finditer(q))
         if not ms:
             return q
-        # words inside values (owner/repo, notes.md, quoted text) are not the task's words
+        # words inside values (owner/repo, file names, quoted text) are not the task's words
         vals = [(v.start(), v.end()) for v in _VALUE.finditer(q)]
         st: list[str] = []
         k = 0
