@@ -56,11 +56,6 @@ json_t *cat_discovery(void)
     return discovery;
 }
 
-json_t *cat_servers(void)
-{
-    return servers;
-}
-
 void cat_set_priority_source(json_t *(*source)(void))
 {
     priority_source = source;

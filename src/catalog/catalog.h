@@ -33,8 +33,6 @@ json_t *cat_describe_json_for(const char *client);
 /* {"<fn>": ["<signature>", "<summary>"]} for the worker's search_tools/describe (borrowed,
  * NULL before the first build). */
 json_t *cat_discovery(void);
-/* [{"server","state","tools"}] of every configured, enabled server (borrowed). */
-json_t *cat_servers(void);
 /* Where the budgeted description takes its preferred functions from (most used first):
  * returns a borrowed array of function names, or NULL. */
 void cat_set_priority_source(json_t *(*source)(void));

@@ -249,11 +249,6 @@ void mcp_session_close(struct mcp_session *s)
     free(s);
 }
 
-json_t *mcp_execute_python_tool(void)
-{
-    return mcp_execute_python_tool_for(NULL);
-}
-
 /* The last tool built, and the description object it holds (so an equal pointer is the same,
  * unchanged description): tools/list reuses it instead of packing the schema again. */
 static json_t *last_tool, *last_tool_desc;
