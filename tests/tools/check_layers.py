@@ -149,6 +149,9 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     deps, bad = graph(scan(argv[1]))
+    if not deps:
+        print(f"no C sources under {argv[1]}/src or {argv[1]}/sdkgen: give the repository's root")
+        return 2
     for comp in cycles(deps):
         bad.append(f"modules include each other in a circle: {' <-> '.join(comp)} "
                    f"(report up through a hook registered in main.c instead)")
