@@ -95,7 +95,7 @@ struct hconn {
     int rx_paused; /* see want_write() in http_stream.c */
     int defer;     /* a 2026 reply waiting for its first message (http__reply_deferred) */
     int64_t defer_ms;
-    int legacy;    /* a POST /messages of serve_sse_legacy.c: its body goes there */
+    int legacy; /* a POST /messages of serve_sse_legacy.c: its body goes there */
     /* Set by the module that ties state of its own to the connection (http_modern.c: a 2026
      * request's transient session): called once when the connection is released, so the
      * writer frees nothing it does not own. */
