@@ -90,6 +90,7 @@ _HANDLED = _FUNCS | {
 }
 # Values a derived binding may come from: x, x["k"], x.k, x.result() (see _path_of).
 _PATH_NODES = (ast.Name, ast.Subscript, ast.Attribute, ast.Call)
+_GUARDS = frozenset({"isinstance", "type", "hasattr"})  # a name tested so is not judged by its shape
 _KEY_SETTERS = frozenset({"setattr", "setitem"})  # calls of these by name may store any key
 _GROW_METHODS = frozenset({"append", "extend", "insert", "__iadd__"})
 _KEY_METHODS = frozenset({"update", "setdefault", "__setitem__", "__ior__", "fromkeys"})
@@ -132,6 +133,11 @@ class _Facts:
         # Derived bindings for the shape checks: (kind, name, source expr, node, scope), kind
         # "iter" (for x in <expr> / comprehension) or "alias" (x = <expr>).
         self.derived: list[tuple[str, str, ast.AST, ast.AST, int]] = []
+        self.comp_scopes: dict[str, list[int]] = {}  # name -> comprehension scopes binding it
+        # def f(a, b): (the FunctionDef, its scope) per function name, for helper parameters
+        self.defs: dict[str, tuple[ast.AST, int]] = {}
+        self.name_loads: dict[str, int] = {}  # reads of a function's name (calls and others)
+        self.isinstance_of: set[str] = set()  # names the program tests with isinstance()
 
 
 def _bind(f: _Facts, name: str, value: Any = None) -> None:
@@ -210,6 +216,7 @@ def _plain_form(f: _Facts, call: ast.Call, fid: str) -> tuple | None:
         elif t is Name and type(v.ctx) is ast.Load:
             if v.id in _DYNAMIC_NAMES:
                 f.dynamic = True
+            f.name_loads[v.id] = f.name_loads.get(v.id, 0) + 1
         else:
             return None
     names = []
@@ -226,6 +233,7 @@ def _plain_form(f: _Facts, call: ast.Call, fid: str) -> tuple | None:
         elif t is Name and type(v.ctx) is ast.Load:
             if v.id in _DYNAMIC_NAMES:
                 f.dynamic = True
+            f.name_loads[v.id] = f.name_loads.get(v.id, 0) + 1
         else:
             return None
     return (fid, len(args), tuple(names), False)
@@ -246,6 +254,7 @@ def _collect(tree: ast.Module) -> _Facts:
     Name, Call, Attribute, Subscript, Assign = ast.Name, ast.Call, ast.Attribute, ast.Subscript, ast.Assign
     Load, Constant, dynamic_names, mentioned, binds = ast.Load, ast.Constant, _DYNAMIC_NAMES, f.mentioned, f.binds
     sites = f.sites
+    name_loads = f.name_loads
     while stack:
         node, scope, guarded = pop()
         t = type(node)
@@ -255,12 +264,15 @@ def _collect(tree: ast.Module) -> _Facts:
             ft = type(func)
             if ft is Name:
                 fid = func.id
+                if fid in _GUARDS and node.args and type(node.args[0]) is Name:
+                    f.isinstance_of.add(node.args[0].id)
                 if fid in _KEY_SETTERS:
                     _key_setter(f, node, fid)
                 else:
                     form = _plain_form(f, node, fid)
                     if form is not None:
                         _call_site(f, node, form)
+                        name_loads[fid] = name_loads.get(fid, 0) + 1  # its children are not walked
                         continue
                 _call_site(f, node, _callcheck.form_of(node, fid))
             elif ft is Attribute:
@@ -299,6 +311,7 @@ def _collect(tree: ast.Module) -> _Facts:
                     f.candidates.append((x, fid, node, scope))
                     form = None if fid in _KEY_SETTERS else _plain_form(f, value, fid)
                     if form is not None:  # x = fn(1, k="v"): both children are done here
+                        name_loads[fid] = name_loads.get(fid, 0) + 1
                         group = sites.get(form)  # (a value is never a decorator)
                         if group is None:
                             sites[form] = [value]
@@ -316,6 +329,10 @@ def _collect(tree: ast.Module) -> _Facts:
                         f.candidates.append((x, fn, node, scope))
                     elif type(value) in _PATH_NODES:
                         f.derived.append(("alias", x, value, node, scope))
+                    else:
+                        kept = _follow.filtered(value)
+                        if kept is not None:  # x = [e for e in r['k'] if ...]: a part of r['k']
+                            f.derived.append(("alias", x, kept, node, scope))
             for target in targets:
                 if type(target) is Name:
                     assign_value[id(target)] = value
@@ -324,6 +341,10 @@ def _collect(tree: ast.Module) -> _Facts:
         elif t is ast.For or t is ast.AsyncFor or t is ast.comprehension:
             if type(node.target) is Name and type(node.iter) in _PATH_NODES:
                 f.derived.append(("comp" if t is ast.comprehension else "iter", node.target.id, node.iter, node, scope))
+            if t is ast.comprehension:
+                for n in ast.walk(node.target):
+                    if type(n) is Name:
+                        f.comp_scopes.setdefault(n.id, []).append(scope)
         elif t is ast.AnnAssign:
             if type(node.target) is Name and node.value is not None:
                 assign_value[id(node.target)] = node.value
@@ -358,6 +379,8 @@ def _collect(tree: ast.Module) -> _Facts:
                 continue
         elif t in _FUNCS:
             _bind(f, node.name)
+            if t is not ast.ClassDef:
+                f.defs[node.name] = (node, next_scope)  # the scope _SCOPES gives it below
             for d in node.decorator_list:
                 f.decorators.add(id(d))
             if t is ast.ClassDef:
@@ -408,6 +431,7 @@ def _collect(tree: ast.Module) -> _Facts:
                     if type(child.ctx) is Load:
                         if child.id in dynamic_names:
                             f.dynamic = True
+                        name_loads[child.id] = name_loads.get(child.id, 0) + 1
                     else:
                         _bind(f, child.id, assign_value.get(id(child)))
                 elif ct is Constant:
@@ -661,7 +685,7 @@ def _shape_problems(
         return []  # the program stores computed keys into data it did not build: any key may exist
     arrays_grow = not _all_fresh(f, f.grows)
     written = frozenset(f.written)
-    bound: dict[str, _Bound] = {}
+    bound: dict[Any, _Bound] = {}  # name (or (name, scope) for a comprehension's) -> Bound
     roots = set()  # names a derived binding reads from (for e in x[...], y = x ...)
     for _, _, expr, _, _ in f.derived:
         path = _path_of(expr)
@@ -671,7 +695,7 @@ def _shape_problems(
     for x, fn, stmt, home in f.candidates:
         if x not in loads and x not in roots:
             continue  # never read as x[...] or x.attr, nothing derived from it
-        if fn not in functions or fn in f.binds or len(f.binds.get(x, ())) != 1:
+        if fn not in functions or fn in f.binds or len(f.binds.get(x, ())) != 1 or x in f.isinstance_of:
             continue
         shape = shapes.get(fn)
         if not isinstance(shape, dict) or shape.get("k") not in ("object", "array", "leaf"):
@@ -681,10 +705,11 @@ def _shape_problems(
         bound[x] = _Bound(fn, shape, "result", home, (stmt.end_lineno, stmt.end_col_offset), False)
     if not bound:
         return []
-    if f.derived:
+    if f.derived or f.defs:
         _follow.derive(f, bound, written, arrays_grow)
     out: list[tuple[int, int, int, str]] = []
-    for x, b in bound.items():
+    for key, b in bound.items():
+        x = key if type(key) is str else key[0]
         for node, scope, guarded in f.loads.get(x, ()):
             if guarded or not b.sees(f, node, scope):
                 continue

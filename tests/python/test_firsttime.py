@@ -278,3 +278,36 @@ class ErrorHintTest(RuntimeTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RealisticCorpusTest(unittest.TestCase):
+    """tests/data/realistic: multi-step programs (fetch, loop, filter, join). Every
+    preflight/*.py is refused with each `# expect:`; no valid/*.py and no runtime/*.py (a
+    mistake only a run can show) is refused by the validator. The e2e test realistic.test.mjs
+    runs all three through the binary."""
+
+    def setUp(self) -> None:
+        validator.STRICT = True
+
+    def tearDown(self) -> None:
+        validator.STRICT = False
+
+    def test_preflight_mistakes_are_refused_with_the_fix(self) -> None:
+        files = sorted(glob.glob(os.path.join(DATA, "realistic", "preflight", "*.py")))
+        self.assertGreaterEqual(len(files), 20)
+        for path in files:
+            code, expects, _ = read_case(path)
+            with self.subTest(os.path.basename(path)):
+                self.assertTrue(expects)
+                report = "\n".join(check(code))
+                for want in expects:
+                    self.assertIn(want, report, "%s:\n%s" % (os.path.basename(path), report))
+
+    def test_valid_and_runtime_programs_pass(self) -> None:
+        files = sorted(glob.glob(os.path.join(DATA, "realistic", "valid", "*.py")))
+        files += sorted(glob.glob(os.path.join(DATA, "realistic", "runtime", "*.py")))
+        self.assertGreaterEqual(len(files), 50)
+        for path in files:
+            code, _, _ = read_case(path)
+            with self.subTest(os.path.basename(path)):
+                self.assertEqual(check(code), [])
