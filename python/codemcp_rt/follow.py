@@ -146,7 +146,11 @@ def derive(f: Any, bound: dict[str, Bound], written: frozenset, arrays_grow: boo
             if sub is None:
                 continue
             label = src.label + _shapes.path_text(steps)
-            if kind != "alias":
+            if kind != "alias" and sub.get("k") == "object" and isinstance(sub.get("fields"), dict):
+                # Looping over a dict gives its keys (text): remember which lists it holds.
+                lists = [k for k, v in sub["fields"].items() if isinstance(v, dict) and v.get("k") == "array"]
+                sub = {"k": "leaf", "t": "str", "keys_of": lists}
+            elif kind != "alias":
                 if sub.get("k") != "array" or arrays_grow or not isinstance(sub.get("items"), dict):
                     continue
                 sub = sub["items"]

@@ -35,13 +35,17 @@ from typing import Any, Callable, Iterable
 try:
     from . import callcheck as _callcheck
     from . import follow as _follow
+    from . import habits as _habits
     from . import jsnames as _jsnames
     from . import shapes as _shapes
+    from . import shapeuse as _shapeuse
 except ImportError:  # loaded as a top-level module (tools, embedding experiments)
     import callcheck as _callcheck  # type: ignore[no-redef]
     import follow as _follow  # type: ignore[no-redef]
+    import habits as _habits  # type: ignore[no-redef]
     import jsnames as _jsnames  # type: ignore[no-redef]
     import shapes as _shapes  # type: ignore[no-redef]
+    import shapeuse as _shapeuse  # type: ignore[no-redef]
 
 __all__ = ["validate", "format_report", "syntax_problem", "HEADER", "RUNTIME_NAMES"]
 
@@ -56,6 +60,8 @@ STRICT = False
 the program through unvalidated (the production behaviour: never block a run on a bug
 of ours)."""
 
+# Operators of JavaScript that are a SyntaxError in Python, and the Python spelling.
+_JS_OPERATORS = (("===", "=="), ("!==", "!="), ("&&", "and"), ("||", "or"), ("=>", "lambda x: ..."))
 _MAX_REPORTED = 40  # lines in format_report; the rest is counted
 _BUILTINS = frozenset(dir(builtins))
 # Any of these lets a program create or replace names at run time.
@@ -86,7 +92,7 @@ _FUNCS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 _HANDLED = _FUNCS | {
     ast.AnnAssign, ast.AugAssign, ast.Try, ast.TryStar, ast.With, ast.AsyncWith, ast.arg, ast.Import,
     ast.ImportFrom, ast.Global, ast.Nonlocal, ast.ExceptHandler, ast.MatchAs, ast.MatchStar, ast.MatchMapping,
-    ast.For, ast.AsyncFor, ast.comprehension,
+    ast.For, ast.AsyncFor, ast.comprehension, ast.Await, ast.BinOp,
 }
 # Values a derived binding may come from: x, x["k"], x.k, x.result() (see _path_of).
 _PATH_NODES = (ast.Name, ast.Subscript, ast.Attribute, ast.Call)
@@ -138,6 +144,12 @@ class _Facts:
         self.defs: dict[str, tuple[ast.AST, int]] = {}
         self.name_loads: dict[str, int] = {}  # reads of a function's name (calls and others)
         self.isinstance_of: set[str] = set()  # names the program tests with isinstance()
+        # For habits.py: awaits (node, scope), `.result` read but not called, `x.then(...)`
+        # calls, and arithmetic with a bare name on one side (BinOp / AugAssign).
+        self.awaits: list[tuple[ast.Await, int]] = []
+        self.uncalled: list[ast.Attribute] = []
+        self.thens: list[ast.Call] = []
+        self.arith: list[tuple[ast.AST, int]] = []
 
 
 def _bind(f: _Facts, name: str, value: Any = None) -> None:
@@ -285,6 +297,8 @@ def _collect(tree: ast.Module) -> _Facts:
                 _load(f, value, scope, guarded)
             if type(node.ctx) is not Load:
                 f.written.add(node.attr)
+            elif node.attr == "result" and id(node) not in f.call_of:
+                f.uncalled.append(node)  # p.result, not p.result()
             attr = node.attr
             if attr == "__dict__" or (attr == "modules" and type(value) is Name and value.id == "sys"):
                 f.dynamic = True
@@ -345,6 +359,11 @@ def _collect(tree: ast.Module) -> _Facts:
                 for n in ast.walk(node.target):
                     if type(n) is Name:
                         f.comp_scopes.setdefault(n.id, []).append(scope)
+        elif t is ast.Await:
+            f.awaits.append((node, scope))
+        elif t is ast.BinOp:
+            if type(node.left) is Name or type(node.right) is Name:
+                f.arith.append((node, scope))
         elif t is ast.AnnAssign:
             if type(node.target) is Name and node.value is not None:
                 assign_value[id(node.target)] = node.value
@@ -356,6 +375,8 @@ def _collect(tree: ast.Module) -> _Facts:
             op = type(node.op)
             if type(target) is Name:
                 assign_value[id(target)] = "aug"
+                if type(node.value) is Name:
+                    f.arith.append((node, scope))
             if _literal_key(node.value) is not _MISSING or type(node.value) is ast.JoinedStr:
                 pass  # n += 1, s += "x", flags |= 4: no container changes
             elif op is ast.BitOr:  # d |= {...} adds keys in place
@@ -492,6 +513,8 @@ def _method_call(f: _Facts, node: ast.Call, func: ast.Attribute) -> None:
         f.dotted.append(((base.id, m), node))
     elif tb is ast.Attribute and type(base.value) is ast.Name:
         f.dotted.append(((base.value.id, base.attr, m), node))
+    if m in ("then", "catch"):
+        f.thens.append(node)
     if m in _GROW_METHODS:
         f.grows.append(base)
     elif m in _KEY_METHODS:
@@ -576,6 +599,9 @@ def syntax_problem(exc: SyntaxError, code: str = "") -> str:
         return msg
     lines = text.splitlines()
     text = (lines[0] if lines else "").expandtabs(1)  # a tab is one column in exc.offset
+    js = [(js, py) for js, py in _JS_OPERATORS if js in text]
+    if js:
+        msg += " %s." % "; ".join("`%s` is JavaScript: Python writes `%s`" % pair for pair in js)
     if len(text) > 160:  # keep the report small; centre the window on the column
         start = max(0, min(col - 80, len(text) - 160))
         text, col = text[start : start + 160], col - start
@@ -623,6 +649,7 @@ def _check(
     known = _BUILTINS | RUNTIME_NAMES | frozenset(known_names)
     if f.dotted or f.imports:
         problems += _jsnames.problems(f, functions, meta, known)
+    problems += _habits.problems(f, tree, functions, known)
 
     if shapes and dry_run:
         # Under dry_run a write returns the gateway's stub, not the tool's real result: its
@@ -691,6 +718,10 @@ def _shape_problems(
         path = _path_of(expr)
         if path is not None:
             roots.add(path[0])
+    for node, _ in f.arith:  # names used in arithmetic (shapeuse.py)
+        for side in (node.target, node.value) if type(node) is ast.AugAssign else (node.left, node.right):
+            if type(side) is ast.Name:
+                roots.add(side.id)
     loads = f.loads
     for x, fn, stmt, home in f.candidates:
         if x not in loads and x not in roots:
@@ -704,7 +735,7 @@ def _shape_problems(
             continue
         bound[x] = _Bound(fn, shape, "result", home, (stmt.end_lineno, stmt.end_col_offset), False)
     if not bound:
-        return []
+        return _shapeuse.problems(f, bound, functions, shapes, written, arrays_grow)
     if f.derived or f.defs:
         _follow.derive(f, bound, written, arrays_grow)
     out: list[tuple[int, int, int, str]] = []
@@ -717,10 +748,12 @@ def _shape_problems(
             if not steps:
                 continue
             msg = _shapes.check_path(
-                b.fn, b.shape, steps, written=written, mentioned=f.mentioned, arrays_grow=arrays_grow, start=b.label
+                b.fn, b.shape, steps, written=written, mentioned=f.mentioned, arrays_grow=arrays_grow, start=b.label,
+                functions=functions,
             )
             if msg is not None:
                 out.append((node.lineno, node.col_offset, 0, msg))
+    out += _shapeuse.problems(f, bound, functions, shapes, written, arrays_grow)
     return out
 
 
@@ -755,6 +788,7 @@ def _steps(f: _Facts, node: ast.AST) -> list[tuple[str, Any, int]]:
                 if p.attr == "result" and not call.args and not call.keywords:
                     cur = call  # x.result() is x's value: keep following from the call
                     continue
-                return steps  # a method call
+                steps.append(("call", p.attr, line))  # a method call ends the path
+                return steps
             steps.append(("attr", p.attr, line))
         cur = p
