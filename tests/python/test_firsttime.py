@@ -276,10 +276,6 @@ class ErrorHintTest(RuntimeTest):
         self.assertNotIn("Hint:", env["error"])
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class RealisticCorpusTest(unittest.TestCase):
     """tests/data/realistic: multi-step programs (fetch, loop, filter, join). Every
     preflight/*.py is refused with each `# expect:`; no valid/*.py and no runtime/*.py (a
@@ -311,3 +307,7 @@ class RealisticCorpusTest(unittest.TestCase):
             code, _, _ = read_case(path)
             with self.subTest(os.path.basename(path)):
                 self.assertEqual(check(code), [])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -234,7 +234,8 @@ class ErrorTest(RuntimeTest):
         self.assertEqual(env["error_kind"], "tool_error")
         err = json.loads(env["error"])["tool_error"]
         self.assertEqual(err, {"kind": "upstream_error", "server": "srv", "tool": "get",
-                               "args": {"q": "x", "password": "***"}, "message": "rate limited", "elapsed_ms": 7})
+                               "args": {"q": "x", "password": "***"}, "message": "rate limited", "elapsed_ms": 7,
+                               "at": "(line 2) r['items']"})  # the program's line that used the failed call
         self.assertEqual(env["trace"], [{"server": "srv", "tool": "get", "ok": False, "elapsed_ms": 7,
                                          "mutation": False, "kind": "upstream_error"}])
 
@@ -347,7 +348,9 @@ class InterruptTest(RuntimeTest):
                             timeout_ms=200)
         self.assertLess(time.monotonic() - start, 10)
         self.assertEqual(env["error_kind"], "timeout")
-        self.assertEqual(env["error"], "execution timed out after 200 ms")
+        # The limit, the line the run was on, and the setting that raises the limit.
+        self.assertTrue(env["error"].startswith("execution timed out after 200 ms at line "), env["error"])
+        self.assertIn("timeout_ms", env["error"])
         self.assertEqual(env["stdout"], "started\n")
 
     def test_cancel_while_waiting_for_a_call(self) -> None:

@@ -1,7 +1,7 @@
 # Entities assembled in a loop with a wrong key: caught at the call, before the upstream.
 # class: arguments
 # expect: entityType
-# expect: (line 9)
+# expect: line 9
 people = [('Dora', 'age 50'), ('Eli', 'age 22')]
 ents = []
 for name, obs in people:
