@@ -135,3 +135,25 @@ def _arith(f: Any, bound: dict, node: ast.AST, scope: int) -> str | None:
                 "of the text first (e.g. float(re.findall(r'-?[\\d.]+', %s)[-1]))." % (b.fn, b.label, node.lineno,
                                                                                     text.id))  # type: ignore[attr-defined]
     return None
+
+
+def called_values(f: Any, bound: dict) -> list[tuple[int, int, int, str]]:
+    """``fn = hits[0]; fn(path=p)``: a name holding (part of) a result called as if it were
+    a function."""
+    out: list[tuple[int, int, int, str]] = []
+    for form, calls in f.sites.items():
+        b = _follow._only(bound, form[0])
+        if b is None or not isinstance(b.shape, dict) or b.shape.get("k") not in ("object", "array", "leaf"):
+            continue
+        what = {"object": "a dict", "array": "a list"}.get(b.shape["k"], "a value")
+        for call in calls:
+            if not b.sees(f, call.func, b.home):  # (calls are not recorded with their scope)
+                continue
+            msg = "%s: %s is %s, not a function, so %s(...) fails (line %d)." % (
+                b.fn, b.label, what, form[0], call.lineno)
+            if b.fn == "search_tools":
+                msg += (" search_tools() only describes functions: call the SDK function its ['name'] names "
+                        "directly, by that name, as written in its ['signature'].")
+            out.append((call.lineno, call.col_offset, 0, msg))
+    return out
+
