@@ -72,6 +72,11 @@ class Bound:
         return self.comp or (node.lineno, node.col_offset) > self.after
 
 
+def _grown(f: Any) -> frozenset:
+    """Names of lists the program grows (append, extend, +=)."""
+    return frozenset(b.id for b in f.grows if type(b) is ast.Name)
+
+
 def source(f: Any, bound: dict, root: str, node: ast.AST, scope: int) -> Bound | None:
     """The Bound of ``root`` that a read of it at ``node`` in ``scope`` sees, or None.
     ``bound`` is keyed by name, and by (name, scope) for comprehension variables."""
@@ -133,8 +138,8 @@ def derive(f: Any, bound: dict[str, Bound], written: frozenset, arrays_grow: boo
                 # One comprehension variable of this name in this scope and none nested in it.
                 if sum(1 for sc in comp_names[name] if within(f, sc, scope)) != 1:
                     continue
-            elif scope in f.class_scopes or name in f.isinstance_of:
-                continue
+            elif scope in f.class_scopes or name in f.isinstance_of or name in _grown(f):
+                continue  # a list the program also appends to may hold items of any shape
             path = path_of(expr)
             if path is None:
                 continue

@@ -96,12 +96,6 @@ _HANDLED = _FUNCS | {
 }
 # Values a derived binding may come from: x, x["k"], x.k, x.result() (see _path_of).
 _PATH_NODES = (ast.Name, ast.Subscript, ast.Attribute, ast.Call)
-# What the runner's own helpers return (runner.py, discovery.py): followed like a tool's result.
-_RUNTIME_SHAPES = {
-    "search_tools": {"k": "array", "items": {"k": "object", "fields": {
-        "name": {"k": "leaf", "t": "str"}, "signature": {"k": "leaf", "t": "str"},
-        "summary": {"k": "leaf", "t": "str"}, "server": {"k": "leaf", "t": "str"}}}},
-}
 _GUARDS = frozenset({"isinstance", "type", "hasattr"})  # a name tested so is not judged by its shape
 _KEY_SETTERS = frozenset({"setattr", "setitem"})  # calls of these by name may store any key
 _GROW_METHODS = frozenset({"append", "extend", "insert", "__iadd__"})
@@ -732,10 +726,10 @@ def _shape_problems(
     for x, fn, stmt, home in f.candidates:
         if x not in loads and x not in roots:
             continue  # never read as x[...] or x.attr, nothing derived from it
-        if (fn not in functions and fn not in _RUNTIME_SHAPES) or fn in f.binds or len(f.binds.get(x, ())) != 1 \
+        if (fn not in functions and fn not in _shapes.RUNTIME_SHAPES) or fn in f.binds or len(f.binds.get(x, ())) != 1 \
                 or x in f.isinstance_of:
             continue
-        shape = shapes.get(fn) or _RUNTIME_SHAPES.get(fn)
+        shape = shapes.get(fn) or _shapes.RUNTIME_SHAPES.get(fn)
         if not isinstance(shape, dict) or shape.get("k") not in ("object", "array", "leaf"):
             continue
         if home in f.class_scopes:
