@@ -49,10 +49,10 @@ def reads(name: str) -> bool:
 
 
 def allowed(guess: str, fn: str, meta: dict[str, Any]) -> bool:
-    """May ``fn`` be suggested for ``guess``? Never a destructive tool for a guess that is
-    not destructive itself, never a write for a guess that reads."""
-    if destructive(fn) and not destructive(guess):
-        return False
+    """May ``fn`` be suggested for ``guess``? A destructive tool only for a destructive
+    guess (and the other way round), never a write for a guess that reads."""
+    if destructive(fn) != destructive(guess):
+        return False  # a delete for a create, or a read for a delete: not the same meaning
     info = meta.get(fn) if isinstance(meta, dict) else None
     mutation = bool(info.get("mutation")) if isinstance(info, dict) else False
     return not (mutation and reads(guess))

@@ -187,6 +187,10 @@ def _method_problem(fn: str, path: str, cur: dict, method: str, line: int, funct
     tools = [f for f in functions if f.endswith("_" + method)]
     if tools:
         return msg + " SDK functions are not methods of a result: call `%s(...)` by its name." % tools[0]
+    if pytype is dict and hasattr(str, method):
+        texts = [n for n, v in (cur.get("fields") or {}).items() if isinstance(v, dict) and v.get("t") == "str"]
+        if len(texts) == 1:
+            return msg + " Its text is %s[%r]: call %s[%r].%s(...)." % (path, texts[0], path, texts[0], method)
     if pytype is list:
         if method == "push":
             return msg + " Python writes `.append(...)`."

@@ -695,6 +695,9 @@ def _all_fresh(f: _Facts, bases: list[ast.AST | None]) -> bool:
     one name)."""
     done: set[str] = set()
     for base in bases:
+        if type(base) is ast.Call and type(base.func) is ast.Attribute and base.func.attr == "setdefault" \
+                and len(base.args) == 2 and isinstance(base.args[1], _FRESH_NODES):
+            base = base.func.value  # d.setdefault(k, []).append(x): a list the program made, in d
         if type(base) is not ast.Name:
             return False
         if base.id not in done:
@@ -718,6 +721,9 @@ def _shape_problems(
         path = _path_of(expr)
         if path is not None:
             roots.add(path[0])
+    for parts, call in f.dotted:  # json.loads(x) (shapeuse.py)
+        if parts == ("json", "loads") and call.args and type(call.args[0]) is ast.Name:
+            roots.add(call.args[0].id)
     for node, _ in f.arith:  # names used in arithmetic (shapeuse.py)
         for side in (node.target, node.value) if type(node) is ast.AugAssign else (node.left, node.right):
             if type(side) is ast.Name:

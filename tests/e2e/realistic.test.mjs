@@ -139,62 +139,50 @@ result = [str(x)[:20] for x in r]`);
     assert.ok(valid.length >= preflight.length + runtime.length, `${valid.length} valid programs`);
   });
 
-  describe('mistakes a static check can see are refused with the fix', () => {
-    for (const c of preflight) {
+  /** One test per program of ``kind``: ``check(c, env, r)`` asserts; the outcome is tallied. */
+  function corpusTests(kind, cases, check) {
+    for (const c of cases) {
       test(c.name, async () => {
         let ok = false;
         try {
-          assert.ok(c.expects.length > 0);
           const r = await run(c.code, c.options);
           const env = r.structuredContent;
           if (PROBE) console.log(`${c.name}: ${JSON.stringify(env)}`);
-          assert.equal(r.isError, true, `${c.name} was not refused: ${JSON.stringify(env)}`);
-          assert.ok(['validation', 'syntax'].includes(env.error_kind), JSON.stringify(env));
-          assert.ok(env.error.includes('not executed'), env.error);
-          for (const want of c.expects) assert.ok(env.error.includes(want), `${c.name}: ${JSON.stringify(want)} in:\n${env.error}`);
+          check(c, env, r);
           ok = true;
         } finally {
-          count('preflight', c.klass, ok);
+          count(kind, c.klass, ok);
         }
       });
     }
+  }
+
+  function expectAll(c, env) {
+    assert.ok(c.expects.length > 0, `${c.name} has no # expect: lines`);
+    for (const want of c.expects) assert.ok(env.error.includes(want), `${c.name}: ${JSON.stringify(want)} in:\n${env.error}`);
+  }
+
+  describe('mistakes a static check can see are refused with the fix', () => {
+    corpusTests('preflight', preflight, (c, env, r) => {
+      assert.equal(r.isError, true, `${c.name} was not refused: ${JSON.stringify(env)}`);
+      assert.ok(['validation', 'syntax'].includes(env.error_kind), JSON.stringify(env));
+      assert.ok(env.error.includes('not executed'), env.error);
+      expectAll(c, env);
+    });
   });
 
   describe('mistakes only a run can show fail with a message that names the fix', () => {
-    for (const c of runtime) {
-      test(c.name, async () => {
-        let ok = false;
-        try {
-          assert.ok(c.expects.length > 0);
-          const r = await run(c.code, c.options);
-          const env = r.structuredContent;
-          if (PROBE) console.log(`${c.name}: ${JSON.stringify(env)}`);
-          assert.equal(r.isError, true, `${c.name} did not fail: ${JSON.stringify(env)}`);
-          assert.ok(!['validation', 'syntax'].includes(env.error_kind), `${c.name} was refused: ${env.error}`);
-          for (const want of c.expects) assert.ok(env.error.includes(want), `${c.name}: ${JSON.stringify(want)} in:\n${env.error}`);
-          ok = true;
-        } finally {
-          count('runtime', c.klass, ok);
-        }
-      });
-    }
+    corpusTests('runtime', runtime, (c, env, r) => {
+      assert.equal(r.isError, true, `${c.name} did not fail: ${JSON.stringify(env)}`);
+      assert.ok(!['validation', 'syntax'].includes(env.error_kind), `${c.name} was refused: ${env.error}`);
+      expectAll(c, env);
+    });
   });
 
   describe('valid programs run and return the right value', () => {
-    for (const c of valid) {
-      test(c.name, async () => {
-        let ok = false;
-        try {
-          const r = await run(c.code, c.options);
-          const env = r.structuredContent;
-          if (PROBE) console.log(`${c.name}: ${JSON.stringify(env)}`);
-          assert.equal(r.isError, false, `${c.name} failed:\n${env.error}`);
-          assert.deepEqual(env.result, c.result, `${c.name}: ${JSON.stringify(env.result)}`);
-          ok = true;
-        } finally {
-          count('valid', c.klass, ok);
-        }
-      });
-    }
+    corpusTests('valid', valid, (c, env, r) => {
+      assert.equal(r.isError, false, `${c.name} failed:\n${env.error}`);
+      assert.deepEqual(env.result, c.result, `${c.name}: ${JSON.stringify(env.result)}`);
+    });
   });
 });
