@@ -327,7 +327,7 @@ def _user_line(exc: BaseException) -> tuple[int, str] | None:
         return None
     lines = _sources.get(last[0].f_code) or []
     text = lines[last[1] - 1].strip() if 0 < last[1] <= len(lines) else ""
-    return last[1], text[:120]
+    return last[1], redact_text(text[:120])  # the line may hold a credential, as a traceback may
 
 
 def _result_hint(exc: BaseException) -> str | None:

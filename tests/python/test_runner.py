@@ -227,6 +227,15 @@ class ErrorTest(RuntimeTest):
         self.assertIn('File "<codemcp>", line 2, in <module>\n    boom()', env["error"])
         self.assertIn('File "<codemcp>", line 2, in boom\n    raise RuntimeError(\'x\')', env["error"])
 
+    def test_tool_error_line_hides_credentials(self) -> None:
+        # The report quotes the program's line ("at"); a token written in it is not shown.
+        self.t.responder = lambda p: ("error", {"code": -32000, "message": "rate limited",
+                                                "data": {"kind": "upstream_error"}})
+        env = self.run_code("r = srv_get(token='ghp_abcdefghijklmnopqrstuvwxyz0123456789')['items']")
+        err = json.loads(env["error"])["tool_error"]
+        self.assertTrue(err["at"].startswith("(line 1) r = srv_get("), err)
+        self.assertNotIn("ghp_abcdefghijklmnopqrstuvwxyz0123456789", env["error"])
+
     def test_uncaught_tool_error(self) -> None:
         self.t.responder = lambda p: ("error", {"code": -32000, "message": "rate limited",
                                                 "data": {"kind": "upstream_error", "elapsed_ms": 7}})
