@@ -40,11 +40,12 @@ _NOT_FIELDS = frozenset(dir(dict)) | {"result", "done", "send", "throw"}
 
 _current: dict[str, dict[str, Any]] = {}
 
-# What the runner's own helpers return (discovery.py's search_tools): followed like a tool's result.
+# What the runner's own helpers return (discovery.py's search_tools, describe): followed like a tool's result.
 _TEXT = {"k": "leaf", "t": "str"}
 RUNTIME_SHAPES: dict[str, dict[str, Any]] = {
     "search_tools": {"k": "array", "items": {"k": "object", "fields": {
         "name": _TEXT, "signature": _TEXT, "summary": _TEXT, "server": _TEXT}}},
+    "describe": _TEXT,
 }
 
 

@@ -318,6 +318,10 @@ class RealisticConservativeTest(unittest.TestCase):
     def tearDown(self) -> None:
         validator.STRICT = False
 
+    def test_helper_results_misused(self) -> None:
+        self.assertIn("describe: result is text (str), not a dict, so result['signature'] fails (line 2).",
+                      "\n".join(check("d = describe('memory_read_graph')\nsig = d['signature']")))
+
     def test_valid_forms_pass(self) -> None:
         for code in [
             # keys of a dict result used as text
@@ -344,6 +348,7 @@ class RealisticConservativeTest(unittest.TestCase):
             "r = memory_read_graph()\nks = list(r.keys())\nr.result()",
             # search_tools entries read as data
             "hits = search_tools('read file')\nnames = [h['name'] for h in hits]",
+            "d = describe('memory_read_graph')\nfirst = d.splitlines()[0]",
         ]:
             with self.subTest(code):
                 self.assertEqual(check(code), [])
