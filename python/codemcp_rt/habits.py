@@ -39,7 +39,7 @@ _HELPERS = frozenset({"gather", "settle", "resolve"})  # the runner's helpers: p
 def problems(f: Any, tree: ast.Module, functions: dict[str, Callable], known: frozenset) -> list[tuple[int, int, int, str]]:
     out: list[tuple[int, int, int, str]] = []
     unbound = [n for n in list(_JS_VALUES) + list(_JS_OBJECTS)
-               if f.name_loads.get(n) and n not in f.binds and n not in functions]
+               if f.name_loads.get(n) and n not in f.binds and n not in functions and n not in known]
     if unbound:
         out += _js_names(tree, frozenset(unbound))
     for call in f.thens:
