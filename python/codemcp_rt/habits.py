@@ -49,9 +49,13 @@ def problems(f: Any, tree: ast.Module, functions: dict[str, Callable], known: fr
                         "`.%s(...)` (line %d): an SDK call is not a JavaScript promise. Use its value directly "
                         "(`r = fn(...)`, then `r[...]`), or `fn(...).result()` / `await fn(...)` to wait for it."
                         % (call.func.attr, call.lineno)))  # type: ignore[attr-defined]
+    pendings = {x for x, fn, _, _ in f.candidates if fn in functions and fn not in f.binds
+                and len(f.binds.get(x, ())) == 1}  # x = fn(...), bound once: x is a Pending
     for node in f.uncalled:
+        if id(node) in f.result_refs:
+            continue
         base = node.value
-        if _sdk_call(base, f, functions):
+        if _sdk_call(base, f, functions) or (type(base) is ast.Name and base.id in pendings):
             out.append((node.lineno, node.col_offset, 1,
                         "`.result` (line %d) is a method: write `.result()` to get the call's value." % node.lineno))
     out += _async_problems(f, functions)

@@ -148,6 +148,7 @@ class _Facts:
         # calls, and arithmetic with a bare name on one side (BinOp / AugAssign).
         self.awaits: list[tuple[ast.Await, int]] = []
         self.uncalled: list[ast.Attribute] = []
+        self.result_refs: set[int] = set()  # id() of `x.result` bound to a name or passed on
         self.thens: list[ast.Call] = []
         self.arith: list[tuple[ast.AST, int]] = []
 
@@ -290,6 +291,9 @@ def _collect(tree: ast.Module) -> _Facts:
             elif ft is Attribute:
                 f.call_of[id(func)] = node
                 _method_call(f, node, func)
+            for a in node.args:
+                if type(a) is Attribute and a.attr == "result":
+                    f.result_refs.add(id(a))  # callback(p.result): passed on, maybe called there
         elif t is Attribute:
             value = node.value
             f.parent[id(value)] = node
@@ -318,6 +322,8 @@ def _collect(tree: ast.Module) -> _Facts:
         elif t is Assign:
             value = node.value
             targets = node.targets
+            if type(value) is Attribute and value.attr == "result":
+                f.result_refs.add(id(value))  # f = p.result: a method kept to be called later
             if len(targets) == 1 and type(targets[0]) is Name:
                 x = targets[0].id
                 if type(value) is Call and type(value.func) is Name:

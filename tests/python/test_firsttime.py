@@ -322,6 +322,10 @@ class RealisticConservativeTest(unittest.TestCase):
         self.assertIn("describe: result is text (str), not a dict, so result['signature'] fails (line 2).",
                       "\n".join(check("d = describe('memory_read_graph')\nsig = d['signature']")))
 
+    def test_result_without_call_on_a_name(self) -> None:
+        self.assertIn("`.result` (line 2) is a method: write `.result()`",
+                      "\n".join(check("p = everything_echo(message='a')\nprint(p.result.upper())")))
+
     def test_valid_forms_pass(self) -> None:
         for code in [
             # keys of a dict result used as text
@@ -349,6 +353,7 @@ class RealisticConservativeTest(unittest.TestCase):
             # search_tools entries read as data
             "hits = search_tools('read file')\nnames = [h['name'] for h in hits]",
             "d = describe('memory_read_graph')\nfirst = d.splitlines()[0]",
+            "p = everything_echo(message='a')\nf = p.result\ntext = f()",
         ]:
             with self.subTest(code):
                 self.assertEqual(check(code), [])
