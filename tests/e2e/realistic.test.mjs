@@ -17,7 +17,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { TESTS, connectClient, tempDir, writeConfig, servers, ms, waitFor } from './lib.mjs';
+import { TESTS, connectClient, tempDir, writeConfig, servers, ms, learnThreeServers } from './lib.mjs';
 
 const CORPUS = path.join(TESTS, 'data', 'realistic');
 const PROBE = process.env.CODEMCP_REALISTIC_PROBE === '1';
@@ -97,22 +97,7 @@ describe('realistic multi-step programs through the real binary', () => {
       shared: true,
       env: { CODEMCP_ENFORCE_MUTATIONS: 'false', CODEMCP_VALIDATE: 'true', CODEMCP_LEARN_SHAPES: 'true' },
     });
-    const wanted = ['everything_echo', 'memory_read_graph', 'filesystem_read_text_file'];
-    let desc;
-    const ready = await waitFor(async () => {
-      desc = (await h.client.listTools(undefined, { timeout: ms(30000) })).tools[0].description;
-      return wanted.every((f) => desc.includes(`def ${f}(`));
-    }, ms(30000), 100);
-    assert.ok(ready, `the SDK never listed ${wanted}:\n${desc}`);
-    // Teach the shape learner the text tools (one call each), as a session would.
-    const seed = await run(`r = [everything_echo(message="seed"), everything_get_sum(a=1, b=1), memory_read_graph()]
-result = [str(x)[:20] for x in r]`);
-    assert.equal(seed.isError, false, JSON.stringify(seed.structuredContent));
-    const learned = await waitFor(async () => {
-      desc = (await h.client.listTools(undefined, { timeout: ms(30000) })).tools[0].description;
-      return /def everything_get_sum\(a: float, b: float\) -> str:/.test(desc);
-    }, ms(15000), 100);
-    assert.ok(learned, `the text result of everything_get_sum was not learned:\n${desc}`);
+    await learnThreeServers(h.client, run);
   });
 
   after(async () => {
