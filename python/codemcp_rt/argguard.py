@@ -26,54 +26,53 @@ class InvalidArguments(ValueError):
     """The arguments of an SDK call do not fit the tool's input schema (nothing was sent)."""
 
 
-_for_snap: list[Any] = [None, {}]  # the SDK snapshot, {(server, tool): (fn, schema, fast) | None}
+_snap: Any = None  # the SDK snapshot the plans below were made for
+_plans: dict[tuple[Any, Any], Any] = {}  # (server, tool) -> (fn, schema, types, fits, names) | None
 
 
-def _plan(server: str, tool: str) -> tuple[str, dict, dict] | None:
+def _plan(server: str, tool: str) -> Any:
+    """The check's plan for one tool: ``types`` (key -> the exact Python types that always
+    fit: the usual scalar argument costs one set lookup), ``fits`` (key -> the compiled
+    checker), ``names`` (key -> the Python parameter name messages use)."""
     snap = sdk._current
-    if _for_snap[0] is not snap:
-        _for_snap[:] = [snap, {}]
-    plans = _for_snap[1]
-    key = (server, tool)
-    if key in plans:
-        return plans[key]
-    plan = None
-    fn = snap.by_tool.get(key)
+    fn = snap.by_tool.get((server, tool))
     info = snap.meta.get(fn) if fn else None
     schema = info.get("input") if isinstance(info, dict) else None
-    if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
-        required = schema.get("required") if isinstance(schema.get("required"), list) else ()
-        names = {k: n for n, k in argcheck.param_keys(schema).items()}
-        fast = {k: _compile(v, schema, 0) for k, v in schema["properties"].items()}
-        for k in fast:
-            if k not in required:
-                fast[k] = _or_none(fast[k])
-        plan = (fn, schema, {"fast": fast, "names": names})
-    plans[key] = plan
-    return plan
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        return None
+    required = schema.get("required") if isinstance(schema.get("required"), list) else ()
+    props = schema["properties"]
+    types = {k: argcheck.fast_types(v, k in required) for k, v in props.items()}
+    fits = {k: _compile(v, schema, 0) if k in required else _or_none(_compile(v, schema, 0)) for k, v in props.items()}
+    names = {k: n for n, k in argcheck.param_keys(schema).items()}
+    return (fn, schema, types, fits, names)
 
 
 def check(server: Any, tool: Any, args: Any) -> None:
     """Raise InvalidArguments when ``args`` certainly do not fit ``server``/``tool``'s schema."""
+    global _snap, _plans
     if type(args) is not dict or not args:
         return
+    if _snap is not sdk._current:
+        _snap, _plans = sdk._current, {}
     try:
-        plan = _plan(server, tool)
+        plan = _plans[(server, tool)]
+    except KeyError:
+        plan = _plans[(server, tool)] = _plan(server, tool)
     except TypeError:  # unhashable server/tool: the call itself reports it
         return
     if plan is None:
         return
-    fn, schema, extra = plan
-    fast, names, props = extra["fast"], extra["names"], schema["properties"]
+    fn, schema, types, fits, names = plan
     problems: list[str] = []
     for key, value in args.items():
-        fits = fast.get(key)
-        if fits is not None and fits(value):
+        ok = types.get(key)
+        if ok and type(value) in ok:
             continue
-        sub = props.get(key)
-        if sub is None or not _plain(value, 0):
+        fit = fits.get(key)
+        if fit is None or fit(value) or not _plain(value, 0):
             continue  # an unknown key is the signature's business; a Pending is the gateway's
-        problems += argcheck.check_value(value, sub, schema, names.get(key, key))
+        problems += argcheck.check_value(value, schema["properties"][key], schema, names.get(key, key))
     if problems:
         raise InvalidArguments("%s(...) was not sent: %s" % (fn, " ".join(problems[:4])))
 
