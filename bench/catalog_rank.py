@@ -26,6 +26,10 @@ at its end) is one too since the word-vector pass (branch glove), split the same
 
     /usr/bin/python3 bench/catalog_rank.py /tmp/cat.json --base /path/to/old/python
 
+Over a dump of the other domains' APIs (`node bench/catalog_dump.mjs /tmp/oa.json --openapi`), it
+ranks the sets of tests/data/discovery/ instead (README.md there: two blind sets, whose misses are
+never printed, and a development set), their expectations named `server:tool`.
+
 ranks with this tree's python/ and with another one (e.g. `git archive <rev> python | tar -x`)
 in the same run, side by side.
 """
@@ -38,6 +42,22 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.environ.get("CODEMCP_RANK_PYTHON") or os.path.join(ROOT, "python"))
 from codemcp_rt import discovery  # noqa: E402
+
+
+def discovery_sets(cat):
+    """The sets of tests/data/discovery whose servers the dump holds, expectations as names."""
+    data = os.path.join(ROOT, "tests", "data", "discovery")
+    by_tool = {"%s:%s" % (i.get("server"), i.get("tool")): n for n, i in cat["info"].items()}
+    out = []
+    for name in sorted(os.listdir(data)):
+        if not name.endswith(".json") or name == "encoder-parity.json":
+            continue
+        qs = json.load(open(os.path.join(data, name)))
+        if not all(e in by_tool for q in qs for e in q["expect"]):
+            continue
+        qs = [dict(q, expect=[by_tool[e] for e in q["expect"]]) for q in qs]
+        out.append((name[:-5], qs, not name.startswith("blind")))
+    return out
 
 
 def sets(final=False, odd=False):
@@ -89,7 +109,8 @@ def main():
     idx = discovery.Index(cat["names"], cat["info"])
     build = (time.perf_counter() - t) * 1000
     lat = []
-    for label, qs, show in sets(final, "--odd" in sys.argv):
+    found = discovery_sets(cat)
+    for label, qs, show in found or sets(final, "--odd" in sys.argv):
         t1 = t5 = 0
         for q in qs:
             t = time.perf_counter()
