@@ -108,20 +108,27 @@ def main():
     t = time.perf_counter()
     idx = discovery.Index(cat["names"], cat["info"])
     build = (time.perf_counter() - t) * 1000
+    vecs = None
+    if "--semantic" in sys.argv:  # with the sentence vectors, cached beside the dump
+        from codemcp_rt import semantic
+        vecs = semantic.Vectors(cat["names"], cat["info"], cache_dir=os.path.dirname(os.path.abspath(sys.argv[1])),
+                                background=False)
+        if not vecs.ready():
+            sys.exit("--semantic: " + vecs.status())
     lat = []
     found = discovery_sets(cat)
     for label, qs, show in found or sets(final, "--odd" in sys.argv):
         t1 = t5 = 0
         for q in qs:
             t = time.perf_counter()
-            got = [idx.names[d] for d in idx.search(q["query"], 5)]
+            got = [idx.names[d] for d in discovery.rank(idx, [q["query"]], 5, None, vecs)]
             lat.append((time.perf_counter() - t) * 1000)
             ok1 = bool(got) and got[0] in q["expect"]
             ok5 = any(g in q["expect"] for g in got)
             t1 += ok1
             t5 += ok5
             if verbose and show and not ok1:
-                more = [idx.names[d] for d in idx.search(q["query"], 20)]
+                more = [idx.names[d] for d in discovery.rank(idx, [q["query"]], 20, None, vecs)]
                 rank = next((str(i + 1) for i, g in enumerate(more) if g in q["expect"]), ">20")
                 print("  %-5s %s  [%s]\n        want %s (rank %s)\n        got  %s" % (
                     "top5" if ok5 else "MISS", q["query"], label, q["expect"], rank, got[:5]))
