@@ -24,6 +24,7 @@ Stdlib only; never raises for odd input (a non-string query is an honest TypeErr
 from __future__ import annotations
 
 import os
+import re
 import sys
 import weakref
 from typing import Any
@@ -68,6 +69,24 @@ def semantic_enabled() -> bool:
     return os.environ.get("CODEMCP_SEMANTIC_SEARCH", "0") == "1"
 
 
+def warm() -> None:
+    """In the prototype, before it forks session workers: maps the sentence encoder's model
+    so every worker shares its pages, and logs when semantic search is on but cannot run."""
+    if not semantic_enabled():
+        return
+    from codemcp_rt import encoder
+    if encoder.load() is None:
+        print("codemcp: search_tools ranks by words only (CODEMCP_SEMANTIC_SEARCH=1): %s" % encoder.why(),
+              file=sys.stderr)
+
+
+def ranking_status(snap: Any) -> str:
+    """How search_tools ranks this snapshot now (describe() shows it)."""
+    if not semantic_enabled():
+        return "by words (BM25F, stems, synonyms)"
+    return vectors(snap).status()
+
+
 def vectors(snap: Any) -> Any:
     """The snapshot's sentence vectors (codemcp_rt.semantic.Vectors, computing in the
     background from the first call), or None when semantic search is off."""
@@ -104,6 +123,33 @@ def rank(idx: Index, queries: list[str], limit: int, server: str | None = None, 
     from codemcp_rt import semantic
     allowed = None if server is None else (lambda d: idx.info[idx.names[d]].get("server") == server)
     return semantic.fuse(lexical, vecs.zscores(queries), limit, allowed)
+
+
+_GROUP_ABOVE = 60  # describe(server) lists a bigger server by groups of names
+_GROUP_WORD = re.compile(r"[A-Za-z][a-z0-9]*|[0-9]+")
+
+
+def _group_prefix(fn: str, tool: str) -> str:
+    """The function's name up to the end of its tool name's first word ("github_actions_")."""
+    m = _GROUP_WORD.match(tool)
+    if not m or not fn.endswith(tool):
+        return fn
+    return fn[: len(fn) - len(tool) + m.end()]
+
+
+def _groups(what: str, fns: list[str], idx: Index, status: str) -> str:
+    groups: dict[str, list[str]] = {}
+    for fn in fns:
+        groups.setdefault(_group_prefix(fn, str(idx.info[fn].get("tool") or fn)), []).append(fn)
+    lines = ["%s: %d functions in %d groups by name; describe(\"<group>\") lists a group, search_tools(task) "
+             "finds by task (it ranks %s)" % (what, len(fns), len(groups), status)]
+    for prefix, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        if len(members) == 1:
+            lines.append("  %s  # %s" % (members[0], idx.info[members[0]]["summary"][:70]))
+            continue
+        sample = ", ".join(m[len(prefix):].lstrip("_") or m for m in members[:4])
+        lines.append("  %s* (%d): %s%s" % (prefix, len(members), sample, ", …" if len(members) > 4 else ""))
+    return "\n".join(lines) + "\n"
 
 
 def _shape_text(shape: Any, depth: int = 0) -> str:
@@ -207,11 +253,14 @@ def bind(snap: Any, unavailable: list[dict[str, Any]] | None = None) -> dict[str
             return text
         fns = [fn for fn in idx.names if idx.info[fn]["server"] == name]
         what = "server %s" % name
+        if len(fns) > _GROUP_ABOVE:
+            return _groups(what, fns, idx, ranking_status(snap))
         if not fns:
             fns = [fn for fn in idx.names if fn.startswith(name)] if len(name) >= 2 else []
             what = "functions starting with %r" % name
         if fns:
-            lines = ["%s: %d function%s (describe(name) for the full docs)" % (what, len(fns), "" if len(fns) == 1 else "s")]
+            lines = ["%s: %d function%s (describe(name) for the full docs; search_tools ranks %s)"
+                     % (what, len(fns), "" if len(fns) == 1 else "s", ranking_status(snap))]
             for fn in fns:
                 summary = idx.info[fn]["summary"]
                 if len(summary) > 80:
