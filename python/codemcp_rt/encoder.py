@@ -231,8 +231,8 @@ def load(path: str | None = None) -> Encoder | None:
     why = ""
     try:
         import numpy as np  # Debian's python3-numpy; without it search ranks by words
-    except ImportError:
-        why = "numpy is not installed (Debian package python3-numpy)"
+    except ImportError as e:
+        why = "numpy cannot be imported (Debian package python3-numpy): %s" % str(e).strip().splitlines()[-1][:200]
         np = None
     if np is not None:
         try:
