@@ -27,8 +27,9 @@ at its end) is one too since the word-vector pass (branch glove), split the same
     /usr/bin/python3 bench/catalog_rank.py /tmp/cat.json --base /path/to/old/python
 
 Over a dump of the other domains' APIs (`node bench/catalog_dump.mjs /tmp/oa.json --openapi`), it
-ranks the sets of tests/data/discovery/ instead (README.md there: two blind sets, whose misses are
-never printed, and a development set), their expectations named `server:tool`.
+ranks the sets of tests/data/discovery/ instead (README.md there: two blind sets, ranked only with
+--final and whose misses are never printed, and a development set), their expectations named
+`server:tool`.
 
 ranks with this tree's python/ and with another one (e.g. `git archive <rev> python | tar -x`)
 in the same run, side by side.
@@ -58,6 +59,11 @@ def discovery_sets(cat):
         qs = [dict(q, expect=[by_tool[e] for e in q["expect"]]) for q in qs]
         out.append((name[:-5], qs, not name.startswith("blind")))
     return out
+
+
+def discovery_visible(found, final):
+    """The blind sets only with --final."""
+    return [s for s in found if final or not s[0].startswith("blind")]
 
 
 def sets(final=False, odd=False):
@@ -117,7 +123,7 @@ def main():
             sys.exit("--semantic: " + vecs.status())
     lat = []
     found = discovery_sets(cat)
-    for label, qs, show in found or sets(final, "--odd" in sys.argv):
+    for label, qs, show in discovery_visible(found, final) if found else sets(final, "--odd" in sys.argv):
         t1 = t5 = 0
         for q in qs:
             t = time.perf_counter()
