@@ -103,6 +103,13 @@ def side_by_side(base):
     print("search p50: base %.3f ms, this %.3f ms" % (old["p50"], head["p50"]))
 
 
+def ranked(idx, query, n, vecs):
+    """search_tools' order (an older tree, given with --base, has only Index.search)."""
+    if hasattr(discovery, "rank"):
+        return discovery.rank(idx, [query], n, None, vecs)
+    return idx.search(query, n)
+
+
 def main():
     cat = json.load(open(sys.argv[1]))
     if "--base" in sys.argv:
@@ -127,14 +134,14 @@ def main():
         t1 = t5 = 0
         for q in qs:
             t = time.perf_counter()
-            got = [idx.names[d] for d in discovery.rank(idx, [q["query"]], 5, None, vecs)]
+            got = [idx.names[d] for d in ranked(idx, q["query"], 5, vecs)]
             lat.append((time.perf_counter() - t) * 1000)
             ok1 = bool(got) and got[0] in q["expect"]
             ok5 = any(g in q["expect"] for g in got)
             t1 += ok1
             t5 += ok5
             if verbose and show and not ok1:
-                more = [idx.names[d] for d in discovery.rank(idx, [q["query"]], 20, None, vecs)]
+                more = [idx.names[d] for d in ranked(idx, q["query"], 20, vecs)]
                 rank = next((str(i + 1) for i, g in enumerate(more) if g in q["expect"]), ">20")
                 print("  %-5s %s  [%s]\n        want %s (rank %s)\n        got  %s" % (
                     "top5" if ok5 else "MISS", q["query"], label, q["expect"], rank, got[:5]))

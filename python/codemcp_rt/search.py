@@ -22,8 +22,9 @@ below are checked by bench/rank_learn.py, coordinate ascent on one half scored o
 * a function whose name has words the query does not mention, or that matches few of the
   query's words, is ranked lower ("create an issue" prefers issues_create to
   issues_create_comment); a query without a verb asks for a listing;
-* intent: a function reads or changes, by the SDK's own mutation flag (sdkgen/mutation.c) when
-  the catalog has it, else by the first verb of its name (list/get/check... or create/delete...); a query asks to read (a question, a reading verb, no verb) or to change (any
+* intent: a function reads or changes, by the first verb of its name (list/get/check... or
+  create/delete...), else by the SDK's own mutation flag (sdkgen/mutation.c: "meetingStatus" has
+  no verb; measured, the flag over a name's verb loses: a POST that reads is common); a query asks to read (a question, a reading verb, no verb) or to change (any
   other verb); a function of the other kind keeps _INTENT. An imperative's first word unknown to
   the catalog ("slap a label on it") is a verb: no listing is implied;
 * phrasing: a phrasal verb of the table with its object in between ("take the label off") is
@@ -355,7 +356,7 @@ class Index:
             else:
                 self.polarity.append("")
             mutation = it.get("mutation")
-            if isinstance(mutation, bool):  # the SDK's own flag (sdkgen/mutation.c) decides
+            if not kind and isinstance(mutation, bool):  # no verb in the name: the SDK's flag
                 kind = "w" if mutation else "r"
             self.kinds.append(kind)
             self.scoped.append(bool(_SCOPES & set(f["name"])))

@@ -126,16 +126,16 @@ class Intent(unittest.TestCase):
         self.assertEqual(self.ranked(idx, "approve the pull request")[0], "gh_pulls_create_review")
         self.assertEqual(self.ranked(idx, "show the pages site")[0], "gh_repos_get_pages")
 
-    def test_the_sdk_mutation_flag_decides_read_or_change(self) -> None:
-        # names whose verbs say nothing ("meeting", "freebusy_query" reads by POST): the SDK's
-        # own flag (sdkgen/mutation.c) says which function reads and which changes
+    def test_the_sdk_mutation_flag_decides_when_the_name_has_no_verb(self) -> None:
+        # names without a verb ("meeting", "meetingStatus"): the SDK's own flag
+        # (sdkgen/mutation.c) says which function reads and which changes
         idx = self.index({"zm_meeting": "A meeting", "zm_meetingStatus": "A meeting's status",
                           "zm_meetingUpdate": "Update a meeting"})
         self.assertEqual(idx.kinds[:3], ["", "", "w"])  # without the flag: the name's verb only
         for fn, mutation in (("zm_meeting", False), ("zm_meetingStatus", True), ("zm_meetingUpdate", False)):
             idx.info[fn]["mutation"] = mutation
         flagged = search.Index(idx.names, idx.info)
-        self.assertEqual(flagged.kinds[:3], ["r", "w", "r"])  # the flag wins over the name's verb
+        self.assertEqual(flagged.kinds[:3], ["r", "w", "w"])  # a name's verb still decides
 
     def test_phrasal_verbs_split_by_their_object(self) -> None:
         idx = self.index({"gh_issues_remove_label": "Remove a label from an issue",
