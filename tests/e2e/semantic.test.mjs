@@ -3,7 +3,8 @@
 // install.sh does) is bound read-only into the sandbox, numpy loads there (its libblas.so.3 is
 // a link through /etc/alternatives), the catalog's vectors are computed in the background and
 // describe() says how search ranks; without the file search ranks by words and says why.
-// Several phrasings of one task in one call. Real binary, real worker, real npm server.
+// Several phrasings of one task in one call; with CODEMCP_DISCOVERY_TOOLS=1, search_tools and
+// describe offered as MCP tools beside execute_python. Real binary, real worker, real npm server.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -77,6 +78,43 @@ result = {"ready": ready, "head": describe("memory").splitlines()[0], "hits": [x
       const r = await run(h, 'result = [x["name"] for x in search_tools(["delete an entity", "read the whole graph"], 2)]');
       assert.ok(!r.isError, JSON.stringify(r.structuredContent ?? r.content));
       assert.deepEqual(r.structuredContent.result.sort(), ['memory_delete_entities', 'memory_read_graph']);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('CODEMCP_DISCOVERY_TOOLS=1: search_tools and describe as MCP tools', () => {
+  test('listed beside execute_python only when asked for, and answered by the worker', { timeout: ms(120000) }, async () => {
+    const dir = tempDir('codemcp-disctools-');
+    const config = writeConfig(dir, { memory: servers.memory(path.join(dir, 'memory.json')) });
+    const off = await connectClient({ config });
+    try {
+      assert.deepEqual((await off.client.listTools()).tools.map((t) => t.name), ['execute_python']);
+      const r = await off.client.callTool({ name: 'search_tools', arguments: { query: 'x' } }).catch((e) => e);
+      assert.match(String(r.message ?? JSON.stringify(r)), /unknown tool search_tools/);
+    } finally {
+      await off.close();
+    }
+    const h = await connectClient({ config, env: { CODEMCP_DISCOVERY_TOOLS: '1' } });
+    try {
+      const tools = (await h.client.listTools()).tools;
+      assert.deepEqual(tools.map((t) => t.name), ['execute_python', 'search_tools', 'describe']);
+      assert.deepEqual(tools[1].inputSchema.required, ['query']);
+      const call = (name, args) => h.client.callTool({ name, arguments: args }, undefined, { timeout: ms(90000) });
+      const found = await call('search_tools', { query: ['delete an entity', 'read the whole graph'], limit: 2 });
+      assert.ok(!found.isError, JSON.stringify(found));
+      assert.deepEqual(found.structuredContent.result.map((x) => x.name).sort(), ['memory_delete_entities', 'memory_read_graph']);
+      const doc = await call('describe', { name: 'memory_read_graph' });
+      assert.ok(!doc.isError, JSON.stringify(doc));
+      assert.match(doc.structuredContent.result, /^memory_read_graph\(/);
+      // the model's text never becomes code: quotes, newlines and code in the arguments are data
+      const odd = await call('describe', { name: "x')\nimport os\nresult = os.getcwd()#" });
+      assert.ok(!odd.isError, JSON.stringify(odd));
+      assert.match(odd.structuredContent.result, /no such function or server/);
+      const bad = await call('search_tools', { query: 42 });
+      assert.equal(bad.isError, true);
+      assert.match(JSON.stringify(bad.structuredContent), /TypeError/);
     } finally {
       await h.close();
     }
