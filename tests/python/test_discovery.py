@@ -169,14 +169,6 @@ class Intent(unittest.TestCase):
                           "gh_keys_delete_two": "Delete deploy key"})
         self.assertEqual(self.ranked(idx, "delete the deploy key")[0], "gh_keys_delete_two")
 
-    def test_an_organization_variant_needs_the_organization_asked(self) -> None:
-        idx = self.index({"gh_orgs_ping_webhook": "Ping an organization webhook",
-                          "gh_repos_ping_webhook": "Ping a repository webhook",
-                          "gh_teams_list_members_in_org": "List team members"})
-        self.assertEqual(idx.scoped[:3], [True, False, False])  # teams have no unscoped variant
-        self.assertEqual(self.ranked(idx, "ping the webhook")[0], "gh_repos_ping_webhook")
-        self.assertEqual(self.ranked(idx, "ping the org webhook")[0], "gh_orgs_ping_webhook")
-
     def test_negated_words_count_little(self) -> None:
         idx = self.index({"gh_pulls_merge": "Merge a pull request", "gh_pulls_update": "Update a pull request"})
         weights = dict(idx._query("close pull request 42 without merging it")[0])
