@@ -75,7 +75,10 @@ def warm() -> None:
     if not semantic_enabled():
         return
     from codemcp_rt import encoder
-    if encoder.load() is None:
+    enc = encoder.load()
+    if enc is not None:
+        enc.encode(["warm up"])  # numpy's and BLAS's first-use allocations, shared by every worker
+    else:
         print("codemcp: search_tools ranks by words only (CODEMCP_SEMANTIC_SEARCH=1): %s" % encoder.why(),
               file=sys.stderr)
 

@@ -136,7 +136,7 @@ class Vectors(unittest.TestCase):
         assert enc is not None
         real = enc.encode
 
-        def counting(texts: list[str], batch: int = 32) -> Any:
+        def counting(texts: list[str], batch: int = 4) -> Any:
             self.calls.append(len(texts))
             return real(texts, batch)
 
