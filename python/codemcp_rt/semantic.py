@@ -28,6 +28,7 @@ from codemcp_rt import encoder
 SEM_WEIGHT = 0.1  # one z-score of cosine is worth this much of the lexical rank term
 LEX_DEPTH = 40  # lexical candidates fused
 SEM_DEPTH = 10  # semantic candidates added to them
+_MAX_QUERY_CHARS = 2000  # the encoder keeps 128 pieces anyway; the tokenizer need not read more
 _FIRST_SENTENCE = re.compile(r"(?<=[.!?])\s")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 
@@ -105,7 +106,7 @@ class Vectors:
         if not self.ready() or not len(self.names):
             return None
         np = self.enc.np  # type: ignore[union-attr]
-        q = self.enc.encode(queries)  # type: ignore[union-attr]
+        q = self.enc.encode([t[:_MAX_QUERY_CHARS] for t in queries])  # type: ignore[union-attr]
         sims = self.matrix @ q.T
         z = (sims - sims.mean(axis=0)) / (sims.std(axis=0) + np.float32(1e-6))
         return z.max(axis=1)
