@@ -24,11 +24,11 @@ import threading
 from typing import Any
 
 from codemcp_rt import encoder
+from codemcp_rt.search import _MAX_QUERY_CHARS  # what lexical search reads of a query, too
 
 SEM_WEIGHT = 0.1  # one z-score of cosine is worth this much of the lexical rank term
 LEX_DEPTH = 40  # lexical candidates fused
 SEM_DEPTH = 10  # semantic candidates added to them
-_MAX_QUERY_CHARS = 2000  # the encoder keeps 128 pieces anyway; the tokenizer need not read more
 _FIRST_SENTENCE = re.compile(r"(?<=[.!?])\s")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 
