@@ -126,6 +126,14 @@ class Intent(unittest.TestCase):
         self.assertEqual(self.ranked(idx, "approve the pull request")[0], "gh_pulls_create_review")
         self.assertEqual(self.ranked(idx, "show the pages site")[0], "gh_repos_get_pages")
 
+    def test_file_storage_words_reach_the_api_terms(self) -> None:
+        idx = self.index({"box_post_files_id_copy": "Copy file", "box_post_files_content": "Upload file",
+                          "box_get_folders_trash_items": "List trashed items", "box_get_folders_id_items": "List items in folder",
+                          "box_get_files_id_thumbnail": "Get file thumbnail", "box_get_files_id": "Get file information"})
+        self.assertEqual(self.ranked(idx, "duplicate the template file")[0], "box_post_files_id_copy")
+        self.assertEqual(self.ranked(idx, "what's in the recycle bin")[0], "box_get_folders_trash_items")
+        self.assertEqual(self.ranked(idx, "small preview picture of the file")[0], "box_get_files_id_thumbnail")
+
     def test_the_sdk_mutation_flag_decides_when_the_name_has_no_verb(self) -> None:
         # names without a verb ("meeting", "meetingStatus"): the SDK's own flag
         # (sdkgen/mutation.c) says which function reads and which changes
