@@ -5,7 +5,7 @@
 //   node bench/catalog_dump.mjs OUT.json [--openapi]
 //
 // --openapi: only the servers of tests/data/discovery/README.md instead (public OpenAPI
-// descriptions of other domains served by tests/discovery/openapi_api.mjs; 1,046 functions).
+// descriptions of other domains served by bench/discovery/openapi_api.mjs; 1,046 functions).
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -17,7 +17,7 @@ const tmp = mkdtempSync(join(tmpdir(), 'codemcp-dump-'));
 const mcpServers = {};
 if (openapi) {
   for (const [k, spec] of Object.entries(OPENAPI))
-    mcpServers[k] = { command: 'node', args: [join(ROOT, 'tests', 'discovery', 'openapi_api.mjs'), spec], timeout: 60000 };
+    mcpServers[k] = { command: 'node', args: [join(ROOT, 'bench', 'discovery', 'openapi_api.mjs'), spec], timeout: 60000 };
 } else {
   mcpServers.github = { command: 'node', args: [join(ROOT, 'tests', 'catalog', 'github_api.mjs')], timeout: 60000 };
   for (const [k, argv] of Object.entries(SERVERS)) mcpServers[k] = { command: argv[0], args: argv.slice(1), timeout: 60000 };

@@ -2,7 +2,7 @@
 (codemcp_rt.semantic), and search_tools() with several phrasings.
 
 Parity: the tokenizer's ids and the encoder's vectors against TensorFlow.js's, from
-tests/data/discovery/encoder-parity.json (made by tests/discovery/encoder_fixture.mjs). The
+tests/data/discovery/encoder-parity.json (made by bench/discovery/encoder_fixture.mjs). The
 model file is CODEMCP_ENCODER_MODEL when set, else converted here from the pinned npm package
 in tests/discovery/node_modules (tests/run.sh installs it)."""
 

