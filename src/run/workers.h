@@ -46,8 +46,6 @@ void wk_prewarm(void);
 /* Starts the prototype workers are forked from (when they are), at the gateway's start: its
  * interpreter start-up runs beside the upstreams' instead of after them. */
 void wk_prestart(void);
-/* False when no worker binary was found (execute_python then fails clearly). */
-int wk_available(void);
 /* The worker slot a session's runs go to (owned by it from the first use), or -1 when every
  * slot runs another session's program (wk_start_failure(-1) says so). */
 int wk_slot_for_session(uint64_t session_id);
@@ -82,9 +80,6 @@ void wk_on_broken(int slot, uint64_t conn_id, const char *why);
 void wk_on_catalog_changed(void);
 /* Kills every worker (shutdown). done() when all are reaped. */
 void wk_shutdown_all(void (*done)(void));
-/* Resident set of the worker processes, in KiB (for bench/status). */
-long wk_rss_kib(int slot);
-int wk_pid(int slot);
 
 /* 1 when pid is a worker that has not connected yet (it runs no agent code): the control
  * listener lets its connection through a flood (connlimit.h; a socketpair's peer, this
