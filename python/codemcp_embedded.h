@@ -11,9 +11,9 @@
 
 /* One module of the runtime. All strings are static and NUL-terminated. */
 struct codemcp_embedded_module {
-    const char *name;   /* dotted module name: "codemcp_rt", "codemcp_rt.errors" */
-    const char *source; /* the module's UTF-8 Python source */
-    int is_package;     /* 1 for a package (__init__.py), else 0 */
+    const char *name;          /* dotted module name: "codemcp_rt", "codemcp_rt.errors" */
+    const char *source;        /* the module's UTF-8 Python source */
+    int is_package;            /* 1 for a package (__init__.py), else 0 */
     const unsigned char *code; /* marshal.dumps of its code object (codemcp_embedded_magic) */
     unsigned long code_len;
 };

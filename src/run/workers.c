@@ -527,4 +527,3 @@ int wk_is_starting(pid_t pid)
             return 1;
     return 0;
 }
-
