@@ -186,12 +186,12 @@ static int pyj_unescape(struct pyj *j, const char **out, size_t *len)
             w += 8;
             q += 8;
         }
+        /* then byte by byte up to the one that stopped it (no eight-byte check per byte) */
+        while (q < end && (unsigned char)*q >= 0x20 && *q != '"' && *q != '\\')
+            *w++ = *q++;
+        if (q >= end)
+            return -1;
         unsigned char c = (unsigned char)*q;
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            *w++ = (char)c;
-            q++;
-            continue;
-        }
         if (c < 0x20)
             return -1;
         if (c == '"') {
