@@ -460,9 +460,9 @@ int main(int argc, char **argv)
         return 1;
 
     up_start_all(&config);
-    /* The prototype starts now, beside the upstreams (its interpreter start-up no longer waits
-     * for them): the first program's worker is forked from it. After them: its spawn takes the
-     * loop a few ms that their spawns need not wait for. */
+    /* With CODEMCP_PROTOTYPE_EARLY the prototype starts now, beside the upstreams: the first
+     * program's worker is forked from it. After them: its spawn takes the loop a few ms that
+     * their spawns need not wait for. */
     if (serving)
         wk_prestart();
     lp_timer_start(&settle_timer, 0, check_settled, NULL);

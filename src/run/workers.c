@@ -43,6 +43,11 @@ int64_t next_rpc_id = 1;
 long memory_mb;
 int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
 int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
+/* CODEMCP_PROTOTYPE_EARLY (default off): the prototype starts beside the upstreams. Off, it
+ * starts with the first worker, once they settled: measured on 2 shared cores, starting it
+ * early gave the first result 0.61x the time when a core was free but slowed initialize and
+ * tools/list (which wait for the upstreams) 1.2-2.3x, and the first result too under load. */
+static int prototype_early;
 long session_idle_ms;
 static void (*shutdown_done)(void);
 int shutting_down;
@@ -224,6 +229,7 @@ int wk_init(int max_workers)
     /* Workers come from the prototype unless a listener was asked for (remote workers
      * connect to it: nothing to fork) or CODEMCP_PROTOTYPE=off. */
     use_prototype = env_bool("CODEMCP_PROTOTYPE", 1) && !ctl_url()[0];
+    prototype_early = env_bool("CODEMCP_PROTOTYPE_EARLY", 0);
     pt_init(sandboxed, memory_mb, &pt_hooks_of_pool);
     /* Processes of a sandbox whose parent died first (a prototype's sessions, a waiter's
      * PID 1) are reparented here and reaped by the loop, not left to PID 1 as zombies. */
@@ -240,7 +246,7 @@ int wk_init(int max_workers)
 
 void wk_prestart(void)
 {
-    if (use_prototype && n_workers && !shutting_down)
+    if (use_prototype && prototype_early && n_workers && !shutting_down)
         pt_start();
 }
 

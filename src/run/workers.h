@@ -43,8 +43,8 @@ void wk_set_hooks(const struct wk_hooks *h);
 /* Starts worker 0 ahead of the first run (called once upstreams settled, so a worker's own
  * start does not compete with theirs for the CPU). */
 void wk_prewarm(void);
-/* Starts the prototype workers are forked from (when they are), at the gateway's start: its
- * interpreter start-up runs beside the upstreams' instead of after them. */
+/* Starts the prototype workers are forked from (when they are, and CODEMCP_PROTOTYPE_EARLY is
+ * on), at the gateway's start: its interpreter start-up runs beside the upstreams'. */
 void wk_prestart(void);
 /* The worker slot a session's runs go to (owned by it from the first use), or -1 when every
  * slot runs another session's program (wk_start_failure(-1) says so). */
