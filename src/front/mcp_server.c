@@ -2,11 +2,13 @@
  *
  * Error codes: -32700 unparsable JSON, -32600 not a valid request, -32601 unknown
  * method, -32602 bad params (also an unknown tool name, as the MCP spec asks). While
- * upstreams are still making their first connection, initialize (at most 1 s) and tools/list
- * wait for them until CODEMCP_LIST_WAIT_MS (default 1000) after the session's initialize —
- * never longer, in total — and then answer with what is there, naming the servers still connecting;
- * list_changed follows when those arrive. The description and the instructions are budgeted
- * per client (catalog.c).
+ * upstreams are still making their first connection, the first answer (initialize, or a 2026
+ * client's server/discover) and tools/list wait for them until CODEMCP_LIST_WAIT_MS (default
+ * 1000) after the session's first such request — never longer, in total — and then answer with
+ * what is there, naming the servers still connecting; list_changed follows when those arrive.
+ * The instructions are in that first answer only (a client reads them once), so it waits: a
+ * client that defers the tool's description shows the model nothing else of codemcp. The
+ * description and the instructions are budgeted per client (catalog.c).
  *
  * Both protocol eras on one session: a request whose `_meta` names a protocol version is
  * served by the 2026-07-28 rules (mcp_era.h: envelope checks, no handshake needed, removed
@@ -62,8 +64,8 @@ struct mcp_session {
     enum mcp_level log_level;
     int listed_version;    /* catalog version last sent in tools/list; 0 = never listed */
     int notified_version;  /* catalog version we last sent list_changed for */
-    json_t *waiting_lists; /* [[id, method]] of initialize / tools/list waiting for upstreams */
-    int64_t wait_deadline; /* when they are answered anyway: initialize + CODEMCP_LIST_WAIT_MS */
+    json_t *waiting_lists; /* [[id, method]] of initialize, server/discover, tools/list waiting */
+    int64_t wait_deadline; /* when they are answered anyway: first + CODEMCP_LIST_WAIT_MS */
     struct lp_timer wait_timer;
     int wait_armed;
     json_t *modern_ids; /* 2026 requests not answered yet: id (as JSON text) -> method */
@@ -334,6 +336,22 @@ static json_t *initialize_result(struct mcp_session *s)
     return res;
 }
 
+static json_t *server_capabilities(void)
+{
+    return json_pack("{s:{s:b}}", "tools", "listChanged", 1);
+}
+
+/* The server/discover answer (2026 era): like initialize's, the instructions as the catalog is
+ * when it is sent. */
+static json_t *discover_result(struct mcp_session *s)
+{
+    char *instructions = NULL;
+    free(cat_describe_for(s->client, &instructions));
+    json_t *res = mcp_era_discover_result(server_capabilities(), instructions);
+    free(instructions);
+    return res;
+}
+
 static json_t *tools_list_result(struct mcp_session *s)
 {
     s->listed_version = cat_version();
@@ -358,8 +376,11 @@ static void answer_waiting(struct mcp_session *s, int force)
     json_array_foreach(waiting, i, w)
     {
         json_t *id = json_array_get(w, 0);
-        int init = strcmp(json_string_value(json_array_get(w, 1)), "initialize") == 0;
-        session_send(s, rpc_result(id, init ? initialize_result(s) : tools_list_result(s)), id);
+        const char *method = json_string_value(json_array_get(w, 1));
+        json_t *res = strcmp(method, "initialize") == 0        ? initialize_result(s)
+                      : strcmp(method, "server/discover") == 0 ? discover_result(s)
+                                                               : tools_list_result(s);
+        session_send(s, rpc_result(id, res), id);
     }
     json_decref(waiting);
 }
@@ -374,18 +395,14 @@ static void wait_over(void *ud)
 }
 
 /* Holds request `id` until the upstreams settle, at most until the session's deadline
- * (CODEMCP_LIST_WAIT_MS after its initialize, or after this request when it came first;
- * initialize itself at most 1 s). Returns 0 when held, -1 when it must be answered now. */
+ * (CODEMCP_LIST_WAIT_MS after its first held request). Returns 0 when held, -1 when it must
+ * be answered now. */
 static int hold_request(struct mcp_session *s, json_t *id, const char *method)
 {
     int64_t now = now_ms();
-    int64_t wait = env_long("CODEMCP_LIST_WAIT_MS", 1000);
     if (!s->wait_deadline)
-        s->wait_deadline = now + wait;
-    /* initialize itself is held at most a second, whatever the list wait. */
+        s->wait_deadline = now + env_long("CODEMCP_LIST_WAIT_MS", 1000);
     int64_t until = s->wait_deadline;
-    if (strcmp(method, "initialize") == 0 && until > now + 1000)
-        until = now + 1000;
     if (up_all_settled() || now >= until)
         return -1;
     if (!s->waiting_lists)
@@ -467,11 +484,6 @@ static json_t *handle_tools_call(struct mcp_session *s, json_t *id, json_t *para
     return submit_execute(s, id, args, progress, caps);
 }
 
-static json_t *server_capabilities(void)
-{
-    return json_pack("{s:{s:b}}", "tools", "listChanged", 1);
-}
-
 /* subscriptions/listen (2026 era): acknowledged now, answered never (until cancelled); the
  * tools list changes reach it tagged with its id. Only toolsListChanged is honoured. */
 static void handle_listen(struct mcp_session *s, json_t *id, json_t *params)
@@ -545,10 +557,9 @@ static void handle_request(struct mcp_session *s, json_t *msg, int checked)
             s->client = xstrdup(cname);
     }
     if (strcmp(method, "server/discover") == 0) {
-        char *instructions = NULL;
-        free(cat_describe_for(s->client, &instructions));
-        result = mcp_era_discover_result(server_capabilities(), instructions);
-        free(instructions);
+        if (hold_request(s, id, method) == 0)
+            return; /* answered when the upstreams settle or the wait is over */
+        result = discover_result(s);
     } else if (strcmp(method, "subscriptions/listen") == 0) {
         if (modern) {
             handle_listen(s, id, params);
@@ -568,7 +579,7 @@ static void handle_request(struct mcp_session *s, json_t *msg, int checked)
     } else if (strcmp(method, "ping") == 0) {
         result = json_object();
     } else if (strcmp(method, "tools/list") == 0) {
-        if (json_array_size(s->waiting_lists)) { /* behind a held initialize: keep order */
+        if (json_array_size(s->waiting_lists)) { /* behind a held first answer: keep order */
             json_array_append_new(s->waiting_lists, json_pack("[O,s]", id, method));
             return;
         }
