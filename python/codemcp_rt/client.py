@@ -8,8 +8,10 @@ here is enforcement.
 Reply handling:
   * JSON-RPC error -> ToolError(kind from error.data.kind; "upstream_error" by default,
     "transport" for protocol-level codes), with the gateway's elapsed_ms when given.
-  * CallToolResult -> structuredContent if present; else the text blocks joined by "\n",
-    parsed as JSON when possible, else that text; else the raw result (images, etc.).
+  * CallToolResult -> structuredContent if present; else, when it has image, audio or
+    resource blocks, its blocks in order (text as below, the others as content.Content; one
+    block alone: that block); else the text blocks joined by "\n", parsed as JSON when
+    possible, else that text; else the raw result.
     ``isError: true`` results are values, not exceptions; dry-run stubs are normal results.
   * ``_meta.codemcp.mutation`` in a result marks a write: recorded in the run's mutations.
 
@@ -32,6 +34,7 @@ import re
 import time
 from typing import Any
 
+from codemcp_rt import content as _content
 from codemcp_rt import jsonsafe, runstate, sdk, transport
 from codemcp_rt.errors import KINDS, ToolError
 from codemcp_rt.pending import Pending, resolve
@@ -455,6 +458,11 @@ def unwrap(result: Any) -> Any:
             if type(text) is str:
                 return _text_value(text)
     if isinstance(content, list):
+        if any(isinstance(b, dict) and b.get("type") in _content.KINDS for b in content):
+            # images, audio, resources: every block in order, text as its value
+            items = [_text_value(b["text"]) if isinstance(b, dict) and b.get("type") == "text"
+                     and isinstance(b.get("text"), str) else _content.from_block(b) for b in content]
+            return items[0] if len(items) == 1 else items
         texts = [
             block["text"]
             for block in content

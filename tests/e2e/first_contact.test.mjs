@@ -69,3 +69,78 @@ describe('over Streamable HTTP, server/discover waits too', () => {
     }
   });
 });
+
+// ---- non-text content both ways -----------------------------------------------------------
+describe('images and other non-text content, in from tools and out to the client', () => {
+  let h;
+  test('setup', { timeout: ms(60000) }, async () => {
+    const dir = tempDir('codemcp-content-', { shared: true });
+    h = await connectClient({ config: writeConfig(dir, { everything: { type: 'local', command: [NODE, EVERYTHING, 'stdio'] } }), shared: true, limit: ms(40000) });
+  });
+  const run = async (code) => {
+    const r = await h.client.callTool({ name: 'execute_python', arguments: { code } }, undefined, { timeout: ms(60000) });
+    return r;
+  };
+
+  test('an upstream image reaches the program as an object it can inspect', { timeout: ms(60000) }, async () => {
+    const r = await run('r = everything_get_tiny_image()\n'
+      + 'img = [x for x in r if isinstance(x, Content)][0]\n'
+      + 'result = {"types": [type(x).__name__ for x in r], "kind": img.type, "mime": img.mime_type, '
+      + '"png": img.bytes()[:4] == b"\\x89PNG", "texts": [x for x in r if isinstance(x, str)], "repr": repr(img)}');
+    assert.ok(!r.isError, JSON.stringify(r));
+    const v = r.structuredContent.result;
+    assert.deepEqual(v.types, ['str', 'Content', 'str'], JSON.stringify(v));
+    assert.equal(v.kind, 'image');
+    assert.equal(v.mime, 'image/png');
+    assert.equal(v.png, true);
+    assert.ok(v.texts.length === 2 && v.repr.length < 80 && /^<image image\/png, [\d,]+ bytes>$/.test(v.repr), JSON.stringify(v));
+    assert.equal(r.content.length, 1, 'nothing returned, so no extra block');
+  });
+
+  test('a program returns [text, image]: the client gets a text block and a proper image block', { timeout: ms(60000) }, async () => {
+    const r = await run('kept = everything_get_tiny_image()\n'
+      + 'img = [x for x in kept if isinstance(x, Content)][0]\n'
+      + 'result = ["the tiny image", img, Content.image(b"\\x89PNG\\r\\n\\x1a\\nxyz", "image/png")]');
+    assert.ok(!r.isError, JSON.stringify(r).slice(0, 2000));
+    assert.equal(r.content.length, 3, JSON.stringify(r.content.map((c) => c.type)));
+    const [text, a, b] = r.content;
+    assert.equal(text.type, 'text');
+    assert.equal(a.type, 'image');
+    assert.equal(a.mimeType, 'image/png');
+    assert.ok(Buffer.from(a.data, 'base64').subarray(0, 4).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47])));
+    assert.equal(b.type, 'image');
+    assert.equal(Buffer.from(b.data, 'base64').toString('latin1').slice(8), 'xyz');
+    // the structured result names the blocks, without their base64
+    const res = r.structuredContent.result;
+    assert.equal(res[0], 'the tiny image');
+    assert.match(res[1], /^<image image\/png, [\d,]+ bytes: content block 1>$/);
+    assert.match(res[2], /content block 2>$/);
+    assert.ok(!text.text.includes(a.data), 'the base64 is not repeated in the text block');
+  });
+
+  test('a kept image can be returned by a later run; a resource and a link go out too', { timeout: ms(60000) }, async () => {
+    const r = await run('result = {"again": img, "doc": Content.resource("file:///notes.txt", text="hello"), '
+      + '"link": Content.link("file:///big.bin", "big.bin")}');
+    assert.ok(!r.isError, JSON.stringify(r).slice(0, 2000));
+    assert.deepEqual(r.content.slice(1).map((c) => c.type), ['image', 'resource', 'resource_link']);
+    assert.deepEqual(r.content[2].resource, { uri: 'file:///notes.txt', text: 'hello' });
+    assert.equal(r.content[3].uri, 'file:///big.bin');
+  });
+
+  test('blocks count in the result cap (CODEMCP_MAX_OUTPUT_BYTES, 1 MiB): one past it is not returned and the result says so', { timeout: ms(60000) }, async () => {
+    // two images of 800,000 base64 bytes each: the first fits, the second does not
+    const r = await run('result = ["big", Content.image(b"x" * 600000), Content.image(b"y" * 600000)]');
+    assert.ok(!r.isError, JSON.stringify(r).slice(0, 2000));
+    assert.deepEqual(r.content.map((c) => c.type), ['text', 'image'], 'the block over the cap was sent');
+    assert.equal(Buffer.from(r.content[1].data, 'base64').length, 600000);
+    assert.match(r.structuredContent.result[1], /content block 1>$/);
+    assert.match(r.structuredContent.result[2], /not returned, over the result cap of 1048576 bytes/);
+  });
+
+  test('a dict that only looks like a block stays data: only Content objects become blocks', { timeout: ms(60000) }, async () => {
+    const r = await run('result = {"type": "image", "data": 5}');
+    assert.ok(!r.isError);
+    assert.equal(r.content.length, 1);
+    assert.deepEqual(r.structuredContent.result, { type: 'image', data: 5 });
+  });
+});
