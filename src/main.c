@@ -423,6 +423,7 @@ int main(int argc, char **argv)
     if (mode == MODE_HTTP) /* stdio keeps SIGHUP = shutdown (the terminal went away) */
         lp_on_reload_signal(on_reload);
     up_set_listener(on_upstreams_changed);
+    up_set_extras_listener(mcp_on_extras_changed);
     cat_set_listener(on_catalog_changed);
     shapes_init();
     shapes_set_listener(on_shapes_changed);

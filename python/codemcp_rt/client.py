@@ -546,6 +546,35 @@ def call(server: str, tool: str, args: dict[str, Any] | None = None, timeout_ms:
     return Pending(c.take, c.poll, label, c.block)
 
 
+def _contents(result: Any) -> Any:
+    """A ReadResourceResult's contents as resource Content objects (returnable as they are)."""
+    if isinstance(result, dict) and isinstance(result.get("contents"), list):
+        return [_content.from_block({"type": "resource", "resource": c}) if isinstance(c, dict) else c
+                for c in result["contents"]]
+    return result
+
+
+def read_resource(uri: str, timeout_ms: int | None = None) -> Pending:
+    """Read resource ``uri`` from the server that lists it; a Pending for its contents: a list
+    of Content objects (type "resource": ``.uri``, ``.mime_type``, ``.text``, ``.bytes()``),
+    which a program may also return to the client. A failure raises ToolError on use."""
+    if not isinstance(uri, str):
+        raise TypeError("read_resource(uri): uri must be a string, not %s" % type(uri).__name__)
+    state = runstate._current
+    call_id = "c%d" % next(_ids)
+    c = _Call(call_id, "resources", "read", {"uri": uri}, None, timeout_ms, state, False)
+    if state is not None:
+        state.made.append(c)
+    try:
+        frame = '{"jsonrpc":"2.0","id":"%s","method":"read_resource","params":{"run_id":%s,"uri":%s}}' % (
+            call_id, state.run_id_json if state is not None else "null", jsonsafe.dumps(uri))
+        t = transport._transport
+        (t if t is not None else transport.get_transport()).send(frame)
+    except Exception as exc:  # connection gone, no transport: fail on first use
+        c._send_failed(exc)
+    return Pending(lambda: _contents(c.take()), c.poll, "read_resource(%r)" % uri[:80], c.block)
+
+
 def settle_open_calls(state: runstate.RunState, wait: bool) -> None:
     """At the end of a run: wait for (``wait``) or abandon every call nobody read, so the
     trace and the mutations are complete and no stale reply is kept. Never raises a
@@ -569,4 +598,4 @@ def settle_open_calls(state: runstate.RunState, wait: bool) -> None:
                 c.abandon()
 
 
-__all__ = ["call", "unwrap", "settle_open_calls"]
+__all__ = ["call", "read_resource", "unwrap", "settle_open_calls"]

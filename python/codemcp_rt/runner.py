@@ -195,7 +195,7 @@ def _fresh(snap: sdk.Sdk) -> dict[str, Any]:
     if _fresh_for[0] is not snap:
         fresh: dict[str, Any] = dict(snap.functions)
         fresh.update(Pending=Pending, ToolError=ToolError, gather=gather, settle=settle, resolve=resolve,
-                     Content=content.Content)
+                     Content=content.Content, read_resource=client.read_resource)
         fresh.update(discovery.bind(snap, _unavailable))
         _fresh_for = (snap, fresh)
     return _fresh_for[1]

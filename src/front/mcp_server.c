@@ -23,6 +23,7 @@
 #include "loop.h"
 #include "log.h"
 #include "mcp_era.h"
+#include "mcp_extras.h"
 #include "runs.h"
 #include "upstream.h"
 #include "util.h"
@@ -321,25 +322,34 @@ static json_t *handle_initialize(struct mcp_session *s, json_t *params, int *cod
     return json_object(); /* the answer is initialize_result(), now or after the wait */
 }
 
+/* tools always; resources and prompts when a configured server offers them (mcp_extras.c). */
+static json_t *server_capabilities(void)
+{
+    json_t *caps = json_pack("{s:{s:b}}", "tools", "listChanged", 1);
+    if (mcp_extras_offered(UP_RESOURCES))
+        json_object_set_new(caps, "resources", json_pack("{s:b}", "listChanged", 1));
+    if (mcp_extras_offered(UP_PROMPTS))
+        json_object_set_new(caps, "prompts", json_pack("{s:b}", "listChanged", 1));
+    return caps;
+}
+
 /* The initialize answer; its instructions name what the description cannot hold, as the
  * catalog is when it is sent. */
 static json_t *initialize_result(struct mcp_session *s)
 {
     char *instructions = NULL;
     free(cat_describe_for(s->client, &instructions));
-    json_t *res =
-        json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
-                  mcp_session_protocol(s), "capabilities", "tools", "listChanged", 1, "logging",
-                  "serverInfo", "name", "codemcp", "title", "codemcp code-mode gateway", "version",
-                  CODEMCP_VERSION, "instructions", instructions);
+    json_t *caps = server_capabilities();
+    json_object_set_new(caps, "logging", json_object());
+    json_t *res = json_pack("{s:s, s:o, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
+                            mcp_session_protocol(s), "capabilities", caps, "serverInfo", "name",
+                            "codemcp", "title", "codemcp code-mode gateway", "version",
+                            CODEMCP_VERSION, "instructions", instructions);
     free(instructions);
     return res;
 }
 
-static json_t *server_capabilities(void)
-{
-    return json_pack("{s:{s:b}}", "tools", "listChanged", 1);
-}
+
 
 /* The server/discover answer (2026 era): like initialize's, the instructions as the catalog is
  * when it is sent. */
@@ -592,10 +602,9 @@ static void handle_request(struct mcp_session *s, json_t *msg, int checked)
             return; /* answered when the run ends */
     } else if (strcmp(method, "logging/setLevel") == 0) {
         result = handle_set_level(s, params, &code, &why);
-    } else if (strcmp(method, "resources/list") == 0 || strcmp(method, "prompts/list") == 0 ||
-               strcmp(method, "resources/templates/list") == 0) {
-        code = RPC_METHOD_NOT_FOUND;
-        why = "codemcp serves tools only (capability not advertised)";
+    } else if (mcp_extras_request(s->id, id, method, params, &result, &code, &why)) {
+        if (!result && !code)
+            return; /* answered when the server does */
     } else {
         code = RPC_METHOD_NOT_FOUND;
         why = "method not found";
@@ -746,6 +755,15 @@ void mcp_on_catalog_changed(void)
         s->notified_version = v;
         session_send(s, rpc_request(NULL, "notifications/tools/list_changed", NULL), NULL);
     }
+}
+
+void mcp_on_extras_changed(enum up_extra kind)
+{
+    const char *method = kind == UP_PROMPTS ? "notifications/prompts/list_changed"
+                                            : "notifications/resources/list_changed";
+    for (struct mcp_session *s = sessions; s; s = s->next)
+        if (s->initialized)
+            session_send(s, rpc_request(NULL, method, NULL), NULL);
 }
 
 void mcp_free_all(void)

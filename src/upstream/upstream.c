@@ -379,10 +379,8 @@ static void on_list_page(struct upstream *up, void *ud, json_t *result, const st
     up->list_acc = NULL;
     log_info("upstream", "%s: %zu tools", up->name, json_array_size(up->tools));
     if (up->state == UP_CONNECTING) {
-        up->ready_ms = now_ms();
-        log_info("upstream", "%s: ready in %lld ms%s", up->name,
-                 (long long)(up->ready_ms - up->started_ms), up->restarts ? " (restarted)" : "");
-        set_state(up, UP_READY);
+        if (!up__extras_first(up)) /* else READY once its resources and prompts are listed */
+            up__became_ready(up);
     } else {
         up__era_ready(up); /* a ttlMs re-list arms the next one */
         notify();
@@ -391,6 +389,14 @@ static void on_list_page(struct upstream *up, void *ud, json_t *result, const st
         up->relist_wanted = 0;
         lp_timer_start(&up->relist_timer, RELIST_DELAY_MS, relist_now, up);
     }
+}
+
+void up__became_ready(struct upstream *up)
+{
+    up->ready_ms = now_ms();
+    log_info("upstream", "%s: ready in %lld ms%s", up->name,
+             (long long)(up->ready_ms - up->started_ms), up->restarts ? " (restarted)" : "");
+    set_state(up, UP_READY);
 }
 
 int64_t up__handshake_budget(struct upstream *up)
@@ -492,6 +498,8 @@ static void handle_notification(struct upstream *up, json_t *msg, const char *me
             lp_timer_stop(&up->relist_timer);
             lp_timer_start(&up->relist_timer, RELIST_DELAY_MS, relist_now, up);
         }
+    } else if (up__extras_notification(up, method)) {
+        /* re-listed: resources or prompts */
     } else if (strcmp(method, "notifications/message") == 0) {
         json_t *p = json_object_get(msg, "params");
         json_t *data = json_object_get(p, "data");
@@ -750,6 +758,7 @@ void up_free_all(void)
         json_decref(up->server_info);
         json_decref(up->capabilities);
         json_decref(up->list_acc);
+        up__extras_free(up);
         idmap_free(&up->reqs_by_wire);
         free(up->protocol_version);
         free(up->error);

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 
-import { NODE, NPM_PEERS, TESTS, codemcpCommand, codemcpEnv, connectClient, ms, sharedHttpGateway, tempDir, writeConfig } from './lib.mjs';
+import { NODE, NPM_PEERS, TESTS, codemcpCommand, codemcpEnv, connectClient, ms, sharedHttpGateway, tempDir, waitFor, writeConfig } from './lib.mjs';
 
 const V2DIR = path.join(TESTS, 'v2', 'node_modules', '@modelcontextprotocol', 'client', 'dist');
 const { Client: V2Client, StreamableHTTPClientTransport } = await import(path.join(V2DIR, 'index.mjs'));
@@ -142,5 +142,78 @@ describe('images and other non-text content, in from tools and out to the client
     assert.ok(!r.isError);
     assert.equal(r.content.length, 1);
     assert.deepEqual(r.structuredContent.result, { type: 'image', data: 5 });
+  });
+});
+
+// ---- upstream resources and prompts through codemcp ---------------------------------------
+describe('upstream resources and prompts, listed and read through codemcp', () => {
+  let h;
+  const changed = [];
+  test('setup', { timeout: ms(60000) }, async () => {
+    const dir = tempDir('codemcp-res-', { shared: true });
+    h = await connectClient({ config: writeConfig(dir, { everything: { type: 'local', command: [NODE, EVERYTHING, 'stdio'] } }), shared: true, limit: ms(40000) });
+    const { ResourceListChangedNotificationSchema } = await import('@modelcontextprotocol/sdk/types.js');
+    h.client.setNotificationHandler(ResourceListChangedNotificationSchema, () => changed.push(Date.now()));
+  });
+
+  test('capabilities, namespaced lists, the cursor', { timeout: ms(30000) }, async () => {
+    const caps = h.client.getServerCapabilities();
+    assert.deepEqual([caps.resources?.listChanged, caps.prompts?.listChanged], [true, true], JSON.stringify(caps));
+    const all = await h.client.listResources();
+    assert.ok(all.resources.length >= 2, JSON.stringify(all));
+    for (const r of all.resources) {
+      assert.match(r.name, /^everything_/);
+      assert.equal(r._meta['codemcp/server'], 'everything');
+      assert.match(r.uri, /^demo:\/\//, 'the URI stays the server\'s own');
+    }
+    const rest = await h.client.listResources({ cursor: '1' });
+    assert.deepEqual(rest.resources.map((r) => r.uri), all.resources.slice(1).map((r) => r.uri));
+    await assert.rejects(h.client.listResources({ cursor: 'x' }), /cursor/);
+    const tpl = await h.client.listResourceTemplates();
+    assert.ok(tpl.resourceTemplates.some((t) => t.name.startsWith('everything_') && t.uriTemplate.includes('{')), JSON.stringify(tpl));
+    const prompts = await h.client.listPrompts();
+    assert.ok(prompts.prompts.some((p) => p.name === 'everything_simple-prompt'), JSON.stringify(prompts));
+  });
+
+  test('resources/read and prompts/get reach the server', { timeout: ms(30000) }, async () => {
+    const { resources } = await h.client.listResources();
+    const r = await h.client.readResource({ uri: resources[0].uri });
+    assert.equal(r.contents[0].uri, resources[0].uri);
+    assert.ok(r.contents[0].text.length > 10);
+    const dyn = await h.client.readResource({ uri: 'demo://resource/dynamic/text/7' }); // a template's
+    assert.match(dyn.contents[0].text, /7/);
+    const p = await h.client.getPrompt({ name: 'everything_args-prompt', arguments: { city: 'Paris' } });
+    assert.match(JSON.stringify(p.messages), /Paris/);
+    await assert.rejects(h.client.readResource({ uri: 'nowhere://x' }), /not found/);
+    await assert.rejects(h.client.getPrompt({ name: 'nosuch_prompt' }), /unknown prompt/);
+  });
+
+  test('a program reads a resource a tool made, returns it; the new resource is announced and listed', { timeout: ms(60000) }, async () => {
+    const before = changed.length;
+    const r = await h.client.callTool({ name: 'execute_python', arguments: { code: [
+      'import gzip',
+      'link = everything_gzip_file_as_resource(name="hi.gz", data="data:text/plain,hello%20there")',
+      'got = read_resource(link.uri)',
+      'result = {"kind": link.type, "plain": gzip.decompress(got[0].bytes()).decode(), "back": got[0]}',
+    ].join('\n') } }, undefined, { timeout: ms(60000) });
+    assert.ok(!r.isError, JSON.stringify(r).slice(0, 2000));
+    const v = r.structuredContent.result;
+    assert.equal(v.kind, 'resource_link');
+    assert.equal(v.plain, 'hello there');
+    assert.match(v.back, /content block 1>$/);
+    assert.equal(r.content[1].type, 'resource');
+    assert.equal(r.content[1].resource.mimeType, 'application/gzip');
+    assert.ok(await waitFor(() => changed.length > before, ms(10000)), 'notifications/resources/list_changed never came');
+    const { resources } = await h.client.listResources();
+    assert.ok(resources.some((x) => x.name === 'everything_hi.gz'), JSON.stringify(resources.map((x) => x.name)));
+  });
+
+  test('read_resource of a URI the server does not have is a ToolError with the server\'s word', { timeout: ms(30000) }, async () => {
+    // one server offers resources: an unknown URI goes to it, and it says what is wrong
+    const r = await h.client.callTool({ name: 'execute_python', arguments: { code:
+      'try:\n    read_resource("nowhere://x").result()\nexcept ToolError as e:\n    result = [e.kind, str(e)]' } }, undefined, { timeout: ms(30000) });
+    const [kind, msg] = r.structuredContent.result;
+    assert.equal(kind, 'upstream_error', JSON.stringify(r));
+    assert.match(msg, /nowhere:\/\/x/);
   });
 });
