@@ -125,7 +125,8 @@ static void answered(void *ud, json_t *result, const struct up_error *err)
         msg = rpc_result(p->id, json_incref(result));
     } else {
         json_t *code = json_object_get(err->rpc_error, "code");
-        msg = rpc_error(p->id, json_is_integer(code) ? (int)json_integer_value(code) : RPC_INTERNAL_ERROR,
+        msg = rpc_error(p->id,
+                        json_is_integer(code) ? (int)json_integer_value(code) : RPC_INTERNAL_ERROR,
                         err->message, NULL);
     }
     mcp_send_to(p->session, msg, p->id);
@@ -169,8 +170,7 @@ static json_t *read_resource(uint64_t session, json_t *id, json_t *params, int *
     return forward(up, session, id, "resources/read", json_pack("{s:s}", "uri", uri), code, why);
 }
 
-static json_t *get_prompt(uint64_t session, json_t *id, json_t *params, int *code,
-                          const char **why)
+static json_t *get_prompt(uint64_t session, json_t *id, json_t *params, int *code, const char **why)
 {
     const char *name = json_string_value(json_object_get(params, "name")), *rest = NULL;
     struct upstream *up = name ? by_prefix(name, &rest) : NULL;

@@ -349,8 +349,6 @@ static json_t *initialize_result(struct mcp_session *s)
     return res;
 }
 
-
-
 /* The server/discover answer (2026 era): like initialize's, the instructions as the catalog is
  * when it is sent. */
 static json_t *discover_result(struct mcp_session *s)

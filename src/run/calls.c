@@ -474,7 +474,8 @@ void calls_read_resource(uint64_t conn_id, int slot, json_t *id, json_t *params)
     struct calls_run run = {0};
     char msg[300];
     if (!run_id || !uri) {
-        reply(conn_id, rpc_error(id, RPC_INVALID_PARAMS, "read_resource needs run_id and uri", NULL));
+        reply(conn_id,
+              rpc_error(id, RPC_INVALID_PARAMS, "read_resource needs run_id and uri", NULL));
         return;
     }
     if (!hooks.run_lookup || hooks.run_lookup(run_id, slot, &run) < 0) {
@@ -483,8 +484,7 @@ void calls_read_resource(uint64_t conn_id, int slot, json_t *id, json_t *params)
     }
     struct upstream *up = up_resource_server(uri);
     if (!up) {
-        reply_error(conn_id, id, "not_found",
-                    "no connected server lists this resource URI", 0);
+        reply_error(conn_id, id, "not_found", "no connected server lists this resource URI", 0);
         return;
     }
     if (reads_in_flight >= CALLS_MAX_READS) {

@@ -18,7 +18,7 @@ json_t *run_answer_envelope(json_t *envelope, const char *handle)
     json_object_del(env, "calls");
     json_object_del(env, "recycle");
     json_object_del(env, "content"); /* the program's content blocks: in the result's content */
-    if (handle && handle[0]) /* the state handle (SEP-2567): pass it back to continue */
+    if (handle && handle[0])         /* the state handle (SEP-2567): pass it back to continue */
         json_object_set_new(env, "namespace", json_string(handle));
     return env;
 }
@@ -92,8 +92,7 @@ char *run_answer_text(json_t *request_id, const char *env, size_t len, const cha
     struct js_member m[RA_MAX_MEMBERS];
     int n = js_members(env, len, m, RA_MAX_MEMBERS);
     if (n < 0 || !js_is(js_get(m, n, "ok"), "true") || js_get(m, n, "recycle") ||
-        js_get(m, n, "content") ||
-        (handle[0] && js_get(m, n, "namespace")))
+        js_get(m, n, "content") || (handle[0] && js_get(m, n, "namespace")))
         return NULL;
     /* The answer's envelope: the members in their order, ok and calls left out (as
      * json_object_del leaves the others in theirs), the handle last (as json_object_set_new

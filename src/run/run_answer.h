@@ -26,9 +26,9 @@ json_t *run_answer_result(json_t *env, json_t *blocks, int is_error);
 
 /* The JSON-RPC reply to request_id (borrowed; NULL: id null) for a worker's envelope given as
  * env/len, bytes js_canon_value accepted (jf_dumps' form, NUL escapes allowed). Only for a
- * successful envelope (`ok` is true) with at most 32 members, no `recycle` or `content`, and no `namespace`
- * of its own when handle is set; anything else gives NULL (the tree path decides). Caller frees;
- * *out_len gets the length. */
+ * successful envelope (`ok` is true) with at most 32 members, no `recycle` or `content`, and no
+ * `namespace` of its own when handle is set; anything else gives NULL (the tree path decides).
+ * Caller frees; *out_len gets the length. */
 char *run_answer_text(json_t *request_id, const char *env, size_t len, const char *handle,
                       size_t *out_len);
 

@@ -90,8 +90,8 @@ static void on_page(struct upstream *up, void *ud, json_t *result, const struct 
 static void list_page(struct upstream *up, enum up_extra kind, const char *cursor)
 {
     json_t *params = cursor ? json_pack("{s:s}", "cursor", cursor) : NULL;
-    int64_t timeout = up->state == UP_CONNECTING ? up__handshake_budget(up)
-                                                 : up__default_call_timeout();
+    int64_t timeout =
+        up->state == UP_CONNECTING ? up__handshake_budget(up) : up__default_call_timeout();
     if (!up__send_request(up, kinds[kind].method, params, timeout, on_page, (void *)(intptr_t)kind))
         listing_ended(up, kind);
 }
@@ -170,8 +170,8 @@ static size_t origin_len(const char *uri)
  * begins it, 1 the same origin, 0 none. */
 static int match(enum up_extra kind, json_t *e, const char *uri)
 {
-    const char *u = json_string_value(json_object_get(e, kind == UP_TEMPLATES ? "uriTemplate"
-                                                                               : "uri"));
+    const char *u =
+        json_string_value(json_object_get(e, kind == UP_TEMPLATES ? "uriTemplate" : "uri"));
     if (!u)
         return 0;
     if (kind == UP_RESOURCES && strcmp(u, uri) == 0)

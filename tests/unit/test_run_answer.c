@@ -225,8 +225,8 @@ static void test_content_blocks(void)
     static const char *const types[] = {"text", "image", "resource", "resource_link",
                                         "text", "text",  "text",     "text"};
     for (size_t i = 0; i < 8; i++)
-        EXPECT(strcmp(json_string_value(json_object_get(json_array_get(c, i), "type")),
-                      types[i]) == 0);
+        EXPECT(strcmp(json_string_value(json_object_get(json_array_get(c, i), "type")), types[i]) ==
+               0);
     for (size_t i = 4; i < 8; i++)
         EXPECT(strstr(json_string_value(json_object_get(json_array_get(c, i), "text")),
                       "was not passed on") != NULL);
