@@ -196,6 +196,17 @@ static void dump_what_clients_get(void)
     free(instructions);
 }
 
+/* The dump's last word: each server that is not ready, and why. */
+static void dump_server_problems(void)
+{
+    for (size_t i = 0; i < up_count(); i++) {
+        struct upstream *up = up_at(i);
+        if (up->state != UP_READY)
+            printf("# server %s: %s%s%s\n", up->name, up_state_name(up->state),
+                   up->error ? ": " : "", up->error ? up->error : "");
+    }
+}
+
 static void on_settled_once(void)
 {
     static int done;
@@ -205,6 +216,7 @@ static void on_settled_once(void)
     lp_timer_stop(&settle_timer);
     if (mode == MODE_DUMP) {
         dump_what_clients_get();
+        dump_server_problems();
         fflush(stdout);
         begin_shutdown();
     } else if (mode == MODE_SMOKE) {

@@ -690,8 +690,13 @@ void up_start_all(struct cfg *cfg)
             up__set_error(up, "disabled in the config (\"enabled\": false)");
             continue;
         }
-        up__start(up);
+        up->state = UP_CONNECTING; /* counted as not settled before any of them starts */
     }
+    /* Started once all exist: a server that fails at once (its command is missing) must not
+     * find the ones after it still unborn and call the start settled. */
+    for (size_t i = 0; i < n_ups; i++)
+        if (ups[i]->state == UP_CONNECTING)
+            up__start(ups[i]);
     notify();
 }
 

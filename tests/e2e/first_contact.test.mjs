@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 
-import { NODE, NPM_PEERS, TESTS, codemcpCommand, codemcpEnv, connectClient, ms, sharedHttpGateway, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { NODE, NPM_PEERS, TESTS, codemcpCommand, codemcpEnv, connectClient, ms, runCodemcp, sharedHttpGateway, tempDir, waitFor, writeConfig } from './lib.mjs';
 
 const V2DIR = path.join(TESTS, 'v2', 'node_modules', '@modelcontextprotocol', 'client', 'dist');
 const { Client: V2Client, StreamableHTTPClientTransport } = await import(path.join(V2DIR, 'index.mjs'));
@@ -216,4 +216,21 @@ describe('upstream resources and prompts, listed and read through codemcp', () =
     assert.equal(kind, 'upstream_error', JSON.stringify(r));
     assert.match(msg, /nowhere:\/\/x/);
   });
+});
+
+// ---- diagnostics wait for every server, whatever the order ---------------------------------
+describe('--describe-budget and CODEMCP_DUMP with a broken server listed first', () => {
+  const config = () => writeConfig(tempDir('codemcp-dumporder-'), {
+    broken: { type: 'local', command: ['/nonexistent/codemcp-test-cmd'] },
+    everything: { type: 'local', command: [NODE, EVERYTHING, 'stdio'] },
+  });
+  for (const [what, opts] of [['--describe-budget', { args: ['--describe-budget'] }], ['CODEMCP_DUMP=1', { env: { CODEMCP_DUMP: '1' } }]]) {
+    test(`${what}: the working server's functions are there, the broken one is named with why`, { timeout: ms(60000) }, async () => {
+      const r = await runCodemcp({ ...opts, config: config() }, ms(45000));
+      assert.equal(r.code, 0, r.stderr.slice(-2000));
+      assert.match(r.stdout, /everything_echo\b/, r.stdout.slice(0, 3000));
+      if (opts.args) assert.match(r.stdout, /Servers \([1-9]\d* functions\): broken \(failed\), everything [1-9]\d*\b/, r.stdout.slice(0, 3000));
+      assert.match(r.stdout, /^# server broken: failed: .*\/nonexistent\/codemcp-test-cmd.*No such file/m, r.stdout.slice(-1500));
+    });
+  }
 });
