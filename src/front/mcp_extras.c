@@ -190,6 +190,15 @@ int mcp_extras_request(uint64_t session, json_t *id, const char *method, json_t 
                        json_t **result, int *code, const char **why)
 {
     *result = NULL;
+    int prompts = strncmp(method, "prompts/", 8) == 0;
+    if ((prompts || strncmp(method, "resources/", 10) == 0) &&
+        !mcp_extras_offered(prompts ? UP_PROMPTS : UP_RESOURCES)) {
+        /* not advertised: the spec's answer for a capability the server does not have */
+        *code = RPC_METHOD_NOT_FOUND;
+        *why = prompts ? "no connected server offers prompts (capability not advertised)"
+                       : "no connected server offers resources (capability not advertised)";
+        return 1;
+    }
     if (strcmp(method, "resources/list") == 0)
         *result = list_page(UP_RESOURCES, params, code, why);
     else if (strcmp(method, "resources/templates/list") == 0)
