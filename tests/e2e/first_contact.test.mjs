@@ -68,6 +68,37 @@ describe('over Streamable HTTP, server/discover waits too', () => {
       await client.close();
     }
   });
+
+  test('paths codemcp does not serve are 404 without a token, OAuth discovery included; /mcp stays 401', { timeout: ms(30000) }, async () => {
+    const base = new URL(g.url);
+    const at = (p) => new URL(p, base).href;
+    for (const [method, p] of [['GET', '/.well-known/oauth-authorization-server'], ['GET', '/.well-known/oauth-protected-resource'],
+      ['GET', '/.well-known/oauth-protected-resource/mcp'], ['GET', '/.well-known/openid-configuration'], ['POST', '/register'],
+      ['GET', '/authorize'], ['GET', '/no/such/path']]) {
+      const r = await fetch(at(p), { method, headers: { 'content-type': 'application/json' }, body: method === 'POST' ? '{}' : undefined });
+      assert.equal(r.status, 404, `${method} ${p}: ${r.status}`);
+      assert.match(await r.text(), /does not serve OAuth.*Authorization: Bearer <token>/, `${method} ${p}`);
+    }
+    const r = await fetch(g.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    assert.equal(r.status, 401);
+  });
+});
+
+describe('codemcp start and its token', () => {
+  test('the token is in the start-up snippet only when stderr is a terminal', { timeout: ms(30000) }, async () => {
+    const home = tempDir('codemcp-tty-');
+    const token = 'tty-token-0123456789abcdefghij';
+    const env = { ...codemcpEnv({ config: writeConfig(home, {}), home, env: { CODEMCP_HTTP_TOKEN: token } }) };
+    const { spawnSync } = await import('node:child_process');
+    // script(1) gives codemcp a terminal; timeout ends it once the snippet is out
+    const [cmd, args] = codemcpCommand(['start', '-p', '0']);
+    const line = [cmd, ...args].map((a) => `'${a}'`).join(' ');
+    const tty = spawnSync('script', ['-qec', `timeout -s TERM 4 ${line}`, '/dev/null'], { env, encoding: 'utf8', timeout: ms(20000) });
+    assert.match(tty.stdout, new RegExp(`Authorization: Bearer ${token}`), tty.stdout + tty.stderr);
+    const piped = spawnSync('timeout', ['-s', 'TERM', '4', cmd, ...args], { env, encoding: 'utf8', timeout: ms(20000) });
+    assert.match(piped.stderr, /Authorization: Bearer <token>/, piped.stderr);
+    assert.ok(!piped.stderr.includes(token), 'the token reached a stderr that is not a terminal');
+  });
 });
 
 // ---- non-text content both ways -----------------------------------------------------------
