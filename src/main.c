@@ -64,16 +64,18 @@ static void usage(FILE *f)
           "                                    required; --print-token shows it, --no-auth\n"
           "                                    turns it off on loopback only); HTTP+SSE\n"
           "                                    (2024-11-05) clients connect to /sse\n"
-          "       codemcp setup opencode [--dry-run] move opencode's MCP servers behind codemcp\n"
+          "       codemcp setup opencode|claude-desktop|cursor|vscode [--dry-run]\n"
+          "                                    move a harness's MCP servers behind codemcp\n"
           "       codemcp list|tools|instances      a running gateway's servers / tools / all "
           "gateways\n"
           "       codemcp enable|disable NAME [-d]  connect / disconnect a server now\n"
           "       codemcp enable-tool|disable-tool SERVER TOOL [-d]\n"
           "       codemcp tui [-i SEL]              full-screen control of a running gateway\n"
-          "       (admin commands take -i LAUNCHER|PID|CONFIG-SUBSTRING, --json; see --help)\n"
+          "       (admin commands take -i LAUNCHER|PID|CONFIG-SUBSTRING, --json)\n"
           "       codemcp auth NAME [--no-browser]   OAuth login for a remote server\n"
           "       codemcp auth [--list]              every remote server's auth state\n"
           "       codemcp logout NAME                revoke and delete its stored tokens\n"
+          "       codemcp COMMAND --help             a command's own options\n"
           "\n"
           "options:\n"
           "  -c, --config PATH   mcp.json to load (default: $CODEMCP_CONFIG, else\n"
@@ -97,6 +99,29 @@ static void usage(FILE *f)
           "requests at once (its \"maxConnections\" in mcp.json overrides it; 0: no cap).\n"
           "One run has at most CODEMCP_MAX_CALLS_PER_RUN (256) tool calls in flight; more\n"
           "wait in order (0: no bound).\n",
+          f);
+}
+
+static void usage_start(FILE *f)
+{
+    fputs("usage: codemcp start [-p PORT] [-H HOST] [-c CONFIG] [--no-auth] [--print-token]\n"
+          "\n"
+          "serve MCP over Streamable HTTP at /mcp (CODEMCP_HTTP_PATH), and the 2024-11-05\n"
+          "HTTP+SSE transport at /sse and /messages, to many clients at once.\n"
+          "\n"
+          "options:\n"
+          "  -p, --port PORT     port to listen on (default 3388; 0: any free port)\n"
+          "  -H, --host HOST     address to bind (default 127.0.0.1; set the allow-lists\n"
+          "                      CODEMCP_HTTP_ALLOWED_HOSTS/_ORIGINS for anything else)\n"
+          "  -c, --config PATH   mcp.json to load\n"
+          "      --no-auth       serve without a bearer token (loopback only)\n"
+          "      --print-token   print the bearer token clients must send, then exit\n"
+          "  -h, --help          this help\n"
+          "\n"
+          "Clients send \"Authorization: Bearer <token>\"; the token is generated on first\n"
+          "start in $XDG_CONFIG_HOME/codemcp/http-token (mode 0600) unless CODEMCP_HTTP_TOKEN\n"
+          "or CODEMCP_HTTP_TOKENS_FILE set it. The start-up snippets show it only on a\n"
+          "terminal.\n",
           f);
 }
 
@@ -352,9 +377,12 @@ int main(int argc, char **argv)
         }
         mode = MODE_HTTP;
         optind++; /* `start` takes its own options: -p PORT, -H HOST (and -c) */
-        while ((c = getopt_long(argc, argv, "+c:p:H:", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+c:p:H:h", opts, NULL)) != -1) {
             char *end;
             switch (c) {
+            case 'h':
+                usage_start(stdout);
+                return 0;
             case 'c':
                 config_path = optarg;
                 break;
@@ -376,7 +404,7 @@ int main(int argc, char **argv)
                 print_token = 1;
                 break;
             default:
-                usage(stderr);
+                usage_start(stderr);
                 return 2;
             }
         }

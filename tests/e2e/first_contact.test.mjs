@@ -7,10 +7,12 @@
 // Peers: the SDK v1 client (legacy initialize), the SDK v2 client (tests/v2) pinned to
 // 2026-07-28 over stdio and Streamable HTTP, server-everything from tests/node_modules.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 
-import { NODE, NPM_PEERS, TESTS, codemcpCommand, codemcpEnv, connectClient, ms, runCodemcp, sharedHttpGateway, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { CODEMCP_BIN, NODE, NPM_PEERS, TESTS, codemcpCommand, codemcpEnv, connectClient, ms, runCodemcp, sharedHttpGateway, tempDir, waitFor, writeConfig } from './lib.mjs';
 
 const V2DIR = path.join(TESTS, 'v2', 'node_modules', '@modelcontextprotocol', 'client', 'dist');
 const { Client: V2Client, StreamableHTTPClientTransport } = await import(path.join(V2DIR, 'index.mjs'));
@@ -89,7 +91,6 @@ describe('codemcp start and its token', () => {
     const home = tempDir('codemcp-tty-');
     const token = 'tty-token-0123456789abcdefghij';
     const env = { ...codemcpEnv({ config: writeConfig(home, {}), home, env: { CODEMCP_HTTP_TOKEN: token } }) };
-    const { spawnSync } = await import('node:child_process');
     // script(1) gives codemcp a terminal; timeout ends it once the snippet is out
     const [cmd, args] = codemcpCommand(['start', '-p', '0']);
     const line = [cmd, ...args].map((a) => `'${a}'`).join(' ');
@@ -264,4 +265,37 @@ describe('--describe-budget and CODEMCP_DUMP with a broken server listed first',
       assert.match(r.stdout, /^# server broken: failed: .*\/nonexistent\/codemcp-test-cmd.*No such file/m, r.stdout.slice(-1500));
     });
   }
+});
+
+// ---- every command's --help, as the README lists them ---------------------------------------
+describe('every command in the README has --help that exits 0 and starts with its README usage', () => {
+  const readme = fs.readFileSync(path.join(TESTS, '..', 'README.md'), 'utf8');
+  const section = readme.split('\n## Commands\n')[1].split('\n## ')[0];
+  const usages = [...section.matchAll(/^\| `(codemcp[^`]*)` \|/gm)].map((m) => m[1].replace(/\\\|/g, '|'));
+  test('the README lists the commands', () => {
+    assert.ok(usages.length >= 13, usages.join('\n'));
+  });
+  const top = spawnSync(CODEMCP_BIN, ['--help'], { encoding: 'utf8' });
+  for (const usage of usages) {
+    // "codemcp setup a|b|c [...]" names subcommands a, b, c; every word before an option or argument is a command
+    const words = usage.split(' ').slice(1);
+    const cmd = [];
+    for (const w of words) {
+      if (!/^[a-z][a-z|-]*$/.test(w)) break;
+      cmd.push(w);
+    }
+    const variants = cmd.length > 1 ? [[cmd[0]], ...cmd[1].split('|').map((s) => [cmd[0], s])] : [cmd];
+    for (const argv of variants) {
+      test(`codemcp ${[...argv, '--help'].join(' ')}`, () => {
+        const r = spawnSync(CODEMCP_BIN, [...argv, '--help'], { encoding: 'utf8', env: codemcpEnv({}), timeout: ms(10000) });
+        assert.equal(r.status, 0, `exit ${r.status}: ${r.stdout}${r.stderr}`);
+        assert.ok(r.stdout.split('\n')[0].startsWith(`usage: ${usage}`), `first line:\n${r.stdout.split('\n')[0]}\nREADME:\nusage: ${usage}`);
+        assert.ok(r.stdout.split('\n').length > 1 || argv.length === 0, 'one line of help');
+        if (argv.length) assert.match(top.stdout, new RegExp(`codemcp ${argv[0]}\\b|\\b${argv[0]}\\b`), `codemcp --help does not name ${argv[0]}`);
+      });
+    }
+  }
+  test('codemcp --help names every setup target', () => {
+    assert.match(top.stdout, /setup opencode\|claude-desktop\|cursor\|vscode/, top.stdout);
+  });
 });
