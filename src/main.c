@@ -221,7 +221,8 @@ static void dump_what_clients_get(void)
     free(instructions);
 }
 
-/* The dump's last word: each server that is not ready, and why. */
+/* The dump's last word: each server that is not ready, and why; what the config says that
+ * codemcp cannot act on. */
 static void dump_server_problems(void)
 {
     for (size_t i = 0; i < up_count(); i++) {
@@ -229,6 +230,10 @@ static void dump_server_problems(void)
         if (up->state != UP_READY)
             printf("# server %s: %s%s%s\n", up->name, up_state_name(up->state),
                    up->error ? ": " : "", up->error ? up->error : "");
+        size_t j;
+        json_t *w;
+        json_array_foreach(up->cfg ? up->cfg->warnings : NULL, j, w)
+            printf("# warning: %s\n", json_string_value(w));
     }
 }
 

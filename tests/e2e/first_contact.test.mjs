@@ -299,3 +299,102 @@ describe('every command in the README has --help that exits 0 and starts with it
     assert.match(top.stdout, /setup opencode\|claude-desktop\|cursor\|vscode/, top.stdout);
   });
 });
+
+// ---- config mistakes are said once, with their line -----------------------------------------
+describe('config mistakes: unknown keys and tool names, an mcpServers entry inside "mcp"', () => {
+  const MEMORY = path.join(NPM_PEERS, 'server-memory', 'dist', 'index.js');
+  function badConfig(dir) {
+    const p = path.join(dir, 'mcp.json');
+    // one key per line, so the lines asserted below are the file's
+    fs.writeFileSync(p, [
+      '{',
+      '  "mcp": {',
+      '    "memory": {',
+      '      "type": "local",',
+      `      "command": [${JSON.stringify(NODE)}, ${JSON.stringify(MEMORY)}],`,
+      `      "environment": { "MEMORY_FILE_PATH": ${JSON.stringify(path.join(dir, 'mem.json'))} },`,
+      '      "colour": "blue",',
+      '      "tools": {',
+      '        "delete_entity": { "enabled": false },',
+      '        "delete_entities": { "enabled": false },',
+      '        "read_graph": { "enabld": false }',
+      '      }',
+      '    },',
+      '    "pasted": {',
+      `      "command": ${JSON.stringify(NODE)},`,
+      `      "args": [${JSON.stringify(EVERYTHING)}, "stdio"]`,
+      '    }',
+      '  }',
+      '}',
+    ].join('\n'));
+    return p;
+  }
+  const expected = (file) => [
+    `${file} line 7: mcp.memory.colour is not a setting codemcp knows`,
+    `${file} line 11: mcp.memory.tools.read_graph.enabld is not a tool setting (enabled, mutation, policy); ignored`,
+    `${file} line 9: tools.delete_entity: server memory has no tool of that name (did you mean delete_entities?)`,
+    `${file} line 16: mcp.pasted is written in the mcpServers format`,
+  ];
+
+  test('--describe-budget: each warning once with its line; the pasted entry runs; counts leave out disabled tools', { timeout: ms(60000) }, async () => {
+    const dir = tempDir('codemcp-badcfg-');
+    const file = badConfig(dir);
+    const r = await runCodemcp({ args: ['--describe-budget'], config: file }, ms(45000));
+    assert.equal(r.code, 0, r.stderr.slice(-2000));
+    for (const w of expected(file)) {
+      assert.equal(r.stdout.split('\n').filter((l) => l.startsWith(`# warning: ${w}`)).length, 1, `"${w}" not once in:\n${r.stdout.slice(-2500)}`);
+      assert.equal(r.stderr.split('\n').filter((l) => l.includes(w)).length, 1, `"${w}" not logged once:\n${r.stderr.slice(-2500)}`);
+    }
+    // memory lists 9 tools, one of them off; the pasted server is read as mcpServers and connects
+    assert.match(r.stdout, /Servers \(\d+ functions\): memory 8, pasted [1-9]\d*\./, r.stdout.slice(0, 1500));
+  });
+
+  test('codemcp list shows the warnings of a running gateway', { timeout: ms(60000) }, async () => {
+    const dir = tempDir('codemcp-badcfg-');
+    const file = badConfig(dir);
+    const rt = tempDir('codemcp-rt-');
+    const h = await connectClient({ config: file, env: { XDG_RUNTIME_DIR: rt }, limit: ms(40000) });
+    try {
+      await h.client.listTools(); // the servers have listed their tools
+      const { cli } = await import('./admin_lib.mjs');
+      const r = await cli(['list'], { ...process.env, XDG_RUNTIME_DIR: rt });
+      assert.equal(r.code, 0, r.stderr);
+      for (const w of expected(file)) assert.equal(r.stdout.split('\n').filter((l) => l.startsWith(`warning: ${w}`)).length, 1, `"${w}" in:\n${r.stdout}`);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('mcp.json.example against the real servers it names: no warning, the disabled tool left out', { timeout: ms(60000) }, async () => {
+    const dir = tempDir('codemcp-example-');
+    const example = JSON.parse(fs.readFileSync(path.join(TESTS, '..', 'mcp.json.example'), 'utf8'));
+    const mcp = example.mcp;
+    // the same entries, started from this machine's installs instead of npx and a global path
+    mcp.everything.command = [NODE, EVERYTHING, 'stdio'];
+    mcp.memory.command = [NODE, path.join(NPM_PEERS, 'server-memory', 'dist', 'index.js')];
+    mcp.memory.environment = { MEMORY_FILE_PATH: path.join(dir, 'memory.jsonl') };
+    mcp.filesystem.command = [NODE, path.join(NPM_PEERS, 'server-filesystem', 'dist', 'index.js'), dir];
+    mcp.filesystem.cwd = dir;
+    mcp.filesystem.enabled = true;
+    mcp.github.enabled = false; // remote: no network here
+    const file = path.join(dir, 'mcp.json');
+    fs.writeFileSync(file, JSON.stringify(example, null, 2));
+    const r = await runCodemcp({ args: ['--describe-budget'], config: file }, ms(45000));
+    assert.equal(r.code, 0, r.stderr.slice(-2000));
+    assert.doesNotMatch(r.stdout, /# warning/, r.stdout.slice(-2500));
+    assert.doesNotMatch(r.stderr, /warn \[config\]/, r.stderr.slice(-2500));
+    // the same servers without their tools settings: one more function each
+    const bare = JSON.parse(JSON.stringify(example));
+    delete bare.mcp.everything.tools;
+    delete bare.mcp.memory.tools;
+    const bareFile = path.join(dir, 'bare.json');
+    fs.writeFileSync(bareFile, JSON.stringify(bare, null, 2));
+    const b = await runCodemcp({ args: ['--describe-budget'], config: bareFile }, ms(45000));
+    const count = (text, s) => Number(text.match(new RegExp(`Servers \\(\\d+ functions\\):.*\\b${s} (\\d+)`))?.[1]);
+    for (const s of ['everything', 'memory']) {
+      assert.ok(count(b.stdout, s) > 1, b.stdout.slice(0, 1500));
+      assert.equal(count(r.stdout, s), count(b.stdout, s) - 1, `${s}: the example's disabled tool is still counted\n${r.stdout.slice(0, 800)}`);
+    }
+    assert.match(r.stdout, /filesystem [1-9]\d*\b/);
+  });
+});

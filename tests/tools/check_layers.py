@@ -50,7 +50,7 @@ MODULE_OF = {
     "admin_ops": "admin", "admin_cli": "admin", "upstream_admin": "upstream",
     "setup_clients": "setup",
     "oauth_disc": "oauth", "oauth_flow": "oauth", "oauth_store": "oauth",
-    "config_wrap": "config", "config_int": "config", "loop_child": "loop", "loop_int": "loop",
+    "config_wrap": "config", "config_check": "config", "config_int": "config", "loop_child": "loop", "loop_int": "loop",
     "http_int": "serve_http", "http_stream": "serve_http", "http_modern": "serve_http", "serve_sse_legacy": "serve_http", "http_auth": "serve_http", "http_addr": "serve_http",
     "redact_rules": "redact",
     "workers_int": "workers", "worker_spawn": "workers", "worker_sessions": "workers",
