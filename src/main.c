@@ -125,6 +125,28 @@ static void usage_start(FILE *f)
           f);
 }
 
+/* One line for a person who started codemcp in a terminal: what it serves, from which config,
+ * and where its log goes (a harness's stderr is not a terminal: it gets nothing). */
+static void print_banner(void)
+{
+    static const char *const levels[] = {"error", "warn", "info", "debug", "trace"};
+    struct buf b = {0};
+    for (size_t i = 0; i < config.n_servers && i < 6; i++)
+        buf_printf(&b, "%s%s", i ? ", " : ": ", config.servers[i].name);
+    if (config.n_servers > 6)
+        buf_printf(&b, ", +%zu more", config.n_servers - 6);
+    fprintf(stderr,
+            "codemcp %s: serving MCP over %s; config %s (%zu server%s%s); log on stderr at "
+            "level %s (CODEMCP_LOG)\n",
+            CODEMCP_VERSION, mode == MODE_HTTP ? "Streamable HTTP" : "stdio",
+            config.path                          ? config.path
+            : strcmp(config.format, "wrap") == 0 ? "--wrap"
+                                                 : "none",
+            config.n_servers, config.n_servers == 1 ? "" : "s", b.data ? b.data : "",
+            levels[log_get_level()]);
+    buf_free(&b);
+}
+
 /* ---- shutdown ---------------------------------------------------------------------------- */
 
 static void stop_when_flushed(void *ud)
@@ -456,6 +478,8 @@ int main(int argc, char **argv)
     }
     log_info("main", "config: %s (%zu servers)", config.path ? config.path : "(none)",
              config.n_servers);
+    if ((mode == MODE_STDIO || mode == MODE_HTTP) && isatty(STDERR_FILENO))
+        print_banner();
 
     policy_init(&config);
     lp_raise_nofile();

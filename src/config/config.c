@@ -640,7 +640,10 @@ int cfg_load(const char *explicit_path, struct cfg *out, char **err)
     }
     if (stat(path, &st) < 0) {
         if (errno == ENOENT) {
-            log_info(MOD, "no config file at %s: starting with no servers", path);
+            log_warn(MOD,
+                     "no config file at %s: serving no MCP servers (copy mcp.json.example "
+                     "there, run `codemcp setup opencode`, or pass -c PATH or --wrap)",
+                     path);
             goto none;
         }
         cfg__set_err(err, "%s: cannot read: %s", path, strerror(errno));

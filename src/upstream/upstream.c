@@ -315,6 +315,16 @@ void up__set_state(struct upstream *up, enum up_state s)
 
 static void list_page(struct upstream *up, const char *cursor);
 
+/* A server given up while starting: a warning, but not when codemcp itself is stopping (its
+ * requests were failed by the shutdown, which says nothing about the server). */
+static void skipping(struct upstream *up)
+{
+    if (shutting_down)
+        log_debug("upstream", "%s: not started (codemcp is stopping)", up->name);
+    else
+        log_warn("upstream", "%s: %s; skipping this server", up->name, up->error);
+}
+
 static void relist_now(void *ud)
 {
     struct upstream *up = ud;
@@ -339,7 +349,7 @@ static void on_list_page(struct upstream *up, void *ud, json_t *result, const st
         up->list_acc = NULL;
         if (up->state == UP_CONNECTING) {
             up__set_error(up, "tools/list failed: %s", err->message);
-            log_warn("upstream", "%s: %s; skipping this server", up->name, up->error);
+            skipping(up);
             up->ops->shutdown(up);
             set_state(up, UP_FAILED);
         } else {
@@ -436,7 +446,7 @@ void up__handshake_failed(struct upstream *up, const char *fmt, ...)
     if (up->state == UP_DISABLED)
         return; /* turned off at run time while handshaking: its requests were failed */
     up__set_error(up, "%s", msg);
-    log_warn("upstream", "%s: %s; skipping this server", up->name, up->error);
+    skipping(up);
     up->ops->shutdown(up);
     set_state(up, UP_FAILED);
 }

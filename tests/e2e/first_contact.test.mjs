@@ -398,3 +398,45 @@ describe('config mistakes: unknown keys and tool names, an mcpServers entry insi
     assert.match(r.stdout, /filesystem [1-9]\d*\b/);
   });
 });
+
+// ---- what a person in a terminal sees: a banner, a note without config, a quiet stop --------
+describe('a banner on a terminal, a note without a config file, a quiet stop', () => {
+  test('a one-line banner on a terminal naming the config, the servers and where the log goes; none on a pipe', { timeout: ms(30000) }, async () => {
+    const dir = tempDir('codemcp-banner-');
+    const config = writeConfig(dir, { late: lateEverything(1) });
+    const env = codemcpEnv({ config, home: dir, env: { CODEMCP_LOG: 'warn' } });
+    const [cmd, args] = codemcpCommand(['-c', config]);
+    const line = [cmd, ...args].map((a) => `'${a}'`).join(' ');
+    // stdin: a pipe that closes after a moment (codemcp then stops); stderr: the terminal
+    const tty = spawnSync('script', ['-qec', `sleep 0.5 | ${line}`, '/dev/null'], { env, encoding: 'utf8', timeout: ms(20000) });
+    const banner = tty.stdout.split(/\r?\n/).filter((l) => l.startsWith('codemcp '));
+    assert.equal(banner.length, 1, tty.stdout);
+    assert.match(banner[0], new RegExp(`^codemcp \\S+: serving MCP over stdio; config ${config.replace(/[.]/g, '\\.')} \\(1 server: late\\); log on stderr at level warn \\(CODEMCP_LOG\\)$`));
+    const piped = spawnSync('sh', ['-c', `sleep 0.5 | ${line}`], { env, encoding: 'utf8', timeout: ms(20000) });
+    assert.equal(piped.status, 0);
+    assert.doesNotMatch(piped.stderr, /serving MCP over stdio/, 'a banner on a pipe (a harness\'s log)');
+  });
+
+  test('no config file: a warning says where it was looked for and what to do', { timeout: ms(30000) }, async () => {
+    const home = tempDir('codemcp-nocfg-');
+    const env = { ...codemcpEnv({ home }) };
+    const [cmd, args] = codemcpCommand([]);
+    const r = spawnSync('sh', ['-c', `sleep 0.3 | '${cmd}' ${args.map((a) => `'${a}'`).join(' ')}`], { env, encoding: 'utf8', timeout: ms(20000) });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, new RegExp(`warn \\[config\\] no config file at ${home.replace(/[.]/g, '\\.')}/codemcp/mcp\\.json: serving no MCP servers \\(copy mcp\\.json\\.example there`), r.stderr);
+  });
+
+  test('stopping while servers still connect says nothing alarming', { timeout: ms(30000) }, async () => {
+    const dir = tempDir('codemcp-quiet-');
+    const config = writeConfig(dir, { late: lateEverything(3), also: lateEverything(3) });
+    for (const how of ['stdin closed', 'SIGINT']) {
+      const p = new (await import('./lib.mjs')).Proc({ config, env: { CODEMCP_LOG: 'warn' } });
+      await new Promise((r) => setTimeout(r, 1000)); // running (signals handled), servers still starting
+      if (how === 'SIGINT') p.child.kill('SIGINT');
+      else p.child.stdin.end();
+      const ex = await p.waitExit(ms(10000));
+      assert.equal(ex.code, 0, `${how}: ${JSON.stringify(ex)} ${p.stderr}`);
+      assert.doesNotMatch(p.stderr, /warn|error/, `${how}: a clean stop logged:\n${p.stderr}`);
+    }
+  });
+});
