@@ -85,9 +85,9 @@ void cfg__check_keys(struct ent *e, json_t *v, const struct cfg_text *t)
         if (!known)
             cfg__warn(e->s, t->path, cfg__line(t, e->rk, e->s->name, k, NULL),
                       "%s.%s.%s is not a setting codemcp knows (%s); ignored", e->rk, e->s->name, k,
-                      "type, command, args, env, environment, cwd, url, headers, enabled, "
-                      "disabled, timeout, oauth, inheritEnv, maxConnections, tools");
+                      names.data);
     }
+    buf_free(&names);
     json_t *tools = json_object_get(v, "tools");
     const char *tn;
     json_t *tv;
