@@ -69,8 +69,9 @@ struct mcp_session {
     int64_t wait_deadline; /* when they are answered anyway: first + CODEMCP_LIST_WAIT_MS */
     struct lp_timer wait_timer;
     int wait_armed;
-    json_t *modern_ids; /* 2026 requests not answered yet: id (as JSON text) -> method */
-    json_t *listen_ids; /* 2026 subscriptions/listen requests open for tools changes */
+    json_t *modern_ids;    /* 2026 requests not answered yet: id (as JSON text) -> method */
+    json_t *listen_ids;    /* 2026 subscriptions/listen requests open for tools changes */
+    json_t *listen_extras; /* and for resources/prompts changes: [[id, resources, prompts]] */
     struct mcp_session *next, **pprev;
 };
 
@@ -247,52 +248,10 @@ void mcp_session_close(struct mcp_session *s)
     free(s->client);
     json_decref(s->modern_ids);
     json_decref(s->listen_ids);
+    json_decref(s->listen_extras);
     free(s->protocol_version);
     free(s->label);
     free(s);
-}
-
-json_t *mcp_execute_python_tool(void)
-{
-    return mcp_execute_python_tool_for(NULL);
-}
-
-/* The last tool built, and the description object it holds (so an equal pointer is the same,
- * unchanged description): tools/list reuses it instead of packing the schema again. */
-static json_t *last_tool, *last_tool_desc;
-
-json_t *mcp_execute_python_tool_for(const char *client)
-{
-    json_t *desc = cat_describe_json_for(client);
-    if (last_tool && desc == last_tool_desc) {
-        json_decref(desc);
-        return json_incref(last_tool);
-    }
-    json_t *tool = json_pack(
-        "{s:s, s:s, s:o, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:s}, s:{s:s, s:s}, "
-        "s:{s:s, s:{s:s}, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}, s:[s], s:b}, s:{s:b, s:b, s:b}}",
-        "name", "execute_python", "title", "Run Python against the connected MCP tools",
-        "description", desc, "inputSchema", "type", "object", "properties", "code", "type",
-        "string", "description",
-        "Python source. Assign `result` or end with an expression to return a value.", "timeout_ms",
-        "type", "integer", "minimum", 1, "description",
-        "Run time limit in milliseconds (default from CODEMCP_EXEC_TIMEOUT_MS).", "dry_run", "type",
-        "boolean", "description",
-        "Preview: write tools are not sent upstream and return a stub; reads run normally.",
-        "allow_mutations", "type", "array", "items", "type", "string", "description",
-        "SDK function names of write tools this run may call (needed when the gateway "
-        "enforces mutations).",
-        "reset", "type", "boolean", "description",
-        "Start from a fresh namespace (variables normally persist between runs).", "namespace",
-        "type", "string", "description",
-        "The `namespace` handle an earlier result returned: continue with its variables. "
-        "Without it: this session's namespace, or a new one.",
-        "required", "code", "additionalProperties", 0, "annotations", "readOnlyHint", 0,
-        "destructiveHint", 1, "openWorldHint", 1);
-    json_decref(last_tool);
-    last_tool = json_incref(tool);
-    last_tool_desc = desc;
-    return tool;
 }
 
 /* ---- methods ------------------------------------------------------------------------------ */
@@ -493,20 +452,60 @@ static json_t *handle_tools_call(struct mcp_session *s, json_t *id, json_t *para
 }
 
 /* subscriptions/listen (2026 era): acknowledged now, answered never (until cancelled); the
- * tools list changes reach it tagged with its id. Only toolsListChanged is honoured. */
+ * list changes it asked for reach it tagged with its id: tools, and resources and prompts when
+ * a server offers them (mcp_extras.c). Resource subscriptions are not offered. */
 static void handle_listen(struct mcp_session *s, json_t *id, json_t *params)
 {
-    json_t *want = json_object_get(json_object_get(params, "notifications"), "toolsListChanged");
-    int tools = json_is_true(want);
+    json_t *want = json_object_get(params, "notifications");
+    int tools = json_is_true(json_object_get(want, "toolsListChanged"));
+    int res = json_is_true(json_object_get(want, "resourcesListChanged")) &&
+              mcp_extras_offered(UP_RESOURCES);
+    int prompts =
+        json_is_true(json_object_get(want, "promptsListChanged")) && mcp_extras_offered(UP_PROMPTS);
     if (tools) {
         if (!s->listen_ids)
             s->listen_ids = json_array();
         json_array_append(s->listen_ids, id);
     }
+    if (res || prompts) {
+        if (!s->listen_extras)
+            s->listen_extras = json_array();
+        json_array_append_new(s->listen_extras, json_pack("[O,b,b]", id, res, prompts));
+    }
+    json_t *granted = json_pack("{s:b}", "toolsListChanged", tools);
+    if (res)
+        json_object_set_new(granted, "resourcesListChanged", json_true());
+    if (prompts)
+        json_object_set_new(granted, "promptsListChanged", json_true());
     json_t *ack = rpc_request(NULL, "notifications/subscriptions/acknowledged",
-                              json_pack("{s:{s:b}, s:{s:O}}", "notifications", "toolsListChanged",
-                                        tools, "_meta", MCP_META_SUBSCRIPTION_ID, id));
+                              json_pack("{s:o, s:{s:O}}", "notifications", granted, "_meta",
+                                        MCP_META_SUBSCRIPTION_ID, id));
     session_send(s, ack, id);
+}
+
+/* A cancelled subscriptions/listen: forgotten (nothing more is sent for it). 1 when rid was one. */
+static int listen_closed(struct mcp_session *s, json_t *rid)
+{
+    int found = 0;
+    size_t i;
+    json_t *lid;
+    json_array_foreach(s->listen_ids, i, lid)
+    {
+        if (json_equal(lid, rid)) {
+            json_array_remove(s->listen_ids, i);
+            found = 1;
+            break;
+        }
+    }
+    json_array_foreach(s->listen_extras, i, lid)
+    {
+        if (json_equal(json_array_get(lid, 0), rid)) {
+            json_array_remove(s->listen_extras, i);
+            found = 1;
+            break;
+        }
+    }
+    return found;
 }
 
 json_t *mcp_modern_check(json_t *id, const char *method, json_t *params)
@@ -622,15 +621,8 @@ static void handle_notification(struct mcp_session *s, json_t *msg)
     } else if (strcmp(method, "notifications/cancelled") == 0) {
         json_t *rid = json_object_get(params, "requestId");
         json_t *reason = json_object_get(params, "reason");
-        size_t i;
-        json_t *lid;
-        json_array_foreach(s->listen_ids, i, lid)
-        {
-            if (json_equal(lid, rid)) { /* a closed subscription: nothing more is sent for it */
-                json_array_remove(s->listen_ids, i);
-                return;
-            }
-        }
+        if (listen_closed(s, rid))
+            return;
         if (rid)
             run_cancel_request(s->id, rid,
                                json_is_string(reason) ? json_string_value(reason)
@@ -759,9 +751,23 @@ void mcp_on_extras_changed(enum up_extra kind)
 {
     const char *method = kind == UP_PROMPTS ? "notifications/prompts/list_changed"
                                             : "notifications/resources/list_changed";
-    for (struct mcp_session *s = sessions; s; s = s->next)
+    for (struct mcp_session *s = sessions; s; s = s->next) {
+        size_t i;
+        json_t *l;
+        json_array_foreach(s->listen_extras, i, l)
+        {
+            if (!json_is_true(json_array_get(l, kind == UP_PROMPTS ? 2 : 1)))
+                continue;
+            json_t *lid = json_array_get(l, 0);
+            session_send(
+                s,
+                rpc_request(NULL, method,
+                            json_pack("{s:{s:O}}", "_meta", MCP_META_SUBSCRIPTION_ID, lid)),
+                lid);
+        }
         if (s->initialized)
             session_send(s, rpc_request(NULL, method, NULL), NULL);
+    }
 }
 
 void mcp_free_all(void)
@@ -769,6 +775,5 @@ void mcp_free_all(void)
     while (sessions)
         mcp_session_close(sessions);
     idmap_free(&sessions_by_id);
-    json_decref(last_tool);
-    last_tool = last_tool_desc = NULL;
+    mcp_tool_free();
 }

@@ -74,5 +74,7 @@ json_t *mcp_execute_python_tool(void);
 /* The same, with the description budgeted for `client` (clientInfo.name, may be NULL). */
 json_t *mcp_execute_python_tool_for(const char *client);
 void mcp_free_all(void);
+/* mcp_tool.c: drops the kept tool (at exit, from mcp_free_all). */
+void mcp_tool_free(void);
 
 #endif

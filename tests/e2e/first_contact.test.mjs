@@ -240,6 +240,25 @@ describe('upstream resources and prompts, listed and read through codemcp', () =
     assert.ok(resources.some((x) => x.name === 'everything_hi.gz'), JSON.stringify(resources.map((x) => x.name)));
   });
 
+  test('a 2026 client\'s subscriptions/listen gets resources list changes tagged with its id', { timeout: ms(60000) }, async () => {
+    const dir = tempDir('codemcp-listen-');
+    const { RawClient, meta2026 } = await import('./lib.mjs');
+    const c = new RawClient({ config: writeConfig(dir, { everything: { type: 'local', command: [NODE, EVERYTHING, 'stdio'] } }) });
+    const meta = meta2026('listen-e2e');
+    await c.request('server/discover', { _meta: meta }, { limit: ms(30000) }); // answered once everything is ready
+    c.send({ jsonrpc: '2.0', id: 'sub-1', method: 'subscriptions/listen', params: { _meta: meta, notifications: { resourcesListChanged: true, promptsListChanged: true } } });
+    const ack = await c.next((m) => m.method === 'notifications/subscriptions/acknowledged');
+    assert.deepEqual(ack.params.notifications, { toolsListChanged: false, resourcesListChanged: true, promptsListChanged: true }, JSON.stringify(ack));
+    const r = await c.request('tools/call', { _meta: meta, name: 'execute_python', arguments: {
+      code: 'everything_gzip_file_as_resource(name="sub.gz", data="data:text/plain,x").result()' } }, { limit: ms(60000) });
+    assert.ok(!r.result?.isError, JSON.stringify(r));
+    const n = await c.next((m) => m.method === 'notifications/resources/list_changed', ms(10000));
+    assert.equal(n.params._meta['io.modelcontextprotocol/subscriptionId'], 'sub-1', JSON.stringify(n));
+    const list = await c.request('resources/list', { _meta: meta });
+    assert.ok(list.result.resources.some((x) => x.name === 'everything_sub.gz'), JSON.stringify(list).slice(0, 1500));
+    await c.kill();
+  });
+
   test('read_resource of a URI the server does not have is a ToolError with the server\'s word', { timeout: ms(30000) }, async () => {
     // one server offers resources: an unknown URI goes to it, and it says what is wrong
     const r = await h.client.callTool({ name: 'execute_python', arguments: { code:

@@ -46,7 +46,7 @@ MODULE_OF = {
     "upstream_http": "upstream", "upstream_stdio": "upstream", "upstream_replay": "upstream",
     "upstream_http_int": "upstream", "upstream_http_hdrs": "upstream", "upstream_http_queue": "upstream",
     "upstream_int": "upstream", "upstream_handshake": "upstream", "upstream_call": "upstream",
-    "upstream_extras": "upstream", "mcp_extras": "mcp_server",
+    "upstream_extras": "upstream", "mcp_extras": "mcp_server", "mcp_tool": "mcp_server",
     "admin_ops": "admin", "admin_cli": "admin", "upstream_admin": "upstream",
     "setup_clients": "setup",
     "oauth_disc": "oauth", "oauth_flow": "oauth", "oauth_store": "oauth",
