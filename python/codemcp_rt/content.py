@@ -19,27 +19,27 @@ block; its repr is short, so ``print(img)`` never floods the output with base64.
 from __future__ import annotations
 
 import base64
+import weakref
 from typing import Any
 
 KINDS = ("image", "audio", "resource_link", "resource")
 _MAX_WALK = 10_000  # containers visited when looking for Content in a run's value
 
-made = 0
-"""How many Content objects this process ever made: 0 means no run's value can hold one, so
-runs skip the walk (the hot path)."""
+_live: "weakref.WeakValueDictionary[int, Content]" = weakref.WeakValueDictionary()
+"""The Content objects alive in this process: none (the usual case) means no run's value can
+hold one, so runs skip the walk (the hot path)."""
 
 
 class Content(dict):
     """One MCP content block (not text). Attributes read the block; it is a dict as well."""
 
-    __slots__ = ()
+    __slots__ = ("__weakref__",)
 
     def __init__(self, block: Any = (), **kw: Any) -> None:
-        global made
         super().__init__(block, **kw)
         if self.get("type") not in KINDS:
             raise ValueError("content type must be one of %s, not %r" % (", ".join(KINDS), self.get("type")))
-        made += 1
+        _live[id(self)] = self  # a dict is not hashable: kept by id, weakly
 
     @property
     def type(self) -> str:
@@ -154,11 +154,31 @@ def from_block(block: Any) -> Any:
     return block
 
 
+def _holds(value: Any) -> bool:
+    """A Content anywhere in value's lists, tuples and dicts (a bounded look, no copies)."""
+    if type(value) is Content:
+        return True
+    stack, seen = [value], 0
+    while stack and seen <= _MAX_WALK:
+        v = stack.pop()
+        seen += 1
+        for x in v.values() if type(v) is dict else v if type(v) in _SEQS else ():
+            t = type(x)
+            if t is Content:
+                return True
+            if t is dict or t in _SEQS:
+                stack.append(x)
+    return False
+
+
+_SEQS = (list, tuple)
+
+
 def extract(value: Any, budget: int) -> tuple[Any, list[dict[str, Any]]]:
     """``value`` with each Content replaced by a placeholder, and the blocks in order. Blocks
     whose payloads together pass ``budget`` bytes (<= 0: no limit) are dropped, their
     placeholder says so. Only lists, tuples and dicts are searched (a bounded number)."""
-    if not made:
+    if not _live or not _holds(value):
         return value, []
     blocks: list[dict[str, Any]] = []
     seen = [0, 0]  # containers visited, payload bytes taken
@@ -172,19 +192,33 @@ def extract(value: Any, budget: int) -> tuple[Any, list[dict[str, Any]]]:
         return "<%s: content block %d>" % (c.describe(), len(blocks))
 
     def walk(v: Any, depth: int) -> Any:
-        if isinstance(v, Content):
+        # Copies only the containers on the way to a Content; scalars are not looked at twice.
+        t = type(v)
+        if t is Content:
             return place(v)
-        if depth > 50 or seen[0] > _MAX_WALK:
+        if depth > 50 or seen[0] > _MAX_WALK or not (t is dict or t in _SEQS):
             return v
-        if type(v) in (list, tuple):
-            seen[0] += 1
-            items = [walk(x, depth + 1) for x in v]
-            return items if any(a is not b for a, b in zip(items, v)) else v
-        if type(v) is dict:
-            seen[0] += 1
-            out = {k: walk(x, depth + 1) for k, x in v.items()}
-            return out if any(out[k] is not v[k] for k in v) else v
-        return v
+        seen[0] += 1
+        out = None
+        if t is dict:
+            for k, x in v.items():
+                tx = type(x)
+                if tx is Content or tx is dict or tx in _SEQS:
+                    w = walk(x, depth + 1)
+                    if w is not x:
+                        if out is None:
+                            out = dict(v)
+                        out[k] = w
+            return v if out is None else out
+        for i, x in enumerate(v):
+            tx = type(x)
+            if tx is Content or tx is dict or tx in _SEQS:
+                w = walk(x, depth + 1)
+                if w is not x:
+                    if out is None:
+                        out = list(v)
+                    out[i] = w
+        return v if out is None else out
 
     return walk(value, 0), blocks
 
