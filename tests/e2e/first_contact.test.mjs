@@ -3,9 +3,18 @@
 //     for upstreams still connecting, bounded by CODEMCP_LIST_WAIT_MS, so its instructions
 //     name each server's functions (a count), never "(connecting)". The upstream here starts
 //     two seconds late (a shell sleeps before exec'ing server-everything), so an answer that
-//     does not wait, or waits only one second, names it as connecting.
-// Peers: the SDK v1 client (legacy initialize), the SDK v2 client (tests/v2) pinned to
-// 2026-07-28 over stdio and Streamable HTTP, server-everything from tests/node_modules.
+//     does not wait, or waits only one second, names it as connecting;
+//   * the HTTP front: 404 for paths it does not serve (OAuth discovery included) before any
+//     token check; the token in the start-up snippet only on a terminal;
+//   * non-text content both ways (server-everything's tiny image in, [text, image] out, the
+//     result cap), upstream resources and prompts listed, read and announced, read_resource();
+//   * --describe-budget and CODEMCP_DUMP with a broken server listed first;
+//   * every command of the README's Commands table answers --help;
+//   * config mistakes said once with their line, mcp.json.example against the servers it names;
+//   * a banner on a terminal, a note without a config file, a quiet stop.
+// Peers: the SDK v1 client, the SDK v2 client (tests/v2) pinned to 2026-07-28 over stdio and
+// Streamable HTTP, server-everything, server-memory and server-filesystem from tests/node_modules,
+// script(1) for a terminal.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
