@@ -200,24 +200,14 @@ def extract(value: Any, budget: int) -> tuple[Any, list[dict[str, Any]]]:
             return v
         seen[0] += 1
         out = None
-        if t is dict:
-            for k, x in v.items():
-                tx = type(x)
-                if tx is Content or tx is dict or tx in _SEQS:
-                    w = walk(x, depth + 1)
-                    if w is not x:
-                        if out is None:
-                            out = dict(v)
-                        out[k] = w
-            return v if out is None else out
-        for i, x in enumerate(v):
+        for k, x in v.items() if t is dict else enumerate(v):
             tx = type(x)
             if tx is Content or tx is dict or tx in _SEQS:
                 w = walk(x, depth + 1)
                 if w is not x:
                     if out is None:
-                        out = list(v)
-                    out[i] = w
+                        out = dict(v) if t is dict else list(v)
+                    out[k] = w
         return v if out is None else out
 
     return walk(value, 0), blocks
