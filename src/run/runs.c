@@ -233,7 +233,7 @@ static void answer(struct run *r, json_t *envelope, struct input_tomb *kept)
     if (r->smoke_done) {
         r->smoke_done(env, is_error);
     } else if (!r->silent) {
-        json_t *result = run_answer_result(env, is_error);
+        json_t *result = run_answer_result(env, json_object_get(envelope, "content"), is_error);
         if (kept) {
             kept->answer = result;
             kept->arguments = json_incref(r->arguments);
