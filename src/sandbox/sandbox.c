@@ -572,8 +572,9 @@ static int write_map(pid_t pid, const char *file, const char *text, char *err, s
     return 0;
 }
 
-/* Docker makes /.dockerenv, Podman /run/.containerenv: there the cause is the runtime's
- * seccomp profile, and the options to pass are known. */
+/* Docker makes /.dockerenv, Podman /run/.containerenv: there an EPERM comes from the runtime's
+ * seccomp profile, and the options to pass are known (a kernel limit on user namespaces
+ * answers ENOSPC, and gets the kernel's hints). */
 static int in_container(void)
 {
     return access("/.dockerenv", F_OK) == 0 || access("/run/.containerenv", F_OK) == 0;
@@ -581,7 +582,7 @@ static int in_container(void)
 
 static void userns_hint(int e, char *err, size_t errlen)
 {
-    if (in_container()) {
+    if (e == EPERM && in_container()) {
         snprintf(err, errlen,
                  "cannot create the worker sandbox: clone(CLONE_NEWUSER|CLONE_NEWPID|"
                  "CLONE_NEWNS...) failed: %s. This container's seccomp profile refuses the "

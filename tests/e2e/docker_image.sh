@@ -92,7 +92,8 @@ if [ -n "${BUILD_ROOT:-}" ] && git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&
     rm -rf "$BUILD_ROOT/meson-dist"
     step "meson dist" "$SCRATCH/dist.log" meson dist -C "$BUILD_ROOT" --no-tests --formats xztar --allow-dirty
     (cd "$BUILD_ROOT/meson-dist" && sha256sum -c ./*.tar.xz.sha256sum) || fail "the tarball's checksum"
-    tar -tJf "$BUILD_ROOT"/meson-dist/*.tar.xz | grep -q '/contrib/debian/build.sh$' ||
+    tar -tJf "$BUILD_ROOT"/meson-dist/*.tar.xz >"$SCRATCH/dist.list" || fail "tar -t on the tarball"
+    grep -q '/contrib/debian/build.sh$' "$SCRATCH/dist.list" ||
         fail "the tarball lacks contrib/debian/build.sh"
 fi
 docker image prune -f >/dev/null 2>&1 # earlier builds' layers, now untagged
