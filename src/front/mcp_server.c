@@ -333,7 +333,12 @@ static json_t *tools_list_result(struct mcp_session *s)
 {
     s->listed_version = cat_version();
     s->notified_version = 0;
-    return json_pack("{s:[o]}", "tools", mcp_execute_python_tool_for(s->client));
+    json_t *res = json_pack("{s:[o]}", "tools", mcp_execute_python_tool_for(s->client));
+    json_t *more = cat_discovery_tools(); /* CODEMCP_DISCOVERY_TOOLS=1 */
+    if (more)
+        json_array_extend(json_object_get(res, "tools"), more);
+    json_decref(more);
+    return res;
 }
 
 /* Answers the session's waiting initialize and tools/list requests, in arrival order: when
@@ -435,6 +440,17 @@ static json_t *handle_tools_call(struct mcp_session *s, json_t *id, json_t *para
         *why = "tools/call needs params.name";
         return NULL;
     }
+    json_t *args = json_object_get(params, "arguments");
+    json_t *meta = json_object_get(params, "_meta");
+    json_t *progress = json_object_get(meta, "progressToken");
+    char *discovery = cat_discovery_code(json_string_value(name), args);
+    if (discovery) { /* search_tools / describe as MCP tools: a run of the SDK helper */
+        json_t *run_args = json_pack("{s:s}", "code", discovery);
+        free(discovery);
+        json_t *res = submit_execute(s, id, run_args, progress, NULL);
+        json_decref(run_args);
+        return res;
+    }
     if (strcmp(json_string_value(name), "execute_python") != 0) {
         *code = RPC_INVALID_PARAMS;
         snprintf(err, sizeof(err), "unknown tool %s: this server has one tool, execute_python",
@@ -443,9 +459,6 @@ static json_t *handle_tools_call(struct mcp_session *s, json_t *id, json_t *para
         *why = err;
         return NULL;
     }
-    json_t *args = json_object_get(params, "arguments");
-    json_t *meta = json_object_get(params, "_meta");
-    json_t *progress = json_object_get(meta, "progressToken");
     /* A 2026 client's capabilities: input a tool asks for can be relayed to it (runs.c). */
     json_t *caps =
         mcp_era_is_modern_request(params) ? json_object_get(meta, MCP_META_CLIENT_CAPS) : NULL;

@@ -37,7 +37,7 @@ def scan(repo: str) -> dict[str, tuple[str, str]]:
             rel = os.path.relpath(root, base)
             module = top if rel == "." else (rel.split(os.sep)[0] if tree == "src" else tree)
             for name in names:
-                if name.endswith((".c", ".h")):
+                if name.endswith((".c", ".h", ".def")):
                     path = os.path.join(root, name)
                     with open(path, encoding="utf-8") as f:
                         files[os.path.relpath(path, repo)] = (module, f.read())
@@ -53,7 +53,7 @@ def graph(files: dict[str, tuple[str, str]]) -> tuple[dict[str, set[str]], list[
     headers: dict[str, str] = {}
     for path, (module, _) in sorted(files.items()):
         name = os.path.basename(path)
-        if name.endswith(".h"):
+        if name.endswith((".h", ".def")):
             if name in headers:
                 bad.append(f"{path}: a header named {name} is also in module {headers[name]}")
             headers[name] = module
