@@ -58,8 +58,8 @@ struct run {
     int dry_run;
     int reset;
     json_t *allow_mutations;
-    int slot; /* the worker slot given to the run's session when it was queued (-1: none free);
-               * which run a worker executes is workers.c's to know */
+    int slot; /* the worker slot the run was sent to (-1 while queued); which run a worker
+               * executes is workers.c's to know */
     enum run_state state;
     enum run_stop stop;
     int silent; /* client cancelled: no answer */
@@ -67,6 +67,7 @@ struct run {
     int ns_started; /* counted as running in namespaces.c */
     int64_t started_ms;
     int64_t queued_ms; /* when it was submitted (catalog's bounded wait for discovery runs) */
+    struct lp_timer queue_timer; /* CODEMCP_RUN_QUEUE_WAIT_MS while queued */
     struct lp_timer deadline;
     struct lp_timer grace;
     int64_t deadline_at; /* when the deadline timer fires (paused while awaiting input) */
@@ -74,7 +75,7 @@ struct run {
     /* the input relay */
     json_t *arguments;   /* of the execute_python request, for matching a retry */
     json_t *client_caps; /* the 2026 client's capabilities (NULL: a 2025 client, no relay) */
-    char principal[64];  /* who asked (namespaces.h ns_asker), while awaiting */
+    char principal[64];  /* who asked (namespaces.h ns_asker): its fair share, its retries */
     int awaiting;        /* answered input_required; waiting for the retry */
     char input_state[48];
     int64_t time_left; /* of the run's deadline, while awaiting */
@@ -106,6 +107,9 @@ static int64_t grace_ms;
 static long max_output_bytes;
 static int enforce_mutations;
 static int validate_programs;
+static long queue_max;        /* CODEMCP_RUN_QUEUE_MAX: runs one principal may have queued */
+static int64_t queue_wait_ms; /* CODEMCP_RUN_QUEUE_WAIT_MS: how long one may wait to be sent */
+static char served_last[64];  /* the principal whose waiting run got a worker last */
 static int dispatching;
 static struct run_hooks hooks;
 
@@ -147,6 +151,12 @@ static void load_settings(void)
     enforce_mutations = env_bool("CODEMCP_ENFORCE_MUTATIONS", 0);
     validate_programs = env_bool("CODEMCP_VALIDATE", 1); /* read once, not per run */
     input_wait_ms = env_long("CODEMCP_INPUT_WAIT_MS", 300000);
+    queue_max = env_long("CODEMCP_RUN_QUEUE_MAX", 256);
+    queue_wait_ms = env_long("CODEMCP_RUN_QUEUE_WAIT_MS", 120000);
+    if (queue_max < 1)
+        queue_max = 1;
+    if (queue_wait_ms < 1)
+        queue_wait_ms = 1;
     if (input_wait_ms < 100)
         input_wait_ms = 100;
 }
@@ -174,6 +184,7 @@ int run_call_rules(const char *run_id, int slot, struct calls_run *out)
 static void run_free(struct run *r)
 {
     LIST_UNLINK(&runs, r);
+    lp_timer_stop(&r->queue_timer);
     lp_timer_stop(&r->deadline);
     lp_timer_stop(&r->grace);
     lp_timer_stop(&r->input_timer);
@@ -437,12 +448,77 @@ static int send_run(struct run *r, int slot)
         return 0;
     }
     r->state = RUN_SENT;
+    r->slot = slot;
+    lp_timer_stop(&r->queue_timer);
     r->started_ms = now_ms();
     r->deadline_at = r->started_ms + r->timeout_ms;
     lp_timer_start(&r->deadline, r->timeout_ms, deadline_expired, r);
     log_debug("runs", "%s sent to worker %d", r->id, slot);
     run_log(r, LOG_DEBUG, "%s sent to worker %d", r->id, slot);
     return 0;
+}
+
+/* A program that calls a server still making its first connection waits for it (bounded by
+ * that server's `timeout`) instead of meeting a NameError; a smoke run waits for them all. */
+static int waits_for_servers(const struct run *r)
+{
+    return !r->smoke_done ? cat_code_waits(r->code, r->queued_ms) : !up_all_settled();
+}
+
+/* A queued run whose home owns no worker yet: it asks for one in the fair order. */
+static int needs_slot(const struct run *r)
+{
+    return r->state == RUN_QUEUED && wk_session_slot(r->home) < 0 && !waits_for_servers(r);
+}
+
+/* The oldest run of principal p that needs a worker (FIFO within a principal), or NULL. */
+static struct run *oldest_waiting(const char *p)
+{
+    for (struct run *r = runs; r; r = r->next)
+        if (strcmp(r->principal, p) == 0 && needs_slot(r))
+            return r;
+    return NULL;
+}
+
+/* The principal after `after` in the cycle of those with a run needing a worker (names in
+ * byte order, wrapping round), or NULL when nobody waits. */
+static const char *next_waiting_principal(const char *after)
+{
+    const char *next = NULL, *first = NULL;
+    for (struct run *r = runs; r; r = r->next) {
+        if (!needs_slot(r))
+            continue;
+        const char *p = r->principal;
+        if (!first || strcmp(p, first) < 0)
+            first = p;
+        if (strcmp(p, after) > 0 && (!next || strcmp(p, next) < 0))
+            next = p;
+    }
+    return next ? next : first;
+}
+
+/* Gives a worker to waiting runs, one principal at a time in turn (round-robin across
+ * principals, so one principal's many sessions cannot starve another's). Returns 1 when a run
+ * got one (the caller looks again). O(principals * runs). */
+static int grant_waiting(void)
+{
+    char tried_first[64] = "";
+    char at[64];
+    snprintf(at, sizeof(at), "%s", served_last);
+    for (;;) {
+        const char *p = next_waiting_principal(at);
+        if (!p || strcmp(p, tried_first) == 0)
+            return 0; /* nobody waits, or every waiting principal asked once */
+        if (!tried_first[0])
+            snprintf(tried_first, sizeof(tried_first), "%s", p);
+        snprintf(at, sizeof(at), "%s", p);
+        struct run *r = oldest_waiting(at);
+        if (r && wk_slot_for_session(r->home) >= 0) {
+            snprintf(served_last, sizeof(served_last), "%s", at);
+            log_debug("runs", "%s got a worker (principal %s's turn)", r->id, at);
+            return 1;
+        }
+    }
 }
 
 void run_dispatch(void)
@@ -452,15 +528,13 @@ void run_dispatch(void)
     dispatching = 1;
     int progress = 1;
     while (progress) {
-        progress = 0;
+        progress = grant_waiting();
         for (struct run *r = runs; r; r = r->next) {
-            if (r->state != RUN_QUEUED)
+            if (r->state != RUN_QUEUED || waits_for_servers(r))
                 continue;
-            /* A program that calls a server still making its first connection waits for
-             * it (bounded by that server's `timeout`) instead of meeting a NameError. */
-            if (!r->smoke_done ? cat_code_waits(r->code, r->queued_ms) : !up_all_settled())
-                continue;
-            int slot = r->slot;
+            int slot = wk_session_slot(r->home);
+            if (slot < 0)
+                continue; /* waits its turn for a worker (grant_waiting) */
             const char *failure = wk_start_failure(slot);
             if (failure) {
                 finish(r, NULL, failure);
@@ -482,6 +556,23 @@ void run_dispatch(void)
     dispatching = 0;
 }
 
+/* The run waited CODEMCP_RUN_QUEUE_WAIT_MS without being sent. */
+static void queue_wait_over(void *ud)
+{
+    struct run *r = ud;
+    if (r->state != RUN_QUEUED)
+        return;
+    char why[400];
+    snprintf(why, sizeof(why),
+             "this program waited %lld ms for a Python worker without getting one "
+             "(CODEMCP_RUN_QUEUE_WAIT_MS): every worker (CODEMCP_WORKERS) was running other "
+             "programs; try again later, or ask the operator to raise CODEMCP_WORKERS",
+             (long long)queue_wait_ms);
+    log_warn("runs", "%s: not sent within %lld ms (CODEMCP_RUN_QUEUE_WAIT_MS)", r->id,
+             (long long)queue_wait_ms);
+    finish(r, NULL, why);
+}
+
 static struct run *new_run(uint64_t session_id, uint64_t home)
 {
     load_settings();
@@ -493,12 +584,24 @@ static struct run *new_run(uint64_t session_id, uint64_t home)
     r->queued_ms = now_ms();
     r->timeout_ms = default_timeout_ms;
     r->allow_mutations = json_array();
-    r->slot = wk_slot_for_session(home);
+    r->slot = -1;
+    snprintf(r->principal, sizeof(r->principal), "%s", ns_asker(session_id, home));
+    lp_timer_start(&r->queue_timer, queue_wait_ms, queue_wait_over, r);
     struct run **tail = &runs;
     while (*tail)
         tail = &(*tail)->next;
     *tail = r;
     return r;
+}
+
+/* True when principal p has CODEMCP_RUN_QUEUE_MAX runs queued already. O(runs). */
+static int queue_full(const char *p)
+{
+    load_settings();
+    long n = 0;
+    for (struct run *r = runs; r; r = r->next)
+        n += r->state == RUN_QUEUED && strcmp(r->principal, p) == 0;
+    return n >= queue_max;
 }
 
 int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
@@ -564,6 +667,13 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
     struct ns_ref where;
     if (ns_resolve(session_id, home, json_string_value(ns), &where, err, errlen) < 0)
         return -1;
+    if (queue_full(ns_asker(session_id, where.home))) {
+        snprintf(err, errlen,
+                 "execute_python: %ld programs of yours are already waiting for a Python worker "
+                 "(CODEMCP_RUN_QUEUE_MAX): wait for their answers before sending more",
+                 queue_max);
+        return -1;
+    }
     struct run *r = new_run(session_id, where.home);
     r->ns = where;
     r->request_id = json_incref(request_id);
@@ -642,7 +752,6 @@ int run_on_input_required(const char *run_id, json_t *result)
     if (!run_relay_can_answer(r->client_caps, requests) || run_relay_mint_state(r->input_state) < 0)
         return 0;
     r->awaiting = 1;
-    snprintf(r->principal, sizeof(r->principal), "%s", ns_asker(r->session_id, r->home));
     int64_t now = now_ms();
     r->time_left = r->deadline_at > now ? r->deadline_at - now : 1;
     lp_timer_stop(&r->deadline);

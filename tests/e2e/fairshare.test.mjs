@@ -1,0 +1,137 @@
+// More sessions than Python workers: a program waits for a worker in a fair queue instead of
+// being refused. Principals take turns (round-robin), one principal's idle sessions give way
+// to another principal that waits (fair share of CODEMCP_WORKERS), the evicted session is told
+// what it lost, and the queue is bounded (CODEMCP_RUN_QUEUE_MAX, CODEMCP_RUN_QUEUE_WAIT_MS)
+// with errors naming the setting. All through `codemcp start` with a tokens file giving two
+// principals, alice and bob, and the real worker pool.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+import { Client, Proc, ms, tempDir, waitFor, writeConfig } from './lib.mjs';
+
+const TA = 'alice-token-0123456789abcdef', TB = 'bob-token-0123456789abcdef';
+
+async function start(env = {}) {
+  const home = tempDir('codemcp-fair-');
+  const tokens = path.join(home, 'tokens');
+  fs.writeFileSync(tokens, `alice ${TA}\nbob ${TB}\n`, { mode: 0o600 });
+  const config = writeConfig(home, {});
+  const proc = new Proc({ args: ['start', '-p', '0'], config, home, env: { CODEMCP_HTTP_TOKENS_FILE: tokens, ...env } });
+  const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
+  if (!m || !m[1]) throw new Error(`codemcp start did not come up:\n${proc.stderrTail()}`);
+  return { proc, url: m[1] };
+}
+
+async function session(url, token) {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+  });
+  const client = new Client({ name: 'fair-e2e', version: '0' });
+  await client.connect(transport, { timeout: ms(15000) });
+  return client;
+}
+
+function call(client, code) {
+  return client.callTool({ name: 'execute_python', arguments: { code } }, undefined, { timeout: ms(60000) });
+}
+
+/** The envelope of a successful run (fails the test with the whole answer otherwise). */
+function ok(r) {
+  assert.equal(r.isError, false, JSON.stringify(r));
+  return r.structuredContent;
+}
+
+test('three idle sessions of one principal holding variables do not lock another principal out of CODEMCP_WORKERS=3', async () => {
+  const gw = await start({ CODEMCP_WORKERS: '3' });
+  const clients = [];
+  try {
+    const alice = [];
+    for (let i = 0; i < 3; i++) alice.push(await session(gw.url, TA));
+    clients.push(...alice);
+    for (let i = 0; i < 3; i++) assert.equal(ok(await call(alice[i], `mine = ${i}\nresult = mine`)).result, i);
+    // Every worker now holds one of alice's sessions, all idle. Bob's program is not refused:
+    // it waits (at most CODEMCP_WORKER_MIN_HOLD_MS) and one of alice's idle sessions gives way.
+    const bob = await session(gw.url, TB);
+    clients.push(bob);
+    assert.equal(ok(await call(bob, 'b = 40 + 2\nresult = b')).result, 42);
+    assert.equal(ok(await call(bob, 'result = b')).result, 42, 'bob keeps his worker and variables');
+    // Only the least recently used of alice's sessions lost its worker (bob got one share).
+    assert.equal(ok(await call(alice[1], 'result = mine')).result, 1);
+    assert.equal(ok(await call(alice[2], 'result = mine')).result, 2);
+    // The evicted session is told on its next run what was lost and why; its name is gone.
+    const lost = await call(alice[0], 'result = mine');
+    const env = lost.structuredContent;
+    assert.match(env.error, /NameError/, JSON.stringify(lost));
+    assert.match(env.notice, /variables \(every namespace it held\) were discarded/, JSON.stringify(lost));
+    assert.match(env.notice, /another session was waiting for a Python worker/);
+    assert.match(env.notice, /fair share/);
+    assert.doesNotMatch(JSON.stringify(lost), /try again in a moment/);
+  } finally {
+    for (const c of clients) await c.close().catch(() => {});
+    await gw.proc.kill();
+  }
+});
+
+test('twice as many busy sessions as workers, two principals: every program completes, none refused', async () => {
+  const gw = await start({ CODEMCP_WORKERS: '2' });
+  const clients = [];
+  try {
+    const tokens = [TA, TA, TA, TB];
+    for (const t of tokens) clients.push(await session(gw.url, t));
+    // Each session runs programs back to back, all sessions at once: 4 sessions on 2 workers.
+    const loops = clients.map(async (c, k) => {
+      const answers = [];
+      for (let i = 0; i < 4; i++) {
+        const r = await call(c, `import time\ntime.sleep(0.05)\nresult = ${k * 100 + i}`);
+        answers.push(r);
+      }
+      return answers;
+    });
+    const all = (await Promise.all(loops)).flat();
+    for (const r of all) assert.equal(r.isError, false, JSON.stringify(r));
+    assert.deepEqual(all.map((r) => r.structuredContent.result).sort((a, b) => a - b),
+      [0, 1, 2, 3, 100, 101, 102, 103, 200, 201, 202, 203, 300, 301, 302, 303]);
+    assert.doesNotMatch(gw.proc.stderr, /CODEMCP_RUN_QUEUE_WAIT_MS/);
+  } finally {
+    for (const c of clients) await c.close().catch(() => {});
+    await gw.proc.kill();
+  }
+});
+
+test('the queue is bounded: past CODEMCP_RUN_QUEUE_MAX and past CODEMCP_RUN_QUEUE_WAIT_MS a program gets an error naming the setting', async () => {
+  const gw = await start({ CODEMCP_WORKERS: '1', CODEMCP_RUN_QUEUE_MAX: '2', CODEMCP_RUN_QUEUE_WAIT_MS: '1500', CODEMCP_LOG: 'debug' });
+  const clients = [];
+  try {
+    for (let i = 0; i < 4; i++) clients.push(await session(gw.url, TA));
+    const bob = await session(gw.url, TB);
+    clients.push(bob);
+    // The one worker runs a long program of alice's first session.
+    const long = call(clients[0], 'import time\ntime.sleep(6)\nresult = "slept"');
+    await waitFor(() => /r\d+ sent to worker 0/.test(gw.proc.stderr), ms(20000));
+    // Two more of alice's programs wait (the bound); a third is refused at once, naming it.
+    const waiting = [call(clients[1], 'result = 1'), call(clients[2], 'result = 2')];
+    await waitFor(() => (gw.proc.stderr.match(/queued for session/g) || []).length >= 3, ms(10000));
+    const refused = await call(clients[3], 'result = 3');
+    assert.equal(refused.isError, true, JSON.stringify(refused));
+    assert.match(refused.content[0].text, /CODEMCP_RUN_QUEUE_MAX/, JSON.stringify(refused));
+    // The bound is per principal: bob's program is queued, not refused.
+    const bobs = call(bob, 'result = "bob"');
+    // Nobody gets the worker within CODEMCP_RUN_QUEUE_WAIT_MS: each waiting program fails,
+    // saying so and naming the setting (a run is never stopped to make room).
+    for (const r of [...await Promise.all(waiting), await bobs]) {
+      assert.equal(r.isError, true, JSON.stringify(r));
+      assert.match(JSON.stringify(r), /waited 1500 ms for a Python worker/);
+      assert.match(JSON.stringify(r), /CODEMCP_RUN_QUEUE_WAIT_MS/);
+    }
+    assert.equal(ok(await long).result, 'slept', 'the running program was not disturbed');
+    // With the worker free again, the queue serves the next program.
+    assert.equal(ok(await call(clients[3], 'result = 3')).result, 3);
+  } finally {
+    for (const c of clients) await c.close().catch(() => {});
+    await gw.proc.kill();
+  }
+});
