@@ -111,15 +111,18 @@ test('the queue is bounded: past CODEMCP_RUN_QUEUE_MAX and past CODEMCP_RUN_QUEU
     clients.push(bob);
     // The one worker runs a long program of alice's first session.
     const long = call(clients[0], 'import time\ntime.sleep(6)\nresult = "slept"');
+    long.catch(() => {}); // awaited below; a failed assertion first must not hide behind it
     await waitFor(() => /r\d+ sent to worker 0/.test(gw.proc.stderr), ms(20000));
     // Two more of alice's programs wait (the bound); a third is refused at once, naming it.
     const waiting = [call(clients[1], 'result = 1'), call(clients[2], 'result = 2')];
+    for (const w of waiting) w.catch(() => {});
     await waitFor(() => (gw.proc.stderr.match(/queued for session/g) || []).length >= 3, ms(10000));
     const refused = await call(clients[3], 'result = 3');
     assert.equal(refused.isError, true, JSON.stringify(refused));
     assert.match(refused.content[0].text, /CODEMCP_RUN_QUEUE_MAX/, JSON.stringify(refused));
     // The bound is per principal: bob's program is queued, not refused.
     const bobs = call(bob, 'result = "bob"');
+    bobs.catch(() => {});
     // Nobody gets the worker within CODEMCP_RUN_QUEUE_WAIT_MS: each waiting program fails,
     // saying so and naming the setting (a run is never stopped to make room).
     for (const r of [...await Promise.all(waiting), await bobs]) {

@@ -210,22 +210,23 @@ test('HTTP sessions: handles continue across sessions of one principal; another 
   }
 });
 
-test('HTTP: a full pool never ends another principal\'s recently used worker (namespaces.c decides)', async () => {
-  const gw = await start({ CODEMCP_WORKERS: '1' });
+test('HTTP: a full pool with even shares never ends another principal\'s recently used worker (namespaces.c decides)', async () => {
+  const gw = await start({ CODEMCP_WORKERS: '2' });
   const clients = [];
   try {
     const a = await session(gw.url, TA);
     const b = await session(gw.url, TB);
     clients.push(a, b);
     assert.equal(envelope(await call(a, { code: 'k = 7\nresult = k' })).result, 7);
-    const refused = await call(b, { code: 'result = 1' });
-    assert.equal(refused.isError, true, JSON.stringify(refused));
-    assert.match(JSON.stringify(refused), /try again in a moment/);
-    assert.equal(envelope(await call(a, { code: 'result = k' })).result, 7, 'Alice keeps her variables');
-    // The same principal's idle session gives way (least recently used first).
+    assert.equal(envelope(await call(b, { code: 'j = 8\nresult = j' })).result, 8);
+    // One worker each: Alice's new session waits, then her own idle session gives way.
     const a2 = await session(gw.url, TA);
     clients.push(a2);
     assert.equal(envelope(await call(a2, { code: 'result = 2' })).result, 2);
+    assert.equal(envelope(await call(b, { code: 'result = j' })).result, 8, 'Bob keeps his variables');
+    const lost = envelope(await call(a, { code: 'result = k' }));
+    assert.match(lost.error, /NameError/, JSON.stringify(lost));
+    assert.match(lost.notice, /variables \(every namespace it held\) were discarded/, JSON.stringify(lost));
   } finally {
     for (const c of clients) await c.close().catch(() => {});
     await gw.proc.kill();
