@@ -58,8 +58,9 @@ struct run {
     int dry_run;
     int reset;
     json_t *allow_mutations;
-    int slot; /* the worker slot the run was sent to (-1 while queued); which run a worker
-               * executes is workers.c's to know */
+    int slot; /* the worker slot given to the run (-1: none yet; its home may own one): never
+               * handed to another session before the run ends (run_uses_slot); which run a
+               * worker executes is workers.c's to know */
     enum run_state state;
     enum run_stop stop;
     int silent; /* client cancelled: no answer */
@@ -513,7 +514,7 @@ static int grant_waiting(void)
             snprintf(tried_first, sizeof(tried_first), "%s", p);
         snprintf(at, sizeof(at), "%s", p);
         struct run *r = oldest_waiting(at);
-        if (r && wk_slot_for_session(r->home) >= 0) {
+        if (r && (r->slot = wk_slot_for_session(r->home)) >= 0) { /* kept until r ends */
             snprintf(served_last, sizeof(served_last), "%s", at);
             log_debug("runs", "%s got a worker (principal %s's turn)", r->id, at);
             return 1;

@@ -65,8 +65,11 @@ static void end_process(struct worker *w, const char *why)
         return;
     free(w->kill_reason);
     w->kill_reason = xstrdup(why);
-    if (w->state == WK_READY)
+    /* Not READY again (a starting one must not connect and take the next owner's run), and its
+     * exit is not a failed start. */
+    if (w->state == WK_READY || w->state == WK_STARTING)
         w->state = WK_BUSY;
+    w->ended_idle = 1;
     hard_kill(w);
 }
 

@@ -143,8 +143,9 @@ void on_worker_exit(void *ud, pid_t pid, int status)
                  WEXITSTATUS(status));
     /* A process that dies while idle before finishing any run failed to start, even if
      * it connected: counting it stops a crash loop. */
-    int was_started =
-        (w->state == WK_READY || w->state == WK_BUSY) && (w->run_id[0] || w->runs_done);
+    int was_started = w->ended_idle || ((w->state == WK_READY || w->state == WK_BUSY) &&
+                                        (w->run_id[0] || w->runs_done));
+    w->ended_idle = 0;
     log_info("worker", "worker %d (pid %d) exited: %s", w->slot, (int)pid,
              WIFSIGNALED(status) ? "signal" : "status");
     w->state = WK_DOWN;

@@ -76,31 +76,30 @@ test('three idle sessions of one principal holding variables do not lock another
   }
 });
 
-test('twice as many busy sessions as workers, two principals: every program completes, none refused', async () => {
-  const gw = await start({ CODEMCP_WORKERS: '2' });
-  const clients = [];
-  try {
-    const tokens = [TA, TA, TA, TB];
-    for (const t of tokens) clients.push(await session(gw.url, t));
-    // Each session runs programs back to back, all sessions at once: 4 sessions on 2 workers.
-    const loops = clients.map(async (c, k) => {
-      const answers = [];
-      for (let i = 0; i < 4; i++) {
-        const r = await call(c, `import time\ntime.sleep(0.05)\nresult = ${k * 100 + i}`);
-        answers.push(r);
-      }
-      return answers;
-    });
-    const all = (await Promise.all(loops)).flat();
-    for (const r of all) assert.equal(r.isError, false, JSON.stringify(r));
-    assert.deepEqual(all.map((r) => r.structuredContent.result).sort((a, b) => a - b),
-      [0, 1, 2, 3, 100, 101, 102, 103, 200, 201, 202, 203, 300, 301, 302, 303]);
-    assert.doesNotMatch(gw.proc.stderr, /CODEMCP_RUN_QUEUE_WAIT_MS/);
-  } finally {
-    for (const c of clients) await c.close().catch(() => {});
-    await gw.proc.kill();
-  }
-});
+for (const hold of ['250', '0']) {
+  test(`twice as many busy sessions as workers, two principals: every program completes, none refused (CODEMCP_WORKER_MIN_HOLD_MS=${hold})`, async () => {
+    const gw = await start({ CODEMCP_WORKERS: '2', CODEMCP_WORKER_MIN_HOLD_MS: hold });
+    const clients = [];
+    try {
+      const tokens = [TA, TA, TA, TB];
+      for (const t of tokens) clients.push(await session(gw.url, t));
+      // Each session runs programs back to back, all sessions at once: 4 sessions on 2 workers.
+      const loops = clients.map(async (c, k) => {
+        const answers = [];
+        for (let i = 0; i < 4; i++) answers.push(await call(c, `import time\ntime.sleep(0.05)\nresult = ${k * 100 + i}`));
+        return answers;
+      });
+      const all = (await Promise.all(loops)).flat();
+      for (const r of all) assert.equal(r.isError, false, JSON.stringify(r));
+      assert.deepEqual(all.map((r) => r.structuredContent.result).sort((a, b) => a - b),
+        [0, 1, 2, 3, 100, 101, 102, 103, 200, 201, 202, 203, 300, 301, 302, 303]);
+      assert.doesNotMatch(gw.proc.stderr, /CODEMCP_RUN_QUEUE_WAIT_MS/);
+    } finally {
+      for (const c of clients) await c.close().catch(() => {});
+      await gw.proc.kill();
+    }
+  });
+}
 
 test('the queue is bounded: past CODEMCP_RUN_QUEUE_MAX and past CODEMCP_RUN_QUEUE_WAIT_MS a program gets an error naming the setting', async () => {
   const gw = await start({ CODEMCP_WORKERS: '1', CODEMCP_RUN_QUEUE_MAX: '2', CODEMCP_RUN_QUEUE_WAIT_MS: '1500', CODEMCP_LOG: 'debug' });
