@@ -401,9 +401,31 @@ static void deadline_expired(void *ud)
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
+/* ns_run_start for r. A run that named no namespace and whose implicit one went with its
+ * home's worker while it waited (evicted for another session) starts in a fresh one instead,
+ * as if it had come after the eviction: the note tells the program. */
+static int start_namespace(struct run *r, const char **note, int *fresh, char *err, size_t errlen)
+{
+    if (ns_run_start(r->ns.nid, note, fresh, err, errlen) == 0)
+        return 0;
+    struct ns_ref again;
+    if (json_is_string(json_object_get(r->arguments, "namespace")) ||
+        ns_resolve(r->session_id, r->home, NULL, &again, err, errlen) < 0 || again.nid == r->ns.nid)
+        return -1;
+    r->ns = again;
+    return ns_run_start(r->ns.nid, note, fresh, err, errlen);
+}
+
 /* Sends r to worker slot. Returns 1 when r was refused and is gone (finished and freed). */
 static int send_run(struct run *r, int slot)
 {
+    const char *note = "";
+    char refused[400];
+    int fresh = 1;
+    if (!r->smoke_done && start_namespace(r, &note, &fresh, refused, sizeof(refused)) < 0) {
+        finish(r, NULL, refused);
+        return 1;
+    }
     /* The worker's name of the namespace, never the handle: "smoke" or "n<nid>" (nid is a
      * counter, never past 2^63; no snprintf, see fmt_i64). */
     char key[32] = "smoke";
@@ -424,14 +446,6 @@ static int send_run(struct run *r, int slot)
                            .validate = validate_programs,
                            .disabled = cat_disabled(),
                            .unavailable = missing};
-    const char *note = "";
-    char refused[400];
-    int fresh = 1;
-    if (!r->smoke_done && ns_run_start(r->ns.nid, &note, &fresh, refused, sizeof(refused)) < 0) {
-        json_decref(missing);
-        finish(r, NULL, refused);
-        return 1;
-    }
     p.namespace_note = note;   /* the runtime adds it to a NameError */
     p.namespace_fresh = fresh; /* not fresh but unknown to the worker: it was replaced */
     p.drop_namespaces = ns_take_drops(r->home); /* namespaces of this worker to forget first */

@@ -48,7 +48,7 @@ int wk_available(void);
 /* The default of CODEMCP_WORKER_MIN_HOLD_MS: how long a session keeps the slot it was given
  * before an idle one may be taken from it for a waiting run (bounds process starts per second
  * under saturation: at most CODEMCP_WORKERS per hold). */
-#define WK_MIN_HOLD_MS_DEFAULT 250
+#define WK_MIN_HOLD_MS_DEFAULT 1000
 /* The worker slot a session's runs go to: its own (owned from the first use), else a free one,
  * else one taken from an idle session (namespaces.c's rule: fair share between principals);
  * -1 when none can be had now: the run waits, and the idle hook fires when that may change (a

@@ -76,7 +76,7 @@ test('three idle sessions of one principal holding variables do not lock another
   }
 });
 
-for (const hold of ['250', '0']) {
+for (const hold of ['1000', '0']) {
   test(`twice as many busy sessions as workers, two principals: every program completes, none refused (CODEMCP_WORKER_MIN_HOLD_MS=${hold})`, async () => {
     const gw = await start({ CODEMCP_WORKERS: '2', CODEMCP_WORKER_MIN_HOLD_MS: hold });
     const clients = [];
@@ -100,6 +100,33 @@ for (const hold of ['250', '0']) {
     }
   });
 }
+
+test('a program queued behind its session\'s running one still runs when that session gives its worker to another principal: fresh, and told why', async () => {
+  const gw = await start({ CODEMCP_WORKERS: '1', CODEMCP_LOG: 'debug' });
+  const clients = [];
+  try {
+    const alice = await session(gw.url, TA);
+    const bob = await session(gw.url, TB);
+    clients.push(alice, bob);
+    const first = call(alice, 'x = 1\nimport time\ntime.sleep(1.5)\nresult = x');
+    first.catch(() => {});
+    await waitFor(() => /r\d+ sent to worker 0/.test(gw.proc.stderr), ms(20000));
+    const second = call(alice, 'result = x'); // waits behind the first, in alice's namespace
+    second.catch(() => {});
+    await waitFor(() => (gw.proc.stderr.match(/queued for session/g) || []).length >= 2, ms(10000));
+    const bobs = call(bob, 'result = "bob"'); // alice holds the only worker: bob waits his turn
+    assert.equal(ok(await first).result, 1);
+    assert.equal(ok(await bobs).result, 'bob');
+    const r = await second;
+    const env = r.structuredContent;
+    assert.match(env.error, /NameError/, JSON.stringify(r));
+    assert.doesNotMatch(env.error, /discarded while the run waited/);
+    assert.match(env.notice, /another session was waiting for a Python worker/, JSON.stringify(r));
+  } finally {
+    for (const c of clients) await c.close().catch(() => {});
+    await gw.proc.kill();
+  }
+});
 
 test('the queue is bounded: past CODEMCP_RUN_QUEUE_MAX and past CODEMCP_RUN_QUEUE_WAIT_MS a program gets an error naming the setting', async () => {
   const gw = await start({ CODEMCP_WORKERS: '1', CODEMCP_RUN_QUEUE_MAX: '2', CODEMCP_RUN_QUEUE_WAIT_MS: '1500', CODEMCP_LOG: 'debug' });
