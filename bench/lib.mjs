@@ -2,7 +2,8 @@
 // read RSS, summarize samples. Benchmarks compare side by side in one run (ratios).
 import { spawn } from 'node:child_process';
 import http from 'node:http';
-import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readdirSync } from 'node:fs';
+import net from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -218,4 +219,30 @@ export function mcpPost(g, agent, body, headers = {}, timeoutMs = 30000) {
     req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer in ${timeoutMs / 1000} s to ${body.method}`)));
     req.end(data);
   });
+}
+
+// A TCP port free on 127.0.0.1 now (for a server told to listen on it).
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+// Spawns argv with stdout+stderr going to a file (nothing for this process to drain during a
+// load) and waits until the file matches `ready`; resolves {proc, match, log}. The process is
+// pushed on `procs` (the caller kills them at exit).
+export async function startLogged(argv, env, log, ready, procs) {
+  const fd = openSync(log, 'w');
+  const proc = spawn(argv[0], argv.slice(1), { env: { ...process.env, ...env }, stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  procs.push(proc);
+  for (let k = 0; k < 300; k++) {
+    const m = readFileSync(log, 'utf8').match(ready);
+    if (m) return { proc, match: m, log };
+    if (proc.exitCode !== null) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${argv.join(' ')} did not come up:\n${readFileSync(log, 'utf8').slice(-2000)}`);
 }

@@ -15,16 +15,15 @@
 // processes started per second (the gateway's "worker N connected" lines at CODEMCP_LOG=info,
 // in the window), and how busy the machine was (it is shared: other processes show up there).
 // Usage: node bench/saturation.mjs [seconds_per_round=4] [rounds=3] [clients=8,32]
-//        → bench/results/saturation.md (BENCH_OUT=<file> elsewhere)
+//        → bench/results/saturation.md (BENCH_OUT=<file> elsewhere; what is below its
+//        "<!-- hand-written below -->" line is kept)
 // Env: CODEMCP_BIN, CODEMCP_BIN_BEFORE, BENCH_CALLS (default 5), BENCH_GW_ENV='K=V,K=V' (extra
 //      settings for the CODEMCP_BIN gateways only, e.g. CODEMCP_WORKER_MIN_HOLD_MS=500),
 //      BENCH_ALT (above), BENCH_LOGS=<dir> keeps the gateways' logs (CODEMCP_LOG=info) there.
-import { spawn } from 'node:child_process';
-import { closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
-import net from 'node:net';
 import { join } from 'node:path';
-import { NM, ROOT, buildType, codemcpBin, fmt, stats } from './lib.mjs';
+import { NM, ROOT, buildType, codemcpBin, fmt, freePort, startLogged, stats } from './lib.mjs';
 
 const SECONDS = Number(process.argv[2] || 4);
 const ROUNDS = Number(process.argv[3] || 3);
@@ -59,33 +58,11 @@ process.on('exit', () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-  });
-}
-
-// Spawns argv, stdout+stderr to a file, and waits until the file matches `ready`.
-async function startLogged(argv, env, log, ready) {
-  const fd = openSync(log, 'w');
-  const proc = spawn(argv[0], argv.slice(1), { env: { ...process.env, ...env }, stdio: ['ignore', fd, fd] });
-  closeSync(fd);
-  procs.push(proc);
-  for (let k = 0; k < 300; k++) {
-    const m = readFileSync(log, 'utf8').match(ready);
-    if (m) return { proc, match: m, log };
-    if (proc.exitCode !== null) break;
-    await sleep(50);
-  }
-  throw new Error(`${argv.join(' ')} did not come up:\n${readFileSync(log, 'utf8').slice(-2000)}`);
-}
 
 // ---- processes ------------------------------------------------------------------------------
 const upPort = await freePort();
 const upstream = await startLogged(['node', EVERYTHING, 'streamableHttp'], { PORT: String(upPort) },
-  join(dir, 'everything.log'), /listening on port (\d+)/i);
+  join(dir, 'everything.log'), /listening on port (\d+)/i, procs);
 const upUrl = `http://127.0.0.1:${upPort}/mcp`;
 const cfg = join(dir, 'mcp.json');
 writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'remote', url: upUrl } } }));
@@ -106,7 +83,7 @@ for (const v of VARIANTS)
       CODEMCP_HTTP_MAX_PENDING_PER_PEER: String(Math.max(32, maxN + 8)),
       CODEMCP_HTTP_MAX_PENDING: String(Math.max(256, maxN + 8)),
       CODEMCP_HTTP_MAX_CONN_PER_PEER: String(Math.max(512, 4 * maxN)), ...v.env };
-    const st = await startLogged([v.bin, 'start', '-p', '0'], env, log, /serving MCP over Streamable HTTP at (\S+)/);
+    const st = await startLogged([v.bin, 'start', '-p', '0'], env, log, /serving MCP over Streamable HTTP at (\S+)/, procs);
     gateways[id] = { ...st, url: st.match[1], n };
   }
 
@@ -237,6 +214,9 @@ md += `\nPrograms/s per round:\n\n| arm | ${Array.from({ length: ROUNDS }, (_, i
 for (const name of ARMS) md += `| ${name} | ${arms[name].windows.map((x) => fmt(x)).join(' | ')} |\n`;
 const errs = ARMS.filter((n) => arms[n].firstError);
 if (errs.length) md += `\nFirst error per arm:\n\n${errs.map((n) => `- ${n}: \`${arms[n].firstError.replace(/`/g, "'")}\``).join('\n')}\n`;
-writeFileSync(OUT, md);
+// What a person wrote below the marker in the previous report stays.
+const prev = existsSync(OUT) ? readFileSync(OUT, 'utf8') : '';
+const keep = prev.indexOf('\n<!-- hand-written below -->');
+writeFileSync(OUT, md + (keep >= 0 ? prev.slice(keep) : ''));
 process.stdout.write(md);
 process.exit(0);

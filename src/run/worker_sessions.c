@@ -32,7 +32,7 @@ static struct lp_timer hold_timer;
  * process starts per second), chosen by namespaces.c (a principal holding more slots than the
  * waiting one's gives way first, so no principal keeps every slot while another waits). Its
  * next run then gets a fresh worker and the answer carries a `notice` saying its variables were
- * discarded. A slot is never handed to another session while a run executes on it
+ * discarded. A slot is never handed to another session while a run given it has not ended
  * (run_uses_slot), so no program can land in another session's interpreter. One unowned slot is
  * kept warm for the next new session. */
 

@@ -39,7 +39,8 @@ struct worker {
     int owned;          /* a session owns this slot (its one interpreter) */
     uint64_t session;   /* the owner, when owned */
     int64_t granted_ms; /* when the owner got it (CODEMCP_WORKER_MIN_HOLD_MS runs from here) */
-    int ended_idle;     /* its process is being ended on purpose without a run: no failed start */
+    int ended_idle;     /* its process is being ended on purpose (evicted, idle, its session
+                         * closed): its exit is not a failed start */
     int64_t last_used_ms;
     struct lp_timer idle_timer;
     char *notice;      /* for the owner's next answer (variables discarded) */

@@ -5,35 +5,13 @@
 // with errors naming the setting. All through `codemcp start` with a tokens file giving two
 // principals, alice and bob, and the real worker pool.
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
 import { test } from 'node:test';
 
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-
-import { Client, Proc, ms, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { connectHttp, ms, startHttpGateway, waitFor } from './lib.mjs';
 
 const TA = 'alice-token-0123456789abcdef', TB = 'bob-token-0123456789abcdef';
-
-async function start(env = {}) {
-  const home = tempDir('codemcp-fair-');
-  const tokens = path.join(home, 'tokens');
-  fs.writeFileSync(tokens, `alice ${TA}\nbob ${TB}\n`, { mode: 0o600 });
-  const config = writeConfig(home, {});
-  const proc = new Proc({ args: ['start', '-p', '0'], config, home, env: { CODEMCP_HTTP_TOKENS_FILE: tokens, ...env } });
-  const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
-  if (!m || !m[1]) throw new Error(`codemcp start did not come up:\n${proc.stderrTail()}`);
-  return { proc, url: m[1] };
-}
-
-async function session(url, token) {
-  const transport = new StreamableHTTPClientTransport(new URL(url), {
-    requestInit: { headers: { authorization: `Bearer ${token}` } },
-  });
-  const client = new Client({ name: 'fair-e2e', version: '0' });
-  await client.connect(transport, { timeout: ms(15000) });
-  return client;
-}
+const start = (env) => startHttpGateway({ prefix: 'codemcp-fair-', env, tokens: { alice: TA, bob: TB } });
+const session = (url, token) => connectHttp(url, token, 'fair-e2e');
 
 function call(client, code) {
   return client.callTool({ name: 'execute_python', arguments: { code } }, undefined, { timeout: ms(60000) });

@@ -5,13 +5,10 @@
 // error (isError), never a JSON-RPC error. Over stdio (SDK 1.32.2 and raw lines) and the
 // 2025 HTTP front (`codemcp start` with a tokens file giving two principals).
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-
-import { Client, Proc, RawClient, TESTS, codemcpCommand, codemcpEnv, connectClient, ms, sleep, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { RawClient, TESTS, codemcpCommand, codemcpEnv, connectClient, connectHttp, ms, sleep, startHttpGateway, tempDir, writeConfig } from './lib.mjs';
 
 const V2DIR = path.join(TESTS, 'v2', 'node_modules', '@modelcontextprotocol', 'client', 'dist');
 
@@ -136,29 +133,8 @@ test('stdio: an expired handle says so; the implicit namespace starts over with 
 
 const TA = 'alice-token-0123456789abcdef', TB = 'bob-token-0123456789abcdef';
 
-async function start(env = {}) {
-  const home = tempDir('codemcp-nsh-http-');
-  const tokens = path.join(home, 'tokens');
-  fs.writeFileSync(tokens, `alice ${TA}\nbob ${TB}\n`, { mode: 0o600 });
-  const config = writeConfig(home, {});
-  const proc = new Proc({ args: ['start', '-p', '0'], config, home, env: { CODEMCP_HTTP_TOKENS_FILE: tokens, ...env } });
-  const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
-  if (!m || !m[1]) throw new Error(`codemcp start did not come up:\n${proc.stderrTail()}`);
-  return { proc, url: m[1] };
-}
-
-async function session(url, token) {
-  const transport = new StreamableHTTPClientTransport(new URL(url), {
-    requestInit: { headers: { authorization: `Bearer ${token}` } },
-  });
-  const client = new Client({ name: 'nsh-e2e', version: '0' });
-  await client.connect(transport, { timeout: ms(15000) });
-  client.end = async () => { // DELETE: the session ends at the gateway too
-    await transport.terminateSession().catch(() => {});
-    await client.close();
-  };
-  return client;
-}
+const start = (env) => startHttpGateway({ prefix: 'codemcp-nsh-http-', env, tokens: { alice: TA, bob: TB } });
+const session = (url, token) => connectHttp(url, token, 'nsh-e2e');
 
 test('HTTP sessions: handles continue across sessions of one principal; another principal cannot use them', async () => {
   const gw = await start({ CODEMCP_WORKERS: '4' });
