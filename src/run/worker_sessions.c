@@ -171,8 +171,8 @@ static struct worker *evict_for(uint64_t session_id)
     discard_session(w, "another session was waiting for a Python worker while all "
                        "CODEMCP_WORKERS were taken (each principal gets a fair share of them, "
                        "and an idle session keeps its worker for CODEMCP_WORKER_MIN_HOLD_MS at "
-                       "least), so this idle session's worker was ended and its variables (every "
-                       "namespace it held) were discarded; this run started from a fresh "
+                       "least), so this idle session's worker was ended and its variables were "
+                       "discarded (every namespace it held); this run started from a fresh "
                        "interpreter");
     return w;
 }

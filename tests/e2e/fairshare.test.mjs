@@ -44,7 +44,7 @@ test('three idle sessions of one principal holding variables do not lock another
     const lost = await call(alice[0], 'result = mine');
     const env = lost.structuredContent;
     assert.match(env.error, /NameError/, JSON.stringify(lost));
-    assert.match(env.notice, /variables \(every namespace it held\) were discarded/, JSON.stringify(lost));
+    assert.match(env.notice, /its variables were discarded \(every namespace it held\)/, JSON.stringify(lost));
     assert.match(env.notice, /another session was waiting for a Python worker/);
     assert.match(env.notice, /fair share/);
     assert.doesNotMatch(JSON.stringify(lost), /try again in a moment/);

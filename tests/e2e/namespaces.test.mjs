@@ -202,7 +202,7 @@ test('HTTP: a full pool with even shares never ends another principal\'s recentl
     assert.equal(envelope(await call(b, { code: 'result = j' })).result, 8, 'Bob keeps his variables');
     const lost = envelope(await call(a, { code: 'result = k' }));
     assert.match(lost.error, /NameError/, JSON.stringify(lost));
-    assert.match(lost.notice, /variables \(every namespace it held\) were discarded/, JSON.stringify(lost));
+    assert.match(lost.notice, /its variables were discarded \(every namespace it held\)/, JSON.stringify(lost));
   } finally {
     for (const c of clients) await c.close().catch(() => {});
     await gw.proc.kill();
