@@ -486,54 +486,52 @@ static int needs_slot(const struct run *r)
     return r->state == RUN_QUEUED && wk_session_slot(r->home) < 0 && !waits_for_servers(r);
 }
 
-/* The oldest run of principal p that needs a worker (FIFO within a principal), or NULL. */
-static struct run *oldest_waiting(const char *p)
+/* The first of w[0..n) whose principal follows `after` in the cycle of their principals (names
+ * in byte order, wrapping round), or NULL when n is 0. w is in arrival order, so that run is
+ * its principal's oldest (FIFO within a principal). O(n). */
+static struct run *next_turn(struct run **w, size_t n, const char *after)
 {
-    for (struct run *r = runs; r; r = r->next)
-        if (strcmp(r->principal, p) == 0 && needs_slot(r))
-            return r;
-    return NULL;
-}
-
-/* The principal after `after` in the cycle of those with a run needing a worker (names in
- * byte order, wrapping round), or NULL when nobody waits. */
-static const char *next_waiting_principal(const char *after)
-{
-    const char *next = NULL, *first = NULL;
-    for (struct run *r = runs; r; r = r->next) {
-        if (!needs_slot(r))
-            continue;
-        const char *p = r->principal;
-        if (!first || strcmp(p, first) < 0)
-            first = p;
-        if (strcmp(p, after) > 0 && (!next || strcmp(p, next) < 0))
-            next = p;
+    struct run *next = NULL, *first = NULL;
+    for (size_t k = 0; k < n; k++) {
+        const char *p = w[k]->principal;
+        if (!first || strcmp(p, first->principal) < 0)
+            first = w[k];
+        if (strcmp(p, after) > 0 && (!next || strcmp(p, next->principal) < 0))
+            next = w[k];
     }
     return next ? next : first;
 }
 
 /* Gives a worker to waiting runs, one principal at a time in turn (round-robin across
  * principals, so one principal's many sessions cannot starve another's). Returns 1 when a run
- * got one (the caller looks again). O(principals * runs). */
+ * got one (the caller looks again). O(runs) checks of a run, then O(principals * waiting). */
 static int grant_waiting(void)
 {
-    char tried_first[64] = "";
-    char at[64];
-    snprintf(at, sizeof(at), "%s", served_last);
-    for (;;) {
-        const char *p = next_waiting_principal(at);
-        if (!p || strcmp(p, tried_first) == 0)
-            return 0; /* nobody waits, or every waiting principal asked once */
-        if (!tried_first[0])
-            snprintf(tried_first, sizeof(tried_first), "%s", p);
-        snprintf(at, sizeof(at), "%s", p);
-        struct run *r = oldest_waiting(at);
-        if (r && (r->slot = wk_slot_for_session(r->home)) >= 0) { /* kept until r ends */
-            snprintf(served_last, sizeof(served_last), "%s", at);
-            log_debug("runs", "%s got a worker (principal %s's turn)", r->id, at);
-            return 1;
+    size_t n = 0, cap = 0;
+    struct run **w = NULL;
+    for (struct run *r = runs; r; r = r->next)
+        if (needs_slot(r)) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 16;
+                w = xrealloc(w, cap * sizeof(*w));
+            }
+            w[n++] = r;
+        }
+    int granted = 0;
+    const char *at = served_last, *first_asked = NULL;
+    for (struct run *r; !granted && (r = next_turn(w, n, at)) != NULL; at = r->principal) {
+        if (first_asked && strcmp(r->principal, first_asked) == 0)
+            break; /* every waiting principal asked once */
+        if (!first_asked)
+            first_asked = r->principal;
+        if ((r->slot = wk_slot_for_session(r->home)) >= 0) { /* kept until r ends */
+            snprintf(served_last, sizeof(served_last), "%s", r->principal);
+            log_debug("runs", "%s got a worker (principal %s's turn)", r->id, r->principal);
+            granted = 1;
         }
     }
+    free(w);
+    return granted;
 }
 
 void run_dispatch(void)

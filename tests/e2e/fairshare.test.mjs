@@ -79,6 +79,35 @@ for (const hold of ['1000', '0']) {
   });
 }
 
+test('principals take turns: with one worker, bob\'s program queued after three of alice\'s runs second, not last', async () => {
+  const gw = await start({ CODEMCP_WORKERS: '1', CODEMCP_WORKER_MIN_HOLD_MS: '0', CODEMCP_LOG: 'debug' });
+  const clients = [];
+  try {
+    const alice = [];
+    for (let i = 0; i < 4; i++) alice.push(await session(gw.url, TA));
+    const bob = await session(gw.url, TB);
+    clients.push(...alice, bob);
+    const done = [];
+    const track = (who, p) => p.then((r) => { done.push(who); return r; });
+    // One worker: alice's first program holds it while the others queue, alice's first.
+    const running = track('a0', call(alice[0], 'import time\ntime.sleep(1)\nresult = 0'));
+    await waitFor(() => /r\d+ sent to worker 0/.test(gw.proc.stderr), ms(20000));
+    const queued = [];
+    for (let i = 1; i < 4; i++) {
+      queued.push(track(`a${i}`, call(alice[i], `result = ${i}`)));
+      await waitFor(() => (gw.proc.stderr.match(/queued for session/g) || []).length >= i + 1, ms(10000));
+    }
+    queued.push(track('bob', call(bob, 'result = "bob"')));
+    const all = await Promise.all([running, ...queued]);
+    for (const r of all) assert.equal(r.isError, false, JSON.stringify(r));
+    // The programs ran one at a time, so they finished in the order they got the worker.
+    assert.deepEqual(done, ['a0', 'bob', 'a1', 'a2', 'a3'], 'round-robin across principals, FIFO within one');
+  } finally {
+    for (const c of clients) await c.close().catch(() => {});
+    await gw.proc.kill();
+  }
+});
+
 test('a program queued behind its session\'s running one still runs when that session gives its worker to another principal: fresh, and told why', async () => {
   const gw = await start({ CODEMCP_WORKERS: '1', CODEMCP_LOG: 'debug' });
   const clients = [];
