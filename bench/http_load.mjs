@@ -36,7 +36,7 @@ import { readFileSync, readdirSync, readlinkSync, writeFileSync, mkdtempSync, ex
 import { cpus, tmpdir } from 'node:os';
 import http from 'node:http';
 import { join } from 'node:path';
-import { NM, ROOT, codemcpBin, stats, fmt, freePort, memKiB, startLogged, workerPids as allWorkerPids } from './lib.mjs';
+import { ROOT, codemcpBin, stats, fmt, startEverythingHttp, getSumLoad, memKiB, startLogged, workerPids as allWorkerPids } from './lib.mjs';
 
 const SECONDS = Number(process.argv[2] || 4);
 const ROUNDS = Number(process.argv[3] || 4);
@@ -62,7 +62,6 @@ if (SECONDS * ROUNDS + WARMUP_SECONDS > 20) throw new Error('keep each arm to â‰
 const SDK = join(ROOT, 'tests/node_modules/@modelcontextprotocol/sdk/dist/esm');
 const { Client } = await import(join(SDK, 'client/index.js'));
 const { StreamableHTTPClientTransport } = await import(join(SDK, 'client/streamableHttp.js'));
-const EVERYTHING = join(NM, 'server-everything/dist/index.js');
 const bin = codemcpBin();
 const dir = mkdtempSync(join(tmpdir(), 'codemcp-bench-http-'));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -88,13 +87,8 @@ async function connect(name, url, k = 0) {
 }
 
 // ---- processes ------------------------------------------------------------------------------
-const upPort = await freePort();
-// server-everything console.logs every request; into a file, not a pipe we would have to drain.
-const upstream = await startLogged(['node', EVERYTHING, 'streamableHttp'], { PORT: String(upPort) },
-  join(dir, 'everything.log'), /listening on port (\d+)/i, procs);
-const upUrl = `http://127.0.0.1:${upPort}/mcp`;
-const cfg = join(dir, 'mcp.json');
-writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'remote', url: upUrl } } }));
+const upstream = await startEverythingHttp(dir, procs);
+const { port: upPort, url: upUrl, cfg } = upstream;
 
 const tokensFile = join(dir, 'tokens');
 writeFileSync(tokensFile, Array.from({ length: PRINCIPALS }, (_, k) => `bench${k} ${tokenOf(k)}\n`).join(''), { mode: 0o600 });
@@ -120,22 +114,9 @@ const gwMem0 = Object.fromEntries(GWS.map((g) => [g.id, { ...memKiB(gateways[g.i
 
 // ---- arms -----------------------------------------------------------------------------------
 let nextA = 1;
-const expectText = (a, b) => `The sum of ${a} and ${b} is ${a + b}.`;
-function check(got, a) {
-  if (!Array.isArray(got) || got.length !== CALLS) throw new Error(`wrong answer: ${JSON.stringify(got)}`);
-  for (let i = 0; i < CALLS; i++)
-    if (got[i] !== expectText(a + i, i)) throw new Error(`wrong answer [${i}]: ${JSON.stringify(got[i])}`);
-}
-const directTask = async (c, a) => {
-  const rs = await Promise.all(Array.from({ length: CALLS }, (_, i) =>
-    c.client.callTool({ name: 'get-sum', arguments: { a: a + i, b: i } })));
-  for (const r of rs) if (r.isError) throw new Error(`isError: ${JSON.stringify(r.content)}`);
-  check(rs.map((r) => r.content?.[0]?.text), a);
-};
+const { check, direct: directTask, program } = getSumLoad(CALLS);
 const codemcpTask = async (c, a) => {
-  const code = `ps = [everything_get_sum(a=${a} + i, b=i) for i in range(${CALLS})]\n` +
-    'result = [str(p) for p in ps]';
-  const r = await c.client.callTool({ name: 'execute_python', arguments: { code } });
+  const r = await c.client.callTool({ name: 'execute_python', arguments: { code: program(a) } });
   if (r.isError) throw new Error(`isError: ${JSON.stringify(r.structuredContent ?? r.content).slice(0, 400)}`);
   check(r.structuredContent?.result, a);
 };

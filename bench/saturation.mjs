@@ -23,7 +23,7 @@
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NM, ROOT, buildType, codemcpBin, fmt, freePort, startLogged, stats } from './lib.mjs';
+import { ROOT, buildType, codemcpBin, fmt, startEverythingHttp, getSumLoad, startLogged, stats } from './lib.mjs';
 
 const SECONDS = Number(process.argv[2] || 4);
 const ROUNDS = Number(process.argv[3] || 3);
@@ -44,7 +44,6 @@ for (const v of VARIANTS) if (!existsSync(v.bin)) throw new Error(`${v.bin} does
 const SDK = join(ROOT, 'tests/node_modules/@modelcontextprotocol/sdk/dist/esm');
 const { Client } = await import(join(SDK, 'client/index.js'));
 const { StreamableHTTPClientTransport } = await import(join(SDK, 'client/streamableHttp.js'));
-const EVERYTHING = join(NM, 'server-everything/dist/index.js');
 const dir = mkdtempSync(join(tmpdir(), 'codemcp-bench-sat-'));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const procs = [];
@@ -60,12 +59,8 @@ process.on('exit', () => {
 
 
 // ---- processes ------------------------------------------------------------------------------
-const upPort = await freePort();
-const upstream = await startLogged(['node', EVERYTHING, 'streamableHttp'], { PORT: String(upPort) },
-  join(dir, 'everything.log'), /listening on port (\d+)/i, procs);
-const upUrl = `http://127.0.0.1:${upPort}/mcp`;
-const cfg = join(dir, 'mcp.json');
-writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'remote', url: upUrl } } }));
+const upstream = await startEverythingHttp(dir, procs);
+const { port: upPort, url: upUrl, cfg } = upstream;
 const TOKEN = 'bench-saturation-token-0123456789';
 const tokensFile = join(dir, 'tokens');
 writeFileSync(tokensFile, `bench ${TOKEN}\n`, { mode: 0o600 });
@@ -96,23 +91,11 @@ async function connect(name, url) {
 
 // ---- programs ---------------------------------------------------------------------------------
 let nextA = 1;
-const expectText = (a, b) => `The sum of ${a} and ${b} is ${a + b}.`;
-function check(got, a) {
-  if (!Array.isArray(got) || got.length !== CALLS) throw new Error(`wrong answer: ${JSON.stringify(got).slice(0, 300)}`);
-  for (let i = 0; i < CALLS; i++)
-    if (got[i] !== expectText(a + i, i)) throw new Error(`wrong answer [${i}]: ${JSON.stringify(got[i])}`);
-}
+const { check, direct: directTask, program } = getSumLoad(CALLS);
 class Refused extends Error {}
 const REFUSAL = /every Python worker is running|CODEMCP_RUN_QUEUE_MAX|CODEMCP_RUN_QUEUE_WAIT_MS/;
-const directTask = async (c, a) => {
-  const rs = await Promise.all(Array.from({ length: CALLS }, (_, i) =>
-    c.client.callTool({ name: 'get-sum', arguments: { a: a + i, b: i } })));
-  for (const r of rs) if (r.isError) throw new Error(`isError: ${JSON.stringify(r.content)}`);
-  check(rs.map((r) => r.content?.[0]?.text), a);
-};
 const codemcpTask = async (c, a) => {
-  const code = `ps = [everything_get_sum(a=${a} + i, b=i) for i in range(${CALLS})]\nresult = [str(p) for p in ps]`;
-  const r = await c.client.callTool({ name: 'execute_python', arguments: { code } }, undefined, { timeout: 180000 });
+  const r = await c.client.callTool({ name: 'execute_python', arguments: { code: program(a) } }, undefined, { timeout: 180000 });
   if (r.isError) {
     const text = JSON.stringify(r.structuredContent ?? r.content);
     throw REFUSAL.test(text) ? new Refused(text.slice(0, 300)) : new Error(`isError: ${text.slice(0, 300)}`);
