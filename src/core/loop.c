@@ -623,6 +623,11 @@ int lp_init(void)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
+    /* A pipe whose reader is gone (an upstream that died, a client that closed stdout) is an
+     * EPIPE for its writer, never the end of the gateway (without the HTTP front nothing else
+     * ignores it: a stdio gateway stopped by a signal died of SIGPIPE writing to an upstream
+     * it had just stopped). */
+    signal(SIGPIPE, SIG_IGN);
     sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
     if (sig_fd < 0) {
         log_error("loop", "signalfd: %s", strerror(errno));

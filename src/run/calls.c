@@ -499,6 +499,69 @@ void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
     handle_call(call, slot, json_is_integer(tmo) ? json_integer_value(tmo) : 0, t0);
 }
 
+/* ---- resources/read for a program ---------------------------------------------------------- */
+
+/* Reads in flight, all runs: a program that starts reads without waiting cannot make the
+ * gateway hold more than this many upstream requests for them. */
+#define CALLS_MAX_READS 64
+static int reads_in_flight;
+
+struct read {
+    uint64_t conn_id;
+    json_t *id;
+};
+
+static void on_read(void *ud, json_t *result, const struct up_error *err)
+{
+    struct read *rd = ud;
+    reads_in_flight--;
+    if (result)
+        reply(rd->conn_id, rpc_result(rd->id, json_incref(result)));
+    else
+        reply_error(rd->conn_id, rd->id, err->kind, err->message, 0);
+    json_decref(rd->id);
+    free(rd);
+}
+
+void calls_read_resource(uint64_t conn_id, int slot, json_t *id, json_t *params)
+{
+    const char *run_id = json_string_value(json_object_get(params, "run_id"));
+    const char *uri = json_string_value(json_object_get(params, "uri"));
+    struct calls_run run = {0};
+    char msg[300];
+    if (!run_id || !uri) {
+        reply(conn_id,
+              rpc_error(id, RPC_INVALID_PARAMS, "read_resource needs run_id and uri", NULL));
+        return;
+    }
+    if (!hooks.run_lookup || hooks.run_lookup(run_id, slot, &run) < 0) {
+        reply_error(conn_id, id, "denied", "this run is not active: reads are refused", 0);
+        return;
+    }
+    struct upstream *up = up_resource_server(uri);
+    if (!up) {
+        reply_error(conn_id, id, "not_found", "no connected server lists this resource URI", 0);
+        return;
+    }
+    if (reads_in_flight >= CALLS_MAX_READS) {
+        snprintf(msg, sizeof(msg), "more than %d resource reads in flight: wait for some first",
+                 CALLS_MAX_READS);
+        reply_error(conn_id, id, "denied", msg, 0);
+        return;
+    }
+    struct read *rd = xmalloc(sizeof(*rd));
+    *rd = (struct read){conn_id, json_incref(id)};
+    struct up_error err = {0};
+    if (up_request(up->name, "resources/read", json_pack("{s:s}", "uri", uri), on_read, rd, &err) <
+        0) {
+        reply_error(conn_id, id, err.kind, err.message, 0);
+        json_decref(rd->id);
+        free(rd);
+        return;
+    }
+    reads_in_flight++;
+}
+
 /* A string member's bytes (between the quotes) when it needs no decoding (no escape: then no
  * NUL either): 1, else 0. */
 static int plain_string(const struct js_member *v, struct slice *out)

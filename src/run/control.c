@@ -201,11 +201,15 @@ static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
     if (kind == RPC_REQUEST &&
         strcmp(json_string_value(json_object_get(msg, "method")), "call_tool") == 0) {
         calls_handle(c->id, c->slot, json_object_get(msg, "id"), json_object_get(msg, "params"));
+    } else if (kind == RPC_REQUEST &&
+               strcmp(json_string_value(json_object_get(msg, "method")), "read_resource") == 0) {
+        calls_read_resource(c->id, c->slot, json_object_get(msg, "id"),
+                            json_object_get(msg, "params"));
     } else if (kind == RPC_INVALID) {
         ctl_send(c->id, rpc_error(json_object_get(msg, "id"), RPC_INVALID_REQUEST, why, NULL));
     } else if (kind == RPC_REQUEST) {
         ctl_send(c->id, rpc_error(json_object_get(msg, "id"), RPC_METHOD_NOT_FOUND,
-                                  "workers may only send call_tool", NULL));
+                                  "workers may only send call_tool and read_resource", NULL));
     } else if (hooks.message) {
         hooks.message(c->slot, msg);
     }

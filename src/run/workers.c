@@ -49,6 +49,7 @@ int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a protot
  * tools/list (which wait for the upstreams) 1.2-2.3x, and the first result too under load. */
 static int prototype_early;
 long session_idle_ms;
+long min_hold_ms;
 static void (*shutdown_done)(void);
 int shutting_down;
 
@@ -147,8 +148,9 @@ void on_worker_exit(void *ud, pid_t pid, int status)
                  WEXITSTATUS(status));
     /* A process that dies while idle before finishing any run failed to start, even if
      * it connected: counting it stops a crash loop. */
-    int was_started =
-        (w->state == WK_READY || w->state == WK_BUSY) && (w->run_id[0] || w->runs_done);
+    int was_started = w->ended_idle || ((w->state == WK_READY || w->state == WK_BUSY) &&
+                                        (w->run_id[0] || w->runs_done));
+    w->ended_idle = 0;
     log_info("worker", "worker %d (pid %d) exited: %s", w->slot, (int)pid,
              WIFSIGNALED(status) ? "signal" : "status");
     w->state = WK_DOWN;
@@ -226,6 +228,9 @@ int wk_init(int max_workers)
     }
     memory_mb = env_long("CODEMCP_WORKER_MEMORY_MB", 512);
     session_idle_ms = env_long("CODEMCP_SESSION_IDLE_MS", 900000);
+    min_hold_ms = env_long("CODEMCP_WORKER_MIN_HOLD_MS", WK_MIN_HOLD_MS_DEFAULT);
+    if (min_hold_ms < 0)
+        min_hold_ms = 0;
     /* Workers come from the prototype unless a listener was asked for (remote workers
      * connect to it: nothing to fork) or CODEMCP_PROTOTYPE=off. */
     use_prototype = env_bool("CODEMCP_PROTOTYPE", 1) && !ctl_url()[0];
@@ -263,11 +268,7 @@ const char *wk_start_failure(int slot)
     if (!n_workers)
         return "codemcp-worker was not found, so Python cannot run (set CODEMCP_WORKER_BIN "
                "or reinstall codemcp)";
-    if (slot < 0)
-        return "every Python worker is running another session's program or holds another "
-               "principal's recently used variables (CODEMCP_WORKERS caps them): try again in "
-               "a moment";
-    return workers[slot].start_failure;
+    return slot >= 0 && slot < n_workers ? workers[slot].start_failure : NULL;
 }
 
 int wk_ready(int slot)
