@@ -40,9 +40,12 @@ struct wk_hooks {
 int wk_init(int max_workers);
 /* Registers the hooks (copied). */
 void wk_set_hooks(const struct wk_hooks *h);
-/* Starts worker 0 ahead of the first run (called once upstreams settled, so Python's
- * start-up does not compete with theirs for the CPU). */
+/* Starts worker 0 ahead of the first run (called once upstreams settled, so a worker's own
+ * start does not compete with theirs for the CPU). */
 void wk_prewarm(void);
+/* Starts the prototype workers are forked from (when they are, and CODEMCP_PROTOTYPE_EARLY is
+ * on), at the gateway's start: its interpreter start-up runs beside the upstreams'. */
+void wk_prestart(void);
 /* The default of CODEMCP_WORKER_MIN_HOLD_MS: how long a session keeps the slot it was given
  * before an idle one may be taken from it for a waiting run (bounds process starts per second
  * under saturation: at most CODEMCP_WORKERS per hold). */
