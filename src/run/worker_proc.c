@@ -4,6 +4,7 @@
 #include "sandbox.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -74,6 +75,7 @@ char **wkp_env(char *const *extra)
                                        "CODEMCP_SANDBOX_TMP_MB",
                                        "CODEMCP_SANDBOX_NPROC",
                                        "CODEMCP_SANDBOX_NOFILE",
+                                       "CODEMCP_SANDBOX_LANDLOCK_ABI_MAX",
                                        NULL};
     size_t n = 0, k = 0;
     for (char *const *e = extra; e && *e; e++)
@@ -187,4 +189,80 @@ pid_t wkp_child_by_nspid(pid_t parent, int level, pid_t inner)
     }
     free(t);
     return found;
+}
+
+/* The only child of pid's main thread, or -1 (none, or more than one). */
+static pid_t only_child(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    char *t = read_file(path, NULL), *end = NULL;
+    long c = t ? strtol(t, &end, 10) : 0;
+    int one = c > 0 && end && strspn(end, " \n") == strlen(end);
+    free(t);
+    return one ? (pid_t)c : -1;
+}
+
+pid_t wkp_sandbox_worker(pid_t pid, int forked)
+{
+    if (pid <= 0)
+        return -1;
+    pid_t init = forked ? pid : only_child(pid); /* exec'd: waiter -> PID 1 -> worker */
+    return init > 0 ? only_child(init) : -1;
+}
+
+/* Field 3 (state) and 20 (num_threads) of /proc/<pid>[/task/<tid>]/stat, after the name. */
+static int stat_fields(const char *path, char *state, long *threads)
+{
+    char buf[512];
+    FILE *f = fopen(path, "re");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+                            "%*d %ld",
+                     state, threads) != 2)
+        return -1;
+    return 0;
+}
+
+int wkp_threads(pid_t worker, int base)
+{
+    char path[64], state;
+    long n;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)worker);
+    if (stat_fields(path, &state, &n) < 0 || state == 'Z' || state == 'X')
+        return -1;
+    if (n <= base)
+        return (int)n;
+    /* More than expected: a thread that has just been joined may still be on its way out
+     * (listed until it is released); count only live ones. */
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)worker);
+    DIR *d = opendir(path);
+    if (!d)
+        return (int)n;
+    int live = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        char tpath[96];
+        long dummy;
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        snprintf(tpath, sizeof(tpath), "/proc/%d/task/%.16s/stat", (int)worker, e->d_name);
+        if (stat_fields(tpath, &state, &dummy) == 0 && state != 'Z' && state != 'X')
+            live++;
+    }
+    closedir(d);
+    return live;
+}
+
+int wkp_has_children(pid_t worker)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)worker, (int)worker);
+    char *t = read_file(path, NULL);
+    int any = t && strspn(t, " \n") != strlen(t);
+    free(t);
+    return any;
 }

@@ -40,4 +40,17 @@ pid_t wkp_child_by_nspid(pid_t parent, int level, pid_t inner);
 /* The depth of pid's PID namespace below the gateway's (0: the same), or -1. */
 int wkp_ns_level(pid_t pid);
 
+/* What a sandboxed worker's process holds, read from outside (/proc), for the gateway's own
+ * check that nothing of a run outlives it (the worker's end-of-run check is agent code's to
+ * defeat). wkp_sandbox_worker: the worker process of the sandbox whose outermost process is
+ * pid (the session's PID 1 when forked, the waiter when exec'd), or -1. wkp_threads: its
+ * threads, or -1 when it is gone; when there are more than base, only live ones (exiting
+ * ones not counted). wkp_has_children: 1 when
+ * its main thread has a child (every process the worker's runs start is its descendant, and
+ * orphans come back to it as the sandbox's child subreaper, see pystray.h), else 0. Two
+ * small reads when nothing is left over. */
+pid_t wkp_sandbox_worker(pid_t pid, int forked);
+int wkp_threads(pid_t worker, int base);
+int wkp_has_children(pid_t worker);
+
 #endif

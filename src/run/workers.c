@@ -148,6 +148,8 @@ void on_worker_exit(void *ud, pid_t pid, int status)
              WIFSIGNALED(status) ? "signal" : "status");
     w->state = WK_DOWN;
     w->pid = 0;
+    w->inner = 0;
+    w->base_threads = 0;
     free(w->kill_reason);
     w->kill_reason = NULL;
     if (w->conn_id)
@@ -288,11 +290,98 @@ static struct worker *running(const char *run_id)
     return NULL;
 }
 
+/* ---- what a run leaves behind, seen from outside ------------------------------------------ */
+
+/* The gateway's own check that no code of one run executes during another: the worker's
+ * threads and children, read from /proc (agent code owns the worker, so its own end-of-run
+ * check, pystray.h, is a courtesy). Sandbox only: host isolation has no such promise. 1 and
+ * a description in what when something is left. */
+static int leftovers(struct worker *w, char *what, size_t n)
+{
+    if (!sandboxed || w->inner <= 0)
+        return 0;
+    int t = wkp_threads(w->inner, w->base_threads);
+    if (t < 0)
+        return 0; /* gone: its exit ends the run and the session's worker anyway */
+    int threads = t - w->base_threads, kids = wkp_has_children(w->inner);
+    if (threads <= 0 && !kids)
+        return 0;
+    if (threads > 0)
+        snprintf(what, n, "%d thread(s)%s", threads, kids ? " and child processes" : "");
+    else
+        snprintf(what, n, "child processes");
+    return 1;
+}
+
+/* Before the first run: which process is the worker and how many threads it has with no
+ * agent code run yet. 0, or -1 when it cannot be known yet (the run waits). */
+static int know_worker(struct worker *w)
+{
+    if (!sandboxed || w->inner > 0)
+        return 0;
+    if (!w->pid || w->runs_done)
+        return w->runs_done ? 0 : -1; /* the prototype's answer with its pid is on its way */
+    w->inner = wkp_sandbox_worker(w->pid, w->forked);
+    w->base_threads = w->inner > 0 ? wkp_threads(w->inner, INT_MAX) : -1;
+    if (w->inner > 0 && w->base_threads > 0)
+        return 0;
+    log_warn("worker", "worker %d: its process cannot be found in its sandbox: ended", w->slot);
+    w->inner = 0;
+    w->state = WK_BUSY;
+    hard_kill(w);
+    return -1;
+}
+
+/* At the answer to the slot's run: looked for once per answer; when something is left, the
+ * answer says so and the worker is ended after it. */
+static int answer_leftovers(struct worker *w)
+{
+    if (w->checked_rpc == w->run_rpc_id)
+        return w->leftover;
+    w->checked_rpc = w->run_rpc_id;
+    char what[96];
+    w->leftover = leftovers(w, what, sizeof(what));
+    if (w->leftover) {
+        char msg[512];
+        snprintf(msg, sizeof(msg),
+                 "this run left %s running after its answer: codemcp ended this session's "
+                 "Python worker so that no code of one run executes during another; the "
+                 "session's variables are lost and its next run starts in a fresh interpreter",
+                 what);
+        log_warn("worker", "worker %d: the run left %s running: ending the worker", w->slot,
+                 what);
+        free(w->notice);
+        w->notice = xstrdup(msg);
+    }
+    return w->leftover;
+}
+
 int wk_start_run(int slot, const char *run_id, const char *params, size_t len)
 {
     struct worker *w = slot >= 0 && slot < n_workers ? &workers[slot] : NULL;
     if (!w || w->state != WK_READY || strlen(run_id) >= sizeof(w->run_id))
         return -1;
+    if (know_worker(w) < 0)
+        return -1;
+    char what[96];
+    if (w->runs_done && leftovers(w, what, sizeof(what))) {
+        /* Started after the last answer (a thread, a finalizer, a signal handler): the run
+         * waits for a fresh worker, and its answer says why its variables are gone. */
+        char msg[512];
+        snprintf(msg, sizeof(msg),
+                 "the session's previous run left %s running after its answer: codemcp ended "
+                 "this session's Python worker before this run, so that no code of one run "
+                 "executes during another; the session's variables were lost and this run "
+                 "started in a fresh interpreter",
+                 what);
+        log_warn("worker", "worker %d: found %s left running before a run: ending the worker",
+                 w->slot, what);
+        free(w->notice);
+        w->notice = xstrdup(msg);
+        w->state = WK_BUSY; /* no run until the replacement connects */
+        hard_kill(w);
+        return -1;
+    }
     w->run_rpc_id = next_rpc_id++;
     /* the bytes rpc_dump(rpc_request(id, "run", params)) gives, params spliced in */
     static const char a[] = "{\"jsonrpc\":\"2.0\",\"method\":\"run\",\"id\":";
@@ -394,6 +483,7 @@ void wk_on_message(int slot, json_t *msg)
         /* The runtime asks for a fresh process when a run leaves threads behind under
          * enforcement: they must not act under a later run's allow_mutations. */
         int recycle = json_is_true(json_object_get(result, "recycle"));
+        int left = answer_leftovers(w);
         if (w->notice && json_is_object(result)) {
             json_object_set_new(result, "notice", json_string(w->notice));
             free(w->notice);
@@ -407,7 +497,7 @@ void wk_on_message(int slot, json_t *msg)
         } else {
             end_current_run(w, result, NULL);
         }
-        if (recycle && w->pid) {
+        if ((recycle || left) && w->pid) {
             log_info("worker", "worker %d: restarting it (the run left threads running)", slot);
             w->state = WK_BUSY; /* no new run until the replacement connects */
             hard_kill(w);
@@ -453,6 +543,8 @@ int wk_on_frame(int slot, const char *text, size_t len)
     size_t hn = answer_head(head, w->run_rpc_id);
     if (len < hn || memcmp(text, head, hn) != 0)
         return 0; /* not the answer to this run, or not in the form the worker writes */
+    if (answer_leftovers(w))
+        return 0; /* the tree path adds the notice and ends the worker */
     /* One pass checks the whole frame is in jf_dumps' form and records the envelope's
      * members; the head above makes jsonrpc, id and result the first three, n == 3 the only
      * ones (no error). Anything else: the tree path (wk_on_message), which decides. */

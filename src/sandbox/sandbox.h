@@ -38,6 +38,8 @@ struct sbx_opts {
     const char *ro;  /* CODEMCP_SANDBOX_RO: colon-separated extra read-only paths */
     const char *rw;  /* CODEMCP_SANDBOX_RW: colon-separated extra read-write paths */
     const char *dev; /* CODEMCP_PYTHONPATH_DEV (dev only): made visible read-only */
+    long landlock_abi_max; /* CODEMCP_SANDBOX_LANDLOCK_ABI_MAX (tests): use at most this Landlock
+                              ABI, as an older kernel would (-1: what the kernel has) */
     int prototype;   /* set by the caller: this sandbox hosts the prototype (forksrv.h), which
                         forks sessions into sandboxes of their own (sbx_fork_session) */
 };

@@ -180,6 +180,13 @@ pid_t sbx_fork_session(const struct sbx_opts *o, int sandboxed, const int fds[4]
     /* PID 1 of the session. Not tied to the prototype's life: a prototype that crashes
      * leaves live sessions alone (the gateway's death still ends them). */
     signal(SIGCHLD, SIG_DFL);
+    /* A session of its own, so a process group of its own: otherwise the session shares the
+     * prototype's, and kill(0, ...), killpg and setpriority(PRIO_PGRP, 0, ...) in one session
+     * reach every other session and the prototype, whatever the PID namespaces (a process
+     * group is not confined by them; Landlock's signal scoping, Linux 6.12+, is the only
+     * other wall, and it does not cover priorities). */
+    if (sandboxed && setsid() < 0)
+        sbx__die_step("setsid", NULL);
     if (!sandboxed) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         setpgid(0, 0); /* the gateway kills the session's whole group */
