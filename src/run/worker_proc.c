@@ -211,29 +211,32 @@ pid_t wkp_sandbox_worker(pid_t pid, int forked)
     return init > 0 ? only_child(init) : -1;
 }
 
-/* Field 3 (state) and 20 (num_threads) of /proc/<pid>[/task/<tid>]/stat, after the name. */
-static int stat_fields(const char *path, char *state, long *threads)
+#define WKP_PF_EXITING 0x4 /* the task's flags while it exits (include/linux/sched.h) */
+
+/* A task (/proc/<pid>[/task/<tid>]/stat) still alive and not on its way out; its field 20
+ * (num_threads) in *threads. */
+static int stat_live(const char *path, long *threads)
 {
-    char buf[512];
+    char buf[512], state;
+    unsigned long flags;
     FILE *f = fopen(path, "re");
     size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
     if (f)
         fclose(f);
     buf[n] = '\0';
     char *p = strrchr(buf, ')');
-    if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
-                            "%*d %ld",
-                     state, threads) != 2)
-        return -1;
-    return 0;
+    if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %ld",
+                     &state, &flags, threads) != 3)
+        return 0;
+    return state != 'Z' && state != 'X' && !(flags & WKP_PF_EXITING);
 }
 
 int wkp_threads(pid_t worker, int base)
 {
-    char path[64], state;
+    char path[64];
     long n;
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)worker);
-    if (stat_fields(path, &state, &n) < 0 || state == 'Z' || state == 'X')
+    if (!stat_live(path, &n))
         return -1;
     if (n <= base)
         return (int)n;
@@ -247,11 +250,10 @@ int wkp_threads(pid_t worker, int base)
     for (struct dirent *e; (e = readdir(d));) {
         char tpath[96];
         long dummy;
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        snprintf(tpath, sizeof(tpath), "/proc/%d/task/%.16s/stat", (int)worker, e->d_name);
-        if (stat_fields(tpath, &state, &dummy) == 0 && state != 'Z' && state != 'X')
-            live++;
+        if (e->d_name[0] >= '0' && e->d_name[0] <= '9') {
+            snprintf(tpath, sizeof(tpath), "/proc/%d/task/%.16s/stat", (int)worker, e->d_name);
+            live += stat_live(tpath, &dummy);
+        }
     }
     closedir(d);
     return live;
