@@ -225,8 +225,9 @@ static int stat_live(const char *path, long *threads)
         fclose(f);
     buf[n] = '\0';
     char *p = strrchr(buf, ')');
-    if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %ld",
-                     &state, &flags, threads) != 3)
+    if (!p ||
+        sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %ld",
+               &state, &flags, threads) != 3)
         return 0;
     return state != 'Z' && state != 'X' && !(flags & WKP_PF_EXITING);
 }
@@ -257,6 +258,24 @@ int wkp_threads(pid_t worker, int base)
     }
     closedir(d);
     return live;
+}
+
+int64_t wkp_cpu_ms(pid_t pid)
+{
+    char path[64], buf[512];
+    unsigned long long ut, st;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    long hz = sysconf(_SC_CLK_TCK);
+    if (!p || hz <= 0 ||
+        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    return (int64_t)((ut + st) * 1000ULL / (unsigned long long)hz);
 }
 
 int wkp_has_children(pid_t worker)

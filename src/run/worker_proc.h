@@ -9,6 +9,7 @@
 #define CODEMCP_WORKER_PROC_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Finds codemcp-worker (CODEMCP_WORKER_BIN, next to codemcp, libexec). 1 found, 0 not. */
@@ -50,6 +51,8 @@ int wkp_ns_level(pid_t pid);
  * orphans come back to it as the sandbox's child subreaper, see pystray.h), else 0. Two
  * small reads when nothing is left over. */
 pid_t wkp_sandbox_worker(pid_t pid, int forked);
+/* The CPU time pid has used (all its threads, user and system), in ms, or -1. */
+int64_t wkp_cpu_ms(pid_t pid);
 int wkp_threads(pid_t worker, int base);
 int wkp_has_children(pid_t worker);
 

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -130,6 +131,16 @@ void on_worker_exit(void *ud, pid_t pid, int status)
     char why[512];
     if (w->kill_reason)
         snprintf(why, sizeof(why), "%s", w->kill_reason);
+    else if (WIFSIGNALED(status) &&
+             (WTERMSIG(status) == SIGXCPU || (WTERMSIG(status) == SIGKILL && sandboxed)))
+        snprintf(why, sizeof(why),
+                 "the Python worker was ended by the kernel (%s) while running this code: %s; "
+                 "it was restarted and this session's variables were lost",
+                 WTERMSIG(status) == SIGXCPU ? "SIGXCPU" : "SIGKILL",
+                 WTERMSIG(status) == SIGXCPU
+                     ? "the run used up its CPU time (its timeout_ms, or CODEMCP_RUN_CPU_MS)"
+                     : "its CPU time ran out (its timeout_ms, or CODEMCP_RUN_CPU_MS), or the "
+                       "system was out of memory");
     else if (WIFSIGNALED(status))
         snprintf(why, sizeof(why),
                  "the Python worker crashed (signal %d) while running this code; it was "
@@ -348,15 +359,41 @@ static int answer_leftovers(struct worker *w)
                  "Python worker so that no code of one run executes during another; the "
                  "session's variables are lost and its next run starts in a fresh interpreter",
                  what);
-        log_warn("worker", "worker %d: the run left %s running: ending the worker", w->slot,
-                 what);
+        log_warn("worker", "worker %d: the run left %s running: ending the worker", w->slot, what);
         free(w->notice);
         w->notice = xstrdup(msg);
     }
     return w->leftover;
 }
 
-int wk_start_run(int slot, const char *run_id, const char *params, size_t len)
+/* A run's CPU time, as RLIMIT_CPU of the worker process set from outside: soft at what it
+ * has used plus the budget (SIGXCPU ends it), hard one second later (SIGKILL, whatever agent
+ * code does with SIGXCPU; its filter refuses raising the limit, seal.c). The hard limit can
+ * be raised again for the next run only with CAP_SYS_RESOURCE (a gateway run as root); a
+ * gateway without it moves the soft limit only. */
+static void limit_cpu(struct worker *w, int64_t cpu_ms)
+{
+    static int may_raise_hard = -1;
+    if (may_raise_hard < 0)
+        may_raise_hard = geteuid() == 0;
+    int64_t used = wkp_cpu_ms(w->inner);
+    if (used < 0 || cpu_ms <= 0)
+        return;
+    if (cpu_ms > (INT64_C(1) << 40))
+        cpu_ms = INT64_C(1) << 40;
+    rlim_t soft = (rlim_t)((used + cpu_ms + 999) / 1000);
+    struct rlimit rl = {soft, soft + 1};
+    if (!may_raise_hard) { /* the hard limit stays where it is */
+        if (prlimit(w->inner, RLIMIT_CPU, NULL, &rl) < 0)
+            return;
+        rl.rlim_cur = soft < rl.rlim_max ? soft : rl.rlim_max;
+    }
+    if (prlimit(w->inner, RLIMIT_CPU, &rl, NULL) < 0)
+        log_warn("worker", "worker %d: cannot set its CPU time limit: %s", w->slot,
+                 strerror(errno));
+}
+
+int wk_start_run(int slot, const char *run_id, const char *params, size_t len, int64_t cpu_ms)
 {
     struct worker *w = slot >= 0 && slot < n_workers ? &workers[slot] : NULL;
     if (!w || w->state != WK_READY || strlen(run_id) >= sizeof(w->run_id))
@@ -382,6 +419,8 @@ int wk_start_run(int slot, const char *run_id, const char *params, size_t len)
         hard_kill(w);
         return -1;
     }
+    if (sandboxed)
+        limit_cpu(w, cpu_ms);
     w->run_rpc_id = next_rpc_id++;
     /* the bytes rpc_dump(rpc_request(id, "run", params)) gives, params spliced in */
     static const char a[] = "{\"jsonrpc\":\"2.0\",\"method\":\"run\",\"id\":";
@@ -572,6 +611,10 @@ void wk_on_disconnect(int slot, uint64_t conn_id)
     if (w->conn_id != conn_id)
         return;
     w->conn_id = 0;
+    /* A worker that has died (its CPU time ran out, it crashed) closed the connection as it
+     * went: its exit status, on its way, says why; a kill now could lose it. */
+    if (sandboxed && w->inner > 0 && wkp_threads(w->inner, INT_MAX) < 0)
+        return;
     /* The process exit (reaped via SIGCHLD) does the rest; make sure it happens. */
     if (w->pid && !shutting_down) {
         if (!w->kill_reason)

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -184,18 +185,24 @@ static const char *const deny_names[] = {"ptrace",
  * per-user limit counts through user namespaces); memfd and SysV shared memory, message
  * queues and semaphores hold memory RLIMIT_AS does not count (IPC objects live on after
  * detaching, in kernel memory). POSIX shared memory and files live in the size-capped /tmp. */
-static const char *const absent_names[] = {"inotify_init", "inotify_init1", "memfd_create",
-                                           "memfd_secret", "shmget",        "msgget",
-                                           "semget",       NULL};
+static const char *const absent_names[] = {
+    "inotify_init", "inotify_init1", "memfd_create", "memfd_secret",
+    "shmget",       "msgget",        "semget",       NULL};
 
 /* File locks are a channel between sessions: the read-only binds (libraries, ld.so.cache,
  * /dev/null) are the same files in every sandbox, and a lock one session takes (or tests
  * with F_GETLK) another sees. seccomp cannot tell a shared file from a private one, so every
  * lock is refused (ENOLCK, as a file system without locks answers), and so are directory
  * notifications (F_NOTIFY) and leases. */
-static const unsigned int lock_cmds[] = {F_GETLK,      F_SETLK,      F_SETLKW, 36 /* F_OFD_GETLK */,
-                                         37 /* F_OFD_SETLK */, 38 /* F_OFD_SETLKW */,
-                                         F_SETLEASE,   F_GETLEASE,   F_NOTIFY};
+static const unsigned int lock_cmds[] = {F_GETLK,
+                                         F_SETLK,
+                                         F_SETLKW,
+                                         36 /* F_OFD_GETLK */,
+                                         37 /* F_OFD_SETLK */,
+                                         38 /* F_OFD_SETLKW */,
+                                         F_SETLEASE,
+                                         F_GETLEASE,
+                                         F_NOTIFY};
 
 /* An int argument equals v. The kernel reads only the low 32 bits of an int argument, so a
  * plain 64-bit comparison is passed by a caller that sets the high ones. */
@@ -242,6 +249,19 @@ int seal_seccomp(const struct sbx_opts *o, char *err, size_t errlen)
         struct scmp_arg_cmp cmd = arg32_eq(1, lock_cmds[i]);
         int err_no = lock_cmds[i] == F_NOTIFY ? EPERM : ENOLCK;
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err_no), SCMP_SYS(fcntl), 1, cmd);
+    }
+    /* The CPU time a run may use is set from outside (RLIMIT_CPU, workers.c): not raised from
+     * inside, by setrlimit or prlimit on any process. */
+    if (rc == 0) {
+        what = "setrlimit(RLIMIT_CPU)";
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setrlimit), 1,
+                              arg32_eq(0, RLIMIT_CPU));
+    }
+    if (rc == 0) {
+        what = "prlimit64(RLIMIT_CPU)";
+        struct scmp_arg_cmp set = {.arg = 2, .op = SCMP_CMP_NE, .datum_a = 0};
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 2,
+                              arg32_eq(1, RLIMIT_CPU), set);
     }
     /* socketpair: AF_UNIX only. */
     if (rc == 0 && !o->net_host) {

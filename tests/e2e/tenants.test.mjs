@@ -407,3 +407,51 @@ result = sorted(out)`);
     assert.equal(await attempt(h, 'result = kept_var + 1'), 42);
   });
 });
+
+describe('time and CPU a run may take', () => {
+  let h;
+  before(async () => {
+    h = await connectClient({ config: writeConfig(tempDir('codemcp-tenants-cpu-', { shared: true }), {}),
+      shared: true, env: { CODEMCP_RUN_CPU_MS: '1000', CODEMCP_MAX_TIMEOUT_MS: '90000' } });
+  });
+
+  test('timeout_ms above CODEMCP_MAX_TIMEOUT_MS is refused with the maximum named', async () => {
+    for (const t of [90001, 3600000, 1e308]) {
+      const r = await run(h, 'result = 1', { timeout_ms: t });
+      assert.equal(r.isError, true, `timeout_ms ${t}: ${JSON.stringify(r).slice(0, 300)}`);
+      assert.match(JSON.stringify(r), /maximum of 90000 ms \(CODEMCP_MAX_TIMEOUT_MS\)/);
+    }
+    assert.equal(await attempt(h, 'result = 1', { timeout_ms: 90000 }), 1);
+  });
+
+  test('a run that spins past its CPU time is ended long before its wall-clock deadline', async () => {
+    const cases = {
+      'a busy loop': 'while True: pass',
+      'SIGXCPU ignored': 'import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True: pass',
+      'SIGXCPU blocked': 'import signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGXCPU})\nwhile True: pass',
+      'the limit raised first': PRELUDE + `
+import resource
+def soft_to_hard():  # Python reports EPERM from setrlimit as ValueError
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (resource.getrlimit(resource.RLIMIT_CPU)[1],) * 2)
+        return "ok"
+    except ValueError:
+        return "refused"
+raised = [soft_to_hard(),
+          # prlimit64(0, RLIMIT_CPU, {inf, inf}, NULL)
+          sys_call(302, 0, resource.RLIMIT_CPU, ctypes.addressof((ctypes.c_ulong * 2)(2**64 - 1, 2**64 - 1)), 0)]
+print(raised)
+while True: pass`,
+    };
+    for (const [what, code] of Object.entries(cases)) {
+      const t0 = Date.now();
+      const r = await run(h, code, { timeout_ms: 60000 });
+      const took = Date.now() - t0;
+      assert.equal(r.isError, true, `${what}: ${JSON.stringify(r).slice(0, 300)}`);
+      assert.doesNotMatch(JSON.stringify(r), /timed out|timeout after/i, `${what}: only the wall-clock deadline stopped it`);
+      assert.ok(took < 45000, `${what}: ran ${took} ms`);
+      assert.match(JSON.stringify(r), /CPU time/, what);
+      assert.equal(await attempt(h, 'result = 2'), 2, `${what}: the session did not recover`);
+    }
+  });
+});
