@@ -274,13 +274,14 @@ describe('memory the address-space limit does not count (CODEMCP_WORKER_MEMORY_M
   test('memfd, SysV shared memory, message queues and semaphores are refused', async () => {
     const r = await attempt(h, PRELUDE + `
 MB = 1 << 20
-def memfd(total):
-    fd = os.memfd_create("hold")
+def memfd(total, each=50):  # several, each under the file-size limit
     chunk = b"x" * MB
-    for _ in range(total):
-        os.write(fd, chunk)
-    held.append(fd)
-    return os.fstat(fd).st_size // MB
+    for _ in range(total // each):
+        fd = os.memfd_create("hold")
+        held.append(fd)
+        for _ in range(each):
+            os.write(fd, chunk)
+    return sum(os.fstat(fd).st_size for fd in held) // MB
 def shm(total, each=60):
     libc.shmat.restype = ctypes.c_void_p
     for _ in range(total // each):
