@@ -5,6 +5,9 @@
 #include "util.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -203,87 +206,101 @@ static pid_t only_child(pid_t pid)
     return one ? (pid_t)c : -1;
 }
 
-pid_t wkp_sandbox_worker(pid_t pid, int forked)
+int wkp_watch_open(struct wkp_watch *wt, pid_t pid, int forked)
 {
-    if (pid <= 0)
+    char path[64];
+    pid_t init = pid <= 0 ? -1 : forked ? pid : only_child(pid); /* exec'd: waiter -> PID 1 */
+    pid_t worker = init > 0 ? only_child(init) : -1;
+    wkp_watch_close(wt);
+    if (worker <= 0)
         return -1;
-    pid_t init = forked ? pid : only_child(pid); /* exec'd: waiter -> PID 1 -> worker */
-    return init > 0 ? only_child(init) : -1;
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)worker);
+    wt->task_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)worker, (int)worker);
+    wt->children_fd = open(path, O_RDONLY | O_CLOEXEC);
+    wt->pid = worker;
+    if (wt->task_fd < 0 || wt->children_fd < 0) {
+        wkp_watch_close(wt);
+        return -1;
+    }
+    return 0;
 }
 
-#define WKP_PF_EXITING 0x4 /* the task's flags while it exits (include/linux/sched.h) */
+void wkp_watch_close(struct wkp_watch *wt)
+{
+    if (wt->pid > 0) {
+        if (wt->task_fd >= 0)
+            close(wt->task_fd);
+        if (wt->children_fd >= 0)
+            close(wt->children_fd);
+    }
+    wt->pid = 0;
+    wt->task_fd = wt->children_fd = -1;
+}
 
-/* A task (/proc/<pid>[/task/<tid>]/stat) still alive and not on its way out; its field 20
- * (num_threads) in *threads. */
-static int stat_live(const char *path, long *threads)
+#define WKP_PF_EXITING 0x4 /* a task's flags while it exits (include/linux/sched.h) */
+
+/* A task (its /proc stat file, relative to dir) alive and not on its way out. */
+static int task_live(int dir, const char *stat_path)
 {
     char buf[512], state;
     unsigned long flags;
-    FILE *f = fopen(path, "re");
-    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
+    int fd = openat(dir, stat_path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+    if (fd >= 0)
+        close(fd);
+    buf[n > 0 ? n : 0] = '\0';
     char *p = strrchr(buf, ')');
-    if (!p ||
-        sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %ld",
-               &state, &flags, threads) != 3)
+    if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
         return 0;
     return state != 'Z' && state != 'X' && !(flags & WKP_PF_EXITING);
 }
 
-int wkp_threads(pid_t worker, int base)
+int wkp_threads(const struct wkp_watch *wt, int base)
 {
-    char path[64];
-    long n;
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)worker);
-    if (!stat_live(path, &n))
-        return -1;
+    struct stat st;
+    if (wt->pid <= 0 || fstat(wt->task_fd, &st) < 0 || st.st_nlink < 3)
+        return -1; /* gone */
+    int n = (int)st.st_nlink - 2;
     if (n <= base)
-        return (int)n;
-    /* More than expected: a thread that has just been joined may still be on its way out
-     * (listed until it is released); count only live ones. */
-    snprintf(path, sizeof(path), "/proc/%d/task", (int)worker);
-    DIR *d = opendir(path);
-    if (!d)
-        return (int)n;
-    int live = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        char tpath[96];
-        long dummy;
-        if (e->d_name[0] >= '0' && e->d_name[0] <= '9') {
-            snprintf(tpath, sizeof(tpath), "/proc/%d/task/%.16s/stat", (int)worker, e->d_name);
-            live += stat_live(tpath, &dummy);
-        }
+        return n;
+    int dup = fcntl(wt->task_fd, F_DUPFD_CLOEXEC, 0);
+    DIR *d = dup < 0 ? NULL : fdopendir(dup);
+    if (!d) {
+        if (dup >= 0)
+            close(dup);
+        return n;
     }
+    rewinddir(d);
+    int live = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] >= '0' && e->d_name[0] <= '9') {
+            char sp[64];
+            snprintf(sp, sizeof(sp), "%.16s/stat", e->d_name);
+            live += task_live(wt->task_fd, sp);
+        }
     closedir(d);
     return live;
 }
 
-int64_t wkp_cpu_ms(pid_t pid)
+int wkp_alive(const struct wkp_watch *wt)
 {
-    char path[64], buf[512];
-    unsigned long long ut, st;
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "re");
-    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    long hz = sysconf(_SC_CLK_TCK);
-    if (!p || hz <= 0 ||
-        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-        return -1;
-    return (int64_t)((ut + st) * 1000ULL / (unsigned long long)hz);
+    char sp[32];
+    snprintf(sp, sizeof(sp), "%d/stat", (int)wt->pid);
+    return wt->pid > 0 && task_live(wt->task_fd, sp);
 }
 
-int wkp_has_children(pid_t worker)
+int wkp_has_children(const struct wkp_watch *wt)
 {
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)worker, (int)worker);
-    char *t = read_file(path, NULL);
-    int any = t && strspn(t, " \n") != strlen(t);
-    free(t);
-    return any;
+    char c[4];
+    return wt->pid > 0 && pread(wt->children_fd, c, sizeof(c), 0) > 0;
+}
+
+int64_t wkp_cpu_ms(const struct wkp_watch *wt)
+{
+    clockid_t clk;
+    struct timespec ts;
+    if (wt->pid <= 0 || clock_getcpuclockid(wt->pid, &clk) != 0 || clock_gettime(clk, &ts) < 0)
+        return -1;
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

@@ -42,18 +42,27 @@ pid_t wkp_child_by_nspid(pid_t parent, int level, pid_t inner);
 int wkp_ns_level(pid_t pid);
 
 /* What a sandboxed worker's process holds, read from outside (/proc), for the gateway's own
- * check that nothing of a run outlives it (the worker's end-of-run check is agent code's to
- * defeat). wkp_sandbox_worker: the worker process of the sandbox whose outermost process is
- * pid (the session's PID 1 when forked, the waiter when exec'd), or -1. wkp_threads: its
- * threads, or -1 when it is gone; when there are more than base, only live ones (exiting
- * ones not counted). wkp_has_children: 1 when
- * its main thread has a child (every process the worker's runs start is its descendant, and
- * orphans come back to it as the sandbox's child subreaper, see pystray.h), else 0. Two
- * small reads when nothing is left over. */
-pid_t wkp_sandbox_worker(pid_t pid, int forked);
-/* The CPU time pid has used (all its threads, user and system), in ms, or -1. */
-int64_t wkp_cpu_ms(pid_t pid);
-int wkp_threads(pid_t worker, int base);
-int wkp_has_children(pid_t worker);
+ * check that nothing of a run outlives it (the worker's end-of-run check, pystray.h, is agent
+ * code's to defeat) and for its CPU time limit. Descriptors are kept open, so a check costs
+ * an fstat and a pread (a few microseconds), not path lookups. */
+struct wkp_watch {
+    pid_t pid;       /* the worker process, as the gateway sees it; 0: not watched */
+    int task_fd;     /* /proc/<pid>/task: its link count is 2 + the threads */
+    int children_fd; /* /proc/<pid>/task/<pid>/children */
+};
+/* Starts watching the worker process of the sandbox whose outermost process is pid (the
+ * session's PID 1 when forked, the waiter when exec'd). 0, or -1 (not found). */
+int wkp_watch_open(struct wkp_watch *wt, pid_t pid, int forked);
+void wkp_watch_close(struct wkp_watch *wt);
+/* Its threads, or -1 when it is gone; when there are more than base, only live ones (a thread
+ * just joined may still be on its way out). */
+int wkp_threads(const struct wkp_watch *wt, int base);
+/* 1 while its main thread lives and is not exiting (a zombie, a process being killed: 0). */
+int wkp_alive(const struct wkp_watch *wt);
+/* 1 when its main thread has a child: every process a run starts descends from the worker, and
+ * orphans come back to it as the sandbox's child subreaper (pystray.h). */
+int wkp_has_children(const struct wkp_watch *wt);
+/* The CPU time it has used (all its threads), in ms, or -1. */
+int64_t wkp_cpu_ms(const struct wkp_watch *wt);
 
 #endif

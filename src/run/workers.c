@@ -159,7 +159,7 @@ void on_worker_exit(void *ud, pid_t pid, int status)
              WIFSIGNALED(status) ? "signal" : "status");
     w->state = WK_DOWN;
     w->pid = 0;
-    w->inner = 0;
+    wkp_watch_close(&w->watch);
     w->base_threads = 0;
     free(w->kill_reason);
     w->kill_reason = NULL;
@@ -309,12 +309,12 @@ static struct worker *running(const char *run_id)
  * a description in what when something is left. */
 static int leftovers(struct worker *w, char *what, size_t n)
 {
-    if (!sandboxed || w->inner <= 0)
+    if (!sandboxed || w->watch.pid <= 0)
         return 0;
-    int t = wkp_threads(w->inner, w->base_threads);
+    int t = wkp_threads(&w->watch, w->base_threads);
     if (t < 0)
         return 0; /* gone: its exit ends the run and the session's worker anyway */
-    int threads = t - w->base_threads, kids = wkp_has_children(w->inner);
+    int threads = t - w->base_threads, kids = wkp_has_children(&w->watch);
     if (threads <= 0 && !kids)
         return 0;
     if (threads > 0)
@@ -328,16 +328,15 @@ static int leftovers(struct worker *w, char *what, size_t n)
  * agent code run yet. 0, or -1 when it cannot be known yet (the run waits). */
 static int know_worker(struct worker *w)
 {
-    if (!sandboxed || w->inner > 0)
+    if (!sandboxed || w->watch.pid > 0)
         return 0;
     if (!w->pid || w->runs_done)
         return w->runs_done ? 0 : -1; /* the prototype's answer with its pid is on its way */
-    w->inner = wkp_sandbox_worker(w->pid, w->forked);
-    w->base_threads = w->inner > 0 ? wkp_threads(w->inner, INT_MAX) : -1;
-    if (w->inner > 0 && w->base_threads > 0)
+    if (wkp_watch_open(&w->watch, w->pid, w->forked) == 0 &&
+        (w->base_threads = wkp_threads(&w->watch, INT_MAX)) > 0)
         return 0;
     log_warn("worker", "worker %d: its process cannot be found in its sandbox: ended", w->slot);
-    w->inner = 0;
+    wkp_watch_close(&w->watch);
     w->state = WK_BUSY;
     hard_kill(w);
     return -1;
@@ -376,7 +375,7 @@ static void limit_cpu(struct worker *w, int64_t cpu_ms)
     static int may_raise_hard = -1;
     if (may_raise_hard < 0)
         may_raise_hard = geteuid() == 0;
-    int64_t used = wkp_cpu_ms(w->inner);
+    int64_t used = wkp_cpu_ms(&w->watch);
     if (used < 0 || cpu_ms <= 0)
         return;
     if (cpu_ms > (INT64_C(1) << 40))
@@ -384,11 +383,11 @@ static void limit_cpu(struct worker *w, int64_t cpu_ms)
     rlim_t soft = (rlim_t)((used + cpu_ms + 999) / 1000);
     struct rlimit rl = {soft, soft + 1};
     if (!may_raise_hard) { /* the hard limit stays where it is */
-        if (prlimit(w->inner, RLIMIT_CPU, NULL, &rl) < 0)
+        if (prlimit(w->watch.pid, RLIMIT_CPU, NULL, &rl) < 0)
             return;
         rl.rlim_cur = soft < rl.rlim_max ? soft : rl.rlim_max;
     }
-    if (prlimit(w->inner, RLIMIT_CPU, &rl, NULL) < 0)
+    if (prlimit(w->watch.pid, RLIMIT_CPU, &rl, NULL) < 0)
         log_warn("worker", "worker %d: cannot set its CPU time limit: %s", w->slot,
                  strerror(errno));
 }
@@ -613,7 +612,7 @@ void wk_on_disconnect(int slot, uint64_t conn_id)
     w->conn_id = 0;
     /* A worker that has died (its CPU time ran out, it crashed) closed the connection as it
      * went: its exit status, on its way, says why; a kill now could lose it. */
-    if (sandboxed && w->inner > 0 && wkp_threads(w->inner, INT_MAX) < 0)
+    if (sandboxed && w->watch.pid > 0 && !wkp_alive(&w->watch))
         return;
     /* The process exit (reaped via SIGCHLD) does the rest; make sure it happens. */
     if (w->pid && !shutting_down) {

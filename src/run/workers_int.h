@@ -9,6 +9,7 @@
 #include "jsonrpc.h"
 #include "loop.h"
 #include "workers.h"
+#include "worker_proc.h"
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -40,11 +41,11 @@ struct worker {
     uint64_t session; /* the owner, when owned */
     int64_t last_used_ms;
     struct lp_timer idle_timer;
-    char *notice;        /* for the owner's next answer (variables discarded) */
-    int forked;          /* forked by the prototype (else exec'd) */
-    int awaiting_pt;     /* STARTING, waiting for the prototype to be ready */
-    uint64_t fork_gen;   /* the fork request in flight (answers for older ones are stale) */
-    pid_t inner;         /* sandboxed: the worker process itself (the gateway's view), once known */
+    char *notice;           /* for the owner's next answer (variables discarded) */
+    int forked;             /* forked by the prototype (else exec'd) */
+    int awaiting_pt;        /* STARTING, waiting for the prototype to be ready */
+    uint64_t fork_gen;      /* the fork request in flight (answers for older ones are stale) */
+    struct wkp_watch watch; /* sandboxed: the worker process itself, once known */
     int base_threads;    /* its threads before any run: what a run may leave (0: not known yet) */
     int64_t checked_rpc; /* the run answer leftovers were last looked for at */
     int leftover;        /* that check found some: the worker is ended after the answer */
