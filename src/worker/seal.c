@@ -263,6 +263,23 @@ int seal_seccomp(const struct sbx_opts *o, char *err, size_t errlen)
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 2,
                               arg32_eq(1, RLIMIT_CPU), set);
     }
+    /* A name for a socket: every session's socketpair lives in the prototype's network
+     * namespace, whose abstract Unix names they share; a named datagram socket, once
+     * disconnected (connect(AF_UNSPEC)), takes datagrams from any session. Landlock's scoping
+     * (Linux 6.12+) stops that too; this holds on older kernels. So no bind(), and no
+     * SO_PASSCRED / SO_PASSPIDFD (they bind an automatic name on the next send). */
+    if (rc == 0 && !o->net_host) {
+        what = "bind";
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(bind), 0);
+    }
+    static const uint32_t autobind_opts[] = {16 /* SO_PASSCRED */, 76 /* SO_PASSPIDFD */};
+    for (size_t i = 0; i < sizeof(autobind_opts) / sizeof(autobind_opts[0]) && rc == 0; i++) {
+        if (o->net_host)
+            break;
+        what = "setsockopt";
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setsockopt), 2,
+                              arg32_eq(1, SOL_SOCKET), arg32_eq(2, autobind_opts[i]));
+    }
     /* socketpair: AF_UNIX only. */
     if (rc == 0 && !o->net_host) {
         what = "socketpair";

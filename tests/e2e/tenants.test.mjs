@@ -202,6 +202,30 @@ db.commit()
 result = db.execute("select x from t").fetchall()`), [[7]]);
   });
 
+  test('no abstract Unix socket between sessions: a disconnected datagram socket cannot be named', async () => {
+    const a = await attempt(alice, PRELUDE + `
+import socket
+def disconnect(s):  # connect(AF_UNSPEC): a datagram socket then takes any sender's datagrams
+    if libc.connect(s.fileno(), (ctypes.c_ushort * 8)(0), 16) < 0:
+        raise OSError(ctypes.get_errno(), "connect")
+inbox, _ = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+named = attempt(lambda: inbox.bind("\\0tenants-chan"))
+disconnect(inbox)
+inbox.setblocking(False)
+auto, _ = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+passcred = attempt(lambda: auto.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1))
+disconnect(auto)
+attempt(lambda: auto.sendto(b"x", "\\0nobody"))  # binds an automatic name when PASSCRED is on
+result = {"named": named, "passcred": passcred, "auto_name": repr(auto.getsockname())}`);
+    const b = await attempt(bob, PRELUDE + `
+import socket
+out, _ = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+result = attempt(lambda: out.sendto(b"from bob", "\\0tenants-chan"))`);
+    const got = await attempt(alice, PRELUDE + 'result = attempt(lambda: inbox.recv(100))');
+    assert.notEqual(got, "ok:b'from bob'", 'bob reached alice through an abstract socket');
+    assert.deepEqual(a, { named: 'err:EACCES', passcred: 'err:EPERM', auto_name: "''" }, JSON.stringify(b));
+  });
+
   test('no watch on shared files: inotify and dnotify are refused', async () => {
     const a = await attempt(alice, PRELUDE + `
 IN_OPEN, IN_ACCESS = 0x20, 0x1
