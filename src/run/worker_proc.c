@@ -206,6 +206,33 @@ static pid_t only_child(pid_t pid)
     return one ? (pid_t)c : -1;
 }
 
+/* Opens the comm file of each of pid's threads (at most WKP_WATCH_THREADS). */
+static int open_threads(struct wkp_watch *wt)
+{
+    int dup = fcntl(wt->task_fd, F_DUPFD_CLOEXEC, 0);
+    DIR *d = dup < 0 ? NULL : fdopendir(dup);
+    if (!d) {
+        if (dup >= 0)
+            close(dup);
+        return -1;
+    }
+    int rc = 0;
+    for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+        char comm[48];
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        snprintf(comm, sizeof(comm), "%.16s/comm", e->d_name);
+        int fd =
+            wt->n_base < WKP_WATCH_THREADS ? openat(wt->task_fd, comm, O_RDONLY | O_CLOEXEC) : -1;
+        if (fd < 0)
+            rc = -1;
+        else
+            wt->base_fd[wt->n_base++] = fd;
+    }
+    closedir(d);
+    return rc;
+}
+
 int wkp_watch_open(struct wkp_watch *wt, pid_t pid, int forked)
 {
     char path[64];
@@ -219,7 +246,7 @@ int wkp_watch_open(struct wkp_watch *wt, pid_t pid, int forked)
     snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)worker, (int)worker);
     wt->children_fd = open(path, O_RDONLY | O_CLOEXEC);
     wt->pid = worker;
-    if (wt->task_fd < 0 || wt->children_fd < 0) {
+    if (wt->task_fd < 0 || wt->children_fd < 0 || open_threads(wt) < 0) {
         wkp_watch_close(wt);
         return -1;
     }
@@ -233,9 +260,12 @@ void wkp_watch_close(struct wkp_watch *wt)
             close(wt->task_fd);
         if (wt->children_fd >= 0)
             close(wt->children_fd);
+        for (int i = 0; i < wt->n_base; i++)
+            close(wt->base_fd[i]);
     }
     wt->pid = 0;
     wt->task_fd = wt->children_fd = -1;
+    wt->n_base = 0;
 }
 
 #define WKP_PF_EXITING 0x4 /* a task's flags while it exits (include/linux/sched.h) */
@@ -256,20 +286,24 @@ static int task_live(int dir, const char *stat_path)
     return state != 'Z' && state != 'X' && !(flags & WKP_PF_EXITING);
 }
 
-int wkp_threads(const struct wkp_watch *wt, int base)
+int wkp_extra_threads(const struct wkp_watch *wt)
 {
     struct stat st;
+    char c[20];
     if (wt->pid <= 0 || fstat(wt->task_fd, &st) < 0 || st.st_nlink < 3)
         return -1; /* gone */
+    for (int i = 0; i < wt->n_base; i++)
+        if (pread(wt->base_fd[i], c, sizeof(c), 0) <= 0)
+            return WKP_LOST;
     int n = (int)st.st_nlink - 2;
-    if (n <= base)
-        return n;
+    if (n <= wt->n_base)
+        return 0;
     int dup = fcntl(wt->task_fd, F_DUPFD_CLOEXEC, 0);
     DIR *d = dup < 0 ? NULL : fdopendir(dup);
     if (!d) {
         if (dup >= 0)
             close(dup);
-        return n;
+        return n - wt->n_base;
     }
     rewinddir(d);
     int live = 0;
@@ -280,7 +314,7 @@ int wkp_threads(const struct wkp_watch *wt, int base)
             live += task_live(wt->task_fd, sp);
         }
     closedir(d);
-    return live;
+    return live > wt->n_base ? live - wt->n_base : 0;
 }
 
 int wkp_alive(const struct wkp_watch *wt)

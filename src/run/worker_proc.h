@@ -45,18 +45,26 @@ int wkp_ns_level(pid_t pid);
  * check that nothing of a run outlives it (the worker's end-of-run check, pystray.h, is agent
  * code's to defeat) and for its CPU time limit. Descriptors are kept open, so a check costs
  * an fstat and a pread (a few microseconds), not path lookups. */
+#define WKP_WATCH_THREADS 8
 struct wkp_watch {
     pid_t pid;       /* the worker process, as the gateway sees it; 0: not watched */
     int task_fd;     /* /proc/<pid>/task: its link count is 2 + the threads */
     int children_fd; /* /proc/<pid>/task/<pid>/children */
+    int n_base;      /* its threads when watching began (no agent code had run yet) */
+    int base_fd[WKP_WATCH_THREADS]; /* their /proc/.../task/<tid>/comm: unreadable once the
+                                       thread is gone, whatever reuses its number */
 };
 /* Starts watching the worker process of the sandbox whose outermost process is pid (the
- * session's PID 1 when forked, the waiter when exec'd). 0, or -1 (not found). */
+ * session's PID 1 when forked, the waiter when exec'd), taking its threads now as the ones it
+ * may keep. Call before any run. 0, or -1 (not found). */
 int wkp_watch_open(struct wkp_watch *wt, pid_t pid, int forked);
 void wkp_watch_close(struct wkp_watch *wt);
-/* Its threads, or -1 when it is gone; when there are more than base, only live ones (a thread
- * just joined may still be on its way out). */
-int wkp_threads(const struct wkp_watch *wt, int base);
+/* Threads it has beyond the ones it was watched with (live ones: a thread just joined may
+ * still be on its way out), or WKP_LOST when one of those is gone (a run ended one of the
+ * worker's own threads, so a thread of its own could hide in the count: treated as a
+ * leftover), or -1 when the process is gone. */
+#define WKP_LOST (-2)
+int wkp_extra_threads(const struct wkp_watch *wt);
 /* 1 while its main thread lives and is not exiting (a zombie, a process being killed: 0). */
 int wkp_alive(const struct wkp_watch *wt);
 /* 1 when its main thread has a child: every process a run starts descends from the worker, and

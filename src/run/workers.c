@@ -160,7 +160,6 @@ void on_worker_exit(void *ud, pid_t pid, int status)
     w->state = WK_DOWN;
     w->pid = 0;
     wkp_watch_close(&w->watch);
-    w->base_threads = 0;
     free(w->kill_reason);
     w->kill_reason = NULL;
     if (w->conn_id)
@@ -311,17 +310,18 @@ static int leftovers(struct worker *w, char *what, size_t n)
 {
     if (!sandboxed || w->watch.pid <= 0)
         return 0;
-    int t = wkp_threads(&w->watch, w->base_threads);
-    if (t < 0)
+    int threads = wkp_extra_threads(&w->watch);
+    if (threads == -1)
         return 0; /* gone: its exit ends the run and the session's worker anyway */
-    int threads = t - w->base_threads, kids = wkp_has_children(&w->watch);
-    if (threads <= 0 && !kids)
-        return 0;
-    if (threads > 0)
+    int kids = wkp_has_children(&w->watch);
+    if (threads == WKP_LOST)
+        snprintf(what, n, "a thread of its own in place of one of the worker's%s",
+                 kids ? ", and child processes" : "");
+    else if (threads > 0)
         snprintf(what, n, "%d thread(s)%s", threads, kids ? " and child processes" : "");
-    else
+    else if (kids)
         snprintf(what, n, "child processes");
-    return 1;
+    return threads != 0 || kids;
 }
 
 /* Before the first run: which process is the worker and how many threads it has with no
@@ -332,11 +332,9 @@ static int know_worker(struct worker *w)
         return 0;
     if (!w->pid || w->runs_done)
         return w->runs_done ? 0 : -1; /* the prototype's answer with its pid is on its way */
-    if (wkp_watch_open(&w->watch, w->pid, w->forked) == 0 &&
-        (w->base_threads = wkp_threads(&w->watch, INT_MAX)) > 0)
+    if (wkp_watch_open(&w->watch, w->pid, w->forked) == 0)
         return 0;
     log_warn("worker", "worker %d: its process cannot be found in its sandbox: ended", w->slot);
-    wkp_watch_close(&w->watch);
     w->state = WK_BUSY;
     hard_kill(w);
     return -1;

@@ -46,9 +46,8 @@ struct worker {
     int awaiting_pt;        /* STARTING, waiting for the prototype to be ready */
     uint64_t fork_gen;      /* the fork request in flight (answers for older ones are stale) */
     struct wkp_watch watch; /* sandboxed: the worker process itself, once known */
-    int base_threads;    /* its threads before any run: what a run may leave (0: not known yet) */
-    int64_t checked_rpc; /* the run answer leftovers were last looked for at */
-    int leftover;        /* that check found some: the worker is ended after the answer */
+    int64_t checked_rpc;    /* the run answer leftovers were last looked for at */
+    int leftover;           /* that check found some: the worker is ended after the answer */
     struct lp_io *st_io;
     unsigned char st_raw[sizeof(int)];
     int st_len;
