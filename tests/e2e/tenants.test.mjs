@@ -120,6 +120,8 @@ describe(`two principals on codemcp start (Landlock ABI ${CAP ?? 'as the kernel 
 result = {"nice": attempt(lambda: os.setpriority(os.PRIO_PGRP, 0, 19)),
           # ioprio_set(IOPRIO_WHO_PGRP, 0, IOPRIO_CLASS_IDLE << 13)
           "ioprio": sys_call(251, 2, 0, 3 << 13),
+          # every process of its uid: only those in its own PID namespace
+          "user": attempt(lambda: os.setpriority(os.PRIO_USER, os.getuid(), 19)),
           "mine": os.getpriority(os.PRIO_PROCESS, 0)}`);
     assert.equal(r.mine, 19, `the attack itself failed: ${JSON.stringify(r)}`);
     assert.equal(niceAndState(proto).nice, base, 'the prototype was reniced: every later session starts slowed');
@@ -266,7 +268,12 @@ signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGRTMIN})
 queued = 0
 while queued < 200000 and libc.sigqueue(os.getpid(), signal.SIGRTMIN, ctypes.c_void_p(0)) == 0:
     queued += 1
-result = {"inotify": len(inotify_fds), "signals": queued}`);
+result = {"inotify": len(inotify_fds), "signals": queued,
+          # other per-user counts that reach the gateway's user: user namespaces, message
+          # queue bytes (RLIMIT_MSGQUEUE 0), fanotify groups
+          "userns": sys_call(272, 0x10000000),
+          "mq_open": sys_call(240, ctypes.addressof(ctypes.create_string_buffer(b"tenants-q")), 0o102, 0o600, 0),
+          "fanotify": sys_call(300, 0, 0)}`);
     let host;
     try {
       host = { inotify: hostPython(HOST_INOTIFY), signals: hostPython(HOST_SIGQUEUE) };
@@ -284,6 +291,7 @@ result = 1`);
       `a sandbox exhausted the gateway user's budget (it took ${JSON.stringify(took)})`);
     assert.equal(took.inotify, 0, 'inotify instances are not refused');
     assert.ok(took.signals <= 64, `a session queued ${took.signals} signals`);
+    assert.deepEqual([took.userns, took.mq_open, took.fanotify], ['err:EPERM', 'err:EMFILE', 'err:EPERM']);
     await bobIsUnharmed('budgets');
   });
 });
