@@ -128,6 +128,8 @@ void on_worker_exit(void *ud, pid_t pid, int status)
     if (pid != w->pid)
         return;
     lp_timer_stop(&w->start_timer);
+    lp_timer_stop(&w->cpu_timer);
+    lp_timer_stop(&w->leftover_timer);
     char why[512];
     if (w->kill_reason)
         snprintf(why, sizeof(why), "%s", w->kill_reason);
@@ -340,54 +342,106 @@ static int know_worker(struct worker *w)
     return -1;
 }
 
-/* At the answer to the slot's run: looked for once per answer; when something is left, the
- * answer says so and the worker is ended after it. */
-static int answer_leftovers(struct worker *w)
+/* Threads a run leaves get a moment to end (a cancelled run's thread waiting for a call the
+ * gateway has just cancelled ends on its own); the next run waits meanwhile, so nothing of one
+ * run ever executes during another, and past it the worker is ended. */
+#define WK_LEFTOVER_GRACE_MS 500
+
+static void end_for_leftovers(struct worker *w, const char *what)
 {
-    if (w->checked_rpc == w->run_rpc_id)
-        return w->leftover;
-    w->checked_rpc = w->run_rpc_id;
-    char what[96];
-    w->leftover = leftovers(w, what, sizeof(what));
-    if (w->leftover) {
-        char msg[512];
-        snprintf(msg, sizeof(msg),
-                 "this run left %s running after its answer: codemcp ended this session's "
-                 "Python worker so that no code of one run executes during another; the "
-                 "session's variables are lost and its next run starts in a fresh interpreter",
-                 what);
-        log_warn("worker", "worker %d: the run left %s running: ending the worker", w->slot, what);
-        free(w->notice);
-        w->notice = xstrdup(msg);
-    }
-    return w->leftover;
+    char msg[512];
+    snprintf(msg, sizeof(msg),
+             "the session's previous run left %s running after its answer: codemcp ended this "
+             "session's Python worker, so that no code of one run executes during another; the "
+             "session's variables were lost and this run started in a fresh interpreter",
+             what);
+    log_warn("worker", "worker %d: a run left %s running: ending the worker", w->slot, what);
+    free(w->notice);
+    w->notice = xstrdup(msg);
+    w->state = WK_BUSY; /* no run until the replacement connects */
+    hard_kill(w);
 }
 
-/* A run's CPU time, as RLIMIT_CPU of the worker process set from outside: soft at what it
- * has used plus the budget (SIGXCPU ends it), hard one second later (SIGKILL, whatever agent
- * code does with SIGXCPU; its filter refuses raising the limit, seal.c). The hard limit can
- * be raised again for the next run only with CAP_SYS_RESOURCE (a gateway run as root); a
- * gateway without it moves the soft limit only. */
+/* 0: nothing left over, the slot may take a run; -1: not now (waiting out the grace, or the
+ * worker is being ended). */
+static int settle_leftovers(struct worker *w);
+
+static void leftover_recheck(void *ud)
+{
+    struct worker *w = ud;
+    if (w->state == WK_READY && !w->run_id[0] && settle_leftovers(w) == 0)
+        became_idle();
+}
+
+static int settle_leftovers(struct worker *w)
+{
+    char what[96];
+    if (!w->runs_done || !leftovers(w, what, sizeof(what)))
+        return 0;
+    int64_t wait = w->answered_ms + WK_LEFTOVER_GRACE_MS - now_ms();
+    if (wait > 0)
+        lp_timer_start(&w->leftover_timer, wait, leftover_recheck, w);
+    else
+        end_for_leftovers(w, what);
+    return -1;
+}
+
+/* At the answer to the slot's run (once per answer): from now on the grace runs. */
+static void note_answer(struct worker *w)
+{
+    if (w->checked_rpc == w->run_rpc_id)
+        return;
+    w->checked_rpc = w->run_rpc_id;
+    w->answered_ms = now_ms();
+    char what[96];
+    if (sandboxed && leftovers(w, what, sizeof(what)))
+        lp_timer_start(&w->leftover_timer, WK_LEFTOVER_GRACE_MS, leftover_recheck, w);
+}
+
+/* A run's CPU time. The kernel stops the worker at the budget: RLIMIT_CPU's soft limit, set
+ * from outside before the run at what the process has used plus the budget, sends SIGXCPU
+ * (fatal unless caught; agent code cannot raise the limit, seal.c). Agent code can block or
+ * catch SIGXCPU, so the gateway also reads the process's CPU clock once a second while the run
+ * lasts and ends the worker a second past the budget. (The hard limit would do that in the
+ * kernel, but raising it again for the next run needs CAP_SYS_RESOURCE.) */
+#define WK_CPU_CHECK_MS 1000
+
+static void cpu_check(void *ud)
+{
+    struct worker *w = ud;
+    if (w->state != WK_BUSY || !w->run_id[0] || w->watch.pid <= 0 || !w->pid)
+        return;
+    int64_t used = wkp_cpu_ms(&w->watch);
+    if (used >= 0 && used > w->cpu_until_ms + WK_CPU_CHECK_MS) {
+        free(w->kill_reason);
+        w->kill_reason = xstrdup("the run used up its CPU time (its timeout_ms, or "
+                                 "CODEMCP_RUN_CPU_MS): the Python worker was ended and restarted, "
+                                 "and this session's variables were lost");
+        log_warn("worker", "worker %d (pid %d): CPU time used up: ending it", w->slot, (int)w->pid);
+        hard_kill(w);
+        return;
+    }
+    if (used >= 0)
+        lp_timer_start(&w->cpu_timer, WK_CPU_CHECK_MS, cpu_check, w);
+}
+
 static void limit_cpu(struct worker *w, int64_t cpu_ms)
 {
-    static int may_raise_hard = -1;
-    if (may_raise_hard < 0)
-        may_raise_hard = geteuid() == 0;
     int64_t used = wkp_cpu_ms(&w->watch);
     if (used < 0 || cpu_ms <= 0)
         return;
     if (cpu_ms > (INT64_C(1) << 40))
         cpu_ms = INT64_C(1) << 40;
-    rlim_t soft = (rlim_t)((used + cpu_ms + 999) / 1000);
-    struct rlimit rl = {soft, soft + 1};
-    if (!may_raise_hard) { /* the hard limit stays where it is */
-        if (prlimit(w->watch.pid, RLIMIT_CPU, NULL, &rl) < 0)
-            return;
+    w->cpu_until_ms = used + cpu_ms;
+    struct rlimit rl;
+    if (prlimit(w->watch.pid, RLIMIT_CPU, NULL, &rl) == 0) {
+        rlim_t soft = (rlim_t)((w->cpu_until_ms + 999) / 1000);
         rl.rlim_cur = soft < rl.rlim_max ? soft : rl.rlim_max;
+        if (prlimit(w->watch.pid, RLIMIT_CPU, &rl, NULL) < 0)
+            log_warn("worker", "worker %d: cannot set its CPU time limit: %s", w->slot,
+                     strerror(errno));
     }
-    if (prlimit(w->watch.pid, RLIMIT_CPU, &rl, NULL) < 0)
-        log_warn("worker", "worker %d: cannot set its CPU time limit: %s", w->slot,
-                 strerror(errno));
+    lp_timer_start(&w->cpu_timer, WK_CPU_CHECK_MS, cpu_check, w);
 }
 
 int wk_start_run(int slot, const char *run_id, const char *params, size_t len, int64_t cpu_ms)
@@ -397,25 +451,8 @@ int wk_start_run(int slot, const char *run_id, const char *params, size_t len, i
         return -1;
     if (know_worker(w) < 0)
         return -1;
-    char what[96];
-    if (w->runs_done && leftovers(w, what, sizeof(what))) {
-        /* Started after the last answer (a thread, a finalizer, a signal handler): the run
-         * waits for a fresh worker, and its answer says why its variables are gone. */
-        char msg[512];
-        snprintf(msg, sizeof(msg),
-                 "the session's previous run left %s running after its answer: codemcp ended "
-                 "this session's Python worker before this run, so that no code of one run "
-                 "executes during another; the session's variables were lost and this run "
-                 "started in a fresh interpreter",
-                 what);
-        log_warn("worker", "worker %d: found %s left running before a run: ending the worker",
-                 w->slot, what);
-        free(w->notice);
-        w->notice = xstrdup(msg);
-        w->state = WK_BUSY; /* no run until the replacement connects */
-        hard_kill(w);
+    if (settle_leftovers(w) < 0)
         return -1;
-    }
     if (sandboxed)
         limit_cpu(w, cpu_ms);
     w->run_rpc_id = next_rpc_id++;
@@ -519,7 +556,7 @@ void wk_on_message(int slot, json_t *msg)
         /* The runtime asks for a fresh process when a run leaves threads behind under
          * enforcement: they must not act under a later run's allow_mutations. */
         int recycle = json_is_true(json_object_get(result, "recycle"));
-        int left = answer_leftovers(w);
+        note_answer(w);
         if (w->notice && json_is_object(result)) {
             json_object_set_new(result, "notice", json_string(w->notice));
             free(w->notice);
@@ -533,7 +570,7 @@ void wk_on_message(int slot, json_t *msg)
         } else {
             end_current_run(w, result, NULL);
         }
-        if ((recycle || left) && w->pid) {
+        if (recycle && w->pid) {
             log_info("worker", "worker %d: restarting it (the run left threads running)", slot);
             w->state = WK_BUSY; /* no new run until the replacement connects */
             hard_kill(w);
@@ -579,8 +616,7 @@ int wk_on_frame(int slot, const char *text, size_t len)
     size_t hn = answer_head(head, w->run_rpc_id);
     if (len < hn || memcmp(text, head, hn) != 0)
         return 0; /* not the answer to this run, or not in the form the worker writes */
-    if (answer_leftovers(w))
-        return 0; /* the tree path adds the notice and ends the worker */
+    note_answer(w);
     /* One pass checks the whole frame is in jf_dumps' form and records the envelope's
      * members; the head above makes jsonrpc, id and result the first three, n == 3 the only
      * ones (no error). Anything else: the tree path (wk_on_message), which decides. */
@@ -639,6 +675,8 @@ void wk_shutdown_all(void (*done)(void))
         lp_timer_stop(&w->start_timer);
         lp_timer_stop(&w->restart_timer);
         lp_timer_stop(&w->idle_timer);
+        lp_timer_stop(&w->cpu_timer);
+        lp_timer_stop(&w->leftover_timer);
         if (w->forked && w->pid && !sandboxed)
             orphans[n_orphans++] = w->pid;
         if (w->pid || w->state != WK_DOWN) {

@@ -46,8 +46,11 @@ struct worker {
     int awaiting_pt;        /* STARTING, waiting for the prototype to be ready */
     uint64_t fork_gen;      /* the fork request in flight (answers for older ones are stale) */
     struct wkp_watch watch; /* sandboxed: the worker process itself, once known */
-    int64_t checked_rpc;    /* the run answer leftovers were last looked for at */
-    int leftover;           /* that check found some: the worker is ended after the answer */
+    int64_t cpu_until_ms;   /* the CPU time (of its clock) the running run may use up to */
+    struct lp_timer cpu_timer;
+    int64_t checked_rpc; /* the run whose answer was last noted */
+    int64_t answered_ms; /* when: what a run leaves gets a grace from then (workers.c) */
+    struct lp_timer leftover_timer;
     struct lp_io *st_io;
     unsigned char st_raw[sizeof(int)];
     int st_len;
