@@ -228,6 +228,8 @@ static int open_threads(struct wkp_watch *wt)
             rc = -1;
         else
             wt->base_fd[wt->n_base++] = fd;
+        if (fd >= 0 && strtol(e->d_name, NULL, 10) == (long)wt->pid)
+            wt->main_fd = fd;
     }
     closedir(d);
     return rc;
@@ -264,7 +266,7 @@ void wkp_watch_close(struct wkp_watch *wt)
             close(wt->base_fd[i]);
     }
     wt->pid = 0;
-    wt->task_fd = wt->children_fd = -1;
+    wt->task_fd = wt->children_fd = wt->main_fd = -1;
     wt->n_base = 0;
 }
 
@@ -286,14 +288,15 @@ static int task_live(int dir, const char *stat_path)
     return state != 'Z' && state != 'X' && !(flags & WKP_PF_EXITING);
 }
 
-int wkp_extra_threads(const struct wkp_watch *wt)
+int wkp_extra_threads(const struct wkp_watch *wt, int identity)
 {
     struct stat st;
     char c[20];
     if (wt->pid <= 0 || fstat(wt->task_fd, &st) < 0 || st.st_nlink < 3)
         return -1; /* gone */
-    for (int i = 0; i < wt->n_base; i++)
-        if (pread(wt->base_fd[i], c, sizeof(c), 0) <= 0)
+    /* The main thread is the process: its end shows in the link count. */
+    for (int i = 0; identity && i < wt->n_base; i++)
+        if (wt->base_fd[i] != wt->main_fd && pread(wt->base_fd[i], c, sizeof(c), 0) <= 0)
             return WKP_LOST;
     int n = (int)st.st_nlink - 2;
     if (n <= wt->n_base)

@@ -53,6 +53,7 @@ struct wkp_watch {
     int n_base;      /* its threads when watching began (no agent code had run yet) */
     int base_fd[WKP_WATCH_THREADS]; /* their /proc/.../task/<tid>/comm: unreadable once the
                                        thread is gone, whatever reuses its number */
+    int main_fd;                    /* the main thread's among them */
 };
 /* Starts watching the worker process of the sandbox whose outermost process is pid (the
  * session's PID 1 when forked, the waiter when exec'd), taking its threads now as the ones it
@@ -60,11 +61,11 @@ struct wkp_watch {
 int wkp_watch_open(struct wkp_watch *wt, pid_t pid, int forked);
 void wkp_watch_close(struct wkp_watch *wt);
 /* Threads it has beyond the ones it was watched with (live ones: a thread just joined may
- * still be on its way out), or WKP_LOST when one of those is gone (a run ended one of the
- * worker's own threads, so a thread of its own could hide in the count: treated as a
- * leftover), or -1 when the process is gone. */
+ * still be on its way out), or -1 when the process is gone. identity: also WKP_LOST when one
+ * of those is gone (a run ended one of the worker's own threads, so a thread of its own could
+ * hide in the count: treated as a leftover); two more reads. */
 #define WKP_LOST (-2)
-int wkp_extra_threads(const struct wkp_watch *wt);
+int wkp_extra_threads(const struct wkp_watch *wt, int identity);
 /* 1 while its main thread lives and is not exiting (a zombie, a process being killed: 0). */
 int wkp_alive(const struct wkp_watch *wt);
 /* 1 when its main thread has a child: every process a run starts descends from the worker, and

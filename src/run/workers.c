@@ -308,11 +308,11 @@ static struct worker *running(const char *run_id)
  * threads and children, read from /proc (agent code owns the worker, so its own end-of-run
  * check, pystray.h, is a courtesy). Sandbox only: host isolation has no such promise. 1 and
  * a description in what when something is left. */
-static int leftovers(struct worker *w, char *what, size_t n)
+static int leftovers(struct worker *w, int identity, char *what, size_t n)
 {
     if (!sandboxed || w->watch.pid <= 0)
         return 0;
-    int threads = wkp_extra_threads(&w->watch);
+    int threads = wkp_extra_threads(&w->watch, identity);
     if (threads == -1)
         return 0; /* gone: its exit ends the run and the session's worker anyway */
     int kids = wkp_has_children(&w->watch);
@@ -376,7 +376,7 @@ static void leftover_recheck(void *ud)
 static int settle_leftovers(struct worker *w)
 {
     char what[96];
-    if (!w->runs_done || !leftovers(w, what, sizeof(what)))
+    if (!w->runs_done || !leftovers(w, 1, what, sizeof(what)))
         return 0;
     int64_t wait = w->answered_ms + WK_LEFTOVER_GRACE_MS - now_ms();
     if (wait > 0)
@@ -394,7 +394,7 @@ static void note_answer(struct worker *w)
     w->checked_rpc = w->run_rpc_id;
     w->answered_ms = now_ms();
     char what[96];
-    if (sandboxed && leftovers(w, what, sizeof(what)))
+    if (sandboxed && leftovers(w, 0, what, sizeof(what)))
         lp_timer_start(&w->leftover_timer, WK_LEFTOVER_GRACE_MS, leftover_recheck, w);
 }
 
@@ -433,9 +433,11 @@ static void limit_cpu(struct worker *w, int64_t cpu_ms)
     if (cpu_ms > (INT64_C(1) << 40))
         cpu_ms = INT64_C(1) << 40;
     w->cpu_until_ms = used + cpu_ms;
-    struct rlimit rl;
-    if (prlimit(w->watch.pid, RLIMIT_CPU, NULL, &rl) == 0) {
-        rlim_t soft = (rlim_t)((w->cpu_until_ms + 999) / 1000);
+    /* One call in the usual case; the hard limit is never lowered here (agent code may have). */
+    rlim_t soft = (rlim_t)((w->cpu_until_ms + 999) / 1000);
+    struct rlimit rl = {soft, RLIM_INFINITY};
+    if (prlimit(w->watch.pid, RLIMIT_CPU, &rl, NULL) < 0 &&
+        prlimit(w->watch.pid, RLIMIT_CPU, NULL, &rl) == 0) {
         rl.rlim_cur = soft < rl.rlim_max ? soft : rl.rlim_max;
         if (prlimit(w->watch.pid, RLIMIT_CPU, &rl, NULL) < 0)
             log_warn("worker", "worker %d: cannot set its CPU time limit: %s", w->slot,
