@@ -288,14 +288,14 @@ static int task_live(int dir, const char *stat_path)
     return state != 'Z' && state != 'X' && !(flags & WKP_PF_EXITING);
 }
 
-int wkp_extra_threads(const struct wkp_watch *wt, int identity)
+int wkp_extra_threads(const struct wkp_watch *wt)
 {
     struct stat st;
     char c[20];
     if (wt->pid <= 0 || fstat(wt->task_fd, &st) < 0 || st.st_nlink < 3)
         return -1; /* gone */
     /* The main thread is the process: its end shows in the link count. */
-    for (int i = 0; identity && i < wt->n_base; i++)
+    for (int i = 0; i < wt->n_base; i++)
         if (wt->base_fd[i] != wt->main_fd && pread(wt->base_fd[i], c, sizeof(c), 0) <= 0)
             return WKP_LOST;
     int n = (int)st.st_nlink - 2;

@@ -61,11 +61,11 @@ struct wkp_watch {
 int wkp_watch_open(struct wkp_watch *wt, pid_t pid, int forked);
 void wkp_watch_close(struct wkp_watch *wt);
 /* Threads it has beyond the ones it was watched with (live ones: a thread just joined may
- * still be on its way out), or -1 when the process is gone. identity: also WKP_LOST when one
- * of those is gone (a run ended one of the worker's own threads, so a thread of its own could
- * hide in the count: treated as a leftover); two more reads. */
+ * still be on its way out), or WKP_LOST when one of those is gone (a run ended one of the
+ * worker's own threads, so a thread of its own could hide in the count: treated as a
+ * leftover), or -1 when the process is gone. */
 #define WKP_LOST (-2)
-int wkp_extra_threads(const struct wkp_watch *wt, int identity);
+int wkp_extra_threads(const struct wkp_watch *wt);
 /* 1 while its main thread lives and is not exiting (a zombie, a process being killed: 0). */
 int wkp_alive(const struct wkp_watch *wt);
 /* 1 when its main thread has a child: every process a run starts descends from the worker, and

@@ -32,7 +32,6 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -128,21 +127,15 @@ void on_worker_exit(void *ud, pid_t pid, int status)
     if (pid != w->pid)
         return;
     lp_timer_stop(&w->start_timer);
-    lp_timer_stop(&w->cpu_timer);
-    lp_timer_stop(&w->leftover_timer);
+    guard_stop(w);
     char why[512];
     if (w->kill_reason)
         snprintf(why, sizeof(why), "%s", w->kill_reason);
-    else if (WIFSIGNALED(status) &&
-             (WTERMSIG(status) == SIGXCPU || (WTERMSIG(status) == SIGKILL && sandboxed)))
+    else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU)
         snprintf(why, sizeof(why),
-                 "the Python worker was ended by the kernel (%s) while running this code: %s; "
-                 "it was restarted and this session's variables were lost",
-                 WTERMSIG(status) == SIGXCPU ? "SIGXCPU" : "SIGKILL",
-                 WTERMSIG(status) == SIGXCPU
-                     ? "the run used up its CPU time (its timeout_ms, or CODEMCP_RUN_CPU_MS)"
-                     : "its CPU time ran out (its timeout_ms, or CODEMCP_RUN_CPU_MS), or the "
-                       "system was out of memory");
+                 "the run used up its CPU time (its timeout_ms, or CODEMCP_RUN_CPU_MS): the "
+                 "Python worker was ended by the kernel (SIGXCPU) and restarted, and this "
+                 "session's variables were lost");
     else if (WIFSIGNALED(status))
         snprintf(why, sizeof(why),
                  "the Python worker crashed (signal %d) while running this code; it was "
@@ -302,161 +295,13 @@ static struct worker *running(const char *run_id)
     return NULL;
 }
 
-/* ---- what a run leaves behind, seen from outside ------------------------------------------ */
-
-/* The gateway's own check that no code of one run executes during another: the worker's
- * threads and children, read from /proc (agent code owns the worker, so its own end-of-run
- * check, pystray.h, is a courtesy). Sandbox only: host isolation has no such promise. 1 and
- * a description in what when something is left. */
-static int leftovers(struct worker *w, int identity, char *what, size_t n)
-{
-    if (!sandboxed || w->watch.pid <= 0)
-        return 0;
-    int threads = wkp_extra_threads(&w->watch, identity);
-    if (threads == -1)
-        return 0; /* gone: its exit ends the run and the session's worker anyway */
-    int kids = wkp_has_children(&w->watch);
-    if (threads == WKP_LOST)
-        snprintf(what, n, "a thread of its own in place of one of the worker's%s",
-                 kids ? ", and child processes" : "");
-    else if (threads > 0)
-        snprintf(what, n, "%d thread(s)%s", threads, kids ? " and child processes" : "");
-    else if (kids)
-        snprintf(what, n, "child processes");
-    return threads != 0 || kids;
-}
-
-/* Before the first run: which process is the worker and how many threads it has with no
- * agent code run yet. 0, or -1 when it cannot be known yet (the run waits). */
-static int know_worker(struct worker *w)
-{
-    if (!sandboxed || w->watch.pid > 0)
-        return 0;
-    if (!w->pid || w->runs_done)
-        return w->runs_done ? 0 : -1; /* the prototype's answer with its pid is on its way */
-    if (wkp_watch_open(&w->watch, w->pid, w->forked) == 0)
-        return 0;
-    log_warn("worker", "worker %d: its process cannot be found in its sandbox: ended", w->slot);
-    w->state = WK_BUSY;
-    hard_kill(w);
-    return -1;
-}
-
-/* Threads a run leaves get a moment to end (a cancelled run's thread waiting for a call the
- * gateway has just cancelled ends on its own); the next run waits meanwhile, so nothing of one
- * run ever executes during another, and past it the worker is ended. */
-#define WK_LEFTOVER_GRACE_MS 500
-
-static void end_for_leftovers(struct worker *w, const char *what)
-{
-    char msg[512];
-    snprintf(msg, sizeof(msg),
-             "the session's previous run left %s running after its answer: codemcp ended this "
-             "session's Python worker, so that no code of one run executes during another; the "
-             "session's variables were lost and this run started in a fresh interpreter",
-             what);
-    log_warn("worker", "worker %d: a run left %s running: ending the worker", w->slot, what);
-    free(w->notice);
-    w->notice = xstrdup(msg);
-    w->state = WK_BUSY; /* no run until the replacement connects */
-    hard_kill(w);
-}
-
-/* 0: nothing left over, the slot may take a run; -1: not now (waiting out the grace, or the
- * worker is being ended). */
-static int settle_leftovers(struct worker *w);
-
-static void leftover_recheck(void *ud)
-{
-    struct worker *w = ud;
-    if (w->state == WK_READY && !w->run_id[0] && settle_leftovers(w) == 0)
-        became_idle();
-}
-
-static int settle_leftovers(struct worker *w)
-{
-    char what[96];
-    if (!w->runs_done || !leftovers(w, 1, what, sizeof(what)))
-        return 0;
-    int64_t wait = w->answered_ms + WK_LEFTOVER_GRACE_MS - now_ms();
-    if (wait > 0)
-        lp_timer_start(&w->leftover_timer, wait, leftover_recheck, w);
-    else
-        end_for_leftovers(w, what);
-    return -1;
-}
-
-/* At the answer to the slot's run (once per answer): from now on the grace runs. */
-static void note_answer(struct worker *w)
-{
-    if (w->checked_rpc == w->run_rpc_id)
-        return;
-    w->checked_rpc = w->run_rpc_id;
-    w->answered_ms = now_ms();
-    char what[96];
-    if (sandboxed && leftovers(w, 0, what, sizeof(what)))
-        lp_timer_start(&w->leftover_timer, WK_LEFTOVER_GRACE_MS, leftover_recheck, w);
-}
-
-/* A run's CPU time. The kernel stops the worker at the budget: RLIMIT_CPU's soft limit, set
- * from outside before the run at what the process has used plus the budget, sends SIGXCPU
- * (fatal unless caught; agent code cannot raise the limit, seal.c). Agent code can block or
- * catch SIGXCPU, so the gateway also reads the process's CPU clock once a second while the run
- * lasts and ends the worker a second past the budget. (The hard limit would do that in the
- * kernel, but raising it again for the next run needs CAP_SYS_RESOURCE.) */
-#define WK_CPU_CHECK_MS 1000
-
-static void cpu_check(void *ud)
-{
-    struct worker *w = ud;
-    if (w->state != WK_BUSY || !w->run_id[0] || w->watch.pid <= 0 || !w->pid)
-        return;
-    int64_t used = wkp_cpu_ms(&w->watch);
-    if (used >= 0 && used > w->cpu_until_ms + WK_CPU_CHECK_MS) {
-        free(w->kill_reason);
-        w->kill_reason = xstrdup("the run used up its CPU time (its timeout_ms, or "
-                                 "CODEMCP_RUN_CPU_MS): the Python worker was ended and restarted, "
-                                 "and this session's variables were lost");
-        log_warn("worker", "worker %d (pid %d): CPU time used up: ending it", w->slot, (int)w->pid);
-        hard_kill(w);
-        return;
-    }
-    if (used >= 0)
-        lp_timer_start(&w->cpu_timer, WK_CPU_CHECK_MS, cpu_check, w);
-}
-
-static void limit_cpu(struct worker *w, int64_t cpu_ms)
-{
-    int64_t used = wkp_cpu_ms(&w->watch);
-    if (used < 0 || cpu_ms <= 0)
-        return;
-    if (cpu_ms > (INT64_C(1) << 40))
-        cpu_ms = INT64_C(1) << 40;
-    w->cpu_until_ms = used + cpu_ms;
-    /* One call in the usual case; the hard limit is never lowered here (agent code may have). */
-    rlim_t soft = (rlim_t)((w->cpu_until_ms + 999) / 1000);
-    struct rlimit rl = {soft, RLIM_INFINITY};
-    if (prlimit(w->watch.pid, RLIMIT_CPU, &rl, NULL) < 0 &&
-        prlimit(w->watch.pid, RLIMIT_CPU, NULL, &rl) == 0) {
-        rl.rlim_cur = soft < rl.rlim_max ? soft : rl.rlim_max;
-        if (prlimit(w->watch.pid, RLIMIT_CPU, &rl, NULL) < 0)
-            log_warn("worker", "worker %d: cannot set its CPU time limit: %s", w->slot,
-                     strerror(errno));
-    }
-    lp_timer_start(&w->cpu_timer, WK_CPU_CHECK_MS, cpu_check, w);
-}
-
 int wk_start_run(int slot, const char *run_id, const char *params, size_t len, int64_t cpu_ms)
 {
     struct worker *w = slot >= 0 && slot < n_workers ? &workers[slot] : NULL;
     if (!w || w->state != WK_READY || strlen(run_id) >= sizeof(w->run_id))
         return -1;
-    if (know_worker(w) < 0)
+    if (guard_before_run(w, cpu_ms) < 0)
         return -1;
-    if (settle_leftovers(w) < 0)
-        return -1;
-    if (sandboxed)
-        limit_cpu(w, cpu_ms);
     w->run_rpc_id = next_rpc_id++;
     /* the bytes rpc_dump(rpc_request(id, "run", params)) gives, params spliced in */
     static const char a[] = "{\"jsonrpc\":\"2.0\",\"method\":\"run\",\"id\":";
@@ -558,7 +403,7 @@ void wk_on_message(int slot, json_t *msg)
         /* The runtime asks for a fresh process when a run leaves threads behind under
          * enforcement: they must not act under a later run's allow_mutations. */
         int recycle = json_is_true(json_object_get(result, "recycle"));
-        note_answer(w);
+        guard_answered(w);
         if (w->notice && json_is_object(result)) {
             json_object_set_new(result, "notice", json_string(w->notice));
             free(w->notice);
@@ -618,7 +463,7 @@ int wk_on_frame(int slot, const char *text, size_t len)
     size_t hn = answer_head(head, w->run_rpc_id);
     if (len < hn || memcmp(text, head, hn) != 0)
         return 0; /* not the answer to this run, or not in the form the worker writes */
-    note_answer(w);
+    guard_answered(w);
     /* One pass checks the whole frame is in jf_dumps' form and records the envelope's
      * members; the head above makes jsonrpc, id and result the first three, n == 3 the only
      * ones (no error). Anything else: the tree path (wk_on_message), which decides. */
@@ -648,7 +493,7 @@ void wk_on_disconnect(int slot, uint64_t conn_id)
     w->conn_id = 0;
     /* A worker that has died (its CPU time ran out, it crashed) closed the connection as it
      * went: its exit status, on its way, says why; a kill now could lose it. */
-    if (sandboxed && w->watch.pid > 0 && !wkp_alive(&w->watch))
+    if (guard_worker_died(w))
         return;
     /* The process exit (reaped via SIGCHLD) does the rest; make sure it happens. */
     if (w->pid && !shutting_down) {
@@ -677,8 +522,7 @@ void wk_shutdown_all(void (*done)(void))
         lp_timer_stop(&w->start_timer);
         lp_timer_stop(&w->restart_timer);
         lp_timer_stop(&w->idle_timer);
-        lp_timer_stop(&w->cpu_timer);
-        lp_timer_stop(&w->leftover_timer);
+        guard_stop(w);
         if (w->forked && w->pid && !sandboxed)
             orphans[n_orphans++] = w->pid;
         if (w->pid || w->state != WK_DOWN) {

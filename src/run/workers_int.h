@@ -75,6 +75,20 @@ struct worker {
 #define touch            wk__touch
 #define pt_hooks_of_pool wk__pt_hooks
 
+/* worker_guard.c: the gateway's own limits on what a run leaves behind and the CPU it takes.
+ * guard_before_run: 0 when the slot may take a run now (its worker watched, nothing of the last
+ * run left, its CPU budget set), -1 not now. guard_answered: at the answer to its run.
+ * guard_worker_died: the connection closed because the worker died (its exit says why).
+ * guard_stop: its timers, when the process is gone. */
+#define guard_before_run  wk__guard_before_run
+#define guard_answered    wk__guard_answered
+#define guard_worker_died wk__guard_worker_died
+#define guard_stop        wk__guard_stop
+int guard_before_run(struct worker *w, int64_t cpu_ms);
+void guard_answered(struct worker *w);
+int guard_worker_died(struct worker *w);
+void guard_stop(struct worker *w);
+
 extern struct wk_hooks hooks;
 extern struct worker *workers;
 extern int n_workers;

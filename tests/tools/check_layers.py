@@ -52,7 +52,7 @@ MODULE_OF = {
     "config_wrap": "config", "config_int": "config", "loop_child": "loop", "loop_int": "loop",
     "http_int": "serve_http", "http_stream": "serve_http", "http_modern": "serve_http", "serve_sse_legacy": "serve_http", "http_auth": "serve_http", "http_addr": "serve_http",
     "redact_rules": "redact",
-    "workers_int": "workers", "worker_spawn": "workers", "worker_sessions": "workers",
+    "workers_int": "workers", "worker_spawn": "workers", "worker_sessions": "workers", "worker_guard": "workers",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)\.h"', re.M)
 
