@@ -10,12 +10,13 @@
  * the next run waits; then the worker is ended and the session's next answer says why. So no
  * code of one run executes during another. Sandbox only: host isolation makes no such promise.
  *
- * CPU time: RLIMIT_CPU's soft limit, set from outside before each run at what the process has
- * used plus the run's budget, makes the kernel end it (SIGXCPU, fatal unless caught; agent
- * code cannot raise the limit, seal.c). Agent code can block or catch SIGXCPU, so the worker's
- * CPU clock is also read once a second while the run lasts and the worker is ended a second
- * past the budget. (The hard limit would do that in the kernel, but raising it again for the
- * next run needs CAP_SYS_RESOURCE.) Loop thread only. */
+ * CPU time: once a run has lasted a second, the worker's CPU clock is read once a second; the
+ * first look sets where the run's budget ends (that first second counted as spent) and puts
+ * RLIMIT_CPU's soft limit there, so the kernel ends the worker at the budget (SIGXCPU, fatal
+ * unless caught; agent code cannot raise the limit, seal.c); agent code can block or catch
+ * SIGXCPU, so a later look ends the worker a second past the budget. (The hard limit would do
+ * that in the kernel, but raising it again for the next run needs CAP_SYS_RESOURCE.) Runs
+ * under a second, most of them, cost no system call for it. Loop thread only. */
 #include "workers_int.h"
 #include "log.h"
 #include "util.h"
@@ -103,13 +104,38 @@ static int settle_leftovers(struct worker *w)
     return -1;
 }
 
+/* Sets the soft RLIMIT_CPU of the worker (seconds, rounded up); RLIM_INFINITY lifts it. */
+static void set_cpu_limit(struct worker *w, rlim_t soft)
+{
+    struct rlimit rl = {soft, RLIM_INFINITY};
+    if (prlimit(w->watch.pid, RLIMIT_CPU, &rl, NULL) == 0)
+        return;
+    /* agent code lowered its own hard limit: stay under it */
+    if (prlimit(w->watch.pid, RLIMIT_CPU, NULL, &rl) == 0) {
+        rl.rlim_cur = soft < rl.rlim_max ? soft : rl.rlim_max;
+        if (prlimit(w->watch.pid, RLIMIT_CPU, &rl, NULL) == 0)
+            return;
+    }
+    log_warn("worker", "worker %d: cannot set its CPU time limit: %s", w->slot, strerror(errno));
+}
+
+/* Once a second while a run lasts. The first look sets where the budget ends (taking that
+ * first second as spent) and the kernel's limit there; later looks end a worker past it. A run
+ * shorter than a second costs nothing here. */
 static void cpu_check(void *ud)
 {
     struct worker *w = ud;
     if (w->state != WK_BUSY || !w->run_id[0] || w->watch.pid <= 0 || !w->pid)
         return;
     int64_t used = wkp_cpu_ms(&w->watch);
-    if (used >= 0 && used > w->cpu_until_ms + WK_CPU_CHECK_MS) {
+    if (used < 0)
+        return;
+    if (w->cpu_until_ms < 0) {
+        int64_t left = w->cpu_budget_ms - WK_CPU_CHECK_MS;
+        w->cpu_until_ms = used + (left > 0 ? left : 0);
+        set_cpu_limit(w, (rlim_t)((w->cpu_until_ms + 999) / 1000));
+        w->cpu_limited = 1;
+    } else if (used > w->cpu_until_ms + WK_CPU_CHECK_MS) {
         free(w->kill_reason);
         w->kill_reason = xstrdup("the run used up its CPU time (its timeout_ms, or "
                                  "CODEMCP_RUN_CPU_MS): the Python worker was ended and restarted, "
@@ -118,29 +144,19 @@ static void cpu_check(void *ud)
         hard_kill(w);
         return;
     }
-    if (used >= 0)
-        lp_timer_start(&w->cpu_timer, WK_CPU_CHECK_MS, cpu_check, w);
+    lp_timer_start(&w->cpu_timer, WK_CPU_CHECK_MS, cpu_check, w);
 }
 
-static void limit_cpu(struct worker *w, int64_t cpu_ms)
+static void budget_cpu(struct worker *w, int64_t cpu_ms)
 {
-    int64_t used = wkp_cpu_ms(&w->watch);
-    if (used < 0 || cpu_ms <= 0)
-        return;
-    if (cpu_ms > (INT64_C(1) << 40))
-        cpu_ms = INT64_C(1) << 40;
-    w->cpu_until_ms = used + cpu_ms;
-    /* One call in the usual case; the hard limit is never lowered here (agent code may have). */
-    rlim_t soft = (rlim_t)((w->cpu_until_ms + 999) / 1000);
-    struct rlimit rl = {soft, RLIM_INFINITY};
-    if (prlimit(w->watch.pid, RLIMIT_CPU, &rl, NULL) < 0 &&
-        prlimit(w->watch.pid, RLIMIT_CPU, NULL, &rl) == 0) {
-        rl.rlim_cur = soft < rl.rlim_max ? soft : rl.rlim_max;
-        if (prlimit(w->watch.pid, RLIMIT_CPU, &rl, NULL) < 0)
-            log_warn("worker", "worker %d: cannot set its CPU time limit: %s", w->slot,
-                     strerror(errno));
+    if (w->cpu_limited) { /* a long run's limit must not cut short a later run */
+        set_cpu_limit(w, RLIM_INFINITY);
+        w->cpu_limited = 0;
     }
-    lp_timer_start(&w->cpu_timer, WK_CPU_CHECK_MS, cpu_check, w);
+    w->cpu_budget_ms = cpu_ms > (INT64_C(1) << 40) ? INT64_C(1) << 40 : cpu_ms;
+    w->cpu_until_ms = -1;
+    if (cpu_ms > 0)
+        lp_timer_start(&w->cpu_timer, WK_CPU_CHECK_MS, cpu_check, w);
 }
 
 int guard_before_run(struct worker *w, int64_t cpu_ms)
@@ -148,7 +164,7 @@ int guard_before_run(struct worker *w, int64_t cpu_ms)
     if (know_worker(w) < 0 || settle_leftovers(w) < 0)
         return -1;
     if (sandboxed)
-        limit_cpu(w, cpu_ms);
+        budget_cpu(w, cpu_ms);
     return 0;
 }
 

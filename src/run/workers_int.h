@@ -46,7 +46,9 @@ struct worker {
     int awaiting_pt;        /* STARTING, waiting for the prototype to be ready */
     uint64_t fork_gen;      /* the fork request in flight (answers for older ones are stale) */
     struct wkp_watch watch; /* sandboxed: the worker process itself, once known */
-    int64_t cpu_until_ms;   /* the CPU time (of its clock) the running run may use up to */
+    int64_t cpu_budget_ms;  /* the running run's CPU time */
+    int64_t cpu_until_ms;   /* where on the worker's CPU clock it ends (-1: not looked yet) */
+    int cpu_limited;        /* its RLIMIT_CPU soft limit is set (lifted before the next run) */
     struct lp_timer cpu_timer;
     int64_t checked_rpc; /* the run whose answer was last noted */
     int64_t answered_ms; /* when: what a run leaves gets a grace from then (workers.c) */
