@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <libgen.h>
 #include <limits.h>
@@ -206,6 +207,55 @@ static pid_t only_child(pid_t pid)
     return one ? (pid_t)c : -1;
 }
 
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* Linux 6.9 */
+#endif
+
+/* A pidfd of one of the watched threads in the loop: readable once the thread has exited. */
+struct wkp_exit {
+    struct wkp_watch *wt; /* NULL once the watch is closed */
+    unsigned gen;
+    int i; /* its place in wt->exits */
+    struct lp_io *io;
+};
+
+static void exit_ready(void *ud)
+{
+    struct wkp_exit *x = ud;
+    if (x->wt && x->wt->gen == x->gen) {
+        x->wt->lost = 1;
+        x->wt->exits[x->i] = NULL; /* freed once closed */
+    }
+    x->wt = NULL;
+    lp_io_close(x->io);
+}
+
+static void exit_closed(void *ud)
+{
+    free(ud);
+}
+
+static const struct lp_io_ops exit_ops = {.on_ready = exit_ready, .on_close = exit_closed};
+
+/* Asks the kernel to tell when thread i (tid) exits; then its comm file need not be read. */
+static void watch_exit(struct wkp_watch *wt, int i, pid_t tid)
+{
+    int fd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+    if (fd < 0)
+        return; /* before Linux 6.9: read before each run */
+    struct wkp_exit *x = xcalloc(1, sizeof(*x));
+    x->wt = wt;
+    x->gen = wt->gen;
+    x->i = i;
+    x->io = lp_io_watch(fd, 1, &exit_ops, x);
+    if (!x->io) {
+        close(fd);
+        free(x);
+        return;
+    }
+    wt->exits[i] = x;
+}
+
 /* Opens the comm file of each of pid's threads (at most WKP_WATCH_THREADS). */
 static int open_threads(struct wkp_watch *wt)
 {
@@ -228,8 +278,11 @@ static int open_threads(struct wkp_watch *wt)
             rc = -1;
         else
             wt->base_fd[wt->n_base++] = fd;
-        if (fd >= 0 && strtol(e->d_name, NULL, 10) == (long)wt->pid)
+        long tid = strtol(e->d_name, NULL, 10);
+        if (fd >= 0 && tid == (long)wt->pid)
             wt->main_fd = fd;
+        else if (fd >= 0)
+            watch_exit(wt, wt->n_base - 1, (pid_t)tid);
     }
     closedir(d);
     return rc;
@@ -262,9 +315,17 @@ void wkp_watch_close(struct wkp_watch *wt)
             close(wt->task_fd);
         if (wt->children_fd >= 0)
             close(wt->children_fd);
-        for (int i = 0; i < wt->n_base; i++)
+        for (int i = 0; i < wt->n_base; i++) {
             close(wt->base_fd[i]);
+            if (wt->exits[i]) {
+                wt->exits[i]->wt = NULL;
+                lp_io_close(wt->exits[i]->io);
+            }
+            wt->exits[i] = NULL;
+        }
     }
+    wt->gen++;
+    wt->lost = 0;
     wt->pid = 0;
     wt->task_fd = wt->children_fd = wt->main_fd = -1;
     wt->n_base = 0;
@@ -295,8 +356,11 @@ int wkp_extra_threads(const struct wkp_watch *wt)
     if (wt->pid <= 0 || fstat(wt->task_fd, &st) < 0 || st.st_nlink < 3)
         return -1; /* gone */
     /* The main thread is the process: its end shows in the link count. */
+    if (wt->lost)
+        return WKP_LOST;
     for (int i = 0; i < wt->n_base; i++)
-        if (wt->base_fd[i] != wt->main_fd && pread(wt->base_fd[i], c, sizeof(c), 0) <= 0)
+        if (wt->base_fd[i] != wt->main_fd && !wt->exits[i] &&
+            pread(wt->base_fd[i], c, sizeof(c), 0) <= 0)
             return WKP_LOST;
     int n = (int)st.st_nlink - 2;
     if (n <= wt->n_base)

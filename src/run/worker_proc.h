@@ -46,6 +46,7 @@ int wkp_ns_level(pid_t pid);
  * code's to defeat) and for its CPU time limit. Descriptors are kept open, so a check costs
  * an fstat and a pread (a few microseconds), not path lookups. */
 #define WKP_WATCH_THREADS 8
+struct wkp_exit;
 struct wkp_watch {
     pid_t pid;       /* the worker process, as the gateway sees it; 0: not watched */
     int task_fd;     /* /proc/<pid>/task: its link count is 2 + the threads */
@@ -54,6 +55,11 @@ struct wkp_watch {
     int base_fd[WKP_WATCH_THREADS]; /* their /proc/.../task/<tid>/comm: unreadable once the
                                        thread is gone, whatever reuses its number */
     int main_fd;                    /* the main thread's among them */
+    struct wkp_exit *exits[WKP_WATCH_THREADS]; /* where the kernel tells when a thread of
+                                                  them exits (pidfd, Linux 6.9+): those need
+                                                  no read before each run */
+    unsigned gen;                              /* which watch an exit belongs to */
+    int lost;                                  /* one of them has exited */
 };
 /* Starts watching the worker process of the sandbox whose outermost process is pid (the
  * session's PID 1 when forked, the waiter when exec'd), taking its threads now as the ones it
