@@ -107,10 +107,14 @@ describe(`two principals on codemcp start (Landlock ABI ${CAP ?? 'as the kernel 
     return p.pid;
   }
 
-  test('each session is a process session and group of its own', async () => {
-    const r = await attempt(alice, 'import os\nresult = [os.getsid(0), os.getpgrp()]');
+  test('each session is a process group of its own, and cannot join another', async () => {
+    const r = await attempt(alice, PRELUDE + `
+result = {"pgrp": os.getpgrp(),
+          # a group is named by a pid of the caller's namespace: no other session's is there
+          "join": [attempt(lambda g=g: os.setpgid(0, g)) for g in (0x7fff, 3, 100)]}`);
     // 0: the group belongs to a process outside the session's PID namespace (the prototype's)
-    assert.deepEqual(r, [1, 1], 'the session shares its process group with processes outside it');
+    assert.equal(r.pgrp, 1, 'the session shares its process group with processes outside it');
+    assert.deepEqual(r.join, ['err:EPERM', 'err:EPERM', 'err:EPERM']);
   });
 
   test('setpriority and ioprio_set on its own process group reach no other session nor the prototype', async () => {
