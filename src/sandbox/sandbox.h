@@ -14,7 +14,8 @@
  *   worker   PID 2: the caller of sbx_enter(), which returns 0 there.
  * With o->prototype the worker is the prototype (src/worker/forksrv.h): PID 1 then outlives it
  * while sessions forked from it still run, and each session gets a sandbox of its own nested
- * in this one (sbx_fork_session: its PID 1, then its worker).
+ * in this one (sbx_fork_session: its PID 1, then its worker), in a process group of its
+ * own (what kill(0), killpg and PRIO_PGRP reach).
  * Namespaces: user, PID, mount, IPC, UTS, cgroup, and network (unless net_host). The
  * worker runs as uid/gid 1000 inside, mapped to the gateway's own uid, or to nobody (65534)
  * when the gateway is root, so that RLIMIT_NPROC binds (the kernel exempts real root); a
