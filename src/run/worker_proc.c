@@ -333,7 +333,8 @@ void wkp_watch_close(struct wkp_watch *wt)
     wt->n_base = 0;
 }
 
-#define WKP_PF_EXITING 0x4 /* a task's flags while it exits (include/linux/sched.h) */
+/* A task's flags while it exits (PF_EXITING, the kernel's linux/sched.h). */
+#define WKP_PF_EXITING 0x4
 
 /* A task (its /proc stat file, relative to dir) alive and not on its way out. */
 static int task_live(int dir, const char *stat_path)
