@@ -195,19 +195,8 @@ json_t *harness_entry(const struct harness *h, const char *cm_path)
 
 /* ---- entries into codemcp's format ----------------------------------------------------------- */
 
-/* Keys of an mcpServers entry codemcp reads (config.c); a harness's own keys (alwaysAllow,
- * autoApprove, trust, includeTools...) are dropped, and said. */
-static int codemcp_reads(const char *key)
-{
-    static const char *const keys[] = {"type", "command", "args",     "env",     "cwd",
-                                       "url",  "headers", "disabled", "timeout", NULL};
-    for (size_t i = 0; keys[i]; i++)
-        if (strcmp(keys[i], key) == 0)
-            return 1;
-    return 0;
-}
-
-/* A harness's mcpServers entry as codemcp's mcpServers entry (new reference). */
+/* A harness's mcpServers entry as codemcp's mcpServers entry (new reference): its own keys
+ * (alwaysAllow, autoApprove, trust, includeTools...) are dropped, and said. */
 static json_t *normalize(const struct harness *h, const char *name, json_t *e)
 {
     json_t *o = json_object();
@@ -224,9 +213,9 @@ static json_t *normalize(const struct harness *h, const char *name, json_t *e)
         } else if (strcmp(k, "url") == 0 && h->url_is_sse && !json_object_get(e, "httpUrl")) {
             json_object_set(o, "url", v);
             json_object_set_new(o, "type", json_string("sse"));
-        } else if (codemcp_reads(k) && !json_object_get(o, k))
+        } else if (cfg_entry_key_known(k) && !json_object_get(o, k))
             json_object_set(o, k, v);
-        else if (!codemcp_reads(k))
+        else if (!cfg_entry_key_known(k))
             buf_printf(&dropped, " %s", k);
     }
     if (dropped.len)

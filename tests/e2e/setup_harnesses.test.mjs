@@ -6,8 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
-import { CODEMCP_BIN, TESTS, runCodemcp, tempDir, servers, ms } from './lib.mjs';
+import { CODEMCP_BIN, TESTS, runCodemcp, runClient, tempDir, servers, ms } from './lib.mjs';
 
 const CLIENTS = path.join(TESTS, 'clients', 'node_modules');
 const CLAUDE = path.join(CLIENTS, '.bin', 'claude');
@@ -39,31 +38,22 @@ function writeFile(p, text) {
   return text;
 }
 
-/** Runs a real client offline and anonymously; {code, out}. */
-function runClient(bin, args, home, cwd, limit = ms(60000)) {
+/** Runs a real client offline and anonymously in cwd; {code, out} without colours. */
+async function client(bin, args, home, cwd) {
   const env = {
     ...process.env, HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), DISABLE_AUTOUPDATER: '1',
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_TELEMETRY: '1', OPENCODE_DISABLE_AUTOUPDATE: '1',
   };
   delete env.CODEMCP_CONFIG;
-  return new Promise((resolve) => {
-    const child = spawn(bin, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), limit);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out: out.replace(/\x1b\[[0-9;]*m/g, '') });
-    });
-  });
+  const r = await runClient(bin, args, env, ms(60000), cwd);
+  return { code: r.code, out: r.out.replace(/\x1b\[[0-9;]*m/g, '') };
 }
 
 test('setup claude-code (user scope): `claude mcp list` shows codemcp connected; --undo gives Claude Code its servers back', { skip: noClients(CLAUDE) }, async () => {
   const h = harnessHome('codemcp-cc-');
   const file = path.join(h.home, '.claude.json');
   writeFile(file, JSON.stringify({ numStartups: 3, mcpServers: { everything: { type: 'stdio', ...everything(), env: {} } } }, null, 2));
-  let list = await runClient(CLAUDE, ['mcp', 'list'], h.home, h.home);
+  let list = await client(CLAUDE, ['mcp', 'list'], h.home, h.home);
   assert.match(list.out, /everything: .*Connected/, list.out);
 
   let r = await h.run(['setup', 'claude-code']);
@@ -74,10 +64,10 @@ test('setup claude-code (user scope): `claude mcp list` shows codemcp connected;
   assert.deepEqual(Object.keys(doc.mcpServers), ['codemcp']);
   assert.equal(doc.mcpServers.codemcp.type, 'stdio');
   assert.deepEqual(jsonc(h.cm).mcpServers.everything, { type: 'stdio', ...everything(), env: {} });
-  list = await runClient(CLAUDE, ['mcp', 'list'], h.home, h.home);
+  list = await client(CLAUDE, ['mcp', 'list'], h.home, h.home);
   assert.match(list.out, /codemcp: .*codemcp .*Connected/, list.out);
   assert.doesNotMatch(list.out, /everything:/);
-  const get = await runClient(CLAUDE, ['mcp', 'get', 'codemcp'], h.home, h.home);
+  const get = await client(CLAUDE, ['mcp', 'get', 'codemcp'], h.home, h.home);
   assert.match(get.out, /Scope: User config/, get.out);
   assert.match(get.out, new RegExp(`CODEMCP_CONFIG=${h.cm}`), get.out);
 
@@ -94,7 +84,7 @@ test('setup claude-code (user scope): `claude mcp list` shows codemcp connected;
   assert.deepEqual(jsonc(file).mcpServers, { everything: { type: 'stdio', ...everything(), env: {} } });
   assert.equal(jsonc(file).numStartups, 3);
   assert.ok(!fs.existsSync(h.cm), 'the codemcp config setup made is gone again');
-  list = await runClient(CLAUDE, ['mcp', 'list'], h.home, h.home);
+  list = await client(CLAUDE, ['mcp', 'list'], h.home, h.home);
   assert.match(list.out, /everything: .*Connected/, list.out);
   assert.doesNotMatch(list.out, /codemcp:/);
 
@@ -113,7 +103,7 @@ test('setup claude-code --scope project edits ./.mcp.json; --undo restores it by
   assert.equal(r.code, 0, r.stderr + r.stdout);
   assert.deepEqual(Object.keys(jsonc(file).mcpServers), ['codemcp']);
   assert.ok(!fs.existsSync(path.join(h.home, '.claude.json')) || !jsonc(path.join(h.home, '.claude.json')).mcpServers, 'user scope untouched');
-  const get = await runClient(CLAUDE, ['mcp', 'get', 'codemcp'], h.home, proj);
+  const get = await client(CLAUDE, ['mcp', 'get', 'codemcp'], h.home, proj);
   assert.match(get.out, /Scope: Project config/, get.out);
   assert.match(get.out, /Type: stdio/, get.out);
   r = await h.run(['setup', '--undo', 'claude-code', '--scope', 'project'], { cwd: proj });
@@ -226,7 +216,7 @@ test('setup opencode: `opencode mcp list` shows codemcp connected; --undo gives 
   writeFile(file, `{\n  // mine\n  "mcp": {\n    "everything": ${JSON.stringify(servers.everything())},\n  },\n}\n`);
   let r = await h.run(['setup', 'opencode']);
   assert.equal(r.code, 0, r.stderr + r.stdout);
-  let list = await runClient(OPENCODE, ['mcp', 'list'], h.home, h.home);
+  let list = await client(OPENCODE, ['mcp', 'list'], h.home, h.home);
   assert.match(list.out, /✓ codemcp .*connected/, list.out);
   assert.doesNotMatch(list.out, /everything/);
   // opencode adds "$schema" to its file when it runs: undo puts "mcp" back and keeps that.
@@ -234,7 +224,7 @@ test('setup opencode: `opencode mcp list` shows codemcp connected; --undo gives 
   assert.equal(r.code, 0, r.stderr + r.stdout);
   assert.deepEqual(jsonc(file).mcp, { everything: servers.everything() });
   assert.match(fs.readFileSync(file, 'utf8'), /\/\/ mine/);
-  list = await runClient(OPENCODE, ['mcp', 'list'], h.home, h.home);
+  list = await client(OPENCODE, ['mcp', 'list'], h.home, h.home);
   assert.match(list.out, /✓ everything .*connected/, list.out);
 });
 
