@@ -19,7 +19,7 @@
 
 static void setup_usage(FILE *f)
 {
-    fputs("usage: codemcp setup " TARGETS " [--scope user|project] [--dry-run] [--undo] "
+    fputs("usage: codemcp setup " TARGETS " [--scope user|project|local] [--dry-run] [--undo] "
           "[--file HARNESS_FILE] [-c CODEMCP_CONFIG]\n"
           "\n"
           "move a harness's MCP servers into codemcp's config and point the harness at\n"
@@ -33,7 +33,8 @@ static void setup_usage(FILE *f)
           "  cursor           $CURSOR_MCP_CONFIG, else ~/.cursor/mcp.json (project: "
           "./.cursor/mcp.json)\n"
           "  vscode           $VSCODE_MCP_CONFIG, else ./.vscode/mcp.json\n"
-          "  claude-code      ~/.claude.json (project: ./.mcp.json), as `claude mcp add -s`\n"
+          "  claude-code      ~/.claude.json (project: ./.mcp.json; local: ~/.claude.json's\n"
+          "                   entry for this directory), as `claude mcp add -s`\n"
           "  windsurf         ~/.codeium/windsurf/mcp_config.json\n"
           "  gemini-cli       ~/.gemini/settings.json (project: ./.gemini/settings.json)\n"
           "  cline            ~/.config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/"
@@ -42,7 +43,8 @@ static void setup_usage(FILE *f)
           "settings/mcp_settings.json (project: ./.roo/mcp.json)\n"
           "\n"
           "options:\n"
-          "  -s, --scope SCOPE    user (the default where a harness has one) or project\n"
+          "  -s, --scope SCOPE    user (the default where a harness has one), project, or\n"
+          "                       local (claude-code)\n"
           "  -n, --dry-run        print what would change, write nothing\n"
           "      --undo           put back what setup changed\n"
           "      --file PATH      the harness file to edit\n"
@@ -80,9 +82,10 @@ int setup_main(int argc, char **argv, const char *codemcp_config)
             const char *s = argv[++i];
             scope = strcmp(s, "user") == 0      ? SCOPE_USER
                     : strcmp(s, "project") == 0 ? SCOPE_PROJECT
+                    : strcmp(s, "local") == 0   ? SCOPE_LOCAL
                                                 : SCOPE_DEFAULT;
             if (scope == SCOPE_DEFAULT) {
-                fprintf(stderr, "codemcp setup: --scope is user or project, not '%s'\n", s);
+                fprintf(stderr, "codemcp setup: --scope is user, project or local, not '%s'\n", s);
                 return 2;
             }
         } else if ((strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0) && i + 1 < argc) {
@@ -133,24 +136,36 @@ static void add_server(struct buf *out, const char *name, json_t *e, const char 
     free(val);
 }
 
-/* Servers of every harness file found once (files: paths read; seen: names taken; not codemcp's own
- * entries), in codemcp's mcpServers format, as text. Returns how many. */
+/* Servers of every harness file found, each once (files: places read; seen: names taken; not
+ * codemcp's own entries), in codemcp's mcpServers format, as text. Returns how many. */
 static int collect_servers(struct buf *out, json_t *seen, json_t *files)
 {
     int n = 0;
     const struct harness *h;
     for (size_t i = 0; (h = harness_at(i)); i++) {
-        for (int scope = SCOPE_USER; scope <= SCOPE_PROJECT; scope++) {
+        for (int scope = SCOPE_USER; scope <= SCOPE_LOCAL; scope++) {
+            struct servers_at at;
             struct setup_file f = {0};
-            if (!harness_found(h, scope, f.path, sizeof(f.path)) ||
-                json_object_get(files, f.path) || sf_load(&f) < 0) {
+            if ((scope == SCOPE_LOCAL && strcmp(harness_name(h), "claude-code") != 0) ||
+                !harness_found(h, scope, f.path, sizeof(f.path)) ||
+                harness_servers_at(h, scope, &at) < 0) {
                 sf_free(&f);
                 continue;
             }
-            json_object_set_new(files, f.path, json_true());
+            struct buf place = {0}; /* a file and a servers object in it, read once */
+            buf_printf(&place, "%s", f.path);
+            for (size_t k = 0; k < at.n; k++)
+                buf_printf(&place, "#%s", at.keys[k]);
+            int again = json_object_get(files, place.data) != NULL;
+            json_object_set_new(files, place.data, json_true());
+            buf_free(&place);
+            if (again || sf_load(&f) < 0) {
+                sf_free(&f);
+                continue;
+            }
             const char *name;
             json_t *e;
-            json_object_foreach(json_object_get(f.root, harness_key(h)), name, e)
+            json_object_foreach(servers_get(f.root, &at), name, e)
             {
                 if (strcmp(name, SETUP_ENTRY) == 0 || json_object_get(seen, name))
                     continue;

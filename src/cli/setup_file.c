@@ -160,16 +160,20 @@ int sf_codemcp_path(const char *given, char *out, size_t n)
 
 /* ---- undo records ---------------------------------------------------------------------------- */
 
-int sf_record_path(const char *harness, const char *file, char *out, size_t n)
+int sf_record_path(const char *harness, const char *file, const struct servers_at *at, char *out,
+                   size_t n)
 {
     char dir[PATH_MAX];
     if (!cfg_config_dir(dir, sizeof(dir))) {
         fprintf(stderr, "codemcp setup: no HOME: cannot keep the undo record\n");
         return -1;
     }
-    unsigned long h = 5381; /* djb2 of the harness file's path: one record per file */
+    unsigned long h = 5381; /* djb2 of the file's path and the servers' place in it */
     for (const char *p = file; *p; p++)
         h = h * 33 + (unsigned char)*p;
+    for (size_t i = 0; i < at->n; i++)
+        for (const char *p = at->keys[i]; *p; p++)
+            h = h * 33 + (unsigned char)*p;
     return snprintf(out, n, "%s/codemcp/setup-undo/%s-%08lx.json", dir, harness, h & 0xffffffffUL) <
                    (int)n
                ? 0

@@ -2,8 +2,9 @@
  * which object, what an entry looks like there, and how one becomes an entry of codemcp's
  * config. Sources of each format (their public docs, checked again for Claude Code against the
  * real `claude mcp list/get` in tests/clients):
- *   claude-code     user ~/.claude.json, project ./.mcp.json; "mcpServers"; entries carry
- *                   "type": "stdio" | "http" | "sse" (what `claude mcp add` writes)
+ *   claude-code     user ~/.claude.json, project ./.mcp.json, local ~/.claude.json's
+ *                   projects.<cwd>; "mcpServers"; entries carry "type": "stdio" | "http" |
+ *                   "sse" (what `claude mcp add -s user|project|local` writes)
  *   claude-desktop  ~/.config/Claude/claude_desktop_config.json; "mcpServers"
  *   cursor          ~/.cursor/mcp.json, project ./.cursor/mcp.json; "mcpServers"
  *   vscode          ./.vscode/mcp.json; "servers", entries with "type": "stdio"
@@ -78,9 +79,32 @@ const char *harness_name(const struct harness *h)
     return h->name;
 }
 
-const char *harness_key(const struct harness *h)
+int harness_servers_at(const struct harness *h, enum harness_scope scope, struct servers_at *at)
 {
-    return h->key;
+    at->n = 0;
+    if (scope != SCOPE_LOCAL) {
+        at->keys[at->n++] = h->key;
+        return 0;
+    }
+    if (strcmp(h->name, "claude-code") != 0) {
+        fprintf(stderr, "codemcp setup: only claude-code has a local scope\n");
+        return -1;
+    }
+    if (!getcwd(at->cwd, sizeof(at->cwd))) {
+        fprintf(stderr, "codemcp setup: cannot name the current directory\n");
+        return -1;
+    }
+    at->keys[at->n++] = "projects"; /* ~/.claude.json: projects.<cwd>.mcpServers */
+    at->keys[at->n++] = at->cwd;
+    at->keys[at->n++] = h->key;
+    return 0;
+}
+
+json_t *servers_get(json_t *root, const struct servers_at *at)
+{
+    for (size_t i = 0; root && i < at->n; i++)
+        root = json_object_get(root, at->keys[i]);
+    return root;
 }
 
 int harness_is_opencode(const struct harness *h)
@@ -120,12 +144,12 @@ static int locate(const struct harness *h, enum harness_scope scope, const char 
     else if (h->shape == SHAPE_OPENCODE)
         return scope == SCOPE_PROJECT ? (snprintf(why, wn, "opencode: no project scope here"), -1)
                                       : opencode_path(out, n, why, wn);
-    else if (scope == SCOPE_PROJECT || (scope == SCOPE_DEFAULT && !h->user)) {
+    else if (scope == SCOPE_PROJECT || (scope == SCOPE_DEFAULT && !h->user)) { /* ./file */
         if (!h->project)
             return snprintf(why, wn, "%s has no project scope", h->name), -1;
         if (!getcwd(cwd, sizeof(cwd)) || snprintf(out, n, "%s/%s", cwd, h->project) >= (int)n)
             return snprintf(why, wn, "cannot name %s in the current directory", h->project), -1;
-    } else if (!h->user) {
+    } else if (!h->user) { /* user and local scope: the file under $HOME */
         return snprintf(why, wn, "%s has no user scope", h->name), -1;
     } else if (!home || !*home || snprintf(out, n, "%s/%s", home, h->user) >= (int)n) {
         return snprintf(why, wn, "no HOME: cannot find %s's config (pass --file)", h->name), -1;

@@ -39,20 +39,34 @@ int sf_absolute(char *path, size_t n);
 /* codemcp's config path: given, else the default; absolute. 0 / -1 printed. */
 int sf_codemcp_path(const char *given, char *out, size_t n);
 
-/* Undo records: one per harness file, under <config dir>/codemcp/setup-undo/. */
-int sf_record_path(const char *harness, const char *file, char *out, size_t n);
+/* Undo records: one per servers object of a harness file, under
+ * <config dir>/codemcp/setup-undo/. */
+struct servers_at;
+int sf_record_path(const char *harness, const char *file, const struct servers_at *at, char *out,
+                   size_t n);
 int sf_record_save(const char *rpath, json_t *rec);
 json_t *sf_record_load(const char *rpath); /* NULL when there is none */
 
 /* ---- setup_harnesses.c ----------------------------------------------------------------------- */
 
-enum harness_scope { SCOPE_DEFAULT, SCOPE_USER, SCOPE_PROJECT };
+/* local: Claude Code's per-project servers kept in the user's file (`claude mcp add -s local`). */
+enum harness_scope { SCOPE_DEFAULT, SCOPE_USER, SCOPE_PROJECT, SCOPE_LOCAL };
+
+/* Where the servers object is inside the harness file: a path of members. */
+struct servers_at {
+    const char *keys[3];
+    size_t n;
+    char cwd[PATH_MAX]; /* keys may point here */
+};
+/* The servers object at at in root, or NULL. */
+json_t *servers_get(json_t *root, const struct servers_at *at);
 
 struct harness;
 const struct harness *harness_find(const char *name);
 const struct harness *harness_at(size_t i); /* NULL past the end */
 const char *harness_name(const struct harness *h);
-const char *harness_key(const struct harness *h); /* the servers object's member name */
+/* Where h keeps its servers for scope. 0, or -1 with the error printed. */
+int harness_servers_at(const struct harness *h, enum harness_scope scope, struct servers_at *at);
 int harness_is_opencode(const struct harness *h);
 /* The harness file for scope (or --file). 0, or -1 with the error printed. */
 int harness_path(const struct harness *h, enum harness_scope scope, const char *file, char *out,

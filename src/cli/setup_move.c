@@ -22,11 +22,13 @@
 #include <unistd.h>
 
 /* The servers to move out of the harness file (new object), or NULL with the error printed. */
-static json_t *servers_to_move(const struct harness *h, struct setup_file *hf, int *have_ours)
+static json_t *servers_to_move(const struct harness *h, struct setup_file *hf,
+                               const struct servers_at *at, int *have_ours)
 {
-    json_t *servers = json_object_get(hf->root, harness_key(h));
+    json_t *servers = servers_get(hf->root, at);
     if (servers && !json_is_object(servers)) {
-        fprintf(stderr, "codemcp setup: %s: \"%s\" is not an object\n", hf->path, harness_key(h));
+        fprintf(stderr, "codemcp setup: %s: \"%s\" is not an object\n", hf->path,
+                at->keys[at->n - 1]);
         return NULL;
     }
     json_t *moved = json_object();
@@ -120,20 +122,22 @@ int setup_move(const struct harness *h, enum harness_scope scope, const char *fi
     json_t *moved = NULL, *entry = NULL, *servers_before = NULL;
     char *hf_before = NULL, *cm_before = NULL;
     int rc = 1, have_ours = 0;
-    if (harness_path(h, scope, file, hf.path, sizeof(hf.path)) < 0 || sf_load(&hf) < 0)
+    struct servers_at at;
+    if (harness_path(h, scope, file, hf.path, sizeof(hf.path)) < 0 ||
+        harness_servers_at(h, scope, &at) < 0 || sf_load(&hf) < 0)
         goto out;
     if (!hf.exists) {
         fprintf(stderr, "codemcp setup: %s does not exist (pass --file PATH)\n", hf.path);
         goto out;
     }
-    if (!(moved = servers_to_move(h, &hf, &have_ours)))
+    if (!(moved = servers_to_move(h, &hf, &at, &have_ours)))
         goto out;
     if (have_ours && !json_object_size(moved)) {
         printf("%s already launches codemcp (%s): nothing to do\n", harness_name(h), hf.path);
         rc = 0;
         goto out;
     }
-    servers_before = json_deep_copy(json_object_get(hf.root, harness_key(h)));
+    servers_before = json_deep_copy(servers_get(hf.root, &at));
     hf_before = xstrdup(hf.text);
     if (sf_codemcp_path(codemcp_config, cm.path, sizeof(cm.path)) < 0 || sf_load(&cm) < 0)
         goto out;
@@ -144,8 +148,7 @@ int setup_move(const struct harness *h, enum harness_scope scope, const char *fi
     if (add_to_codemcp(h, &cm, moved) < 0)
         goto out;
     entry = json_pack("{s:o}", SETUP_ENTRY, harness_entry(h, cm.path));
-    const char *keys[] = {harness_key(h)};
-    if (sf_edit(&hf, keys, 1, entry) < 0)
+    if (sf_edit(&hf, at.keys, at.n, entry) < 0)
         goto out;
     printf("%s %zu server%s from %s into %s:", dry_run ? "would move" : "moving",
            json_object_size(moved), json_object_size(moved) == 1 ? "" : "s", hf.path, cm.path);
@@ -161,7 +164,7 @@ int setup_move(const struct harness *h, enum harness_scope scope, const char *fi
         goto out;
     }
     char rpath[PATH_MAX];
-    if (sf_record_path(harness_name(h), hf.path, rpath, sizeof(rpath)) < 0)
+    if (sf_record_path(harness_name(h), hf.path, &at, rpath, sizeof(rpath)) < 0)
         goto out;
     if (sf_write(&cm) < 0)
         goto out;
@@ -197,8 +200,9 @@ static const char *rec_str(json_t *rec, const char *key)
 }
 
 /* The harness file back as it was. 0 / -1 printed. */
-static int undo_harness(const struct harness *h, json_t *rec, struct setup_file *hf)
+static int undo_harness(json_t *rec, struct setup_file *hf, const struct servers_at *at)
 {
+    const char *key = at->keys[at->n - 1];
     const char *after = rec_str(rec, "after"), *before = rec_str(rec, "before");
     if (strcmp(hf->text, after) == 0) { /* untouched since: exactly as it was */
         free(hf->text);
@@ -210,23 +214,21 @@ static int undo_harness(const struct harness *h, json_t *rec, struct setup_file 
     snprintf(wrote.path, sizeof(wrote.path), "%s", hf->path);
     wrote.text = xstrdup(after);
     int rc = -1;
-    json_t *now = json_object_get(hf->root, harness_key(h));
-    if (sf_load_text(&wrote) < 0 || !now ||
-        !json_equal(now, json_object_get(wrote.root, harness_key(h)))) {
+    json_t *now = servers_get(hf->root, at);
+    if (sf_load_text(&wrote) < 0 || !now || !json_equal(now, servers_get(wrote.root, at))) {
         fprintf(stderr,
                 "codemcp setup: %s: its \"%s\" changed since setup: nothing was undone; what "
                 "was there before setup is in its backup (%s.bak.*)\n",
-                hf->path, harness_key(h), hf->path);
+                hf->path, key, hf->path);
         goto out;
     }
     json_t *servers = json_object_get(rec, "servers_before");
     json_t *value = json_is_object(servers) ? json_incref(servers) : json_object();
-    const char *keys[] = {harness_key(h)};
-    rc = sf_edit(hf, keys, 1, value);
+    rc = sf_edit(hf, at->keys, at->n, value);
     json_decref(value);
     if (rc == 0) {
         printf("%s changed since setup in other settings: those stay; \"%s\" is put back\n",
-               hf->path, harness_key(h));
+               hf->path, key);
         rc = sf_write(hf);
     }
 out:
@@ -263,9 +265,11 @@ int setup_undo(const struct harness *h, enum harness_scope scope, const char *fi
     struct setup_file hf = {0};
     char rpath[PATH_MAX];
     json_t *rec = NULL;
+    struct servers_at at;
     int rc = 1;
     if (harness_path(h, scope, file, hf.path, sizeof(hf.path)) < 0 ||
-        sf_record_path(harness_name(h), hf.path, rpath, sizeof(rpath)) < 0)
+        harness_servers_at(h, scope, &at) < 0 ||
+        sf_record_path(harness_name(h), hf.path, &at, rpath, sizeof(rpath)) < 0)
         goto out;
     rec = sf_record_load(rpath);
     if (!rec || !rec_str(rec, "after") || !rec_str(rec, "before") ||
@@ -279,7 +283,7 @@ int setup_undo(const struct harness *h, enum harness_scope scope, const char *fi
         fprintf(stderr, "codemcp setup: %s is gone: nothing was undone\n", hf.path);
         goto out;
     }
-    if (undo_harness(h, rec, &hf) < 0)
+    if (undo_harness(rec, &hf, &at) < 0)
         goto out;
     printf("restored %s's servers in %s\n", harness_name(h), hf.path);
     undo_codemcp(rec);

@@ -111,6 +111,28 @@ test('setup claude-code --scope project edits ./.mcp.json; --undo restores it by
   assert.equal(fs.readFileSync(file, 'utf8'), original);
 });
 
+test('setup claude-code --scope local moves the servers `claude mcp add -s local` keeps for this directory', { skip: noClients(CLAUDE) }, async () => {
+  const h = harnessHome('codemcp-ccl-');
+  const proj = path.join(h.home, 'proj');
+  fs.mkdirSync(proj);
+  const e = everything();
+  const add = await client(CLAUDE, ['mcp', 'add', '-s', 'local', 'everything', '--', e.command, ...e.args], h.home, proj);
+  assert.equal(add.code, 0, add.out);
+  const file = path.join(h.home, '.claude.json');
+  assert.ok(jsonc(file).projects[proj].mcpServers.everything, 'claude keeps local servers under projects.<dir>');
+  let r = await h.run(['setup', 'claude-code', '--scope', 'local'], { cwd: proj });
+  assert.equal(r.code, 0, r.stderr + r.stdout);
+  assert.deepEqual(Object.keys(jsonc(file).projects[proj].mcpServers), ['codemcp']);
+  const get = await client(CLAUDE, ['mcp', 'get', 'codemcp'], h.home, proj);
+  assert.match(get.out, /Scope: Local config/, get.out);
+  assert.match(get.out, /Connected/, get.out);
+  r = await h.run(['setup', '--undo', 'claude-code', '--scope', 'local'], { cwd: proj });
+  assert.equal(r.code, 0, r.stderr + r.stdout);
+  const list = await client(CLAUDE, ['mcp', 'list'], h.home, proj);
+  assert.match(list.out, /everything: .*Connected/, list.out);
+  assert.doesNotMatch(list.out, /codemcp:/);
+});
+
 // Each harness's own format, as its docs give it, with what codemcp's config must hold after.
 const formats = [
   {
