@@ -33,7 +33,8 @@ static void setup_usage(FILE *f)
           "  cursor           $CURSOR_MCP_CONFIG, else ~/.cursor/mcp.json (project: "
           "./.cursor/mcp.json)\n"
           "  vscode           $VSCODE_MCP_CONFIG, else ./.vscode/mcp.json\n"
-          "  claude-code      ~/.claude.json (project: ./.mcp.json; local: ~/.claude.json's\n"
+          "  claude-code      ~/.claude.json or $CLAUDE_CONFIG_DIR/.claude.json (project: "
+          "./.mcp.json; local: ~/.claude.json's\n"
           "                   entry for this directory), as `claude mcp add -s`\n"
           "  windsurf         ~/.codeium/windsurf/mcp_config.json\n"
           "  gemini-cli       ~/.gemini/settings.json (project: ./.gemini/settings.json)\n"
@@ -100,6 +101,10 @@ int setup_main(int argc, char **argv, const char *codemcp_config)
     const struct harness *h = target ? harness_find(target) : NULL;
     if (!h) {
         setup_usage(stderr);
+        return 2;
+    }
+    if (undo && dry_run) {
+        fprintf(stderr, "codemcp setup: --undo has no --dry-run (it says what it restores)\n");
         return 2;
     }
     return undo ? setup_undo(h, scope, file) : setup_move(h, scope, file, codemcp_config, dry_run);

@@ -2,8 +2,8 @@
  * which object, what an entry looks like there, and how one becomes an entry of codemcp's
  * config. Sources of each format (their public docs, checked again for Claude Code against the
  * real `claude mcp list/get` in tests/clients):
- *   claude-code     user ~/.claude.json, project ./.mcp.json, local ~/.claude.json's
- *                   projects.<cwd>; "mcpServers"; entries carry "type": "stdio" | "http" |
+ *   claude-code     user ~/.claude.json ($CLAUDE_CONFIG_DIR/.claude.json), project ./.mcp.json,
+ * local ~/.claude.json's projects.<cwd>; "mcpServers"; entries carry "type": "stdio" | "http" |
  *                   "sse" (what `claude mcp add -s user|project|local` writes)
  *   claude-desktop  ~/.config/Claude/claude_desktop_config.json; "mcpServers"
  *   cursor          ~/.cursor/mcp.json, project ./.cursor/mcp.json; "mcpServers"
@@ -38,26 +38,47 @@ struct harness {
     const char *project; /* relative to the cwd, or NULL */
     const char *key;     /* the servers object */
     enum shape shape;
-    int url_is_sse; /* a bare "url" is an SSE endpoint (gemini-cli) */
+    int url_is_sse;      /* a bare "url" is an SSE endpoint (gemini-cli) */
+    const char *dir_env; /* a variable naming the directory of the user file instead of $HOME */
 };
 
 static const struct harness harnesses[] = {
-    {"opencode", "OPENCODE_CONFIG", NULL, NULL, "mcp", SHAPE_OPENCODE, 0},
-    {"claude-desktop", "CLAUDE_DESKTOP_CONFIG", ".config/Claude/claude_desktop_config.json", NULL,
-     "mcpServers", SHAPE_PLAIN, 0},
-    {"cursor", "CURSOR_MCP_CONFIG", ".cursor/mcp.json", ".cursor/mcp.json", "mcpServers",
-     SHAPE_PLAIN, 0},
-    {"vscode", "VSCODE_MCP_CONFIG", NULL, ".vscode/mcp.json", "servers", SHAPE_TYPED, 0},
-    {"claude-code", NULL, ".claude.json", ".mcp.json", "mcpServers", SHAPE_TYPED, 0},
-    {"windsurf", NULL, ".codeium/windsurf/mcp_config.json", NULL, "mcpServers", SHAPE_PLAIN, 0},
-    {"gemini-cli", NULL, ".gemini/settings.json", ".gemini/settings.json", "mcpServers",
-     SHAPE_PLAIN, 1},
-    {"cline", NULL,
-     ".config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
-     NULL, "mcpServers", SHAPE_PLAIN, 0},
-    {"roo-code", NULL,
-     ".config/Code/User/globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json",
-     ".roo/mcp.json", "mcpServers", SHAPE_PLAIN, 0},
+    {.name = "opencode", .env = "OPENCODE_CONFIG", .key = "mcp", .shape = SHAPE_OPENCODE},
+    {.name = "claude-desktop",
+     .env = "CLAUDE_DESKTOP_CONFIG",
+     .user = ".config/Claude/claude_desktop_config.json",
+     .key = "mcpServers"},
+    {.name = "cursor",
+     .env = "CURSOR_MCP_CONFIG",
+     .user = ".cursor/mcp.json",
+     .project = ".cursor/mcp.json",
+     .key = "mcpServers"},
+    {.name = "vscode",
+     .env = "VSCODE_MCP_CONFIG",
+     .project = ".vscode/mcp.json",
+     .key = "servers",
+     .shape = SHAPE_TYPED},
+    {.name = "claude-code",
+     .user = ".claude.json",
+     .project = ".mcp.json",
+     .key = "mcpServers",
+     .shape = SHAPE_TYPED,
+     .dir_env = "CLAUDE_CONFIG_DIR"},
+    {.name = "windsurf", .user = ".codeium/windsurf/mcp_config.json", .key = "mcpServers"},
+    {.name = "gemini-cli",
+     .user = ".gemini/settings.json",
+     .project = ".gemini/settings.json",
+     .key = "mcpServers",
+     .url_is_sse = 1},
+    {.name = "cline",
+     .user = ".config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/"
+             "cline_mcp_settings.json",
+     .key = "mcpServers"},
+    {.name = "roo-code",
+     .user = ".config/Code/User/globalStorage/rooveterinaryinc.roo-cline/settings/"
+             "mcp_settings.json",
+     .project = ".roo/mcp.json",
+     .key = "mcpServers"},
 };
 #define N_HARNESSES (sizeof(harnesses) / sizeof(harnesses[0]))
 
@@ -136,6 +157,7 @@ static int locate(const struct harness *h, enum harness_scope scope, const char 
                   size_t n, char *why, size_t wn)
 {
     const char *env = h->env ? getenv(h->env) : NULL, *home = getenv("HOME");
+    const char *dir = h->dir_env ? getenv(h->dir_env) : NULL;
     char cwd[PATH_MAX];
     if (file && *file)
         snprintf(out, n, "%s", file);
@@ -151,6 +173,9 @@ static int locate(const struct harness *h, enum harness_scope scope, const char 
             return snprintf(why, wn, "cannot name %s in the current directory", h->project), -1;
     } else if (!h->user) { /* user and local scope: the file under $HOME */
         return snprintf(why, wn, "%s has no user scope", h->name), -1;
+    } else if (dir && *dir) {
+        if (snprintf(out, n, "%s/%s", dir, h->user) >= (int)n)
+            return snprintf(why, wn, "$%s is too long", h->dir_env), -1;
     } else if (!home || !*home || snprintf(out, n, "%s/%s", home, h->user) >= (int)n) {
         return snprintf(why, wn, "no HOME: cannot find %s's config (pass --file)", h->name), -1;
     }

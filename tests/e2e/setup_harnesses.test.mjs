@@ -94,6 +94,19 @@ test('setup claude-code (user scope): `claude mcp list` shows codemcp connected;
   assert.match(r.stderr, /no setup of claude-code at .*\.claude\.json to undo/);
 });
 
+test('setup claude-code follows CLAUDE_CONFIG_DIR, where Claude Code keeps its user file then', { skip: noClients(CLAUDE) }, async () => {
+  const h = harnessHome('codemcp-ccdir-');
+  const dir = path.join(h.home, 'claude-config');
+  const e = everything();
+  const add = await runClient(CLAUDE, ['mcp', 'add', '-s', 'user', 'everything', '--', e.command, ...e.args],
+    { ...process.env, HOME: h.home, CLAUDE_CONFIG_DIR: dir, DISABLE_AUTOUPDATER: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1' }, ms(60000), h.home);
+  assert.equal(add.code, 0, add.out);
+  const r = await h.run(['setup', 'claude-code'], { env: { CLAUDE_CONFIG_DIR: dir } });
+  assert.equal(r.code, 0, r.stderr + r.stdout);
+  assert.deepEqual(Object.keys(jsonc(path.join(dir, '.claude.json')).mcpServers), ['codemcp']);
+  assert.ok(!fs.existsSync(path.join(h.home, '.claude.json')), '~/.claude.json is not the file then');
+});
+
 test('setup claude-code --scope project edits ./.mcp.json; --undo restores it byte for byte', { skip: noClients(CLAUDE) }, async () => {
   const h = harnessHome('codemcp-ccp-');
   const proj = path.join(h.home, 'proj');
