@@ -64,8 +64,10 @@ static void usage(FILE *f)
           "                                    required; --print-token shows it, --no-auth\n"
           "                                    turns it off on loopback only); HTTP+SSE\n"
           "                                    (2024-11-05) clients connect to /sse\n"
-          "       codemcp setup opencode|claude-desktop|cursor|vscode [--dry-run]\n"
+          "       codemcp setup opencode|claude-desktop|cursor|vscode|claude-code|windsurf|\n"
+          "                     gemini-cli|cline|roo-code [--dry-run] [--undo]\n"
           "                                    move a harness's MCP servers behind codemcp\n"
+          "       codemcp init                 write a commented starter mcp.json\n"
           "       codemcp list|tools|instances      a running gateway's servers / tools / all "
           "gateways\n"
           "       codemcp enable|disable NAME [-d]  connect / disconnect a server now\n"
@@ -393,6 +395,8 @@ int main(int argc, char **argv)
     }
     if (optind < argc && strcmp(argv[optind], "setup") == 0)
         return setup_main(argc - optind - 1, argv + optind + 1, config_path);
+    if (optind < argc && strcmp(argv[optind], "init") == 0)
+        return init_main(argc - optind - 1, argv + optind + 1, config_path);
     if (optind < argc && strcmp(argv[optind], "auth") == 0) /* OAuth (oauth_cli.c) */
         return oauth_auth_main(argc - optind - 1, argv + optind + 1, config_path);
     if (optind < argc && strcmp(argv[optind], "logout") == 0)

@@ -715,11 +715,11 @@ for line in sys.stdin:
   return { type: 'local', command: [PYTHON, file] };
 }
 
-/** Runs a client command to its end (killed after `limit` ms); resolves {code, out} with
- * stdout and stderr together (what a user would read). */
-export function runClient(cmd, args, env, limit) {
+/** Runs a client command to its end (killed after `limit` ms) in cwd (default: this one);
+ * resolves {code, out} with stdout and stderr together (what a user would read). */
+export function runClient(cmd, args, env, limit, cwd) {
   return new Promise((resolve) => {
-    const p = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(cmd, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     p.stdout.on('data', (d) => (out += d));
     p.stderr.on('data', (d) => (out += d));
