@@ -35,9 +35,9 @@ static uint64_t seen[SEEN_SLOTS];
 static size_t n_seen;
 static uint64_t seen_key = 0x6A09E667F3BCC909ULL;
 
-void shapes_init(void)
+void shapes_init(int learn)
 {
-    enabled = env_bool("CODEMCP_LEARN_SHAPES", 1);
+    enabled = learn;
     learned = json_object();
     uint64_t k;
     if (getrandom(&k, sizeof(k), GRND_NONBLOCK) == (ssize_t)sizeof(k))

@@ -16,7 +16,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-void shapes_init(void);
+void shapes_init(int learn); /* learn: CODEMCP_LEARN_SHAPES */
 /* Called after the learned set changed (to ship it to the workers). */
 void shapes_set_listener(void (*on_change)(void));
 int shapes_enabled(void);

@@ -1,6 +1,7 @@
 /* usage — see usage.h. */
 #include "usage.h"
 #include "log.h"
+#include "settings.h"
 #include "loop.h"
 #include "util.h"
 
@@ -22,15 +23,15 @@ static int dirty;
 static int timer_armed;
 static struct lp_timer save_timer;
 
-static char *use_default_path(void)
+static char *use_default_path(const struct settings *s)
 {
-    const char *knob = getenv("CODEMCP_USAGE_FILE");
+    const char *knob = s->usage_file;
     struct buf b = {0};
     if (knob && strcmp(knob, "off") == 0)
         return NULL;
     if (knob && *knob)
         return xstrdup(knob);
-    const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    const char *state = s->xdg_state_home, *home = s->home;
     if (state && *state)
         buf_printf(&b, "%s/codemcp/usage.json", state);
     else if (home && *home)
@@ -86,10 +87,10 @@ static void use_on_timer(void *ud)
     use_save();
 }
 
-void use_init(void)
+void use_init(const struct settings *s)
 {
     counts = json_object();
-    path = use_default_path();
+    path = use_default_path(s);
     if (!path)
         return;
     json_error_t err;

@@ -10,7 +10,8 @@
 
 #include <jansson.h>
 
-void use_init(void);
+struct settings;
+void use_init(const struct settings *s);
 /* One successful call of SDK function fn. */
 void use_note(const char *fn);
 /* Function names, most called first (borrowed; valid until the next use_note). */

@@ -103,6 +103,11 @@ void settings_load(struct settings *s)
     }
 }
 
+const char *settings_env(const char *name)
+{
+    return getenv(name);
+}
+
 void settings_print(const struct settings *s, FILE *out)
 {
     static const char *const from[] = {"default", "environment", "default (bad value ignored)"};

@@ -275,8 +275,8 @@ static long start_places(void)
     static long places;
     if (!places) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        places = env_long("CODEMCP_WORKER_START_CONCURRENCY",
-                          (use_prototype ? 16 : 4) * (cpus > 0 ? cpus : 1));
+        places = start_concurrency >= 0 ? start_concurrency
+                                        : (use_prototype ? 16 : 4) * (cpus > 0 ? cpus : 1);
         if (places < 1)
             places = 1;
     }
@@ -341,8 +341,7 @@ void start_queued_now(void)
 static int launch(struct worker *w)
 {
     w->launch_ms = now_ms();
-    lp_timer_start(&w->start_timer, env_long("CODEMCP_WORKER_START_TIMEOUT_MS", 15000),
-                   start_timed_out, w);
+    lp_timer_start(&w->start_timer, start_timeout_ms, start_timed_out, w);
     if (use_prototype) {
         w->state = WK_STARTING;
         if (spawn_forked(w) < 0) {
