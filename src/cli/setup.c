@@ -196,6 +196,7 @@ static int collect_servers(struct buf *out, json_t *seen, json_t *files)
 
 int init_main(const struct settings *s, int argc, char **argv, const char *codemcp_config)
 {
+    harness_use_settings(s);
     if (wants_help(argc, argv)) {
         init_usage(stdout);
         return 0;
