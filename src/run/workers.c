@@ -21,6 +21,7 @@
 #include "shapes.h"
 #include "util.h"
 #include "prototype.h"
+#include "worker_docker.h"
 #include "worker_proc.h"
 
 #include <errno.h>
@@ -42,6 +43,7 @@ int n_workers;
 int64_t next_rpc_id = 1;
 long memory_mb;
 int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
+int dockered;      /* CODEMCP_ISOLATION=docker */
 int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
 long session_idle_ms;
 static void (*shutdown_done)(void);
@@ -177,10 +179,16 @@ void on_worker_exit(void *ud, pid_t pid, int status)
     became_idle();
 }
 
-/* CODEMCP_ISOLATION: sandbox (default; probed now, fail closed) or host (warned). 0 / -2. */
+/* CODEMCP_ISOLATION: sandbox (default; probed now, fail closed), docker (the daemon must
+ * answer) or host (warned). 0 / -2. */
 static int choose_isolation(void)
 {
     const char *iso = getenv("CODEMCP_ISOLATION");
+    if (iso && strcmp(iso, "docker") == 0) {
+        sandboxed = 0;
+        dockered = 1;
+        return wkd_init() < 0 ? -2 : 0;
+    }
     if (iso && strcmp(iso, "host") == 0) {
         log_warn("worker", "CODEMCP_ISOLATION=host: agent code runs WITHOUT a sandbox, with this "
                            "user's files, network and processes in reach");
@@ -188,8 +196,8 @@ static int choose_isolation(void)
         return 0;
     }
     if (iso && *iso && strcmp(iso, "sandbox") != 0) {
-        log_error("worker", "CODEMCP_ISOLATION=%s is not known: use sandbox (default) or host",
-                  iso);
+        log_error("worker",
+                  "CODEMCP_ISOLATION=%s is not known: use sandbox (default), docker or host", iso);
         return -2;
     }
     if (ctl_url()[0]) {
@@ -223,7 +231,7 @@ int wk_init(int max_workers)
     session_idle_ms = env_long("CODEMCP_SESSION_IDLE_MS", 900000);
     /* Workers come from the prototype unless a listener was asked for (remote workers
      * connect to it: nothing to fork) or CODEMCP_PROTOTYPE=off. */
-    use_prototype = env_bool("CODEMCP_PROTOTYPE", 1) && !ctl_url()[0];
+    use_prototype = env_bool("CODEMCP_PROTOTYPE", 1) && !ctl_url()[0] && !dockered;
     pt_init(sandboxed, memory_mb, &pt_hooks_of_pool);
     /* Processes of a sandbox whose parent died first (a prototype's sessions, a waiter's
      * PID 1) are reparented here and reaped by the loop, not left to PID 1 as zombies. */
@@ -521,4 +529,3 @@ int wk_is_starting(pid_t pid)
             return 1;
     return 0;
 }
-
