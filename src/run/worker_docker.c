@@ -4,6 +4,7 @@
  * lp_post (the end) hands it to the loop, which frees it. The loop and the thread share only
  * the container id and the kill flag, under the job's mutex. */
 #include "worker_docker.h"
+#include "admin_paths.h"
 #include "control.h"
 #include "docker_engine.h"
 #include "log.h"
@@ -55,22 +56,6 @@ static char image[300]; /* once ensured */
 
 /* ---- who we are, and whether a labelled gateway still runs ---------------------------- */
 
-static int proc_start_time(pid_t pid, unsigned long long *out)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')'); /* field 22, counted after the command's parenthesis */
-    for (int field = 2; p && field < 22; field++)
-        p = strchr(p + 1, ' ');
-    return p && sscanf(p + 1, "%llu", out) == 1 ? 0 : -1;
-}
-
 static void boot_id(char *out, size_t len)
 {
     FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
@@ -84,10 +69,9 @@ static void boot_id(char *out, size_t len)
 static void make_gateway_id(void)
 {
     char boot[64];
-    unsigned long long st = 0;
     boot_id(boot, sizeof(boot));
-    proc_start_time(getpid(), &st);
-    snprintf(gateway_id, sizeof(gateway_id), "%s:%d:%llu", boot, (int)getpid(), st);
+    snprintf(gateway_id, sizeof(gateway_id), "%s:%d:%lld", boot, (int)getpid(),
+             admp_proc_start(getpid()));
 }
 
 /* The gateway a label names is gone: another boot, or no process with that pid and start. */
@@ -95,13 +79,13 @@ static int gateway_gone(const char *label)
 {
     char boot[64], lboot[64];
     int pid;
-    unsigned long long st, now;
+    long long st;
     boot_id(boot, sizeof(boot));
-    if (sscanf(label, "%63[^:]:%d:%llu", lboot, &pid, &st) != 3)
+    if (sscanf(label, "%63[^:]:%d:%lld", lboot, &pid, &st) != 3)
         return 1;
     if (strcmp(lboot, boot) != 0)
         return 1;
-    return proc_start_time(pid, &now) < 0 || now != st;
+    return admp_proc_start(pid) != st;
 }
 
 /* Force-removes the labelled worker containers whose gateway is gone (mine_only: this
@@ -138,9 +122,13 @@ static void remove_containers(int mine_only)
     json_decref(list);
 }
 
+static pid_t gateway_pid;
+
+/* Only the gateway itself: a forked child that calls exit() must not end its workers. */
 static void remove_mine_at_exit(void)
 {
-    remove_containers(1);
+    if (getpid() == gateway_pid)
+        remove_containers(1);
 }
 
 int wkd_init(void)
@@ -170,6 +158,7 @@ int wkd_init(void)
     }
     dk_reply_free(&r);
     make_gateway_id();
+    gateway_pid = getpid();
     remove_containers(0);
     atexit(remove_mine_at_exit);
     return 0;

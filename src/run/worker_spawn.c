@@ -351,18 +351,9 @@ static int launch(struct worker *w)
 {
     w->launch_ms = now_ms();
     arm_start_timer(w);
-    if (dockered) { /* a container (worker_docker.h) */
+    if (dockered || use_prototype) { /* a container (worker_docker.h), or a fork */
         w->state = WK_STARTING;
-        if (wkd_spawn(w) < 0) {
-            lp_timer_stop(&w->start_timer);
-            w->state = WK_DOWN;
-            return -1;
-        }
-        return 0;
-    }
-    if (use_prototype) {
-        w->state = WK_STARTING;
-        if (spawn_forked(w) < 0) {
+        if ((dockered ? wkd_spawn(w) : spawn_forked(w)) < 0) {
             lp_timer_stop(&w->start_timer);
             w->state = WK_DOWN;
             return -1;
