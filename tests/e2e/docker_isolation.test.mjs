@@ -6,10 +6,13 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import fs from 'node:fs';
+import { spawn } from 'node:child_process';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
-  connectClient, tempDir, writeConfig, servers, ms, sleep, waitFor, pidAlive,
+  Client, Proc, connectClient, tempDir, writeConfig, servers, ms, waitFor, pidAlive, CODEMCP_BIN,
 } from './lib.mjs';
+
+const SECRET = 'dock-secret-' + Math.random().toString(16).slice(2);
 
 const SOCK = (process.env.DOCKER_HOST || 'unix:///var/run/docker.sock').replace(/^unix:\/\//, '');
 
@@ -60,7 +63,7 @@ describe('CODEMCP_ISOLATION=docker', () => {
   let h, dir;
   before(async () => {
     dir = tempDir('codemcp-dockiso-', { shared: true });
-    h = await gateway(dir, { CODEMCP_DOCKER_MEMORY: '256', CODEMCP_WORKER_MEMORY_MB: '0' }, true);
+    h = await gateway(dir, { CODEMCP_DOCKER_MEMORY: '256', CODEMCP_WORKER_MEMORY_MB: '0', DOCK_SECRET: SECRET }, true);
   });
   after(async () => { await h?.close(); });
 
@@ -113,6 +116,34 @@ result = {'ifaces': ifaces, 'out': out}
     assert.notEqual(r.structuredContent.result.out, 'connected');
   });
 
+  test('the host is out of reach: no gateway or upstream process, no config, no secret', { timeout: ms(120000) }, async () => {
+    const r = await run(h, `
+import os
+seen, found = [], []
+for p in os.listdir('/proc'):
+    if not p.isdigit():
+        continue
+    for f in ('cmdline', 'environ'):
+        try:
+            v = open('/proc/%s/%s' % (p, f), 'rb').read().decode('utf8', 'replace')
+        except OSError:
+            continue
+        if f == 'cmdline':
+            seen.append(v.replace('\\0', ' ').strip())
+        if ${JSON.stringify(SECRET)} in v:
+            found.append('/proc/%s/%s' % (p, f))
+result = {'procs': seen, 'found': found, 'config': os.path.exists(${JSON.stringify(dir)}),
+          'env': ${JSON.stringify(SECRET)} in repr(dict(os.environ))}
+`);
+    assert.equal(r.isError, false, JSON.stringify(r));
+    const v = r.structuredContent.result;
+    assert.deepEqual(v.found, []);
+    assert.equal(v.env, false);
+    assert.equal(v.config, false, 'the gateway\'s config directory is not visible');
+    assert.ok(v.procs.length > 0 && v.procs.every((c) => !c.includes('server-everything') && !c.includes(CODEMCP_BIN)),
+      JSON.stringify(v.procs));
+  });
+
   test('two runs overlap, and SDK calls inside a run overlap', { timeout: ms(180000) }, async () => {
     const t0 = Date.now();
     const [a, b] = await Promise.all([
@@ -140,6 +171,56 @@ result = len([str(p) for p in ps])`),
     assert.match(JSON.stringify(r.structuredContent), /signal 9/);
     const next = await run(h, 'result = "back"');
     assert.equal(next.structuredContent?.result, 'back', JSON.stringify(next));
+  });
+});
+
+describe('sessions and failures', () => {
+  test('two HTTP sessions get two containers, which see neither each other nor each other\'s variables', { timeout: ms(240000) }, async () => {
+    const dir = tempDir('codemcp-dockiso-http-');
+    const proc = new Proc({ args: ['start', '-p', '0', '--no-auth'], config: writeConfig(dir, {}), home: dir,
+      env: { CODEMCP_ISOLATION: 'docker' } });
+    const found = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(60000));
+    assert.ok(found && found[1], proc.stderrTail());
+    const clients = [];
+    try {
+      for (const name of ['a', 'b']) {
+        const c = new Client({ name: `dock-${name}`, version: '0' });
+        await c.connect(new StreamableHTTPClientTransport(new URL(found[1])), { timeout: ms(15000) });
+        clients.push({ client: c });
+      }
+      const host = async (c, code) => {
+        const r = await run(c, code);
+        assert.equal(r.isError, false, JSON.stringify(r));
+        return r.structuredContent.result;
+      };
+      const a = await host(clients[0], `secret_a = ${JSON.stringify(SECRET)}\nimport socket\nresult = socket.gethostname()`);
+      const b = await host(clients[1], `import socket, os\nresult = [socket.gethostname(), 'secret_a' in globals(), sorted(p for p in os.listdir('/proc') if p.isdigit())]`);
+      assert.notEqual(a, b[0], 'each session in its own container');
+      assert.equal(b[1], false);
+      assert.ok(b[2].length <= 3, `only its own processes: ${b[2]}`);
+      assert.ok((await workerContainers(proc.pid)).length >= 2);
+      assert.equal(await host(clients[0], 'result = secret_a'), SECRET);
+    } finally {
+      for (const c of clients) await c.client.close().catch(() => {});
+      await proc.kill();
+    }
+  });
+
+  test('an unreachable daemon stops codemcp at start, saying what to do', { timeout: ms(60000) }, async () => {
+    const dir = tempDir('codemcp-dockiso-closed-');
+    const config = writeConfig(dir, {});
+    const out = await new Promise((resolve) => {
+      const child = spawn(CODEMCP_BIN, [], { env: { ...process.env, CODEMCP_CONFIG: config, HOME: dir,
+        CODEMCP_SMOKE: 'result = 5', CODEMCP_ISOLATION: 'docker', DOCKER_HOST: `unix://${dir}/no.sock` } });
+      let stdout = '', stderr = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.stderr.on('data', (d) => (stderr += d));
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+    assert.notEqual(out.code, 0, out.stderr);
+    assert.equal(out.stdout, '', 'no program ran');
+    assert.match(out.stderr, /Docker daemon at .*no\.sock does not answer/);
+    assert.match(out.stderr, /DOCKER_HOST/);
   });
 });
 
