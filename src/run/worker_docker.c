@@ -13,6 +13,7 @@
 #include "worker_proc.h"
 #include "workers_int.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -49,8 +50,9 @@ static struct {
     int readonly;
 } cfg;
 
-static char gateway_id[96];  /* boot id:pid:start time, the label of this gateway's containers */
-static struct dk_job **jobs; /* by slot */
+static char sockets_dir[200]; /* <runtime dir>/codemcp-docker-<pid>-<start>: the workers' dirs */
+static char gateway_id[96];   /* boot id:pid:start time, the label of this gateway's containers */
+static struct dk_job **jobs;  /* by slot */
 static pthread_mutex_t image_mu = PTHREAD_MUTEX_INITIALIZER;
 static char image[300]; /* once ensured */
 
@@ -122,13 +124,59 @@ static void remove_containers(int mine_only)
     json_decref(list);
 }
 
+static const char *runtime_dir(void)
+{
+    const char *base = getenv("XDG_RUNTIME_DIR");
+    return base && *base && strlen(base) < 150 ? base : "/tmp";
+}
+
+/* Removes a gateway's sockets directory: one directory per worker, each with one socket. */
+static void remove_sockets_dir(const char *path)
+{
+    DIR *d = opendir(path);
+    struct dirent *e;
+    char sub[PATH_MAX], sock[PATH_MAX + 16];
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
+        snprintf(sock, sizeof(sock), "%s/c.sock", sub);
+        unlink(sock);
+        rmdir(sub);
+    }
+    if (d)
+        closedir(d);
+    rmdir(path);
+}
+
+/* The sockets directories of gateways that are gone (a SIGKILL leaves them behind). */
+static void remove_stale_sockets_dirs(void)
+{
+    DIR *d = opendir(runtime_dir());
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        int pid;
+        long long st;
+        char path[PATH_MAX];
+        if (sscanf(e->d_name, "codemcp-docker-%d-%lld", &pid, &st) != 2 ||
+            admp_proc_start(pid) == st)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", runtime_dir(), e->d_name);
+        remove_sockets_dir(path);
+    }
+    if (d)
+        closedir(d);
+}
+
 static pid_t gateway_pid;
 
 /* Only the gateway itself: a forked child that calls exit() must not end its workers. */
 static void remove_mine_at_exit(void)
 {
-    if (getpid() == gateway_pid)
-        remove_containers(1);
+    if (getpid() != gateway_pid)
+        return;
+    remove_containers(1);
+    remove_sockets_dir(sockets_dir);
 }
 
 int wkd_init(void)
@@ -160,6 +208,13 @@ int wkd_init(void)
     make_gateway_id();
     gateway_pid = getpid();
     remove_containers(0);
+    remove_stale_sockets_dirs();
+    snprintf(sockets_dir, sizeof(sockets_dir), "%s/codemcp-docker-%d-%lld", runtime_dir(),
+             (int)gateway_pid, admp_proc_start(gateway_pid));
+    if (mkdir(sockets_dir, 0700) < 0 && errno != EEXIST) {
+        log_error("worker", "cannot make %s: %s", sockets_dir, strerror(errno));
+        return -1;
+    }
     atexit(remove_mine_at_exit);
     return 0;
 }
@@ -362,9 +417,7 @@ static void on_job_end(void *ud)
 /* The private directory and the listening socket the container's worker connects to. */
 static int make_control_socket(struct dk_job *j)
 {
-    const char *base = getenv("XDG_RUNTIME_DIR");
-    snprintf(j->dir, sizeof(j->dir), "%s/codemcp-docker-XXXXXX",
-             base && *base && strlen(base) < 200 ? base : "/tmp");
+    snprintf(j->dir, sizeof(j->dir), "%s/w-XXXXXX", sockets_dir);
     if (!mkdtemp(j->dir)) {
         snprintf(j->err, sizeof(j->err), "mkdtemp %.250s: %s", j->dir, strerror(errno));
         j->dir[0] = '\0';

@@ -5,6 +5,7 @@
 // (containers labelled codemcp.worker), never assumed.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import http from 'node:http';
 import { spawn } from 'node:child_process';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -46,6 +47,11 @@ async function workerContainers(pid) {
   assert.equal(r.status, 200, JSON.stringify(r.body));
   return r.body.filter((c) => pid === undefined
     || (c.Labels['codemcp.gateway'] || '').split(':')[1] === String(pid));
+}
+
+/** The gateway's control-socket directories under a runtime directory. */
+function socketDirs(dir, pid) {
+  return fs.readdirSync(dir).filter((n) => n.startsWith(`codemcp-docker-${pid}-`));
 }
 
 function run(h, code, extra = {}) {
@@ -227,14 +233,16 @@ describe('sessions and failures', () => {
 describe('containers never outlive the gateway', () => {
   test('none left after a clean exit', { timeout: ms(240000) }, async () => {
     const dir = tempDir('codemcp-dockiso-');
-    const h = await gateway(dir);
+    const h = await gateway(dir, { XDG_RUNTIME_DIR: dir });
     const r = await run(h, 'result = 1');
     assert.equal(r.structuredContent?.result, 1, JSON.stringify(r));
     const pid = h.pid;
     assert.equal((await workerContainers(pid)).length, 1);
+    assert.equal(socketDirs(dir, pid).length, 1, 'the control sockets live in the runtime directory');
     await h.close();
     await waitFor(async () => !pidAlive(pid), ms(20000));
     assert.deepEqual(await workerContainers(pid), []);
+    assert.deepEqual(socketDirs(dir, pid), []);
   });
 
   test('after a SIGKILLed gateway, the next start removes its containers', { timeout: ms(300000) }, async () => {
@@ -247,7 +255,7 @@ describe('containers never outlive the gateway', () => {
     assert.equal(stale.status, 201, JSON.stringify(stale.body));
     assert.equal((await engine('POST', `/containers/${stale.body.Id}/start`)).status, 204);
     // A real gateway SIGKILLed while its worker runs a long program.
-    const h1 = await gateway(dir);
+    const h1 = await gateway(dir, { XDG_RUNTIME_DIR: dir });
     const pid1 = h1.pid;
     const long = run(h1, 'import time\ntime.sleep(600)').catch(() => null);
     await waitFor(async () => (await workerContainers(pid1)).length === 1, ms(60000));
@@ -255,11 +263,13 @@ describe('containers never outlive the gateway', () => {
     await long;
     await waitFor(async () => !pidAlive(pid1), ms(20000));
     await h1.close();
-    const h2 = await gateway(dir);
+    assert.equal(socketDirs(dir, pid1).length, 1, 'a SIGKILL leaves the sockets directory');
+    const h2 = await gateway(dir, { XDG_RUNTIME_DIR: dir });
     try {
       const r = await run(h2, 'result = 2');
       assert.equal(r.structuredContent?.result, 2, JSON.stringify(r));
       assert.deepEqual(await workerContainers(pid1), []);
+      assert.deepEqual(socketDirs(dir, pid1), [], 'the next start removed it');
       const left = await engine('GET', `/containers/${stale.body.Id}/json`);
       assert.equal(left.status, 404, 'the stale container was removed');
     } finally {
