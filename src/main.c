@@ -322,6 +322,7 @@ static void wire_run_pipeline(void)
                                           .call_done = run_on_call_done,
                                           .reply = ctl_send,
                                           .reply_parts = ctl_send_parts,
+                                          .reply_limit = ctl_frame_limit,
                                           .input_required = run_on_input_required});
 }
 
@@ -529,6 +530,11 @@ int main(int argc, char **argv)
         return 1;
 
     up_start_all(&config);
+    /* With CODEMCP_PROTOTYPE_EARLY the prototype starts now, beside the upstreams: the first
+     * program's worker is forked from it. After them: its spawn takes the loop a few ms that
+     * their spawns need not wait for. */
+    if (serving)
+        wk_prestart();
     lp_timer_start(&settle_timer, 0, check_settled, NULL);
     lp_run();
 

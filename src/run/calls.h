@@ -31,15 +31,22 @@ struct calls_run {
     json_t *allow_mutations; /* borrowed; only valid while the call is being checked */
 };
 
+/* What the reply hooks return for a message longer than the worker reads. */
+#define CALLS_TOO_LARGE (-2)
+
 struct calls_hooks {
     /* Fills *out and returns 0 when run_id is live and executing on worker `slot`; else -1. */
     int (*run_lookup)(const char *run_id, int slot, struct calls_run *out);
     /* One of the run's tool calls completed (answered, failed or stubbed). */
     void (*call_done)(const char *run_id);
-    /* Sends msg (stolen) to the worker connection conn_id. -1 if it is gone. */
+    /* Sends msg (stolen) to the worker connection conn_id. -1 if it is gone, CALLS_TOO_LARGE
+     * when it is longer than reply_limit() (nothing sent: the call fails with "too_large"). */
     int (*reply)(uint64_t conn_id, json_t *msg);
-    /* Sends one message made of the n pieces of JSON text (a result spliced in as bytes). */
+    /* Sends one message made of the n pieces of JSON text (a result spliced in as bytes);
+     * returns as reply. */
     int (*reply_parts)(uint64_t conn_id, const struct iovec *iov, int n);
+    /* The longest message reply and reply_parts send, named in the "too_large" error. */
+    size_t (*reply_limit)(void);
     /* The upstream answered a call of the run with an InputRequiredResult (borrowed): 1 when
      * the run relays it to its own client (the call then waits for calls_resume), 0 when the
      * call fails with kind "input_required" as before. NULL: never relayed. */

@@ -89,18 +89,31 @@ static void conn_close(struct ctl_conn *c)
     lp_io_close_nowait(c->io);
 }
 
-/* Queues one text frame made of n pieces (written one after the other). */
-static void queue_frame(struct ctl_conn *c, const struct iovec *iov, int n)
+size_t ctl_frame_limit(void)
+{
+    return max_frame < WSP_WORKER_MAX_FRAME ? max_frame : WSP_WORKER_MAX_FRAME;
+}
+
+/* Queues one text frame made of n pieces (written one after the other). CALLS_TOO_LARGE, and
+ * nothing queued, past ctl_frame_limit(): the worker would drop the connection, and its
+ * variables with it. */
+static int queue_frame(struct ctl_conn *c, const struct iovec *iov, int n)
 {
     size_t len = 0;
     for (int i = 0; i < n; i++)
         len += iov[i].iov_len;
+    if (len > ctl_frame_limit()) {
+        log_warn("control", "a %zu-byte frame for a worker is over the %zu-byte limit: not sent",
+                 len, ctl_frame_limit());
+        return CALLS_TOO_LARGE;
+    }
     unsigned char hdr[10];
     size_t h = wsp_put_header(hdr, WSP_OP_TEXT, len, 0); /* server frames are unmasked */
     if (lp_io_write(c->io, hdr, h) < 0)
-        return; /* closing */
+        return 0; /* closing */
     for (int i = 0; i < n; i++)
         lp_io_write(c->io, iov[i].iov_base, iov[i].iov_len);
+    return 0;
 }
 
 int ctl_send(uint64_t conn_id, json_t *msg)
@@ -110,9 +123,9 @@ int ctl_send(uint64_t conn_id, json_t *msg)
     json_decref(msg);
     if (!text)
         return -1;
-    queue_frame(c, &(struct iovec){text, strlen(text)}, 1);
+    int rc = queue_frame(c, &(struct iovec){text, strlen(text)}, 1);
     free(text);
-    return 0;
+    return rc;
 }
 
 int ctl_send_parts(uint64_t conn_id, const struct iovec *iov, int n)
@@ -120,8 +133,7 @@ int ctl_send_parts(uint64_t conn_id, const struct iovec *iov, int n)
     struct ctl_conn *c = conn_find(conn_id);
     if (!c)
         return -1;
-    queue_frame(c, iov, n);
-    return 0;
+    return queue_frame(c, iov, n);
 }
 
 void ctl_close(uint64_t conn_id)

@@ -45,7 +45,13 @@ long memory_mb;
 int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
 int dockered;      /* CODEMCP_ISOLATION=docker */
 int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
+/* CODEMCP_PROTOTYPE_EARLY (default off): the prototype starts beside the upstreams. Off, it
+ * starts with the first worker, once they settled: measured on 2 shared cores, starting it
+ * early gave the first result 0.61x the time when a core was free but slowed initialize and
+ * tools/list (which wait for the upstreams) 1.2-2.3x, and the first result too under load. */
+static int prototype_early;
 long session_idle_ms;
+long min_hold_ms;
 static void (*shutdown_done)(void);
 int shutting_down;
 
@@ -129,9 +135,15 @@ void on_worker_exit(void *ud, pid_t pid, int status)
     if (pid != w->pid)
         return;
     lp_timer_stop(&w->start_timer);
+    guard_stop(w);
     char why[512];
     if (w->kill_reason)
         snprintf(why, sizeof(why), "%s", w->kill_reason);
+    else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU)
+        snprintf(why, sizeof(why),
+                 "the run used up its CPU time (its timeout_ms, or CODEMCP_RUN_CPU_MS): the "
+                 "Python worker was ended by the kernel (SIGXCPU) and restarted, and this "
+                 "session's variables were lost");
     else if (WIFSIGNALED(status))
         snprintf(why, sizeof(why),
                  "the Python worker crashed (signal %d) while running this code; it was "
@@ -144,12 +156,14 @@ void on_worker_exit(void *ud, pid_t pid, int status)
                  WEXITSTATUS(status));
     /* A process that dies while idle before finishing any run failed to start, even if
      * it connected: counting it stops a crash loop. */
-    int was_started =
-        (w->state == WK_READY || w->state == WK_BUSY) && (w->run_id[0] || w->runs_done);
+    int was_started = w->ended_idle || ((w->state == WK_READY || w->state == WK_BUSY) &&
+                                        (w->run_id[0] || w->runs_done));
+    w->ended_idle = 0;
     log_info("worker", "worker %d (pid %d) exited: %s", w->slot, (int)pid,
              WIFSIGNALED(status) ? "signal" : "status");
     w->state = WK_DOWN;
     w->pid = 0;
+    wkp_watch_close(&w->watch);
     free(w->kill_reason);
     w->kill_reason = NULL;
     if (w->conn_id)
@@ -229,9 +243,13 @@ int wk_init(int max_workers)
     }
     memory_mb = env_long("CODEMCP_WORKER_MEMORY_MB", 512);
     session_idle_ms = env_long("CODEMCP_SESSION_IDLE_MS", 900000);
+    min_hold_ms = env_long("CODEMCP_WORKER_MIN_HOLD_MS", WK_MIN_HOLD_MS_DEFAULT);
+    if (min_hold_ms < 0)
+        min_hold_ms = 0;
     /* Workers come from the prototype unless a listener was asked for (remote workers
      * connect to it: nothing to fork) or CODEMCP_PROTOTYPE=off. */
     use_prototype = env_bool("CODEMCP_PROTOTYPE", 1) && !ctl_url()[0] && !dockered;
+    prototype_early = env_bool("CODEMCP_PROTOTYPE_EARLY", 0);
     pt_init(sandboxed, memory_mb, &pt_hooks_of_pool);
     /* Processes of a sandbox whose parent died first (a prototype's sessions, a waiter's
      * PID 1) are reparented here and reaped by the loop, not left to PID 1 as zombies. */
@@ -244,6 +262,12 @@ int wk_init(int max_workers)
         workers[i].err_lines.max_line = 64 * 1024;
     }
     return 0;
+}
+
+void wk_prestart(void)
+{
+    if (use_prototype && prototype_early && n_workers && !shutting_down)
+        pt_start();
 }
 
 void wk_prewarm(void)
@@ -259,11 +283,7 @@ const char *wk_start_failure(int slot)
     if (!n_workers)
         return "codemcp-worker was not found, so Python cannot run (set CODEMCP_WORKER_BIN "
                "or reinstall codemcp)";
-    if (slot < 0)
-        return "every Python worker is running another session's program or holds another "
-               "principal's recently used variables (CODEMCP_WORKERS caps them): try again in "
-               "a moment";
-    return workers[slot].start_failure;
+    return slot >= 0 && slot < n_workers ? workers[slot].start_failure : NULL;
 }
 
 int wk_ready(int slot)
@@ -291,10 +311,12 @@ static struct worker *running(const char *run_id)
     return NULL;
 }
 
-int wk_start_run(int slot, const char *run_id, const char *params, size_t len)
+int wk_start_run(int slot, const char *run_id, const char *params, size_t len, int64_t cpu_ms)
 {
     struct worker *w = slot >= 0 && slot < n_workers ? &workers[slot] : NULL;
     if (!w || w->state != WK_READY || strlen(run_id) >= sizeof(w->run_id))
+        return -1;
+    if (guard_before_run(w, cpu_ms) < 0)
         return -1;
     w->run_rpc_id = next_rpc_id++;
     /* the bytes rpc_dump(rpc_request(id, "run", params)) gives, params spliced in */
@@ -397,6 +419,7 @@ void wk_on_message(int slot, json_t *msg)
         /* The runtime asks for a fresh process when a run leaves threads behind under
          * enforcement: they must not act under a later run's allow_mutations. */
         int recycle = json_is_true(json_object_get(result, "recycle"));
+        guard_answered(w);
         if (w->notice && json_is_object(result)) {
             json_object_set_new(result, "notice", json_string(w->notice));
             free(w->notice);
@@ -456,6 +479,7 @@ int wk_on_frame(int slot, const char *text, size_t len)
     size_t hn = answer_head(head, w->run_rpc_id);
     if (len < hn || memcmp(text, head, hn) != 0)
         return 0; /* not the answer to this run, or not in the form the worker writes */
+    guard_answered(w);
     /* One pass checks the whole frame is in jf_dumps' form and records the envelope's
      * members; the head above makes jsonrpc, id and result the first three, n == 3 the only
      * ones (no error). Anything else: the tree path (wk_on_message), which decides. */
@@ -483,6 +507,10 @@ void wk_on_disconnect(int slot, uint64_t conn_id)
     if (w->conn_id != conn_id)
         return;
     w->conn_id = 0;
+    /* A worker that has died (its CPU time ran out, it crashed) closed the connection as it
+     * went: its exit status, on its way, says why; a kill now could lose it. */
+    if (guard_worker_died(w))
+        return;
     /* The process exit (reaped via SIGCHLD) does the rest; make sure it happens. */
     if (w->pid && !shutting_down) {
         if (!w->kill_reason)
@@ -510,6 +538,7 @@ void wk_shutdown_all(void (*done)(void))
         lp_timer_stop(&w->start_timer);
         lp_timer_stop(&w->restart_timer);
         lp_timer_stop(&w->idle_timer);
+        guard_stop(w);
         if (w->forked && w->pid && !sandboxed)
             orphans[n_orphans++] = w->pid;
         if (w->pid || w->state != WK_DOWN) {

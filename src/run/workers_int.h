@@ -9,6 +9,7 @@
 #include "jsonrpc.h"
 #include "loop.h"
 #include "workers.h"
+#include "worker_proc.h"
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -36,14 +37,25 @@ struct worker {
     struct lp_timer restart_timer;
     struct lp_io *out_io, *err_io;
     struct rpc_lines out_lines, err_lines;
-    int owned;        /* a session owns this slot (its one interpreter) */
-    uint64_t session; /* the owner, when owned */
+    int owned;          /* a session owns this slot (its one interpreter) */
+    uint64_t session;   /* the owner, when owned */
+    int64_t granted_ms; /* when the owner got it (CODEMCP_WORKER_MIN_HOLD_MS runs from here) */
+    int ended_idle;     /* its process is being ended on purpose (evicted, idle, its session
+                         * closed): its exit is not a failed start */
     int64_t last_used_ms;
     struct lp_timer idle_timer;
-    char *notice;      /* for the owner's next answer (variables discarded) */
-    int forked;        /* forked by the prototype (else exec'd) */
-    int awaiting_pt;   /* STARTING, waiting for the prototype to be ready */
-    uint64_t fork_gen; /* the fork request in flight (answers for older ones are stale) */
+    char *notice;           /* for the owner's next answer (variables discarded) */
+    int forked;             /* forked by the prototype (else exec'd) */
+    int awaiting_pt;        /* STARTING, waiting for the prototype to be ready */
+    uint64_t fork_gen;      /* the fork request in flight (answers for older ones are stale) */
+    struct wkp_watch watch; /* sandboxed: the worker process itself, once known */
+    int64_t cpu_budget_ms;  /* the running run's CPU time */
+    int64_t cpu_until_ms;   /* where on the worker's CPU clock it ends (-1: not looked yet) */
+    int cpu_limited;        /* its RLIMIT_CPU soft limit is set (lifted before the next run) */
+    struct lp_timer cpu_timer;
+    int64_t checked_rpc; /* the run whose answer was last noted */
+    int64_t answered_ms; /* when: what a run leaves gets a grace from then (workers.c) */
+    struct lp_timer leftover_timer;
     struct lp_io *st_io;
     unsigned char st_raw[sizeof(int)];
     int st_len;
@@ -57,6 +69,7 @@ struct worker {
 #define dockered         wk__dockered
 #define use_prototype    wk__use_prototype
 #define session_idle_ms  wk__session_idle_ms
+#define min_hold_ms      wk__min_hold_ms
 #define shutting_down    wk__shutting_down
 #define next_rpc_id      wk__next_rpc_id
 #define became_idle      wk__became_idle
@@ -70,6 +83,20 @@ struct worker {
 #define touch            wk__touch
 #define pt_hooks_of_pool wk__pt_hooks
 
+/* worker_guard.c: the gateway's own limits on what a run leaves behind and the CPU it takes.
+ * guard_before_run: 0 when the slot may take a run now (its worker watched, nothing of the last
+ * run left, its CPU budget set), -1 not now. guard_answered: at the answer to its run.
+ * guard_worker_died: the connection closed because the worker died (its exit says why).
+ * guard_stop: its timers, when the process is gone. */
+#define guard_before_run  wk__guard_before_run
+#define guard_answered    wk__guard_answered
+#define guard_worker_died wk__guard_worker_died
+#define guard_stop        wk__guard_stop
+int guard_before_run(struct worker *w, int64_t cpu_ms);
+void guard_answered(struct worker *w);
+int guard_worker_died(struct worker *w);
+void guard_stop(struct worker *w);
+
 extern struct wk_hooks hooks;
 extern struct worker *workers;
 extern int n_workers;
@@ -78,6 +105,7 @@ extern int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
 extern int dockered;      /* CODEMCP_ISOLATION=docker (worker_docker.h) */
 extern int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
 extern long session_idle_ms;
+extern long min_hold_ms; /* CODEMCP_WORKER_MIN_HOLD_MS */
 extern int shutting_down;
 extern int64_t next_rpc_id;
 
