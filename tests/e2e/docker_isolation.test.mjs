@@ -88,7 +88,7 @@ describe('CODEMCP_ISOLATION=docker', () => {
 import os
 st = dict(l.split(':\\t', 1) for l in open('/proc/self/status').read().splitlines() if ':\\t' in l)
 try:
-    open('/opt/codemcp/written', 'w'); root = 'writable'
+    open('/var/tmp/written', 'w'); root = 'writable'  # world-writable unless the root is read-only
 except OSError as e:
     root = e.errno
 open('/tmp/x', 'w').write('ok')
@@ -209,6 +209,38 @@ describe('sessions and failures', () => {
     } finally {
       for (const c of clients) await c.client.close().catch(() => {});
       await proc.kill();
+    }
+  });
+
+  test('the knobs: CODEMCP_DOCKER_NETWORK, _READONLY, _PIDS_LIMIT and _CPUS change what a worker gets', { timeout: ms(240000) }, async () => {
+    const dir = tempDir('codemcp-dockiso-knobs-');
+    const k = await gateway(dir, { CODEMCP_DOCKER_NETWORK: 'bridge', CODEMCP_DOCKER_READONLY: '0',
+      CODEMCP_DOCKER_PIDS_LIMIT: '40', CODEMCP_DOCKER_CPUS: '0.5' });
+    try {
+      const r = await run(k, `
+import threading
+ifaces = [l.split(':')[0].strip() for l in open('/proc/net/dev').read().splitlines()[2:]]
+open('/var/tmp/written', 'w').write('x')  # world-writable, on the root file system
+stop, started = threading.Event(), 0
+try:
+    for _ in range(200):
+        threading.Thread(target=stop.wait, daemon=True).start()
+        started += 1
+except RuntimeError:
+    pass
+stop.set()
+result = {'ifaces': sorted(ifaces), 'threads': started}
+`);
+      assert.equal(r.isError, false, JSON.stringify(r));
+      const v = r.structuredContent.result;
+      assert.ok(v.ifaces.includes('eth0'), JSON.stringify(v.ifaces));
+      assert.ok(v.threads > 0 && v.threads < 40, `threads started under a pids limit of 40: ${v.threads}`);
+      const [c] = await workerContainers(k.pid);
+      const info = await engine('GET', `/containers/${c.Id}/json`);
+      assert.equal(info.body.HostConfig.NanoCpus, 5e8);
+      assert.equal(info.body.HostConfig.ReadonlyRootfs, false);
+    } finally {
+      await k.close();
     }
   });
 
