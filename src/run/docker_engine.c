@@ -37,8 +37,11 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
     return len;
 }
 
-int dk_call(const char *method, const char *path, const char *json, FILE *upload, long upload_len,
-            long timeout_ms, struct dk_reply *r)
+/* One request; the answer's body goes to on_data(data, 1, len, ud). 0 when an answer came
+ * (r->status), -1 with r->err. */
+static int perform(const char *method, const char *path, const char *json, FILE *upload,
+                   long upload_len, long timeout_ms, dk_data_fn on_data, void *ud,
+                   struct dk_reply *r)
 {
     memset(r, 0, sizeof(*r));
     const char *why = "";
@@ -60,8 +63,8 @@ int dk_call(const char *method, const char *path, const char *json, FILE *upload
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, ud);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->err);
@@ -87,6 +90,21 @@ int dk_call(const char *method, const char *path, const char *json, FILE *upload
     }
     curl_slist_free_all(hdr);
     curl_easy_cleanup(c);
+    return rc;
+}
+
+int dk_call(const char *method, const char *path, const char *json, FILE *upload, long upload_len,
+            long timeout_ms, struct dk_reply *r)
+{
+    return perform(method, path, json, upload, upload_len, timeout_ms, on_body, r, r);
+}
+
+int dk_stream(const char *path, dk_data_fn on_data, void *ud, char *err, size_t err_len)
+{
+    struct dk_reply r;
+    int rc = perform("POST", path, NULL, NULL, 0, 0, on_data, ud, &r);
+    if (rc < 0)
+        snprintf(err, err_len, "%s", r.err);
     return rc;
 }
 

@@ -28,4 +28,10 @@ int dk_call(const char *method, const char *path, const char *json, FILE *upload
             long timeout_ms, struct dk_reply *r);
 void dk_reply_free(struct dk_reply *r);
 
+/* A streamed answer's bytes as they come (libcurl's write callback: return size * n to go on). */
+typedef size_t (*dk_data_fn)(char *data, size_t size, size_t n, void *ud);
+/* POSTs to path and hands the answer's body to on_data until the daemon ends it (a
+ * container's attach stream). 0, or -1 with err. */
+int dk_stream(const char *path, dk_data_fn on_data, void *ud, char *err, size_t err_len);
+
 #endif

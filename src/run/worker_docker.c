@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +220,95 @@ int wkd_init(void)
     return 0;
 }
 
+/* ---- the worker's output -> the log ----------------------------------------------------- */
+
+/* The container's stdout and stderr come through its attach stream (logs=1: from its start,
+ * whenever the attach arrives), in Docker's frames: 8 bytes (stream, 0, 0, 0, size in big
+ * endian) then size bytes. Each line goes to the loop to be logged as the exec'd worker's are. */
+struct out_stream {
+    int slot;
+    char id[100];
+    unsigned char hdr[8];
+    int hdr_len;
+    uint32_t left; /* bytes of the current frame still to come */
+    char line[2048];
+    size_t line_len;
+};
+
+struct out_line {
+    int slot;
+    char text[];
+};
+
+static void on_out_line(void *ud)
+{
+    struct out_line *l = ud;
+    log_info("worker", "[worker %d] %s", l->slot, l->text);
+    free(l);
+}
+
+static void flush_line(struct out_stream *s)
+{
+    struct out_line *l = malloc(sizeof(*l) + s->line_len + 1);
+    if (l) {
+        l->slot = s->slot;
+        memcpy(l->text, s->line, s->line_len);
+        l->text[s->line_len] = '\0';
+        lp_post(on_out_line, l);
+    }
+    s->line_len = 0;
+}
+
+static size_t on_out(char *data, size_t size, size_t n, void *ud)
+{
+    struct out_stream *s = ud;
+    size_t len = size * n;
+    for (size_t i = 0; i < len; i++) {
+        if (!s->left) {
+            s->hdr[s->hdr_len++] = (unsigned char)data[i];
+            if (s->hdr_len == 8) {
+                s->left = (uint32_t)s->hdr[4] << 24 | (uint32_t)s->hdr[5] << 16 |
+                          (uint32_t)s->hdr[6] << 8 | s->hdr[7];
+                s->hdr_len = 0;
+            }
+            continue;
+        }
+        s->left--;
+        if (data[i] == '\n' || s->line_len == sizeof(s->line) - 1)
+            flush_line(s);
+        if (data[i] != '\n')
+            s->line[s->line_len++] = data[i];
+    }
+    return len;
+}
+
+static void *out_main(void *ud)
+{
+    struct out_stream *s = ud;
+    char path[256], err[256];
+    snprintf(path, sizeof(path), "/containers/%s/attach?stream=1&stdout=1&stderr=1&logs=1", s->id);
+    dk_stream(path, on_out, s, err, sizeof(err));
+    if (s->line_len)
+        flush_line(s);
+    free(s);
+    return NULL;
+}
+
+/* Starts relaying a created container's output (best effort: none is logged without it). */
+static void relay_output(int slot, const char *id)
+{
+    struct out_stream *s = calloc(1, sizeof(*s));
+    pthread_t t;
+    if (!s)
+        return;
+    s->slot = slot;
+    snprintf(s->id, sizeof(s->id), "%s", id);
+    if (pthread_create(&t, NULL, out_main, s) == 0)
+        pthread_detach(t);
+    else
+        free(s);
+}
+
 /* ---- the job's thread ----------------------------------------------------------------------- */
 
 static void on_job_end(void *ud);
@@ -323,6 +413,7 @@ static void *job_main(void *ud)
     dk_reply_free(&r);
     if (!j->id[0])
         goto end;
+    relay_output(j->w->slot, j->id);
     char path[256];
     snprintf(path, sizeof(path), "/containers/%s/start", j->id);
     if (job_killed(j) || dk_call("POST", path, NULL, NULL, 0, 30000, &r) < 0 ||
@@ -402,13 +493,12 @@ static void on_job_end(void *ud)
     rmdir(j->dir);
     if (jobs[w->slot] == j) {
         jobs[w->slot] = NULL;
-        if (j->err[0])
+        if (j->err[0]) {
             log_error("worker", "worker %d: %s", w->slot, j->err);
-        on_worker_exit(w, 0, j->status);
-        if (j->err[0] && w->start_failure) { /* say why, not only that it failed */
-            free(w->start_failure);
-            w->start_failure = xstrdup(j->err);
+            if (!w->kill_reason) /* what the run and the start failure say */
+                w->kill_reason = xstrdup(j->err);
         }
+        on_worker_exit(w, 0, j->status);
     }
     pthread_mutex_destroy(&j->mu);
     free(j);

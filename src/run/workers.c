@@ -137,6 +137,7 @@ void on_worker_exit(void *ud, pid_t pid, int status)
     lp_timer_stop(&w->start_timer);
     guard_stop(w);
     char why[512];
+    int killed_why = w->kill_reason != NULL; /* a start we ended says why it failed */
     if (w->kill_reason)
         snprintf(why, sizeof(why), "%s", w->kill_reason);
     else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU)
@@ -183,7 +184,7 @@ void on_worker_exit(void *ud, pid_t pid, int status)
                  "(CODEMCP_LOG=info)",
                  wkp_bin(), WIFSIGNALED(status) ? "signal" : "status",
                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-        w->start_failure = w->failed_starts >= 3 ? xstrdup(msg) : NULL;
+        w->start_failure = w->failed_starts >= 3 ? xstrdup(killed_why ? why : msg) : NULL;
     }
     /* Restart right away after a run-induced crash; back off when it cannot start. An
      * unowned slot comes back only as the one warm spare. */

@@ -244,6 +244,30 @@ result = {'ifaces': sorted(ifaces), 'threads': started}
     }
   });
 
+  test('CODEMCP_DOCKER_IMAGE: a named image is used; a missing one fails the run, saying so', { timeout: ms(240000) }, async () => {
+    const imgs = (await engine('GET', '/images/json')).body;
+    const built = imgs.flatMap((i) => i.RepoTags || []).find((t) => t.startsWith('codemcp-worker:'));
+    assert.ok(built, 'the worker image was built on first use');
+    const dir = tempDir('codemcp-dockiso-img-');
+    const named = await gateway(dir, { CODEMCP_DOCKER_IMAGE: built });
+    try {
+      const r = await run(named, 'result = 3');
+      assert.equal(r.structuredContent?.result, 3, JSON.stringify(r));
+      const [c] = await workerContainers(named.pid);
+      assert.equal(c.Image, built);
+    } finally {
+      await named.close();
+    }
+    const missing = await gateway(dir, { CODEMCP_DOCKER_IMAGE: 'codemcp-no-such-image:none' });
+    try {
+      const r = await run(missing, 'result = 4');
+      assert.equal(r.isError, true, JSON.stringify(r));
+      assert.match(JSON.stringify(r.structuredContent), /CODEMCP_DOCKER_IMAGE=codemcp-no-such-image:none: no such image/);
+    } finally {
+      await missing.close();
+    }
+  });
+
   test('an unreachable daemon stops codemcp at start, saying what to do', { timeout: ms(60000) }, async () => {
     const dir = tempDir('codemcp-dockiso-closed-');
     const config = writeConfig(dir, {});
