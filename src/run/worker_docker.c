@@ -445,8 +445,7 @@ end:
 
 static void close_listener(struct dk_job *j)
 {
-    if (j->listener)
-        lp_io_close_nowait(j->listener);
+    lp_io_detach(j->listener); /* no callback may reach j once it is freed */
     j->listener = NULL;
     if (j->sock[0])
         unlink(j->sock);
