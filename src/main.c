@@ -256,6 +256,7 @@ static void wire_run_pipeline(void)
                                       .is_starting = wk_is_starting});
     calls_set_hooks(&(struct calls_hooks){.run_lookup = run_call_rules,
                                           .call_done = run_on_call_done,
+                                          .write_done = run_on_write_done,
                                           .reply = ctl_send,
                                           .reply_parts = ctl_send_parts,
                                           .input_required = run_on_input_required});

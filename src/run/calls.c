@@ -6,8 +6,9 @@
  * relayed by the run to its client, the call waiting (no upstream request open) until
  * calls_resume sends it again with the client's inputResponses and the server's requestState,
  * or fails with kind "input_required". A write's result carries _meta.codemcp.mutation for the
- * worker's mutation report. Learning a result's shape (shapes.c) happens after the answer is
- * queued, so it never delays the call.
+ * worker's own report; the run's answer lists the writes this file reports (write_done hook).
+ * Learning a result's shape (shapes.c) happens after the answer is queued, so it never delays the
+ * call.
  *
  * A run has at most CODEMCP_MAX_CALLS_PER_RUN calls in flight (routed upstream, or waiting for
  * its client's input): more are checked at once but wait in order in the run's gate, each
@@ -186,6 +187,19 @@ static void call_done(const char *run_id)
         hooks.call_done(run_id);
 }
 
+/* A failed write that may have reached the server (the kinds the runtime's report counts). */
+static int write_attempted(const char *kind)
+{
+    return kind && (!strcmp(kind, "upstream_error") || !strcmp(kind, "timeout") ||
+                    !strcmp(kind, "transport"));
+}
+
+static void write_done(const struct call *call, int ok, int dry_run)
+{
+    if (call->mutation && hooks.write_done)
+        hooks.write_done(call->run_id, call->server, call->tool, ok, dry_run);
+}
+
 /* Marks a result as a write for the worker's mutation report. Steals result. */
 static json_t *mark_mutation(json_t *result, int dry_run)
 {
@@ -229,6 +243,8 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
     int64_t elapsed = now_ms() - call->started_ms;
     call_done(call->run_id);
     if (err) {
+        if (write_attempted(err->kind))
+            write_done(call, 0, 0);
         reply_error(call->conn_id, call->id, err->kind, err->message, elapsed);
     } else if (res->raw && !call->mutation && hooks.reply_parts) {
         /* Nothing to change in it: its bytes go to the worker as they came. */
@@ -240,6 +256,7 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
             res->tree ? json_incref(res->tree)
                       : jf_loadb(res->raw, res->raw_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL);
         /* Shared, not copied: only a write's result is changed (its _meta mark). */
+        write_done(call, !json_is_true(json_object_get(result, "isError")), 0);
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
         reply(call->conn_id, rpc_result(call->id, out));
@@ -259,6 +276,8 @@ static int call_start(struct call *call, struct gate *g)
     struct up_error err = {0};
     if (up_call_tool(call->server, call->tool, call->args, call->args_len, NULL, call->timeout_ms,
                      on_upstream_result, call, &call->up_handle, &err) < 0) {
+        if (write_attempted(err.kind))
+            write_done(call, 0, 0);
         reply_error(call->conn_id, call->id, err.kind, err.message, now_ms() - call->started_ms);
         call_free(call);
         return -1;
@@ -377,6 +396,8 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     }
     int mutation = json_is_true(json_object_get(f, "mutation"));
     if (mutation && run.dry_run) {
+        call->mutation = 1;
+        write_done(call, 1, 1);
         reply(conn_id, rpc_result(id, dry_run_stub(fn, server, tool)));
         call_done(run_id);
         goto refused;
@@ -514,6 +535,8 @@ int calls_resume(const char *run_id, json_t *input_responses)
     json_decref(extra);
     if (rc < 0) {
         DLIST_UNLINK(call);
+        if (write_attempted(err.kind))
+            write_done(call, 0, 0);
         reply_error(call->conn_id, call->id, err.kind, err.message, now_ms() - call->started_ms);
         call_done(call->run_id);
         gate_done(call->run_id);
@@ -539,6 +562,7 @@ void calls_cancel_run(const char *run_id, const char *reason)
             DLIST_UNLINK(call);
             g->in_flight--;
             up_cancel_call(call->up_handle, reason);
+            write_done(call, 0, 0); /* routed: the server may have acted on it */
             reply_error(call->conn_id, call->id, "timeout", reason, now_ms() - call->started_ms);
             call_free(call);
         }
@@ -569,6 +593,7 @@ void calls_conn_closed(uint64_t conn_id)
         if (call->conn_id == conn_id) {
             DLIST_UNLINK(call);
             up_cancel_call(call->up_handle, "the worker went away");
+            write_done(call, 0, 0);
             gate_done(call->run_id); /* another connection's waiting calls of the run may start */
             call_free(call);
         }

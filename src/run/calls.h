@@ -36,6 +36,11 @@ struct calls_hooks {
     int (*run_lookup)(const char *run_id, int slot, struct calls_run *out);
     /* One of the run's tool calls completed (answered, failed or stubbed). */
     void (*call_done)(const char *run_id);
+    /* A write tool call of the run ended: answered (ok: not an error result), stubbed by a dry
+     * run (dry_run 1), or failed or cancelled after it was routed upstream (ok 0). The run's
+     * `mutations` are made of these, never of what the worker reports. */
+    void (*write_done)(const char *run_id, const char *server, const char *tool, int ok,
+                       int dry_run);
     /* Sends msg (stolen) to the worker connection conn_id. -1 if it is gone. */
     int (*reply)(uint64_t conn_id, json_t *msg);
     /* Sends one message made of the n pieces of JSON text (a result spliced in as bytes). */

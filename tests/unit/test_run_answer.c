@@ -29,7 +29,7 @@ static char *tree_reply(json_t *id, const char *env, size_t len, const char *han
     if (!t)
         return NULL;
     int is_error = !json_is_true(json_object_get(t, "ok"));
-    json_t *e = run_answer_envelope(t, handle);
+    json_t *e = run_answer_envelope(t, handle, NULL);
     json_t *msg = rpc_result(id, run_answer_result(e, is_error));
     char *s = rpc_dump(msg);
     json_decref(msg);
@@ -44,7 +44,7 @@ static int agrees(json_t *id, const char *env, const char *handle)
     size_t len = strlen(env), n = 0;
     if (!js_canon_value(env, len, 1))
         return 1; /* callers only pass what the scan accepted */
-    char *fast = run_answer_text(id, env, len, handle, &n);
+    char *fast = run_answer_text(id, env, len, handle, NULL, &n);
     if (!fast)
         return 1;
     spliced++;
@@ -60,7 +60,7 @@ static int agrees(json_t *id, const char *env, const char *handle)
 static int refused(const char *env, const char *handle)
 {
     size_t n;
-    char *fast = run_answer_text(NULL, env, strlen(env), handle, &n);
+    char *fast = run_answer_text(NULL, env, strlen(env), handle, NULL, &n);
     free(fast);
     return fast == NULL;
 }
