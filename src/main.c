@@ -184,7 +184,7 @@ static void dump_what_clients_get(void)
         return;
     }
     char *instructions = NULL;
-    char *desc = cat_describe_for(dump_client, &instructions);
+    char *desc = cat_describe_for(dump_client, NULL, &instructions);
     if (!describe_only)
         printf("%s\n", cat_source());
     long budget = cat_budget_for(dump_client);
@@ -425,9 +425,9 @@ int main(int argc, char **argv)
         lp_on_reload_signal(on_reload);
     up_set_listener(on_upstreams_changed);
     cat_set_listener(on_catalog_changed);
-    shapes_init();
+    shapes_init(mode != MODE_HTTP); /* stdio: one principal, whose view is the shared one */
     shapes_set_listener(on_shapes_changed);
-    use_init();
+    use_init(shapes_shared());
     cat_set_priority_source(use_ranked);
     cat_set_wake_hook(run_dispatch);
     cat_init();

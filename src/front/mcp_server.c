@@ -21,6 +21,7 @@
 #include "loop.h"
 #include "log.h"
 #include "mcp_era.h"
+#include "namespaces.h"
 #include "runs.h"
 #include "upstream.h"
 #include "util.h"
@@ -251,16 +252,16 @@ void mcp_session_close(struct mcp_session *s)
 
 json_t *mcp_execute_python_tool(void)
 {
-    return mcp_execute_python_tool_for(NULL);
+    return mcp_execute_python_tool_for(NULL, NULL);
 }
 
 /* The last tool built, and the description object it holds (so an equal pointer is the same,
  * unchanged description): tools/list reuses it instead of packing the schema again. */
 static json_t *last_tool, *last_tool_desc;
 
-json_t *mcp_execute_python_tool_for(const char *client)
+json_t *mcp_execute_python_tool_for(const char *client, const char *principal)
 {
-    json_t *desc = cat_describe_json_for(client);
+    json_t *desc = cat_describe_json_for(client, principal);
     if (last_tool && desc == last_tool_desc) {
         json_decref(desc);
         return json_incref(last_tool);
@@ -324,7 +325,7 @@ static json_t *handle_initialize(struct mcp_session *s, json_t *params, int *cod
 static json_t *initialize_result(struct mcp_session *s)
 {
     char *instructions = NULL;
-    free(cat_describe_for(s->client, &instructions));
+    free(cat_describe_for(s->client, ns_asker(s->id, s->home), &instructions));
     json_t *res =
         json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
                   mcp_session_protocol(s), "capabilities", "tools", "listChanged", 1, "logging",
@@ -338,7 +339,8 @@ static json_t *tools_list_result(struct mcp_session *s)
 {
     s->listed_version = cat_version();
     s->notified_version = 0;
-    return json_pack("{s:[o]}", "tools", mcp_execute_python_tool_for(s->client));
+    return json_pack("{s:[o]}", "tools",
+                     mcp_execute_python_tool_for(s->client, ns_asker(s->id, s->home)));
 }
 
 /* Answers the session's waiting initialize and tools/list requests, in arrival order: when
@@ -546,7 +548,7 @@ static void handle_request(struct mcp_session *s, json_t *msg, int checked)
     }
     if (strcmp(method, "server/discover") == 0) {
         char *instructions = NULL;
-        free(cat_describe_for(s->client, &instructions));
+        free(cat_describe_for(s->client, ns_asker(s->id, s->home), &instructions));
         result = mcp_era_discover_result(server_capabilities(), instructions);
         free(instructions);
     } else if (strcmp(method, "subscriptions/listen") == 0) {

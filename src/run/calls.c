@@ -41,8 +41,9 @@ struct call {
     char *id_text; /* id as JSON text, for the reply written around the result's bytes */
     char *run_id;
     char *server, *tool;
-    char *fn;   /* its own allocation: known once the call is checked */
-    char *args; /* canonical JSON text of the arguments (NULL: none), kept for a retry */
+    char *fn;        /* its own allocation: known once the call is checked */
+    char *principal; /* the run's (shapes.h), its own allocation with fn */
+    char *args;      /* canonical JSON text of the arguments (NULL: none), kept for a retry */
     size_t args_len;
     json_t *request_state; /* the server's, while waiting for input (may be NULL) */
     int waiting;           /* relayed input_required: waiting for calls_resume */
@@ -85,6 +86,7 @@ static void call_free(struct call *call)
     json_decref(call->id);
     json_decref(call->request_state);
     free(call->fn);
+    free(call->principal);
     free(call);
 }
 
@@ -228,6 +230,12 @@ static void reply_raw(struct call *call, const char *raw, size_t len)
 
 static void gate_done(const char *run_id);
 
+/* Which functions a principal uses orders the description it is shown (usage.h). */
+static void note_use(const struct call *call)
+{
+    use_note(call->principal, call->fn);
+}
+
 static void on_upstream_result(void *ud, const struct up_result *res, const struct up_error *err)
 {
     struct call *call = ud;
@@ -249,8 +257,8 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
     } else if (res->raw && !call->mutation && hooks.reply_parts) {
         /* Nothing to change in it: its bytes go to the worker as they came. */
         reply_raw(call, res->raw, res->raw_len);
-        shapes_learn_text(call->fn, res->raw, res->raw_len);
-        use_note(call->fn);
+        shapes_learn_text(call->principal, call->fn, res->raw, res->raw_len);
+        note_use(call);
     } else {
         json_t *result =
             res->tree ? json_incref(res->tree)
@@ -261,8 +269,8 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
         reply(call->conn_id, rpc_result(call->id, out));
         /* After the answer is queued: learning never delays the call. */
-        shapes_learn(call->fn, result);
-        use_note(call->fn);
+        shapes_learn(call->principal, call->fn, result);
+        note_use(call);
         json_decref(result);
     }
     gate_done(call->run_id);
@@ -412,6 +420,7 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
         goto refused;
     }
     call->fn = xstrdup(fn);
+    call->principal = run.principal ? xstrdup(run.principal) : NULL;
     call->mutation = mutation;
     call->timeout_ms = timeout_ms;
     call->started_ms = t0;

@@ -75,7 +75,7 @@ struct run {
     /* the input relay */
     json_t *arguments;   /* of the execute_python request, for matching a retry */
     json_t *client_caps; /* the 2026 client's capabilities (NULL: a 2025 client, no relay) */
-    char principal[64];  /* who asked (namespaces.h ns_asker), while awaiting */
+    char principal[64];  /* who asked (namespaces.h ns_asker) */
     int awaiting;        /* answered input_required; waiting for the retry */
     char input_state[48];
     int64_t time_left; /* of the run's deadline, while awaiting */
@@ -169,6 +169,7 @@ int run_call_rules(const char *run_id, int slot, struct calls_run *out)
     out->dry_run = r->dry_run;
     out->enforce_mutations = enforce_mutations;
     out->allow_mutations = r->allow_mutations;
+    out->principal = r->principal;
     return 0;
 }
 
@@ -621,6 +622,7 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
     if (ns_resolve(session_id, home, json_string_value(ns), &where, err, errlen) < 0)
         return -1;
     struct run *r = new_run(session_id, where.home);
+    snprintf(r->principal, sizeof(r->principal), "%s", ns_asker(session_id, home));
     r->ns = where;
     r->request_id = json_incref(request_id);
     r->progress_token = json_incref(progress_token);
