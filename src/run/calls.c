@@ -13,7 +13,9 @@
  * A run has at most CODEMCP_MAX_CALLS_PER_RUN calls in flight (routed upstream, or waiting for
  * its client's input): more are checked at once but wait in order in the run's gate, each
  * started when one of the run's calls ends, so a program that starts thousands of calls
- * without waiting cannot make the gateway hold thousands of upstream replies at once. */
+ * without waiting cannot make the gateway hold thousands of upstream replies at once. The
+ * argument bytes the gateway holds for calls in flight or waiting are capped per run and per
+ * principal (calls.h); a call past either cap is refused with kind "denied". */
 #include "calls.h"
 #include "catalog.h"
 #include "jsonfast.h"
@@ -37,6 +39,7 @@
  * `text`, one allocation with the call (50 concurrent calls were ~7 mallocs each). */
 struct call {
     uint64_t conn_id;
+    size_t held; /* argument bytes counted against its run and principal (calls_held) */
     json_t *id;
     char *id_text; /* id as JSON text, for the reply written around the result's bytes */
     char *run_id;
@@ -65,11 +68,20 @@ struct slice {
 struct gate {
     char *run_id;
     int in_flight;
+    size_t held;              /* argument bytes of its calls in flight and waiting */
     struct call *head, *tail; /* linked by next */
     struct gate *next;
 };
 
+/* Argument bytes a principal's calls hold (in flight or waiting), while any are held. */
+struct held_bytes {
+    char *principal;
+    size_t bytes;
+    struct held_bytes *next;
+};
+
 static struct call *calls; /* in flight */
+static struct held_bytes *held_by;
 static struct gate *gates;
 static struct calls_hooks hooks;
 static long max_per_run = CALLS_DEFAULT_MAX_PER_RUN;
@@ -81,8 +93,63 @@ void calls_set_hooks(const struct calls_hooks *h)
     max_per_run = env_long("CODEMCP_MAX_CALLS_PER_RUN", CALLS_DEFAULT_MAX_PER_RUN);
 }
 
+static struct gate *gate_find(const char *run_id);
+
+static struct held_bytes *held_find(const char *principal)
+{
+    struct held_bytes *h = held_by;
+    while (h && strcmp(h->principal, principal) != 0)
+        h = h->next;
+    return h;
+}
+
+/* Returns call's bytes to its run and principal. */
+static void held_release(struct call *call)
+{
+    if (!call->held)
+        return;
+    struct gate *g = gate_find(call->run_id);
+    if (g)
+        g->held -= call->held < g->held ? call->held : g->held;
+    struct held_bytes *h = held_find(call->principal ? call->principal : "");
+    if (h && (h->bytes -= call->held < h->bytes ? call->held : h->bytes) == 0) {
+        LIST_UNLINK(&held_by, h);
+        free(h->principal);
+        free(h);
+    }
+    call->held = 0;
+}
+
+/* Counts call's argument bytes against its run (g) and principal: 0, or -1 with why when
+ * either would pass its cap (CALLS_MAX_RUN_BYTES, CALLS_MAX_PRINCIPAL_BYTES). */
+static int held_take(struct call *call, struct gate *g, char *why, size_t cap)
+{
+    size_t n = call->args_len;
+    const char *p = call->principal ? call->principal : "";
+    struct held_bytes *h = held_find(p);
+    size_t mine = h ? h->bytes : 0;
+    if (g->held + n > CALLS_MAX_RUN_BYTES || mine + n > CALLS_MAX_PRINCIPAL_BYTES) {
+        snprintf(why, cap,
+                 "the gateway holds %zu bytes of arguments of this run's calls and %zu of its "
+                 "principal's (caps %zu and %zu): wait for earlier calls before starting more",
+                 g->held, mine, CALLS_MAX_RUN_BYTES, CALLS_MAX_PRINCIPAL_BYTES);
+        return -1;
+    }
+    if (!h) {
+        h = xcalloc(1, sizeof(*h));
+        h->principal = xstrdup(p);
+        h->next = held_by;
+        held_by = h;
+    }
+    h->bytes += n;
+    g->held += n;
+    call->held = n;
+    return 0;
+}
+
 static void call_free(struct call *call)
 {
+    held_release(call);
     json_decref(call->id);
     json_decref(call->request_state);
     free(call->fn);
@@ -425,6 +492,12 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     call->timeout_ms = timeout_ms;
     call->started_ms = t0;
     struct gate *g = gate_get(run_id);
+    char full[400];
+    if (held_take(call, g, full, sizeof(full)) < 0) {
+        reply_error(conn_id, id, "denied", full, 0);
+        gate_release(g);
+        goto refused;
+    }
     if (gate_full(g) || g->head) { /* waits in order, behind the run's earlier calls */
         if (g->tail)
             g->tail->next = call;
@@ -617,6 +690,12 @@ void calls_conn_closed(uint64_t conn_id)
 void calls_free_all(void)
 {
     lp_defer_cancel(&pump_later);
+    while (held_by) {
+        struct held_bytes *h = held_by;
+        held_by = h->next;
+        free(h->principal);
+        free(h);
+    }
     while (gates) {
         struct gate *g = gates;
         struct call *c;

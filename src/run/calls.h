@@ -23,6 +23,11 @@
  * reply of up to 64 MiB, so the bound is what keeps one program from making the gateway hold
  * thousands of them. Read by calls_set_hooks. */
 #define CALLS_DEFAULT_MAX_PER_RUN 256
+/* Argument bytes of calls in flight or waiting the gateway holds for one run, and for all the
+ * runs of one principal: a program that starts many calls with big arguments to a tool that
+ * does not answer cannot make the gateway hold more. */
+#define CALLS_MAX_RUN_BYTES       ((size_t)64 << 20)
+#define CALLS_MAX_PRINCIPAL_BYTES ((size_t)128 << 20)
 
 /* What enforcement needs to know of the run a call says it belongs to. */
 struct calls_run {
