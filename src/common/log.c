@@ -134,3 +134,25 @@ void log_write(enum log_level level, const char *module, const char *fmt, ...)
     fputc('\n', stderr);
     funlockfile(stderr);
 }
+
+int log_budget_take(struct log_budget *b, const char *module)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    if (now - b->window_ms >= 1000) {
+        b->window_ms = now;
+        b->lines = 0;
+        if (b->dropped) {
+            log_write(LOG_WARN, module, "%ld more lines were not logged (over %d a second)",
+                      b->dropped, LOG_BUDGET_LINES);
+            b->dropped = 0;
+        }
+    }
+    if (b->lines >= LOG_BUDGET_LINES) {
+        b->dropped++;
+        return 0;
+    }
+    b->lines++;
+    return 1;
+}

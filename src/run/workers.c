@@ -428,7 +428,7 @@ void wk_on_message(int slot, json_t *msg)
         became_idle();
         return;
     }
-    if (error) {
+    if (error && log_budget_take(&w->log_budget, "worker")) {
         json_t *m = json_object_get(error, "message");
         log_error("worker", "worker %d: %s", slot,
                   json_is_string(m) ? json_string_value(m) : "error reply");

@@ -49,9 +49,10 @@ test('mutations are the writes the gateway routed: clearing the runtime record h
   try {
     const e = await run(String.raw`
 made = memory_create_entities(entities=[{"name": "Hidden", "entityType": "t", "observations": []}])
+names = [x["name"] for x in made["entities"]]  # read: the runtime has recorded the write
 from codemcp_rt import runstate
 runstate.current().mutations.clear()
-result = [x["name"] for x in made["entities"]]`, { allow_mutations: ['memory_create_entities'] });
+result = names`, { allow_mutations: ['memory_create_entities'] });
     assert.deepEqual(e.result, ['Hidden'], JSON.stringify(e));
     assert.ok(fs.readFileSync(memFile, 'utf8').includes('Hidden'), 'the write reached the server');
     assert.deepEqual(e.mutations, [{ server: 'memory', tool: 'create_entities', ok: true }], JSON.stringify(e));
