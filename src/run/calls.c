@@ -39,14 +39,13 @@
  * `text`, one allocation with the call (50 concurrent calls were ~7 mallocs each). */
 struct call {
     uint64_t conn_id;
-    size_t held; /* argument bytes counted against its run and principal (calls_held) */
+    size_t held; /* argument bytes counted against its run and principal (held_take) */
     json_t *id;
     char *id_text; /* id as JSON text, for the reply written around the result's bytes */
     char *run_id;
     char *server, *tool;
-    char *fn;        /* its own allocation: known once the call is checked */
-    char *principal; /* the run's (shapes.h), its own allocation with fn */
-    char *args;      /* canonical JSON text of the arguments (NULL: none), kept for a retry */
+    char *fn;   /* its own allocation: known once the call is checked */
+    char *args; /* canonical JSON text of the arguments (NULL: none), kept for a retry */
     size_t args_len;
     json_t *request_state; /* the server's, while waiting for input (may be NULL) */
     int waiting;           /* relayed input_required: waiting for calls_resume */
@@ -54,6 +53,7 @@ struct call {
     int64_t timeout_ms; /* the program's own for this call (0: the server's default) */
     uint64_t up_handle;
     int64_t started_ms;
+    char principal[64]; /* the run's: whose shapes and counts its result teaches */
     struct call *next, **pprev;
     char text[]; /* id_text, run_id, server, tool, args: each NUL-terminated */
 };
@@ -111,7 +111,7 @@ static void held_release(struct call *call)
     struct gate *g = gate_find(call->run_id);
     if (g)
         g->held -= call->held < g->held ? call->held : g->held;
-    struct held_bytes *h = held_find(call->principal ? call->principal : "");
+    struct held_bytes *h = held_find(call->principal);
     if (h && (h->bytes -= call->held < h->bytes ? call->held : h->bytes) == 0) {
         LIST_UNLINK(&held_by, h);
         free(h->principal);
@@ -125,7 +125,7 @@ static void held_release(struct call *call)
 static int held_take(struct call *call, struct gate *g, char *why, size_t cap)
 {
     size_t n = call->args_len;
-    const char *p = call->principal ? call->principal : "";
+    const char *p = call->principal;
     struct held_bytes *h = held_find(p);
     size_t mine = h ? h->bytes : 0;
     if (g->held + n > CALLS_MAX_RUN_BYTES || mine + n > CALLS_MAX_PRINCIPAL_BYTES) {
@@ -153,7 +153,6 @@ static void call_free(struct call *call)
     json_decref(call->id);
     json_decref(call->request_state);
     free(call->fn);
-    free(call->principal);
     free(call);
 }
 
@@ -487,7 +486,7 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
         goto refused;
     }
     call->fn = xstrdup(fn);
-    call->principal = run.principal ? xstrdup(run.principal) : NULL;
+    snprintf(call->principal, sizeof(call->principal), "%s", run.principal ? run.principal : "");
     call->mutation = mutation;
     call->timeout_ms = timeout_ms;
     call->started_ms = t0;
