@@ -73,7 +73,10 @@ struct gate {
     struct gate *next;
 };
 
-/* Argument bytes a principal's calls hold (in flight or waiting), while any are held. */
+/* Argument bytes a principal's calls hold (in flight or waiting). An entry at zero is kept
+ * (a principal calling one tool after another would allocate one per call) unless more than
+ * HELD_KEPT principals have one. */
+#define HELD_KEPT 16
 struct held_bytes {
     char *principal;
     size_t bytes;
@@ -82,6 +85,7 @@ struct held_bytes {
 
 static struct call *calls; /* in flight */
 static struct held_bytes *held_by;
+static size_t n_held_by;
 static struct gate *gates;
 static struct calls_hooks hooks;
 static long max_per_run = CALLS_DEFAULT_MAX_PER_RUN;
@@ -112,10 +116,12 @@ static void held_release(struct call *call)
     if (g)
         g->held -= call->held < g->held ? call->held : g->held;
     struct held_bytes *h = held_find(call->principal);
-    if (h && (h->bytes -= call->held < h->bytes ? call->held : h->bytes) == 0) {
+    if (h && (h->bytes -= call->held < h->bytes ? call->held : h->bytes) == 0 &&
+        n_held_by > HELD_KEPT) {
         LIST_UNLINK(&held_by, h);
         free(h->principal);
         free(h);
+        n_held_by--;
     }
     call->held = 0;
 }
@@ -140,6 +146,7 @@ static int held_take(struct call *call, struct gate *g, char *why, size_t cap)
         h->principal = xstrdup(p);
         h->next = held_by;
         held_by = h;
+        n_held_by++;
     }
     h->bytes += n;
     g->held += n;
@@ -486,7 +493,11 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
         goto refused;
     }
     call->fn = xstrdup(fn);
-    snprintf(call->principal, sizeof(call->principal), "%s", run.principal ? run.principal : "");
+    if (run.principal) { /* a run's principal is a NUL-terminated char[64] too */
+        size_t n = strnlen(run.principal, sizeof(call->principal) - 1);
+        memcpy(call->principal, run.principal, n);
+        call->principal[n] = '\0';
+    }
     call->mutation = mutation;
     call->timeout_ms = timeout_ms;
     call->started_ms = t0;
@@ -695,6 +706,7 @@ void calls_free_all(void)
         free(h->principal);
         free(h);
     }
+    n_held_by = 0;
     while (gates) {
         struct gate *g = gates;
         struct call *c;
