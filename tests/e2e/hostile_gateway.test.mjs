@@ -132,6 +132,7 @@ if pid == 0:
 os.kill(os.getpid(), signal.SIGSTOP)
 result = "resumed"`);
     const peak = peakMb(h.pid);
+    console.log(`# junk frames to a stopped worker: gateway peak ${before.toFixed(0)} -> ${peak.toFixed(0)} MB`);
     assert.equal(e.error_kind, 'worker', JSON.stringify(e));
     assert.match(e.error, /did not read \d+ bytes the gateway had sent it/, JSON.stringify(e));
     // 21 MB of 7-byte frames, each answered with a ~90-byte error: ~270 MB queued without the cap.
@@ -164,6 +165,7 @@ for c in calls:
     kinds[k] = kinds.get(k, 0) + 1
 result = kinds`);
     const peak = peakMb(h.pid);
+    console.log(`# 24 calls of 8 MB: gateway peak ${before.toFixed(0)} -> ${peak.toFixed(0)} MB; ${JSON.stringify(e.result ?? e).slice(0, 200)}`);
     assert.ok(e.result, JSON.stringify(e).slice(0, 500));
     assert.ok(e.result.denied >= 10, JSON.stringify(e.result).slice(0, 500));
     assert.match(e.result.message, /bytes of arguments of this run's calls/, e.result.message);
