@@ -101,7 +101,9 @@ json_t *shapes_view(const char *principal)
 
 int shapes_version_for(const char *principal)
 {
-    json_t *v = json_object_get(scope_versions, scope_of(principal));
+    if (shared || !principal)
+        return shared_version;
+    json_t *v = json_object_get(scope_versions, principal);
     return v ? (int)json_integer_value(v) : shared_version;
 }
 

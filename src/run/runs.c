@@ -58,7 +58,8 @@ struct run {
     int dry_run;
     int reset;
     json_t *allow_mutations;
-    json_t *mutations; /* the writes calls.c routed for it (write_done), for the answer */
+    json_t *mutations; /* the writes calls.c routed for it (write_done), for the answer; NULL:
+                        * none yet */
     int slot; /* the worker slot given to the run's session when it was queued (-1: none free);
                * which run a worker executes is workers.c's to know */
     enum run_state state;
@@ -390,6 +391,8 @@ void run_on_write_done(const char *run_id, const char *server, const char *tool,
     json_t *item = json_pack("{s:s, s:s, s:b}", "server", server, "tool", tool, "ok", ok);
     if (dry_run)
         json_object_set_new(item, "dry_run", json_true());
+    if (!r->mutations)
+        r->mutations = json_array();
     json_array_append_new(r->mutations, item);
 }
 
@@ -549,7 +552,6 @@ static struct run *new_run(uint64_t session_id, uint64_t home)
     r->queued_ms = now_ms();
     r->timeout_ms = default_timeout_ms;
     r->allow_mutations = json_array();
-    r->mutations = json_array();
     r->slot = wk_slot_for_session(home);
     struct run **tail = &runs;
     while (*tail)
