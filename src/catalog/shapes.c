@@ -386,19 +386,20 @@ static void publish_exemplars(void)
     json_decref(view);
 }
 
-/* A change to the seeds (scope NULL: every view), the shared scope "" or a principal's. */
+/* A change to the seeds (scope NULL: every view), the shared scope "" or a principal's. Each
+ * view that changed gets a version of its own: a worker holding one view is never taken for
+ * holding another. */
 static void publish(const char *scope)
 {
-    version++;
     if (!scope) {
         const char *name;
         json_t *v;
-        json_object_foreach(scope_versions, name, v) json_integer_set(v, version);
+        json_object_foreach(scope_versions, name, v) json_integer_set(v, ++version);
     } else if (*scope) {
-        json_object_set_new(scope_versions, scope, json_integer(version));
+        json_object_set_new(scope_versions, scope, json_integer(++version));
     }
     if (!scope || !*scope) {
-        shared_version = version;
+        shared_version = ++version;
         publish_exemplars();
     }
     if (listener)
