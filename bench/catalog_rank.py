@@ -26,6 +26,11 @@ at its end) is one too since the word-vector pass (branch glove), split the same
 
     /usr/bin/python3 bench/catalog_rank.py /tmp/cat.json --base /path/to/old/python
 
+Over a dump of the other domains' APIs (`node bench/catalog_dump.mjs /tmp/oa.json --openapi`), it
+ranks the sets of tests/data/discovery/ instead (README.md there: two blind sets, ranked only with
+--final and whose misses are never printed, and a development set), their expectations named
+`server:tool`.
+
 ranks with this tree's python/ and with another one (e.g. `git archive <rev> python | tar -x`)
 in the same run, side by side.
 """
@@ -38,6 +43,27 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.environ.get("CODEMCP_RANK_PYTHON") or os.path.join(ROOT, "python"))
 from codemcp_rt import discovery  # noqa: E402
+
+
+def discovery_sets(cat):
+    """The sets of tests/data/discovery whose servers the dump holds, expectations as names."""
+    data = os.path.join(ROOT, "tests", "data", "discovery")
+    by_tool = {"%s:%s" % (i.get("server"), i.get("tool")): n for n, i in cat["info"].items()}
+    out = []
+    for name in sorted(os.listdir(data)):
+        if not name.endswith(".json") or name == "encoder-parity.json":
+            continue
+        qs = json.load(open(os.path.join(data, name)))
+        if not all(e in by_tool for q in qs for e in q["expect"]):
+            continue
+        qs = [dict(q, expect=[by_tool[e] for e in q["expect"]]) for q in qs]
+        out.append((name[:-5], qs, not name.startswith("blind")))
+    return out
+
+
+def discovery_visible(found, final):
+    """The blind sets only with --final."""
+    return [s for s in found if final or not s[0].startswith("blind")]
 
 
 def sets(final=False, odd=False):
@@ -77,6 +103,13 @@ def side_by_side(base):
     print("search p50: base %.3f ms, this %.3f ms" % (old["p50"], head["p50"]))
 
 
+def ranked(idx, query, n, vecs):
+    """search_tools' order (an older tree, given with --base, has only Index.search)."""
+    if hasattr(discovery, "rank"):
+        return discovery.rank(idx, [query], n, None, vecs)
+    return idx.search(query, n)
+
+
 def main():
     cat = json.load(open(sys.argv[1]))
     if "--base" in sys.argv:
@@ -88,19 +121,27 @@ def main():
     t = time.perf_counter()
     idx = discovery.Index(cat["names"], cat["info"])
     build = (time.perf_counter() - t) * 1000
+    vecs = None
+    if "--semantic" in sys.argv:  # with the sentence vectors, cached beside the dump
+        from codemcp_rt import semantic
+        vecs = semantic.Vectors(cat["names"], cat["info"], cache_dir=os.path.dirname(os.path.abspath(sys.argv[1])),
+                                background=False)
+        if not vecs.ready():
+            sys.exit("--semantic: " + vecs.status())
     lat = []
-    for label, qs, show in sets(final, "--odd" in sys.argv):
+    found = discovery_sets(cat)
+    for label, qs, show in discovery_visible(found, final) if found else sets(final, "--odd" in sys.argv):
         t1 = t5 = 0
         for q in qs:
             t = time.perf_counter()
-            got = [idx.names[d] for d in idx.search(q["query"], 5)]
+            got = [idx.names[d] for d in ranked(idx, q["query"], 5, vecs)]
             lat.append((time.perf_counter() - t) * 1000)
             ok1 = bool(got) and got[0] in q["expect"]
             ok5 = any(g in q["expect"] for g in got)
             t1 += ok1
             t5 += ok5
             if verbose and show and not ok1:
-                more = [idx.names[d] for d in idx.search(q["query"], 20)]
+                more = [idx.names[d] for d in ranked(idx, q["query"], 20, vecs)]
                 rank = next((str(i + 1) for i, g in enumerate(more) if g in q["expect"]), ">20")
                 print("  %-5s %s  [%s]\n        want %s (rank %s)\n        got  %s" % (
                     "top5" if ok5 else "MISS", q["query"], label, q["expect"], rank, got[:5]))

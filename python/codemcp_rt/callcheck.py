@@ -25,8 +25,10 @@ from typing import Any, Callable
 
 try:
     from . import argcheck as _argcheck
+    from . import meaning as _meaning
 except ImportError:  # loaded as a top-level module
     import argcheck as _argcheck  # type: ignore[no-redef]
+    import meaning as _meaning  # type: ignore[no-redef]
 
 __all__ = ["call_problems", "form_of"]
 
@@ -350,6 +352,7 @@ class _SdkIndex:
         self.names = frozenset(names)
         self.sorted = sorted(names)
         self.meta = meta
+        self.functions = functions
         self._inputs: dict[str, tuple[dict[str, str], dict, dict[str, frozenset]] | None] = {}
         self.prefixes: dict[str, list[str]] = {}  # "memory_" -> its functions
         self.by_tool: dict[str, list[str]] = {}  # "create_entities" -> ["memory_create_entities"]
@@ -416,19 +419,27 @@ class _SdkIndex:
         """None if ``name`` does not look like an SDK function, else the hint to append
         (possibly empty)."""
         server_fns: list[str] | None = None
+        server = None
         cands: list[str] = []
         for prefix, fns in self.prefixes.items():
             if name.startswith(prefix):
                 server_fns = fns
+                info = self.meta.get(fns[0]) if self.meta else None
+                server = info.get("server") if isinstance(info, dict) else None
                 cands += self.by_tool.get(name[len(prefix) :], ())  # right tool, wrong server
                 break
         cands += self.by_tool.get(name, ())  # the server prefix was left out
+        if not cands and server_fns is not None:
+            # A guessed verb: the function with that meaning (the discovery search), not
+            # the closest spelling, which is often the opposite operation.
+            cands = _meaning.suggest(name, server, self.functions, self.meta)
         cands += difflib.get_close_matches(name, self.sorted, n=1, cutoff=0.8)
         if server_fns is None and not cands:
             return None
         if not cands:
             cands = difflib.get_close_matches(name, server_fns or self.sorted, n=1, cutoff=0.6)
-        cands = list(dict.fromkeys(cands))[:2]
+        # Spelling alone never suggests a destructive tool, nor a write for a read.
+        cands = [c for c in dict.fromkeys(cands) if _meaning.allowed(name, c, self.meta)][:2]
         if cands:
             return " Did you mean %s?" % " or ".join("`%s`" % c for c in cands)
         if server_fns:

@@ -32,7 +32,7 @@ import re
 import time
 from typing import Any
 
-from codemcp_rt import jsonsafe, runstate, sdk, transport
+from codemcp_rt import argguard, errtext, jsonsafe, runstate, sdk, transport
 from codemcp_rt.errors import KINDS, ToolError
 from codemcp_rt.pending import Pending, resolve
 
@@ -94,7 +94,7 @@ _TR_CTRL = re.compile("[\x00-\x1f]").search
 
 
 def _py_text_result(raw: Any, call_id: Any) -> str | None:
-    """Python twin of _codemcp.text_result (tests/e2e/percall.mjs compares them)."""
+    """Python twin of _codemcp.text_result (tests/e2e/percall.test.mjs compares them)."""
     if type(raw) is not str or type(call_id) is not str:
         return None
     head = _TR_HEAD + call_id + _TR_MID
@@ -399,7 +399,10 @@ class _Call(_CallBase):  # type: ignore[misc,valid-type]
             meta = result.get("_meta")
             if meta is not None:
                 self._note_meta(result, meta)
-        self.value = unwrap(result)
+        value = unwrap(result)
+        if type(value) is str and type(result) is dict and result.get("isError") is True:
+            value = errtext.wrap(value, self.server, self.tool, self.plain_args())  # raises when used as data
+        self.value = value
         self._close()
         return self.value
 
@@ -470,8 +473,10 @@ def call(server: str, tool: str, args: dict[str, Any] | None = None, timeout_ms:
 
     ``timeout_ms`` is the per-call deadline the gateway enforces (None: its default).
     Never blocks and never raises for a failed call: errors surface when the value is
-    used (ToolError), or in gather().
+    used (ToolError), or in gather(). Arguments that certainly do not fit the tool's input
+    schema raise argguard.InvalidArguments here, before anything is sent.
     """
+    argguard.check(server, tool, args)  # InvalidArguments: nothing is sent
     state = runstate._current
     if _c_issue is not None and state is not None and sdk._current is _tools_snap:
         # the usual case (cached tool, flat scalar arguments, no write unanswered) in C;

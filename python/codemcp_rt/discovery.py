@@ -5,13 +5,17 @@ catalog is callable anyway. A run gets two helpers bound to the SDK snapshot it 
 with (the gateway ships each new catalog with `load_sdk`, so they read the live catalog):
 
     search_tools(query, limit=10, server=None) -> [{"name", "signature", "summary", "server"}]
+                            query: a task in words, or a list of phrasings of it
     describe(name) -> str   a function: signature, server/tool, docs with argument docs and
                             the learned result shape; a server (or a name prefix): its
                             functions, one compact line each
 
 Ranking lives in codemcp_rt.search (BM25F over weighted fields, Porter stems, a synonym
 table for the verbs and nouns of APIs, prefix and typo matching, values in the query
-counted little); it is measured by bench/catalog.mjs.
+counted little); it is measured by bench/catalog.mjs. Several phrasings of one task are
+ranked each and fused by rank (rank()); with CODEMCP_SEMANTIC_SEARCH=1 and the sentence
+encoder installed, the catalog's sentence vectors (codemcp_rt.semantic) join the fusion once
+computed in the background.
 
 The index is built once per SDK snapshot (a few ms per 1,000 functions) on first use.
 Stdlib only; never raises for odd input (a non-string query is an honest TypeError).
@@ -19,6 +23,8 @@ Stdlib only; never raises for odd input (a non-string query is an honest TypeErr
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 import weakref
 from typing import Any
@@ -28,6 +34,9 @@ from codemcp_rt.search import Index, words
 # -- the snapshot's catalog ---------------------------------------------------------------
 
 _index_for: tuple[Any, Index | None] = (None, None)
+_vectors_for: tuple[Any, Any] = (None, None)
+_MAX_PHRASINGS = 8
+_AGREE = 0.1  # what another phrasing's rank adds to a document's best one
 
 
 def _info(snap: Any) -> tuple[list[str], dict[str, dict[str, Any]]]:
@@ -54,6 +63,96 @@ def index(snap: Any) -> Index:
         names, info = _info(snap)
         _index_for = (snap, Index(names, info))
     return _index_for[1]  # type: ignore[return-value]
+
+
+def semantic_enabled() -> bool:
+    return os.environ.get("CODEMCP_SEMANTIC_SEARCH", "0") == "1"
+
+
+def warm() -> None:
+    """In the prototype, before it forks session workers: maps the sentence encoder's model
+    so every worker shares its pages, and logs when semantic search is on but cannot run."""
+    if not semantic_enabled():
+        return
+    from codemcp_rt import encoder
+    enc = encoder.load()
+    if enc is not None:
+        enc.encode(["warm up"])  # numpy's and BLAS's first-use allocations, shared by every worker
+    else:
+        print("codemcp: search_tools ranks by words only (CODEMCP_SEMANTIC_SEARCH=1): %s" % encoder.why(),
+              file=sys.stderr)
+
+
+def ranking_status(snap: Any) -> str:
+    """How search_tools ranks this snapshot now (describe() shows it)."""
+    if not semantic_enabled():
+        return "by words (BM25F, stems, synonyms)"
+    return vectors(snap).status()
+
+
+def vectors(snap: Any) -> Any:
+    """The snapshot's sentence vectors (codemcp_rt.semantic.Vectors, computing in the
+    background from the first call), or None when semantic search is off."""
+    global _vectors_for
+    if not semantic_enabled():
+        return None
+    if _vectors_for[0] is not snap:
+        from codemcp_rt import semantic
+        idx = index(snap)
+        _vectors_for = (snap, semantic.Vectors(idx.names, idx.info))
+    return _vectors_for[1]
+
+
+def rank(idx: Index, queries: list[str], limit: int, server: str | None = None, vecs: Any = None) -> list[int]:
+    """Documents for one task in one or several phrasings, best first: each phrasing's lexical
+    ranking, fused by rank (a document scores its best 1/sqrt(1 + rank) over the phrasings,
+    plus _AGREE times the others', so agreement breaks ties but a document that is only
+    middling for every phrasing never beats one that is first for some), then with the
+    sentence vectors when ``vecs`` has them (codemcp_rt.semantic.fuse)."""
+    ready = vecs is not None and vecs.ready()
+    depth = max(limit, 40) if ready or len(queries) > 1 else limit
+    lists = [idx.search(q, depth, server) for q in queries]
+    if len(lists) == 1:
+        lexical = lists[0]
+    else:
+        per: dict[int, list[float]] = {}
+        for docs in lists:
+            for r, d in enumerate(docs):
+                per.setdefault(d, []).append((1.0 / (1 + r)) ** 0.5)
+        score = {d: max(v) + _AGREE * (sum(v) - max(v)) for d, v in per.items()}
+        lexical = sorted(score, key=lambda d: (-score[d], len(idx.names[d])))
+    if not ready:
+        return lexical[:limit]
+    from codemcp_rt import semantic
+    allowed = None if server is None else (lambda d: idx.info[idx.names[d]].get("server") == server)
+    return semantic.fuse(lexical, vecs.zscores(queries), limit, allowed)
+
+
+_GROUP_ABOVE = 60  # describe(server) lists a bigger server by groups of names
+_GROUP_WORD = re.compile(r"[A-Za-z][a-z0-9]*|[0-9]+")
+
+
+def _group_prefix(fn: str, tool: str) -> str:
+    """The function's name up to the end of its tool name's first word ("github_actions_")."""
+    m = _GROUP_WORD.match(tool)
+    if not m or not fn.endswith(tool):
+        return fn
+    return fn[: len(fn) - len(tool) + m.end()]
+
+
+def _groups(what: str, fns: list[str], idx: Index, status: str) -> str:
+    groups: dict[str, list[str]] = {}
+    for fn in fns:
+        groups.setdefault(_group_prefix(fn, str(idx.info[fn].get("tool") or fn)), []).append(fn)
+    lines = ["%s: %d functions in %d groups by name; describe(\"<group>\") lists a group, search_tools(task) "
+             "finds by task (it ranks %s)" % (what, len(fns), len(groups), status)]
+    for prefix, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        if len(members) == 1:
+            lines.append("  %s  # %s" % (members[0], idx.info[members[0]]["summary"][:70]))
+            continue
+        sample = ", ".join(m[len(prefix):].lstrip("_") or m for m in members[:4])
+        lines.append("  %s* (%d): %s%s" % (prefix, len(members), sample, ", …" if len(members) > 4 else ""))
+    return "\n".join(lines) + "\n"
 
 
 def _shape_text(shape: Any, depth: int = 0) -> str:
@@ -104,21 +203,31 @@ def bind(snap: Any, unavailable: list[dict[str, Any]] | None = None) -> dict[str
                          "its" if len(names) == 1 else "their"), file=sys.stderr)
         return names
 
-    def search_tools(query: str, limit: int = 10, server: str | None = None) -> list[dict[str, str]]:
+    def search_tools(query: str | list[str], limit: int = 10, server: str | None = None) -> list[dict[str, str]]:
         """Find SDK functions for a task in plain words, best first.
 
+        ``query`` is the task, or a list of phrasings of it (["archive the ticket",
+        "transition issue to done"]): use the API's own words too when you know them.
         Returns [{"name", "signature", "summary", "server"}] (at most ``limit``); ``server``
         keeps one server's functions. Every function found can be called directly. Servers
         still connecting are not searched: the result's ``.connecting`` lists them (and the
         run's stderr says so)."""
-        if not isinstance(query, str):
-            raise TypeError("search_tools(query): query must be a string, not %s" % type(query).__name__)
+        if isinstance(query, (list, tuple)):
+            queries = list(query)
+            if not queries or len(queries) > _MAX_PHRASINGS or not all(isinstance(q, str) for q in queries):
+                raise TypeError("search_tools(query): a list of query phrasings must hold 1 to %d strings"
+                                % _MAX_PHRASINGS)
+        elif isinstance(query, str):
+            queries = [query]
+        else:
+            raise TypeError("search_tools(query): query must be a string or a list of strings, not %s"
+                            % type(query).__name__)
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise TypeError("search_tools(limit=...) must be an int")
         limit = max(0, min(limit, 200))
         idx = index(snap)
         out = []
-        for doc in idx.search(query, limit, server):
+        for doc in rank(idx, queries, limit, server, vectors(snap)):
             fn = idx.names[doc]
             it = idx.info[fn]
             out.append({"name": fn, "signature": it["signature"], "summary": it["summary"], "server": it["server"]})
@@ -147,11 +256,14 @@ def bind(snap: Any, unavailable: list[dict[str, Any]] | None = None) -> dict[str
             return text
         fns = [fn for fn in idx.names if idx.info[fn]["server"] == name]
         what = "server %s" % name
+        if len(fns) > _GROUP_ABOVE:
+            return _groups(what, fns, idx, ranking_status(snap))
         if not fns:
             fns = [fn for fn in idx.names if fn.startswith(name)] if len(name) >= 2 else []
             what = "functions starting with %r" % name
         if fns:
-            lines = ["%s: %d function%s (describe(name) for the full docs)" % (what, len(fns), "" if len(fns) == 1 else "s")]
+            lines = ["%s: %d function%s (describe(name) for the full docs; search_tools ranks %s)"
+                     % (what, len(fns), "" if len(fns) == 1 else "s", ranking_status(snap))]
             for fn in fns:
                 summary = idx.info[fn]["summary"]
                 if len(summary) > 80:

@@ -14,6 +14,8 @@ calls, no properties: dict keys and list indexes only). Anything unclear gives n
 from __future__ import annotations
 
 import ast
+import difflib
+import re
 from typing import Any
 
 __all__ = ["hint"]
@@ -26,9 +28,102 @@ _NOKEY = object()
 def hint(exc: BaseException, frame: Any, lines: list[str], lineno: int) -> str | None:
     """The hint line for ``exc`` raised on ``lines[lineno - 1]`` in ``frame``, or None."""
     try:
+        if isinstance(exc, ZeroDivisionError):
+            return _zero_hint(frame, lines, lineno)
+        if isinstance(exc, KeyError) and exc.args and type(exc.args[0]) is str:
+            named = _name_hint(exc.args[0], lines, lineno)
+            if named:
+                return named
         return _hint(exc, frame, lines, lineno)
     except Exception:
         return None  # a hint is a courtesy
+
+
+def _name_hint(key: str, lines: list[str], lineno: int) -> str | None:
+    """``globals()['memory_' + verb]`` failed: the SDK function with that meaning."""
+    if not (0 < lineno <= len(lines)) or "globals()" not in lines[lineno - 1] and "vars()" not in lines[lineno - 1]:
+        return None
+    from codemcp_rt import meaning, sdk
+
+    snap = sdk.current()
+    server = next((str(i.get("server")) for fn, i in snap.meta.items()
+                   if isinstance(i, dict) and i.get("server") and key.startswith(fn[: len(fn) - len(str(i.get("tool")))])),
+                  None)
+    cands = difflib.get_close_matches(key, list(snap.functions), n=1, cutoff=0.8)
+    cands += meaning.suggest(key, server, snap.functions, snap.meta)
+    cands = [c for c in dict.fromkeys(cands) if meaning.allowed(key, c, snap.meta)][:2]
+    if server is None and not cands:
+        return None
+    text = "Hint: %r is not an SDK function (the name was computed at run time)." % key
+    if cands:
+        text += " Did you mean %s?" % " or ".join("`%s`" % c for c in cands)
+    return text
+
+
+def _zero_hint(frame: Any, lines: list[str], lineno: int) -> str | None:
+    """A division by ``len(x)`` / ``x`` that is empty: say so, and which SDK call's
+    result it came from (followed through the program's assignments) had no matches."""
+    from codemcp_rt import sdk
+
+    tree = _parse_line(lines[lineno - 1]) if 0 < lineno <= len(lines) else None
+    if tree is None:
+        return None
+    scope = dict(frame.f_globals)
+    scope.update(frame.f_locals)
+    name = None
+    for node in ast.walk(tree):
+        if type(node) is ast.BinOp and type(node.op) in (ast.Div, ast.FloorDiv, ast.Mod):
+            r = node.right
+            if type(r) is ast.Call and type(r.func) is ast.Name and r.func.id == "len" and len(r.args) == 1:
+                r = r.args[0]
+            if type(r) is ast.Name and r.id in scope:
+                v = scope[r.id]
+                if (type(v) in (list, dict, tuple, str, set) and not v) or v == 0:
+                    name = r.id
+                    break
+    if name is None:
+        return None
+    text = "Hint: %s is empty, so the division is by zero." % name
+    try:
+        program = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return text
+    functions = sdk.current().functions
+    cur = name
+    for _ in range(8):  # follow x = [... for e in y] / y = fn(...)['k'] back to the call
+        value = _assigned(program, cur, lineno)
+        if value is None:
+            break
+        call = next((n for n in ast.walk(value) if type(n) is ast.Call and type(n.func) is ast.Name
+                     and n.func.id in functions), None)
+        if call is not None:
+            shown = ast.unparse(call)
+            if len(shown) > 120:
+                shown = shown[:117] + "..."
+            return text + (" It comes from %s (line %d): the search returned no matches. Check `if %s:` before "
+                           "dividing." % (shown, call.lineno, name))
+        nxt = None
+        for n in ast.walk(value):
+            if type(n) is ast.comprehension and type(n.iter) is ast.Name:
+                nxt = n.iter.id
+                break
+        if type(value) is ast.Name:
+            nxt = value.id
+        if nxt is None:
+            break
+        cur = nxt
+    return text + " Check `if %s:` before dividing." % name
+
+
+def _assigned(program: ast.AST, name: str, before: int) -> ast.AST | None:
+    """The value of the last ``name = ...`` above line ``before``."""
+    best = None
+    for node in ast.walk(program):
+        if type(node) is ast.Assign and node.lineno <= before and any(
+                type(t) is ast.Name and t.id == name for t in node.targets):
+            if best is None or node.lineno > best.lineno:
+                best = node
+    return best.value if best is not None else None
 
 
 def _hint(exc: BaseException, frame: Any, lines: list[str], lineno: int) -> str | None:
@@ -61,7 +156,7 @@ def _hint(exc: BaseException, frame: Any, lines: list[str], lineno: int) -> str 
             if failed:
                 where = _where(cur, scope, origin, root, path)
                 if where is None:
-                    return None
+                    return _plain_hint(cur, root + path, op, key, exc, failed, scope)
                 return "Hint: %s %s" % (where, failed)
             try:
                 cur = cur[key] if op == "key" or (op == "attr" and type(cur) is dict) else None
@@ -71,6 +166,39 @@ def _hint(exc: BaseException, frame: Any, lines: list[str], lineno: int) -> str 
                 break
             path += "[%r]" % (key,)
     return None
+
+
+def _plain_hint(value: Any, shown: str, op: str, key: Any, exc: BaseException, failed: str,
+                scope: dict) -> str | None:
+    """The hint for a value the program holds that no SDK result contains (parsed data, a
+    dict it built, a gather() entry): the keys that exist, a failed gather entry's error,
+    or which result the dict's values came from."""
+    if type(value) is not dict or not value or op != "key" or not isinstance(exc, KeyError):
+        return None  # an empty dict: nothing to show
+    if value.get("ok") is False and isinstance(value.get("error"), dict) and key == "value":
+        err = value["error"]
+        kind = err.get("kind")
+        why = "timed out" if kind == "timeout" else "failed (%s)" % kind
+        return ("Hint: %s is a gather() entry whose call %s: %s. Check entry['ok'] before reading "
+                "entry['value'] (a failed entry has 'error' instead)." % (shown, why, err.get("message")))
+    close = difflib.get_close_matches(str(key), [k for k in value if type(k) is str], n=1, cutoff=0.6)
+    hint = "Hint: %s %s" % (shown, failed)
+    if close:
+        hint += " Did you mean %r?" % close[0]
+    source = _values_from(value, scope)
+    if source is not None:
+        hint += " Its values come from %s, which has no entry for %r." % (source, key)
+    return hint
+
+
+def _values_from(d: dict, scope: dict) -> str | None:
+    """"memory_read_graph's result['entities']" when the values of ``d`` (a dict the
+    program built) are items of an SDK result the program holds, else None."""
+    first = next((v for v in d.values() if type(v) in (dict, list)), None)
+    if first is None:
+        return None
+    where = _where(first, scope, None, "", "")
+    return re.sub(r"\[\d+\]$", "", where) if where else None
 
 
 def _parse_line(text: str) -> ast.AST | None:

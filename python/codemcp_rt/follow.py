@@ -48,20 +48,76 @@ def within(f: Any, scope: int, home: int) -> bool:
 class Bound:
     """A name known to hold (part of) an SDK result: where it is valid and its shape."""
 
-    __slots__ = ("fn", "shape", "label", "home", "after", "comp")
+    __slots__ = ("fn", "shape", "label", "home", "after", "comp", "hidden")
 
-    def __init__(self, fn: str, shape: Any, label: str, home: int, after: tuple[int, int], comp: bool) -> None:
+    def __init__(self, fn: str, shape: Any, label: str, home: int, after: tuple[int, int], comp: bool,
+                 hidden: frozenset = frozenset()) -> None:
         self.fn = fn
         self.shape = shape
         self.label = label  # how messages name the value: result, result['entities'][…]
         self.home = home  # the scope the binding is seen in
         self.after = after  # loads before this position are not of this binding
         self.comp = comp  # a comprehension variable: position does not matter, scope does
+        self.hidden = hidden  # comprehension scopes inside home that bind the same name
 
     def sees(self, f: Any, node: ast.AST, scope: int) -> bool:
         if not within(f, scope, self.home):
             return False
+        if self.hidden:
+            s = scope
+            while s != self.home:
+                if s in self.hidden:
+                    return False  # the comprehension's own variable of this name
+                s = f.scope_parent[s]
         return self.comp or (node.lineno, node.col_offset) > self.after
+
+
+def _grown(f: Any) -> frozenset:
+    """Names of lists the program grows (append, extend, +=)."""
+    return frozenset(b.id for b in f.grows if type(b) is ast.Name)
+
+
+def source(f: Any, bound: dict, root: str, node: ast.AST, scope: int) -> Bound | None:
+    """The Bound of ``root`` that a read of it at ``node`` in ``scope`` sees, or None.
+    ``bound`` is keyed by name, and by (name, scope) for comprehension variables."""
+    b = bound.get(root)
+    if b is not None and b.sees(f, node, scope):
+        return b
+    for key, b in bound.items():
+        if type(key) is tuple and key[0] == root and b.sees(f, node, scope):
+            return b
+    return None
+
+
+def _only(bound: dict, name: str) -> Bound | None:
+    """The one Bound of ``name`` (a plain or a comprehension binding), None if not one."""
+    found = [b for key, b in bound.items() if key == name or (type(key) is tuple and key[0] == name)]
+    return found[0] if len(found) == 1 else None
+
+
+def filtered(value: ast.AST) -> ast.AST | None:
+    """``[e for e in r['k'] if ...]`` (or a generator / list() / sorted() of one, each item
+    kept whole) -> ``r['k']``, the expression whose items it keeps; else None."""
+    if type(value) is ast.Call and type(value.func) is ast.Name and value.func.id in ("list", "sorted") \
+            and len(value.args) == 1 and not value.keywords:
+        value = value.args[0]
+    if type(value) not in (ast.ListComp, ast.GeneratorExp) or len(value.generators) != 1:
+        return None
+    gen = value.generators[0]
+    if gen.is_async or type(gen.target) is not ast.Name or type(value.elt) is not ast.Name:
+        return None
+    if value.elt.id != gen.target.id or type(gen.iter) not in (ast.Name, ast.Subscript, ast.Attribute, ast.Call):
+        return None
+    return gen.iter
+
+
+def _hidden(f: Any, name: str, scope: int) -> frozenset | None:
+    """The comprehension scopes inside ``scope`` that bind ``name`` (their own variable,
+    not this binding's), or None when ``name`` is bound more than once otherwise."""
+    comps = [sc for sc in f.comp_scopes.get(name, ()) if sc != scope]
+    if len(f.binds.get(name, ())) - len(comps) != 1:
+        return None
+    return frozenset(comps)
 
 
 def derive(f: Any, bound: dict[str, Bound], written: frozenset, arrays_grow: bool) -> None:
@@ -75,37 +131,87 @@ def derive(f: Any, bound: dict[str, Bound], written: frozenset, arrays_grow: boo
     for _ in range(4):
         changed = False
         for kind, name, expr, node, scope in f.derived:
-            if name in bound:
+            key = (name, scope) if kind == "comp" else name  # a comprehension's variable is its own
+            if key in bound:
                 continue
             if kind == "comp":
                 # One comprehension variable of this name in this scope and none nested in it.
                 if sum(1 for sc in comp_names[name] if within(f, sc, scope)) != 1:
                     continue
-            elif len(f.binds.get(name, ())) != 1 or scope in f.class_scopes:
-                continue
+            elif scope in f.class_scopes or name in f.isinstance_of or name in _grown(f):
+                continue  # a list the program also appends to may hold items of any shape
             path = path_of(expr)
             if path is None:
                 continue
             root, steps = path
-            src = bound.get(root)
-            if src is None or not src.sees(f, expr, scope):
+            src = source(f, bound, root, expr, scope)
+            if src is None:
                 continue
             sub = _shapes.follow(src.shape, steps, written=written, arrays_grow=arrays_grow)
             if sub is None:
                 continue
             label = src.label + _shapes.path_text(steps)
-            if kind != "alias":
+            if kind != "alias" and sub.get("k") == "object" and isinstance(sub.get("fields"), dict):
+                # Looping over a dict gives its keys (text): remember which lists it holds.
+                lists = [k for k, v in sub["fields"].items() if isinstance(v, dict) and v.get("k") == "array"]
+                sub = {"k": "leaf", "t": "str", "keys_of": lists}
+            elif kind != "alias":
                 if sub.get("k") != "array" or arrays_grow or not isinstance(sub.get("items"), dict):
                     continue
                 sub = sub["items"]
                 label += "[…]"
             if sub.get("k") not in ("object", "array", "leaf"):
                 continue
+            hidden = frozenset() if kind == "comp" else _hidden(f, name, scope)
+            if hidden is None:
+                continue
             end = expr if kind != "alias" else node
-            bound[name] = Bound(src.fn, sub, label, scope, (end.end_lineno, end.end_col_offset), kind == "comp")
+            bound[key] = Bound(src.fn, sub, label, scope, (end.end_lineno, end.end_col_offset), kind == "comp",
+                               hidden)
+            changed = True
+        if _helper_params(f, bound):
             changed = True
         if not changed:
             return
+
+
+def _helper_params(f: Any, bound: dict[str, Bound]) -> bool:
+    """``def summary(entity): ...`` whose every call passes, for ``entity``, a name holding
+    the same part of one SDK result (``[summary(e) for e in r['entities']]``): the parameter
+    holds that part too. Only for functions used by plain calls and nothing else."""
+    changed = False
+    for fname, (fdef, fscope) in f.defs.items():
+        if len(f.binds.get(fname, ())) != 1 or fdef.decorator_list:
+            continue
+        calls = [c for form, cs in f.sites.items() if form[0] == fname for c in cs]
+        if not calls or f.name_loads.get(fname, 0) != len(calls):
+            continue  # passed around, or never called: any value may arrive
+        a = fdef.args
+        if a.posonlyargs or a.vararg or a.kwarg:
+            continue
+        for i, arg in enumerate(a.args):
+            pname = arg.arg
+            if pname in bound or pname in f.isinstance_of:
+                continue
+            src = None
+            for c in calls:
+                if any(type(x) is ast.Starred for x in c.args) or any(k.arg is None for k in c.keywords):
+                    src = None
+                    break
+                given = c.args[i] if i < len(c.args) else next((k.value for k in c.keywords if k.arg == pname), None)
+                b = _only(bound, given.id) if type(given) is ast.Name else None
+                if b is None or (src is not None and (b.shape is not src.shape or b.fn != src.fn)):
+                    src = None
+                    break
+                src = b
+            if src is None:
+                continue
+            hidden = _hidden(f, pname, fscope)
+            if hidden is None:
+                continue
+            bound[pname] = Bound(src.fn, src.shape, src.label, fscope, (0, 0), True, hidden)
+            changed = True
+    return changed
 
 
 def path_of(expr: ast.AST) -> tuple[str, list[tuple[str, Any, int]]] | None:

@@ -317,6 +317,19 @@ def _user_stack(tb: Any) -> traceback.StackSummary:
     return traceback.StackSummary.from_list(frames)
 
 
+def _user_line(exc: BaseException) -> tuple[int, str] | None:
+    """(line, its text) of the last frame of agent code ``exc`` passed through."""
+    last = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code.co_filename == FILENAME:
+            last = (frame, lineno)
+    if last is None or not last[1]:
+        return None
+    lines = _sources.get(last[0].f_code) or []
+    text = lines[last[1] - 1].strip() if 0 < last[1] <= len(lines) else ""
+    return last[1], redact_text(text[:120])  # the line may hold a credential, as a traceback may
+
+
 def _result_hint(exc: BaseException) -> str | None:
     """errhint's line for an error raised reading an SDK result, from the last frame of
     agent code the error passed through."""
@@ -350,7 +363,7 @@ def _format_exception(exc: BaseException) -> str:
         if t.__context__ is not None and e.__context__ is not None:
             pairs.append((t.__context__, e.__context__))
     text = "".join(te.format()).rstrip("\n")
-    if isinstance(exc, (KeyError, AttributeError, TypeError, IndexError)):
+    if isinstance(exc, (KeyError, AttributeError, TypeError, IndexError, ZeroDivisionError)):
         extra = _result_hint(exc)
         if extra:
             text += "\n" + extra
@@ -570,10 +583,22 @@ def _failure(exc: BaseException, params: dict[str, Any], timeout_ms: Any) -> dic
     if isinstance(exc, RunInterrupted):
         if exc.reason == "timeout":
             after = " after %s ms" % timeout_ms if isinstance(timeout_ms, int) else ""
-            return {"ok": False, "error": "execution timed out%s" % after, "error_kind": "timeout"}
+            where = _user_line(exc)
+            at = " at line %d (%s)" % where if where else ""
+            return {"ok": False, "error": "execution timed out%s%s. The run's time limit is execute_python's "
+                    "timeout_ms: pass a larger timeout_ms, or do less per run." % (after, at),
+                    "error_kind": "timeout"}
         return {"ok": False, "error": "execution cancelled", "error_kind": "cancelled"}
     if isinstance(exc, ToolError):
-        text = jsonsafe.dumps_capped({"tool_error": exc.to_dict()}, _MAX_ERROR_CHARS)
+        report = exc.to_dict()
+        where = _user_line(exc)
+        if where:
+            report["at"] = "(line %d) %s" % where  # where the program used the failed call
+        if exc.kind == "timeout":
+            report["fix"] = ("the call got no answer within its time limit (line %s). Pass a larger "
+                             "timeout_ms= to this call (e.g. fn(..., timeout_ms=60000)); the run's own "
+                             "timeout_ms must cover it too." % (where[0] if where else "?"))
+        text = jsonsafe.dumps_capped({"tool_error": report}, _MAX_ERROR_CHARS)
         return {"ok": False, "error": text, "error_kind": "tool_error"}
     # Credential-shaped text in a traceback is hidden (codemcp_rt.redact).
     error = redact_text(_format_exception(exc))

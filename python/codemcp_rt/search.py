@@ -22,8 +22,9 @@ below are checked by bench/rank_learn.py, coordinate ascent on one half scored o
 * a function whose name has words the query does not mention, or that matches few of the
   query's words, is ranked lower ("create an issue" prefers issues_create to
   issues_create_comment); a query without a verb asks for a listing;
-* intent: a function reads (list/get/check...) or changes (create/delete/merge...), by the first
-  verb of its name; a query asks to read (a question, a reading verb, no verb) or to change (any
+* intent: a function reads or changes, by the first verb of its name (list/get/check... or
+  create/delete...), else by the SDK's own mutation flag (sdkgen/mutation.c: "meetingStatus" has
+  no verb; measured, the flag over a name's verb loses: a POST that reads is common); a query asks to read (a question, a reading verb, no verb) or to change (any
   other verb); a function of the other kind keeps _INTENT. An imperative's first word unknown to
   the catalog ("slap a label on it") is a verb: no listing is implied;
 * phrasing: a phrasal verb of the table with its object in between ("take the label off") is
@@ -46,8 +47,7 @@ below are checked by bench/rank_learn.py, coordinate ascent on one half scored o
   CONSTANT_CASE identifier is a value named by its last word (NODE_VERSION is a version); a
   change's every/all is a quantity, not a listing; "left" remains only after have/has;
 * structure: adjacent query words found side by side in a name, summary or the description's
-  opening rank a function higher (_PAIR); an organization's or enterprise's variant of a
-  function that also exists unscoped keeps 1 - _SCOPE unless the query names that scope.
+  opening rank a function higher (_PAIR).
 
 The index is built once per catalog (some tens of ms per 1,000 functions); a search costs
 well under 2 ms at 1,200 functions. Stdlib only; never raises for any str.
@@ -155,8 +155,6 @@ _TEXT_MARK = re.compile(r"\b(?:saying|that says|telling (?:them|him|her|everyone
                         r"|with the (?:title|message|text|body)|mentioning|containing|(?<=anything )about"
                         r"|(?<=everything )about|(?<=something )about"
                         r"|(?<=remember )that|(?<=note )that|(?<=noting )that|(?<=record )that)\b")
-_REPO_VALUE = re.compile(r"[\w.-]+/[\w.-]+")
-_REPO_HINT = 0.5
 _NUMBER_HINT = 0.3
 _DIGITS = re.compile(r"\d+")
 _AFTER_VERB = re.compile(r"^\s*[a-z]+\s+$")  # a number right after the first word
@@ -184,11 +182,6 @@ _NEGATION = re.compile(r"\b(?:without|not|never|nobody|no one|don't|doesn't|didn
                        r"\s+((?:(?:can|could|will|would|be|been|being|a|an|the|any|ever)\s+)*[\w-]+)")
 _NEG = 0.3
 _EXCEPT = re.compile(r"\b(?:" + "|".join(_EXCEPT_WORDS) + r")\s+(me|myself|my|mine|i)\b")  # "besides me": not the user's own
-# Words of a wider scope than one repository or user: a function of an organization or an
-# enterprise (orgs_create_webhook beside repos_create_webhook) is meant when the query says so.
-_SCOPES = frozenset(stem(w) for w in "org organization enterprise".split())
-_UNSCOPED = frozenset(stem(w) for w in "repo repository repos user authenticated".split())
-_SCOPE = 0.2
 
 # word -> {synonym: weight}.
 _SYN_WEIGHT = 0.85
@@ -323,7 +316,6 @@ class Index:
         self.name_words: list[frozenset[str]] = []
         self.kinds: list[str] = []  # "r" reads, "w" changes, "" unknown
         self.polarity: list[str] = []  # of a change: "+" adds or turns on, "-" takes away or undoes
-        self.scoped: list[bool] = []  # an organization's or an enterprise's variant of a function
         docs_fields: list[dict[str, list[str]]] = []
         for fn in names:
             it = info[fn]
@@ -354,8 +346,10 @@ class Index:
                     break
             else:
                 self.polarity.append("")
+            mutation = it.get("mutation")
+            if not kind and isinstance(mutation, bool):  # no verb in the name: the SDK's flag
+                kind = "w" if mutation else "r"
             self.kinds.append(kind)
-            self.scoped.append(bool(_SCOPES & set(f["name"])))
             docs_fields.append(f)
         # adjacent word pairs of the name and the summary ("workflow run", "deploy key")
         self.pairs: dict[tuple[str, str], set[int]] = {}
@@ -364,10 +358,6 @@ class Index:
                 for a, b in zip(seq, seq[1:]):
                     if a != b:
                         self.pairs.setdefault((a, b), set()).add(i)
-        # a scoped function counts as a variant only when an unscoped one does the same
-        keys = [frozenset(nw - _SCOPES - _UNSCOPED) for nw in self.name_words]
-        plain_keys = {k for k, sc in zip(keys, self.scoped) if not sc}
-        self.scoped = [sc and k in plain_keys for k, sc in zip(keys, self.scoped)]
         n = max(1, len(names))
         avg = {k: max(1.0, sum(len(d[k]) for d in docs_fields) / n) for k in _FIELDS}
         self.postings: dict[str, dict[int, float]] = {}
@@ -464,7 +454,7 @@ class Index:
         ms = list(_THES_WORD_RE.finditer(q))
         if not ms:
             return q
-        # words inside values (owner/repo, notes.md, quoted text) are not the task's words
+        # words inside values (owner/repo, file names, quoted text) are not the task's words
         vals = [(v.start(), v.end()) for v in _VALUE.finditer(q)]
         st: list[str] = []
         k = 0
@@ -622,8 +612,6 @@ class Index:
                     out.setdefault(w, _VALUE_WEIGHT * mult)
                 if re.search(r"\.[a-z][a-z0-9]{0,4}$", v) and not v.startswith(("'", '"', "@", "#")):
                     out.setdefault(stem("file"), _FILE_HINT * mult)
-                elif _REPO_VALUE.fullmatch(v):  # owner/name: a repository
-                    out.setdefault(stem("repo"), _REPO_HINT * mult)
                 elif _NUMBER_HINT and (v.startswith("#") and v[1:].isdigit()
                                        or v.isdigit() and _AFTER_VERB.search(part[:m.start()])
                                        and len(_DIGITS.findall(q)) == 1):
@@ -700,7 +688,6 @@ class Index:
                 v = wt * min(1.0, qw / _COVER_FLOOR)
                 if v > allq.get(t, 0.0):
                     allq[t] = v
-        scope_asked = any(allq.get(w, 0.0) >= _SYN_SIDE for w in _SCOPES)
         # the query's adjacent pairs of words, each as the documents whose name or summary has
         # the two (or words they stand for, strongly) side by side
         pair_docs: list[set[int]] = []
@@ -759,8 +746,6 @@ class Index:
                 sc *= _INTENT
             elif polarity and self.polarity[doc] and self.polarity[doc] != polarity:
                 sc *= _OPPOSITE  # "assign the bug" is not remove_assignees
-            if self.scoped[doc] and not scope_asked:
-                sc *= 1.0 - _SCOPE
             if npairs:
                 sc *= 1.0 - _PAIR + _PAIR * sum(doc in ds for ds in pair_docs) / npairs
             ranked.append((-sc, len(self.names[doc]), doc))

@@ -40,6 +40,14 @@ _NOT_FIELDS = frozenset(dir(dict)) | {"result", "done", "send", "throw"}
 
 _current: dict[str, dict[str, Any]] = {}
 
+# What the runner's own helpers return (discovery.py's search_tools, describe): followed like a tool's result.
+_TEXT = {"k": "leaf", "t": "str"}
+RUNTIME_SHAPES: dict[str, dict[str, Any]] = {
+    "search_tools": {"k": "array", "items": {"k": "object", "fields": {
+        "name": _TEXT, "signature": _TEXT, "summary": _TEXT, "server": _TEXT}}},
+    "describe": _TEXT,
+}
+
 
 # -- the table ------------------------------------------------------------------------
 
@@ -97,6 +105,7 @@ def check_path(
     mentioned: frozenset | set = frozenset(),
     arrays_grow: bool = False,
     start: str = "result",
+    functions: Iterable[str] = (),
 ) -> str | None:
     """Follow ``steps`` from ``fn``'s result shape and return a problem line for the
     first field that cannot exist, or None.
@@ -124,9 +133,14 @@ def check_path(
             return _leaf_problem(fn, path, cur, op, key, line)
         if kind not in ("object", "array"):
             return None
+        if op == "call":
+            return _method_problem(fn, path, cur, key, line, functions)
         if key in written:
             return None
         if kind == "array":
+            if op == "attr" and key == "length":
+                return "%s: %s is a list; `.length` is JavaScript (line %d). Python writes `len(%s)`." % (
+                    fn, path, line, "x")
             if op == "key" and type(key) is str:
                 return (
                     "%s: %s is a list, so %s[%r] fails (line %d). Index it with a number (%s[0][%r]) "
@@ -158,6 +172,31 @@ def check_path(
 
 
 _LEAF_TYPES = {"str": str, "int": int, "float": float, "bool": bool}
+# What a result's value answers besides its own type's methods: Pending's API.
+_PENDING_API = frozenset({"result", "done", "send", "throw", "poll", "wait", "of"})
+
+
+def _method_problem(fn: str, path: str, cur: dict, method: str, line: int, functions: Iterable[str]) -> str | None:
+    """``x.method(...)`` on a list or a dict of a result: a method neither type has."""
+    if method.startswith("_") or method in _PENDING_API:
+        return None
+    pytype = list if cur.get("k") == "array" else dict
+    if hasattr(pytype, method):
+        return None
+    what = "a list" if pytype is list else "a dict"
+    msg = "%s: %s is %s, which has no method `.%s()` (line %d)." % (fn, path, what, method, line)
+    tools = [f for f in functions if f.endswith("_" + method)]
+    if tools:
+        return msg + " SDK functions are not methods of a result: call `%s(...)` by its name." % tools[0]
+    if pytype is dict and hasattr(str, method):
+        texts = [n for n, v in (cur.get("fields") or {}).items() if isinstance(v, dict) and v.get("t") == "str"]
+        if len(texts) == 1:
+            return msg + " Its text is %s[%r]: call %s[%r].%s(...)." % (path, texts[0], path, texts[0], method)
+    if pytype is list:
+        if method == "push":
+            return msg + " Python writes `.append(...)`."
+        return msg + " Loop over it and call it on each item (for item in ...: item.%s())." % method
+    return msg
 
 
 def _leaf_problem(fn: str, path: str, cur: dict, op: str, key: Any, line: int) -> str | None:
@@ -167,14 +206,26 @@ def _leaf_problem(fn: str, path: str, cur: dict, op: str, key: Any, line: int) -
     if pytype is None:
         return None  # None, Any or unknown: not ours to judge
     what = "text (str)" if pytype is str else "a %s" % t
+    keys_of = cur.get("keys_of")
+    if op == "key" and keys_of is not None and type(key) is str:
+        lists = [k for k in keys_of]
+        fix = " Loop over %s[%r] instead." % (path, lists[0]) if len(lists) == 1 else (
+            " Loop over one of its lists instead: %s." % ", ".join("%s[%r]" % (path, k) for k in lists) if lists else
+            " Loop over %s.items() for (key, value) pairs." % path)
+        return "%s: looping over %s (a dict) gives its keys, which are text (str), so item[%r] fails (line %d).%s" % (
+            fn, path, key, line, fix)
     if op == "key":
         if pytype is str and type(key) is int:
             return None  # a character
         return "%s: %s is %s, not a dict, so %s[%r] fails (line %d). Use the value itself%s." % (
             fn, path, what, path, key, line, " (e.g. parse it, or search it with `in`)" if pytype is str else "")
-    if op == "attr":
+    if op in ("attr", "call"):
         if hasattr(pytype, key) or key in ("result", "done"):
             return None
+        if cur.get("keys_of") is not None:
+            return None  # a key of an object: only a subscript is certainly wrong
+        if key == "length":
+            return "%s: %s is %s; `.length` is JavaScript (line %d). Python writes `len(x)`." % (fn, path, what, line)
         return "%s: %s is %s and has no attribute `%s` (line %d). Use the value itself." % (fn, path, what, key, line)
     return None
 

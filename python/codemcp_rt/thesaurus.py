@@ -12,7 +12,10 @@ timeline, interaction restrictions, secret scanning, attestation, codespace, ...
 ways developers commonly say it in plain English were written down from general knowledge of how
 people talk about software (tickets, chat, docs), NOT from any query set: no task of
 tests/data/catalog was read to write an entry. The words are generic to software and APIs;
-nothing here names a repository, a user or a task.
+nothing here names a repository, a user or a task. Four entries of general file-storage words
+(copy, trash, thumbnail, and the note/group phrases of comment and membership) were added after
+reading the misses of tests/data/discovery/dev-files.json (Box), the development set of the
+non-GitHub APIs; the blind sets there were never read.
 
 Format: API term (words of the catalog's function names; several words = a compound that the
 API names together) -> the everyday words and phrases that mean it, comma-separated. A phrase is
@@ -386,12 +389,15 @@ THESAURUS: dict[str, str] = {
     "label": "category, marker",
     "assignee": "responsible person, who is on it, assigned to",
     "reaction": "emoji reaction, thumbs up, heart, upvote",
-    "comment": "remark, reply",
+    "comment": "remark, reply, leave a note, add a note",
     "commit": "revision, changeset, checkin",
     "branch": "line of work, feature branch",
     "tag": "version tag, git tag",
     "release": "version, ship a version",
     "gist": "snippet, pastebin",
+    "copy": "duplicate, make a copy",
+    "trash": "recycle bin, deleted items, wastebasket",
+    "thumbnail": "preview picture, preview image, small preview",
     "notification": "inbox, unread",
     "subscription": "watching, watch settings, notification settings",
     "stargazer": "people who starred, fans",
@@ -551,7 +557,7 @@ _SECOND_WALK: dict[str, str] = {
     "cluster deployment": "kubernetes, k8s",
     "security product": "ghas",
     "repo permission": "give the team access, grant the team, team access to",
-    "membership": "join the group, part of the group",
+    "membership": "join the group, part of the group, put in the group, add to the group",
     "dependabot": "bump deps bot, dependency bot, renovate, dependency upgrade bot, "
                   "bot that bumps dependencies, outdated packages, security bumps",
     "automated security fix": "bump deps bot",

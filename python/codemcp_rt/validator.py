@@ -35,13 +35,17 @@ from typing import Any, Callable, Iterable
 try:
     from . import callcheck as _callcheck
     from . import follow as _follow
+    from . import habits as _habits
     from . import jsnames as _jsnames
     from . import shapes as _shapes
+    from . import shapeuse as _shapeuse
 except ImportError:  # loaded as a top-level module (tools, embedding experiments)
     import callcheck as _callcheck  # type: ignore[no-redef]
     import follow as _follow  # type: ignore[no-redef]
+    import habits as _habits  # type: ignore[no-redef]
     import jsnames as _jsnames  # type: ignore[no-redef]
     import shapes as _shapes  # type: ignore[no-redef]
+    import shapeuse as _shapeuse  # type: ignore[no-redef]
 
 __all__ = ["validate", "format_report", "syntax_problem", "HEADER", "RUNTIME_NAMES"]
 
@@ -56,6 +60,8 @@ STRICT = False
 the program through unvalidated (the production behaviour: never block a run on a bug
 of ours)."""
 
+# Operators of JavaScript that are a SyntaxError in Python, and the Python spelling.
+_JS_OPERATORS = (("===", "=="), ("!==", "!="), ("&&", "and"), ("||", "or"), ("=>", "lambda x: ..."))
 _MAX_REPORTED = 40  # lines in format_report; the rest is counted
 _BUILTINS = frozenset(dir(builtins))
 # Any of these lets a program create or replace names at run time.
@@ -86,10 +92,11 @@ _FUNCS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 _HANDLED = _FUNCS | {
     ast.AnnAssign, ast.AugAssign, ast.Try, ast.TryStar, ast.With, ast.AsyncWith, ast.arg, ast.Import,
     ast.ImportFrom, ast.Global, ast.Nonlocal, ast.ExceptHandler, ast.MatchAs, ast.MatchStar, ast.MatchMapping,
-    ast.For, ast.AsyncFor, ast.comprehension,
+    ast.For, ast.AsyncFor, ast.comprehension, ast.Await, ast.BinOp,
 }
 # Values a derived binding may come from: x, x["k"], x.k, x.result() (see _path_of).
 _PATH_NODES = (ast.Name, ast.Subscript, ast.Attribute, ast.Call)
+_GUARDS = frozenset({"isinstance", "type", "hasattr"})  # a name tested so is not judged by its shape
 _KEY_SETTERS = frozenset({"setattr", "setitem"})  # calls of these by name may store any key
 _GROW_METHODS = frozenset({"append", "extend", "insert", "__iadd__"})
 _KEY_METHODS = frozenset({"update", "setdefault", "__setitem__", "__ior__", "fromkeys"})
@@ -132,6 +139,18 @@ class _Facts:
         # Derived bindings for the shape checks: (kind, name, source expr, node, scope), kind
         # "iter" (for x in <expr> / comprehension) or "alias" (x = <expr>).
         self.derived: list[tuple[str, str, ast.AST, ast.AST, int]] = []
+        self.comp_scopes: dict[str, list[int]] = {}  # name -> comprehension scopes binding it
+        # def f(a, b): (the FunctionDef, its scope) per function name, for helper parameters
+        self.defs: dict[str, tuple[ast.AST, int]] = {}
+        self.name_loads: dict[str, int] = {}  # reads of a function's name (calls and others)
+        self.isinstance_of: set[str] = set()  # names the program tests with isinstance()
+        # For habits.py: awaits (node, scope), `.result` read but not called, `x.then(...)`
+        # calls, and arithmetic with a bare name on one side (BinOp / AugAssign).
+        self.awaits: list[tuple[ast.Await, int]] = []
+        self.uncalled: list[ast.Attribute] = []
+        self.result_refs: set[int] = set()  # id() of `x.result` bound to a name or passed on
+        self.thens: list[ast.Call] = []
+        self.arith: list[tuple[ast.AST, int]] = []
 
 
 def _bind(f: _Facts, name: str, value: Any = None) -> None:
@@ -210,6 +229,7 @@ def _plain_form(f: _Facts, call: ast.Call, fid: str) -> tuple | None:
         elif t is Name and type(v.ctx) is ast.Load:
             if v.id in _DYNAMIC_NAMES:
                 f.dynamic = True
+            f.name_loads[v.id] = f.name_loads.get(v.id, 0) + 1
         else:
             return None
     names = []
@@ -226,6 +246,7 @@ def _plain_form(f: _Facts, call: ast.Call, fid: str) -> tuple | None:
         elif t is Name and type(v.ctx) is ast.Load:
             if v.id in _DYNAMIC_NAMES:
                 f.dynamic = True
+            f.name_loads[v.id] = f.name_loads.get(v.id, 0) + 1
         else:
             return None
     return (fid, len(args), tuple(names), False)
@@ -246,6 +267,7 @@ def _collect(tree: ast.Module) -> _Facts:
     Name, Call, Attribute, Subscript, Assign = ast.Name, ast.Call, ast.Attribute, ast.Subscript, ast.Assign
     Load, Constant, dynamic_names, mentioned, binds = ast.Load, ast.Constant, _DYNAMIC_NAMES, f.mentioned, f.binds
     sites = f.sites
+    name_loads = f.name_loads
     while stack:
         node, scope, guarded = pop()
         t = type(node)
@@ -255,17 +277,23 @@ def _collect(tree: ast.Module) -> _Facts:
             ft = type(func)
             if ft is Name:
                 fid = func.id
+                if fid in _GUARDS and node.args and type(node.args[0]) is Name:
+                    f.isinstance_of.add(node.args[0].id)
                 if fid in _KEY_SETTERS:
                     _key_setter(f, node, fid)
                 else:
                     form = _plain_form(f, node, fid)
                     if form is not None:
                         _call_site(f, node, form)
+                        name_loads[fid] = name_loads.get(fid, 0) + 1  # its children are not walked
                         continue
                 _call_site(f, node, _callcheck.form_of(node, fid))
             elif ft is Attribute:
                 f.call_of[id(func)] = node
                 _method_call(f, node, func)
+            for a in node.args:
+                if type(a) is Attribute and a.attr == "result":
+                    f.result_refs.add(id(a))  # callback(p.result): passed on, maybe called there
         elif t is Attribute:
             value = node.value
             f.parent[id(value)] = node
@@ -273,6 +301,8 @@ def _collect(tree: ast.Module) -> _Facts:
                 _load(f, value, scope, guarded)
             if type(node.ctx) is not Load:
                 f.written.add(node.attr)
+            elif node.attr == "result" and id(node) not in f.call_of:
+                f.uncalled.append(node)  # p.result, not p.result()
             attr = node.attr
             if attr == "__dict__" or (attr == "modules" and type(value) is Name and value.id == "sys"):
                 f.dynamic = True
@@ -292,6 +322,8 @@ def _collect(tree: ast.Module) -> _Facts:
         elif t is Assign:
             value = node.value
             targets = node.targets
+            if type(value) is Attribute and value.attr == "result":
+                f.result_refs.add(id(value))  # f = p.result: a method kept to be called later
             if len(targets) == 1 and type(targets[0]) is Name:
                 x = targets[0].id
                 if type(value) is Call and type(value.func) is Name:
@@ -299,6 +331,7 @@ def _collect(tree: ast.Module) -> _Facts:
                     f.candidates.append((x, fid, node, scope))
                     form = None if fid in _KEY_SETTERS else _plain_form(f, value, fid)
                     if form is not None:  # x = fn(1, k="v"): both children are done here
+                        name_loads[fid] = name_loads.get(fid, 0) + 1
                         group = sites.get(form)  # (a value is never a decorator)
                         if group is None:
                             sites[form] = [value]
@@ -316,6 +349,10 @@ def _collect(tree: ast.Module) -> _Facts:
                         f.candidates.append((x, fn, node, scope))
                     elif type(value) in _PATH_NODES:
                         f.derived.append(("alias", x, value, node, scope))
+                    else:
+                        kept = _follow.filtered(value)
+                        if kept is not None:  # x = [e for e in r['k'] if ...]: a part of r['k']
+                            f.derived.append(("alias", x, kept, node, scope))
             for target in targets:
                 if type(target) is Name:
                     assign_value[id(target)] = value
@@ -324,6 +361,15 @@ def _collect(tree: ast.Module) -> _Facts:
         elif t is ast.For or t is ast.AsyncFor or t is ast.comprehension:
             if type(node.target) is Name and type(node.iter) in _PATH_NODES:
                 f.derived.append(("comp" if t is ast.comprehension else "iter", node.target.id, node.iter, node, scope))
+            if t is ast.comprehension:
+                for n in ast.walk(node.target):
+                    if type(n) is Name:
+                        f.comp_scopes.setdefault(n.id, []).append(scope)
+        elif t is ast.Await:
+            f.awaits.append((node, scope))
+        elif t is ast.BinOp:
+            if type(node.left) is Name or type(node.right) is Name:
+                f.arith.append((node, scope))
         elif t is ast.AnnAssign:
             if type(node.target) is Name and node.value is not None:
                 assign_value[id(node.target)] = node.value
@@ -335,6 +381,8 @@ def _collect(tree: ast.Module) -> _Facts:
             op = type(node.op)
             if type(target) is Name:
                 assign_value[id(target)] = "aug"
+                if type(node.value) is Name:
+                    f.arith.append((node, scope))
             if _literal_key(node.value) is not _MISSING or type(node.value) is ast.JoinedStr:
                 pass  # n += 1, s += "x", flags |= 4: no container changes
             elif op is ast.BitOr:  # d |= {...} adds keys in place
@@ -358,6 +406,8 @@ def _collect(tree: ast.Module) -> _Facts:
                 continue
         elif t in _FUNCS:
             _bind(f, node.name)
+            if t is not ast.ClassDef:
+                f.defs[node.name] = (node, next_scope)  # the scope _SCOPES gives it below
             for d in node.decorator_list:
                 f.decorators.add(id(d))
             if t is ast.ClassDef:
@@ -408,6 +458,7 @@ def _collect(tree: ast.Module) -> _Facts:
                     if type(child.ctx) is Load:
                         if child.id in dynamic_names:
                             f.dynamic = True
+                        name_loads[child.id] = name_loads.get(child.id, 0) + 1
                     else:
                         _bind(f, child.id, assign_value.get(id(child)))
                 elif ct is Constant:
@@ -468,6 +519,8 @@ def _method_call(f: _Facts, node: ast.Call, func: ast.Attribute) -> None:
         f.dotted.append(((base.id, m), node))
     elif tb is ast.Attribute and type(base.value) is ast.Name:
         f.dotted.append(((base.value.id, base.attr, m), node))
+    if m in ("then", "catch"):
+        f.thens.append(node)
     if m in _GROW_METHODS:
         f.grows.append(base)
     elif m in _KEY_METHODS:
@@ -552,6 +605,9 @@ def syntax_problem(exc: SyntaxError, code: str = "") -> str:
         return msg
     lines = text.splitlines()
     text = (lines[0] if lines else "").expandtabs(1)  # a tab is one column in exc.offset
+    js = [(js, py) for js, py in _JS_OPERATORS if js in text]
+    if js:
+        msg += " %s." % "; ".join("`%s` is JavaScript: Python writes `%s`" % pair for pair in js)
     if len(text) > 160:  # keep the report small; centre the window on the column
         start = max(0, min(col - 80, len(text) - 160))
         text, col = text[start : start + 160], col - start
@@ -599,6 +655,7 @@ def _check(
     known = _BUILTINS | RUNTIME_NAMES | frozenset(known_names)
     if f.dotted or f.imports:
         problems += _jsnames.problems(f, functions, meta, known)
+    problems += _habits.problems(f, tree, functions, known)
 
     if shapes and dry_run:
         # Under dry_run a write returns the gateway's stub, not the tool's real result: its
@@ -644,6 +701,9 @@ def _all_fresh(f: _Facts, bases: list[ast.AST | None]) -> bool:
     one name)."""
     done: set[str] = set()
     for base in bases:
+        if type(base) is ast.Call and type(base.func) is ast.Attribute and base.func.attr == "setdefault" \
+                and len(base.args) == 2 and isinstance(base.args[1], _FRESH_NODES):
+            base = base.func.value  # d.setdefault(k, []).append(x): a list the program made, in d
         if type(base) is not ast.Name:
             return False
         if base.id not in done:
@@ -661,30 +721,39 @@ def _shape_problems(
         return []  # the program stores computed keys into data it did not build: any key may exist
     arrays_grow = not _all_fresh(f, f.grows)
     written = frozenset(f.written)
-    bound: dict[str, _Bound] = {}
+    bound: dict[Any, _Bound] = {}  # name (or (name, scope) for a comprehension's) -> Bound
     roots = set()  # names a derived binding reads from (for e in x[...], y = x ...)
     for _, _, expr, _, _ in f.derived:
         path = _path_of(expr)
         if path is not None:
             roots.add(path[0])
+    for parts, call in f.dotted:  # json.loads(x) (shapeuse.py)
+        if parts == ("json", "loads") and call.args and type(call.args[0]) is ast.Name:
+            roots.add(call.args[0].id)
+    for node, _ in f.arith:  # names used in arithmetic (shapeuse.py)
+        for side in (node.target, node.value) if type(node) is ast.AugAssign else (node.left, node.right):
+            if type(side) is ast.Name:
+                roots.add(side.id)
     loads = f.loads
     for x, fn, stmt, home in f.candidates:
         if x not in loads and x not in roots:
             continue  # never read as x[...] or x.attr, nothing derived from it
-        if fn not in functions or fn in f.binds or len(f.binds.get(x, ())) != 1:
+        if (fn not in functions and fn not in _shapes.RUNTIME_SHAPES) or fn in f.binds or len(f.binds.get(x, ())) != 1 \
+                or x in f.isinstance_of:
             continue
-        shape = shapes.get(fn)
+        shape = shapes.get(fn) or _shapes.RUNTIME_SHAPES.get(fn)
         if not isinstance(shape, dict) or shape.get("k") not in ("object", "array", "leaf"):
             continue
         if home in f.class_scopes:
             continue
         bound[x] = _Bound(fn, shape, "result", home, (stmt.end_lineno, stmt.end_col_offset), False)
     if not bound:
-        return []
-    if f.derived:
+        return _shapeuse.problems(f, bound, functions, shapes, written, arrays_grow)
+    if f.derived or f.defs:
         _follow.derive(f, bound, written, arrays_grow)
     out: list[tuple[int, int, int, str]] = []
-    for x, b in bound.items():
+    for key, b in bound.items():
+        x = key if type(key) is str else key[0]
         for node, scope, guarded in f.loads.get(x, ()):
             if guarded or not b.sees(f, node, scope):
                 continue
@@ -692,10 +761,13 @@ def _shape_problems(
             if not steps:
                 continue
             msg = _shapes.check_path(
-                b.fn, b.shape, steps, written=written, mentioned=f.mentioned, arrays_grow=arrays_grow, start=b.label
+                b.fn, b.shape, steps, written=written, mentioned=f.mentioned, arrays_grow=arrays_grow, start=b.label,
+                functions=functions,
             )
             if msg is not None:
                 out.append((node.lineno, node.col_offset, 0, msg))
+    out += _shapeuse.problems(f, bound, functions, shapes, written, arrays_grow)
+    out += _shapeuse.called_values(f, bound)
     return out
 
 
@@ -730,6 +802,7 @@ def _steps(f: _Facts, node: ast.AST) -> list[tuple[str, Any, int]]:
                 if p.attr == "result" and not call.args and not call.keywords:
                     cur = call  # x.result() is x's value: keep following from the call
                     continue
-                return steps  # a method call
+                steps.append(("call", p.attr, line))  # a method call ends the path
+                return steps
             steps.append(("attr", p.attr, line))
         cur = p

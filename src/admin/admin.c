@@ -35,11 +35,6 @@ static struct lp_io *listener; /* the listening socket: readiness means accept()
 static char sock_path[256], rec_path[4400];
 static int n_conns;
 
-const char *adm_socket_path(void)
-{
-    return sock_path;
-}
-
 /* ---- connections ------------------------------------------------------------------------ */
 
 static void conn_reply(struct adm_conn *c, json_t *reply)

@@ -18,7 +18,5 @@
 int adm_start(struct cfg *cfg, const char *transport, const char *url);
 /* Removes the socket and the record (at exit). */
 void adm_stop(void);
-/* The socket path ("" before adm_start). */
-const char *adm_socket_path(void);
 
 #endif

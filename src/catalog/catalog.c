@@ -10,6 +10,7 @@
 #include "upstream.h"
 #include "util.h"
 
+#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -54,11 +55,6 @@ const char *cat_description(void)
 json_t *cat_discovery(void)
 {
     return discovery;
-}
-
-json_t *cat_servers(void)
-{
-    return servers;
 }
 
 void cat_set_priority_source(json_t *(*source)(const char *principal))
@@ -249,6 +245,63 @@ static int64_t discovery_wait_ms(void)
         log_warn("catalog", "CODEMCP_DISCOVERY_WAIT_MS=%s is not a number of ms; using 5000", v);
     }
     return 5000;
+}
+
+/* CODEMCP_DISCOVERY_TOOLS=1: search_tools and describe offered as MCP tools. */
+static int discovery_tools_on(void)
+{
+    const char *v = getenv("CODEMCP_DISCOVERY_TOOLS");
+    return v && strcmp(v, "1") == 0;
+}
+
+json_t *cat_discovery_tools(void)
+{
+    if (!discovery_tools_on())
+        return NULL;
+    return json_pack(
+        "[{s:s, s:s, s:{s:s, s:{s:{s:[s,s], s:s}, s:{s:s, s:i, s:i}, s:{s:s}}, s:[s]}},"
+        " {s:s, s:s, s:{s:s, s:{s:{s:s, s:s}}, s:[s]}}]",
+        "name", "search_tools", "description",
+        "Find functions of the connected MCP servers for a task in plain words, best first: "
+        "[{name, signature, summary, server}]. query: the task, or a list of phrasings of it "
+        "(use the API's own words too when you know them). Call the functions with "
+        "execute_python.",
+        "inputSchema", "type", "object", "properties", "query", "type", "string", "array",
+        "description", "a task in plain words, or a list of up to 8 phrasings of it", "limit",
+        "type", "integer", "minimum", 1, "maximum", 200, "server", "type", "string", "required",
+        "query", "name", "describe", "description",
+        "Full documentation of one function (signature, argument docs, learned result shape), "
+        "or the functions of a server or a name prefix (a big server by groups).",
+        "inputSchema", "type", "object", "properties", "name", "type", "string", "description",
+        "a function, server or name prefix", "required", "name");
+}
+
+char *cat_discovery_code(const char *tool, json_t *arguments)
+{
+    static const char *const calls[][2] = {
+        {"search_tools",
+         "result = search_tools(_a.get('query'), _a.get('limit', 10), _a.get('server'))"},
+        {"describe", "result = describe(_a.get('name'))"}};
+    const char *call = NULL;
+    for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+        if (strcmp(tool, calls[i][0]) == 0)
+            call = calls[i][1];
+    if (!call || !discovery_tools_on())
+        return NULL;
+    /* The arguments reach Python as base64 of their JSON: no quoting of model text in code. */
+    char *js = json_is_object(arguments) ? json_dumps(arguments, JSON_COMPACT) : xstrdup("{}");
+    size_t n = strlen(js);
+    unsigned char *b64 = xmalloc(4 * ((n + 2) / 3) + 1);
+    EVP_EncodeBlock(b64, (const unsigned char *)js, (int)n);
+    struct buf code = {0};
+    buf_printf(&code,
+               "import base64 as _b, json as _j\n"
+               "_a = _j.loads(_b.b64decode('%s'))\n"
+               "%s\n",
+               (const char *)b64, call);
+    free(b64);
+    free(js);
+    return buf_steal(&code);
 }
 
 static struct lp_timer wake_timer;

@@ -34,11 +34,16 @@ json_t *cat_describe_json_for(const char *client, const char *principal);
 /* {"<fn>": ["<signature>", "<summary>"]} for the worker's search_tools/describe (borrowed,
  * NULL before the first build). */
 json_t *cat_discovery(void);
-/* [{"server","state","tools"}] of every configured, enabled server (borrowed). */
-json_t *cat_servers(void);
 /* Where the budgeted description takes its preferred functions from (most used first by the
  * principal asking): returns a borrowed array of function names, or NULL. */
 void cat_set_priority_source(json_t *(*source)(const char *principal));
+/* With CODEMCP_DISCOVERY_TOOLS=1, search_tools and describe are MCP tools too, beside
+ * execute_python: their definitions (new reference to an array), or NULL when off. */
+json_t *cat_discovery_tools(void);
+/* The Python a tools/call of one of those runs (new string: a program calling the SDK helper
+ * of the same name with the call's arguments), or NULL when `tool` is not one of them or
+ * they are off. */
+char *cat_discovery_code(const char *tool, json_t *arguments);
 /* {"<fn>": {"server","tool","mutation",...}} borrowed; never NULL. */
 json_t *cat_functions(void);
 /* SDK names of tools disabled in the config (borrowed array): the validator names them. */

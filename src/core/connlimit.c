@@ -461,11 +461,6 @@ void cl_set_phase(enum cl_pool pool, const void *h, enum cl_phase phase)
         arm_sweep(p);
 }
 
-size_t cl_count(enum cl_pool pool)
-{
-    return pools[pool].n;
-}
-
 void cl_free_all(void)
 {
     if (reserve_fd >= 0)

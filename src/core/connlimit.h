@@ -75,8 +75,6 @@ int cl_on_accept(enum cl_pool pool, struct lws *wsi);
 void cl_on_destroy(enum cl_pool pool, struct lws *wsi);
 /* h: the wsi or the owner's handle. */
 void cl_set_phase(enum cl_pool pool, const void *h, enum cl_phase phase);
-/* Connections the pool tracks (for tests and logs). */
-size_t cl_count(enum cl_pool pool);
 void cl_free_all(void);
 
 #endif

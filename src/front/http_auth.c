@@ -312,11 +312,6 @@ int hauth_required(void)
     return !st.none;
 }
 
-const char *hauth_source(void)
-{
-    return st.source;
-}
-
 const char *hauth_check(const char *auth, const char **why)
 {
     *why = "no Authorization header";

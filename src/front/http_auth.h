@@ -29,8 +29,6 @@ int hauth_required(void);
 const char *hauth_check(const char *authorization, const char **why);
 /* Re-reads CODEMCP_HTTP_TOKENS_FILE (SIGHUP). On error the previous set stays; logged. */
 void hauth_reload(void);
-/* Where the token lives, for messages ("CODEMCP_HTTP_TOKEN", a file path, or ""). */
-const char *hauth_source(void);
 /* Prints on stderr how to configure clients for `url` (opencode, Claude Code/Desktop,
  * mcp-remote), with the single token when there is one. */
 void hauth_print_snippet(const char *url);

@@ -95,7 +95,12 @@ struct hconn {
     int rx_paused; /* see want_write() in http_stream.c */
     int defer;     /* a 2026 reply waiting for its first message (http__reply_deferred) */
     int64_t defer_ms;
-    int legacy;    /* a POST /messages of serve_sse_legacy.c: its body goes there */
+    int legacy; /* a POST /messages of serve_sse_legacy.c: its body goes there */
+    /* Set by the module that ties state of its own to the connection (http_modern.c: a 2026
+     * request's transient session): called once when the connection is released, so the
+     * writer frees nothing it does not own. */
+    void (*on_release)(struct hconn *c);
+    int (*answer_status)(const char *text, size_t len); /* a deferred reply's status rule */
     int body_done; /* LWS_CALLBACK_HTTP_BODY_COMPLETION came (again: pipelined input) */
 };
 
@@ -149,11 +154,12 @@ void http__reply_oauth_error(struct hconn *c, int status, const char *error,
                              const char *description);
 void http__reply_sse(struct hconn *c, struct hstream *st, uint64_t from_seq, int prime);
 /* The reply to a request answered later (a 2026 POST): nothing is written until st's first
- * message; when that is the answer alone, it goes as one JSON body (status from
- * http__modern_answer_status), else as SSE from that message on. A request still waiting
- * after DEFER_SSE_MS starts its SSE stream, so keepalive comments can flow. */
+ * message; when that is the answer alone, it goes as one JSON body (its HTTP status from
+ * answer_status(text, len), the caller's rule), else as SSE from that message on. A request
+ * still waiting after DEFER_SSE_MS starts its SSE stream, so keepalive comments can flow. */
 #define DEFER_SSE_MS 15000
-void http__reply_deferred(struct hconn *c, struct hstream *st);
+void http__reply_deferred(struct hconn *c, struct hstream *st,
+                          int (*answer_status)(const char *text, size_t len));
 
 /* ---- http_modern.c: the 2026-07-28 era (session-less POSTs) ------------------------------- */
 
@@ -169,12 +175,6 @@ int http__modern_refuse_method(struct hconn *c);
 /* Serves a 2026 POST: header and envelope checks, then one transient mcp_session for the
  * request (see http_modern.c); JSON when answered at once, else SSE. `principal` limits. */
 void http__modern_post(struct hconn *c, json_t *msg, long max_per_principal);
-/* The HTTP status of a 2026 method's own answer (JSON-RPC text): 200, 404 for an unknown
- * method, 400 for a missing client capability. */
-int http__modern_answer_status(const char *text, size_t len);
-/* A connection ends (http__conn_release): the transient session of its request goes with it
- * (runs cancelled, subscriptions closed). */
-void http__modern_conn_gone(struct hconn *c);
 /* serve_http's tick for the transient sessions' streams; and ending them all at shutdown. */
 void http__modern_tick(int keepalive);
 void http__modern_close_all(void);

@@ -156,7 +156,9 @@ static long open_of(const char *principal)
     return n;
 }
 
-void http__modern_conn_gone(struct hconn *c)
+/* A connection ends (http__conn_release): the transient session of its request goes with
+ * it (runs cancelled, subscriptions closed). */
+static void conn_gone(struct hconn *c)
 {
     struct hsession *r = c->modern_id ? find(c->modern_id) : NULL;
     c->modern_id = 0;
@@ -191,7 +193,7 @@ static int error_code(json_t *reply)
 
 /* A method's own answer: HTTP 200, except an unknown method (404) and a missing client
  * capability (400). Only error answers are parsed (a result can be megabytes). */
-int http__modern_answer_status(const char *text, size_t len)
+static int answer_status(const char *text, size_t len)
 {
     if (http__message_kind(text, len) != 'e')
         return 200;
@@ -266,13 +268,14 @@ void http__modern_post(struct hconn *c, json_t *msg, long max_per_principal)
         size_t len = ev->len - ev->data_off - 2;
         buf_reset(&c->out);
         buf_append(&c->out, text, len);
-        http__reply_ready(c, http__modern_answer_status(text, len));
+        http__reply_ready(c, answer_status(text, len));
         req_free(r);
         return;
     }
     r->next = reqs;
     reqs = r;
     c->modern_id = mcp_session_id(r->mcp);
+    c->on_release = conn_gone;
     c->watch_close = 1;
-    http__reply_deferred(c, st); /* JSON when the answer comes alone, else SSE */
+    http__reply_deferred(c, st, answer_status); /* JSON when the answer comes alone, else SSE */
 }

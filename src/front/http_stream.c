@@ -281,8 +281,10 @@ void http__reply_sse(struct hconn *c, struct hstream *st, uint64_t from_seq, int
     http__reply_ready(c, 200);
 }
 
-void http__reply_deferred(struct hconn *c, struct hstream *st)
+void http__reply_deferred(struct hconn *c, struct hstream *st,
+                          int (*answer_status)(const char *text, size_t len))
 {
+    c->answer_status = answer_status;
     c->defer = 1;
     c->defer_ms = now_ms();
     http__reply_sse(c, st, 0, 0);
@@ -309,9 +311,9 @@ static int deferred_ready(struct hconn *c)
         size_t len = ev->len - ev->data_off - 2;
         buf_reset(&c->out);
         buf_append(&c->out, text, len);
-        c->status = http__modern_answer_status(text, len);
+        c->status = c->answer_status ? c->answer_status(text, len) : 200;
         c->sse = 0;
-        detach(c); /* the stream goes with the request (http__modern_conn_gone) */
+        detach(c); /* the stream goes with the request (its owner's on_release) */
     }
     return 1;
 }
@@ -371,7 +373,10 @@ void http__conn_release(struct hconn *c)
         return;
     c->live = 0;
     detach(c);
-    http__modern_conn_gone(c); /* a 2026 request's session ends with its connection */
+    void (*on_release)(struct hconn *) = c->on_release;
+    c->on_release = NULL;
+    if (on_release)
+        on_release(c); /* e.g. a 2026 request's session ends with its connection */
     buf_free(&c->body);
     buf_free(&c->out);
 }

@@ -250,11 +250,6 @@ void mcp_session_close(struct mcp_session *s)
     free(s);
 }
 
-json_t *mcp_execute_python_tool(void)
-{
-    return mcp_execute_python_tool_for(NULL, NULL);
-}
-
 /* The last tool built, and the description object it holds (so an equal pointer is the same,
  * unchanged description): tools/list reuses it instead of packing the schema again. */
 static json_t *last_tool, *last_tool_desc;
@@ -339,8 +334,13 @@ static json_t *tools_list_result(struct mcp_session *s)
 {
     s->listed_version = cat_version();
     s->notified_version = 0;
-    return json_pack("{s:[o]}", "tools",
-                     mcp_execute_python_tool_for(s->client, ns_asker(s->id, s->home)));
+    json_t *res = json_pack("{s:[o]}", "tools",
+                            mcp_execute_python_tool_for(s->client, ns_asker(s->id, s->home)));
+    json_t *more = cat_discovery_tools(); /* CODEMCP_DISCOVERY_TOOLS=1 */
+    if (more)
+        json_array_extend(json_object_get(res, "tools"), more);
+    json_decref(more);
+    return res;
 }
 
 /* Answers the session's waiting initialize and tools/list requests, in arrival order: when
@@ -442,6 +442,17 @@ static json_t *handle_tools_call(struct mcp_session *s, json_t *id, json_t *para
         *why = "tools/call needs params.name";
         return NULL;
     }
+    json_t *args = json_object_get(params, "arguments");
+    json_t *meta = json_object_get(params, "_meta");
+    json_t *progress = json_object_get(meta, "progressToken");
+    char *discovery = cat_discovery_code(json_string_value(name), args);
+    if (discovery) { /* search_tools / describe as MCP tools: a run of the SDK helper */
+        json_t *run_args = json_pack("{s:s}", "code", discovery);
+        free(discovery);
+        json_t *res = submit_execute(s, id, run_args, progress, NULL);
+        json_decref(run_args);
+        return res;
+    }
     if (strcmp(json_string_value(name), "execute_python") != 0) {
         *code = RPC_INVALID_PARAMS;
         snprintf(err, sizeof(err), "unknown tool %s: this server has one tool, execute_python",
@@ -450,9 +461,6 @@ static json_t *handle_tools_call(struct mcp_session *s, json_t *id, json_t *para
         *why = err;
         return NULL;
     }
-    json_t *args = json_object_get(params, "arguments");
-    json_t *meta = json_object_get(params, "_meta");
-    json_t *progress = json_object_get(meta, "progressToken");
     /* A 2026 client's capabilities: input a tool asks for can be relayed to it (runs.c). */
     json_t *caps =
         mcp_era_is_modern_request(params) ? json_object_get(meta, MCP_META_CLIENT_CAPS) : NULL;

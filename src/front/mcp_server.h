@@ -64,10 +64,9 @@ int mcp_protocol_supported(const char *v);
 /* Registry hooks (called from main's wiring). */
 void mcp_on_upstreams_changed(void);
 void mcp_on_catalog_changed(void);
-/* The execute_python tool object (new reference) as a client without a name gets it. */
-json_t *mcp_execute_python_tool(void);
-/* The same, with the description budgeted for `client` (clientInfo.name, may be NULL) and
- * ordered by what principal (NULL: none in particular) calls most. */
+/* The execute_python tool object (new reference), its description budgeted for `client`
+ * (clientInfo.name, may be NULL) and ordered by what principal (NULL: none in particular)
+ * calls most. */
 json_t *mcp_execute_python_tool_for(const char *client, const char *principal);
 void mcp_free_all(void);
 

@@ -5,7 +5,8 @@
  *
  * Contract: js_canon_value(t, n, nul) accepts t only if jf_loadb(t, n, JF_DECODE_ANY | (nul ?
  * JF_ALLOW_NUL : 0)) accepts it AND jf_dumps of that value is t, byte for byte (tests/unit/
- * test_jsonscan.c checks this on a corpus and on random values). Anything it refuses is not
+ * test_jsonfast.c checks this on a corpus and on random values, tests/fuzz/fuzz_jsonfast.c
+ * on what libFuzzer makes). Anything it refuses is not
  * necessarily invalid: callers then take the tree path, which accepts, refuses and words
  * errors as before. js_members / skip only read bytes js_canon_value accepted. Pure functions.
  * Must not allocate or keep state. */

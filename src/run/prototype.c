@@ -340,11 +340,6 @@ const char *pt_failure(void)
     return pt.failure;
 }
 
-pid_t pt_pid(void)
-{
-    return pt.pid;
-}
-
 int pt_fork(int slot, uint64_t gen, const char *token, const int fds[4])
 {
     if (pt.state != PT_READY || strlen(token) >= PW_TOKEN_MAX)

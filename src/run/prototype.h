@@ -51,7 +51,5 @@ void pt_on_catalog_changed(void);
 /* Shutdown: kills the prototype and every sandbox it leaves, sessions included; gone() once
  * all of them are reaped (at once when there is none). */
 void pt_shutdown(void (*gone)(void));
-/* The prototype's pid as the gateway sees it (0 when there is none). */
-pid_t pt_pid(void);
 
 #endif

@@ -74,6 +74,8 @@ char **wkp_env(char *const *extra)
                                        "CODEMCP_SANDBOX_TMP_MB",
                                        "CODEMCP_SANDBOX_NPROC",
                                        "CODEMCP_SANDBOX_NOFILE",
+                                       "CODEMCP_ENCODER_MODEL",
+                                       "CODEMCP_SEMANTIC_SEARCH",
                                        NULL};
     size_t n = 0, k = 0;
     for (char *const *e = extra; e && *e; e++)

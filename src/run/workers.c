@@ -245,11 +245,6 @@ void wk_prewarm(void)
         spawn(&workers[0]);
 }
 
-int wk_available(void)
-{
-    return n_workers > 0;
-}
-
 /* ---- runs ------------------------------------------------------------------------------------ */
 
 const char *wk_start_failure(int slot)
@@ -531,23 +526,6 @@ void wk_shutdown_all(void (*done)(void))
     shutdown_check();
 }
 
-long wk_rss_kib(int slot)
-{
-    if (slot < 0 || slot >= n_workers || !workers[slot].pid)
-        return -1;
-    char path[64], line[256];
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)workers[slot].pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    long kib = -1;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-            break;
-    fclose(f);
-    return kib;
-}
-
 int wk_is_starting(pid_t pid)
 {
     for (int i = 0; i < n_workers; i++)
@@ -556,7 +534,3 @@ int wk_is_starting(pid_t pid)
     return 0;
 }
 
-int wk_pid(int slot)
-{
-    return slot >= 0 && slot < n_workers ? (int)workers[slot].pid : 0;
-}

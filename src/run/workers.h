@@ -43,8 +43,6 @@ void wk_set_hooks(const struct wk_hooks *h);
 /* Starts worker 0 ahead of the first run (called once upstreams settled, so Python's
  * start-up does not compete with theirs for the CPU). */
 void wk_prewarm(void);
-/* False when no worker binary was found (execute_python then fails clearly). */
-int wk_available(void);
 /* The worker slot a session's runs go to (owned by it from the first use), or -1 when every
  * slot runs another session's program (wk_start_failure(-1) says so). */
 int wk_slot_for_session(uint64_t session_id);
@@ -79,9 +77,6 @@ void wk_on_broken(int slot, uint64_t conn_id, const char *why);
 void wk_on_catalog_changed(void);
 /* Kills every worker (shutdown). done() when all are reaped. */
 void wk_shutdown_all(void (*done)(void));
-/* Resident set of the worker processes, in KiB (for bench/status). */
-long wk_rss_kib(int slot);
-int wk_pid(int slot);
 
 /* 1 when pid is a worker that has not connected yet (it runs no agent code): the control
  * listener lets its connection through a flood (connlimit.h; a socketpair's peer, this

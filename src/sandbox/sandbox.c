@@ -180,7 +180,10 @@ static void plan_build(struct sbx_plan *p, const struct sbx_opts *o)
                                        "/usr/libx32", "/usr/local/lib", "/usr/share/zoneinfo",
                                        NULL};
     static const char *const top[] = {"/lib", "/lib64", "/lib32", "/libx32", NULL};
-    static const char *const etc[] = {"/etc/ld.so.cache", "/etc/localtime", NULL};
+    /* /etc/alternatives: Debian's libraries chosen by update-alternatives (libblas.so.3, which
+     * numpy loads, is a link through it) */
+    static const char *const etc[] = {"/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives",
+                                      NULL};
     static const char *const net[] = {"/etc/resolv.conf",
                                       "/etc/hosts",
                                       "/etc/nsswitch.conf",
@@ -197,6 +200,10 @@ static void plan_build(struct sbx_plan *p, const struct sbx_opts *o)
     plan_path(p, CODEMCP_PYTHON_STDLIB, SBX_BIND_RO);
 #endif
     plan_mapped(p);
+    /* search's sentence encoder, mapped read-only by the prototype (codemcp_rt/encoder.py) */
+    const char *model = getenv("CODEMCP_ENCODER_MODEL");
+    if (model && model[0] == '/' && access(model, R_OK) == 0)
+        plan_path(p, model, SBX_BIND_RO);
     char self[PATH_MAX];
     if (realpath("/proc/self/exe", self))
         plan_path(p, self, SBX_BIND_RO);

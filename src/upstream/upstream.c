@@ -308,11 +308,6 @@ static void set_state(struct upstream *up, enum up_state s)
     notify();
 }
 
-void up__set_state(struct upstream *up, enum up_state s)
-{
-    set_state(up, s);
-}
-
 static void list_page(struct upstream *up, const char *cursor);
 
 static void relist_now(void *ud)

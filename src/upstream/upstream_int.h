@@ -57,7 +57,6 @@ int up__request(struct upstream *up, const char *method, json_t *params, int64_t
                 up__req_cb cb, void *ud);
 /* Sends a notification (steals params, may be NULL). */
 void up__notify(struct upstream *up, const char *method, json_t *params);
-void up__set_state(struct upstream *up, enum up_state s);
 /* Starts the paginated tools/list chain that ends in READY (or a re-list). */
 void up__list_tools(struct upstream *up);
 /* What is left of the server's `timeout` for its start (>= 1 ms). */

@@ -337,10 +337,12 @@ static void wm_proto_warm_up(void)
         "    except ImportError:\n"
         "        pass\n"
         "import difflib, heapq, encodings.ascii\n"
+        "from codemcp_rt import discovery as _d\n"
+        "_d.warm()\n"
         "_r.run_json({'run_id': 'prototype-warm-up', 'session': 'prototype-warm-up',\n"
         "             'code': 'x = [i for i in range(3)]\\nresult = {\"x\": x}'})\n"
         "_r.drop_session('prototype-warm-up')\n"
-        "del _r, _m\n";
+        "del _r, _m, _d\n";
     if (PyRun_SimpleString(warm) < 0)
         log_warn("prototype", "warm-up failed: workers start colder");
 }
@@ -403,6 +405,11 @@ int main(int argc, char **argv)
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     wm_fix_stdio();
     log_init_from_env();
+#ifdef CODEMCP_ENCODER_MODEL
+    /* search's sentence encoder (codemcp_rt/encoder.py reads the variable; the sandbox binds
+     * the file read-only when it exists) */
+    setenv("CODEMCP_ENCODER_MODEL", CODEMCP_ENCODER_MODEL, 0);
+#endif
     const char *role = getenv("CODEMCP_WORKER_ROLE");
     int prototype = role && strcmp(role, "prototype") == 0;
     struct sbx_opts o;

@@ -14,7 +14,7 @@
 #include <time.h>
 
 /* client.py's _GRACE_S: extra seconds beyond a call's timeout_ms before giving up locally
- * (tests/e2e/pending_c.test.mjs checks the two agree). */
+ * (tests/e2e/twins.test.mjs checks the two agree). */
 #define PYC_GRACE_S 10.0
 
 typedef struct {

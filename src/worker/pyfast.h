@@ -3,7 +3,7 @@
  *
  * Each one answers only the common case and returns None for anything else, so the Python
  * code that called it takes its general path and the wire carries the same bytes either way
- * (client.py keeps a Python twin of each, and tests/e2e/percall.mjs compares the two inside
+ * (client.py keeps a Python twin of each, and tests/e2e/percall.test.mjs compares the two inside
  * a real worker on a corpus). Measured (callgrind, python/ call path with a fake transport):
  * the arguments' JSON plus the frame cost ~13k instructions in Python, the usual text reply
  * ~14k; these do each in ~1-2k. */

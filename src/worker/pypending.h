@@ -4,7 +4,7 @@
  * two methods every SDK value goes through, result() and done(). pending.py subclasses it
  * (all the value forwarding: __str__, __getitem__, operators... stays in Python) and keeps a
  * Python twin of this class for plain python3; both behave the same (tests/python and
- * tests/e2e/pending_c.test.mjs check it).
+ * tests/e2e/twins.test.mjs check it).
  *
  * Must not: do I/O, know about calls or the transport (the wait callable does that), or trust
  * its fields: a program can set every one of them (`p._state = 9`, `p._wait = 5`, `del

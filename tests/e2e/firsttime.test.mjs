@@ -15,7 +15,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import { TESTS, connectClient, tempDir, writeConfig, servers, ms, waitFor, StdioClientTransport, Client } from './lib.mjs';
+import {
+  TESTS, connectClient, tempDir, writeConfig, servers, ms, StdioClientTransport, Client, learnThreeServers,
+} from './lib.mjs';
 
 const CORPUS = path.join(TESTS, 'data', 'firsttime');
 const PROBE = process.env.CODEMCP_FIRSTTIME_PROBE === '1';
@@ -85,21 +87,7 @@ describe('first-time-right programs through the real binary', () => {
       shared: true,
       env: { CODEMCP_ENFORCE_MUTATIONS: 'false', CODEMCP_VALIDATE: 'true', CODEMCP_LEARN_SHAPES: 'true' },
     });
-    const wanted = ['everything_echo', 'memory_read_graph', 'filesystem_read_text_file'];
-    const ready = await waitFor(async () => {
-      desc = (await h.client.listTools(undefined, { timeout: ms(30000) })).tools[0].description;
-      return wanted.every((f) => desc.includes(`def ${f}(`));
-    }, ms(30000), 100);
-    assert.ok(ready, `the SDK never listed ${wanted}:\n${desc}`);
-    // Teach the shape learner the text tools (one call each), like a session would.
-    const seed = await run(`r = [everything_echo(message="seed"), everything_get_sum(a=1, b=1), memory_read_graph()]
-result = [str(x)[:20] for x in r]`);
-    assert.equal(seed.isError, false, JSON.stringify(seed.structuredContent));
-    const learned = await waitFor(async () => {
-      desc = (await h.client.listTools(undefined, { timeout: ms(30000) })).tools[0].description;
-      return /def everything_echo\(message: str\) -> str:/.test(desc);
-    }, ms(15000), 100);
-    assert.ok(learned, `the text result of everything_echo was not learned:\n${desc}`);
+    desc = await learnThreeServers(h.client, run);
   });
 
   after(async () => {

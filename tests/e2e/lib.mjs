@@ -805,3 +805,29 @@ for fd in os.listdir("/proc/self/fd"):
             socks.append(int(fd))
     except OSError:
         pass`;
+
+/**
+ * For tests against everything + memory + filesystem with CODEMCP_LEARN_SHAPES: waits until the
+ * execute_python description lists the three servers' SDK functions, then teaches the shape
+ * learner the text tools (one call each, as a session would) and waits until everything_echo
+ * and everything_get_sum read `-> str`. `run(code)` runs a program on `client`. Returns the
+ * description.
+ */
+export async function learnThreeServers(client, run) {
+  let desc;
+  const wanted = ['everything_echo', 'memory_read_graph', 'filesystem_read_text_file'];
+  const ready = await waitFor(async () => {
+    desc = (await client.listTools(undefined, { timeout: ms(30000) })).tools[0].description;
+    return wanted.every((f) => desc.includes(`def ${f}(`));
+  }, ms(30000), 100);
+  if (!ready) throw new Error(`the SDK never listed ${wanted}:\n${desc}`);
+  const seed = await run(`r = [everything_echo(message="seed"), everything_get_sum(a=1, b=1), memory_read_graph()]
+result = [str(x)[:20] for x in r]`);
+  if (seed.isError) throw new Error(`seeding failed: ${JSON.stringify(seed.structuredContent)}`);
+  const learned = await waitFor(async () => {
+    desc = (await client.listTools(undefined, { timeout: ms(30000) })).tools[0].description;
+    return /def everything_echo\(message: str\) -> str:/.test(desc) && /def everything_get_sum\(a: float, b: float\) -> str:/.test(desc);
+  }, ms(15000), 100);
+  if (!learned) throw new Error(`the text results of everything_echo/get_sum were not learned:\n${desc}`);
+  return desc;
+}

@@ -126,6 +126,25 @@ class Intent(unittest.TestCase):
         self.assertEqual(self.ranked(idx, "approve the pull request")[0], "gh_pulls_create_review")
         self.assertEqual(self.ranked(idx, "show the pages site")[0], "gh_repos_get_pages")
 
+    def test_file_storage_words_reach_the_api_terms(self) -> None:
+        idx = self.index({"box_post_files_id_copy": "Copy file", "box_post_files_content": "Upload file",
+                          "box_get_folders_trash_items": "List trashed items", "box_get_folders_id_items": "List items in folder",
+                          "box_get_files_id_thumbnail": "Get file thumbnail", "box_get_files_id": "Get file information"})
+        self.assertEqual(self.ranked(idx, "duplicate the template file")[0], "box_post_files_id_copy")
+        self.assertEqual(self.ranked(idx, "what's in the recycle bin")[0], "box_get_folders_trash_items")
+        self.assertEqual(self.ranked(idx, "small preview picture of the file")[0], "box_get_files_id_thumbnail")
+
+    def test_the_sdk_mutation_flag_decides_when_the_name_has_no_verb(self) -> None:
+        # names without a verb ("meeting", "meetingStatus"): the SDK's own flag
+        # (sdkgen/mutation.c) says which function reads and which changes
+        idx = self.index({"zm_meeting": "A meeting", "zm_meetingStatus": "A meeting's status",
+                          "zm_meetingUpdate": "Update a meeting"})
+        self.assertEqual(idx.kinds[:3], ["", "", "w"])  # without the flag: the name's verb only
+        for fn, mutation in (("zm_meeting", False), ("zm_meetingStatus", True), ("zm_meetingUpdate", False)):
+            idx.info[fn]["mutation"] = mutation
+        flagged = search.Index(idx.names, idx.info)
+        self.assertEqual(flagged.kinds[:3], ["r", "w", "w"])  # a name's verb still decides
+
     def test_phrasal_verbs_split_by_their_object(self) -> None:
         idx = self.index({"gh_issues_remove_label": "Remove a label from an issue",
                           "gh_issues_list_labels_on_issue": "List labels for an issue"})
@@ -157,14 +176,6 @@ class Intent(unittest.TestCase):
         idx = self.index({"gh_keys_delete_one": "Delete key of deploy",
                           "gh_keys_delete_two": "Delete deploy key"})
         self.assertEqual(self.ranked(idx, "delete the deploy key")[0], "gh_keys_delete_two")
-
-    def test_an_organization_variant_needs_the_organization_asked(self) -> None:
-        idx = self.index({"gh_orgs_ping_webhook": "Ping an organization webhook",
-                          "gh_repos_ping_webhook": "Ping a repository webhook",
-                          "gh_teams_list_members_in_org": "List team members"})
-        self.assertEqual(idx.scoped[:3], [True, False, False])  # teams have no unscoped variant
-        self.assertEqual(self.ranked(idx, "ping the webhook")[0], "gh_repos_ping_webhook")
-        self.assertEqual(self.ranked(idx, "ping the org webhook")[0], "gh_orgs_ping_webhook")
 
     def test_negated_words_count_little(self) -> None:
         idx = self.index({"gh_pulls_merge": "Merge a pull request", "gh_pulls_update": "Update a pull request"})
@@ -454,6 +465,39 @@ class Thesaurus(unittest.TestCase):
         self.assertLess(lat[len(lat) // 2], 0.05)  # generous: the bench measures well under 2 ms
         self.assertGreater(hits, len(queries) // 2)
         self.assertTrue(search._THES_TOKEN)  # the phrases were read through the thesaurus
+
+
+class DescribeGroups(RuntimeTest):
+    """describe(server) of a big server: groups of names, not one line per function."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        tools = {"big_%s_%s%d" % (g, v, k): ("big", "%s_%s%d" % (g, v, k), v != "get")
+                 for g in ("alpha", "beta", "gamma") for v in ("get", "set") for k in range(12)}
+        tools["big_lonely"] = ("big", "lonely", False)
+        tools["sm_one"] = ("sm", "one", False)
+        catalog = {fn: ["%s()" % fn, "Summary of %s" % fn] for fn in tools}
+        loaded = sdk.load_sdk(sdk_source(tools), 2, catalog)
+        self.assertTrue(loaded["ok"], loaded)
+
+    def describe(self, name: str) -> str:
+        env = self.run_code("result = describe(%r)" % name)
+        self.assertTrue(env["ok"], env)
+        return env["result"]
+
+    def test_a_big_server_is_listed_by_groups(self) -> None:
+        text = self.describe("big")
+        self.assertTrue(text.startswith("server big: 73 functions in 4 groups by name"), text)
+        self.assertIn("(it ranks by words", text)
+        self.assertIn("  big_alpha* (24): get0, get1, get10, get11, …", text)
+        self.assertIn("  big_lonely  # Summary of big_lonely", text)
+        self.assertNotIn("big_beta_set3(", text)
+        group = self.describe("big_beta")
+        self.assertIn("big_beta_set3()", group)  # a group lists its functions
+        self.assertIn("24 functions", group)
+
+    def test_a_small_server_is_listed_whole(self) -> None:
+        self.assertIn("sm_one()", self.describe("sm"))
 
 
 class Search(RuntimeTest):

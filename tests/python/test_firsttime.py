@@ -276,5 +276,162 @@ class ErrorHintTest(RuntimeTest):
         self.assertNotIn("Hint:", env["error"])
 
 
+class RealisticCorpusTest(unittest.TestCase):
+    """tests/data/realistic: multi-step programs (fetch, loop, filter, join). Every
+    preflight/*.py is refused with each `# expect:`; no valid/*.py and no runtime/*.py (a
+    mistake only a run can show) is refused by the validator. The e2e test realistic.test.mjs
+    runs all three through the binary."""
+
+    def setUp(self) -> None:
+        validator.STRICT = True
+
+    def tearDown(self) -> None:
+        validator.STRICT = False
+
+    def test_preflight_mistakes_are_refused_with_the_fix(self) -> None:
+        files = sorted(glob.glob(os.path.join(DATA, "realistic", "preflight", "*.py")))
+        self.assertGreaterEqual(len(files), 20)
+        for path in files:
+            code, expects, _ = read_case(path)
+            with self.subTest(os.path.basename(path)):
+                self.assertTrue(expects)
+                report = "\n".join(check(code))
+                for want in expects:
+                    self.assertIn(want, report, "%s:\n%s" % (os.path.basename(path), report))
+
+    def test_valid_and_runtime_programs_pass(self) -> None:
+        files = sorted(glob.glob(os.path.join(DATA, "realistic", "valid", "*.py")))
+        files += sorted(glob.glob(os.path.join(DATA, "realistic", "runtime", "*.py")))
+        self.assertGreaterEqual(len(files), 50)
+        for path in files:
+            code, _, _ = read_case(path)
+            with self.subTest(os.path.basename(path)):
+                self.assertEqual(check(code), [])
+
+
+class RealisticConservativeTest(unittest.TestCase):
+    """What the checks of the realistic corpus's classes must leave alone."""
+
+    def setUp(self) -> None:
+        validator.STRICT = True
+
+    def tearDown(self) -> None:
+        validator.STRICT = False
+
+    def test_helper_results_misused(self) -> None:
+        self.assertIn("describe: result is text (str), not a dict, so result['signature'] fails (line 2).",
+                      "\n".join(check("d = describe('memory_read_graph')\nsig = d['signature']")))
+
+    def test_result_without_call_on_a_name(self) -> None:
+        self.assertIn("`.result` (line 2) is a method: write `.result()`",
+                      "\n".join(check("p = everything_echo(message='a')\nprint(p.result.upper())")))
+
+    def test_valid_forms_pass(self) -> None:
+        for code in [
+            # keys of a dict result used as text
+            "r = memory_search_nodes(query='a')\nfor k in r:\n    print(k.upper(), len(r[k]))",
+            # text joined to text, numbers added to numbers
+            "s = everything_get_sum(a=1, b=2)\ntotal = ''\ntotal = total + s\nn = 0\nn = n + len(s)",
+            # a filtered list the program then grows with its own items
+            "g = memory_read_graph()\nxs = [e for e in g['entities'] if e['name']]\nxs.append({'foo': 1})\n"
+            "for x in xs:\n    print(x['foo'] if 'foo' in x else x['name'])",
+            # a helper also called with the program's own dict
+            "def f(e):\n    return e['zzz']\ng = memory_read_graph()\n[f(e) for e in g['entities']]\nf({'zzz': 1})",
+            # names the program defines itself
+            "true = True\nnull = None\nx = [true, null]",
+            "import json as JSON\nv = JSON.loads('1')",
+            "class P:\n    def then(self, cb):\n        return cb(1)\nP().then(print)",
+            # asyncio.run without a top-level await; awaiting asyncio.gather
+            "import asyncio\nasync def main():\n    return await memory_read_graph()\nr = asyncio.run(main())",
+            "import asyncio\nrs = await asyncio.gather(memory_read_graph())",
+            # isinstance-guarded subscript of a text result
+            "s = everything_get_sum(a=1, b=2)\nv = s['sum'] if isinstance(s, dict) else s",
+            # json.loads of the text field
+            "import json\nr = filesystem_read_text_file(path='c.json')\ncfg = json.loads(r['content'])",
+            # a dict method and Pending's API on a result
+            "r = memory_read_graph()\nks = list(r.keys())\nr.result()",
+            # search_tools entries read as data
+            "hits = search_tools('read file')\nnames = [h['name'] for h in hits]",
+            "d = describe('memory_read_graph')\nfirst = d.splitlines()[0]",
+            "p = everything_echo(message='a')\nf = p.result\ntext = f()",
+        ]:
+            with self.subTest(code):
+                self.assertEqual(check(code), [])
+
+
+class RealisticRuntimeTest(RuntimeTest):
+    """Runtime messages of the realistic corpus's classes, through the runner with the
+    golden memory SDK (input schemas included) and a fake upstream."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        with open(os.path.join(DATA, "sdkgen", "memory.py"), encoding="utf-8") as fh:
+            loaded = sdk.load_sdk(fh.read(), 2)
+        self.assertTrue(loaded["ok"], loaded)
+
+    def test_built_arguments_are_checked_before_sending(self) -> None:
+        env = self.run_code("ents = []\nfor n in ['a', 'b']:\n    ents.append({'name': n, 'type': 'p', 'observations': []})\n"
+                            "memory_create_entities(entities=ents)")
+        self.assertEqual(env["error_kind"], "exception", env)
+        self.assertIn("memory_create_entities(...) was not sent: `entities[0]` has `type` where the key is "
+                      "`entityType`", env["error"])
+        self.assertIn("line 4", env["error"])
+        self.assertEqual(self.t.calls(), [])
+
+    def test_valid_built_arguments_are_sent(self) -> None:
+        self.t.responder = lambda p: ("result", text_result({"entities": []}))
+        env = self.run_code("ents = [{'name': n, 'entityType': 'p', 'observations': [n]} for n in 'ab']\n"
+                            "r = memory_create_entities(entities=ents)\nresult = r['entities']")
+        self.assertTrue(env["ok"], env)
+        self.assertEqual(len(self.t.calls()), 1)
+
+    def test_error_result_used_as_data_raises_with_the_server_text(self) -> None:
+        self.t.responder = lambda p: ("result", text_result("ENOENT: no such file, open 'x'", is_error=True))
+        env = self.run_code("g = memory_read_graph()\nnames = [e['name'] for e in g['entities']]")
+        self.assertEqual(env["error_kind"], "tool_error", env)
+        err = json.loads(env["error"])["tool_error"]
+        self.assertIn("memory_read_graph answered with an error", err["message"])
+        self.assertIn("ENOENT: no such file, open 'x'", err["message"])
+        self.assertTrue(err["at"].startswith("(line 2) "), err)
+
+    def test_error_result_is_still_text(self) -> None:
+        self.t.responder = lambda p: ("result", text_result("ENOENT: gone", is_error=True))
+        env = self.run_code("g = memory_read_graph()\nresult = [isinstance(g, str), 'ENOENT' in g, g[:6], str(g), "
+                            "hasattr(g, 'nothing')]\ntry:\n    g['x']\nexcept TypeError:\n    result.append('caught')")
+        self.assertTrue(env["ok"], env)
+        self.assertEqual(env["result"], [True, True, "ENOENT", "ENOENT: gone", False, "caught"])
+
+    def test_failed_gather_entry_names_ok(self) -> None:
+        self.t.responder = lambda p: ("error", {"code": -32000, "message": "upstream down",
+                                                "data": {"kind": "upstream_error"}})
+        env = self.run_code("outs = gather([memory_read_graph()])\nfor o in outs:\n    o['value']")
+        self.assertIn("Hint: o is a gather() entry whose call failed (upstream_error): upstream down. "
+                      "Check entry['ok']", env["error"])
+
+    def test_zero_division_after_an_empty_search(self) -> None:
+        self.t.responder = lambda p: ("result", text_result({"entities": [], "relations": []}))
+        env = self.run_code("found = memory_search_nodes(query='zz')['entities']\n"
+                            "counts = [len(e['observations']) for e in found]\navg = sum(counts) / len(counts)")
+        self.assertIn("Hint: counts is empty, so the division is by zero. It comes from "
+                      "memory_search_nodes(query='zz') (line 1): the search returned no matches.", env["error"])
+
+    def test_key_error_on_parsed_data_lists_keys(self) -> None:
+        env = self.run_code("import json\ncfg = json.loads('{\"retries\": 3, \"name\": \"x\"}')\ncfg['retry']")
+        self.assertIn("Hint: cfg has no key 'retry'; its keys: retries, name. Did you mean 'retries'?", env["error"])
+
+    def test_timeout_names_timeout_ms_and_line(self) -> None:
+        self.t.responder = lambda p: ("error", {"code": -32001, "message": "memory did not answer within 5 ms",
+                                                "data": {"kind": "timeout", "elapsed_ms": 5}})
+        env = self.run_code("x = 1\ng = memory_read_graph(timeout_ms=5).result()")
+        err = json.loads(env["error"])["tool_error"]
+        self.assertIn("(line 2)", err["fix"])
+        self.assertIn("timeout_ms=", err["fix"])
+
+    def test_computed_name_gets_the_function_with_that_meaning(self) -> None:
+        env = self.run_code("verb = 'add_relations'\nfn = globals()['memory_' + verb]")
+        self.assertIn("Did you mean `memory_create_relations`?", env["error"])
+        self.assertNotIn("delete", env["error"].split("Hint:")[1])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -227,6 +227,15 @@ class ErrorTest(RuntimeTest):
         self.assertIn('File "<codemcp>", line 2, in <module>\n    boom()', env["error"])
         self.assertIn('File "<codemcp>", line 2, in boom\n    raise RuntimeError(\'x\')', env["error"])
 
+    def test_tool_error_line_hides_credentials(self) -> None:
+        # The report quotes the program's line ("at"); a token written in it is not shown.
+        self.t.responder = lambda p: ("error", {"code": -32000, "message": "rate limited",
+                                                "data": {"kind": "upstream_error"}})
+        env = self.run_code("r = srv_get(token='ghp_abcdefghijklmnopqrstuvwxyz0123456789')['items']")
+        err = json.loads(env["error"])["tool_error"]
+        self.assertTrue(err["at"].startswith("(line 1) r = srv_get("), err)
+        self.assertNotIn("ghp_abcdefghijklmnopqrstuvwxyz0123456789", env["error"])
+
     def test_uncaught_tool_error(self) -> None:
         self.t.responder = lambda p: ("error", {"code": -32000, "message": "rate limited",
                                                 "data": {"kind": "upstream_error", "elapsed_ms": 7}})
@@ -234,7 +243,8 @@ class ErrorTest(RuntimeTest):
         self.assertEqual(env["error_kind"], "tool_error")
         err = json.loads(env["error"])["tool_error"]
         self.assertEqual(err, {"kind": "upstream_error", "server": "srv", "tool": "get",
-                               "args": {"q": "x", "password": "***"}, "message": "rate limited", "elapsed_ms": 7})
+                               "args": {"q": "x", "password": "***"}, "message": "rate limited", "elapsed_ms": 7,
+                               "at": "(line 2) r['items']"})  # the program's line that used the failed call
         self.assertEqual(env["trace"], [{"server": "srv", "tool": "get", "ok": False, "elapsed_ms": 7,
                                          "mutation": False, "kind": "upstream_error"}])
 
@@ -347,7 +357,9 @@ class InterruptTest(RuntimeTest):
                             timeout_ms=200)
         self.assertLess(time.monotonic() - start, 10)
         self.assertEqual(env["error_kind"], "timeout")
-        self.assertEqual(env["error"], "execution timed out after 200 ms")
+        # The limit, the line the run was on, and the setting that raises the limit.
+        self.assertTrue(env["error"].startswith("execution timed out after 200 ms at line "), env["error"])
+        self.assertIn("timeout_ms", env["error"])
         self.assertEqual(env["stdout"], "started\n")
 
     def test_cancel_while_waiting_for_a_call(self) -> None:

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""Fails when a gateway module includes the header of a module above it.
+"""Fails when the modules' includes form a circle, and keeps the module map in the docs true.
 
-The gateway's modules form one stack (docs/architecture.md draws it): a module may include
-the headers of modules strictly below it, and its own. Results flow back up through hooks
-registered at init (main.c wires them), never through an upward #include. Every .c/.h file
-in src/ must belong to a module listed in RANK, so a new file makes this test fail until
-it is placed in the stack.
+A module is a folder: src/<folder>/ (src/main.c alone is `main`, src/worker/ is `worker`) and
+sdkgen/. A file may include headers of its own module and of modules that do not, directly or
+through others, include its module back: the modules form a stack (calls go down, results come
+back up through hooks that main.c registers at init). So this checks that the graph "module A
+includes a header of module B" has no cycle, that every quoted include names a file that
+exists in one of the scanned trees (or a header the build generates), and that the map
+docs/architecture.md draws between its `module-map` markers is the one the folders give.
 
-Usage: check_layers.py SRC_DIR   (exit 1 listing every upward or sideways include)
-       check_layers.py --self-test  (checks that the checker itself catches a bad include)
+Usage: check_layers.py REPO            check, exit 1 listing each problem
+       check_layers.py REPO --map      print the map as the docs must show it
+       check_layers.py --self-test     check that the checker catches a circle
 """
 from __future__ import annotations
 
@@ -16,106 +19,160 @@ import os
 import re
 import sys
 
-# Rank of each module: higher may include lower. Equal ranks may not include each other.
-RANK = {
-    # base: no knowledge of MCP sessions, runs or workers
-    "log": 0, "util": 1, "idmap": 1.2, "timerheap": 1.2, "pgguard": 1, "jsonc": 1, "jsonfast": 1, "jsonpretty": 1.5, "wsserver": 1.5, "jsonscan": 1.5, "run_params": 2.5, "run_answer": 2.5, "run_relay": 2.5, "json_escape": 0, "wsproto": 1, "jsonrpc": 2, "sse": 2, "loop": 2,
-    "config": 2, "redact": 2, "policy": 3, "curl_thread": 3, "sdkgen": 3, "connlimit": 3,
-    "cfgedit": 3, "admin_paths": 3, "usage": 3, "mcp_era": 3, "admin_client": 4,
-    # OAuth: discovery, flows and the token store (blocking; helper threads and the CLI), and
-    # the gateway's side of it (oauth_gw: refresh scheduling on the loop)
-    "oauth": 3.5, "oauth_gw": 4.5,
-    # the namespaces (handles, principals, homes) and which are kept (runs, workers, serve_http ask)
-    "namespaces": 4,
-    # the registry of upstream servers and what is built from it
-    "upstream": 10, "toolstate": 10.5, "catalog": 11, "shapes": 12,
-    # the run pipeline, bottom to top
-    "calls": 13, "control": 14, "workers": 15, "runs": 16, "mcp_server": 17,
-    # how workers are confined (used by workers.c when it spawns one)
-    "sandbox": 14.5,
-    # worker processes: exec and kill (worker_proc), the prototype that forks them, and the
-    # wire format the prototype speaks (a base header)
-    "worker_proc": 14.6, "prototype": 14.8, "protowire": 1,
-    # transports and commands
-    "serve_stdio": 18, "serve_http": 18, "setup": 18,
-    "admin": 19, "oauth_cli": 19.2, "tui": 19.5,
-    "main": 20,
-}
-# Files that are part of another module (its transports, internals, helpers).
-MODULE_OF = {
-    "upstream_http": "upstream", "upstream_stdio": "upstream", "upstream_replay": "upstream",
-    "upstream_http_int": "upstream", "upstream_http_hdrs": "upstream", "upstream_http_queue": "upstream",
-    "upstream_int": "upstream", "upstream_handshake": "upstream", "upstream_call": "upstream",
-    "admin_ops": "admin", "admin_cli": "admin", "upstream_admin": "upstream",
-    "setup_clients": "setup",
-    "oauth_disc": "oauth", "oauth_flow": "oauth", "oauth_store": "oauth",
-    "config_wrap": "config", "config_int": "config", "loop_child": "loop", "loop_int": "loop",
-    "http_int": "serve_http", "http_stream": "serve_http", "http_modern": "serve_http", "serve_sse_legacy": "serve_http", "http_auth": "serve_http", "http_addr": "serve_http",
-    "redact_rules": "redact",
-    "workers_int": "workers", "worker_spawn": "workers", "worker_sessions": "workers",
-}
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)\.h"', re.M)
+# The trees scanned, relative to the repository: (folder, module name for files at its top).
+TREES = (("src", "main"), ("sdkgen", "sdkgen"))
+# Headers the build writes (src/meson.build, python/meson.build): they belong to no folder.
+GENERATED = {"redact_rules.h", "codemcp_embedded.h"}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+MAP_BEGIN = "<!-- module-map:begin (tests/tools/check_layers.py --map) -->"
+MAP_END = "<!-- module-map:end -->"
 
 
-def module_of(stem: str) -> str | None:
-    m = MODULE_OF.get(stem, stem)
-    if m not in RANK and m.startswith("sandbox_"):
-        m = "sandbox"
-    return m if m in RANK else None
+def scan(repo: str) -> dict[str, tuple[str, str]]:
+    """path -> (module, text) for every .c/.h in the trees."""
+    files = {}
+    for tree, top in TREES:
+        base = os.path.join(repo, tree)
+        for root, _, names in os.walk(base):
+            rel = os.path.relpath(root, base)
+            module = top if rel == "." else (rel.split(os.sep)[0] if tree == "src" else tree)
+            for name in names:
+                if name.endswith((".c", ".h", ".def")):
+                    path = os.path.join(root, name)
+                    with open(path, encoding="utf-8") as f:
+                        files[os.path.relpath(path, repo)] = (module, f.read())
+    return files
 
 
-def check(files: dict[str, str]) -> list[str]:
-    """files: name -> text. Returns the violations, one line each."""
+def graph(files: dict[str, tuple[str, str]]) -> tuple[dict[str, set[str]], list[str]]:
+    """module -> modules it includes; and the problems found on the way."""
     bad = []
-    for name, text in sorted(files.items()):
-        stem = os.path.splitext(name)[0]
-        me = module_of(stem)
-        if me is None:
-            bad.append(f"{name}: not in the module stack (add it to RANK or MODULE_OF in "
-                       f"tests/tools/check_layers.py and to docs/architecture.md)")
-            continue
+    deps: dict[str, set[str]] = {m: set() for m, _ in files.values()}
+    # Headers are included by bare name (meson puts every folder on the include path), so a
+    # header name must be unique across the trees.
+    headers: dict[str, str] = {}
+    for path, (module, _) in sorted(files.items()):
+        name = os.path.basename(path)
+        if name.endswith((".h", ".def")):
+            if name in headers:
+                bad.append(f"{path}: a header named {name} is also in module {headers[name]}")
+            headers[name] = module
+    for name, (me, text) in sorted(files.items()):
         for inc in INCLUDE.findall(text):
-            them = module_of(os.path.basename(inc))
-            if them is None:
-                bad.append(f"{name}: includes \"{inc}.h\", which is in no module of the stack")
-            elif them != me and RANK[them] >= RANK[me]:
-                how = "sideways" if RANK[them] == RANK[me] else "upward"
-                bad.append(f"{name}: {how} include of \"{inc}.h\" ({me} is rank {RANK[me]}, "
-                           f"{them} is rank {RANK[them]}): report up through a hook instead")
-    return bad
+            header = os.path.basename(inc)
+            if header in GENERATED:
+                continue
+            if header not in headers:
+                bad.append(f"{name}: includes \"{inc}\", which is in no scanned folder")
+                continue
+            them = headers[header]
+            if them != me:
+                deps[me].add(them)
+    return deps, bad
+
+
+def cycles(deps: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(deps.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(deps):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def module_map(deps: dict[str, set[str]]) -> str:
+    """Modules bottom-up (each after everything it uses), with what each uses directly."""
+    order: list[str] = []
+    left = {m: set(d) for m, d in deps.items()}
+    while left:
+        ready = sorted(m for m, d in left.items() if not d - set(order))
+        order += ready
+        for m in ready:
+            del left[m]
+    width = max(len(m) for m in order)
+    lines = [f"{m.ljust(width)}  uses: {', '.join(sorted(deps[m])) or '-'}" for m in order]
+    return "\n".join(reversed(lines))
+
+
+def docs_map(repo: str) -> str | None:
+    with open(os.path.join(repo, "docs", "architecture.md"), encoding="utf-8") as f:
+        text = f.read()
+    if MAP_BEGIN not in text or MAP_END not in text:
+        return None
+    inner = text.split(MAP_BEGIN, 1)[1].split(MAP_END, 1)[0]
+    return inner.strip().strip("`").strip()
 
 
 def self_test() -> int:
-    good = {"workers.c": '#include "workers.h"\n#include "control.h"\n#include "log.h"\n'}
-    upward = {"workers.c": '#include "workers.h"\n#include "runs.h"\n'}
-    sideways = {"serve_stdio.c": '#include "serve_http.h"\n'}
-    stranger = {"newthing.c": '#include "log.h"\n'}
-    ok = (check(good) == [] and len(check(upward)) == 1 and len(check(sideways)) == 1
-          and len(check(stranger)) == 1)
+    ok_files = {"a.c": ("run", '#include "b.h"\n'), "b.h": ("core", "")}
+    circle = {"a.c": ("run", '#include "b.h"\n'), "a.h": ("run", ""),
+              "b.h": ("core", '#include "a.h"\n')}
+    stranger = {"a.c": ("run", '#include "nowhere.h"\n')}
+    d1, b1 = graph(ok_files)
+    d2, b2 = graph(circle)
+    _, b3 = graph(stranger)
+    ok = not b1 and not cycles(d1) and not b2 and cycles(d2) == [["core", "run"]] and len(b3) == 1
     print("self-test:", "ok" if ok else "FAILED")
     return 0 if ok else 1
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) == 2 and argv[1] == "--self-test":
+    if argv[1:] == ["--self-test"]:
         return self_test()
-    if len(argv) != 2:
+    if len(argv) not in (2, 3) or (len(argv) == 3 and argv[2] != "--map"):
         print(__doc__, file=sys.stderr)
         return 2
+    deps, bad = graph(scan(argv[1]))
+    if not deps:
+        print(f"no C sources under {argv[1]}/src or {argv[1]}/sdkgen: give the repository's root")
+        return 2
+    for comp in cycles(deps):
+        bad.append(f"modules include each other in a circle: {' <-> '.join(comp)} "
+                   f"(report up through a hook registered in main.c instead)")
+    if len(argv) == 3:
+        if bad:
+            print("\n".join(bad), file=sys.stderr)
+            return 1
+        print(module_map(deps))
+        return 0
     if self_test():
         return 1
-    src = argv[1]
-    files = {}
-    for root, dirs, names in os.walk(src):
-        dirs[:] = [d for d in dirs if d != "worker"]  # the worker host is a binary of its own
-        for name in names:
-            if name.endswith((".c", ".h")):
-                with open(os.path.join(root, name), encoding="utf-8") as f:
-                    files[name] = f.read()
-    bad = check(files)
+    if not bad:
+        want = module_map(deps)
+        have = docs_map(argv[1])
+        if have != want:
+            bad.append("docs/architecture.md's module map is not the folders' one: replace the "
+                       "block between its module-map markers with the output of "
+                       "`tests/tools/check_layers.py . --map`")
     for line in bad:
         print(line)
-    print(f"{len(files)} files checked, {len(bad)} bad include(s)")
+    print(f"{len(deps)} modules checked, {len(bad)} problem(s)")
     return 1 if bad else 0
 
 

@@ -303,7 +303,7 @@ static void case_schemas(void)
 }
 
 /* The three real servers in one gateway: the listing a client gets (one intro). Its o200k
- * token count is held against the servers' own tools/list JSON by tests/e2e/listing.test.mjs. */
+ * token count is held against the servers' own tools/list JSON by tests/e2e/firsttime.test.mjs. */
 static void case_three_servers(void)
 {
     const char *files[] = {"everything.json", "memory.json", "filesystem.json"};

@@ -1,0 +1,7 @@
+# A dry-run edit with a JavaScript `true`.
+# class: js
+# expect: True
+text = filesystem_read_text_file(path='todo.txt')['content']
+first = text.splitlines()[0]
+r = filesystem_edit_file(path='todo.txt', edits=[{'oldText': first, 'newText': first.upper()}], dryRun=true)
+result = r['content']
