@@ -65,16 +65,16 @@ result = fake_echo(text=json.dumps({"${SECRET_KEY}": 1, "${INJECTION}": 2, "amou
     assert.equal(taught.result?.amount, 3, JSON.stringify(taught));
     // The next runs see whatever was learned (shapes go to a worker before its run).
     const mine = await alice.run('result = describe("fake_echo")');
-    assert.ok(JSON.stringify(mine.result).includes(SECRET_KEY), `alice's own describe() shows what she taught: ${JSON.stringify(mine)}`);
-    assert.ok(!JSON.stringify(mine.result).includes('SYSTEM'), `a key that is not an identifier is never shown: ${JSON.stringify(mine)}`);
     const theirs = await bob.run('result = describe("fake_echo")');
     assert.ok(typeof theirs.result === 'string', JSON.stringify(theirs));
     assert.ok(!theirs.result.includes(SECRET_KEY) && !theirs.result.includes('SYSTEM'), `bob's describe(): ${theirs.result}`);
-    for (const [who, s] of [['alice', alice], ['bob', bob]]) {
+    for (const [who, s] of [['bob', bob], ['alice', alice]]) {
       const d = await s.description();
       assert.ok(!d.includes(SECRET_KEY), `${who}'s tools/list shows alice's key`);
       assert.ok(!d.includes(INJECTION), `${who}'s tools/list carries the injected key`);
     }
+    assert.ok(JSON.stringify(mine.result).includes(SECRET_KEY), `alice's own describe() shows what she taught: ${JSON.stringify(mine)}`);
+    assert.ok(!JSON.stringify(mine.result).includes('SYSTEM'), `a key that is not an identifier is never shown: ${JSON.stringify(mine)}`);
     // Bob's validator knows nothing of alice's shape: reading a field she taught is not flagged
     // and not refused (his own calls teach his own).
     const b = await bob.run(`import json
