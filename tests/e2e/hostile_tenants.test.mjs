@@ -121,3 +121,21 @@ result = "done"`);
     assert.ok(JSON.stringify(d).length < 20000, JSON.stringify(d).slice(0, 300));
   });
 });
+
+describe('call counts order only the caller\'s description', () => {
+  const t = twoPrincipals({ CODEMCP_DESCRIBE_BUDGET: '2000' });
+  const FIRST_SIGNATURE = /Functions \(signature {2}# summary\):\n([a-z0-9_]+)\(/;
+
+  test('what one principal calls most is listed first for it, not for the other', { timeout: ms(120000) }, async () => {
+    const { alice, bob } = t;
+    const first = async (s) => (await s.description()).match(FIRST_SIGNATURE)?.[1];
+    const bobFirst = await first(bob);
+    assert.ok(bobFirst, await bob.description());
+    const pick = bobFirst === 'fake_structured' ? 'fake_big' : 'fake_structured';
+    const args = pick === 'fake_big' ? 'bytes=10' : '';
+    const r = await alice.run(`for i in range(3):\n    ${pick}(${args})\nresult = 1`);
+    assert.equal(r.result, 1, JSON.stringify(r));
+    assert.equal(await first(alice), pick, await alice.description());
+    assert.equal(await first(bob), bobFirst, `bob's description follows alice's calls:\n${await bob.description()}`);
+  });
+});
