@@ -31,13 +31,12 @@
 //      uncapped table; every arm reports its peak upstream sockets.
 // 200 sessions (bench/results/http_load_200.md): BENCH_SESSIONS=200 BENCH_CAPS=32,0
 //      CODEMCP_LOG=info BENCH_OUT=bench/results/http_load_200.md node bench/http_load.mjs 3 4 200
-import { spawn, execFileSync } from 'node:child_process';
-import { openSync, readFileSync, readdirSync, readlinkSync, writeFileSync, mkdtempSync, closeSync, existsSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, readdirSync, readlinkSync, writeFileSync, mkdtempSync, existsSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import http from 'node:http';
-import net from 'node:net';
 import { join } from 'node:path';
-import { NM, ROOT, codemcpBin, stats, fmt, memKiB, workerPids as allWorkerPids } from './lib.mjs';
+import { ROOT, codemcpBin, stats, fmt, startEverythingHttp, getSumLoad, memKiB, startLogged, workerPids as allWorkerPids } from './lib.mjs';
 
 const SECONDS = Number(process.argv[2] || 4);
 const ROUNDS = Number(process.argv[3] || 4);
@@ -63,7 +62,6 @@ if (SECONDS * ROUNDS + WARMUP_SECONDS > 20) throw new Error('keep each arm to â‰
 const SDK = join(ROOT, 'tests/node_modules/@modelcontextprotocol/sdk/dist/esm');
 const { Client } = await import(join(SDK, 'client/index.js'));
 const { StreamableHTTPClientTransport } = await import(join(SDK, 'client/streamableHttp.js'));
-const EVERYTHING = join(NM, 'server-everything/dist/index.js');
 const bin = codemcpBin();
 const dir = mkdtempSync(join(tmpdir(), 'codemcp-bench-http-'));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -74,29 +72,6 @@ const cleanup = () => {
 };
 process.on('exit', cleanup);
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-  });
-}
-
-// Spawns argv with stdout+stderr going to a file (nothing for this process to drain during
-// the load) and waits until the file matches `ready`; resolves {proc, match, log}.
-async function startLogged(argv, env, log, ready) {
-  const fd = openSync(log, 'w');
-  const proc = spawn(argv[0], argv.slice(1), { env: { ...process.env, ...env }, stdio: ['ignore', fd, fd] });
-  closeSync(fd);
-  procs.push(proc);
-  for (let k = 0; k < 300; k++) {
-    const m = readFileSync(log, 'utf8').match(ready);
-    if (m) return { proc, match: m, log };
-    if (proc.exitCode !== null) break;
-    await sleep(50);
-  }
-  throw new Error(`${argv.join(' ')} did not come up:\n${readFileSync(log, 'utf8').slice(-2000)}`);
-}
 
 // codemcp start requires a bearer token; the direct upstream ignores the header.
 // Sessions are spread over PRINCIPALS tokens (session k uses token k % PRINCIPALS, from a
@@ -112,13 +87,8 @@ async function connect(name, url, k = 0) {
 }
 
 // ---- processes ------------------------------------------------------------------------------
-const upPort = await freePort();
-// server-everything console.logs every request; into a file, not a pipe we would have to drain.
-const upstream = await startLogged(['node', EVERYTHING, 'streamableHttp'], { PORT: String(upPort) },
-  join(dir, 'everything.log'), /listening on port (\d+)/i);
-const upUrl = `http://127.0.0.1:${upPort}/mcp`;
-const cfg = join(dir, 'mcp.json');
-writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'remote', url: upUrl } } }));
+const upstream = await startEverythingHttp(dir, procs);
+const { port: upPort, url: upUrl, cfg } = upstream;
 
 const tokensFile = join(dir, 'tokens');
 writeFileSync(tokensFile, Array.from({ length: PRINCIPALS }, (_, k) => `bench${k} ${tokenOf(k)}\n`).join(''), { mode: 0o600 });
@@ -136,7 +106,7 @@ for (const g of GWS) {
     CODEMCP_HTTP_MAX_CONN_PER_PEER: String(Math.max(512, 4 * SESSIONS)) };
   if (g.cap !== null) env.CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM = String(g.cap);
   const st = await startLogged([g.bin, 'start', '-p', '0'], env, log,
-    /serving MCP over Streamable HTTP at (\S+)/);
+    /serving MCP over Streamable HTTP at (\S+)/, procs);
   gateways[g.id] = { ...st, url: st.match[1], pid: st.proc.pid };
 }
 // The gateways' memory before any session (the per-session share is the growth from here).
@@ -144,22 +114,9 @@ const gwMem0 = Object.fromEntries(GWS.map((g) => [g.id, { ...memKiB(gateways[g.i
 
 // ---- arms -----------------------------------------------------------------------------------
 let nextA = 1;
-const expectText = (a, b) => `The sum of ${a} and ${b} is ${a + b}.`;
-function check(got, a) {
-  if (!Array.isArray(got) || got.length !== CALLS) throw new Error(`wrong answer: ${JSON.stringify(got)}`);
-  for (let i = 0; i < CALLS; i++)
-    if (got[i] !== expectText(a + i, i)) throw new Error(`wrong answer [${i}]: ${JSON.stringify(got[i])}`);
-}
-const directTask = async (c, a) => {
-  const rs = await Promise.all(Array.from({ length: CALLS }, (_, i) =>
-    c.client.callTool({ name: 'get-sum', arguments: { a: a + i, b: i } })));
-  for (const r of rs) if (r.isError) throw new Error(`isError: ${JSON.stringify(r.content)}`);
-  check(rs.map((r) => r.content?.[0]?.text), a);
-};
+const { check, direct: directTask, program } = getSumLoad(CALLS);
 const codemcpTask = async (c, a) => {
-  const code = `ps = [everything_get_sum(a=${a} + i, b=i) for i in range(${CALLS})]\n` +
-    'result = [str(p) for p in ps]';
-  const r = await c.client.callTool({ name: 'execute_python', arguments: { code } });
+  const r = await c.client.callTool({ name: 'execute_python', arguments: { code: program(a) } });
   if (r.isError) throw new Error(`isError: ${JSON.stringify(r.structuredContent ?? r.content).slice(0, 400)}`);
   check(r.structuredContent?.result, a);
 };

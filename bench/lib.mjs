@@ -2,7 +2,8 @@
 // read RSS, summarize samples. Benchmarks compare side by side in one run (ratios).
 import { spawn } from 'node:child_process';
 import http from 'node:http';
-import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -227,4 +228,64 @@ export function mcpPost(g, agent, body, headers = {}, timeoutMs = 30000) {
     req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer in ${timeoutMs / 1000} s to ${body.method}`)));
     req.end(data);
   });
+}
+
+// A TCP port free on 127.0.0.1 now (for a server told to listen on it).
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+// Spawns argv with stdout+stderr going to a file (nothing for this process to drain during a
+// load) and waits until the file matches `ready`; resolves {proc, match, log}. The process is
+// pushed on `procs` (the caller kills them at exit).
+export async function startLogged(argv, env, log, ready, procs) {
+  const fd = openSync(log, 'w');
+  const proc = spawn(argv[0], argv.slice(1), { env: { ...process.env, ...env }, stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  procs.push(proc);
+  for (let k = 0; k < 300; k++) {
+    const m = readFileSync(log, 'utf8').match(ready);
+    if (m) return { proc, match: m, log };
+    if (proc.exitCode !== null) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${argv.join(' ')} did not come up:\n${readFileSync(log, 'utf8').slice(-2000)}`);
+}
+
+// The get-sum load of http_load.mjs and saturation.mjs: one task = `calls` get-sum calls of
+// server-everything, a unique per task, every answer checked text by text. direct(c, a) makes
+// them from an SDK client; program(a) is the execute_python code making them; check(texts, a)
+// throws on a wrong answer.
+export function getSumLoad(calls) {
+  const expectText = (a, b) => `The sum of ${a} and ${b} is ${a + b}.`;
+  const check = (got, a) => {
+    if (!Array.isArray(got) || got.length !== calls) throw new Error(`wrong answer: ${JSON.stringify(got).slice(0, 300)}`);
+    for (let i = 0; i < calls; i++)
+      if (got[i] !== expectText(a + i, i)) throw new Error(`wrong answer [${i}]: ${JSON.stringify(got[i])}`);
+  };
+  const direct = async (c, a) => {
+    const rs = await Promise.all(Array.from({ length: calls }, (_, i) =>
+      c.client.callTool({ name: 'get-sum', arguments: { a: a + i, b: i } })));
+    for (const r of rs) if (r.isError) throw new Error(`isError: ${JSON.stringify(r.content)}`);
+    check(rs.map((r) => r.content?.[0]?.text), a);
+  };
+  const program = (a) => `ps = [everything_get_sum(a=${a} + i, b=i) for i in range(${calls})]\nresult = [str(p) for p in ps]`;
+  return { check, direct, program };
+}
+
+// server-everything in streamableHttp mode on a free port (its log, one line per request, in
+// dir/everything.log: a file, not a pipe to drain), and dir/mcp.json naming it as the remote
+// upstream `everything`. Resolves {proc, port, url, cfg}.
+export async function startEverythingHttp(dir, procs) {
+  const port = await freePort();
+  const { proc } = await startLogged(['node', join(NM, 'server-everything/dist/index.js'), 'streamableHttp'],
+    { PORT: String(port) }, join(dir, 'everything.log'), /listening on port (\d+)/i, procs);
+  const url = `http://127.0.0.1:${port}/mcp`;
+  const cfg = join(dir, 'mcp.json');
+  writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'remote', url } } }));
+  return { proc, port, url, cfg };
 }

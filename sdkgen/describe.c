@@ -590,7 +590,9 @@ void sdk_describe_budget(json_t *functions, json_t *signatures, json_t *servers,
                          "the servers below is a plain function <server>_<tool>(...); "
                          "search_tools(\"task words\") and describe(\"name\" or \"server\") "
                          "inside the program find and document any of them (the live catalog: "
-                         "servers that connect later too).\n");
+                         "servers that connect later too). Images, audio and resources come back "
+                         "as Content objects: return them (result = [text, image]) to show them; "
+                         "read_resource(uri) reads a server's resource.\n");
         sdk_servers_line(&ib, servers, n);
         if (connecting)
             buf_appends(&ib, wait_note + 1), buf_appends(&ib, "\n");

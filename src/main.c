@@ -64,16 +64,18 @@ static void usage(FILE *f)
           "                                    required; --print-token shows it, --no-auth\n"
           "                                    turns it off on loopback only); HTTP+SSE\n"
           "                                    (2024-11-05) clients connect to /sse\n"
-          "       codemcp setup opencode [--dry-run] move opencode's MCP servers behind codemcp\n"
+          "       codemcp setup opencode|claude-desktop|cursor|vscode [--dry-run]\n"
+          "                                    move a harness's MCP servers behind codemcp\n"
           "       codemcp list|tools|instances      a running gateway's servers / tools / all "
           "gateways\n"
           "       codemcp enable|disable NAME [-d]  connect / disconnect a server now\n"
           "       codemcp enable-tool|disable-tool SERVER TOOL [-d]\n"
           "       codemcp tui [-i SEL]              full-screen control of a running gateway\n"
-          "       (admin commands take -i LAUNCHER|PID|CONFIG-SUBSTRING, --json; see --help)\n"
+          "       (admin commands take -i LAUNCHER|PID|CONFIG-SUBSTRING, --json)\n"
           "       codemcp auth NAME [--no-browser]   OAuth login for a remote server\n"
           "       codemcp auth [--list]              every remote server's auth state\n"
           "       codemcp logout NAME                revoke and delete its stored tokens\n"
+          "       codemcp COMMAND --help             a command's own options\n"
           "\n"
           "options:\n"
           "  -c, --config PATH   mcp.json to load (default: $CODEMCP_CONFIG, else\n"
@@ -98,6 +100,51 @@ static void usage(FILE *f)
           "One run has at most CODEMCP_MAX_CALLS_PER_RUN (256) tool calls in flight; more\n"
           "wait in order (0: no bound).\n",
           f);
+}
+
+static void usage_start(FILE *f)
+{
+    fputs("usage: codemcp start [-p PORT] [-H HOST] [-c CONFIG] [--no-auth] [--print-token]\n"
+          "\n"
+          "serve MCP over Streamable HTTP at /mcp (CODEMCP_HTTP_PATH), and the 2024-11-05\n"
+          "HTTP+SSE transport at /sse and /messages, to many clients at once.\n"
+          "\n"
+          "options:\n"
+          "  -p, --port PORT     port to listen on (default 3388; 0: any free port)\n"
+          "  -H, --host HOST     address to bind (default 127.0.0.1; set the allow-lists\n"
+          "                      CODEMCP_HTTP_ALLOWED_HOSTS/_ORIGINS for anything else)\n"
+          "  -c, --config PATH   mcp.json to load\n"
+          "      --no-auth       serve without a bearer token (loopback only)\n"
+          "      --print-token   print the bearer token clients must send, then exit\n"
+          "  -h, --help          this help\n"
+          "\n"
+          "Clients send \"Authorization: Bearer <token>\"; the token is generated on first\n"
+          "start in $XDG_CONFIG_HOME/codemcp/http-token (mode 0600) unless CODEMCP_HTTP_TOKEN\n"
+          "or CODEMCP_HTTP_TOKENS_FILE set it. The start-up snippets show it only on a\n"
+          "terminal.\n",
+          f);
+}
+
+/* One line for a person who started codemcp in a terminal: what it serves, from which config,
+ * and where its log goes (a harness's stderr is not a terminal: it gets nothing). */
+static void print_banner(void)
+{
+    static const char *const levels[] = {"error", "warn", "info", "debug", "trace"};
+    struct buf b = {0};
+    for (size_t i = 0; i < config.n_servers && i < 6; i++)
+        buf_printf(&b, "%s%s", i ? ", " : ": ", config.servers[i].name);
+    if (config.n_servers > 6)
+        buf_printf(&b, ", +%zu more", config.n_servers - 6);
+    fprintf(stderr,
+            "codemcp %s: serving MCP over %s; config %s (%zu server%s%s); log on stderr at "
+            "level %s (CODEMCP_LOG)\n",
+            CODEMCP_VERSION, mode == MODE_HTTP ? "Streamable HTTP" : "stdio",
+            config.path                          ? config.path
+            : strcmp(config.format, "wrap") == 0 ? "--wrap"
+                                                 : "none",
+            config.n_servers, config.n_servers == 1 ? "" : "s", b.data ? b.data : "",
+            levels[log_get_level()]);
+    buf_free(&b);
 }
 
 /* ---- shutdown ---------------------------------------------------------------------------- */
@@ -196,6 +243,22 @@ static void dump_what_clients_get(void)
     free(instructions);
 }
 
+/* The dump's last word: each server that is not ready, and why; what the config says that
+ * codemcp cannot act on. */
+static void dump_server_problems(void)
+{
+    for (size_t i = 0; i < up_count(); i++) {
+        struct upstream *up = up_at(i);
+        if (up->state != UP_READY)
+            printf("# server %s: %s%s%s\n", up->name, up_state_name(up->state),
+                   up->error ? ": " : "", up->error ? up->error : "");
+        size_t j;
+        json_t *w;
+        json_array_foreach(up->cfg ? up->cfg->warnings : NULL, j, w)
+            printf("# warning: %s\n", json_string_value(w));
+    }
+}
+
 static void on_settled_once(void)
 {
     static int done;
@@ -205,6 +268,7 @@ static void on_settled_once(void)
     lp_timer_stop(&settle_timer);
     if (mode == MODE_DUMP) {
         dump_what_clients_get();
+        dump_server_problems();
         fflush(stdout);
         begin_shutdown();
     } else if (mode == MODE_SMOKE) {
@@ -259,6 +323,7 @@ static void wire_run_pipeline(void)
                                           .write_done = run_on_write_done,
                                           .reply = ctl_send,
                                           .reply_parts = ctl_send_parts,
+                                          .reply_limit = ctl_frame_limit,
                                           .input_required = run_on_input_required});
 }
 
@@ -341,9 +406,12 @@ int main(int argc, char **argv)
         }
         mode = MODE_HTTP;
         optind++; /* `start` takes its own options: -p PORT, -H HOST (and -c) */
-        while ((c = getopt_long(argc, argv, "+c:p:H:", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+c:p:H:h", opts, NULL)) != -1) {
             char *end;
             switch (c) {
+            case 'h':
+                usage_start(stdout);
+                return 0;
             case 'c':
                 config_path = optarg;
                 break;
@@ -365,7 +433,7 @@ int main(int argc, char **argv)
                 print_token = 1;
                 break;
             default:
-                usage(stderr);
+                usage_start(stderr);
                 return 2;
             }
         }
@@ -412,6 +480,8 @@ int main(int argc, char **argv)
     }
     log_info("main", "config: %s (%zu servers)", config.path ? config.path : "(none)",
              config.n_servers);
+    if ((mode == MODE_STDIO || mode == MODE_HTTP) && isatty(STDERR_FILENO))
+        print_banner();
 
     policy_init(&config);
     lp_raise_nofile();
@@ -424,6 +494,7 @@ int main(int argc, char **argv)
     if (mode == MODE_HTTP) /* stdio keeps SIGHUP = shutdown (the terminal went away) */
         lp_on_reload_signal(on_reload);
     up_set_listener(on_upstreams_changed);
+    up_set_extras_listener(mcp_on_extras_changed);
     cat_set_listener(on_catalog_changed);
     shapes_init(mode != MODE_HTTP); /* stdio: one principal, whose view is the shared one */
     shapes_set_listener(on_shapes_changed);
@@ -460,6 +531,11 @@ int main(int argc, char **argv)
         return 1;
 
     up_start_all(&config);
+    /* With CODEMCP_PROTOTYPE_EARLY the prototype starts now, beside the upstreams: the first
+     * program's worker is forked from it. After them: its spawn takes the loop a few ms that
+     * their spawns need not wait for. */
+    if (serving)
+        wk_prestart();
     lp_timer_start(&settle_timer, 0, check_settled, NULL);
     lp_run();
 

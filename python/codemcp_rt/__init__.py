@@ -12,6 +12,7 @@ Modules:
     client      call(): send one call_tool request, unwrap its reply
     capture     per-run stdout/stderr capture with a byte cap
     jsonsafe    turn any Python value into valid, size-capped JSON
+    content     Content: image, audio and resource blocks, in from tools and out to the client
     sdk         load/swap the generated SDK module
     discovery   search_tools() and describe() over the current SDK
     runner      run(params) -> the result envelope
@@ -26,6 +27,7 @@ __all__ = [
     "client",
     "capture",
     "jsonsafe",
+    "content",
     "sdk",
     "discovery",
     "runner",

@@ -8,8 +8,10 @@ here is enforcement.
 Reply handling:
   * JSON-RPC error -> ToolError(kind from error.data.kind; "upstream_error" by default,
     "transport" for protocol-level codes), with the gateway's elapsed_ms when given.
-  * CallToolResult -> structuredContent if present; else the text blocks joined by "\n",
-    parsed as JSON when possible, else that text; else the raw result (images, etc.).
+  * CallToolResult -> structuredContent if present; else, when it has image, audio or
+    resource blocks, its blocks in order (text as below, the others as content.Content; one
+    block alone: that block); else the text blocks joined by "\n", parsed as JSON when
+    possible, else that text; else the raw result.
     ``isError: true`` results are values, not exceptions; dry-run stubs are normal results.
   * ``_meta.codemcp.mutation`` in a result marks a write: recorded in the run's mutations.
 
@@ -32,6 +34,7 @@ import re
 import time
 from typing import Any
 
+from codemcp_rt import content as _content
 from codemcp_rt import argguard, errtext, jsonsafe, runstate, sdk, transport
 from codemcp_rt.errors import KINDS, ToolError
 from codemcp_rt.pending import Pending, resolve
@@ -458,6 +461,11 @@ def unwrap(result: Any) -> Any:
             if type(text) is str:
                 return _text_value(text)
     if isinstance(content, list):
+        if any(isinstance(b, dict) and b.get("type") in _content.KINDS for b in content):
+            # images, audio, resources: every block in order, text as its value
+            items = [_text_value(b["text"]) if isinstance(b, dict) and b.get("type") == "text"
+                     and isinstance(b.get("text"), str) else _content.from_block(b) for b in content]
+            return items[0] if len(items) == 1 else items
         texts = [
             block["text"]
             for block in content
@@ -543,6 +551,35 @@ def call(server: str, tool: str, args: dict[str, Any] | None = None, timeout_ms:
     return Pending(c.take, c.poll, label, c.block)
 
 
+def _contents(result: Any) -> Any:
+    """A ReadResourceResult's contents as resource Content objects (returnable as they are)."""
+    if isinstance(result, dict) and isinstance(result.get("contents"), list):
+        return [_content.from_block({"type": "resource", "resource": c}) if isinstance(c, dict) else c
+                for c in result["contents"]]
+    return result
+
+
+def read_resource(uri: str, timeout_ms: int | None = None) -> Pending:
+    """Read resource ``uri`` from the server that lists it; a Pending for its contents: a list
+    of Content objects (type "resource": ``.uri``, ``.mime_type``, ``.text``, ``.bytes()``),
+    which a program may also return to the client. A failure raises ToolError on use."""
+    if not isinstance(uri, str):
+        raise TypeError("read_resource(uri): uri must be a string, not %s" % type(uri).__name__)
+    state = runstate._current
+    call_id = "c%d" % next(_ids)
+    c = _Call(call_id, "resources", "read", {"uri": uri}, None, timeout_ms, state, False)
+    if state is not None:
+        state.made.append(c)
+    try:
+        frame = '{"jsonrpc":"2.0","id":"%s","method":"read_resource","params":{"run_id":%s,"uri":%s}}' % (
+            call_id, state.run_id_json if state is not None else "null", jsonsafe.dumps(uri))
+        t = transport._transport
+        (t if t is not None else transport.get_transport()).send(frame)
+    except Exception as exc:  # connection gone, no transport: fail on first use
+        c._send_failed(exc)
+    return Pending(lambda: _contents(c.take()), c.poll, "read_resource(%r)" % uri[:80], c.block)
+
+
 def settle_open_calls(state: runstate.RunState, wait: bool) -> None:
     """At the end of a run: wait for (``wait``) or abandon every call nobody read, so the
     trace and the mutations are complete and no stale reply is kept. Never raises a
@@ -566,4 +603,4 @@ def settle_open_calls(state: runstate.RunState, wait: bool) -> None:
                 c.abandon()
 
 
-__all__ = ["call", "unwrap", "settle_open_calls"]
+__all__ = ["call", "read_resource", "unwrap", "settle_open_calls"]

@@ -38,7 +38,7 @@ import types
 import weakref
 from typing import Any
 
-from codemcp_rt import client, discovery, jsonsafe, runstate, sdk
+from codemcp_rt import client, content, discovery, jsonsafe, runstate, sdk
 from codemcp_rt.capture import _codemcp as _codemcp_host, capture
 from codemcp_rt import procs
 from codemcp_rt.errors import RunInterrupted, ToolError
@@ -194,7 +194,8 @@ def _fresh(snap: sdk.Sdk) -> dict[str, Any]:
     global _fresh_for
     if _fresh_for[0] is not snap:
         fresh: dict[str, Any] = dict(snap.functions)
-        fresh.update(Pending=Pending, ToolError=ToolError, gather=gather, settle=settle, resolve=resolve)
+        fresh.update(Pending=Pending, ToolError=ToolError, gather=gather, settle=settle, resolve=resolve,
+                     Content=content.Content, read_resource=client.read_resource)
         fresh.update(discovery.bind(snap, _unavailable))
         _fresh_for = (snap, fresh)
     return _fresh_for[1]
@@ -566,8 +567,7 @@ def _run(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         with capture(max_output) as (out, err):
             try:
                 value = _execute(compiled, ns, state)
-                result, result_text = jsonsafe.cap_json(value, max_result)
-                envelope = {"ok": True, "result": result, "calls": state.calls}
+                envelope, result_text = _success(value, state, max_result)
             except BaseException as exc:  # noqa: B902 - agent code may raise anything
                 envelope = _failure(exc, params, timeout_ms)
             if not envelope["ok"]:
@@ -576,6 +576,21 @@ def _run(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         _set_current_run(None)
         runstate.end()
     return _tail(envelope, result_text, state, out, err, threads_before)
+
+
+def _success(value: Any, state: runstate.RunState, max_result: int) -> tuple[dict[str, Any], str]:
+    """The envelope of a run that returned ``value``, and its result's JSON. Content objects
+    in the value travel as the envelope's ``content`` blocks (see codemcp_rt.content); their
+    payloads and the result share the result cap."""
+    value, blocks = content.extract(value, max_result)
+    if blocks:
+        used = sum(content.Content(b).size() for b in blocks)
+        max_result = max(1, max_result - used) if max_result > 0 else max_result
+    result, result_text = jsonsafe.cap_json(value, max_result)
+    envelope = {"ok": True, "result": result, "calls": state.calls}
+    if blocks:
+        envelope["content"] = blocks
+    return envelope, result_text
 
 
 def _failure(exc: BaseException, params: dict[str, Any], timeout_ms: Any) -> dict[str, Any]:
@@ -669,8 +684,7 @@ def _fast_outcome(state: runstate.RunState, params: dict[str, Any], exc: BaseExc
     """Inside the capture, after the code ran: the envelope and its result's JSON, as _run."""
     result_text = None
     if exc is None:
-        result, result_text = jsonsafe.cap_json(value, max_result)
-        envelope = {"ok": True, "result": result, "calls": state.calls}
+        envelope, result_text = _success(value, state, max_result)
     else:
         try:
             raise exc

@@ -51,8 +51,8 @@ __all__ = ["validate", "format_report", "syntax_problem", "HEADER", "RUNTIME_NAM
 
 HEADER = "Pre-flight validation failed (code was not executed). Fix these and resend:"
 
-RUNTIME_NAMES = frozenset({"Pending", "ToolError", "RunInterrupted", "gather", "settle", "resolve", "result",
-                           "search_tools", "describe", "help"})
+RUNTIME_NAMES = frozenset({"Content", "Pending", "ToolError", "RunInterrupted", "gather", "settle", "resolve", "result",
+                           "search_tools", "describe", "help", "read_resource"})
 """Names the runner defines in the program's globals besides the SDK functions."""
 
 STRICT = False

@@ -91,6 +91,8 @@ static json_t *op_list(void)
             up->protocol_version, "error", up->state == UP_READY ? NULL : up->error);
         if (up->protocol_version)
             json_object_set_new(s, "era", json_string(mcp_era_name(up->era)));
+        if (up->cfg->warnings) /* config settings it cannot act on (config_check.c) */
+            json_object_set(s, "warnings", up->cfg->warnings);
         json_array_append_new(servers, s);
     }
     return json_pack("{s:b, s:o}", "ok", 1, "servers", servers);

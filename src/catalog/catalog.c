@@ -379,6 +379,19 @@ json_t *cat_unavailable(void)
     return out;
 }
 
+/* How many of up's tools are on (the count the description and instructions show). */
+static size_t enabled_tools(struct upstream *up)
+{
+    size_t i, n = 0;
+    json_t *t;
+    json_array_foreach(up->tools, i, t)
+    {
+        const char *name = json_string_value(json_object_get(t, "name"));
+        n += name && ts_enabled(up->name, name);
+    }
+    return n;
+}
+
 static json_t *gather_input(void)
 {
     json_t *input = json_array();
@@ -391,12 +404,13 @@ static json_t *gather_input(void)
         if (up->state != UP_DISABLED || up->tools)
             json_array_append_new(servers, json_pack("{s:s, s:s, s:I}", "server", up->name, "state",
                                                      up_state_name(up->state), "tools",
-                                                     (json_int_t)json_array_size(up->tools)));
+                                                     (json_int_t)enabled_tools(up)));
         /* A crashed server keeps its functions: calls then fail with a clear ToolError
          * instead of a NameError in the agent's code. */
         if (!up->tools || up->state == UP_DISABLED) /* turned off at run time */
             continue;
         note_disabled(up);
+        cfg_check_tools(up->cfg, up->tools); /* once: settings naming no tool of it */
         json_t *entry = json_pack("{s:s, s:O}", "server", up->name, "tools", up->tools);
         /* Defaults from the config, overridden at run time by the admin (toolstate). */
         json_t *conf = ts_effective_config(up->name, up->cfg ? up->cfg->tools : NULL, up->tools);

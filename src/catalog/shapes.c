@@ -99,6 +99,12 @@ json_t *shapes_view(const char *principal)
     return view;
 }
 
+int shapes_has(const char *principal, const char *fn)
+{
+    return json_object_get(seeds, fn) ||
+           json_object_get(json_object_get(scopes, scope_of(principal)), fn);
+}
+
 int shapes_version_for(const char *principal)
 {
     if (shared || !principal)

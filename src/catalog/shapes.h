@@ -39,6 +39,8 @@ void shapes_learn_text(const char *principal, const char *fn, const char *raw, s
 /* {"fn": shape} what principal's workers get (NULL: the shared view, the prototype's), a new
  * reference; and a version that changes when it does (never the same for two contents). */
 json_t *shapes_view(const char *principal);
+/* Whether principal's view has a shape for fn (seeded or learned). O(1). */
+int shapes_has(const char *principal, const char *fn);
 int shapes_version_for(const char *principal);
 /* Exemplar text of one shape (caller frees). */
 char *shapes_exemplar(json_t *shape);

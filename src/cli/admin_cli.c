@@ -95,6 +95,14 @@ static void print_list(json_t *reply)
                conn, str(s, "auth", "?"), (int)json_integer_value(json_object_get(s, "tools")),
                str(s, "protocol", "-"), str(s, "error", ""));
     }
+    /* After the table: what the config says that codemcp cannot act on. */
+    json_array_foreach(json_object_get(reply, "servers"), i, s)
+    {
+        size_t j;
+        json_t *w;
+        json_array_foreach(json_object_get(s, "warnings"), j, w)
+            printf("warning: %s\n", json_string_value(w));
+    }
 }
 
 static void print_tools(json_t *reply)

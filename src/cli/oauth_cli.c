@@ -645,17 +645,57 @@ static void tell_gateway(const struct cfg *c, const char *name)
     json_decref(inst);
 }
 
+static void auth_usage(FILE *f)
+{
+    fputs("usage: codemcp auth [NAME [--no-browser] | --list]\n"
+          "\n"
+          "log in to remote server NAME with OAuth 2.1: prints the URL, opens $BROWSER (or\n"
+          "xdg-open) and waits up to 5 minutes for the redirect on loopback; the running\n"
+          "gateway reconnects the server. Without NAME (or with --list): every remote\n"
+          "server's auth state.\n"
+          "\n"
+          "options:\n"
+          "      --no-browser   only print the URL (headless machines)\n"
+          "      --list         every remote server's auth state\n"
+          "  -h, --help         this help\n",
+          f);
+}
+
+static void logout_usage(FILE *f)
+{
+    fputs("usage: codemcp logout NAME\n"
+          "\n"
+          "revoke server NAME's OAuth tokens (RFC 7009 when the server offers it), delete\n"
+          "them from the token store and disconnect the server in the running gateway.\n"
+          "\n"
+          "options:\n"
+          "  -h, --help         this help\n",
+          f);
+}
+
+static int wants_help(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return 1;
+    return 0;
+}
+
 int oauth_auth_main(int argc, char **argv, const char *config_path)
 {
     const char *name = NULL;
     int no_browser = 0, list = 0;
+    if (wants_help(argc, argv)) {
+        auth_usage(stdout);
+        return 0;
+    }
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--no-browser") == 0)
             no_browser = 1;
         else if (strcmp(argv[i], "--list") == 0)
             list = 1;
         else if (argv[i][0] == '-' || name) {
-            fprintf(stderr, "usage: codemcp auth [NAME [--no-browser] | --list]\n");
+            auth_usage(stderr);
             return 2;
         } else
             name = argv[i];
@@ -713,8 +753,12 @@ static int drop_entry(json_t *store, void *ud)
 
 int oauth_logout_main(int argc, char **argv, const char *config_path)
 {
+    if (wants_help(argc, argv)) {
+        logout_usage(stdout);
+        return 0;
+    }
     if (argc != 1 || argv[0][0] == '-') {
-        fprintf(stderr, "usage: codemcp logout NAME\n");
+        logout_usage(stderr);
         return 2;
     }
     struct cfg c;

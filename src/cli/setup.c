@@ -345,10 +345,38 @@ out:
     return rc;
 }
 
+static void setup_usage(FILE *f)
+{
+    fputs("usage: codemcp setup opencode|claude-desktop|cursor|vscode [--dry-run] "
+          "[--file HARNESS_FILE] [-c CODEMCP_CONFIG]\n"
+          "\n"
+          "move a harness's MCP servers into codemcp's config and point the harness at\n"
+          "codemcp (this binary's absolute path). Both files are backed up first as\n"
+          "<file>.bak.<UTC time>; running it again finds only codemcp and changes nothing.\n"
+          "\n"
+          "  opencode         $OPENCODE_CONFIG, else ~/.config/opencode/opencode.json(c)\n"
+          "  claude-desktop   $CLAUDE_DESKTOP_CONFIG, else "
+          "~/.config/Claude/claude_desktop_config.json\n"
+          "  cursor           $CURSOR_MCP_CONFIG, else ~/.cursor/mcp.json\n"
+          "  vscode           $VSCODE_MCP_CONFIG, else ./.vscode/mcp.json\n"
+          "\n"
+          "options:\n"
+          "  -n, --dry-run        print what would change, write nothing\n"
+          "      --file PATH      the harness file to edit (not for opencode)\n"
+          "  -c, --config PATH    codemcp's mcp.json to write\n"
+          "  -h, --help           this help\n",
+          f);
+}
+
 int setup_main(int argc, char **argv, const char *codemcp_config)
 {
     const char *target = NULL, *file = NULL;
     int dry_run = 0;
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            setup_usage(stdout);
+            return 0;
+        }
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--dry-run") == 0 || strcmp(argv[i], "-n") == 0) {
             dry_run = 1;
@@ -368,9 +396,7 @@ int setup_main(int argc, char **argv, const char *codemcp_config)
         return setup_opencode(codemcp_config, dry_run);
     int rc = target ? setup_clients_main(target, file, codemcp_config, dry_run) : -1;
     if (rc < 0) {
-        fprintf(stderr, "usage: codemcp setup opencode|claude-desktop|cursor|vscode [--dry-run] "
-                        "[--file HARNESS_FILE] [-c CODEMCP_CONFIG]\n"
-                        "(--file: not for opencode, which reads $OPENCODE_CONFIG)\n");
+        setup_usage(stderr);
         return 2;
     }
     return rc;

@@ -511,6 +511,8 @@ void cfg__drop_runtime(struct cfg_server *s)
     s->cwd = s->url = NULL;
 }
 
+static const struct cfg_text *loading; /* the file cfg_load is reading, for line numbers */
+
 static void parse_entry(struct cfg_server *s, const char *rk, int ms, const char *name, json_t *v)
 {
     struct ent e = {.s = s, .rk = rk, .ms = ms};
@@ -523,7 +525,22 @@ static void parse_entry(struct cfg_server *s, const char *rk, int ms, const char
         bad(&e, "%s has a server with an empty name", rk);
     } else if (!json_is_object(v)) {
         bad(&e, "%s must be an object, not %s", at(&e, "%s", ""), jtype(v));
-    } else if (parse_type(&e, v) == 0 && parse_common(&e, v) == 0) {
+    } else {
+        if (loading)
+            cfg__check_keys(&e, v, loading);
+        if (!ms && cfg__looks_mcpservers(v)) {
+            /* A common paste: read it as written instead of running a bare command. */
+            e.ms = 1;
+            cfg__warn(
+                s, loading ? loading->path : NULL,
+                cfg__line(loading, rk, name, json_object_get(v, "args") ? "args" : "env", NULL),
+                "%s.%s is written in the mcpServers format (\"command\" with \"args\"/"
+                "\"env\"); read as such. In \"mcp\" write \"command\": [\"cmd\", \"arg\", "
+                "...] and \"environment\", or move it under \"mcpServers\"",
+                rk, name);
+        }
+    }
+    if (json_is_object(v) && *name && parse_type(&e, v) == 0 && parse_common(&e, v) == 0) {
         hint_foreign_keys(&e, v);
         if (s->type == CFG_LOCAL)
             parse_local(&e, v);
@@ -623,7 +640,10 @@ int cfg_load(const char *explicit_path, struct cfg *out, char **err)
     }
     if (stat(path, &st) < 0) {
         if (errno == ENOENT) {
-            log_info(MOD, "no config file at %s: starting with no servers", path);
+            log_warn(MOD,
+                     "no config file at %s: serving no MCP servers (copy mcp.json.example "
+                     "there, run `codemcp setup opencode`, or pass -c PATH or --wrap)",
+                     path);
             goto none;
         }
         cfg__set_err(err, "%s: cannot read: %s", path, strerror(errno));
@@ -659,8 +679,14 @@ int cfg_load(const char *explicit_path, struct cfg *out, char **err)
     json_t *v;
     size_t i = 0;
     int ms = strcmp(out->format, "mcpServers") == 0;
+    struct cfg_text ft = {path, text};
+    loading = &ft;
     json_object_foreach(servers, name, v) /* insertion order = file order (jansson >= 2.8) */
+    {
+        out->servers[i].file = out->path;
         parse_entry(&out->servers[i++], ms ? "mcpServers" : "mcp", ms, name, v);
+    }
+    loading = NULL;
     free(text);
     return 0;
 none:
@@ -687,6 +713,8 @@ void cfg_free(struct cfg *c)
         json_decref(s->tools);
         json_decref(s->oauth);
         json_decref(s->entry);
+        json_decref(s->warnings);
+        json_decref(s->tool_lines);
     }
     free(c->servers);
     free(c->path);

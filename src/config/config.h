@@ -50,6 +50,11 @@ struct cfg_server {
                               every value is an object whose enabled/mutation are booleans) */
     json_t *oauth;         /* owned ref to "oauth" (false or an object, uninterpolated) or NULL */
     json_t *entry;         /* owned ref to the raw entry inside root (uninterpolated) */
+    json_t *warnings;      /* what the entry says that codemcp cannot act on: strings, each
+                              "<file> line N: ...", said once (config_check.c); or NULL */
+    json_t *tool_lines;    /* the line of each `tools` key in the file, for cfg_check_tools */
+    int tools_checked;     /* cfg_check_tools ran for this server */
+    const char *file;      /* the config file it came from (borrowed from struct cfg), or NULL */
 };
 
 struct cfg {
@@ -60,6 +65,10 @@ struct cfg {
     size_t n_servers;
     struct cfg_server *servers; /* in file order */
 };
+
+/* Once s's tools are known (its first tools/list; borrowed): each `tools` setting that names
+ * no tool of the server is warned about once (log, s->warnings), with the nearest tool name. */
+void cfg_check_tools(struct cfg_server *s, json_t *tools);
 
 /* Resolves the file (explicit_path, else $CODEMCP_CONFIG, else
  * $XDG_CONFIG_HOME/codemcp/mcp.json, else $HOME/.config/codemcp/mcp.json) and loads it.

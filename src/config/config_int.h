@@ -23,6 +23,27 @@ struct ent {
     char where[512];
 };
 
+/* The file being loaded, for line numbers (comments blanked: positions are the file's). */
+struct cfg_text {
+    const char *path, *text;
+};
+
+/* ---- config_check.c ------------------------------------------------------------------------ */
+
+/* The line of `"key"` after `"rk"` and `"server"` in t's text (after `"tools"` too when tool
+ * is set, for tools.<tool>); 0: not found, or t NULL. */
+int cfg__line(const struct cfg_text *t, const char *rk, const char *server, const char *key,
+              const char *tool);
+/* Logs a warning about s ("<path> line <line>: ..." when known) and keeps it in s->warnings. */
+void cfg__warn(struct cfg_server *s, const char *path, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* 1 when an entry of the "mcp" format is written as an mcpServers one (args or env, a string
+ * command, no environment): config.c then reads it in that format, with a warning. */
+int cfg__looks_mcpservers(json_t *v);
+/* Warns about keys of entry v no format knows and tool settings other than enabled/mutation;
+ * records the line of each `tools` key (cfg_check_tools names it later). */
+void cfg__check_keys(struct ent *e, json_t *v, const struct cfg_text *t);
+
 /* ---- config.c ------------------------------------------------------------------------------ */
 
 /* Replaces *err (when err is not NULL) with the formatted message; the caller frees it. */

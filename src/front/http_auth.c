@@ -1,6 +1,6 @@
 /* http_auth — see http_auth.h. Owns the token set and the 0600 token files; it never writes
- * a token to the log (only to stderr in the start-up snippet, and to stdout for
- * --print-token), and never decides anything about sessions (serve_http.c does). */
+ * a token to the log (only to stderr in the start-up snippet when stderr is a terminal, and
+ * to stdout for --print-token), and never decides anything about sessions (serve_http.c does). */
 #include "http_auth.h"
 #include "log.h"
 #include "util.h"
@@ -365,10 +365,12 @@ void hauth_print_snippet(const char *url)
 {
     if (st.none)
         return;
-    const char *tok = st.single ? st.single : "<token>";
+    /* The token itself only on a terminal: stderr of a service goes to a journal or a file,
+     * which others may read; `--print-token` prints it on request. */
+    const char *tok = st.single && isatty(STDERR_FILENO) ? st.single : "<token>";
     fprintf(stderr,
             "codemcp: clients must send \"Authorization: Bearer <token>\" (token: %s; "
-            "`codemcp start --print-token` shows it). Ready to paste:\n"
+            "`codemcp start --print-token` prints it). Ready to paste:\n"
             "  opencode.json:   \"codemcp\": {\"type\": \"remote\", \"url\": \"%s\", "
             "\"headers\": {\"Authorization\": \"Bearer %s\"}}\n"
             "  Claude Code:     claude mcp add --transport http codemcp %s --header "

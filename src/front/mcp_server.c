@@ -2,11 +2,13 @@
  *
  * Error codes: -32700 unparsable JSON, -32600 not a valid request, -32601 unknown
  * method, -32602 bad params (also an unknown tool name, as the MCP spec asks). While
- * upstreams are still making their first connection, initialize (at most 1 s) and tools/list
- * wait for them until CODEMCP_LIST_WAIT_MS (default 1000) after the session's initialize —
- * never longer, in total — and then answer with what is there, naming the servers still connecting;
- * list_changed follows when those arrive. The description and the instructions are budgeted
- * per client (catalog.c).
+ * upstreams are still making their first connection, the first answer (initialize, or a 2026
+ * client's server/discover) and tools/list wait for them until CODEMCP_LIST_WAIT_MS (default
+ * 1000) after the session's first such request — never longer, in total — and then answer with
+ * what is there, naming the servers still connecting; list_changed follows when those arrive.
+ * The instructions are in that first answer only (a client reads them once), so it waits: a
+ * client that defers the tool's description shows the model nothing else of codemcp. The
+ * description and the instructions are budgeted per client (catalog.c).
  *
  * Both protocol eras on one session: a request whose `_meta` names a protocol version is
  * served by the 2026-07-28 rules (mcp_era.h: envelope checks, no handshake needed, removed
@@ -21,6 +23,7 @@
 #include "loop.h"
 #include "log.h"
 #include "mcp_era.h"
+#include "mcp_extras.h"
 #include "namespaces.h"
 #include "runs.h"
 #include "upstream.h"
@@ -63,12 +66,13 @@ struct mcp_session {
     enum mcp_level log_level;
     int listed_version;    /* catalog version last sent in tools/list; 0 = never listed */
     int notified_version;  /* catalog version we last sent list_changed for */
-    json_t *waiting_lists; /* [[id, method]] of initialize / tools/list waiting for upstreams */
-    int64_t wait_deadline; /* when they are answered anyway: initialize + CODEMCP_LIST_WAIT_MS */
+    json_t *waiting_lists; /* [[id, method]] of initialize, server/discover, tools/list waiting */
+    int64_t wait_deadline; /* when they are answered anyway: first + CODEMCP_LIST_WAIT_MS */
     struct lp_timer wait_timer;
     int wait_armed;
-    json_t *modern_ids; /* 2026 requests not answered yet: id (as JSON text) -> method */
-    json_t *listen_ids; /* 2026 subscriptions/listen requests open for tools changes */
+    json_t *modern_ids;    /* 2026 requests not answered yet: id (as JSON text) -> method */
+    json_t *listen_ids;    /* 2026 subscriptions/listen requests open for tools changes */
+    json_t *listen_extras; /* and for resources/prompts changes: [[id, resources, prompts]] */
     struct mcp_session *next, **pprev;
 };
 
@@ -245,47 +249,10 @@ void mcp_session_close(struct mcp_session *s)
     free(s->client);
     json_decref(s->modern_ids);
     json_decref(s->listen_ids);
+    json_decref(s->listen_extras);
     free(s->protocol_version);
     free(s->label);
     free(s);
-}
-
-/* The last tool built, and the description object it holds (so an equal pointer is the same,
- * unchanged description): tools/list reuses it instead of packing the schema again. */
-static json_t *last_tool, *last_tool_desc;
-
-json_t *mcp_execute_python_tool_for(const char *client, const char *principal)
-{
-    json_t *desc = cat_describe_json_for(client, principal);
-    if (last_tool && desc == last_tool_desc) {
-        json_decref(desc);
-        return json_incref(last_tool);
-    }
-    json_t *tool = json_pack(
-        "{s:s, s:s, s:o, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:s}, s:{s:s, s:s}, "
-        "s:{s:s, s:{s:s}, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}, s:[s], s:b}, s:{s:b, s:b, s:b}}",
-        "name", "execute_python", "title", "Run Python against the connected MCP tools",
-        "description", desc, "inputSchema", "type", "object", "properties", "code", "type",
-        "string", "description",
-        "Python source. Assign `result` or end with an expression to return a value.", "timeout_ms",
-        "type", "integer", "minimum", 1, "description",
-        "Run time limit in milliseconds (default from CODEMCP_EXEC_TIMEOUT_MS).", "dry_run", "type",
-        "boolean", "description",
-        "Preview: write tools are not sent upstream and return a stub; reads run normally.",
-        "allow_mutations", "type", "array", "items", "type", "string", "description",
-        "SDK function names of write tools this run may call (needed when the gateway "
-        "enforces mutations).",
-        "reset", "type", "boolean", "description",
-        "Start from a fresh namespace (variables normally persist between runs).", "namespace",
-        "type", "string", "description",
-        "The `namespace` handle an earlier result returned: continue with its variables. "
-        "Without it: this session's namespace, or a new one.",
-        "required", "code", "additionalProperties", 0, "annotations", "readOnlyHint", 0,
-        "destructiveHint", 1, "openWorldHint", 1);
-    json_decref(last_tool);
-    last_tool = json_incref(tool);
-    last_tool_desc = desc;
-    return tool;
 }
 
 /* ---- methods ------------------------------------------------------------------------------ */
@@ -315,17 +282,40 @@ static json_t *handle_initialize(struct mcp_session *s, json_t *params, int *cod
     return json_object(); /* the answer is initialize_result(), now or after the wait */
 }
 
+/* tools always; resources and prompts when a configured server offers them (mcp_extras.c). */
+static json_t *server_capabilities(void)
+{
+    json_t *caps = json_pack("{s:{s:b}}", "tools", "listChanged", 1);
+    if (mcp_extras_offered(UP_RESOURCES))
+        json_object_set_new(caps, "resources", json_pack("{s:b}", "listChanged", 1));
+    if (mcp_extras_offered(UP_PROMPTS))
+        json_object_set_new(caps, "prompts", json_pack("{s:b}", "listChanged", 1));
+    return caps;
+}
+
 /* The initialize answer; its instructions name what the description cannot hold, as the
  * catalog is when it is sent. */
 static json_t *initialize_result(struct mcp_session *s)
 {
     char *instructions = NULL;
     free(cat_describe_for(s->client, ns_asker(s->id, s->home), &instructions));
-    json_t *res =
-        json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
-                  mcp_session_protocol(s), "capabilities", "tools", "listChanged", 1, "logging",
-                  "serverInfo", "name", "codemcp", "title", "codemcp code-mode gateway", "version",
-                  CODEMCP_VERSION, "instructions", instructions);
+    json_t *caps = server_capabilities();
+    json_object_set_new(caps, "logging", json_object());
+    json_t *res = json_pack("{s:s, s:o, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
+                            mcp_session_protocol(s), "capabilities", caps, "serverInfo", "name",
+                            "codemcp", "title", "codemcp code-mode gateway", "version",
+                            CODEMCP_VERSION, "instructions", instructions);
+    free(instructions);
+    return res;
+}
+
+/* The server/discover answer (2026 era): like initialize's, the instructions as the catalog is
+ * when it is sent. */
+static json_t *discover_result(struct mcp_session *s)
+{
+    char *instructions = NULL;
+    free(cat_describe_for(s->client, ns_asker(s->id, s->home), &instructions));
+    json_t *res = mcp_era_discover_result(server_capabilities(), instructions);
     free(instructions);
     return res;
 }
@@ -360,8 +350,11 @@ static void answer_waiting(struct mcp_session *s, int force)
     json_array_foreach(waiting, i, w)
     {
         json_t *id = json_array_get(w, 0);
-        int init = strcmp(json_string_value(json_array_get(w, 1)), "initialize") == 0;
-        session_send(s, rpc_result(id, init ? initialize_result(s) : tools_list_result(s)), id);
+        const char *method = json_string_value(json_array_get(w, 1));
+        json_t *res = strcmp(method, "initialize") == 0        ? initialize_result(s)
+                      : strcmp(method, "server/discover") == 0 ? discover_result(s)
+                                                               : tools_list_result(s);
+        session_send(s, rpc_result(id, res), id);
     }
     json_decref(waiting);
 }
@@ -376,18 +369,14 @@ static void wait_over(void *ud)
 }
 
 /* Holds request `id` until the upstreams settle, at most until the session's deadline
- * (CODEMCP_LIST_WAIT_MS after its initialize, or after this request when it came first;
- * initialize itself at most 1 s). Returns 0 when held, -1 when it must be answered now. */
+ * (CODEMCP_LIST_WAIT_MS after its first held request). Returns 0 when held, -1 when it must
+ * be answered now. */
 static int hold_request(struct mcp_session *s, json_t *id, const char *method)
 {
     int64_t now = now_ms();
-    int64_t wait = env_long("CODEMCP_LIST_WAIT_MS", 1000);
     if (!s->wait_deadline)
-        s->wait_deadline = now + wait;
-    /* initialize itself is held at most a second, whatever the list wait. */
+        s->wait_deadline = now + env_long("CODEMCP_LIST_WAIT_MS", 1000);
     int64_t until = s->wait_deadline;
-    if (strcmp(method, "initialize") == 0 && until > now + 1000)
-        until = now + 1000;
     if (up_all_settled() || now >= until)
         return -1;
     if (!s->waiting_lists)
@@ -477,26 +466,61 @@ static json_t *handle_tools_call(struct mcp_session *s, json_t *id, json_t *para
     return submit_execute(s, id, args, progress, caps);
 }
 
-static json_t *server_capabilities(void)
-{
-    return json_pack("{s:{s:b}}", "tools", "listChanged", 1);
-}
-
 /* subscriptions/listen (2026 era): acknowledged now, answered never (until cancelled); the
- * tools list changes reach it tagged with its id. Only toolsListChanged is honoured. */
+ * list changes it asked for reach it tagged with its id: tools, and resources and prompts when
+ * a server offers them (mcp_extras.c). Resource subscriptions are not offered. */
 static void handle_listen(struct mcp_session *s, json_t *id, json_t *params)
 {
-    json_t *want = json_object_get(json_object_get(params, "notifications"), "toolsListChanged");
-    int tools = json_is_true(want);
+    json_t *want = json_object_get(params, "notifications");
+    int tools = json_is_true(json_object_get(want, "toolsListChanged"));
+    int res = json_is_true(json_object_get(want, "resourcesListChanged")) &&
+              mcp_extras_offered(UP_RESOURCES);
+    int prompts =
+        json_is_true(json_object_get(want, "promptsListChanged")) && mcp_extras_offered(UP_PROMPTS);
     if (tools) {
         if (!s->listen_ids)
             s->listen_ids = json_array();
         json_array_append(s->listen_ids, id);
     }
+    if (res || prompts) {
+        if (!s->listen_extras)
+            s->listen_extras = json_array();
+        json_array_append_new(s->listen_extras, json_pack("[O,b,b]", id, res, prompts));
+    }
+    json_t *granted = json_pack("{s:b}", "toolsListChanged", tools);
+    if (res)
+        json_object_set_new(granted, "resourcesListChanged", json_true());
+    if (prompts)
+        json_object_set_new(granted, "promptsListChanged", json_true());
     json_t *ack = rpc_request(NULL, "notifications/subscriptions/acknowledged",
-                              json_pack("{s:{s:b}, s:{s:O}}", "notifications", "toolsListChanged",
-                                        tools, "_meta", MCP_META_SUBSCRIPTION_ID, id));
+                              json_pack("{s:o, s:{s:O}}", "notifications", granted, "_meta",
+                                        MCP_META_SUBSCRIPTION_ID, id));
     session_send(s, ack, id);
+}
+
+/* A cancelled subscriptions/listen: forgotten (nothing more is sent for it). 1 when rid was one. */
+static int listen_closed(struct mcp_session *s, json_t *rid)
+{
+    int found = 0;
+    size_t i;
+    json_t *lid;
+    json_array_foreach(s->listen_ids, i, lid)
+    {
+        if (json_equal(lid, rid)) {
+            json_array_remove(s->listen_ids, i);
+            found = 1;
+            break;
+        }
+    }
+    json_array_foreach(s->listen_extras, i, lid)
+    {
+        if (json_equal(json_array_get(lid, 0), rid)) {
+            json_array_remove(s->listen_extras, i);
+            found = 1;
+            break;
+        }
+    }
+    return found;
 }
 
 json_t *mcp_modern_check(json_t *id, const char *method, json_t *params)
@@ -555,10 +579,9 @@ static void handle_request(struct mcp_session *s, json_t *msg, int checked)
             s->client = xstrdup(cname);
     }
     if (strcmp(method, "server/discover") == 0) {
-        char *instructions = NULL;
-        free(cat_describe_for(s->client, ns_asker(s->id, s->home), &instructions));
-        result = mcp_era_discover_result(server_capabilities(), instructions);
-        free(instructions);
+        if (hold_request(s, id, method) == 0)
+            return; /* answered when the upstreams settle or the wait is over */
+        result = discover_result(s);
     } else if (strcmp(method, "subscriptions/listen") == 0) {
         if (modern) {
             handle_listen(s, id, params);
@@ -578,7 +601,7 @@ static void handle_request(struct mcp_session *s, json_t *msg, int checked)
     } else if (strcmp(method, "ping") == 0) {
         result = json_object();
     } else if (strcmp(method, "tools/list") == 0) {
-        if (json_array_size(s->waiting_lists)) { /* behind a held initialize: keep order */
+        if (json_array_size(s->waiting_lists)) { /* behind a held first answer: keep order */
             json_array_append_new(s->waiting_lists, json_pack("[O,s]", id, method));
             return;
         }
@@ -591,10 +614,9 @@ static void handle_request(struct mcp_session *s, json_t *msg, int checked)
             return; /* answered when the run ends */
     } else if (strcmp(method, "logging/setLevel") == 0) {
         result = handle_set_level(s, params, &code, &why);
-    } else if (strcmp(method, "resources/list") == 0 || strcmp(method, "prompts/list") == 0 ||
-               strcmp(method, "resources/templates/list") == 0) {
-        code = RPC_METHOD_NOT_FOUND;
-        why = "codemcp serves tools only (capability not advertised)";
+    } else if (mcp_extras_request(s->id, id, method, params, &result, &code, &why)) {
+        if (!result && !code)
+            return; /* answered when the server does */
     } else {
         code = RPC_METHOD_NOT_FOUND;
         why = "method not found";
@@ -614,15 +636,8 @@ static void handle_notification(struct mcp_session *s, json_t *msg)
     } else if (strcmp(method, "notifications/cancelled") == 0) {
         json_t *rid = json_object_get(params, "requestId");
         json_t *reason = json_object_get(params, "reason");
-        size_t i;
-        json_t *lid;
-        json_array_foreach(s->listen_ids, i, lid)
-        {
-            if (json_equal(lid, rid)) { /* a closed subscription: nothing more is sent for it */
-                json_array_remove(s->listen_ids, i);
-                return;
-            }
-        }
+        if (listen_closed(s, rid))
+            return;
         if (rid)
             run_cancel_request(s->id, rid,
                                json_is_string(reason) ? json_string_value(reason)
@@ -747,11 +762,33 @@ void mcp_on_catalog_changed(void)
     }
 }
 
+void mcp_on_extras_changed(enum up_extra kind)
+{
+    const char *method = kind == UP_PROMPTS ? "notifications/prompts/list_changed"
+                                            : "notifications/resources/list_changed";
+    for (struct mcp_session *s = sessions; s; s = s->next) {
+        size_t i;
+        json_t *l;
+        json_array_foreach(s->listen_extras, i, l)
+        {
+            if (!json_is_true(json_array_get(l, kind == UP_PROMPTS ? 2 : 1)))
+                continue;
+            json_t *lid = json_array_get(l, 0);
+            session_send(
+                s,
+                rpc_request(NULL, method,
+                            json_pack("{s:{s:O}}", "_meta", MCP_META_SUBSCRIPTION_ID, lid)),
+                lid);
+        }
+        if (s->initialized)
+            session_send(s, rpc_request(NULL, method, NULL), NULL);
+    }
+}
+
 void mcp_free_all(void)
 {
     while (sessions)
         mcp_session_close(sessions);
     idmap_free(&sessions_by_id);
-    json_decref(last_tool);
-    last_tool = last_tool_desc = NULL;
+    mcp_tool_free();
 }

@@ -539,14 +539,21 @@ static int on_request(struct hconn *c, struct lws *wsi, const char *uri)
     } else if (header(wsi, WSI_TOKEN_ORIGIN, NULL, origin, sizeof(origin)) != -1 &&
                !http__origin_allowed(origin, cfg.origins, cfg.n_origins)) {
         forbid(c, "Origin", origin, "CODEMCP_HTTP_ALLOWED_ORIGINS");
+    } else if (strcmp(uri, cfg.path) != 0 && !lsse_path(uri)) {
+        /* Before authentication: a path codemcp does not serve is 404 for everyone, so the
+         * OAuth discovery an OAuth-aware client tries first (/.well-known/oauth-*,
+         * /register) says "no OAuth here" instead of a 401 that starts an OAuth flow. */
+        char msg[480];
+        snprintf(msg, sizeof(msg), "Not Found: MCP is served at %s%s", cfg.path,
+                 hauth_required() ? "; codemcp does not serve OAuth, it needs a bearer token: "
+                                    "add Authorization: Bearer <token>; see codemcp start "
+                                    "--print-token"
+                                  : "");
+        http__reply_error(c, 404, RPC_SERVER_ERROR, msg);
     } else if (!authenticate(c)) {
         /* answered 401 */
     } else if (strcmp(uri, cfg.path) != 0 && lsse_request(c, uri)) {
         /* the 2024-11-05 HTTP+SSE transport (serve_sse_legacy.c) took it */
-    } else if (strcmp(uri, cfg.path) != 0) {
-        char msg[320];
-        snprintf(msg, sizeof(msg), "Not Found: MCP is served at %s", cfg.path);
-        http__reply_error(c, 404, RPC_SERVER_ERROR, msg);
     } else if (c->method == M_POST) {
         check_post_headers(c, accept);
     } else if ((c->method == M_GET || c->method == M_DELETE) && http__modern_refuse_method(c)) {

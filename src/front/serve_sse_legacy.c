@@ -250,6 +250,11 @@ void lsse_body(struct hconn *c)
     mcp_session_receive(s->mcp, c->body.data, c->body.len);
 }
 
+int lsse_path(const char *uri)
+{
+    return strcmp(uri, SSE_PATH) == 0 || strcmp(uri, MESSAGES_PATH) == 0;
+}
+
 int lsse_request(struct hconn *c, const char *uri)
 {
     int sse = strcmp(uri, SSE_PATH) == 0, messages = strcmp(uri, MESSAGES_PATH) == 0;

@@ -19,6 +19,8 @@
 
 #include "http_int.h"
 
+/* 1 when uri is one of this transport's paths (/sse, /messages). */
+int lsse_path(const char *uri);
 /* LWS_CALLBACK_HTTP, after the door checks: 1 when `uri` is /sse or /messages and this file
  * has answered c (or, for a POST, will answer it in lsse_body); 0 when the path is not ours. */
 int lsse_request(struct hconn *c, const char *uri);

@@ -240,12 +240,12 @@ static int gate_full(const struct gate *g)
     return max_per_run > 0 && g->in_flight >= max_per_run;
 }
 
-static void reply(uint64_t conn_id, json_t *msg)
+static int reply(uint64_t conn_id, json_t *msg)
 {
     if (hooks.reply)
-        hooks.reply(conn_id, msg);
-    else
-        json_decref(msg);
+        return hooks.reply(conn_id, msg);
+    json_decref(msg);
+    return -1;
 }
 
 static void reply_error(uint64_t conn_id, json_t *id, const char *kind, const char *message,
@@ -288,8 +288,9 @@ static json_t *mark_mutation(json_t *result, int dry_run)
     return result;
 }
 
-/* The answer written around the result's bytes: the frame rpc_result(id, result) gives. */
-static void reply_raw(struct call *call, const char *raw, size_t len)
+/* The answer written around the result's bytes: the frame rpc_result(id, result) gives.
+ * Returns as the reply hooks do. */
+static int reply_raw(struct call *call, const char *raw, size_t len)
 {
     static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":", mid[] = ",\"result\":";
     struct iovec iov[5] = {{(void *)head, sizeof(head) - 1},
@@ -297,8 +298,58 @@ static void reply_raw(struct call *call, const char *raw, size_t len)
                            {(void *)mid, sizeof(mid) - 1},
                            {(void *)raw, len},
                            {"}", 1}};
-    if (hooks.reply_parts)
-        hooks.reply_parts(call->conn_id, iov, 5);
+    return hooks.reply_parts ? hooks.reply_parts(call->conn_id, iov, 5) : -1;
+}
+
+/* A result longer than the worker reads: the call fails with kind "too_large" naming the
+ * limit, and the worker (its variables) lives on. */
+static void reply_too_large(struct call *call, size_t len, int64_t elapsed_ms)
+{
+    size_t limit = hooks.reply_limit ? hooks.reply_limit() : 0;
+    char msg[256], size[48] = "";
+    if (len)
+        snprintf(size, sizeof(size), " (%zu bytes)", len);
+    snprintf(msg, sizeof(msg),
+             "the result of %s%s is over the limit of one message to the worker: %zu bytes "
+             "(CODEMCP_CONTROL_MAX_FRAME)",
+             call->fn ? call->fn : call->tool, size, limit);
+    reply_error(call->conn_id, call->id, "too_large", msg, elapsed_ms);
+}
+
+/* Results longer than this are learned from (shapes_learn_text parses them whole) only while
+ * big results learned stay under 1/LEARN_BIG_SHARE of the big result bytes relayed, or when
+ * the function has no shape yet: a shape is the same from one big result to the next, and
+ * re-parsing each was a quarter of the gateway's time relaying 50 MB results. */
+#define LEARN_BIG_BYTES ((size_t)1 << 20)
+#define LEARN_BIG_SHARE 16
+static uint64_t big_relayed, big_learned;
+
+/* Arrays of a big result are learned from their first elements (js_sample): a structured
+ * result's records all have the shape the first ones show, and parsing all of them into a tree
+ * took 4x the payload in memory. A text block is a string: still read whole. */
+#define LEARN_SAMPLE_ELEMENTS 32
+
+static void learn_raw(const char *principal, const char *fn, const char *raw, size_t len)
+{
+    if (len <= LEARN_BIG_BYTES) {
+        shapes_learn_text(principal, fn, raw, len);
+        return;
+    }
+    char *sample = xmalloc(len); /* only what is written is touched */
+    size_t n = js_sample(raw, len, LEARN_SAMPLE_ELEMENTS, sample);
+    shapes_learn_text(principal, fn, sample, n);
+    free(sample);
+}
+
+static int learn_this(const char *principal, const char *fn, size_t len)
+{
+    if (len <= LEARN_BIG_BYTES)
+        return 1;
+    big_relayed += len;
+    int learn = !shapes_has(principal, fn) || (big_learned + len) * LEARN_BIG_SHARE <= big_relayed;
+    if (learn)
+        big_learned += len;
+    return learn;
 }
 
 static void gate_done(const char *run_id);
@@ -329,8 +380,10 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
         reply_error(call->conn_id, call->id, err->kind, err->message, elapsed);
     } else if (res->raw && !call->mutation && hooks.reply_parts) {
         /* Nothing to change in it: its bytes go to the worker as they came. */
-        reply_raw(call, res->raw, res->raw_len);
-        shapes_learn_text(call->principal, call->fn, res->raw, res->raw_len);
+        if (reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE)
+            reply_too_large(call, res->raw_len, elapsed);
+        else if (learn_this(call->principal, call->fn, res->raw_len))
+            learn_raw(call->principal, call->fn, res->raw, res->raw_len);
         note_use(call);
     } else {
         json_t *result =
@@ -340,9 +393,11 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
         write_done(call, !json_is_true(json_object_get(result, "isError")), 0);
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
-        reply(call->conn_id, rpc_result(call->id, out));
+        if (reply(call->conn_id, rpc_result(call->id, out)) == CALLS_TOO_LARGE)
+            reply_too_large(call, res->raw_len, elapsed);
         /* After the answer is queued: learning never delays the call. */
-        shapes_learn(call->principal, call->fn, result);
+        if (learn_this(call->principal, call->fn, res->raw_len))
+            shapes_learn(call->principal, call->fn, result);
         note_use(call);
         json_decref(result);
     }
@@ -554,6 +609,69 @@ void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
     free(args_text);
     free(id_text);
     handle_call(call, slot, json_is_integer(tmo) ? json_integer_value(tmo) : 0, t0);
+}
+
+/* ---- resources/read for a program ---------------------------------------------------------- */
+
+/* Reads in flight, all runs: a program that starts reads without waiting cannot make the
+ * gateway hold more than this many upstream requests for them. */
+#define CALLS_MAX_READS 64
+static int reads_in_flight;
+
+struct read {
+    uint64_t conn_id;
+    json_t *id;
+};
+
+static void on_read(void *ud, json_t *result, const struct up_error *err)
+{
+    struct read *rd = ud;
+    reads_in_flight--;
+    if (result)
+        reply(rd->conn_id, rpc_result(rd->id, json_incref(result)));
+    else
+        reply_error(rd->conn_id, rd->id, err->kind, err->message, 0);
+    json_decref(rd->id);
+    free(rd);
+}
+
+void calls_read_resource(uint64_t conn_id, int slot, json_t *id, json_t *params)
+{
+    const char *run_id = json_string_value(json_object_get(params, "run_id"));
+    const char *uri = json_string_value(json_object_get(params, "uri"));
+    struct calls_run run = {0};
+    char msg[300];
+    if (!run_id || !uri) {
+        reply(conn_id,
+              rpc_error(id, RPC_INVALID_PARAMS, "read_resource needs run_id and uri", NULL));
+        return;
+    }
+    if (!hooks.run_lookup || hooks.run_lookup(run_id, slot, &run) < 0) {
+        reply_error(conn_id, id, "denied", "this run is not active: reads are refused", 0);
+        return;
+    }
+    struct upstream *up = up_resource_server(uri);
+    if (!up) {
+        reply_error(conn_id, id, "not_found", "no connected server lists this resource URI", 0);
+        return;
+    }
+    if (reads_in_flight >= CALLS_MAX_READS) {
+        snprintf(msg, sizeof(msg), "more than %d resource reads in flight: wait for some first",
+                 CALLS_MAX_READS);
+        reply_error(conn_id, id, "denied", msg, 0);
+        return;
+    }
+    struct read *rd = xmalloc(sizeof(*rd));
+    *rd = (struct read){conn_id, json_incref(id)};
+    struct up_error err = {0};
+    if (up_request(up->name, "resources/read", json_pack("{s:s}", "uri", uri), on_read, rd, &err) <
+        0) {
+        reply_error(conn_id, id, err.kind, err.message, 0);
+        json_decref(rd->id);
+        free(rd);
+        return;
+    }
+    reads_in_flight++;
 }
 
 /* A string member's bytes (between the quotes) when it needs no decoding (no escape: then no

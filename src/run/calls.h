@@ -37,6 +37,9 @@ struct calls_run {
     const char *principal;   /* who asked for the run (its results teach that one's shapes) */
 };
 
+/* What the reply hooks return for a message longer than the worker reads. */
+#define CALLS_TOO_LARGE (-2)
+
 struct calls_hooks {
     /* Fills *out and returns 0 when run_id is live and executing on worker `slot`; else -1. */
     int (*run_lookup)(const char *run_id, int slot, struct calls_run *out);
@@ -47,10 +50,14 @@ struct calls_hooks {
      * `mutations` are made of these, never of what the worker reports. */
     void (*write_done)(const char *run_id, const char *server, const char *tool, int ok,
                        int dry_run);
-    /* Sends msg (stolen) to the worker connection conn_id. -1 if it is gone. */
+    /* Sends msg (stolen) to the worker connection conn_id. -1 if it is gone, CALLS_TOO_LARGE
+     * when it is longer than reply_limit() (nothing sent: the call fails with "too_large"). */
     int (*reply)(uint64_t conn_id, json_t *msg);
-    /* Sends one message made of the n pieces of JSON text (a result spliced in as bytes). */
+    /* Sends one message made of the n pieces of JSON text (a result spliced in as bytes);
+     * returns as reply. */
     int (*reply_parts)(uint64_t conn_id, const struct iovec *iov, int n);
+    /* The longest message reply and reply_parts send, named in the "too_large" error. */
+    size_t (*reply_limit)(void);
     /* The upstream answered a call of the run with an InputRequiredResult (borrowed): 1 when
      * the run relays it to its own client (the call then waits for calls_resume), 0 when the
      * call fails with kind "input_required" as before. NULL: never relayed. */
@@ -63,6 +70,11 @@ void calls_set_hooks(const struct calls_hooks *h);
 /* One call_tool request (id and params borrowed) from connection conn_id, whose worker is
  * `slot`. Answers on the connection now (refusals, dry-run stubs) or when the upstream does. */
 void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params);
+/* A worker's read_resource request {run_id, uri}: the run must be live on that slot; the read
+ * goes to the server that lists the URI (up_resource_server) and its ReadResourceResult back
+ * to the worker as the reply, or an error with a kind (denied, not_found, transport...). At
+ * most a fixed number of reads are in flight at once. */
+void calls_read_resource(uint64_t conn_id, int slot, json_t *id, json_t *params);
 
 /* A frame of connection conn_id (worker `slot`), read from its bytes when it is a call_tool
  * request in the form jf_dumps writes (jsonscan.h: compact, no duplicate key, ...) whose

@@ -117,20 +117,33 @@ static int unread_over_cap(struct ctl_conn *c)
     return 1;
 }
 
-/* Queues one text frame made of n pieces (written one after the other). */
-static void queue_frame(struct ctl_conn *c, const struct iovec *iov, int n)
+size_t ctl_frame_limit(void)
+{
+    return max_frame < WSP_WORKER_MAX_FRAME ? max_frame : WSP_WORKER_MAX_FRAME;
+}
+
+/* Queues one text frame made of n pieces (written one after the other). CALLS_TOO_LARGE, and
+ * nothing queued, past ctl_frame_limit(): the worker would drop the connection, and its
+ * variables with it. */
+static int queue_frame(struct ctl_conn *c, const struct iovec *iov, int n)
 {
     if (unread_over_cap(c))
-        return;
+        return -1;
     size_t len = 0;
     for (int i = 0; i < n; i++)
         len += iov[i].iov_len;
+    if (len > ctl_frame_limit()) {
+        log_warn("control", "a %zu-byte frame for a worker is over the %zu-byte limit: not sent",
+                 len, ctl_frame_limit());
+        return CALLS_TOO_LARGE;
+    }
     unsigned char hdr[10];
     size_t h = wsp_put_header(hdr, WSP_OP_TEXT, len, 0); /* server frames are unmasked */
     if (lp_io_write(c->io, hdr, h) < 0)
-        return; /* closing */
+        return 0; /* closing */
     for (int i = 0; i < n; i++)
         lp_io_write(c->io, iov[i].iov_base, iov[i].iov_len);
+    return 0;
 }
 
 int ctl_send(uint64_t conn_id, json_t *msg)
@@ -140,9 +153,9 @@ int ctl_send(uint64_t conn_id, json_t *msg)
     json_decref(msg);
     if (!text)
         return -1;
-    queue_frame(c, &(struct iovec){text, strlen(text)}, 1);
+    int rc = queue_frame(c, &(struct iovec){text, strlen(text)}, 1);
     free(text);
-    return 0;
+    return rc;
 }
 
 int ctl_send_parts(uint64_t conn_id, const struct iovec *iov, int n)
@@ -150,8 +163,7 @@ int ctl_send_parts(uint64_t conn_id, const struct iovec *iov, int n)
     struct ctl_conn *c = conn_find(conn_id);
     if (!c)
         return -1;
-    queue_frame(c, iov, n);
-    return 0;
+    return queue_frame(c, iov, n);
 }
 
 void ctl_close(uint64_t conn_id)
@@ -219,11 +231,15 @@ static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
     if (kind == RPC_REQUEST &&
         strcmp(json_string_value(json_object_get(msg, "method")), "call_tool") == 0) {
         calls_handle(c->id, c->slot, json_object_get(msg, "id"), json_object_get(msg, "params"));
+    } else if (kind == RPC_REQUEST &&
+               strcmp(json_string_value(json_object_get(msg, "method")), "read_resource") == 0) {
+        calls_read_resource(c->id, c->slot, json_object_get(msg, "id"),
+                            json_object_get(msg, "params"));
     } else if (kind == RPC_INVALID) {
         ctl_send(c->id, rpc_error(json_object_get(msg, "id"), RPC_INVALID_REQUEST, why, NULL));
     } else if (kind == RPC_REQUEST) {
         ctl_send(c->id, rpc_error(json_object_get(msg, "id"), RPC_METHOD_NOT_FOUND,
-                                  "workers may only send call_tool", NULL));
+                                  "workers may only send call_tool and read_resource", NULL));
     } else if (hooks.message) {
         hooks.message(c->slot, msg);
     }

@@ -747,31 +747,54 @@ void ns_home_lost(uint64_t home)
               1);
 }
 
-int ns_pick_home_victim(uint64_t for_home, const uint64_t *cand, size_t n)
+/* How many of the holders belong to principal p. */
+static size_t held_by(const char *p, const struct ns_holder *h, size_t n)
 {
-    const char *me = home_principal(for_home);
+    size_t c = 0;
+    for (size_t k = 0; k < n; k++)
+        c += strcmp(home_principal(h[k].home), p) == 0;
+    return c;
+}
+
+/* When home was last used (0: never), and whether one of its namespaces runs now. */
+static int64_t home_last_used(uint64_t home, int *busy)
+{
+    int64_t last = 0;
+    *busy = 0;
+    for (size_t i = 0; i < n_tab; i++)
+        if (tab[i].home == home && tab[i].state != NS_GONE) {
+            *busy |= tab[i].busy > 0;
+            if (tab[i].last_used > last)
+                last = tab[i].last_used;
+        }
+    return last;
+}
+
+int ns_pick_home_victim(uint64_t for_home, const struct ns_holder *h, size_t n)
+{
+    char me[PRINCIPAL];
+    copy_principal(me, home_principal(for_home));
+    size_t mine = held_by(me, h, n), most = 0;
     int64_t now = now_ms();
-    int same = -1, other = -1;
-    int64_t same_t = 0, other_t = 0;
+    int fair = -1, same = -1, stale = -1;
+    int64_t fair_t = 0, same_t = 0, stale_t = 0;
     for (size_t k = 0; k < n; k++) {
-        int busy = 0;
-        int64_t last = 0;
-        for (size_t i = 0; i < n_tab; i++)
-            if (tab[i].home == cand[k] && tab[i].state != NS_GONE) {
-                busy |= tab[i].busy > 0;
-                if (tab[i].last_used > last)
-                    last = tab[i].last_used;
-            }
-        if (busy)
+        int busy;
+        int64_t last = home_last_used(h[k].home, &busy);
+        if (!h[k].may_go || busy)
             continue;
-        if (strcmp(home_principal(cand[k]), me) == 0) {
+        const char *p = home_principal(h[k].home);
+        size_t theirs = held_by(p, h, n);
+        if (strcmp(p, me) == 0) {
             if (same < 0 || last < same_t)
                 same = (int)k, same_t = last;
-        } else if (now - last >= idle_ms && (other < 0 || last < other_t)) {
-            other = (int)k, other_t = last;
+        } else if (theirs > mine && (theirs > most || (theirs == most && last < fair_t))) {
+            fair = (int)k, fair_t = last, most = theirs;
+        } else if (now - last >= idle_ms && (stale < 0 || last < stale_t)) {
+            stale = (int)k, stale_t = last;
         }
     }
-    return same >= 0 ? same : other;
+    return fair >= 0 ? fair : same >= 0 ? same : stale;
 }
 
 size_t ns_count(void)

@@ -17,14 +17,14 @@
  * of one principal (a session-less client that never passes its handle back cannot crowd the
  * others out). Room is made by dropping the least recently used namespace of the SAME
  * principal that is not running; another principal's is taken only once it has been idle for
- * the idle TTL, and one in use never; else the run is refused. The
- * same rule picks which home's worker workers.c may end when every worker is taken
- * (ns_pick_home_victim). A dropped namespace leaves a tombstone so that its handle gets "namespace
- * expired after N min idle; its variables were discarded" instead of "unknown"; a session's
- * implicit namespace (no handle given) starts over with that note for the NameError instead.
- * Dropping a namespace's variables is the worker's job: the keys to forget are handed to the
- * home's next run (ns_take_drops); a home left with no namespace at all gets the home_empty
- * callback (its worker is ended). Loop thread only. */
+ * the idle TTL, and one in use never; else the run is refused. Which home's worker workers.c
+ * may end when every worker is taken adds a fair share to that rule (ns_pick_home_victim): a
+ * principal holding more workers than the one waiting gives way first. A dropped namespace leaves a
+ * tombstone so that its handle gets "namespace expired after N min idle; its variables were
+ * discarded" instead of "unknown"; a session's implicit namespace (no handle given) starts over
+ * with that note for the NameError instead. Dropping a namespace's variables is the worker's job:
+ * the keys to forget are handed to the home's next run (ns_take_drops); a home left with no
+ * namespace at all gets the home_empty callback (its worker is ended). Loop thread only. */
 #ifndef CODEMCP_NAMESPACES_H
 #define CODEMCP_NAMESPACES_H
 
@@ -77,9 +77,18 @@ void ns_forget(uint64_t session_id);
 /* workers.c: the worker of `home` was ended while the home lives on; the namespaces that
  * had variables there are gone (tombstones). */
 void ns_home_lost(uint64_t home);
-/* workers.c: every worker is owned; which of the homes[0..n) (idle, not running) may lose
- * its worker for `for_home`? The index, or -1 when none may (the rule above). */
-int ns_pick_home_victim(uint64_t for_home, const uint64_t *homes, size_t n);
+/* One owned worker slot, as workers.c shows it to ns_pick_home_victim. */
+struct ns_holder {
+    uint64_t home; /* the home owning the slot */
+    int may_go;    /* no run on it, and held past CODEMCP_WORKER_MIN_HOLD_MS */
+};
+/* workers.c: every worker is owned and a run of `for_home` waits for one; which of the
+ * holders[0..n) (every owned slot) loses its worker? The index, or -1 when none may. Fair
+ * share first: a home of a principal holding more workers than for_home's principal (the
+ * principal holding most, its least recently used home); then for_home's own principal's least
+ * recently used home; then another principal's home idle past the idle TTL. Only holders that
+ * may_go and whose namespaces are not running are taken. O(n^2 + n * namespaces). */
+int ns_pick_home_victim(uint64_t for_home, const struct ns_holder *h, size_t n);
 /* Namespaces holding variables now. */
 size_t ns_count(void);
 void ns_free_all(void);

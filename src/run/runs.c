@@ -60,8 +60,9 @@ struct run {
     json_t *allow_mutations;
     json_t *mutations; /* the writes calls.c routed for it (write_done), for the answer; NULL:
                         * none yet */
-    int slot; /* the worker slot given to the run's session when it was queued (-1: none free);
-               * which run a worker executes is workers.c's to know */
+    int slot; /* the worker slot given to the run (-1: none yet; its home may own one): never
+               * handed to another session before the run ends (run_uses_slot); which run a
+               * worker executes is workers.c's to know */
     enum run_state state;
     enum run_stop stop;
     int silent; /* client cancelled: no answer */
@@ -69,6 +70,7 @@ struct run {
     int ns_started; /* counted as running in namespaces.c */
     int64_t started_ms;
     int64_t queued_ms; /* when it was submitted (catalog's bounded wait for discovery runs) */
+    struct lp_timer queue_timer; /* CODEMCP_RUN_QUEUE_WAIT_MS while queued */
     struct lp_timer deadline;
     struct lp_timer grace;
     int64_t deadline_at; /* when the deadline timer fires (paused while awaiting input) */
@@ -76,7 +78,7 @@ struct run {
     /* the input relay */
     json_t *arguments;   /* of the execute_python request, for matching a retry */
     json_t *client_caps; /* the 2026 client's capabilities (NULL: a 2025 client, no relay) */
-    char principal[64];  /* who asked (namespaces.h ns_asker) */
+    char principal[64];  /* who asked (namespaces.h ns_asker): its fair share, its retries */
     int awaiting;        /* answered input_required; waiting for the retry */
     char input_state[48];
     int64_t time_left; /* of the run's deadline, while awaiting */
@@ -108,6 +110,9 @@ static int64_t grace_ms;
 static long max_output_bytes;
 static int enforce_mutations;
 static int validate_programs;
+static long queue_max;        /* CODEMCP_RUN_QUEUE_MAX: runs one principal may have queued */
+static int64_t queue_wait_ms; /* CODEMCP_RUN_QUEUE_WAIT_MS: how long one may wait to be sent */
+static char served_last[64];  /* the principal whose waiting run got a worker last */
 static int dispatching;
 static struct run_hooks hooks;
 
@@ -149,6 +154,12 @@ static void load_settings(void)
     enforce_mutations = env_bool("CODEMCP_ENFORCE_MUTATIONS", 0);
     validate_programs = env_bool("CODEMCP_VALIDATE", 1); /* read once, not per run */
     input_wait_ms = env_long("CODEMCP_INPUT_WAIT_MS", 300000);
+    queue_max = env_long("CODEMCP_RUN_QUEUE_MAX", 256);
+    queue_wait_ms = env_long("CODEMCP_RUN_QUEUE_WAIT_MS", 120000);
+    if (queue_max < 1)
+        queue_max = 1;
+    if (queue_wait_ms < 1)
+        queue_wait_ms = 1;
     if (input_wait_ms < 100)
         input_wait_ms = 100;
 }
@@ -177,6 +188,7 @@ int run_call_rules(const char *run_id, int slot, struct calls_run *out)
 static void run_free(struct run *r)
 {
     LIST_UNLINK(&runs, r);
+    lp_timer_stop(&r->queue_timer);
     lp_timer_stop(&r->deadline);
     lp_timer_stop(&r->grace);
     lp_timer_stop(&r->input_timer);
@@ -255,21 +267,25 @@ static void answer(struct run *r, json_t *envelope, struct input_tomb *kept)
 {
     int is_error = !json_is_true(json_object_get(envelope, "ok"));
     json_t *env = run_answer_envelope(envelope, r->ns.handle, r->mutations);
+    json_t *blocks = json_object_get(envelope, "content");
     char *text = answer_cap() ? jf_dumps(env) : NULL;
+    char *more = text && blocks ? jf_dumps(blocks) : NULL; /* they go out beside it */
     char why[300];
-    if (text && answer_too_large(strlen(text), why, sizeof(why))) {
+    if (text && answer_too_large(strlen(text) + (more ? strlen(more) : 0), why, sizeof(why))) {
         log_warn("runs", "%s: %s", r->id, why);
         json_t *failed = failure_envelope(why, "worker");
         json_decref(env);
         env = run_answer_envelope(failed, r->ns.handle, r->mutations);
         json_decref(failed);
+        blocks = NULL;
         is_error = 1;
     }
     free(text);
+    free(more);
     if (r->smoke_done) {
         r->smoke_done(env, is_error);
     } else if (!r->silent) {
-        json_t *result = run_answer_result(env, is_error);
+        json_t *result = run_answer_result(env, blocks, is_error);
         if (kept) {
             kept->answer = result;
             kept->arguments = json_incref(r->arguments);
@@ -448,9 +464,31 @@ static void deadline_expired(void *ud)
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
+/* ns_run_start for r. A run that named no namespace and whose implicit one went with its
+ * home's worker while it waited (evicted for another session) starts in a fresh one instead,
+ * as if it had come after the eviction: the note tells the program. */
+static int start_namespace(struct run *r, const char **note, int *fresh, char *err, size_t errlen)
+{
+    if (ns_run_start(r->ns.nid, note, fresh, err, errlen) == 0)
+        return 0;
+    struct ns_ref again;
+    if (json_is_string(json_object_get(r->arguments, "namespace")) ||
+        ns_resolve(r->session_id, r->home, NULL, &again, err, errlen) < 0 || again.nid == r->ns.nid)
+        return -1;
+    r->ns = again;
+    return ns_run_start(r->ns.nid, note, fresh, err, errlen);
+}
+
 /* Sends r to worker slot. Returns 1 when r was refused and is gone (finished and freed). */
 static int send_run(struct run *r, int slot)
 {
+    const char *note = "";
+    char refused[400];
+    int fresh = 1;
+    if (!r->smoke_done && start_namespace(r, &note, &fresh, refused, sizeof(refused)) < 0) {
+        finish(r, NULL, refused);
+        return 1;
+    }
     /* The worker's name of the namespace, never the handle: "smoke" or "n<nid>" (nid is a
      * counter, never past 2^63; no snprintf, see fmt_i64). */
     char key[32] = "smoke";
@@ -471,14 +509,6 @@ static int send_run(struct run *r, int slot)
                            .validate = validate_programs,
                            .disabled = cat_disabled(),
                            .unavailable = missing};
-    const char *note = "";
-    char refused[400];
-    int fresh = 1;
-    if (!r->smoke_done && ns_run_start(r->ns.nid, &note, &fresh, refused, sizeof(refused)) < 0) {
-        json_decref(missing);
-        finish(r, NULL, refused);
-        return 1;
-    }
     p.namespace_note = note;   /* the runtime adds it to a NameError */
     p.namespace_fresh = fresh; /* not fresh but unknown to the worker: it was replaced */
     p.drop_namespaces = ns_take_drops(r->home); /* namespaces of this worker to forget first */
@@ -496,12 +526,75 @@ static int send_run(struct run *r, int slot)
         return 0;
     }
     r->state = RUN_SENT;
+    r->slot = slot;
+    lp_timer_stop(&r->queue_timer);
     r->started_ms = now_ms();
     r->deadline_at = r->started_ms + r->timeout_ms;
     lp_timer_start(&r->deadline, r->timeout_ms, deadline_expired, r);
     log_debug("runs", "%s sent to worker %d", r->id, slot);
     run_log(r, LOG_DEBUG, "%s sent to worker %d", r->id, slot);
     return 0;
+}
+
+/* A program that calls a server still making its first connection waits for it (bounded by
+ * that server's `timeout`) instead of meeting a NameError; a smoke run waits for them all. */
+static int waits_for_servers(const struct run *r)
+{
+    return !r->smoke_done ? cat_code_waits(r->code, r->queued_ms) : !up_all_settled();
+}
+
+/* A queued run whose home owns no worker yet: it asks for one in the fair order. */
+static int needs_slot(const struct run *r)
+{
+    return r->state == RUN_QUEUED && wk_session_slot(r->home) < 0 && !waits_for_servers(r);
+}
+
+/* The first of w[0..n) whose principal follows `after` in the cycle of their principals (names
+ * in byte order, wrapping round), or NULL when n is 0. w is in arrival order, so that run is
+ * its principal's oldest (FIFO within a principal). O(n). */
+static struct run *next_turn(struct run **w, size_t n, const char *after)
+{
+    struct run *next = NULL, *first = NULL;
+    for (size_t k = 0; k < n; k++) {
+        const char *p = w[k]->principal;
+        if (!first || strcmp(p, first->principal) < 0)
+            first = w[k];
+        if (strcmp(p, after) > 0 && (!next || strcmp(p, next->principal) < 0))
+            next = w[k];
+    }
+    return next ? next : first;
+}
+
+/* Gives a worker to waiting runs, one principal at a time in turn (round-robin across
+ * principals, so one principal's many sessions cannot starve another's). Returns 1 when a run
+ * got one (the caller looks again). O(runs) checks of a run, then O(principals * waiting). */
+static int grant_waiting(void)
+{
+    size_t n = 0, cap = 0;
+    struct run **w = NULL;
+    for (struct run *r = runs; r; r = r->next)
+        if (needs_slot(r)) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 16;
+                w = xrealloc(w, cap * sizeof(*w));
+            }
+            w[n++] = r;
+        }
+    int granted = 0;
+    const char *at = served_last, *first_asked = NULL;
+    for (struct run *r; !granted && (r = next_turn(w, n, at)) != NULL; at = r->principal) {
+        if (first_asked && strcmp(r->principal, first_asked) == 0)
+            break; /* every waiting principal asked once */
+        if (!first_asked)
+            first_asked = r->principal;
+        if ((r->slot = wk_slot_for_session(r->home)) >= 0) { /* kept until r ends */
+            snprintf(served_last, sizeof(served_last), "%s", r->principal);
+            log_debug("runs", "%s got a worker (principal %s's turn)", r->id, r->principal);
+            granted = 1;
+        }
+    }
+    free(w);
+    return granted;
 }
 
 void run_dispatch(void)
@@ -511,15 +604,13 @@ void run_dispatch(void)
     dispatching = 1;
     int progress = 1;
     while (progress) {
-        progress = 0;
+        progress = grant_waiting();
         for (struct run *r = runs; r; r = r->next) {
-            if (r->state != RUN_QUEUED)
+            if (r->state != RUN_QUEUED || waits_for_servers(r))
                 continue;
-            /* A program that calls a server still making its first connection waits for
-             * it (bounded by that server's `timeout`) instead of meeting a NameError. */
-            if (!r->smoke_done ? cat_code_waits(r->code, r->queued_ms) : !up_all_settled())
-                continue;
-            int slot = r->slot;
+            int slot = wk_session_slot(r->home);
+            if (slot < 0)
+                continue; /* waits its turn for a worker (grant_waiting) */
             const char *failure = wk_start_failure(slot);
             if (failure) {
                 finish(r, NULL, failure);
@@ -541,6 +632,23 @@ void run_dispatch(void)
     dispatching = 0;
 }
 
+/* The run waited CODEMCP_RUN_QUEUE_WAIT_MS without being sent. */
+static void queue_wait_over(void *ud)
+{
+    struct run *r = ud;
+    if (r->state != RUN_QUEUED)
+        return;
+    char why[400];
+    snprintf(why, sizeof(why),
+             "this program waited %lld ms for a Python worker without getting one "
+             "(CODEMCP_RUN_QUEUE_WAIT_MS): every worker (CODEMCP_WORKERS) was running other "
+             "programs; try again later, or ask the operator to raise CODEMCP_WORKERS",
+             (long long)queue_wait_ms);
+    log_warn("runs", "%s: not sent within %lld ms (CODEMCP_RUN_QUEUE_WAIT_MS)", r->id,
+             (long long)queue_wait_ms);
+    finish(r, NULL, why);
+}
+
 static struct run *new_run(uint64_t session_id, uint64_t home)
 {
     load_settings();
@@ -552,12 +660,24 @@ static struct run *new_run(uint64_t session_id, uint64_t home)
     r->queued_ms = now_ms();
     r->timeout_ms = default_timeout_ms;
     r->allow_mutations = json_array();
-    r->slot = wk_slot_for_session(home);
+    r->slot = -1;
+    snprintf(r->principal, sizeof(r->principal), "%s", ns_asker(session_id, home));
+    lp_timer_start(&r->queue_timer, queue_wait_ms, queue_wait_over, r);
     struct run **tail = &runs;
     while (*tail)
         tail = &(*tail)->next;
     *tail = r;
     return r;
+}
+
+/* True when principal p has CODEMCP_RUN_QUEUE_MAX runs queued already. O(runs). */
+static int queue_full(const char *p)
+{
+    load_settings();
+    long n = 0;
+    for (struct run *r = runs; r; r = r->next)
+        n += r->state == RUN_QUEUED && strcmp(r->principal, p) == 0;
+    return n >= queue_max;
 }
 
 int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
@@ -623,8 +743,14 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
     struct ns_ref where;
     if (ns_resolve(session_id, home, json_string_value(ns), &where, err, errlen) < 0)
         return -1;
+    if (queue_full(ns_asker(session_id, where.home))) {
+        snprintf(err, errlen,
+                 "execute_python: %ld programs of yours are already waiting for a Python worker "
+                 "(CODEMCP_RUN_QUEUE_MAX): wait for their answers before sending more",
+                 queue_max);
+        return -1;
+    }
     struct run *r = new_run(session_id, where.home);
-    snprintf(r->principal, sizeof(r->principal), "%s", ns_asker(session_id, home));
     r->ns = where;
     r->request_id = json_incref(request_id);
     r->progress_token = json_incref(progress_token);
@@ -702,7 +828,6 @@ int run_on_input_required(const char *run_id, json_t *result)
     if (!run_relay_can_answer(r->client_caps, requests) || run_relay_mint_state(r->input_state) < 0)
         return 0;
     r->awaiting = 1;
-    snprintf(r->principal, sizeof(r->principal), "%s", ns_asker(r->session_id, r->home));
     int64_t now = now_ms();
     r->time_left = r->deadline_at > now ? r->deadline_at - now : 1;
     lp_timer_stop(&r->deadline);

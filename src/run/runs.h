@@ -3,7 +3,9 @@
  * A run belongs to a session (which gets the answer) and to a namespace (namespaces.h: the
  * `namespace` handle, the session's implicit one, or a fresh one), whose home picks the
  * worker. It waits in that worker's queue (runs of one home are serialized, like notebook
- * cells: one interpreter), is sent to the worker, may make tool calls (calls.c routes and
+ * cells: one interpreter); when its home has no worker yet and all are taken, it waits for one
+ * in a fair queue (round-robin across principals, arrival order within one; bounded by
+ * CODEMCP_RUN_QUEUE_MAX runs per principal and CODEMCP_RUN_QUEUE_WAIT_MS), is sent to the worker, may make tool calls (calls.c routes and
  * enforces them, asking run_call_rules), and ends with an envelope turned into the MCP
  * CallToolResult. The run timeout is owned here: at the
  * deadline the worker gets a cancel; past a grace period the worker is killed and respawned

@@ -1,7 +1,9 @@
 /* worker_sessions — which session owns which worker slot (one interpreter per session), for
- * workers.c: the owner's slot, eviction of an idle session (namespaces.c picks which), the idle
- * timeout, the "variables were discarded" notice, and the one warm spare.
- * Must not: start or kill processes itself beyond asking worker_spawn.c. Loop thread only. */
+ * workers.c: the owner's slot, eviction of an idle session when another waits (namespaces.c
+ * picks which: fair share between principals first), the idle timeout, the "variables were
+ * discarded" notice, and the one warm spare.
+ * Must not: start or kill processes itself beyond asking worker_spawn.c; order the runs that
+ * wait for a slot (runs.c does: round-robin across principals). Loop thread only. */
 #include "workers_int.h"
 #include "log.h"
 #include "namespaces.h"
@@ -18,15 +20,21 @@ struct pin {
 
 static struct pin *pins;
 static size_t n_pins, cap_pins;
+/* Wakes the dispatcher when a slot's minimum hold ends while a run waits for one. */
+static struct lp_timer hold_timer;
 
 /* ---- sessions ----------------------------------------------------------------------------- */
 
 /* One interpreter per session: a session owns its slot (and so its worker process) until it
- * closes, idles past CODEMCP_SESSION_IDLE_MS, or is evicted (least recently used, idle) to
- * make room when every slot is taken. Its next run then gets a fresh worker and the answer
- * carries a `notice` saying its variables were discarded. A slot is never handed to another
- * session while a run still refers to it (run_uses_slot), so no program can land in another
- * session's interpreter. One unowned slot is kept warm for the next new session. */
+ * closes, idles past CODEMCP_SESSION_IDLE_MS, or is evicted to make room for a run that waits
+ * when every slot is taken: a session with no run on its worker, held for at least
+ * CODEMCP_WORKER_MIN_HOLD_MS (so slots do not change hands on every run: a bounded number of
+ * process starts per second), chosen by namespaces.c (a principal holding more slots than the
+ * waiting one's gives way first, so no principal keeps every slot while another waits). Its
+ * next run then gets a fresh worker and the answer carries a `notice` saying its variables were
+ * discarded. A slot is never handed to another session while a run given it has not ended
+ * (run_uses_slot), so no program can land in another session's interpreter. One unowned slot is
+ * kept warm for the next new session. */
 
 static struct worker *slot_owner_of(uint64_t session_id)
 {
@@ -48,7 +56,6 @@ static void remember_discarded(uint64_t session_id, const char *why)
     pins[n_pins++] = (struct pin){session_id, why};
 }
 
-/* Ends the worker of a session that keeps existing: its variables go. */
 /* Ends the slot's process so that nothing of its session reaches the next owner; no run is
  * sent to it meanwhile (BUSY without a run until it is reaped and replaced). */
 static void end_process(struct worker *w, const char *why)
@@ -58,8 +65,11 @@ static void end_process(struct worker *w, const char *why)
         return;
     free(w->kill_reason);
     w->kill_reason = xstrdup(why);
-    if (w->state == WK_READY)
+    /* Not READY again (a starting one must not connect and take the next owner's run), and its
+     * exit is not a failed start. */
+    if (w->state == WK_READY || w->state == WK_STARTING)
         w->state = WK_BUSY;
+    w->ended_idle = 1;
     hard_kill(w);
 }
 
@@ -72,10 +82,16 @@ static void discard_session(struct worker *w, const char *why)
     end_process(w, why);
 }
 
+/* A slot no run is on (its owner may lose it). */
+static int slot_idle(int s)
+{
+    return workers[s].state != WK_BUSY && !wk__slot_in_use(s);
+}
+
 static void on_idle(void *ud)
 {
     struct worker *w = ud;
-    if (!w->owned || w->state == WK_BUSY || wk__slot_in_use(w->slot))
+    if (!w->owned || !slot_idle(w->slot))
         return;
     log_info("worker", "worker %d: session idle for %ld ms: ending its worker", w->slot,
              session_idle_ms);
@@ -111,6 +127,56 @@ static void keep_spare(void)
         spawn(&workers[down]);
 }
 
+int wk_session_slot(uint64_t session_id)
+{
+    if (!n_workers)
+        return 0;
+    struct worker *w = slot_owner_of(session_id);
+    return w ? w->slot : -1;
+}
+
+static void hold_over(void *ud)
+{
+    (void)ud;
+    became_idle();
+}
+
+/* Evicts the idle session namespaces.c picks for session_id; NULL when none may go yet (then
+ * the hold timer is armed for the first idle slot whose minimum hold ends). */
+static struct worker *evict_for(uint64_t session_id)
+{
+    struct ns_holder *h = xcalloc((size_t)n_workers, sizeof(*h));
+    int *slots = xcalloc((size_t)n_workers, sizeof(*slots)), k = 0;
+    int64_t now = now_ms(), wake = -1;
+    for (int s = 0; s < n_workers; s++) {
+        if (!workers[s].owned)
+            continue;
+        int64_t held = now - workers[s].granted_ms;
+        int idle = slot_idle(s);
+        h[k] = (struct ns_holder){workers[s].session, idle && held >= min_hold_ms};
+        slots[k++] = s;
+        if (idle && held < min_hold_ms && (wake < 0 || min_hold_ms - held < wake))
+            wake = min_hold_ms - held;
+    }
+    int v = ns_pick_home_victim(session_id, h, (size_t)k);
+    struct worker *w = v < 0 ? NULL : &workers[slots[v]];
+    free(h);
+    free(slots);
+    if (!w) {
+        if (wake >= 0)
+            lp_timer_start(&hold_timer, wake, hold_over, NULL);
+        return NULL;
+    }
+    log_info("worker", "worker %d: evicting an idle session for a waiting one", w->slot);
+    discard_session(w, "another session was waiting for a Python worker while all "
+                       "CODEMCP_WORKERS were taken (each principal gets a fair share of them, "
+                       "and an idle session keeps its worker for CODEMCP_WORKER_MIN_HOLD_MS at "
+                       "least), so this idle session's worker was ended and its variables were "
+                       "discarded (every namespace it held); this run started from a fresh "
+                       "interpreter");
+    return w;
+}
+
 int wk_slot_for_session(uint64_t session_id)
 {
     if (!n_workers)
@@ -124,27 +190,11 @@ int wk_slot_for_session(uint64_t session_id)
         for (int s = 0; s < n_workers && !w; s++)
             if (!workers[s].owned && workers[s].state == pref[k] && !wk__slot_in_use(s))
                 w = &workers[s];
-    if (!w) { /* evict an idle session: namespaces.c's rule (same principal first) picks it */
-        uint64_t *homes = xcalloc((size_t)n_workers, sizeof(*homes));
-        int *slots = xcalloc((size_t)n_workers, sizeof(*slots)), k = 0;
-        for (int s = 0; s < n_workers; s++)
-            if (workers[s].owned && workers[s].state != WK_BUSY && !wk__slot_in_use(s)) {
-                homes[k] = workers[s].session;
-                slots[k++] = s;
-            }
-        int v = ns_pick_home_victim(session_id, homes, (size_t)k);
-        w = v < 0 ? NULL : &workers[slots[v]];
-        free(homes);
-        free(slots);
-        if (!w)
-            return -1; /* every slot runs or holds another principal's recent session */
-        log_info("worker", "worker %d: evicting an idle session for a new one", w->slot);
-        discard_session(w, "more sessions were active than CODEMCP_WORKERS allows, so this "
-                           "idle session's Python worker was ended and its variables were "
-                           "discarded; this run started from a fresh interpreter");
-    }
+    if (!w && !(w = evict_for(session_id)))
+        return -1; /* the run waits: a slot frees, or a hold ends (hold_timer) */
     w->owned = 1;
     w->session = session_id;
+    w->granted_ms = now_ms();
     free(w->notice);
     w->notice = NULL;
     for (size_t i = 0; i < n_pins; i++)

@@ -44,7 +44,13 @@ int64_t next_rpc_id = 1;
 long memory_mb;
 int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
 int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
+/* CODEMCP_PROTOTYPE_EARLY (default off): the prototype starts beside the upstreams. Off, it
+ * starts with the first worker, once they settled: measured on 2 shared cores, starting it
+ * early gave the first result 0.61x the time when a core was free but slowed initialize and
+ * tools/list (which wait for the upstreams) 1.2-2.3x, and the first result too under load. */
+static int prototype_early;
 long session_idle_ms;
+long min_hold_ms;
 static void (*shutdown_done)(void);
 int shutting_down;
 
@@ -143,8 +149,9 @@ void on_worker_exit(void *ud, pid_t pid, int status)
                  WEXITSTATUS(status));
     /* A process that dies while idle before finishing any run failed to start, even if
      * it connected: counting it stops a crash loop. */
-    int was_started =
-        (w->state == WK_READY || w->state == WK_BUSY) && (w->run_id[0] || w->runs_done);
+    int was_started = w->ended_idle || ((w->state == WK_READY || w->state == WK_BUSY) &&
+                                        (w->run_id[0] || w->runs_done));
+    w->ended_idle = 0;
     log_info("worker", "worker %d (pid %d) exited: %s", w->slot, (int)pid,
              WIFSIGNALED(status) ? "signal" : "status");
     w->state = WK_DOWN;
@@ -222,9 +229,13 @@ int wk_init(int max_workers)
     }
     memory_mb = env_long("CODEMCP_WORKER_MEMORY_MB", 512);
     session_idle_ms = env_long("CODEMCP_SESSION_IDLE_MS", 900000);
+    min_hold_ms = env_long("CODEMCP_WORKER_MIN_HOLD_MS", WK_MIN_HOLD_MS_DEFAULT);
+    if (min_hold_ms < 0)
+        min_hold_ms = 0;
     /* Workers come from the prototype unless a listener was asked for (remote workers
      * connect to it: nothing to fork) or CODEMCP_PROTOTYPE=off. */
     use_prototype = env_bool("CODEMCP_PROTOTYPE", 1) && !ctl_url()[0];
+    prototype_early = env_bool("CODEMCP_PROTOTYPE_EARLY", 0);
     pt_init(sandboxed, memory_mb, &pt_hooks_of_pool);
     /* Processes of a sandbox whose parent died first (a prototype's sessions, a waiter's
      * PID 1) are reparented here and reaped by the loop, not left to PID 1 as zombies. */
@@ -237,6 +248,12 @@ int wk_init(int max_workers)
         workers[i].err_lines.max_line = 64 * 1024;
     }
     return 0;
+}
+
+void wk_prestart(void)
+{
+    if (use_prototype && prototype_early && n_workers && !shutting_down)
+        pt_start();
 }
 
 void wk_prewarm(void)
@@ -252,11 +269,7 @@ const char *wk_start_failure(int slot)
     if (!n_workers)
         return "codemcp-worker was not found, so Python cannot run (set CODEMCP_WORKER_BIN "
                "or reinstall codemcp)";
-    if (slot < 0)
-        return "every Python worker is running another session's program or holds another "
-               "principal's recently used variables (CODEMCP_WORKERS caps them): try again in "
-               "a moment";
-    return workers[slot].start_failure;
+    return slot >= 0 && slot < n_workers ? workers[slot].start_failure : NULL;
 }
 
 int wk_ready(int slot)
@@ -533,4 +546,3 @@ int wk_is_starting(pid_t pid)
             return 1;
     return 0;
 }
-

@@ -40,12 +40,24 @@ struct wk_hooks {
 int wk_init(int max_workers);
 /* Registers the hooks (copied). */
 void wk_set_hooks(const struct wk_hooks *h);
-/* Starts worker 0 ahead of the first run (called once upstreams settled, so Python's
- * start-up does not compete with theirs for the CPU). */
+/* Starts worker 0 ahead of the first run (called once upstreams settled, so a worker's own
+ * start does not compete with theirs for the CPU). */
 void wk_prewarm(void);
-/* The worker slot a session's runs go to (owned by it from the first use), or -1 when every
- * slot runs another session's program (wk_start_failure(-1) says so). */
+/* Starts the prototype workers are forked from (when they are, and CODEMCP_PROTOTYPE_EARLY is
+ * on), at the gateway's start: its interpreter start-up runs beside the upstreams'. */
+void wk_prestart(void);
+/* The default of CODEMCP_WORKER_MIN_HOLD_MS: how long a session keeps the slot it was given
+ * before an idle one may be taken from it for a waiting run (bounds process starts per second
+ * under saturation: at most CODEMCP_WORKERS per hold). */
+#define WK_MIN_HOLD_MS_DEFAULT 1000
+/* The worker slot a session's runs go to: its own (owned from the first use), else a free one,
+ * else one taken from an idle session (namespaces.c's rule: fair share between principals);
+ * -1 when none can be had now: the run waits, and the idle hook fires when that may change (a
+ * run ends, a worker exits, a minimum hold ends). Callers ask in the order runs are to be
+ * served (runs.c: round-robin across principals). */
 int wk_slot_for_session(uint64_t session_id);
+/* The slot the session owns now, or -1 (no side effect). */
+int wk_session_slot(uint64_t session_id);
 /* The session is gone: its worker is ended (its namespace with it). */
 void wk_session_closed(uint64_t session_id);
 /* True when the slot can take a run now; otherwise makes sure it is starting. */
@@ -59,7 +71,7 @@ const char *wk_running(int slot);
 void wk_cancel_run(const char *run_id, const char *reason);
 /* Kills the worker executing run_id (hard deadline passed); the run ends with `why`. */
 void wk_kill_run(const char *run_id, const char *why);
-/* A start problem that makes queued runs fail (NULL when fine). */
+/* A start problem that makes the slot's queued runs fail (NULL when fine). */
 const char *wk_start_failure(int slot);
 
 /* The control-channel hooks (main.c registers them with ctl_set_hooks): token check of a

@@ -37,8 +37,11 @@ struct worker {
     struct lp_timer restart_timer;
     struct lp_io *out_io, *err_io;
     struct rpc_lines out_lines, err_lines;
-    int owned;        /* a session owns this slot (its one interpreter) */
-    uint64_t session; /* the owner, when owned */
+    int owned;          /* a session owns this slot (its one interpreter) */
+    uint64_t session;   /* the owner, when owned */
+    int64_t granted_ms; /* when the owner got it (CODEMCP_WORKER_MIN_HOLD_MS runs from here) */
+    int ended_idle;     /* its process is being ended on purpose (evicted, idle, its session
+                         * closed): its exit is not a failed start */
     int64_t last_used_ms;
     struct lp_timer idle_timer;
     char *notice;      /* for the owner's next answer (variables discarded) */
@@ -58,6 +61,7 @@ struct worker {
 #define sandboxed        wk__sandboxed
 #define use_prototype    wk__use_prototype
 #define session_idle_ms  wk__session_idle_ms
+#define min_hold_ms      wk__min_hold_ms
 #define shutting_down    wk__shutting_down
 #define next_rpc_id      wk__next_rpc_id
 #define became_idle      wk__became_idle
@@ -77,6 +81,7 @@ extern long memory_mb;
 extern int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
 extern int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
 extern long session_idle_ms;
+extern long min_hold_ms; /* CODEMCP_WORKER_MIN_HOLD_MS */
 extern int shutting_down;
 extern int64_t next_rpc_id;
 

@@ -239,6 +239,21 @@ __attribute__((noreturn)) void sbx__die_step(const char *step, const char *path)
 
 #define die_step sbx__die_step
 
+/* The kernel refuses a new /proc in a user namespace (EPERM) while the /proc it would stand
+ * beside has paths mounted over it, which is what container runtimes do to /proc/kcore,
+ * /proc/keys, /proc/sys... by default: say which option lifts that. */
+__attribute__((noreturn)) void sbx__die_mount_proc(const char *where)
+{
+    int e = errno;
+    dprintf(2, "codemcp-worker: sandbox set-up failed: mount %s: %s%s\n", where, strerror(e),
+            e != EPERM ? ""
+                       : ". A container whose /proc has masked paths (Docker's and Podman's "
+                         "default) keeps the sandbox from mounting its own: run the container "
+                         "with --security-opt systempaths=unconfined (Podman: --security-opt "
+                         "unmask=ALL) besides --security-opt seccomp=" SBX_DOCKER_SECCOMP);
+    _exit(SBX_EXIT_SETUP);
+}
+
 static void mkdir_p(const char *path, mode_t mode)
 {
     char tmp[PATH_MAX];
@@ -377,7 +392,7 @@ static void build_root(const struct sbx_plan *p, const struct sbx_opts *o)
             bind_one(&p->m[i]);
     mkdir_p("/newroot/proc", 0555);
     if (mount("proc", "/newroot/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-        die_step("mount", "/proc");
+        sbx__die_mount_proc("/proc");
     build_dev();
     mkdir_p("/newroot/etc", 0755);
     write_file("/newroot/etc/passwd", p->passwd);
@@ -564,8 +579,28 @@ static int write_map(pid_t pid, const char *file, const char *text, char *err, s
     return 0;
 }
 
+/* Docker makes /.dockerenv, Podman /run/.containerenv: there an EPERM comes from the runtime's
+ * seccomp profile, and the options to pass are known (a kernel limit on user namespaces
+ * answers ENOSPC, and gets the kernel's hints). */
+static int in_container(void)
+{
+    return access("/.dockerenv", F_OK) == 0 || access("/run/.containerenv", F_OK) == 0;
+}
+
 static void userns_hint(int e, char *err, size_t errlen)
 {
+    if (e == EPERM && in_container()) {
+        snprintf(err, errlen,
+                 "cannot create the worker sandbox: clone(CLONE_NEWUSER|CLONE_NEWPID|"
+                 "CLONE_NEWNS...) failed: %s. This container's seccomp profile refuses the "
+                 "namespaces the sandbox is built from (Docker's default does): run the "
+                 "container with --security-opt seccomp=" SBX_DOCKER_SECCOMP
+                 " --security-opt systempaths=unconfined. Or run workers without a sandbox "
+                 "with CODEMCP_ISOLATION=host (not recommended: agent code then runs with the "
+                 "container's rights, network and files)",
+                 strerror(e));
+        return;
+    }
     snprintf(err, errlen,
              "cannot create the worker sandbox: clone(CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNS|"
              "CLONE_NEWNET...) failed: %s. This kernel refuses user namespaces to codemcp: "

@@ -9,6 +9,14 @@
 
 /* Writes "codemcp-worker: sandbox set-up failed: <step> <path>: <errno>" and exits. */
 __attribute__((noreturn)) void sbx__die_step(const char *step, const char *path);
+/* The seccomp profile a container needs, as the messages name it: contrib/docker/seccomp.json
+ * in the source, installed by the Debian package (and so in the image) in /usr/share/codemcp. */
+#define SBX_DOCKER_SECCOMP                                                                         \
+    "seccomp.json (contrib/docker/seccomp.json in codemcp's source; in the image: `docker run "    \
+    "--rm --entrypoint cat codemcp /usr/share/codemcp/seccomp.json > seccomp.json`)"
+/* "mount WHERE" failed: like sbx__die_step, with what to pass when a container's masked /proc
+ * is the cause. */
+__attribute__((noreturn)) void sbx__die_mount_proc(const char *where);
 /* PID 1's loop (see sandbox.c); never returns. */
 __attribute__((noreturn)) void sbx__init_main(pid_t worker, int status_fd, int linger);
 /* Drops the bounding set and every capability, sets no_new_privs; change_uid: become the

@@ -149,7 +149,7 @@ static void ss_build(const struct sbx_opts *o, uid_t uid, gid_t gid)
     if (chdir("/tmp") < 0)
         sbx__die_step("chdir", "/tmp");
     if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-        sbx__die_step("mount", "/proc");
+        sbx__die_mount_proc("/proc");
 }
 
 /* The descriptors a session starts with: /dev/null, its stdout and stderr pipes, its control

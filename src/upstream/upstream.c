@@ -310,6 +310,16 @@ static void set_state(struct upstream *up, enum up_state s)
 
 static void list_page(struct upstream *up, const char *cursor);
 
+/* A server given up while starting: a warning, but not when codemcp itself is stopping (its
+ * requests were failed by the shutdown, which says nothing about the server). */
+static void skipping(struct upstream *up)
+{
+    if (shutting_down)
+        log_debug("upstream", "%s: not started (codemcp is stopping)", up->name);
+    else
+        log_warn("upstream", "%s: %s; skipping this server", up->name, up->error);
+}
+
 static void relist_now(void *ud)
 {
     struct upstream *up = ud;
@@ -334,7 +344,7 @@ static void on_list_page(struct upstream *up, void *ud, json_t *result, const st
         up->list_acc = NULL;
         if (up->state == UP_CONNECTING) {
             up__set_error(up, "tools/list failed: %s", err->message);
-            log_warn("upstream", "%s: %s; skipping this server", up->name, up->error);
+            skipping(up);
             up->ops->shutdown(up);
             set_state(up, UP_FAILED);
         } else {
@@ -374,10 +384,8 @@ static void on_list_page(struct upstream *up, void *ud, json_t *result, const st
     up->list_acc = NULL;
     log_info("upstream", "%s: %zu tools", up->name, json_array_size(up->tools));
     if (up->state == UP_CONNECTING) {
-        up->ready_ms = now_ms();
-        log_info("upstream", "%s: ready in %lld ms%s", up->name,
-                 (long long)(up->ready_ms - up->started_ms), up->restarts ? " (restarted)" : "");
-        set_state(up, UP_READY);
+        if (!up__extras_first(up)) /* else READY once its resources and prompts are listed */
+            up__became_ready(up);
     } else {
         up__era_ready(up); /* a ttlMs re-list arms the next one */
         notify();
@@ -386,6 +394,14 @@ static void on_list_page(struct upstream *up, void *ud, json_t *result, const st
         up->relist_wanted = 0;
         lp_timer_start(&up->relist_timer, RELIST_DELAY_MS, relist_now, up);
     }
+}
+
+void up__became_ready(struct upstream *up)
+{
+    up->ready_ms = now_ms();
+    log_info("upstream", "%s: ready in %lld ms%s", up->name,
+             (long long)(up->ready_ms - up->started_ms), up->restarts ? " (restarted)" : "");
+    set_state(up, UP_READY);
 }
 
 int64_t up__handshake_budget(struct upstream *up)
@@ -425,7 +441,7 @@ void up__handshake_failed(struct upstream *up, const char *fmt, ...)
     if (up->state == UP_DISABLED)
         return; /* turned off at run time while handshaking: its requests were failed */
     up__set_error(up, "%s", msg);
-    log_warn("upstream", "%s: %s; skipping this server", up->name, up->error);
+    skipping(up);
     up->ops->shutdown(up);
     set_state(up, UP_FAILED);
 }
@@ -487,6 +503,8 @@ static void handle_notification(struct upstream *up, json_t *msg, const char *me
             lp_timer_stop(&up->relist_timer);
             lp_timer_start(&up->relist_timer, RELIST_DELAY_MS, relist_now, up);
         }
+    } else if (up__extras_notification(up, method)) {
+        /* re-listed: resources or prompts */
     } else if (strcmp(method, "notifications/message") == 0) {
         json_t *p = json_object_get(msg, "params");
         json_t *data = json_object_get(p, "data");
@@ -677,8 +695,13 @@ void up_start_all(struct cfg *cfg)
             up__set_error(up, "disabled in the config (\"enabled\": false)");
             continue;
         }
-        up__start(up);
+        up->state = UP_CONNECTING; /* counted as not settled before any of them starts */
     }
+    /* Started once all exist: a server that fails at once (its command is missing) must not
+     * find the ones after it still unborn and call the start settled. */
+    for (size_t i = 0; i < n_ups; i++)
+        if (ups[i]->state == UP_CONNECTING)
+            up__start(ups[i]);
     notify();
 }
 
@@ -745,6 +768,7 @@ void up_free_all(void)
         json_decref(up->server_info);
         json_decref(up->capabilities);
         json_decref(up->list_acc);
+        up__extras_free(up);
         idmap_free(&up->reqs_by_wire);
         free(up->protocol_version);
         free(up->error);

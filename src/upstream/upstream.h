@@ -27,6 +27,9 @@ enum up_state {
 
 struct upstream;
 
+/* The lists besides tools an upstream may offer (upstream_extras.c). */
+enum up_extra { UP_RESOURCES, UP_TEMPLATES, UP_PROMPTS, UP_EXTRA_KINDS };
+
 /* A transport moves JSON-RPC texts; it reports through the up__transport_* calls. */
 struct up_transport_ops {
     const char *name;
@@ -77,6 +80,13 @@ struct upstream {
     int64_t list_ttl_ms;          /* modern: the last tools/list's ttlMs (0: no hint) */
     struct lp_timer listen_timer; /* modern: reopen the listen stream / re-list at ttl */
     int start_when_closed;        /* enabled at run time while the old transport was closing */
+
+    /* upstream_extras.c: resources, resource templates, prompts (owned arrays, NULL until
+     * listed), the pages of a listing in flight, and a re-list asked for meanwhile. */
+    json_t *extras[UP_EXTRA_KINDS];
+    json_t *extra_acc[UP_EXTRA_KINDS];
+    unsigned char extra_listing[UP_EXTRA_KINDS], extra_again[UP_EXTRA_KINDS];
+    int extras_first; /* lists still out before a connecting server becomes READY */
 };
 
 struct up_error {
@@ -132,6 +142,21 @@ size_t up_calls_in_flight(void);
  * listener. 0, or -1 with why. */
 int up_enable(const char *name, char *why, size_t n);
 int up_disable(const char *name, char *why, size_t n);
+
+/* Resources, templates, prompts (upstream_extras.c). on_change(kind) runs when a server's
+ * list of that kind was listed anew (ready, or its list_changed). up_has_extra: the server's
+ * capabilities offer that kind. up_request sends method with params (stolen) to a ready
+ * server, bounded by CODEMCP_CALL_TIMEOUT_MS; cb gets the result (borrowed) or an error,
+ * exactly once. -1 with *err filled when nothing was sent (no callback then). */
+typedef void (*up_request_cb)(void *ud, json_t *result, const struct up_error *err);
+void up_set_extras_listener(void (*on_change)(enum up_extra kind));
+int up_has_extra(struct upstream *up, enum up_extra kind);
+/* The ready server uri belongs to: the one that lists it, else whose resource template's fixed
+ * head begins it, else that lists a resource of the same origin (scheme://authority: a resource
+ * made since the last listing), else the only server offering resources; NULL: none. */
+struct upstream *up_resource_server(const char *uri);
+int up_request(const char *server, const char *method, json_t *params, up_request_cb cb, void *ud,
+               struct up_error *err);
 
 /* Graceful shutdown of every server; done() once all are gone (children reaped). */
 void up_shutdown_all(void (*done)(void));

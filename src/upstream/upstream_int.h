@@ -70,6 +70,16 @@ void up__handshake_failed(struct upstream *up, const char *fmt, ...)
 void up__era_ready(struct upstream *up);
 void up__era_stop(struct upstream *up);
 
+/* upstream_extras.c: a connecting server's tools are listed: list every other kind it offers
+ * and return 1 (up__became_ready follows when they are listed, or failed), or 0 when it offers
+ * none. List one kind again; 1 when method is one of their list_changed notifications
+ * (handled); free them. */
+int up__extras_first(struct upstream *up);
+void up__became_ready(struct upstream *up);
+void up__extras_list(struct upstream *up, enum up_extra kind);
+int up__extras_notification(struct upstream *up, const char *method);
+void up__extras_free(struct upstream *up);
+
 /* For upstream_admin.c (run-time enable/disable). */
 /* Starts the transport and the handshake of a server that has none running. */
 void up__start(struct upstream *up);

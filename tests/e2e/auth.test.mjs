@@ -79,11 +79,16 @@ test('default: a generated 0600 token, reused across restarts; another user gets
     await new Promise((r) => setTimeout(r, 50));
   const line = gw.proc.stderr.split('\n').find((l) => l.includes('Claude Code:'));
   assert.ok(line, `no Claude Code snippet on stderr:\n${gw.proc.stderr}`);
-  const m = line.match(/--transport http codemcp (\S+) --header "([^:]+): ([^"]+)"/);
+  const m = line.match(/--transport http codemcp (\S+) --header "([^:]+): Bearer ([^"]+)"/);
   assert.ok(m, line);
   assert.equal(m[1], gw.url);
-  assert.match(gw.proc.stderr, new RegExp(`"url": "${gw.url}", "headers": \\{"Authorization": "Bearer ${token}"\\}`));
-  const { client, transport } = await sdk(m[1], { [m[2]]: m[3] });
+  // stderr is not a terminal here (a service's goes to a journal): the token is not in it, the
+  // snippet has a placeholder and says how to print the token.
+  assert.ok(!gw.proc.stderr.includes(token), 'the token was written to a stderr that is not a terminal');
+  assert.equal(m[3], '<token>');
+  assert.match(gw.proc.stderr, new RegExp(`"url": "${gw.url}", "headers": \\{"Authorization": "Bearer <token>"\\}`));
+  assert.match(gw.proc.stderr, /`codemcp start --print-token` prints it/);
+  const { client, transport } = await sdk(m[1], { [m[2]]: `Bearer ${token}` });
   assert.equal((await run(client, 'result = 6 * 7')).result, 42);
   await transport.terminateSession();
   await client.close();

@@ -20,6 +20,7 @@ import { after, afterEach, before } from 'node:test';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 export { Client, StdioClientTransport };
 
@@ -731,26 +732,50 @@ export function runClient(cmd, args, env, limit) {
 }
 
 /**
- * `codemcp start` for the tests of the enclosing describe: started in its `before`, stopped
- * with SIGTERM in its `after`. opts: {prefix, mcp (upstreams), env, args (after `start -p 0`),
- * tokens ({principal: token}: a tokens file, CODEMCP_HTTP_TOKENS_FILE), exitZero (assert the
- * gateway exits 0 on SIGTERM)}. Returns {proc, url, home}, filled once it is up.
+ * Starts `codemcp start -p 0` and waits until it serves. opts: {prefix, mcp (upstreams), env,
+ * args (after `start -p 0`), tokens ({principal: token}: a tokens file,
+ * CODEMCP_HTTP_TOKENS_FILE), shared (keep it until the end of the file)}. Returns {proc, url,
+ * home}.
  */
-export function sharedHttpGateway({ prefix = 'codemcp-gw-', mcp = {}, env = {}, args = [], tokens = null, exitZero = false } = {}) {
+export async function startHttpGateway({ prefix = 'codemcp-gw-', mcp = {}, env = {}, args = [], tokens = null, shared = false } = {}) {
+  const home = tempDir(prefix, { shared });
+  const extra = {};
+  if (tokens) {
+    const file = path.join(home, 'tokens');
+    fs.writeFileSync(file, Object.entries(tokens).map(([who, t]) => `${who} ${t}\n`).join(''), { mode: 0o600 });
+    extra.CODEMCP_HTTP_TOKENS_FILE = file;
+  }
+  const proc = new Proc({ args: ['start', '-p', '0', ...args], config: writeConfig(home, mcp), home,
+    shared, env: { ...extra, ...env } });
+  const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
+  assert.ok(m && m[1], `codemcp start did not come up:\n${proc.stderrTail()}`);
+  return { proc, url: m[1], home };
+}
+
+/** An SDK client on a Streamable HTTP gateway as `token`'s principal; end() also DELETEs the
+ *  session, so it ends at the gateway too. */
+export async function connectHttp(url, token, name = 'e2e') {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+  });
+  const client = new Client({ name, version: '0' });
+  await client.connect(transport, { timeout: ms(15000) });
+  client.end = async () => {
+    await transport.terminateSession().catch(() => {});
+    await client.close();
+  };
+  return client;
+}
+
+/**
+ * `codemcp start` for the tests of the enclosing describe: started in its `before`, stopped
+ * with SIGTERM in its `after`. opts: as startHttpGateway's, and exitZero (assert the gateway
+ * exits 0 on SIGTERM). Returns {proc, url, home}, filled once it is up.
+ */
+export function sharedHttpGateway({ exitZero = false, ...opts } = {}) {
   const gw = { proc: null, url: null, home: null };
   before(async () => {
-    gw.home = tempDir(prefix, { shared: true });
-    const extra = {};
-    if (tokens) {
-      const file = path.join(gw.home, 'tokens');
-      fs.writeFileSync(file, Object.entries(tokens).map(([who, t]) => `${who} ${t}\n`).join(''), { mode: 0o600 });
-      extra.CODEMCP_HTTP_TOKENS_FILE = file;
-    }
-    gw.proc = new Proc({ args: ['start', '-p', '0', ...args], config: writeConfig(gw.home, mcp), home: gw.home,
-      shared: true, env: { ...extra, ...env } });
-    const m = await waitFor(() => gw.proc.exit || gw.proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
-    assert.ok(m && m[1], `codemcp start did not come up:\n${gw.proc.stderrTail()}`);
-    gw.url = m[1];
+    Object.assign(gw, await startHttpGateway({ ...opts, shared: true }));
   });
   after(async () => {
     if (!gw.proc || gw.proc.exit) return;

@@ -90,13 +90,15 @@ test('an upstream that ignores EOF and SIGTERM is killed; codemcp still exits 0'
   assert.ok(!pidAlive(pid), `stubborn upstream ${pid} survived`);
 });
 
-test('EOF while the first tools/list waits for a silent upstream: exit promptly', { timeout: ms(60000) }, async () => {
+test('EOF while the first answer and tools/list wait for a silent upstream: exit promptly', { timeout: ms(60000) }, async () => {
   const dir = tempDir();
   const pidFile = path.join(dir, 'silent.pid');
   // Default upstream timeout (30 s): shutdown must not wait for it.
   const cfg = writeConfig(dir, { silent: servers.fake(['--never-initialize', '--pid-file', pidFile]) });
   const c = new RawClient({ config: cfg });
-  await c.initialize();
+  // The first answer itself waits for the silent upstream (the list wait is long here): both
+  // requests are held when stdin closes.
+  c.send({ jsonrpc: '2.0', id: 'held-init', method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'eof', version: '0' } } });
   c.send({ jsonrpc: '2.0', id: 'pending-list', method: 'tools/list', params: {} });
   await waitFor(() => readPidFile(pidFile) > 0, ms(5000));
   await sleep(200);

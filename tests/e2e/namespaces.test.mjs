@@ -5,13 +5,10 @@
 // error (isError), never a JSON-RPC error. Over stdio (SDK 1.32.2 and raw lines) and the
 // 2025 HTTP front (`codemcp start` with a tokens file giving two principals).
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-
-import { Client, Proc, RawClient, TESTS, codemcpCommand, codemcpEnv, connectClient, ms, sleep, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { RawClient, TESTS, codemcpCommand, codemcpEnv, connectClient, connectHttp, ms, sleep, startHttpGateway, tempDir, writeConfig } from './lib.mjs';
 
 const V2DIR = path.join(TESTS, 'v2', 'node_modules', '@modelcontextprotocol', 'client', 'dist');
 
@@ -136,29 +133,8 @@ test('stdio: an expired handle says so; the implicit namespace starts over with 
 
 const TA = 'alice-token-0123456789abcdef', TB = 'bob-token-0123456789abcdef';
 
-async function start(env = {}) {
-  const home = tempDir('codemcp-nsh-http-');
-  const tokens = path.join(home, 'tokens');
-  fs.writeFileSync(tokens, `alice ${TA}\nbob ${TB}\n`, { mode: 0o600 });
-  const config = writeConfig(home, {});
-  const proc = new Proc({ args: ['start', '-p', '0'], config, home, env: { CODEMCP_HTTP_TOKENS_FILE: tokens, ...env } });
-  const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
-  if (!m || !m[1]) throw new Error(`codemcp start did not come up:\n${proc.stderrTail()}`);
-  return { proc, url: m[1] };
-}
-
-async function session(url, token) {
-  const transport = new StreamableHTTPClientTransport(new URL(url), {
-    requestInit: { headers: { authorization: `Bearer ${token}` } },
-  });
-  const client = new Client({ name: 'nsh-e2e', version: '0' });
-  await client.connect(transport, { timeout: ms(15000) });
-  client.end = async () => { // DELETE: the session ends at the gateway too
-    await transport.terminateSession().catch(() => {});
-    await client.close();
-  };
-  return client;
-}
+const start = (env) => startHttpGateway({ prefix: 'codemcp-nsh-http-', env, tokens: { alice: TA, bob: TB } });
+const session = (url, token) => connectHttp(url, token, 'nsh-e2e');
 
 test('HTTP sessions: handles continue across sessions of one principal; another principal cannot use them', async () => {
   const gw = await start({ CODEMCP_WORKERS: '4' });
@@ -210,22 +186,23 @@ test('HTTP sessions: handles continue across sessions of one principal; another 
   }
 });
 
-test('HTTP: a full pool never ends another principal\'s recently used worker (namespaces.c decides)', async () => {
-  const gw = await start({ CODEMCP_WORKERS: '1' });
+test('HTTP: a full pool with even shares never ends another principal\'s recently used worker (namespaces.c decides)', async () => {
+  const gw = await start({ CODEMCP_WORKERS: '2' });
   const clients = [];
   try {
     const a = await session(gw.url, TA);
     const b = await session(gw.url, TB);
     clients.push(a, b);
     assert.equal(envelope(await call(a, { code: 'k = 7\nresult = k' })).result, 7);
-    const refused = await call(b, { code: 'result = 1' });
-    assert.equal(refused.isError, true, JSON.stringify(refused));
-    assert.match(JSON.stringify(refused), /try again in a moment/);
-    assert.equal(envelope(await call(a, { code: 'result = k' })).result, 7, 'Alice keeps her variables');
-    // The same principal's idle session gives way (least recently used first).
+    assert.equal(envelope(await call(b, { code: 'j = 8\nresult = j' })).result, 8);
+    // One worker each: Alice's new session waits, then her own idle session gives way.
     const a2 = await session(gw.url, TA);
     clients.push(a2);
     assert.equal(envelope(await call(a2, { code: 'result = 2' })).result, 2);
+    assert.equal(envelope(await call(b, { code: 'result = j' })).result, 8, 'Bob keeps his variables');
+    const lost = envelope(await call(a, { code: 'result = k' }));
+    assert.match(lost.error, /NameError/, JSON.stringify(lost));
+    assert.match(lost.notice, /its variables were discarded \(every namespace it held\)/, JSON.stringify(lost));
   } finally {
     for (const c of clients) await c.close().catch(() => {});
     await gw.proc.kill();

@@ -8,7 +8,7 @@ import unittest
 from fake_transport import FakeTransport, text_result
 from support import DEFAULT_TOOLS, sdk_source
 
-from codemcp_rt import client, runstate, sdk, transport
+from codemcp_rt import client, content, runstate, sdk, transport
 from codemcp_rt.errors import ToolError
 from codemcp_rt.pending import Pending
 
@@ -76,12 +76,19 @@ class ClientTest(unittest.TestCase):
         u = client.unwrap
         self.assertEqual(u({"structuredContent": {"s": 1}, "content": [{"type": "text", "text": '{"t": 1}'}]}), {"s": 1})
         self.assertEqual(u({"structuredContent": None, "content": [{"type": "text", "text": '{"t": 1}'}]}), {"t": 1})
-        self.assertEqual(u({"content": [{"type": "text", "text": "[1,"}, {"type": "image", "data": "x"},
-                                        {"type": "text", "text": "2]"}]}), [1, 2])
+        # images, audio, resources: every block in order, the others as Content objects
+        mixed = u({"content": [{"type": "text", "text": "[1,"}, {"type": "image", "data": "x"},
+                               {"type": "text", "text": "2]"}]})
+        self.assertEqual(mixed, ["[1,", {"type": "image", "data": "x"}, "2]"])
+        self.assertIsInstance(mixed[1], content.Content)
         self.assertEqual(u({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}), "a\nb")
         self.assertEqual(u({"content": [{"type": "text", "text": "42"}]}), 42)
         raw = {"content": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]}
-        self.assertEqual(u(raw), raw)
+        img = u(raw)
+        self.assertEqual(img, raw["content"][0])
+        self.assertEqual((img.type, img.mime_type, img.bytes()), ("image", "image/png", b"\0\0\0"))
+        self.assertEqual(repr(img), "<image image/png, 4 bytes>")
+        self.assertEqual(u({"content": [{"type": "widget", "x": 1}]}), {"content": [{"type": "widget", "x": 1}]})
         self.assertEqual(u({"content": []}), {"content": []})
         self.assertEqual(u("not a dict"), "not a dict")
 

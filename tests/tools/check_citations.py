@@ -86,9 +86,22 @@ def prose(path: str, text: str) -> list[tuple[int, str]]:
 
 
 def tracked(repo: str) -> list[str]:
+    if not os.path.exists(os.path.join(repo, ".git")):
+        return walked(repo)
     out = subprocess.run(["git", "-C", repo, "ls-files", "-co", "--exclude-standard"],
                          capture_output=True, text=True, check=True).stdout
     return [p for p in out.splitlines() if "node_modules/" not in p]
+
+
+def walked(repo: str) -> list[str]:
+    """The files of a tree that is not a git checkout (a `meson dist` tarball, a Debian package
+    build): every file but build directories and installed npm trees."""
+    files = []
+    for top, dirs, names in os.walk(repo):
+        dirs[:] = [d for d in dirs if d not in ("node_modules", "__pycache__", ".git")
+                   and not (top == repo and d.startswith(("build", "obj-")))]
+        files += [os.path.relpath(os.path.join(top, n), repo) for n in names]
+    return files
 
 
 def check(repo: str) -> list[str]:

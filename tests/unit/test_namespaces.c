@@ -159,20 +159,32 @@ int main(void)
           "the implicit namespace starts over, with a note for the NameError: %s", note);
     ns_run_end(b3c.nid);
 
-    /* Which home's worker may go: same principal first, another's only past the TTL, never a
-     * running one. */
-    uint64_t cand[2] = {3, 2}; /* bob's (recent), alice's */
+    /* Which home's worker may go: a principal holding more workers than the waiting one's
+     * first, then the same principal's, another's only past the TTL, never a running one or one
+     * that may not go yet. */
+    struct ns_holder cand[2] = {{3, 1}, {2, 1}}; /* bob's (recent), alice's */
     CHECK(ns_pick_home_victim(1, cand, 2) == 1, "for alice: her own idle home first");
-    uint64_t only_bob[1] = {3};
-    CHECK(ns_pick_home_victim(1, only_bob, 1) == -1,
-          "for alice: bob's recently used home is never taken");
-    CHECK(ns_pick_home_victim(3, only_bob, 1) == 0, "bob may give way to himself");
+    struct ns_holder only_bob[1] = {{3, 1}};
+    CHECK(ns_pick_home_victim(1, only_bob, 1) == 0,
+          "for alice: bob holds every worker, so his idle home gives way (fair share)");
+    only_bob[0].may_go = 0;
+    CHECK(ns_pick_home_victim(1, only_bob, 1) == -1, "a holder that may not go yet stays");
+    struct ns_holder even[2] = {{3, 1}, {2, 0}}; /* bob's idle, alice's busy */
+    CHECK(ns_pick_home_victim(1, even, 2) == -1,
+          "for alice: one worker each, so bob's recently used home is not taken");
+    CHECK(ns_pick_home_victim(3, even, 2) == 0, "bob may give way to himself");
+    ns_set_principal(4, "bob");
+    struct ns_holder bob_more[3] = {{3, 1}, {2, 1}, {4, 1}}; /* bob 2, alice 1 */
+    int v = ns_pick_home_victim(1, bob_more, 3);
+    CHECK(v == 0 || v == 2, "for alice: bob holds more, one of his goes before her own (%d)", v);
     usleep(400 * 1000);
-    CHECK(ns_pick_home_victim(1, only_bob, 1) == 0, "bob's home past the idle TTL may go");
+    CHECK(ns_pick_home_victim(1, even, 2) == 0, "bob's home past the idle TTL may go");
     struct ns_ref run3;
     ns_resolve(3, 3, NULL, &run3, err, sizeof(err));
     ns_run_start(run3.nid, &note, &fresh, err, sizeof(err));
-    CHECK(ns_pick_home_victim(3, only_bob, 1) == -1, "a home with a run in flight never goes");
+    only_bob[0].may_go = 1;
+    CHECK(ns_pick_home_victim(3, even, 2) == -1 && ns_pick_home_victim(1, only_bob, 1) == -1,
+          "a home with a run in flight never goes");
     ns_run_end(run3.nid);
 
     /* A home's worker ended / a session closed: tombstones that say so. */

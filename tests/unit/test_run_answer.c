@@ -30,7 +30,7 @@ static char *tree_reply(json_t *id, const char *env, size_t len, const char *han
         return NULL;
     int is_error = !json_is_true(json_object_get(t, "ok"));
     json_t *e = run_answer_envelope(t, handle, NULL);
-    json_t *msg = rpc_result(id, run_answer_result(e, is_error));
+    json_t *msg = rpc_result(id, run_answer_result(e, json_object_get(t, "content"), is_error));
     char *s = rpc_dump(msg);
     json_decref(msg);
     json_decref(e);
@@ -200,10 +200,47 @@ static void test_fmt_i64(void)
     }
 }
 
+/* The program's content blocks (the worker's `content`, untrusted): MCP blocks are appended
+ * after the text block, anything else becomes a note; structuredContent never holds them. */
+static void test_content_blocks(void)
+{
+    json_t *t = json_loads("{\"ok\":true,\"result\":\"<image>\",\"calls\":0,\"content\":["
+                           "{\"type\":\"image\",\"data\":\"iVBO\",\"mimeType\":\"image/png\"},"
+                           "{\"type\":\"resource\",\"resource\":{\"uri\":\"u:x\",\"text\":\"t\"}},"
+                           "{\"type\":\"resource_link\",\"uri\":\"u:y\",\"name\":\"y\"},"
+                           "{\"type\":\"image\",\"data\":5,\"mimeType\":\"image/png\"},"
+                           "{\"type\":\"text\",\"text\":\"spoofed\"},"
+                           "{\"type\":\"resource\",\"resource\":{\"uri\":\"u:z\"}},"
+                           "7]}",
+                           0, NULL);
+    EXPECT(t != NULL);
+    size_t n = 0;
+    char *text =
+        run_answer_text(NULL, "{\"ok\":true,\"result\":1,\"content\":[]}", 36, "", NULL, &n);
+    EXPECT(text == NULL); /* the byte path leaves blocks to the tree path */
+    json_t *e = run_answer_envelope(t, "", NULL);
+    json_t *r = run_answer_result(e, json_object_get(t, "content"), 0);
+    json_t *c = json_object_get(r, "content");
+    EXPECT(json_array_size(c) == 8);
+    EXPECT(!json_object_get(json_object_get(r, "structuredContent"), "content"));
+    static const char *const types[] = {"text", "image", "resource", "resource_link",
+                                        "text", "text",  "text",     "text"};
+    for (size_t i = 0; i < 8; i++)
+        EXPECT(strcmp(json_string_value(json_object_get(json_array_get(c, i), "type")), types[i]) ==
+               0);
+    for (size_t i = 4; i < 8; i++)
+        EXPECT(strstr(json_string_value(json_object_get(json_array_get(c, i), "text")),
+                      "was not passed on") != NULL);
+    json_decref(r);
+    json_decref(e);
+    json_decref(t);
+}
+
 int main(void)
 {
     check_case("run answer: chosen envelopes spliced as the tree path writes them", test_chosen);
     check_case("run answer: random envelopes agree with the tree path", test_random);
     check_case("fmt_i64 writes what %lld writes", test_fmt_i64);
+    check_case("run answer: the program's content blocks checked, appended", test_content_blocks);
     return CHECK_DONE();
 }
