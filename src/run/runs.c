@@ -106,6 +106,8 @@ static int64_t input_wait_ms;
 static struct run *runs; /* in arrival order */
 static uint64_t next_run = 1;
 static int64_t default_timeout_ms = -1;
+static int64_t max_timeout_ms;
+static int64_t run_cpu_ms; /* CPU time of a run's worker process; 0: its timeout_ms */
 static int64_t grace_ms;
 static long max_output_bytes;
 static int enforce_mutations;
@@ -149,6 +151,12 @@ static void load_settings(void)
     if (default_timeout_ms >= 0)
         return;
     default_timeout_ms = env_long("CODEMCP_EXEC_TIMEOUT_MS", 30000);
+    max_timeout_ms = env_long("CODEMCP_MAX_TIMEOUT_MS", 300000);
+    run_cpu_ms = env_long("CODEMCP_RUN_CPU_MS", 0);
+    if (max_timeout_ms < 1)
+        max_timeout_ms = 1;
+    if (default_timeout_ms > max_timeout_ms)
+        default_timeout_ms = max_timeout_ms;
     grace_ms = env_long("CODEMCP_KILL_GRACE_MS", 2000);
     max_output_bytes = env_long("CODEMCP_MAX_OUTPUT_BYTES", 1L << 20);
     enforce_mutations = env_bool("CODEMCP_ENFORCE_MUTATIONS", 0);
@@ -517,7 +525,7 @@ static int send_run(struct run *r, int slot)
     json_decref(missing);
     json_decref(p.drop_namespaces);
     r->ns_started = !r->smoke_done;
-    int sent = wk_start_run(slot, r->id, params, len);
+    int sent = wk_start_run(slot, r->id, params, len, run_cpu_ms > 0 ? run_cpu_ms : r->timeout_ms);
     free(params);
     if (sent < 0) {
         if (r->ns_started) /* not sent after all: it is counted again when it is */
@@ -683,6 +691,7 @@ static int queue_full(const char *p)
 int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
                json_t *progress_token, json_t *client_caps, char *err, size_t errlen)
 {
+    load_settings();
     if (!json_is_object(arguments)) {
         snprintf(err, errlen, "execute_python needs arguments {\"code\": \"...\"}");
         return -1;
@@ -700,6 +709,14 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
     if (timeout && !(json_is_integer(timeout) && json_integer_value(timeout) > 0) &&
         !(json_is_real(timeout) && json_real_value(timeout) >= 1)) {
         snprintf(err, errlen, "execute_python: \"timeout_ms\" must be a positive integer");
+        return -1;
+    }
+    if (timeout && (json_is_integer(timeout) ? json_integer_value(timeout) > max_timeout_ms
+                                             : json_real_value(timeout) > (double)max_timeout_ms)) {
+        snprintf(err, errlen,
+                 "execute_python: \"timeout_ms\" is above this gateway's maximum of %lld ms "
+                 "(CODEMCP_MAX_TIMEOUT_MS): ask for at most that",
+                 (long long)max_timeout_ms);
         return -1;
     }
     if (dry && !json_is_boolean(dry)) {

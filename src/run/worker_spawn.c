@@ -241,6 +241,8 @@ static void on_pt_forked(int slot, uint64_t gen, pid_t pid)
     log_debug("worker", "worker %d forked (pid %d)", w->slot, (int)pid);
     if (w->kill_reason) /* a kill asked for before the pid was known */
         hard_kill(w);
+    else if (w->state == WK_READY)
+        became_idle(); /* a run may have waited for the pid (know_worker) */
 }
 
 static int spawn_forked(struct worker *w)

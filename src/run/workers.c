@@ -134,9 +134,15 @@ void on_worker_exit(void *ud, pid_t pid, int status)
     if (pid != w->pid)
         return;
     lp_timer_stop(&w->start_timer);
+    guard_stop(w);
     char why[512];
     if (w->kill_reason)
         snprintf(why, sizeof(why), "%s", w->kill_reason);
+    else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU)
+        snprintf(why, sizeof(why),
+                 "the run used up its CPU time (its timeout_ms, or CODEMCP_RUN_CPU_MS): the "
+                 "Python worker was ended by the kernel (SIGXCPU) and restarted, and this "
+                 "session's variables were lost");
     else if (WIFSIGNALED(status))
         snprintf(why, sizeof(why),
                  "the Python worker crashed (signal %d) while running this code; it was "
@@ -156,6 +162,7 @@ void on_worker_exit(void *ud, pid_t pid, int status)
              WIFSIGNALED(status) ? "signal" : "status");
     w->state = WK_DOWN;
     w->pid = 0;
+    wkp_watch_close(&w->watch);
     free(w->kill_reason);
     w->kill_reason = NULL;
     if (w->conn_id)
@@ -299,10 +306,12 @@ static struct worker *running(const char *run_id)
 
 static void send_shapes(struct worker *w);
 
-int wk_start_run(int slot, const char *run_id, const char *params, size_t len)
+int wk_start_run(int slot, const char *run_id, const char *params, size_t len, int64_t cpu_ms)
 {
     struct worker *w = slot >= 0 && slot < n_workers ? &workers[slot] : NULL;
     if (!w || w->state != WK_READY || strlen(run_id) >= sizeof(w->run_id))
+        return -1;
+    if (guard_before_run(w, cpu_ms) < 0)
         return -1;
     send_shapes(w); /* its owner's, once it has one */
     w->run_rpc_id = next_rpc_id++;
@@ -414,6 +423,7 @@ void wk_on_message(int slot, json_t *msg)
         /* The runtime asks for a fresh process when a run leaves threads behind under
          * enforcement: they must not act under a later run's allow_mutations. */
         int recycle = json_is_true(json_object_get(result, "recycle"));
+        guard_answered(w);
         if (w->notice && json_is_object(result)) {
             json_object_set_new(result, "notice", json_string(w->notice));
             free(w->notice);
@@ -473,6 +483,7 @@ int wk_on_frame(int slot, const char *text, size_t len)
     size_t hn = answer_head(head, w->run_rpc_id);
     if (len < hn || memcmp(text, head, hn) != 0)
         return 0; /* not the answer to this run, or not in the form the worker writes */
+    guard_answered(w);
     /* One pass checks the whole frame is in jf_dumps' form and records the envelope's
      * members; the head above makes jsonrpc, id and result the first three, n == 3 the only
      * ones (no error). Anything else: the tree path (wk_on_message), which decides. */
@@ -500,6 +511,10 @@ void wk_on_disconnect(int slot, uint64_t conn_id)
     if (w->conn_id != conn_id)
         return;
     w->conn_id = 0;
+    /* A worker that has died (its CPU time ran out, it crashed) closed the connection as it
+     * went: its exit status, on its way, says why; a kill now could lose it. */
+    if (guard_worker_died(w))
+        return;
     /* The process exit (reaped via SIGCHLD) does the rest; make sure it happens. */
     if (w->pid && !shutting_down) {
         if (!w->kill_reason)
@@ -527,6 +542,7 @@ void wk_shutdown_all(void (*done)(void))
         lp_timer_stop(&w->start_timer);
         lp_timer_stop(&w->restart_timer);
         lp_timer_stop(&w->idle_timer);
+        guard_stop(w);
         if (w->forked && w->pid && !sandboxed)
             orphans[n_orphans++] = w->pid;
         if (w->pid || w->state != WK_DOWN) {

@@ -63,8 +63,9 @@ void wk_session_closed(uint64_t session_id);
 /* True when the slot can take a run now; otherwise makes sure it is starting. */
 int wk_ready(int slot);
 /* Sends the run request (params: the JSON text of its params object, len bytes, borrowed); the
- * slot then runs run_id (< 32 bytes). 0 / -1. */
-int wk_start_run(int slot, const char *run_id, const char *params, size_t len);
+ * slot then runs run_id (< 32 bytes), its worker process allowed cpu_ms of CPU time for it
+ * (sandboxed workers: RLIMIT_CPU set from outside). 0 / -1 (not sent: try again later). */
+int wk_start_run(int slot, const char *run_id, const char *params, size_t len, int64_t cpu_ms);
 /* The id of the run executing on slot, NULL if none. */
 const char *wk_running(int slot);
 /* Sends a cancel to the worker executing run_id (no-op if none). */

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "loop.h"
 #include "workers.h"
+#include "worker_proc.h"
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -44,10 +45,18 @@ struct worker {
                          * closed): its exit is not a failed start */
     int64_t last_used_ms;
     struct lp_timer idle_timer;
-    char *notice;      /* for the owner's next answer (variables discarded) */
-    int forked;        /* forked by the prototype (else exec'd) */
-    int awaiting_pt;   /* STARTING, waiting for the prototype to be ready */
-    uint64_t fork_gen; /* the fork request in flight (answers for older ones are stale) */
+    char *notice;           /* for the owner's next answer (variables discarded) */
+    int forked;             /* forked by the prototype (else exec'd) */
+    int awaiting_pt;        /* STARTING, waiting for the prototype to be ready */
+    uint64_t fork_gen;      /* the fork request in flight (answers for older ones are stale) */
+    struct wkp_watch watch; /* sandboxed: the worker process itself, once known */
+    int64_t cpu_budget_ms;  /* the running run's CPU time */
+    int64_t cpu_until_ms;   /* where on the worker's CPU clock it ends (-1: not looked yet) */
+    int cpu_limited;        /* its RLIMIT_CPU soft limit is set (lifted before the next run) */
+    struct lp_timer cpu_timer;
+    int64_t checked_rpc; /* the run whose answer was last noted */
+    int64_t answered_ms; /* when: what a run leaves gets a grace from then (workers.c) */
+    struct lp_timer leftover_timer;
     struct lp_io *st_io;
     unsigned char st_raw[sizeof(int)];
     int st_len;
@@ -73,6 +82,20 @@ struct worker {
 #define start_queued_now wk__start_queued_now
 #define touch            wk__touch
 #define pt_hooks_of_pool wk__pt_hooks
+
+/* worker_guard.c: the gateway's own limits on what a run leaves behind and the CPU it takes.
+ * guard_before_run: 0 when the slot may take a run now (its worker watched, nothing of the last
+ * run left, its CPU budget set), -1 not now. guard_answered: at the answer to its run.
+ * guard_worker_died: the connection closed because the worker died (its exit says why).
+ * guard_stop: its timers, when the process is gone. */
+#define guard_before_run  wk__guard_before_run
+#define guard_answered    wk__guard_answered
+#define guard_worker_died wk__guard_worker_died
+#define guard_stop        wk__guard_stop
+int guard_before_run(struct worker *w, int64_t cpu_ms);
+void guard_answered(struct worker *w);
+int guard_worker_died(struct worker *w);
+void guard_stop(struct worker *w);
 
 extern struct wk_hooks hooks;
 extern struct worker *workers;

@@ -108,7 +108,9 @@ test('strings that look like the big-integer tag stay strings, to the client and
     const env = r.structuredContent ?? JSON.parse(r.content[0].text);
     assert.deepEqual(env.result?.s, forged, JSON.stringify(env));
     assert.match(r.content[0].text, /"big":1180591620717411303424[,}]/, r.content[0].text);
-    r = await call('from codemcp_rt import client\nresult = resolve(client.call("fake", "add", {"a": "\\x00jf-integer:2", "b": "\\x00jf-integer:3"}))');
+    // The worker's own argument check would refuse strings for numbers before sending; agent
+    // code can switch it off, and what is tested is what the gateway forwards.
+    r = await call('from codemcp_rt import argguard, client\nargguard.check = lambda *a: None\nresult = resolve(client.call("fake", "add", {"a": "\\x00jf-integer:2", "b": "\\x00jf-integer:3"}))');
     const e2 = r.structuredContent ?? JSON.parse(r.content[0].text);
     assert.match(JSON.stringify(e2), /add needs numbers/, JSON.stringify(e2));
   } finally {
