@@ -856,3 +856,11 @@ result = [str(x)[:20] for x in r]`);
   if (!learned) throw new Error(`the text results of everything_echo/get_sum were not learned:\n${desc}`);
   return desc;
 }
+
+/** The peak resident memory of process pid so far (VmHWM), in MB. Under the sanitizers
+ *  (CODEMCP_TEST_SANITIZER) freed memory sits in quarantine and peaks say nothing: then NaN. */
+export function peakRssMb(pid) {
+  if (process.env.CODEMCP_TEST_SANITIZER) return NaN;
+  const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmHWM:\s+(\d+) kB/);
+  return m ? Number(m[1]) / 1024 : NaN;
+}
