@@ -1,4 +1,4 @@
-/* Redaction's cost is bounded whatever a worker sends (docs/review-extensions.md, finding 3):
+/* Redaction's cost is bounded whatever a worker sends (docs/review-extensions.md):
  * the gateway redacts a refused call's arguments and every log line on its event loop, and
  * its rules are matched in linear time. One long string is redacted only where it is shown; a
  * dump (cut to max_len anyway) reads a few times max_len of strings, not all of them. Timing

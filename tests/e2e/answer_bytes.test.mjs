@@ -145,8 +145,8 @@ test('hostile run answers: the byte path answers exactly as the tree path', { ti
     if (name === 'recycle_false') {
       // a 2026-era request: its result gets the era's members, from the tree, in both variants
       for (const env of ['plain', 'escapes', 'unicode']) {
-        const m = await one(FRAMES[env], false, meta2026('gwexec-e2e'));
-        const t = await one(FRAMES[env], true, meta2026('gwexec-e2e'));
+        const m = await one(FRAMES[env], false, meta2026('answer_bytes-e2e'));
+        const t = await one(FRAMES[env], true, meta2026('answer_bytes-e2e'));
         if (m !== t) diffs.push([`${env} (2026)`, m.slice(0, 400), t.slice(0, 400)]);
         assert.match(m, /"resultType":"complete"/, m.slice(0, 400));
       }
