@@ -1,5 +1,4 @@
-// The gateway's byte path for a run's answer (issue 17, src/run/run_answer.c, workers.c
-// wk_on_frame): the worker's answer frame, when in the form jf_dumps writes, is spliced into the
+// The gateway's byte path for a run's answer: the worker's answer frame, when in the form jf_dumps writes, is spliced into the
 // MCP reply without a decode or an encode; anything else takes the tree path. Agent code shares
 // the worker and can write any frame (`_codemcp.send`), so it can answer its own run with any
 // envelope: every hostile one (duplicate keys, escapes, NULs, big and real numbers, deep nesting,

@@ -193,7 +193,7 @@ export function codemcpEnv({ config, env = {}, home } = {}) {
   delete base.CODEMCP_DUMP;
   delete base.CODEMCP_SMOKE;
   const xdg = home || tempDir('codemcp-xdg-', { shared: true });
-  // Tests written before the description budget and the tools/list wait (issue 13) read the
+  // Tests written before the description budget and the tools/list wait read the
   // full listing and expect the first tools/list to hold every server: they keep that unless
   // they pass their own values (tests/e2e/catalog.test.mjs tests the defaults).
   const out = {
@@ -655,7 +655,7 @@ export function nsPids(pid) {
   }
 }
 
-/** The live prototype the gateway gw forks workers from (issue 11): in the sandbox the chain
+/** The live prototype the gateway gw forks workers from: in the sandbox the chain
  * [waiter, the sandbox's PID 1, the prototype (PID 2 inside)], in host isolation [the
  * prototype]; [] when there is none. Sandboxed, its sessions are the prototype's descendants. */
 export function prototypeChain(gw, host = process.env.CODEMCP_ISOLATION === 'host') {
