@@ -66,7 +66,7 @@ void hard_kill(struct worker *w)
 static void on_out_line(void *ud, const char *line, size_t len)
 {
     struct worker *w = ud;
-    if (line)
+    if (line && log_get_level() >= LOG_INFO && log_budget_take(&w->log_budget, "worker"))
         log_info("worker", "[worker %d] %.*s", w->slot, (int)(len > 2000 ? 2000 : len), line);
 }
 

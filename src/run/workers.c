@@ -17,6 +17,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
+#include "namespaces.h"
 #include "sandbox.h"
 #include "shapes.h"
 #include "util.h"
@@ -312,6 +313,8 @@ static struct worker *running(const char *run_id)
     return NULL;
 }
 
+static void send_shapes(struct worker *w);
+
 int wk_start_run(int slot, const char *run_id, const char *params, size_t len, int64_t cpu_ms)
 {
     struct worker *w = slot >= 0 && slot < n_workers ? &workers[slot] : NULL;
@@ -319,6 +322,7 @@ int wk_start_run(int slot, const char *run_id, const char *params, size_t len, i
         return -1;
     if (guard_before_run(w, cpu_ms) < 0)
         return -1;
+    send_shapes(w); /* its owner's, once it has one */
     w->run_rpc_id = next_rpc_id++;
     /* the bytes rpc_dump(rpc_request(id, "run", params)) gives, params spliced in */
     static const char a[] = "{\"jsonrpc\":\"2.0\",\"method\":\"run\",\"id\":";
@@ -358,14 +362,22 @@ void wk_kill_run(const char *run_id, const char *why)
 
 /* ---- control-channel events ---------------------------------------------------------------- */
 
+/* Whose results w's shapes come from: its owner's principal (NULL: a spare, the shared view). */
+static const char *shapes_principal(const struct worker *w)
+{
+    return w->owned ? ns_asker(w->session, w->session) : NULL;
+}
+
 static void send_shapes(struct worker *w)
 {
-    int v = shapes_version();
+    const char *principal = shapes_principal(w);
+    int v = shapes_version_for(principal);
     if (!w->conn_id || w->shapes_sent == v || !shapes_enabled())
         return;
     w->shapes_sent = v;
     json_t *id = json_integer(next_rpc_id++);
-    ctl_send(w->conn_id, rpc_request(id, "set_shapes", json_pack("{s:O}", "shapes", shapes_all())));
+    ctl_send(w->conn_id,
+             rpc_request(id, "set_shapes", json_pack("{s:o}", "shapes", shapes_view(principal))));
     json_decref(id);
 }
 
@@ -443,7 +455,7 @@ void wk_on_message(int slot, json_t *msg)
         became_idle();
         return;
     }
-    if (error) {
+    if (error && log_budget_take(&w->log_budget, "worker")) {
         json_t *m = json_object_get(error, "message");
         log_error("worker", "worker %d: %s", slot,
                   json_is_string(m) ? json_string_value(m) : "error reply");

@@ -7,6 +7,7 @@
 #define CODEMCP_WORKERS_INT_H
 
 #include "jsonrpc.h"
+#include "log.h"
 #include "loop.h"
 #include "workers.h"
 #include "worker_proc.h"
@@ -59,6 +60,7 @@ struct worker {
     struct lp_io *st_io;
     unsigned char st_raw[sizeof(int)];
     int st_len;
+    struct log_budget log_budget; /* its messages and output in the gateway's log */
 };
 
 #define hooks            wk__hooks
