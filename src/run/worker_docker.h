@@ -13,8 +13,9 @@
  * Engine calls never block the loop: each start runs on a helper thread (image check or
  * build, create, start, then the long wait for the container's end), which reports back
  * through lp_post; a second one relays the container's output (its attach stream) to the
- * log, as the exec'd worker's pipes are. Containers carry labels naming this gateway; the ones of a gateway that
- * is gone (SIGKILLed) are removed at the next start, this gateway's at exit. Loop thread. */
+ * log, as the exec'd worker's pipes are. Containers carry labels naming this gateway; the ones of a
+ * gateway that is gone (SIGKILLed) are removed at the next start, this gateway's at exit. Loop
+ * thread. */
 #ifndef CODEMCP_WORKER_DOCKER_H
 #define CODEMCP_WORKER_DOCKER_H
 
