@@ -11,6 +11,7 @@
 #include "log.h"
 #include "prototype.h"
 #include "util.h"
+#include "worker_docker.h"
 #include "worker_proc.h"
 
 #include <errno.h>
@@ -43,6 +44,10 @@ void hard_kill(struct worker *w)
     if (w->start_queued) {
         w->start_queued = 0;
         lp_timer_start(&w->start_timer, 0, cancel_queued, w);
+        return;
+    }
+    if (dockered) {
+        wkd_kill(w);
         return;
     }
     if (w->forked && w->awaiting_pt) { /* nothing was forked yet: end the start (soon) */
@@ -338,14 +343,19 @@ void start_queued_now(void)
         became_idle();
 }
 
+void arm_start_timer(struct worker *w)
+{
+    lp_timer_start(&w->start_timer, env_long("CODEMCP_WORKER_START_TIMEOUT_MS", 15000),
+                   start_timed_out, w);
+}
+
 static int launch(struct worker *w)
 {
     w->launch_ms = now_ms();
-    lp_timer_start(&w->start_timer, env_long("CODEMCP_WORKER_START_TIMEOUT_MS", 15000),
-                   start_timed_out, w);
-    if (use_prototype) {
+    arm_start_timer(w);
+    if (dockered || use_prototype) { /* a container (worker_docker.h), or a fork */
         w->state = WK_STARTING;
-        if (spawn_forked(w) < 0) {
+        if ((dockered ? wkd_spawn(w) : spawn_forked(w)) < 0) {
             lp_timer_stop(&w->start_timer);
             w->state = WK_DOWN;
             return -1;

@@ -22,6 +22,7 @@
 #include "shapes.h"
 #include "util.h"
 #include "prototype.h"
+#include "worker_docker.h"
 #include "worker_proc.h"
 
 #include <errno.h>
@@ -43,6 +44,7 @@ int n_workers;
 int64_t next_rpc_id = 1;
 long memory_mb;
 int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
+int dockered;      /* CODEMCP_ISOLATION=docker */
 int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
 /* CODEMCP_PROTOTYPE_EARLY (default off): the prototype starts beside the upstreams. Off, it
  * starts with the first worker, once they settled: measured on 2 shared cores, starting it
@@ -136,6 +138,7 @@ void on_worker_exit(void *ud, pid_t pid, int status)
     lp_timer_stop(&w->start_timer);
     guard_stop(w);
     char why[512];
+    int killed_why = w->kill_reason != NULL; /* a start we ended says why it failed */
     if (w->kill_reason)
         snprintf(why, sizeof(why), "%s", w->kill_reason);
     else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU)
@@ -182,7 +185,7 @@ void on_worker_exit(void *ud, pid_t pid, int status)
                  "(CODEMCP_LOG=info)",
                  wkp_bin(), WIFSIGNALED(status) ? "signal" : "status",
                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-        w->start_failure = w->failed_starts >= 3 ? xstrdup(msg) : NULL;
+        w->start_failure = w->failed_starts >= 3 ? xstrdup(killed_why ? why : msg) : NULL;
     }
     /* Restart right away after a run-induced crash; back off when it cannot start. An
      * unowned slot comes back only as the one warm spare. */
@@ -192,10 +195,16 @@ void on_worker_exit(void *ud, pid_t pid, int status)
     became_idle();
 }
 
-/* CODEMCP_ISOLATION: sandbox (default; probed now, fail closed) or host (warned). 0 / -2. */
+/* CODEMCP_ISOLATION: sandbox (default; probed now, fail closed), docker (the daemon must
+ * answer) or host (warned). 0 / -2. */
 static int choose_isolation(void)
 {
     const char *iso = getenv("CODEMCP_ISOLATION");
+    if (iso && strcmp(iso, "docker") == 0) {
+        sandboxed = 0;
+        dockered = 1;
+        return wkd_init() < 0 ? -2 : 0;
+    }
     if (iso && strcmp(iso, "host") == 0) {
         log_warn("worker", "CODEMCP_ISOLATION=host: agent code runs WITHOUT a sandbox, with this "
                            "user's files, network and processes in reach");
@@ -203,8 +212,8 @@ static int choose_isolation(void)
         return 0;
     }
     if (iso && *iso && strcmp(iso, "sandbox") != 0) {
-        log_error("worker", "CODEMCP_ISOLATION=%s is not known: use sandbox (default) or host",
-                  iso);
+        log_error("worker",
+                  "CODEMCP_ISOLATION=%s is not known: use sandbox (default), docker or host", iso);
         return -2;
     }
     if (ctl_url()[0]) {
@@ -241,7 +250,7 @@ int wk_init(int max_workers)
         min_hold_ms = 0;
     /* Workers come from the prototype unless a listener was asked for (remote workers
      * connect to it: nothing to fork) or CODEMCP_PROTOTYPE=off. */
-    use_prototype = env_bool("CODEMCP_PROTOTYPE", 1) && !ctl_url()[0];
+    use_prototype = env_bool("CODEMCP_PROTOTYPE", 1) && !ctl_url()[0] && !dockered;
     prototype_early = env_bool("CODEMCP_PROTOTYPE_EARLY", 0);
     pt_init(sandboxed, memory_mb, &pt_hooks_of_pool);
     /* Processes of a sandbox whose parent died first (a prototype's sessions, a waiter's
