@@ -264,7 +264,7 @@ static void dump_what_clients_get(void)
         return;
     }
     char *instructions = NULL;
-    char *desc = cat_describe_for(dump_client, &instructions);
+    char *desc = cat_describe_for(dump_client, NULL, &instructions);
     if (!describe_only)
         printf("%s\n", cat_source());
     long budget = cat_budget_for(dump_client);
@@ -353,6 +353,7 @@ static void wire_run_pipeline(void)
                                       .is_starting = wk_is_starting});
     calls_set_hooks(&(struct calls_hooks){.run_lookup = run_call_rules,
                                           .call_done = run_on_call_done,
+                                          .write_done = run_on_write_done,
                                           .reply = ctl_send,
                                           .reply_parts = ctl_send_parts,
                                           .reply_limit = ctl_frame_limit,
@@ -535,9 +536,11 @@ int main(int argc, char **argv)
     up_set_listener(on_upstreams_changed);
     up_set_extras_listener(mcp_on_extras_changed);
     cat_set_listener(on_catalog_changed);
-    shapes_init(settings.learn_shapes);
+    /* stdio: one principal, whose view is the shared one */
+    shapes_init(settings.learn_shapes,
+                settings.share_learning >= 0 ? settings.share_learning : mode != MODE_HTTP);
     shapes_set_listener(on_shapes_changed);
-    use_init(&settings);
+    use_init(&settings, shapes_shared());
     cat_set_priority_source(use_ranked);
     cat_set_wake_hook(run_dispatch);
     cat_init(&settings);

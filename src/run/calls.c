@@ -6,13 +6,16 @@
  * relayed by the run to its client, the call waiting (no upstream request open) until
  * calls_resume sends it again with the client's inputResponses and the server's requestState,
  * or fails with kind "input_required". A write's result carries _meta.codemcp.mutation for the
- * worker's mutation report. Learning a result's shape (shapes.c) happens after the answer is
- * queued, so it never delays the call.
+ * worker's own report; the run's answer lists the writes this file reports (write_done hook).
+ * Learning a result's shape (shapes.c) happens after the answer is queued, so it never delays the
+ * call.
  *
  * A run has at most CODEMCP_MAX_CALLS_PER_RUN calls in flight (routed upstream, or waiting for
  * its client's input): more are checked at once but wait in order in the run's gate, each
  * started when one of the run's calls ends, so a program that starts thousands of calls
- * without waiting cannot make the gateway hold thousands of upstream replies at once. */
+ * without waiting cannot make the gateway hold thousands of upstream replies at once. The
+ * argument bytes the gateway holds for calls in flight or waiting are capped per run and per
+ * principal (calls.h); a call past either cap is refused with kind "denied". */
 #include "calls.h"
 #include "catalog.h"
 #include "jsonfast.h"
@@ -36,6 +39,7 @@
  * `text`, one allocation with the call (50 concurrent calls were ~7 mallocs each). */
 struct call {
     uint64_t conn_id;
+    size_t held; /* argument bytes counted against its run and principal (held_take) */
     json_t *id;
     char *id_text; /* id as JSON text, for the reply written around the result's bytes */
     char *run_id;
@@ -49,6 +53,7 @@ struct call {
     int64_t timeout_ms; /* the program's own for this call (0: the server's default) */
     uint64_t up_handle;
     int64_t started_ms;
+    char principal[64]; /* the run's: whose shapes and counts its result teaches */
     struct call *next, **pprev;
     char text[]; /* id_text, run_id, server, tool, args: each NUL-terminated */
 };
@@ -63,11 +68,24 @@ struct slice {
 struct gate {
     char *run_id;
     int in_flight;
+    size_t held;              /* argument bytes of its calls in flight and waiting */
     struct call *head, *tail; /* linked by next */
     struct gate *next;
 };
 
+/* Argument bytes a principal's calls hold (in flight or waiting). An entry at zero is kept
+ * (a principal calling one tool after another would allocate one per call) unless more than
+ * HELD_KEPT principals have one. */
+#define HELD_KEPT 16
+struct held_bytes {
+    char *principal;
+    size_t bytes;
+    struct held_bytes *next;
+};
+
 static struct call *calls; /* in flight */
+static struct held_bytes *held_by;
+static size_t n_held_by;
 static struct gate *gates;
 static struct calls_hooks hooks;
 static long max_per_run = CALLS_DEFAULT_MAX_PER_RUN;
@@ -79,8 +97,66 @@ void calls_set_hooks(const struct calls_hooks *h)
     max_per_run = h->max_per_run;
 }
 
+static struct gate *gate_find(const char *run_id);
+
+static struct held_bytes *held_find(const char *principal)
+{
+    struct held_bytes *h = held_by;
+    while (h && strcmp(h->principal, principal) != 0)
+        h = h->next;
+    return h;
+}
+
+/* Returns call's bytes to its run and principal. */
+static void held_release(struct call *call)
+{
+    if (!call->held)
+        return;
+    struct gate *g = gate_find(call->run_id);
+    if (g)
+        g->held -= call->held < g->held ? call->held : g->held;
+    struct held_bytes *h = held_find(call->principal);
+    if (h && (h->bytes -= call->held < h->bytes ? call->held : h->bytes) == 0 &&
+        n_held_by > HELD_KEPT) {
+        LIST_UNLINK(&held_by, h);
+        free(h->principal);
+        free(h);
+        n_held_by--;
+    }
+    call->held = 0;
+}
+
+/* Counts call's argument bytes against its run (g) and principal: 0, or -1 with why when
+ * either would pass its cap (CALLS_MAX_RUN_BYTES, CALLS_MAX_PRINCIPAL_BYTES). */
+static int held_take(struct call *call, struct gate *g, char *why, size_t cap)
+{
+    size_t n = call->args_len;
+    const char *p = call->principal;
+    struct held_bytes *h = held_find(p);
+    size_t mine = h ? h->bytes : 0;
+    if (g->held + n > CALLS_MAX_RUN_BYTES || mine + n > CALLS_MAX_PRINCIPAL_BYTES) {
+        snprintf(why, cap,
+                 "the gateway holds %zu bytes of arguments of this run's calls and %zu of its "
+                 "principal's (caps %zu and %zu): wait for earlier calls before starting more",
+                 g->held, mine, CALLS_MAX_RUN_BYTES, CALLS_MAX_PRINCIPAL_BYTES);
+        return -1;
+    }
+    if (!h) {
+        h = xcalloc(1, sizeof(*h));
+        h->principal = xstrdup(p);
+        h->next = held_by;
+        held_by = h;
+        n_held_by++;
+    }
+    h->bytes += n;
+    g->held += n;
+    call->held = n;
+    return 0;
+}
+
 static void call_free(struct call *call)
 {
+    held_release(call);
     json_decref(call->id);
     json_decref(call->request_state);
     free(call->fn);
@@ -186,6 +262,19 @@ static void call_done(const char *run_id)
         hooks.call_done(run_id);
 }
 
+/* A failed write that may have reached the server (the kinds the runtime's report counts). */
+static int write_attempted(const char *kind)
+{
+    return kind && (!strcmp(kind, "upstream_error") || !strcmp(kind, "timeout") ||
+                    !strcmp(kind, "transport"));
+}
+
+static void write_done(const struct call *call, int ok, int dry_run)
+{
+    if (call->mutation && hooks.write_done)
+        hooks.write_done(call->run_id, call->server, call->tool, ok, dry_run);
+}
+
 /* Marks a result as a write for the worker's mutation report. Steals result. */
 static json_t *mark_mutation(json_t *result, int dry_run)
 {
@@ -240,31 +329,36 @@ static uint64_t big_relayed, big_learned;
  * took 4x the payload in memory. A text block is a string: still read whole. */
 #define LEARN_SAMPLE_ELEMENTS 32
 
-static void learn_raw(const char *fn, const char *raw, size_t len)
+static void learn_raw(const char *principal, const char *fn, const char *raw, size_t len)
 {
     if (len <= LEARN_BIG_BYTES) {
-        shapes_learn_text(fn, raw, len);
+        shapes_learn_text(principal, fn, raw, len);
         return;
     }
     char *sample = xmalloc(len); /* only what is written is touched */
     size_t n = js_sample(raw, len, LEARN_SAMPLE_ELEMENTS, sample);
-    shapes_learn_text(fn, sample, n);
+    shapes_learn_text(principal, fn, sample, n);
     free(sample);
 }
 
-static int learn_this(const char *fn, size_t len)
+static int learn_this(const char *principal, const char *fn, size_t len)
 {
     if (len <= LEARN_BIG_BYTES)
         return 1;
     big_relayed += len;
-    int learn =
-        !json_object_get(shapes_all(), fn) || (big_learned + len) * LEARN_BIG_SHARE <= big_relayed;
+    int learn = !shapes_has(principal, fn) || (big_learned + len) * LEARN_BIG_SHARE <= big_relayed;
     if (learn)
         big_learned += len;
     return learn;
 }
 
 static void gate_done(const char *run_id);
+
+/* Which functions a principal uses orders the description it is shown (usage.h). */
+static void note_use(const struct call *call)
+{
+    use_note(call->principal, call->fn);
+}
 
 static void on_upstream_result(void *ud, const struct up_result *res, const struct up_error *err)
 {
@@ -281,27 +375,30 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
     int64_t elapsed = now_ms() - call->started_ms;
     call_done(call->run_id);
     if (err) {
+        if (write_attempted(err->kind))
+            write_done(call, 0, 0);
         reply_error(call->conn_id, call->id, err->kind, err->message, elapsed);
     } else if (res->raw && !call->mutation && hooks.reply_parts) {
         /* Nothing to change in it: its bytes go to the worker as they came. */
         if (reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE)
             reply_too_large(call, res->raw_len, elapsed);
-        else if (learn_this(call->fn, res->raw_len))
-            learn_raw(call->fn, res->raw, res->raw_len);
-        use_note(call->fn);
+        else if (learn_this(call->principal, call->fn, res->raw_len))
+            learn_raw(call->principal, call->fn, res->raw, res->raw_len);
+        note_use(call);
     } else {
         json_t *result =
             res->tree ? json_incref(res->tree)
                       : jf_loadb(res->raw, res->raw_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL);
         /* Shared, not copied: only a write's result is changed (its _meta mark). */
+        write_done(call, !json_is_true(json_object_get(result, "isError")), 0);
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
         if (reply(call->conn_id, rpc_result(call->id, out)) == CALLS_TOO_LARGE)
             reply_too_large(call, res->raw_len, elapsed);
         /* After the answer is queued: learning never delays the call. */
-        if (learn_this(call->fn, res->raw_len))
-            shapes_learn(call->fn, result);
-        use_note(call->fn);
+        if (learn_this(call->principal, call->fn, res->raw_len))
+            shapes_learn(call->principal, call->fn, result);
+        note_use(call);
         json_decref(result);
     }
     gate_done(call->run_id);
@@ -315,6 +412,8 @@ static int call_start(struct call *call, struct gate *g)
     struct up_error err = {0};
     if (up_call_tool(call->server, call->tool, call->args, call->args_len, NULL, call->timeout_ms,
                      on_upstream_result, call, &call->up_handle, &err) < 0) {
+        if (write_attempted(err.kind))
+            write_done(call, 0, 0);
         reply_error(call->conn_id, call->id, err.kind, err.message, now_ms() - call->started_ms);
         call_free(call);
         return -1;
@@ -433,6 +532,8 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     }
     int mutation = json_is_true(json_object_get(f, "mutation"));
     if (mutation && run.dry_run) {
+        call->mutation = 1;
+        write_done(call, 1, 1);
         reply(conn_id, rpc_result(id, dry_run_stub(fn, server, tool)));
         call_done(run_id);
         goto refused;
@@ -447,10 +548,21 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
         goto refused;
     }
     call->fn = xstrdup(fn);
+    if (run.principal) { /* a run's principal is a NUL-terminated char[64] too */
+        size_t n = strnlen(run.principal, sizeof(call->principal) - 1);
+        memcpy(call->principal, run.principal, n);
+        call->principal[n] = '\0';
+    }
     call->mutation = mutation;
     call->timeout_ms = timeout_ms;
     call->started_ms = t0;
     struct gate *g = gate_get(run_id);
+    char full[400];
+    if (held_take(call, g, full, sizeof(full)) < 0) {
+        reply_error(conn_id, id, "denied", full, 0);
+        gate_release(g);
+        goto refused;
+    }
     if (gate_full(g) || g->head) { /* waits in order, behind the run's earlier calls */
         if (g->tail)
             g->tail->next = call;
@@ -633,6 +745,8 @@ int calls_resume(const char *run_id, json_t *input_responses)
     json_decref(extra);
     if (rc < 0) {
         DLIST_UNLINK(call);
+        if (write_attempted(err.kind))
+            write_done(call, 0, 0);
         reply_error(call->conn_id, call->id, err.kind, err.message, now_ms() - call->started_ms);
         call_done(call->run_id);
         gate_done(call->run_id);
@@ -658,6 +772,7 @@ void calls_cancel_run(const char *run_id, const char *reason)
             DLIST_UNLINK(call);
             g->in_flight--;
             up_cancel_call(call->up_handle, reason);
+            write_done(call, 0, 0); /* routed: the server may have acted on it */
             reply_error(call->conn_id, call->id, "timeout", reason, now_ms() - call->started_ms);
             call_free(call);
         }
@@ -688,6 +803,7 @@ void calls_conn_closed(uint64_t conn_id)
         if (call->conn_id == conn_id) {
             DLIST_UNLINK(call);
             up_cancel_call(call->up_handle, "the worker went away");
+            write_done(call, 0, 0);
             gate_done(call->run_id); /* another connection's waiting calls of the run may start */
             call_free(call);
         }
@@ -702,6 +818,13 @@ void calls_conn_closed(uint64_t conn_id)
 void calls_free_all(void)
 {
     lp_defer_cancel(&pump_later);
+    while (held_by) {
+        struct held_bytes *h = held_by;
+        held_by = h->next;
+        free(h->principal);
+        free(h);
+    }
+    n_held_by = 0;
     while (gates) {
         struct gate *g = gates;
         struct call *c;

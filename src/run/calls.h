@@ -23,12 +23,18 @@
  * reply of up to 64 MiB, so the bound is what keeps one program from making the gateway hold
  * thousands of them. Read by calls_set_hooks. */
 #define CALLS_DEFAULT_MAX_PER_RUN 256
+/* Argument bytes of calls in flight or waiting the gateway holds for one run, and for all the
+ * runs of one principal: a program that starts many calls with big arguments to a tool that
+ * does not answer cannot make the gateway hold more. */
+#define CALLS_MAX_RUN_BYTES       ((size_t)64 << 20)
+#define CALLS_MAX_PRINCIPAL_BYTES ((size_t)128 << 20)
 
 /* What enforcement needs to know of the run a call says it belongs to. */
 struct calls_run {
     int dry_run;
     int enforce_mutations;
     json_t *allow_mutations; /* borrowed; only valid while the call is being checked */
+    const char *principal;   /* who asked for the run (its results teach that one's shapes) */
 };
 
 /* What the reply hooks return for a message longer than the worker reads. */
@@ -39,6 +45,11 @@ struct calls_hooks {
     int (*run_lookup)(const char *run_id, int slot, struct calls_run *out);
     /* One of the run's tool calls completed (answered, failed or stubbed). */
     void (*call_done)(const char *run_id);
+    /* A write tool call of the run ended: answered (ok: not an error result), stubbed by a dry
+     * run (dry_run 1), or failed or cancelled after it was routed upstream (ok 0). The run's
+     * `mutations` are made of these, never of what the worker reports. */
+    void (*write_done)(const char *run_id, const char *server, const char *tool, int ok,
+                       int dry_run);
     /* Sends msg (stolen) to the worker connection conn_id. -1 if it is gone, CALLS_TOO_LARGE
      * when it is longer than reply_limit() (nothing sent: the call fails with "too_large"). */
     int (*reply)(uint64_t conn_id, json_t *msg);

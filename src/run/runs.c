@@ -59,6 +59,8 @@ struct run {
     int dry_run;
     int reset;
     json_t *allow_mutations;
+    json_t *mutations; /* the writes calls.c routed for it (write_done), for the answer; NULL:
+                        * none yet */
     int slot; /* the worker slot given to the run (-1: none yet; its home may own one): never
                * handed to another session before the run ends (run_uses_slot); which run a
                * worker executes is workers.c's to know */
@@ -186,6 +188,7 @@ int run_call_rules(const char *run_id, int slot, struct calls_run *out)
     out->dry_run = r->dry_run;
     out->enforce_mutations = enforce_mutations;
     out->allow_mutations = r->allow_mutations;
+    out->principal = r->principal;
     return 0;
 }
 
@@ -199,6 +202,7 @@ static void run_free(struct run *r)
     json_decref(r->request_id);
     json_decref(r->progress_token);
     json_decref(r->allow_mutations);
+    json_decref(r->mutations);
     json_decref(r->arguments);
     json_decref(r->client_caps);
     explicit_bzero(r->input_state, sizeof(r->input_state));
@@ -245,14 +249,50 @@ static json_t *failure_envelope(const char *why, const char *kind)
 
 /* Answers r (envelope borrowed); kept: the tomb of a requestState that was pending when the
  * run ended, where the answer waits for the client's retry instead. */
+/* Bytes a run's answer may have: the runtime caps result, stdout and stderr at
+ * CODEMCP_MAX_OUTPUT_BYTES each, and the gateway holds it to that whatever the worker sends
+ * (the rest is room for JSON escapes, the trace and the error). 0: no cap. */
+static size_t answer_cap(void)
+{
+    return max_output_bytes > 0 ? 4 * (size_t)max_output_bytes + ((size_t)256 << 10) : 0;
+}
+
+/* Why an answer of len bytes is refused, in why; 0 when it may go out. */
+static int answer_too_large(size_t len, char *why, size_t cap)
+{
+    size_t max = answer_cap();
+    if (!max || len <= max)
+        return 0;
+    snprintf(why, cap,
+             "the worker's answer was %zu bytes, more than a run may answer (%zu: 4 x "
+             "CODEMCP_MAX_OUTPUT_BYTES + 256 KiB); it was not sent",
+             len, max);
+    return 1;
+}
+
 static void answer(struct run *r, json_t *envelope, struct input_tomb *kept)
 {
     int is_error = !json_is_true(json_object_get(envelope, "ok"));
-    json_t *env = run_answer_envelope(envelope, r->ns.handle);
+    json_t *env = run_answer_envelope(envelope, r->ns.handle, r->mutations);
+    json_t *blocks = json_object_get(envelope, "content");
+    char *text = answer_cap() ? jf_dumps(env) : NULL;
+    char *more = text && blocks ? jf_dumps(blocks) : NULL; /* they go out beside it */
+    char why[300];
+    if (text && answer_too_large(strlen(text) + (more ? strlen(more) : 0), why, sizeof(why))) {
+        log_warn("runs", "%s: %s", r->id, why);
+        json_t *failed = failure_envelope(why, "worker");
+        json_decref(env);
+        env = run_answer_envelope(failed, r->ns.handle, r->mutations);
+        json_decref(failed);
+        blocks = NULL;
+        is_error = 1;
+    }
+    free(text);
+    free(more);
     if (r->smoke_done) {
         r->smoke_done(env, is_error);
     } else if (!r->silent) {
-        json_t *result = run_answer_result(env, json_object_get(envelope, "content"), is_error);
+        json_t *result = run_answer_result(env, blocks, is_error);
         if (kept) {
             kept->answer = result;
             kept->arguments = json_incref(r->arguments);
@@ -343,7 +383,16 @@ void run_on_worker_answered(const char *run_id, const char *env, size_t len)
      * the usual success: the tree, as the frame's decode would have given it. */
     if (!r->smoke_done && !r->silent && !r->awaiting && hooks.send_text) {
         size_t n;
-        char *reply = run_answer_text(r->request_id, env, len, r->ns.handle, &n);
+        char *muts = json_array_size(r->mutations) ? jf_dumps(r->mutations) : NULL;
+        char *reply = run_answer_text(r->request_id, env, len, r->ns.handle, muts, &n);
+        free(muts);
+        char why[300];
+        if (reply && answer_too_large(n, why, sizeof(why))) {
+            free(reply);
+            log_warn("runs", "%s: %s", r->id, why);
+            finish(r, NULL, why);
+            return;
+        }
         if (reply) {
             finish_with(r, NULL, NULL, reply, n);
             free(reply);
@@ -354,6 +403,20 @@ void run_on_worker_answered(const char *run_id, const char *env, size_t len)
     json_t *tree = jf_loadb(env, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, &jerr);
     finish(r, tree, tree ? NULL : jerr.text);
     json_decref(tree);
+}
+
+void run_on_write_done(const char *run_id, const char *server, const char *tool, int ok,
+                       int dry_run)
+{
+    struct run *r = run_find(run_id);
+    if (!r)
+        return;
+    json_t *item = json_pack("{s:s, s:s, s:b}", "server", server, "tool", tool, "ok", ok);
+    if (dry_run)
+        json_object_set_new(item, "dry_run", json_true());
+    if (!r->mutations)
+        r->mutations = json_array();
+    json_array_append_new(r->mutations, item);
 }
 
 void run_on_call_done(const char *run_id)

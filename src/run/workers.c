@@ -17,11 +17,13 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
+#include "namespaces.h"
 #include "sandbox.h"
 #include "settings.h"
 #include "shapes.h"
 #include "util.h"
 #include "prototype.h"
+#include "worker_docker.h"
 #include "worker_proc.h"
 
 #include <errno.h>
@@ -43,6 +45,7 @@ int n_workers;
 int64_t next_rpc_id = 1;
 long memory_mb;
 int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
+int dockered;      /* CODEMCP_ISOLATION=docker */
 int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
 /* CODEMCP_PROTOTYPE_EARLY (default off): the prototype starts beside the upstreams. Off, it
  * starts with the first worker, once they settled: measured on 2 shared cores, starting it
@@ -138,6 +141,7 @@ void on_worker_exit(void *ud, pid_t pid, int status)
     lp_timer_stop(&w->start_timer);
     guard_stop(w);
     char why[512];
+    int killed_why = w->kill_reason != NULL; /* a start we ended says why it failed */
     if (w->kill_reason)
         snprintf(why, sizeof(why), "%s", w->kill_reason);
     else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU)
@@ -184,7 +188,7 @@ void on_worker_exit(void *ud, pid_t pid, int status)
                  "(CODEMCP_LOG=info)",
                  wkp_bin(), WIFSIGNALED(status) ? "signal" : "status",
                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-        w->start_failure = w->failed_starts >= 3 ? xstrdup(msg) : NULL;
+        w->start_failure = w->failed_starts >= 3 ? xstrdup(killed_why ? why : msg) : NULL;
     }
     /* Restart right away after a run-induced crash; back off when it cannot start. An
      * unowned slot comes back only as the one warm spare. */
@@ -210,10 +214,16 @@ static void sbx_opts_from_settings(const struct settings *s, struct sbx_opts *o)
     o->landlock_abi_max = s->sandbox_landlock_abi_max;
 }
 
-/* CODEMCP_ISOLATION: sandbox (default; probed now, fail closed) or host (warned). 0 / -2. */
+/* CODEMCP_ISOLATION: sandbox (default; probed now, fail closed), docker (the daemon must
+ * answer) or host (warned). 0 / -2. */
 static int choose_isolation(const struct settings *s)
 {
     const char *iso = s->isolation;
+    if (iso && strcmp(iso, "docker") == 0) {
+        sandboxed = 0;
+        dockered = 1;
+        return wkd_init(s) < 0 ? -2 : 0;
+    }
     if (iso && strcmp(iso, "host") == 0) {
         log_warn("worker", "CODEMCP_ISOLATION=host: agent code runs WITHOUT a sandbox, with this "
                            "user's files, network and processes in reach");
@@ -221,8 +231,8 @@ static int choose_isolation(const struct settings *s)
         return 0;
     }
     if (iso && *iso && strcmp(iso, "sandbox") != 0) {
-        log_error("worker", "CODEMCP_ISOLATION=%s is not known: use sandbox (default) or host",
-                  iso);
+        log_error("worker",
+                  "CODEMCP_ISOLATION=%s is not known: use sandbox (default), docker or host", iso);
         return -2;
     }
     if (ctl_url()[0]) {
@@ -259,7 +269,7 @@ int wk_init(const struct settings *s, int max_workers)
     start_concurrency = s->worker_start_concurrency;
     /* Workers come from the prototype unless a listener was asked for (remote workers
      * connect to it: nothing to fork) or CODEMCP_PROTOTYPE=off. */
-    use_prototype = s->prototype && !ctl_url()[0];
+    use_prototype = s->prototype && !ctl_url()[0] && !dockered;
     prototype_early = s->prototype_early;
     pt_init(sandboxed, memory_mb, start_timeout_ms, &pt_hooks_of_pool);
     /* Processes of a sandbox whose parent died first (a prototype's sessions, a waiter's
@@ -322,6 +332,8 @@ static struct worker *running(const char *run_id)
     return NULL;
 }
 
+static void send_shapes(struct worker *w);
+
 int wk_start_run(int slot, const char *run_id, const char *params, size_t len, int64_t cpu_ms)
 {
     struct worker *w = slot >= 0 && slot < n_workers ? &workers[slot] : NULL;
@@ -329,6 +341,7 @@ int wk_start_run(int slot, const char *run_id, const char *params, size_t len, i
         return -1;
     if (guard_before_run(w, cpu_ms) < 0)
         return -1;
+    send_shapes(w); /* its owner's, once it has one */
     w->run_rpc_id = next_rpc_id++;
     /* the bytes rpc_dump(rpc_request(id, "run", params)) gives, params spliced in */
     static const char a[] = "{\"jsonrpc\":\"2.0\",\"method\":\"run\",\"id\":";
@@ -368,14 +381,22 @@ void wk_kill_run(const char *run_id, const char *why)
 
 /* ---- control-channel events ---------------------------------------------------------------- */
 
+/* Whose results w's shapes come from: its owner's principal (NULL: a spare, the shared view). */
+static const char *shapes_principal(const struct worker *w)
+{
+    return w->owned ? ns_asker(w->session, w->session) : NULL;
+}
+
 static void send_shapes(struct worker *w)
 {
-    int v = shapes_version();
+    const char *principal = shapes_principal(w);
+    int v = shapes_version_for(principal);
     if (!w->conn_id || w->shapes_sent == v || !shapes_enabled())
         return;
     w->shapes_sent = v;
     json_t *id = json_integer(next_rpc_id++);
-    ctl_send(w->conn_id, rpc_request(id, "set_shapes", json_pack("{s:O}", "shapes", shapes_all())));
+    ctl_send(w->conn_id,
+             rpc_request(id, "set_shapes", json_pack("{s:o}", "shapes", shapes_view(principal))));
     json_decref(id);
 }
 
@@ -453,7 +474,7 @@ void wk_on_message(int slot, json_t *msg)
         became_idle();
         return;
     }
-    if (error) {
+    if (error && log_budget_take(&w->log_budget, "worker")) {
         json_t *m = json_object_get(error, "message");
         log_error("worker", "worker %d: %s", slot,
                   json_is_string(m) ? json_string_value(m) : "error reply");

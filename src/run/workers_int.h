@@ -7,6 +7,7 @@
 #define CODEMCP_WORKERS_INT_H
 
 #include "jsonrpc.h"
+#include "log.h"
 #include "loop.h"
 #include "workers.h"
 #include "worker_proc.h"
@@ -59,6 +60,7 @@ struct worker {
     struct lp_io *st_io;
     unsigned char st_raw[sizeof(int)];
     int st_len;
+    struct log_budget log_budget; /* its messages and output in the gateway's log */
 };
 
 #define hooks            wk__hooks
@@ -66,6 +68,7 @@ struct worker {
 #define n_workers        wk__n_workers
 #define memory_mb        wk__memory_mb
 #define sandboxed        wk__sandboxed
+#define dockered         wk__dockered
 #define use_prototype    wk__use_prototype
 #define session_idle_ms  wk__session_idle_ms
 #define min_hold_ms      wk__min_hold_ms
@@ -78,6 +81,7 @@ struct worker {
 #define spawn            wk__spawn
 #define hard_kill        wk__hard_kill
 #define start_queued_now wk__start_queued_now
+#define arm_start_timer  wk__arm_start_timer
 #define touch            wk__touch
 #define pt_hooks_of_pool wk__pt_hooks
 
@@ -100,6 +104,7 @@ extern struct worker *workers;
 extern int n_workers;
 extern long memory_mb;
 extern int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
+extern int dockered;      /* CODEMCP_ISOLATION=docker (worker_docker.h) */
 extern int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
 extern long session_idle_ms;
 extern long min_hold_ms;       /* CODEMCP_WORKER_MIN_HOLD_MS */
@@ -120,6 +125,8 @@ void on_worker_exit(void *ud, pid_t pid, int status);
 /* worker_spawn.c */
 int spawn(struct worker *w);      /* DOWN → STARTING: 0, -1 (start_failure says why) */
 void hard_kill(struct worker *w); /* SIGKILL of the worker's whole sandbox or group */
+/* (Re)starts the slot's CODEMCP_WORKER_START_TIMEOUT_MS: not connected by then, it is killed. */
+void arm_start_timer(struct worker *w);
 /* Launches queued starts while fewer than CODEMCP_WORKER_START_CONCURRENCY are under way
  * (became_idle calls it: every start that ends passes there). */
 void start_queued_now(void);

@@ -42,7 +42,7 @@ enum rpc_kind rpc_classify(json_t *msg, const char **why)
 }
 
 /* Built member by member, not with json_pack: its format parsing was ~15 % of the gateway's
- * instructions per SDK call (callgrind, issue 17). Same members, same order, same NULL
+ * instructions per SDK call (callgrind). Same members, same order, same NULL
  * results as the json_pack forms they replace. */
 static json_t *rpc_head(json_t *id)
 {

@@ -1,4 +1,4 @@
-// What the worker does after a run's answer has gone out (issue 17: src/worker/pyafter.h):
+// What the worker does after a run's answer has gone out:
 // the run's objects are released then, the namespace's SDK names are proved in place then
 // (the next run of the session skips that walk while neither dict changed), and the next
 // run's stdin is made then. Agent code is hostile and keeps running between runs (threads,

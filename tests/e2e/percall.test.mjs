@@ -1,4 +1,4 @@
-// The SDK call path's shortcuts (issue 17): inside a real (sandboxed) worker, the C helpers
+// The SDK call path's shortcuts: inside a real (sandboxed) worker, the C helpers
 // of src/worker/pyfast.c must give what client.py's general path gives — the same frame
 // bytes for the arguments they take, None for the ones they leave to Python, and the same
 // text for the usual one-text-block reply — on a corpus of awkward values; and real calls

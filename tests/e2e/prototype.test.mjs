@@ -1,4 +1,4 @@
-// The prototype ("zygote", issue 11 item 4): one sandboxed process per gateway with the
+// The prototype ("zygote"): one sandboxed process per gateway with the
 // interpreter, runtime and SDK loaded forks every session's worker copy-on-write. Each test
 // drives `codemcp start` with real HTTP sessions and looks at the processes from outside.
 // In host isolation (CODEMCP_ISOLATION=host) the same cases run where they make sense.

@@ -75,7 +75,7 @@ describe('codemcp setup opencode', () => {
     const client = new Client({ name: 'opencode-like', version: '0' });
     await client.connect(transport);
     try {
-      // tools/list answers within a second even while the server starts (issue 13): poll.
+      // tools/list answers within a second even while the server starts: poll.
       let tool;
       await waitFor(async () => /everything_get_sum\(/.test((tool = await executePythonTool(client)).description),
         ms(30000), 200);
