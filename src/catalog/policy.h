@@ -7,7 +7,15 @@
  *                  (tool-name globs; an allow list denies everything it does not match)
  *   3. global:     top-level "policy": {"allow": [...], "deny": ["filesystem_write_*"]}
  *                  (globs over SDK function names)
- * A malformed rule denies every tool it could apply to (fail-closed) and is logged once. */
+ * A malformed rule denies every tool it could apply to (fail-closed) and is logged once.
+ *
+ * Then the ordered rules, `"policy": {"rules": [...]}` at the top level (policy_rules.c):
+ * they see who asks (the run's principal: the HTTP bearer principal, `local` for stdio and
+ * the admin socket), the server, the tool, read or write, dry run, and the final argument
+ * values; the first rule that matches decides (allow, deny with a message, or dry_run: the
+ * call is stubbed as in a dry run), and when rules name a tool but none matches, the call is
+ * denied. The lists above are checked first: a call must pass both. docs/policy.md has the
+ * format and worked examples. */
 #ifndef CODEMCP_POLICY_H
 #define CODEMCP_POLICY_H
 
@@ -17,7 +25,26 @@
 
 /* Reads the rules of a loaded config (borrowed; must outlive the policy). */
 void policy_init(const struct cfg *cfg);
-/* 1 = allowed; 0 = denied with the rule in why. */
-int policy_allows(const char *server, const char *tool, const char *fn, char *why, size_t n);
+
+enum policy_effect { POLICY_DENY = 0, POLICY_ALLOW = 1, POLICY_DRY_RUN = 2 };
+
+/* One call as the gateway is about to route it. */
+struct policy_call {
+    const char *principal; /* NULL: "local" */
+    const char *server, *tool, *fn;
+    int mutation, dry_run;
+    const char *args; /* the final arguments as JSON text (NULL: none) */
+    size_t args_len;
+};
+
+struct policy_decision {
+    enum policy_effect effect;
+    char rule[128]; /* the rule that decided ("" when none did: no rule names the tool) */
+    char why[600];  /* for a deny: the message the model sees; else how it was decided */
+};
+
+/* Decides one call with its final arguments. Never fails open: a rule that cannot be read
+ * denies. */
+enum policy_effect policy_decide(const struct policy_call *c, struct policy_decision *d);
 
 #endif

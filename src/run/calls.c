@@ -365,18 +365,22 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
         goto refused;
     }
     const char *fn = json_string_value(json_object_get(f, "function"));
-    char why[512];
-    if (!policy_allows(server, tool, fn, why, sizeof(why))) {
+    int mutation = json_is_true(json_object_get(f, "mutation"));
+    struct policy_decision pd;
+    enum policy_effect effect =
+        policy_decide(&(struct policy_call){run.principal, server, tool, fn, mutation, run.dry_run,
+                                            args, args_len},
+                      &pd);
+    if (effect == POLICY_DENY) {
         json_t *a = args ? jf_loadb(args, args_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL) : NULL;
         char *shown = redact_dump(a, 300);
-        log_info("calls", "%s refused: %s (args %s)", fn, why, shown);
+        log_info("calls", "%s refused: %s (args %s)", fn, pd.why, shown);
         free(shown);
         json_decref(a);
-        reply_error(conn_id, id, "denied", why, 0);
+        reply_error(conn_id, id, "denied", pd.why, 0);
         goto refused;
     }
-    int mutation = json_is_true(json_object_get(f, "mutation"));
-    if (mutation && run.dry_run) {
+    if ((mutation && run.dry_run) || effect == POLICY_DRY_RUN) {
         reply(conn_id, rpc_result(id, dry_run_stub(fn, server, tool)));
         call_done(run_id);
         goto refused;

@@ -29,6 +29,7 @@ struct calls_run {
     int dry_run;
     int enforce_mutations;
     json_t *allow_mutations; /* borrowed; only valid while the call is being checked */
+    const char *principal;   /* who asked for the run (its results teach that one's shapes) */
 };
 
 struct calls_hooks {

@@ -179,6 +179,7 @@ int run_call_rules(const char *run_id, int slot, struct calls_run *out)
     out->dry_run = r->dry_run;
     out->enforce_mutations = enforce_mutations;
     out->allow_mutations = r->allow_mutations;
+    out->principal = r->principal;
     return 0;
 }
 
