@@ -1,0 +1,218 @@
+// Policy rules end to end: the real binary, the real worker, the fake upstream recording every
+// message it receives (--log-file). Rules see the principal, the tool, read/write and the final
+// argument values; a denied call never reaches the upstream, whichever way the program makes
+// it (the SDK function, globals(), getattr, a thread, the runtime client, a raw control frame);
+// a dry_run rule stubs the call; the HTTP front's bearer principal is the one rules see.
+// No timing is asserted.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  Proc, connectClient, connectHttp, tempDir, servers, ms, waitFor, readFakeLog,
+} from './lib.mjs';
+
+const FAKE_TOOLS = [
+  { name: 'echo', description: 'Echo the text back.',
+    inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+    annotations: { readOnlyHint: true } },
+  { name: 'mirror', description: 'Returns its arguments.',
+    inputSchema: { type: 'object', additionalProperties: true, properties: { path: { type: 'string' } } },
+    annotations: { readOnlyHint: true } },
+  { name: 'lookup', description: 'Look a record up.',
+    inputSchema: { type: 'object', properties: { key: { type: 'string' } }, required: ['key'] },
+    annotations: { readOnlyHint: true } },
+  { name: 'delete_thing', description: 'Delete a thing.',
+    inputSchema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] } },
+];
+
+const RULES = [
+  { name: 'echo-hello', server: 'fake', tool: 'echo', principal: ['local', 'alice'],
+    args: { text: { glob: 'hello*' } }, effect: 'allow' },
+  { name: 'mirror-docs', server: 'fake', tool: 'mirror', args: { path: { under: '/repo/docs' } }, effect: 'allow' },
+  { name: 'preview-deletes', server: 'fake', tool: 'delete_thing', effect: 'dry_run' },
+  { name: 'private-keys', server: 'fake', tool: 'lookup', args: { key: { regex: '(a*)*b' } },
+    effect: 'deny', message: 'keys like that are private' },
+  { name: 'lookups', server: 'fake', tool: 'lookup', effect: 'allow' },
+];
+
+function setup(prefix) {
+  const dir = tempDir(prefix, { shared: true });
+  const log = path.join(dir, 'fake.log');
+  const tools = path.join(dir, 'tools.json');
+  fs.writeFileSync(tools, JSON.stringify({ tools: FAKE_TOOLS }));
+  const config = path.join(dir, 'mcp.json');
+  fs.writeFileSync(config, JSON.stringify({
+    policy: { rules: RULES },
+    mcp: { fake: servers.fake(['--tools-file', tools, '--log-file', log]) },
+  }, null, 2));
+  return { dir, log, config };
+}
+
+/** Arguments of every tools/call the fake received, as JSON text. */
+const received = (log) => readFakeLog(log).filter((m) => m.method === 'tools/call')
+  .map((m) => JSON.stringify(m.params));
+
+async function run(client, code) {
+  const r = await client.callTool({ name: 'execute_python', arguments: { code, reset: true } },
+    undefined, { timeout: ms(60000) });
+  const env = r.structuredContent;
+  assert.ok(env, JSON.stringify(r));
+  return env;
+}
+
+async function ready(client) {
+  const ok = await waitFor(async () => {
+    const r = await client.listTools(undefined, { timeout: ms(30000) });
+    return (r.tools[0]?.description || '').includes('def fake_echo(');
+  }, ms(30000), 100);
+  assert.ok(ok, 'fake_echo never appeared');
+}
+
+const CATCH = (call) => `try:
+    r = ${call}
+    result = {"ok": r if not hasattr(r, "result") else r.result()}
+except ToolError as e:
+    result = {"kind": e.kind, "message": str(e)}`;
+
+describe('policy rules over stdio (principal "local")', () => {
+  let h, s;
+  before(async () => {
+    s = setup('codemcp-policy-');
+    h = await connectClient({ config: s.config, shared: true });
+    await ready(h.client);
+  });
+
+  test('an allowed value reaches the upstream; another value is denied and never does', async () => {
+    let e = await run(h.client, CATCH('fake_echo(text="hello world")'));
+    assert.ok(e.result.ok, JSON.stringify(e));
+    e = await run(h.client, CATCH('fake_echo(text="goodbye-plain")'));
+    assert.equal(e.result.kind, 'denied', JSON.stringify(e));
+    assert.match(e.result.message, /no policy rule allows fake\/echo for principal local/);
+    const got = received(s.log);
+    assert.ok(got.some((g) => g.includes('hello world')), got.join('\n'));
+    assert.ok(!got.some((g) => g.includes('goodbye-plain')), got.join('\n'));
+  });
+
+  const routes = [
+    ['globals()', CATCH('globals()["fake_" + "echo"](text="goodbye-globals")')],
+    ['getattr on the SDK module',
+      CATCH('getattr(__import__("sys").modules["codemcp_sdk"], "fake_echo")(text="goodbye-getattr")')],
+    ['a thread', `import threading
+box = {}
+def go():
+    try:
+        box["r"] = fake_echo(text="goodbye-thread").result()
+    except ToolError as e:
+        box["r"] = {"kind": e.kind, "message": str(e)}
+t = threading.Thread(target=go)
+t.start()
+t.join()
+result = box["r"]`],
+    ['the runtime client',
+      CATCH('__import__("codemcp_rt.client", fromlist=["x"]).call("fake", "echo", {"text": "goodbye-client"})')],
+  ];
+  for (const [what, code] of routes) {
+    test(`a denied value sent through ${what} is denied by the gateway`, async () => {
+      const e = await run(h.client, code);
+      const tag = code.match(/goodbye-\w+/)[0];
+      assert.ok(!received(s.log).some((g) => g.includes(tag)), `${tag} reached the upstream`);
+      assert.ok(JSON.stringify(e).includes('denied'), JSON.stringify(e));
+      assert.ok(JSON.stringify(e).includes('no policy rule allows fake/echo'), JSON.stringify(e));
+    });
+  }
+
+  test('a raw call_tool frame on the control connection is decided the same way', async () => {
+    const e = await run(h.client, `import _codemcp, json
+from codemcp_rt import runstate
+rid = runstate.current().run_id
+out = {}
+for i, text in enumerate(["goodbye-frame", "hello-frame"]):
+    req = {"jsonrpc": "2.0", "id": "f%d" % i, "method": "call_tool",
+           "params": {"run_id": rid, "server": "fake", "tool": "echo", "args": {"text": text}}}
+    _codemcp.send(json.dumps(req, separators=(",", ":")))
+    reply = _codemcp.wait_reply("f%d" % i, 20)
+    out[text] = json.loads(reply) if reply else None
+result = out`);
+    assert.equal(e.result['goodbye-frame'].error?.data?.kind ?? e.result['goodbye-frame'].error?.kind ??
+      (JSON.stringify(e.result['goodbye-frame']).includes('denied') ? 'denied' : null), 'denied', JSON.stringify(e.result));
+    assert.ok(!('error' in e.result['hello-frame']), JSON.stringify(e.result));
+    const got = received(s.log);
+    assert.ok(!got.some((g) => g.includes('goodbye-frame')), got.join('\n'));
+    assert.ok(got.some((g) => g.includes('hello-frame')), got.join('\n'));
+  });
+
+  test('a path under the allowed tree passes; traversal, doubled slashes and relative paths do not', async () => {
+    const cases = {
+      '/repo/docs/guide.md': true, '/repo//docs/./a/../b.md': true,
+      '/repo/docs/../../etc/passwd': false, '/repo/docsx/a': false, 'repo/docs/a': false,
+      '/repo/docs/../secret': false, '/../repo/docs/a': false,
+    };
+    const e = await run(h.client, `out = {}
+for p in ${JSON.stringify(Object.keys(cases))}:
+    try:
+        fake_mirror(path=p).result()
+        out[p] = True
+    except ToolError as e:
+        out[p] = e.kind
+result = out`);
+    for (const [p, ok] of Object.entries(cases))
+      assert.equal(e.result[p], ok ? true : 'denied', `${p}: ${JSON.stringify(e.result)}`);
+    const got = received(s.log);
+    for (const [p, ok] of Object.entries(cases))
+      assert.equal(got.some((g) => g.includes(JSON.stringify(p).slice(1, -1))), ok, `${p} upstream: ${ok}`);
+  });
+
+  test('a dry_run rule stubs a write: the program gets a preview, the upstream nothing', async () => {
+    const e = await run(h.client, 'result = fake_delete_thing(id="thing-42").result()');
+    assert.equal(e.result?._dry_run, true, JSON.stringify(e));
+    assert.ok(!received(s.log).some((g) => g.includes('thing-42')));
+  });
+
+  test('a deny rule with a regex that backtracking engines hang on answers with its message', async () => {
+    const e = await run(h.client, `out = []
+for k in ["a" * 200000 + "b", "a" * 200000 + "c"]:
+    try:
+        fake_lookup(key=k).result()
+        out.append("ok")
+    except ToolError as e:
+        out.append(str(e))
+result = out`);
+    assert.match(e.result[0], /keys like that are private/);
+    assert.equal(e.result[1], 'ok', JSON.stringify(e.result).slice(0, 400));
+  });
+});
+
+describe('policy rules over HTTP: the bearer principal is the one rules see', () => {
+  let proc, url, s;
+  before(async () => {
+    s = setup('codemcp-policy-http-');
+    const tokens = path.join(s.dir, 'tokens');
+    fs.writeFileSync(tokens, 'alice tok-alice-0123456789abcdef\nbob tok-bob-0123456789abcdef01\n', { mode: 0o600 });
+    proc = new Proc({ args: ['start', '-p', '0'], config: s.config, home: s.dir, shared: true,
+      env: { CODEMCP_HTTP_TOKENS_FILE: tokens } });
+    const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
+    assert.ok(m && m[1], proc.stderr);
+    url = m[1];
+  });
+  after(() => proc?.child.kill('SIGTERM'));
+
+  test('alice may echo hello; bob, asking the same, is denied and never reaches the upstream', async () => {
+    const a = await connectHttp(url, 'tok-alice-0123456789abcdef');
+    const b = await connectHttp(url, 'tok-bob-0123456789abcdef01');
+    try {
+      await ready(a);
+      const ea = await run(a, CATCH('fake_echo(text="hello from alice")'));
+      assert.ok(ea.result.ok, JSON.stringify(ea));
+      const eb = await run(b, CATCH('fake_echo(text="hello from bob")'));
+      assert.equal(eb.result.kind, 'denied', JSON.stringify(eb));
+      assert.match(eb.result.message, /principal bob/);
+      const got = received(s.log);
+      assert.ok(got.some((g) => g.includes('hello from alice')));
+      assert.ok(!got.some((g) => g.includes('hello from bob')), got.join('\n'));
+    } finally {
+      await a.end();
+      await b.end();
+    }
+  });
+});
