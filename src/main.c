@@ -23,6 +23,7 @@
 #include "oauth_gw.h"
 #include "pgguard.h"
 #include "policy.h"
+#include "policy_cli.h"
 #include "redact.h"
 #include "runs.h"
 #include "serve_http.h"
@@ -394,6 +395,8 @@ int main(int argc, char **argv)
         return setup_main(argc - optind - 1, argv + optind + 1, config_path);
     if (optind < argc && strcmp(argv[optind], "auth") == 0) /* OAuth (oauth_cli.c) */
         return oauth_auth_main(argc - optind - 1, argv + optind + 1, config_path);
+    if (optind < argc && strcmp(argv[optind], "policy") == 0) /* policy_cli.c */
+        return policy_cli_main(argc - optind - 1, argv + optind + 1, config_path);
     if (optind < argc && strcmp(argv[optind], "logout") == 0)
         return oauth_logout_main(argc - optind - 1, argv + optind + 1, config_path);
     if (optind < argc) {
