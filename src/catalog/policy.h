@@ -47,4 +47,9 @@ struct policy_decision {
  * denies. */
 enum policy_effect policy_decide(const struct policy_call *c, struct policy_decision *d);
 
+/* The rules that can apply to principal's calls (principal filter left out), as written, for
+ * the worker's pre-flight check (a courtesy: the gateway still decides every call); NULL when
+ * there are no rules. New reference. */
+json_t *policy_worker_rules(const char *principal);
+
 #endif

@@ -59,7 +59,8 @@ struct rule {
     size_t n_m;
     enum policy_effect effect;
     char *message;
-    char *invalid; /* set: the rule denies every call, saying this */
+    char *invalid;  /* set: the rule denies every call, saying this */
+    json_t *source; /* as written, for the worker's pre-flight check (policy_worker_rules) */
 };
 
 static struct rule *rules;
@@ -92,6 +93,7 @@ static void rule_free(struct rule *r)
     free(r->m);
     free(r->message);
     free(r->invalid);
+    json_decref(r->source);
 }
 
 /* ---- compile ----------------------------------------------------------------------------- */
@@ -443,8 +445,12 @@ size_t rules_load(json_t *policy, const char *path)
         struct rule *dst = &rules[n_rules++];
         snprintf(dst->name, sizeof(dst->name), "policy.rules[%zu]", i);
         char err[400] = "";
-        if (compile_rule(r, dst, err, sizeof(err)) == 0)
+        if (compile_rule(r, dst, err, sizeof(err)) == 0) {
+            dst->source = json_deep_copy(r);
+            json_object_set_new(dst->source, "name", json_string(dst->name));
+            json_object_del(dst->source, "principal");
             continue;
+        }
         int line = rule_line(path, i);
         char where[64] = "";
         if (line)
@@ -460,6 +466,8 @@ size_t rules_load(json_t *policy, const char *path)
         buf_printf(&b, "the policy rule %s is invalid (%s%s): every call is denied", dst->name, err,
                    where);
         dst->invalid = buf_steal(&b);
+        dst->source = json_pack("{s:s, s:s, s:s}", "name", dst->name, "effect", "deny", "message",
+                                dst->invalid);
     }
     json_decref(list);
     return n_rules;
@@ -592,4 +600,16 @@ int rules_decide(const struct policy_call *c, struct policy_decision *d)
                  c->server, c->tool, principal);
     }
     return named;
+}
+
+json_t *policy_worker_rules(const char *principal)
+{
+    if (!n_rules)
+        return NULL;
+    const char *p = principal && *principal ? principal : "local";
+    json_t *out = json_array();
+    for (size_t i = 0; i < n_rules; i++)
+        if (rules[i].invalid || globs_match(&rules[i].principal, p))
+            json_array_append(out, rules[i].source);
+    return out;
 }

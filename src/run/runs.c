@@ -22,6 +22,7 @@
  * pending (its program stopped waiting for the call) keeps its answer for the retry. One relayed
  * input per run at a time (a second call asking meanwhile fails with kind "input_required"). */
 #include "runs.h"
+#include "policy.h"
 #include "run_answer.h"
 #include "run_relay.h"
 #include "run_params.h"
@@ -450,10 +451,12 @@ static int send_run(struct run *r, int slot)
     p.namespace_note = note;   /* the runtime adds it to a NameError */
     p.namespace_fresh = fresh; /* not fresh but unknown to the worker: it was replaced */
     p.drop_namespaces = ns_take_drops(r->home); /* namespaces of this worker to forget first */
+    p.policy = policy_worker_rules(r->principal);
     size_t len;
     char *params = run_params_text(&p, &len);
     json_decref(missing);
     json_decref(p.drop_namespaces);
+    json_decref(p.policy);
     r->ns_started = !r->smoke_done;
     int sent = wk_start_run(slot, r->id, params, len);
     free(params);

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  Proc, connectClient, connectHttp, tempDir, servers, ms, waitFor, readFakeLog,
+  Proc, connectClient, connectHttp, runCodemcp, tempDir, servers, ms, waitFor, readFakeLog,
 } from './lib.mjs';
 
 const FAKE_TOOLS = [
@@ -27,6 +27,8 @@ const FAKE_TOOLS = [
 ];
 
 const RULES = [
+  { name: 'no-secret-echo', server: 'fake', tool: 'echo', args: { text: { eq: 'hello secret' } },
+    effect: 'deny', message: 'that one is secret' },
   { name: 'echo-hello', server: 'fake', tool: 'echo', principal: ['local', 'alice'],
     args: { text: { glob: 'hello*' } }, effect: 'allow' },
   { name: 'mirror-docs', server: 'fake', tool: 'mirror', args: { path: { under: '/repo/docs' } }, effect: 'allow' },
@@ -86,7 +88,8 @@ describe('policy rules over stdio (principal "local")', () => {
   test('an allowed value reaches the upstream; another value is denied and never does', async () => {
     let e = await run(h.client, CATCH('fake_echo(text="hello world")'));
     assert.ok(e.result.ok, JSON.stringify(e));
-    e = await run(h.client, CATCH('fake_echo(text="goodbye-plain")'));
+    // built at run time: the gateway decides it (a literal is reported before the run)
+    e = await run(h.client, CATCH('fake_echo(text="goodbye-" + "plain")'));
     assert.equal(e.result.kind, 'denied', JSON.stringify(e));
     assert.match(e.result.message, /no policy rule allows fake\/echo for principal local/);
     const got = received(s.log);
@@ -95,14 +98,14 @@ describe('policy rules over stdio (principal "local")', () => {
   });
 
   const routes = [
-    ['globals()', CATCH('globals()["fake_" + "echo"](text="goodbye-globals")')],
+    ['globals()', CATCH('globals()["fake_" + "echo"](text="goodbye-" + "globals")')],
     ['getattr on the SDK module',
-      CATCH('getattr(__import__("sys").modules["codemcp_sdk"], "fake_echo")(text="goodbye-getattr")')],
+      CATCH('getattr(__import__("sys").modules["codemcp_sdk"], "fake_echo")(text="goodbye-" + "getattr")')],
     ['a thread', `import threading
 box = {}
 def go():
     try:
-        box["r"] = fake_echo(text="goodbye-thread").result()
+        box["r"] = fake_echo(text="goodbye-" + "thread").result()
     except ToolError as e:
         box["r"] = {"kind": e.kind, "message": str(e)}
 t = threading.Thread(target=go)
@@ -110,15 +113,15 @@ t.start()
 t.join()
 result = box["r"]`],
     ['the runtime client',
-      CATCH('__import__("codemcp_rt.client", fromlist=["x"]).call("fake", "echo", {"text": "goodbye-client"})')],
+      CATCH('__import__("codemcp_rt.client", fromlist=["x"]).call("fake", "echo", {"text": "goodbye-" + "client"})')],
   ];
   for (const [what, code] of routes) {
     test(`a denied value sent through ${what} is denied by the gateway`, async () => {
       const e = await run(h.client, code);
-      const tag = code.match(/goodbye-\w+/)[0];
+      const tag = 'goodbye-' + code.match(/"goodbye-" \+ "(\w+)"/)[1];
       assert.ok(!received(s.log).some((g) => g.includes(tag)), `${tag} reached the upstream`);
-      assert.ok(JSON.stringify(e).includes('denied'), JSON.stringify(e));
-      assert.ok(JSON.stringify(e).includes('no policy rule allows fake/echo'), JSON.stringify(e));
+      assert.equal(e.result?.kind, 'denied', JSON.stringify(e));
+      assert.match(e.result.message, /no policy rule allows fake\/echo/);
     });
   }
 
@@ -163,6 +166,20 @@ result = out`);
       assert.equal(got.some((g) => g.includes(JSON.stringify(p).slice(1, -1))), ok, `${p} upstream: ${ok}`);
   });
 
+  test('pre-flight validation reports a literal call a rule will deny, naming the rule, before anything runs', async () => {
+    const e = await run(h.client, 'fake_echo(text="hello first")\nfake_echo(text="hello secret")');
+    assert.equal(e.error_kind, 'validation', JSON.stringify(e));
+    assert.match(e.error, /fake_echo\(\.\.\.\)` will be denied \(line 2\): policy rule no-secret-echo denies it: that one is secret/);
+    const other = await run(h.client, 'fake_echo(text="bye-preflight")');
+    assert.equal(other.error_kind, 'validation', JSON.stringify(other));
+    assert.match(other.error, /no policy rule allows fake\/echo/);
+    const got = received(s.log);
+    assert.ok(!got.some((g) => g.includes('hello first') || g.includes('bye-preflight')), 'the program ran');
+    // a value the worker cannot see statically is left to the gateway, which denies it
+    const dyn = await run(h.client, CATCH('fake_echo(text="bye-" + "dynamic")'));
+    assert.equal(dyn.result?.kind, 'denied', JSON.stringify(dyn));
+  });
+
   test('a dry_run rule stubs a write: the program gets a preview, the upstream nothing', async () => {
     const e = await run(h.client, 'result = fake_delete_thing(id="thing-42").result()');
     assert.equal(e.result?._dry_run, true, JSON.stringify(e));
@@ -180,6 +197,30 @@ for k in ["a" * 200000 + "b", "a" * 200000 + "c"]:
 result = out`);
     assert.match(e.result[0], /keys like that are private/);
     assert.equal(e.result[1], 'ok', JSON.stringify(e.result).slice(0, 400));
+  });
+});
+
+describe('codemcp policy check explains which rule decides', () => {
+  const s = setup('codemcp-policy-cli-');
+  const check = (args) => runCodemcp({ args: ['policy', 'check', ...args], config: s.config });
+  test('an allowed call names its rule; a denied one says why; a bad call is a usage error', async () => {
+    let r = await check(['--call', 'fake_echo(text="hello there")']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /decision:\s+allow/);
+    assert.match(r.stdout, /rule:\s+echo-hello/);
+    r = await check(['--principal', 'bob', '--call', 'fake_echo(text="hello there")']);
+    assert.equal(r.code, 1, r.stdout);
+    assert.match(r.stdout, /decision:\s+deny/);
+    assert.match(r.stdout, /no policy rule allows fake\/echo for principal bob/);
+    r = await check(['--call', "fake_mirror(path='/repo/docs/../../etc/passwd', n=3, ok=True)"]);
+    assert.equal(r.code, 1, r.stdout);
+    r = await check(['--call', 'fake_lookup(key="aab")']);
+    assert.match(r.stdout, /rule:\s+private-keys/);
+    assert.match(r.stdout, /keys like that are private/);
+    r = await check(['--write', '--call', 'fake_delete_thing(id="1")']);
+    assert.match(r.stdout, /decision:\s+dry_run/);
+    r = await check(['--call', 'fake_echo(text="unclosed)']);
+    assert.equal(r.code, 2);
   });
 });
 
@@ -204,9 +245,14 @@ describe('policy rules over HTTP: the bearer principal is the one rules see', ()
       await ready(a);
       const ea = await run(a, CATCH('fake_echo(text="hello from alice")'));
       assert.ok(ea.result.ok, JSON.stringify(ea));
-      const eb = await run(b, CATCH('fake_echo(text="hello from bob")'));
+      const eb = await run(b, CATCH('fake_echo(text="hello from " + "bob")'));
       assert.equal(eb.result.kind, 'denied', JSON.stringify(eb));
       assert.match(eb.result.message, /principal bob/);
+      // the worker got bob's rules: his literal call is reported before it runs, alice's is not
+      const pb = await run(b, 'fake_echo(text="hello again")');
+      assert.equal(pb.error_kind, 'validation', JSON.stringify(pb));
+      const pa = await run(a, 'result = fake_echo(text="hello again")');
+      assert.ok(!pa.error_kind, JSON.stringify(pa));
       const got = received(s.log);
       assert.ok(got.some((g) => g.includes('hello from alice')));
       assert.ok(!got.some((g) => g.includes('hello from bob')), got.join('\n'));
