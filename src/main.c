@@ -76,6 +76,8 @@ static void usage(FILE *f)
           "       codemcp auth NAME [--no-browser]   OAuth login for a remote server\n"
           "       codemcp auth [--list]              every remote server's auth state\n"
           "       codemcp logout NAME                revoke and delete its stored tokens\n"
+          "       codemcp policy check --call 'fn(k=\"v\")' [--principal P] [--write]\n"
+          "                                    which policy rule decides a call, and why\n"
           "       codemcp COMMAND --help             a command's own options\n"
           "\n"
           "options:\n"
