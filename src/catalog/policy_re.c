@@ -453,7 +453,8 @@ int pre_match(const struct pre *re, const char *s, size_t len)
     size_t n = (size_t)re->n;
     /* cur and next: n each; the stack: 2n + 1 (a state is expanded once per step, a SPLIT
      * pushes two); the marks: n */
-    int *mem = xmalloc((n * 5 + 1) * sizeof(int));
+    int small[5 * 256 + 1]; /* globs and most patterns: no allocation per value */
+    int *mem = n <= 256 ? small : xmalloc((n * 5 + 1) * sizeof(int));
     struct set cur = {mem, 0}, next = {mem + n, 0};
     int *stack = mem + 2 * n;
     unsigned *mark = (unsigned *)(mem + 4 * n + 1);
@@ -476,6 +477,7 @@ int pre_match(const struct pre *re, const char *s, size_t len)
     int matched = 0;
     for (int k = 0; k < cur.n; k++)
         matched |= re->prog[cur.pc[k]].op == OP_MATCH;
-    free(mem);
+    if (mem != small)
+        free(mem);
     return matched;
 }
