@@ -490,6 +490,7 @@ int main(int argc, char **argv)
     lp_raise_nofile();
     if (lp_init() < 0)
         return 1;
+    policy_engine_init(); /* CODEMCP_AUTHZ_URL: its HTTP thread posts to the loop */
     /* Before any child is spawned: a taken port ends here, with a message naming it. */
     if (mode == MODE_HTTP && http_serve(http_host, http_port) < 0)
         return 1;

@@ -20,6 +20,7 @@
 #define CODEMCP_POLICY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 
@@ -46,6 +47,18 @@ struct policy_decision {
 /* Decides one call with its final arguments. Never fails open: a rule that cannot be read
  * denies. */
 enum policy_effect policy_decide(const struct policy_call *c, struct policy_decision *d);
+
+/* The external engine (policy_ext.c), opt-in with CODEMCP_AUTHZ_URL: a call the rules allow
+ * (or stub) is also put to it, in OPA's Data API form; no answer, an error or a malformed
+ * answer denies. Reads the settings and starts the HTTP thread; -1 when it cannot (then every
+ * call it would be asked about is denied). Call once at start-up. */
+int policy_engine_init(void);
+typedef void (*policy_done_fn)(void *ud, const struct policy_decision *d);
+/* Puts c (allowed or stubbed by the rules in *d) to the engine. 1: decided now (no engine,
+ * *d a deny already, a cached answer, or the engine cannot be asked): *d holds the decision.
+ * 0: the answer comes later through done(ud, d) on the loop; nothing blocks meanwhile. */
+int policy_engine_ask(const struct policy_call *c, const char *run, uint64_t session,
+                      struct policy_decision *d, policy_done_fn done, void *ud);
 
 /* The rules that can apply to principal's calls (principal filter left out), as written, for
  * the worker's pre-flight check (a courtesy: the gateway still decides every call); NULL when

@@ -181,6 +181,7 @@ int run_call_rules(const char *run_id, int slot, struct calls_run *out)
     out->enforce_mutations = enforce_mutations;
     out->allow_mutations = r->allow_mutations;
     out->principal = r->principal;
+    out->session = r->session_id;
     return 0;
 }
 
