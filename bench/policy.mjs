@@ -1,6 +1,8 @@
-// Per-call cost of policy decisions: the same binary three times side by side — no policy,
-// 100 rules that all name the called tool (every one evaluated, the last allows), and (when
-// CODEMCP_AUTHZ is built in) nothing else — each with its own worker and server-everything.
+// Per-call cost of policy decisions: the same binary four times side by side — no policy;
+// 100 rules that all name the called tool (every one evaluated, the last allows); an external
+// engine on loopback (CODEMCP_AUTHZ_URL, a node service in this process speaking OPA's Data
+// API) asked about every call; the same engine answering with cache_ttl_ms, so each distinct
+// call is asked once — each with its own worker and server-everything.
 // Workload: one execute of 50 sequential everything_get_sum calls; arms alternate in short
 // blocks so a busy phase of the shared machine hits all of them. Reported: wall time per call
 // and the gateway's own CPU per call (schedstat of its threads), as ratios to no policy.
@@ -8,6 +10,7 @@
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import http from 'node:http';
 import { LinePeer, SERVERS, codemcpBin, EXEC_PY, EXEC_N, untilSdkReady, cpuNs } from './lib.mjs';
 
 const BLOCKS = Number(process.argv[2] || 8);
@@ -30,12 +33,30 @@ function hundredRules() {
   return { rules };
 }
 
-const arms = { none: {}, rules100: { policy: hundredRules() } };
+/** The engine: allows everything; on /cached it lets the answer be reused for a minute. */
+const engine = http.createServer((req, res) => {
+  let body = '';
+  req.on('data', (d) => { body += d; });
+  req.on('end', () => {
+    const allow = JSON.parse(body).input?.server === 'everything';
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(req.url === '/cached' ? { result: { allow, cache_ttl_ms: 60000 } } : { result: allow }));
+  });
+});
+await new Promise((r) => engine.listen(0, '127.0.0.1', r));
+const engineUrl = (p) => `http://127.0.0.1:${engine.address().port}${p}`;
+
+const arms = {
+  none: [{}, {}],
+  rules100: [{ policy: hundredRules() }, {}],
+  engine: [{}, { CODEMCP_AUTHZ_URL: engineUrl('/uncached') }],
+  engine_cached: [{}, { CODEMCP_AUTHZ_URL: engineUrl('/cached') }],
+};
 const peers = {};
-for (const [name, extra] of Object.entries(arms)) {
+for (const [name, [extra, env]] of Object.entries(arms)) {
   const cfg = join(dir, `${name}.json`);
   writeFileSync(cfg, JSON.stringify({ ...extra, mcp }));
-  const p = new LinePeer([codemcpBin(), '--config', cfg], { CODEMCP_LOG_LEVEL: 'error' });
+  const p = new LinePeer([codemcpBin(), '--config', cfg], { CODEMCP_LOG_LEVEL: 'error', ...env });
   await p.initialize();
   peers[name] = p;
 }
@@ -70,4 +91,5 @@ for (const a of Object.keys(peers)) {
   console.log(`| ${a} | ${w.toFixed(1)} | ${(w / w0).toFixed(3)}× | ${c.toFixed(1)} | ${(c / c0).toFixed(3)}× |`);
 }
 for (const p of Object.values(peers)) await p.close();
+engine.close();
 process.exit(0);
