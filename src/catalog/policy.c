@@ -13,6 +13,7 @@ void policy_init(const struct cfg *cfg)
 {
     config = cfg;
     size_t n = rules_load(json_object_get(cfg->root, "policy"), cfg->path);
+    budgets_load(json_object_get(cfg->root, "budgets"), cfg->path);
     if (n)
         log_info("policy", "%zu policy rule%s loaded", n, n == 1 ? "" : "s");
 }

@@ -26,4 +26,7 @@ size_t rules_load(json_t *policy, const char *path);
  * server/tool (the call is left to the older allow/deny lists). */
 int rules_decide(const struct policy_call *c, struct policy_decision *d);
 
+/* Reads the top-level "budgets" list (NULL: none), replacing the current budgets and counts. */
+void budgets_load(json_t *list, const char *path);
+
 #endif

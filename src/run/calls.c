@@ -396,6 +396,10 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
         reply_error(conn_id, id, "denied", pd.why, 0);
         goto refused;
     }
+    if (budgets_take(&pc, run_id, pd.why, sizeof(pd.why)) < 0) {
+        reply_error(conn_id, id, "budget", pd.why, 0);
+        goto refused;
+    }
     if ((mutation && run.dry_run) || effect == POLICY_DRY_RUN) {
         reply(conn_id, rpc_result(id, dry_run_stub(fn, server, tool)));
         call_done(run_id);

@@ -262,3 +262,77 @@ describe('policy rules over HTTP: the bearer principal is the one rules see', ()
     }
   });
 });
+
+describe('budgets: counted per principal across its sessions, and writes per run', () => {
+  let proc, url, s;
+  before(async () => {
+    s = setup('codemcp-budget-');
+    const cfg = JSON.parse(fs.readFileSync(s.config, 'utf8'));
+    cfg.policy = { rules: [{ name: 'all', effect: 'allow' }] };
+    cfg.budgets = [
+      { name: 'alice-hourly', principal: 'alice', window_s: 3600, calls: 3 },
+      { name: 'one-write', writes_per_run: 1 },
+    ];
+    fs.writeFileSync(s.config, JSON.stringify(cfg));
+    const tokens = path.join(s.dir, 'tokens');
+    fs.writeFileSync(tokens, 'alice tok-alice-0123456789abcdef\nbob tok-bob-0123456789abcdef01\n', { mode: 0o600 });
+    proc = new Proc({ args: ['start', '-p', '0'], config: s.config, home: s.dir, shared: true,
+      env: { CODEMCP_HTTP_TOKENS_FILE: tokens } });
+    const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
+    assert.ok(m && m[1], proc.stderr);
+    url = m[1];
+  });
+  after(() => proc?.child.kill('SIGTERM'));
+
+  test('two sessions of alice share 3 calls an hour; the 4th is ToolError(kind="budget") naming it; bob is not counted', async () => {
+    const a1 = await connectHttp(url, 'tok-alice-0123456789abcdef');
+    const a2 = await connectHttp(url, 'tok-alice-0123456789abcdef');
+    const b = await connectHttp(url, 'tok-bob-0123456789abcdef01');
+    try {
+      await ready(a1);
+      assert.ok((await run(a1, CATCH('fake_echo(text="alice-1")'))).result.ok);
+      assert.ok((await run(a1, CATCH('fake_echo(text="alice-2")'))).result.ok);
+      assert.ok((await run(a2, CATCH('fake_echo(text="alice-3")'))).result.ok);
+      const e = await run(a2, CATCH('fake_echo(text="alice-4")'));
+      assert.equal(e.result.kind, 'budget', JSON.stringify(e));
+      assert.match(e.result.message, /budget alice-hourly exceeded: principal alice made its 3 tool calls of this 3600 s window; it resets in \d+ s/);
+      assert.ok((await run(b, CATCH('fake_echo(text="bob-1")'))).result.ok, 'bob has no call budget');
+      const got = received(s.log);
+      assert.ok(!got.some((g) => g.includes('alice-4')), 'the call past the budget reached the upstream');
+      assert.ok(got.some((g) => g.includes('alice-3')) && got.some((g) => g.includes('bob-1')));
+    } finally {
+      await a1.end();
+      await a2.end();
+      await b.end();
+    }
+  });
+
+  test('one write per run: the second write of a run fails with kind "budget"; the next run may write again', async () => {
+    const b = await connectHttp(url, 'tok-bob-0123456789abcdef01');
+    try {
+      await ready(b);
+      const code = `out = []
+for i in ("w-a", "w-b"):
+    try:
+        fake_delete_thing(id=RUN + i).result()
+        out.append("ok")
+    except ToolError as e:
+        out.append([e.kind, str(e)])
+result = out`;
+      const r1 = await b.callTool({ name: 'execute_python', arguments: { code: 'RUN = "r1-"\n' + code, allow_mutations: ['fake_delete_thing'] } },
+        undefined, { timeout: ms(60000) });
+      const out1 = r1.structuredContent.result;
+      assert.equal(out1[0], 'ok', JSON.stringify(r1.structuredContent));
+      assert.equal(out1[1][0], 'budget');
+      assert.match(out1[1][1], /budget one-write exceeded: this run made its 1 write calls/);
+      const r2 = await b.callTool({ name: 'execute_python', arguments: { code: 'RUN = "r2-"\n' + code, allow_mutations: ['fake_delete_thing'] } },
+        undefined, { timeout: ms(60000) });
+      assert.equal(r2.structuredContent.result[0], 'ok', JSON.stringify(r2.structuredContent));
+      const got = received(s.log);
+      assert.ok(got.some((g) => g.includes('r1-w-a')) && !got.some((g) => g.includes('r1-w-b')));
+      assert.ok(got.some((g) => g.includes('r2-w-a')));
+    } finally {
+      await b.end();
+    }
+  });
+});
