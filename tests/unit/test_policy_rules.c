@@ -205,8 +205,8 @@ int main(void)
         "{\"effect\": \"allow\", \"args\": {\"a\": {\"regex\": \"(a{100}){100}{100}\"}}}",
         "{\"effect\": \"allow\", \"args\": {\"a\": {\"under\": \"rel\"}}}",
         "{\"effect\": \"allow\", \"args\": {\"a\": {\"range\": [1]}}}",
-        "{\"effect\": \"allow\", \"args\": "
-        "{\"a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a\": {\"eq\": 1}}}",
+        ("{\"effect\": \"allow\", \"args\": "
+         "{\"a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a\": {\"eq\": 1}}}"),
     };
     for (size_t i = 0; i < sizeof(bads) / sizeof(*bads); i++) {
         char text[600];
