@@ -52,6 +52,8 @@ enum policy_effect policy_decide(const struct policy_call *c, struct policy_deci
  * against every budget of its principal. 0, or -1 when one is spent (nothing counted): why
  * names the budget and when it resets; the call fails with kind "budget". */
 int budgets_take(const struct policy_call *c, const char *run_id, char *why, size_t n);
+/* Counts a run principal asks for against its "runs" budgets: 0, or -1 with why. */
+int budgets_take_run(const char *principal, char *why, size_t n);
 
 /* The external engine (policy_ext.c), opt-in with CODEMCP_AUTHZ_URL: a call the rules allow
  * (or stub) is also put to it, in OPA's Data API form; no answer, an error or a malformed

@@ -1,11 +1,11 @@
 /* policy_budget — how much a principal may do: `"budgets": [...]` at the top level of
- * mcp.json, each {"name", "principal": glob(s), "window_s", "calls", "writes_per_run"}.
- * "calls" is the tool calls each matching principal may make per window (a fixed window that
- * starts at its first call and ends window_s later); "writes_per_run" the write calls one run
- * may make. Counted by the gateway when a call is allowed, so every session of a principal
- * draws on the same count. A call past a budget fails with kind "budget", naming the budget
- * and when it resets. Counts live in this process (a restart starts them afresh).
- * Loop thread only. */
+ * mcp.json, each {"name", "principal": glob(s), "window_s", "calls", "runs", "writes_per_run"}.
+ * "calls" and "runs" are the tool calls and the programs each matching principal may start per
+ * window (a fixed window that starts at its first use and ends window_s later);
+ * "writes_per_run" the write calls one run may make. Counted by the gateway when a call is allowed,
+ * so every session of a principal draws on the same count. A call past a budget fails with kind
+ * "budget", naming the budget and when it resets. Counts live in this process (a restart starts
+ * them afresh). Loop thread only. */
 #include "policy_int.h"
 #include "log.h"
 #include "util.h"
@@ -20,7 +20,7 @@
 struct budget {
     char name[96];
     struct pre **principal; /* NULL-terminated; NULL list: every principal */
-    long window_s, calls, writes_per_run;
+    long window_s, calls, runs, writes_per_run;
 };
 
 struct count {
@@ -82,11 +82,13 @@ static int compile_budget(json_t *b, struct budget *dst, char *err, size_t n)
     int bad = 0;
     dst->window_s = positive(b, "window_s", &bad);
     dst->calls = positive(b, "calls", &bad);
+    dst->runs = positive(b, "runs", &bad);
     dst->writes_per_run = positive(b, "writes_per_run", &bad);
-    if (bad || (dst->calls && !dst->window_s) || (!dst->calls && !dst->writes_per_run)) {
+    if (bad || ((dst->calls || dst->runs) && !dst->window_s) ||
+        (!dst->calls && !dst->runs && !dst->writes_per_run)) {
         snprintf(err, n,
-                 "needs \"calls\" with \"window_s\", or \"writes_per_run\" (positive "
-                 "integers)");
+                 "needs \"calls\" or \"runs\" with \"window_s\", or \"writes_per_run\" "
+                 "(positive integers)");
         return -1;
     }
     json_t *p = json_object_get(b, "principal");
@@ -226,6 +228,38 @@ int budgets_take(const struct policy_call *c, const char *run_id, char *why, siz
         }
     }
     for (size_t i = 0; i < n_take; i++) /* only once every budget has room */
+        take[i]->n++;
+    return 0;
+}
+
+int budgets_take_run(const char *principal, char *why, size_t n)
+{
+    if (!principal || !*principal)
+        principal = "local";
+    struct count *take[64];
+    size_t n_take = 0;
+    for (size_t i = 0; i < n_budgets && n_take < 64; i++) {
+        const struct budget *b = &budgets[i];
+        if (!applies(b, principal) || (!b->runs && b->calls >= 0))
+            continue;
+        if (b->calls < 0) {
+            snprintf(why, n, "execute_python: the budget %s cannot be read: every run is refused",
+                     b->name);
+            return -1;
+        }
+        struct count *k =
+            count_of(&by_principal, (int)i * 2 + 1, principal, (int64_t)b->window_s * 1000);
+        if (k->n >= b->runs) {
+            long left = (long)((k->window_end_ms - now_ms() + 999) / 1000);
+            snprintf(why, n,
+                     "execute_python: budget %s exceeded: principal %s started its %ld runs of "
+                     "this %ld s window; it resets in %ld s",
+                     b->name, principal, b->runs, b->window_s, left);
+            return -1;
+        }
+        take[n_take++] = k;
+    }
+    for (size_t i = 0; i < n_take; i++)
         take[i]->n++;
     return 0;
 }

@@ -692,6 +692,8 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
                  queue_max);
         return -1;
     }
+    if (budgets_take_run(ns_asker(session_id, where.home), err, errlen) < 0)
+        return -1;
     struct run *r = new_run(session_id, where.home);
     r->ns = where;
     r->request_id = json_incref(request_id);

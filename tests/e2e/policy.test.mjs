@@ -272,6 +272,7 @@ describe('budgets: counted per principal across its sessions, and writes per run
     cfg.budgets = [
       { name: 'alice-hourly', principal: 'alice', window_s: 3600, calls: 3 },
       { name: 'one-write', writes_per_run: 1 },
+      { name: 'bob-runs', principal: 'bob', window_s: 3600, runs: 3 },
     ];
     fs.writeFileSync(s.config, JSON.stringify(cfg));
     const tokens = path.join(s.dir, 'tokens');
@@ -331,6 +332,19 @@ result = out`;
       const got = received(s.log);
       assert.ok(got.some((g) => g.includes('r1-w-a')) && !got.some((g) => g.includes('r1-w-b')));
       assert.ok(got.some((g) => g.includes('r2-w-a')));
+    } finally {
+      await b.end();
+    }
+  });
+
+  test('bob\'s fourth program of the hour is refused before it starts, naming the budget', async () => {
+    const b = await connectHttp(url, 'tok-bob-0123456789abcdef01');
+    try {
+      const r = await b.callTool({ name: 'execute_python', arguments: { code: 'fake_echo(text="bob-" + "late")' } },
+        undefined, { timeout: ms(60000) });
+      assert.equal(r.isError, true, JSON.stringify(r));
+      assert.match(JSON.stringify(r), /budget bob-runs exceeded: principal bob started its 3 runs of this 3600 s window; it resets in \d+ s/);
+      assert.ok(!received(s.log).some((g) => g.includes('bob-late')));
     } finally {
       await b.end();
     }
