@@ -23,8 +23,10 @@
 #define MAX_PATH_STEPS 32
 
 struct glob {
-    char *text;
-    struct pre *re; /* NULL: exact text */
+    char *text;     /* exact text, or the fixed part of a prefix or suffix glob */
+    struct pre *re; /* set: any other glob, run as a pattern */
+    size_t len;     /* of text */
+    enum { G_EXACT, G_PREFIX, G_SUFFIX, G_PATTERN } kind;
 };
 
 struct globs {
@@ -65,6 +67,25 @@ struct rule {
 
 static struct rule *rules;
 static size_t n_rules;
+
+/* Which rules name a tool depends only on (server, tool): kept for the last few tools called,
+ * so a call pays the glob matches of its server and tool once, not once per call. */
+#define NAMED_KEPT 16
+static struct named {
+    char *server, *tool;
+    unsigned char *rule; /* n_rules flags */
+} named_cache[NAMED_KEPT];
+static size_t named_next;
+
+static void named_forget(void)
+{
+    for (size_t i = 0; i < NAMED_KEPT; i++) {
+        free(named_cache[i].server);
+        free(named_cache[i].tool);
+        free(named_cache[i].rule);
+        named_cache[i] = (struct named){0};
+    }
+}
 
 static void globs_free(struct globs *g)
 {
@@ -119,20 +140,50 @@ static int compile_globs(json_t *v, const char *what, struct globs *out, char *e
             break;
         }
         struct glob *dst = &out->v[out->n++];
-        dst->text = xstrdup(s);
-        if (strpbrk(s, "*?\\") && !(dst->re = pre_glob(s, strlen(s), err, n)))
-            break;
+        size_t len = strlen(s), wild = strcspn(s, "*?\\");
+        dst->kind = G_EXACT;
+        if (wild == len) /* most globs are a name, or a name and one * at an end */
+            dst->text = xstrdup(s);
+        else if (wild == len - 1 && s[wild] == '*') {
+            dst->kind = G_PREFIX;
+            dst->text = xstrndup(s, wild);
+        } else if (wild == 0 && s[0] == '*' && !strpbrk(s + 1, "*?\\")) {
+            dst->kind = G_SUFFIX;
+            dst->text = xstrdup(s + 1);
+        } else {
+            dst->kind = G_PATTERN;
+            dst->text = xstrdup(s);
+            if (!(dst->re = pre_glob(s, len, err, n)))
+                break;
+        }
+        dst->len = strlen(dst->text);
     }
     json_decref(one);
     return *err ? -1 : 0;
 }
 
-static int globs_match(const struct globs *g, const char *s)
+static int glob_match(const struct glob *g, const char *s, size_t len)
+{
+    size_t t = g->len;
+    switch (g->kind) {
+    case G_EXACT:
+        return len == t && memcmp(g->text, s, t) == 0;
+    case G_PREFIX:
+        return len >= t && memcmp(s, g->text, t) == 0;
+    case G_SUFFIX:
+        return len >= t && memcmp(s + len - t, g->text, t) == 0;
+    case G_PATTERN:
+        return pre_match(g->re, s, len);
+    }
+    return 0;
+}
+
+static int globs_match_len(const struct globs *g, const char *s, size_t len)
 {
     if (!g->n)
         return 1;
     for (size_t i = 0; i < g->n; i++)
-        if (g->v[i].re ? pre_match(g->v[i].re, s, strlen(s)) : strcmp(g->v[i].text, s) == 0)
+        if (glob_match(&g->v[i], s, len))
             return 1;
     return 0;
 }
@@ -423,6 +474,7 @@ static int rule_line(const char *path, size_t index)
 
 size_t rules_load(json_t *policy, const char *path)
 {
+    named_forget();
     for (size_t i = 0; i < n_rules; i++)
         rule_free(&rules[i]);
     free(rules);
@@ -571,21 +623,47 @@ static void decided(const struct rule *r, const struct policy_call *c, const cha
                  c->server, c->tool, principal, r->name);
 }
 
+static int globs_match(const struct globs *g, const char *s)
+{
+    return globs_match_len(g, s, strlen(s));
+}
+
+static const unsigned char *rules_naming(const char *server, const char *tool)
+{
+    for (size_t i = 0; i < NAMED_KEPT; i++)
+        if (named_cache[i].rule && !strcmp(named_cache[i].server, server) &&
+            !strcmp(named_cache[i].tool, tool))
+            return named_cache[i].rule;
+    struct named *e = &named_cache[named_next++ % NAMED_KEPT];
+    free(e->server);
+    free(e->tool);
+    free(e->rule);
+    e->server = xstrdup(server);
+    e->tool = xstrdup(tool);
+    e->rule = xmalloc(n_rules ? n_rules : 1);
+    for (size_t i = 0; i < n_rules; i++)
+        e->rule[i] = rules[i].invalid ||
+                     (globs_match(&rules[i].server, server) && globs_match(&rules[i].tool, tool));
+    return e->rule;
+}
+
 int rules_decide(const struct policy_call *c, struct policy_decision *d)
 {
     const char *principal = c->principal && *c->principal ? c->principal : "local";
     json_t *args = NULL;
     int parsed = 0, named = 0, done = 0;
+    size_t principal_len = strlen(principal);
+    const unsigned char *naming = n_rules ? rules_naming(c->server, c->tool) : NULL;
     for (size_t i = 0; i < n_rules && !done; i++) {
         const struct rule *r = &rules[i];
-        if (!r->invalid && (!globs_match(&r->server, c->server) || !globs_match(&r->tool, c->tool)))
+        if (!naming[i])
             continue;
         named = 1;
         const char *unknown = NULL;
-        if (r->invalid ||
-            (globs_match(&r->principal, principal) && (r->write < 0 || r->write == !!c->mutation) &&
-             (r->dry_run < 0 || r->dry_run == !!c->dry_run) &&
-             args_match(r, c, &args, &parsed, &unknown))) {
+        if (r->invalid || (globs_match_len(&r->principal, principal, principal_len) &&
+                           (r->write < 0 || r->write == !!c->mutation) &&
+                           (r->dry_run < 0 || r->dry_run == !!c->dry_run) &&
+                           args_match(r, c, &args, &parsed, &unknown))) {
             decided(r, c, principal, unknown, d);
             done = 1;
         }
