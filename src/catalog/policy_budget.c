@@ -189,6 +189,25 @@ static struct count *count_of(struct count **list, int budget, const char *who, 
     return c;
 }
 
+/* principal's count for budget i's window (slot 0: calls, 1: runs), or NULL with why filled
+ * when the window's limit is reached: why names the budget and when the window ends. */
+static struct count *window_room(size_t i, int slot, const char *principal, const char *prefix,
+                                 const char *did, const char *what, char *why, size_t n)
+{
+    const struct budget *b = &budgets[i];
+    long limit = slot ? b->runs : b->calls;
+    struct count *k =
+        count_of(&by_principal, (int)i * 2 + slot, principal, (int64_t)b->window_s * 1000);
+    if (k->n < limit)
+        return k;
+    long left = (long)((k->window_end_ms - now_ms() + 999) / 1000);
+    snprintf(why, n,
+             "%sbudget %s exceeded: principal %s %s %ld %s of this %ld s window; it resets in "
+             "%ld s",
+             prefix, b->name, principal, did, limit, what, b->window_s, left);
+    return NULL;
+}
+
 int budgets_take(const struct policy_call *c, const char *run_id, char *why, size_t n)
 {
     const char *principal = c->principal && *c->principal ? c->principal : "local";
@@ -203,16 +222,9 @@ int budgets_take(const struct policy_call *c, const char *run_id, char *why, siz
             return -1;
         }
         if (b->calls) {
-            struct count *k =
-                count_of(&by_principal, (int)i, principal, (int64_t)b->window_s * 1000);
-            if (k->n >= b->calls) {
-                long left = (long)((k->window_end_ms - now_ms() + 999) / 1000);
-                snprintf(why, n,
-                         "budget %s exceeded: principal %s made its %ld tool calls of this "
-                         "%ld s window; it resets in %ld s",
-                         b->name, principal, b->calls, b->window_s, left);
+            struct count *k = window_room(i, 0, principal, "", "made its", "tool calls", why, n);
+            if (!k)
                 return -1;
-            }
             take[n_take++] = k;
         }
         if (b->writes_per_run && c->mutation && run_id) {
@@ -248,15 +260,9 @@ int budgets_take_run(const char *principal, char *why, size_t n)
             return -1;
         }
         struct count *k =
-            count_of(&by_principal, (int)i * 2 + 1, principal, (int64_t)b->window_s * 1000);
-        if (k->n >= b->runs) {
-            long left = (long)((k->window_end_ms - now_ms() + 999) / 1000);
-            snprintf(why, n,
-                     "execute_python: budget %s exceeded: principal %s started its %ld runs of "
-                     "this %ld s window; it resets in %ld s",
-                     b->name, principal, b->runs, b->window_s, left);
+            window_room(i, 1, principal, "execute_python: ", "started its", "runs", why, n);
+        if (!k)
             return -1;
-        }
         take[n_take++] = k;
     }
     for (size_t i = 0; i < n_take; i++)

@@ -55,6 +55,17 @@ function setup(prefix) {
 const received = (log) => readFakeLog(log).filter((m) => m.method === 'tools/call')
   .map((m) => JSON.stringify(m.params));
 
+/** `codemcp start` on s's config with two principals, alice and bob. */
+async function startHttp(s) {
+  const tokens = path.join(s.dir, 'tokens');
+  fs.writeFileSync(tokens, 'alice tok-alice-0123456789abcdef\nbob tok-bob-0123456789abcdef01\n', { mode: 0o600 });
+  const proc = new Proc({ args: ['start', '-p', '0'], config: s.config, home: s.dir, shared: true,
+    env: { CODEMCP_HTTP_TOKENS_FILE: tokens } });
+  const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
+  assert.ok(m && m[1], proc.stderr);
+  return { proc, url: m[1] };
+}
+
 async function run(client, code) {
   const r = await client.callTool({ name: 'execute_python', arguments: { code, reset: true } },
     undefined, { timeout: ms(60000) });
@@ -228,13 +239,7 @@ describe('policy rules over HTTP: the bearer principal is the one rules see', ()
   let proc, url, s;
   before(async () => {
     s = setup('codemcp-policy-http-');
-    const tokens = path.join(s.dir, 'tokens');
-    fs.writeFileSync(tokens, 'alice tok-alice-0123456789abcdef\nbob tok-bob-0123456789abcdef01\n', { mode: 0o600 });
-    proc = new Proc({ args: ['start', '-p', '0'], config: s.config, home: s.dir, shared: true,
-      env: { CODEMCP_HTTP_TOKENS_FILE: tokens } });
-    const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
-    assert.ok(m && m[1], proc.stderr);
-    url = m[1];
+    ({ proc, url } = await startHttp(s));
   });
   after(() => proc?.child.kill('SIGTERM'));
 
@@ -275,13 +280,7 @@ describe('budgets: counted per principal across its sessions, and writes per run
       { name: 'bob-runs', principal: 'bob', window_s: 3600, runs: 3 },
     ];
     fs.writeFileSync(s.config, JSON.stringify(cfg));
-    const tokens = path.join(s.dir, 'tokens');
-    fs.writeFileSync(tokens, 'alice tok-alice-0123456789abcdef\nbob tok-bob-0123456789abcdef01\n', { mode: 0o600 });
-    proc = new Proc({ args: ['start', '-p', '0'], config: s.config, home: s.dir, shared: true,
-      env: { CODEMCP_HTTP_TOKENS_FILE: tokens } });
-    const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
-    assert.ok(m && m[1], proc.stderr);
-    url = m[1];
+    ({ proc, url } = await startHttp(s));
   });
   after(() => proc?.child.kill('SIGTERM'));
 
