@@ -1,4 +1,4 @@
-// Benchmark (issue 15): what live control costs. One stdio gateway in front of everything and
+// Benchmark: what live control costs. One stdio gateway in front of everything and
 // memory; a line-protocol MCP client runs `execute_python` programs back to back, in blocks
 // that alternate (a) quiet and (b) while a tool of the other server is toggled off and on over
 // the admin socket every 50 ms (each toggle regenerates the SDK, reloads it into the worker and
@@ -101,7 +101,7 @@ for (let i = 0; i < 15; i++) {
 await peer.close();
 
 const q = stats(quiet), t = stats(busy), a = stats(rtt), n = stats(notify);
-const out = `# Live control benchmark (issue 15)
+const out = `# Live control benchmark
 
 ${new Date().toISOString()} — ${blocks} blocks of ${blockMs} ms each way, interleaved (${q.n} quiet runs,
 ${t.n} toggling runs); one stdio

@@ -1,5 +1,4 @@
-// bench/catalog.mjs — what a catalog costs the model, and how well search finds things
-// (issue 13).
+// bench/catalog.mjs — what a catalog costs the model, and how well search finds things.
 //
 //   node bench/catalog.mjs [rounds=5]      → bench/results/catalog.md
 //
@@ -186,7 +185,7 @@ for (const c of catalogs) {
 }
 
 const lines = [];
-lines.push('# catalog — description size and search quality (issue 13)', '');
+lines.push('# catalog — description size and search quality', '');
 lines.push(`Run: \`node bench/catalog.mjs ${rounds}\` on ${new Date().toISOString().slice(0, 10)}; ` +
   'tokens are o200k_base (gpt-tokenizer 4.0.0); client "claude-code" (2,000-character budget).', '');
 lines.push('| catalog | functions | raw tools/list chars | raw tokens | description chars | description tokens | vs raw (tokens) | full listing chars | full listing tokens | instructions chars |');

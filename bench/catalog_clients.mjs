@@ -1,4 +1,4 @@
-// bench/catalog_clients.mjs — what a real client shows the model of codemcp's catalog (issue 13).
+// bench/catalog_clients.mjs — what a real client shows the model of codemcp's catalog.
 //
 //   [CLAUDE_BIN=/path/to/claude] node bench/catalog_clients.mjs   → bench/results/catalog-clients.md
 //
@@ -61,7 +61,7 @@ for (const r of requests) {
     instructions = JSON.parse(`"${sys.slice(i + 12).split('\\n\\n')[0]}"`);
   }
 }
-const lines = ['# catalog-clients — what Claude Code shows the model (issue 13)', '',
+const lines = ['# catalog-clients — what Claude Code shows the model', '',
   `Run: \`node bench/catalog_clients.mjs\` on ${new Date().toISOString().slice(0, 10)}; ` +
   `Claude Code ${version}; exit ${code} after ${elapsed} ms; ${requests.length} model requests; ` +
   'catalog: GitHub REST fixture + three npm test servers (1,260 functions).', '',

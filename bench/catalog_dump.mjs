@@ -5,25 +5,27 @@
 //   node bench/catalog_dump.mjs OUT.json [--openapi]
 //
 // --openapi: only the servers of tests/data/discovery/README.md instead (public OpenAPI
-// descriptions of other domains served by bench/discovery/openapi_api.mjs; 1,046 functions).
+// descriptions of other domains served by bench/discovery/openapi_api.mjs; 1,046 functions);
+// --openapi2: the second catalog there (Stripe, Slack, Trello, Asana, Mailchimp).
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { LinePeer, OPENAPI, ROOT, SERVERS, codemcpBin } from './lib.mjs';
+import { LinePeer, OPENAPI, OPENAPI2, ROOT, SERVERS, codemcpBin } from './lib.mjs';
 
 const out = process.argv[2] || join(tmpdir(), 'codemcp-catalog-dump.json');
-const openapi = process.argv.includes('--openapi');
+const second = process.argv.includes('--openapi2');
+const openapi = second ? OPENAPI2 : process.argv.includes('--openapi') ? OPENAPI : null;
 const tmp = mkdtempSync(join(tmpdir(), 'codemcp-dump-'));
 const mcpServers = {};
 if (openapi) {
-  for (const [k, spec] of Object.entries(OPENAPI))
+  for (const [k, spec] of Object.entries(openapi))
     mcpServers[k] = { command: 'node', args: [join(ROOT, 'bench', 'discovery', 'openapi_api.mjs'), spec], timeout: 60000 };
 } else {
   mcpServers.github = { command: 'node', args: [join(ROOT, 'tests', 'catalog', 'github_api.mjs')], timeout: 60000 };
   for (const [k, argv] of Object.entries(SERVERS)) mcpServers[k] = { command: argv[0], args: argv.slice(1), timeout: 60000 };
   mcpServers.memory.env = { MEMORY_FILE_PATH: join(tmp, 'memory.json') };
 }
-const last = openapi ? 'zoom' : 'github';
+const last = second ? 'mailchimp' : openapi ? 'zoom' : 'github';
 const cfg = join(tmp, 'mcp.json');
 writeFileSync(cfg, JSON.stringify({ mcpServers }));
 const p = new LinePeer([codemcpBin(), '-c', cfg], { CODEMCP_USAGE_FILE: 'off', XDG_STATE_HOME: tmp, CODEMCP_MAX_OUTPUT_BYTES: '16000000' });

@@ -1,4 +1,4 @@
-// Gateway CPU per execute for one workload (issue 17, "50 concurrent calls"), in floor.mjs's
+// Gateway CPU per execute for one workload, in floor.mjs's
 // conditions: each round runs the workload once per arm, arm order rotated, so every execute
 // starts on caches the other arms have cooled (back-to-back blocks, as percall_cpu.mjs runs
 // them, hide that). Arms: codemcp (CODEMCP_BIN), codemcp-before (CODEMCP_BIN_BEFORE, if set),

@@ -1,4 +1,4 @@
-// Benchmark (issue 3): one execute with 1 call, 50 sequential calls and 50 concurrent calls to
+// Benchmark: one execute with 1 call, 50 sequential calls and 50 concurrent calls to
 // server-everything's get-sum, side by side in one run with interleaved rounds, for three arms:
 //   direct     — an SDK client calling the upstream itself (the floor);
 //   codemcp    — an SDK client calling codemcp's execute_python (one tools/call per workload);
@@ -192,7 +192,7 @@ const ver = (() => { try { return execFileSync(bin, ['--version'], { encoding: '
 const findingsFile = join(ROOT, 'bench', 'execute-findings.md');
 const findings = existsSync(findingsFile) ? readFileSync(findingsFile, 'utf8') : '';
 
-const report = `# execute_python benchmark (issue 3)
+const report = `# execute_python benchmark
 
 ${new Date().toISOString()} — ${ROUNDS} rounds after ${WARMUP} warm-up rounds; in every round each
 workload runs once per arm, arm order rotated round by round. ${cpuInfo.length} × ${cpuInfo[0]?.model ?? '?'},

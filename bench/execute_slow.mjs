@@ -1,4 +1,4 @@
-// Benchmark (issue 17): 100 concurrent calls to a tool that takes 100 ms, inside one
+// Benchmark: 100 concurrent calls to a tool that takes 100 ms, inside one
 // execute_python, against one such call — the target is ≤ 1.2× (the calls overlap, so the
 // gateway and the worker add only their per-call cost). The tool is tests/fixtures/
 // fake_upstream.py's `sleep` (every call on its own thread, so 100 calls sleep at once).
@@ -74,7 +74,7 @@ const c = paired('codemcp');
 // What codemcp adds over the upstream itself: this round's codemcp 100-call time over the same
 // round's direct 100-call time (the fixture's own spread of 100 threads is in both).
 const over = stats(t.codemcp.many.map((x, i) => x / t.direct.many[i])).median;
-const report = `# ${N} concurrent ${MS} ms calls vs one (bench/execute_slow.mjs, issue 17)
+const report = `# ${N} concurrent ${MS} ms calls vs one (bench/execute_slow.mjs)
 
 ${new Date().toISOString()} — ${ROUNDS} rounds after 2 warm-up rounds, arms and workloads interleaved;
 ${cpus().length} × ${cpus()[0]?.model ?? '?'}, load average ${load0.map((l) => fmt(l)).join(' / ')} at the start, ${loadavg().map((l) => fmt(l)).join(' / ')} at the end, commit ${rev},

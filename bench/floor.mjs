@@ -1,4 +1,4 @@
-// Benchmark: the floor of codemcp's process topology (issue 3). How fast can ANY
+// Benchmark: the floor of codemcp's process topology. How fast can ANY
 // implementation of client → gateway → worker → gateway → upstream (and back) be on this
 // machine? Three arms, side by side in one run with interleaved rounds, all driven by the same
 // client (LinePeer: newline-delimited JSON-RPC over stdio, so the client's cost is identical):
@@ -293,7 +293,7 @@ const pct = (x) => `${fmt(100 * x, 0)} %`;
 
 // The relays opt out of a profile (bench/floor/meson.build): a plain build of the tree's type.
 const relayType = buildType(join(FLOOR_DIR, 'floor-gateway')).replace(', profile-guided', '');
-const report = `# The topology floor (issue 3)
+const report = `# The topology floor
 
 ${new Date().toISOString()} — ${rounds.length} rounds after ${WARMUP} warm-up rounds; in every round each
 workload runs once per arm, arm order rotated round by round and reversed every other round. ${ncpu} × ${cpus()[0]?.model ?? '?'},

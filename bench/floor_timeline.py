@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Reads a `perf record -e raw_syscalls:sys_enter,raw_syscalls:sys_exit,sched:sched_switch,
 sched:sched_wakeup -p {gw},{wk},{up},{cl}` of bench/floor_trace.mjs (all four processes: the
-client, the gateway, the worker, the upstream) and prints two tables (issue 17):
+client, the gateway, the worker, the upstream) and prints two tables:
 
 1. Milestones of an execute, µs after the gateway read the client's request (quartiles of the
    first and of the last such event in each execute): the worker's reads and sends, the

@@ -1,4 +1,4 @@
-// Per-execute kernel evidence for issue 17: runs one arm (codemcp, floor-python's
+// Per-execute kernel evidence: runs one arm (codemcp, floor-python's
 // floor-gateway + floor-pyworker, or floor's floor-worker) with the floor's 2 ms gap between
 // executes and, during the measured executes, a command of yours with {gw} and {wk} replaced
 // by the gateway's and the worker's pids ({up}: the upstream's, {cl}: this client's) (perf

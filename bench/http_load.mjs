@@ -1,4 +1,4 @@
-// Benchmark (issue 5, "Benchmark"): 50 concurrent Streamable HTTP sessions, each running one
+// Benchmark: 50 concurrent Streamable HTTP sessions, each running one
 // execute_python with 10 upstream calls per task, against the same load sent by SDK clients
 // straight to the upstream. Side by side in one run:
 //   direct        — SESSIONS SDK clients (StreamableHTTPClientTransport) connected to
@@ -492,7 +492,7 @@ const beforeSection = beforeRows.length ? `
 ${beforeRows.join('\n')}
 ` : '';
 
-const report = `# Streamable HTTP load benchmark (issue 5)
+const report = `# Streamable HTTP load benchmark
 
 ${new Date().toISOString()} — ${SESSIONS} concurrent sessions per arm, ${CALLS} upstream calls per task,
 ${ROUNDS} rounds × ${SECONDS} s per arm after a ${WARMUP_SECONDS} s warm-up per arm; arm order rotated

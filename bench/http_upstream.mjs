@@ -1,4 +1,4 @@
-// Per-call cost of a Streamable HTTP upstream (issue 17): one execute_python making 1 / 50
+// Per-call cost of a Streamable HTTP upstream: one execute_python making 1 / 50
 // sequential / 50 concurrent get-sum calls to server-everything in streamableHttp mode, side by
 // side in one run with the same programs over a stdio upstream and with a direct SDK client
 // (StreamableHTTPClientTransport) making the same calls to the same HTTP server.

@@ -23,6 +23,14 @@ export const OPENAPI = {
   box: 'box.com.json',
   zoom: 'zoom.us.json',
 };
+// a second gateway of other APIs (tests/data/discovery/README.md, "Second catalog")
+export const OPENAPI2 = {
+  stripe: 'stripe.com.json',
+  slack: 'slack.com.json',
+  trello: 'trello.com.json',
+  asana: 'asana.com.json',
+  mailchimp: 'mailchimp.com.json',
+};
 
 export function codemcpBin() {
   const candidates = [process.env.CODEMCP_BIN, join(ROOT, 'build/src/codemcp'),

@@ -1,4 +1,4 @@
-// Benchmark (issue 12): the 2026-07-28 era against the 2025 one, over stdio and over
+// Benchmark: the 2026-07-28 era against the 2025 one, over stdio and over
 // Streamable HTTP (`codemcp start`), side by side.
 //   (1) first tools/call from process start: spawn codemcp (one upstream, server-everything),
 //       then — 2025: initialize + notifications/initialized + tools/call; 2026: tools/call with

@@ -1,5 +1,4 @@
-// Before/after of bench/modern.mjs's HTTP per-request part (issue 12: "the modern path no
-// slower"): `base` (CODEMCP_BASE_BIN, e.g. a build of main) and `head` (CODEMCP_BIN, default
+// Before/after of bench/modern.mjs's HTTP per-request part: `base` (CODEMCP_BASE_BIN, e.g. a build of main) and `head` (CODEMCP_BIN, default
 // build/src/codemcp) run `modern.mjs 0 <requests> perreq` alternately, `repeats` times each
 // (the order rotating), each run its own gateway. Every run yields, per request kind, the
 // gateway CPU per request of each era and the paired per-round ratios 2026 / 2025 (rounds of

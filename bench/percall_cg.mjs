@@ -1,4 +1,4 @@
-// Worker instructions per SDK call (issue 17): codemcp with its worker under callgrind.
+// Worker instructions per SDK call: codemcp with its worker under callgrind.
 // CODEMCP_WORKER_BIN is a wrapper that execs `valgrind --tool=callgrind codemcp-worker`
 // (host isolation, no prototype: one worker process to read); for each workload the
 // counters are zeroed (callgrind_control -z), N executes run, and the dump's total

@@ -1,4 +1,4 @@
-// Gateway CPU per execute (issue 17), two builds side by side: codemcp (CODEMCP_BIN) and
+// Gateway CPU per execute, two builds side by side: codemcp (CODEMCP_BIN) and
 // codemcp-before (CODEMCP_BIN_BEFORE), each with its own worker and server-everything, the
 // workloads of bench/execute.mjs run back to back, alternating builds in short blocks so a
 // busy phase of the shared machine hits both. CPU is the gateway process's own (schedstat of

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""pgo_train — the training run of codemcp's profile-guided release build (issue 17).
+"""pgo_train — the training run of codemcp's profile-guided release build.
 
 install.sh builds build-release/ with -Db_pgo=generate, runs this script on it, then rebuilds
 with -Db_pgo=use: GCC then compiles the gateway and the worker from the counts this run left

@@ -1,4 +1,4 @@
-// Benchmark (issue 11): what the worker sandbox costs, side by side in one run.
+// Benchmark: what the worker sandbox costs, side by side in one run.
 //   1. bench/execute.mjs's workloads (1 call, 50 sequential, 50 concurrent calls to
 //      server-everything's get-sum, and the empty program) on two stdio gateways, one with
 //      CODEMCP_ISOLATION=sandbox (the default) and one with =host, rounds interleaved.

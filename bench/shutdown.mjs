@@ -1,4 +1,4 @@
-// Benchmark (issue 9): SIGTERM to exit of a stdio codemcp whose upstream ignores SIGTERM and
+// Benchmark: SIGTERM to exit of a stdio codemcp whose upstream ignores SIGTERM and
 // stdin EOF (tests/fixtures/fake_upstream.py --stubborn), side by side with a baseline binary
 // (BASE_BIN, e.g. an older build); Claude Code sends SIGKILL 100-400 ms after SIGTERM.
 // Usage: [BASE_BIN=/path/to/old/codemcp] node bench/shutdown.mjs [reps]  → bench/results/shutdown.md

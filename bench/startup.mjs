@@ -1,4 +1,4 @@
-// Benchmark (issue 2): time from spawn to the initialize reply and to a complete
+// Benchmark: time from spawn to the initialize reply and to a complete
 // tools/list, for (a) codemcp with no upstreams, (b) codemcp in front of the three npm
 // servers, side by side with each of those servers spawned alone. Also gateway RSS.
 // Usage: node bench/startup.mjs [reps]   → bench/results/startup.md
@@ -63,7 +63,7 @@ for (const [name, rs] of Object.entries(results)) {
 const singles = Object.keys(SERVERS).map((n) => med[`${n} alone`].listed);
 const slowest = Math.max(...singles);
 const ratio = med['codemcp, 3 npm upstreams'].listed / slowest;
-const report = `# Start-up benchmark (issue 2)
+const report = `# Start-up benchmark
 
 ${new Date().toISOString()} — ${reps} rounds, variants interleaved in each round; medians in ms
 from spawn. RSS of the measured process (the gateway itself, not its children) after

@@ -1,4 +1,4 @@
-// A worker waiting for a slow upstream call (issue 17, wakewait): wake-ups and CPU of the
+// A worker waiting for a slow upstream call: wake-ups and CPU of the
 // worker while its program blocks 5 s in wait_reply, two worker builds side by side: the
 // worker next to CODEMCP_BIN (or CODEMCP_WORKER_BIN) and CODEMCP_WORKER_BIN_BEFORE, one
 // gateway each, the tests' fake upstream (its `sleep` tool) behind both, runs alternating.

@@ -65,8 +65,10 @@ static void usage(FILE *f)
           "                                    required; --print-token shows it, --no-auth\n"
           "                                    turns it off on loopback only); HTTP+SSE\n"
           "                                    (2024-11-05) clients connect to /sse\n"
-          "       codemcp setup opencode|claude-desktop|cursor|vscode [--dry-run]\n"
+          "       codemcp setup opencode|claude-desktop|cursor|vscode|claude-code|windsurf|\n"
+          "                     gemini-cli|cline|roo-code [--dry-run] [--undo]\n"
           "                                    move a harness's MCP servers behind codemcp\n"
+          "       codemcp init                 write a commented starter mcp.json\n"
           "       codemcp list|tools|instances      a running gateway's servers / tools / all "
           "gateways\n"
           "       codemcp enable|disable NAME [-d]  connect / disconnect a server now\n"
@@ -234,7 +236,7 @@ static void dump_what_clients_get(void)
         return;
     }
     char *instructions = NULL;
-    char *desc = cat_describe_for(dump_client, &instructions);
+    char *desc = cat_describe_for(dump_client, NULL, &instructions);
     if (!describe_only)
         printf("%s\n", cat_source());
     long budget = cat_budget_for(dump_client);
@@ -323,8 +325,10 @@ static void wire_run_pipeline(void)
                                       .is_starting = wk_is_starting});
     calls_set_hooks(&(struct calls_hooks){.run_lookup = run_call_rules,
                                           .call_done = run_on_call_done,
+                                          .write_done = run_on_write_done,
                                           .reply = ctl_send,
                                           .reply_parts = ctl_send_parts,
+                                          .reply_limit = ctl_frame_limit,
                                           .input_required = run_on_input_required});
 }
 
@@ -395,6 +399,8 @@ int main(int argc, char **argv)
     }
     if (optind < argc && strcmp(argv[optind], "setup") == 0)
         return setup_main(argc - optind - 1, argv + optind + 1, config_path);
+    if (optind < argc && strcmp(argv[optind], "init") == 0)
+        return init_main(argc - optind - 1, argv + optind + 1, config_path);
     if (optind < argc && strcmp(argv[optind], "auth") == 0) /* OAuth (oauth_cli.c) */
         return oauth_auth_main(argc - optind - 1, argv + optind + 1, config_path);
     if (optind < argc && strcmp(argv[optind], "policy") == 0) /* policy_cli.c */
@@ -500,9 +506,9 @@ int main(int argc, char **argv)
     up_set_listener(on_upstreams_changed);
     up_set_extras_listener(mcp_on_extras_changed);
     cat_set_listener(on_catalog_changed);
-    shapes_init();
+    shapes_init(mode != MODE_HTTP); /* stdio: one principal, whose view is the shared one */
     shapes_set_listener(on_shapes_changed);
-    use_init();
+    use_init(shapes_shared());
     cat_set_priority_source(use_ranked);
     cat_set_wake_hook(run_dispatch);
     cat_init();
@@ -535,6 +541,11 @@ int main(int argc, char **argv)
         return 1;
 
     up_start_all(&config);
+    /* With CODEMCP_PROTOTYPE_EARLY the prototype starts now, beside the upstreams: the first
+     * program's worker is forked from it. After them: its spawn takes the loop a few ms that
+     * their spawns need not wait for. */
+    if (serving)
+        wk_prestart();
     lp_timer_start(&settle_timer, 0, check_settled, NULL);
     lp_run();
 

@@ -21,7 +21,7 @@ import { createRequire } from 'node:module';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { githubTools } from '../catalog/github_api.mjs';
+import { githubTools } from '../../tests/catalog/github_api.mjs';
 
 const require = createRequire(import.meta.url);
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];

@@ -1,4 +1,4 @@
-/* floor-sccost — what the worker's seccomp filter and Landlock cost per syscall (issue 17).
+/* floor-sccost — what the worker's seccomp filter and Landlock cost per syscall.
  * Usage: floor-sccost none|trivial|codemcp|landlock   (one configuration per process; run
  * them alternately, pinned to one CPU). Loads, on itself, nothing / a one-rule filter / the
  * worker's own filter (src/worker/seal.c seal_seccomp, default sbx options) / Landlock plus

@@ -16,7 +16,8 @@ from typing import Any
 from codemcp_rt.redact import is_secret_key, redact, redact_text  # noqa: F401 (re-exported)
 from codemcp_rt.redact_rules import REDACTED  # noqa: F401 (re-exported)
 
-KINDS = ("timeout", "auth", "transport", "not_found", "upstream_error", "denied", "input_required", "budget")
+KINDS = ("timeout", "auth", "transport", "not_found", "upstream_error", "denied", "input_required",
+         "too_large", "budget")
 """The values ToolError.kind can take."""
 
 

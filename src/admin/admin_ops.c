@@ -61,7 +61,7 @@ static const char *auth_of(struct upstream *up)
     if (up->state != UP_READY && up->error &&
         (strstr(up->error, "needs_auth") || strstr(up->error, "401") || strstr(up->error, "403")))
         return "needs_auth";
-    return oagw_has_token(up->cfg) ? "oauth" : "none"; /* issue 14 */
+    return oagw_has_token(up->cfg) ? "oauth" : "none";
 }
 
 static int effective_tools(struct upstream *up)

@@ -25,7 +25,7 @@ static json_t *disabled;       /* SDK names of tools the config disables */
 static json_t *servers;        /* [{"server","state","tools"}] as of the last rebuild */
 static char *full_description; /* the full listing plus the not-ready note */
 static json_t *discovery;      /* {"fn": [signature, summary]} for search_tools/describe */
-static json_t *(*priority_source)(void);
+static json_t *(*priority_source)(const char *principal);
 
 void cat_set_listener(void (*on_change)(void))
 {
@@ -57,7 +57,7 @@ json_t *cat_discovery(void)
     return discovery;
 }
 
-void cat_set_priority_source(json_t *(*source)(void))
+void cat_set_priority_source(json_t *(*source)(const char *principal))
 {
     priority_source = source;
 }
@@ -138,9 +138,9 @@ static void desc_build(struct cat_desc *e, long budget, json_t *priority)
     e->priority = json_incref(priority);
 }
 
-static struct cat_desc *desc_lookup(long budget)
+static struct cat_desc *desc_lookup(long budget, const char *principal)
 {
-    json_t *priority = budget && priority_source ? priority_source() : NULL;
+    json_t *priority = budget && priority_source ? priority_source(principal) : NULL;
     struct cat_desc *slot = NULL;
     for (int i = 0; i < CAT_DESC_SLOTS; i++) {
         struct cat_desc *e = &desc_cache[i];
@@ -172,17 +172,17 @@ static struct cat_desc *desc_lookup(long budget)
     return slot;
 }
 
-char *cat_describe_for(const char *client, char **instructions)
+char *cat_describe_for(const char *client, const char *principal, char **instructions)
 {
-    struct cat_desc *e = desc_lookup(cat_budget_for(client));
+    struct cat_desc *e = desc_lookup(cat_budget_for(client), principal);
     if (instructions)
         *instructions = xstrdup(e->instructions);
     return xstrdup(e->description);
 }
 
-json_t *cat_describe_json_for(const char *client)
+json_t *cat_describe_json_for(const char *client, const char *principal)
 {
-    struct cat_desc *e = desc_lookup(cat_budget_for(client));
+    struct cat_desc *e = desc_lookup(cat_budget_for(client), principal);
     if (!e->description_json)
         e->description_json = json_string(e->description);
     return json_incref(e->description_json);

@@ -22,20 +22,21 @@ const char *cat_description(void);
 /* The description budget for a client (clientInfo.name, may be NULL): bytes, 0 = the full
  * listing. CODEMCP_DESCRIBE_BUDGET (a number, or "full") overrides the per-client table. */
 long cat_budget_for(const char *client);
-/* What `client` gets as the execute_python description (new string, caller frees) and, when
- * instructions is not NULL, the server instructions that carry the overflow (new string). */
-char *cat_describe_for(const char *client, char **instructions);
+/* What `client` of principal (NULL: none in particular) gets as the execute_python description (new
+ * string, caller frees) and, when instructions is not NULL, the server instructions that carry the
+ * overflow (new string). */
+char *cat_describe_for(const char *client, const char *principal, char **instructions);
 /* The same description as a JSON string (new reference; NULL only if it is not UTF-8). Both
  * are built once per budget and kept until the next rebuild or a different usage order, so
  * a caller holding the reference it got last time may compare pointers: equal pointer,
  * unchanged description. */
-json_t *cat_describe_json_for(const char *client);
+json_t *cat_describe_json_for(const char *client, const char *principal);
 /* {"<fn>": ["<signature>", "<summary>"]} for the worker's search_tools/describe (borrowed,
  * NULL before the first build). */
 json_t *cat_discovery(void);
-/* Where the budgeted description takes its preferred functions from (most used first):
- * returns a borrowed array of function names, or NULL. */
-void cat_set_priority_source(json_t *(*source)(void));
+/* Where the budgeted description takes its preferred functions from (most used first by the
+ * principal asking): returns a borrowed array of function names, or NULL. */
+void cat_set_priority_source(json_t *(*source)(const char *principal));
 /* With CODEMCP_DISCOVERY_TOOLS=1, search_tools and describe are MCP tools too, beside
  * execute_python: their definitions (new reference to an array), or NULL when off. */
 json_t *cat_discovery_tools(void);

@@ -7,8 +7,8 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <pthread.h>
-#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,25 +18,275 @@
 #define secret_words rr_secret_words
 #define secret_pairs rr_secret_pairs
 
-static regex_t value_re[N_PATTERNS], kv_re, plain_re, prose_re;
-static int value_groups[N_PATTERNS];
-static int compiled; /* -1: a pattern failed to compile (then text is left as is) */
+/* ---- the patterns, matched in linear time -----------------------------------------------
+ *
+ * The rules' patterns are POSIX ERE of a small subset (redact_rules.py): literals, bracket
+ * classes, the quantifiers * + ? {n} {n,} {n,m} and up to two groups, no alternation and no
+ * anchors. glibc's regexec costs O(n^2) on a long run of identifier characters (40 kB of
+ * "xxx…" took 4.5 s) and every log line and refused call is redacted on the event loop, so
+ * they are matched here instead: each atom is a byte class with a count, taken greedily. An
+ * atom whose class cannot start what follows it never gives a byte back (possessive: the
+ * match is the same); the others (PEM's "[A-Z ]*PRIVATE KEY") give back at most
+ * LM_BACKTRACK bytes. Where each class run ends is remembered per atom, so trying every start
+ * position costs O(atoms) each, not the length of the run: linear in the text. */
+#define LM_MAX_ATOMS 48
+#define LM_GROUPS    2
+#define LM_BACKTRACK 32
+#define LM_UNBOUNDED (-1)
+
+struct lm_atom {
+    unsigned char cls[32]; /* bit per byte value */
+    int min, max;          /* max LM_UNBOUNDED: no upper bound */
+    int possessive;
+};
+
+struct lm_pat {
+    struct lm_atom a[LM_MAX_ATOMS];
+    int n;
+    int groups;
+    int g_from[LM_GROUPS], g_to[LM_GROUPS]; /* atoms [from, to) of each group */
+};
+
+/* Where the class run of each atom ends, for starts in [lo, hi]: one per match pass. */
+struct lm_runs {
+    size_t lo[LM_MAX_ATOMS], hi[LM_MAX_ATOMS];
+};
+
+static int lm_has(const unsigned char *cls, unsigned char c)
+{
+    return (cls[c >> 3] >> (c & 7)) & 1;
+}
+
+static void lm_set(unsigned char *cls, unsigned char c)
+{
+    cls[c >> 3] |= (unsigned char)(1u << (c & 7));
+}
+
+/* Parses a bracket class at *re (after '['); 0, or -1 when it is malformed. */
+static int lm_class(const char **re, unsigned char *cls)
+{
+    const char *p = *re;
+    int negate = *p == '^';
+    if (negate)
+        p++;
+    unsigned char set[32] = {0};
+    int first = 1;
+    while (*p && (*p != ']' || first)) {
+        unsigned char lo = (unsigned char)*p, hi = lo;
+        if (p[1] == '-' && p[2] && p[2] != ']') {
+            hi = (unsigned char)p[2];
+            p += 3;
+        } else {
+            p++;
+        }
+        for (unsigned c = lo; c <= hi; c++)
+            lm_set(set, (unsigned char)c);
+        first = 0;
+    }
+    if (*p != ']')
+        return -1;
+    for (int i = 0; i < 32; i++)
+        cls[i] = negate ? (unsigned char)~set[i] : set[i];
+    if (negate)
+        cls[0] &= (unsigned char)~1u; /* never NUL: the text is a C string */
+    *re = p + 1;
+    return 0;
+}
+
+/* Parses a quantifier at *re (if any) into a. */
+static int lm_quantifier(const char **re, struct lm_atom *a)
+{
+    const char *p = *re;
+    a->min = a->max = 1;
+    if (*p == '*' || *p == '+' || *p == '?') {
+        a->min = *p == '+';
+        a->max = *p == '?' ? 1 : LM_UNBOUNDED;
+        p++;
+    } else if (*p == '{') {
+        char *e;
+        long lo = strtol(p + 1, &e, 10), hi = lo;
+        if (e == p + 1 || lo < 0 || lo > 1000)
+            return -1;
+        if (*e == ',') {
+            hi = e[1] == '}' ? LM_UNBOUNDED : strtol(e + 1, &e, 10);
+            if (hi == LM_UNBOUNDED)
+                e++;
+            else if (hi < lo || hi > 1000)
+                return -1;
+        }
+        if (*e != '}')
+            return -1;
+        a->min = (int)lo;
+        a->max = (int)hi;
+        p = e + 1;
+    }
+    *re = p;
+    return 0;
+}
+
+/* Whether atom k can stop early without changing any match: a fixed count, or a class that
+ * shares no byte with what may come right after it. */
+static int lm_possessive(const struct lm_pat *pt, int k)
+{
+    const struct lm_atom *a = &pt->a[k];
+    if (a->min == a->max)
+        return 1;
+    for (int j = k + 1; j < pt->n; j++) {
+        for (int i = 0; i < 32; i++)
+            if (a->cls[i] & pt->a[j].cls[i])
+                return 0;
+        if (pt->a[j].min > 0)
+            break;
+    }
+    return 1;
+}
+
+static int lm_compile(struct lm_pat *pt, const char *re)
+{
+    memset(pt, 0, sizeof(*pt));
+    int open = -1;
+    while (*re) {
+        if (*re == '(' || *re == ')') {
+            if ((*re == '(') != (open < 0) || (*re == '(' && pt->groups == LM_GROUPS))
+                return -1;
+            if (*re == '(') {
+                open = pt->groups;
+                pt->g_from[open] = pt->n;
+            } else {
+                pt->g_to[open] = pt->n;
+                pt->groups++;
+                open = -1;
+            }
+            re++;
+            continue;
+        }
+        if (pt->n == LM_MAX_ATOMS || strchr("|^$.*+?{", *re))
+            return -1; /* outside the subset: the rules' own test fails */
+        struct lm_atom *a = &pt->a[pt->n++];
+        if (*re == '[') {
+            re++;
+            if (lm_class(&re, a->cls) < 0)
+                return -1;
+        } else {
+            if (*re == '\\' && re[1])
+                re++;
+            lm_set(a->cls, (unsigned char)*re++);
+        }
+        if (lm_quantifier(&re, a) < 0)
+            return -1;
+    }
+    if (open >= 0)
+        return -1;
+    for (int k = 0; k < pt->n; k++)
+        pt->a[k].possessive = lm_possessive(pt, k);
+    return 0;
+}
+
+/* End of atom k's class run from p (remembered in r). */
+static size_t lm_run_end(struct lm_runs *r, int k, const struct lm_atom *a, const char *t,
+                         size_t len, size_t p)
+{
+    if (p >= r->lo[k] && p <= r->hi[k])
+        return r->hi[k];
+    size_t e = p;
+    while (e < len && lm_has(a->cls, (unsigned char)t[e]))
+        e++;
+    r->lo[k] = p;
+    r->hi[k] = e;
+    return e;
+}
+
+/* Matches atoms k.. at p; on success *end and the group bounds g[2i], g[2i+1] are set. */
+static int lm_at(const struct lm_pat *pt, struct lm_runs *r, const char *t, size_t len, int k,
+                 size_t p, size_t *g, size_t *end)
+{
+    if (k == pt->n) {
+        *end = p;
+        return 1;
+    }
+    const struct lm_atom *a = &pt->a[k];
+    for (int i = 0; i < pt->groups; i++)
+        if (pt->g_from[i] == k)
+            g[2 * i] = p;
+    size_t most = lm_run_end(r, k, a, t, len, p) - p;
+    if (a->max != LM_UNBOUNDED && most > (size_t)a->max)
+        most = (size_t)a->max;
+    if (most < (size_t)a->min)
+        return 0;
+    size_t least = a->possessive                          ? most
+                   : most - (size_t)a->min > LM_BACKTRACK ? most - LM_BACKTRACK
+                                                          : (size_t)a->min;
+    for (size_t n = most;; n--) {
+        for (int i = 0; i < pt->groups; i++)
+            if (pt->g_to[i] == k + 1)
+                g[2 * i + 1] = p + n;
+        if (lm_at(pt, r, t, len, k + 1, p + n, g, end))
+            return 1;
+        if (n == least)
+            return 0;
+    }
+}
+
+/* The leftmost match at or after from: 1 with its start, end and groups, else 0. */
+static int lm_search(const struct lm_pat *pt, struct lm_runs *r, const char *t, size_t len,
+                     size_t from, size_t *start, size_t *end, size_t *g)
+{
+    for (size_t s = from; s < len; s++) {
+        if (pt->a[0].min > 0 && !lm_has(pt->a[0].cls, (unsigned char)t[s]))
+            continue;
+        if (lm_at(pt, r, t, len, 0, s, g, end)) {
+            *start = s;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void lm_runs_reset(struct lm_runs *r)
+{
+    memset(r->lo, 0xFF, sizeof(r->lo)); /* lo > hi: nothing remembered */
+    memset(r->hi, 0, sizeof(r->hi));
+}
+
+/* ---- the rules ---------------------------------------------------------------------------- */
+
+static struct lm_pat value_pat[N_PATTERNS], kv_pat;
+static int compiled; /* -1: a pattern is outside the subset (then text is left as is) */
 static pthread_once_t compile_once = PTHREAD_ONCE_INIT;
 
 static void compile_all(void)
 {
     compiled = 1;
-    for (size_t i = 0; i < N_PATTERNS; i++) {
-        if (regcomp(&value_re[i], rr_value_patterns[i][1], REG_EXTENDED) != 0)
+    for (size_t i = 0; i < N_PATTERNS; i++)
+        if (lm_compile(&value_pat[i], rr_value_patterns[i][1]) < 0)
             compiled = -1;
-        else
-            value_groups[i] = (int)value_re[i].re_nsub;
-    }
-    if (regcomp(&kv_re, RR_KEY_VALUE_PATTERN, REG_EXTENDED) != 0 ||
-        regcomp(&plain_re, "^(-?[0-9][0-9.]*|true|false|null|None|True|False)$", REG_EXTENDED) !=
-            0 ||
-        regcomp(&prose_re, "^[a-z]{1,7}$", REG_EXTENDED) != 0)
+    if (lm_compile(&kv_pat, RR_KEY_VALUE_PATTERN) < 0)
         compiled = -1;
+}
+
+/* "-?[0-9][0-9.]*|true|false|null|None|True|False", the whole of v. */
+static int is_plain(const char *v)
+{
+    static const char *const words[] = {"true", "false", "null", "None", "True", "False"};
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (!strcmp(v, words[i]))
+            return 1;
+    if (*v == '-')
+        v++;
+    if (*v < '0' || *v > '9')
+        return 0;
+    while ((*v >= '0' && *v <= '9') || *v == '.')
+        v++;
+    return *v == '\0';
+}
+
+/* "[a-z]{1,7}", the whole of v. */
+static int is_prose_word(const char *v)
+{
+    size_t n = 0;
+    while (v[n] >= 'a' && v[n] <= 'z')
+        n++;
+    return n >= 1 && n <= 7 && v[n] == '\0';
 }
 
 /* Splits key into lowercase words: on non-alphanumerics, at lower→Upper, and before the
@@ -116,57 +366,58 @@ static int is_alnum(char c)
 /* One value pattern over text: a new string (caller frees). */
 static char *apply_value(size_t k, const char *text)
 {
+    const struct lm_pat *pt = &value_pat[k];
+    struct lm_runs runs;
+    lm_runs_reset(&runs);
     struct buf out = {0};
-    const char *p = text, *search = text;
-    regmatch_t m[2];
-    while (*search && regexec(&value_re[k], search, 2, m, search == text ? 0 : REG_NOTBOL) == 0) {
-        const char *start = search + m[0].rm_so, *end = search + m[0].rm_eo;
-        if (start > text && is_alnum(*start) && is_alnum(start[-1])) {
+    size_t len = strlen(text), p = 0, search = 0, start, end, g[2 * LM_GROUPS];
+    while (search < len && lm_search(pt, &runs, text, len, search, &start, &end, g)) {
+        if (start > 0 && is_alnum(text[start]) && is_alnum(text[start - 1])) {
             search = start + 1;
             continue;
         }
-        const char *a = start, *b = end;
-        if (value_groups[k] >= 1 && m[1].rm_so >= 0) {
-            a = search + m[1].rm_so;
-            b = search + m[1].rm_eo;
+        size_t a = start, b = end;
+        if (pt->groups >= 1) {
+            a = g[0];
+            b = g[1];
         }
-        buf_append(&out, p, (size_t)(a - p));
+        buf_append(&out, text + p, a - p);
         buf_appends(&out, RR_REDACTED);
-        buf_append(&out, b, (size_t)(end - b));
+        buf_append(&out, text + b, end - b);
         p = search = end; /* no pattern matches the empty string */
     }
-    buf_appends(&out, p);
+    buf_appends(&out, text + p);
     return buf_steal(&out);
 }
 
 static char *apply_key_values(const char *text)
 {
+    struct lm_runs runs;
+    lm_runs_reset(&runs);
     struct buf out = {0};
-    const char *p = text, *search = text;
-    regmatch_t m[3];
-    while (*search && regexec(&kv_re, search, 3, m, search == text ? 0 : REG_NOTBOL) == 0) {
+    size_t len = strlen(text), p = 0, search = 0, start, end, g[2 * LM_GROUPS];
+    while (search < len && lm_search(&kv_pat, &runs, text, len, search, &start, &end, g)) {
         char key[128], val[64];
-        size_t kl = (size_t)(m[1].rm_eo - m[1].rm_so), vl = (size_t)(m[2].rm_eo - m[2].rm_so);
-        snprintf(key, sizeof(key), "%.*s", (int)kl, search + m[1].rm_so);
+        size_t kl = g[1] - g[0], vl = g[3] - g[2];
+        snprintf(key, sizeof(key), "%.*s", (int)(kl < sizeof(key) ? kl : sizeof(key) - 1),
+                 text + g[0]);
         snprintf(val, sizeof(val), "%.*s", (int)(vl < sizeof(val) ? vl : sizeof(val) - 1),
-                 search + m[2].rm_so);
-        const char *vstart = search + m[2].rm_so, *vend = search + m[2].rm_eo;
-        const char *kend = search + m[1].rm_eo;
+                 text + g[2]);
+        const char *vstart = text + g[2], *kend = text + g[1];
         /* "needs_auth: the server ..." is a sentence: a short lowercase word after ": " */
         int sep_strict = memchr(kend, '=', (size_t)(vstart - kend)) != NULL ||
                          memchr(kend, '"', (size_t)(vstart - kend)) != NULL;
-        int prose = !sep_strict && vl < sizeof(val) && regexec(&prose_re, val, 0, NULL, 0) == 0;
-        if (!redact_is_secret_key(key) ||
-            (vl < sizeof(val) && regexec(&plain_re, val, 0, NULL, 0) == 0) ||
+        int prose = !sep_strict && vl < sizeof(val) && is_prose_word(val);
+        if (!redact_is_secret_key(key) || (vl < sizeof(val) && is_plain(val)) ||
             strcmp(val, RR_REDACTED) == 0 || prose) {
-            search = vstart;
+            search = g[2];
             continue;
         }
-        buf_append(&out, p, (size_t)(vstart - p));
+        buf_append(&out, text + p, g[2] - p);
         buf_appends(&out, RR_REDACTED);
-        p = search = vend;
+        p = search = g[3];
     }
-    buf_appends(&out, p);
+    buf_appends(&out, text + p);
     return buf_steal(&out);
 }
 
@@ -199,8 +450,7 @@ static int keep_under_secret_key(json_t *v)
 }
 
 /* Bytes past the shown max_str that are still redacted, so that a secret across the cut
- * is found. Never the whole of a long string: the patterns cost O(n^2) on a long run of
- * identifier characters (regexec took 4.5 s for 40 kB of "xxx…", ~45 min for 1 MB), and a
+ * is found. Never the whole of a long string: what is not shown need not be read, and a
  * worker's call_tool arguments are redacted on the event loop when a call is refused. */
 #define REDACT_MARGIN 512
 
@@ -270,7 +520,7 @@ json_t *redact_json(json_t *v, size_t max_str)
 char *redact_dump(json_t *v, size_t max_len)
 {
     /* Its text is cut to max_len: a few times that in strings is all it can show, and a
-     * worker's refused call may hold 64 MB of them (each costs its regexec passes). */
+     * worker's refused call may hold 64 MB of them (each costs its pattern passes). */
     size_t budget = 4 * max_len + 1024;
     json_t *r = redact_walk(v, 200, &budget);
     char *text = jf_dumps(r); /* json_dumps' compact bytes, big integers as digits */

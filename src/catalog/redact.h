@@ -3,8 +3,8 @@
  * The rules (secret words and word pairs for keys, credential-shaped value patterns, the
  * key=value pattern for free text) live in python/codemcp_rt/redact_rules.py, the one list
  * the worker's Python runtime (codemcp_rt.redact) applies too; the build generates
- * redact_rules.h from it (src/catalog/gen_redact_rules.py), and tests/python/test_redact.py runs one
- * corpus through both sides. Word-based keys on purpose: `author`, `tokenizer_mode` and
+ * redact_rules.h from it (src/catalog/gen_redact_rules.py), and tests/python/test_redact.py runs
+ * one corpus through both sides. Word-based keys on purpose: `author`, `tokenizer_mode` and
  * `max_tokens` are not secrets, `x-api-key`, `sessionKey` and `accessToken` are. Thread-safe
  * (the curl thread logs too); the patterns are compiled once. */
 #ifndef CODEMCP_REDACT_H

@@ -14,10 +14,27 @@
 #define EXEMPLAR_BYTES  600
 #define LEARN_MAX_TEXT  (256 * 1024)
 #define SHAPE_MAX_DEPTH 24
+/* What is learned from results is bounded (agent code decides what its tools return when it
+ * calls a server it controls): a learned shape keeps objects to SHAPE_LEARN_DEPTH levels, and
+ * a tool whose learned shape would hold more than SHAPE_TOOL_KEYS fields becomes "any"
+ * (never flags code, shows no exemplar). A principal learns at most SHAPE_SCOPE_KEYS fields
+ * over all its tools, and all of them together SHAPE_TOTAL_KEYS; past that nothing more is
+ * learned. Keys are identifier-like and at most SHAPE_KEY_MAX bytes, so bytes are bounded
+ * with them (a few hundred bytes a field in memory). */
+#define SHAPE_LEARN_DEPTH 8
+#define SHAPE_TOOL_KEYS   256
+#define SHAPE_SCOPE_KEYS  4096
+#define SHAPE_TOTAL_KEYS  32768
+#define SHAPE_KEY_MAX     64
 
 static int enabled = -1;
-static json_t *learned; /* fn -> shape */
-static int version;
+static int shared;             /* CODEMCP_SHARE_LEARNING: one scope for every principal */
+static json_t *seeds;          /* fn -> shape from the tool's outputSchema: for everyone */
+static json_t *scopes;         /* scope ("" shared, else a principal) -> {fn -> learned shape} */
+static json_t *scope_versions; /* principal -> int: the version of its view */
+static size_t total_keys;
+static int version;        /* counts every change: a version is never reused */
+static int shared_version; /* of the shared view (seeds + scope "") */
 static void (*listener)(void);
 
 void shapes_set_listener(void (*on_change)(void))
@@ -25,20 +42,25 @@ void shapes_set_listener(void (*on_change)(void))
     listener = on_change;
 }
 
-/* Structures already absorbed, per function (shapes_learn_text): hash(fn, js_shape_hash) | 1,
- * open addressing, emptied when 3/4 full. Absorbing a structure again never changes what was
- * learned (shapes_merge is a join: idempotent, commutative, associative), so a result whose
- * structure is in here is skipped without building its tree. Keyed per process (getrandom):
- * a collision, which would only leave one structure unlearned, cannot be aimed at offline. */
+/* Structures already absorbed, per scope and function (shapes_learn_text): hash(scope, fn,
+ * js_shape_hash) | 1, open addressing, emptied when 3/4 full. Absorbing a structure again
+ * never changes what was learned (shapes_merge is a join: idempotent, commutative,
+ * associative), so a result whose structure is in here is skipped without building its tree.
+ * Keyed per process (getrandom): a collision, which would only leave one structure
+ * unlearned, cannot be aimed at offline. */
 #define SEEN_SLOTS 4096
 static uint64_t seen[SEEN_SLOTS];
 static size_t n_seen;
 static uint64_t seen_key = 0x6A09E667F3BCC909ULL;
 
-void shapes_init(void)
+void shapes_init(int share_default)
 {
     enabled = env_bool("CODEMCP_LEARN_SHAPES", 1);
-    learned = json_object();
+    shared = env_bool("CODEMCP_SHARE_LEARNING", share_default);
+    seeds = json_object();
+    scopes = json_object();
+    scope_versions = json_object();
+    total_keys = 0;
     uint64_t k;
     if (getrandom(&k, sizeof(k), GRND_NONBLOCK) == (ssize_t)sizeof(k))
         seen_key ^= k;
@@ -51,14 +73,44 @@ int shapes_enabled(void)
     return enabled > 0;
 }
 
-json_t *shapes_all(void)
+int shapes_shared(void)
 {
-    return learned;
+    return shared;
 }
 
-int shapes_version(void)
+/* Where what a principal's results teach goes. */
+static const char *scope_of(const char *principal)
 {
-    return version;
+    return shared || !principal ? "" : principal;
+}
+
+static const char *kind(json_t *s);
+
+json_t *shapes_view(const char *principal)
+{
+    json_t *view = json_copy(seeds);
+    const char *fn;
+    json_t *s;
+    json_object_foreach(json_object_get(scopes, scope_of(principal)), fn, s)
+    {
+        json_t *seed = json_object_get(seeds, fn);
+        json_object_set_new(view, fn, seed ? shapes_merge(seed, s) : json_incref(s));
+    }
+    return view;
+}
+
+int shapes_has(const char *principal, const char *fn)
+{
+    return json_object_get(seeds, fn) ||
+           json_object_get(json_object_get(scopes, scope_of(principal)), fn);
+}
+
+int shapes_version_for(const char *principal)
+{
+    if (shared || !principal)
+        return shared_version;
+    json_t *v = json_object_get(scope_versions, principal);
+    return v ? (int)json_integer_value(v) : shared_version;
 }
 
 static json_t *leaf(const char *t)
@@ -77,18 +129,42 @@ static const char *kind(json_t *s)
     return k ? k : "any";
 }
 
-static json_t *value_shape(json_t *v, int depth)
+/* A key that may reach a description, describe() or the validator: an identifier of at most
+ * SHAPE_KEY_MAX bytes. Anything else (prose, markup, an instruction to the model) is never
+ * kept: its object is marked open, so code reading it is not flagged either. */
+static int identifier_key(const char *key)
 {
-    if (depth > SHAPE_MAX_DEPTH)
+    if (!((key[0] >= 'A' && key[0] <= 'Z') || (key[0] >= 'a' && key[0] <= 'z') || key[0] == '_'))
+        return 0;
+    size_t n = 0;
+    for (const char *p = key; *p; p++, n++)
+        if (n >= SHAPE_KEY_MAX || !((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+                                    (*p >= '0' && *p <= '9') || *p == '_'))
+            return 0;
+    return 1;
+}
+
+static json_t *value_shape(json_t *v, int depth, int max_depth)
+{
+    if (depth > max_depth)
         return any();
     switch (json_typeof(v)) {
     case JSON_OBJECT: {
         json_t *fields = json_object();
         const char *key;
         json_t *val;
+        int open = 0;
         json_object_foreach(v, key, val)
-            json_object_set_new(fields, key, value_shape(val, depth + 1));
-        return json_pack("{s:s, s:o}", "k", "object", "fields", fields);
+        {
+            if (identifier_key(key))
+                json_object_set_new(fields, key, value_shape(val, depth + 1, max_depth));
+            else
+                open = 1;
+        }
+        json_t *out = json_pack("{s:s, s:o}", "k", "object", "fields", fields);
+        if (open)
+            json_object_set_new(out, "open", json_true());
+        return out;
     }
     case JSON_ARRAY: {
         json_t *items = NULL;
@@ -96,7 +172,7 @@ static json_t *value_shape(json_t *v, int depth)
         json_t *val;
         json_array_foreach(v, i, val)
         {
-            json_t *s = value_shape(val, depth + 1);
+            json_t *s = value_shape(val, depth + 1, max_depth);
             json_t *m = items ? shapes_merge(items, s) : json_incref(s);
             json_decref(items);
             json_decref(s);
@@ -122,7 +198,7 @@ static json_t *value_shape(json_t *v, int depth)
 
 json_t *shapes_of_value(json_t *v)
 {
-    return value_shape(v, 0);
+    return value_shape(v, 0, SHAPE_MAX_DEPTH);
 }
 
 json_t *shapes_merge(json_t *a, json_t *b)
@@ -182,12 +258,18 @@ static json_t *schema_shape(json_t *s, int depth)
         json_t *fields = json_object();
         const char *key;
         json_t *p;
+        int open = 0;
         json_object_foreach(props, key, p)
-            json_object_set_new(fields, key, schema_shape(p, depth + 1));
+        {
+            if (identifier_key(key))
+                json_object_set_new(fields, key, schema_shape(p, depth + 1));
+            else
+                open = 1;
+        }
         json_t *out = json_pack("{s:s, s:o}", "k", "object", "fields", fields);
         json_t *ap = json_object_get(s, "additionalProperties");
-        /* Unknown keys are possible unless the schema says otherwise. */
-        if (!json_is_false(ap))
+        /* Unknown keys are possible unless the schema says otherwise (or one was left out). */
+        if (!json_is_false(ap) || open)
             json_object_set_new(out, "open", json_true());
         return out;
     }
@@ -280,13 +362,24 @@ char *shapes_exemplar(json_t *shape)
 
 /* ---- learning --------------------------------------------------------------------------- */
 
-static void publish(void)
+/* Fields in shape s, counting s itself: what a learned shape costs. */
+static size_t shape_keys(json_t *s)
 {
-    version++;
-    json_t *ex = json_object();
+    size_t n = 1;
+    const char *key;
+    json_t *f;
+    json_object_foreach(json_object_get(s, "fields"), key, f) n += shape_keys(f);
+    json_t *items = json_object_get(s, "items");
+    return items ? n + shape_keys(items) : n;
+}
+
+/* The exemplars of the shared view go into the SDK and the description every principal gets. */
+static void publish_exemplars(void)
+{
+    json_t *view = shapes_view(NULL), *ex = json_object();
     const char *fn;
     json_t *s;
-    json_object_foreach(learned, fn, s)
+    json_object_foreach(view, fn, s)
     {
         if (!strcmp(kind(s), "any"))
             continue;
@@ -296,13 +389,33 @@ static void publish(void)
     }
     cat_set_exemplars(ex);
     json_decref(ex);
+    json_decref(view);
+}
+
+/* A change to the seeds (scope NULL: every view), the shared scope "" or a principal's. Each
+ * view that changed gets a version of its own: a worker holding one view is never taken for
+ * holding another. */
+static void publish(const char *scope)
+{
+    if (!scope) {
+        const char *name;
+        json_t *v;
+        json_object_foreach(scope_versions, name, v) json_integer_set(v, ++version);
+    } else if (*scope) {
+        json_object_set_new(scope_versions, scope, json_integer(++version));
+    }
+    if (!scope || !*scope) {
+        shared_version = ++version;
+        publish_exemplars();
+    }
     if (listener)
         listener();
 }
 
-/* Adds shape s (stolen) for fn; returns 1 if anything changed. */
-static int absorb(const char *fn, json_t *s)
+/* Adds learned shape s (stolen) for fn to scope, within the bounds; 1 if anything changed. */
+static int absorb(const char *scope, const char *fn, json_t *s)
 {
+    json_t *learned = json_object_get(scopes, scope);
     json_t *old = json_object_get(learned, fn);
     json_t *merged = old ? shapes_merge(old, s) : json_incref(s);
     json_decref(s);
@@ -310,6 +423,29 @@ static int absorb(const char *fn, json_t *s)
         json_decref(merged);
         return 0;
     }
+    size_t was = old ? shape_keys(old) : 0, now = shape_keys(merged);
+    if (now > SHAPE_TOOL_KEYS) { /* too wide to be a record type: never flag, never show */
+        json_decref(merged);
+        if (old && !strcmp(kind(old), "any"))
+            return 0;
+        merged = any();
+        now = 1;
+    }
+    size_t in_scope = 0;
+    const char *f;
+    json_t *v;
+    json_object_foreach(learned, f, v) in_scope += shape_keys(v);
+    if (now > was &&
+        (in_scope + now - was > SHAPE_SCOPE_KEYS || total_keys + now - was > SHAPE_TOTAL_KEYS)) {
+        log_debug("shapes", "not learning more for %s: the bound on learned shapes is reached", fn);
+        json_decref(merged);
+        return 0;
+    }
+    if (!learned) {
+        learned = json_object();
+        json_object_set_new(scopes, scope, learned);
+    }
+    total_keys = total_keys + now - was;
     json_object_set_new(learned, fn, merged);
     return 1;
 }
@@ -324,12 +460,13 @@ void shapes_seed(void)
     json_object_foreach(cat_functions(), fn, f)
     {
         json_t *schema = json_object_get(f, "output_schema");
-        if (!schema || json_object_get(learned, fn))
+        if (!schema || json_object_get(seeds, fn))
             continue;
-        changed |= absorb(fn, shapes_of_schema(schema));
+        json_object_set_new(seeds, fn, shapes_of_schema(schema));
+        changed = 1;
     }
     if (changed)
-        publish();
+        publish(NULL);
 }
 
 /* The value the worker will see: structuredContent, else text parsed as JSON, else (text
@@ -362,24 +499,28 @@ static json_t *unwrapped(json_t *result)
     return v;
 }
 
-void shapes_learn(const char *fn, json_t *call_result)
+void shapes_learn(const char *principal, const char *fn, json_t *call_result)
 {
     if (!shapes_enabled() || !fn || json_is_true(json_object_get(call_result, "isError")))
         return;
     json_t *v = unwrapped(call_result);
     if (!v)
         return; /* images, resources: nothing the validator can use */
-    int changed = absorb(fn, shapes_of_value(v));
+    const char *scope = scope_of(principal);
+    int changed = absorb(scope, fn, value_shape(v, 0, SHAPE_LEARN_DEPTH));
     json_decref(v);
     if (changed) {
         log_debug("shapes", "learned a new shape for %s", fn);
-        publish();
+        publish(scope);
     }
 }
 
-static uint64_t seen_slot_key(const char *fn, uint64_t structure)
+static uint64_t seen_slot_key(const char *scope, const char *fn, uint64_t structure)
 {
     uint64_t h = seen_key ^ 0xCBF29CE484222325ULL;
+    for (const unsigned char *p = (const unsigned char *)scope; *p; p++)
+        h = (h ^ *p) * 0x100000001B3ULL;
+    h = (h ^ 0x1F) * 0x100000001B3ULL; /* "a"+"bc" is not "ab"+"c" */
     for (const unsigned char *p = (const unsigned char *)fn; *p; p++)
         h = (h ^ *p) * 0x100000001B3ULL;
     h ^= structure + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
@@ -449,7 +590,7 @@ static int text_structure(const char *raw, size_t len, uint64_t *out)
     return -1;
 }
 
-void shapes_learn_text(const char *fn, const char *raw, size_t len)
+void shapes_learn_text(const char *principal, const char *fn, const char *raw, size_t len)
 {
     if (!shapes_enabled() || !fn)
         return;
@@ -457,11 +598,11 @@ void shapes_learn_text(const char *fn, const char *raw, size_t len)
     int known = text_structure(raw, len, &structure);
     if (known < 0)
         return;
-    uint64_t k = known ? seen_slot_key(fn, structure) : 0;
+    uint64_t k = known ? seen_slot_key(scope_of(principal), fn, structure) : 0;
     if (known && seen_check(k, 0))
         return; /* absorbed before: nothing can change */
     json_t *result = jf_loadb(raw, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL);
-    shapes_learn(fn, result);
+    shapes_learn(principal, fn, result);
     json_decref(result);
     if (known)
         seen_check(k, 1);
@@ -469,6 +610,8 @@ void shapes_learn_text(const char *fn, const char *raw, size_t len)
 
 void shapes_free(void)
 {
-    json_decref(learned);
-    learned = NULL;
+    json_decref(seeds);
+    json_decref(scopes);
+    json_decref(scope_versions);
+    seeds = scopes = scope_versions = NULL;
 }

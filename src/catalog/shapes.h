@@ -9,27 +9,39 @@
  *   {"k":"leaf","t":"str|int|float|bool|None"}           {"k":"any"}
  * "open" objects (schema allows unknown keys) and "any" are never used to flag code.
  * Learning runs on the loop after a call completed: it never delays the call's answer
- * to the worker (the answer is sent first) and never touches a run in flight. */
+ * to the worker (the answer is sent first) and never touches a run in flight.
+ * What a principal's results teach is that principal's (shapes_view), bounded per tool, per
+ * principal and in total, and holds only identifier-like keys: a result's key names never
+ * reach another principal's describe(), validator or description. */
 #ifndef CODEMCP_SHAPES_H
 #define CODEMCP_SHAPES_H
 
 #include <jansson.h>
 #include <stddef.h>
 
-void shapes_init(void);
-/* Called after the learned set changed (to ship it to the workers). */
+/* share_default: CODEMCP_SHARE_LEARNING's default (a gateway with one principal shares). */
+void shapes_init(int share_default);
+/* Called after a view changed (to ship it to the workers). */
 void shapes_set_listener(void (*on_change)(void));
 int shapes_enabled(void);
+/* 1 when every principal learns into one shared view (CODEMCP_SHARE_LEARNING); else each
+ * principal's results teach only that principal's view, and the shared view (the SDK, the
+ * description) holds only what outputSchemas declare. */
+int shapes_shared(void);
 /* Seeds from the catalog's outputSchemas (call after each catalog rebuild). */
 void shapes_seed(void);
-/* Learns from a successful CallToolResult (borrowed) of SDK function fn. */
-void shapes_learn(const char *fn, json_t *call_result);
+/* Learns from a successful CallToolResult (borrowed) of SDK function fn, called by a run of
+ * principal (NULL: the shared view). */
+void shapes_learn(const char *principal, const char *fn, json_t *call_result);
 /* The same from the result's bytes (a canonical JSON object, jsonscan.h): a result whose
  * structure was learned before for fn is skipped without building its tree. */
-void shapes_learn_text(const char *fn, const char *raw, size_t len);
-/* {"fn": shape} (borrowed) and a version that changes when it does. */
-json_t *shapes_all(void);
-int shapes_version(void);
+void shapes_learn_text(const char *principal, const char *fn, const char *raw, size_t len);
+/* {"fn": shape} what principal's workers get (NULL: the shared view, the prototype's), a new
+ * reference; and a version that changes when it does (never the same for two contents). */
+json_t *shapes_view(const char *principal);
+/* Whether principal's view has a shape for fn (seeded or learned). O(1). */
+int shapes_has(const char *principal, const char *fn);
+int shapes_version_for(const char *principal);
 /* Exemplar text of one shape (caller frees). */
 char *shapes_exemplar(json_t *shape);
 /* Merges b into a (both borrowed); returns a new reference. */

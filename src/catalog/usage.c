@@ -12,15 +12,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define USE_MAX_ENTRIES   2000 /* the least used are dropped beyond this */
-#define USE_SAVE_DELAY_MS 3000
+#define USE_MAX_ENTRIES    2000 /* per scope: the least used are dropped beyond this */
+#define USE_MAX_PRINCIPALS 1024 /* principals with counts of their own; more are not counted */
+#define USE_SAVE_DELAY_MS  3000
 
-static json_t *counts; /* {"fn": n} */
-static json_t *ranked; /* cache, NULL when stale */
+static int shared;     /* one scope for every principal (use_init) */
+static json_t *scopes; /* {"" or principal: {"fn": n}} */
+static json_t *ranked; /* {scope: [fn...]}: cache, an entry is dropped when stale */
 static char *path;     /* NULL: memory only */
 static int dirty;
 static int timer_armed;
 static struct lp_timer save_timer;
+
+static const char *scope_of(const char *principal)
+{
+    return shared || !principal ? "" : principal;
+}
 
 static char *use_default_path(void)
 {
@@ -63,13 +70,16 @@ static void use_save(void)
     use_make_dirs(path);
     struct buf tmp = {0};
     buf_printf(&tmp, "%s.%d.tmp", path, (int)getpid());
-    json_t *doc = json_pack("{s:i, s:O}", "version", 1, "counts", counts);
+    json_t *principals = json_copy(scopes), *counts = json_object_get(scopes, "");
+    json_object_del(principals, "");
+    json_t *doc =
+        json_pack("{s:i, s:O?, s:o}", "version", 2, "counts", counts, "principals", principals);
     int fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     int ok = fd >= 0 && json_dumpfd(doc, fd, JSON_COMPACT) == 0;
     if (fd >= 0 && close(fd) < 0)
         ok = 0;
     if (ok && rename(tmp.data, path) == 0)
-        log_debug("usage", "saved %zu counts to %s", json_object_size(counts), path);
+        log_debug("usage", "saved the counts of %zu scopes to %s", json_object_size(scopes), path);
     else {
         log_warn("usage", "cannot write %s: %s (usage counts stay in memory)", path,
                  strerror(errno));
@@ -86,38 +96,67 @@ static void use_on_timer(void *ud)
     use_save();
 }
 
-void use_init(void)
+/* Positive counts of c into a new object (NULL when c holds none). */
+static json_t *valid_counts(json_t *c)
 {
-    counts = json_object();
+    json_t *out = NULL;
+    const char *fn;
+    json_t *v;
+    json_object_foreach(c, fn, v)
+    {
+        if (!json_is_integer(v) || json_integer_value(v) <= 0 || strlen(fn) >= 512)
+            continue;
+        if (!out)
+            out = json_object();
+        json_object_set(out, fn, v);
+    }
+    return out;
+}
+
+void use_init(int shared_scope)
+{
+    shared = shared_scope;
+    scopes = json_object();
+    ranked = json_object();
     path = use_default_path();
     if (!path)
         return;
     json_error_t err;
     json_t *doc = json_load_file(path, 0, &err);
-    json_t *c = json_object_get(doc, "counts");
-    const char *fn;
-    json_t *v;
-    json_object_foreach(c, fn, v)
+    json_t *c = valid_counts(json_object_get(doc, "counts"));
+    if (c)
+        json_object_set_new(scopes, "", c);
+    const char *p;
+    json_t *pc;
+    json_object_foreach(json_object_get(doc, "principals"), p, pc)
     {
-        if (json_is_integer(v) && json_integer_value(v) > 0 && strlen(fn) < 512)
-            json_object_set(counts, fn, v);
+        if (!*p || json_object_size(scopes) > USE_MAX_PRINCIPALS || !(c = valid_counts(pc)))
+            continue;
+        json_object_set_new(scopes, p, c);
     }
     if (!doc && access(path, F_OK) == 0)
         log_warn("usage", "%s is not valid JSON (%s): starting with no counts", path, err.text);
     json_decref(doc);
 }
 
-void use_note(const char *fn)
+void use_note(const char *principal, const char *fn)
 {
-    if (!counts || !fn)
+    if (!scopes || !fn)
         return;
+    const char *scope = scope_of(principal);
+    json_t *counts = json_object_get(scopes, scope);
+    if (!counts) {
+        if (json_object_size(scopes) > USE_MAX_PRINCIPALS)
+            return;
+        counts = json_object();
+        json_object_set_new(scopes, scope, counts);
+    }
     json_t *v = json_object_get(counts, fn);
     if (json_is_integer(v)) /* in place: no new value per SDK call */
         json_integer_set(v, json_integer_value(v) + 1);
     else
         json_object_set_new(counts, fn, json_integer(1));
-    json_decref(ranked);
-    ranked = NULL;
+    json_object_del(ranked, scope);
     dirty = 1;
     if (path && !timer_armed) {
         timer_armed = 1;
@@ -138,10 +177,13 @@ static int use_cmp(const void *pa, const void *pb)
     return strcmp(a->fn, b->fn);
 }
 
-json_t *use_ranked(void)
+json_t *use_ranked(const char *principal)
 {
-    if (ranked || !counts)
-        return ranked;
+    const char *scope = scope_of(principal);
+    json_t *counts = json_object_get(scopes, scope);
+    json_t *r = json_object_get(ranked, scope);
+    if (r || !counts)
+        return r;
     size_t n = json_object_size(counts), k = 0;
     struct use_entry *e = xcalloc(n ? n : 1, sizeof *e);
     const char *fn;
@@ -152,14 +194,15 @@ json_t *use_ranked(void)
         e[k++].n = json_integer_value(v);
     }
     qsort(e, k, sizeof *e, use_cmp);
-    ranked = json_array();
+    r = json_array();
     for (size_t i = 0; i < k; i++)
-        json_array_append_new(ranked, json_string(e[i].fn));
+        json_array_append_new(r, json_string(e[i].fn));
     if (k > USE_MAX_ENTRIES) /* forget the tail so the file stays small */
         for (size_t i = USE_MAX_ENTRIES; i < k; i++)
-            json_object_del(counts, json_string_value(json_array_get(ranked, i)));
+            json_object_del(counts, json_string_value(json_array_get(r, i)));
     free(e);
-    return ranked;
+    json_object_set_new(ranked, scope, r);
+    return r;
 }
 
 void use_free(void)
@@ -170,8 +213,8 @@ void use_free(void)
     use_save();
     json_decref(ranked);
     ranked = NULL;
-    json_decref(counts);
-    counts = NULL;
+    json_decref(scopes);
+    scopes = NULL;
     free(path);
     path = NULL;
 }

@@ -2,7 +2,8 @@
  * budgeted execute_python description shows the signatures people actually use first.
  *
  * Counts live in $CODEMCP_USAGE_FILE (default $XDG_STATE_HOME/codemcp/usage.json, else
- * ~/.local/state/codemcp/usage.json; "off" keeps them in memory only). Written at most every
+ * ~/.local/state/codemcp/usage.json; "off" keeps them in memory only), per principal unless
+ * learning is shared. Written at most every
  * few seconds from a timer and at shutdown, atomically (temp file + rename, mode 0600).
  * Loop thread only; never blocks on anything but a small local file. */
 #ifndef CODEMCP_USAGE_H
@@ -10,11 +11,15 @@
 
 #include <jansson.h>
 
-void use_init(void);
-/* One successful call of SDK function fn. */
-void use_note(const char *fn);
-/* Function names, most called first (borrowed; valid until the next use_note). */
-json_t *use_ranked(void);
+/* shared_scope: every principal's calls count together (CODEMCP_SHARE_LEARNING, shapes.h);
+ * else each principal has counts of its own, so the order one is shown never tells what
+ * another calls. */
+void use_init(int shared_scope);
+/* One successful call of SDK function fn by a run of principal (NULL: the shared counts). */
+void use_note(const char *principal, const char *fn);
+/* Function names, most called first by principal (borrowed; valid until the next use_note),
+ * or NULL. */
+json_t *use_ranked(const char *principal);
 /* Writes pending counts and frees everything. */
 void use_free(void);
 

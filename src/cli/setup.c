@@ -1,403 +1,271 @@
-/* setup — `codemcp setup opencode`: adopt the MCP servers opencode is configured with.
+/* setup — the command lines of `codemcp setup` and `codemcp init`.
  *
- * opencode's config ($OPENCODE_CONFIG, else <config dir>/opencode/opencode.json or .jsonc)
- * keeps its servers under `mcp`, in the same format codemcp reads. Setup moves them into
- * codemcp's config (merged with the servers already there; on a name clash opencode's entry
- * wins, with a warning) and replaces opencode's `mcp` with one local server that launches
- * this gateway, so the model sees one tool, execute_python, with every server in its SDK.
- *
- * Nothing is lost: both files are copied to <file>.bak.<UTC time> first, and each is written
- * to a temporary file and renamed over the original (keeping its mode; a new codemcp config
- * is 0600, since headers may hold tokens). codemcp's config is written first, so a failure
- * in between leaves the servers in both places, never in neither. Comments in opencode's
- * file do not survive the rewrite (the backup keeps them). Running setup again finds only
- * codemcp in opencode's `mcp` and changes nothing. `--dry-run` prints the plan only.
- * opencode is told to launch this binary by its absolute path, and its "tools" settings about
- * the moved servers are rewritten (setup_clients.c, which also adopts mcpServers harnesses). */
+ * `setup HARNESS` moves a harness's MCP servers behind codemcp and `setup --undo HARNESS` puts
+ * them back (setup_move.c; the harnesses and their formats: setup_harnesses.c). `init` writes a
+ * commented starter mcp.json from the servers of the harness configs it finds (left where they
+ * are: it only reads them), or a small example; it never replaces an existing file. */
 #include "setup.h"
-#include "config.h"
-#include "jsonc.h"
+#include "setup_int.h"
 #include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
-#include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-#define ENTRY_NAME "codemcp"
-
-struct json_file {
-    char path[PATH_MAX];
-    int exists;
-    mode_t mode;
-    json_t *root; /* parsed (NULL when the file does not exist) */
-};
-
-/* Reads and parses path (JSON with comments). 0, or -1 with the error printed. */
-static int load_json_file(struct json_file *f)
-{
-    struct stat st;
-    if (stat(f->path, &st) < 0) {
-        if (errno == ENOENT)
-            return 0;
-        fprintf(stderr, "codemcp setup: %s: %s\n", f->path, strerror(errno));
-        return -1;
-    }
-    size_t len;
-    char *text = read_file(f->path, &len);
-    if (!text) {
-        fprintf(stderr, "codemcp setup: %s: cannot read: %s\n", f->path, strerror(errno));
-        return -1;
-    }
-    f->exists = 1;
-    f->mode = st.st_mode & 07777;
-    jsonc_strip(text, len);
-    json_error_t jerr;
-    f->root = len ? json_loadb(text, len, 0, &jerr) : json_object();
-    free(text);
-    if (!f->root) {
-        fprintf(stderr, "codemcp setup: %s:%d:%d: %s (nothing was changed)\n", f->path, jerr.line,
-                jerr.column, jerr.text);
-        return -1;
-    }
-    return 0;
-}
-
-/* opencode starts a local server with its whole environment ({...process.env,
- * ...environment}); codemcp passes only a minimal set plus the server's own "environment"
- * (upstream_stdio.c). Names the adopted local servers that interpolate no variable: those
- * may have relied on something inherited, such as a token exported in the shell. */
-static void note_inherited_env(json_t *moved)
-{
-    const char *name;
-    json_t *e;
-    struct buf list = {0};
-    json_object_foreach(moved, name, e)
-    {
-        json_t *type = json_object_get(e, "type");
-        if ((type && (!json_is_string(type) || strcmp(json_string_value(type), "local"))) ||
-            !json_object_get(e, "command") || json_is_true(json_object_get(e, "inheritEnv")))
-            continue;
-        char *text = json_dumps(e, JSON_COMPACT);
-        if (text && !strstr(text, "{env:") && !strstr(text, "${"))
-            buf_printf(&list, " %s", name);
-        free(text);
-    }
-    if (list.len)
-        printf("note: opencode gave local servers its whole environment; codemcp gives them only "
-               "HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ, TMPDIR, XDG_* and their "
-               "own \"environment\". These name no {env:VAR} and may have relied on an inherited "
-               "variable (a token exported in your shell):%s. If one does, add \"environment\": "
-               "{\"VAR\": \"{env:VAR}\"} or \"inheritEnv\": true to it in codemcp's config.\n",
-               list.data);
-    buf_free(&list);
-}
-
-/* The opencode config file to adopt from. 0, or -1 with the error printed. */
-static int opencode_path(char *out, size_t n)
-{
-    const char *env = getenv("OPENCODE_CONFIG");
-    if (env && *env)
-        return snprintf(out, n, "%s", env) < (int)n ? 0 : -1;
-    char dir[PATH_MAX];
-    if (!cfg_config_dir(dir, sizeof(dir))) {
-        fprintf(stderr, "codemcp setup: no HOME: cannot find opencode's config\n");
-        return -1;
-    }
-    static const char *const names[] = {"opencode.json", "opencode.jsonc"};
-    for (int i = 0; i < 2; i++)
-        if (snprintf(out, n, "%s/opencode/%s", dir, names[i]) < (int)n && access(out, F_OK) == 0)
-            return 0;
-    fprintf(stderr,
-            "codemcp setup: no opencode config at %s/opencode/opencode.json (or .jsonc); set "
-            "OPENCODE_CONFIG to its path\n",
-            dir);
-    return -1;
-}
-
-/* Is this opencode `mcp` entry the one setup writes (a local server running codemcp)? */
-static int is_our_entry(json_t *e)
-{
-    json_t *cmd = json_object_get(e, "command");
-    const char *c0 = json_string_value(json_array_get(cmd, 0));
-    if (!c0)
-        return 0;
-    const char *base = strrchr(c0, '/');
-    return strcmp(base ? base + 1 : c0, ENTRY_NAME) == 0;
-}
-
-int setup_backup(const char *path, char *out, size_t n)
-{
-    char stamp[32];
-    time_t now = time(NULL);
-    strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", gmtime(&now));
-    size_t len;
-    char *text = read_file(path, &len);
-    if (!text)
-        return -1;
-    int fd = -1;
-    for (int k = 0; k < 100 && fd < 0; k++) {
-        if (k)
-            snprintf(out, n, "%s.bak.%s-%d", path, stamp, k);
-        else
-            snprintf(out, n, "%s.bak.%s", path, stamp);
-        fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0 && errno != EEXIST)
-            break;
-    }
-    int rc = fd >= 0 && write(fd, text, len) == (ssize_t)len ? 0 : -1;
-    if (fd >= 0 && close(fd) < 0)
-        rc = -1;
-    free(text);
-    return rc;
-}
-
-/* Writes root as indented JSON to path through path.tmp.<pid> + rename. */
-static int write_json(const char *path, json_t *root, mode_t mode)
-{
-    char tmp[PATH_MAX + 32];
-    snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-    char *text = json_dumps(root, JSON_INDENT(2));
-    if (!text)
-        return -1;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    size_t len = strlen(text);
-    int rc = fd >= 0 && write(fd, text, len) == (ssize_t)len && write(fd, "\n", 1) == 1 &&
-                     fchmod(fd, mode) == 0 && fsync(fd) == 0
-                 ? 0
-                 : -1;
-    if (fd >= 0 && close(fd) < 0)
-        rc = -1;
-    free(text);
-    if (rc == 0 && rename(tmp, path) < 0)
-        rc = -1;
-    if (rc < 0) {
-        fprintf(stderr, "codemcp setup: cannot write %s: %s\n", path, strerror(errno));
-        unlink(tmp);
-    }
-    return rc;
-}
-
-/* mkdir -p for the directory part of path (0700 for what it creates). */
-static void make_parent_dirs(const char *path)
-{
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof(dir), "%s", path);
-    for (char *p = dir + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(dir, 0700);
-            *p = '/';
-        }
-}
-
-static int setup_opencode(const char *codemcp_config, int dry_run)
-{
-    struct json_file oc = {0}, cm = {0};
-    json_t *moved = json_object(), *entry = NULL;
-    int rc = 1, clashes = 0;
-
-    if (opencode_path(oc.path, sizeof(oc.path)) < 0 || load_json_file(&oc) < 0)
-        goto out;
-    if (!oc.exists) {
-        fprintf(stderr, "codemcp setup: %s does not exist\n", oc.path);
-        goto out;
-    }
-    if (!json_is_object(oc.root)) {
-        fprintf(stderr, "codemcp setup: %s: the top level is not an object\n", oc.path);
-        goto out;
-    }
-    json_t *mcp = json_object_get(oc.root, "mcp");
-    if (mcp && !json_is_object(mcp)) {
-        fprintf(stderr, "codemcp setup: %s: \"mcp\" is not an object\n", oc.path);
-        goto out;
-    }
-    const char *name;
-    json_t *e;
-    json_object_foreach(mcp, name, e)
-    {
-        if (strcmp(name, ENTRY_NAME) != 0) {
-            json_object_set(moved, name, e);
-        } else if (!is_our_entry(e)) {
-            fprintf(stderr,
-                    "codemcp setup: %s: opencode already has a server named \"%s\" that does "
-                    "not run codemcp: rename it, then run setup again\n",
-                    oc.path, ENTRY_NAME);
-            goto out;
-        }
-    }
-    int have_entry = json_object_get(mcp, ENTRY_NAME) != NULL;
-    if (have_entry && json_object_size(moved) == 0) {
-        printf("opencode already launches codemcp (%s): nothing to do\n", oc.path);
-        rc = 0;
-        goto out;
-    }
-
-    if (codemcp_config && *codemcp_config)
-        snprintf(cm.path, sizeof(cm.path), "%s", codemcp_config);
-    else if (!cfg_default_path(cm.path, sizeof(cm.path))) {
-        fprintf(stderr, "codemcp setup: no HOME: cannot place codemcp's config (use -c)\n");
-        goto out;
-    }
-    if (cm.path[0] != '/') { /* opencode may start us anywhere: store an absolute path */
-        char cwd[PATH_MAX], rel[PATH_MAX];
-        snprintf(rel, sizeof(rel), "%s", cm.path);
-        if (!getcwd(cwd, sizeof(cwd)) ||
-            snprintf(cm.path, sizeof(cm.path), "%s/%s", cwd, rel) >= (int)sizeof(cm.path)) {
-            fprintf(stderr, "codemcp setup: cannot make %s absolute\n", rel);
-            goto out;
-        }
-    }
-    if (load_json_file(&cm) < 0)
-        goto out;
-    if (!cm.root)
-        cm.root = json_object();
-    if (!json_is_object(cm.root)) {
-        fprintf(stderr, "codemcp setup: %s: the top level is not an object\n", cm.path);
-        goto out;
-    }
-    if (json_object_get(cm.root, "mcpServers")) {
-        fprintf(stderr,
-                "codemcp setup: %s uses the \"mcpServers\" format; opencode's servers need the "
-                "\"mcp\" format: move that file aside (or pass -c with another path) and run "
-                "setup again\n",
-                cm.path);
-        goto out;
-    }
-    json_t *servers = json_object_get(cm.root, "mcp");
-    if (!json_is_object(servers)) {
-        servers = json_object();
-        json_object_set_new(cm.root, "mcp", servers);
-    }
-    json_object_foreach(moved, name, e)
-    {
-        json_t *old = json_object_get(servers, name);
-        if (old && !json_equal(old, e)) {
-            printf("warning: codemcp already had a server \"%s\": opencode's entry replaces it\n",
-                   name);
-            clashes++;
-        }
-        json_object_set(servers, name, e);
-    }
-
-    /* opencode's "tools" settings that name the moved servers' tools point at nothing now. */
-    setup_fix_opencode_tools(oc.root, moved);
-    entry = json_pack("{s:s, s:o, s:{s:s, s:s}, s:b}", "type", "local", "command",
-                      setup_launch_command("opencode"), "environment", "CODEMCP_CONFIG", cm.path,
-                      "CODEMCP_INSTANCE_LABEL", "opencode", "enabled", 1);
-    printf("%s %zu server%s from %s into %s:", dry_run ? "would move" : "moving",
-           json_object_size(moved), json_object_size(moved) == 1 ? "" : "s", oc.path, cm.path);
-    json_object_foreach(moved, name, e) printf(" %s", name);
-    printf("\n");
-    note_inherited_env(moved);
-    if (dry_run) {
-        char *shown = json_dumps(entry, JSON_INDENT(2));
-        printf("would set opencode's \"mcp\" to {\"%s\": %s}\n(dry run: nothing written)\n",
-               ENTRY_NAME, shown ? shown : "?");
-        free(shown);
-        rc = 0;
-        goto out;
-    }
-
-    char bak[PATH_MAX + 64];
-    if (cm.exists) {
-        if (setup_backup(cm.path, bak, sizeof(bak)) < 0) {
-            fprintf(stderr, "codemcp setup: cannot back up %s: %s (nothing was changed)\n", cm.path,
-                    strerror(errno));
-            goto out;
-        }
-        printf("backed up %s to %s\n", cm.path, bak);
-    }
-    if (setup_backup(oc.path, bak, sizeof(bak)) < 0) {
-        fprintf(stderr, "codemcp setup: cannot back up %s: %s (nothing was changed)\n", oc.path,
-                strerror(errno));
-        goto out;
-    }
-    printf("backed up %s to %s\n", oc.path, bak);
-
-    make_parent_dirs(cm.path);
-    if (write_json(cm.path, cm.root, cm.exists ? cm.mode : 0600) < 0)
-        goto out;
-    json_t *new_mcp = json_object();
-    json_object_set(new_mcp, ENTRY_NAME, entry);
-    json_object_set_new(oc.root, "mcp", new_mcp);
-    if (write_json(oc.path, oc.root, oc.mode) < 0) {
-        fprintf(stderr,
-                "codemcp setup: the servers are in %s already; opencode's own file is "
-                "unchanged\n",
-                cm.path);
-        goto out;
-    }
-    printf("opencode now launches codemcp with every server%s; restart opencode\n",
-           clashes ? " (see the warnings above)" : "");
-    rc = 0;
-out:
-    json_decref(entry);
-    json_decref(moved);
-    json_decref(oc.root);
-    json_decref(cm.root);
-    return rc;
-}
+#define TARGETS                                                                                    \
+    "opencode|claude-desktop|cursor|vscode|claude-code|windsurf|gemini-cli|cline|roo-code"
 
 static void setup_usage(FILE *f)
 {
-    fputs("usage: codemcp setup opencode|claude-desktop|cursor|vscode [--dry-run] "
+    fputs("usage: codemcp setup " TARGETS " [--scope user|project|local] [--dry-run] [--undo] "
           "[--file HARNESS_FILE] [-c CODEMCP_CONFIG]\n"
           "\n"
           "move a harness's MCP servers into codemcp's config and point the harness at\n"
           "codemcp (this binary's absolute path). Both files are backed up first as\n"
           "<file>.bak.<UTC time>; running it again finds only codemcp and changes nothing.\n"
+          "--undo puts the harness's servers back as they were (refused when they changed since).\n"
           "\n"
           "  opencode         $OPENCODE_CONFIG, else ~/.config/opencode/opencode.json(c)\n"
           "  claude-desktop   $CLAUDE_DESKTOP_CONFIG, else "
           "~/.config/Claude/claude_desktop_config.json\n"
-          "  cursor           $CURSOR_MCP_CONFIG, else ~/.cursor/mcp.json\n"
+          "  cursor           $CURSOR_MCP_CONFIG, else ~/.cursor/mcp.json (project: "
+          "./.cursor/mcp.json)\n"
           "  vscode           $VSCODE_MCP_CONFIG, else ./.vscode/mcp.json\n"
+          "  claude-code      ~/.claude.json or $CLAUDE_CONFIG_DIR/.claude.json (project: "
+          "./.mcp.json; local: ~/.claude.json's\n"
+          "                   entry for this directory), as `claude mcp add -s`\n"
+          "  windsurf         ~/.codeium/windsurf/mcp_config.json\n"
+          "  gemini-cli       ~/.gemini/settings.json (project: ./.gemini/settings.json)\n"
+          "  cline            ~/.config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/"
+          "cline_mcp_settings.json\n"
+          "  roo-code         ~/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/"
+          "settings/mcp_settings.json (project: ./.roo/mcp.json)\n"
           "\n"
           "options:\n"
+          "  -s, --scope SCOPE    user (the default where a harness has one), project, or\n"
+          "                       local (claude-code)\n"
           "  -n, --dry-run        print what would change, write nothing\n"
-          "      --file PATH      the harness file to edit (not for opencode)\n"
+          "      --undo           put back what setup changed\n"
+          "      --file PATH      the harness file to edit\n"
           "  -c, --config PATH    codemcp's mcp.json to write\n"
           "  -h, --help           this help\n",
           f);
 }
 
+static int wants_help(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return 1;
+    return 0;
+}
+
 int setup_main(int argc, char **argv, const char *codemcp_config)
 {
     const char *target = NULL, *file = NULL;
-    int dry_run = 0;
-    for (int i = 0; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            setup_usage(stdout);
-            return 0;
-        }
+    int dry_run = 0, undo = 0;
+    enum harness_scope scope = SCOPE_DEFAULT;
+    if (wants_help(argc, argv)) {
+        setup_usage(stdout);
+        return 0;
+    }
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--dry-run") == 0 || strcmp(argv[i], "-n") == 0) {
+        const char *a = argv[i];
+        if (strcmp(a, "--dry-run") == 0 || strcmp(a, "-n") == 0) {
             dry_run = 1;
-        } else if (strcmp(argv[i], "--file") == 0 && i + 1 < argc) {
+        } else if (strcmp(a, "--undo") == 0) {
+            undo = 1;
+        } else if (strcmp(a, "--file") == 0 && i + 1 < argc) {
             file = argv[++i];
-        } else if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) &&
-                   i + 1 < argc) {
+        } else if ((strcmp(a, "-s") == 0 || strcmp(a, "--scope") == 0) && i + 1 < argc) {
+            const char *s = argv[++i];
+            scope = strcmp(s, "user") == 0      ? SCOPE_USER
+                    : strcmp(s, "project") == 0 ? SCOPE_PROJECT
+                    : strcmp(s, "local") == 0   ? SCOPE_LOCAL
+                                                : SCOPE_DEFAULT;
+            if (scope == SCOPE_DEFAULT) {
+                fprintf(stderr, "codemcp setup: --scope is user, project or local, not '%s'\n", s);
+                return 2;
+            }
+        } else if ((strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0) && i + 1 < argc) {
             codemcp_config = argv[++i];
-        } else if (!target && argv[i][0] != '-') {
-            target = argv[i];
+        } else if (!target && a[0] != '-') {
+            target = a;
         } else {
-            fprintf(stderr, "codemcp setup: unexpected argument '%s'\n", argv[i]);
+            fprintf(stderr, "codemcp setup: unexpected argument '%s'\n", a);
             return 2;
         }
     }
-    if (target && strcmp(target, "opencode") == 0 && !file)
-        return setup_opencode(codemcp_config, dry_run);
-    int rc = target ? setup_clients_main(target, file, codemcp_config, dry_run) : -1;
-    if (rc < 0) {
+    const struct harness *h = target ? harness_find(target) : NULL;
+    if (!h) {
         setup_usage(stderr);
         return 2;
     }
+    if (undo && dry_run) {
+        fprintf(stderr, "codemcp setup: --undo has no --dry-run (it says what it restores)\n");
+        return 2;
+    }
+    return undo ? setup_undo(h, scope, file) : setup_move(h, scope, file, codemcp_config, dry_run);
+}
+
+/* ---- init ------------------------------------------------------------------------------------ */
+
+static void init_usage(FILE *f)
+{
+    fputs("usage: codemcp init [-c CODEMCP_CONFIG]\n"
+          "\n"
+          "write a commented starter mcp.json (default: $CODEMCP_CONFIG, else\n"
+          "~/.config/codemcp/mcp.json) with the MCP servers of the harness configs found\n"
+          "(they stay there too: `codemcp setup HARNESS` moves them), or a small example.\n"
+          "An existing file is never replaced.\n"
+          "\n"
+          "options:\n"
+          "  -c, --config PATH    the file to write\n"
+          "  -h, --help           this help\n",
+          f);
+}
+
+/* Appends "name": entry, indented by 4, after a comment naming where it came from. */
+static void add_server(struct buf *out, const char *name, json_t *e, const char *from, int first)
+{
+    json_t *k = json_string(name);
+    char *key = json_dumps(k, JSON_ENCODE_ANY);
+    json_decref(k);
+    char *val = json_dumps(e, JSON_INDENT(2));
+    buf_printf(out, "%s    // from %s\n    %s: ", first ? "" : ",\n", from, key);
+    for (const char *p = val; p && *p; p++)
+        buf_printf(out, *p == '\n' ? "\n    " : "%c", *p);
+    free(key);
+    free(val);
+}
+
+/* Servers of every harness file found, each once (files: places read; seen: names taken; not
+ * codemcp's own entries), in codemcp's mcpServers format, as text. Returns how many. */
+static int collect_servers(struct buf *out, json_t *seen, json_t *files)
+{
+    int n = 0;
+    const struct harness *h;
+    for (size_t i = 0; (h = harness_at(i)); i++) {
+        for (int scope = SCOPE_USER; scope <= SCOPE_LOCAL; scope++) {
+            struct servers_at at;
+            struct setup_file f = {0};
+            if ((scope == SCOPE_LOCAL && strcmp(harness_name(h), "claude-code") != 0) ||
+                !harness_found(h, scope, f.path, sizeof(f.path)) ||
+                harness_servers_at(h, scope, &at) < 0) {
+                sf_free(&f);
+                continue;
+            }
+            struct buf place = {0}; /* a file and a servers object in it, read once */
+            buf_printf(&place, "%s", f.path);
+            for (size_t k = 0; k < at.n; k++)
+                buf_printf(&place, "#%s", at.keys[k]);
+            int again = json_object_get(files, place.data) != NULL;
+            json_object_set_new(files, place.data, json_true());
+            buf_free(&place);
+            if (again || sf_load(&f) < 0) {
+                sf_free(&f);
+                continue;
+            }
+            const char *name;
+            json_t *e;
+            json_object_foreach(servers_get(f.root, &at), name, e)
+            {
+                if (strcmp(name, SETUP_ENTRY) == 0 || json_object_get(seen, name))
+                    continue;
+                if (harness_is_opencode(h)) {
+                    printf("note: %s: opencode's server \"%s\" left out (its format is \"mcp\"; "
+                           "`codemcp setup opencode` moves it)\n",
+                           f.path, name);
+                    continue;
+                }
+                json_t *conv = harness_to_codemcp(h, name, e, 0);
+                add_server(out, name, conv, f.path, n == 0);
+                json_decref(conv);
+                json_object_set_new(seen, name, json_true());
+                n++;
+            }
+            sf_free(&f);
+        }
+    }
+    return n;
+}
+
+int init_main(int argc, char **argv, const char *codemcp_config)
+{
+    if (wants_help(argc, argv)) {
+        init_usage(stdout);
+        return 0;
+    }
+    for (int i = 0; i < argc; i++) {
+        if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) {
+            codemcp_config = argv[++i];
+        } else {
+            fprintf(stderr, "codemcp init: unexpected argument '%s'\n", argv[i]);
+            init_usage(stderr);
+            return 2;
+        }
+    }
+    char path[PATH_MAX];
+    if (sf_codemcp_path(codemcp_config ? codemcp_config : getenv("CODEMCP_CONFIG"), path,
+                        sizeof(path)) < 0)
+        return 1;
+    if (access(path, F_OK) == 0) {
+        fprintf(stderr,
+                "codemcp init: %s exists: nothing was written (edit it, or move it aside)\n", path);
+        return 1;
+    }
+    struct buf servers = {0}, text = {0};
+    json_t *seen = json_object(), *files = json_object();
+    int n = collect_servers(&servers, seen, files);
+    json_decref(seen);
+    json_decref(files);
+    buf_printf(
+        &text,
+        "// codemcp's config: the MCP servers codemcp serves to a harness through one tool,\n"
+        "// execute_python. Written by `codemcp init`. Comments and trailing commas are\n"
+        "// allowed; each entry: \"command\", \"args\", \"env\", \"cwd\" (local) or \"url\",\n"
+        "// \"headers\" (remote), \"disabled\": true to keep it off. See the README.\n");
+    if (n)
+        buf_printf(&text,
+                   "// These servers were found in your harness configs and are still there:\n"
+                   "// `codemcp setup HARNESS` moves them and points the harness at codemcp.\n"
+                   "{\n  \"mcpServers\": {\n%s\n  }\n}\n",
+                   servers.data);
+    else
+        buf_printf(&text,
+                   "{\n  \"mcpServers\": {\n"
+                   "    // An example (no harness config was found): the reference server\n"
+                   "    // \"everything\", run with npx. Remove \"disabled\" to use it, or put\n"
+                   "    // your own servers here.\n"
+                   "    \"everything\": {\n"
+                   "      \"command\": \"npx\",\n"
+                   "      \"args\": [\"-y\", \"@modelcontextprotocol/server-everything\"],\n"
+                   "      \"disabled\": true\n"
+                   "    }\n  }\n}\n");
+    struct setup_file f = {0};
+    snprintf(f.path, sizeof(f.path), "%s", path);
+    f.text = xstrdup(text.data);
+    int rc = 1;
+    if (sf_load_text(&f) < 0) /* what init writes must load */
+        goto out;
+    sf_make_parent_dirs(path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600); /* never over a file */
+    size_t len = strlen(f.text);
+    if (fd < 0 || write(fd, f.text, len) != (ssize_t)len) {
+        fprintf(stderr, "codemcp init: cannot write %s: %s\n", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        goto out;
+    }
+    close(fd);
+    printf("wrote %s with %d server%s%s\n", path, n, n == 1 ? "" : "s",
+           n ? " found in your harness configs" : " (an example, disabled)");
+    rc = 0;
+out:
+    sf_free(&f);
+    buf_free(&servers);
+    buf_free(&text);
     return rc;
 }

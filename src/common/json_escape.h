@@ -6,6 +6,30 @@
 #define CODEMCP_JSON_ESCAPE_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Past the bytes at p that stand for themselves in a JSON string: not '"', '\\', a control
+ * character, nor (when high) a byte >= 0x80. Eight at a time: it stops at the start of the
+ * first eight that hold another byte (the caller's byte loop finds which), so a big text is
+ * scanned at word speed (a byte loop was a quarter of the gateway's time on a 50 MB result). */
+static inline const unsigned char *json_skip_plain(const unsigned char *p, const unsigned char *e,
+                                                   int high)
+{
+    const uint64_t ones = 0x0101010101010101ULL, tops = 0x8080808080808080ULL;
+    while (e - p >= 8) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+        uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+        uint64_t special = ((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x);
+        if (high)
+            special |= x;
+        if (special & tops)
+            break;
+        p += 8;
+    }
+    return p;
+}
 
 /* Writes the escape of byte c (< 0x20, '"' or '\\') into esc; returns its length (2 or 6). */
 static inline size_t json_escape_byte(unsigned c, const char hexd[16], char esc[6])

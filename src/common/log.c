@@ -65,6 +65,34 @@ enum log_level log_get_level(void)
     return (enum log_level)current_level;
 }
 
+/* One line stays one line: a message may quote what a worker or an upstream sent, and a
+ * newline in it could forge a line of its own. Control bytes (and DEL) become "\n", "\r",
+ * "\t" or "\xHH"; what no longer fits is cut. In place, linear in the line. */
+static void escape_controls(char *line, size_t *len, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < *len; i++) {
+        unsigned char c = (unsigned char)line[i];
+        n += c < 0x20 || c == 0x7F ? (c == '\n' || c == '\r' || c == '\t' ? 2 : 4) : 1;
+    }
+    if (n == *len)
+        return;
+    char out[4096];
+    size_t w = 0;
+    for (size_t i = 0; i < *len && w + 5 < sizeof(out) && w + 5 < cap; i++) {
+        unsigned char c = (unsigned char)line[i];
+        if (c >= 0x20 && c != 0x7F)
+            out[w++] = (char)c;
+        else if (c == '\n' || c == '\r' || c == '\t')
+            w += (size_t)snprintf(out + w, 3, "\\%c", c == '\n' ? 'n' : c == '\r' ? 'r' : 't');
+        else
+            w += (size_t)snprintf(out + w, 5, "\\x%02X", c);
+    }
+    memcpy(line, out, w);
+    line[w] = '\0';
+    *len = w;
+}
+
 void log_write(enum log_level level, const char *module, const char *fmt, ...)
 {
     if ((int)level > current_level)
@@ -89,6 +117,7 @@ void log_write(enum log_level level, const char *module, const char *fmt, ...)
     size_t len = strlen(line);
     if (len > 0 && line[len - 1] == '\n')
         line[--len] = '\0';
+    escape_controls(line, &len, sizeof(line));
     int fd = out_fd;
     if (fd >= 0) { /* one write per line: lines of concurrent threads do not interleave */
         if (len + 1 >= sizeof(line))
@@ -104,4 +133,26 @@ void log_write(enum log_level level, const char *module, const char *fmt, ...)
     fputs(line, stderr);
     fputc('\n', stderr);
     funlockfile(stderr);
+}
+
+int log_budget_take(struct log_budget *b, const char *module)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    if (now - b->window_ms >= 1000) {
+        b->window_ms = now;
+        b->lines = 0;
+        if (b->dropped) {
+            log_write(LOG_WARN, module, "%ld more lines were not logged (over %d a second)",
+                      b->dropped, LOG_BUDGET_LINES);
+            b->dropped = 0;
+        }
+    }
+    if (b->lines >= LOG_BUDGET_LINES) {
+        b->dropped++;
+        return 0;
+    }
+    b->lines++;
+    return 1;
 }

@@ -34,6 +34,19 @@ void log_write(enum log_level level, const char *module, const char *fmt, ...)
             log_write(LOG_TRACE, mod, __VA_ARGS__);                                                \
     } while (0)
 
+/* A budget for lines whose text or rate someone else decides (a worker's messages and output):
+ * at most LOG_BUDGET_LINES a second each, so a flood cannot fill the operator's disk or keep
+ * the loop writing. Zero-initialised. */
+#define LOG_BUDGET_LINES 20
+struct log_budget {
+    long long window_ms; /* start of the current second */
+    int lines;           /* written in it */
+    long dropped;        /* not written since the last note */
+};
+/* 1 when one more line may be written under b; else 0 (the line is counted as dropped). A
+ * new second first logs, under module, how many were dropped in the ones before. */
+int log_budget_take(struct log_budget *b, const char *module);
+
 /* Every message (after the "time codemcp level [module] " prefix) passes through fn before it
  * is written; the gateway sets redaction here (redact_log_line). Set it before threads log. */
 void log_set_filter(void (*fn)(const char *line, char *out, size_t cap));

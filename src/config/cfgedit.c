@@ -320,8 +320,7 @@ int ce_text_holds(const char *text, const char *const *keys, size_t n, json_t *v
 {
     size_t len = strlen(text);
     char *copy = xstrndup(text, len);
-    jsonc_strip(copy, len);
-    json_t *root = json_loadb(copy, len, 0, NULL);
+    json_t *root = jsonc_parse(copy, len, 0, NULL);
     free(copy);
     json_t *v = root;
     for (size_t i = 0; i < n && v; i++)

@@ -659,8 +659,7 @@ int cfg_load(const char *explicit_path, struct cfg *out, char **err)
     }
     /* Comments and trailing commas as opencode allows them; positions are kept. DECODE_ANY
      * so a top-level scalar gets our clearer message below. */
-    jsonc_strip(text, len);
-    if (!(root = json_loadb(text, len, JSON_DECODE_ANY, &jerr))) {
+    if (!(root = jsonc_parse(text, len, JSON_DECODE_ANY, &jerr))) {
         cfg__set_err(err, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
         goto fail;
     }

@@ -102,6 +102,8 @@ const struct cfg_server *cfg_find(const struct cfg *c, const char *name);
 /* The path cfg_load(NULL, ...) would read, written into buf. Returns buf, or NULL when no
  * path can be formed (no HOME and no password entry) or it does not fit. */
 const char *cfg_default_path(char *buf, size_t n);
+/* A server entry may carry key (either format; "_..." keys are comments). */
+int cfg_entry_key_known(const char *key);
 /* The user's config directory: $XDG_CONFIG_HOME when absolute, else ~/.config. buf or NULL. */
 const char *cfg_config_dir(char *buf, size_t n);
 

@@ -70,6 +70,14 @@ int cfg__looks_mcpservers(json_t *v)
            !json_object_get(v, "environment") && (!cmd || json_is_string(cmd));
 }
 
+int cfg_entry_key_known(const char *key)
+{
+    for (size_t i = 0; known_keys[i]; i++)
+        if (strcmp(key, known_keys[i]) == 0)
+            return 1;
+    return key[0] == '_';
+}
+
 void cfg__check_keys(struct ent *e, json_t *v, const struct cfg_text *t)
 {
     const char *k;
@@ -79,10 +87,7 @@ void cfg__check_keys(struct ent *e, json_t *v, const struct cfg_text *t)
         buf_printf(&names, "%s%s", i ? ", " : "", known_keys[i]);
     json_object_foreach(v, k, x)
     {
-        int known = k[0] == '_';
-        for (size_t i = 0; !known && known_keys[i]; i++)
-            known = strcmp(k, known_keys[i]) == 0;
-        if (!known)
+        if (!cfg_entry_key_known(k))
             cfg__warn(e->s, t->path, cfg__line(t, e->rk, e->s->name, k, NULL),
                       "%s.%s.%s is not a setting codemcp knows (%s); ignored", e->rk, e->s->name, k,
                       names.data);

@@ -382,7 +382,7 @@ int cl_add(enum cl_pool pool, void *h, const struct cl_conn_ops *ops, const char
                   cred.pid > 0 && (cred.pid == getpid() || p->is_ours(cred.pid));
         /* getpid(): a socketpair carries its creator's credentials, so a worker's control
          * socket (ctl_adopt) names the gateway itself, never the worker: 100+ sessions
-         * starting at once otherwise lost workers to the 1 s token deadline (issue 17). */
+         * starting at once otherwise lost workers to the 1 s token deadline. */
     }
     if (p->max_conn_per_peer > 0) {
         long n = 0;

@@ -9,7 +9,7 @@
  * Streaming responses are parsed here (sse.c) so that the loop receives whole events, not
  * byte chunks; a collected body larger than max_body aborts the transfer with a clear error.
  *
- * Per-call cost (issue 17): a transfer is one allocation (the struct, its header list nodes,
+ * Per-call cost: a transfer is one allocation (the struct, its header list nodes,
  * the header lines and the body); easy handles are kept in a small pool after
  * curl_easy_reset (which clears every option, header list and method of the last transfer;
  * connections live in the multi handle's cache either way); the events one pass of the

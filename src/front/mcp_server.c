@@ -24,6 +24,7 @@
 #include "log.h"
 #include "mcp_era.h"
 #include "mcp_extras.h"
+#include "namespaces.h"
 #include "runs.h"
 #include "upstream.h"
 #include "util.h"
@@ -297,7 +298,7 @@ static json_t *server_capabilities(void)
 static json_t *initialize_result(struct mcp_session *s)
 {
     char *instructions = NULL;
-    free(cat_describe_for(s->client, &instructions));
+    free(cat_describe_for(s->client, ns_asker(s->id, s->home), &instructions));
     json_t *caps = server_capabilities();
     json_object_set_new(caps, "logging", json_object());
     json_t *res = json_pack("{s:s, s:o, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
@@ -313,7 +314,7 @@ static json_t *initialize_result(struct mcp_session *s)
 static json_t *discover_result(struct mcp_session *s)
 {
     char *instructions = NULL;
-    free(cat_describe_for(s->client, &instructions));
+    free(cat_describe_for(s->client, ns_asker(s->id, s->home), &instructions));
     json_t *res = mcp_era_discover_result(server_capabilities(), instructions);
     free(instructions);
     return res;
@@ -323,7 +324,8 @@ static json_t *tools_list_result(struct mcp_session *s)
 {
     s->listed_version = cat_version();
     s->notified_version = 0;
-    json_t *res = json_pack("{s:[o]}", "tools", mcp_execute_python_tool_for(s->client));
+    json_t *res = json_pack("{s:[o]}", "tools",
+                            mcp_execute_python_tool_for(s->client, ns_asker(s->id, s->home)));
     json_t *more = cat_discovery_tools(); /* CODEMCP_DISCOVERY_TOOLS=1 */
     if (more)
         json_array_extend(json_object_get(res, "tools"), more);

@@ -69,8 +69,10 @@ void mcp_on_catalog_changed(void);
 /* An upstream's resources (and templates) or prompts were listed anew: initialized sessions
  * get notifications/resources/list_changed or notifications/prompts/list_changed. */
 void mcp_on_extras_changed(enum up_extra kind);
-/* The same, with the description budgeted for `client` (clientInfo.name, may be NULL). */
-json_t *mcp_execute_python_tool_for(const char *client);
+/* mcp_tool.c: the execute_python tool object (new reference), its description budgeted for
+ * `client` (clientInfo.name, may be NULL) and ordered by what principal (NULL: none in
+ * particular) calls most. */
+json_t *mcp_execute_python_tool_for(const char *client, const char *principal);
 void mcp_free_all(void);
 /* mcp_tool.c: drops the kept tool (at exit, from mcp_free_all). */
 void mcp_tool_free(void);

@@ -8,9 +8,9 @@
  * unchanged description): tools/list reuses it instead of packing the schema again. */
 static json_t *last_tool, *last_tool_desc;
 
-json_t *mcp_execute_python_tool_for(const char *client)
+json_t *mcp_execute_python_tool_for(const char *client, const char *principal)
 {
-    json_t *desc = cat_describe_json_for(client);
+    json_t *desc = cat_describe_json_for(client, principal);
     if (last_tool && desc == last_tool_desc) {
         json_decref(desc);
         return json_incref(last_tool);

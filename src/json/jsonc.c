@@ -49,3 +49,9 @@ void jsonc_strip(char *text, size_t len)
         }
     }
 }
+
+json_t *jsonc_parse(char *text, size_t len, size_t flags, json_error_t *err)
+{
+    jsonc_strip(text, len);
+    return json_loadb(text, len, flags, err);
+}

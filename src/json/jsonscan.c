@@ -5,6 +5,7 @@
  * the caller's). */
 #include "jsonscan.h"
 #include "jsonfast.h"
+#include "json_escape.h"
 
 #include <string.h>
 
@@ -15,6 +16,7 @@
 struct sc {
     const unsigned char *p, *e;
     int allow_nul;
+    int reals; /* js_scan.reals: fractions and exponents pass (see jsonscan.h) */
     int depth;
     int in_sub;          /* the value being scanned is the top-level member out->sub */
     struct js_scan *out; /* members to record (js_canon_scan), or NULL */
@@ -52,6 +54,7 @@ static int canon_string(struct sc *s, int key)
 {
     const unsigned char *p = s->p + 1, *e = s->e;
     for (;;) {
+        p = json_skip_plain(p, e, 1);
         while (p < e && plain_byte[*p])
             p++;
         if (p >= e)
@@ -99,26 +102,57 @@ static int canon_string(struct sc *s, int key)
     return 0;
 }
 
+/* Digits at p: past them. */
+static const unsigned char *digits(const unsigned char *p, const unsigned char *e)
+{
+    while (p < e && *p >= '0' && *p <= '9')
+        p++;
+    return p;
+}
+
+/* A real's fraction and exponent in JSON's grammar at p, the exponent at most two digits (so
+ * the value is finite: no more than 18 integer digits, jansson refuses an overflow that Python
+ * would read as inf). Past them, or NULL. */
+static const unsigned char *real_tail(const unsigned char *p, const unsigned char *e)
+{
+    if (p < e && *p == '.') {
+        const unsigned char *d = p + 1;
+        p = digits(d, e);
+        if (p == d)
+            return NULL;
+    }
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < e && (*p == '+' || *p == '-'))
+            p++;
+        const unsigned char *d = p;
+        p = digits(d, e);
+        if (p == d || p - d > 2)
+            return NULL;
+    }
+    return p;
+}
+
 /* An integer as jf_dumps writes one: no "-0", at most 18 digits (always fits json_int_t);
- * reals take the tree path (their text is jansson's %.17g). */
+ * reals take the tree path (their text is jansson's %.17g) unless s->reals. */
 static int canon_number(struct sc *s)
 {
     const unsigned char *p = s->p, *e = s->e;
     int neg = *p == '-';
     p += neg;
     const unsigned char *d = p;
-    if (p < e && *p == '0') {
+    if (p < e && *p == '0')
         p++;
-        if (neg)
-            return -1;
-    } else {
-        while (p < e && *p >= '0' && *p <= '9')
-            p++;
-    }
+    else
+        p = digits(p, e);
     if (p == d || p - d > 18)
         return -1;
-    if (p < e && (*p == '.' || *p == 'e' || *p == 'E'))
-        return -1;
+    if (p < e && (*p == '.' || *p == 'e' || *p == 'E')) {
+        if (!s->reals || !(p = real_tail(p, e)))
+            return -1;
+    } else if (neg && *d == '0') {
+        return -1; /* "-0": jf_dumps writes 0 */
+    }
     s->p = p;
     return 0;
 }
@@ -261,6 +295,7 @@ static int scan(const char *text, size_t len, int allow_nul, struct js_scan *out
     s.p = (const unsigned char *)text;
     s.e = s.p + len;
     s.allow_nul = allow_nul;
+    s.reals = out && out->reals;
     s.depth = 0;
     s.in_sub = 0;
     s.out = out;
@@ -378,6 +413,52 @@ int js_is(const struct js_member *v, const char *text)
     return v && v->vlen == n && memcmp(v->val, text, n) == 0;
 }
 
+/* ---- a sample of a big value -------------------------------------------------------------- */
+
+static void put(char **w, const char *p, size_t n)
+{
+    memcpy(*w, p, n);
+    *w += n;
+}
+
+/* The value at p written to *w with its arrays cut to their first `keep` elements: past it. */
+static const char *sample_value(const char *p, const char *e, int keep, char **w)
+{
+    if (p < e && (*p == '[' || *p == '{')) {
+        char close = *p == '[' ? ']' : '}';
+        int keyed = *p == '{', n = 0;
+        put(w, p++, 1);
+        while (p < e && *p != close) {
+            const char *k = p;
+            if (keyed) /* the key and its colon stay with every member */
+                p = skip_value(p, e) + 1;
+            if (!keyed && n >= keep) {
+                p = skip_value(p, e);
+            } else {
+                if (n)
+                    put(w, ",", 1);
+                put(w, k, (size_t)(p - k));
+                p = sample_value(p, e, keep, w);
+            }
+            n++;
+            if (p < e && *p == ',')
+                p++;
+        }
+        put(w, &close, 1);
+        return p + 1;
+    }
+    const char *q = skip_value(p, e);
+    put(w, p, (size_t)(q - p));
+    return q;
+}
+
+size_t js_sample(const char *text, size_t len, int keep, char *out)
+{
+    char *w = out;
+    sample_value(text, text + len, keep, &w);
+    return (size_t)(w - out);
+}
+
 /* ---- the shape hash -------------------------------------------------------------------------- */
 
 static inline uint64_t mix(uint64_t h, uint64_t v)
@@ -406,9 +487,12 @@ uint64_t js_shape_hash(const char *text, size_t len, uint64_t key)
             }
             p++;
         } else if (c == '-' || (c >= '0' && c <= '9')) {
-            while (p < e && (*p == '-' || (*p >= '0' && *p <= '9')))
-                p++;
-            h = mix(h, 'i');
+            int real = 0;
+            for (; p < e && (*p == '-' || *p == '+' || *p == '.' || *p == 'e' || *p == 'E' ||
+                             (*p >= '0' && *p <= '9'));
+                 p++)
+                real |= *p == '.' || *p == 'e' || *p == 'E';
+            h = mix(h, real ? 'r' : 'i');
         } else if (c == 't' || c == 'f') {
             p += c == 't' ? 4 : 5;
             h = mix(h, 'b');

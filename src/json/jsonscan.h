@@ -32,6 +32,10 @@ struct js_scan {
     const char *sub;
     struct js_member *sm;
     int smax, sn;
+    /* Set by the caller: reals pass too, in JSON's grammar with an exponent of at most two
+     * digits, as they are written (not jf_dumps' %.17g of them: the same double when read, which
+     * is all a reader of a relayed result sees). The bytes are then not jf_dumps' form. */
+    int reals;
 };
 
 /* 1 when text[0..len) is one canonical JSON value (see above), else 0. */
@@ -57,6 +61,11 @@ const struct js_member *js_getn(const struct js_member *m, int n, const char *ke
 
 /* 1 when v is there and its bytes are exactly text (e.g. "true", "\"2.0\""). */
 int js_is(const struct js_member *v, const char *text);
+
+/* A canonical value with every array cut to its first `keep` elements, written to out (room for
+ * len bytes; the length is returned): the structure of a big value in a few KB, for learning
+ * its shape (shapes merge an array's elements) without reading all of it. Canonical too. */
+size_t js_sample(const char *text, size_t len, int keep, char *out);
 
 /* A hash of a canonical value's structure (keys, value types, nesting; not string or number
  * contents), keyed: equal structures hash alike, so shapes.c can skip one it has learned. */

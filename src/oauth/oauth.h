@@ -1,4 +1,4 @@
-/* oauth — OAuth 2.1 for remote upstreams (issue 14): the pieces shared by the `codemcp auth`
+/* oauth — OAuth 2.1 for remote upstreams: the pieces shared by the `codemcp auth`
  * command (its own process, blocking libcurl) and the gateway (which only ever runs these
  * blocking calls on its own helper threads, never on the loop).
  *

@@ -1,4 +1,4 @@
-/* oauth_gw — the gateway's side of OAuth (issue 14): the bearer token for each remote
+/* oauth_gw — the gateway's side of OAuth: the bearer token for each remote
  * server's requests, what a 401/403 means, refresh (before expiry and on 401) on a helper
  * thread with the store's compare-and-swap, and a watcher that notices when `codemcp auth` or
  * `codemcp logout` (or another gateway's refresh) changed the store.

@@ -6,13 +6,16 @@
  * relayed by the run to its client, the call waiting (no upstream request open) until
  * calls_resume sends it again with the client's inputResponses and the server's requestState,
  * or fails with kind "input_required". A write's result carries _meta.codemcp.mutation for the
- * worker's mutation report. Learning a result's shape (shapes.c) happens after the answer is
- * queued, so it never delays the call.
+ * worker's own report; the run's answer lists the writes this file reports (write_done hook).
+ * Learning a result's shape (shapes.c) happens after the answer is queued, so it never delays the
+ * call.
  *
  * A run has at most CODEMCP_MAX_CALLS_PER_RUN calls in flight (routed upstream, or waiting for
  * its client's input): more are checked at once but wait in order in the run's gate, each
  * started when one of the run's calls ends, so a program that starts thousands of calls
- * without waiting cannot make the gateway hold thousands of upstream replies at once. */
+ * without waiting cannot make the gateway hold thousands of upstream replies at once. The
+ * argument bytes the gateway holds for calls in flight or waiting are capped per run and per
+ * principal (calls.h); a call past either cap is refused with kind "denied". */
 #include "calls.h"
 #include "catalog.h"
 #include "jsonfast.h"
@@ -36,6 +39,7 @@
  * `text`, one allocation with the call (50 concurrent calls were ~7 mallocs each). */
 struct call {
     uint64_t conn_id;
+    size_t held; /* argument bytes counted against its run and principal (held_take) */
     json_t *id;
     char *id_text; /* id as JSON text, for the reply written around the result's bytes */
     char *run_id;
@@ -50,6 +54,7 @@ struct call {
     int64_t timeout_ms; /* the program's own for this call (0: the server's default) */
     uint64_t up_handle;
     int64_t started_ms;
+    char principal[64]; /* the run's: whose shapes and counts its result teaches */
     struct call *next, **pprev;
     char text[]; /* id_text, run_id, server, tool, args: each NUL-terminated */
 };
@@ -64,11 +69,24 @@ struct slice {
 struct gate {
     char *run_id;
     int in_flight;
+    size_t held;              /* argument bytes of its calls in flight and waiting */
     struct call *head, *tail; /* linked by next */
     struct gate *next;
 };
 
+/* Argument bytes a principal's calls hold (in flight or waiting). An entry at zero is kept
+ * (a principal calling one tool after another would allocate one per call) unless more than
+ * HELD_KEPT principals have one. */
+#define HELD_KEPT 16
+struct held_bytes {
+    char *principal;
+    size_t bytes;
+    struct held_bytes *next;
+};
+
 static struct call *calls; /* in flight */
+static struct held_bytes *held_by;
+static size_t n_held_by;
 static struct gate *gates;
 static struct calls_hooks hooks;
 static long max_per_run = CALLS_DEFAULT_MAX_PER_RUN;
@@ -80,8 +98,66 @@ void calls_set_hooks(const struct calls_hooks *h)
     max_per_run = env_long("CODEMCP_MAX_CALLS_PER_RUN", CALLS_DEFAULT_MAX_PER_RUN);
 }
 
+static struct gate *gate_find(const char *run_id);
+
+static struct held_bytes *held_find(const char *principal)
+{
+    struct held_bytes *h = held_by;
+    while (h && strcmp(h->principal, principal) != 0)
+        h = h->next;
+    return h;
+}
+
+/* Returns call's bytes to its run and principal. */
+static void held_release(struct call *call)
+{
+    if (!call->held)
+        return;
+    struct gate *g = gate_find(call->run_id);
+    if (g)
+        g->held -= call->held < g->held ? call->held : g->held;
+    struct held_bytes *h = held_find(call->principal);
+    if (h && (h->bytes -= call->held < h->bytes ? call->held : h->bytes) == 0 &&
+        n_held_by > HELD_KEPT) {
+        LIST_UNLINK(&held_by, h);
+        free(h->principal);
+        free(h);
+        n_held_by--;
+    }
+    call->held = 0;
+}
+
+/* Counts call's argument bytes against its run (g) and principal: 0, or -1 with why when
+ * either would pass its cap (CALLS_MAX_RUN_BYTES, CALLS_MAX_PRINCIPAL_BYTES). */
+static int held_take(struct call *call, struct gate *g, char *why, size_t cap)
+{
+    size_t n = call->args_len;
+    const char *p = call->principal;
+    struct held_bytes *h = held_find(p);
+    size_t mine = h ? h->bytes : 0;
+    if (g->held + n > CALLS_MAX_RUN_BYTES || mine + n > CALLS_MAX_PRINCIPAL_BYTES) {
+        snprintf(why, cap,
+                 "the gateway holds %zu bytes of arguments of this run's calls and %zu of its "
+                 "principal's (caps %zu and %zu): wait for earlier calls before starting more",
+                 g->held, mine, CALLS_MAX_RUN_BYTES, CALLS_MAX_PRINCIPAL_BYTES);
+        return -1;
+    }
+    if (!h) {
+        h = xcalloc(1, sizeof(*h));
+        h->principal = xstrdup(p);
+        h->next = held_by;
+        held_by = h;
+        n_held_by++;
+    }
+    h->bytes += n;
+    g->held += n;
+    call->held = n;
+    return 0;
+}
+
 static void call_free(struct call *call)
 {
+    held_release(call);
     json_decref(call->id);
     json_decref(call->request_state);
     free(call->fn);
@@ -165,12 +241,12 @@ static int gate_full(const struct gate *g)
     return max_per_run > 0 && g->in_flight >= max_per_run;
 }
 
-static void reply(uint64_t conn_id, json_t *msg)
+static int reply(uint64_t conn_id, json_t *msg)
 {
     if (hooks.reply)
-        hooks.reply(conn_id, msg);
-    else
-        json_decref(msg);
+        return hooks.reply(conn_id, msg);
+    json_decref(msg);
+    return -1;
 }
 
 static void reply_error(uint64_t conn_id, json_t *id, const char *kind, const char *message,
@@ -187,6 +263,19 @@ static void call_done(const char *run_id)
         hooks.call_done(run_id);
 }
 
+/* A failed write that may have reached the server (the kinds the runtime's report counts). */
+static int write_attempted(const char *kind)
+{
+    return kind && (!strcmp(kind, "upstream_error") || !strcmp(kind, "timeout") ||
+                    !strcmp(kind, "transport"));
+}
+
+static void write_done(const struct call *call, int ok, int dry_run)
+{
+    if (call->mutation && hooks.write_done)
+        hooks.write_done(call->run_id, call->server, call->tool, ok, dry_run);
+}
+
 /* Marks a result as a write for the worker's mutation report. Steals result. */
 static json_t *mark_mutation(json_t *result, int dry_run)
 {
@@ -200,8 +289,9 @@ static json_t *mark_mutation(json_t *result, int dry_run)
     return result;
 }
 
-/* The answer written around the result's bytes: the frame rpc_result(id, result) gives. */
-static void reply_raw(struct call *call, const char *raw, size_t len)
+/* The answer written around the result's bytes: the frame rpc_result(id, result) gives.
+ * Returns as the reply hooks do. */
+static int reply_raw(struct call *call, const char *raw, size_t len)
 {
     static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":", mid[] = ",\"result\":";
     struct iovec iov[5] = {{(void *)head, sizeof(head) - 1},
@@ -209,11 +299,67 @@ static void reply_raw(struct call *call, const char *raw, size_t len)
                            {(void *)mid, sizeof(mid) - 1},
                            {(void *)raw, len},
                            {"}", 1}};
-    if (hooks.reply_parts)
-        hooks.reply_parts(call->conn_id, iov, 5);
+    return hooks.reply_parts ? hooks.reply_parts(call->conn_id, iov, 5) : -1;
+}
+
+/* A result longer than the worker reads: the call fails with kind "too_large" naming the
+ * limit, and the worker (its variables) lives on. */
+static void reply_too_large(struct call *call, size_t len, int64_t elapsed_ms)
+{
+    size_t limit = hooks.reply_limit ? hooks.reply_limit() : 0;
+    char msg[256], size[48] = "";
+    if (len)
+        snprintf(size, sizeof(size), " (%zu bytes)", len);
+    snprintf(msg, sizeof(msg),
+             "the result of %s%s is over the limit of one message to the worker: %zu bytes "
+             "(CODEMCP_CONTROL_MAX_FRAME)",
+             call->fn ? call->fn : call->tool, size, limit);
+    reply_error(call->conn_id, call->id, "too_large", msg, elapsed_ms);
+}
+
+/* Results longer than this are learned from (shapes_learn_text parses them whole) only while
+ * big results learned stay under 1/LEARN_BIG_SHARE of the big result bytes relayed, or when
+ * the function has no shape yet: a shape is the same from one big result to the next, and
+ * re-parsing each was a quarter of the gateway's time relaying 50 MB results. */
+#define LEARN_BIG_BYTES ((size_t)1 << 20)
+#define LEARN_BIG_SHARE 16
+static uint64_t big_relayed, big_learned;
+
+/* Arrays of a big result are learned from their first elements (js_sample): a structured
+ * result's records all have the shape the first ones show, and parsing all of them into a tree
+ * took 4x the payload in memory. A text block is a string: still read whole. */
+#define LEARN_SAMPLE_ELEMENTS 32
+
+static void learn_raw(const char *principal, const char *fn, const char *raw, size_t len)
+{
+    if (len <= LEARN_BIG_BYTES) {
+        shapes_learn_text(principal, fn, raw, len);
+        return;
+    }
+    char *sample = xmalloc(len); /* only what is written is touched */
+    size_t n = js_sample(raw, len, LEARN_SAMPLE_ELEMENTS, sample);
+    shapes_learn_text(principal, fn, sample, n);
+    free(sample);
+}
+
+static int learn_this(const char *principal, const char *fn, size_t len)
+{
+    if (len <= LEARN_BIG_BYTES)
+        return 1;
+    big_relayed += len;
+    int learn = !shapes_has(principal, fn) || (big_learned + len) * LEARN_BIG_SHARE <= big_relayed;
+    if (learn)
+        big_learned += len;
+    return learn;
 }
 
 static void gate_done(const char *run_id);
+
+/* Which functions a principal uses orders the description it is shown (usage.h). */
+static void note_use(const struct call *call)
+{
+    use_note(call->principal, call->fn);
+}
 
 static void on_upstream_result(void *ud, const struct up_result *res, const struct up_error *err)
 {
@@ -230,23 +376,30 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
     int64_t elapsed = now_ms() - call->started_ms;
     call_done(call->run_id);
     if (err) {
+        if (write_attempted(err->kind))
+            write_done(call, 0, 0);
         reply_error(call->conn_id, call->id, err->kind, err->message, elapsed);
     } else if (res->raw && !call->mutation && hooks.reply_parts) {
         /* Nothing to change in it: its bytes go to the worker as they came. */
-        reply_raw(call, res->raw, res->raw_len);
-        shapes_learn_text(call->fn, res->raw, res->raw_len);
-        use_note(call->fn);
+        if (reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE)
+            reply_too_large(call, res->raw_len, elapsed);
+        else if (learn_this(call->principal, call->fn, res->raw_len))
+            learn_raw(call->principal, call->fn, res->raw, res->raw_len);
+        note_use(call);
     } else {
         json_t *result =
             res->tree ? json_incref(res->tree)
                       : jf_loadb(res->raw, res->raw_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL);
         /* Shared, not copied: only a write's result is changed (its _meta mark). */
+        write_done(call, !json_is_true(json_object_get(result, "isError")), 0);
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
-        reply(call->conn_id, rpc_result(call->id, out));
+        if (reply(call->conn_id, rpc_result(call->id, out)) == CALLS_TOO_LARGE)
+            reply_too_large(call, res->raw_len, elapsed);
         /* After the answer is queued: learning never delays the call. */
-        shapes_learn(call->fn, result);
-        use_note(call->fn);
+        if (learn_this(call->principal, call->fn, res->raw_len))
+            shapes_learn(call->principal, call->fn, result);
+        note_use(call);
         json_decref(result);
     }
     gate_done(call->run_id);
@@ -260,6 +413,8 @@ static int call_start(struct call *call, struct gate *g)
     struct up_error err = {0};
     if (up_call_tool(call->server, call->tool, call->args, call->args_len, NULL, call->timeout_ms,
                      on_upstream_result, call, &call->up_handle, &err) < 0) {
+        if (write_attempted(err.kind))
+            write_done(call, 0, 0);
         reply_error(call->conn_id, call->id, err.kind, err.message, now_ms() - call->started_ms);
         call_free(call);
         return -1;
@@ -401,6 +556,8 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
         goto refused;
     }
     if ((mutation && run.dry_run) || effect == POLICY_DRY_RUN) {
+        call->mutation = mutation;
+        write_done(call, 1, 1);
         reply(conn_id, rpc_result(id, dry_run_stub(fn, server, tool)));
         call_done(run_id);
         goto refused;
@@ -415,10 +572,21 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
         goto refused;
     }
     call->fn = xstrdup(fn);
+    if (run.principal) { /* a run's principal is a NUL-terminated char[64] too */
+        size_t n = strnlen(run.principal, sizeof(call->principal) - 1);
+        memcpy(call->principal, run.principal, n);
+        call->principal[n] = '\0';
+    }
     call->mutation = mutation;
     call->timeout_ms = timeout_ms;
     call->started_ms = t0;
     struct gate *g = gate_get(run_id);
+    char full[400];
+    if (held_take(call, g, full, sizeof(full)) < 0) {
+        reply_error(conn_id, id, "denied", full, 0);
+        gate_release(g);
+        goto refused;
+    }
     if (gate_full(g) || g->head) { /* waits in order, behind the run's earlier calls */
         if (g->tail)
             g->tail->next = call;
@@ -607,6 +775,8 @@ int calls_resume(const char *run_id, json_t *input_responses)
     json_decref(extra);
     if (rc < 0) {
         DLIST_UNLINK(call);
+        if (write_attempted(err.kind))
+            write_done(call, 0, 0);
         reply_error(call->conn_id, call->id, err.kind, err.message, now_ms() - call->started_ms);
         call_done(call->run_id);
         gate_done(call->run_id);
@@ -632,6 +802,7 @@ void calls_cancel_run(const char *run_id, const char *reason)
             DLIST_UNLINK(call);
             g->in_flight--;
             up_cancel_call(call->up_handle, reason);
+            write_done(call, 0, 0); /* routed: the server may have acted on it */
             reply_error(call->conn_id, call->id, "timeout", reason, now_ms() - call->started_ms);
             call_free(call);
         }
@@ -662,6 +833,7 @@ void calls_conn_closed(uint64_t conn_id)
         if (call->conn_id == conn_id) {
             DLIST_UNLINK(call);
             up_cancel_call(call->up_handle, "the worker went away");
+            write_done(call, 0, 0);
             gate_done(call->run_id); /* another connection's waiting calls of the run may start */
             call_free(call);
         }
@@ -676,6 +848,13 @@ void calls_conn_closed(uint64_t conn_id)
 void calls_free_all(void)
 {
     lp_defer_cancel(&pump_later);
+    while (held_by) {
+        struct held_bytes *h = held_by;
+        held_by = h->next;
+        free(h->principal);
+        free(h);
+    }
+    n_held_by = 0;
     while (gates) {
         struct gate *g = gates;
         struct call *c;

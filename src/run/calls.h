@@ -23,6 +23,11 @@
  * reply of up to 64 MiB, so the bound is what keeps one program from making the gateway hold
  * thousands of them. Read by calls_set_hooks. */
 #define CALLS_DEFAULT_MAX_PER_RUN 256
+/* Argument bytes of calls in flight or waiting the gateway holds for one run, and for all the
+ * runs of one principal: a program that starts many calls with big arguments to a tool that
+ * does not answer cannot make the gateway hold more. */
+#define CALLS_MAX_RUN_BYTES       ((size_t)64 << 20)
+#define CALLS_MAX_PRINCIPAL_BYTES ((size_t)128 << 20)
 
 /* What enforcement needs to know of the run a call says it belongs to. */
 struct calls_run {
@@ -33,15 +38,27 @@ struct calls_run {
     uint64_t session;        /* the session that asked for it (for the external policy engine) */
 };
 
+/* What the reply hooks return for a message longer than the worker reads. */
+#define CALLS_TOO_LARGE (-2)
+
 struct calls_hooks {
     /* Fills *out and returns 0 when run_id is live and executing on worker `slot`; else -1. */
     int (*run_lookup)(const char *run_id, int slot, struct calls_run *out);
     /* One of the run's tool calls completed (answered, failed or stubbed). */
     void (*call_done)(const char *run_id);
-    /* Sends msg (stolen) to the worker connection conn_id. -1 if it is gone. */
+    /* A write tool call of the run ended: answered (ok: not an error result), stubbed by a dry
+     * run (dry_run 1), or failed or cancelled after it was routed upstream (ok 0). The run's
+     * `mutations` are made of these, never of what the worker reports. */
+    void (*write_done)(const char *run_id, const char *server, const char *tool, int ok,
+                       int dry_run);
+    /* Sends msg (stolen) to the worker connection conn_id. -1 if it is gone, CALLS_TOO_LARGE
+     * when it is longer than reply_limit() (nothing sent: the call fails with "too_large"). */
     int (*reply)(uint64_t conn_id, json_t *msg);
-    /* Sends one message made of the n pieces of JSON text (a result spliced in as bytes). */
+    /* Sends one message made of the n pieces of JSON text (a result spliced in as bytes);
+     * returns as reply. */
     int (*reply_parts)(uint64_t conn_id, const struct iovec *iov, int n);
+    /* The longest message reply and reply_parts send, named in the "too_large" error. */
+    size_t (*reply_limit)(void);
     /* The upstream answered a call of the run with an InputRequiredResult (borrowed): 1 when
      * the run relays it to its own client (the call then waits for calls_resume), 0 when the
      * call fails with kind "input_required" as before. NULL: never relayed. */

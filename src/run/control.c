@@ -46,6 +46,12 @@
  * declares more than this (and 4 x the cap) never ends in practice (2^63 bytes: agent code
  * writing on the socket itself): the stream is given up at once instead. */
 #define CTL_GIVE_UP ((uint64_t)1 << 30)
+/* Bytes queued to a worker and not yet written past which it is ended (the run fails and
+ * says why): a worker that stops reading (stopped, or agent code holding the socket) while
+ * something makes the gateway answer it would grow the gateway's memory without bound.
+ * Checked before a frame is queued, so one frame larger than this still reaches a worker
+ * that reads. */
+#define CTL_MAX_UNREAD ((size_t)64 << 20)
 /* Connections accepted per readiness of the listener: a flood's backlog is taken over a few
  * loop rounds, so the ones closed to make room (at the end of each round) stay few. */
 #define CTL_ACCEPT_PER_ROUND 32
@@ -89,18 +95,55 @@ static void conn_close(struct ctl_conn *c)
     lp_io_close_nowait(c->io);
 }
 
-/* Queues one text frame made of n pieces (written one after the other). */
-static void queue_frame(struct ctl_conn *c, const struct iovec *iov, int n)
+/* A worker that has not read what was already queued for it is ended instead of being sent
+ * more (CTL_MAX_UNREAD): 1 when c is closing (now or already), else 0. */
+static int unread_over_cap(struct ctl_conn *c)
 {
+    if (c->closing)
+        return 1;
+    size_t queued = lp_io_pending(c->io);
+    if (queued <= CTL_MAX_UNREAD)
+        return 0;
+    char why[300];
+    snprintf(why, sizeof(why),
+             "the Python worker did not read %zu bytes the gateway had sent it (the cap is %zu): "
+             "the worker was ended and this session's variables were lost",
+             queued, (size_t)CTL_MAX_UNREAD);
+    log_warn("control", "connection %llu: %zu bytes unread by the worker: closing it",
+             (unsigned long long)c->id, queued);
+    if (c->slot >= 0 && hooks.broken)
+        hooks.broken(c->slot, c->id, why);
+    conn_close(c);
+    return 1;
+}
+
+size_t ctl_frame_limit(void)
+{
+    return max_frame < WSP_WORKER_MAX_FRAME ? max_frame : WSP_WORKER_MAX_FRAME;
+}
+
+/* Queues one text frame made of n pieces (written one after the other). CALLS_TOO_LARGE, and
+ * nothing queued, past ctl_frame_limit(): the worker would drop the connection, and its
+ * variables with it. */
+static int queue_frame(struct ctl_conn *c, const struct iovec *iov, int n)
+{
+    if (unread_over_cap(c))
+        return -1;
     size_t len = 0;
     for (int i = 0; i < n; i++)
         len += iov[i].iov_len;
+    if (len > ctl_frame_limit()) {
+        log_warn("control", "a %zu-byte frame for a worker is over the %zu-byte limit: not sent",
+                 len, ctl_frame_limit());
+        return CALLS_TOO_LARGE;
+    }
     unsigned char hdr[10];
     size_t h = wsp_put_header(hdr, WSP_OP_TEXT, len, 0); /* server frames are unmasked */
     if (lp_io_write(c->io, hdr, h) < 0)
-        return; /* closing */
+        return 0; /* closing */
     for (int i = 0; i < n; i++)
         lp_io_write(c->io, iov[i].iov_base, iov[i].iov_len);
+    return 0;
 }
 
 int ctl_send(uint64_t conn_id, json_t *msg)
@@ -110,9 +153,9 @@ int ctl_send(uint64_t conn_id, json_t *msg)
     json_decref(msg);
     if (!text)
         return -1;
-    queue_frame(c, &(struct iovec){text, strlen(text)}, 1);
+    int rc = queue_frame(c, &(struct iovec){text, strlen(text)}, 1);
     free(text);
-    return 0;
+    return rc;
 }
 
 int ctl_send_parts(uint64_t conn_id, const struct iovec *iov, int n)
@@ -120,8 +163,7 @@ int ctl_send_parts(uint64_t conn_id, const struct iovec *iov, int n)
     struct ctl_conn *c = conn_find(conn_id);
     if (!c)
         return -1;
-    queue_frame(c, iov, n);
-    return 0;
+    return queue_frame(c, iov, n);
 }
 
 void ctl_close(uint64_t conn_id)
@@ -209,7 +251,8 @@ static void handle_frame(struct ctl_conn *c, const char *text, size_t len)
 static void ws_send(void *ud, const void *data, size_t len)
 {
     struct ctl_conn *c = ud;
-    lp_io_write(c->io, data, len);
+    if (!unread_over_cap(c))
+        lp_io_write(c->io, data, len);
 }
 
 static void ws_open(void *ud)

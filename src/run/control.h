@@ -49,11 +49,15 @@ const char *ctl_url(void);
 /* Takes the gateway's end of a worker's socketpair (owned from now on, closed on failure; the
  * worker still shakes hands and sends its token). 0 / -1. */
 int ctl_adopt(int fd);
-/* Sends msg (stolen) to the connection. -1 if it is gone. */
+/* Sends msg (stolen) to the connection. -1 if it is gone; CALLS_TOO_LARGE (calls.h) for a
+ * frame longer than ctl_frame_limit(): nothing was sent, the connection stays open. */
 int ctl_send(uint64_t conn_id, json_t *msg);
 /* Sends one text frame made of the n pieces, as they are (the caller's bytes are JSON). -1 if
- * the connection is gone. */
+ * the connection is gone; CALLS_TOO_LARGE as ctl_send. */
 int ctl_send_parts(uint64_t conn_id, const struct iovec *iov, int n);
+/* The longest frame sent to a worker: CODEMCP_CONTROL_MAX_FRAME, at most what the worker reads
+ * (WSP_WORKER_MAX_FRAME). */
+size_t ctl_frame_limit(void);
 /* Closes a connection (e.g. its worker is being killed). */
 void ctl_close(uint64_t conn_id);
 void ctl_free_all(void);

@@ -381,12 +381,12 @@ static void add_request(struct buf *b, const char *method, json_t *params)
 
 void pt_on_catalog_changed(void)
 {
-    int v = cat_source_version(), sv = shapes_version();
+    int v = cat_source_version(), sv = shapes_version_for(NULL);
     if (pt.state != PT_READY || v == 0 || (v == pt.sdk_sent && sv == pt.shapes_sent))
         return;
     struct buf b = {0};
     if (shapes_enabled())
-        add_request(&b, "set_shapes", json_pack("{s:O}", "shapes", shapes_all()));
+        add_request(&b, "set_shapes", json_pack("{s:o}", "shapes", shapes_view(NULL)));
     add_request(&b, "load_sdk",
                 json_pack("{s:s, s:i, s:O*}", "source", cat_source(), "version", v, "catalog",
                           cat_discovery()));

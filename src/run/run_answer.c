@@ -11,12 +11,15 @@
 
 #define RA_MAX_MEMBERS 32
 
-json_t *run_answer_envelope(json_t *envelope, const char *handle)
+json_t *run_answer_envelope(json_t *envelope, const char *handle, json_t *mutations)
 {
     json_t *env = json_copy(envelope); /* shallow: the values are shared, only keys go */
     json_object_del(env, "ok");
     json_object_del(env, "calls");
     json_object_del(env, "recycle");
+    json_object_del(env, "mutations");
+    if (json_array_size(mutations))
+        json_object_set(env, "mutations", mutations);
     json_object_del(env, "content"); /* the program's content blocks: in the result's content */
     if (handle && handle[0])         /* the state handle (SEP-2567): pass it back to continue */
         json_object_set_new(env, "namespace", json_string(handle));
@@ -87,21 +90,21 @@ static int is_key(const struct js_member *m, const char *k)
 }
 
 char *run_answer_text(json_t *request_id, const char *env, size_t len, const char *handle,
-                      size_t *out_len)
+                      const char *mutations, size_t *out_len)
 {
     struct js_member m[RA_MAX_MEMBERS];
     int n = js_members(env, len, m, RA_MAX_MEMBERS);
     if (n < 0 || !js_is(js_get(m, n, "ok"), "true") || js_get(m, n, "recycle") ||
         js_get(m, n, "content") || (handle[0] && js_get(m, n, "namespace")))
         return NULL;
-    /* The answer's envelope: the members in their order, ok and calls left out (as
-     * json_object_del leaves the others in theirs), the handle last (as json_object_set_new
-     * appends a key the object did not have). */
+    /* The answer's envelope: the members in their order, ok, calls and mutations left out (as
+     * json_object_del leaves the others in theirs), the gateway's mutations, the handle last (as
+     * json_object_set_new appends a key the object did not have). */
     struct buf e = {0}, r = {0};
     char *out = NULL;
     buf_append(&e, "{", 1);
     for (int i = 0; i < n; i++) {
-        if (is_key(&m[i], "ok") || is_key(&m[i], "calls"))
+        if (is_key(&m[i], "ok") || is_key(&m[i], "calls") || is_key(&m[i], "mutations"))
             continue;
         if (e.len > 1)
             buf_append(&e, ",", 1);
@@ -109,6 +112,10 @@ char *run_answer_text(json_t *request_id, const char *env, size_t len, const cha
         buf_append(&e, m[i].key, m[i].klen); /* canonical keys have no escapes */
         buf_append(&e, "\":", 2);
         buf_append(&e, m[i].val, m[i].vlen);
+    }
+    if (mutations) {
+        buf_appends(&e, e.len > 1 ? ",\"mutations\":" : "\"mutations\":");
+        buf_appends(&e, mutations);
     }
     if (handle[0]) {
         buf_appends(&e, e.len > 1 ? ",\"namespace\":" : "\"namespace\":");

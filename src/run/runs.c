@@ -59,6 +59,8 @@ struct run {
     int dry_run;
     int reset;
     json_t *allow_mutations;
+    json_t *mutations; /* the writes calls.c routed for it (write_done), for the answer; NULL:
+                        * none yet */
     int slot; /* the worker slot given to the run (-1: none yet; its home may own one): never
                * handed to another session before the run ends (run_uses_slot); which run a
                * worker executes is workers.c's to know */
@@ -105,6 +107,8 @@ static int64_t input_wait_ms;
 static struct run *runs; /* in arrival order */
 static uint64_t next_run = 1;
 static int64_t default_timeout_ms = -1;
+static int64_t max_timeout_ms;
+static int64_t run_cpu_ms; /* CPU time of a run's worker process; 0: its timeout_ms */
 static int64_t grace_ms;
 static long max_output_bytes;
 static int enforce_mutations;
@@ -148,6 +152,12 @@ static void load_settings(void)
     if (default_timeout_ms >= 0)
         return;
     default_timeout_ms = env_long("CODEMCP_EXEC_TIMEOUT_MS", 30000);
+    max_timeout_ms = env_long("CODEMCP_MAX_TIMEOUT_MS", 300000);
+    run_cpu_ms = env_long("CODEMCP_RUN_CPU_MS", 0);
+    if (max_timeout_ms < 1)
+        max_timeout_ms = 1;
+    if (default_timeout_ms > max_timeout_ms)
+        default_timeout_ms = max_timeout_ms;
     grace_ms = env_long("CODEMCP_KILL_GRACE_MS", 2000);
     max_output_bytes = env_long("CODEMCP_MAX_OUTPUT_BYTES", 1L << 20);
     enforce_mutations = env_bool("CODEMCP_ENFORCE_MUTATIONS", 0);
@@ -195,6 +205,7 @@ static void run_free(struct run *r)
     json_decref(r->request_id);
     json_decref(r->progress_token);
     json_decref(r->allow_mutations);
+    json_decref(r->mutations);
     json_decref(r->arguments);
     json_decref(r->client_caps);
     explicit_bzero(r->input_state, sizeof(r->input_state));
@@ -241,14 +252,50 @@ static json_t *failure_envelope(const char *why, const char *kind)
 
 /* Answers r (envelope borrowed); kept: the tomb of a requestState that was pending when the
  * run ended, where the answer waits for the client's retry instead. */
+/* Bytes a run's answer may have: the runtime caps result, stdout and stderr at
+ * CODEMCP_MAX_OUTPUT_BYTES each, and the gateway holds it to that whatever the worker sends
+ * (the rest is room for JSON escapes, the trace and the error). 0: no cap. */
+static size_t answer_cap(void)
+{
+    return max_output_bytes > 0 ? 4 * (size_t)max_output_bytes + ((size_t)256 << 10) : 0;
+}
+
+/* Why an answer of len bytes is refused, in why; 0 when it may go out. */
+static int answer_too_large(size_t len, char *why, size_t cap)
+{
+    size_t max = answer_cap();
+    if (!max || len <= max)
+        return 0;
+    snprintf(why, cap,
+             "the worker's answer was %zu bytes, more than a run may answer (%zu: 4 x "
+             "CODEMCP_MAX_OUTPUT_BYTES + 256 KiB); it was not sent",
+             len, max);
+    return 1;
+}
+
 static void answer(struct run *r, json_t *envelope, struct input_tomb *kept)
 {
     int is_error = !json_is_true(json_object_get(envelope, "ok"));
-    json_t *env = run_answer_envelope(envelope, r->ns.handle);
+    json_t *env = run_answer_envelope(envelope, r->ns.handle, r->mutations);
+    json_t *blocks = json_object_get(envelope, "content");
+    char *text = answer_cap() ? jf_dumps(env) : NULL;
+    char *more = text && blocks ? jf_dumps(blocks) : NULL; /* they go out beside it */
+    char why[300];
+    if (text && answer_too_large(strlen(text) + (more ? strlen(more) : 0), why, sizeof(why))) {
+        log_warn("runs", "%s: %s", r->id, why);
+        json_t *failed = failure_envelope(why, "worker");
+        json_decref(env);
+        env = run_answer_envelope(failed, r->ns.handle, r->mutations);
+        json_decref(failed);
+        blocks = NULL;
+        is_error = 1;
+    }
+    free(text);
+    free(more);
     if (r->smoke_done) {
         r->smoke_done(env, is_error);
     } else if (!r->silent) {
-        json_t *result = run_answer_result(env, json_object_get(envelope, "content"), is_error);
+        json_t *result = run_answer_result(env, blocks, is_error);
         if (kept) {
             kept->answer = result;
             kept->arguments = json_incref(r->arguments);
@@ -339,7 +386,16 @@ void run_on_worker_answered(const char *run_id, const char *env, size_t len)
      * the usual success: the tree, as the frame's decode would have given it. */
     if (!r->smoke_done && !r->silent && !r->awaiting && hooks.send_text) {
         size_t n;
-        char *reply = run_answer_text(r->request_id, env, len, r->ns.handle, &n);
+        char *muts = json_array_size(r->mutations) ? jf_dumps(r->mutations) : NULL;
+        char *reply = run_answer_text(r->request_id, env, len, r->ns.handle, muts, &n);
+        free(muts);
+        char why[300];
+        if (reply && answer_too_large(n, why, sizeof(why))) {
+            free(reply);
+            log_warn("runs", "%s: %s", r->id, why);
+            finish(r, NULL, why);
+            return;
+        }
         if (reply) {
             finish_with(r, NULL, NULL, reply, n);
             free(reply);
@@ -350,6 +406,20 @@ void run_on_worker_answered(const char *run_id, const char *env, size_t len)
     json_t *tree = jf_loadb(env, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, &jerr);
     finish(r, tree, tree ? NULL : jerr.text);
     json_decref(tree);
+}
+
+void run_on_write_done(const char *run_id, const char *server, const char *tool, int ok,
+                       int dry_run)
+{
+    struct run *r = run_find(run_id);
+    if (!r)
+        return;
+    json_t *item = json_pack("{s:s, s:s, s:b}", "server", server, "tool", tool, "ok", ok);
+    if (dry_run)
+        json_object_set_new(item, "dry_run", json_true());
+    if (!r->mutations)
+        r->mutations = json_array();
+    json_array_append_new(r->mutations, item);
 }
 
 void run_on_call_done(const char *run_id)
@@ -459,7 +529,7 @@ static int send_run(struct run *r, int slot)
     json_decref(p.drop_namespaces);
     json_decref(p.policy);
     r->ns_started = !r->smoke_done;
-    int sent = wk_start_run(slot, r->id, params, len);
+    int sent = wk_start_run(slot, r->id, params, len, run_cpu_ms > 0 ? run_cpu_ms : r->timeout_ms);
     free(params);
     if (sent < 0) {
         if (r->ns_started) /* not sent after all: it is counted again when it is */
@@ -625,6 +695,7 @@ static int queue_full(const char *p)
 int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
                json_t *progress_token, json_t *client_caps, char *err, size_t errlen)
 {
+    load_settings();
     if (!json_is_object(arguments)) {
         snprintf(err, errlen, "execute_python needs arguments {\"code\": \"...\"}");
         return -1;
@@ -642,6 +713,14 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
     if (timeout && !(json_is_integer(timeout) && json_integer_value(timeout) > 0) &&
         !(json_is_real(timeout) && json_real_value(timeout) >= 1)) {
         snprintf(err, errlen, "execute_python: \"timeout_ms\" must be a positive integer");
+        return -1;
+    }
+    if (timeout && (json_is_integer(timeout) ? json_integer_value(timeout) > max_timeout_ms
+                                             : json_real_value(timeout) > (double)max_timeout_ms)) {
+        snprintf(err, errlen,
+                 "execute_python: \"timeout_ms\" is above this gateway's maximum of %lld ms "
+                 "(CODEMCP_MAX_TIMEOUT_MS): ask for at most that",
+                 (long long)max_timeout_ms);
         return -1;
     }
     if (dry && !json_is_boolean(dry)) {

@@ -81,6 +81,9 @@ int run_call_rules(const char *run_id, int slot, struct calls_run *out);
 int run_on_input_required(const char *run_id, json_t *result);
 /* calls.c: one of the run's tool calls completed (for progress notifications). */
 void run_on_call_done(const char *run_id);
+/* calls_hooks.write_done: a write of the run ended (calls.h); listed in its answer. */
+void run_on_write_done(const char *run_id, const char *server, const char *tool, int ok,
+                       int dry_run);
 /* workers.c: true while a run not yet finished was given this worker slot (workers.c never
  * hands the slot to another session before that). */
 int run_uses_slot(int slot);

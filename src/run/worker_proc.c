@@ -4,6 +4,11 @@
 #include "sandbox.h"
 #include "util.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -76,6 +81,7 @@ char **wkp_env(char *const *extra)
                                        "CODEMCP_SANDBOX_NOFILE",
                                        "CODEMCP_ENCODER_MODEL",
                                        "CODEMCP_SEMANTIC_SEARCH",
+                                       "CODEMCP_SANDBOX_LANDLOCK_ABI_MAX",
                                        NULL};
     size_t n = 0, k = 0;
     for (char *const *e = extra; e && *e; e++)
@@ -189,4 +195,216 @@ pid_t wkp_child_by_nspid(pid_t parent, int level, pid_t inner)
     }
     free(t);
     return found;
+}
+
+/* The only child of pid's main thread, or -1 (none, or more than one). */
+static pid_t only_child(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    char *t = read_file(path, NULL), *end = NULL;
+    long c = t ? strtol(t, &end, 10) : 0;
+    int one = c > 0 && end && strspn(end, " \n") == strlen(end);
+    free(t);
+    return one ? (pid_t)c : -1;
+}
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* Linux 6.9 */
+#endif
+
+/* A pidfd of one of the watched threads in the loop: readable once the thread has exited. */
+struct wkp_exit {
+    struct wkp_watch *wt; /* NULL once the watch is closed */
+    unsigned gen;
+    int i; /* its place in wt->exits */
+    struct lp_io *io;
+};
+
+static void exit_ready(void *ud)
+{
+    struct wkp_exit *x = ud;
+    if (x->wt && x->wt->gen == x->gen) {
+        x->wt->lost = 1;
+        x->wt->exits[x->i] = NULL; /* freed once closed */
+    }
+    x->wt = NULL;
+    lp_io_close(x->io);
+}
+
+static void exit_closed(void *ud)
+{
+    free(ud);
+}
+
+static const struct lp_io_ops exit_ops = {.on_ready = exit_ready, .on_close = exit_closed};
+
+/* Asks the kernel to tell when thread i (tid) exits; then its comm file need not be read. */
+static void watch_exit(struct wkp_watch *wt, int i, pid_t tid)
+{
+    int fd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+    if (fd < 0)
+        return; /* before Linux 6.9: read before each run */
+    struct wkp_exit *x = xcalloc(1, sizeof(*x));
+    x->wt = wt;
+    x->gen = wt->gen;
+    x->i = i;
+    x->io = lp_io_watch(fd, 1, &exit_ops, x);
+    if (!x->io) {
+        close(fd);
+        free(x);
+        return;
+    }
+    wt->exits[i] = x;
+}
+
+/* Opens the comm file of each of pid's threads (at most WKP_WATCH_THREADS). */
+static int open_threads(struct wkp_watch *wt)
+{
+    int dup = fcntl(wt->task_fd, F_DUPFD_CLOEXEC, 0);
+    DIR *d = dup < 0 ? NULL : fdopendir(dup);
+    if (!d) {
+        if (dup >= 0)
+            close(dup);
+        return -1;
+    }
+    int rc = 0;
+    for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+        char comm[48];
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        snprintf(comm, sizeof(comm), "%.16s/comm", e->d_name);
+        int fd =
+            wt->n_base < WKP_WATCH_THREADS ? openat(wt->task_fd, comm, O_RDONLY | O_CLOEXEC) : -1;
+        if (fd < 0)
+            rc = -1;
+        else
+            wt->base_fd[wt->n_base++] = fd;
+        long tid = strtol(e->d_name, NULL, 10);
+        if (fd >= 0 && tid == (long)wt->pid)
+            wt->main_fd = fd;
+        else if (fd >= 0)
+            watch_exit(wt, wt->n_base - 1, (pid_t)tid);
+    }
+    closedir(d);
+    return rc;
+}
+
+int wkp_watch_open(struct wkp_watch *wt, pid_t pid, int forked)
+{
+    char path[64];
+    pid_t init = pid <= 0 ? -1 : forked ? pid : only_child(pid); /* exec'd: waiter -> PID 1 */
+    pid_t worker = init > 0 ? only_child(init) : -1;
+    wkp_watch_close(wt);
+    if (worker <= 0)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)worker);
+    wt->task_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)worker, (int)worker);
+    wt->children_fd = open(path, O_RDONLY | O_CLOEXEC);
+    wt->pid = worker;
+    if (wt->task_fd < 0 || wt->children_fd < 0 || open_threads(wt) < 0) {
+        wkp_watch_close(wt);
+        return -1;
+    }
+    return 0;
+}
+
+void wkp_watch_close(struct wkp_watch *wt)
+{
+    if (wt->pid > 0) {
+        if (wt->task_fd >= 0)
+            close(wt->task_fd);
+        if (wt->children_fd >= 0)
+            close(wt->children_fd);
+        for (int i = 0; i < wt->n_base; i++) {
+            close(wt->base_fd[i]);
+            if (wt->exits[i]) {
+                wt->exits[i]->wt = NULL;
+                lp_io_close(wt->exits[i]->io);
+            }
+            wt->exits[i] = NULL;
+        }
+    }
+    wt->gen++;
+    wt->lost = 0;
+    wt->pid = 0;
+    wt->task_fd = wt->children_fd = wt->main_fd = -1;
+    wt->n_base = 0;
+}
+
+/* A task's flags while it exits (PF_EXITING, the kernel's linux/sched.h). */
+#define WKP_PF_EXITING 0x4
+
+/* A task (its /proc stat file, relative to dir) alive and not on its way out. */
+static int task_live(int dir, const char *stat_path)
+{
+    char buf[512], state;
+    unsigned long flags;
+    int fd = openat(dir, stat_path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+    if (fd >= 0)
+        close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
+        return 0;
+    return state != 'Z' && state != 'X' && !(flags & WKP_PF_EXITING);
+}
+
+int wkp_extra_threads(const struct wkp_watch *wt)
+{
+    struct stat st;
+    char c[20];
+    if (wt->pid <= 0 || fstat(wt->task_fd, &st) < 0 || st.st_nlink < 3)
+        return -1; /* gone */
+    /* The main thread is the process: its end shows in the link count. */
+    if (wt->lost)
+        return WKP_LOST;
+    for (int i = 0; i < wt->n_base; i++)
+        if (wt->base_fd[i] != wt->main_fd && !wt->exits[i] &&
+            pread(wt->base_fd[i], c, sizeof(c), 0) <= 0)
+            return WKP_LOST;
+    int n = (int)st.st_nlink - 2;
+    if (n <= wt->n_base)
+        return 0;
+    int dup = fcntl(wt->task_fd, F_DUPFD_CLOEXEC, 0);
+    DIR *d = dup < 0 ? NULL : fdopendir(dup);
+    if (!d) {
+        if (dup >= 0)
+            close(dup);
+        return n - wt->n_base;
+    }
+    rewinddir(d);
+    int live = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] >= '0' && e->d_name[0] <= '9') {
+            char sp[64];
+            snprintf(sp, sizeof(sp), "%.16s/stat", e->d_name);
+            live += task_live(wt->task_fd, sp);
+        }
+    closedir(d);
+    return live > wt->n_base ? live - wt->n_base : 0;
+}
+
+int wkp_alive(const struct wkp_watch *wt)
+{
+    char sp[32];
+    snprintf(sp, sizeof(sp), "%d/stat", (int)wt->pid);
+    return wt->pid > 0 && task_live(wt->task_fd, sp);
+}
+
+int wkp_has_children(const struct wkp_watch *wt)
+{
+    char c[4];
+    return wt->pid > 0 && pread(wt->children_fd, c, sizeof(c), 0) > 0;
+}
+
+int64_t wkp_cpu_ms(const struct wkp_watch *wt)
+{
+    clockid_t clk;
+    struct timespec ts;
+    if (wt->pid <= 0 || clock_getcpuclockid(wt->pid, &clk) != 0 || clock_gettime(clk, &ts) < 0)
+        return -1;
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

@@ -9,6 +9,7 @@
 #define CODEMCP_WORKER_PROC_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Finds codemcp-worker (CODEMCP_WORKER_BIN, next to codemcp, libexec). 1 found, 0 not. */
@@ -39,5 +40,44 @@ void wkp_kill(pid_t pid, enum wkp_kind kind);
 pid_t wkp_child_by_nspid(pid_t parent, int level, pid_t inner);
 /* The depth of pid's PID namespace below the gateway's (0: the same), or -1. */
 int wkp_ns_level(pid_t pid);
+
+/* What a sandboxed worker's process holds, read from outside (/proc), for the gateway's own
+ * check that nothing of a run outlives it (the worker's end-of-run check, pystray.h, is agent
+ * code's to defeat) and for its CPU time limit. Descriptors are kept open, so a check costs
+ * an fstat and a pread (a few microseconds), not path lookups. */
+#define WKP_WATCH_THREADS 8
+struct wkp_exit;
+struct wkp_watch {
+    pid_t pid;       /* the worker process, as the gateway sees it; 0: not watched */
+    int task_fd;     /* /proc/<pid>/task: its link count is 2 + the threads */
+    int children_fd; /* /proc/<pid>/task/<pid>/children */
+    int n_base;      /* its threads when watching began (no agent code had run yet) */
+    int base_fd[WKP_WATCH_THREADS]; /* their /proc/.../task/<tid>/comm: unreadable once the
+                                       thread is gone, whatever reuses its number */
+    int main_fd;                    /* the main thread's among them */
+    struct wkp_exit *exits[WKP_WATCH_THREADS]; /* where the kernel tells when a thread of
+                                                  them exits (pidfd, Linux 6.9+): those need
+                                                  no read before each run */
+    unsigned gen;                              /* which watch an exit belongs to */
+    int lost;                                  /* one of them has exited */
+};
+/* Starts watching the worker process of the sandbox whose outermost process is pid (the
+ * session's PID 1 when forked, the waiter when exec'd), taking its threads now as the ones it
+ * may keep. Call before any run. 0, or -1 (not found). */
+int wkp_watch_open(struct wkp_watch *wt, pid_t pid, int forked);
+void wkp_watch_close(struct wkp_watch *wt);
+/* Threads it has beyond the ones it was watched with (live ones: a thread just joined may
+ * still be on its way out), or WKP_LOST when one of those is gone (a run ended one of the
+ * worker's own threads, so a thread of its own could hide in the count: treated as a
+ * leftover), or -1 when the process is gone. */
+#define WKP_LOST (-2)
+int wkp_extra_threads(const struct wkp_watch *wt);
+/* 1 while its main thread lives and is not exiting (a zombie, a process being killed: 0). */
+int wkp_alive(const struct wkp_watch *wt);
+/* 1 when its main thread has a child: every process a run starts descends from the worker, and
+ * orphans come back to it as the sandbox's child subreaper (pystray.h). */
+int wkp_has_children(const struct wkp_watch *wt);
+/* The CPU time it has used (all its threads), in ms, or -1. */
+int64_t wkp_cpu_ms(const struct wkp_watch *wt);
 
 #endif

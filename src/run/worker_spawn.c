@@ -11,6 +11,7 @@
 #include "log.h"
 #include "prototype.h"
 #include "util.h"
+#include "worker_docker.h"
 #include "worker_proc.h"
 
 #include <errno.h>
@@ -45,6 +46,10 @@ void hard_kill(struct worker *w)
         lp_timer_start(&w->start_timer, 0, cancel_queued, w);
         return;
     }
+    if (dockered) {
+        wkd_kill(w);
+        return;
+    }
     if (w->forked && w->awaiting_pt) { /* nothing was forked yet: end the start (soon) */
         w->awaiting_pt = 0;
         lp_timer_start(&w->start_timer, 0, cancel_fork, w);
@@ -61,7 +66,7 @@ void hard_kill(struct worker *w)
 static void on_out_line(void *ud, const char *line, size_t len)
 {
     struct worker *w = ud;
-    if (line)
+    if (line && log_get_level() >= LOG_INFO && log_budget_take(&w->log_budget, "worker"))
         log_info("worker", "[worker %d] %.*s", w->slot, (int)(len > 2000 ? 2000 : len), line);
 }
 
@@ -241,6 +246,8 @@ static void on_pt_forked(int slot, uint64_t gen, pid_t pid)
     log_debug("worker", "worker %d forked (pid %d)", w->slot, (int)pid);
     if (w->kill_reason) /* a kill asked for before the pid was known */
         hard_kill(w);
+    else if (w->state == WK_READY)
+        became_idle(); /* a run may have waited for the pid (know_worker) */
 }
 
 static int spawn_forked(struct worker *w)
@@ -336,14 +343,19 @@ void start_queued_now(void)
         became_idle();
 }
 
+void arm_start_timer(struct worker *w)
+{
+    lp_timer_start(&w->start_timer, env_long("CODEMCP_WORKER_START_TIMEOUT_MS", 15000),
+                   start_timed_out, w);
+}
+
 static int launch(struct worker *w)
 {
     w->launch_ms = now_ms();
-    lp_timer_start(&w->start_timer, env_long("CODEMCP_WORKER_START_TIMEOUT_MS", 15000),
-                   start_timed_out, w);
-    if (use_prototype) {
+    arm_start_timer(w);
+    if (dockered || use_prototype) { /* a container (worker_docker.h), or a fork */
         w->state = WK_STARTING;
-        if (spawn_forked(w) < 0) {
+        if ((dockered ? wkd_spawn(w) : spawn_forked(w)) < 0) {
             lp_timer_stop(&w->start_timer);
             w->state = WK_DOWN;
             return -1;

@@ -17,10 +17,12 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
+#include "namespaces.h"
 #include "sandbox.h"
 #include "shapes.h"
 #include "util.h"
 #include "prototype.h"
+#include "worker_docker.h"
 #include "worker_proc.h"
 
 #include <errno.h>
@@ -42,7 +44,13 @@ int n_workers;
 int64_t next_rpc_id = 1;
 long memory_mb;
 int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
+int dockered;      /* CODEMCP_ISOLATION=docker */
 int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
+/* CODEMCP_PROTOTYPE_EARLY (default off): the prototype starts beside the upstreams. Off, it
+ * starts with the first worker, once they settled: measured on 2 shared cores, starting it
+ * early gave the first result 0.61x the time when a core was free but slowed initialize and
+ * tools/list (which wait for the upstreams) 1.2-2.3x, and the first result too under load. */
+static int prototype_early;
 long session_idle_ms;
 long min_hold_ms;
 static void (*shutdown_done)(void);
@@ -128,9 +136,16 @@ void on_worker_exit(void *ud, pid_t pid, int status)
     if (pid != w->pid)
         return;
     lp_timer_stop(&w->start_timer);
+    guard_stop(w);
     char why[512];
+    int killed_why = w->kill_reason != NULL; /* a start we ended says why it failed */
     if (w->kill_reason)
         snprintf(why, sizeof(why), "%s", w->kill_reason);
+    else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU)
+        snprintf(why, sizeof(why),
+                 "the run used up its CPU time (its timeout_ms, or CODEMCP_RUN_CPU_MS): the "
+                 "Python worker was ended by the kernel (SIGXCPU) and restarted, and this "
+                 "session's variables were lost");
     else if (WIFSIGNALED(status))
         snprintf(why, sizeof(why),
                  "the Python worker crashed (signal %d) while running this code; it was "
@@ -150,6 +165,7 @@ void on_worker_exit(void *ud, pid_t pid, int status)
              WIFSIGNALED(status) ? "signal" : "status");
     w->state = WK_DOWN;
     w->pid = 0;
+    wkp_watch_close(&w->watch);
     free(w->kill_reason);
     w->kill_reason = NULL;
     if (w->conn_id)
@@ -169,7 +185,7 @@ void on_worker_exit(void *ud, pid_t pid, int status)
                  "(CODEMCP_LOG=info)",
                  wkp_bin(), WIFSIGNALED(status) ? "signal" : "status",
                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-        w->start_failure = w->failed_starts >= 3 ? xstrdup(msg) : NULL;
+        w->start_failure = w->failed_starts >= 3 ? xstrdup(killed_why ? why : msg) : NULL;
     }
     /* Restart right away after a run-induced crash; back off when it cannot start. An
      * unowned slot comes back only as the one warm spare. */
@@ -179,10 +195,16 @@ void on_worker_exit(void *ud, pid_t pid, int status)
     became_idle();
 }
 
-/* CODEMCP_ISOLATION: sandbox (default; probed now, fail closed) or host (warned). 0 / -2. */
+/* CODEMCP_ISOLATION: sandbox (default; probed now, fail closed), docker (the daemon must
+ * answer) or host (warned). 0 / -2. */
 static int choose_isolation(void)
 {
     const char *iso = getenv("CODEMCP_ISOLATION");
+    if (iso && strcmp(iso, "docker") == 0) {
+        sandboxed = 0;
+        dockered = 1;
+        return wkd_init() < 0 ? -2 : 0;
+    }
     if (iso && strcmp(iso, "host") == 0) {
         log_warn("worker", "CODEMCP_ISOLATION=host: agent code runs WITHOUT a sandbox, with this "
                            "user's files, network and processes in reach");
@@ -190,8 +212,8 @@ static int choose_isolation(void)
         return 0;
     }
     if (iso && *iso && strcmp(iso, "sandbox") != 0) {
-        log_error("worker", "CODEMCP_ISOLATION=%s is not known: use sandbox (default) or host",
-                  iso);
+        log_error("worker",
+                  "CODEMCP_ISOLATION=%s is not known: use sandbox (default), docker or host", iso);
         return -2;
     }
     if (ctl_url()[0]) {
@@ -228,7 +250,8 @@ int wk_init(int max_workers)
         min_hold_ms = 0;
     /* Workers come from the prototype unless a listener was asked for (remote workers
      * connect to it: nothing to fork) or CODEMCP_PROTOTYPE=off. */
-    use_prototype = env_bool("CODEMCP_PROTOTYPE", 1) && !ctl_url()[0];
+    use_prototype = env_bool("CODEMCP_PROTOTYPE", 1) && !ctl_url()[0] && !dockered;
+    prototype_early = env_bool("CODEMCP_PROTOTYPE_EARLY", 0);
     pt_init(sandboxed, memory_mb, &pt_hooks_of_pool);
     /* Processes of a sandbox whose parent died first (a prototype's sessions, a waiter's
      * PID 1) are reparented here and reaped by the loop, not left to PID 1 as zombies. */
@@ -241,6 +264,12 @@ int wk_init(int max_workers)
         workers[i].err_lines.max_line = 64 * 1024;
     }
     return 0;
+}
+
+void wk_prestart(void)
+{
+    if (use_prototype && prototype_early && n_workers && !shutting_down)
+        pt_start();
 }
 
 void wk_prewarm(void)
@@ -284,11 +313,16 @@ static struct worker *running(const char *run_id)
     return NULL;
 }
 
-int wk_start_run(int slot, const char *run_id, const char *params, size_t len)
+static void send_shapes(struct worker *w);
+
+int wk_start_run(int slot, const char *run_id, const char *params, size_t len, int64_t cpu_ms)
 {
     struct worker *w = slot >= 0 && slot < n_workers ? &workers[slot] : NULL;
     if (!w || w->state != WK_READY || strlen(run_id) >= sizeof(w->run_id))
         return -1;
+    if (guard_before_run(w, cpu_ms) < 0)
+        return -1;
+    send_shapes(w); /* its owner's, once it has one */
     w->run_rpc_id = next_rpc_id++;
     /* the bytes rpc_dump(rpc_request(id, "run", params)) gives, params spliced in */
     static const char a[] = "{\"jsonrpc\":\"2.0\",\"method\":\"run\",\"id\":";
@@ -328,14 +362,22 @@ void wk_kill_run(const char *run_id, const char *why)
 
 /* ---- control-channel events ---------------------------------------------------------------- */
 
+/* Whose results w's shapes come from: its owner's principal (NULL: a spare, the shared view). */
+static const char *shapes_principal(const struct worker *w)
+{
+    return w->owned ? ns_asker(w->session, w->session) : NULL;
+}
+
 static void send_shapes(struct worker *w)
 {
-    int v = shapes_version();
+    const char *principal = shapes_principal(w);
+    int v = shapes_version_for(principal);
     if (!w->conn_id || w->shapes_sent == v || !shapes_enabled())
         return;
     w->shapes_sent = v;
     json_t *id = json_integer(next_rpc_id++);
-    ctl_send(w->conn_id, rpc_request(id, "set_shapes", json_pack("{s:O}", "shapes", shapes_all())));
+    ctl_send(w->conn_id,
+             rpc_request(id, "set_shapes", json_pack("{s:o}", "shapes", shapes_view(principal))));
     json_decref(id);
 }
 
@@ -390,6 +432,7 @@ void wk_on_message(int slot, json_t *msg)
         /* The runtime asks for a fresh process when a run leaves threads behind under
          * enforcement: they must not act under a later run's allow_mutations. */
         int recycle = json_is_true(json_object_get(result, "recycle"));
+        guard_answered(w);
         if (w->notice && json_is_object(result)) {
             json_object_set_new(result, "notice", json_string(w->notice));
             free(w->notice);
@@ -412,7 +455,7 @@ void wk_on_message(int slot, json_t *msg)
         became_idle();
         return;
     }
-    if (error) {
+    if (error && log_budget_take(&w->log_budget, "worker")) {
         json_t *m = json_object_get(error, "message");
         log_error("worker", "worker %d: %s", slot,
                   json_is_string(m) ? json_string_value(m) : "error reply");
@@ -449,6 +492,7 @@ int wk_on_frame(int slot, const char *text, size_t len)
     size_t hn = answer_head(head, w->run_rpc_id);
     if (len < hn || memcmp(text, head, hn) != 0)
         return 0; /* not the answer to this run, or not in the form the worker writes */
+    guard_answered(w);
     /* One pass checks the whole frame is in jf_dumps' form and records the envelope's
      * members; the head above makes jsonrpc, id and result the first three, n == 3 the only
      * ones (no error). Anything else: the tree path (wk_on_message), which decides. */
@@ -476,6 +520,10 @@ void wk_on_disconnect(int slot, uint64_t conn_id)
     if (w->conn_id != conn_id)
         return;
     w->conn_id = 0;
+    /* A worker that has died (its CPU time ran out, it crashed) closed the connection as it
+     * went: its exit status, on its way, says why; a kill now could lose it. */
+    if (guard_worker_died(w))
+        return;
     /* The process exit (reaped via SIGCHLD) does the rest; make sure it happens. */
     if (w->pid && !shutting_down) {
         if (!w->kill_reason)
@@ -503,6 +551,7 @@ void wk_shutdown_all(void (*done)(void))
         lp_timer_stop(&w->start_timer);
         lp_timer_stop(&w->restart_timer);
         lp_timer_stop(&w->idle_timer);
+        guard_stop(w);
         if (w->forked && w->pid && !sandboxed)
             orphans[n_orphans++] = w->pid;
         if (w->pid || w->state != WK_DOWN) {
@@ -522,4 +571,3 @@ int wk_is_starting(pid_t pid)
             return 1;
     return 0;
 }
-

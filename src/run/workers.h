@@ -40,9 +40,12 @@ struct wk_hooks {
 int wk_init(int max_workers);
 /* Registers the hooks (copied). */
 void wk_set_hooks(const struct wk_hooks *h);
-/* Starts worker 0 ahead of the first run (called once upstreams settled, so Python's
- * start-up does not compete with theirs for the CPU). */
+/* Starts worker 0 ahead of the first run (called once upstreams settled, so a worker's own
+ * start does not compete with theirs for the CPU). */
 void wk_prewarm(void);
+/* Starts the prototype workers are forked from (when they are, and CODEMCP_PROTOTYPE_EARLY is
+ * on), at the gateway's start: its interpreter start-up runs beside the upstreams'. */
+void wk_prestart(void);
 /* The default of CODEMCP_WORKER_MIN_HOLD_MS: how long a session keeps the slot it was given
  * before an idle one may be taken from it for a waiting run (bounds process starts per second
  * under saturation: at most CODEMCP_WORKERS per hold). */
@@ -60,8 +63,9 @@ void wk_session_closed(uint64_t session_id);
 /* True when the slot can take a run now; otherwise makes sure it is starting. */
 int wk_ready(int slot);
 /* Sends the run request (params: the JSON text of its params object, len bytes, borrowed); the
- * slot then runs run_id (< 32 bytes). 0 / -1. */
-int wk_start_run(int slot, const char *run_id, const char *params, size_t len);
+ * slot then runs run_id (< 32 bytes), its worker process allowed cpu_ms of CPU time for it
+ * (sandboxed workers: RLIMIT_CPU set from outside). 0 / -1 (not sent: try again later). */
+int wk_start_run(int slot, const char *run_id, const char *params, size_t len, int64_t cpu_ms);
 /* The id of the run executing on slot, NULL if none. */
 const char *wk_running(int slot);
 /* Sends a cancel to the worker executing run_id (no-op if none). */

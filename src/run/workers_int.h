@@ -7,8 +7,10 @@
 #define CODEMCP_WORKERS_INT_H
 
 #include "jsonrpc.h"
+#include "log.h"
 #include "loop.h"
 #include "workers.h"
+#include "worker_proc.h"
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -43,13 +45,22 @@ struct worker {
                          * closed): its exit is not a failed start */
     int64_t last_used_ms;
     struct lp_timer idle_timer;
-    char *notice;      /* for the owner's next answer (variables discarded) */
-    int forked;        /* forked by the prototype (else exec'd) */
-    int awaiting_pt;   /* STARTING, waiting for the prototype to be ready */
-    uint64_t fork_gen; /* the fork request in flight (answers for older ones are stale) */
+    char *notice;           /* for the owner's next answer (variables discarded) */
+    int forked;             /* forked by the prototype (else exec'd) */
+    int awaiting_pt;        /* STARTING, waiting for the prototype to be ready */
+    uint64_t fork_gen;      /* the fork request in flight (answers for older ones are stale) */
+    struct wkp_watch watch; /* sandboxed: the worker process itself, once known */
+    int64_t cpu_budget_ms;  /* the running run's CPU time */
+    int64_t cpu_until_ms;   /* where on the worker's CPU clock it ends (-1: not looked yet) */
+    int cpu_limited;        /* its RLIMIT_CPU soft limit is set (lifted before the next run) */
+    struct lp_timer cpu_timer;
+    int64_t checked_rpc; /* the run whose answer was last noted */
+    int64_t answered_ms; /* when: what a run leaves gets a grace from then (workers.c) */
+    struct lp_timer leftover_timer;
     struct lp_io *st_io;
     unsigned char st_raw[sizeof(int)];
     int st_len;
+    struct log_budget log_budget; /* its messages and output in the gateway's log */
 };
 
 #define hooks            wk__hooks
@@ -57,6 +68,7 @@ struct worker {
 #define n_workers        wk__n_workers
 #define memory_mb        wk__memory_mb
 #define sandboxed        wk__sandboxed
+#define dockered         wk__dockered
 #define use_prototype    wk__use_prototype
 #define session_idle_ms  wk__session_idle_ms
 #define min_hold_ms      wk__min_hold_ms
@@ -69,14 +81,30 @@ struct worker {
 #define spawn            wk__spawn
 #define hard_kill        wk__hard_kill
 #define start_queued_now wk__start_queued_now
+#define arm_start_timer  wk__arm_start_timer
 #define touch            wk__touch
 #define pt_hooks_of_pool wk__pt_hooks
+
+/* worker_guard.c: the gateway's own limits on what a run leaves behind and the CPU it takes.
+ * guard_before_run: 0 when the slot may take a run now (its worker watched, nothing of the last
+ * run left, its CPU budget set), -1 not now. guard_answered: at the answer to its run.
+ * guard_worker_died: the connection closed because the worker died (its exit says why).
+ * guard_stop: its timers, when the process is gone. */
+#define guard_before_run  wk__guard_before_run
+#define guard_answered    wk__guard_answered
+#define guard_worker_died wk__guard_worker_died
+#define guard_stop        wk__guard_stop
+int guard_before_run(struct worker *w, int64_t cpu_ms);
+void guard_answered(struct worker *w);
+int guard_worker_died(struct worker *w);
+void guard_stop(struct worker *w);
 
 extern struct wk_hooks hooks;
 extern struct worker *workers;
 extern int n_workers;
 extern long memory_mb;
 extern int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
+extern int dockered;      /* CODEMCP_ISOLATION=docker (worker_docker.h) */
 extern int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
 extern long session_idle_ms;
 extern long min_hold_ms; /* CODEMCP_WORKER_MIN_HOLD_MS */
@@ -95,6 +123,8 @@ void on_worker_exit(void *ud, pid_t pid, int status);
 /* worker_spawn.c */
 int spawn(struct worker *w);      /* DOWN → STARTING: 0, -1 (start_failure says why) */
 void hard_kill(struct worker *w); /* SIGKILL of the worker's whole sandbox or group */
+/* (Re)starts the slot's CODEMCP_WORKER_START_TIMEOUT_MS: not connected by then, it is killed. */
+void arm_start_timer(struct worker *w);
 /* Launches queued starts while fewer than CODEMCP_WORKER_START_CONCURRENCY are under way
  * (became_idle calls it: every start that ends passes there). */
 void start_queued_now(void);

@@ -35,6 +35,10 @@
 
 #define SBX_ROOT_MAP 65534 /* outer uid/gid the sandbox gets when the gateway is root */
 #define SBX_HOSTNAME "codemcp-sandbox"
+/* Signals queued to a sandbox's processes at once. The count is per user and namespace and
+ * counts again for the gateway's own user in the parent namespaces: without a small cap one
+ * sandbox could queue as many as the gateway's user may, and the gateway's user then none. */
+#define SBX_SIGPENDING 64
 
 enum sbx_kind { SBX_BIND_RO, SBX_BIND_RW, SBX_SYMLINK, SBX_BIND_DEV };
 
@@ -65,6 +69,7 @@ void sbx_opts_from_env(struct sbx_opts *o)
     o->ro = getenv("CODEMCP_SANDBOX_RO");
     o->rw = getenv("CODEMCP_SANDBOX_RW");
     o->dev = getenv("CODEMCP_PYTHONPATH_DEV");
+    o->landlock_abi_max = env_long("CODEMCP_SANDBOX_LANDLOCK_ABI_MAX", -1);
     if (o->tmp_mb < 1)
         o->tmp_mb = 1;
     if (o->nproc < 8)
@@ -482,6 +487,7 @@ void sbx__apply_limits(const struct sbx_opts *o)
     set_limit(RLIMIT_FSIZE, (rlim_t)o->tmp_mb << 20);
     set_limit(RLIMIT_CORE, 0);
     set_limit(RLIMIT_MSGQUEUE, 0);
+    set_limit(RLIMIT_SIGPENDING, SBX_SIGPENDING);
     /* RLIMIT_AS: CODEMCP_WORKER_MEMORY_MB, applied by the worker host (sanitizer-aware). */
 }
 

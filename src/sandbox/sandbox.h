@@ -14,7 +14,8 @@
  *   worker   PID 2: the caller of sbx_enter(), which returns 0 there.
  * With o->prototype the worker is the prototype (src/worker/forksrv.h): PID 1 then outlives it
  * while sessions forked from it still run, and each session gets a sandbox of its own nested
- * in this one (sbx_fork_session: its PID 1, then its worker).
+ * in this one (sbx_fork_session: its PID 1, then its worker), in a process group of its
+ * own (what kill(0), killpg and PRIO_PGRP reach).
  * Namespaces: user, PID, mount, IPC, UTS, cgroup, and network (unless net_host). The
  * worker runs as uid/gid 1000 inside, mapped to the gateway's own uid, or to nobody (65534)
  * when the gateway is root, so that RLIMIT_NPROC binds (the kernel exempts real root); a
@@ -30,16 +31,18 @@
 
 /* Settings, from the environment the gateway passes (sbx_opts_from_env). */
 struct sbx_opts {
-    int net_host;    /* CODEMCP_SANDBOX_NET=host: keep the host network namespace */
-    int subprocess;  /* CODEMCP_SANDBOX_SUBPROCESS: /usr/bin visible, execve allowed */
-    long tmp_mb;     /* CODEMCP_SANDBOX_TMP_MB: size of /tmp (default 64) */
-    long nproc;      /* CODEMCP_SANDBOX_NPROC: processes + threads (default 128) */
-    long nofile;     /* CODEMCP_SANDBOX_NOFILE: open files (default 1024) */
-    const char *ro;  /* CODEMCP_SANDBOX_RO: colon-separated extra read-only paths */
-    const char *rw;  /* CODEMCP_SANDBOX_RW: colon-separated extra read-write paths */
-    const char *dev; /* CODEMCP_PYTHONPATH_DEV (dev only): made visible read-only */
-    int prototype;   /* set by the caller: this sandbox hosts the prototype (forksrv.h), which
-                        forks sessions into sandboxes of their own (sbx_fork_session) */
+    int net_host;          /* CODEMCP_SANDBOX_NET=host: keep the host network namespace */
+    int subprocess;        /* CODEMCP_SANDBOX_SUBPROCESS: /usr/bin visible, execve allowed */
+    long tmp_mb;           /* CODEMCP_SANDBOX_TMP_MB: size of /tmp (default 64) */
+    long nproc;            /* CODEMCP_SANDBOX_NPROC: processes + threads (default 128) */
+    long nofile;           /* CODEMCP_SANDBOX_NOFILE: open files (default 1024) */
+    const char *ro;        /* CODEMCP_SANDBOX_RO: colon-separated extra read-only paths */
+    const char *rw;        /* CODEMCP_SANDBOX_RW: colon-separated extra read-write paths */
+    const char *dev;       /* CODEMCP_PYTHONPATH_DEV (dev only): made visible read-only */
+    long landlock_abi_max; /* CODEMCP_SANDBOX_LANDLOCK_ABI_MAX (tests): use at most this Landlock
+                              ABI, as an older kernel would (-1: what the kernel has) */
+    int prototype;         /* set by the caller: this sandbox hosts the prototype (forksrv.h), which
+                              forks sessions into sandboxes of their own (sbx_fork_session) */
 };
 
 /* Reads the CODEMCP_SANDBOX_* variables. Never fails. */

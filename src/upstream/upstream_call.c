@@ -15,7 +15,10 @@
 int up__try_raw_result(struct upstream *up, const char *text, size_t len)
 {
     struct js_member m[8], rm[16];
-    struct js_scan sc = {.m = m, .max = 8, .sub = "result", .sm = rm, .smax = 16};
+    /* Reals as written: the result's bytes go on to a reader (the worker's JSON parser, which
+     * reads them as the tree path's %.17g would), and a structured result full of them need not
+     * take the tree path. */
+    struct js_scan sc = {.m = m, .max = 8, .sub = "result", .sm = rm, .smax = 16, .reals = 1};
     if (js_canon_scan(text, len, 1, &sc) < 0)
         return 0;
     int n = sc.n, rn = sc.sn;

@@ -42,7 +42,7 @@ enum rpc_kind rpc_classify(json_t *msg, const char **why)
 }
 
 /* Built member by member, not with json_pack: its format parsing was ~15 % of the gateway's
- * instructions per SDK call (callgrind, issue 17). Same members, same order, same NULL
+ * instructions per SDK call (callgrind). Same members, same order, same NULL
  * results as the json_pack forms they replace. */
 static json_t *rpc_head(json_t *id)
 {
@@ -103,6 +103,9 @@ char *rpc_dump(json_t *msg)
     return jf_dumps(msg); /* the bytes of json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY), faster */
 }
 
+/* Lines longer than this leave the framer without a copy (rpc_lines_feed). */
+#define RPC_LINE_KEEP 65536
+
 void rpc_lines_feed(struct rpc_lines *l, const char *data, size_t len, rpc_line_cb cb, void *ud)
 {
     while (len) {
@@ -129,9 +132,17 @@ void rpc_lines_feed(struct rpc_lines *l, const char *data, size_t len, rpc_line_
         if (n && l->buf.data[n - 1] == '\r')
             n--;
         if (n) {
-            /* Copy out: the callback may feed more data or free the framer's owner. */
-            char *line = xstrndup(l->buf.data, n);
-            buf_reset(&l->buf);
+            /* Out of the framer: the callback may feed more data or free the framer's owner.
+             * A big line is handed over as it is (no second copy of a 50 MB result); a small
+             * one is copied so the buffer is kept for the next. */
+            char *line;
+            if (n > RPC_LINE_KEEP) {
+                l->buf.data[n] = '\0';
+                line = buf_steal(&l->buf);
+            } else {
+                line = xstrndup(l->buf.data, n);
+                buf_reset(&l->buf);
+            }
             cb(ud, line, n);
             free(line);
         } else {

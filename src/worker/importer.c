@@ -1,8 +1,9 @@
 /* importer — the embedded-source importer for codemcp_rt; see importer.h.
  *
  * The table comes from python/embed.py (generated C, declared in codemcp_embedded.h). The
- * finder itself is a few lines of Python kept here as a string: it asks
- * _codemcp.embedded_source(name) for the source and compiles it with a pseudo file name
+ * finder itself is a few lines of Python kept here as a string: it loads the code object
+ * embed.py compiled at build time (_codemcp.embedded_code), or, when this interpreter's magic
+ * number differs, compiles _codemcp.embedded_source(name), both with a pseudo file name
  * ("<codemcp-worker>/codemcp_rt/x.py") so tracebacks stay readable; the loader's
  * get_source() lets linecache show those lines too. Runs with the GIL held. */
 #define PY_SSIZE_T_CLEAN
@@ -34,6 +35,29 @@ int imp_lookup(const char *name, const char **source, int *is_package)
     return -1;
 }
 
+int imp_code(const char *name, const unsigned char **code, size_t *len)
+{
+#ifdef CODEMCP_HAVE_EMBEDDED
+    long magic = PyImport_GetMagicNumber(); /* the 4 bytes, little-endian */
+    const unsigned char *m = codemcp_embedded_magic;
+    if (magic != (long)((unsigned long)m[0] | (unsigned long)m[1] << 8 | (unsigned long)m[2] << 16 |
+                        (unsigned long)m[3] << 24))
+        return -1;
+    for (const struct codemcp_embedded_module *e = codemcp_embedded_modules; e->name; e++) {
+        if (strcmp(e->name, name) == 0 && e->code) {
+            *code = e->code;
+            *len = e->code_len;
+            return 0;
+        }
+    }
+#else
+    (void)name;
+    (void)code;
+    (void)len;
+#endif
+    return -1;
+}
+
 int imp_count(void)
 {
     int n = 0;
@@ -46,6 +70,7 @@ int imp_count(void)
 
 /* Executed once in a private namespace; `_install(dev_path)` does the work. */
 static const char imp_finder_source[] =
+    "import marshal\n"
     "import sys\n"
     "import _codemcp\n"
     "from importlib.machinery import ModuleSpec\n"
@@ -93,6 +118,9 @@ static const char imp_finder_source[] =
     "\n"
     "    @classmethod\n"
     "    def get_code(cls, fullname):\n"
+    "        code = _codemcp.embedded_code(fullname)\n"
+    "        if code is not None:\n"
+    "            return marshal.loads(code)\n"
     "        source, is_package = cls._lookup(fullname)\n"
     "        return compile(source, cls._filename(fullname, is_package), 'exec',\n"
     "                       dont_inherit=True)\n"

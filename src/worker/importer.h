@@ -8,9 +8,15 @@
 #ifndef CODEMCP_IMPORTER_H
 #define CODEMCP_IMPORTER_H
 
+#include <stddef.h>
+
 /* Looks up a module of the embedded table. Returns 0 and sets *source (static storage) and
  * *is_package, or -1 if the name is not embedded. Thread-safe (read-only data). */
 int imp_lookup(const char *name, const char **source, int *is_package);
+
+/* The module's code object as marshal bytes (static storage), or -1: not embedded, or
+ * compiled by a Python whose magic number is not this interpreter's (compile the source). */
+int imp_code(const char *name, const unsigned char **code, size_t *len);
 
 /* Number of embedded modules (0 when the build had no python/ runtime). */
 int imp_count(void);

@@ -13,6 +13,8 @@
 #define INB_BUCKETS 256
 #define INB_EARLY   16
 #define INB_DEPTH   256 /* deeper nesting goes to jansson */
+/* Longer answers to calls are classified from their head (inb_reply_head). */
+#define INB_HEAD_ONLY 65536
 
 /* A reply that arrived (text != NULL) or one nobody wants any more (forgotten). */
 struct inb_reply {
@@ -257,13 +259,33 @@ static void inb_classify_jansson(struct inb_msg *m)
     json_decref(msg);
 }
 
+/* The head of an answer to a call as the gateway writes it around the result's bytes
+ * ({"jsonrpc":"2.0","id":"<id>","result":...}, calls.c): its id (no escape), so a result of
+ * many MB is not walked here; the caller parses it whole anyway, and says when it is not a
+ * result it can read. NULL: not that head. */
+static char *inb_reply_head(const char *t, size_t len)
+{
+    static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":\"", mid[] = "\",\"result\":";
+    size_t h = sizeof(head) - 1, md = sizeof(mid) - 1;
+    if (len < h + md + 2 || memcmp(t, head, h) != 0 || t[len - 1] != '}')
+        return NULL;
+    const char *id = t + h, *e = t + len, *q = id;
+    while (q < e && q - id < 64 && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20)
+        q++;
+    if (q == id || (size_t)(e - q) < md + 1 || memcmp(q, mid, md) != 0)
+        return NULL;
+    return xstrndup(id, (size_t)(q - id));
+}
+
 struct inb_msg *inb_classify(char *text, size_t len)
 {
     struct inb_msg *m = xcalloc(1, sizeof(*m));
     struct inb_scan s;
     m->text = text;
     m->len = len;
-    if (inb_scan(text, len, &s) < 0) {
+    if (len > INB_HEAD_ONLY && (m->id = inb_reply_head(text, len))) {
+        m->kind = INB_REPLY;
+    } else if (inb_scan(text, len, &s) < 0) {
         inb_classify_jansson(m);
     } else if (s.request) {
         m->kind = INB_REQUEST;

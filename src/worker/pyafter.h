@@ -1,4 +1,4 @@
-/* pyafter — the work of a request that can wait until its answer has been sent (issue 17).
+/* pyafter — the work of a request that can wait until its answer has been sent.
  *
  * Between the run frame and the answer frame the worker should do only what the answer needs.
  * Three things that are not needed for it are done here instead, right after the answer went

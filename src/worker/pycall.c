@@ -6,6 +6,7 @@
 
 #include "pymod.h"
 #include "pyfast.h"
+#include "pyjson.h"
 #include "pyrunset.h"
 
 #include <stdio.h>
@@ -119,9 +120,10 @@ static PyObject *pyc_transport(void)
     return PyObject_GetAttr(pyc_transport_mod, pyc_transport_s); /* new ref */
 }
 
-/* The raw reply (new ref, a str), or NULL: either an exception is set (the ToolError the
- * Python methods recorded, or RunInterrupted), or *slow is set (take it in Python). */
-static PyObject *pyc_receive(pyc_object *self, int *slow)
+/* The raw reply (new ref, a str; or Ellipsis with its bytes in *keep, to be freed), or NULL:
+ * either an exception is set (the ToolError the Python methods recorded, or RunInterrupted),
+ * or *slow is set (take it in Python). */
+static PyObject *pyc_receive(pyc_object *self, int *slow, struct pym_bytes *keep)
 {
     PyObject *t = pyc_transport(); /* new ref */
     if (!t)
@@ -153,7 +155,7 @@ static PyObject *pyc_receive(pyc_object *self, int *slow)
      * handlers, a transport agent code put in place) and may rebind or delete self.id. */
     PyObject *id = Py_NewRef(self->id);
     int indirect;
-    PyObject *raw = pym_wait_reply_direct(t, id, timeout, &indirect); /* new ref */
+    PyObject *raw = pym_wait_reply_direct(t, id, timeout, &indirect, keep); /* new ref */
     if (indirect) {
         PyObject *argv[3] = {t, id, timeout};
         raw = PyObject_VectorcallMethod(pyc_wait_reply, argv, 3, NULL); /* new ref */
@@ -185,6 +187,8 @@ static PyObject *pyc_receive(pyc_object *self, int *slow)
             PyErr_SetString(PyExc_RuntimeError, "_Call._timed_out() returned");
         return NULL;
     }
+    if (raw == Py_Ellipsis && keep->text)
+        return raw;                   /* the bytes are in *keep */
     if (!PyUnicode_CheckExact(raw)) { /* another transport's answer: _finish judges it */
         PyObject *v = PyObject_CallMethod((PyObject *)self, "_finish", "O", raw); /* new ref */
         Py_DECREF(raw);
@@ -196,6 +200,40 @@ static PyObject *pyc_receive(pyc_object *self, int *slow)
     return raw;
 }
 
+/* Frees a kept reply's bytes (pyj_text_value's release). */
+static void pyc_release(void *ud)
+{
+    struct pym_bytes *kept = ud;
+    free(kept->text);
+    kept->text = NULL;
+}
+
+/* The usual one-text-block reply, from its bytes: *value (a JSON text parsed from them, no str
+ * of the whole text first) or *text (a new str), both new refs; else neither: not the usual
+ * reply, _finish reads it (or, -1, an exception). kept: raw is its bytes, freed as soon as the
+ * text has been copied out of them. */
+static int pyc_text_value(pyc_object *self, const char *raw, size_t len, struct pym_bytes *kept,
+                          PyObject **value, PyObject **text)
+{
+    Py_ssize_t idn = 0;
+    const char *id =
+        self->id && PyUnicode_CheckExact(self->id) ? PyUnicode_AsUTF8AndSize(self->id, &idn) : NULL;
+    const char *span;
+    size_t span_len;
+    *value = *text = NULL;
+    if (!id) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (!pyf_text_span_bytes(raw, len, id, (size_t)idn, &span, &span_len))
+        return 0;
+    int as_json = span_len && (span[0] == '{' || span[0] == '[');
+    return pyj_text_value(span, span_len, as_json, kept ? pyc_release : NULL, kept, value, text) ==
+                   -2
+               ? -1
+               : 0;
+}
+
 static PyObject *pyc_take(pyc_object *self, PyObject *unused)
 {
     (void)unused;
@@ -205,36 +243,54 @@ static PyObject *pyc_take(pyc_object *self, PyObject *unused)
     if (finished || (self->early && self->early != Py_None))
         return PyObject_CallMethod((PyObject *)self, "_take_py", NULL);
     int slow = 0;
-    PyObject *raw = pyc_receive(self, &slow); /* new ref */
+    struct pym_bytes kept = {0};
+    PyObject *raw = pyc_receive(self, &slow, &kept); /* new ref */
     if (slow == 2)
         return raw; /* already the value */
     if (!raw)
         return slow ? PyObject_CallMethod((PyObject *)self, "_take_py", NULL) : NULL;
-    /* self->id may be gone by now (see above): text_result then says None, _finish decides */
-    PyObject *argv[2] = {raw, self->id ? self->id : Py_None};
-    PyObject *text = pyf_text_result(NULL, argv, 2); /* new ref: str or None */
-    if (!text) {
-        Py_DECREF(raw);
-        return NULL;
+    /* self->id may be gone by now (see above): then not the usual answer, _finish decides */
+    PyObject *value = NULL, *text = NULL; /* new refs */
+    if (kept.text) {
+        Py_DECREF(raw); /* Ellipsis */
+        raw = NULL;
+        int rc = pyc_text_value(self, kept.text, kept.len, &kept, &value, &text);
+        /* not the usual reply: a str for _finish (invalid UTF-8 replaced, as pym_text does) */
+        if (rc == 0 && !value && !text)
+            raw = PyUnicode_DecodeUTF8(kept.text, (Py_ssize_t)kept.len, "replace");
+        free(kept.text);
+        if (!raw && !value && !text)
+            return NULL;
+    } else {
+        Py_ssize_t n;
+        const char *b = PyUnicode_AsUTF8AndSize(raw, &n); /* borrowed from raw */
+        if (!b)
+            PyErr_Clear();
+        else if (pyc_text_value(self, b, (size_t)n, NULL, &value, &text) < 0) {
+            Py_DECREF(raw);
+            return NULL;
+        }
     }
-    if (text == Py_None) { /* not the usual answer: _finish reads it */
-        Py_DECREF(text);
+    if (!value && !text) { /* not the usual answer: _finish reads it */
         PyObject *v = PyObject_CallMethod((PyObject *)self, "_finish", "O", raw); /* new ref */
         Py_DECREF(raw);
         if (v)
             pyc_set(&self->value, Py_None);
         return v;
     }
-    Py_DECREF(raw);
+    Py_XDECREF(raw);
     pyc_set(&self->ok, Py_True);
     pyc_set(&self->finished, Py_True);
     pyc_set(&self->early, Py_None);
     PyObject *ms = PyLong_FromDouble((pyc_monotonic() - self->started) * 1000.0); /* new ref */
     if (!ms) {
-        Py_DECREF(text);
+        Py_XDECREF(value);
+        Py_XDECREF(text);
         return NULL;
     }
     Py_XSETREF(self->elapsed_ms, ms);
+    if (value)
+        return value;
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     Py_UCS4 c = n ? PyUnicode_READ_CHAR(text, 0) : 0;
     if (!n || c == 0 || c >= 128 || !strchr("{[\"-0123456789tfnNI \t\r\n", (int)c))

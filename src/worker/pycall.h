@@ -1,4 +1,4 @@
-/* pycall — `_codemcp.CallBase`, the C core of codemcp_rt.client._Call (issue 17), and
+/* pycall — `_codemcp.CallBase`, the C core of codemcp_rt.client._Call, and
  * `_codemcp.issue`, client.call()'s usual case. CallBase is the record
  * of one call_tool request (its sixteen fields, set in one C __init__) and take(), which reads
  * the usual reply — one text block, see pyfast.h's text_result — without running Python.

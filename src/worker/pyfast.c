@@ -207,23 +207,46 @@ PyObject *pyf_text_result(PyObject *self, PyObject *const *args, Py_ssize_t narg
     }
     if (!PyUnicode_CheckExact(args[0]) || !PyUnicode_CheckExact(args[1]))
         Py_RETURN_NONE;
+    const char *s;
+    size_t n;
+    if (pyf_text_span(args[0], args[1], &s, &n) <= 0)
+        Py_RETURN_NONE;
+    const char *p = s, *e = s + n;
+    while ((p = (const char *)json_skip_plain((const unsigned char *)p, (const unsigned char *)e,
+                                              0)) < e) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '"' || c == '\\' || c < 0x20)
+            Py_RETURN_NONE;
+        p++;
+    }
+    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "strict"); /* new ref */
+}
+
+int pyf_text_span(PyObject *raw_obj, PyObject *id_obj, const char **text, size_t *text_len)
+{
+    if (!PyUnicode_CheckExact(raw_obj) || !PyUnicode_CheckExact(id_obj))
+        return 0;
     Py_ssize_t n, idn;
-    const char *raw = PyUnicode_AsUTF8AndSize(args[0], &n);
-    const char *id = PyUnicode_AsUTF8AndSize(args[1], &idn);
+    const char *raw = PyUnicode_AsUTF8AndSize(raw_obj, &n);
+    const char *id = PyUnicode_AsUTF8AndSize(id_obj, &idn);
     if (!raw || !id) {
         PyErr_Clear();
-        Py_RETURN_NONE;
+        return 0;
     }
+    return pyf_text_span_bytes(raw, (size_t)n, id, (size_t)idn, text, text_len);
+}
+
+int pyf_text_span_bytes(const char *raw, size_t len, const char *id, size_t il, const char **text,
+                        size_t *text_len)
+{
     size_t h = sizeof(TR_HEAD) - 1, m = sizeof(TR_MID) - 1, t = sizeof(TR_TAIL) - 1;
-    size_t len = (size_t)n, il = (size_t)idn;
     if (len < h + il + m + t || memcmp(raw, TR_HEAD, h) != 0 || memcmp(raw + h, id, il) != 0 ||
         memcmp(raw + h + il, TR_MID, m) != 0 || memcmp(raw + len - t, TR_TAIL, t) != 0)
-        Py_RETURN_NONE;
+        return 0;
     const char *s = raw + h + il + m, *e = raw + len - t;
-    for (const char *p = s; p < e; p++)
-        if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
-            Py_RETURN_NONE;
-    return PyUnicode_DecodeUTF8(s, e - s, "strict"); /* new ref */
+    *text = s;
+    *text_len = (size_t)(e - s);
+    return 1;
 }
 
 PyObject *pyf_scalar_json(PyObject *v, size_t limit)

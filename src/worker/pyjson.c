@@ -2,10 +2,13 @@
  * path; a case it does not handle (or a failed allocation) gives Ellipsis and clears the error,
  * so the caller's json.loads decides. */
 #include "pyjson.h"
+#include "json_escape.h"
 
 #include <string.h>
 
 #define PYJ_MAX_DEPTH 64
+/* Texts longer than this are parsed with the cyclic GC paused (see pyj_parse). */
+#define PYJ_GC_PAUSE_FROM 65536
 
 static PyObject *pyj_value(struct pyj *j, int depth);
 
@@ -75,106 +78,149 @@ static int pyj_reserve(struct pyj *j, size_t n)
     return 0;
 }
 
-/* At the opening quote. The input is the UTF-8 of a str, so raw bytes are valid UTF-8.
- * is_key: an object key (looked up in pyj_keys when it has no escape). */
-static PyObject *pyj_string(struct pyj *j, int is_key)
+/* Past the bytes at q that stand for themselves in a JSON string. */
+static const char *pyj_plain(const char *q, const char *end)
 {
-    const char *s = ++j->p, *q = s;
-    while (q < j->end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20)
+    q = (const char *)json_skip_plain((const unsigned char *)q, (const unsigned char *)end, 0);
+    while (q < end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20)
         q++;
-    if (q >= j->end || (unsigned char)*q < 0x20)
+    return q;
+}
+
+/* One escape at q (its backslash) written as UTF-8 at *w: past it, or NULL when loads_fast
+ * would not take it (a lone surrogate: json.loads keeps it). */
+static const char *pyj_escape(const char *q, const char *end, char **w)
+{
+    char *o = *w;
+    if (q + 1 >= end)
         return NULL;
+    char e = q[1];
+    q += 2;
+    switch (e) {
+    case '"':
+    case '\\':
+    case '/':
+        *o++ = e;
+        break;
+    case 'b':
+        *o++ = '\b';
+        break;
+    case 'f':
+        *o++ = '\f';
+        break;
+    case 'n':
+        *o++ = '\n';
+        break;
+    case 'r':
+        *o++ = '\r';
+        break;
+    case 't':
+        *o++ = '\t';
+        break;
+    case 'u': {
+        unsigned cp, lo;
+        if (end - q < 4 || pyj_hex4(q, &cp))
+            return NULL;
+        q += 4;
+        if (cp >= 0xDC00 && cp <= 0xDFFF)
+            return NULL; /* lone low surrogate: json.loads keeps it */
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (end - q < 6 || q[0] != '\\' || q[1] != 'u' || pyj_hex4(q + 2, &lo) || lo < 0xDC00 ||
+                lo > 0xDFFF)
+                return NULL;
+            q += 6;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+        }
+        /* \uXXXX is 6 source bytes for at most 3 UTF-8 bytes; a pair 12 for 4 */
+        if (cp < 0x80) {
+            *o++ = (char)cp;
+        } else if (cp < 0x800) {
+            *o++ = (char)(0xC0 | (cp >> 6));
+            *o++ = (char)(0x80 | (cp & 0x3F));
+        } else if (cp < 0x10000) {
+            *o++ = (char)(0xE0 | (cp >> 12));
+            *o++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+            *o++ = (char)(0x80 | (cp & 0x3F));
+        } else {
+            *o++ = (char)(0xF0 | (cp >> 18));
+            *o++ = (char)(0x80 | ((cp >> 12) & 0x3F));
+            *o++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+            *o++ = (char)(0x80 | (cp & 0x3F));
+        }
+        break;
+    }
+    default:
+        return NULL;
+    }
+    *w = o;
+    return q;
+}
+
+/* At the opening quote: the string's UTF-8 in *out (the source itself when it has no escape,
+ * else decoded into the scratch buffer, never longer than the source), the cursor past the
+ * closing quote. -1 when loads_fast would not take it. The input is the UTF-8 of a str, so
+ * raw bytes are valid UTF-8. */
+static int pyj_unescape(struct pyj *j, const char **out, size_t *len)
+{
+    const char *s = ++j->p, *q = pyj_plain(s, j->end);
+    if (q >= j->end || (unsigned char)*q < 0x20)
+        return -1;
     if (*q == '"') {
         j->p = q + 1;
-        if (is_key)
-            return pyj_key(s, (size_t)(q - s));
-        return PyUnicode_DecodeUTF8(s, q - s, "strict");
+        *out = s;
+        *len = (size_t)(q - s);
+        return 0;
     }
-    /* escapes: decode into the scratch buffer (never longer than the source) */
-    size_t n = 0;
     if (pyj_reserve(j, (size_t)(j->end - s)))
-        return NULL;
+        return -1;
     memcpy(j->buf, s, (size_t)(q - s));
-    n = (size_t)(q - s);
-    while (q < j->end) {
+    char *w = j->buf + (q - s);
+    const char *end = j->end;
+    while (q < end) {
+        /* Plain bytes eight at a time; a JSON text inside a string has an escape every few
+         * bytes (each quote of it), so runs are short: no call per run. */
+        while (end - q >= 8 &&
+               json_skip_plain((const unsigned char *)q, (const unsigned char *)q + 8, 0) ==
+                   (const unsigned char *)q + 8) {
+            memcpy(w, q, 8);
+            w += 8;
+            q += 8;
+        }
+        /* then byte by byte up to the one that stopped it (no eight-byte check per byte) */
+        while (q < end && (unsigned char)*q >= 0x20 && *q != '"' && *q != '\\')
+            *w++ = *q++;
+        if (q >= end)
+            return -1;
         unsigned char c = (unsigned char)*q;
+        if (c < 0x20)
+            return -1;
         if (c == '"') {
             j->p = q + 1;
-            return PyUnicode_DecodeUTF8(j->buf, (Py_ssize_t)n, "strict");
+            *out = j->buf;
+            *len = (size_t)(w - j->buf);
+            return 0;
         }
-        if (c < 0x20)
-            return NULL;
-        if (c != '\\') {
-            j->buf[n++] = (char)c;
-            q++;
+        if (q + 1 < end && (q[1] == '"' || q[1] == '\\')) { /* the usual escapes, inline */
+            *w++ = q[1];
+            q += 2;
             continue;
         }
-        if (q + 1 >= j->end)
-            return NULL;
-        char e = q[1];
-        q += 2;
-        switch (e) {
-        case '"':
-            j->buf[n++] = '"';
-            break;
-        case '\\':
-            j->buf[n++] = '\\';
-            break;
-        case '/':
-            j->buf[n++] = '/';
-            break;
-        case 'b':
-            j->buf[n++] = '\b';
-            break;
-        case 'f':
-            j->buf[n++] = '\f';
-            break;
-        case 'n':
-            j->buf[n++] = '\n';
-            break;
-        case 'r':
-            j->buf[n++] = '\r';
-            break;
-        case 't':
-            j->buf[n++] = '\t';
-            break;
-        case 'u': {
-            unsigned cp, lo;
-            if (j->end - q < 4 || pyj_hex4(q, &cp))
-                return NULL;
-            q += 4;
-            if (cp >= 0xDC00 && cp <= 0xDFFF)
-                return NULL; /* lone low surrogate: json.loads keeps it */
-            if (cp >= 0xD800 && cp <= 0xDBFF) {
-                if (j->end - q < 6 || q[0] != '\\' || q[1] != 'u' || pyj_hex4(q + 2, &lo) ||
-                    lo < 0xDC00 || lo > 0xDFFF)
-                    return NULL;
-                q += 6;
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            }
-            /* \uXXXX is 6 source bytes for at most 3 UTF-8 bytes; a pair 12 for 4 */
-            if (cp < 0x80) {
-                j->buf[n++] = (char)cp;
-            } else if (cp < 0x800) {
-                j->buf[n++] = (char)(0xC0 | (cp >> 6));
-                j->buf[n++] = (char)(0x80 | (cp & 0x3F));
-            } else if (cp < 0x10000) {
-                j->buf[n++] = (char)(0xE0 | (cp >> 12));
-                j->buf[n++] = (char)(0x80 | ((cp >> 6) & 0x3F));
-                j->buf[n++] = (char)(0x80 | (cp & 0x3F));
-            } else {
-                j->buf[n++] = (char)(0xF0 | (cp >> 18));
-                j->buf[n++] = (char)(0x80 | ((cp >> 12) & 0x3F));
-                j->buf[n++] = (char)(0x80 | ((cp >> 6) & 0x3F));
-                j->buf[n++] = (char)(0x80 | (cp & 0x3F));
-            }
-            break;
-        }
-        default:
-            return NULL;
-        }
+        if (!(q = pyj_escape(q, end, &w)))
+            return -1;
     }
-    return NULL;
+    return -1;
+}
+
+/* At the opening quote. is_key: an object key (looked up in pyj_keys when it has no escape). */
+static PyObject *pyj_string(struct pyj *j, int is_key)
+{
+    const char *s;
+    size_t n;
+    if (pyj_unescape(j, &s, &n) < 0)
+        return NULL;
+    if (is_key && s != j->buf) /* no escape: the source's bytes */
+        return pyj_key(s, n);
+    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "strict");
 }
 
 PyObject *pyj_str(struct pyj *j)
@@ -201,16 +247,68 @@ int pyj_ll(struct pyj *j, long long *out)
     if (q == d || (*d == '0' && q - d > 1))
         return -1;
     if (q < j->end && (*q == '.' || *q == 'e' || *q == 'E'))
-        return -1; /* a float: json.loads */
+        return -1; /* a real, not an integer */
     j->p = q;
     *out = neg ? -v : v;
     return 0;
 }
 
+/* Past the digits at q. */
+static const char *pyj_digits(const char *q, const char *end)
+{
+    while (q < end && *q >= '0' && *q <= '9')
+        q++;
+    return q;
+}
+
+/* A number with a fraction or an exponent (JSON's grammar): the float json.loads makes of it
+ * (float() of its text: PyOS_string_to_double, inf past the range as json.loads gives). */
+static PyObject *pyj_real(struct pyj *j)
+{
+    const char *q = j->p + (*j->p == '-'), *d = q;
+    q = pyj_digits(q, j->end);
+    if (q == d || (*d == '0' && q - d > 1))
+        return NULL;
+    if (q < j->end && *q == '.') {
+        const char *f = q + 1;
+        q = pyj_digits(f, j->end);
+        if (q == f)
+            return NULL;
+    }
+    if (q < j->end && (*q == 'e' || *q == 'E')) {
+        q++;
+        if (q < j->end && (*q == '+' || *q == '-'))
+            q++;
+        const char *x = q;
+        q = pyj_digits(x, j->end);
+        if (q == x)
+            return NULL;
+    }
+    char tmp[64];
+    size_t n = (size_t)(q - j->p);
+    if (n >= sizeof(tmp))
+        return NULL; /* a long one: json.loads */
+    memcpy(tmp, j->p, n);
+    tmp[n] = '\0';
+    char *stop;
+    double v = PyOS_string_to_double(tmp, &stop, NULL);
+    if (v == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (stop != tmp + n)
+        return NULL;
+    j->p = q;
+    return PyFloat_FromDouble(v);
+}
+
 static PyObject *pyj_int(struct pyj *j)
 {
     long long v;
-    return pyj_ll(j, &v) < 0 ? NULL : PyLong_FromLongLong(v);
+    if (pyj_ll(j, &v) == 0)
+        return PyLong_FromLongLong(v);
+    const char *q = pyj_digits(j->p + (*j->p == '-'), j->end);
+    if (q < j->end && (*q == '.' || *q == 'e' || *q == 'E'))
+        return pyj_real(j);
+    return NULL;
 }
 
 static PyObject *pyj_word(struct pyj *j, const char *w, size_t n, PyObject *v)
@@ -339,6 +437,29 @@ static PyObject *pyj_value(struct pyj *j, int depth)
 const char pyj_loads_fast_doc[] =
     "loads_fast(text: str) -> object | Ellipsis: json.loads for the common case (see pyjson.h).";
 
+/* One whole JSON value in s[0..n), white space around it allowed: a new reference, or NULL (no
+ * exception) when loads_fast would not take it. A big one is parsed with the cyclic GC paused:
+ * it makes many containers at once, which the collector would walk again and again (json.loads
+ * of 50 MB of records was 1.55x faster without it); no cycle is made here. */
+static PyObject *pyj_parse(const char *s, size_t n)
+{
+    struct pyj j = {.p = s, .end = s + n};
+    pyj_ws(&j);
+    int gc_was = n > PYJ_GC_PAUSE_FROM ? PyGC_Disable() : 0;
+    PyObject *v = pyj_value(&j, 0);
+    if (v) {
+        pyj_ws(&j);
+        if (j.p != j.end)
+            Py_CLEAR(v);
+    }
+    if (gc_was)
+        PyGC_Enable();
+    PyMem_Free(j.buf);
+    if (!v)
+        PyErr_Clear();
+    return v;
+}
+
 PyObject *pyj_loads_fast(PyObject *self, PyObject *text)
 {
     (void)self;
@@ -348,18 +469,30 @@ PyObject *pyj_loads_fast(PyObject *self, PyObject *text)
         PyErr_Clear();
         return Py_NewRef(Py_Ellipsis);
     }
-    struct pyj j = {.p = s, .end = s + n};
-    pyj_ws(&j);
-    PyObject *v = pyj_value(&j, 0);
-    if (v) {
-        pyj_ws(&j);
-        if (j.p != j.end)
-            Py_CLEAR(v);
-    }
-    PyMem_Free(j.buf);
-    if (!v) {
+    PyObject *v = pyj_parse(s, (size_t)n);
+    return v ? v : Py_NewRef(Py_Ellipsis);
+}
+
+int pyj_text_value(const char *s, size_t n, int as_json, void (*release)(void *), void *ud,
+                   PyObject **value, PyObject **text)
+{
+    struct pyj t = {.p = s - 1, .end = s + n + 1}; /* the string, quotes included */
+    const char *u;
+    size_t len;
+    *value = *text = NULL;
+    if (pyj_unescape(&t, &u, &len) < 0 || t.p != t.end) { /* it ends at s[n] */
+        PyMem_Free(t.buf);
         PyErr_Clear();
-        return Py_NewRef(Py_Ellipsis);
+        return -1;
     }
-    return v;
+    if (release && u == t.buf)
+        release(ud); /* the text is out of s: its buffer goes before the objects are made */
+    if (as_json)
+        *value = pyj_parse(u, len);
+    if (!*value)
+        *text = PyUnicode_DecodeUTF8(u, (Py_ssize_t)len, "replace"); /* as pym_text decodes */
+    PyMem_Free(t.buf);
+    if (*value)
+        return 1;
+    return *text ? 0 : -2;
 }

@@ -58,6 +58,17 @@ static PyObject *pym_text(char *text, size_t len)
     return s;
 }
 
+/* The received text as the caller asked: a str (pym_text), or, with keep, the bytes themselves
+ * in *keep and Ellipsis (new ref). */
+static PyObject *pym_take(char *text, size_t len, struct pym_bytes *keep)
+{
+    if (!keep)
+        return pym_text(text, len);
+    keep->text = text;
+    keep->len = len;
+    return Py_NewRef(Py_Ellipsis);
+}
+
 static PyObject *pym_closed_error(void)
 {
     PyErr_SetString(PyExc_ConnectionError, "the control connection to the gateway is closed");
@@ -67,13 +78,13 @@ static PyObject *pym_closed_error(void)
 /* A reply already received for id, taken with the GIL held: a lookup, and the flush of a
  * cork (the caller is about to wait for it). Returns wsclient's code; *res is set (new
  * reference) only for WSC_OK. */
-static int pym_ready_reply(const char *id, PyObject **res)
+static int pym_ready_reply(const char *id, PyObject **res, struct pym_bytes *keep)
 {
     char *text = NULL;
     size_t len = 0;
     int rc = wsc_wait_reply(id, 0, &text, &len);
     if (rc == WSC_OK)
-        *res = pym_text(text, len);
+        *res = pym_take(text, len, keep);
     return rc;
 }
 
@@ -85,7 +96,7 @@ static int pym_ready_reply(const char *id, PyObject **res)
  * run here; the wait goes on unless one raised. Returns a new reference (str or None), or
  * NULL with an exception (ConnectionError, or whatever the signal handler raised, e.g.
  * RunInterrupted). `id` is borrowed from an argument the caller keeps alive. */
-static PyObject *pym_wait(const char *id, PyObject *timeout_obj)
+static PyObject *pym_wait(const char *id, PyObject *timeout_obj, struct pym_bytes *keep)
 {
     int64_t timeout_ms, deadline = 0;
     PyObject *res = NULL;
@@ -96,7 +107,7 @@ static PyObject *pym_wait(const char *id, PyObject *timeout_obj)
     int on_main = wsc_on_main_thread();
     /* A reply that is here already (the usual case once a burst's replies come in) is taken
      * as take_reply takes it, without dropping the GIL. */
-    if (id && pym_ready_reply(id, &res) == WSC_OK)
+    if (id && pym_ready_reply(id, &res, keep) == WSC_OK)
         return res;
 
     for (;;) {
@@ -115,7 +126,7 @@ static PyObject *pym_wait(const char *id, PyObject *timeout_obj)
         rc = id ? wsc_wait_reply(id, ms, &text, &len) : wsc_next_request(ms, &text, &len);
         Py_END_ALLOW_THREADS;
         if (rc == WSC_OK) {
-            res = pym_text(text, len);
+            res = pym_take(text, len, keep);
             break;
         }
         if (rc == WSC_CLOSED) {
@@ -136,7 +147,7 @@ static PyObject *pym_wait(const char *id, PyObject *timeout_obj)
 
 PyObject *pym_next_text(void)
 {
-    return pym_wait(NULL, NULL);
+    return pym_wait(NULL, NULL, NULL);
 }
 
 /* Borrowed UTF-8 of a str argument, or NULL with TypeError, or ValueError for an embedded NUL
@@ -175,7 +186,8 @@ static int pym_is_self(PyObject *t, PyObject *name, PyObject *orig)
     return f == orig;
 }
 
-PyObject *pym_wait_reply_direct(PyObject *t, PyObject *id, PyObject *timeout, int *indirect)
+PyObject *pym_wait_reply_direct(PyObject *t, PyObject *id, PyObject *timeout, int *indirect,
+                                struct pym_bytes *keep)
 {
     *indirect = 0;
     if (!PyUnicode_CheckExact(id) || !pym_is_self(t, pym_wait_reply_s, pym_orig_wait_reply)) {
@@ -183,7 +195,7 @@ PyObject *pym_wait_reply_direct(PyObject *t, PyObject *id, PyObject *timeout, in
         return NULL;
     }
     const char *s = pym_str_arg(id, "wait_reply"); /* borrowed: the caller keeps id alive */
-    return s ? pym_wait(s, timeout) : NULL;
+    return s ? pym_wait(s, timeout, keep) : NULL;
 }
 
 int pym_send_direct(PyObject *t, PyObject *text)
@@ -248,7 +260,7 @@ static PyObject *pym_next_request(PyObject *self, PyObject *args, PyObject *kwar
     PyObject *timeout = NULL; /* borrowed */
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:next_request", kwlist, &timeout))
         return NULL;
-    return pym_wait(NULL, timeout);
+    return pym_wait(NULL, timeout, NULL);
 }
 
 PyDoc_STRVAR(pym_wait_reply_doc,
@@ -264,7 +276,7 @@ static PyObject *pym_wait_reply(PyObject *self, PyObject *args, PyObject *kwargs
     PyObject *timeout = NULL; /* borrowed */
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|O:wait_reply", kwlist, &id, &timeout))
         return NULL;
-    return pym_wait(id, timeout);
+    return pym_wait(id, timeout, NULL);
 }
 
 PyDoc_STRVAR(pym_take_reply_doc, "take_reply(id: str) -> str | None\n--\n\n"
@@ -277,7 +289,7 @@ static PyObject *pym_take_reply(PyObject *self, PyObject *arg)
     if (!id)
         return NULL;
     PyObject *res = NULL;
-    int rc = pym_ready_reply(id, &res);
+    int rc = pym_ready_reply(id, &res, NULL);
     if (rc == WSC_OK)
         return res;
     if (rc == WSC_CLOSED)
@@ -355,6 +367,24 @@ static PyObject *pym_embedded_source(PyObject *self, PyObject *arg)
     return Py_BuildValue("(sO)", source, is_package ? Py_True : Py_False); /* new ref */
 }
 
+PyDoc_STRVAR(pym_embedded_code_doc,
+             "embedded_code(name: str) -> bytes | None\n--\n\n"
+             "The marshalled code object of a module compiled into the worker, or None (not "
+             "embedded, or built by a Python with another magic number).");
+
+static PyObject *pym_embedded_code(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *name = pym_str_arg(arg, "embedded_code");
+    const unsigned char *code;
+    size_t len;
+    if (!name)
+        return NULL;
+    if (imp_code(name, &code, &len) < 0)
+        Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)code, (Py_ssize_t)len); /* new ref */
+}
+
 PyDoc_STRVAR(pym_fd_capture_begin_doc,
              "fd_capture_begin(limit: int) -> None\n--\n\n"
              "A run starts: what reaches fds 1 and 2 is kept for it, up to limit bytes each.");
@@ -415,6 +445,7 @@ static PyMethodDef pym_methods[] = {
     {"interrupt_reason", pym_interrupt_reason, METH_NOARGS, pym_interrupt_reason_doc},
     {"worker_id", pym_worker_id_fn, METH_NOARGS, pym_worker_id_doc},
     {"embedded_source", pym_embedded_source, METH_O, pym_embedded_source_doc},
+    {"embedded_code", pym_embedded_code, METH_O, pym_embedded_code_doc},
     /* the SDK call path's shortcuts (pyfast.c) */
     {"call_frame", (PyCFunction)(void (*)(void))pyf_call_frame, METH_FASTCALL, pyf_call_frame_doc},
     {"text_result", (PyCFunction)(void (*)(void))pyf_text_result, METH_FASTCALL,

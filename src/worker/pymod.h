@@ -27,7 +27,15 @@ int pym_send_text(PyObject *text /* borrowed */);
  * lookup and the argument tuple (*indirect set, NULL returned, no exception: t is something
  * else, call the attribute), and t.send(text) (0, -1 with the exception, or -2: call the
  * attribute). All arguments borrowed. */
-PyObject *pym_wait_reply_direct(PyObject *t, PyObject *id, PyObject *timeout, int *indirect);
+/* With keep (pym_wait_reply_direct), a reply that arrives is not made a str: its bytes go to
+ * *keep (the caller frees keep->text) and Ellipsis is returned, so a big reply is parsed from
+ * them without a copy of it as a str. */
+struct pym_bytes {
+    char *text;
+    size_t len;
+};
+PyObject *pym_wait_reply_direct(PyObject *t, PyObject *id, PyObject *timeout, int *indirect,
+                                struct pym_bytes *keep);
 int pym_send_direct(PyObject *t, PyObject *text);
 
 #endif

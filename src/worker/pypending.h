@@ -1,4 +1,4 @@
-/* pypending — `_codemcp.PendingBase`, the C core of codemcp_rt.pending.Pending (issue 17).
+/* pypending — `_codemcp.PendingBase`, the C core of codemcp_rt.pending.Pending.
  *
  * It owns a Pending's state — the wait/poll/block callables, the label, the outcome — and the
  * two methods every SDK value goes through, result() and done(). pending.py subclasses it

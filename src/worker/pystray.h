@@ -6,7 +6,10 @@
  * the subreaper flag off, and stacking a filter of agent code's own (seal.c). So "no process
  * outlived the request" is "the worker has no child": one waitid(2), no /proc. When it has one,
  * every process of the namespace but PID 1 is killed (kill(-1)) and reaped. Outside the
- * sandbox it does nothing. */
+ * sandbox it does nothing. It is a courtesy, not the wall: agent code owns this process, so the
+ * gateway looks for leftover threads and processes itself, from /proc, at the answer and
+ * before the next run (workers.c), and ends the worker when it finds any; this check keeps a
+ * session whose run merely left children behind from losing its worker. */
 #ifndef CODEMCP_PYSTRAY_H
 #define CODEMCP_PYSTRAY_H
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -67,6 +68,10 @@ static void ll_allow(int ruleset, const char *path, uint64_t access)
 int seal_landlock(const struct sbx_opts *o)
 {
     long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_VERSION);
+    /* The test knob: behave as an older kernel would (Linux 6.1 has ABI 2, no scoping), so
+     * that the walls that must hold without Landlock are tested here too. */
+    if (o->landlock_abi_max >= 0 && abi > o->landlock_abi_max)
+        abi = o->landlock_abi_max;
     if (abi < 1) {
         log_info("sandbox", "Landlock is not available on this kernel (%s): skipped",
                  strerror(errno));
@@ -174,6 +179,39 @@ static const char *const deny_names[] = {"ptrace",
                                          "socket",
                                          NULL};
 
+/* Refused with ENOSYS, as if the kernel lacked them (callers fall back), because they share
+ * or hold what the sandbox's limits do not see: inotify watches a shared file's opens (the
+ * host's and other sessions') and its instances count against the gateway's own user (the
+ * per-user limit counts through user namespaces); memfd and SysV shared memory, message
+ * queues and semaphores hold memory RLIMIT_AS does not count (IPC objects live on after
+ * detaching, in kernel memory). POSIX shared memory and files live in the size-capped /tmp. */
+static const char *const absent_names[] = {
+    "inotify_init", "inotify_init1", "memfd_create", "memfd_secret",
+    "shmget",       "msgget",        "semget",       NULL};
+
+/* File locks are a channel between sessions: the read-only binds (libraries, ld.so.cache,
+ * /dev/null) are the same files in every sandbox, and a lock one session takes (or tests
+ * with F_GETLK) another sees. seccomp cannot tell a shared file from a private one, so every
+ * lock is refused (ENOLCK, as a file system without locks answers), and so are directory
+ * notifications (F_NOTIFY) and leases. */
+static const unsigned int lock_cmds[] = {F_GETLK,
+                                         F_SETLK,
+                                         F_SETLKW,
+                                         36 /* F_OFD_GETLK */,
+                                         37 /* F_OFD_SETLK */,
+                                         38 /* F_OFD_SETLKW */,
+                                         F_SETLEASE,
+                                         F_GETLEASE,
+                                         F_NOTIFY};
+
+/* An int argument equals v. The kernel reads only the low 32 bits of an int argument, so a
+ * plain 64-bit comparison is passed by a caller that sets the high ones. */
+static struct scmp_arg_cmp arg32_eq(unsigned arg, uint32_t v)
+{
+    return (struct scmp_arg_cmp){
+        .arg = arg, .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xffffffffULL, .datum_b = v};
+}
+
 int seal_seccomp(const struct sbx_opts *o, char *err, size_t errlen)
 {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -194,6 +232,53 @@ int seal_seccomp(const struct sbx_opts *o, char *err, size_t errlen)
             strcmp(deny_names[i], "socket") == 0 ? SCMP_ACT_ERRNO(EACCES) : SCMP_ACT_ERRNO(EPERM);
         what = deny_names[i];
         rc = seccomp_rule_add(ctx, action, nr, 0);
+    }
+    for (int i = 0; absent_names[i] && rc == 0; i++) {
+        int nr = seccomp_syscall_resolve_name(absent_names[i]);
+        if (nr == __NR_SCMP_ERROR)
+            continue;
+        what = absent_names[i];
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
+    }
+    if (rc == 0) {
+        what = "flock";
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOLCK), SCMP_SYS(flock), 0);
+    }
+    for (size_t i = 0; i < sizeof(lock_cmds) / sizeof(lock_cmds[0]) && rc == 0; i++) {
+        what = "fcntl";
+        struct scmp_arg_cmp cmd = arg32_eq(1, lock_cmds[i]);
+        int err_no = lock_cmds[i] == F_NOTIFY ? EPERM : ENOLCK;
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err_no), SCMP_SYS(fcntl), 1, cmd);
+    }
+    /* The CPU time a run may use is set from outside (RLIMIT_CPU, workers.c): not raised from
+     * inside, by setrlimit or prlimit on any process. */
+    if (rc == 0) {
+        what = "setrlimit(RLIMIT_CPU)";
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setrlimit), 1,
+                              arg32_eq(0, RLIMIT_CPU));
+    }
+    if (rc == 0) {
+        what = "prlimit64(RLIMIT_CPU)";
+        struct scmp_arg_cmp set = {.arg = 2, .op = SCMP_CMP_NE, .datum_a = 0};
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 2,
+                              arg32_eq(1, RLIMIT_CPU), set);
+    }
+    /* A name for a socket: every session's socketpair lives in the prototype's network
+     * namespace, whose abstract Unix names they share; a named datagram socket, once
+     * disconnected (connect(AF_UNSPEC)), takes datagrams from any session. Landlock's scoping
+     * (Linux 6.12+) stops that too; this holds on older kernels. So no bind(), and no
+     * SO_PASSCRED / SO_PASSPIDFD (they bind an automatic name on the next send). */
+    if (rc == 0 && !o->net_host) {
+        what = "bind";
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(bind), 0);
+    }
+    static const uint32_t autobind_opts[] = {16 /* SO_PASSCRED */, 76 /* SO_PASSPIDFD */};
+    for (size_t i = 0; i < sizeof(autobind_opts) / sizeof(autobind_opts[0]) && rc == 0; i++) {
+        if (o->net_host)
+            break;
+        what = "setsockopt";
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setsockopt), 2,
+                              arg32_eq(1, SOL_SOCKET), arg32_eq(2, autobind_opts[i]));
     }
     /* socketpair: AF_UNIX only. */
     if (rc == 0 && !o->net_host) {
@@ -227,13 +312,13 @@ int seal_seccomp(const struct sbx_opts *o, char *err, size_t errlen)
     }
     if (rc == 0) {
         what = "prctl(PR_SET_CHILD_SUBREAPER, 0)";
-        struct scmp_arg_cmp opt = {.arg = 0, .op = SCMP_CMP_EQ, .datum_a = PR_SET_CHILD_SUBREAPER};
+        struct scmp_arg_cmp opt = arg32_eq(0, PR_SET_CHILD_SUBREAPER);
         struct scmp_arg_cmp off = {.arg = 1, .op = SCMP_CMP_EQ, .datum_a = 0};
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prctl), 2, opt, off);
     }
     if (rc == 0) {
         what = "prctl(PR_SET_SECCOMP)";
-        struct scmp_arg_cmp opt = {.arg = 0, .op = SCMP_CMP_EQ, .datum_a = PR_SET_SECCOMP};
+        struct scmp_arg_cmp opt = arg32_eq(0, PR_SET_SECCOMP);
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prctl), 1, opt);
     }
     if (rc == 0) {

@@ -9,9 +9,14 @@
  * iopl/ioperm, syslog; socket() of every family (socketpair(AF_UNIX) stays allowed: the
  * control channel and Python's socketpair() need nothing else; CODEMCP_SANDBOX_NET=host
  * allows sockets); and execve/execveat unless
- * subprocesses are allowed (CODEMCP_SANDBOX_SUBPROCESS). Foreign syscall ABIs (i386, x32)
- * kill the process. Must not: be applied before the control descriptor and stdio are set
- * up — nothing after it can open sockets. */
+ * subprocesses are allowed (CODEMCP_SANDBOX_SUBPROCESS). What one session could lock, watch,
+ * name or fill for another, or for the gateway's own user, whatever Landlock the kernel has:
+ * file locks, leases and F_NOTIFY (ENOLCK/EPERM), inotify (ENOSYS), bind and SO_PASSCRED /
+ * SO_PASSPIDFD (no socket gets a name), memfd_create, memfd_secret and SysV shm, message
+ * queues and semaphores (ENOSYS: memory RLIMIT_AS does not count), and raising RLIMIT_CPU.
+ * Int arguments are compared on their low 32 bits (the kernel's view). Foreign syscall ABIs
+ * (i386, x32) kill the process. Must not: be applied before the control descriptor and stdio are
+ * set up — nothing after it can open sockets. */
 #ifndef CODEMCP_SEAL_H
 #define CODEMCP_SEAL_H
 

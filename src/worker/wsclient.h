@@ -22,11 +22,13 @@
 #ifndef CODEMCP_WSCLIENT_H
 #define CODEMCP_WSCLIENT_H
 
+#include "wsproto.h"
+
 #include <pthread.h>
 #include <stddef.h>
 
 /* Incoming frames larger than this drop the connection (the contract's 64 MiB cap). */
-#define WSC_MAX_FRAME (64u * 1024u * 1024u)
+#define WSC_MAX_FRAME WSP_WORKER_MAX_FRAME
 /* After the connection is gone, the watcher thread _exit()s the process after this delay
  * if the main thread has not called wsc_stop() by then. */
 #define WSC_CLOSE_GRACE_MS 3000

@@ -1,4 +1,4 @@
-// Live control of running gateways (issue 15), as a user meets it: two real gateways (one stdio
+// Live control of running gateways, as a user meets it: two real gateways (one stdio
 // under an SDK client harness, one `codemcp start`) with the three npm servers; the admin
 // commands (`instances`, `list`, `tools`, `enable`, `disable`, `enable-tool`, `disable-tool`,
 // `-i`, `-d`) run as separate processes against them. Checks go through what the user sees:

@@ -1,4 +1,4 @@
-// What the worker does after a run's answer has gone out (issue 17: src/worker/pyafter.h):
+// What the worker does after a run's answer has gone out:
 // the run's objects are released then, the namespace's SDK names are proved in place then
 // (the next run of the session skips that walk while neither dict changed), and the next
 // run's stdin is made then. Agent code is hostile and keeps running between runs (threads,
@@ -40,8 +40,11 @@ const SUM = 'The sum of 1 and 2 is 3.';
 // A thread the run leaves behind changes the namespace after the answer (after the proof that
 // the SDK names were in place): the next run must not take the proof, and gets the real
 // functions back, as runner._namespace's ns.update(fresh) gives them.
+// In the sandbox the gateway ends a worker whose run leaves a thread behind (tenants.test.mjs),
+// so the thread never reaches the next run there: the worker's own defence is tested in host
+// isolation, where a thread may outlive its run.
 test('an agent thread that rebinds or deletes SDK names after the answer: the next run has the real ones', { timeout: ms(180000) }, async () => {
-  const { h, run } = await session();
+  const { h, run } = await session({ CODEMCP_ISOLATION: 'host' });
   try {
     assert.equal((await run('result = everything_get_sum(a=1, b=2)')).result, SUM);
     const later = (body) => String.raw`

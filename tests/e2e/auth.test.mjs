@@ -1,4 +1,4 @@
-// The HTTP front's door (issue 9): a bearer token is required by default (generated, 0600,
+// The HTTP front's door: a bearer token is required by default (generated, 0600,
 // reused), opting out is explicit and loopback-only, principals come from a tokens file
 // (re-read on SIGHUP) with per-principal session quotas, and real clients that are refused
 // say why (Claude Code, mcp-remote).

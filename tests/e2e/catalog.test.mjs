@@ -1,4 +1,4 @@
-// Catalogs of any size (issue 13): the budgeted execute_python description, search_tools /
+// Catalogs of any size: the budgeted execute_python description, search_tools /
 // describe inside programs, calls to functions the description does not show, and a server
 // that connects late. Real binary, real worker, real npm servers plus the GitHub REST fixture
 // (tests/catalog/github_api.mjs: 1,223 tools from the pinned @octokit/openapi). Time bounds

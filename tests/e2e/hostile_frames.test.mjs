@@ -6,7 +6,7 @@
 // do not exist or for this run (twice), deep nesting, huge strings, invalid UTF-8 — and now and
 // then a framing fault that ends the stream (unmasked, reserved bits or opcode, a close, a bad
 // continuation, noise; never a frame cut short, which leaves nothing to read until the
-// deadline). hostile18 and hostile_ext each send one frame kind at a time; this mixes them.
+// deadline). hostile_control and hostile_ext each send one frame kind at a time; this mixes them.
 // For every case: the gateway stays up, the run gets a clear answer or a clear error in
 // bounded time, never its deadline, and the next run calls a real upstream tool. A failing
 // case names its seed: CODEMCP_HOSTILE_SEED=N reruns it alone.

@@ -1,4 +1,4 @@
-// The connection cap of a remote upstream (issue 17): at most N requests of one server are in
+// The connection cap of a remote upstream: at most N requests of one server are in
 // flight at once ("maxConnections", else CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM), so the
 // server sees at most N connections carrying requests (+1: its standing GET event stream);
 // the rest wait in the gateway, in order. A call that times out while waiting is never sent,

@@ -4,7 +4,6 @@
 // 404, 403, 401, 405, 409, batches, Expect: 100-continue, refused upgrades, SSE resumption
 // with Last-Event-ID, idle expiry, a stalled client, TLS, and a taken port. Every gateway is
 // stopped with SIGTERM and must exit 0 (under CODEMCP_WRAPPER=valgrind that is the leak check).
-// Issue 5, "Serving" 1-4.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';

@@ -1,4 +1,4 @@
-// Reuse in the HTTP upstream client (issue 17): curl easy handles are pooled and reset between
+// Reuse in the HTTP upstream client: curl easy handles are pooled and reset between
 // transfers, and keep-alive connections are reused. What that must never do: let a header,
 // the method, the body or a timeout of one request reach the next one (a pooled handle may
 // have carried another server's DELETE, or been aborted mid-stream), or open a connection

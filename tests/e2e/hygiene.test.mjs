@@ -1,4 +1,4 @@
-// Process hygiene (issue 9): what the gateway starts dies with it or with the run that
+// Process hygiene: what the gateway starts dies with it or with the run that
 // started it, shutdown on a signal is fast even with a stubborn upstream, and same-user
 // processes cannot read the gateway's memory or environment.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The input relay (issue 12, item 8 "go further"): an upstream tool that answers with an
+// The input relay: an upstream tool that answers with an
 // InputRequiredResult (MCP 2026-07-28 multi round-trip requests, SEP-2322) while a program runs.
 // A 2026 client that declared the capability gets execute_python's own `input_required`
 // result (the server's inputRequests, codemcp's requestState); its retry with the answers

@@ -1,4 +1,4 @@
-// The 2024-11-05 HTTP+SSE transport on `codemcp start` (issue 12 item 6): GET /sse opens a
+// The 2024-11-05 HTTP+SSE transport on `codemcp start`: GET /sse opens a
 // session whose stream starts with an `endpoint` event, POST /messages?sessionId=… takes one
 // message (202) and the reply goes out on the stream. Real clients: SDK 1.32.2's
 // SSEClientTransport, mcp-remote 0.15.1 `--transport sse-only` through stdio, Claude Code's

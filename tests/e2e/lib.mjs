@@ -193,7 +193,7 @@ export function codemcpEnv({ config, env = {}, home } = {}) {
   delete base.CODEMCP_DUMP;
   delete base.CODEMCP_SMOKE;
   const xdg = home || tempDir('codemcp-xdg-', { shared: true });
-  // Tests written before the description budget and the tools/list wait (issue 13) read the
+  // Tests written before the description budget and the tools/list wait read the
   // full listing and expect the first tools/list to hold every server: they keep that unless
   // they pass their own values (tests/e2e/catalog.test.mjs tests the defaults).
   const out = {
@@ -655,7 +655,7 @@ export function nsPids(pid) {
   }
 }
 
-/** The live prototype the gateway gw forks workers from (issue 11): in the sandbox the chain
+/** The live prototype the gateway gw forks workers from: in the sandbox the chain
  * [waiter, the sandbox's PID 1, the prototype (PID 2 inside)], in host isolation [the
  * prototype]; [] when there is none. Sandboxed, its sessions are the prototype's descendants. */
 export function prototypeChain(gw, host = process.env.CODEMCP_ISOLATION === 'host') {
@@ -715,11 +715,11 @@ for line in sys.stdin:
   return { type: 'local', command: [PYTHON, file] };
 }
 
-/** Runs a client command to its end (killed after `limit` ms); resolves {code, out} with
- * stdout and stderr together (what a user would read). */
-export function runClient(cmd, args, env, limit) {
+/** Runs a client command to its end (killed after `limit` ms) in cwd (default: this one);
+ * resolves {code, out} with stdout and stderr together (what a user would read). */
+export function runClient(cmd, args, env, limit, cwd) {
   return new Promise((resolve) => {
-    const p = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(cmd, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     p.stdout.on('data', (d) => (out += d));
     p.stderr.on('data', (d) => (out += d));
@@ -855,4 +855,12 @@ result = [str(x)[:20] for x in r]`);
   }, ms(15000), 100);
   if (!learned) throw new Error(`the text results of everything_echo/get_sum were not learned:\n${desc}`);
   return desc;
+}
+
+/** The peak resident memory of process pid so far (VmHWM), in MB. Under the sanitizers
+ *  (CODEMCP_TEST_SANITIZER) freed memory sits in quarantine and peaks say nothing: then NaN. */
+export function peakRssMb(pid) {
+  if (process.env.CODEMCP_TEST_SANITIZER) return NaN;
+  const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmHWM:\s+(\d+) kB/);
+  return m ? Number(m[1]) / 1024 : NaN;
 }

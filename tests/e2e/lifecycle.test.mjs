@@ -1,6 +1,6 @@
 // Shutdown: EOF on stdin ends codemcp cleanly with exit 0 within a few seconds, every upstream
 // it started is gone (stdin close → SIGTERM → SIGKILL), and no child is left a zombie.
-// Issue 2, "MCP over stdio" (EOF) and "stdio upstreams" (shutdown).
+// Covers end of input on stdio and the shutdown of stdio upstreams.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';

@@ -1,4 +1,4 @@
-// Bounded connections (issue 9): 1000 idle control connections and 1000 slowloris HTTP
+// Bounded connections: 1000 idle control connections and 1000 slowloris HTTP
 // connections (loopback and a Unix socket only, bounded loops) neither exhaust the gateway's
 // descriptors nor keep a legitimate client from its answer, and the log stays small.
 import assert from 'node:assert/strict';

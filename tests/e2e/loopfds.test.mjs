@@ -1,4 +1,4 @@
-// The loop's descriptor set (src/core/loop.c, issue 17): every raw descriptor the gateway watches
+// The loop's descriptor set (src/core/loop.c): every raw descriptor the gateway watches
 // (its stdio, each stdio upstream's three pipes, the worker's output pipes, the signalfd) sits
 // in one epoll set of its own, and lws's poll() sees only that set's descriptor instead of one
 // entry each (it scanned ~14 per wake-up). Read from /proc: the set holds the gateway's ends

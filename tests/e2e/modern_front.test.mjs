@@ -1,5 +1,4 @@
-// codemcp serving the 2026-07-28 protocol era over stdio (issue 12, "What must work —
-// serving"): the official TypeScript SDK v2 client (@modelcontextprotocol/client 2.4.0,
+// codemcp serving the 2026-07-28 protocol era over stdio: the official TypeScript SDK v2 client (@modelcontextprotocol/client 2.4.0,
 // tests/v2) in its `legacy`, `auto` and pinned-2026 modes against the real binary, and raw
 // JSON-RPC lines for the envelope rules (-32022 with the supported list, -32602 for a missing
 // envelope, removed methods, the id echoed on every error). The upstream is the SDK v2 fixture

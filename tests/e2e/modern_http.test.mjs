@@ -1,5 +1,4 @@
-// codemcp serving the 2026-07-28 protocol era over Streamable HTTP (`codemcp start`, issue 12
-// items 1-2 over HTTP): the official SDK v2 client (@modelcontextprotocol/client 2.4.0,
+// codemcp serving the 2026-07-28 protocol era over Streamable HTTP (`codemcp start`): the official SDK v2 client (@modelcontextprotocol/client 2.4.0,
 // tests/v2) in `legacy`, `auto` and pinned-2026 modes through its StreamableHTTPClientTransport
 // — list, execute with progress, tools/list_changed via listen() — against a gateway that
 // requires its bearer token; and raw HTTP for what a client library hides: no Mcp-Session-Id,

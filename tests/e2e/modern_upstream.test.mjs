@@ -1,4 +1,4 @@
-// Upstreams of the 2026-07-28 protocol era (issue 12, "What must work — upstreams"): real
+// Upstreams of the 2026-07-28 protocol era: real
 // servers built with the official TypeScript SDK v2 (@modelcontextprotocol/server 2.4.0,
 // tests/v2/server.mjs), dual-era and modern-only (`legacy: 'reject'`), over stdio and
 // stateless Streamable HTTP, behind the real codemcp binary. The fixture logs every request

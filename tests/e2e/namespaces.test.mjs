@@ -1,4 +1,4 @@
-// Namespace handles (issue 12 item 3, SEP-2567's state without sessions): every
+// Namespace handles: every
 // execute_python envelope carries a server-minted `namespace` handle; passing it back
 // continues in that namespace. Handles are bound to the caller's principal, expire after
 // CODEMCP_NAMESPACE_IDLE_MS idle, and a malformed, unknown, foreign or expired one is a tool

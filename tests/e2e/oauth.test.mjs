@@ -1,4 +1,4 @@
-// OAuth for remote upstreams (issue 14) against tests/fixtures/oauth_server.mjs, for what the
+// OAuth for remote upstreams against tests/fixtures/oauth_server.mjs, for what the
 // conformance suite (conformance_auth) does not cover: discovery past 401/403 on well-known
 // paths, a server that rejects RFC 8707 `resource` (and codemcp remembering that), the token
 // file's mode, logout with revocation, two gateways refreshing rotating refresh tokens at

@@ -1,4 +1,4 @@
-// The training run of install.sh's profile-guided build (bench/pgo_train.py, issue 17): its
+// The training run of install.sh's profile-guided build (bench/pgo_train.py): its
 // programs run clean on this build, every answer checked, and a build that wrote no counts is
 // refused (exit 1) rather than taken for trained — otherwise install.sh would build "use" on
 // nothing and call it profile-guided. (The counting path itself, -Db_pgo=generate with

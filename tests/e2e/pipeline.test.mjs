@@ -1,4 +1,4 @@
-// The run pipeline end to end (issue 10): transport → mcp_server → runs → workers → control →
+// The run pipeline end to end: transport → mcp_server → runs → workers → control →
 // calls → upstream, on the paths that had no test of their own: a session's logging/setLevel
 // and the notifications/message it gets about its runs, a worker killed between dispatch and
 // its first tool call, and a client cancel

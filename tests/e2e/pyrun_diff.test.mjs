@@ -1,4 +1,4 @@
-// The worker's C run path against its Python path, step by step (issue 17, worker per run).
+// The worker's C run path against its Python path, step by step.
 //
 // src/worker/pyrun.c answers the usual run itself; since the fifth pass it reads the request
 // from its text (pyreq.c) and checks the injected SDK names in place instead of re-injecting

@@ -1,4 +1,4 @@
-// Redaction by key and by value (issue 9), through the real gateway and worker: secrets in
+// Redaction by key and by value, through the real gateway and worker: secrets in
 // tool arguments, headers, nested JSON, URLs and error text never reach the trace-level log or
 // the envelope's error/tool_error, while what the program returns is its own (not mangled).
 // The rule corpus itself (>= 30 shapes, >= 10 look-alikes, C and Python agreeing) is

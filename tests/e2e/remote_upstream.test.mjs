@@ -1,4 +1,4 @@
-// Remote (Streamable HTTP) upstreams through the real binary (issue 5, "Remote upstreams"):
+// Remote (Streamable HTTP) upstreams through the real binary:
 // server-everything in streamableHttp mode and a purpose-built SDK-based server
 // (tests/fixtures/http/mcp_http_server.mjs) for what no stock server does on demand — expiring
 // sessions, cutting response streams, adding tools at run time, answering 401. Assertions are

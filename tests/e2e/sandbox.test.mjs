@@ -1,4 +1,4 @@
-// The escape suite (issue 11): agent code is hostile. Each case is a program sent through
+// The escape suite: agent code is hostile. Each case is a program sent through
 // execute_python to the real gateway in its default isolation (CODEMCP_ISOLATION=sandbox)
 // that tries to get out and reports what it got; the test asserts it got nothing and that
 // the gateway, the upstreams and other sessions are unharmed. Some cases need a second
@@ -454,7 +454,7 @@ result = {"pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), "r
         if (f.length >= 10 && f[3] === '0A' && inodes.has(f[9])) listening.push(line);
       }
     }
-    // The one listener is the admin socket (0600, by path, issue 15): not for workers, and
+    // The one listener is the admin socket (0600, by path): not for workers, and
     // not visible inside the sandbox.
     const admin = listening.filter((l) => /\/admin-[^/]*\.sock$/.test(l));
     assert.deepEqual(listening.filter((l) => !admin.includes(l)), []);

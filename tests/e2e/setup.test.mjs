@@ -39,6 +39,10 @@ const backups = (file) => fs.readdirSync(path.dirname(file))
   .filter((f) => f.startsWith(`${path.basename(file)}.bak.`))
   .map((f) => path.join(path.dirname(file), f));
 const read = (p) => JSON.parse(fs.readFileSync(p, 'utf8'));
+// opencode's file keeps its comments and trailing commas through setup: read it as JSONC.
+const readJsonc = (p) => JSON.parse(fs.readFileSync(p, 'utf8')
+  .replace(/("(?:\\.|[^"\\])*")|\/\/[^\n]*|\/\*[\s\S]*?\*\//g, (m, s) => s || '')
+  .replace(/,(\s*[}\]])/g, '$1'));
 
 describe('codemcp setup opencode', () => {
   test('moves the servers, backs up, and leaves a command that serves them', async () => {
@@ -55,7 +59,8 @@ describe('codemcp setup opencode', () => {
     assert.deepEqual(read(cm).mcp, mcp, 'codemcp has not got the servers verbatim');
     assert.equal(fs.statSync(cm).mode & 0o777, 0o600);
 
-    const after = read(oc);
+    const after = readJsonc(oc);
+    assert.match(fs.readFileSync(oc, 'utf8'), /\/\/ written by hand, as people do/, 'comments kept');
     assert.equal(after.theme, 'dark');
     assert.deepEqual(after.agent, { build: { model: 'x' } });
     assert.deepEqual(Object.keys(after.mcp), ['codemcp']);
@@ -70,7 +75,7 @@ describe('codemcp setup opencode', () => {
     const client = new Client({ name: 'opencode-like', version: '0' });
     await client.connect(transport);
     try {
-      // tools/list answers within a second even while the server starts (issue 13): poll.
+      // tools/list answers within a second even while the server starts: poll.
       let tool;
       await waitFor(async () => /everything_get_sum\(/.test((tool = await executePythonTool(client)).description),
         ms(30000), 200);
@@ -165,7 +170,7 @@ describe('codemcp setup opencode', () => {
     fs.writeFileSync(oc, opencodeText({ everything: servers.everything() }));
     const r = await runCodemcp({ args: ['setup', 'opencode'], home: dir, env: { OPENCODE_CONFIG: oc } });
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(Object.keys(read(oc).mcp), ['codemcp']);
+    assert.deepEqual(Object.keys(readJsonc(oc).mcp), ['codemcp']);
     // A hand-edited codemcp config with comments and trailing commas loads.
     const cm = path.join(dir, 'codemcp', 'mcp.json');
     fs.writeFileSync(cm, opencodeText({ everything: servers.everything() }));

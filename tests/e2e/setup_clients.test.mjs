@@ -1,4 +1,4 @@
-// `codemcp setup claude-desktop | cursor | vscode` and the opencode polish of issue 15, tried as
+// `codemcp setup claude-desktop | cursor | vscode` and the polish of setup opencode, tried as
 // a new user would: real-looking harness files (comments, other settings), the real binary, and
 // the command it leaves behind launched the way the harness would launch it.
 import { test } from 'node:test';

@@ -1,6 +1,6 @@
 // MCP over stdio, spoken line by line to the real binary with no upstreams (an empty
 // XDG_CONFIG_HOME, no CODEMCP_CONFIG): version negotiation, ping, tools/list, notifications,
-// logging/setLevel and every JSON-RPC error class. Issue 2, "MCP over stdio".
+// logging/setLevel and every JSON-RPC error class.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 

@@ -59,13 +59,18 @@ result = {"subreaper": flag.value,
           # NULL programs: EFAULT where a filter could be stacked, EPERM where refused
           "prctl_seccomp": sys_call(157, 22, 2, 0, 0, 0),
           "seccomp": sys_call(317, 1, 0, 0),
-          "subreaper_on": sys_call(157, 36, 1, 0, 0, 0)}`);
+          "subreaper_on": sys_call(157, 36, 1, 0, 0, 0),
+          # the same with the int option's high bits set: the kernel reads the low 32
+          "subreaper_off_high": sys_call(157, (1 << 32) | 36, 0, 0, 0, 0),
+          "prctl_seccomp_high": sys_call(157, (1 << 32) | 22, 2, 0, 0, 0)}`);
       assert.equal(r.subreaper, 1, 'the worker is not a child subreaper');
       assert.equal(r.clone_parent, 'err:EPERM');
       assert.equal(r.subreaper_off, 'err:EPERM');
       assert.equal(r.prctl_seccomp, 'err:EPERM');
       assert.equal(r.seccomp, 'err:EPERM');
       assert.equal(r.subreaper_on, 'ok:0', 'setting the flag again stays harmless');
+      assert.equal(r.subreaper_off_high, 'err:EPERM');
+      assert.equal(r.prctl_seccomp_high, 'err:EPERM');
     });
 
     test('children of every kind end with the request that started them', async () => {

@@ -1,4 +1,4 @@
-// Upstream environments are explicit (issue 9): a stdio server gets the SDKs' minimal
+// Upstream environments are explicit: a stdio server gets the SDKs' minimal
 // inherited set plus its configured environment, nothing else of the gateway's; "inheritEnv":
 // true restores full inheritance; `setup opencode` names adopted servers that may have relied
 // on inheritance. Checked with server-everything's get-env through the real gateway.

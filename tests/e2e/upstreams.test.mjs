@@ -1,7 +1,6 @@
 // stdio upstreams through the real binary, seen by the official SDK client: the three npm
 // servers, broken servers skipped without blocking, pagination, list_changed coalescing,
 // upstream ping/roots, upstream stderr in the log, both config formats and interpolation.
-// Issue 2, "Config", "stdio upstreams", "The description".
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';

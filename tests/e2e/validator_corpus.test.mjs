@@ -1,4 +1,4 @@
-// The pre-flight validator corpus (tests/data/validator/) through the real binary (issue 4).
+// The pre-flight validator corpus (tests/data/validator/) through the real binary.
 //
 // Every faulty/*.py carries `# expect: <text>` lines (each must appear in the refusal) and an
 // optional `# options: {json}` (validate() keyword arguments); every valid/*.py must pass the

@@ -1,4 +1,4 @@
-"""Issue 16 (first-time-right programs), against the SDK sdkgen generates for the three
+"""First-time-right programs, against the SDK sdkgen generates for the three
 real servers (tests/data/sdkgen/{everything,memory,filesystem}.py, golden files) and result
 shapes derived from their outputSchemas plus the text results the gateway learns:
 

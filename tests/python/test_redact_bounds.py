@@ -1,4 +1,4 @@
-"""Redaction's cost is bounded (docs/review-extensions.md, finding 3): the patterns are
+"""Redaction's cost is bounded (docs/review-extensions.md): the patterns are
 O(n^2) on a long run of identifier characters, so redact() looks at the shown part of a
 string plus a margin and redact_text() keeps the head and the tail of a text longer than
 _MAX_TEXT; secrets in what is shown (or just

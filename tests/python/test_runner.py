@@ -206,7 +206,7 @@ class ErrorTest(RuntimeTest):
         self.assertTrue(err.startswith("Traceback (most recent call last):"), err)
         self.assertIn('File "<codemcp>", line 5, in <module>\n    f()', err)
         self.assertIn('File "<codemcp>", line 4, in f\n    return d[\'missing\']', err)
-        # The exception line, then errhint's line naming the result's keys (issue 16).
+        # The exception line, then errhint's line naming the result's keys.
         self.assertTrue(err.endswith("KeyError: 'missing'\nHint: srv_get's result has no key 'missing'; "
                                      "its keys: server, tool, args."), err)
         self.assertNotIn("runner.py", err)

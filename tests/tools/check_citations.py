@@ -28,7 +28,7 @@ CITE = re.compile(r"(?<![\w./<>-])((?:[\w.-]+/)*[\w-][\w.-]*\.(?:c|h|py|mjs|sh|m
 FOREIGN = re.compile(
     r"^(?:index\.mjs|cli\.mjs|.*node_modules/.*|/.*|~.*|\.\./shared/.*|shared/.*|"
     r"codemcp_embedded\.h|codemcp_rt_embedded\.c|redact_rules\.h|Python\.h|"
-    r"DESIGN\.md|STYLE\.md|[A-Z]+\.(?:c|h|py)|name\.md|dump\.c|[a-z](?:\.[a-z])+|[\w/]*\b(?:std\w*|string|unistd)\.h)$")
+    r"DESIGN\.md|STYLE\.md|[A-Z]+\.(?:c|h|py)|name\.md|dump\.c|[a-z](?:\.[a-z])+|[\w/]*\b(?:std\w*|string|unistd)\.h|(?:linux|sys|asm|net|netinet|arpa)/[\w/]+\.h)$")
 
 
 def c_comments(text: str) -> list[tuple[int, str]]:

@@ -1,4 +1,4 @@
-/* Big integers outside string values (review 18's "still weak" item): an integer beyond
+/* Big integers outside string values: an integer beyond
  * json_int_t, decoded with JF_BIG_INTEGERS, is a jansson value whose bytes are not UTF-8, so
  * no JSON text, no Python value (the worker sends text) and no checked jansson constructor can
  * make one; every string of the input, whatever its content (the old tag texts included),

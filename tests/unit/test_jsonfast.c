@@ -414,6 +414,69 @@ static void test_canon_members(void)
     EXPECT(js_shape_hash("[1]", 3, 7) != js_shape_hash("[1,1]", 5, 7));
 }
 
+/* js_scan.reals: reals in JSON's grammar pass as written, with an exponent of at most two digits
+ * (finite: jansson reads them as the worker does); everything else as without it. The structure
+ * hash tells a real from an integer. */
+static void test_canon_reals(void)
+{
+    static const char *const passed[] = {
+        "1.5", "-0.25", "0.5e-10", "12E+99", "3e7", "-0e0", "123456789012345678.125"};
+    static const char *const refused[] = {
+        "1.",    ".5",       "01.5",  "1e",    "1e+",
+        "1e100", "1.5e-300", "--1.5", "1.5.2", "1234567890123456789.5",
+        "-0"};
+    struct js_member m[4];
+    char t[64];
+    for (size_t i = 0; i < sizeof(passed) / sizeof(passed[0]); i++) {
+        int n = snprintf(t, sizeof(t), "{\"r\":[%s]}", passed[i]);
+        struct js_scan with = {.m = m, .max = 4, .reals = 1}, without = {.m = m, .max = 4};
+        if (js_canon_scan(t, (size_t)n, 0, &with) < 0)
+            fprintf(stderr, "  refused: %s\n", passed[i]);
+        EXPECT(js_canon_scan(t, (size_t)n, 0, &with) == 0);
+        EXPECT(js_canon_scan(t, (size_t)n, 0, &without) < 0);
+        json_t *v = jf_loadb(t, (size_t)n, 0, NULL); /* the tree path reads it too */
+        EXPECT(v != NULL);
+        json_decref(v);
+    }
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        int n = snprintf(t, sizeof(t), "{\"r\":[%s]}", refused[i]);
+        struct js_scan with = {.m = m, .max = 4, .reals = 1};
+        if (js_canon_scan(t, (size_t)n, 0, &with) == 0)
+            fprintf(stderr, "  accepted: %s\n", refused[i]);
+        EXPECT(js_canon_scan(t, (size_t)n, 0, &with) < 0);
+    }
+    EXPECT(js_shape_hash("[1.5]", 5, 7) == js_shape_hash("[2e-3]", 6, 7));
+    EXPECT(js_shape_hash("[1.5]", 5, 7) != js_shape_hash("[15]", 4, 7));
+}
+
+/* js_sample: arrays cut to their first elements at every depth, everything else as it was;
+ * the sample is canonical too. */
+static void test_canon_sample(void)
+{
+    static const char *const cases[][2] = {
+        {"[1,2,3,4]", "[1,2]"},
+        {"[]", "[]"},
+        {"{}", "{}"},
+        {"[[1,2,3],[4,5,6],[7]]", "[[1,2],[4,5]]"},
+        {"{\"a\":[1,2,3],\"b\":{\"c\":[\"x,]\",\"y\",\"z\"]},\"d\":\"[1,2,3]\"}",
+         "{\"a\":[1,2],\"b\":{\"c\":[\"x,]\",\"y\"]},\"d\":\"[1,2,3]\"}"},
+        {"{\"r\":[{\"k\":[true,false,null]},{\"k\":[]},{\"k\":[1]}],\"n\":-5}",
+         "{\"r\":[{\"k\":[true,false]},{\"k\":[]}],\"n\":-5}"},
+        {"\"q\\\"[1,2,3]\"", "\"q\\\"[1,2,3]\""},
+        {"42", "42"},
+    };
+    char out[256];
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *in = cases[i][0], *want = cases[i][1];
+        EXPECT(js_canon_value(in, strlen(in), 0));
+        size_t n = js_sample(in, strlen(in), 2, out);
+        if (n != strlen(want) || memcmp(out, want, n) != 0)
+            fprintf(stderr, "  js_sample(%s) = %.*s, want %s\n", in, (int)n, out, want);
+        EXPECT(n == strlen(want) && memcmp(out, want, n) == 0);
+        EXPECT(js_canon_value(out, n, 0));
+    }
+}
+
 /* jf_dumps of random values (reals and keys needing escapes aside) is accepted, so the fast
  * path is taken for what the gateway writes; and mutations are refused or still sound. */
 static void test_canon_random(void)
@@ -464,5 +527,7 @@ int main(void)
     check_case("jsonscan: members, elements and the structure hash", test_canon_members);
     check_case("jsonscan: jf_dumps' output accepted, mutations refused or sound",
                test_canon_random);
+    check_case("jsonscan: reals as written when the caller asks", test_canon_reals);
+    check_case("jsonscan: a sample keeps the first elements of every array", test_canon_sample);
     return CHECK_DONE();
 }

@@ -2,7 +2,7 @@
  * challenge parser, the "oauth" settings in both spellings, form escaping, and the token
  * store (0600, compare-and-swap under the lock, an entry for another URL ignored); and
  * src/oauth/oauth_gw.c's report of changed credentials, which comes from the loop, never from
- * inside the transport's own call (review 18, finding 3). */
+ * inside the transport's own call. */
 #include "check.h"
 #include "config.h"
 #include "loop.h"

@@ -29,7 +29,7 @@ static char *tree_reply(json_t *id, const char *env, size_t len, const char *han
     if (!t)
         return NULL;
     int is_error = !json_is_true(json_object_get(t, "ok"));
-    json_t *e = run_answer_envelope(t, handle);
+    json_t *e = run_answer_envelope(t, handle, NULL);
     json_t *msg = rpc_result(id, run_answer_result(e, json_object_get(t, "content"), is_error));
     char *s = rpc_dump(msg);
     json_decref(msg);
@@ -44,7 +44,7 @@ static int agrees(json_t *id, const char *env, const char *handle)
     size_t len = strlen(env), n = 0;
     if (!js_canon_value(env, len, 1))
         return 1; /* callers only pass what the scan accepted */
-    char *fast = run_answer_text(id, env, len, handle, &n);
+    char *fast = run_answer_text(id, env, len, handle, NULL, &n);
     if (!fast)
         return 1;
     spliced++;
@@ -60,7 +60,7 @@ static int agrees(json_t *id, const char *env, const char *handle)
 static int refused(const char *env, const char *handle)
 {
     size_t n;
-    char *fast = run_answer_text(NULL, env, strlen(env), handle, &n);
+    char *fast = run_answer_text(NULL, env, strlen(env), handle, NULL, &n);
     free(fast);
     return fast == NULL;
 }
@@ -215,9 +215,10 @@ static void test_content_blocks(void)
                            0, NULL);
     EXPECT(t != NULL);
     size_t n = 0;
-    char *text = run_answer_text(NULL, "{\"ok\":true,\"result\":1,\"content\":[]}", 36, "", &n);
+    char *text =
+        run_answer_text(NULL, "{\"ok\":true,\"result\":1,\"content\":[]}", 36, "", NULL, &n);
     EXPECT(text == NULL); /* the byte path leaves blocks to the tree path */
-    json_t *e = run_answer_envelope(t, "");
+    json_t *e = run_answer_envelope(t, "", NULL);
     json_t *r = run_answer_result(e, json_object_get(t, "content"), 0);
     json_t *c = json_object_get(r, "content");
     EXPECT(json_array_size(c) == 8);

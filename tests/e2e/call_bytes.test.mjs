@@ -1,4 +1,4 @@
-// The gateway's byte path for SDK calls (issue 17, src/json/jsonscan.c): a call_tool frame in the
+// The gateway's byte path for SDK calls: a call_tool frame in the
 // form jf_dumps writes is handled from its bytes, its args forwarded as they are, the
 // upstream's result spliced into the reply. Agent code shares the worker and can write any
 // frame (`_codemcp.send`), so every hostile frame — duplicate keys at any level, escapes

@@ -11,7 +11,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { Client, Proc, ms, tempDir, waitFor, writeConfig, survivors, describeProcs } from './lib.mjs';
 
 async function gateway(env) {
-  const dir = tempDir('codemcp-startq-');
+  const dir = tempDir('codemcp-start_queue-');
   const proc = new Proc({ args: ['start', '-p', '0', '--no-auth'], config: writeConfig(dir, {}), home: dir,
     env: { CODEMCP_WORKERS: '16', CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL: '64', CODEMCP_LOG: 'debug', ...env } });
   const found = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));

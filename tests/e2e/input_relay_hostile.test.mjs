@@ -1,4 +1,4 @@
-// Adversarial review of the input relay (issue 12 item 8) and of the 2026 deferred replies:
+// Hostile and racing use of the input relay and of the 2026 deferred replies:
 // the real binary, the SDK v2 server fixture (tests/v2/server.mjs, its `confirm` tool answers
 // an InputRequiredResult until the retry carries ok=true) as the upstream, raw 2026 POSTs.
 // - a run that ends while its requestState is pending (the program stopped waiting for the

@@ -1,4 +1,4 @@
-/* The adversarial review's cases for src/json/jsonfast.c (docs/review-extensions.md): what the
+/* Edge cases of src/json/jsonfast.c (docs/review-extensions.md says how they were found): what the
  * libFuzzer run (tests/fuzz, inputs up to 4 KiB) cannot reach — numbers of any length, the
  * depth limit at both ends, strings of megabytes, every truncation of a message — compared
  * with jansson 2.14, and jf_frame_id, which names the id of a frame that did not decode. */
@@ -42,7 +42,7 @@ static char *repeat(const char *head, char fill, size_t n, const char *tail)
     return s;
 }
 
-/* Finding 4: a real of 400 characters or more was refused ("real number too long"); jansson
+/* A real of 400 characters or more was refused ("real number too long"); jansson
  * reads any length. Integers that long are too big for both. */
 static void test_long_numbers(void)
 {
@@ -162,7 +162,7 @@ static void test_truncations_and_bytes(void)
     EXPECT(jf_loadb(nulkey, strlen(nulkey), JF_ALLOW_NUL, NULL) == NULL);
 }
 
-/* Finding 2: the id of a frame that does not decode, from the members before the error. */
+/* The id of a frame that does not decode, from the members before the error. */
 static void test_frame_id(void)
 {
     static const struct {
@@ -207,7 +207,7 @@ static void test_frame_id(void)
     }
 }
 
-/* Review 18, finding 1: members after one that does not decode still count, so a request
+/* Members after one that does not decode still count, so a request
  * whose "method" comes last is known as one; a cut frame without "method" may be either. */
 static void test_frame_kind(void)
 {
@@ -276,7 +276,7 @@ static void test_big_integers(void)
     free(t);
     json_decref(v);
     free(big);
-    /* a tag forged in a string (JF_ALLOW_NUL) stays that string (review 18, finding 4: it
+    /* a tag forged in a string (JF_ALLOW_NUL) stays that string (it
      * was written as the number 12) */
     static const char *forged[][2] = {
         {"[\"\\u0000jf-integer:12\"]", "[\"\\u0000jf-integer:12\"]"},

@@ -1,5 +1,4 @@
-// The gateway's byte path for a run's answer (issue 17, src/run/run_answer.c, workers.c
-// wk_on_frame): the worker's answer frame, when in the form jf_dumps writes, is spliced into the
+// The gateway's byte path for a run's answer: the worker's answer frame, when in the form jf_dumps writes, is spliced into the
 // MCP reply without a decode or an encode; anything else takes the tree path. Agent code shares
 // the worker and can write any frame (`_codemcp.send`), so it can answer its own run with any
 // envelope: every hostile one (duplicate keys, escapes, NULs, big and real numbers, deep nesting,
@@ -145,8 +144,8 @@ test('hostile run answers: the byte path answers exactly as the tree path', { ti
     if (name === 'recycle_false') {
       // a 2026-era request: its result gets the era's members, from the tree, in both variants
       for (const env of ['plain', 'escapes', 'unicode']) {
-        const m = await one(FRAMES[env], false, meta2026('gwexec-e2e'));
-        const t = await one(FRAMES[env], true, meta2026('gwexec-e2e'));
+        const m = await one(FRAMES[env], false, meta2026('answer_bytes-e2e'));
+        const t = await one(FRAMES[env], true, meta2026('answer_bytes-e2e'));
         if (m !== t) diffs.push([`${env} (2026)`, m.slice(0, 400), t.slice(0, 400)]);
         assert.match(m, /"resultType":"complete"/, m.slice(0, 400));
       }

@@ -1,6 +1,6 @@
-// Hardening review 18 (docs/review-extensions.md, "Review 18"): what hostile agent code can do
-// to the gateway through the control channel (hand-written frames, raw bytes below the
-// WebSocket client), and what it can make the gateway show. Each test is one finding and
+// What hostile agent code can do to the gateway through the control channel (hand-written
+// frames, raw bytes below the WebSocket client), and what it can make the gateway show
+// (docs/review-extensions.md records how each case was found). Each test is one attack and
 // failed on the code without its fix.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -19,8 +19,8 @@ async function session(mcp = {}, env = {}) {
   return { h, run, call };
 }
 
-// Finding 1: a call_tool frame the gateway cannot decode is answered under the id its head
-// names (review 17, finding 2) — but only when "method" came before the bad member: the
+// A call_tool frame the gateway cannot decode is answered under the id its head
+// names — but only when "method" came before the bad member: the
 // frame-id reader stopped at the first member it could not read, took the frame for an
 // answer, and the call waited until the run's deadline. Each frame below puts "method" last.
 test('an undecodable call frame with "method" after the bad member is answered at once', { timeout: ms(120000) }, async () => {
@@ -57,7 +57,7 @@ result = out`);
   }
 });
 
-// Finding 2: a WebSocket frame that declares 2^63 - 1 bytes, written by agent code on the
+// A WebSocket frame that declares 2^63 - 1 bytes, written by agent code on the
 // control socket itself (below the worker's client), made the gateway take every later byte
 // of the stream as that frame's payload: the run's answer and its calls were swallowed and
 // the run ended only at its deadline, as a timeout. Now the frame is refused as soon as it
@@ -95,8 +95,8 @@ test('a frame declaring 2^63 - 1 bytes ends its run at once with the reason', { 
   }
 });
 
-// Finding 4: jsonfast keeps an integer beyond 64 bits as a string tagged "\0jf-integer:" and
-// jf_dumps writes it back as digits (review 17, finding 6). A string the program chose with
+// Jsonfast keeps an integer beyond 64 bits as a string tagged "\0jf-integer:" and
+// jf_dumps writes it back as digits. A string the program chose with
 // that prefix (a NUL is allowed in JSON strings) was written as a number too: the client saw
 // 12 where the program returned the string, and an upstream got numbers where the program
 // passed strings (the fake's add() added them). Every string now comes back as it was.
@@ -108,7 +108,9 @@ test('strings that look like the big-integer tag stay strings, to the client and
     const env = r.structuredContent ?? JSON.parse(r.content[0].text);
     assert.deepEqual(env.result?.s, forged, JSON.stringify(env));
     assert.match(r.content[0].text, /"big":1180591620717411303424[,}]/, r.content[0].text);
-    r = await call('from codemcp_rt import client\nresult = resolve(client.call("fake", "add", {"a": "\\x00jf-integer:2", "b": "\\x00jf-integer:3"}))');
+    // The worker's own argument check would refuse strings for numbers before sending; agent
+    // code can switch it off, and what is tested is what the gateway forwards.
+    r = await call('from codemcp_rt import argguard, client\nargguard.check = lambda *a: None\nresult = resolve(client.call("fake", "add", {"a": "\\x00jf-integer:2", "b": "\\x00jf-integer:3"}))');
     const e2 = r.structuredContent ?? JSON.parse(r.content[0].text);
     assert.match(JSON.stringify(e2), /add needs numbers/, JSON.stringify(e2));
   } finally {
@@ -116,7 +118,7 @@ test('strings that look like the big-integer tag stay strings, to the client and
   }
 });
 
-// Review finding R1: the worker's C run loop (src/worker/pyrunset.c stream()) reuses the last
+// The worker's C run loop (src/worker/pyrunset.c stream()) reuses the last
 // run's stdout after clearing its __dict__, holding only a borrowed reference; a value's
 // __del__ there (agent code) replaced capture._last's items, which freed the stream being
 // reused: the run then wrote to whatever took its memory (here a J instance: the run failed,

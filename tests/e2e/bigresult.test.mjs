@@ -1,0 +1,120 @@
+// Big tool results through the real gateway and a sandboxed worker: a result larger than the
+// control channel's frame limit fails the call with ToolError(kind="too_large") naming the
+// limit, and the session's variables survive (the worker used to drop the connection and die
+// with them); results of several MB, written to the worker over many partial sends, arrive
+// with content identical to what the upstream sent, as JSON text and as structuredContent
+// (strings with escapes and non-ASCII, reals, nested and empty containers).
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import { PYTHON, TESTS, connectClient, ms, tempDir, writeConfig } from './lib.mjs';
+
+const FIXTURE = path.join(TESTS, 'fixtures', 'big_upstream.py');
+
+async function session(env = {}) {
+  const dir = tempDir();
+  const h = await connectClient({ config: writeConfig(dir, { big: { type: 'local', command: [PYTHON, FIXTURE] } }), env });
+  const run = async (code) => {
+    const r = await h.client.callTool({ name: 'execute_python', arguments: { code } },
+      undefined, { timeout: ms(120000) });
+    return r.structuredContent ?? JSON.parse(r.content[0].text);
+  };
+  return { h, run };
+}
+
+test('a result over the frame limit raises too_large naming the limit; the variables survive', { timeout: ms(240000) }, async () => {
+  const { h, run } = await session();
+  try {
+    assert.equal((await run('kept = [41]\nresult = len(kept)')).result, 1);
+    const r = await run(String.raw`
+try:
+    len(big_blob(bytes=70 * 1024 * 1024))
+    result = "no error"
+except ToolError as e:
+    result = {"kind": e.kind, "message": str(e), "kept": kept[0]}
+`);
+    assert.equal(r.result?.kind, 'too_large', JSON.stringify(r).slice(0, 2000));
+    assert.match(r.result.message, /67108864 bytes/);
+    assert.match(r.result.message, /CODEMCP_CONTROL_MAX_FRAME/);
+    assert.equal(r.result.kept, 41);
+    // The next run of the session: same interpreter, same variables; calls still work.
+    const after = await run('kept.append(1)\nresult = [sum(kept), len(big_blob(bytes=10))]');
+    assert.deepEqual(after.result, [42, 10], JSON.stringify(after).slice(0, 2000));
+  } finally {
+    await h.close();
+  }
+});
+
+test('a lower CODEMCP_CONTROL_MAX_FRAME is the limit named', { timeout: ms(120000) }, async () => {
+  const { h, run } = await session({ CODEMCP_CONTROL_MAX_FRAME: String(2 << 20) });
+  try {
+    const r = await run(String.raw`
+v = 7
+try:
+    len(big_blob(bytes=3 << 20))
+    result = "no error"
+except ToolError as e:
+    result = {"kind": e.kind, "message": str(e), "v": v, "small": len(big_blob(bytes=1 << 20))}
+`);
+    assert.equal(r.result?.kind, 'too_large', JSON.stringify(r).slice(0, 2000));
+    assert.match(r.result.message, /2097152 bytes/);
+    assert.equal(r.result.v, 7);
+    assert.equal(r.result.small, 1 << 20);
+  } finally {
+    await h.close();
+  }
+});
+
+test('results of several MB arrive identical, as text and as structuredContent', { timeout: ms(240000) }, async () => {
+  const { h, run } = await session();
+  try {
+    for (const [n, seed] of [[3000, 1], [18000, 2]]) {
+      const want = execFileSync(PYTHON, [FIXTURE, '--digest', String(n), String(seed)], { encoding: 'utf8' }).trim();
+      const r = await run(String.raw`
+import hashlib, json
+def digest(v):
+    return hashlib.sha256(json.dumps(v, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+t = big_records(n=${n}, seed=${seed})
+s = big_records_structured(n=${n}, seed=${seed})
+result = [digest(t), digest(s["records"]), len(t), type(t[0]["real"]).__name__]
+`);
+      assert.deepEqual(r.result, [want, want, n, 'float'], JSON.stringify(r).slice(0, 2000));
+    }
+    // The shape is learned from the big structured results too (from their first elements).
+    const d = await run('describe("big_records_structured")');
+    assert.match(String(d.result), /Returns \(learned\): \{records: \[\{id: int, .*real: float/, JSON.stringify(d));
+  } finally {
+    await h.close();
+  }
+});
+
+// The reply's text read from its bytes (JSON parsed in C, or the text itself) gives what
+// json.loads of the text gives, else the text: escapes, non-ASCII, reals, a lone surrogate (json.loads
+// keeps it), invalid JSON, prose with escapes, a text starting with white space, a big one.
+test('text results read from the reply bytes: the value json.loads gives, else the text', { timeout: ms(120000) }, async () => {
+  const { h, run } = await session();
+  try {
+    const r = await run(String.raw`
+import json
+def expect(t):
+    try:
+        return json.loads(t)
+    except ValueError:
+        return t
+cases = [r'[1, 2.5, -3e-7, "a\"b\\c\n\u00e9\ud83d\ude00"]', r'{"k": "\ud800"}', '[1, 2',
+         r'plain "quoted" text\nwith\tescapes \\ and \u00e9', ' [1]', '{"a": {"b": [true, null, {}]}}',
+         '"just a string"', '[' + ','.join([r'{"x": "y\"z", "n": 1.25}'] * 20000) + ']', '[1] trailing',
+         '{"big": 123456789012345678901234567890}', '[' * 70 + ']' * 70, 'caf\u00e9 \U0001F600']
+got = [resolve(big_echo(text=t)) for t in cases]
+bad = [i for i, t in enumerate(cases) if got[i] != expect(t) or type(got[i]) is not type(expect(t))]
+reps = resolve(big_echo(text=r'{"q": "\"", "r": 0.1},', repeat=3))
+result = {"bad": bad, "reps": reps}
+`);
+    assert.deepEqual(r.result, { bad: [], reps: String.raw`{"q": "\"", "r": 0.1},`.repeat(3) },
+      JSON.stringify(r).slice(0, 2000));
+  } finally {
+    await h.close();
+  }
+});

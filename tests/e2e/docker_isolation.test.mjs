@@ -1,0 +1,336 @@
+// CODEMCP_ISOLATION=docker end to end: the real gateway, the real worker in a container made
+// through the Docker Engine API, a real upstream (server-everything). Run by
+// docker_isolation.sh once a daemon answers. What the container may do is asked from inside
+// (capabilities, network, root file system, memory) and what exists is asked from the daemon
+// (containers labelled codemcp.worker), never assumed.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import { spawn } from 'node:child_process';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  Client, Proc, connectClient, tempDir, writeConfig, servers, ms, waitFor, pidAlive, CODEMCP_BIN,
+} from './lib.mjs';
+
+const SECRET = 'dock-secret-' + Math.random().toString(16).slice(2);
+
+const SOCK = (process.env.DOCKER_HOST || 'unix:///var/run/docker.sock').replace(/^unix:\/\//, '');
+
+/** One Engine API call: { status, body } (body parsed when JSON). */
+function engine(method, path, body) {
+  return new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    const rq = http.request({
+      socketPath: SOCK, method, path,
+      headers: data ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) } : {},
+    }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (text += d));
+      res.on('end', () => {
+        let parsed = text;
+        try { parsed = JSON.parse(text); } catch { /* not JSON */ }
+        resolve({ status: res.statusCode, body: parsed });
+      });
+    });
+    rq.on('error', reject);
+    if (data) rq.write(data);
+    rq.end();
+  });
+}
+
+/** Worker containers (running or not) whose gateway label contains `pid` as its pid. */
+async function workerContainers(pid) {
+  const filters = encodeURIComponent(JSON.stringify({ label: ['codemcp.worker'] }));
+  const r = await engine('GET', `/containers/json?all=1&filters=${filters}`);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body.filter((c) => pid === undefined
+    || (c.Labels['codemcp.gateway'] || '').split(':')[1] === String(pid));
+}
+
+/** The gateway's control-socket directories under a runtime directory. */
+function socketDirs(dir, pid) {
+  return fs.readdirSync(dir).filter((n) => n.startsWith(`codemcp-docker-${pid}-`));
+}
+
+function run(h, code, extra = {}) {
+  return h.client.callTool({ name: 'execute_python', arguments: { code, ...extra } }, undefined,
+    { timeout: ms(180000) });
+}
+
+function gateway(dir, env = {}, shared = false) {
+  const config = writeConfig(dir, { everything: servers.everything() });
+  // The first start may build the worker image: the start timeout runs after it.
+  return connectClient({ config, env: { CODEMCP_ISOLATION: 'docker', ...env }, limit: ms(60000), shared });
+}
+
+describe('CODEMCP_ISOLATION=docker', () => {
+  let h, dir;
+  before(async () => {
+    dir = tempDir('codemcp-dockiso-', { shared: true });
+    h = await gateway(dir, { CODEMCP_DOCKER_MEMORY: '256', CODEMCP_WORKER_MEMORY_MB: '0', DOCK_SECRET: SECRET }, true);
+  });
+  after(async () => { await h?.close(); });
+
+  test('the README smoke runs in a container', { timeout: ms(240000) }, async () => {
+    const r = await run(h, 'r = [everything_get_sum(a=i, b=1) for i in range(5)]\nresult = [str(x) for x in r]');
+    assert.equal(r.isError, false, JSON.stringify(r) + h.stderr().slice(-3000));
+    assert.deepEqual(r.structuredContent.result.map((s) => s.match(/is (\d+)/)[1]), ['1', '2', '3', '4', '5']);
+    // It ran in a container of this gateway's, labelled so.
+    const mine = await workerContainers(h.pid);
+    assert.equal(mine.length, 1, JSON.stringify(mine));
+    assert.equal(mine[0].State, 'running');
+  });
+
+  test('hardening: no capabilities, no new privileges, not root, read-only root, tmpfs /tmp', { timeout: ms(120000) }, async () => {
+    const r = await run(h, `
+import os
+st = dict(l.split(':\\t', 1) for l in open('/proc/self/status').read().splitlines() if ':\\t' in l)
+try:
+    open('/var/tmp/written', 'w'); root = 'writable'  # world-writable unless the root is read-only
+except OSError as e:
+    root = e.errno
+open('/tmp/x', 'w').write('ok')
+result = {'eff': st['CapEff'].strip(), 'bnd': st['CapBnd'].strip(), 'nnp': st['NoNewPrivs'].strip(),
+          'uid': os.getuid(), 'root': root, 'tmp': open('/tmp/x').read(),
+          'worker_w': os.access('/opt/codemcp/codemcp-worker', os.W_OK)}
+`);
+    assert.equal(r.isError, false, JSON.stringify(r));
+    const v = r.structuredContent.result;
+    assert.equal(v.eff, '0000000000000000');
+    assert.equal(v.bnd, '0000000000000000');
+    assert.equal(v.nnp, '1');
+    assert.notEqual(v.uid, 0);
+    assert.equal(v.root, 30, 'EROFS on the root file system'); // EROFS
+    assert.equal(v.tmp, 'ok');
+    assert.equal(v.worker_w, false);
+  });
+
+  test('no network: only a loopback interface, and no route out', { timeout: ms(120000) }, async () => {
+    const r = await run(h, `
+import socket
+ifaces = [l.split(':')[0].strip() for l in open('/proc/net/dev').read().splitlines()[2:]]
+try:
+    socket.create_connection(('1.1.1.1', 53), timeout=3); out = 'connected'
+except OSError as e:
+    out = type(e).__name__
+result = {'ifaces': ifaces, 'out': out}
+`);
+    assert.equal(r.isError, false, JSON.stringify(r));
+    assert.deepEqual(r.structuredContent.result.ifaces, ['lo']);
+    assert.notEqual(r.structuredContent.result.out, 'connected');
+  });
+
+  test('the host is out of reach: no gateway or upstream process, no config, no secret', { timeout: ms(120000) }, async () => {
+    const r = await run(h, `
+import os
+seen, found = [], []
+for p in os.listdir('/proc'):
+    if not p.isdigit():
+        continue
+    for f in ('cmdline', 'environ'):
+        try:
+            v = open('/proc/%s/%s' % (p, f), 'rb').read().decode('utf8', 'replace')
+        except OSError:
+            continue
+        if f == 'cmdline':
+            seen.append(v.replace('\\0', ' ').strip())
+        if ${JSON.stringify(SECRET)} in v:
+            found.append('/proc/%s/%s' % (p, f))
+result = {'procs': seen, 'found': found, 'config': os.path.exists(${JSON.stringify(dir)}),
+          'env': ${JSON.stringify(SECRET)} in repr(dict(os.environ))}
+`);
+    assert.equal(r.isError, false, JSON.stringify(r));
+    const v = r.structuredContent.result;
+    assert.deepEqual(v.found, []);
+    assert.equal(v.env, false);
+    assert.equal(v.config, false, 'the gateway\'s config directory is not visible');
+    assert.ok(v.procs.length > 0 && v.procs.every((c) => !c.includes('server-everything') && !c.includes(CODEMCP_BIN)),
+      JSON.stringify(v.procs));
+  });
+
+  test('two runs overlap, and SDK calls inside a run overlap', { timeout: ms(180000) }, async () => {
+    const t0 = Date.now();
+    const [a, b] = await Promise.all([
+      run(h, 'import time\ntime.sleep(2)\nresult = "a"'),
+      run(h, `ps = [everything_trigger_long_running_operation(duration=1, steps=1) for _ in range(5)]
+result = len([str(p) for p in ps])`),
+    ]);
+    assert.equal(a.structuredContent?.result, 'a', JSON.stringify(a));
+    assert.equal(b.structuredContent?.result, 5, JSON.stringify(b));
+    assert.ok(Date.now() - t0 < ms(60000));
+  });
+
+  test('the run timeout ends a run; the next run works', { timeout: ms(180000) }, async () => {
+    const r = await run(h, 'while True:\n    pass', { timeout_ms: 2000 });
+    assert.equal(r.isError, true, JSON.stringify(r));
+    assert.match(JSON.stringify(r.structuredContent), /time/i);
+    const next = await run(h, 'result = 7');
+    assert.equal(next.structuredContent?.result, 7, JSON.stringify(next));
+  });
+
+  test('the memory cap (CODEMCP_DOCKER_MEMORY=256) kills a run that exceeds it', { timeout: ms(180000) }, async () => {
+    const r = await run(h, 'chunks = []\nfor i in range(64):\n    chunks.append(bytearray(16 << 20))\nresult = "survived"');
+    assert.equal(r.isError, true, JSON.stringify(r));
+    console.log('memory cap:', JSON.stringify(r.structuredContent).slice(0, 400));
+    assert.match(JSON.stringify(r.structuredContent), /signal 9/);
+    const next = await run(h, 'result = "back"');
+    assert.equal(next.structuredContent?.result, 'back', JSON.stringify(next));
+  });
+});
+
+describe('sessions and failures', () => {
+  test('two HTTP sessions get two containers, which see neither each other nor each other\'s variables', { timeout: ms(240000) }, async () => {
+    const dir = tempDir('codemcp-dockiso-http-');
+    const proc = new Proc({ args: ['start', '-p', '0', '--no-auth'], config: writeConfig(dir, {}), home: dir,
+      env: { CODEMCP_ISOLATION: 'docker' } });
+    const found = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(60000));
+    assert.ok(found && found[1], proc.stderrTail());
+    const clients = [];
+    try {
+      for (const name of ['a', 'b']) {
+        const c = new Client({ name: `dock-${name}`, version: '0' });
+        await c.connect(new StreamableHTTPClientTransport(new URL(found[1])), { timeout: ms(15000) });
+        clients.push({ client: c });
+      }
+      const host = async (c, code) => {
+        const r = await run(c, code);
+        assert.equal(r.isError, false, JSON.stringify(r));
+        return r.structuredContent.result;
+      };
+      const a = await host(clients[0], `secret_a = ${JSON.stringify(SECRET)}\nimport socket\nresult = socket.gethostname()`);
+      const b = await host(clients[1], `import socket, os\nresult = [socket.gethostname(), 'secret_a' in globals(), sorted(p for p in os.listdir('/proc') if p.isdigit())]`);
+      assert.notEqual(a, b[0], 'each session in its own container');
+      assert.equal(b[1], false);
+      assert.ok(b[2].length <= 3, `only its own processes: ${b[2]}`);
+      assert.ok((await workerContainers(proc.pid)).length >= 2);
+      assert.equal(await host(clients[0], 'result = secret_a'), SECRET);
+    } finally {
+      for (const c of clients) await c.client.close().catch(() => {});
+      await proc.kill();
+    }
+  });
+
+  test('the knobs: CODEMCP_DOCKER_NETWORK, _READONLY, _PIDS_LIMIT and _CPUS change what a worker gets', { timeout: ms(240000) }, async () => {
+    const dir = tempDir('codemcp-dockiso-knobs-');
+    const k = await gateway(dir, { CODEMCP_DOCKER_NETWORK: 'bridge', CODEMCP_DOCKER_READONLY: '0',
+      CODEMCP_DOCKER_PIDS_LIMIT: '40', CODEMCP_DOCKER_CPUS: '0.5' });
+    try {
+      const r = await run(k, `
+import threading
+ifaces = [l.split(':')[0].strip() for l in open('/proc/net/dev').read().splitlines()[2:]]
+open('/var/tmp/written', 'w').write('x')  # world-writable, on the root file system
+stop, started = threading.Event(), 0
+try:
+    for _ in range(200):
+        threading.Thread(target=stop.wait, daemon=True).start()
+        started += 1
+except RuntimeError:
+    pass
+stop.set()
+result = {'ifaces': sorted(ifaces), 'threads': started}
+`);
+      assert.equal(r.isError, false, JSON.stringify(r));
+      const v = r.structuredContent.result;
+      assert.ok(v.ifaces.includes('eth0'), JSON.stringify(v.ifaces));
+      assert.ok(v.threads > 0 && v.threads < 40, `threads started under a pids limit of 40: ${v.threads}`);
+      const [c] = await workerContainers(k.pid);
+      const info = await engine('GET', `/containers/${c.Id}/json`);
+      assert.equal(info.body.HostConfig.NanoCpus, 5e8);
+      assert.equal(info.body.HostConfig.ReadonlyRootfs, false);
+    } finally {
+      await k.close();
+    }
+  });
+
+  test('CODEMCP_DOCKER_IMAGE: a named image is used; a missing one fails the run, saying so', { timeout: ms(240000) }, async () => {
+    const imgs = (await engine('GET', '/images/json')).body;
+    const built = imgs.flatMap((i) => i.RepoTags || []).find((t) => t.startsWith('codemcp-worker:'));
+    assert.ok(built, 'the worker image was built on first use');
+    const dir = tempDir('codemcp-dockiso-img-');
+    const named = await gateway(dir, { CODEMCP_DOCKER_IMAGE: built });
+    try {
+      const r = await run(named, 'result = 3');
+      assert.equal(r.structuredContent?.result, 3, JSON.stringify(r));
+      const [c] = await workerContainers(named.pid);
+      assert.equal(c.Image, built);
+    } finally {
+      await named.close();
+    }
+    const missing = await gateway(dir, { CODEMCP_DOCKER_IMAGE: 'codemcp-no-such-image:none' });
+    try {
+      const r = await run(missing, 'result = 4');
+      assert.equal(r.isError, true, JSON.stringify(r));
+      assert.match(JSON.stringify(r.structuredContent), /CODEMCP_DOCKER_IMAGE=codemcp-no-such-image:none: no such image/);
+    } finally {
+      await missing.close();
+    }
+  });
+
+  test('an unreachable daemon stops codemcp at start, saying what to do', { timeout: ms(60000) }, async () => {
+    const dir = tempDir('codemcp-dockiso-closed-');
+    const config = writeConfig(dir, {});
+    const out = await new Promise((resolve) => {
+      const child = spawn(CODEMCP_BIN, [], { env: { ...process.env, CODEMCP_CONFIG: config, HOME: dir,
+        CODEMCP_SMOKE: 'result = 5', CODEMCP_ISOLATION: 'docker', DOCKER_HOST: `unix://${dir}/no.sock` } });
+      let stdout = '', stderr = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.stderr.on('data', (d) => (stderr += d));
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+    assert.notEqual(out.code, 0, out.stderr);
+    assert.equal(out.stdout, '', 'no program ran');
+    assert.match(out.stderr, /Docker daemon at .*no\.sock does not answer/);
+    assert.match(out.stderr, /DOCKER_HOST/);
+  });
+});
+
+describe('containers never outlive the gateway', () => {
+  test('none left after a clean exit', { timeout: ms(240000) }, async () => {
+    const dir = tempDir('codemcp-dockiso-');
+    const h = await gateway(dir, { XDG_RUNTIME_DIR: dir });
+    const r = await run(h, 'result = 1');
+    assert.equal(r.structuredContent?.result, 1, JSON.stringify(r));
+    const pid = h.pid;
+    assert.equal((await workerContainers(pid)).length, 1);
+    assert.equal(socketDirs(dir, pid).length, 1, 'the control sockets live in the runtime directory');
+    await h.close();
+    await waitFor(async () => !pidAlive(pid), ms(20000));
+    assert.deepEqual(await workerContainers(pid), []);
+    assert.deepEqual(socketDirs(dir, pid), []);
+  });
+
+  test('after a SIGKILLed gateway, the next start removes its containers', { timeout: ms(300000) }, async () => {
+    const dir = tempDir('codemcp-dockiso-');
+    // A container labelled as a gone gateway's worker that would run for ten minutes by itself.
+    const stale = await engine('POST', '/containers/create', {
+      Image: 'debian:bookworm-slim', Cmd: ['sleep', '600'], NetworkDisabled: true,
+      Labels: { 'codemcp.worker': '1', 'codemcp.gateway': 'gone-boot:1:1' },
+    });
+    assert.equal(stale.status, 201, JSON.stringify(stale.body));
+    assert.equal((await engine('POST', `/containers/${stale.body.Id}/start`)).status, 204);
+    // A real gateway SIGKILLed while its worker runs a long program.
+    const h1 = await gateway(dir, { XDG_RUNTIME_DIR: dir });
+    const pid1 = h1.pid;
+    const long = run(h1, 'import time\ntime.sleep(600)').catch(() => null);
+    await waitFor(async () => (await workerContainers(pid1)).length === 1, ms(60000));
+    process.kill(pid1, 'SIGKILL');
+    await long;
+    await waitFor(async () => !pidAlive(pid1), ms(20000));
+    await h1.close();
+    assert.equal(socketDirs(dir, pid1).length, 1, 'a SIGKILL leaves the sockets directory');
+    const h2 = await gateway(dir, { XDG_RUNTIME_DIR: dir });
+    try {
+      const r = await run(h2, 'result = 2');
+      assert.equal(r.structuredContent?.result, 2, JSON.stringify(r));
+      assert.deepEqual(await workerContainers(pid1), []);
+      assert.deepEqual(socketDirs(dir, pid1), [], 'the next start removed it');
+      const left = await engine('GET', `/containers/${stale.body.Id}/json`);
+      assert.equal(left.status, 404, 'the stale container was removed');
+    } finally {
+      await engine('DELETE', `/containers/${stale.body.Id}?force=1`);
+      await h2.close();
+    }
+  });
+});
