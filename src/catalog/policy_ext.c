@@ -28,6 +28,10 @@
 #define AUTHZ_CACHE_MAX_MS (10 * 60 * 1000)
 #define AUTHZ_KEY_MAX      8192 /* longer calls are asked every time */
 #define AUTHZ_MAX_BODY     65536
+/* Questions waiting for the engine, all runs: each holds its call (arguments included) until
+ * the answer or the timeout, so a program that starts calls faster than the engine answers
+ * gets refusals past this, not a gateway that holds them all. */
+#define AUTHZ_MAX_ASKING 256
 
 struct cached {
     uint64_t hash;
@@ -52,6 +56,7 @@ static const char *url;
 static long timeout_ms;
 static struct cached cache[AUTHZ_CACHE_N];
 static struct asking *asking;
+static size_t n_asking;
 
 int policy_engine_init(void)
 {
@@ -186,6 +191,7 @@ static void on_answer(const struct ct_event *ev)
     if (!a)
         return;
     *pp = a->next;
+    n_asking--;
     struct policy_decision d = {0};
     int64_t keep = read_answer(ev, a->local, &d);
     if (keep && a->key)
@@ -227,6 +233,16 @@ int policy_engine_ask(const struct policy_call *c, const char *run, uint64_t ses
         snprintf(d->why, sizeof(d->why), "%s", hit->why);
         return 1;
     }
+    if (n_asking >= AUTHZ_MAX_ASKING) {
+        free(key);
+        d->effect = POLICY_DENY;
+        snprintf(d->rule, sizeof(d->rule), "external engine");
+        snprintf(d->why, sizeof(d->why),
+                 "%d calls are already waiting for the authorization engine: denied; wait for "
+                 "earlier calls before starting more",
+                 AUTHZ_MAX_ASKING);
+        return 1;
+    }
     char *body = request_body(c, principal, run, session);
     static const char hdrs[] = "Content-Type: application/json\0Accept: application/json";
     struct ct_request rq = {.method = "POST",
@@ -252,5 +268,6 @@ int policy_engine_ask(const struct policy_call *c, const char *run, uint64_t ses
     struct asking *a = xcalloc(1, sizeof(*a));
     *a = (struct asking){xfer, done, ud, d->effect, key, key_len, asking};
     asking = a;
+    n_asking++;
     return 0;
 }

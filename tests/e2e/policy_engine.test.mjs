@@ -20,6 +20,7 @@ const TOOLS = [
 
 describe('CODEMCP_AUTHZ_URL: an OPA Data API engine decides after the rules', () => {
   let h, log, srv, mode = 'ok', release = null;
+  const held = [];
   const inputs = [];
   before(async () => {
     srv = http.createServer((req, res) => {
@@ -40,6 +41,7 @@ describe('CODEMCP_AUTHZ_URL: an OPA Data API engine decides after the rules', ()
         if (mode === '500') return send(500, { code: 'internal_error' });
         if (mode === 'undefined') return send(200, {});
         if (mode === 'hold') return (release = () => send(200, { result: true }));
+        if (mode === 'hold-all') return held.push(() => send(200, { result: true }));
         if (text.startsWith('cache-')) return send(200, { result: { allow: true, reason: 'cacheable', cache_ttl_ms: 60000 } });
         if (text.startsWith('hello')) return send(200, { result: true });
         return send(200, { result: { allow: false, reason: `the engine refuses "${text}"` } });
@@ -147,5 +149,19 @@ except ToolError as e:
     const r = await pending;
     assert.ok(r.ok, JSON.stringify(r));
     assert.ok(reached('hello-held'));
+  });
+
+  test('past 256 questions waiting for the engine, more calls are denied at once instead of held', async () => {
+    mode = 'hold-all';
+    const pending = h.client.callTool({ name: 'execute_python', arguments: { reset: true, code: `out = gather(*[fake_echo(text="hello-many-%d" % i) for i in range(300)])
+result = {"ok": sum(1 for r in out if r["ok"]), "denied": [r["error"]["message"] for r in out if not r["ok"]][:1],
+          "n_denied": sum(1 for r in out if not r["ok"])}` } }, undefined, { timeout: ms(60000) });
+    assert.ok(await waitFor(() => held.length >= 256, ms(20000)), `the engine was asked ${held.length} times`);
+    mode = 'ok';
+    for (const f of held.splice(0)) f();
+    const r = (await pending).structuredContent.result;
+    assert.equal(r.ok, 256, JSON.stringify(r));
+    assert.equal(r.n_denied, 44, JSON.stringify(r));
+    assert.match(r.denied[0], /256 calls are already waiting for the authorization engine/);
   });
 });
