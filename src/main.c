@@ -23,6 +23,7 @@
 #include "oauth_gw.h"
 #include "pgguard.h"
 #include "policy.h"
+#include "policy_cli.h"
 #include "redact.h"
 #include "runs.h"
 #include "serve_http.h"
@@ -79,6 +80,8 @@ static void usage(FILE *f)
           "       codemcp auth NAME [--no-browser]   OAuth login for a remote server\n"
           "       codemcp auth [--list]              every remote server's auth state\n"
           "       codemcp logout NAME                revoke and delete its stored tokens\n"
+          "       codemcp policy check --call 'fn(k=\"v\")' [--principal P] [--write]\n"
+          "                                    which policy rule decides a call, and why\n"
           "       codemcp settings                   every setting, its value and where it came "
           "from\n"
           "       codemcp COMMAND --help             a command's own options\n"
@@ -434,6 +437,8 @@ int main(int argc, char **argv)
         return init_main(&settings, argc - optind - 1, argv + optind + 1, config_path);
     if (optind < argc && strcmp(argv[optind], "auth") == 0) /* OAuth (oauth_cli.c) */
         return oauth_auth_main(&settings, argc - optind - 1, argv + optind + 1, config_path);
+    if (optind < argc && strcmp(argv[optind], "policy") == 0) /* policy_cli.c */
+        return policy_cli_main(argc - optind - 1, argv + optind + 1, config_path);
     if (optind < argc && strcmp(argv[optind], "logout") == 0)
         return oauth_logout_main(&settings, argc - optind - 1, argv + optind + 1, config_path);
     if (optind < argc && strcmp(argv[optind], "settings") == 0)
@@ -527,6 +532,8 @@ int main(int argc, char **argv)
     lp_raise_nofile();
     if (lp_init() < 0)
         return 1;
+    /* CODEMCP_AUTHZ_URL: its HTTP thread posts to the loop */
+    policy_engine_init(settings.authz_url, settings.authz_timeout_ms);
     /* Before any child is spawned: a taken port ends here, with a message naming it. */
     if (mode == MODE_HTTP && http_serve(&settings, http_host, http_port) < 0)
         return 1;

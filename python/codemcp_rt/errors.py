@@ -17,7 +17,7 @@ from codemcp_rt.redact import is_secret_key, redact, redact_text  # noqa: F401 (
 from codemcp_rt.redact_rules import REDACTED  # noqa: F401 (re-exported)
 
 KINDS = ("timeout", "auth", "transport", "not_found", "upstream_error", "denied", "input_required",
-         "too_large")
+         "too_large", "budget")
 """The values ToolError.kind can take."""
 
 
@@ -26,7 +26,9 @@ class ToolError(Exception):
 
     Attributes:
         kind: one of timeout, auth, transport, not_found, upstream_error, denied,
-            input_required (the server asked a question a program cannot answer).
+            input_required (the server asked a question a program cannot answer), budget
+            (the principal spent a budget of the gateway's config: the message names it
+            and says when it resets).
         server: the upstream server name.
         tool: the upstream tool name.
         call_args: the call's arguments with secrets replaced by "***" (by key and by value,

@@ -262,6 +262,7 @@ def _validate(code: str, snap: sdk.Sdk, params: dict[str, Any], session: str,
     allow = tuple(params.get("allow_mutations") or ())
     disabled = tuple(params.get("disabled") or ())
     dry_run = bool(params.get("dry_run"))
+    policy = params.get("policy") or None
     global _verdicts_for
     if _verdicts_for[0] is not snap or _verdicts_for[1] is not shapes:
         _verdicts.clear()  # verdicts hold for one SDK snapshot and one shapes table
@@ -272,7 +273,7 @@ def _validate(code: str, snap: sdk.Sdk, params: dict[str, Any], session: str,
     # the whole namespace per run. Non-ASCII code (identifiers are NFKC-normalised) compares
     # the whole namespace, as before.
     try:
-        key: Any = (code, enforce, allow, disabled, dry_run)
+        key: Any = (code, enforce, allow, disabled, dry_run, repr(policy) if policy else None)
         hit = _verdicts.get(key)
     except TypeError:  # unhashable option values: validate without the cache
         key, hit = None, None
@@ -284,7 +285,7 @@ def _validate(code: str, snap: sdk.Sdk, params: dict[str, Any], session: str,
     try:
         problems = module.validate(code, snap.functions, snap.meta, shapes=shapes, enforce_mutations=enforce,
                                    allow_mutations=allow, disabled=disabled, dry_run=dry_run,
-                                   known_names=frozenset(ns), tree=tree)
+                                   known_names=frozenset(ns), tree=tree, policy=policy)
         verdict = module.format_report(problems) if problems else None
     except Exception as exc:
         _log("validator failed (%s: %s); running without pre-flight checks" % (type(exc).__name__, exc))

@@ -37,6 +37,7 @@ try:
     from . import follow as _follow
     from . import habits as _habits
     from . import jsnames as _jsnames
+    from . import policycheck as _policycheck
     from . import shapes as _shapes
     from . import shapeuse as _shapeuse
 except ImportError:  # loaded as a top-level module (tools, embedding experiments)
@@ -44,6 +45,7 @@ except ImportError:  # loaded as a top-level module (tools, embedding experiment
     import follow as _follow  # type: ignore[no-redef]
     import habits as _habits  # type: ignore[no-redef]
     import jsnames as _jsnames  # type: ignore[no-redef]
+    import policycheck as _policycheck  # type: ignore[no-redef]
     import shapes as _shapes  # type: ignore[no-redef]
     import shapeuse as _shapeuse  # type: ignore[no-redef]
 
@@ -562,6 +564,7 @@ def validate(
     dry_run: bool = False,
     known_names: Iterable[str] = (),
     tree: ast.Module | None = None,
+    policy: list | None = None,
 ) -> list[str]:
     """Check ``code`` before it runs; return one line per problem ([] = nothing found).
 
@@ -574,7 +577,8 @@ def validate(
     ``known_names``: further names the runner defines in the program's globals (e.g.
     what a session kept from earlier runs);
     ``tree``: ``ast.parse(code)`` if the caller already has it (saves the parse, which
-    is most of the cost). It is only read, but must not have been modified.
+    is most of the cost). It is only read, but must not have been modified;
+    ``policy``: the gateway's rules for this run's principal (policycheck.py).
     """
     if tree is None:
         try:
@@ -584,7 +588,8 @@ def validate(
         except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
             return ["SyntaxError: %s (line 1, col 1)." % exc]
     try:
-        return _check(tree, functions, meta, shapes, enforce_mutations, allow_mutations, disabled, dry_run, known_names)
+        return _check(tree, functions, meta, shapes, enforce_mutations, allow_mutations, disabled, dry_run, known_names,
+                      policy)
     except Exception:
         if STRICT:
             raise
@@ -636,6 +641,7 @@ def _check(
     disabled: Iterable[str],
     dry_run: bool,
     known_names: Iterable[str],
+    policy: list | None = None,
 ) -> list[str]:
     f = _collect(tree)
     if f.dynamic:
@@ -651,6 +657,8 @@ def _check(
         enforce_mutations and not dry_run,
         frozenset(allow_mutations),
     )
+    if policy:
+        problems += _policycheck.problems(f.sites, f.binds, meta, policy, dry_run)
 
     known = _BUILTINS | RUNTIME_NAMES | frozenset(known_names)
     if f.dotted or f.imports:

@@ -1,5 +1,6 @@
-/* policy — see policy.h. */
-#include "policy.h"
+/* policy — see policy.h. The per-tool and per-server lists are read here from the config as
+ * it is; the ordered rules are compiled by policy_rules.c. */
+#include "policy_int.h"
 #include "log.h"
 
 #include <fnmatch.h>
@@ -11,6 +12,10 @@ static const struct cfg *config;
 void policy_init(const struct cfg *cfg)
 {
     config = cfg;
+    size_t n = rules_load(json_object_get(cfg->root, "policy"), cfg->path);
+    budgets_load(json_object_get(cfg->root, "budgets"), cfg->path);
+    if (n)
+        log_info("policy", "%zu policy rule%s loaded", n, n == 1 ? "" : "s");
 }
 
 /* Matches name against a rule list. Returns 1 on a match (pattern in *hit), 0 when none,
@@ -67,7 +72,8 @@ static int eval_rules(json_t *rules, const char *name, const char *where, char *
     return -1;
 }
 
-int policy_allows(const char *server, const char *tool, const char *fn, char *why, size_t n)
+/* The per-tool, per-server and global lists: 1 = allowed; 0 = denied with the rule in why. */
+static int lists_allow(const char *server, const char *tool, const char *fn, char *why, size_t n)
 {
     if (!config)
         return 1;
@@ -100,4 +106,17 @@ int policy_allows(const char *server, const char *tool, const char *fn, char *wh
     }
     int r = eval_rules(json_object_get(config->root, "policy"), fn, "the global", why, n);
     return r >= 0 ? r : 1;
+}
+
+enum policy_effect policy_decide(const struct policy_call *c, struct policy_decision *d)
+{
+    d->rule[0] = d->why[0] = 0;
+    d->effect = POLICY_DENY;
+    if (!lists_allow(c->server, c->tool, c->fn, d->why, sizeof(d->why)))
+        return d->effect;
+    if (rules_decide(c, d))
+        return d->effect;
+    d->effect = POLICY_ALLOW;
+    snprintf(d->why, sizeof(d->why), "no policy rule names %s/%s: allowed", c->server, c->tool);
+    return d->effect;
 }

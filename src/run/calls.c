@@ -50,6 +50,7 @@ struct call {
     json_t *request_state; /* the server's, while waiting for input (may be NULL) */
     int waiting;           /* relayed input_required: waiting for calls_resume */
     int mutation;
+    int slot;           /* the worker's, while the external policy engine is asked */
     int64_t timeout_ms; /* the program's own for this call (0: the server's default) */
     uint64_t up_handle;
     int64_t started_ms;
@@ -491,9 +492,14 @@ int calls_mutation_allowed(const struct calls_run *run, const char *fn, const ch
     return 0;
 }
 
+static void on_engine_answer(void *ud, const struct policy_decision *d);
+
 /* The checks and the routing of one call, whichever way its frame was read. Takes call
- * (its strings copied, args canonical JSON text or NULL). */
-static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t t0)
+ * (its strings copied, args canonical JSON text or NULL). asked: the external policy engine's
+ * answer about it (NULL until it has one); while the engine is asked, the call waits outside
+ * any gate, and every check is made again when the answer comes. */
+static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t t0,
+                        const struct policy_decision *asked)
 {
     uint64_t conn_id = call->conn_id;
     json_t *id = call->id;
@@ -520,19 +526,37 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
         goto refused;
     }
     const char *fn = json_string_value(json_object_get(f, "function"));
-    char why[512];
-    if (!policy_allows(server, tool, fn, why, sizeof(why))) {
+    int mutation = json_is_true(json_object_get(f, "mutation"));
+    struct policy_decision pd;
+    struct policy_call pc = {run.principal, server,      tool, fn,
+                             mutation,      run.dry_run, args, args_len};
+    enum policy_effect effect = policy_decide(&pc, &pd);
+    if (effect != POLICY_DENY && asked) {
+        effect = asked->effect == POLICY_DENY ? POLICY_DENY : effect;
+        pd = *asked;
+    } else if (effect != POLICY_DENY) {
+        call->slot = slot;
+        call->timeout_ms = timeout_ms;
+        call->started_ms = t0;
+        if (!policy_engine_ask(&pc, run_id, run.session, &pd, on_engine_answer, call))
+            return; /* waits for the engine */
+        effect = pd.effect;
+    }
+    if (effect == POLICY_DENY) {
         json_t *a = args ? jf_loadb(args, args_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL) : NULL;
         char *shown = redact_dump(a, 300);
-        log_info("calls", "%s refused: %s (args %s)", fn, why, shown);
+        log_info("calls", "%s refused: %s (args %s)", fn, pd.why, shown);
         free(shown);
         json_decref(a);
-        reply_error(conn_id, id, "denied", why, 0);
+        reply_error(conn_id, id, "denied", pd.why, 0);
         goto refused;
     }
-    int mutation = json_is_true(json_object_get(f, "mutation"));
-    if (mutation && run.dry_run) {
-        call->mutation = 1;
+    if (budgets_take(&pc, run_id, pd.why, sizeof(pd.why)) < 0) {
+        reply_error(conn_id, id, "budget", pd.why, 0);
+        goto refused;
+    }
+    if ((mutation && run.dry_run) || effect == POLICY_DRY_RUN) {
+        call->mutation = mutation;
         write_done(call, 1, 1);
         reply(conn_id, rpc_result(id, dry_run_stub(fn, server, tool)));
         call_done(run_id);
@@ -579,6 +603,12 @@ refused:
     call_free(call);
 }
 
+static void on_engine_answer(void *ud, const struct policy_decision *d)
+{
+    struct call *call = ud;
+    handle_call(call, call->slot, call->timeout_ms, call->started_ms, d);
+}
+
 void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
 {
     int64_t t0 = now_ms();
@@ -608,7 +638,7 @@ void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
                  args_text ? (struct slice){args_text, strlen(args_text)} : none);
     free(args_text);
     free(id_text);
-    handle_call(call, slot, json_is_integer(tmo) ? json_integer_value(tmo) : 0, t0);
+    handle_call(call, slot, json_is_integer(tmo) ? json_integer_value(tmo) : 0, t0, NULL);
 }
 
 /* ---- resources/read for a program ---------------------------------------------------------- */
@@ -718,7 +748,7 @@ int calls_handle_frame(uint64_t conn_id, int slot, const char *text, size_t len)
         struct slice a = args ? (struct slice){args->val, args->vlen} : (struct slice){NULL, 0};
         handle_call(
             call_new(conn_id, idv, (struct slice){id->val, id->vlen}, run_id, server, tool, a),
-            slot, timeout_ms, t0);
+            slot, timeout_ms, t0, NULL);
     }
     json_decref(idv);
     return taken;

@@ -35,6 +35,7 @@ struct calls_run {
     int enforce_mutations;
     json_t *allow_mutations; /* borrowed; only valid while the call is being checked */
     const char *principal;   /* who asked for the run (its results teach that one's shapes) */
+    uint64_t session;        /* the session that asked for it (for the external policy engine) */
 };
 
 /* What the reply hooks return for a message longer than the worker reads. */

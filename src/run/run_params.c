@@ -80,6 +80,8 @@ char *run_params_text(const struct run_params *p, size_t *len)
     member(&w, "namespace_fresh", NULL, NULL, p->namespace_fresh ? "true" : "false");
     if (p->drop_namespaces)
         member(&w, "drop_namespaces", p->drop_namespaces, NULL, NULL);
+    if (p->policy)
+        member(&w, "policy", p->policy, NULL, NULL);
     buf_append(&w.b, "}", 1);
     *len = w.b.len;
     return buf_steal(&w.b);

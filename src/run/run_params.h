@@ -22,6 +22,7 @@ struct run_params {
     const char *namespace_note;     /* NULL or "": left out */
     int namespace_fresh;
     json_t *drop_namespaces; /* borrowed; NULL: left out */
+    json_t *policy;          /* borrowed; the rules for the pre-flight check, NULL: left out */
 };
 
 /* The params object's text (NUL-terminated, *len bytes); caller frees. */

@@ -22,6 +22,7 @@
  * pending (its program stopped waiting for the call) keeps its answer for the retry. One relayed
  * input per run at a time (a second call asking meanwhile fails with kind "input_required"). */
 #include "runs.h"
+#include "policy.h"
 #include "run_answer.h"
 #include "run_relay.h"
 #include "run_params.h"
@@ -189,6 +190,7 @@ int run_call_rules(const char *run_id, int slot, struct calls_run *out)
     out->enforce_mutations = enforce_mutations;
     out->allow_mutations = r->allow_mutations;
     out->principal = r->principal;
+    out->session = r->session_id;
     return 0;
 }
 
@@ -519,10 +521,12 @@ static int send_run(struct run *r, int slot)
     p.namespace_note = note;   /* the runtime adds it to a NameError */
     p.namespace_fresh = fresh; /* not fresh but unknown to the worker: it was replaced */
     p.drop_namespaces = ns_take_drops(r->home); /* namespaces of this worker to forget first */
+    p.policy = policy_worker_rules(r->principal);
     size_t len;
     char *params = run_params_text(&p, &len);
     json_decref(missing);
     json_decref(p.drop_namespaces);
+    json_decref(p.policy);
     r->ns_started = !r->smoke_done;
     int sent = wk_start_run(slot, r->id, params, len, run_cpu_ms > 0 ? run_cpu_ms : r->timeout_ms);
     free(params);
@@ -763,6 +767,8 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
                  queue_max);
         return -1;
     }
+    if (budgets_take_run(ns_asker(session_id, where.home), err, errlen) < 0)
+        return -1;
     struct run *r = new_run(session_id, where.home);
     r->ns = where;
     r->request_id = json_incref(request_id);

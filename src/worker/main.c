@@ -388,6 +388,7 @@ static void wm_proto_warm_up(void)
     static const char warm[] =
         "from codemcp_rt import runner as _r\n"
         "for _m in ('validator', 'callcheck', 'argcheck', 'follow', 'jsnames', 'shapes',\n"
+        "           'policycheck',\n"
         "           'errhint', 'discovery'):\n"
         "    try:\n"
         "        __import__('codemcp_rt.' + _m)\n"

@@ -205,7 +205,18 @@ async function probe(what) {
   assert.equal(d.responses[0]?.status, 200, `${what}: DELETE: ${JSON.stringify(d)}`);
 }
 
-const fds = () => fs.readdirSync(`/proc/${gw.proc.pid}/fd`).length;
+// The gateway's descriptors, less those it keeps on its live workers' /proc entries and
+// threads (the leftover check's, one set per worker, gone with it): a leak per connection or
+// per request shows here as tens.
+const fds = () => fs.readdirSync(`/proc/${gw.proc.pid}/fd`).filter((f) => {
+  let to = '';
+  try {
+    to = fs.readlinkSync(`/proc/${gw.proc.pid}/fd/${f}`);
+  } catch {
+    return false; // closed while listing
+  }
+  return !to.startsWith('/proc/') && to !== 'anon_inode:[pidfd]';
+}).length;
 
 // ---------------------------------------------------------------------------------------------
 // The mutations. Each case: {name, pieces, opts, complete (a full, framed request whose answer

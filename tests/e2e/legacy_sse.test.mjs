@@ -158,7 +158,7 @@ test('keep-alive comments; closing the stream ends the session and cancels its r
   // A run that keeps appending to a file: it must stop once the stream is gone.
   const beat = path.join(gw.home, 'beat');
   const code = `import time\nwhile True:\n    open(${JSON.stringify(beat)}, 'a').write('x')\n    time.sleep(0.05)`;
-  const call = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'execute_python', arguments: { code, timeout_ms: 600000 } } };
+  const call = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'execute_python', arguments: { code, timeout_ms: 300000 } } };
   assert.equal((await postMessage(gw.base, ep, TA, call)).status, 202);
   assert.ok(await waitFor(() => fs.existsSync(beat) && fs.statSync(beat).size > 5, ms(30000)), 'the run started');
   s.close();

@@ -629,12 +629,17 @@ describe('waits inside a run', () => {
       const ok = await run('result = kept');
       assert.ok(Date.now() - t0 < ms(10000), `${code}: the cancelled run kept the worker busy`);
       if (code.includes('threading')) {
-        // The second thread still waits after the cancel: no code of one run may execute during
-        // another (sandbox: the gateway ends the worker, and says so; host isolation has no
-        // such check).
-        if (process.env.CODEMCP_ISOLATION !== 'host') {
-          assert.match(ok.structuredContent.notice ?? '', /previous run left 1 thread\(s\) running/, JSON.stringify(ok));
+        // The second thread waits on a call the cancel also ended: it either sees that answer
+        // and ends within the gateway's grace (the worker keeps its state), or is still there
+        // when the next run comes (sandbox: the gateway ends the worker and says so; host
+        // isolation has no such check). Which one depends on timing; both keep one run's code
+        // out of another (tests/e2e/tenants.test.mjs holds the leftover check itself).
+        const notice = ok.structuredContent.notice ?? '';
+        if (notice && process.env.CODEMCP_ISOLATION !== 'host') {
+          assert.match(notice, /previous run left 1 thread\(s\) running/, JSON.stringify(ok));
           await run('kept = "alive"');
+        } else {
+          assert.equal(ok.structuredContent.result, 'alive', JSON.stringify(ok));
         }
         continue;
       }

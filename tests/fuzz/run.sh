@@ -16,7 +16,7 @@ command -v "$CC" >/dev/null || { echo "run.sh: $CC not found (clang with libFuzz
 mkdir -p "$WORK/corpus"
 cp "$ROOT"/tests/fuzz/corpus/* "$WORK/corpus/" 2>/dev/null || true
 "$CC" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I"$ROOT/src" $(pkg-config --cflags jansson) \
+    -I"$ROOT/src/json" -I"$ROOT/src/common" $(pkg-config --cflags jansson) \
     "$ROOT/tests/fuzz/fuzz_jsonfast.c" "$ROOT/src/json/jsonfast.c" "$ROOT/src/json/jsonscan.c" $(pkg-config --libs jansson) \
     -o "$WORK/fuzz_jsonfast"
 cd "$WORK"

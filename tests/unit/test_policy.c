@@ -22,11 +22,14 @@ static const char *doc =
     "  \"open\": {\"type\": \"local\", \"command\": [\"x\"]}\n"
     " }}\n";
 
+static struct policy_decision last;
+
 static int allows(const char *server, const char *tool)
 {
-    char fn[256], why[512];
+    char fn[256];
     snprintf(fn, sizeof(fn), "%s_%s", server, tool);
-    return policy_allows(server, tool, fn, why, sizeof(why));
+    return policy_decide(&(struct policy_call){NULL, server, tool, fn, 0, 0, NULL, 0}, &last) ==
+           POLICY_ALLOW;
 }
 
 int main(void)
@@ -55,9 +58,8 @@ int main(void)
     CHECK(!allows("memory", "read_secret"), "deny beats allow within a server");
     CHECK(!allows("broken", "anything"), "malformed server policy fails closed");
     CHECK(allows("open", "anything"), "no rules: allowed");
-    char why[512];
-    policy_allows("memory", "create_entities", "memory_create_entities", why, sizeof(why));
-    CHECK(strstr(why, "allow list") != NULL, "reason names the rule: %s", why);
+    allows("memory", "create_entities");
+    CHECK(strstr(last.why, "allow list") != NULL, "reason names the rule: %s", last.why);
 
     cfg_free(&cfg);
     free(err);

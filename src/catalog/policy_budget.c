@@ -1,0 +1,271 @@
+/* policy_budget — how much a principal may do: `"budgets": [...]` at the top level of
+ * mcp.json, each {"name", "principal": glob(s), "window_s", "calls", "runs", "writes_per_run"}.
+ * "calls" and "runs" are the tool calls and the programs each matching principal may start per
+ * window (a fixed window that starts at its first use and ends window_s later);
+ * "writes_per_run" the write calls one run may make. Counted by the gateway when a call is allowed,
+ * so every session of a principal draws on the same count. A call past a budget fails with kind
+ * "budget", naming the budget and when it resets. Counts live in this process (a restart starts
+ * them afresh). Loop thread only. */
+#include "policy_int.h"
+#include "log.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MOD           "policy"
+#define MAX_RUNS_KEPT 4096 /* write counts of this many runs at most (the oldest forgotten) */
+
+struct budget {
+    char name[96];
+    struct pre **principal; /* NULL-terminated; NULL list: every principal */
+    long window_s, calls, runs, writes_per_run;
+};
+
+struct count {
+    int budget;
+    char *who; /* a principal, or a run id for writes_per_run */
+    long n;
+    int64_t window_end_ms;
+    struct count *next;
+};
+
+static struct budget *budgets;
+static size_t n_budgets;
+/* principals' call counts (as many as there are principals: never forgotten, or a principal
+ * could flush its own count) and runs' write counts (the oldest forgotten past MAX_RUNS_KEPT) */
+static struct count *by_principal, *by_run;
+static size_t n_by_run;
+
+static void budgets_free(void)
+{
+    for (size_t i = 0; i < n_budgets; i++) {
+        for (struct pre **p = budgets[i].principal; p && *p; p++)
+            pre_free(*p);
+        free(budgets[i].principal);
+    }
+    free(budgets);
+    budgets = NULL;
+    n_budgets = 0;
+    for (struct count **list = &by_principal; list; list = list == &by_principal ? &by_run : NULL)
+        while (*list) {
+            struct count *c = *list;
+            *list = c->next;
+            free(c->who);
+            free(c);
+        }
+    n_by_run = 0;
+}
+
+static long positive(json_t *b, const char *key, int *bad)
+{
+    json_t *v = json_object_get(b, key);
+    if (!v)
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) <= 0) {
+        *bad = 1;
+        return 0;
+    }
+    return (long)json_integer_value(v);
+}
+
+static int compile_budget(json_t *b, struct budget *dst, char *err, size_t n)
+{
+    if (!json_is_object(b)) {
+        snprintf(err, n, "a budget must be an object");
+        return -1;
+    }
+    const char *name = json_string_value(json_object_get(b, "name"));
+    if (name)
+        snprintf(dst->name, sizeof(dst->name), "%s", name);
+    int bad = 0;
+    dst->window_s = positive(b, "window_s", &bad);
+    dst->calls = positive(b, "calls", &bad);
+    dst->runs = positive(b, "runs", &bad);
+    dst->writes_per_run = positive(b, "writes_per_run", &bad);
+    if (bad || ((dst->calls || dst->runs) && !dst->window_s) ||
+        (!dst->calls && !dst->runs && !dst->writes_per_run)) {
+        snprintf(err, n,
+                 "needs \"calls\" or \"runs\" with \"window_s\", or \"writes_per_run\" "
+                 "(positive integers)");
+        return -1;
+    }
+    json_t *p = json_object_get(b, "principal");
+    json_t *list = json_is_string(p) ? json_pack("[O]", p) : json_incref(p);
+    if (p && !json_is_array(list)) {
+        json_decref(list);
+        snprintf(err, n, "\"principal\" must be a glob or a list of globs");
+        return -1;
+    }
+    dst->principal = p ? xcalloc(json_array_size(list) + 1, sizeof(*dst->principal)) : NULL;
+    size_t i;
+    json_t *g;
+    json_array_foreach(list, i, g)
+    {
+        const char *s = json_string_value(g);
+        if (!s || !(dst->principal[i] = pre_glob(s, strlen(s), err, n))) {
+            if (!s)
+                snprintf(err, n, "\"principal\" must hold strings");
+            json_decref(list);
+            return -1;
+        }
+    }
+    json_decref(list);
+    return 0;
+}
+
+void budgets_load(json_t *list, const char *path)
+{
+    budgets_free();
+    if (!list)
+        return;
+    if (!json_is_array(list)) {
+        log_warn(MOD, "%s: \"budgets\" must be a list: ignored", path ? path : "config");
+        return;
+    }
+    budgets = xcalloc(json_array_size(list), sizeof(*budgets));
+    size_t i;
+    json_t *b;
+    json_array_foreach(list, i, b)
+    {
+        struct budget *dst = &budgets[n_budgets];
+        snprintf(dst->name, sizeof(dst->name), "budgets[%zu]", i);
+        char err[300] = "";
+        if (compile_budget(b, dst, err, sizeof(err)) == 0) {
+            n_budgets++;
+            continue;
+        }
+        /* a budget that cannot be read limits everyone to nothing: fail-closed */
+        log_warn(MOD, "%s: %s: %s; every call is refused until it is fixed", path ? path : "config",
+                 dst->name, err);
+        for (struct pre **p = dst->principal; p && *p; p++)
+            pre_free(*p);
+        free(dst->principal);
+        *dst = (struct budget){.window_s = 1, .calls = 0, .writes_per_run = 0};
+        snprintf(dst->name, sizeof(dst->name), "budgets[%zu] (invalid)", i);
+        dst->calls = -1;
+        n_budgets++;
+    }
+}
+
+static int applies(const struct budget *b, const char *principal)
+{
+    if (!b->principal)
+        return 1;
+    for (struct pre **p = b->principal; *p; p++)
+        if (pre_match(*p, principal, strlen(principal)))
+            return 1;
+    return 0;
+}
+
+static struct count *count_of(struct count **list, int budget, const char *who, int64_t window_ms)
+{
+    struct count **pp = list, *c, *last = NULL;
+    int64_t now = now_ms();
+    for (; (c = *pp); pp = &c->next) {
+        if (c->budget == budget && strcmp(c->who, who) == 0) {
+            if (window_ms && now >= c->window_end_ms) {
+                c->n = 0;
+                c->window_end_ms = now + window_ms;
+            }
+            return c;
+        }
+        last = c;
+    }
+    if (list == &by_run && n_by_run >= MAX_RUNS_KEPT && last) { /* the oldest: the tail */
+        struct count **q = list;
+        while (*q != last)
+            q = &(*q)->next;
+        *q = NULL;
+        free(last->who);
+        free(last);
+        n_by_run--;
+    }
+    c = xcalloc(1, sizeof(*c));
+    *c = (struct count){budget, xstrdup(who), 0, window_ms ? now + window_ms : 0, *list};
+    *list = c;
+    n_by_run += list == &by_run;
+    return c;
+}
+
+/* principal's count for budget i's window (slot 0: calls, 1: runs), or NULL with why filled
+ * when the window's limit is reached: why names the budget and when the window ends. */
+static struct count *window_room(size_t i, int slot, const char *principal, const char *prefix,
+                                 const char *did, const char *what, char *why, size_t n)
+{
+    const struct budget *b = &budgets[i];
+    long limit = slot ? b->runs : b->calls;
+    struct count *k =
+        count_of(&by_principal, (int)i * 2 + slot, principal, (int64_t)b->window_s * 1000);
+    if (k->n < limit)
+        return k;
+    long left = (long)((k->window_end_ms - now_ms() + 999) / 1000);
+    snprintf(why, n,
+             "%sbudget %s exceeded: principal %s %s %ld %s of this %ld s window; it resets in "
+             "%ld s",
+             prefix, b->name, principal, did, limit, what, b->window_s, left);
+    return NULL;
+}
+
+int budgets_take(const struct policy_call *c, const char *run_id, char *why, size_t n)
+{
+    const char *principal = c->principal && *c->principal ? c->principal : "local";
+    struct count *take[64];
+    size_t n_take = 0;
+    for (size_t i = 0; i < n_budgets && n_take + 2 <= 64; i++) {
+        const struct budget *b = &budgets[i];
+        if (!applies(b, principal))
+            continue;
+        if (b->calls < 0) {
+            snprintf(why, n, "the budget %s cannot be read: every call is refused", b->name);
+            return -1;
+        }
+        if (b->calls) {
+            struct count *k = window_room(i, 0, principal, "", "made its", "tool calls", why, n);
+            if (!k)
+                return -1;
+            take[n_take++] = k;
+        }
+        if (b->writes_per_run && c->mutation && run_id) {
+            struct count *k = count_of(&by_run, (int)i, run_id, 0);
+            if (k->n >= b->writes_per_run) {
+                snprintf(why, n,
+                         "budget %s exceeded: this run made its %ld write calls; it resets "
+                         "with the next run",
+                         b->name, b->writes_per_run);
+                return -1;
+            }
+            take[n_take++] = k;
+        }
+    }
+    for (size_t i = 0; i < n_take; i++) /* only once every budget has room */
+        take[i]->n++;
+    return 0;
+}
+
+int budgets_take_run(const char *principal, char *why, size_t n)
+{
+    if (!principal || !*principal)
+        principal = "local";
+    struct count *take[64];
+    size_t n_take = 0;
+    for (size_t i = 0; i < n_budgets && n_take < 64; i++) {
+        const struct budget *b = &budgets[i];
+        if (!applies(b, principal) || (!b->runs && b->calls >= 0))
+            continue;
+        if (b->calls < 0) {
+            snprintf(why, n, "execute_python: the budget %s cannot be read: every run is refused",
+                     b->name);
+            return -1;
+        }
+        struct count *k =
+            window_room(i, 1, principal, "execute_python: ", "started its", "runs", why, n);
+        if (!k)
+            return -1;
+        take[n_take++] = k;
+    }
+    for (size_t i = 0; i < n_take; i++)
+        take[i]->n++;
+    return 0;
+}

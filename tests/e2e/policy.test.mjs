@@ -1,0 +1,351 @@
+// Policy rules end to end: the real binary, the real worker, the fake upstream recording every
+// message it receives (--log-file). Rules see the principal, the tool, read/write and the final
+// argument values; a denied call never reaches the upstream, whichever way the program makes
+// it (the SDK function, globals(), getattr, a thread, the runtime client, a raw control frame);
+// a dry_run rule stubs the call; the HTTP front's bearer principal is the one rules see.
+// No timing is asserted.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  Proc, connectClient, connectHttp, runCodemcp, tempDir, servers, ms, waitFor, readFakeLog,
+} from './lib.mjs';
+
+const FAKE_TOOLS = [
+  { name: 'echo', description: 'Echo the text back.',
+    inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+    annotations: { readOnlyHint: true } },
+  { name: 'mirror', description: 'Returns its arguments.',
+    inputSchema: { type: 'object', additionalProperties: true, properties: { path: { type: 'string' } } },
+    annotations: { readOnlyHint: true } },
+  { name: 'lookup', description: 'Look a record up.',
+    inputSchema: { type: 'object', properties: { key: { type: 'string' } }, required: ['key'] },
+    annotations: { readOnlyHint: true } },
+  { name: 'delete_thing', description: 'Delete a thing.',
+    inputSchema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] } },
+];
+
+const RULES = [
+  { name: 'no-secret-echo', server: 'fake', tool: 'echo', args: { text: { eq: 'hello secret' } },
+    effect: 'deny', message: 'that one is secret' },
+  { name: 'echo-hello', server: 'fake', tool: 'echo', principal: ['local', 'alice'],
+    args: { text: { glob: 'hello*' } }, effect: 'allow' },
+  { name: 'mirror-docs', server: 'fake', tool: 'mirror', args: { path: { under: '/repo/docs' } }, effect: 'allow' },
+  { name: 'preview-deletes', server: 'fake', tool: 'delete_thing', effect: 'dry_run' },
+  { name: 'private-keys', server: 'fake', tool: 'lookup', args: { key: { regex: '(a*)*b' } },
+    effect: 'deny', message: 'keys like that are private' },
+  { name: 'lookups', server: 'fake', tool: 'lookup', effect: 'allow' },
+];
+
+function setup(prefix) {
+  const dir = tempDir(prefix, { shared: true });
+  const log = path.join(dir, 'fake.log');
+  const tools = path.join(dir, 'tools.json');
+  fs.writeFileSync(tools, JSON.stringify({ tools: FAKE_TOOLS }));
+  const config = path.join(dir, 'mcp.json');
+  fs.writeFileSync(config, JSON.stringify({
+    policy: { rules: RULES },
+    mcp: { fake: servers.fake(['--tools-file', tools, '--log-file', log]) },
+  }, null, 2));
+  return { dir, log, config };
+}
+
+/** Arguments of every tools/call the fake received, as JSON text. */
+const received = (log) => readFakeLog(log).filter((m) => m.method === 'tools/call')
+  .map((m) => JSON.stringify(m.params));
+
+/** `codemcp start` on s's config with two principals, alice and bob. */
+async function startHttp(s) {
+  const tokens = path.join(s.dir, 'tokens');
+  fs.writeFileSync(tokens, 'alice tok-alice-0123456789abcdef\nbob tok-bob-0123456789abcdef01\n', { mode: 0o600 });
+  const proc = new Proc({ args: ['start', '-p', '0'], config: s.config, home: s.dir, shared: true,
+    env: { CODEMCP_HTTP_TOKENS_FILE: tokens } });
+  const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
+  assert.ok(m && m[1], proc.stderr);
+  return { proc, url: m[1] };
+}
+
+async function run(client, code) {
+  const r = await client.callTool({ name: 'execute_python', arguments: { code, reset: true } },
+    undefined, { timeout: ms(60000) });
+  const env = r.structuredContent;
+  assert.ok(env, JSON.stringify(r));
+  return env;
+}
+
+async function ready(client) {
+  const ok = await waitFor(async () => {
+    const r = await client.listTools(undefined, { timeout: ms(30000) });
+    return (r.tools[0]?.description || '').includes('def fake_echo(');
+  }, ms(30000), 100);
+  assert.ok(ok, 'fake_echo never appeared');
+}
+
+const CATCH = (call) => `try:
+    r = ${call}
+    result = {"ok": r if not hasattr(r, "result") else r.result()}
+except ToolError as e:
+    result = {"kind": e.kind, "message": str(e)}`;
+
+describe('policy rules over stdio (principal "local")', () => {
+  let h, s;
+  before(async () => {
+    s = setup('codemcp-policy-');
+    h = await connectClient({ config: s.config, shared: true });
+    await ready(h.client);
+  });
+
+  test('an allowed value reaches the upstream; another value is denied and never does', async () => {
+    let e = await run(h.client, CATCH('fake_echo(text="hello world")'));
+    assert.ok(e.result.ok, JSON.stringify(e));
+    // built at run time: the gateway decides it (a literal is reported before the run)
+    e = await run(h.client, CATCH('fake_echo(text="goodbye-" + "plain")'));
+    assert.equal(e.result.kind, 'denied', JSON.stringify(e));
+    assert.match(e.result.message, /no policy rule allows fake\/echo for principal local/);
+    const got = received(s.log);
+    assert.ok(got.some((g) => g.includes('hello world')), got.join('\n'));
+    assert.ok(!got.some((g) => g.includes('goodbye-plain')), got.join('\n'));
+  });
+
+  const routes = [
+    ['globals()', CATCH('globals()["fake_" + "echo"](text="goodbye-" + "globals")')],
+    ['getattr on the SDK module',
+      CATCH('getattr(__import__("sys").modules["codemcp_sdk"], "fake_echo")(text="goodbye-" + "getattr")')],
+    ['a thread', `import threading
+box = {}
+def go():
+    try:
+        box["r"] = fake_echo(text="goodbye-" + "thread").result()
+    except ToolError as e:
+        box["r"] = {"kind": e.kind, "message": str(e)}
+t = threading.Thread(target=go)
+t.start()
+t.join()
+result = box["r"]`],
+    ['the runtime client',
+      CATCH('__import__("codemcp_rt.client", fromlist=["x"]).call("fake", "echo", {"text": "goodbye-" + "client"})')],
+  ];
+  for (const [what, code] of routes) {
+    test(`a denied value sent through ${what} is denied by the gateway`, async () => {
+      const e = await run(h.client, code);
+      const tag = 'goodbye-' + code.match(/"goodbye-" \+ "(\w+)"/)[1];
+      assert.ok(!received(s.log).some((g) => g.includes(tag)), `${tag} reached the upstream`);
+      assert.equal(e.result?.kind, 'denied', JSON.stringify(e));
+      assert.match(e.result.message, /no policy rule allows fake\/echo/);
+    });
+  }
+
+  test('a raw call_tool frame on the control connection is decided the same way', async () => {
+    const e = await run(h.client, `import _codemcp, json
+from codemcp_rt import runstate
+rid = runstate.current().run_id
+out = {}
+for i, text in enumerate(["goodbye-frame", "hello-frame"]):
+    req = {"jsonrpc": "2.0", "id": "f%d" % i, "method": "call_tool",
+           "params": {"run_id": rid, "server": "fake", "tool": "echo", "args": {"text": text}}}
+    _codemcp.send(json.dumps(req, separators=(",", ":")))
+    reply = _codemcp.wait_reply("f%d" % i, 20)
+    out[text] = json.loads(reply) if reply else None
+result = out`);
+    assert.equal(e.result['goodbye-frame'].error?.data?.kind ?? e.result['goodbye-frame'].error?.kind ??
+      (JSON.stringify(e.result['goodbye-frame']).includes('denied') ? 'denied' : null), 'denied', JSON.stringify(e.result));
+    assert.ok(!('error' in e.result['hello-frame']), JSON.stringify(e.result));
+    const got = received(s.log);
+    assert.ok(!got.some((g) => g.includes('goodbye-frame')), got.join('\n'));
+    assert.ok(got.some((g) => g.includes('hello-frame')), got.join('\n'));
+  });
+
+  test('a path under the allowed tree passes; traversal, doubled slashes and relative paths do not', async () => {
+    const cases = {
+      '/repo/docs/guide.md': true, '/repo//docs/./a/../b.md': true,
+      '/repo/docs/../../etc/passwd': false, '/repo/docsx/a': false, 'repo/docs/a': false,
+      '/repo/docs/../secret': false, '/../repo/docs/a': false,
+    };
+    const e = await run(h.client, `out = {}
+for p in ${JSON.stringify(Object.keys(cases))}:
+    try:
+        fake_mirror(path=p).result()
+        out[p] = True
+    except ToolError as e:
+        out[p] = e.kind
+result = out`);
+    for (const [p, ok] of Object.entries(cases))
+      assert.equal(e.result[p], ok ? true : 'denied', `${p}: ${JSON.stringify(e.result)}`);
+    const got = received(s.log);
+    for (const [p, ok] of Object.entries(cases))
+      assert.equal(got.some((g) => g.includes(JSON.stringify(p).slice(1, -1))), ok, `${p} upstream: ${ok}`);
+  });
+
+  test('pre-flight validation reports a literal call a rule will deny, naming the rule, before anything runs', async () => {
+    const e = await run(h.client, 'fake_echo(text="hello first")\nfake_echo(text="hello secret")');
+    assert.equal(e.error_kind, 'validation', JSON.stringify(e));
+    assert.match(e.error, /fake_echo\(\.\.\.\)` will be denied \(line 2\): policy rule no-secret-echo denies it: that one is secret/);
+    const other = await run(h.client, 'fake_echo(text="bye-preflight")');
+    assert.equal(other.error_kind, 'validation', JSON.stringify(other));
+    assert.match(other.error, /no policy rule allows fake\/echo/);
+    const got = received(s.log);
+    assert.ok(!got.some((g) => g.includes('hello first') || g.includes('bye-preflight')), 'the program ran');
+    // a value the worker cannot see statically is left to the gateway, which denies it
+    const dyn = await run(h.client, CATCH('fake_echo(text="bye-" + "dynamic")'));
+    assert.equal(dyn.result?.kind, 'denied', JSON.stringify(dyn));
+  });
+
+  test('a dry_run rule stubs a write: the program gets a preview, the upstream nothing', async () => {
+    const e = await run(h.client, 'result = fake_delete_thing(id="thing-42").result()');
+    assert.equal(e.result?._dry_run, true, JSON.stringify(e));
+    assert.ok(!received(s.log).some((g) => g.includes('thing-42')));
+  });
+
+  test('a deny rule with a regex that backtracking engines hang on answers with its message', async () => {
+    const e = await run(h.client, `out = []
+for k in ["a" * 200000 + "b", "a" * 200000 + "c"]:
+    try:
+        fake_lookup(key=k).result()
+        out.append("ok")
+    except ToolError as e:
+        out.append(str(e))
+result = out`);
+    assert.match(e.result[0], /keys like that are private/);
+    assert.equal(e.result[1], 'ok', JSON.stringify(e.result).slice(0, 400));
+  });
+});
+
+describe('codemcp policy check explains which rule decides', () => {
+  const s = setup('codemcp-policy-cli-');
+  const check = (args) => runCodemcp({ args: ['policy', 'check', ...args], config: s.config });
+  test('an allowed call names its rule; a denied one says why; a bad call is a usage error', async () => {
+    let r = await check(['--call', 'fake_echo(text="hello there")']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /decision:\s+allow/);
+    assert.match(r.stdout, /rule:\s+echo-hello/);
+    r = await check(['--principal', 'bob', '--call', 'fake_echo(text="hello there")']);
+    assert.equal(r.code, 1, r.stdout);
+    assert.match(r.stdout, /decision:\s+deny/);
+    assert.match(r.stdout, /no policy rule allows fake\/echo for principal bob/);
+    r = await check(['--call', "fake_mirror(path='/repo/docs/../../etc/passwd', n=3, ok=True)"]);
+    assert.equal(r.code, 1, r.stdout);
+    r = await check(['--call', 'fake_lookup(key="aab")']);
+    assert.match(r.stdout, /rule:\s+private-keys/);
+    assert.match(r.stdout, /keys like that are private/);
+    r = await check(['--write', '--call', 'fake_delete_thing(id="1")']);
+    assert.match(r.stdout, /decision:\s+dry_run/);
+    r = await check(['--call', 'fake_echo(text="unclosed)']);
+    assert.equal(r.code, 2);
+  });
+});
+
+describe('policy rules over HTTP: the bearer principal is the one rules see', () => {
+  let proc, url, s;
+  before(async () => {
+    s = setup('codemcp-policy-http-');
+    ({ proc, url } = await startHttp(s));
+  });
+  after(() => proc?.child.kill('SIGTERM'));
+
+  test('alice may echo hello; bob, asking the same, is denied and never reaches the upstream', async () => {
+    const a = await connectHttp(url, 'tok-alice-0123456789abcdef');
+    const b = await connectHttp(url, 'tok-bob-0123456789abcdef01');
+    try {
+      await ready(a);
+      const ea = await run(a, CATCH('fake_echo(text="hello from alice")'));
+      assert.ok(ea.result.ok, JSON.stringify(ea));
+      const eb = await run(b, CATCH('fake_echo(text="hello from " + "bob")'));
+      assert.equal(eb.result.kind, 'denied', JSON.stringify(eb));
+      assert.match(eb.result.message, /principal bob/);
+      // the worker got bob's rules: his literal call is reported before it runs, alice's is not
+      const pb = await run(b, 'fake_echo(text="hello again")');
+      assert.equal(pb.error_kind, 'validation', JSON.stringify(pb));
+      const pa = await run(a, 'result = fake_echo(text="hello again")');
+      assert.ok(!pa.error_kind, JSON.stringify(pa));
+      const got = received(s.log);
+      assert.ok(got.some((g) => g.includes('hello from alice')));
+      assert.ok(!got.some((g) => g.includes('hello from bob')), got.join('\n'));
+    } finally {
+      await a.end();
+      await b.end();
+    }
+  });
+});
+
+describe('budgets: counted per principal across its sessions, and writes per run', () => {
+  let proc, url, s;
+  before(async () => {
+    s = setup('codemcp-budget-');
+    const cfg = JSON.parse(fs.readFileSync(s.config, 'utf8'));
+    cfg.policy = { rules: [{ name: 'all', effect: 'allow' }] };
+    cfg.budgets = [
+      { name: 'alice-hourly', principal: 'alice', window_s: 3600, calls: 3 },
+      { name: 'one-write', writes_per_run: 1 },
+      { name: 'bob-runs', principal: 'bob', window_s: 3600, runs: 3 },
+    ];
+    fs.writeFileSync(s.config, JSON.stringify(cfg));
+    ({ proc, url } = await startHttp(s));
+  });
+  after(() => proc?.child.kill('SIGTERM'));
+
+  test('two sessions of alice share 3 calls an hour; the 4th is ToolError(kind="budget") naming it; bob is not counted', async () => {
+    const a1 = await connectHttp(url, 'tok-alice-0123456789abcdef');
+    const a2 = await connectHttp(url, 'tok-alice-0123456789abcdef');
+    const b = await connectHttp(url, 'tok-bob-0123456789abcdef01');
+    try {
+      await ready(a1);
+      assert.ok((await run(a1, CATCH('fake_echo(text="alice-1")'))).result.ok);
+      assert.ok((await run(a1, CATCH('fake_echo(text="alice-2")'))).result.ok);
+      assert.ok((await run(a2, CATCH('fake_echo(text="alice-3")'))).result.ok);
+      const e = await run(a2, CATCH('fake_echo(text="alice-4")'));
+      assert.equal(e.result.kind, 'budget', JSON.stringify(e));
+      assert.match(e.result.message, /budget alice-hourly exceeded: principal alice made its 3 tool calls of this 3600 s window; it resets in \d+ s/);
+      assert.ok((await run(b, CATCH('fake_echo(text="bob-1")'))).result.ok, 'bob has no call budget');
+      const got = received(s.log);
+      assert.ok(!got.some((g) => g.includes('alice-4')), 'the call past the budget reached the upstream');
+      assert.ok(got.some((g) => g.includes('alice-3')) && got.some((g) => g.includes('bob-1')));
+    } finally {
+      await a1.end();
+      await a2.end();
+      await b.end();
+    }
+  });
+
+  test('one write per run: the second write of a run fails with kind "budget"; the next run may write again', async () => {
+    const b = await connectHttp(url, 'tok-bob-0123456789abcdef01');
+    try {
+      await ready(b);
+      const code = `out = []
+for i in ("w-a", "w-b"):
+    try:
+        fake_delete_thing(id=RUN + i).result()
+        out.append("ok")
+    except ToolError as e:
+        out.append([e.kind, str(e)])
+result = out`;
+      const r1 = await b.callTool({ name: 'execute_python', arguments: { code: 'RUN = "r1-"\n' + code, allow_mutations: ['fake_delete_thing'] } },
+        undefined, { timeout: ms(60000) });
+      const out1 = r1.structuredContent.result;
+      assert.equal(out1[0], 'ok', JSON.stringify(r1.structuredContent));
+      assert.equal(out1[1][0], 'budget');
+      assert.match(out1[1][1], /budget one-write exceeded: this run made its 1 write calls/);
+      const r2 = await b.callTool({ name: 'execute_python', arguments: { code: 'RUN = "r2-"\n' + code, allow_mutations: ['fake_delete_thing'] } },
+        undefined, { timeout: ms(60000) });
+      assert.equal(r2.structuredContent.result[0], 'ok', JSON.stringify(r2.structuredContent));
+      const got = received(s.log);
+      assert.ok(got.some((g) => g.includes('r1-w-a')) && !got.some((g) => g.includes('r1-w-b')));
+      assert.ok(got.some((g) => g.includes('r2-w-a')));
+    } finally {
+      await b.end();
+    }
+  });
+
+  test('bob\'s fourth program of the hour is refused before it starts, naming the budget', async () => {
+    const b = await connectHttp(url, 'tok-bob-0123456789abcdef01');
+    try {
+      const r = await b.callTool({ name: 'execute_python', arguments: { code: 'fake_echo(text="bob-" + "late")' } },
+        undefined, { timeout: ms(60000) });
+      assert.equal(r.isError, true, JSON.stringify(r));
+      assert.match(JSON.stringify(r), /budget bob-runs exceeded: principal bob started its 3 runs of this 3600 s window; it resets in \d+ s/);
+      assert.ok(!received(s.log).some((g) => g.includes('bob-late')));
+    } finally {
+      await b.end();
+    }
+  });
+});
