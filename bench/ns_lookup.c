@@ -3,8 +3,10 @@
  * (what a client passing `namespace` pays) and implicitly (a session without a handle), side
  * by side. Run: build/bench/ns_lookup [rounds]. Prints microseconds per resolve and the ratio;
  * bench/results/namespaces.md keeps the figures. Not a test: it asserts nothing. */
+#include "log.h"
 #include "loop.h"
 #include "namespaces.h"
+#include "settings.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -13,11 +15,13 @@
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 5000;
-    setenv("CODEMCP_MAX_NAMESPACES", "256", 1);
-    setenv("CODEMCP_LOG", "error", 1);
+    struct settings s;
+    settings_load(&s);
+    s.max_namespaces = 256;
+    log_init("error");
     if (lp_init() < 0)
         return 1;
-    ns_init(NULL);
+    ns_init(&s, NULL);
     ns_set_principal(1, "alice");
     uint64_t home = ns_principal_home("alice");
     struct ns_ref r, keep = {0};

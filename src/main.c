@@ -28,6 +28,7 @@
 #include "runs.h"
 #include "serve_http.h"
 #include "serve_stdio.h"
+#include "settings.h"
 #include "setup.h"
 #include "shapes.h"
 #ifdef CODEMCP_TUI
@@ -48,6 +49,7 @@
 enum mode { MODE_STDIO, MODE_DUMP, MODE_SMOKE, MODE_HTTP };
 
 static enum mode mode = MODE_STDIO;
+static struct settings settings; /* read once, first thing; every module gets its part */
 static struct cfg config;
 static int exit_code;
 static int shutting_down;
@@ -80,6 +82,8 @@ static void usage(FILE *f)
           "       codemcp logout NAME                revoke and delete its stored tokens\n"
           "       codemcp policy check --call 'fn(k=\"v\")' [--principal P] [--write]\n"
           "                                    which policy rule decides a call, and why\n"
+          "       codemcp settings                   every setting, its value and where it came "
+          "from\n"
           "       codemcp COMMAND --help             a command's own options\n"
           "\n"
           "options:\n"
@@ -105,6 +109,33 @@ static void usage(FILE *f)
           "One run has at most CODEMCP_MAX_CALLS_PER_RUN (256) tool calls in flight; more\n"
           "wait in order (0: no bound).\n",
           f);
+}
+
+static void usage_settings(FILE *f)
+{
+    fputs("usage: codemcp settings\n"
+          "\n"
+          "Prints every setting codemcp reads (the CODEMCP_* variables and the few outside ones\n"
+          "it honours), one per line: VARIABLE=value, then where the value came from (default,\n"
+          "environment, or default because the value was bad) and what the setting does.\n"
+          "Secrets (CODEMCP_HTTP_TOKEN) are never shown, only whether they are set.\n",
+          f);
+}
+
+/* `codemcp settings`: what this environment makes of every setting. */
+static int settings_main(int argc, char **argv)
+{
+    if (argc > 0 && (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0)) {
+        usage_settings(stdout);
+        return 0;
+    }
+    if (argc > 0) {
+        fprintf(stderr, "codemcp settings: unexpected argument '%s'\n", argv[0]);
+        usage_settings(stderr);
+        return 2;
+    }
+    settings_print(&settings, stdout);
+    return fflush(stdout) == 0 ? 0 : 1;
 }
 
 static void usage_start(FILE *f)
@@ -329,7 +360,8 @@ static void wire_run_pipeline(void)
                                           .reply = ctl_send,
                                           .reply_parts = ctl_send_parts,
                                           .reply_limit = ctl_frame_limit,
-                                          .input_required = run_on_input_required});
+                                          .input_required = run_on_input_required,
+                                          .max_per_run = settings.max_calls_per_run});
 }
 
 static void check_settled(void *ud)
@@ -340,7 +372,9 @@ static void check_settled(void *ud)
 
 int main(int argc, char **argv)
 {
-    log_init_from_env();
+    settings_load(&settings);
+    log_init(settings.log);
+    cfg_use_settings(&settings);
     log_set_filter(redact_log_line); /* every log line, trace-level upstream traffic too */
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
@@ -386,10 +420,10 @@ int main(int argc, char **argv)
         }
     }
     if (optind < argc && admin_cli_is_command(argv[optind])) /* list, enable, tools, ... */
-        return admin_cli_main(argc - optind, argv + optind);
+        return admin_cli_main(&settings, argc - optind, argv + optind);
     if (optind < argc && strcmp(argv[optind], "tui") == 0) {
 #ifdef CODEMCP_TUI
-        return tui_main(argc - optind, argv + optind);
+        return tui_main(&settings, argc - optind, argv + optind);
 #else
         fputs("codemcp: this build has no TUI (meson -Dtui=disabled, or no ncurses); use "
               "`codemcp list`, `codemcp tools` and the enable/disable commands\n",
@@ -398,15 +432,17 @@ int main(int argc, char **argv)
 #endif
     }
     if (optind < argc && strcmp(argv[optind], "setup") == 0)
-        return setup_main(argc - optind - 1, argv + optind + 1, config_path);
+        return setup_main(&settings, argc - optind - 1, argv + optind + 1, config_path);
     if (optind < argc && strcmp(argv[optind], "init") == 0)
-        return init_main(argc - optind - 1, argv + optind + 1, config_path);
+        return init_main(&settings, argc - optind - 1, argv + optind + 1, config_path);
     if (optind < argc && strcmp(argv[optind], "auth") == 0) /* OAuth (oauth_cli.c) */
-        return oauth_auth_main(argc - optind - 1, argv + optind + 1, config_path);
+        return oauth_auth_main(&settings, argc - optind - 1, argv + optind + 1, config_path);
     if (optind < argc && strcmp(argv[optind], "policy") == 0) /* policy_cli.c */
         return policy_cli_main(argc - optind - 1, argv + optind + 1, config_path);
     if (optind < argc && strcmp(argv[optind], "logout") == 0)
-        return oauth_logout_main(argc - optind - 1, argv + optind + 1, config_path);
+        return oauth_logout_main(&settings, argc - optind - 1, argv + optind + 1, config_path);
+    if (optind < argc && strcmp(argv[optind], "settings") == 0)
+        return settings_main(argc - optind - 1, argv + optind + 1);
     if (optind < argc) {
         if (strcmp(argv[optind], "start") != 0) {
             fprintf(stderr, "codemcp: unknown command '%s'\n", argv[optind]);
@@ -451,19 +487,19 @@ int main(int argc, char **argv)
             return 2;
         }
         if (print_token)
-            return http_print_token();
+            return http_print_token(&settings);
     }
-    const char *transport = getenv("CODEMCP_TRANSPORT");
+    const char *transport = settings.transport;
     if (mode == MODE_STDIO && transport && strcmp(transport, "http") == 0)
         mode = MODE_HTTP;
     else if (transport && *transport && strcmp(transport, "http") && strcmp(transport, "stdio"))
         log_warn("main", "CODEMCP_TRANSPORT=%s is not stdio or http; using %s", transport,
                  mode == MODE_HTTP ? "http" : "stdio");
-    if (env_bool("CODEMCP_DUMP", 0) || describe_only)
+    if (settings.dump || describe_only)
         mode = MODE_DUMP;
-    if (!dump_client && getenv("CODEMCP_DUMP_CLIENT") && *getenv("CODEMCP_DUMP_CLIENT"))
-        dump_client = getenv("CODEMCP_DUMP_CLIENT");
-    smoke_code = getenv("CODEMCP_SMOKE");
+    if (!dump_client && settings.dump_client)
+        dump_client = settings.dump_client;
+    smoke_code = settings.smoke;
     if (smoke_code && *smoke_code && mode == MODE_STDIO)
         mode = MODE_SMOKE;
 
@@ -496,9 +532,10 @@ int main(int argc, char **argv)
     lp_raise_nofile();
     if (lp_init() < 0)
         return 1;
-    policy_engine_init(); /* CODEMCP_AUTHZ_URL: its HTTP thread posts to the loop */
+    /* CODEMCP_AUTHZ_URL: its HTTP thread posts to the loop */
+    policy_engine_init(settings.authz_url, settings.authz_timeout_ms);
     /* Before any child is spawned: a taken port ends here, with a message naming it. */
-    if (mode == MODE_HTTP && http_serve(http_host, http_port) < 0)
+    if (mode == MODE_HTTP && http_serve(&settings, http_host, http_port) < 0)
         return 1;
     lp_on_shutdown_signal(on_signal);
     if (mode == MODE_HTTP) /* stdio keeps SIGHUP = shutdown (the terminal went away) */
@@ -506,22 +543,26 @@ int main(int argc, char **argv)
     up_set_listener(on_upstreams_changed);
     up_set_extras_listener(mcp_on_extras_changed);
     cat_set_listener(on_catalog_changed);
-    shapes_init(mode != MODE_HTTP); /* stdio: one principal, whose view is the shared one */
+    /* stdio: one principal, whose view is the shared one */
+    shapes_init(settings.learn_shapes,
+                settings.share_learning >= 0 ? settings.share_learning : mode != MODE_HTTP);
     shapes_set_listener(on_shapes_changed);
-    use_init(shapes_shared());
+    use_init(&settings, shapes_shared());
     cat_set_priority_source(use_ranked);
     cat_set_wake_hook(run_dispatch);
-    cat_init();
+    cat_init(&settings);
+    mcp_set_list_wait(settings.list_wait_ms);
+    run_init(&settings);
     wire_run_pipeline();
 
     if (mode != MODE_DUMP) {
-        if (ctl_init() < 0)
+        if (ctl_init(&settings) < 0)
             return 1;
         /* One interpreter per session (workers.c): stdio has one session; an HTTP gateway
          * keeps up to CODEMCP_WORKERS sessions' workers alive at once. */
-        long workers = env_long("CODEMCP_WORKERS", mode == MODE_HTTP ? 16 : 1);
-        ns_init(wk_session_closed); /* a home left with no namespace: its worker ends */
-        int wr = wk_init((int)workers);
+        long workers = settings.workers > 0 ? settings.workers : mode == MODE_HTTP ? 16 : 1;
+        ns_init(&settings, wk_session_closed); /* a home left with no namespace: its worker ends */
+        int wr = wk_init(&settings, (int)workers);
         if (wr == -2)
             return 1; /* CODEMCP_ISOLATION: the sandbox cannot be built (logged) */
         if (wr < 0) {
@@ -536,11 +577,11 @@ int main(int argc, char **argv)
         return 1;
     if (mode == MODE_STDIO || mode == MODE_HTTP) /* live control: codemcp list/enable/tui */
         adm_start(&config, mode == MODE_HTTP ? "http" : "stdio",
-                  mode == MODE_HTTP ? http_url() : NULL);
+                  mode == MODE_HTTP ? http_url() : NULL, settings.instance_label);
     if (mode == MODE_SMOKE && !serving)
         return 1;
 
-    up_start_all(&config);
+    up_start_all(&config, &settings);
     /* With CODEMCP_PROTOTYPE_EARLY the prototype starts now, beside the upstreams: the first
      * program's worker is forked from it. After them: its spawn takes the loop a few ms that
      * their spawns need not wait for. */

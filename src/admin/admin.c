@@ -224,7 +224,7 @@ static int write_record(json_t *rec)
     return rename(tmp, rec_path);
 }
 
-int adm_start(struct cfg *cfg, const char *transport, const char *url)
+int adm_start(struct cfg *cfg, const char *transport, const char *url, const char *instance_label)
 {
     const char *colon = url && strstr(url, "//") ? strchr(strstr(url, "//") + 2, ':') : NULL;
     int port = colon ? atoi(colon + 1) : 0;
@@ -248,7 +248,7 @@ int adm_start(struct cfg *cfg, const char *transport, const char *url)
         sock_path[0] = rec_path[0] = 0;
         return -1;
     }
-    const char *label_env = getenv("CODEMCP_INSTANCE_LABEL");
+    const char *label_env = instance_label;
     char *label = label_env && *label_env ? xstrdup(label_env) : parent_name();
     char started[32];
     time_t now = time(NULL);

@@ -15,7 +15,8 @@
 /* Creates the socket and the record after lp_init(). transport "stdio" or "http" (url: the
  * served URL, NULL for stdio). A gateway without an admin socket still serves: -1 is logged,
  * not fatal. */
-int adm_start(struct cfg *cfg, const char *transport, const char *url);
+/* instance_label: CODEMCP_INSTANCE_LABEL (NULL: the parent process's name). */
+int adm_start(struct cfg *cfg, const char *transport, const char *url, const char *instance_label);
 /* Removes the socket and the record (at exit). */
 void adm_stop(void);
 

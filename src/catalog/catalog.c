@@ -6,6 +6,7 @@
 #include "log.h"
 #include "loop.h"
 #include "sdkgen.h"
+#include "settings.h"
 #include "toolstate.h"
 #include "upstream.h"
 #include "util.h"
@@ -26,6 +27,9 @@ static json_t *servers;        /* [{"server","state","tools"}] as of the last re
 static char *full_description; /* the full listing plus the not-ready note */
 static json_t *discovery;      /* {"fn": [signature, summary]} for search_tools/describe */
 static json_t *(*priority_source)(const char *principal);
+static const char *describe_budget; /* CODEMCP_DESCRIBE_BUDGET */
+static long discovery_wait = 5000;  /* CODEMCP_DISCOVERY_WAIT_MS */
+static int discovery_tools;         /* CODEMCP_DISCOVERY_TOOLS */
 
 void cat_set_listener(void (*on_change)(void))
 {
@@ -75,7 +79,7 @@ static const struct {
 
 long cat_budget_for(const char *client)
 {
-    const char *knob = getenv("CODEMCP_DESCRIBE_BUDGET");
+    const char *knob = describe_budget;
     if (knob && *knob) {
         if (strcmp(knob, "full") == 0)
             return 0;
@@ -233,30 +237,9 @@ static void note_disabled(struct upstream *up)
     }
 }
 
-/* CODEMCP_DISCOVERY_WAIT_MS: how long a run that only searches waits for connecting servers. */
-static int64_t discovery_wait_ms(void)
-{
-    const char *v = getenv("CODEMCP_DISCOVERY_WAIT_MS");
-    if (v && *v) {
-        char *end;
-        long long n = strtoll(v, &end, 10);
-        if (*end == '\0' && n >= 0)
-            return n;
-        log_warn("catalog", "CODEMCP_DISCOVERY_WAIT_MS=%s is not a number of ms; using 5000", v);
-    }
-    return 5000;
-}
-
-/* CODEMCP_DISCOVERY_TOOLS=1: search_tools and describe offered as MCP tools. */
-static int discovery_tools_on(void)
-{
-    const char *v = getenv("CODEMCP_DISCOVERY_TOOLS");
-    return v && strcmp(v, "1") == 0;
-}
-
 json_t *cat_discovery_tools(void)
 {
-    if (!discovery_tools_on())
+    if (!discovery_tools)
         return NULL;
     return json_pack(
         "[{s:s, s:s, s:{s:s, s:{s:{s:[s,s], s:s}, s:{s:s, s:i, s:i}, s:{s:s}}, s:[s]}},"
@@ -286,7 +269,7 @@ char *cat_discovery_code(const char *tool, json_t *arguments)
     for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
         if (strcmp(tool, calls[i][0]) == 0)
             call = calls[i][1];
-    if (!call || !discovery_tools_on())
+    if (!call || !discovery_tools)
         return NULL;
     /* The arguments reach Python as base64 of their JSON: no quoting of model text in code. */
     char *js = json_is_object(arguments) ? json_dumps(arguments, JSON_COMPACT) : xstrdup("{}");
@@ -356,7 +339,7 @@ int cat_code_waits(const char *code, int64_t queued_ms)
         return 0;
     /* Searching only: a short wait, then the run goes and search_tools / describe name the
      * servers still connecting (cat_unavailable reaches the worker with the run). */
-    int64_t until = queued_ms + discovery_wait_ms();
+    int64_t until = queued_ms + discovery_wait;
     if (now_ms() >= until)
         return 0;
     wake_at_ms(until);
@@ -513,8 +496,11 @@ void cat_set_exemplars(json_t *ex)
     cat_rebuild();
 }
 
-void cat_init(void)
+void cat_init(const struct settings *s)
 {
+    describe_budget = s->describe_budget;
+    discovery_wait = s->discovery_wait_ms;
+    discovery_tools = s->discovery_tools;
     if (!current.source)
         cat_rebuild();
 }

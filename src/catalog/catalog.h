@@ -9,7 +9,8 @@
 
 #include <jansson.h>
 
-void cat_init(void);
+struct settings;
+void cat_init(const struct settings *s);
 /* Regenerates from the upstreams; calls the listener if source or description changed. */
 void cat_rebuild(void);
 void cat_set_listener(void (*on_change)(void));

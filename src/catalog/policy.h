@@ -57,9 +57,10 @@ int budgets_take_run(const char *principal, char *why, size_t n);
 
 /* The external engine (policy_ext.c), opt-in with CODEMCP_AUTHZ_URL: a call the rules allow
  * (or stub) is also put to it, in OPA's Data API form; no answer, an error or a malformed
- * answer denies. Reads the settings and starts the HTTP thread; -1 when it cannot (then every
- * call it would be asked about is denied). Call once at start-up. */
-int policy_engine_init(void);
+ * answer denies. Keeps url (CODEMCP_AUTHZ_URL; NULL or empty: no engine) and timeout_ms
+ * (CODEMCP_AUTHZ_TIMEOUT_MS) and starts the HTTP thread; -1 when it cannot (then every call it
+ * would be asked about is denied). Call once at start-up. */
+int policy_engine_init(const char *url, long timeout_ms);
 typedef void (*policy_done_fn)(void *ud, const struct policy_decision *d);
 /* Puts c (allowed or stubbed by the rules in *d) to the engine. 1: decided now (no engine,
  * *d a deny already, a cached answer, or the engine cannot be asked): *d holds the decision.

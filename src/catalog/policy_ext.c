@@ -58,12 +58,12 @@ static struct cached cache[AUTHZ_CACHE_N];
 static struct asking *asking;
 static size_t n_asking;
 
-int policy_engine_init(void)
+int policy_engine_init(const char *engine_url, long engine_timeout_ms)
 {
-    url = getenv("CODEMCP_AUTHZ_URL");
+    url = engine_url;
     if (url && !*url)
         url = NULL;
-    timeout_ms = env_long("CODEMCP_AUTHZ_TIMEOUT_MS", 2000);
+    timeout_ms = engine_timeout_ms;
     if (timeout_ms <= 0)
         timeout_ms = 2000;
     if (url && ct_start() < 0) {

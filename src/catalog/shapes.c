@@ -53,10 +53,10 @@ static uint64_t seen[SEEN_SLOTS];
 static size_t n_seen;
 static uint64_t seen_key = 0x6A09E667F3BCC909ULL;
 
-void shapes_init(int share_default)
+void shapes_init(int learn, int share)
 {
-    enabled = env_bool("CODEMCP_LEARN_SHAPES", 1);
-    shared = env_bool("CODEMCP_SHARE_LEARNING", share_default);
+    enabled = learn;
+    shared = share;
     seeds = json_object();
     scopes = json_object();
     scope_versions = json_object();

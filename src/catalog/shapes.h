@@ -19,8 +19,9 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* share_default: CODEMCP_SHARE_LEARNING's default (a gateway with one principal shares). */
-void shapes_init(int share_default);
+/* learn: CODEMCP_LEARN_SHAPES; share: CODEMCP_SHARE_LEARNING (main.c: by default, a gateway
+ * with one principal shares). */
+void shapes_init(int learn, int share);
 /* Called after a view changed (to ship it to the workers). */
 void shapes_set_listener(void (*on_change)(void));
 int shapes_enabled(void);

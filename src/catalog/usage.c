@@ -1,6 +1,7 @@
 /* usage — see usage.h. */
 #include "usage.h"
 #include "log.h"
+#include "settings.h"
 #include "loop.h"
 #include "util.h"
 
@@ -29,15 +30,15 @@ static const char *scope_of(const char *principal)
     return shared || !principal ? "" : principal;
 }
 
-static char *use_default_path(void)
+static char *use_default_path(const struct settings *s)
 {
-    const char *knob = getenv("CODEMCP_USAGE_FILE");
+    const char *knob = s->usage_file;
     struct buf b = {0};
     if (knob && strcmp(knob, "off") == 0)
         return NULL;
     if (knob && *knob)
         return xstrdup(knob);
-    const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    const char *state = s->xdg_state_home, *home = s->home;
     if (state && *state)
         buf_printf(&b, "%s/codemcp/usage.json", state);
     else if (home && *home)
@@ -113,12 +114,12 @@ static json_t *valid_counts(json_t *c)
     return out;
 }
 
-void use_init(int shared_scope)
+void use_init(const struct settings *s, int shared_scope)
 {
     shared = shared_scope;
     scopes = json_object();
     ranked = json_object();
-    path = use_default_path();
+    path = use_default_path(s);
     if (!path)
         return;
     json_error_t err;

@@ -14,7 +14,9 @@
 /* shared_scope: every principal's calls count together (CODEMCP_SHARE_LEARNING, shapes.h);
  * else each principal has counts of its own, so the order one is shown never tells what
  * another calls. */
-void use_init(int shared_scope);
+struct settings;
+/* s: CODEMCP_USAGE_FILE, XDG_STATE_HOME, HOME (where the counts are kept). */
+void use_init(const struct settings *s, int shared_scope);
 /* One successful call of SDK function fn by a run of principal (NULL: the shared counts). */
 void use_note(const char *principal, const char *fn);
 /* Function names, most called first by principal (borrowed; valid until the next use_note),

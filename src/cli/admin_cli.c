@@ -2,6 +2,7 @@
 #include "admin_cli.h"
 #include "admin_client.h"
 #include "admin_paths.h"
+#include "settings.h"
 #include "util.h"
 
 #include <getopt.h>
@@ -163,7 +164,7 @@ static int run_instances(int json)
     return 0;
 }
 
-int admin_cli_main(int argc, char **argv)
+int admin_cli_main(const struct settings *s, int argc, char **argv)
 {
     const struct cmd *c = NULL;
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
@@ -215,7 +216,7 @@ int admin_cli_main(int argc, char **argv)
         return run_instances(json);
 
     char why[8192];
-    json_t *inst = admc_select(sel, why, sizeof(why));
+    json_t *inst = admc_select(s->admin_socket, sel, why, sizeof(why));
     if (!inst) {
         fprintf(stderr, "codemcp %s: %s\n", c->name, why);
         return 1;

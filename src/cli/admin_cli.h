@@ -7,6 +7,7 @@
 /* 1 when name is an admin command (then admin_cli_main handles it). */
 int admin_cli_is_command(const char *name);
 /* argv[0] is the command name. Returns the exit status (0 ok, 1 failed, 2 usage). */
-int admin_cli_main(int argc, char **argv);
+struct settings;
+int admin_cli_main(const struct settings *s, int argc, char **argv);
 
 #endif

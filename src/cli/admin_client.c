@@ -53,9 +53,8 @@ static int matches(json_t *rec, const char *sel, int how)
     }
 }
 
-json_t *admc_select(const char *sel, char *why, size_t n)
+json_t *admc_select(const char *over, const char *sel, char *why, size_t n)
 {
-    const char *over = getenv("CODEMCP_ADMIN_SOCKET");
     if (!sel && over && *over)
         return json_pack("{s:s, s:s}", "socket", over, "label", "(CODEMCP_ADMIN_SOCKET)");
     json_t *all = admp_instances();

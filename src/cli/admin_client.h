@@ -7,11 +7,11 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* Picks the gateway to talk to. selector NULL: CODEMCP_ADMIN_SOCKET when set, else the only
+/* Picks the gateway to talk to. selector NULL: over (CODEMCP_ADMIN_SOCKET) when set, else the only
  * running gateway. Otherwise a record whose pid equals it, else whose label equals it, else
  * whose config path contains it. Returns the instance record (new reference; "socket" is the
  * path) or NULL with why: none running, or several (the list, to pick one with -i). */
-json_t *admc_select(const char *selector, char *why, size_t n);
+json_t *admc_select(const char *over, const char *selector, char *why, size_t n);
 /* Sends {"method": method, "params": params} (params stolen, may be NULL) and waits up to
  * timeout_ms for the reply line. The reply (new reference) or NULL with why (the gateway is
  * gone, refused, timed out...). An {"ok": false} reply is returned as is. */

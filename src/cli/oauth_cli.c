@@ -11,6 +11,7 @@
 #include "admin_client.h"
 #include "config.h"
 #include "oauth.h"
+#include "settings.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -203,9 +204,11 @@ static char *wait_callback(int lfd, const char *path, const char *state)
     return NULL;
 }
 
+static const struct settings *set; /* the command's, from main.c */
+
 static pid_t open_browser(const char *url)
 {
-    const char *b = getenv("BROWSER");
+    const char *b = set->browser;
     const char *cmd = b && *b ? "exec $BROWSER \"$1\" >/dev/null"
                               : "command -v xdg-open >/dev/null 2>&1 && exec xdg-open \"$1\" "
                                 ">/dev/null 2>&1";
@@ -636,7 +639,7 @@ static int list_all(const struct cfg *c)
 static void tell_gateway(const struct cfg *c, const char *name)
 {
     char why[512];
-    json_t *inst = admc_select(NULL, why, sizeof(why));
+    json_t *inst = admc_select(set->admin_socket, NULL, why, sizeof(why));
     const char *sock = json_string_value(json_object_get(inst, "socket"));
     const char *conf = json_string_value(json_object_get(inst, "config"));
     if (sock && conf && c->path && strcmp(conf, c->path) == 0)
@@ -681,8 +684,9 @@ static int wants_help(int argc, char **argv)
     return 0;
 }
 
-int oauth_auth_main(int argc, char **argv, const char *config_path)
+int oauth_auth_main(const struct settings *settings, int argc, char **argv, const char *config_path)
 {
+    set = settings;
     const char *name = NULL;
     int no_browser = 0, list = 0;
     if (wants_help(argc, argv)) {
@@ -751,8 +755,10 @@ static int drop_entry(json_t *store, void *ud)
     return 1;
 }
 
-int oauth_logout_main(int argc, char **argv, const char *config_path)
+int oauth_logout_main(const struct settings *settings, int argc, char **argv,
+                      const char *config_path)
 {
+    set = settings;
     if (wants_help(argc, argv)) {
         logout_usage(stdout);
         return 0;

@@ -3,7 +3,8 @@
 #define CODEMCP_OAUTH_CLI_H
 
 /* argv: the arguments after the subcommand. Exit statuses. */
-int oauth_auth_main(int argc, char **argv, const char *config_path);
-int oauth_logout_main(int argc, char **argv, const char *config_path);
+struct settings;
+int oauth_auth_main(const struct settings *s, int argc, char **argv, const char *config_path);
+int oauth_logout_main(const struct settings *s, int argc, char **argv, const char *config_path);
 
 #endif

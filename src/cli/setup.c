@@ -5,6 +5,7 @@
  * commented starter mcp.json from the servers of the harness configs it finds (left where they
  * are: it only reads them), or a small example; it never replaces an existing file. */
 #include "setup.h"
+#include "settings.h"
 #include "setup_int.h"
 #include "util.h"
 
@@ -62,8 +63,9 @@ static int wants_help(int argc, char **argv)
     return 0;
 }
 
-int setup_main(int argc, char **argv, const char *codemcp_config)
+int setup_main(const struct settings *s, int argc, char **argv, const char *codemcp_config)
 {
+    harness_use_settings(s);
     const char *target = NULL, *file = NULL;
     int dry_run = 0, undo = 0;
     enum harness_scope scope = SCOPE_DEFAULT;
@@ -192,8 +194,9 @@ static int collect_servers(struct buf *out, json_t *seen, json_t *files)
     return n;
 }
 
-int init_main(int argc, char **argv, const char *codemcp_config)
+int init_main(const struct settings *s, int argc, char **argv, const char *codemcp_config)
 {
+    harness_use_settings(s);
     if (wants_help(argc, argv)) {
         init_usage(stdout);
         return 0;
@@ -208,8 +211,7 @@ int init_main(int argc, char **argv, const char *codemcp_config)
         }
     }
     char path[PATH_MAX];
-    if (sf_codemcp_path(codemcp_config ? codemcp_config : getenv("CODEMCP_CONFIG"), path,
-                        sizeof(path)) < 0)
+    if (sf_codemcp_path(codemcp_config ? codemcp_config : s->config, path, sizeof(path)) < 0)
         return 1;
     if (access(path, F_OK) == 0) {
         fprintf(stderr,

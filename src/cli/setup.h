@@ -5,7 +5,8 @@
 
 /* argv: the words after `setup` / `init`. codemcp_config: -c given before the command, or NULL.
  * Return the process exit status (0 done or nothing to do, 1 failed, 2 usage). */
-int setup_main(int argc, char **argv, const char *codemcp_config);
-int init_main(int argc, char **argv, const char *codemcp_config);
+struct settings;
+int setup_main(const struct settings *s, int argc, char **argv, const char *codemcp_config);
+int init_main(const struct settings *s, int argc, char **argv, const char *codemcp_config);
 
 #endif

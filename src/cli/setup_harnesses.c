@@ -19,8 +19,10 @@
  *                   the format codemcp reads natively */
 #include "config.h"
 #include "setup_int.h"
+#include "settings.h"
 #include "util.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -152,12 +154,38 @@ static int opencode_path(char *out, size_t n, char *why, size_t wn)
     return -1;
 }
 
+static const struct settings *set; /* harness_use_settings */
+
+void harness_use_settings(const struct settings *s)
+{
+    set = s;
+}
+
+/* The value of a harness's own variable (each is a row of settings.def). */
+static const char *harness_env(const char *name)
+{
+    static const struct {
+        const char *name;
+        size_t off;
+    } vars[] = {
+        {"OPENCODE_CONFIG", offsetof(struct settings, opencode_config)},
+        {"CLAUDE_DESKTOP_CONFIG", offsetof(struct settings, claude_desktop_config)},
+        {"CURSOR_MCP_CONFIG", offsetof(struct settings, cursor_mcp_config)},
+        {"VSCODE_MCP_CONFIG", offsetof(struct settings, vscode_mcp_config)},
+        {"CLAUDE_CONFIG_DIR", offsetof(struct settings, claude_config_dir)},
+    };
+    for (size_t i = 0; name && i < sizeof(vars) / sizeof(vars[0]); i++)
+        if (strcmp(vars[i].name, name) == 0)
+            return *(const char *const *)((const char *)set + vars[i].off);
+    return NULL;
+}
+
 /* The file for scope, or -1 with why. */
 static int locate(const struct harness *h, enum harness_scope scope, const char *file, char *out,
                   size_t n, char *why, size_t wn)
 {
-    const char *env = h->env ? getenv(h->env) : NULL, *home = getenv("HOME");
-    const char *dir = h->dir_env ? getenv(h->dir_env) : NULL;
+    const char *env = harness_env(h->env), *home = set->home;
+    const char *dir = harness_env(h->dir_env);
     char cwd[PATH_MAX];
     if (file && *file)
         snprintf(out, n, "%s", file);

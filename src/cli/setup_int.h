@@ -68,6 +68,10 @@ const char *harness_name(const struct harness *h);
 /* Where h keeps its servers for scope. 0, or -1 with the error printed. */
 int harness_servers_at(const struct harness *h, enum harness_scope scope, struct servers_at *at);
 int harness_is_opencode(const struct harness *h);
+struct settings;
+/* The settings harness files are found with (HOME, OPENCODE_CONFIG, ...); kept. Before any
+ * harness_* call. */
+void harness_use_settings(const struct settings *s);
 /* The harness file for scope (or --file). 0, or -1 with the error printed. */
 int harness_path(const struct harness *h, enum harness_scope scope, const char *file, char *out,
                  size_t n);

@@ -9,6 +9,7 @@
  * q quits). Client side only; built when ncurses is (meson -Dtui=disabled leaves it out). */
 #include "tui.h"
 #include "admin_client.h"
+#include "settings.h"
 
 #include <curses.h>
 #include <getopt.h>
@@ -23,10 +24,11 @@
 
 struct tui {
     const char *selector;
-    json_t *inst;    /* instance record (owned) */
-    json_t *servers; /* array (owned) */
-    json_t *tools;   /* all tools (owned) */
-    int pane;        /* 0 servers, 1 tools */
+    const char *admin_socket; /* CODEMCP_ADMIN_SOCKET */
+    json_t *inst;             /* instance record (owned) */
+    json_t *servers;          /* array (owned) */
+    json_t *tools;            /* all tools (owned) */
+    int pane;                 /* 0 servers, 1 tools */
     int sel[2];
     char filter[64];
     char status[512];
@@ -57,7 +59,7 @@ static int attach(struct tui *t)
 {
     char why[4000];
     json_decref(t->inst);
-    t->inst = admc_select(t->selector, why, sizeof(why));
+    t->inst = admc_select(t->admin_socket, t->selector, why, sizeof(why));
     if (!t->inst) {
         snprintf(t->gone, sizeof(t->gone), "%s", why);
         return -1;
@@ -417,14 +419,14 @@ static void usage(FILE *f)
           f);
 }
 
-int tui_main(int argc, char **argv)
+int tui_main(const struct settings *s, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"instance", required_argument, NULL, 'i'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct tui t = {0};
+    struct tui t = {.admin_socket = s->admin_socket};
     int o;
     optind = 0;
     while ((o = getopt_long(argc, argv, "i:h", opts, NULL)) != -1) {

@@ -4,6 +4,7 @@
 #define CODEMCP_TUI_H
 
 /* argv[0] is "tui". Returns the exit status. */
-int tui_main(int argc, char **argv);
+struct settings;
+int tui_main(const struct settings *s, int argc, char **argv);
 
 #endif

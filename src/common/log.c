@@ -41,9 +41,8 @@ static int log_level_parse(const char *name)
     return -1;
 }
 
-void log_init_from_env(void)
+void log_init(const char *v)
 {
-    const char *v = getenv("CODEMCP_LOG");
     if (!v || !*v)
         return;
     int level = log_level_parse(v);

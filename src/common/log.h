@@ -11,8 +11,9 @@
 
 enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG, LOG_TRACE };
 
-/* Reads CODEMCP_LOG once. Unknown values keep the default and say so. */
-void log_init_from_env(void);
+/* Sets the level from CODEMCP_LOG's value (NULL or empty: warn). Unknown values keep the
+ * default and say so. */
+void log_init(const char *level);
 /* Lines go to fd instead of stderr (the worker keeps its log apart from agent output). */
 void log_set_fd(int fd);
 enum log_level log_get_level(void);

@@ -236,37 +236,6 @@ char *read_file(const char *path, size_t *len_out)
     return buf_steal(&b);
 }
 
-long env_long(const char *name, long def)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return def;
-    char *end;
-    errno = 0;
-    long n = strtol(v, &end, 10);
-    if (errno || *end || n < 0) {
-        log_warn("config", "%s=%s is not a non-negative integer; using %ld", name, v, def);
-        return def;
-    }
-    return n;
-}
-
-int env_bool(const char *name, int def)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return def;
-    if (!strcasecmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
-        !strcasecmp(v, "on"))
-        return 1;
-    if (!strcasecmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
-        !strcasecmp(v, "off"))
-        return 0;
-    log_warn("config", "%s=%s is not a boolean (true/false); using %s", name, v,
-             def ? "true" : "false");
-    return def;
-}
-
 void list_unlink_(void *headp, const void *node, size_t next_offset)
 {
     /* The links are read and written with memcpy: the list's own pointer type is unknown here. */

@@ -56,12 +56,6 @@ void utf8_trim_cut(char *s);
 /* Reads a whole file; caller frees. NULL with errno set on failure. */
 char *read_file(const char *path, size_t *len_out);
 
-/* Parses a non-negative integer environment variable; returns def when unset or invalid
- * (an invalid value is logged). */
-long env_long(const char *name, long def);
-/* true for 1/true/yes/on, false for 0/false/no/off, def otherwise. */
-int env_bool(const char *name, int def);
-
 /* Removes node from the singly linked list whose head pointer is *headp, the list being
  * threaded through the nodes' `next` member; a no-op when node is not on it. O(length).
  * The sizeof line only makes the compiler check that headp and node agree in type. */

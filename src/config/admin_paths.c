@@ -1,6 +1,7 @@
 /* admin_paths — see admin_paths.h. */
 #include "admin_paths.h"
 #include "config.h"
+#include "settings.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -31,7 +32,8 @@ static int mkdir_private(const char *path)
 
 const char *admp_dir(char *buf, size_t n, int create)
 {
-    const char *rt = getenv("XDG_RUNTIME_DIR");
+    const struct settings *s = cfg__settings();
+    const char *rt = s ? s->xdg_runtime_dir : NULL;
     struct stat st;
     int r;
     if (rt && rt[0] == '/' && stat(rt, &st) == 0 && S_ISDIR(st.st_mode)) { /* else unusable */
@@ -80,7 +82,8 @@ int admp_paths_for(const char *config_path, pid_t pid, char *sock, size_t sn, ch
     int r = snprintf(rec, rn, "%s/admin-%016llx-%d.json", dir, h, (int)pid);
     if (r < 0 || (size_t)r >= rn)
         return -1;
-    const char *over = getenv("CODEMCP_ADMIN_SOCKET");
+    const struct settings *s = cfg__settings();
+    const char *over = s ? s->admin_socket : NULL;
     if (over && *over)
         r = snprintf(sock, sn, "%s", over);
     else

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "jsonc.h"
 #include "config_int.h"
+#include "settings.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -107,10 +108,22 @@ static const char *jtype(const json_t *v)
     return names[json_typeof(v)];
 }
 
+static const struct settings *set; /* cfg_use_settings */
+
+void cfg_use_settings(const struct settings *s)
+{
+    set = s;
+}
+
+const struct settings *cfg__settings(void)
+{
+    return set;
+}
+
 /* $HOME, else the password database; NULL when neither knows. Borrowed. */
 static const char *home_dir(void)
 {
-    const char *h = getenv("HOME");
+    const char *h = set ? set->home : NULL;
     if (h && *h)
         return h;
     struct passwd *pw = getpwuid(getuid());
@@ -166,7 +179,7 @@ char *cfg_interpolate(const char *s, char **missing)
             continue;
         }
         char *var = xstrndup(name, nlen);
-        const char *val = getenv(var);
+        const char *val = settings_env(var);
         if (def && (!val || !*val)) {
             buf_append(&b, def, dlen);
         } else if (val) {
@@ -555,7 +568,7 @@ static void parse_entry(struct cfg_server *s, const char *rk, int ms, const char
 
 const char *cfg_config_dir(char *buf, size_t n)
 {
-    const char *v = getenv("XDG_CONFIG_HOME");
+    const char *v = set ? set->xdg_config_home : NULL;
     int r;
     if (v && v[0] == '/') { /* XDG: a relative path is invalid and ignored */
         r = snprintf(buf, n, "%s", v);
@@ -570,7 +583,7 @@ const char *cfg_config_dir(char *buf, size_t n)
 
 const char *cfg_default_path(char *buf, size_t n)
 {
-    const char *v = getenv("CODEMCP_CONFIG");
+    const char *v = set ? set->config : NULL;
     char dir[4096];
     int r;
     if (v && *v)

@@ -102,6 +102,12 @@ const struct cfg_server *cfg_find(const struct cfg *c, const char *name);
 /* The path cfg_load(NULL, ...) would read, written into buf. Returns buf, or NULL when no
  * path can be formed (no HOME and no password entry) or it does not fit. */
 const char *cfg_default_path(char *buf, size_t n);
+struct settings;
+/* The settings path resolution and "~" use (CODEMCP_CONFIG, XDG_CONFIG_HOME, HOME); kept, so
+ * s must outlive every cfg_* call (main.c's). Before the first cfg_* call. */
+void cfg_use_settings(const struct settings *s);
+/* For the config module's own files (admin_paths.c): the settings kept above, or NULL. */
+const struct settings *cfg__settings(void);
 /* A server entry may carry key (either format; "_..." keys are comments). */
 int cfg_entry_key_known(const char *key);
 /* The user's config directory: $XDG_CONFIG_HOME when absolute, else ~/.config. buf or NULL. */

@@ -103,6 +103,11 @@ void settings_load(struct settings *s)
     }
 }
 
+const char *settings_env(const char *name)
+{
+    return getenv(name);
+}
+
 void settings_print(const struct settings *s, FILE *out)
 {
     static const char *const from[] = {"default", "environment", "default (bad value ignored)"};
@@ -116,7 +121,8 @@ void settings_print(const struct settings *s, FILE *out)
             const char *v = *(const char *const *)field;
             fputs(v ? v : "", out);
         } else if (r->kind == K_BOOL) {
-            fputs(*(const int *)field ? "true" : "false", out);
+            int v = *(const int *)field;
+            fputs(v < 0 ? "(decided at start)" : v ? "true" : "false", out);
         } else if (*(const long *)field == -1 && r->def == -1) {
             fputs("(decided at start)", out);
         } else {

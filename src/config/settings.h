@@ -45,6 +45,9 @@ struct settings {
 /* Fills s from getenv(); each bad value logged once. Strings point into the environment
  * (valid for the process's life; nothing here frees them). */
 void settings_load(struct settings *s);
+/* A variable whose name is known only at run time: ${VAR} in mcp.json, the allow-list of what
+ * a worker inherits, a client's own config variable. NULL when unset. */
+const char *settings_env(const char *name);
 /* `codemcp settings`: every setting, its value, where it came from, and its line. */
 void settings_print(const struct settings *s, FILE *out);
 

@@ -256,7 +256,7 @@ static void on_accept_failed(int err)
     }
 }
 
-void cl_init(enum cl_pool pool)
+void cl_init(enum cl_pool pool, const struct cl_limits *lim)
 {
     if (reserve_fd < 0 && !listeners_found) {
         reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -265,21 +265,15 @@ void cl_init(enum cl_pool pool)
     struct pool *p = &pools[pool];
     if (pool == CL_HTTP) {
         p->name = "http";
-        p->max_pending_per_peer = env_long("CODEMCP_HTTP_MAX_PENDING_PER_PEER", 32);
-        p->max_pending = env_long("CODEMCP_HTTP_MAX_PENDING", default_max_pending());
-        p->max_conn_per_peer = env_long("CODEMCP_HTTP_MAX_CONN_PER_PEER", 512);
-        p->pending_ms = env_long("CODEMCP_HTTP_HEADER_TIMEOUT_MS", 10000);
-        p->body_ms = env_long("CODEMCP_HTTP_BODY_TIMEOUT_MS", 30000);
-        p->grace_ms = env_long("CODEMCP_HTTP_PENDING_GRACE_MS", 1000);
     } else {
-        p->name = "control";
-        p->max_pending = env_long("CODEMCP_CONTROL_MAX_PENDING", 8);
-        p->max_pending_per_peer = p->max_pending;
-        p->max_conn_per_peer = 0; /* workers only: bounded by the pool of workers */
-        p->pending_ms = env_long("CODEMCP_CONTROL_AUTH_TIMEOUT_MS", 1000);
-        p->body_ms = p->pending_ms;
-        p->grace_ms = 0; /* only workers prove themselves here, and they are trusted */
+        p->name = "control"; /* max_conn_per_peer 0: workers only, bounded by their pool */
     }
+    p->max_pending = lim->max_pending >= 0 ? lim->max_pending : default_max_pending();
+    p->max_pending_per_peer = lim->max_pending_per_peer;
+    p->max_conn_per_peer = lim->max_conn_per_peer;
+    p->pending_ms = lim->pending_ms;
+    p->body_ms = lim->body_ms;
+    p->grace_ms = lim->grace_ms;
     if (p->max_pending < 1)
         p->max_pending = 1;
     if (p->max_pending_per_peer < 1)

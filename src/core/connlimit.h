@@ -44,8 +44,18 @@ struct lws;
 enum cl_pool { CL_HTTP, CL_CONTROL, CL_NPOOLS };
 enum cl_phase { CL_PENDING, CL_REQUEST, CL_ACTIVE };
 
-/* Reads the pool's limits from the environment. Call once before it accepts. */
-void cl_init(enum cl_pool pool);
+/* A pool's limits (from the settings, chosen by the listener's owner). */
+struct cl_limits {
+    long max_pending;          /* connections not yet past their request head (-1: 1024, at
+                                  most half the descriptors) */
+    long max_pending_per_peer; /* of those, one address's */
+    long max_conn_per_peer;    /* one address's in any state (0: no cap) */
+    long pending_ms;           /* the head must be complete within this */
+    long body_ms;              /* a request body must arrive within this */
+    long grace_ms;             /* a new connection is not closed to make room during this */
+};
+/* Keeps the pool's limits (copied). Call once before it accepts. */
+void cl_init(enum cl_pool pool, const struct cl_limits *lim);
 /* Unix-socket peers for which is_ours(pid) (SO_PEERCRED) says yes are the gateway's own
  * children (workers): they are never closed to make room and get trusted_ms, not the pending
  * deadline, to prove themselves (their token is still checked). */

@@ -86,9 +86,9 @@ int http__origin_allowed(const char *origin, char **origins, size_t n_origins)
     return 0;
 }
 
-char **http__split_list(const char *env, size_t *n)
+char **http__split_list(const char *list, size_t *n)
 {
-    const char *v = getenv(env);
+    const char *v = list;
     char **out = NULL;
     *n = 0;
     while (v && *v) {

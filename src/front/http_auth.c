@@ -3,6 +3,7 @@
  * to stdout for --print-token), and never decides anything about sessions (serve_http.c does). */
 #include "http_auth.h"
 #include "log.h"
+#include "settings.h"
 #include "util.h"
 
 #include <errno.h>
@@ -158,9 +159,11 @@ static int parse_tokens(const char *path, const char *text, struct principal **p
     return 0;
 }
 
+static const struct settings *set; /* main.c's, kept by hauth_init */
+
 static int token_file_path(char *out, size_t n)
 {
-    const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+    const char *xdg = set->xdg_config_home, *home = set->home;
     if (xdg && *xdg)
         return snprintf(out, n, "%s/codemcp/http-token", xdg) < (int)n ? 0 : -1;
     if (home && *home)
@@ -234,9 +237,10 @@ static int load_tokens_file(struct principal **p, size_t *n, char *err, size_t e
     return rc;
 }
 
-int hauth_init(int loopback, int no_auth)
+int hauth_init(const struct settings *s, int loopback, int no_auth)
 {
-    const char *mode = getenv("CODEMCP_HTTP_AUTH");
+    set = s;
+    const char *mode = s->http_auth;
     char err[PATH_MAX + 200];
     memset(&st, 0, sizeof(st));
     if (mode && *mode && strcmp(mode, "none") && strcmp(mode, "token")) {
@@ -255,8 +259,7 @@ int hauth_init(int loopback, int no_auth)
                          "run Python as this user through the HTTP front");
         return 0;
     }
-    const char *env_token = getenv("CODEMCP_HTTP_TOKEN"),
-               *file = getenv("CODEMCP_HTTP_TOKENS_FILE");
+    const char *env_token = s->http_token, *file = s->http_tokens_file;
     if (env_token && *env_token) {
         size_t len = strlen(env_token);
         if (!b64token_ok(env_token, len)) {
@@ -347,7 +350,7 @@ void hauth_reload(void)
     struct principal *p = NULL;
     size_t n = 0;
     char err[PATH_MAX + 200];
-    const char *env_token = getenv("CODEMCP_HTTP_TOKEN");
+    const char *env_token = set->http_token;
     if (env_token && *env_token)
         add(&p, &n, "default", env_token, strlen(env_token));
     if (load_tokens_file(&p, &n, err, sizeof(err)) < 0) {
@@ -380,18 +383,19 @@ void hauth_print_snippet(const char *url)
             st.source, url, tok, url, tok, url, tok);
 }
 
-int hauth_print_token(void)
+int hauth_print_token(const struct settings *s)
 {
-    const char *env_token = getenv("CODEMCP_HTTP_TOKEN");
+    set = s;
+    const char *env_token = s->http_token;
     if (env_token && *env_token) {
         printf("%s\n", env_token);
         return 0;
     }
-    if (getenv("CODEMCP_HTTP_TOKENS_FILE") && *getenv("CODEMCP_HTTP_TOKENS_FILE")) {
+    if (s->http_tokens_file && *s->http_tokens_file) {
         fprintf(stderr,
                 "codemcp: tokens come from CODEMCP_HTTP_TOKENS_FILE (%s): one per "
                 "principal, see that file\n",
-                getenv("CODEMCP_HTTP_TOKENS_FILE"));
+                s->http_tokens_file);
         return 1;
     }
     char path[PATH_MAX], err[PATH_MAX + 200];

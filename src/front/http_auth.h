@@ -19,7 +19,9 @@
 /* Sets the mode. `loopback` says whether the bind address is loopback-only; `no_auth` is
  * --no-auth. Returns 0, or -1 after printing why on stderr (no token can be read or
  * created, a bad tokens file, no-auth on a non-loopback bind). */
-int hauth_init(int loopback, int no_auth);
+struct settings;
+/* Keeps s (it must outlive the gateway: main.c's) for SIGHUP reloads. */
+int hauth_init(const struct settings *s, int loopback, int no_auth);
 /* 1 when requests need a token. */
 int hauth_required(void);
 /* Checks an Authorization header value (NULL when absent). Returns the principal's name
@@ -34,7 +36,7 @@ void hauth_reload(void);
 void hauth_print_snippet(const char *url);
 /* `codemcp start --print-token`: prints the token (creating the file when needed) on
  * stdout. Returns the exit status. */
-int hauth_print_token(void);
+int hauth_print_token(const struct settings *s);
 void hauth_free(void);
 
 #endif

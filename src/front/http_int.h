@@ -178,6 +178,8 @@ void http__modern_post(struct hconn *c, json_t *msg, long max_per_principal);
 /* serve_http's tick for the transient sessions' streams; and ending them all at shutdown. */
 void http__modern_tick(int keepalive);
 void http__modern_close_all(void);
+/* The legacy /sse transport's body cap and keep-alive interval (from the settings). */
+void http__sse_configure(long max_body, long keepalive_ms);
 
 /* ---- http_addr.c: addresses and allow-lists --------------------------------------------- */
 
@@ -191,7 +193,7 @@ int http__host_allowed(const char *host, char **hosts, size_t n_hosts, int any_h
 int http__origin_allowed(const char *origin, char **origins, size_t n_origins);
 /* The comma-separated list in the environment variable env, trimmed (caller frees with
  * http__free_list). */
-char **http__split_list(const char *env, size_t *n);
+char **http__split_list(const char *list, size_t *n);
 void http__free_list(char **l, size_t n);
 /* "HOST:PORT", "[V6]:PORT", ":PORT", "PORT" or "HOST" into host / *port. 0 or -1. */
 int http__parse_bind(const char *s, char *host, size_t n, int *port);

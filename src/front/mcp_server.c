@@ -79,6 +79,12 @@ struct mcp_session {
 static struct mcp_session *sessions;
 static struct idmap sessions_by_id;
 static uint64_t next_session_id = 1;
+static long list_wait_ms = 1000;
+
+void mcp_set_list_wait(long ms)
+{
+    list_wait_ms = ms;
+}
 
 int mcp_protocol_supported(const char *v)
 {
@@ -375,7 +381,7 @@ static int hold_request(struct mcp_session *s, json_t *id, const char *method)
 {
     int64_t now = now_ms();
     if (!s->wait_deadline)
-        s->wait_deadline = now + env_long("CODEMCP_LIST_WAIT_MS", 1000);
+        s->wait_deadline = now + list_wait_ms;
     int64_t until = s->wait_deadline;
     if (up_all_settled() || now >= until)
         return -1;

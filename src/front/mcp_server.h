@@ -74,6 +74,9 @@ void mcp_on_extras_changed(enum up_extra kind);
  * particular) calls most. */
 json_t *mcp_execute_python_tool_for(const char *client, const char *principal);
 void mcp_free_all(void);
+/* CODEMCP_LIST_WAIT_MS: how long the first answer and tools/list wait for connecting
+ * upstreams (default 1000). Before the first session. */
+void mcp_set_list_wait(long ms);
 /* mcp_tool.c: drops the kept tool (at exit, from mcp_free_all). */
 void mcp_tool_free(void);
 

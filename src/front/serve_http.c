@@ -24,6 +24,7 @@
 #include "jsonfast.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "settings.h"
 #include "loop.h"
 #include "mcp_server.h"
 #include "namespaces.h"
@@ -78,9 +79,9 @@ void http_reload(void)
     hauth_reload();
 }
 
-int http_print_token(void)
+int http_print_token(const struct settings *s)
 {
-    return hauth_print_token();
+    return hauth_print_token(s);
 }
 
 /* ---- sessions ----------------------------------------------------------------------------- */
@@ -662,9 +663,9 @@ static const struct lws_protocols http_protocols[] = {
 
 /* ---- listening ---------------------------------------------------------------------------- */
 
-static int load_config(void)
+static int load_config(const struct settings *s)
 {
-    const char *path = getenv("CODEMCP_HTTP_PATH");
+    const char *path = s->http_path;
     if (!path || !*path)
         path = "/mcp";
     if (path[0] != '/' || strlen(path) >= sizeof(cfg.path)) {
@@ -672,25 +673,26 @@ static int load_config(void)
         return -1;
     }
     snprintf(cfg.path, sizeof(cfg.path), "%s", path);
-    cfg.max_body = (size_t)env_long("CODEMCP_HTTP_MAX_BODY", 4L << 20);
-    cfg.idle_ms = env_long("CODEMCP_HTTP_SESSION_IDLE_MS", 30L * 60 * 1000);
+    cfg.max_body = (size_t)s->http_max_body;
+    http__sse_configure(s->http_max_body, s->http_sse_keepalive_ms);
+    cfg.idle_ms = s->http_session_idle_ms;
     if (cfg.idle_ms < 1)
         cfg.idle_ms = 1;
-    cfg.max_sessions = env_long("CODEMCP_HTTP_MAX_SESSIONS", 1024);
-    cfg.max_per_principal = env_long("CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL", 64);
-    cfg.hosts = http__split_list("CODEMCP_HTTP_ALLOWED_HOSTS", &cfg.n_hosts);
-    cfg.origins = http__split_list("CODEMCP_HTTP_ALLOWED_ORIGINS", &cfg.n_origins);
+    cfg.max_sessions = s->http_max_sessions;
+    cfg.max_per_principal = s->http_max_sessions_per_principal;
+    cfg.hosts = http__split_list(s->http_allowed_hosts, &cfg.n_hosts);
+    cfg.origins = http__split_list(s->http_allowed_origins, &cfg.n_origins);
     for (size_t i = 0; i < cfg.n_hosts; i++)
         if (strcmp(cfg.hosts[i], "*") == 0)
             cfg.any_host = 1;
     return 0;
 }
 
-int http_serve(const char *host, int port)
+int http_serve(const struct settings *s, const char *host, int port)
 {
     char bind_host[256] = "127.0.0.1";
     int bind_port = 3388;
-    const char *bind_env = getenv("CODEMCP_HTTP_BIND");
+    const char *bind_env = s->http_bind;
     if (bind_env && *bind_env &&
         http__parse_bind(bind_env, bind_host, sizeof(bind_host), &bind_port)) {
         fprintf(stderr, "codemcp: CODEMCP_HTTP_BIND='%s' is not HOST:PORT (e.g. 127.0.0.1:3388)\n",
@@ -704,7 +706,7 @@ int http_serve(const char *host, int port)
     if (port >= 0)
         bind_port = port;
     int no_auth = cfg.no_auth;
-    if (load_config() < 0)
+    if (load_config(s) < 0)
         return -1;
 
     /* Which socket: an IPv4/IPv6 literal, a wildcard, or an interface name for lws. */
@@ -718,10 +720,10 @@ int http_serve(const char *host, int port)
     if ((v4 || v6) && bind_port && http__probe_bind(any ? NULL : iface, v6, bind_port) < 0)
         return -1;
     int loopback = (v4 && ntohl(a4.s_addr) >> 24 == 127) || (v6 && IN6_IS_ADDR_LOOPBACK(&a6));
-    if (hauth_init(loopback, no_auth) < 0)
+    if (hauth_init(s, loopback, no_auth) < 0)
         return -1;
 
-    const char *cert = getenv("CODEMCP_TLS_CERT"), *key = getenv("CODEMCP_TLS_KEY");
+    const char *cert = s->tls_cert, *key = s->tls_key;
     int tls = cert && *cert && key && *key;
     if (!tls && ((cert && *cert) || (key && *key))) {
         fprintf(stderr, "codemcp: TLS needs both CODEMCP_TLS_CERT and CODEMCP_TLS_KEY\n");
@@ -734,7 +736,7 @@ int http_serve(const char *host, int port)
     vi.protocols = http_protocols;
     vi.vhost_name = "codemcp-http";
     /* An idle keep-alive connection is closed after CODEMCP_HTTP_IDLE_TIMEOUT_MS (lws: seconds). */
-    long idle_s = (env_long("CODEMCP_HTTP_IDLE_TIMEOUT_MS", 30000) + 999) / 1000;
+    long idle_s = (s->http_idle_timeout_ms + 999) / 1000;
     vi.keepalive_timeout = idle_s < 1 ? 1 : (int)idle_s;
     if (!v6)
         vi.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
@@ -746,7 +748,7 @@ int http_serve(const char *host, int port)
     }
     /* Room for one request's headers: at lws's default of 4 KiB a request with a long bearer
      * token or cookie was closed unanswered. Held only while a request's headers are. */
-    long hb = env_long("CODEMCP_HTTP_MAX_HEADERS", 16384);
+    long hb = s->http_max_headers;
     struct lws_context *lc = lp_context(hb < 4096 ? 4096 : hb > 64000 ? 64000 : (unsigned)hb);
     struct lws_vhost *vhost = lc ? lws_create_vhost(lc, &vi) : NULL;
     int actual = vhost ? lws_get_vhost_listen_port(vhost) : -1;
@@ -761,10 +763,15 @@ int http_serve(const char *host, int port)
              shown, bracket ? "]" : "", actual, cfg.path);
     fprintf(stderr, "codemcp: serving MCP over Streamable HTTP at %s\n", url);
     hauth_print_snippet(url);
-    cl_init(CL_HTTP);
+    cl_init(CL_HTTP, &(struct cl_limits){.max_pending = s->http_max_pending,
+                                         .max_pending_per_peer = s->http_max_pending_per_peer,
+                                         .max_conn_per_peer = s->http_max_conn_per_peer,
+                                         .pending_ms = s->http_header_timeout_ms,
+                                         .body_ms = s->http_body_timeout_ms,
+                                         .grace_ms = s->http_pending_grace_ms});
     if (cfg.n_hosts || !(http__is_loopback_name(iface) || strcmp(iface, "127.0.0.1") == 0))
         log_info(MODULE, "allowed Host names: loopback%s%s", cfg.n_hosts ? " + " : "",
-                 cfg.n_hosts ? getenv("CODEMCP_HTTP_ALLOWED_HOSTS") : "");
+                 cfg.n_hosts ? s->http_allowed_hosts : "");
     lp_timer_start(&tick_timer, TICK_MS, tick, NULL);
     return 0;
 }

@@ -24,11 +24,12 @@
  * choose. Prints "codemcp: serving MCP over Streamable HTTP at <url>" on stderr. Returns 0,
  * or -1 after printing why on stderr (e.g. "port 3388 is already in use"); there is no
  * fallback port. Call after lp_init(). */
-int http_serve(const char *host, int port);
+struct settings;
+int http_serve(const struct settings *s, const char *host, int port);
 /* --no-auth (before http_serve): serve without a token; refused unless the bind is loopback. */
 void http_set_no_auth(int on);
 /* `codemcp start --print-token`: prints the token on stdout; returns the exit status. */
-int http_print_token(void);
+int http_print_token(const struct settings *s);
 /* SIGHUP: re-reads CODEMCP_HTTP_TOKENS_FILE. */
 void http_reload(void);
 /* The URL being served ("http://127.0.0.1:3388/mcp"); "" before http_serve(). */

@@ -79,17 +79,20 @@ static void tick(void *ud)
         lp_timer_start(&tick_timer, tick_ms, tick, NULL);
 }
 
+static long max_body = 4L << 20; /* CODEMCP_HTTP_MAX_BODY */
+
+void http__sse_configure(long body_cap, long keepalive_ms)
+{
+    max_body = body_cap;
+    long ka = keepalive_ms < 100 ? 100 : keepalive_ms;
+    tick_ms = ka < 1000 ? ka : 1000;
+    keepalive_ticks = (ka + tick_ms - 1) / tick_ms;
+}
+
 static void arm_tick(void)
 {
     if (ticking)
         return;
-    if (!tick_ms) {
-        long ka = env_long("CODEMCP_HTTP_SSE_KEEPALIVE_MS", 15000);
-        if (ka < 100)
-            ka = 100;
-        tick_ms = ka < 1000 ? ka : 1000;
-        keepalive_ticks = (ka + tick_ms - 1) / tick_ms;
-    }
     ticking = 1;
     lp_timer_start(&tick_timer, tick_ms, tick, NULL);
 }
@@ -192,7 +195,6 @@ static void check_post(struct hconn *c)
                           "Unsupported Media Type: Content-Type must be application/json");
         return;
     }
-    long max_body = env_long("CODEMCP_HTTP_MAX_BODY", 4L << 20);
     int has_len = lws_hdr_copy(c->wsi, clen, sizeof(clen), WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0;
     int chunked = lws_hdr_total_length(c->wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0;
     if (has_len && !chunked && (!clen[0] || clen[strspn(clen, "0123456789")] != '\0')) {

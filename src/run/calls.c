@@ -95,7 +95,7 @@ static struct lp_deferred pump_later; /* pump() once per loop iteration when cal
 void calls_set_hooks(const struct calls_hooks *h)
 {
     hooks = *h;
-    max_per_run = env_long("CODEMCP_MAX_CALLS_PER_RUN", CALLS_DEFAULT_MAX_PER_RUN);
+    max_per_run = h->max_per_run;
 }
 
 static struct gate *gate_find(const char *run_id);

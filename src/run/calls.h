@@ -59,6 +59,8 @@ struct calls_hooks {
     int (*reply_parts)(uint64_t conn_id, const struct iovec *iov, int n);
     /* The longest message reply and reply_parts send, named in the "too_large" error. */
     size_t (*reply_limit)(void);
+    /* CODEMCP_MAX_CALLS_PER_RUN: a run's calls in flight at once (0: no bound). */
+    long max_per_run;
     /* The upstream answered a call of the run with an InputRequiredResult (borrowed): 1 when
      * the run relays it to its own client (the call then waits for calls_resume), 0 when the
      * call fails with kind "input_required" as before. NULL: never relayed. */

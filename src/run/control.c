@@ -22,6 +22,7 @@
 #include "jsonfast.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "settings.h"
 #include "loop.h"
 #include "util.h"
 #include "wsproto.h"
@@ -430,9 +431,8 @@ static const struct lp_io_ops listener_ops = {.on_ready = listener_ready};
 
 /* A private directory (0700) for the control socket: only this user can connect, and the
  * token still has to match. */
-static int make_socket_dir(void)
+static int make_socket_dir(const char *base)
 {
-    const char *base = getenv("XDG_RUNTIME_DIR");
     if (!base || !*base || access(base, W_OK) != 0)
         base = "/tmp";
     char rnd[17];
@@ -492,9 +492,9 @@ static int peer_is_starting_worker(pid_t pid)
     return hooks.is_starting ? hooks.is_starting(pid) : 0;
 }
 
-int ctl_init(void)
+int ctl_init(const struct settings *s)
 {
-    max_frame = (size_t)env_long("CODEMCP_CONTROL_MAX_FRAME", 64L << 20);
+    max_frame = (size_t)s->control_max_frame;
     wss_cfg = (struct wss_config){
         .path = CTL_PATH,
         .protocol = CTL_PROTOCOL,
@@ -502,20 +502,23 @@ int ctl_init(void)
         .head_kept = CTL_HEAD_KEPT,
         .give_up = (uint64_t)max_frame > CTL_GIVE_UP / 4 ? (uint64_t)max_frame * 4 : CTL_GIVE_UP,
     };
-    cl_init(CL_CONTROL);
+    cl_init(CL_CONTROL, &(struct cl_limits){.max_pending = s->control_max_pending,
+                                            .max_pending_per_peer = s->control_max_pending,
+                                            .pending_ms = s->control_auth_timeout_ms,
+                                            .body_ms = s->control_auth_timeout_ms});
     /* A starting worker (no agent code yet) is never pushed out by a flood; it gets its start
      * timeout. Connections from anyone else, a running worker included, are bounded. */
-    cl_trust_peers(CL_CONTROL, peer_is_starting_worker,
-                   env_long("CODEMCP_WORKER_START_TIMEOUT_MS", 15000));
+    cl_trust_peers(CL_CONTROL, peer_is_starting_worker, s->worker_start_timeout_ms);
     /* By default nothing listens: each worker gets one end of a socketpair at spawn
      * (ctl_adopt). CODEMCP_CONTROL_TCP=1 listens on 127.0.0.1 instead (host isolation
      * only: a sandbox has no route to it); CODEMCP_CONTROL_UNIX=1 on a private Unix socket. */
-    int tcp = env_bool("CODEMCP_CONTROL_TCP", 0);
-    int unix_sock = !tcp && env_bool("CODEMCP_CONTROL_UNIX", 0);
+    int tcp = s->control_tcp;
+    int unix_sock = !tcp && s->control_unix;
     url[0] = '\0';
     if (tcp || unix_sock) {
         int port = 0, fd;
-        if ((unix_sock && make_socket_dir() < 0) || (fd = open_listener(tcp, &port)) < 0)
+        if ((unix_sock && make_socket_dir(s->xdg_runtime_dir) < 0) ||
+            (fd = open_listener(tcp, &port)) < 0)
             return -1;
         listener = lp_io_watch(fd, 1, &listener_ops, NULL);
         if (!listener)

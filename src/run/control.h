@@ -42,7 +42,8 @@ struct ctl_hooks {
 void ctl_set_hooks(const struct ctl_hooks *h);
 /* Sets up the control channel: no listener by default (socketpairs, ctl_adopt), or one on
  * 127.0.0.1 (CODEMCP_CONTROL_TCP) or a private Unix socket (CODEMCP_CONTROL_UNIX). 0 / -1. */
-int ctl_init(void);
+struct settings;
+int ctl_init(const struct settings *s);
 /* The listener's URL for the worker's environment ("ws://127.0.0.1:PORT/control",
  * "unix:/path"), or "" when workers get a socketpair. */
 const char *ctl_url(void);

@@ -10,9 +10,16 @@
 
 #define DK_MAX_BODY (16L << 20)
 
+static const char *docker_host; /* DOCKER_HOST */
+
+void dk_set_host(const char *host)
+{
+    docker_host = host;
+}
+
 const char *dk_socket(const char **why)
 {
-    const char *h = getenv("DOCKER_HOST");
+    const char *h = docker_host;
     if (!h || !*h)
         return "/var/run/docker.sock";
     if (strncmp(h, "unix://", 7) == 0 && h[7] == '/')

@@ -18,6 +18,8 @@ struct dk_reply {
     char err[256];
 };
 
+/* DOCKER_HOST's value (NULL: the default socket), from the settings; before any call. */
+void dk_set_host(const char *host);
 /* The socket path DOCKER_HOST names, or NULL with why set (a tcp:// host is refused: the
  * Engine API without TLS on a TCP port is root for anyone who reaches it). */
 const char *dk_socket(const char **why);

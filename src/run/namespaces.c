@@ -11,6 +11,7 @@
  * observer nothing that helps to guess a handle), then compared in constant time. */
 #include "namespaces.h"
 #include "log.h"
+#include "settings.h"
 #include "loop.h"
 #include "util.h"
 
@@ -415,16 +416,16 @@ static void arm_sweep(void)
     }
 }
 
-void ns_init(void (*home_empty)(uint64_t home))
+void ns_init(const struct settings *s, void (*home_empty)(uint64_t home))
 {
     home_empty_cb = home_empty;
-    max_live = env_long("CODEMCP_MAX_NAMESPACES", 256);
+    max_live = s->max_namespaces;
     if (max_live < 1)
         max_live = 1;
-    max_per_principal = env_long("CODEMCP_MAX_NAMESPACES_PER_PRINCIPAL", 64);
+    max_per_principal = s->max_namespaces_per_principal;
     if (max_per_principal < 1)
         max_per_principal = 1;
-    idle_ms = env_long("CODEMCP_NAMESPACE_IDLE_MS", 30L * 60 * 1000);
+    idle_ms = s->namespace_idle_ms;
     if (idle_ms < 100)
         idle_ms = 100;
 }

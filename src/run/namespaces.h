@@ -37,7 +37,8 @@
 #define NS_HANDLE_SIZE   (sizeof(NS_HANDLE_PREFIX) - 1 + NS_HANDLE_CHARS + 1)
 
 /* Reads the limits; home_empty(home) is called when a home no longer holds any namespace. */
-void ns_init(void (*home_empty)(uint64_t home));
+struct settings;
+void ns_init(const struct settings *s, void (*home_empty)(uint64_t home));
 /* Who a session belongs to (a principal name, or a peer address without authentication);
  * sessions never named belong to "local" (stdio). Copied. */
 void ns_set_principal(uint64_t session_id, const char *principal);

@@ -33,6 +33,7 @@ static struct {
     enum pt_state state;
     int sandboxed;
     long memory_mb;
+    long start_timeout_ms;
     struct pt_hooks hooks;
     pid_t spawned; /* what lp_spawn started (the sandbox's waiter, or the prototype) */
     pid_t pid;     /* the prototype itself */
@@ -279,10 +280,11 @@ static int send_msg(const struct pw_msg *m, const int *fds, int nfds, int slot, 
 /* ---- public -------------------------------------------------------------------------------------
  */
 
-void pt_init(int sandboxed, long memory_mb, const struct pt_hooks *h)
+void pt_init(int sandboxed, long memory_mb, long start_timeout_ms, const struct pt_hooks *h)
 {
     pt.sandboxed = sandboxed;
     pt.memory_mb = memory_mb;
+    pt.start_timeout_ms = start_timeout_ms;
     pt.hooks = *h;
     pt.out_lines.max_line = pt.err_lines.max_line = 64 * 1024;
 }
@@ -325,8 +327,7 @@ void pt_start(void)
     pt.out_io = lp_io_watch(fds[1], 1, &out_ops, NULL);
     pt.err_io = lp_io_watch(fds[2], 1, &err_ops, NULL);
     pt.io = lp_io_watch(sp[0], 1, &chan_ops, NULL);
-    lp_timer_start(&pt.start_timer, env_long("CODEMCP_WORKER_START_TIMEOUT_MS", 15000),
-                   start_timed_out, NULL);
+    lp_timer_start(&pt.start_timer, pt.start_timeout_ms, start_timed_out, NULL);
     log_debug("worker", "prototype started (pid %d)", (int)pid);
 }
 

@@ -30,8 +30,9 @@ struct pt_hooks {
 };
 
 /* sandboxed: the prototype builds the sandbox (CODEMCP_ISOLATION=sandbox); memory_mb goes
- * into the environment (the forked workers apply it). */
-void pt_init(int sandboxed, long memory_mb, const struct pt_hooks *h);
+ * into the environment (the forked workers apply it); a prototype not ready within
+ * start_timeout_ms (CODEMCP_WORKER_START_TIMEOUT_MS) is killed. */
+void pt_init(int sandboxed, long memory_mb, long start_timeout_ms, const struct pt_hooks *h);
 /* Starts the prototype if it is down (no-op while starting or ready, or after failure). */
 void pt_start(void);
 /* 1 when fork requests can be sent now. */

@@ -31,6 +31,7 @@
 #include "jsonfast.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "settings.h"
 #include "loop.h"
 #include "namespaces.h"
 #include "upstream.h"
@@ -147,24 +148,22 @@ static void run_log(struct run *r, enum log_level level, const char *fmt, ...)
     hooks.log(r->session_id, level, text, r->request_id);
 }
 
-static void load_settings(void)
+void run_init(const struct settings *s)
 {
-    if (default_timeout_ms >= 0)
-        return;
-    default_timeout_ms = env_long("CODEMCP_EXEC_TIMEOUT_MS", 30000);
-    max_timeout_ms = env_long("CODEMCP_MAX_TIMEOUT_MS", 300000);
-    run_cpu_ms = env_long("CODEMCP_RUN_CPU_MS", 0);
+    default_timeout_ms = s->exec_timeout_ms;
+    max_timeout_ms = s->max_timeout_ms;
+    run_cpu_ms = s->run_cpu_ms;
     if (max_timeout_ms < 1)
         max_timeout_ms = 1;
     if (default_timeout_ms > max_timeout_ms)
         default_timeout_ms = max_timeout_ms;
-    grace_ms = env_long("CODEMCP_KILL_GRACE_MS", 2000);
-    max_output_bytes = env_long("CODEMCP_MAX_OUTPUT_BYTES", 1L << 20);
-    enforce_mutations = env_bool("CODEMCP_ENFORCE_MUTATIONS", 0);
-    validate_programs = env_bool("CODEMCP_VALIDATE", 1); /* read once, not per run */
-    input_wait_ms = env_long("CODEMCP_INPUT_WAIT_MS", 300000);
-    queue_max = env_long("CODEMCP_RUN_QUEUE_MAX", 256);
-    queue_wait_ms = env_long("CODEMCP_RUN_QUEUE_WAIT_MS", 120000);
+    grace_ms = s->kill_grace_ms;
+    max_output_bytes = s->max_output_bytes;
+    enforce_mutations = s->enforce_mutations;
+    validate_programs = s->validate;
+    input_wait_ms = s->input_wait_ms;
+    queue_max = s->run_queue_max;
+    queue_wait_ms = s->run_queue_wait_ms;
     if (queue_max < 1)
         queue_max = 1;
     if (queue_wait_ms < 1)
@@ -663,7 +662,6 @@ static void queue_wait_over(void *ud)
 
 static struct run *new_run(uint64_t session_id, uint64_t home)
 {
-    load_settings();
     struct run *r = xcalloc(1, sizeof(*r));
     r->id[0] = 'r';
     fmt_i64(r->id + 1, (int64_t)next_run++); /* "r%llu" */
@@ -685,7 +683,6 @@ static struct run *new_run(uint64_t session_id, uint64_t home)
 /* True when principal p has CODEMCP_RUN_QUEUE_MAX runs queued already. O(runs). */
 static int queue_full(const char *p)
 {
-    load_settings();
     long n = 0;
     for (struct run *r = runs; r; r = r->next)
         n += r->state == RUN_QUEUED && strcmp(r->principal, p) == 0;
@@ -695,7 +692,6 @@ static int queue_full(const char *p)
 int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
                json_t *progress_token, json_t *client_caps, char *err, size_t errlen)
 {
-    load_settings();
     if (!json_is_object(arguments)) {
         snprintf(err, errlen, "execute_python needs arguments {\"code\": \"...\"}");
         return -1;

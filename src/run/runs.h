@@ -5,11 +5,11 @@
  * worker. It waits in that worker's queue (runs of one home are serialized, like notebook
  * cells: one interpreter); when its home has no worker yet and all are taken, it waits for one
  * in a fair queue (round-robin across principals, arrival order within one; bounded by
- * CODEMCP_RUN_QUEUE_MAX runs per principal and CODEMCP_RUN_QUEUE_WAIT_MS), is sent to the worker, may make tool calls (calls.c routes and
- * enforces them, asking run_call_rules), and ends with an envelope turned into the MCP
- * CallToolResult. The run timeout is owned here: at the
- * deadline the worker gets a cancel; past a grace period the worker is killed and respawned
- * (workers.c). Runs are referred to by their id ("r12") outside this file.
+ * CODEMCP_RUN_QUEUE_MAX runs per principal and CODEMCP_RUN_QUEUE_WAIT_MS), is sent to the worker,
+ * may make tool calls (calls.c routes and enforces them, asking run_call_rules), and ends with an
+ * envelope turned into the MCP CallToolResult. The run timeout is owned here: at the deadline the
+ * worker gets a cancel; past a grace period the worker is killed and respawned (workers.c). Runs
+ * are referred to by their id ("r12") outside this file.
  *
  * Below mcp_server.c, above workers.c and calls.c: answers, progress and log messages for a
  * session go up through the hooks registered at init (main.c wires them to mcp_server.c).
@@ -37,6 +37,10 @@ struct run_hooks {
     int (*log_wanted)(uint64_t session_id, enum log_level level);
 };
 void run_set_hooks(const struct run_hooks *h);
+struct settings;
+/* Keeps the run limits (CODEMCP_EXEC_TIMEOUT_MS, CODEMCP_MAX_OUTPUT_BYTES, ...). Before the
+ * first run. */
+void run_init(const struct settings *s);
 
 /* Validates `arguments` of tools/call execute_python and queues the run. session_id gets
  * the answer; home is the session's home (namespaces.h: itself for stdio and 2025 sessions,

@@ -8,6 +8,7 @@
 #include "control.h"
 #include "docker_engine.h"
 #include "log.h"
+#include "settings.h"
 #include "util.h"
 #include "worker_image.h"
 #include "worker_proc.h"
@@ -46,6 +47,8 @@ struct dk_job {
 
 static struct {
     const char *image, *network;
+    const char *runtime_dir; /* XDG_RUNTIME_DIR */
+    const char *log;         /* CODEMCP_LOG, passed to the container */
     long memory_mb, pids;
     double cpus;
     int readonly;
@@ -127,7 +130,7 @@ static void remove_containers(int mine_only)
 
 static const char *runtime_dir(void)
 {
-    const char *base = getenv("XDG_RUNTIME_DIR");
+    const char *base = cfg.runtime_dir;
     return base && *base && strlen(base) < 150 ? base : "/tmp";
 }
 
@@ -180,17 +183,20 @@ static void remove_mine_at_exit(void)
     remove_sockets_dir(sockets_dir);
 }
 
-int wkd_init(void)
+int wkd_init(const struct settings *s)
 {
-    cfg.image = getenv("CODEMCP_DOCKER_IMAGE");
-    cfg.network = getenv("CODEMCP_DOCKER_NETWORK");
+    dk_set_host(s->docker_host);
+    cfg.runtime_dir = s->xdg_runtime_dir;
+    cfg.log = s->log;
+    cfg.image = s->docker_image;
+    cfg.network = s->docker_network;
     if (!cfg.network || !*cfg.network)
         cfg.network = "none";
-    cfg.memory_mb = env_long("CODEMCP_DOCKER_MEMORY", 512);
-    cfg.pids = env_long("CODEMCP_DOCKER_PIDS_LIMIT", 128);
-    const char *cpus = getenv("CODEMCP_DOCKER_CPUS");
+    cfg.memory_mb = s->docker_memory;
+    cfg.pids = s->docker_pids_limit;
+    const char *cpus = s->docker_cpus;
     cfg.cpus = cpus && *cpus ? strtod(cpus, NULL) : 1.0;
-    cfg.readonly = env_bool("CODEMCP_DOCKER_READONLY", 1);
+    cfg.readonly = s->docker_readonly;
     if (cfg.memory_mb < 0 || cfg.pids < 0 || !(cfg.cpus >= 0)) {
         log_error("worker", "CODEMCP_DOCKER_MEMORY, _PIDS_LIMIT and _CPUS must not be negative");
         return -1;
@@ -348,7 +354,7 @@ static json_t *create_body(struct dk_job *j)
     snprintf(mem, sizeof(mem), "CODEMCP_WORKER_MEMORY_MB=%ld", memory_mb);
     snprintf(user, sizeof(user), "%u:%u", getuid() ? getuid() : 65534, getuid() ? getgid() : 65534);
     snprintf(bind, sizeof(bind), "%s:%s:ro", j->dir, CTL_DIR_IN);
-    const char *log = getenv("CODEMCP_LOG");
+    const char *log = cfg.log;
     char logv[64];
     snprintf(logv, sizeof(logv), "CODEMCP_LOG=%s", log ? log : "warn");
     json_t *body = json_pack(

@@ -24,7 +24,8 @@ struct worker;
 /* Reads the CODEMCP_DOCKER_* settings, checks the daemon answers, removes containers of
  * gateways that are gone, and removes this gateway's at exit. 0, or -1 (logged). Start-up
  * only (blocks briefly, before the loop serves anything). */
-int wkd_init(void);
+struct settings;
+int wkd_init(const struct settings *s);
 /* DOWN/STARTING -> STARTING: the container is made in the background; it connects, or its
  * end comes as on_worker_exit(w, 0, status). 0, -1 (start_failure set). */
 int wkd_spawn(struct worker *w);

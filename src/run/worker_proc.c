@@ -2,6 +2,7 @@
 #include "worker_proc.h"
 #include "loop.h"
 #include "sandbox.h"
+#include "settings.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -28,11 +29,10 @@ static int try_bin(const char *path)
     return 0;
 }
 
-int wkp_find_bin(void)
+int wkp_find_bin(const char *over)
 {
-    const char *env = getenv("CODEMCP_WORKER_BIN");
-    if (env && *env)
-        return try_bin(env);
+    if (over && *over)
+        return try_bin(over);
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
     if (n > 0) {
@@ -88,7 +88,7 @@ char **wkp_env(char *const *extra)
         k++;
     char **env = xcalloc(sizeof(pass) / sizeof(pass[0]) + k + 1, sizeof(char *));
     for (int i = 0; pass[i]; i++) {
-        const char *v = getenv(pass[i]);
+        const char *v = settings_env(pass[i]);
         if (!v)
             continue;
         size_t len = strlen(pass[i]) + strlen(v) + 2;

@@ -12,8 +12,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Finds codemcp-worker (CODEMCP_WORKER_BIN, next to codemcp, libexec). 1 found, 0 not. */
-int wkp_find_bin(void);
+/* Finds codemcp-worker (over: CODEMCP_WORKER_BIN, else next to codemcp, libexec). 1 found,
+ * 0 not. */
+int wkp_find_bin(const char *over);
 const char *wkp_bin(void);
 
 /* The environment of a worker process: the pass-list of the gateway's variables plus

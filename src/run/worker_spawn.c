@@ -280,8 +280,8 @@ static long start_places(void)
     static long places;
     if (!places) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        places = env_long("CODEMCP_WORKER_START_CONCURRENCY",
-                          (use_prototype ? 16 : 4) * (cpus > 0 ? cpus : 1));
+        places = start_concurrency >= 0 ? start_concurrency
+                                        : (use_prototype ? 16 : 4) * (cpus > 0 ? cpus : 1);
         if (places < 1)
             places = 1;
     }
@@ -345,8 +345,7 @@ void start_queued_now(void)
 
 void arm_start_timer(struct worker *w)
 {
-    lp_timer_start(&w->start_timer, env_long("CODEMCP_WORKER_START_TIMEOUT_MS", 15000),
-                   start_timed_out, w);
+    lp_timer_start(&w->start_timer, start_timeout_ms, start_timed_out, w);
 }
 
 static int launch(struct worker *w)

@@ -19,6 +19,7 @@
 #include "loop.h"
 #include "namespaces.h"
 #include "sandbox.h"
+#include "settings.h"
 #include "shapes.h"
 #include "util.h"
 #include "prototype.h"
@@ -53,6 +54,8 @@ int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a protot
 static int prototype_early;
 long session_idle_ms;
 long min_hold_ms;
+long start_timeout_ms;
+long start_concurrency;
 static void (*shutdown_done)(void);
 int shutting_down;
 
@@ -195,15 +198,31 @@ void on_worker_exit(void *ud, pid_t pid, int status)
     became_idle();
 }
 
+/* The sandbox the workers will get, as the worker reads it from the environment passed down. */
+static void sbx_opts_from_settings(const struct settings *s, struct sbx_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->net_host = s->sandbox_net && strcmp(s->sandbox_net, "host") == 0;
+    o->subprocess = s->sandbox_subprocess;
+    o->tmp_mb = s->sandbox_tmp_mb;
+    o->nproc = s->sandbox_nproc;
+    o->nofile = s->sandbox_nofile;
+    o->ro = s->sandbox_ro;
+    o->rw = s->sandbox_rw;
+    o->dev = s->pythonpath_dev;
+    o->encoder_model = s->encoder_model;
+    o->landlock_abi_max = s->sandbox_landlock_abi_max;
+}
+
 /* CODEMCP_ISOLATION: sandbox (default; probed now, fail closed), docker (the daemon must
  * answer) or host (warned). 0 / -2. */
-static int choose_isolation(void)
+static int choose_isolation(const struct settings *s)
 {
-    const char *iso = getenv("CODEMCP_ISOLATION");
+    const char *iso = s->isolation;
     if (iso && strcmp(iso, "docker") == 0) {
         sandboxed = 0;
         dockered = 1;
-        return wkd_init() < 0 ? -2 : 0;
+        return wkd_init(s) < 0 ? -2 : 0;
     }
     if (iso && strcmp(iso, "host") == 0) {
         log_warn("worker", "CODEMCP_ISOLATION=host: agent code runs WITHOUT a sandbox, with this "
@@ -224,7 +243,7 @@ static int choose_isolation(void)
     }
     struct sbx_opts o;
     char err[1024];
-    sbx_opts_from_env(&o);
+    sbx_opts_from_settings(s, &o);
     sbx_check_paths(&o);
     if (sbx_probe(&o, err, sizeof(err)) < 0) {
         log_error("worker", "%s", err);
@@ -234,25 +253,25 @@ static int choose_isolation(void)
     return 0;
 }
 
-int wk_init(int max_workers)
+int wk_init(const struct settings *s, int max_workers)
 {
-    if (choose_isolation() < 0)
+    if (choose_isolation(s) < 0)
         return -2;
-    if (!wkp_find_bin()) {
+    if (!wkp_find_bin(s->worker_bin)) {
         log_error("worker",
                   "cannot find codemcp-worker (set CODEMCP_WORKER_BIN or reinstall codemcp)");
         return -1;
     }
-    memory_mb = env_long("CODEMCP_WORKER_MEMORY_MB", 512);
-    session_idle_ms = env_long("CODEMCP_SESSION_IDLE_MS", 900000);
-    min_hold_ms = env_long("CODEMCP_WORKER_MIN_HOLD_MS", WK_MIN_HOLD_MS_DEFAULT);
-    if (min_hold_ms < 0)
-        min_hold_ms = 0;
+    memory_mb = s->worker_memory_mb;
+    session_idle_ms = s->session_idle_ms;
+    min_hold_ms = s->worker_min_hold_ms;
+    start_timeout_ms = s->worker_start_timeout_ms;
+    start_concurrency = s->worker_start_concurrency;
     /* Workers come from the prototype unless a listener was asked for (remote workers
      * connect to it: nothing to fork) or CODEMCP_PROTOTYPE=off. */
-    use_prototype = env_bool("CODEMCP_PROTOTYPE", 1) && !ctl_url()[0] && !dockered;
-    prototype_early = env_bool("CODEMCP_PROTOTYPE_EARLY", 0);
-    pt_init(sandboxed, memory_mb, &pt_hooks_of_pool);
+    use_prototype = s->prototype && !ctl_url()[0] && !dockered;
+    prototype_early = s->prototype_early;
+    pt_init(sandboxed, memory_mb, start_timeout_ms, &pt_hooks_of_pool);
     /* Processes of a sandbox whose parent died first (a prototype's sessions, a waiter's
      * PID 1) are reparented here and reaped by the loop, not left to PID 1 as zombies. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);

@@ -35,9 +35,11 @@ struct wk_hooks {
     int (*slot_in_use)(int slot);
 };
 
-/* max_workers >= 1. Chooses the isolation (CODEMCP_ISOLATION, probing the sandbox).
- * 0, -1 (no worker binary), -2 (the sandbox cannot be built: fail closed, logged). */
-int wk_init(int max_workers);
+struct settings;
+/* max_workers >= 1. Chooses the isolation (CODEMCP_ISOLATION, probing the sandbox) and keeps
+ * the pool's settings. 0, -1 (no worker binary), -2 (the sandbox cannot be built: fail
+ * closed, logged). */
+int wk_init(const struct settings *s, int max_workers);
 /* Registers the hooks (copied). */
 void wk_set_hooks(const struct wk_hooks *h);
 /* Starts worker 0 ahead of the first run (called once upstreams settled, so a worker's own

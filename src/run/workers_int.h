@@ -107,7 +107,9 @@ extern int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
 extern int dockered;      /* CODEMCP_ISOLATION=docker (worker_docker.h) */
 extern int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
 extern long session_idle_ms;
-extern long min_hold_ms; /* CODEMCP_WORKER_MIN_HOLD_MS */
+extern long min_hold_ms;       /* CODEMCP_WORKER_MIN_HOLD_MS */
+extern long start_timeout_ms;  /* CODEMCP_WORKER_START_TIMEOUT_MS */
+extern long start_concurrency; /* CODEMCP_WORKER_START_CONCURRENCY (-1: per CPU) */
 extern int shutting_down;
 extern int64_t next_rpc_id;
 

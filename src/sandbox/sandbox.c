@@ -57,27 +57,6 @@ struct sbx_plan {
 
 /* ---- options ---------------------------------------------------------------------------- */
 
-void sbx_opts_from_env(struct sbx_opts *o)
-{
-    memset(o, 0, sizeof(*o));
-    const char *net = getenv("CODEMCP_SANDBOX_NET");
-    o->net_host = net && strcmp(net, "host") == 0;
-    o->subprocess = env_bool("CODEMCP_SANDBOX_SUBPROCESS", 0);
-    o->tmp_mb = env_long("CODEMCP_SANDBOX_TMP_MB", 64);
-    o->nproc = env_long("CODEMCP_SANDBOX_NPROC", 128);
-    o->nofile = env_long("CODEMCP_SANDBOX_NOFILE", 1024);
-    o->ro = getenv("CODEMCP_SANDBOX_RO");
-    o->rw = getenv("CODEMCP_SANDBOX_RW");
-    o->dev = getenv("CODEMCP_PYTHONPATH_DEV");
-    o->landlock_abi_max = env_long("CODEMCP_SANDBOX_LANDLOCK_ABI_MAX", -1);
-    if (o->tmp_mb < 1)
-        o->tmp_mb = 1;
-    if (o->nproc < 8)
-        o->nproc = 8;
-    if (o->nofile < 64)
-        o->nofile = 64;
-}
-
 /* ---- the plan (built before the clone: allocation allowed) ------------------------------- */
 
 static int plan_covers(const struct sbx_plan *p, const char *path)
@@ -206,7 +185,7 @@ static void plan_build(struct sbx_plan *p, const struct sbx_opts *o)
 #endif
     plan_mapped(p);
     /* search's sentence encoder, mapped read-only by the prototype (codemcp_rt/encoder.py) */
-    const char *model = getenv("CODEMCP_ENCODER_MODEL");
+    const char *model = o->encoder_model;
     if (model && model[0] == '/' && access(model, R_OK) == 0)
         plan_path(p, model, SBX_BIND_RO);
     char self[PATH_MAX];

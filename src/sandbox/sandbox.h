@@ -29,24 +29,23 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Settings, from the environment the gateway passes (sbx_opts_from_env). */
+/* Settings: the gateway fills them from its settings (settings.def), the worker from the
+ * environment the gateway passes it (src/worker/main.c). */
 struct sbx_opts {
-    int net_host;          /* CODEMCP_SANDBOX_NET=host: keep the host network namespace */
-    int subprocess;        /* CODEMCP_SANDBOX_SUBPROCESS: /usr/bin visible, execve allowed */
-    long tmp_mb;           /* CODEMCP_SANDBOX_TMP_MB: size of /tmp (default 64) */
-    long nproc;            /* CODEMCP_SANDBOX_NPROC: processes + threads (default 128) */
-    long nofile;           /* CODEMCP_SANDBOX_NOFILE: open files (default 1024) */
-    const char *ro;        /* CODEMCP_SANDBOX_RO: colon-separated extra read-only paths */
-    const char *rw;        /* CODEMCP_SANDBOX_RW: colon-separated extra read-write paths */
-    const char *dev;       /* CODEMCP_PYTHONPATH_DEV (dev only): made visible read-only */
+    int net_host;              /* CODEMCP_SANDBOX_NET=host: keep the host network namespace */
+    int subprocess;            /* CODEMCP_SANDBOX_SUBPROCESS: /usr/bin visible, execve allowed */
+    long tmp_mb;               /* CODEMCP_SANDBOX_TMP_MB: size of /tmp (default 64) */
+    long nproc;                /* CODEMCP_SANDBOX_NPROC: processes + threads (default 128) */
+    long nofile;               /* CODEMCP_SANDBOX_NOFILE: open files (default 1024) */
+    const char *ro;            /* CODEMCP_SANDBOX_RO: colon-separated extra read-only paths */
+    const char *rw;            /* CODEMCP_SANDBOX_RW: colon-separated extra read-write paths */
+    const char *dev;           /* CODEMCP_PYTHONPATH_DEV (dev only): made visible read-only */
+    const char *encoder_model; /* CODEMCP_ENCODER_MODEL: search's sentence encoder, read-only */
     long landlock_abi_max; /* CODEMCP_SANDBOX_LANDLOCK_ABI_MAX (tests): use at most this Landlock
                               ABI, as an older kernel would (-1: what the kernel has) */
     int prototype;         /* set by the caller: this sandbox hosts the prototype (forksrv.h), which
                               forks sessions into sandboxes of their own (sbx_fork_session) */
 };
-
-/* Reads the CODEMCP_SANDBOX_* variables. Never fails. */
-void sbx_opts_from_env(struct sbx_opts *o);
 
 /* Turns the calling process into a sandboxed worker (see the layout above). Single-threaded
  * callers only. Returns 0 in the worker; -1 with a message in err when the sandbox cannot be

@@ -12,6 +12,7 @@
 #include "jsonrpc.h"
 #include "upstream_int.h"
 #include "log.h"
+#include "settings.h"
 #include "util.h"
 
 #include <stdarg.h>
@@ -34,6 +35,8 @@ static void (*listener)(void);
 static void (*shutdown_done)(void);
 static int shutting_down;
 static int64_t default_call_timeout_ms = 60000;
+long up__discover_probe_ms = 5000;
+long up__max_connections = 100;
 
 static void notify(void)
 {
@@ -674,9 +677,11 @@ static void schedule_restart(struct upstream *up)
 
 /* ---- registry ------------------------------------------------------------------------------ */
 
-void up_start_all(struct cfg *cfg)
+void up_start_all(struct cfg *cfg, const struct settings *set)
 {
-    default_call_timeout_ms = env_long("CODEMCP_CALL_TIMEOUT_MS", 60000);
+    default_call_timeout_ms = set->call_timeout_ms;
+    up__discover_probe_ms = set->discover_probe_ms;
+    up__max_connections = set->http_max_connections_per_upstream;
     ups = xcalloc(cfg->n_servers ? cfg->n_servers : 1, sizeof(*ups));
     for (size_t i = 0; i < cfg->n_servers; i++) {
         struct cfg_server *s = &cfg->servers[i];

@@ -111,7 +111,8 @@ struct up_result {
 typedef void (*up_call_cb)(void *ud, const struct up_result *res, const struct up_error *err);
 
 /* Creates every server of the config and starts the enabled ones concurrently. */
-void up_start_all(struct cfg *cfg);
+struct settings;
+void up_start_all(struct cfg *cfg, const struct settings *set);
 /* Called (on the loop) whenever a server's state or tool list changes. */
 void up_set_listener(void (*on_change)(void));
 /* True when every server's first start has ended, ready or failed (the first tools/list and

@@ -20,9 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* stdio: how long a silent legacy server may delay us (CODEMCP_DISCOVER_PROBE_MS). A server
- * slower than this to answer is used in the 2025 era, which a dual-era server also speaks. */
-#define DISCOVER_PROBE_MS 5000
 #define LISTEN_RETRY_MS   1000 /* reopening an ended subscriptions/listen stream */
 #define TTL_RELIST_MIN_MS 5000 /* re-listing at ttlMs, never more often than this */
 #define MAX_ERA_FLIPS     2
@@ -167,7 +164,10 @@ static void send_discover(struct upstream *up)
     int64_t budget = up__handshake_budget(up);
     /* On stdio a legacy server may never answer an unknown method; over HTTP every request
      * gets a status, so the whole budget applies. */
-    long probe = env_long("CODEMCP_DISCOVER_PROBE_MS", DISCOVER_PROBE_MS);
+    /* stdio: how long a silent legacy server may delay us (CODEMCP_DISCOVER_PROBE_MS). A
+     * server slower than this to answer is used in the 2025 era, which a dual-era server also
+     * speaks. */
+    long probe = up__discover_probe_ms;
     if (up->ops == &up_stdio_ops && up->era != MCP_ERA_MODERN && probe > 0 && budget > probe)
         budget = probe;
     if (up__request(up, "server/discover", NULL, budget, on_discovered, NULL) < 0)

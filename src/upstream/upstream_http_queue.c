@@ -24,20 +24,15 @@
 #include "log.h"
 #include "upstream.h"
 #include "upstream_http_int.h"
+#include "upstream_int.h"
 #include "util.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#define DEFAULT_MAX_CONNS 100 /* CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM */
-
 int uh_max_active(const struct cfg_server *cfg)
 {
-    long cap = cfg->max_connections >= 0
-                   ? cfg->max_connections
-                   : env_long("CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM", DEFAULT_MAX_CONNS);
-    if (cap < 0)
-        return DEFAULT_MAX_CONNS;
+    long cap = cfg->max_connections >= 0 ? cfg->max_connections : up__max_connections;
     return cap > CFG_MAX_CONNECTIONS ? CFG_MAX_CONNECTIONS : (int)cap;
 }
 

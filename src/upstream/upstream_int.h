@@ -89,4 +89,8 @@ void up__fail_requests(struct upstream *up, const char *why);
 void up__changed(void);
 int up__shutting_down(void);
 
+/* Settings kept by up_start_all. */
+extern long up__discover_probe_ms; /* CODEMCP_DISCOVER_PROBE_MS */
+extern long up__max_connections;   /* CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM */
+
 #endif

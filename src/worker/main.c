@@ -38,6 +38,7 @@
 #include "util.h"
 #include "wsclient.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -56,6 +57,39 @@
 #endif
 
 #define WM_EXIT_ENV 2
+
+/* A non-negative integer variable; def when unset or invalid (logged). */
+static long env_long(const char *name, long def)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || *end || n < 0) {
+        log_warn("config", "%s=%s is not a non-negative integer; using %ld", name, v, def);
+        return def;
+    }
+    return n;
+}
+
+/* true for 1/true/yes/on, false for 0/false/no/off, def otherwise (logged). */
+static int env_bool(const char *name, int def)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    if (!strcasecmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
+        !strcasecmp(v, "on"))
+        return 1;
+    if (!strcasecmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
+        !strcasecmp(v, "off"))
+        return 0;
+    log_warn("config", "%s=%s is not a boolean (true/false); using %s", name, v,
+             def ? "true" : "false");
+    return def;
+}
 
 /* fd 0 becomes /dev/null (agent code must not read the gateway's stdin); fds 1 and 2 are
  * opened on /dev/null if closed, so no socket can take their numbers. */
@@ -116,13 +150,36 @@ static int wm_seal(const struct sbx_opts *o)
     return 0;
 }
 
+/* The sandbox's settings, from the environment the gateway passed (its own settings). */
+static void wm_sandbox_opts(struct sbx_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    const char *net = getenv("CODEMCP_SANDBOX_NET");
+    o->net_host = net && strcmp(net, "host") == 0;
+    o->subprocess = env_bool("CODEMCP_SANDBOX_SUBPROCESS", 0);
+    o->tmp_mb = env_long("CODEMCP_SANDBOX_TMP_MB", 64);
+    o->nproc = env_long("CODEMCP_SANDBOX_NPROC", 128);
+    o->nofile = env_long("CODEMCP_SANDBOX_NOFILE", 1024);
+    o->ro = getenv("CODEMCP_SANDBOX_RO");
+    o->rw = getenv("CODEMCP_SANDBOX_RW");
+    o->dev = getenv("CODEMCP_PYTHONPATH_DEV");
+    o->encoder_model = getenv("CODEMCP_ENCODER_MODEL");
+    o->landlock_abi_max = env_long("CODEMCP_SANDBOX_LANDLOCK_ABI_MAX", -1);
+    if (o->tmp_mb < 1)
+        o->tmp_mb = 1;
+    if (o->nproc < 8)
+        o->nproc = 8;
+    if (o->nofile < 64)
+        o->nofile = 64;
+}
+
 /* CODEMCP_ISOLATION=sandbox: namespaces, root, credentials and limits (sandbox.c), then
  * (not in the prototype, whose children seal themselves) Landlock and seccomp (seal.c).
  * Runs before any thread exists. 0, or -1 (logged). */
 static int wm_sandbox(struct sbx_opts *o, int prototype)
 {
     char err[1024];
-    sbx_opts_from_env(o);
+    wm_sandbox_opts(o);
     o->prototype = prototype;
     if (!wm_sandboxed())
         return 0;
@@ -405,7 +462,7 @@ int main(int argc, char **argv)
      * killed (codemcp_rt/procs.py) even after a double fork or setsid. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     wm_fix_stdio();
-    log_init_from_env();
+    log_init(getenv("CODEMCP_LOG"));
 #ifdef CODEMCP_ENCODER_MODEL
     /* search's sentence encoder (codemcp_rt/encoder.py reads the variable; the sandbox binds
      * the file read-only when it exists) */

@@ -3,6 +3,7 @@
  * One output line per case; exit status is the number of failed cases. */
 #include "check.h"
 #include "config.h"
+#include "settings.h"
 #include "jsonc.h"
 
 #include <errno.h>
@@ -11,6 +12,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* The config reads CODEMCP_CONFIG, XDG_CONFIG_HOME and HOME from the settings: after each
+ * change of the environment, load them again as main.c does at start. */
+static void reload_settings(void)
+{
+    static struct settings s;
+    settings_load(&s);
+    cfg_use_settings(&s);
+}
 
 static char home[256];
 
@@ -476,10 +486,13 @@ static void t_resolution_order(void)
 
     snprintf(d, sizeof(d), "%s/explicit/custom.json", root);
     setenv("CODEMCP_CONFIG", d, 1);
+    reload_settings();
     snprintf(d, sizeof(d), "%s/xdg", root);
     setenv("XDG_CONFIG_HOME", d, 1);
+    reload_settings();
     snprintf(d, sizeof(d), "%s/home", root);
     setenv("HOME", d, 1);
+    reload_settings();
 
     EXPECT_STR(resolved(p, sizeof(p)), "from_env");
     snprintf(d, sizeof(d), "%s/explicit/custom.json", root);
@@ -487,15 +500,21 @@ static void t_resolution_order(void)
     EXPECT_STR(cfg_default_path(buf, sizeof(buf)), d);
 
     setenv("CODEMCP_CONFIG", "", 1); /* empty counts as unset */
+
+    reload_settings();
     EXPECT_STR(resolved(p, sizeof(p)), "from_xdg");
     snprintf(d, sizeof(d), "%s/xdg/codemcp/mcp.json", root);
     EXPECT_STR(p, d);
     EXPECT_STR(cfg_default_path(buf, sizeof(buf)), d);
 
     unsetenv("CODEMCP_CONFIG");
+
+    reload_settings();
     setenv("XDG_CONFIG_HOME", "relative/dir", 1); /* XDG says: ignore relative paths */
+    reload_settings();
     EXPECT_STR(resolved(p, sizeof(p)), "from_home");
     unsetenv("XDG_CONFIG_HOME");
+    reload_settings();
     EXPECT_STR(resolved(p, sizeof(p)), "from_home");
     snprintf(d, sizeof(d), "%s/home/.config/codemcp/mcp.json", root);
     EXPECT_STR(p, d);
@@ -504,6 +523,7 @@ static void t_resolution_order(void)
     /* An explicit path beats every variable. */
     snprintf(d, sizeof(d), "%s/xdg", root);
     setenv("XDG_CONFIG_HOME", d, 1);
+    reload_settings();
     struct cfg c;
     snprintf(d, sizeof(d), "%s/explicit/custom.json", root);
     EXPECT(cfg_load(d, &c, NULL) == 0 && c.n_servers == 1 &&
@@ -513,13 +533,17 @@ static void t_resolution_order(void)
     /* Nothing at the resolved place: zero servers. */
     snprintf(d, sizeof(d), "%s/empty", root);
     setenv("XDG_CONFIG_HOME", d, 1);
+    reload_settings();
     EXPECT_STR(resolved(p, sizeof(p)), "");
     EXPECT_STR(p, "(null)");
 
     EXPECT(cfg_default_path(buf, 10) == NULL); /* does not fit */
 
     unsetenv("XDG_CONFIG_HOME");
+
+    reload_settings();
     setenv("HOME", home, 1);
+    reload_settings();
     snprintf(buf, sizeof(buf), "rm -rf '%s'", root);
     EXPECT(system(buf) == 0);
 }
@@ -611,8 +635,11 @@ int main(void)
     /* A known HOME so "~" expansion is checkable; no outside config can leak in. */
     snprintf(home, sizeof(home), "/tmp/cfgtest-home-%ld", (long)getpid());
     setenv("HOME", home, 1);
+    reload_settings();
     unsetenv("CODEMCP_CONFIG");
+    reload_settings();
     unsetenv("XDG_CONFIG_HOME");
+    reload_settings();
     setenv("CFGT_TOKEN", "tok123", 1);
     setenv("CFGT_ARG", "argval", 1);
     setenv("CFGT_EMPTY", "", 1);

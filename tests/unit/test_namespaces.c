@@ -6,6 +6,7 @@
 #include "check.h"
 #include "loop.h"
 #include "namespaces.h"
+#include "settings.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,11 +53,13 @@ static int resolve_err(uint64_t session, const char *handle, char *err, size_t n
 
 int main(void)
 {
-    setenv("CODEMCP_NAMESPACE_IDLE_MS", "300", 1);
-    setenv("CODEMCP_MAX_NAMESPACES", "3", 1);
+    struct settings s;
+    settings_load(&s);
+    s.namespace_idle_ms = 300;
+    s.max_namespaces = 3;
     if (lp_init() < 0)
         return 1;
-    ns_init(on_home_empty);
+    ns_init(&s, on_home_empty);
     ns_set_principal(1, "alice");
     ns_set_principal(2, "alice");
     ns_set_principal(3, "bob");
@@ -203,9 +206,9 @@ int main(void)
     /* A principal's share: with 2 per principal and 8 in all, alice's third namespace takes
      * her own least recently used one, and bob still finds room. */
     ns_free_all();
-    setenv("CODEMCP_MAX_NAMESPACES", "8", 1);
-    setenv("CODEMCP_MAX_NAMESPACES_PER_PRINCIPAL", "2", 1);
-    ns_init(on_home_empty);
+    s.max_namespaces = 8;
+    s.max_namespaces_per_principal = 2;
+    ns_init(&s, on_home_empty);
     ns_set_principal(30, "alice");
     ns_set_principal(31, "bob");
     uint64_t hp = ns_principal_home("alice");

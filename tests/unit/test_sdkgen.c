@@ -76,7 +76,8 @@ static void golden(const char *file, const char *text)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/sdkgen/%s", data_dir, file);
-    if (env_bool("CODEMCP_UPDATE_GOLDEN", 0)) {
+    const char *update = getenv("CODEMCP_UPDATE_GOLDEN");
+    if (update && strcmp(update, "1") == 0) {
         EXPECT(write_file(path, text) == 0);
         return;
     }

@@ -4,6 +4,7 @@
  * notifications/cancelled upstream, errors for unknown servers, and graceful shutdown. */
 #include "config.h"
 #include "loop.h"
+#include "settings.h"
 #include "upstream.h"
 #include "util.h"
 
@@ -104,7 +105,9 @@ int main(void)
         return 1;
     up_set_listener(on_change);
     lp_timer_start(&watchdog, 20000, watchdog_fired, NULL);
-    up_start_all(&cfg);
+    struct settings set;
+    settings_load(&set);
+    up_start_all(&cfg, &set);
     lp_run();
 
     CHECK(n_done == 3, "every call got exactly one answer (%d)", n_done);

@@ -663,7 +663,7 @@ int main(int argc, char **argv)
     char url[256], sock[108] = "";
     int rc = 1;
 
-    log_init_from_env();
+    log_init(getenv("CODEMCP_LOG"));
     if (!getenv("CODEMCP_WORKER_BIN")) {
         fprintf(stderr, "fake_gateway: set CODEMCP_WORKER_BIN\n");
         return 2;

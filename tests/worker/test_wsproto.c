@@ -480,7 +480,7 @@ static void test_inbox(void)
 
 int main(void)
 {
-    log_init_from_env();
+    log_init(getenv("CODEMCP_LOG"));
     test_handshake();
     test_encode();
     test_parse_header();
