@@ -114,6 +114,10 @@ int policy_cli_main(int argc, char **argv, const char *config_path)
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *call = NULL, *principal = "local", *server = NULL, *tool = NULL;
     int write = 0, dry = 0, c, rc = 2;
+    if (argc >= 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
+        usage(stdout);
+        return 0;
+    }
     if (argc < 1 || strcmp(argv[0], "check") != 0) {
         usage(stderr);
         return 2;
