@@ -104,12 +104,6 @@ struct hconn {
     int body_done; /* LWS_CALLBACK_HTTP_BODY_COMPLETION came (again: pipelined input) */
 };
 
-/* ---- serve_http.c: for serve_sse_legacy.c ------------------------------------------------ */
-
-/* 1 after answering 429 (c's principal is at CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL) or 503
- * (CODEMCP_HTTP_MAX_SESSIONS), counting sessions of both transports; 0 when c may open one. */
-int http__session_refused(struct hconn *c);
-
 /* ---- http_stream.c: streams ---------------------------------------------------------------- */
 
 /* A new stream of session s, newest first in s->streams. request_id (borrowed; a reference is

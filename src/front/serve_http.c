@@ -28,6 +28,7 @@
 #include "loop.h"
 #include "mcp_server.h"
 #include "namespaces.h"
+#include "http_quota.h"
 #include "serve_sse_legacy.h"
 #include "util.h"
 
@@ -58,7 +59,6 @@ static struct {
 } cfg;
 
 static struct hsession *sessions;
-static long n_sessions;
 static int closing;
 static char url[300];
 static struct lp_timer tick_timer;
@@ -100,7 +100,7 @@ static void session_end(struct hsession *s, const char *why)
     s->ending = 1;
     lp_timer_stop(&s->idle);
     LIST_UNLINK(&sessions, s);
-    n_sessions--;
+    hq_closed(s->principal);
     mcp_session_close(s->mcp); /* cancels its runs */
     while (s->streams)
         http__stream_free(s->streams);
@@ -147,14 +147,6 @@ static void on_send(void *tud, const char *text, size_t len, json_t *related)
     http__stream_push(st, text, len, related && !http__has_method_member(text, len));
 }
 
-static long sessions_of(const char *principal)
-{
-    long n = lsse_sessions_of(principal);
-    for (struct hsession *s = sessions; s; s = s->next)
-        n += strcmp(s->principal, principal) == 0;
-    return n;
-}
-
 /* Seconds until the principal's least recently used idle session expires (Retry-After). */
 static long retry_after_s(const char *principal)
 {
@@ -165,32 +157,6 @@ static long retry_after_s(const char *principal)
             oldest = s->last_used_ms;
     long left = oldest < 0 ? cfg.idle_ms : (long)(oldest + cfg.idle_ms - now_ms());
     return left < 1000 ? 1 : left / 1000;
-}
-
-int http__session_refused(struct hconn *c)
-{
-    char text[300];
-    if (sessions_of(c->principal) >= cfg.max_per_principal) {
-        snprintf(c->retry_after, sizeof(c->retry_after), "%ld", retry_after_s(c->principal));
-        c->extra_name = "retry-after:";
-        c->extra_value = c->retry_after;
-        log_warn(MODULE, "%s has %ld sessions (CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL): 429",
-                 c->principal, cfg.max_per_principal);
-        snprintf(text, sizeof(text),
-                 "Too Many Requests: %s already has %ld sessions "
-                 "(CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL); end unused ones with DELETE or "
-                 "retry later",
-                 c->principal, cfg.max_per_principal);
-        http__reply_error(c, 429, RPC_SERVER_ERROR, text);
-        return 1;
-    }
-    if (n_sessions + lsse_count() >= cfg.max_sessions) {
-        http__reply_error(
-            c, 503, RPC_SERVER_ERROR,
-            "too many sessions (CODEMCP_HTTP_MAX_SESSIONS); end unused ones with DELETE");
-        return 1;
-    }
-    return 0;
 }
 
 static struct hsession *session_new(const char *principal)
@@ -209,7 +175,7 @@ static struct hsession *session_new(const char *principal)
     s->standalone = http__stream_new(s, NULL);
     s->next = sessions;
     sessions = s;
-    n_sessions++;
+    hq_opened(principal);
     session_touch(s);
     return s;
 }
@@ -384,7 +350,7 @@ static void handle_post(struct hconn *c)
         http__reply_error(c, 400, RPC_INVALID_REQUEST,
                           "Invalid Request: this session is already initialized (send initialize "
                           "without Mcp-Session-Id to start a new one)");
-    } else if (is_init && http__session_refused(c)) {
+    } else if (is_init && hq_refused(c)) {
         /* answered 429 or 503 */
     } else if (is_init) {
         s = session_new(c->principal);
@@ -680,6 +646,7 @@ static int load_config(const struct settings *s)
         cfg.idle_ms = 1;
     cfg.max_sessions = s->http_max_sessions;
     cfg.max_per_principal = s->http_max_sessions_per_principal;
+    hq_init(cfg.max_sessions, cfg.max_per_principal, retry_after_s);
     cfg.hosts = http__split_list(s->http_allowed_hosts, &cfg.n_hosts);
     cfg.origins = http__split_list(s->http_allowed_origins, &cfg.n_origins);
     for (size_t i = 0; i < cfg.n_hosts; i++)

@@ -1,8 +1,8 @@
 /* serve_sse_legacy — the 2024-11-05 HTTP+SSE transport. See serve_sse_legacy.h.
  * Loop thread only; never blocks.
  *
- * What it reuses: serve_http.c's door (Host/Origin/token, principal), its session quotas
- * (http__session_refused), mcp_server.c sessions, and http_stream.c's SSE writer, replay
+ * What it reuses: serve_http.c's door (Host/Origin/token, principal), the session quotas both
+ * transports share (http_quota.c), mcp_server.c sessions, and http_stream.c's SSE writer, replay
  * buffer bounds and keep-alive comments. What it owns: the legacy sessions (a list of its own,
  * so serve_http.c's routing never sees them), the `endpoint` event, the sessionId lookup of
  * POST /messages, and ending a session when its one stream closes.
@@ -12,6 +12,7 @@
  * reads too slowly is dropped by http_stream.c's bounds; as the transport cannot resume, the
  * session then ends like any other closed stream. Must not touch Streamable HTTP sessions. */
 #include "serve_sse_legacy.h"
+#include "http_quota.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
@@ -29,31 +30,17 @@
 #define MODULE        "http-sse"
 
 static struct hsession *lsessions;
-static long n_lsessions;
 static struct lp_timer tick_timer;
 static int ticking;
 static unsigned ticks;
 static long tick_ms, keepalive_ticks;
-
-long lsse_sessions_of(const char *principal)
-{
-    long n = 0;
-    for (struct hsession *s = lsessions; s; s = s->next)
-        n += strcmp(s->principal, principal) == 0;
-    return n;
-}
-
-long lsse_count(void)
-{
-    return n_lsessions;
-}
 
 static void session_end(struct hsession *s, const char *why)
 {
     log_info(MODULE, "legacy SSE session %.8s ended (%s)", s->sid, why);
     s->ending = 1;
     LIST_UNLINK(&lsessions, s);
-    n_lsessions--;
+    hq_closed(s->principal);
     mcp_session_close(s->mcp); /* cancels its runs, releases its worker and namespace */
     while (s->streams)
         http__stream_free(s->streams); /* a reader still attached ends its response */
@@ -128,7 +115,7 @@ static void push_endpoint(struct hstream *st, const char *sid)
 
 static void open_session(struct hconn *c)
 {
-    if (http__session_refused(c)) /* answered 429 or 503, as for an initialize */
+    if (hq_refused(c)) /* answered 429 or 503, as for an initialize */
         return;
     struct hsession *s = xcalloc(1, sizeof(*s));
     snprintf(s->principal, sizeof(s->principal), "%s", c->principal);
@@ -146,7 +133,7 @@ static void open_session(struct hconn *c)
     push_endpoint(s->standalone, s->sid);
     s->next = lsessions;
     lsessions = s;
-    n_lsessions++;
+    hq_opened(s->principal);
     log_info(MODULE, "legacy SSE session %.8s opened for %s", s->sid, s->principal);
     http__reply_sse(c, s->standalone, 0, 0);
     arm_tick();

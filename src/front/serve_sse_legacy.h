@@ -26,9 +26,6 @@ int lsse_path(const char *uri);
 int lsse_request(struct hconn *c, const char *uri);
 /* LWS_CALLBACK_HTTP_BODY_COMPLETION of a request lsse_request took (c->legacy is set). */
 void lsse_body(struct hconn *c);
-/* Open legacy sessions of `principal`, and in all (for the shared quotas). */
-long lsse_sessions_of(const char *principal);
-long lsse_count(void);
 /* Ends every legacy session (the gateway is shutting down). */
 void lsse_close_all(void);
 
