@@ -11,7 +11,7 @@
 // spread of the per-repeat ratios are reported, and the gateway's CPU per execute (schedstat).
 // Usage: CODEMCP_BASE_BIN=/path/to/old/codemcp CODEMCP_CONTROL_BIN=/copy/of/old/codemcp \
 //          node bench/execute_ab.mjs [rounds=40] [repeats=6]
-//        → bench/results/execute_ab.md (BENCH_OUT=name.md picks another file in bench/results/;
+//        → bench/results/execute_ab.md (BENCH_OUT=<file>.md picks another file in bench/results/;
 //        BENCH_WORKLOADS=one,empty runs a subset; BENCH_HOGS=2 keeps that many busy loops
 //        running throughout, to measure both builds on CPUs something else holds)
 import { writeFileSync, mkdtempSync } from 'node:fs';

@@ -1,4 +1,4 @@
-/* jsonpretty — see jsonpretty.h. Layout as jansson 2.14's dump.c with JSON_INDENT(2) |
+/* jsonpretty — see jsonpretty.h. Layout as jansson 2.14's json_dumps with JSON_INDENT(2) |
  * JSON_SORT_KEYS: "{}"/"[]" when empty, else a newline and 2 spaces per level before each
  * member, "," after all but the last, ": " between key and value, keys sorted by their bytes
  * (shorter first on a tie). */

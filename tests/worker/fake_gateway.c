@@ -1,6 +1,6 @@
 /* fake_gateway — drives the real codemcp-worker binary through its control channel.
  *
- * Plays the gateway's side of notes/control-protocol.md with libwebsockets as a server:
+ * Plays the gateway's side of docs/control-protocol.md with libwebsockets as a server:
  * listens on 127.0.0.1:0 (or a Unix socket), spawns $CODEMCP_WORKER_BIN with the worker
  * environment, checks the token (constant time), then runs one scenario given as argv[1]:
  *   basic     load_sdk, a run whose two SDK calls must be in flight together (answered

@@ -1,7 +1,7 @@
 /* gw_harness — the fake gateway's plumbing for the worker tests (tests/worker/).
  *
  * A libwebsockets server on its own thread plays the gateway's control endpoint
- * (notes/control-protocol.md): it checks the worker's token (constant time), then passes
+ * (docs/control-protocol.md): it checks the worker's token (constant time), then passes
  * frames between the worker and the test through locked queues. The test side is plain
  * sequential code on the main thread: spawn a worker, send frames, wait for frames. */
 #ifndef CODEMCP_GW_HARNESS_H
