@@ -6,6 +6,7 @@
 #include "policy.h"
 
 #include "check.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,5 +220,26 @@ int main(void)
               "%s is reported and denies: %s", bads[i], d.why);
         cfg_free(&cfg);
     }
+
+    /* every budget that applies is checked, however many come before it: 70 budgets of a
+     * thousand calls, then one of a single call */
+    struct buf many = {0};
+    buf_appends(&many, "{\"budgets\": [");
+    for (int i = 0; i < 70; i++)
+        buf_printf(&many,
+                   "{\"name\": \"wide%d\", \"window_s\": 3600, \"calls\": 1000, "
+                   "\"writes_per_run\": 1000},",
+                   i);
+    buf_appends(&many, "{\"name\": \"one-call\", \"window_s\": 3600, \"calls\": 1}], "
+                       "\"mcp\": {\"x\": {\"type\": \"local\", \"command\": [\"x\"]}}}");
+    CHECK(load(many.data, &cfg) == 0, "loads 71 budgets");
+    char why[300] = "";
+    struct policy_call w = {"p", "s", "t", "s_t", 1, 0, NULL, 0};
+    CHECK(budgets_take(&w, "run-1", why, sizeof(why)) == 0, "the first call has room: %s", why);
+    CHECK(budgets_take(&w, "run-1", why, sizeof(why)) < 0 && strstr(why, "one-call"),
+          "the 71st budget refuses the second call: %s", why);
+    CHECK(budgets_take_run("p", why, sizeof(why)) == 0, "runs are not limited by calls budgets");
+    cfg_free(&cfg);
+    buf_free(&many);
     return CHECK_DONE();
 }
