@@ -97,6 +97,21 @@ except ToolError as e:
     assert.equal(typeof seen.input.session, 'number');
   });
 
+  test('a program finds the engine\'s address nowhere: not in its environment, not in its heap', async () => {
+    const needle = `127.0.0.1:${srv.address().port}`;
+    const r = await h.client.callTool({ name: 'execute_python', arguments: { reset: true, code: `import gc, os
+needle = "127.0.0.1:" + ${JSON.stringify(String(srv.address().port))}
+env = [k for k, v in os.environ.items() if needle in v or k.startswith("CODEMCP_AUTHZ")]
+seen = []
+for o in gc.get_objects():
+    if isinstance(o, dict):
+        seen += [v[:200] for v in list(o.values()) if isinstance(v, str) and v is not needle and needle in v and "gc.get_objects" not in v]
+result = {"env": env, "heap": seen}` } }, undefined, { timeout: ms(60000) });
+    const got = r.structuredContent;
+    assert.ok(got?.result, JSON.stringify(r));
+    assert.deepEqual(got.result, { env: [], heap: [] }, `${needle} reached the worker`);
+  });
+
   test('a refusal carries the engine\'s reason and never reaches the upstream', async () => {
     const r = await call('nope-1');
     assert.equal(r.kind, 'denied', JSON.stringify(r));
