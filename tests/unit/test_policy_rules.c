@@ -1,4 +1,4 @@
-/* Unit tests for the ordered policy rules (src/catalog/policy_rules.c, policy_re.c): every
+/* Unit tests for the ordered policy rules (src/catalog/policy_rules.c, linear_re.c): every
  * matcher with hostile values (path traversal, look-alike names, huge values, deep paths,
  * patterns a backtracking engine would take exponential time on), first match wins, default
  * deny for a tool the rules name, and a broken rule that denies with its line. */
