@@ -232,8 +232,17 @@ describe('codemcp policy check explains which rule decides', () => {
     assert.match(r.stdout, /keys like that are private/);
     r = await check(['--write', '--call', 'fake_delete_thing(id="1")']);
     assert.match(r.stdout, /decision:\s+dry_run/);
+    assert.equal(r.code, 0, 'a stubbed call exits 0 as an allowed one');
     r = await check(['--call', 'fake_echo(text="unclosed)']);
     assert.equal(r.code, 2);
+    r = await check(['--call', 'fake_echo(text="x")', '--bogus']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /exit 0 allowed .*, 1 denied, 2 a usage or config error/);
+    const broken = path.join(s.dir, 'broken.json');
+    fs.writeFileSync(broken, '{"mcp": {');
+    r = await runCodemcp({ args: ['policy', 'check', '--call', 'fake_echo(text="x")'], config: broken });
+    assert.equal(r.code, 2, 'a config that cannot be read is exit 2, never a decision');
+    assert.doesNotMatch(r.stdout, /decision:/);
   });
 });
 
