@@ -9,8 +9,8 @@
  *
  * Two ways to run a parsed pattern: pre_compile turns it into a Thompson NFA matched against
  * a WHOLE value in O(value length * pattern size), whatever the pattern (policy rules);
- * redact.c walks the tree itself into its flat matcher, which searches free text (a
- * Thompson NFA costs about 10x as much per log line there; redact.c says why). */
+ * redact.c walks the tree itself into its flat matcher, which searches free text (the NFA
+ * costs ~10x as much per log line there: bench/results/redact_engines.md). */
 #ifndef CODEMCP_LINEAR_RE_H
 #define CODEMCP_LINEAR_RE_H
 

@@ -32,11 +32,11 @@
  * position costs O(atoms) each, not the length of the run: linear in the text, the restarts
  * of the key=value rule inside a value included ("a:a:a:…").
  *
- * linear_re.c's Thompson NFA is not used here: measured on 64 KiB of each hostile text of
- * tests/unit/test_redact_bounds.c, one pass of it over the text for all 16 patterns (finding
- * no bounds nor groups) took 23-37 ms against 0.5-23 ms for all of redact_text here, and
- * 78 us against 6.7 us per 188-byte log line; and each restart of the key=value rule would
- * read the rest of the text again (quadratic). */
+ * linear_re.c's Thompson NFA is not used here (bench/redact_engines.c,
+ * bench/results/redact_engines.md): one NFA pass over the text per pattern, which finds no
+ * bounds nor groups, costs 2-100x all of redact_text on the hostile texts of
+ * tests/unit/test_redact_bounds.c and ~10x per ordinary log line; and each restart of the
+ * key=value rule inside a value would read the rest of the text again (quadratic). */
 #define LM_MAX_ATOMS 48
 #define LM_GROUPS    2
 #define LM_BACKTRACK 32
