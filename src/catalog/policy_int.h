@@ -14,7 +14,7 @@
  * logged with the rule's line in the file at `path` (may be NULL). Returns the rule count. */
 size_t rules_load(json_t *policy, const char *path);
 /* The first rule that decides the call: 1 with d filled, 0 when no rule names its
- * server/tool (the call is left to the older allow/deny lists). */
+ * server/tool (then it is allowed: policy_decide has checked the allow/deny lists before). */
 int rules_decide(const struct policy_call *c, struct policy_decision *d);
 
 /* Reads the top-level "budgets" list (NULL: none), replacing the current budgets and counts. */
