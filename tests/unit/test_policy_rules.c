@@ -170,6 +170,20 @@ int main(void)
           "an overflowing number");
     CHECK(decide("p", "db", "page", 0, "{\"n\": 5, \"order\": \"ASC\"}") == POLICY_DENY,
           "one_of is exact");
+    /* an integer past 64 bits (the gateway keeps its digits): the matchers that look at it
+     * cannot judge it, the others judge their own arguments */
+    CHECK(decide("p", "db", "page", 0,
+                 "{\"n\": 5, \"order\": \"asc\", \"cursor\": 1180591620717411303424}") ==
+              POLICY_ALLOW,
+          "a big integer beside the judged arguments: %s", d.why);
+    CHECK(decide("p", "db", "page", 0, "{\"n\": 1180591620717411303424, \"order\": \"asc\"}") ==
+              POLICY_DENY,
+          "a big integer where range looks");
+    CHECK(decide("p", "db", "query", 0, "{\"sql\": 1180591620717411303424}") == POLICY_DENY,
+          "a big integer where a regex looks");
+    CHECK(decide("p", "fs", "read_file", 0, "{\"path\": 1180591620717411303424}") == POLICY_DENY &&
+              strstr(d.why, "block-etc"),
+          "a deny rule that cannot judge its argument applies: %s", d.why);
     /* deep paths */
     CHECK(decide("p", "db", "deep", 0, "{\"a\": {\"b\": [0, {\"c.d\": \"ok-1\"}]}}") ==
               POLICY_ALLOW,
