@@ -9,6 +9,8 @@ that matches decides; a value a matcher cannot judge (missing, another type, a p
 not absolute or climbs above /) makes an allow rule not match and a deny rule match; when
 rules name a tool and none matches, the call is denied. Regular expressions are not evaluated
 here (Python's engine backtracks): a call that meets one is not reported.
+tests/python/test_policy_agree.py runs one rule set and call list through this module and
+through the gateway (`codemcp policy check`) and fails when they decide differently.
 
 Stdlib only: importable on its own.
 """

@@ -19,9 +19,10 @@ implement the same three rules:
    not a plain number or true/false/null, nor (after a bare ``:``, no ``=`` or quote) a short
    lowercase word: "needs_auth: the server answered 401" is a sentence.
 
-Patterns are POSIX extended regular expressions that mean the same in Python's ``re``: no
-``\\d``/``\\w``/``\\s``, no lazy or possessive quantifiers, no lookaround, no ``(?...)``, at
-most the groups described above.
+Patterns are in the syntax of src/catalog/linear_re.h (the gateway's parser, shared with
+policy rules) and mean the same in Python's ``re``: flat (byte classes and literals, each with
+a count, no alternation), at most the groups described above, no ``\\d``/``\\w``/``\\s``
+(Unicode in Python), no lazy or possessive quantifiers, no lookaround, no ``(?...)``.
 """
 
 SECRET_WORDS = [

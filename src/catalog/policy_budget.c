@@ -208,12 +208,13 @@ static struct count *window_room(size_t i, int slot, const char *principal, cons
     return NULL;
 }
 
-int budgets_take(const struct policy_call *c, const char *run_id, char *why, size_t n)
+/* Checks (take 0) or counts (take 1) call c against every budget of its principal: 0, or
+ * -1 with why when one has no room. Counting only after a check of all of them passes means a
+ * refused call counts against none. */
+static int calls_pass(const struct policy_call *c, const char *principal, const char *run_id,
+                      int take, char *why, size_t n)
 {
-    const char *principal = c->principal && *c->principal ? c->principal : "local";
-    struct count *take[64];
-    size_t n_take = 0;
-    for (size_t i = 0; i < n_budgets && n_take + 2 <= 64; i++) {
+    for (size_t i = 0; i < n_budgets; i++) {
         const struct budget *b = &budgets[i];
         if (!applies(b, principal))
             continue;
@@ -225,7 +226,7 @@ int budgets_take(const struct policy_call *c, const char *run_id, char *why, siz
             struct count *k = window_room(i, 0, principal, "", "made its", "tool calls", why, n);
             if (!k)
                 return -1;
-            take[n_take++] = k;
+            k->n += take;
         }
         if (b->writes_per_run && c->mutation && run_id) {
             struct count *k = count_of(&by_run, (int)i, run_id, 0);
@@ -236,21 +237,24 @@ int budgets_take(const struct policy_call *c, const char *run_id, char *why, siz
                          b->name, b->writes_per_run);
                 return -1;
             }
-            take[n_take++] = k;
+            k->n += take;
         }
     }
-    for (size_t i = 0; i < n_take; i++) /* only once every budget has room */
-        take[i]->n++;
     return 0;
 }
 
-int budgets_take_run(const char *principal, char *why, size_t n)
+int budgets_take(const struct policy_call *c, const char *run_id, char *why, size_t n)
 {
-    if (!principal || !*principal)
-        principal = "local";
-    struct count *take[64];
-    size_t n_take = 0;
-    for (size_t i = 0; i < n_budgets && n_take < 64; i++) {
+    const char *principal = c->principal && *c->principal ? c->principal : "local";
+    if (calls_pass(c, principal, run_id, 0, why, n) < 0)
+        return -1;
+    return calls_pass(c, principal, run_id, 1, why, n);
+}
+
+/* As calls_pass, for a run the principal starts. */
+static int runs_pass(const char *principal, int take, char *why, size_t n)
+{
+    for (size_t i = 0; i < n_budgets; i++) {
         const struct budget *b = &budgets[i];
         if (!applies(b, principal) || (!b->runs && b->calls >= 0))
             continue;
@@ -263,9 +267,16 @@ int budgets_take_run(const char *principal, char *why, size_t n)
             window_room(i, 1, principal, "execute_python: ", "started its", "runs", why, n);
         if (!k)
             return -1;
-        take[n_take++] = k;
+        k->n += take;
     }
-    for (size_t i = 0; i < n_take; i++)
-        take[i]->n++;
     return 0;
+}
+
+int budgets_take_run(const char *principal, char *why, size_t n)
+{
+    if (!principal || !*principal)
+        principal = "local";
+    if (runs_pass(principal, 0, why, n) < 0)
+        return -1;
+    return runs_pass(principal, 1, why, n);
 }

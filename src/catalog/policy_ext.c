@@ -16,6 +16,7 @@
  * entries (the oldest is replaced). Loop thread only. */
 #include "policy_int.h"
 #include "curl_thread.h"
+#include "jsonfast.h"
 #include "log.h"
 #include "util.h"
 
@@ -63,9 +64,7 @@ int policy_engine_init(const char *engine_url, long engine_timeout_ms)
     url = engine_url;
     if (url && !*url)
         url = NULL;
-    timeout_ms = engine_timeout_ms;
-    if (timeout_ms <= 0)
-        timeout_ms = 2000;
+    timeout_ms = engine_timeout_ms; /* settings.def: its default, never below 1 */
     if (url && ct_start() < 0) {
         log_error(MOD, "CODEMCP_AUTHZ_URL is set but HTTP cannot start: every call is denied");
         return -1;
@@ -202,16 +201,22 @@ static void on_answer(const struct ct_event *ev)
     free(a);
 }
 
+/* The question, or NULL when the arguments cannot be read back (then the call is denied:
+ * the engine must never judge a call on fewer arguments than it has). Integers past 64 bits
+ * stay digits (jsonfast.h), as the upstream will get them. */
 static char *request_body(const struct policy_call *c, const char *principal, const char *run,
                           uint64_t session)
 {
-    json_t *args = c->args ? json_loadb(c->args, c->args_len, JSON_ALLOW_NUL, NULL) : NULL;
+    json_t *args =
+        c->args ? jf_loadb(c->args, c->args_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL) : NULL;
+    if (c->args && !args)
+        return NULL;
     json_t *in = json_pack("{s:s, s:s, s:s, s:b, s:b, s:o, s:s?, s:I}", "principal", principal,
                            "server", c->server, "tool", c->tool, "mutation", c->mutation, "dry_run",
                            c->dry_run, "arguments", args ? args : json_object(), "run", run,
                            "session", (json_int_t)session);
     json_t *doc = json_pack("{s:o}", "input", in);
-    char *text = json_dumps(doc, JSON_COMPACT);
+    char *text = jf_dumps(doc);
     json_decref(doc);
     return text;
 }

@@ -12,6 +12,7 @@
  * a symlink inside the allowed tree that points outside it is the upstream's to refuse (run
  * the server confined to that tree, as server-filesystem's allowed directories do). */
 #include "policy_int.h"
+#include "jsonfast.h"
 #include "log.h"
 #include "util.h"
 
@@ -540,7 +541,9 @@ static json_t *walk(json_t *v, const struct matcher *m)
 static enum verdict judge(const struct matcher *m, json_t *args)
 {
     json_t *v = walk(args, m);
-    if (!v)
+    const char *digits;
+    size_t n_digits;
+    if (!v || jf_big_integer(v, &digits, &n_digits)) /* past 64 bits: no matcher reads it */
         return V_UNKNOWN;
     const char *s = json_string_value(v);
     size_t len = s ? json_string_length(v) : 0;
@@ -586,7 +589,8 @@ static int args_match(const struct rule *r, const struct policy_call *c, json_t 
     for (size_t i = 0; i < r->n_m; i++) {
         if (!*parsed) {
             *parsed = 1;
-            *args = c->args ? json_loadb(c->args, c->args_len, JSON_ALLOW_NUL, NULL) : NULL;
+            *args = c->args ? jf_loadb(c->args, c->args_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL)
+                            : NULL;
         }
         enum verdict v = judge(&r->m[i], *args);
         if (v == V_NO)

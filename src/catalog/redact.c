@@ -3,6 +3,7 @@
  * left-boundary check, which JSON values a secret key hides). */
 #include "redact.h"
 #include "jsonfast.h"
+#include "linear_re.h"
 #include "redact_rules.h"
 #include "util.h"
 
@@ -20,15 +21,22 @@
 
 /* ---- the patterns, matched in linear time -----------------------------------------------
  *
- * The rules' patterns are POSIX ERE of a small subset (redact_rules.py): literals, bracket
- * classes, the quantifiers * + ? {n} {n,} {n,m} and up to two groups, no alternation and no
- * anchors. glibc's regexec costs O(n^2) on a long run of identifier characters (40 kB of
- * "xxx…" took 4.5 s) and every log line and refused call is redacted on the event loop, so
- * they are matched here instead: each atom is a byte class with a count, taken greedily. An
+ * The rules' patterns are parsed by linear_re.c (the syntax policy rules use too) and must be
+ * flat: a sequence of byte classes each with a count, and up to two groups around parts of
+ * it; no alternation. glibc's regexec costs O(n^2) on a long run of identifier characters
+ * (40 kB of "xxx…" took 4.5 s) and every log line and refused call is redacted on the event
+ * loop, so they are matched here: each atom is a byte class with a count, taken greedily. An
  * atom whose class cannot start what follows it never gives a byte back (possessive: the
  * match is the same); the others (PEM's "[A-Z ]*PRIVATE KEY") give back at most
  * LM_BACKTRACK bytes. Where each class run ends is remembered per atom, so trying every start
- * position costs O(atoms) each, not the length of the run: linear in the text. */
+ * position costs O(atoms) each, not the length of the run: linear in the text, the restarts
+ * of the key=value rule inside a value included ("a:a:a:…").
+ *
+ * linear_re.c's Thompson NFA is not used here (bench/redact_engines.c,
+ * bench/results/redact_engines.md): one NFA pass over the text per pattern, which finds no
+ * bounds nor groups, costs 2-100x all of redact_text on the hostile texts of
+ * tests/unit/test_redact_bounds.c and ~10x per ordinary log line; and each restart of the
+ * key=value rule inside a value would read the rest of the text again (quadratic). */
 #define LM_MAX_ATOMS 48
 #define LM_GROUPS    2
 #define LM_BACKTRACK 32
@@ -57,73 +65,6 @@ static int lm_has(const unsigned char *cls, unsigned char c)
     return (cls[c >> 3] >> (c & 7)) & 1;
 }
 
-static void lm_set(unsigned char *cls, unsigned char c)
-{
-    cls[c >> 3] |= (unsigned char)(1u << (c & 7));
-}
-
-/* Parses a bracket class at *re (after '['); 0, or -1 when it is malformed. */
-static int lm_class(const char **re, unsigned char *cls)
-{
-    const char *p = *re;
-    int negate = *p == '^';
-    if (negate)
-        p++;
-    unsigned char set[32] = {0};
-    int first = 1;
-    while (*p && (*p != ']' || first)) {
-        unsigned char lo = (unsigned char)*p, hi = lo;
-        if (p[1] == '-' && p[2] && p[2] != ']') {
-            hi = (unsigned char)p[2];
-            p += 3;
-        } else {
-            p++;
-        }
-        for (unsigned c = lo; c <= hi; c++)
-            lm_set(set, (unsigned char)c);
-        first = 0;
-    }
-    if (*p != ']')
-        return -1;
-    for (int i = 0; i < 32; i++)
-        cls[i] = negate ? (unsigned char)~set[i] : set[i];
-    if (negate)
-        cls[0] &= (unsigned char)~1u; /* never NUL: the text is a C string */
-    *re = p + 1;
-    return 0;
-}
-
-/* Parses a quantifier at *re (if any) into a. */
-static int lm_quantifier(const char **re, struct lm_atom *a)
-{
-    const char *p = *re;
-    a->min = a->max = 1;
-    if (*p == '*' || *p == '+' || *p == '?') {
-        a->min = *p == '+';
-        a->max = *p == '?' ? 1 : LM_UNBOUNDED;
-        p++;
-    } else if (*p == '{') {
-        char *e;
-        long lo = strtol(p + 1, &e, 10), hi = lo;
-        if (e == p + 1 || lo < 0 || lo > 1000)
-            return -1;
-        if (*e == ',') {
-            hi = e[1] == '}' ? LM_UNBOUNDED : strtol(e + 1, &e, 10);
-            if (hi == LM_UNBOUNDED)
-                e++;
-            else if (hi < lo || hi > 1000)
-                return -1;
-        }
-        if (*e != '}')
-            return -1;
-        a->min = (int)lo;
-        a->max = (int)hi;
-        p = e + 1;
-    }
-    *re = p;
-    return 0;
-}
-
 /* Whether atom k can stop early without changing any match: a fixed count, or a class that
  * shares no byte with what may come right after it. */
 static int lm_possessive(const struct lm_pat *pt, int k)
@@ -141,45 +82,52 @@ static int lm_possessive(const struct lm_pat *pt, int k)
     return 1;
 }
 
+/* Appends the atoms of n to pt: 0, or -1 when n is outside the flat form this matcher runs
+ * (alternation, a repeat of anything but one byte class, nested groups, too many of either):
+ * then the rules' own test fails (tests/python/test_redact.py). */
+static int lm_flatten(struct lm_pat *pt, const struct re_node *n, int in_group)
+{
+    const struct re_node *one = n->kind == RE_REPEAT ? n->a : n;
+    switch (n->kind) {
+    case RE_EMPTY:
+        return 0;
+    case RE_CAT:
+        return lm_flatten(pt, n->a, in_group) < 0 ? -1 : lm_flatten(pt, n->b, in_group);
+    case RE_GROUP: {
+        if (in_group || pt->groups == LM_GROUPS)
+            return -1;
+        int g = pt->groups++;
+        pt->g_from[g] = pt->n;
+        if (lm_flatten(pt, n->a, 1) < 0)
+            return -1;
+        pt->g_to[g] = pt->n;
+        return 0;
+    }
+    case RE_SET:
+    case RE_REPEAT:
+        if (one->kind != RE_SET || pt->n == LM_MAX_ATOMS)
+            return -1;
+        struct lm_atom *a = &pt->a[pt->n++];
+        memcpy(a->cls, one->set, sizeof(a->cls));
+        a->min = n->kind == RE_REPEAT ? n->min : 1;
+        a->max = n->kind == RE_REPEAT ? n->max : 1; /* the parser's -1 is LM_UNBOUNDED */
+        return 0;
+    case RE_ALT:
+        return -1;
+    }
+    return -1;
+}
+
+/* Parses re with the shared syntax (linear_re.h) into pt: 0, or -1 outside the flat form. */
 static int lm_compile(struct lm_pat *pt, const char *re)
 {
     memset(pt, 0, sizeof(*pt));
-    int open = -1;
-    while (*re) {
-        if (*re == '(' || *re == ')') {
-            if ((*re == '(') != (open < 0) || (*re == '(' && pt->groups == LM_GROUPS))
-                return -1;
-            if (*re == '(') {
-                open = pt->groups;
-                pt->g_from[open] = pt->n;
-            } else {
-                pt->g_to[open] = pt->n;
-                pt->groups++;
-                open = -1;
-            }
-            re++;
-            continue;
-        }
-        if (pt->n == LM_MAX_ATOMS || strchr("|^$.*+?{", *re))
-            return -1; /* outside the subset: the rules' own test fails */
-        struct lm_atom *a = &pt->a[pt->n++];
-        if (*re == '[') {
-            re++;
-            if (lm_class(&re, a->cls) < 0)
-                return -1;
-        } else {
-            if (*re == '\\' && re[1])
-                re++;
-            lm_set(a->cls, (unsigned char)*re++);
-        }
-        if (lm_quantifier(&re, a) < 0)
-            return -1;
-    }
-    if (open >= 0)
-        return -1;
-    for (int k = 0; k < pt->n; k++)
+    struct re_node *tree = re_parse(re, strlen(re), 0, NULL, 0);
+    int rc = tree ? lm_flatten(pt, tree, 0) : -1;
+    re_free(tree);
+    for (int k = 0; rc == 0 && k < pt->n; k++)
         pt->a[k].possessive = lm_possessive(pt, k);
-    return 0;
+    return rc;
 }
 
 /* End of atom k's class run from p (remembered in r). */

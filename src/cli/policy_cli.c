@@ -101,7 +101,7 @@ static void usage(FILE *f)
     fputs("usage: codemcp policy check --call 'fn(key=\"value\", ...)' [--principal P] "
           "[--server S --tool T] [--write] [--dry-run]\n"
           "  prints which policy rule decides the call and why; exit 0 allowed (or stubbed as a "
-          "dry run), 1 denied, 2 usage\n",
+          "dry run), 1 denied, 2 a usage or config error\n",
           f);
 }
 

@@ -35,6 +35,8 @@ const RULES = [
   { name: 'preview-deletes', server: 'fake', tool: 'delete_thing', effect: 'dry_run' },
   { name: 'private-keys', server: 'fake', tool: 'lookup', args: { key: { regex: '(a*)*b' } },
     effect: 'deny', message: 'keys like that are private' },
+  { name: 'bob-lookups', server: 'fake', tool: 'lookup', principal: ['carol', 'b*'],
+    args: { key: { eq: 'bob-only' } }, effect: 'allow' },
   { name: 'lookups', server: 'fake', tool: 'lookup', effect: 'allow' },
 ];
 
@@ -230,8 +232,17 @@ describe('codemcp policy check explains which rule decides', () => {
     assert.match(r.stdout, /keys like that are private/);
     r = await check(['--write', '--call', 'fake_delete_thing(id="1")']);
     assert.match(r.stdout, /decision:\s+dry_run/);
+    assert.equal(r.code, 0, 'a stubbed call exits 0 as an allowed one');
     r = await check(['--call', 'fake_echo(text="unclosed)']);
     assert.equal(r.code, 2);
+    r = await check(['--call', 'fake_echo(text="x")', '--bogus']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /exit 0 allowed .*, 1 denied, 2 a usage or config error/);
+    const broken = path.join(s.dir, 'broken.json');
+    fs.writeFileSync(broken, '{"mcp": {');
+    r = await runCodemcp({ args: ['policy', 'check', '--call', 'fake_echo(text="x")'], config: broken });
+    assert.equal(r.code, 2, 'a config that cannot be read is exit 2, never a decision');
+    assert.doesNotMatch(r.stdout, /decision:/);
   });
 });
 
@@ -263,6 +274,56 @@ describe('policy rules over HTTP: the bearer principal is the one rules see', ()
       assert.ok(!got.some((g) => g.includes('hello from bob')), got.join('\n'));
     } finally {
       await a.end();
+      await b.end();
+    }
+  });
+});
+
+/** A program that hunts its own interpreter for what the gateway sent with the run: every
+ *  "policy" list reachable from the stack or the heap, and every string anywhere in the heap
+ *  that holds one of `needles`. */
+const HUNT = (needles) => `import gc, sys, json
+lists, hits = [], []
+def look(o):
+    if isinstance(o, dict) and isinstance(o.get("policy"), list):
+        lists.append(o["policy"])
+f = sys._getframe()
+while f is not None:
+    for v in list(f.f_locals.values()):
+        look(v)
+    f = f.f_back
+for o in gc.get_objects():
+    look(o)
+    if isinstance(o, dict):
+        for v in list(o.values()):
+            if isinstance(v, str) and "hits.append" not in v and any(n in v for n in ${JSON.stringify(needles)}):
+                hits.append(v[:200])
+result = {"policies": json.loads(json.dumps(lists, default=str)), "hits": hits}`;
+
+describe('the rules sent with a run are only those of its principal', () => {
+  let proc, url, s;
+  before(async () => {
+    s = setup('codemcp-policy-rules-sent-');
+    ({ proc, url } = await startHttp(s));
+  });
+  after(() => proc?.child.kill('SIGTERM'));
+
+  test('bob, searching his interpreter, finds his rules, no principal globs, nothing of alice or carol', async () => {
+    const b = await connectHttp(url, 'tok-bob-0123456789abcdef01');
+    try {
+      await ready(b);
+      const e = await run(b, HUNT(['echo-hello', 'alice', 'carol', 'tok-alice', 'tok-bob']));
+      assert.ok(!e.error_kind, JSON.stringify(e));
+      const { policies, hits } = e.result;
+      assert.ok(policies.length > 0, 'the hunt found the rules the worker was sent: ' + JSON.stringify(e));
+      for (const rules of policies) {
+        const names = rules.map((r) => r.name);
+        const bobs = RULES.filter((r) => !r.principal || r.principal.includes('b*'));
+        assert.deepEqual(names, bobs.map((r) => r.name), JSON.stringify(rules));
+        assert.ok(rules.every((r) => !('principal' in r)), JSON.stringify(rules));
+      }
+      assert.deepEqual(hits, [], 'the other principal, its rule and the tokens are nowhere in the worker');
+    } finally {
       await b.end();
     }
   });

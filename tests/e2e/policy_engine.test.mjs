@@ -16,6 +16,9 @@ const TOOLS = [
   { name: 'echo', description: 'Echo the text back.',
     inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
     annotations: { readOnlyHint: true } },
+  { name: 'mirror', description: 'Returns its arguments.',
+    inputSchema: { type: 'object', additionalProperties: true, properties: { path: { type: 'string' } } },
+    annotations: { readOnlyHint: true } },
 ];
 
 describe('CODEMCP_AUTHZ_URL: an OPA Data API engine decides after the rules', () => {
@@ -42,6 +45,8 @@ describe('CODEMCP_AUTHZ_URL: an OPA Data API engine decides after the rules', ()
         if (mode === 'undefined') return send(200, {});
         if (mode === 'hold') return (release = () => send(200, { result: true }));
         if (mode === 'hold-all') return held.push(() => send(200, { result: true }));
+        // as an OPA policy "deny if startswith(input.arguments.path, "/etc")" would
+        if (input?.tool === 'mirror') return send(200, { result: !String(input.arguments?.path ?? '').startsWith('/etc') });
         if (text.startsWith('cache-')) return send(200, { result: { allow: true, reason: 'cacheable', cache_ttl_ms: 60000 } });
         if (text.startsWith('hello')) return send(200, { result: true });
         return send(200, { result: { allow: false, reason: `the engine refuses "${text}"` } });
@@ -95,6 +100,34 @@ except ToolError as e:
     assert.equal(seen.input.dry_run, false);
     assert.equal(typeof seen.input.run, 'string');
     assert.equal(typeof seen.input.session, 'number');
+  });
+
+  test('a program finds the engine\'s address nowhere: not in its environment, not in its heap', async () => {
+    const needle = `127.0.0.1:${srv.address().port}`;
+    const r = await h.client.callTool({ name: 'execute_python', arguments: { reset: true, code: `import gc, os
+needle = "127.0.0.1:" + ${JSON.stringify(String(srv.address().port))}
+env = [k for k, v in os.environ.items() if needle in v or k.startswith("CODEMCP_AUTHZ")]
+seen = []
+for o in gc.get_objects():
+    if isinstance(o, dict):
+        seen += [v[:200] for v in list(o.values()) if isinstance(v, str) and v is not needle and needle in v and "gc.get_objects" not in v]
+result = {"env": env, "heap": seen}` } }, undefined, { timeout: ms(60000) });
+    const got = r.structuredContent;
+    assert.ok(got?.result, JSON.stringify(r));
+    assert.deepEqual(got.result, { env: [], heap: [] }, `${needle} reached the worker`);
+  });
+
+  test('the engine sees every argument, an integer too big for 64 bits beside them included', async () => {
+    const r = await h.client.callTool({ name: 'execute_python', arguments: { reset: true, code: `try:
+    result = {"ok": fake_mirror(path="/etc/" + "passwd", n=10**30).result()}
+except ToolError as e:
+    result = {"kind": e.kind, "message": str(e)}` } }, undefined, { timeout: ms(60000) });
+    const got = r.structuredContent?.result;
+    assert.equal(got?.kind, 'denied', JSON.stringify(r));
+    const seen = inputs.find((i) => i.input?.tool === 'mirror');
+    assert.equal(seen?.input?.arguments?.path, '/etc/passwd', JSON.stringify(seen));
+    assert.equal(String(seen.input.arguments.n), String(1e30));
+    assert.ok(!readFakeLog(log).some((m) => m.method === 'tools/call' && m.params?.name === 'mirror'));
   });
 
   test('a refusal carries the engine\'s reason and never reaches the upstream', async () => {

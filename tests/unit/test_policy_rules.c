@@ -1,4 +1,4 @@
-/* Unit tests for the ordered policy rules (src/catalog/policy_rules.c, policy_re.c): every
+/* Unit tests for the ordered policy rules (src/catalog/policy_rules.c, linear_re.c): every
  * matcher with hostile values (path traversal, look-alike names, huge values, deep paths,
  * patterns a backtracking engine would take exponential time on), first match wins, default
  * deny for a tool the rules name, and a broken rule that denies with its line. */
@@ -6,6 +6,7 @@
 #include "policy.h"
 
 #include "check.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,6 +170,20 @@ int main(void)
           "an overflowing number");
     CHECK(decide("p", "db", "page", 0, "{\"n\": 5, \"order\": \"ASC\"}") == POLICY_DENY,
           "one_of is exact");
+    /* an integer past 64 bits (the gateway keeps its digits): the matchers that look at it
+     * cannot judge it, the others judge their own arguments */
+    CHECK(decide("p", "db", "page", 0,
+                 "{\"n\": 5, \"order\": \"asc\", \"cursor\": 1180591620717411303424}") ==
+              POLICY_ALLOW,
+          "a big integer beside the judged arguments: %s", d.why);
+    CHECK(decide("p", "db", "page", 0, "{\"n\": 1180591620717411303424, \"order\": \"asc\"}") ==
+              POLICY_DENY,
+          "a big integer where range looks");
+    CHECK(decide("p", "db", "query", 0, "{\"sql\": 1180591620717411303424}") == POLICY_DENY,
+          "a big integer where a regex looks");
+    CHECK(decide("p", "fs", "read_file", 0, "{\"path\": 1180591620717411303424}") == POLICY_DENY &&
+              strstr(d.why, "block-etc"),
+          "a deny rule that cannot judge its argument applies: %s", d.why);
     /* deep paths */
     CHECK(decide("p", "db", "deep", 0, "{\"a\": {\"b\": [0, {\"c.d\": \"ok-1\"}]}}") ==
               POLICY_ALLOW,
@@ -219,5 +234,26 @@ int main(void)
               "%s is reported and denies: %s", bads[i], d.why);
         cfg_free(&cfg);
     }
+
+    /* every budget that applies is checked, however many come before it: 70 budgets of a
+     * thousand calls, then one of a single call */
+    struct buf many = {0};
+    buf_appends(&many, "{\"budgets\": [");
+    for (int i = 0; i < 70; i++)
+        buf_printf(&many,
+                   "{\"name\": \"wide%d\", \"window_s\": 3600, \"calls\": 1000, "
+                   "\"writes_per_run\": 1000},",
+                   i);
+    buf_appends(&many, "{\"name\": \"one-call\", \"window_s\": 3600, \"calls\": 1}], "
+                       "\"mcp\": {\"x\": {\"type\": \"local\", \"command\": [\"x\"]}}}");
+    CHECK(load(many.data, &cfg) == 0, "loads 71 budgets");
+    char why[300] = "";
+    struct policy_call w = {"p", "s", "t", "s_t", 1, 0, NULL, 0};
+    CHECK(budgets_take(&w, "run-1", why, sizeof(why)) == 0, "the first call has room: %s", why);
+    CHECK(budgets_take(&w, "run-1", why, sizeof(why)) < 0 && strstr(why, "one-call"),
+          "the 71st budget refuses the second call: %s", why);
+    CHECK(budgets_take_run("p", why, sizeof(why)) == 0, "runs are not limited by calls budgets");
+    cfg_free(&cfg);
+    buf_free(&many);
     return CHECK_DONE();
 }

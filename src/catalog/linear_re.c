@@ -1,16 +1,10 @@
-/* policy_re — the regular expressions and globs of policy rules, matched in time linear in the
- * value: a pattern is compiled to a Thompson NFA and run as a set of states (no backtracking),
- * so a value written by a hostile program costs O(value length * pattern size) whatever the
- * pattern. POSIX regexec and fnmatch backtrack (exponential on patterns like (a*)*b), and the
- * values they would see are the model's.
- *
- * The syntax is a small, byte-oriented subset: literals, `.`, classes `[a-z_]` `[^;]`,
- * escapes `\d \w \s \D \W \S` and `\` before any punctuation, groups `( )` `(?: )`,
- * alternation `|`, quantifiers `* + ?` and `{m}` `{m,}` `{m,n}` (n <= 100). A pattern matches
- * the WHOLE value (implicitly anchored); `.` matches any byte, newline included. Case can be
- * folded (ASCII) at compile time. Globs are compiled into the same machine: `*` any bytes,
- * `?` one byte, `\` quotes the next character. */
-#include "policy_int.h"
+/* linear_re — see linear_re.h: the parser of the shared pattern syntax, and the Thompson NFA
+ * that matches a whole value as a set of states (no backtracking), so a value written by a
+ * hostile program costs O(value length * pattern size) whatever the pattern. POSIX regexec
+ * and fnmatch backtrack (exponential on patterns like (a*)*b), and the values they would see
+ * are the model's. `.` matches any byte, newline included. Globs are compiled into the same
+ * machine: `*` any bytes, `?` one byte, `\` quotes the next character. */
+#include "linear_re.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -36,15 +30,6 @@ struct pre {
 
 /* ---- parse to a tree --------------------------------------------------------------------- */
 
-enum node_kind { N_SET, N_CAT, N_ALT, N_REPEAT, N_EMPTY };
-
-struct node {
-    enum node_kind kind;
-    unsigned char set[32];
-    struct node *a, *b;
-    int min, max; /* REPEAT; max -1: unbounded */
-};
-
 struct parser {
     const char *p, *end;
     int icase, depth;
@@ -52,21 +37,21 @@ struct parser {
     size_t errlen;
 };
 
-static struct node *node_new(enum node_kind k, struct node *a, struct node *b)
+static struct re_node *node_new(enum re_kind k, struct re_node *a, struct re_node *b)
 {
-    struct node *n = xcalloc(1, sizeof(*n));
+    struct re_node *n = xcalloc(1, sizeof(*n));
     n->kind = k;
     n->a = a;
     n->b = b;
     return n;
 }
 
-static void node_free(struct node *n)
+void re_free(struct re_node *n)
 {
     if (!n)
         return;
-    node_free(n->a);
-    node_free(n->b);
+    re_free(n->a);
+    re_free(n->b);
     free(n);
 }
 
@@ -157,30 +142,32 @@ static int parse_class(struct parser *ps, unsigned char *set)
     return 0;
 }
 
-static struct node *parse_alt(struct parser *ps);
+static struct re_node *parse_alt(struct parser *ps);
 
-static struct node *parse_atom(struct parser *ps)
+static struct re_node *parse_atom(struct parser *ps)
 {
     int c = (unsigned char)*ps->p++;
-    struct node *n = node_new(N_SET, NULL, NULL);
+    struct re_node *n = node_new(RE_SET, NULL, NULL);
     if (c == '(') {
         free(n);
         if (++ps->depth > RE_MAX_DEPTH)
             return fail(ps, "groups nest too deep"), NULL;
-        if (ps->end - ps->p >= 2 && ps->p[0] == '?' && ps->p[1] == ':')
+        int capture = 1;
+        if (ps->end - ps->p >= 2 && ps->p[0] == '?' && ps->p[1] == ':') {
             ps->p += 2;
-        else if (ps->p < ps->end && *ps->p == '?')
+            capture = 0;
+        } else if (ps->p < ps->end && *ps->p == '?')
             return fail(ps, "only (?: ) groups are supported"), NULL;
         n = parse_alt(ps);
         ps->depth--;
         if (!n)
             return NULL;
         if (ps->p >= ps->end || *ps->p != ')') {
-            node_free(n);
+            re_free(n);
             return fail(ps, "a group ( is not closed"), NULL;
         }
         ps->p++;
-        return n;
+        return capture ? node_new(RE_GROUP, n, NULL) : n;
     }
     if (c == '.')
         memset(n->set, 0xff, sizeof(n->set));
@@ -221,9 +208,9 @@ static int parse_count(struct parser *ps)
     return v;
 }
 
-static struct node *parse_repeat(struct parser *ps)
+static struct re_node *parse_repeat(struct parser *ps)
 {
-    struct node *n = parse_atom(ps);
+    struct re_node *n = parse_atom(ps);
     while (n && ps->p < ps->end && strchr("*+?{", *ps->p)) {
         int c = *ps->p++, min = 0, max = -1;
         if (c == '+')
@@ -240,12 +227,12 @@ static struct node *parse_repeat(struct parser *ps)
             }
             if (min < 0 || max == -2 || ps->p >= ps->end || *ps->p != '}' || min > RE_MAX_REPEAT ||
                 max > RE_MAX_REPEAT || (max >= 0 && max < min)) {
-                node_free(n);
+                re_free(n);
                 return fail(ps, "a {m,n} repeat needs 0 <= m <= n <= 100"), NULL;
             }
             ps->p++;
         }
-        struct node *r = node_new(N_REPEAT, n, NULL);
+        struct re_node *r = node_new(RE_REPEAT, n, NULL);
         r->min = min;
         r->max = max;
         n = r;
@@ -253,31 +240,31 @@ static struct node *parse_repeat(struct parser *ps)
     return n;
 }
 
-static struct node *parse_cat(struct parser *ps)
+static struct re_node *parse_cat(struct parser *ps)
 {
-    struct node *n = node_new(N_EMPTY, NULL, NULL);
+    struct re_node *n = node_new(RE_EMPTY, NULL, NULL);
     while (ps->p < ps->end && *ps->p != '|' && *ps->p != ')') {
-        struct node *a = parse_repeat(ps);
+        struct re_node *a = parse_repeat(ps);
         if (!a) {
-            node_free(n);
+            re_free(n);
             return NULL;
         }
-        n = node_new(N_CAT, n, a);
+        n = node_new(RE_CAT, n, a);
     }
     return n;
 }
 
-static struct node *parse_alt(struct parser *ps)
+static struct re_node *parse_alt(struct parser *ps)
 {
-    struct node *n = parse_cat(ps);
+    struct re_node *n = parse_cat(ps);
     while (n && ps->p < ps->end && *ps->p == '|') {
         ps->p++;
-        struct node *b = parse_cat(ps);
+        struct re_node *b = parse_cat(ps);
         if (!b) {
-            node_free(n);
+            re_free(n);
             return NULL;
         }
-        n = node_new(N_ALT, n, b);
+        n = node_new(RE_ALT, n, b);
     }
     return n;
 }
@@ -294,20 +281,22 @@ static int emit(struct pre *re, int op)
     return re->n++;
 }
 
-static int gen(struct pre *re, const struct node *n)
+static int gen(struct pre *re, const struct re_node *n)
 {
     int at;
     switch (n->kind) {
-    case N_EMPTY:
+    case RE_EMPTY:
         return 0;
-    case N_SET:
+    case RE_SET:
         if ((at = emit(re, OP_BYTES)) < 0)
             return -1;
         memcpy(re->prog[at].set, n->set, sizeof(n->set));
         return 0;
-    case N_CAT:
+    case RE_GROUP:
+        return gen(re, n->a);
+    case RE_CAT:
         return gen(re, n->a) < 0 ? -1 : gen(re, n->b);
-    case N_ALT: {
+    case RE_ALT: {
         int split = emit(re, OP_SPLIT);
         if (split < 0 || gen(re, n->a) < 0)
             return -1;
@@ -321,7 +310,7 @@ static int gen(struct pre *re, const struct node *n)
         re->prog[jmp].x = re->n;
         return 0;
     }
-    case N_REPEAT:
+    case RE_REPEAT:
         for (int i = 0; i < n->min; i++)
             if (gen(re, n->a) < 0)
                 return -1;
@@ -349,7 +338,7 @@ static int gen(struct pre *re, const struct node *n)
     return -1;
 }
 
-struct pre *pre_compile(const char *pattern, size_t len, int icase, char *err, size_t errlen)
+struct re_node *re_parse(const char *pattern, size_t len, int icase, char *err, size_t errlen)
 {
     char dummy[1];
     if (!err || !errlen) {
@@ -358,26 +347,36 @@ struct pre *pre_compile(const char *pattern, size_t len, int icase, char *err, s
     }
     *err = 0;
     struct parser ps = {pattern, pattern + len, icase, 0, err, errlen};
-    struct node *tree = parse_alt(&ps);
+    struct re_node *tree = parse_alt(&ps);
     if (tree && ps.p < ps.end) {
         fail(&ps, "an unmatched )");
-        node_free(tree);
+        re_free(tree);
         tree = NULL;
     }
-    if (!tree) {
-        if (!*err)
-            snprintf(err, errlen, "invalid pattern");
-        return NULL;
+    if (!tree && !*err)
+        snprintf(err, errlen, "invalid pattern");
+    return tree;
+}
+
+struct pre *pre_compile(const char *pattern, size_t len, int icase, char *err, size_t errlen)
+{
+    char dummy[1];
+    if (!err || !errlen) {
+        err = dummy;
+        errlen = sizeof(dummy);
     }
+    struct re_node *tree = re_parse(pattern, len, icase, err, errlen);
+    if (!tree)
+        return NULL;
     struct pre *re = xcalloc(1, sizeof(*re));
     if (gen(re, tree) < 0 || emit(re, OP_MATCH) < 0) {
         snprintf(err, errlen, "the pattern is too big (more than %d states once repeats expand)",
                  RE_MAX_PROG);
-        node_free(tree);
+        re_free(tree);
         pre_free(re);
         return NULL;
     }
-    node_free(tree);
+    re_free(tree);
     return re;
 }
 
