@@ -175,11 +175,11 @@ def _fits(schema: Any, depth: int) -> Any:
     if t == "array":
         items = schema.get("items")
         if items is False:
-            return lambda v: type(v) is list and not v
+            return lambda v: type(v) in (list, tuple) and not v
         sub = _fits(items, depth + 1) if isinstance(items, dict) else None
         if sub is None:
-            return lambda v: type(v) is list and all(type(x) in (str, int, float, bool) for x in v)
-        return lambda v: type(v) is list and all(sub(x) for x in v)
+            return lambda v: type(v) in (list, tuple) and all(type(x) in (str, int, float, bool) for x in v)
+        return lambda v: type(v) in (list, tuple) and all(sub(x) for x in v)
     types = [t] if isinstance(t, str) else t if isinstance(t, list) else None
     if not types or not all(x in _FIT_TYPES for x in types):
         return _unsure
@@ -267,14 +267,14 @@ def _json_type_ok(value: Any, t: str) -> bool:
     if t == "null":
         return value is None
     if t == "array":
-        return vt is list
+        return vt is list or vt is tuple  # a tuple at run time is sent as a JSON array
     if t == "object":
         return vt is dict
     return True  # a type we do not know: not ours to judge
 
 
 def _show(value: Any) -> str:
-    if type(value) is list:
+    if type(value) is list or type(value) is tuple:
         return "a list"
     if type(value) is dict:
         return "a dict"
@@ -354,7 +354,7 @@ def _check(value: Any, schema: Any, root: Any, path: str, out: list[str], depth:
     elif vt is int or vt is float:
         if vt is not bool:
             _check_number(value, schema, path, out)
-    elif vt is list:
+    elif vt is list or vt is tuple:
         _check_array(value, schema, root, path, out, depth)
     elif vt is dict:
         _check_object(value, schema, root, path, out, depth)
@@ -421,7 +421,7 @@ def _check_number(value: Any, schema: dict, path: str, out: list[str]) -> None:
         out.append("`%s` must be < %s, got %r." % (path, xhi, value))
 
 
-def _check_array(value: list, schema: dict, root: Any, path: str, out: list[str], depth: int) -> None:
+def _check_array(value: list | tuple, schema: dict, root: Any, path: str, out: list[str], depth: int) -> None:
     lo, hi = schema.get("minItems"), schema.get("maxItems")
     if type(lo) is int and len(value) < lo:
         out.append("`%s` needs at least %d item(s), got %d." % (path, lo, len(value)))

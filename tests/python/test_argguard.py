@@ -82,6 +82,11 @@ class ArgGuardAtTheCall(RuntimeTest):
         self.assertTrue(loaded["ok"], loaded)
         self.t.responder = lambda p: ("result", text_result({"ok": True}))
 
+    def test_tuples_are_sent_as_lists(self) -> None:
+        env = self.run_code("r = srv_get(tags=('a', 'b'))\nresult = r['ok']")
+        self.assertTrue(env.get("ok"), env)
+        self.assertEqual(self.t.calls()[0]["params"]["args"], {"tags": ["a", "b"]})
+
     def test_items_false_refuses_any_item(self) -> None:
         env = self.run_code("srv_get(none=[1])")
         self.assertEqual(env["error_kind"], "exception", env)
