@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 import unittest
 
@@ -600,6 +601,23 @@ class Search(RuntimeTest):
         idx = discovery.index(snap)
         self.assertIs(idx, discovery.index(snap))  # built once per snapshot
 
+
+
+class SemanticSetting(unittest.TestCase):
+    """CODEMCP_SEMANTIC_SEARCH is read with the words the gateway's settings accept."""
+
+    def test_true_and_false_words(self) -> None:
+        kept = os.environ.get("CODEMCP_SEMANTIC_SEARCH")
+        try:
+            for value, on in [("1", True), ("true", True), ("YES", True), ("on", True), ("0", False),
+                              ("no", False), ("off", False), ("", False), ("2", False)]:
+                os.environ["CODEMCP_SEMANTIC_SEARCH"] = value
+                self.assertEqual(discovery.semantic_enabled(), on, value)
+        finally:
+            if kept is None:
+                os.environ.pop("CODEMCP_SEMANTIC_SEARCH", None)
+            else:
+                os.environ["CODEMCP_SEMANTIC_SEARCH"] = kept
 
 if __name__ == "__main__":
     unittest.main()
