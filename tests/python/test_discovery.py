@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 import unittest
 
@@ -604,7 +606,18 @@ class Search(RuntimeTest):
 
 
 class SemanticSetting(unittest.TestCase):
-    """CODEMCP_SEMANTIC_SEARCH is read with the words the gateway's settings accept."""
+    """CODEMCP_SEMANTIC_SEARCH is read with the words the gateway's settings accept; off, the
+    worker's start (the runtime's imports, the prototype's warm()) and a search load neither
+    the encoder nor numpy."""
+
+    def test_off_loads_no_encoder(self) -> None:
+        code = ("import sys\nfrom codemcp_rt import discovery, runner, worker_main, validator\n"
+                "discovery.warm()\nrunner.run({'run_id': 'r', 'session': 's', 'code': 'search_tools(\"read a file\")'})\n"
+                "print([m for m in ('codemcp_rt.encoder', 'codemcp_rt.semantic', 'numpy') if m in sys.modules])")
+        env = {k: v for k, v in os.environ.items() if k != "CODEMCP_SEMANTIC_SEARCH"}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.strip().splitlines()[-1], "[]")
 
     def test_true_and_false_words(self) -> None:
         kept = os.environ.get("CODEMCP_SEMANTIC_SEARCH")
