@@ -2,6 +2,7 @@
  * every path; a case we do not handle returns None (never an exception, except for a wrong
  * number of arguments). */
 #include "pyfast.h"
+#include "ctlreply.h"
 #include "json_escape.h"
 
 #include <math.h>
@@ -196,8 +197,8 @@ const char pyf_text_result_doc[] =
 
 static int pyf_text_span(PyObject *raw_obj, PyObject *id_obj, const char **text, size_t *text_len);
 
-static const char TR_HEAD[] = "{\"jsonrpc\":\"2.0\",\"id\":\"";
-static const char TR_MID[] = "\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"";
+static const char TR_HEAD[] = CTL_REPLY_HEAD "\"";
+static const char TR_MID[] = "\"" CTL_REPLY_MID "{\"content\":[{\"type\":\"text\",\"text\":\"";
 static const char TR_TAIL[] = "\"}]}}";
 
 PyObject *pyf_text_result(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
