@@ -10,8 +10,9 @@ Each module is compiled here, so a syntax error fails the build instead of the w
 first import, and its code object is embedded too (marshal, with the file name the worker's
 importer gives it, and the interpreter's magic number): the worker loads it instead of
 compiling the source on every start (~33 ms of a cold start). The worker compiles the source
-when its interpreter's magic number differs (a different Python than the one that built it). The build also fails when ROOT holds a .py file that meson does
-not know about yet (meson lists the files at configure time): re-run meson then.
+when its interpreter's magic number differs (a different Python than the one that built it;
+tests/python/test_embed.py runs both paths). The build also fails when ROOT holds a .py file
+that meson does not know about yet (meson lists the files at configure time): re-run meson then.
 Sources are emitted as byte arrays (no string-literal length limits, no escaping traps).
 """
 

@@ -7,10 +7,10 @@ The check is argcheck.py's (the validator's check of literal arguments), so run 
 pre-flight agree. It raises InvalidArguments (a ValueError) naming the SDK function, the
 argument, what is wrong and the fix; the traceback shows the program's line. Only what
 argcheck is certain of is refused, and a value that is still a Pending is left to the
-gateway. Cost per call: each schema is compiled once per SDK snapshot into a checker that only
-says "certainly fits" (exact types, required and allowed keys, enums); argcheck's slower
-walk, which writes the messages, runs only when that checker is not sure (~1 us for a
-scalar argument, ~10 us for ten nested objects).
+gateway. Cost per call: each schema is compiled once per SDK snapshot into argcheck.fits's
+checker that only says "certainly fits" (exact types, required and allowed keys, enums);
+argcheck's slower walk, which writes the messages, runs only when that checker is not sure
+(~1 us for a scalar argument, ~10 us for ten nested objects).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _plan(server: str, tool: str) -> Any:
     required = schema.get("required") if isinstance(schema.get("required"), list) else ()
     props = schema["properties"]
     types = {k: argcheck.fast_types(v, k in required) for k, v in props.items()}
-    fits = {k: _compile(v, schema, 0) if k in required else _or_none(_compile(v, schema, 0)) for k, v in props.items()}
+    fits = {k: argcheck.fits(v, k in required) for k, v in props.items()}
     names = {k: n for n, k in argcheck.param_keys(schema).items()}
     return (fn, schema, types, fits, names)
 
@@ -93,63 +93,3 @@ def _plain(value: Any, depth: int) -> bool:
         return all(type(k) is str and _plain(v, depth + 1) for k, v in value.items())
     return False
 
-
-_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,), "null": (type(None),)}
-# Keywords the compiled checker understands; any other makes it unsure (argcheck decides).
-_KNOWN = frozenset({"type", "properties", "required", "additionalProperties", "items", "enum", "description",
-                    "title", "default", "examples", "$schema", "$comment", "deprecated", "readOnly", "writeOnly",
-                    "format"})
-
-
-def _unsure(value: Any) -> bool:
-    return False  # argcheck decides
-
-
-def _or_none(check: Any) -> Any:
-    return lambda v: v is None or check(v)
-
-
-def _compile(schema: Any, root: Any, depth: int) -> Any:
-    """A function value -> True when ``value`` certainly fits ``schema`` (False: not sure)."""
-    if not isinstance(schema, dict) or depth > 16 or not set(schema) <= _KNOWN:
-        return _unsure
-    t = schema.get("type")
-    enum = schema.get("enum")
-    if isinstance(enum, list):
-        allowed = [e for e in enum if type(e) in (str, int, float, bool) or e is None]
-        if len(allowed) != len(enum):
-            return _unsure
-        keys = frozenset((type(e), e) for e in allowed)
-        return lambda v: (type(v), v) in keys
-    if t == "object":
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        subs = {k: _compile(v, root, depth + 1) for k, v in props.items()}
-        required = frozenset(r for r in schema.get("required") or () if isinstance(r, str))
-        closed = schema.get("additionalProperties") is False
-        if schema.get("additionalProperties") not in (None, True, False):
-            return _unsure
-
-        def fits_object(v: Any) -> bool:
-            if type(v) is not dict or not required <= v.keys():
-                return False
-            for k, item in v.items():
-                sub = subs.get(k)
-                if sub is None:
-                    if closed or type(k) is not str:
-                        return False
-                    continue
-                if not sub(item):
-                    return False
-            return True
-        return fits_object
-    if t == "array":
-        items = schema.get("items")
-        sub = _compile(items, root, depth + 1) if isinstance(items, dict) else None
-        if sub is None:
-            return lambda v: type(v) is list and all(type(x) in (str, int, float, bool) for x in v)
-        return lambda v: type(v) is list and all(sub(x) for x in v)
-    types = [t] if isinstance(t, str) else t if isinstance(t, list) else None
-    if not types or not all(x in _TYPES for x in types):
-        return _unsure
-    ok = frozenset(c for x in types for c in _TYPES[x])  # exact types: True is no integer here
-    return lambda v: type(v) in ok

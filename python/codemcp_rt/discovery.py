@@ -66,7 +66,9 @@ def index(snap: Any) -> Index:
 
 
 def semantic_enabled() -> bool:
-    return os.environ.get("CODEMCP_SEMANTIC_SEARCH", "0") == "1"
+    """CODEMCP_SEMANTIC_SEARCH, a boolean setting of the gateway (src/config/settings.def), passed
+    to the worker as written: read with the words the gateway's settings.c accepts as true."""
+    return os.environ.get("CODEMCP_SEMANTIC_SEARCH", "0").lower() in ("1", "true", "yes", "on")
 
 
 def warm() -> None:

@@ -32,9 +32,10 @@ class ErrorText(str):
     """The text of an error result; ``_origin`` is (server, tool, args)."""
 
     def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, (int, slice)) and not isinstance(key, bool):
-            return str.__getitem__(self, key)
-        raise _used(self, UsedErrorResult, "[%r]" % (key,))
+        try:
+            return str.__getitem__(self, key)  # what a str takes (int, slice, bool, __index__) as before
+        except TypeError:
+            raise _used(self, UsedErrorResult, "[%r]" % (key,)) from None
 
     def __getattr__(self, name: str) -> Any:  # only for attributes str does not have
         if name.startswith("__"):

@@ -319,12 +319,18 @@ def _user_stack(tb: Any) -> traceback.StackSummary:
     return traceback.StackSummary.from_list(frames)
 
 
-def _user_line(exc: BaseException) -> tuple[int, str] | None:
-    """(line, its text) of the last frame of agent code ``exc`` passed through."""
+def _last_user_frame(exc: BaseException) -> tuple[Any, int] | None:
+    """(frame, line) of the last frame of agent code ``exc`` passed through."""
     last = None
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
         if frame.f_code.co_filename == FILENAME:
             last = (frame, lineno)
+    return last
+
+
+def _user_line(exc: BaseException) -> tuple[int, str] | None:
+    """(line, its text) of the last frame of agent code ``exc`` passed through."""
+    last = _last_user_frame(exc)
     if last is None or not last[1]:
         return None
     lines = _sources.get(last[0].f_code) or []
@@ -335,10 +341,7 @@ def _user_line(exc: BaseException) -> tuple[int, str] | None:
 def _result_hint(exc: BaseException) -> str | None:
     """errhint's line for an error raised reading an SDK result, from the last frame of
     agent code the error passed through."""
-    last = None
-    for frame, lineno in traceback.walk_tb(exc.__traceback__):
-        if frame.f_code.co_filename == FILENAME:
-            last = (frame, lineno)
+    last = _last_user_frame(exc)
     if last is None:
         return None
     frame, lineno = last

@@ -69,22 +69,6 @@ _BUILTINS = frozenset(dir(builtins))
 # Any of these lets a program create or replace names at run time.
 _DYNAMIC_NAMES = frozenset({"globals", "locals", "vars", "exec", "eval", "compile", "__import__", "__builtins__"})
 _DYNAMIC_MODULES = frozenset({"builtins", "importlib"})
-# Calls whose result is a new container: storing into it cannot change a tool's result.
-_FRESH_CALLS = frozenset(
-    {"dict", "list", "set", "frozenset", "tuple", "sorted", "defaultdict", "Counter", "OrderedDict", "deque"}
-)
-_FRESH_NODES = (
-    ast.Dict,
-    ast.List,
-    ast.Set,
-    ast.Tuple,
-    ast.ListComp,
-    ast.DictComp,
-    ast.SetComp,
-    ast.GeneratorExp,
-    ast.Constant,
-    ast.JoinedStr,
-)
 _SCOPES = frozenset(
     {ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp}
 )
@@ -96,7 +80,7 @@ _HANDLED = _FUNCS | {
     ast.ImportFrom, ast.Global, ast.Nonlocal, ast.ExceptHandler, ast.MatchAs, ast.MatchStar, ast.MatchMapping,
     ast.For, ast.AsyncFor, ast.comprehension, ast.Await, ast.BinOp,
 }
-# Values a derived binding may come from: x, x["k"], x.k, x.result() (see _path_of).
+# Values a derived binding may come from: x, x["k"], x.k, x.result() (see follow.path_of).
 _PATH_NODES = (ast.Name, ast.Subscript, ast.Attribute, ast.Call)
 _GUARDS = frozenset({"isinstance", "type", "hasattr"})  # a name tested so is not judged by its shape
 _KEY_SETTERS = frozenset({"setattr", "setitem"})  # calls of these by name may store any key
@@ -105,9 +89,6 @@ _KEY_METHODS = frozenset({"update", "setdefault", "__setitem__", "__ior__", "fro
 
 _MISSING = _follow.MISSING
 _literal_key = _follow.literal_key
-_within = _follow.within
-_Bound = _follow.Bound
-_path_of = _follow.path_of
 
 
 # -- the walk ----------------------------------------------------------------------------
@@ -119,7 +100,7 @@ class _Facts:
     def __init__(self) -> None:
         self.binds: dict[str, list[Any]] = {}  # name -> one entry per binding: value node, "aug" or None
         # name -> (node, scope, guarded) for each read of it as ``name[...]`` or ``name.attr``:
-        # the only reads where a field path can start (see _steps).
+        # the only reads where a field path can start (see shapeuse._steps).
         self.loads: dict[str, list[tuple[ast.Name, int, bool]]] = {}
         self.sites: dict[tuple, list[ast.Call]] = {}  # calls of a bare name by form (callcheck)
         self.call_of: dict[int, ast.Call] = {}  # id(Attribute) -> the Call it is the func of
@@ -670,7 +651,7 @@ def _check(
         # learned shape says nothing about what the program will read.
         shapes = {fn: s for fn, s in shapes.items() if not (meta.get(fn) or {}).get("mutation")}
     if shapes:
-        problems += _shape_problems(f, functions, shapes)
+        problems += _shapeuse.shape_problems(f, functions, shapes)
 
     problems.sort(key=lambda p: (p[0], p[1], p[2]))  # the walk is not in source order
     out: list[str] = []
@@ -680,137 +661,3 @@ def _check(
             seen.add(msg)
             out.append(msg)
     return out
-
-
-# -- shapes --------------------------------------------------------------------------------
-
-
-def _is_fresh(f: _Facts, base: ast.AST | None) -> bool:
-    """True if ``base`` is a name that only ever holds containers the program built
-    itself, so storing into it cannot change a tool's result."""
-    if type(base) is not ast.Name:
-        return False
-    values = f.binds.get(base.id)
-    if not values:
-        return False
-    for v in values:
-        if v == "aug" or isinstance(v, _FRESH_NODES):
-            continue
-        if type(v) is ast.BinOp:  # a + b builds a new object
-            continue
-        if type(v) is ast.Call and type(v.func) is ast.Name and v.func.id in _FRESH_CALLS and v.func.id not in f.binds:
-            continue
-        return False
-    return True
-
-
-def _all_fresh(f: _Facts, bases: list[ast.AST | None]) -> bool:
-    """_is_fresh for every base; each name is judged once (`out.append(x)` 500 times is
-    one name)."""
-    done: set[str] = set()
-    for base in bases:
-        if type(base) is ast.Call and type(base.func) is ast.Attribute and base.func.attr == "setdefault" \
-                and len(base.args) == 2 and isinstance(base.args[1], _FRESH_NODES):
-            base = base.func.value  # d.setdefault(k, []).append(x): a list the program made, in d
-        if type(base) is not ast.Name:
-            return False
-        if base.id not in done:
-            if not _is_fresh(f, base):
-                return False
-            done.add(base.id)
-    return True
-
-
-def _shape_problems(
-    f: _Facts, functions: dict[str, Callable], shapes: dict[str, dict]
-) -> list[tuple[int, int, int, str]]:
-    """(line, col, 0, message) per field read that the learned shapes rule out."""
-    if not _all_fresh(f, f.key_writes):
-        return []  # the program stores computed keys into data it did not build: any key may exist
-    arrays_grow = not _all_fresh(f, f.grows)
-    written = frozenset(f.written)
-    bound: dict[Any, _Bound] = {}  # name (or (name, scope) for a comprehension's) -> Bound
-    roots = set()  # names a derived binding reads from (for e in x[...], y = x ...)
-    for _, _, expr, _, _ in f.derived:
-        path = _path_of(expr)
-        if path is not None:
-            roots.add(path[0])
-    for parts, call in f.dotted:  # json.loads(x) (shapeuse.py)
-        if parts == ("json", "loads") and call.args and type(call.args[0]) is ast.Name:
-            roots.add(call.args[0].id)
-    for node, _ in f.arith:  # names used in arithmetic (shapeuse.py)
-        for side in (node.target, node.value) if type(node) is ast.AugAssign else (node.left, node.right):
-            if type(side) is ast.Name:
-                roots.add(side.id)
-    loads = f.loads
-    for x, fn, stmt, home in f.candidates:
-        if x not in loads and x not in roots:
-            continue  # never read as x[...] or x.attr, nothing derived from it
-        if (fn not in functions and fn not in _shapes.RUNTIME_SHAPES) or fn in f.binds or len(f.binds.get(x, ())) != 1 \
-                or x in f.isinstance_of:
-            continue
-        shape = shapes.get(fn) or _shapes.RUNTIME_SHAPES.get(fn)
-        if not isinstance(shape, dict) or shape.get("k") not in ("object", "array", "leaf"):
-            continue
-        if home in f.class_scopes:
-            continue
-        bound[x] = _Bound(fn, shape, "result", home, (stmt.end_lineno, stmt.end_col_offset), False)
-    if not bound:
-        return _shapeuse.problems(f, bound, functions, shapes, written, arrays_grow)
-    if f.derived or f.defs:
-        _follow.derive(f, bound, written, arrays_grow)
-    out: list[tuple[int, int, int, str]] = []
-    for key, b in bound.items():
-        x = key if type(key) is str else key[0]
-        for node, scope, guarded in f.loads.get(x, ()):
-            if guarded or not b.sees(f, node, scope):
-                continue
-            steps = _steps(f, node)
-            if not steps:
-                continue
-            msg = _shapes.check_path(
-                b.fn, b.shape, steps, written=written, mentioned=f.mentioned, arrays_grow=arrays_grow, start=b.label,
-                functions=functions,
-            )
-            if msg is not None:
-                out.append((node.lineno, node.col_offset, 0, msg))
-    out += _shapeuse.problems(f, bound, functions, shapes, written, arrays_grow)
-    out += _shapeuse.called_values(f, bound)
-    return out
-
-
-def _steps(f: _Facts, node: ast.AST) -> list[tuple[str, Any, int]]:
-    """The literal access path that starts at ``node`` (a Name), as shapes.check_path
-    steps. Stops at the first step that is not a plain read."""
-    steps: list[tuple[str, Any, int]] = []
-    parent = f.parent
-    cur = node
-    while True:
-        p = parent.get(id(cur))
-        if p is None:  # cur is not read further (it may be called, passed, compared ...)
-            return steps
-        tp = type(p)
-        line = p.lineno
-        if tp is ast.Subscript:
-            if type(p.ctx) is not ast.Load:
-                return steps  # the last step is a store / del: not a read
-            s = p.slice
-            if type(s) is ast.Slice:
-                steps.append(("slice", None, line))
-            else:
-                key = _literal_key(s)
-                if key is _MISSING:
-                    return steps
-                steps.append(("key", key, line))
-        else:  # Attribute
-            if type(p.ctx) is not ast.Load:
-                return steps
-            call = f.call_of.get(id(p))
-            if call is not None:
-                if p.attr == "result" and not call.args and not call.keywords:
-                    cur = call  # x.result() is x's value: keep following from the call
-                    continue
-                steps.append(("call", p.attr, line))  # a method call ends the path
-                return steps
-            steps.append(("attr", p.attr, line))
-        cur = p

@@ -18,6 +18,7 @@
  * principal (calls.h); a call past either cap is refused with kind "denied". */
 #include "calls.h"
 #include "catalog.h"
+#include "ctlreply.h"
 #include "jsonfast.h"
 #include "jsonrpc.h"
 #include "jsonscan.h"
@@ -293,7 +294,7 @@ static json_t *mark_mutation(json_t *result, int dry_run)
  * Returns as the reply hooks do. */
 static int reply_raw(struct call *call, const char *raw, size_t len)
 {
-    static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":", mid[] = ",\"result\":";
+    static const char head[] = CTL_REPLY_HEAD, mid[] = CTL_REPLY_MID;
     struct iovec iov[5] = {{(void *)head, sizeof(head) - 1},
                            {call->id_text, strlen(call->id_text)},
                            {(void *)mid, sizeof(mid) - 1},

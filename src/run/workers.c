@@ -198,22 +198,6 @@ void on_worker_exit(void *ud, pid_t pid, int status)
     became_idle();
 }
 
-/* The sandbox the workers will get, as the worker reads it from the environment passed down. */
-static void sbx_opts_from_settings(const struct settings *s, struct sbx_opts *o)
-{
-    memset(o, 0, sizeof(*o));
-    o->net_host = s->sandbox_net && strcmp(s->sandbox_net, "host") == 0;
-    o->subprocess = s->sandbox_subprocess;
-    o->tmp_mb = s->sandbox_tmp_mb;
-    o->nproc = s->sandbox_nproc;
-    o->nofile = s->sandbox_nofile;
-    o->ro = s->sandbox_ro;
-    o->rw = s->sandbox_rw;
-    o->dev = s->pythonpath_dev;
-    o->encoder_model = s->encoder_model;
-    o->landlock_abi_max = s->sandbox_landlock_abi_max;
-}
-
 /* CODEMCP_ISOLATION: sandbox (default; probed now, fail closed), docker (the daemon must
  * answer) or host (warned). 0 / -2. */
 static int choose_isolation(const struct settings *s)

@@ -9,6 +9,7 @@
 #include "sandbox.h"
 #include "sandbox_int.h"
 #include "log.h"
+#include "settings.h"
 #include "util.h"
 
 #include <errno.h>
@@ -454,6 +455,21 @@ static void set_limit(int res, rlim_t v)
         v = rl.rlim_max;
     rl.rlim_cur = rl.rlim_max = v;
     (void)setrlimit(res, &rl);
+}
+
+void sbx_opts_from_settings(const struct settings *s, struct sbx_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->net_host = s->sandbox_net && strcmp(s->sandbox_net, "host") == 0;
+    o->subprocess = s->sandbox_subprocess;
+    o->tmp_mb = s->sandbox_tmp_mb;
+    o->nproc = s->sandbox_nproc;
+    o->nofile = s->sandbox_nofile;
+    o->ro = s->sandbox_ro;
+    o->rw = s->sandbox_rw;
+    o->dev = s->pythonpath_dev;
+    o->encoder_model = s->encoder_model;
+    o->landlock_abi_max = s->sandbox_landlock_abi_max;
 }
 
 void sbx__apply_limits(const struct sbx_opts *o)

@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Settings: the gateway fills them from its settings (settings.def), the worker from the
- * environment the gateway passes it (src/worker/main.c). */
+/* Settings (settings.def), read by sbx_opts_from_settings: the gateway from its own
+ * environment, the worker from the one the gateway passes it. */
 struct sbx_opts {
     int net_host;              /* CODEMCP_SANDBOX_NET=host: keep the host network namespace */
     int subprocess;            /* CODEMCP_SANDBOX_SUBPROCESS: /usr/bin visible, execve allowed */
@@ -46,6 +46,11 @@ struct sbx_opts {
     int prototype;         /* set by the caller: this sandbox hosts the prototype (forksrv.h), which
                               forks sessions into sandboxes of their own (sbx_fork_session) */
 };
+
+struct settings;
+/* Fills o from the settings (o->prototype left 0): the one reading of the sandbox's settings,
+ * so the gateway's view and the worker's limits agree. */
+void sbx_opts_from_settings(const struct settings *s, struct sbx_opts *o);
 
 /* Turns the calling process into a sandboxed worker (see the layout above). Single-threaded
  * callers only. Returns 0 in the worker; -1 with a message in err when the sandbox cannot be

@@ -1,6 +1,7 @@
 /* inbox — see inbox.h. Not thread-safe: wsclient holds its lock around every call except
  * inb_classify(). */
 #include "inbox.h"
+#include "ctlreply.h"
 
 #include "log.h"
 #include "util.h"
@@ -265,7 +266,7 @@ static void inb_classify_jansson(struct inb_msg *m)
  * result it can read. NULL: not that head. */
 static char *inb_reply_head(const char *t, size_t len)
 {
-    static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":\"", mid[] = "\",\"result\":";
+    static const char head[] = CTL_REPLY_HEAD "\"", mid[] = "\"" CTL_REPLY_MID;
     size_t h = sizeof(head) - 1, md = sizeof(mid) - 1;
     if (len < h + md + 2 || memcmp(t, head, h) != 0 || t[len - 1] != '}')
         return NULL;

@@ -13,7 +13,8 @@
  *   CODEMCP_WORKER_MEMORY_MB  RLIMIT_AS applied here too (the gateway sets it before exec)
  *   CODEMCP_PYTHONPATH_DEV    dev only: directories searched before the embedded runtime
  *   CODEMCP_ISOLATION         "sandbox": build the sandbox (sandbox.h, seal.h) before anything
- *                             else, configured by CODEMCP_SANDBOX_*; anything else: none
+ *                             else, configured by CODEMCP_SANDBOX_* (read as the gateway
+ *                             reads them: settings.def, sbx_opts_from_settings); else none
  *   CODEMCP_WORKER_ROLE       "prototype": be the gateway's prototype (forksrv.h): sandbox,
  *                             interpreter and runtime first, then fork a worker per request
  *                             received on fd 3; each child continues below as a worker
@@ -35,6 +36,7 @@
 #include "pymod.h"
 #include "sandbox.h"
 #include "seal.h"
+#include "settings.h"
 #include "util.h"
 #include "wsclient.h"
 
@@ -72,23 +74,6 @@ static long env_long(const char *name, long def)
         return def;
     }
     return n;
-}
-
-/* true for 1/true/yes/on, false for 0/false/no/off, def otherwise (logged). */
-static int env_bool(const char *name, int def)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return def;
-    if (!strcasecmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
-        !strcasecmp(v, "on"))
-        return 1;
-    if (!strcasecmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
-        !strcasecmp(v, "off"))
-        return 0;
-    log_warn("config", "%s=%s is not a boolean (true/false); using %s", name, v,
-             def ? "true" : "false");
-    return def;
 }
 
 /* fd 0 becomes /dev/null (agent code must not read the gateway's stdin); fds 1 and 2 are
@@ -150,36 +135,15 @@ static int wm_seal(const struct sbx_opts *o)
     return 0;
 }
 
-/* The sandbox's settings, from the environment the gateway passed (its own settings). */
-static void wm_sandbox_opts(struct sbx_opts *o)
-{
-    memset(o, 0, sizeof(*o));
-    const char *net = getenv("CODEMCP_SANDBOX_NET");
-    o->net_host = net && strcmp(net, "host") == 0;
-    o->subprocess = env_bool("CODEMCP_SANDBOX_SUBPROCESS", 0);
-    o->tmp_mb = env_long("CODEMCP_SANDBOX_TMP_MB", 64);
-    o->nproc = env_long("CODEMCP_SANDBOX_NPROC", 128);
-    o->nofile = env_long("CODEMCP_SANDBOX_NOFILE", 1024);
-    o->ro = getenv("CODEMCP_SANDBOX_RO");
-    o->rw = getenv("CODEMCP_SANDBOX_RW");
-    o->dev = getenv("CODEMCP_PYTHONPATH_DEV");
-    o->encoder_model = getenv("CODEMCP_ENCODER_MODEL");
-    o->landlock_abi_max = env_long("CODEMCP_SANDBOX_LANDLOCK_ABI_MAX", -1);
-    if (o->tmp_mb < 1)
-        o->tmp_mb = 1;
-    if (o->nproc < 8)
-        o->nproc = 8;
-    if (o->nofile < 64)
-        o->nofile = 64;
-}
-
 /* CODEMCP_ISOLATION=sandbox: namespaces, root, credentials and limits (sandbox.c), then
  * (not in the prototype, whose children seal themselves) Landlock and seccomp (seal.c).
  * Runs before any thread exists. 0, or -1 (logged). */
 static int wm_sandbox(struct sbx_opts *o, int prototype)
 {
     char err[1024];
-    wm_sandbox_opts(o);
+    struct settings s; /* the gateway's own settings, from the environment it passed down */
+    settings_load(&s);
+    sbx_opts_from_settings(&s, o);
     o->prototype = prototype;
     if (!wm_sandboxed())
         return 0;

@@ -2,6 +2,7 @@
  * every path; a case we do not handle returns None (never an exception, except for a wrong
  * number of arguments). */
 #include "pyfast.h"
+#include "ctlreply.h"
 #include "json_escape.h"
 
 #include <math.h>
@@ -194,8 +195,10 @@ const char pyf_text_result_doc[] =
     "text_result(raw, call_id) -> str | None\n--\n\n"
     "The text of the usual one-text-block reply to call_id, else None.";
 
-static const char TR_HEAD[] = "{\"jsonrpc\":\"2.0\",\"id\":\"";
-static const char TR_MID[] = "\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"";
+static int pyf_text_span(PyObject *raw_obj, PyObject *id_obj, const char **text, size_t *text_len);
+
+static const char TR_HEAD[] = CTL_REPLY_HEAD "\"";
+static const char TR_MID[] = "\"" CTL_REPLY_MID "{\"content\":[{\"type\":\"text\",\"text\":\"";
 static const char TR_TAIL[] = "\"}]}}";
 
 PyObject *pyf_text_result(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -205,11 +208,9 @@ PyObject *pyf_text_result(PyObject *self, PyObject *const *args, Py_ssize_t narg
         PyErr_SetString(PyExc_TypeError, "text_result() takes 2 arguments");
         return NULL;
     }
-    if (!PyUnicode_CheckExact(args[0]) || !PyUnicode_CheckExact(args[1]))
-        Py_RETURN_NONE;
     const char *s;
     size_t n;
-    if (pyf_text_span(args[0], args[1], &s, &n) <= 0)
+    if (!pyf_text_span(args[0], args[1], &s, &n))
         Py_RETURN_NONE;
     const char *p = s, *e = s + n;
     while ((p = (const char *)json_skip_plain((const unsigned char *)p, (const unsigned char *)e,
@@ -222,7 +223,8 @@ PyObject *pyf_text_result(PyObject *self, PyObject *const *args, Py_ssize_t narg
     return PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "strict"); /* new ref */
 }
 
-int pyf_text_span(PyObject *raw_obj, PyObject *id_obj, const char **text, size_t *text_len)
+/* pyf_text_span_bytes on two exact str (0 for anything else). */
+static int pyf_text_span(PyObject *raw_obj, PyObject *id_obj, const char **text, size_t *text_len)
 {
     if (!PyUnicode_CheckExact(raw_obj) || !PyUnicode_CheckExact(id_obj))
         return 0;

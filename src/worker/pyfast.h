@@ -25,12 +25,10 @@ extern const char pyf_call_frame_doc[];
 PyObject *pyf_text_result(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char pyf_text_result_doc[];
 
-/* For the C call path: 1 when raw starts and ends as the reply text_result reads, with what
- * lies between, <text> still escaped, in *text (n bytes, borrowed from raw's UTF-8: valid while
- * raw lives); else 0. Not checked here (one pass fewer over a big text): that <text> is one
- * JSON string ending at text[n] (pyj_text_value refuses it otherwise). */
-int pyf_text_span(PyObject *raw, PyObject *id, const char **text, size_t *n);
-/* The same on the reply's and the id's UTF-8 bytes. */
+/* For the C call path: 1 when the reply's UTF-8 bytes start and end as the reply text_result
+ * reads (for the call id's bytes), with what lies between, <text> still escaped, in *text
+ * (n bytes, borrowed from raw); else 0. Not checked here (one pass fewer over a big text):
+ * that <text> is one JSON string ending at text[n] (pyj_text_value refuses it otherwise). */
 int pyf_text_span_bytes(const char *raw, size_t len, const char *id, size_t idlen,
                         const char **text, size_t *n);
 

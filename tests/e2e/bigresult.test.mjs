@@ -92,7 +92,8 @@ result = [digest(t), digest(s["records"]), len(t), type(t[0]["real"]).__name__]
 
 // The reply's text read from its bytes (JSON parsed in C, or the text itself) gives what
 // json.loads of the text gives, else the text: escapes, non-ASCII, reals, a lone surrogate (json.loads
-// keeps it), invalid JSON, prose with escapes, a text starting with white space, a big one.
+// keeps it), invalid JSON, prose with escapes, a text starting with white space, a big one, numbers at
+// the edges, NaN, every escape, nesting around the C reader's depth, what strict JSON refuses.
 test('text results read from the reply bytes: the value json.loads gives, else the text', { timeout: ms(120000) }, async () => {
   const { h, run } = await session();
   try {
@@ -106,9 +107,12 @@ def expect(t):
 cases = [r'[1, 2.5, -3e-7, "a\"b\\c\n\u00e9\ud83d\ude00"]', r'{"k": "\ud800"}', '[1, 2',
          r'plain "quoted" text\nwith\tescapes \\ and \u00e9', ' [1]', '{"a": {"b": [true, null, {}]}}',
          '"just a string"', '[' + ','.join([r'{"x": "y\"z", "n": 1.25}'] * 20000) + ']', '[1] trailing',
-         '{"big": 123456789012345678901234567890}', '[' * 70 + ']' * 70, 'caf\u00e9 \U0001F600']
+         '{"big": 123456789012345678901234567890}', '[' * 70 + ']' * 70, 'caf\u00e9 \U0001F600',
+         r'{"n": [1.5, -0.0, 1e400, -1e-400, 1E5, 12345678901234567890, -9223372036854775808, -0]}',
+         '[NaN, Infinity, -Infinity]', r'{"pair": "\ud83d\ude00", "esc": "\/\b\f\r\t"}', r'["\udc00x"]',
+         '[' * 64 + ']' * 64, '[' * 65 + ']' * 65, '["a\tb"]', '{"a": 1, "a": 2}', '[01]', '[1,]', '  {}  ']
 got = [resolve(big_echo(text=t)) for t in cases]
-bad = [i for i, t in enumerate(cases) if got[i] != expect(t) or type(got[i]) is not type(expect(t))]
+bad = [i for i, t in enumerate(cases) if repr(got[i]) != repr(expect(t)) or type(got[i]) is not type(expect(t))]
 reps = resolve(big_echo(text=r'{"q": "\"", "r": 0.1},', repeat=3))
 result = {"bad": bad, "reps": reps}
 `);

@@ -547,6 +547,19 @@ result = {"tcp": attempt(get), "pids": sorted(int(p) for p in os.listdir("/proc"
     }
   });
 
+  test('the limits a worker applies are the ones `codemcp settings` reads, out-of-range values included', async () => {
+    const dir = tempDir('codemcp-sbx-limits-');
+    const env = { CODEMCP_SANDBOX_NPROC: '4', CODEMCP_SANDBOX_NOFILE: '200', CODEMCP_SANDBOX_TMP_MB: '2x' };
+    const listed = execFileSync(CODEMCP_BIN, ['settings'], { env: { ...process.env, ...env }, encoding: 'utf8' });
+    const setting = (name) => Number(listed.match(new RegExp(`^${name}=(\\d+)`, 'm'))[1]);
+    const h = await connectClient({ config: writeConfig(dir, {}), env });
+    const r = await attempt(h, `
+import resource
+result = [resource.getrlimit(r)[0] for r in (resource.RLIMIT_NPROC, resource.RLIMIT_NOFILE, resource.RLIMIT_FSIZE)]`);
+    assert.deepEqual(r, [setting('CODEMCP_SANDBOX_NPROC'), 200, setting('CODEMCP_SANDBOX_TMP_MB') * 1024 * 1024]);
+    await h.close();
+  });
+
   test('CODEMCP_SANDBOX_RO / _RW make extra paths visible, read-only or writable', async () => {
     const dir = tempDir('codemcp-sbx-paths-');
     const ro = path.join(dir, 'ro');

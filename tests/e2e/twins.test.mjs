@@ -106,7 +106,20 @@ P = type("P", (client._PyCallBase,), dict(body, __slots__=()))
 texts = ["The sum of 1 and 2 is 3.", "", "caf\u00e9 \U0001F600", 'say "hi"', "a\\b", "line\nbreak",
          '{"json": [1, 2]}', " [1, 2]", "42", "null", "true", "x" * 3000, '"}]}}', "\t{\"a\": 1}",
          "{not json", "[1, 2"]
-def reply(cid, text, tail=""):
+# JSON texts for the reply readers (pyjson.c's pyj_text_value / pyj_parse / pyj_unescape, and
+# json.loads in client._text_value): numbers at the edges, escapes, nesting at and past the depth
+# the C reader takes, what json.loads accepts and strict JSON does not, and what neither takes.
+texts += ['{"n": [1.5, -0.0, 1e400, -1e-400, 1E5, 0.1, 2.5e-3, 123456789012345678]}',
+          '[12345678901234567890, -9223372036854775808, 9223372036854775807, -0, 10000000000000000000000]',
+          '[NaN, Infinity, -Infinity]', '{"a": 1, "a": 2}', "[" * 63 + "]" * 63, "[" * 64 + "]" * 64,
+          "[" * 65 + "]" * 65, '{"\\ud83d\\ude00": "\\u00e9\\n\\t\\"\\\\\\/\\b\\f\\r"}',
+          '{"lone": "\\ud800"}', '{"pair": "\\ud83d\\ude00", "low": "\\udc00x"}', '["\\x"]', '["\\u12"]',
+          '["a\tb"]', '["a\u0001"]', '[1,]', '{"a" 1}', '[01]', '[1.]', '[.5]', '[-]', '[+1]', '[1e]',
+          '[true, false, null]', "{}", "[]", "  {}  \n", "[1] x", '{"k": "caf\u00e9 \U0001F600"}',
+          '{"jsonrpc": "2.0", "id": "c1", "params": {"run_id": "r"}}', '{"": [{"": {}}]}',
+          '[' + ", ".join('{"id": %d, "name": "n%d", "tags": ["a", "b"], "score": %s}' % (i, i, i / 7)
+                          for i in range(300)) + ']', "\ud800 lone in prose", '{"s": "\ud800"}']
+def reply(cid, text, tail="", ascii=False):
     res = {"content": [{"type": "text", "text": text}]}
     if tail == "sc":
         res["structuredContent"] = {"v": 1}
@@ -116,8 +129,9 @@ def reply(cid, text, tail=""):
         res["content"].append({"type": "text", "text": "second"})
     if tail == "meta":
         res["_meta"] = {"codemcp": {"mutation": True}}
-    return json.dumps({"jsonrpc": "2.0", "id": cid, "result": res}, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps({"jsonrpc": "2.0", "id": cid, "result": res}, ensure_ascii=ascii, separators=(",", ":"))
 raws = [reply("c1", t, tail) for t in texts for tail in ("", "sc", "err", "two", "meta")]
+raws += [reply("c1", t, ascii=True) for t in texts]  # \uXXXX escapes (pairs, lone halves) in the reply
 raws += [reply("c1", t).replace(":", ": ", 1) for t in texts]
 raws += ['{"jsonrpc":"2.0","id":"c1","error":{"code":-32000,"message":"x"}}',
          '{"jsonrpc":"2.0","id":"c1","result":{"content":[{"type":"image","data":"AA==","mimeType":"image/png"}]}}',

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 import unittest
 
@@ -600,6 +603,34 @@ class Search(RuntimeTest):
         idx = discovery.index(snap)
         self.assertIs(idx, discovery.index(snap))  # built once per snapshot
 
+
+
+class SemanticSetting(unittest.TestCase):
+    """CODEMCP_SEMANTIC_SEARCH is read with the words the gateway's settings accept; off, the
+    worker's start (the runtime's imports, the prototype's warm()) and a search load neither
+    the encoder nor numpy."""
+
+    def test_off_loads_no_encoder(self) -> None:
+        code = ("import sys\nfrom codemcp_rt import discovery, runner, worker_main, validator\n"
+                "discovery.warm()\nrunner.run({'run_id': 'r', 'session': 's', 'code': 'search_tools(\"read a file\")'})\n"
+                "print([m for m in ('codemcp_rt.encoder', 'codemcp_rt.semantic', 'numpy') if m in sys.modules])")
+        env = {k: v for k, v in os.environ.items() if k != "CODEMCP_SEMANTIC_SEARCH"}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.strip().splitlines()[-1], "[]")
+
+    def test_true_and_false_words(self) -> None:
+        kept = os.environ.get("CODEMCP_SEMANTIC_SEARCH")
+        try:
+            for value, on in [("1", True), ("true", True), ("YES", True), ("on", True), ("0", False),
+                              ("no", False), ("off", False), ("", False), ("2", False)]:
+                os.environ["CODEMCP_SEMANTIC_SEARCH"] = value
+                self.assertEqual(discovery.semantic_enabled(), on, value)
+        finally:
+            if kept is None:
+                os.environ.pop("CODEMCP_SEMANTIC_SEARCH", None)
+            else:
+                os.environ["CODEMCP_SEMANTIC_SEARCH"] = kept
 
 if __name__ == "__main__":
     unittest.main()

@@ -396,10 +396,11 @@ class RealisticRuntimeTest(RuntimeTest):
 
     def test_error_result_is_still_text(self) -> None:
         self.t.responder = lambda p: ("result", text_result("ENOENT: gone", is_error=True))
-        env = self.run_code("g = memory_read_graph()\nresult = [isinstance(g, str), 'ENOENT' in g, g[:6], str(g), "
-                            "hasattr(g, 'nothing')]\ntry:\n    g['x']\nexcept TypeError:\n    result.append('caught')")
+        env = self.run_code("import json\ng = memory_read_graph()\nresult = [isinstance(g, str), 'ENOENT' in g, g[:6], str(g), "
+                            "hasattr(g, 'nothing')]\ne = g.result()\nresult += [e[True], e[-1], e + '!', json.dumps(e), type(e[0]).__name__]\ntry:\n    g['x']\nexcept TypeError:\n    result.append('caught')")
         self.assertTrue(env["ok"], env)
-        self.assertEqual(env["result"], [True, True, "ENOENT", "ENOENT: gone", False, "caught"])
+        self.assertEqual(env["result"], [True, True, "ENOENT", "ENOENT: gone", False, "N", "e", "ENOENT: gone!",
+                                         '"ENOENT: gone"', "str", "caught"])
 
     def test_failed_gather_entry_names_ok(self) -> None:
         self.t.responder = lambda p: ("error", {"code": -32000, "message": "upstream down",
