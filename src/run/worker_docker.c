@@ -16,7 +16,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -134,22 +136,41 @@ static const char *runtime_dir(void)
     return base && *base && strlen(base) < 150 ? base : "/tmp";
 }
 
-/* Removes a gateway's sockets directory: one directory per worker, each with one socket. */
+/* A descriptor on path when it is a directory of this user's that no one else may enter (not
+ * a symlink: the runtime directory may be /tmp, where another local user names what they
+ * like), else -1. */
+static int own_private_dir(const char *path)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == geteuid() && !(st.st_mode & 077))
+        return fd;
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+/* Removes a gateway's sockets directory: one directory per worker, each with one socket. Only
+ * one of this user's own: another's, or a link, is left alone. */
 static void remove_sockets_dir(const char *path)
 {
-    DIR *d = opendir(path);
+    int fd = own_private_dir(path);
+    DIR *d = fd < 0 ? NULL : fdopendir(fd);
     struct dirent *e;
-    char sub[PATH_MAX], sock[PATH_MAX + 16];
-    while (d && (e = readdir(d))) {
+    char sock[NAME_MAX + 16];
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    while ((e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue;
-        snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
-        snprintf(sock, sizeof(sock), "%s/c.sock", sub);
-        unlink(sock);
-        rmdir(sub);
+        snprintf(sock, sizeof(sock), "%s/c.sock", e->d_name);
+        unlinkat(dirfd(d), sock, 0);
+        unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
     }
-    if (d)
-        closedir(d);
+    closedir(d);
     rmdir(path);
 }
 
@@ -222,6 +243,15 @@ int wkd_init(const struct settings *s)
         log_error("worker", "cannot make %s: %s", sockets_dir, strerror(errno));
         return -1;
     }
+    int fd = own_private_dir(sockets_dir); /* made before us by someone else: not ours to use */
+    if (fd < 0) {
+        log_error("worker",
+                  "%s exists and is not a private directory of this user's: the workers' "
+                  "control sockets cannot go there",
+                  sockets_dir);
+        return -1;
+    }
+    close(fd);
     atexit(remove_mine_at_exit);
     return 0;
 }
