@@ -554,7 +554,9 @@ static int make_control_socket(struct dk_job *j)
     if (strlen(j->sock) >= sizeof(a.sun_path) || fd < 0)
         goto fail;
     memcpy(a.sun_path, j->sock, strlen(j->sock) + 1);
-    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 1) < 0)
+    /* 0600 before it listens: the directory is not the only guard (as control.c's) */
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(j->sock, 0600) < 0 ||
+        listen(fd, 1) < 0)
         goto fail;
     /* Root gateways run the container as nobody: the directory and socket become its. */
     if (getuid() == 0 && (chown(j->dir, 65534, 65534) < 0 || chown(j->sock, 65534, 65534) < 0))

@@ -386,6 +386,7 @@ describe('the control sockets directory', () => {
         assert.equal(mine.length, 1);
         assert.equal(fs.lstatSync(mine[0]).mode & 0o777, 0o700);
         for (const w of fs.readdirSync(mine[0])) assert.equal(fs.statSync(path.join(mine[0], w)).mode & 0o777, 0o700);
+        assert.deepEqual([...socketModes], [0o600], 'a worker\'s socket is born 0600');
       } finally {
         await h.close();
       }
