@@ -109,7 +109,7 @@ static void remove_containers(int mine_only)
         dk_reply_free(&r);
         return;
     }
-    json_t *list = json_loads(r.body ? r.body : "", 0, NULL);
+    json_t *list = json_loads(r.body.data ? r.body.data : "", 0, NULL);
     dk_reply_free(&r);
     size_t i;
     json_t *c;
@@ -438,10 +438,10 @@ static void *job_main(void *ud)
     }
     if (made_rc < 0 || r.status != 201) {
         snprintf(j->err, sizeof(j->err), "the worker container could not be made: %s%.300s", r.err,
-                 r.body ? r.body : "");
+                 r.body.data ? r.body.data : "");
         goto end;
     }
-    json_t *made = json_loads(r.body, 0, NULL);
+    json_t *made = json_loads(r.body.data, 0, NULL);
     const char *id = json_string_value(json_object_get(made, "Id"));
     if (id)
         job_set_id(j, id);
@@ -456,7 +456,7 @@ static void *job_main(void *ud)
         (r.status != 204 && r.status != 304)) {
         if (!job_killed(j))
             snprintf(j->err, sizeof(j->err), "the worker container could not start: %s%.300s",
-                     r.err, r.body ? r.body : "");
+                     r.err, r.body.data ? r.body.data : "");
         container_call(j->id, "?force=1", "DELETE");
         goto end;
     }
@@ -465,7 +465,7 @@ static void *job_main(void *ud)
         container_call(j->id, "/kill", "POST");
     snprintf(path, sizeof(path), "/containers/%s/wait?condition=removed", j->id);
     if (dk_call("POST", path, NULL, NULL, 0, 0, &r) == 0 && r.status == 200) {
-        json_t *w = json_loads(r.body, 0, NULL);
+        json_t *w = json_loads(r.body.data, 0, NULL);
         j->status = wait_status((long)json_integer_value(json_object_get(w, "StatusCode")));
         json_decref(w);
     }
