@@ -34,6 +34,7 @@
 #define CTL_DIR_IN    "/run/codemcp-control" /* where the private directory is mounted */
 #define LABEL_WORKER  "codemcp.worker"
 #define LABEL_GATEWAY "codemcp.gateway"
+#define NOBODY        65534 /* the container's uid and gid when the gateway is root */
 
 struct dk_job {
     struct worker *w;
@@ -382,7 +383,8 @@ static json_t *create_body(struct dk_job *j)
     snprintf(tok, sizeof(tok), "CODEMCP_WORKER_TOKEN=%s", j->w->token);
     snprintf(id, sizeof(id), "CODEMCP_WORKER_ID=%d", j->w->slot);
     snprintf(mem, sizeof(mem), "CODEMCP_WORKER_MEMORY_MB=%ld", memory_mb);
-    snprintf(user, sizeof(user), "%u:%u", getuid() ? getuid() : 65534, getuid() ? getgid() : 65534);
+    snprintf(user, sizeof(user), "%u:%u", getuid() ? getuid() : NOBODY,
+             getuid() ? getgid() : NOBODY);
     snprintf(bind, sizeof(bind), "%s:%s:ro", j->dir, CTL_DIR_IN);
     const char *log = cfg.log;
     char logv[64];
@@ -559,7 +561,7 @@ static int make_control_socket(struct dk_job *j)
         listen(fd, 1) < 0)
         goto fail;
     /* Root gateways run the container as nobody: the directory and socket become its. */
-    if (getuid() == 0 && (chown(j->dir, 65534, 65534) < 0 || chown(j->sock, 65534, 65534) < 0))
+    if (getuid() == 0 && (chown(j->dir, NOBODY, NOBODY) < 0 || chown(j->sock, NOBODY, NOBODY) < 0))
         goto fail;
     j->listener = lp_io_watch(fd, 1, &listener_ops, j);
     return j->listener ? 0 : -1;
