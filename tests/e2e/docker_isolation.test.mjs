@@ -125,7 +125,7 @@ result = {'ifaces': ifaces, 'out': out}
 
   test('the host is out of reach: no gateway or upstream process, no config, no secret', { timeout: ms(120000) }, async () => {
     const r = await run(h, `
-import os
+import os, re
 seen, found = [], []
 for p in os.listdir('/proc'):
     if not p.isdigit():
@@ -139,6 +139,9 @@ for p in os.listdir('/proc'):
             seen.append(v.replace('\\0', ' ').strip())
         if ${JSON.stringify(SECRET)} in v:
             found.append('/proc/%s/%s' % (p, f))
+        # the worker's token came in the container's environment: wiped before agent code runs
+        if f == 'environ' and re.search(r'CODEMCP_WORKER_TOKEN=[0-9a-f]{8,}', v):
+            found.append('token in /proc/%s/environ' % p)
 result = {'procs': seen, 'found': found, 'config': os.path.exists(${JSON.stringify(dir)}),
           'env': ${JSON.stringify(SECRET)} in repr(dict(os.environ))}
 `);
