@@ -32,15 +32,9 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
 {
     struct dk_reply *r = ud;
     size_t len = size * n;
-    if (r->len + len > DK_MAX_BODY)
+    if (r->body.len + len > DK_MAX_BODY)
         return 0;
-    char *nb = realloc(r->body, r->len + len + 1);
-    if (!nb)
-        return 0;
-    memcpy(nb + r->len, data, len);
-    r->len += len;
-    nb[r->len] = '\0';
-    r->body = nb;
+    buf_append(&r->body, data, len);
     return len;
 }
 
@@ -117,7 +111,5 @@ int dk_stream(const char *path, dk_data_fn on_data, void *ud, char *err, size_t 
 
 void dk_reply_free(struct dk_reply *r)
 {
-    free(r->body);
-    r->body = NULL;
-    r->len = 0;
+    buf_free(&r->body);
 }

@@ -8,13 +8,14 @@
 #ifndef CODEMCP_DOCKER_ENGINE_H
 #define CODEMCP_DOCKER_ENGINE_H
 
+#include "util.h"
+
 #include <stddef.h>
 #include <stdio.h>
 
 struct dk_reply {
-    long status; /* HTTP status; 0 when no answer came (err says why) */
-    char *body;  /* NUL-terminated, or NULL */
-    size_t len;
+    long status;     /* HTTP status; 0 when no answer came (err says why) */
+    struct buf body; /* body.data: NUL-terminated, or NULL */
     char err[256];
 };
 

@@ -16,7 +16,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -32,6 +34,7 @@
 #define CTL_DIR_IN    "/run/codemcp-control" /* where the private directory is mounted */
 #define LABEL_WORKER  "codemcp.worker"
 #define LABEL_GATEWAY "codemcp.gateway"
+#define NOBODY        65534 /* the container's uid and gid when the gateway is root */
 
 struct dk_job {
     struct worker *w;
@@ -107,7 +110,7 @@ static void remove_containers(int mine_only)
         dk_reply_free(&r);
         return;
     }
-    json_t *list = json_loads(r.body ? r.body : "", 0, NULL);
+    json_t *list = json_loads(r.body.data ? r.body.data : "", 0, NULL);
     dk_reply_free(&r);
     size_t i;
     json_t *c;
@@ -134,22 +137,41 @@ static const char *runtime_dir(void)
     return base && *base && strlen(base) < 150 ? base : "/tmp";
 }
 
-/* Removes a gateway's sockets directory: one directory per worker, each with one socket. */
+/* A descriptor on path when it is a directory of this user's that no one else may enter (not
+ * a symlink: the runtime directory may be /tmp, where another local user names what they
+ * like), else -1. */
+static int own_private_dir(const char *path)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == geteuid() && !(st.st_mode & 077))
+        return fd;
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+/* Removes a gateway's sockets directory: one directory per worker, each with one socket. Only
+ * one of this user's own: another's, or a link, is left alone. */
 static void remove_sockets_dir(const char *path)
 {
-    DIR *d = opendir(path);
+    int fd = own_private_dir(path);
+    DIR *d = fd < 0 ? NULL : fdopendir(fd);
     struct dirent *e;
-    char sub[PATH_MAX], sock[PATH_MAX + 16];
-    while (d && (e = readdir(d))) {
+    char sock[NAME_MAX + 16];
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    while ((e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue;
-        snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
-        snprintf(sock, sizeof(sock), "%s/c.sock", sub);
-        unlink(sock);
-        rmdir(sub);
+        snprintf(sock, sizeof(sock), "%s/c.sock", e->d_name);
+        unlinkat(dirfd(d), sock, 0);
+        unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
     }
-    if (d)
-        closedir(d);
+    closedir(d);
     rmdir(path);
 }
 
@@ -222,6 +244,15 @@ int wkd_init(const struct settings *s)
         log_error("worker", "cannot make %s: %s", sockets_dir, strerror(errno));
         return -1;
     }
+    int fd = own_private_dir(sockets_dir); /* made before us by someone else: not ours to use */
+    if (fd < 0) {
+        log_error("worker",
+                  "%s exists and is not a private directory of this user's: the workers' "
+                  "control sockets cannot go there",
+                  sockets_dir);
+        return -1;
+    }
+    close(fd);
     atexit(remove_mine_at_exit);
     return 0;
 }
@@ -352,7 +383,8 @@ static json_t *create_body(struct dk_job *j)
     snprintf(tok, sizeof(tok), "CODEMCP_WORKER_TOKEN=%s", j->w->token);
     snprintf(id, sizeof(id), "CODEMCP_WORKER_ID=%d", j->w->slot);
     snprintf(mem, sizeof(mem), "CODEMCP_WORKER_MEMORY_MB=%ld", memory_mb);
-    snprintf(user, sizeof(user), "%u:%u", getuid() ? getuid() : 65534, getuid() ? getgid() : 65534);
+    snprintf(user, sizeof(user), "%u:%u", getuid() ? getuid() : NOBODY,
+             getuid() ? getgid() : NOBODY);
     snprintf(bind, sizeof(bind), "%s:%s:ro", j->dir, CTL_DIR_IN);
     const char *log = cfg.log;
     char logv[64];
@@ -408,10 +440,10 @@ static void *job_main(void *ud)
     }
     if (made_rc < 0 || r.status != 201) {
         snprintf(j->err, sizeof(j->err), "the worker container could not be made: %s%.300s", r.err,
-                 r.body ? r.body : "");
+                 r.body.data ? r.body.data : "");
         goto end;
     }
-    json_t *made = json_loads(r.body, 0, NULL);
+    json_t *made = json_loads(r.body.data, 0, NULL);
     const char *id = json_string_value(json_object_get(made, "Id"));
     if (id)
         job_set_id(j, id);
@@ -426,7 +458,7 @@ static void *job_main(void *ud)
         (r.status != 204 && r.status != 304)) {
         if (!job_killed(j))
             snprintf(j->err, sizeof(j->err), "the worker container could not start: %s%.300s",
-                     r.err, r.body ? r.body : "");
+                     r.err, r.body.data ? r.body.data : "");
         container_call(j->id, "?force=1", "DELETE");
         goto end;
     }
@@ -435,7 +467,7 @@ static void *job_main(void *ud)
         container_call(j->id, "/kill", "POST");
     snprintf(path, sizeof(path), "/containers/%s/wait?condition=removed", j->id);
     if (dk_call("POST", path, NULL, NULL, 0, 0, &r) == 0 && r.status == 200) {
-        json_t *w = json_loads(r.body, 0, NULL);
+        json_t *w = json_loads(r.body.data, 0, NULL);
         j->status = wait_status((long)json_integer_value(json_object_get(w, "StatusCode")));
         json_decref(w);
     }
@@ -524,10 +556,12 @@ static int make_control_socket(struct dk_job *j)
     if (strlen(j->sock) >= sizeof(a.sun_path) || fd < 0)
         goto fail;
     memcpy(a.sun_path, j->sock, strlen(j->sock) + 1);
-    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 1) < 0)
+    /* 0600 before it listens: the directory is not the only guard (as control.c's) */
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(j->sock, 0600) < 0 ||
+        listen(fd, 1) < 0)
         goto fail;
     /* Root gateways run the container as nobody: the directory and socket become its. */
-    if (getuid() == 0 && (chown(j->dir, 65534, 65534) < 0 || chown(j->sock, 65534, 65534) < 0))
+    if (getuid() == 0 && (chown(j->dir, NOBODY, NOBODY) < 0 || chown(j->sock, NOBODY, NOBODY) < 0))
         goto fail;
     j->listener = lp_io_watch(fd, 1, &listener_ops, j);
     return j->listener ? 0 : -1;

@@ -330,8 +330,8 @@ static int build(const char *bin, const char *image, char *err, size_t err_len)
         snprintf(err, err_len, "the worker image build failed: %s", r.err);
     else if (r.status != 200)
         snprintf(err, err_len, "the worker image build failed (HTTP %ld): %.300s", r.status,
-                 r.body ? r.body : "");
-    else if (!build_failed(r.body, err, err_len))
+                 r.body.data ? r.body.data : "");
+    else if (!build_failed(r.body.data, err, err_len))
         rc = 0;
     dk_reply_free(&r);
 done:

@@ -281,10 +281,15 @@ static int open_threads(struct wkp_watch *wt)
         else
             wt->base_fd[wt->n_base++] = fd;
         long tid = strtol(e->d_name, NULL, 10);
-        if (fd >= 0 && tid == (long)wt->pid)
+        if (fd >= 0 && tid == (long)wt->pid) {
             wt->main_fd = fd;
-        else if (fd >= 0)
+        } else if (fd >= 0) {
             watch_exit(wt, wt->n_base - 1, (pid_t)tid);
+            if (wt->exits[wt->n_base - 1]) { /* the pidfd tells: its comm file is not read */
+                close(fd);
+                wt->base_fd[wt->n_base - 1] = -1;
+            }
+        }
     }
     closedir(d);
     return rc;
@@ -318,7 +323,8 @@ void wkp_watch_close(struct wkp_watch *wt)
         if (wt->children_fd >= 0)
             close(wt->children_fd);
         for (int i = 0; i < wt->n_base; i++) {
-            close(wt->base_fd[i]);
+            if (wt->base_fd[i] >= 0)
+                close(wt->base_fd[i]);
             if (wt->exits[i]) {
                 wt->exits[i]->wt = NULL;
                 lp_io_close(wt->exits[i]->io);

@@ -54,7 +54,8 @@ struct wkp_watch {
     int children_fd; /* /proc/<pid>/task/<pid>/children */
     int n_base;      /* its threads when watching began (no agent code had run yet) */
     int base_fd[WKP_WATCH_THREADS]; /* their /proc/.../task/<tid>/comm: unreadable once the
-                                       thread is gone, whatever reuses its number */
+                                       thread is gone, whatever reuses its number (-1 where
+                                       exits[] watches the thread instead) */
     int main_fd;                    /* the main thread's among them */
     struct wkp_exit *exits[WKP_WATCH_THREADS]; /* where the kernel tells when a thread of
                                                   them exits (pidfd, Linux 6.9+): those need

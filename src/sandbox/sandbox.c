@@ -56,8 +56,6 @@ struct sbx_plan {
     char passwd[256], group[128];
 };
 
-/* ---- options ---------------------------------------------------------------------------- */
-
 /* ---- the plan (built before the clone: allocation allowed) ------------------------------- */
 
 static int plan_covers(const struct sbx_plan *p, const char *path)

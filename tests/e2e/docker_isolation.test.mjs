@@ -7,7 +7,8 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import path from 'node:path';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   Client, Proc, connectClient, tempDir, writeConfig, servers, ms, waitFor, pidAlive, CODEMCP_BIN,
@@ -124,7 +125,7 @@ result = {'ifaces': ifaces, 'out': out}
 
   test('the host is out of reach: no gateway or upstream process, no config, no secret', { timeout: ms(120000) }, async () => {
     const r = await run(h, `
-import os
+import os, re
 seen, found = [], []
 for p in os.listdir('/proc'):
     if not p.isdigit():
@@ -138,6 +139,9 @@ for p in os.listdir('/proc'):
             seen.append(v.replace('\\0', ' ').strip())
         if ${JSON.stringify(SECRET)} in v:
             found.append('/proc/%s/%s' % (p, f))
+        # the worker's token came in the container's environment: wiped before agent code runs
+        if f == 'environ' and re.search(r'CODEMCP_WORKER_TOKEN=[0-9a-f]{8,}', v):
+            found.append('token in /proc/%s/environ' % p)
 result = {'procs': seen, 'found': found, 'config': os.path.exists(${JSON.stringify(dir)}),
           'env': ${JSON.stringify(SECRET)} in repr(dict(os.environ))}
 `);
@@ -150,16 +154,30 @@ result = {'procs': seen, 'found': found, 'config': os.path.exists(${JSON.stringi
       JSON.stringify(v.procs));
   });
 
-  test('two runs overlap, and SDK calls inside a run overlap', { timeout: ms(180000) }, async () => {
-    const t0 = Date.now();
-    const [a, b] = await Promise.all([
-      run(h, 'import time\ntime.sleep(2)\nresult = "a"'),
-      run(h, `ps = [everything_trigger_long_running_operation(duration=1, steps=1) for _ in range(5)]
-result = len([str(p) for p in ps])`),
-    ]);
-    assert.equal(a.structuredContent?.result, 'a', JSON.stringify(a));
-    assert.equal(b.structuredContent?.result, 5, JSON.stringify(b));
-    assert.ok(Date.now() - t0 < ms(60000));
+  test('a session\'s runs take turns; the SDK calls inside a run overlap', { timeout: ms(180000) }, async () => {
+    // The fake upstream writes the most tools/call it handled at once: overlap is seen there,
+    // not guessed from how long the runs took.
+    const d = tempDir('codemcp-dockiso-peak-');
+    const peakFile = path.join(d, 'peak');
+    const g = await connectClient({
+      config: writeConfig(d, { fake: servers.fake(['--peak-file', peakFile]) }),
+      env: { CODEMCP_ISOLATION: 'docker' }, limit: ms(60000),
+    });
+    const peak = () => Number(fs.existsSync(peakFile) ? fs.readFileSync(peakFile, 'utf8') : 0);
+    try {
+      // one interpreter per session: its second program waits behind the first
+      const one = 'result = str(fake_sleep(ms=1000).result())';
+      const [a, b] = await Promise.all([run(g, one), run(g, one)]);
+      assert.match(JSON.stringify(a.structuredContent), /slept 1000 ms/, JSON.stringify(a));
+      assert.match(JSON.stringify(b.structuredContent), /slept 1000 ms/, JSON.stringify(b));
+      assert.equal(peak(), 1, 'two programs of one session ran at once');
+      const r = await run(g, `ps = [fake_sleep(ms=2000) for _ in range(5)]
+result = sum("slept 2000 ms" in str(p.result()) for p in ps)`);
+      assert.equal(r.structuredContent?.result, 5, JSON.stringify(r));
+      assert.equal(peak(), 5, 'the run\'s five calls did not reach the upstream at once');
+    } finally {
+      await g.close();
+    }
   });
 
   test('the run timeout ends a run; the next run works', { timeout: ms(180000) }, async () => {
@@ -331,6 +349,66 @@ describe('containers never outlive the gateway', () => {
     } finally {
       await engine('DELETE', `/containers/${stale.body.Id}?force=1`);
       await h2.close();
+    }
+  });
+});
+
+// The sockets directories live in the runtime directory, /tmp when XDG_RUNTIME_DIR is unset:
+// there another local user names what they like. A start removes only gone gateways'
+// directories of its own user's; a look-alike of another user's, or a link to somewhere else,
+// stays as it is.
+describe('the control sockets directory', () => {
+  test('another local user\'s look-alikes of a gone gateway\'s directory are left alone', { timeout: ms(240000) }, async (t) => {
+    if (process.getuid() !== 0) return t.skip('needs root to create a second user');
+    const name = `cmcpdk${process.pid % 100000}`;
+    const add = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', name], { encoding: 'utf8' });
+    if (add.status !== 0 && add.status !== 9) return t.skip(`useradd failed: ${add.stderr}`); // 9: left over
+    try {
+      const uid = Number(spawnSync('id', ['-u', name], { encoding: 'utf8' }).stdout.trim());
+      const dir = tempDir('codemcp-dockiso-');
+      fs.chmodSync(dir, 0o1777); // as /tmp
+      // No pid 4194303 or 4194302 runs (the kernel's largest): both look like gone gateways'.
+      const theirs = path.join(dir, 'codemcp-docker-4194303-1');
+      fs.mkdirSync(path.join(theirs, 'w-1'), { recursive: true });
+      fs.writeFileSync(path.join(theirs, 'w-1', 'c.sock'), 'theirs');
+      for (const p of [theirs, path.join(theirs, 'w-1'), path.join(theirs, 'w-1', 'c.sock')]) fs.chownSync(p, uid, uid);
+      fs.chmodSync(theirs, 0o700);
+      const victim = tempDir('codemcp-dockiso-victim-');
+      fs.mkdirSync(path.join(victim, 'w-1'));
+      fs.writeFileSync(path.join(victim, 'w-1', 'c.sock'), 'root\'s');
+      fs.chmodSync(victim, 0o700);
+      const link = path.join(dir, 'codemcp-docker-4194302-1');
+      fs.symlinkSync(victim, link);
+      fs.lchownSync(link, uid, uid);
+      // A worker's socket lives from its container's start until its worker connects.
+      const socketModes = new Set();
+      const look = setInterval(() => {
+        for (const n of fs.readdirSync(dir).filter((d) => /^codemcp-docker-\d+-\d+$/.test(d) && !d.startsWith('codemcp-docker-419430'))) {
+          try {
+            for (const w of fs.readdirSync(path.join(dir, n))) socketModes.add(fs.statSync(path.join(dir, n, w, 'c.sock')).mode & 0o777);
+          } catch { /* not there (yet, or any more) */ }
+        }
+      }, 2);
+      const h = await gateway(dir, { XDG_RUNTIME_DIR: dir }).catch((e) => {
+        clearInterval(look);
+        throw e;
+      });
+      try {
+        const r = await run(h, 'result = 3').finally(() => clearInterval(look));
+        assert.equal(r.structuredContent?.result, 3, JSON.stringify(r));
+        assert.equal(fs.readFileSync(path.join(theirs, 'w-1', 'c.sock'), 'utf8'), 'theirs');
+        assert.equal(fs.readFileSync(path.join(victim, 'w-1', 'c.sock'), 'utf8'), 'root\'s');
+        // this gateway's own: private, and its worker's socket born 0600
+        const mine = socketDirs(dir, h.pid).map((n) => path.join(dir, n));
+        assert.equal(mine.length, 1);
+        assert.equal(fs.lstatSync(mine[0]).mode & 0o777, 0o700);
+        for (const w of fs.readdirSync(mine[0])) assert.equal(fs.statSync(path.join(mine[0], w)).mode & 0o777, 0o700);
+        assert.deepEqual([...socketModes], [0o600], 'a worker\'s socket is born 0600');
+      } finally {
+        await h.close();
+      }
+    } finally {
+      spawnSync('userdel', [name]);
     }
   });
 });

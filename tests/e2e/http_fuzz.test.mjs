@@ -205,18 +205,65 @@ async function probe(what) {
   assert.equal(d.responses[0]?.status, 200, `${what}: DELETE: ${JSON.stringify(d)}`);
 }
 
-// The gateway's descriptors, less those it keeps on its live workers' /proc entries and
-// threads (the leftover check's, one set per worker, gone with it): a leak per connection or
-// per request shows here as tens.
-const fds = () => fs.readdirSync(`/proc/${gw.proc.pid}/fd`).filter((f) => {
-  let to = '';
+// The gateway's descriptors as [fd, what it names] (one closed while listing is left out).
+const fdLinks = () => fs.readdirSync(`/proc/${gw.proc.pid}/fd`).flatMap((f) => {
   try {
-    to = fs.readlinkSync(`/proc/${gw.proc.pid}/fd/${f}`);
+    return [[f, fs.readlinkSync(`/proc/${gw.proc.pid}/fd/${f}`)]];
   } catch {
-    return false; // closed while listing
+    return [];
   }
-  return !to.startsWith('/proc/') && to !== 'anon_inode:[pidfd]';
-}).length;
+});
+const watchFd = (to) => to.startsWith('/proc/') || to === 'anon_inode:[pidfd]';
+
+// The gateway's descriptors, less those it keeps on its live workers (watchFdsWrong checks
+// those): a leak per connection or per request shows here as tens.
+const fds = () => fdLinks().filter(([, to]) => !watchFd(to)).length;
+
+/** A pid's parent, or 0 once it is gone. */
+function ppid(pid) {
+  try {
+    return Number(/^PPid:\s*(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
+  } catch {
+    return 0;
+  }
+}
+
+// What the gateway keeps on each worker to see what a run leaves behind (worker_proc.h's
+// watch): /proc/<pid>/task, its children file and a comm file per thread, and a pidfd per
+// thread. Each /proc descriptor must name a live process below the gateway, no more of them
+// per process than the watch takes (2 + WKP_WATCH_THREADS), and the pidfds no more than those
+// processes' threads: a watch left open for an ended worker, or opened twice, fails here.
+// What is wrong, or ''.
+const WATCH_FDS_PER_WORKER = 2 + 8;
+function watchFdsWrong() {
+  const perPid = new Map();
+  let pidfds = 0;
+  for (const [fd, to] of fdLinks()) {
+    if (to === 'anon_inode:[pidfd]') {
+      pidfds++;
+      continue;
+    }
+    if (!to.startsWith('/proc/')) continue;
+    const pid = Number(/^\/proc\/(\d+)\//.exec(to)?.[1]);
+    let up = pid;
+    for (let i = 0; up > 1 && up !== gw.proc.pid && i < 8; i++) up = ppid(up);
+    if (!pid || up !== gw.proc.pid) return `fd ${fd} -> ${to}: not a live worker of the gateway`;
+    perPid.set(pid, (perPid.get(pid) || 0) + 1);
+  }
+  let threads = 0;
+  for (const [pid, n] of perPid) {
+    if (n > WATCH_FDS_PER_WORKER) return `${n} descriptors on /proc/${pid}`;
+    try {
+      threads += fs.readdirSync(`/proc/${pid}/task`).length;
+    } catch {
+      return `worker ${pid} is gone, ${n} descriptors on it are not`;
+    }
+  }
+  return pidfds > threads ? `${pidfds} pidfds for ${threads} threads of live workers` : '';
+}
+let baseline; // fds() once the gateway has settled
+const fdsSettled = () => fds() <= baseline + FD_SLACK && watchFdsWrong() === '';
+const fdsReport = () => `descriptors: ${fds()} open, baseline ${baseline}; ${watchFdsWrong() || 'worker watches fine'}`;
 
 // ---------------------------------------------------------------------------------------------
 // The mutations. Each case: {name, pieces, opts, complete (a full, framed request whose answer
@@ -371,12 +418,11 @@ async function freshSession() {
 }
 
 describe('codemcp start under a raw-socket mutation campaign', { timeout: ms(240000) }, () => {
-  let baseline;
-
   test('baseline: the gateway answers and its descriptors settle', async () => {
     await probe('first probe');
     await sleep(300);
     baseline = fds();
+    assert.ok(await waitFor(() => watchFdsWrong() === '', ms(8000), 100), watchFdsWrong()); // a read of /proc in passing is no watch
   });
 
   for (const seed of SEEDS) {
@@ -395,8 +441,8 @@ describe('codemcp start under a raw-socket mutation campaign', { timeout: ms(240
         assert.equal(gw.proc.exit, null, `the gateway died:\n${gw.proc.stderrTail()}`);
       }
       await probe(`after seed ${seed}`);
-      const settled = await waitFor(() => fds() <= baseline + FD_SLACK, ms(8000), 100);
-      assert.ok(settled, `descriptors: ${fds()} open, baseline ${baseline}\n${log.join('\n')}`);
+      const settled = await waitFor(fdsSettled, ms(8000), 100);
+      assert.ok(settled, `${fdsReport()}\n${log.join('\n')}`);
     });
   }
 
@@ -413,8 +459,8 @@ describe('codemcp start under a raw-socket mutation campaign', { timeout: ms(240
     await probe('during the flood');
     for (const s of socks) s.destroy();
     await probe('after the flood');
-    const settled = await waitFor(() => fds() <= baseline + FD_SLACK, ms(8000), 100);
-    assert.ok(settled, `descriptors: ${fds()} open, baseline ${baseline}`);
+    const settled = await waitFor(fdsSettled, ms(8000), 100);
+    assert.ok(settled, fdsReport());
   });
 
   test('pipelined POSTs: the first is answered with Connection: close, the gateway keeps serving', async () => {

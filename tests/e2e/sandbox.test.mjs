@@ -436,6 +436,42 @@ result = {"pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), "r
     assert.deepEqual(r2, [1, 2], 'a process outlived the run that started it');
   });
 
+  test('/etc/alternatives is read-only, and its links lead nowhere the sandbox did not already bind', async () => {
+    // Bound for Debian's update-alternatives libraries (libblas.so.3): its links resolve inside
+    // the sandbox, so a target outside the bound trees (man pages, /usr/share, /usr/bin...)
+    // must stay missing.
+    const bound = ['/usr/lib/', '/usr/lib64/', '/usr/lib32/', '/usr/libx32/', '/usr/local/lib/',
+      '/usr/share/zoneinfo/', '/lib/', '/lib64/'];
+    const under = (p) => bound.some((b) => p.startsWith(b));
+    const hostOutside = fs.readdirSync('/etc/alternatives').filter((n) => {
+      try {
+        if (!fs.lstatSync(path.join('/etc/alternatives', n)).isSymbolicLink()) return false;
+        return !under(fs.realpathSync(path.join('/etc/alternatives', n)));
+      } catch {
+        return false; // dangling on the host too
+      }
+    });
+    assert.ok(hostOutside.length > 0, 'no alternative on this host leads outside the bound trees: the case proves nothing');
+    const r = await attempt(h, PRELUDE + `
+alts = sorted(os.listdir("/etc/alternatives"))
+reachable = {n: os.path.realpath("/etc/alternatives/" + n) for n in alts
+             if os.path.islink("/etc/alternatives/" + n) and os.path.exists("/etc/alternatives/" + n)}
+victim = "/etc/alternatives/" + sorted(reachable or alts)[0]
+def replace():
+    os.unlink(victim)
+    os.symlink("/tmp", victim)
+def create():
+    with open("/etc/alternatives/codemcp-probe", "w") as f:
+        f.write("x")
+result = {"reachable": reachable, "replace": attempt(replace), "create": attempt(create)}`);
+    const outside = Object.entries(r.reachable).filter(([, to]) => !under(to));
+    assert.deepEqual(outside, [], 'alternatives leading outside the bound trees resolve inside');
+    assert.deepEqual(hostOutside.filter((n) => n in r.reachable), []);
+    assert.equal(r.replace, 'err:EROFS');
+    assert.equal(r.create, 'err:EROFS');
+    assert.ok(!fs.existsSync('/etc/alternatives/codemcp-probe'));
+  });
+
   test('the gateway listens nowhere a worker could reach (no control socket, no port)', async () => {
     const inodes = new Set();
     for (const fd of fs.readdirSync(`/proc/${gw}/fd`)) {
@@ -587,6 +623,59 @@ result = {"read": attempt(lambda: read(${JSON.stringify(path.join(ro, 'data.txt'
     assert.equal(fs.readFileSync(path.join(rw, 'out.txt'), 'utf8'), 'from-sandbox');
     assert.match(r.parent, /^ok:\['ro', 'rw'\]$/, 'only the named paths are visible');
     await h.close();
+  });
+});
+
+describe('what the gateway passes a worker', () => {
+  test('the encoder model is bound read-only, alone; its variables cannot widen a worker the agent starts', async () => {
+    // The model must lie outside /tmp (each session's /tmp is its own tmpfs).
+    const dir = fs.mkdtempSync('/var/tmp/codemcp-sbx-model-');
+    try {
+      fs.chmodSync(dir, 0o755);
+      const model = path.join(dir, 'model.bin');
+      const beside = path.join(dir, 'beside.txt');
+      fs.writeFileSync(model, 'weights');
+      fs.writeFileSync(beside, SECRET);
+      fs.chmodSync(model, 0o666); // only the read-only bind stops a write
+      fs.chmodSync(beside, 0o644);
+      const h = await connectClient({
+        config: writeConfig(tempDir('codemcp-sbx-model-cfg-'), {}),
+        env: { CODEMCP_ENCODER_MODEL: model, CODEMCP_SANDBOX_SUBPROCESS: '1' },
+      });
+      try {
+        // A worker started by the agent with the variables the gateway passes, set to widen
+        // its sandbox: another file bound, Landlock off. It is still inside this sandbox (its
+        // seccomp filter refuses the namespaces a sandbox is built from), so it gets nothing.
+        const r = await attempt(h, PRELUDE + `
+import subprocess
+def w():
+    with open(${JSON.stringify(model)}, "r+") as f:
+        f.write("x")
+env = {"CODEMCP_ISOLATION": "sandbox", "CODEMCP_ENCODER_MODEL": ${JSON.stringify(beside)},
+       "CODEMCP_SANDBOX_LANDLOCK_ABI_MAX": "0", "CODEMCP_SANDBOX_RO": ${JSON.stringify(dir)},
+       "CODEMCP_WORKER_TOKEN": "x", "CODEMCP_CONTROL_URL": "fd:3"}
+p = subprocess.run([os.readlink("/proc/self/exe")], env=env, capture_output=True, text=True, timeout=30)
+result = {"read": attempt(lambda: read(${JSON.stringify(model)})), "write": attempt(w),
+          "listing": attempt(lambda: sorted(os.listdir(${JSON.stringify(dir)}))),
+          "beside": attempt(lambda: read(${JSON.stringify(beside)})),
+          "env": {k: v for k, v in os.environ.items() if k.startswith("CODEMCP_")},
+          "reexec": [p.returncode, p.stderr[:2000]],
+          "beside_after": attempt(lambda: read(${JSON.stringify(beside)}))}`);
+        assert.equal(r.read, 'ok:weights');
+        assert.equal(r.write, 'err:EROFS');
+        assert.equal(r.listing, "ok:['model.bin']", 'only the model is bound, not its directory');
+        assert.equal(r.beside, 'err:ENOENT');
+        assert.equal(r.env.CODEMCP_ENCODER_MODEL, model);
+        assert.notEqual(r.reexec[0], 0, JSON.stringify(r.reexec));
+        assert.match(r.reexec[1], /cannot create the worker sandbox/, JSON.stringify(r.reexec));
+        assert.equal(r.beside_after, 'err:ENOENT');
+        assert.equal(fs.readFileSync(model, 'utf8'), 'weights');
+      } finally {
+        await h.close();
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -489,12 +489,10 @@ print(raised)
 while True: pass`,
     };
     for (const [what, code] of Object.entries(cases)) {
-      const t0 = Date.now();
       const r = await run(h, code, { timeout_ms: 60000 });
-      const took = Date.now() - t0;
       assert.equal(r.isError, true, `${what}: ${JSON.stringify(r).slice(0, 300)}`);
+      // the wall-clock deadline would say so: ended by the CPU budget, long before it
       assert.doesNotMatch(JSON.stringify(r), /timed out|timeout after/i, `${what}: only the wall-clock deadline stopped it`);
-      assert.ok(took < 45000, `${what}: ran ${took} ms`);
       assert.match(JSON.stringify(r), /CPU time/, what);
       assert.equal(await attempt(h, 'result = 2'), 2, `${what}: the session did not recover`);
     }
