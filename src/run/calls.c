@@ -89,13 +89,11 @@ static struct held_bytes *held_by;
 static size_t n_held_by;
 static struct gate *gates;
 static struct calls_hooks hooks;
-static long max_per_run = CALLS_DEFAULT_MAX_PER_RUN;
 static struct lp_deferred pump_later; /* pump() once per loop iteration when calls ended */
 
 void calls_set_hooks(const struct calls_hooks *h)
 {
     hooks = *h;
-    max_per_run = h->max_per_run;
 }
 
 static struct gate *gate_find(const char *run_id);
@@ -128,18 +126,19 @@ static void held_release(struct call *call)
 }
 
 /* Counts call's argument bytes against its run (g) and principal: 0, or -1 with why when
- * either would pass its cap (CALLS_MAX_RUN_BYTES, CALLS_MAX_PRINCIPAL_BYTES). */
+ * either would pass its cap (calls_hooks.max_run_bytes, max_principal_bytes). */
 static int held_take(struct call *call, struct gate *g, char *why, size_t cap)
 {
     size_t n = call->args_len;
     const char *p = call->principal;
     struct held_bytes *h = held_find(p);
     size_t mine = h ? h->bytes : 0;
-    if (g->held + n > CALLS_MAX_RUN_BYTES || mine + n > CALLS_MAX_PRINCIPAL_BYTES) {
+    if (g->held + n > hooks.max_run_bytes || mine + n > hooks.max_principal_bytes) {
         snprintf(why, cap,
                  "the gateway holds %zu bytes of arguments of this run's calls and %zu of its "
-                 "principal's (caps %zu and %zu): wait for earlier calls before starting more",
-                 g->held, mine, CALLS_MAX_RUN_BYTES, CALLS_MAX_PRINCIPAL_BYTES);
+                 "principal's (CODEMCP_MAX_ARGS_BYTES_PER_RUN %zu, _PER_PRINCIPAL %zu): wait for "
+                 "earlier calls before starting more",
+                 g->held, mine, hooks.max_run_bytes, hooks.max_principal_bytes);
         return -1;
     }
     if (!h) {
@@ -238,7 +237,7 @@ static struct call *gate_pop(struct gate *g)
 
 static int gate_full(const struct gate *g)
 {
-    return max_per_run > 0 && g->in_flight >= max_per_run;
+    return hooks.max_per_run > 0 && g->in_flight >= hooks.max_per_run;
 }
 
 static int reply(uint64_t conn_id, json_t *msg)

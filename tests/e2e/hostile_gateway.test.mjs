@@ -131,7 +131,7 @@ result = "resumed"`);
     const peak = peakRssMb(h.pid);
     console.log(`# junk frames to a stopped worker: gateway peak ${before.toFixed(0)} -> ${peak.toFixed(0)} MB`);
     assert.equal(e.error_kind, 'worker', JSON.stringify(e));
-    assert.match(e.error, /did not read \d+ bytes the gateway had sent it/, JSON.stringify(e));
+    assert.match(e.error, /did not read \d+ bytes the gateway had sent it \(CODEMCP_CONTROL_MAX_UNREAD 67108864\)/, JSON.stringify(e));
     // 21 MB of 7-byte frames, each answered with a ~90-byte error: ~270 MB queued without the cap.
     if (MEASURE_MEMORY) assert.ok(peak - before < 120, `the gateway's peak grew from ${before} to ${peak} MB`);
     const next = await run('result = 6 * 7');
@@ -171,5 +171,35 @@ result = kinds`);
     assert.equal(next.result, 42, JSON.stringify(next));
   } finally {
     await h.close();
+  }
+});
+
+test('the argument caps are CODEMCP_MAX_ARGS_BYTES_PER_RUN and _PER_PRINCIPAL', { timeout: ms(120000) }, async () => {
+  // Four calls of 300 KB to a tool that does not answer, in one run.
+  const held = String.raw`
+from codemcp_rt import client
+calls = [client.call("fake", "sleep", {"ms": 60000, "pad": "y" * 300_000}, timeout_ms=2000) for _ in range(4)]
+kinds = {}
+for c in calls:
+    try:
+        c.result()
+        k = "ok"
+    except ToolError as err:
+        k = err.kind
+        if k == "denied":
+            kinds["message"] = err.message
+    kinds[k] = kinds.get(k, 0) + 1
+result = kinds`;
+  // [per run, per principal, calls refused]: three fit under 1 MiB, two under 700,000 bytes.
+  for (const [perRun, perPrincipal, denied] of [[1 << 20, 128 << 20, 1], [64 << 20, 700000, 2]]) {
+    const { h, run } = await session({ fake: servers.fake() }, {
+      CODEMCP_MAX_ARGS_BYTES_PER_RUN: String(perRun), CODEMCP_MAX_ARGS_BYTES_PER_PRINCIPAL: String(perPrincipal) });
+    try {
+      const e = await run(held);
+      assert.equal(e.result?.denied, denied, JSON.stringify(e).slice(0, 500));
+      assert.ok(e.result.message.includes(`CODEMCP_MAX_ARGS_BYTES_PER_RUN ${perRun}, _PER_PRINCIPAL ${perPrincipal}`), e.result.message);
+    } finally {
+      await h.close();
+    }
   }
 });
