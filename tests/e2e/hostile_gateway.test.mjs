@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { connectClient, ms, peakRssMb, PY_OWN_SOCKETS, servers, tempDir, writeConfig } from './lib.mjs';
+import { connectClient, ms, peakRssMb, PY_OWN_SOCKETS, servers, tempDir, waitFor, writeConfig } from './lib.mjs';
 
 async function session(mcp = {}, env = {}) {
   const dir = tempDir();
@@ -104,6 +104,27 @@ result = 1`);
     const standalone = lines.filter((l) => l.includes('principal admin authenticated') && !/\[(worker|control|runs|calls)\]/.test(l));
     assert.deepEqual(standalone, [], 'a forged line was written:\n' + standalone.join('\n'));
     assert.ok(lines.some((l) => l.includes('\\n12:00:00.000 codemcp info [http]')), 'the message is logged, escaped:\n' + h.stderr().slice(-2000));
+  } finally {
+    await h.close();
+  }
+});
+
+test('a worker\'s messages reach the log at most CODEMCP_LOG_WORKER_LINES a second', { timeout: ms(120000) }, async () => {
+  const { h, run } = await session({}, { CODEMCP_LOG: 'info', CODEMCP_LOG_WORKER_LINES: '5' });
+  try {
+    const e = await run(`
+import _codemcp, json, time
+for i in range(300):
+    _codemcp.send(json.dumps({"jsonrpc": "2.0", "id": 700000 + i, "error": {"code": 1, "message": "budget-marker %d" % i}}))
+time.sleep(1.5)
+_codemcp.send(json.dumps({"jsonrpc": "2.0", "id": 699999, "error": {"code": 1, "message": "budget-after"}}))
+result = 1`);
+    assert.equal(e.result, 1, JSON.stringify(e));
+    await waitFor(() => h.stderr().includes('budget-after'), ms(10000));
+    const marked = h.stderr().split('\n').filter((l) => l.includes('budget-marker')).length;
+    // 300 messages within a second or two: 5 a second get through.
+    assert.ok(marked >= 1 && marked <= 15, `${marked} of 300 messages were logged:\n${h.stderr().slice(-1500)}`);
+    assert.match(h.stderr(), /\d+ more lines were not logged \(over 5 a second\)/, h.stderr().slice(-1500));
   } finally {
     await h.close();
   }
