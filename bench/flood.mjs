@@ -1,20 +1,22 @@
 // Flood: what one principal's hostile program costs another principal on the same gateway.
 // One `codemcp start` (4 workers, the fake upstream) with two principals: bob runs `result = 1`
 // back to back, first alone (quiet), then while alice's program attacks the gateway through its
-// own worker: 80 results of 2,000 new keys each (160,000 keys to learn), 240 KB of "a:a:..."
-// error text and 2 MB of junk frames on its control socket (tests/e2e/hostile_tenants.test.mjs
-// asserts that bob's programs all answer and that the gateway's memory stays bounded; the
-// latency it sees is measured here). Arms: `head` (CODEMCP_BIN) and, when set, `before`
-// (CODEMCP_BIN_BEFORE, e.g. a build of main), fresh gateways each round, arm order rotated
-// round by round, never two gateways at once.
+// own worker (tests/fixtures/tenant_attack.mjs: 160,000 result keys to learn, then error text
+// and junk frames on its control socket). tests/e2e/hostile_tenants.test.mjs runs the same
+// attack and asserts what does not depend on the machine's speed; the latency bob sees is
+// measured here. Arms: `head` (CODEMCP_BIN) and, when set, `before` (CODEMCP_BIN_BEFORE, e.g.
+// a build of main), fresh gateways each round, arm order rotated round by round, never two
+// gateways at once.
 // Reports per arm: bob's p50 / p99 / max latency quiet and under the flood (pooled over rounds),
-// the attack's duration, the gateway's CPU time during it (every thread) and the gateway's peak memory (VmHWM) before and after the attack.
-// The machine is shared: the load average is printed with the results.
+// the attack's duration, the gateway's CPU time during it (every thread) and its peak memory
+// (VmHWM) before and after the attack. The machine is shared: the load average is printed with
+// the results.
 // Usage: node bench/flood.mjs [rounds=2]  → bench/results/flood.md (BENCH_OUT=<file> elsewhere)
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, buildType, codemcpBin, cpuNs, fmt, memKiB, startHttpGateway, stats } from './lib.mjs';
+import { TENANT_ATTACK } from '../tests/fixtures/tenant_attack.mjs';
 
 const ROUNDS = Number(process.argv[2] || 2);
 const QUIET_RUNS = 40;
@@ -27,14 +29,6 @@ const SDK = join(ROOT, 'tests/node_modules/@modelcontextprotocol/sdk/dist/esm');
 const { Client } = await import(join(SDK, 'client/index.js'));
 const { StreamableHTTPClientTransport } = await import(join(SDK, 'client/streamableHttp.js'));
 
-const ATTACK = String.raw`import json, _codemcp
-for i in range(80):
-    fake_echo(text=json.dumps({"k%d_%d" % (i, j): j for j in range(2000)})).get("x")
-for i in range(60):
-    _codemcp.send(json.dumps({"jsonrpc": "2.0", "id": 900000 + i, "error": {"code": 1, "message": "a:" * 2000}}))
-for i in range(20000):
-    _codemcp.send("x" * 100)
-result = "done"`;
 
 async function session(url, token) {
   const transport = new StreamableHTTPClientTransport(url, {
@@ -75,7 +69,7 @@ async function round(arm, dir) {
     const peakBefore = memKiB(g.proc.pid).hwm;
     const t0 = process.hrtime.bigint(), cpu0 = cpuNs(g.proc.pid);
     let done = false;
-    const attack = alice.run(ATTACK).finally(() => { done = true; });
+    const attack = alice.run(TENANT_ATTACK).finally(() => { done = true; });
     const flood = [];
     while (!done || flood.length < QUIET_RUNS) flood.push(await timedOne(bob));
     const a = await attack;

@@ -162,15 +162,13 @@ result = "resumed"`);
   }
 });
 
-test('argument bytes of calls in flight are capped per run: 24 calls of 8 MB to a tool that does not answer', { timeout: ms(240000) }, async () => {
-  const { h, run } = await session({ fake: servers.fake() }, { CODEMCP_EXEC_TIMEOUT_MS: '60000' });
-  try {
-    assert.equal((await run('result = fake_add(a=1, b=2)')).result, 3);
-    const before = peakRssMb(h.pid);
-    const e = await run(String.raw`
+/** A program starting n calls, each with `bytes` (a Python expression) of arguments, to a tool
+ *  that does not answer (each fails after timeoutMs); its result counts them by outcome, with
+ *  the message of a refusal. */
+const heldCalls = (n, bytes, timeoutMs) => String.raw`
 from codemcp_rt import client
-big = "y" * (8 << 20)
-calls = [client.call("fake", "sleep", {"ms": 60000, "pad": big}, timeout_ms=20000) for _ in range(24)]
+big = "y" * (${bytes})
+calls = [client.call("fake", "sleep", {"ms": 60000, "pad": big}, timeout_ms=${timeoutMs}) for _ in range(${n})]
 kinds = {}
 for c in calls:
     try:
@@ -181,7 +179,14 @@ for c in calls:
         if k == "denied":
             kinds["message"] = err.message
     kinds[k] = kinds.get(k, 0) + 1
-result = kinds`);
+result = kinds`;
+
+test('argument bytes of calls in flight are capped per run: 24 calls of 8 MB to a tool that does not answer', { timeout: ms(240000) }, async () => {
+  const { h, run } = await session({ fake: servers.fake() }, { CODEMCP_EXEC_TIMEOUT_MS: '60000' });
+  try {
+    assert.equal((await run('result = fake_add(a=1, b=2)')).result, 3);
+    const before = peakRssMb(h.pid);
+    const e = await run(heldCalls(24, '8 << 20', 20000));
     const peak = peakRssMb(h.pid);
     console.log(`# 24 calls of 8 MB: gateway peak ${before.toFixed(0)} -> ${peak.toFixed(0)} MB; ${JSON.stringify(e.result ?? e).slice(0, 200)}`);
     assert.ok(e.result, JSON.stringify(e).slice(0, 500));
@@ -197,20 +202,7 @@ result = kinds`);
 
 test('the argument caps are CODEMCP_MAX_ARGS_BYTES_PER_RUN and _PER_PRINCIPAL', { timeout: ms(120000) }, async () => {
   // Four calls of 300 KB to a tool that does not answer, in one run.
-  const held = String.raw`
-from codemcp_rt import client
-calls = [client.call("fake", "sleep", {"ms": 60000, "pad": "y" * 300_000}, timeout_ms=2000) for _ in range(4)]
-kinds = {}
-for c in calls:
-    try:
-        c.result()
-        k = "ok"
-    except ToolError as err:
-        k = err.kind
-        if k == "denied":
-            kinds["message"] = err.message
-    kinds[k] = kinds.get(k, 0) + 1
-result = kinds`;
+  const held = heldCalls(4, '300_000', 2000);
   // [per run, per principal, calls refused]: three fit under 1 MiB, two under 700,000 bytes.
   for (const [perRun, perPrincipal, denied] of [[1 << 20, 128 << 20, 1], [64 << 20, 700000, 2]]) {
     const { h, run } = await session({ fake: servers.fake() }, {

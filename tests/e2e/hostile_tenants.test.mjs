@@ -12,6 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import { Client, cpuSeconds, ms, peakRssMb, servers, sharedHttpGateway, waitFor } from './lib.mjs';
+import { TENANT_ATTACK } from '../fixtures/tenant_attack.mjs';
 
 const TA = 'alice-token-0123456789abcdef', TB = 'bob-token-0123456789abcdef';
 
@@ -90,16 +91,7 @@ describe('flood: one principal attacks the gateway, the other keeps working', ()
     assert.equal((await bob.run('result = 1')).result, 1);
     assert.equal((await alice.run('result = 1')).result, 1);
     const base = peakRssMb(gw.proc.pid), cpu0 = cpuSeconds(gw.proc.pid);
-    // 80 results of 2,000 new keys each (160,000 keys), then 240 KB of "a:a:a:..." error
-    // text and 2 MB of junk frames on alice's own control socket.
-    const attack = alice.run(String.raw`import json, _codemcp
-for i in range(80):
-    fake_echo(text=json.dumps({"k%d_%d" % (i, j): j for j in range(2000)})).get("x")
-for i in range(60):
-    _codemcp.send(json.dumps({"jsonrpc": "2.0", "id": 900000 + i, "error": {"code": 1, "message": "a:" * 2000}}))
-for i in range(20000):
-    _codemcp.send("x" * 100)
-result = "done"`);
+    const attack = alice.run(TENANT_ATTACK);
     let done = false, runs = 0;
     attack.finally(() => { done = true; });
     while (!done || runs < 40) {
