@@ -103,8 +103,9 @@ describe('flood: one principal attacks the gateway, the other keeps working', ()
     assert.equal(a.result, 'done', JSON.stringify(a).slice(0, 500));
     const cpu = cpuSeconds(gw.proc.pid) - cpu0, peak = peakRssMb(gw.proc.pid);
     console.log(`# victim: ${runs} runs answered; gateway CPU ${cpu.toFixed(2)} s, peak ${base.toFixed(0)} -> ${peak.toFixed(0)} MB`);
-    // bob's 40+ runs cost the gateway well under a second; the attack cost it 15 s (release).
-    assert.ok(cpu < 8, `the gateway spent ${cpu.toFixed(1)} s of CPU on the attack`);
+    // bob's 40+ runs cost the gateway well under a second; the attack cost it 15 s (release)
+    // before. Slow builds (sanitizers, valgrind) get CODEMCP_TEST_TIME_FACTOR times more.
+    assert.ok(cpu < ms(8000) / 1000, `the gateway spent ${cpu.toFixed(1)} s of CPU on the attack`);
     if (MEASURE_MEMORY) assert.ok(peak < base + 60, `the gateway's peak memory grew from ${base.toFixed(0)} to ${peak.toFixed(0)} MB`);
     // Learned state stays bounded: the attacker's shapes did not grow without end.
     const d = await alice.run('result = describe("fake_echo")');
