@@ -8,6 +8,9 @@
 // bounds (the attack cost the gateway 15 s of CPU before; 0.25 s now). How long the victim
 // waits is measured by bench/flood.mjs.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
@@ -33,8 +36,8 @@ async function session(url, token) {
 }
 
 /** Alice and Bob, each with a session on one `codemcp start` serving the fake upstream. */
-function twoPrincipals(env = {}) {
-  const gw = sharedHttpGateway({ prefix: 'codemcp-tenants-', mcp: { fake: servers.fake() }, tokens: { alice: TA, bob: TB },
+function twoPrincipals(env = {}, fakeFlags = []) {
+  const gw = sharedHttpGateway({ prefix: 'codemcp-tenants-', mcp: { fake: servers.fake(fakeFlags) }, tokens: { alice: TA, bob: TB },
     env: { CODEMCP_WORKERS: '4', CODEMCP_DESCRIBE_BUDGET: 'full', ...env } });
   const who = { gw };
   before(async () => {
@@ -110,6 +113,32 @@ describe('flood: one principal attacks the gateway, the other keeps working', ()
     // Learned state stays bounded: the attacker's shapes did not grow without end.
     const d = await alice.run('result = describe("fake_echo")');
     assert.ok(JSON.stringify(d).length < 20000, JSON.stringify(d).slice(0, 300));
+  });
+});
+
+describe('resource reads in flight are counted per principal', () => {
+  const log = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'codemcp-tenants-reads-')), 'fake.log');
+  const t = twoPrincipals({}, ['--slow-resource', '8000', '--log-file', log]);
+  const reads = () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').filter((l) => l.includes('"resources/read"')).length : 0);
+
+  test('64 slow reads of one principal do not refuse the other\'s read', { timeout: ms(120000) }, async () => {
+    const { alice, bob } = t;
+    // 65 reads at once: 64 go to the server (each answered after 8 s), one is refused.
+    const flood = alice.run(`ps = [read_resource("slow://r") for _ in range(65)]
+kinds = {}
+for p in ps:
+    try:
+        p.result()
+        k = "ok"
+    except ToolError as err:
+        k = err.kind
+    kinds[k] = kinds.get(k, 0) + 1
+result = kinds`);
+    await waitFor(() => reads() >= 64, ms(30000), 50);
+    const b = await bob.run('result = read_resource("slow://r").result()[0].text');
+    assert.equal(b.result, 'slow', JSON.stringify(b).slice(0, 500));
+    const a = await flood;
+    assert.deepEqual(a.result, { ok: 64, denied: 1 }, JSON.stringify(a).slice(0, 500));
   });
 });
 
