@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { connectClient, ms, peakRssMb, PY_OWN_SOCKETS, servers, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { connectClient, ms, peakRssMb, PY_OWN_SOCKETS, pyTallyOutcomes, servers, tempDir, waitFor, writeConfig } from './lib.mjs';
 
 async function session(mcp = {}, env = {}) {
   const dir = tempDir();
@@ -169,17 +169,7 @@ const heldCalls = (n, bytes, timeoutMs) => String.raw`
 from codemcp_rt import client
 big = "y" * (${bytes})
 calls = [client.call("fake", "sleep", {"ms": 60000, "pad": big}, timeout_ms=${timeoutMs}) for _ in range(${n})]
-kinds = {}
-for c in calls:
-    try:
-        c.result()
-        k = "ok"
-    except ToolError as err:
-        k = err.kind
-        if k == "denied":
-            kinds["message"] = err.message
-    kinds[k] = kinds.get(k, 0) + 1
-result = kinds`;
+${pyTallyOutcomes('calls')}`;
 
 test('argument bytes of calls in flight are capped per run: 24 calls of 8 MB to a tool that does not answer', { timeout: ms(240000) }, async () => {
   const { h, run } = await session({ fake: servers.fake() }, { CODEMCP_EXEC_TIMEOUT_MS: '60000' });
