@@ -361,7 +361,10 @@ static void wire_run_pipeline(void)
                                           .reply_parts = ctl_send_parts,
                                           .reply_limit = ctl_frame_limit,
                                           .input_required = run_on_input_required,
-                                          .max_per_run = settings.max_calls_per_run});
+                                          .max_per_run = settings.max_calls_per_run,
+                                          .max_run_bytes = (size_t)settings.max_args_bytes_per_run,
+                                          .max_principal_bytes =
+                                              (size_t)settings.max_args_bytes_per_principal});
 }
 
 static void check_settled(void *ud)

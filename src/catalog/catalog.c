@@ -316,7 +316,6 @@ static void wake_at_ms(int64_t at)
 
 int cat_code_waits(const char *code, int64_t queued_ms)
 {
-    int discovery = strstr(code, "search_tools") || strstr(code, "describe");
     int connecting = 0;
     for (size_t i = 0; i < up_count(); i++) {
         struct upstream *up = up_at(i);
@@ -335,7 +334,7 @@ int cat_code_waits(const char *code, int64_t queued_ms)
         }
         free(prefix);
     }
-    if (!discovery || !connecting)
+    if (!connecting || !(strstr(code, "search_tools") || strstr(code, "describe")))
         return 0;
     /* Searching only: a short wait, then the run goes and search_tools / describe name the
      * servers still connecting (cat_unavailable reaches the worker with the run). */

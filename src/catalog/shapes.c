@@ -144,28 +144,35 @@ static int identifier_key(const char *key)
     return 1;
 }
 
+/* The shape of an object whose fields are members' identifier keys, each shaped by shape_of
+ * one level deeper; open when `open` or when a key was left out (code reading it is then not
+ * flagged). */
+static json_t *object_shape(json_t *members, json_t *(*shape_of)(json_t *, int, int), int depth,
+                            int max_depth, int open)
+{
+    json_t *fields = json_object();
+    const char *key;
+    json_t *m;
+    json_object_foreach(members, key, m)
+    {
+        if (identifier_key(key))
+            json_object_set_new(fields, key, shape_of(m, depth + 1, max_depth));
+        else
+            open = 1;
+    }
+    json_t *out = json_pack("{s:s, s:o}", "k", "object", "fields", fields);
+    if (open)
+        json_object_set_new(out, "open", json_true());
+    return out;
+}
+
 static json_t *value_shape(json_t *v, int depth, int max_depth)
 {
     if (depth > max_depth)
         return any();
     switch (json_typeof(v)) {
-    case JSON_OBJECT: {
-        json_t *fields = json_object();
-        const char *key;
-        json_t *val;
-        int open = 0;
-        json_object_foreach(v, key, val)
-        {
-            if (identifier_key(key))
-                json_object_set_new(fields, key, value_shape(val, depth + 1, max_depth));
-            else
-                open = 1;
-        }
-        json_t *out = json_pack("{s:s, s:o}", "k", "object", "fields", fields);
-        if (open)
-            json_object_set_new(out, "open", json_true());
-        return out;
-    }
+    case JSON_OBJECT:
+        return object_shape(v, value_shape, depth, max_depth, 0);
     case JSON_ARRAY: {
         json_t *items = NULL;
         size_t i;
@@ -245,9 +252,9 @@ json_t *shapes_merge(json_t *a, json_t *b)
     return out;
 }
 
-static json_t *schema_shape(json_t *s, int depth)
+static json_t *schema_shape(json_t *s, int depth, int max_depth)
 {
-    if (!json_is_object(s) || depth > SHAPE_MAX_DEPTH)
+    if (!json_is_object(s) || depth > max_depth)
         return any();
     json_t *type = json_object_get(s, "type");
     const char *t = json_string_value(type);
@@ -255,29 +262,15 @@ static json_t *schema_shape(json_t *s, int depth)
     if ((t && !strcmp(t, "object")) || (!t && json_is_object(props))) {
         if (!json_is_object(props))
             return any();
-        json_t *fields = json_object();
-        const char *key;
-        json_t *p;
-        int open = 0;
-        json_object_foreach(props, key, p)
-        {
-            if (identifier_key(key))
-                json_object_set_new(fields, key, schema_shape(p, depth + 1));
-            else
-                open = 1;
-        }
-        json_t *out = json_pack("{s:s, s:o}", "k", "object", "fields", fields);
-        json_t *ap = json_object_get(s, "additionalProperties");
-        /* Unknown keys are possible unless the schema says otherwise (or one was left out). */
-        if (!json_is_false(ap) || open)
-            json_object_set_new(out, "open", json_true());
-        return out;
+        /* Unknown keys are possible unless the schema says otherwise. */
+        int open = !json_is_false(json_object_get(s, "additionalProperties"));
+        return object_shape(props, schema_shape, depth, max_depth, open);
     }
     if (t && !strcmp(t, "array")) {
         json_t *items = json_object_get(s, "items");
-        return json_is_object(items)
-                   ? json_pack("{s:s, s:o}", "k", "array", "items", schema_shape(items, depth + 1))
-                   : json_pack("{s:s}", "k", "array");
+        return json_is_object(items) ? json_pack("{s:s, s:o}", "k", "array", "items",
+                                                 schema_shape(items, depth + 1, max_depth))
+                                     : json_pack("{s:s}", "k", "array");
     }
     if (t && !strcmp(t, "string"))
         return leaf("str");
@@ -294,7 +287,7 @@ static json_t *schema_shape(json_t *s, int depth)
 
 json_t *shapes_of_schema(json_t *schema)
 {
-    return schema_shape(schema, 0);
+    return schema_shape(schema, 0, SHAPE_MAX_DEPTH);
 }
 
 /* ---- exemplars ------------------------------------------------------------------------- */

@@ -157,7 +157,8 @@ void use_note(const char *principal, const char *fn)
         json_integer_set(v, json_integer_value(v) + 1);
     else
         json_object_set_new(counts, fn, json_integer(1));
-    json_object_del(ranked, scope);
+    if (json_object_size(ranked)) /* mostly empty: no hash per SDK call then */
+        json_object_del(ranked, scope);
     dirty = 1;
     if (path && !timer_armed) {
         timer_armed = 1;

@@ -143,12 +143,12 @@ int log_budget_take(struct log_budget *b, const char *module)
         b->window_ms = now;
         b->lines = 0;
         if (b->dropped) {
-            log_write(LOG_WARN, module, "%ld more lines were not logged (over %d a second)",
-                      b->dropped, LOG_BUDGET_LINES);
+            log_write(LOG_WARN, module, "%ld more lines were not logged (over %ld a second)",
+                      b->dropped, b->per_second);
             b->dropped = 0;
         }
     }
-    if (b->lines >= LOG_BUDGET_LINES) {
+    if (b->lines >= b->per_second) {
         b->dropped++;
         return 0;
     }

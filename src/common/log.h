@@ -36,10 +36,10 @@ void log_write(enum log_level level, const char *module, const char *fmt, ...)
     } while (0)
 
 /* A budget for lines whose text or rate someone else decides (a worker's messages and output):
- * at most LOG_BUDGET_LINES a second each, so a flood cannot fill the operator's disk or keep
- * the loop writing. Zero-initialised. */
-#define LOG_BUDGET_LINES 20
+ * at most per_second lines a second each, so a flood cannot fill the operator's disk or keep
+ * the loop writing. Zero-initialised but for per_second, which its owner sets. */
 struct log_budget {
+    long per_second;     /* lines a second at most */
     long long window_ms; /* start of the current second */
     int lines;           /* written in it */
     long dropped;        /* not written since the last note */

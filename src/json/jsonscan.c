@@ -12,6 +12,7 @@
 #define JS_KEYS_PER_OBJECT 64 /* more: the tree path (duplicate check stays O(n^2) small) */
 #define JS_KEY_STACK       512
 #define JS_MAX_DEPTH       64 /* deeper: the tree path (JSON_PARSER_MAX_DEPTH applies there) */
+#define JS_SHORT_RUN       64 /* plain bytes a string is read byte by byte before word by word */
 
 struct sc {
     const unsigned char *p, *e;
@@ -54,9 +55,17 @@ static int canon_string(struct sc *s, int key)
 {
     const unsigned char *p = s->p + 1, *e = s->e;
     for (;;) {
-        p = json_skip_plain(p, e, 1);
-        while (p < e && plain_byte[*p])
+        /* Most strings of a call (keys, names, ids) end within a few bytes: a byte loop finds
+         * that end at once; a longer run goes on eight bytes at a time (json_skip_plain: a big
+         * text is scanned at word speed), which would cost every short string a word test. */
+        const unsigned char *stop = e - p > JS_SHORT_RUN ? p + JS_SHORT_RUN : e;
+        while (p < stop && plain_byte[*p])
             p++;
+        if (p == stop) {
+            p = json_skip_plain(p, e, 1);
+            while (p < e && plain_byte[*p])
+                p++;
+        }
         if (p >= e)
             return -1;
         unsigned c = *p;

@@ -75,38 +75,61 @@ struct gate {
     struct gate *next;
 };
 
-/* Argument bytes a principal's calls hold (in flight or waiting). An entry at zero is kept
- * (a principal calling one tool after another would allocate one per call) unless more than
- * HELD_KEPT principals have one. */
+/* What a principal's calls hold: argument bytes (in flight or waiting) and resource reads in
+ * flight. An entry at zero is kept (a principal calling one tool after another would allocate
+ * one per call) unless more than HELD_KEPT principals have one. */
 #define HELD_KEPT 16
-struct held_bytes {
+struct principal_hold {
     char *principal;
     size_t bytes;
-    struct held_bytes *next;
+    int reads;
+    struct principal_hold *next;
 };
 
 static struct call *calls; /* in flight */
-static struct held_bytes *held_by;
+static struct principal_hold *held_by;
 static size_t n_held_by;
 static struct gate *gates;
 static struct calls_hooks hooks;
-static long max_per_run = CALLS_DEFAULT_MAX_PER_RUN;
 static struct lp_deferred pump_later; /* pump() once per loop iteration when calls ended */
 
 void calls_set_hooks(const struct calls_hooks *h)
 {
     hooks = *h;
-    max_per_run = h->max_per_run;
 }
 
 static struct gate *gate_find(const char *run_id);
 
-static struct held_bytes *held_find(const char *principal)
+static struct principal_hold *held_find(const char *principal)
 {
-    struct held_bytes *h = held_by;
+    struct principal_hold *h = held_by;
     while (h && strcmp(h->principal, principal) != 0)
         h = h->next;
     return h;
+}
+
+static struct principal_hold *held_get(const char *principal)
+{
+    struct principal_hold *h = held_find(principal);
+    if (!h) {
+        h = xcalloc(1, sizeof(*h));
+        h->principal = xstrdup(principal);
+        h->next = held_by;
+        held_by = h;
+        n_held_by++;
+    }
+    return h;
+}
+
+/* Frees h when it holds nothing and enough others are kept. */
+static void held_drop_idle(struct principal_hold *h)
+{
+    if (h->bytes || h->reads || n_held_by <= HELD_KEPT)
+        return;
+    LIST_UNLINK(&held_by, h);
+    free(h->principal);
+    free(h);
+    n_held_by--;
 }
 
 /* Returns call's bytes to its run and principal. */
@@ -117,39 +140,31 @@ static void held_release(struct call *call)
     struct gate *g = gate_find(call->run_id);
     if (g)
         g->held -= call->held < g->held ? call->held : g->held;
-    struct held_bytes *h = held_find(call->principal);
-    if (h && (h->bytes -= call->held < h->bytes ? call->held : h->bytes) == 0 &&
-        n_held_by > HELD_KEPT) {
-        LIST_UNLINK(&held_by, h);
-        free(h->principal);
-        free(h);
-        n_held_by--;
+    struct principal_hold *h = held_find(call->principal);
+    if (h) {
+        h->bytes -= call->held < h->bytes ? call->held : h->bytes;
+        held_drop_idle(h);
     }
     call->held = 0;
 }
 
 /* Counts call's argument bytes against its run (g) and principal: 0, or -1 with why when
- * either would pass its cap (CALLS_MAX_RUN_BYTES, CALLS_MAX_PRINCIPAL_BYTES). */
+ * either would pass its cap (calls_hooks.max_run_bytes, max_principal_bytes). */
 static int held_take(struct call *call, struct gate *g, char *why, size_t cap)
 {
     size_t n = call->args_len;
     const char *p = call->principal;
-    struct held_bytes *h = held_find(p);
+    struct principal_hold *h = held_find(p);
     size_t mine = h ? h->bytes : 0;
-    if (g->held + n > CALLS_MAX_RUN_BYTES || mine + n > CALLS_MAX_PRINCIPAL_BYTES) {
+    if (g->held + n > hooks.max_run_bytes || mine + n > hooks.max_principal_bytes) {
         snprintf(why, cap,
                  "the gateway holds %zu bytes of arguments of this run's calls and %zu of its "
-                 "principal's (caps %zu and %zu): wait for earlier calls before starting more",
-                 g->held, mine, CALLS_MAX_RUN_BYTES, CALLS_MAX_PRINCIPAL_BYTES);
+                 "principal's (CODEMCP_MAX_ARGS_BYTES_PER_RUN %zu, _PER_PRINCIPAL %zu): wait for "
+                 "earlier calls before starting more",
+                 g->held, mine, hooks.max_run_bytes, hooks.max_principal_bytes);
         return -1;
     }
-    if (!h) {
-        h = xcalloc(1, sizeof(*h));
-        h->principal = xstrdup(p);
-        h->next = held_by;
-        held_by = h;
-        n_held_by++;
-    }
+    h = held_get(p);
     h->bytes += n;
     g->held += n;
     call->held = n;
@@ -239,7 +254,7 @@ static struct call *gate_pop(struct gate *g)
 
 static int gate_full(const struct gate *g)
 {
-    return max_per_run > 0 && g->in_flight >= max_per_run;
+    return hooks.max_per_run > 0 && g->in_flight >= hooks.max_per_run;
 }
 
 static int reply(uint64_t conn_id, json_t *msg)
@@ -644,20 +659,26 @@ void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
 
 /* ---- resources/read for a program ---------------------------------------------------------- */
 
-/* Reads in flight, all runs: a program that starts reads without waiting cannot make the
- * gateway hold more than this many upstream requests for them. */
+/* Reads in flight per principal: a program that starts reads without waiting cannot make the
+ * gateway hold more than this many upstream requests for its principal (principals are the
+ * operator's), and one principal's reads never refuse another's. Each ends by the upstream's
+ * call timeout at the latest. */
 #define CALLS_MAX_READS 64
-static int reads_in_flight;
 
 struct read {
     uint64_t conn_id;
     json_t *id;
+    char principal[64]; /* the run's, whose count it is in */
 };
 
 static void on_read(void *ud, json_t *result, const struct up_error *err)
 {
     struct read *rd = ud;
-    reads_in_flight--;
+    struct principal_hold *h = held_find(rd->principal);
+    if (h) {
+        h->reads--;
+        held_drop_idle(h);
+    }
     if (result)
         reply(rd->conn_id, rpc_result(rd->id, json_incref(result)));
     else
@@ -686,23 +707,30 @@ void calls_read_resource(uint64_t conn_id, int slot, json_t *id, json_t *params)
         reply_error(conn_id, id, "not_found", "no connected server lists this resource URI", 0);
         return;
     }
-    if (reads_in_flight >= CALLS_MAX_READS) {
-        snprintf(msg, sizeof(msg), "more than %d resource reads in flight: wait for some first",
+    /* keyed as calls are: a principal's name cut to the char[64] a call keeps */
+    struct read *rd = xcalloc(1, sizeof(*rd));
+    snprintf(rd->principal, sizeof(rd->principal), "%s", run.principal ? run.principal : "");
+    struct principal_hold *h = held_get(rd->principal);
+    if (h->reads >= CALLS_MAX_READS) {
+        snprintf(msg, sizeof(msg),
+                 "%d resource reads of yours are in flight already: wait for some first",
                  CALLS_MAX_READS);
         reply_error(conn_id, id, "denied", msg, 0);
+        free(rd);
         return;
     }
-    struct read *rd = xmalloc(sizeof(*rd));
-    *rd = (struct read){conn_id, json_incref(id)};
+    rd->conn_id = conn_id;
+    rd->id = json_incref(id);
     struct up_error err = {0};
     if (up_request(up->name, "resources/read", json_pack("{s:s}", "uri", uri), on_read, rd, &err) <
         0) {
         reply_error(conn_id, id, err.kind, err.message, 0);
         json_decref(rd->id);
         free(rd);
+        held_drop_idle(h);
         return;
     }
-    reads_in_flight++;
+    h->reads++;
 }
 
 /* A string member's bytes (between the quotes) when it needs no decoding (no escape: then no
@@ -850,7 +878,7 @@ void calls_free_all(void)
 {
     lp_defer_cancel(&pump_later);
     while (held_by) {
-        struct held_bytes *h = held_by;
+        struct principal_hold *h = held_by;
         held_by = h->next;
         free(h->principal);
         free(h);

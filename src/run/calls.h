@@ -17,18 +17,6 @@
 #include <sys/uio.h>
 #include <stdint.h>
 
-/* CODEMCP_MAX_CALLS_PER_RUN's default: a run's calls in flight at once (routed upstream or
- * waiting for its client's input); more wait in order, each started when one of the run's
- * calls ends (their time limit runs from then). 0 or less: no bound. Each may bring back a
- * reply of up to 64 MiB, so the bound is what keeps one program from making the gateway hold
- * thousands of them. Read by calls_set_hooks. */
-#define CALLS_DEFAULT_MAX_PER_RUN 256
-/* Argument bytes of calls in flight or waiting the gateway holds for one run, and for all the
- * runs of one principal: a program that starts many calls with big arguments to a tool that
- * does not answer cannot make the gateway hold more. */
-#define CALLS_MAX_RUN_BYTES       ((size_t)64 << 20)
-#define CALLS_MAX_PRINCIPAL_BYTES ((size_t)128 << 20)
-
 /* What enforcement needs to know of the run a call says it belongs to. */
 struct calls_run {
     int dry_run;
@@ -59,8 +47,17 @@ struct calls_hooks {
     int (*reply_parts)(uint64_t conn_id, const struct iovec *iov, int n);
     /* The longest message reply and reply_parts send, named in the "too_large" error. */
     size_t (*reply_limit)(void);
-    /* CODEMCP_MAX_CALLS_PER_RUN: a run's calls in flight at once (0: no bound). */
+    /* CODEMCP_MAX_CALLS_PER_RUN: a run's calls in flight at once (routed upstream or waiting
+     * for its client's input); more wait in order, each started when one of the run's calls
+     * ends (their time limit runs from then). 0: no bound. Each may bring back a reply of up to
+     * 64 MiB, so the bound is what keeps one program from making the gateway hold thousands. */
     long max_per_run;
+    /* CODEMCP_MAX_ARGS_BYTES_PER_RUN, CODEMCP_MAX_ARGS_BYTES_PER_PRINCIPAL: argument bytes of
+     * calls in flight or waiting the gateway holds for one run, and for all the runs of one
+     * principal; a call past either is refused with kind "denied". A program that starts many
+     * calls with big arguments to a tool that does not answer cannot make the gateway hold
+     * more. */
+    size_t max_run_bytes, max_principal_bytes;
     /* The upstream answered a call of the run with an InputRequiredResult (borrowed): 1 when
      * the run relays it to its own client (the call then waits for calls_resume), 0 when the
      * call fails with kind "input_required" as before. NULL: never relayed. */

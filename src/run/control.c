@@ -47,12 +47,6 @@
  * declares more than this (and 4 x the cap) never ends in practice (2^63 bytes: agent code
  * writing on the socket itself): the stream is given up at once instead. */
 #define CTL_GIVE_UP ((uint64_t)1 << 30)
-/* Bytes queued to a worker and not yet written past which it is ended (the run fails and
- * says why): a worker that stops reading (stopped, or agent code holding the socket) while
- * something makes the gateway answer it would grow the gateway's memory without bound.
- * Checked before a frame is queued, so one frame larger than this still reaches a worker
- * that reads. */
-#define CTL_MAX_UNREAD ((size_t)64 << 20)
 /* Connections accepted per readiness of the listener: a flood's backlog is taken over a few
  * loop rounds, so the ones closed to make room (at the end of each round) stay few. */
 #define CTL_ACCEPT_PER_ROUND 32
@@ -74,6 +68,12 @@ static struct idmap conns; /* id -> connection, from its handshake on */
 static struct ctl_conn *all_conns;
 static uint64_t next_conn_id = 1;
 static size_t max_frame;
+/* CODEMCP_CONTROL_MAX_UNREAD: bytes queued to a worker and not yet written past which it is
+ * ended (the run fails and says why): a worker that stops reading (stopped, or agent code
+ * holding the socket) while something makes the gateway answer it would grow the gateway's
+ * memory without bound. Checked before a frame is queued, so one frame larger than this still
+ * reaches a worker that reads. */
+static size_t max_unread;
 static struct wss_config wss_cfg;
 static struct ctl_hooks hooks;
 
@@ -97,19 +97,20 @@ static void conn_close(struct ctl_conn *c)
 }
 
 /* A worker that has not read what was already queued for it is ended instead of being sent
- * more (CTL_MAX_UNREAD): 1 when c is closing (now or already), else 0. */
+ * more (max_unread): 1 when c is closing (now or already), else 0. */
 static int unread_over_cap(struct ctl_conn *c)
 {
     if (c->closing)
         return 1;
     size_t queued = lp_io_pending(c->io);
-    if (queued <= CTL_MAX_UNREAD)
+    if (queued <= max_unread)
         return 0;
     char why[300];
     snprintf(why, sizeof(why),
-             "the Python worker did not read %zu bytes the gateway had sent it (the cap is %zu): "
-             "the worker was ended and this session's variables were lost",
-             queued, (size_t)CTL_MAX_UNREAD);
+             "the Python worker did not read %zu bytes the gateway had sent it "
+             "(CODEMCP_CONTROL_MAX_UNREAD %zu): the worker was ended and this session's "
+             "variables were lost",
+             queued, max_unread);
     log_warn("control", "connection %llu: %zu bytes unread by the worker: closing it",
              (unsigned long long)c->id, queued);
     if (c->slot >= 0 && hooks.broken)
@@ -495,6 +496,7 @@ static int peer_is_starting_worker(pid_t pid)
 int ctl_init(const struct settings *s)
 {
     max_frame = (size_t)s->control_max_frame;
+    max_unread = (size_t)s->control_max_unread;
     wss_cfg = (struct wss_config){
         .path = CTL_PATH,
         .protocol = CTL_PROTOCOL,

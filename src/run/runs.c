@@ -760,14 +760,15 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
     struct ns_ref where;
     if (ns_resolve(session_id, home, json_string_value(ns), &where, err, errlen) < 0)
         return -1;
-    if (queue_full(ns_asker(session_id, where.home))) {
+    const char *who = ns_asker(session_id, where.home);
+    if (queue_full(who)) {
         snprintf(err, errlen,
                  "execute_python: %ld programs of yours are already waiting for a Python worker "
                  "(CODEMCP_RUN_QUEUE_MAX): wait for their answers before sending more",
                  queue_max);
         return -1;
     }
-    if (budgets_take_run(ns_asker(session_id, where.home), err, errlen) < 0)
+    if (budgets_take_run(who, err, errlen) < 0)
         return -1;
     struct run *r = new_run(session_id, where.home);
     r->ns = where;

@@ -265,6 +265,7 @@ int wk_init(const struct settings *s, int max_workers)
         workers[i].slot = i;
         workers[i].out_lines.max_line = 64 * 1024;
         workers[i].err_lines.max_line = 64 * 1024;
+        workers[i].log_budget.per_second = s->log_worker_lines;
     }
     return 0;
 }

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { connectClient, ms, peakRssMb, PY_OWN_SOCKETS, servers, tempDir, writeConfig } from './lib.mjs';
+import { connectClient, ms, peakRssMb, PY_OWN_SOCKETS, pyTallyOutcomes, servers, tempDir, waitFor, writeConfig } from './lib.mjs';
 
 async function session(mcp = {}, env = {}) {
   const dir = tempDir();
@@ -109,6 +109,27 @@ result = 1`);
   }
 });
 
+test('a worker\'s messages reach the log at most CODEMCP_LOG_WORKER_LINES a second', { timeout: ms(120000) }, async () => {
+  const { h, run } = await session({}, { CODEMCP_LOG: 'info', CODEMCP_LOG_WORKER_LINES: '5' });
+  try {
+    const e = await run(`
+import _codemcp, json, time
+for i in range(300):
+    _codemcp.send(json.dumps({"jsonrpc": "2.0", "id": 700000 + i, "error": {"code": 1, "message": "budget-marker %d" % i}}))
+time.sleep(1.5)
+_codemcp.send(json.dumps({"jsonrpc": "2.0", "id": 699999, "error": {"code": 1, "message": "budget-after"}}))
+result = 1`);
+    assert.equal(e.result, 1, JSON.stringify(e));
+    await waitFor(() => h.stderr().includes('budget-after'), ms(10000));
+    const marked = h.stderr().split('\n').filter((l) => l.includes('budget-marker')).length;
+    // 300 messages within a second or two: 5 a second get through.
+    assert.ok(marked >= 1 && marked <= 15, `${marked} of 300 messages were logged:\n${h.stderr().slice(-1500)}`);
+    assert.match(h.stderr(), /\d+ more lines were not logged \(over 5 a second\)/, h.stderr().slice(-1500));
+  } finally {
+    await h.close();
+  }
+});
+
 test('a stopped worker flooded with junk frames by its child is ended at the unread cap; the gateway stays small', { timeout: ms(240000) }, async () => {
   const { h, run } = await session({}, { CODEMCP_EXEC_TIMEOUT_MS: '120000' });
   try {
@@ -131,7 +152,7 @@ result = "resumed"`);
     const peak = peakRssMb(h.pid);
     console.log(`# junk frames to a stopped worker: gateway peak ${before.toFixed(0)} -> ${peak.toFixed(0)} MB`);
     assert.equal(e.error_kind, 'worker', JSON.stringify(e));
-    assert.match(e.error, /did not read \d+ bytes the gateway had sent it/, JSON.stringify(e));
+    assert.match(e.error, /did not read \d+ bytes the gateway had sent it \(CODEMCP_CONTROL_MAX_UNREAD 67108864\)/, JSON.stringify(e));
     // 21 MB of 7-byte frames, each answered with a ~90-byte error: ~270 MB queued without the cap.
     if (MEASURE_MEMORY) assert.ok(peak - before < 120, `the gateway's peak grew from ${before} to ${peak} MB`);
     const next = await run('result = 6 * 7');
@@ -141,26 +162,21 @@ result = "resumed"`);
   }
 });
 
+/** A program starting n calls, each with `bytes` (a Python expression) of arguments, to a tool
+ *  that does not answer (each fails after timeoutMs); its result counts them by outcome, with
+ *  the message of a refusal. */
+const heldCalls = (n, bytes, timeoutMs) => String.raw`
+from codemcp_rt import client
+big = "y" * (${bytes})
+calls = [client.call("fake", "sleep", {"ms": 60000, "pad": big}, timeout_ms=${timeoutMs}) for _ in range(${n})]
+${pyTallyOutcomes('calls')}`;
+
 test('argument bytes of calls in flight are capped per run: 24 calls of 8 MB to a tool that does not answer', { timeout: ms(240000) }, async () => {
   const { h, run } = await session({ fake: servers.fake() }, { CODEMCP_EXEC_TIMEOUT_MS: '60000' });
   try {
     assert.equal((await run('result = fake_add(a=1, b=2)')).result, 3);
     const before = peakRssMb(h.pid);
-    const e = await run(String.raw`
-from codemcp_rt import client
-big = "y" * (8 << 20)
-calls = [client.call("fake", "sleep", {"ms": 60000, "pad": big}, timeout_ms=20000) for _ in range(24)]
-kinds = {}
-for c in calls:
-    try:
-        c.result()
-        k = "ok"
-    except ToolError as err:
-        k = err.kind
-        if k == "denied":
-            kinds["message"] = err.message
-    kinds[k] = kinds.get(k, 0) + 1
-result = kinds`);
+    const e = await run(heldCalls(24, '8 << 20', 20000));
     const peak = peakRssMb(h.pid);
     console.log(`# 24 calls of 8 MB: gateway peak ${before.toFixed(0)} -> ${peak.toFixed(0)} MB; ${JSON.stringify(e.result ?? e).slice(0, 200)}`);
     assert.ok(e.result, JSON.stringify(e).slice(0, 500));
@@ -171,5 +187,22 @@ result = kinds`);
     assert.equal(next.result, 42, JSON.stringify(next));
   } finally {
     await h.close();
+  }
+});
+
+test('the argument caps are CODEMCP_MAX_ARGS_BYTES_PER_RUN and _PER_PRINCIPAL', { timeout: ms(120000) }, async () => {
+  // Four calls of 300 KB to a tool that does not answer, in one run.
+  const held = heldCalls(4, '300_000', 2000);
+  // [per run, per principal, calls refused]: three fit under 1 MiB, two under 700,000 bytes.
+  for (const [perRun, perPrincipal, denied] of [[1 << 20, 128 << 20, 1], [64 << 20, 700000, 2]]) {
+    const { h, run } = await session({ fake: servers.fake() }, {
+      CODEMCP_MAX_ARGS_BYTES_PER_RUN: String(perRun), CODEMCP_MAX_ARGS_BYTES_PER_PRINCIPAL: String(perPrincipal) });
+    try {
+      const e = await run(held);
+      assert.equal(e.result?.denied, denied, JSON.stringify(e).slice(0, 500));
+      assert.ok(e.result.message.includes(`CODEMCP_MAX_ARGS_BYTES_PER_RUN ${perRun}, _PER_PRINCIPAL ${perPrincipal}`), e.result.message);
+    } finally {
+      await h.close();
+    }
   }
 });

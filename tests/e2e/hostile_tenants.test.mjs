@@ -3,13 +3,19 @@
 // principal's: the other's describe() and tools/list never show it, and key names that are
 // not identifiers (an instruction to the model) reach nobody's. A flood test: one principal
 // attacks the gateway (160,000 learned keys, quadratic-looking error text on its control
-// socket, junk frames) while the other measures its own `result = 1`; the victim's p99 and the
-// gateway's peak memory stay under generous bounds (the attacks took 12 s and 200+ MB before).
+// socket, junk frames) while the other runs `result = 1` again and again: every one of the
+// victim's programs answers, and the gateway's CPU time and peak memory stay under generous
+// bounds (the attack cost the gateway 15 s of CPU before; 0.25 s now). How long the victim
+// waits is measured by bench/flood.mjs.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { Client, ms, peakRssMb, servers, sharedHttpGateway, waitFor } from './lib.mjs';
+import { Client, cpuSeconds, ms, peakRssMb, pyTallyOutcomes, servers, sharedHttpGateway, waitFor } from './lib.mjs';
+import { TENANT_ATTACK } from '../fixtures/tenant_attack.mjs';
 
 const TA = 'alice-token-0123456789abcdef', TB = 'bob-token-0123456789abcdef';
 
@@ -30,8 +36,8 @@ async function session(url, token) {
 }
 
 /** Alice and Bob, each with a session on one `codemcp start` serving the fake upstream. */
-function twoPrincipals(env = {}) {
-  const gw = sharedHttpGateway({ prefix: 'codemcp-tenants-', mcp: { fake: servers.fake() }, tokens: { alice: TA, bob: TB },
+function twoPrincipals(env = {}, fakeFlags = []) {
+  const gw = sharedHttpGateway({ prefix: 'codemcp-tenants-', mcp: { fake: servers.fake(fakeFlags) }, tokens: { alice: TA, bob: TB },
     env: { CODEMCP_WORKERS: '4', CODEMCP_DESCRIBE_BUDGET: 'full', ...env } });
   const who = { gw };
   before(async () => {
@@ -83,42 +89,50 @@ result = r.get("bob_field")`);
 describe('flood: one principal attacks the gateway, the other keeps working', () => {
   const t = twoPrincipals({ CODEMCP_EXEC_TIMEOUT_MS: '120000' });
 
-  test('the victim\'s result = 1 stays fast and the gateway\'s memory bounded', { timeout: ms(400000) }, async () => {
+  test('the victim\'s programs all answer and the gateway\'s CPU and memory stay bounded', { timeout: ms(400000) }, async () => {
     const { gw, alice, bob } = t;
     assert.equal((await bob.run('result = 1')).result, 1);
     assert.equal((await alice.run('result = 1')).result, 1);
-    const base = peakRssMb(gw.proc.pid);
-    // 80 results of 2,000 new keys each (160,000 keys), then 240 KB of "a:a:a:..." error
-    // text and 2 MB of junk frames on alice's own control socket.
-    const attack = alice.run(String.raw`import json, _codemcp
-for i in range(80):
-    fake_echo(text=json.dumps({"k%d_%d" % (i, j): j for j in range(2000)})).get("x")
-for i in range(60):
-    _codemcp.send(json.dumps({"jsonrpc": "2.0", "id": 900000 + i, "error": {"code": 1, "message": "a:" * 2000}}))
-for i in range(20000):
-    _codemcp.send("x" * 100)
-result = "done"`);
-    const lat = [];
-    let done = false;
+    const base = peakRssMb(gw.proc.pid), cpu0 = cpuSeconds(gw.proc.pid);
+    const attack = alice.run(TENANT_ATTACK);
+    let done = false, runs = 0;
     attack.finally(() => { done = true; });
-    while (!done || lat.length < 40) {
-      const t = process.hrtime.bigint();
+    while (!done || runs < 40) {
       const r = await bob.run('result = 1');
-      lat.push(Number(process.hrtime.bigint() - t) / 1e6);
       assert.equal(r.result, 1, JSON.stringify(r));
-      if (lat.length > 2000) break;
+      if (++runs > 2000) break;
     }
     const a = await attack;
     assert.equal(a.result, 'done', JSON.stringify(a).slice(0, 500));
-    lat.sort((x, y) => x - y);
-    const p99 = lat[Math.min(lat.length - 1, Math.floor(lat.length * 0.99))];
-    const peak = peakRssMb(gw.proc.pid);
-    console.log(`# victim: ${lat.length} runs, p50 ${lat[Math.floor(lat.length / 2)].toFixed(1)} ms, p99 ${p99.toFixed(1)} ms; gateway peak ${base.toFixed(0)} -> ${peak.toFixed(0)} MB`);
-    assert.ok(p99 < 1000, `the victim's p99 was ${p99.toFixed(0)} ms`);
+    const cpu = cpuSeconds(gw.proc.pid) - cpu0, peak = peakRssMb(gw.proc.pid);
+    console.log(`# victim: ${runs} runs answered; gateway CPU ${cpu.toFixed(2)} s, peak ${base.toFixed(0)} -> ${peak.toFixed(0)} MB`);
+    // bob's 40+ runs cost the gateway well under a second; the attack cost it 15 s (release)
+    // before. Slow builds (sanitizers, valgrind) get CODEMCP_TEST_TIME_FACTOR times more.
+    assert.ok(cpu < ms(8000) / 1000, `the gateway spent ${cpu.toFixed(1)} s of CPU on the attack`);
     if (MEASURE_MEMORY) assert.ok(peak < base + 60, `the gateway's peak memory grew from ${base.toFixed(0)} to ${peak.toFixed(0)} MB`);
     // Learned state stays bounded: the attacker's shapes did not grow without end.
     const d = await alice.run('result = describe("fake_echo")');
     assert.ok(JSON.stringify(d).length < 20000, JSON.stringify(d).slice(0, 300));
+  });
+});
+
+describe('resource reads in flight are counted per principal', () => {
+  const log = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'codemcp-tenants-reads-')), 'fake.log');
+  const t = twoPrincipals({}, ['--slow-resource', '8000', '--log-file', log]);
+  const reads = () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').filter((l) => l.includes('"resources/read"')).length : 0);
+
+  test('64 slow reads of one principal do not refuse the other\'s read', { timeout: ms(120000) }, async () => {
+    const { alice, bob } = t;
+    // 65 reads at once: 64 go to the server (each answered after 8 s), one is refused.
+    const flood = alice.run(`ps = [read_resource("slow://r") for _ in range(65)]
+${pyTallyOutcomes('ps')}`);
+    await waitFor(() => reads() >= 64, ms(30000), 50);
+    const b = await bob.run('result = read_resource("slow://r").result()[0].text');
+    assert.equal(b.result, 'slow', JSON.stringify(b).slice(0, 500));
+    const a = await flood;
+    assert.equal(a.result?.ok, 64, JSON.stringify(a).slice(0, 500));
+    assert.equal(a.result.denied, 1, JSON.stringify(a).slice(0, 500));
+    assert.match(a.result.message, /64 resource reads of yours are in flight/, a.result.message);
   });
 });
 

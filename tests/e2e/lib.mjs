@@ -859,6 +859,29 @@ result = [str(x)[:20] for x in r]`);
 
 /** The peak resident memory of process pid so far (VmHWM), in MB. Under the sanitizers
  *  (CODEMCP_TEST_SANITIZER) freed memory sits in quarantine and peaks say nothing: then NaN. */
+/** Python lines that wait on every Pending in the list `name` and set `result` to how many
+ *  ended each way ("ok", else the ToolError's kind), with the message of a refusal under
+ *  "message". */
+export const pyTallyOutcomes = (name) => String.raw`
+kinds = {}
+for c in ${name}:
+    try:
+        c.result()
+        k = "ok"
+    except ToolError as err:
+        k = err.kind
+        if k == "denied":
+            kinds["message"] = err.message
+    kinds[k] = kinds.get(k, 0) + 1
+result = kinds`;
+
+/** The CPU time (every thread) process pid has used so far, in seconds, from /proc/<pid>/stat:
+ *  work done, which a busy machine barely moves, unlike how long it took. */
+export function cpuSeconds(pid) {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, in USER_HZ (100 on Linux)
+}
+
 export function peakRssMb(pid) {
   if (process.env.CODEMCP_TEST_SANITIZER) return NaN;
   const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmHWM:\s+(\d+) kB/);

@@ -305,6 +305,10 @@ static void test_allow_nul(void)
     json_decref(v);
 }
 
+#define A150                                                                                       \
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
 /* ---- jsonscan: canonical form only, and exactly jf_dumps' bytes ------------------------------ */
 
 /* js_canon_value(t) => jf_loadb accepts t and jf_dumps writes t back (its contract). Returns
@@ -477,6 +481,29 @@ static void test_canon_sample(void)
     }
 }
 
+/* A string is read byte by byte for its first bytes, then eight at a time: whatever byte ends
+ * a run of plain ones (an escape, UTF-8, a raw control byte, the closing quote, the end of the
+ * text), wherever it falls, is seen. */
+static void test_canon_long_strings(void)
+{
+    static const struct {
+        const char *at; /* put at position k of a run of 'a' */
+        int ok;
+    } cases[] = {{"\\n", 1}, {"\xc3\xa9", 1}, {"\x01", 0}, {"\xff", 0}, {"\\u0041", 0}};
+    char t[256];
+    for (int len = 0; len < 150; len++)
+        for (int k = 0; k <= len; k += len > 20 ? 7 : 1)
+            for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+                size_t w = (size_t)snprintf(t, sizeof(t), "[\"%.*s%s%.*s\"]", k, A150, cases[c].at,
+                                            len - k, A150);
+                int r = canon_sound(t, w, 0);
+                if (r != cases[c].ok)
+                    fprintf(stderr, "  [%.*s]: %d\n", (int)w, t, r);
+                EXPECT(r == cases[c].ok);
+                EXPECT(canon_sound(t, w - 2, 0) == 0); /* no closing quote */
+            }
+}
+
 /* jf_dumps of random values (reals and keys needing escapes aside) is accepted, so the fast
  * path is taken for what the gateway writes; and mutations are refused or still sound. */
 static void test_canon_random(void)
@@ -528,6 +555,8 @@ int main(void)
     check_case("jsonscan: jf_dumps' output accepted, mutations refused or sound",
                test_canon_random);
     check_case("jsonscan: reals as written when the caller asks", test_canon_reals);
+    check_case("jsonscan: a string's end found wherever it falls in a long run",
+               test_canon_long_strings);
     check_case("jsonscan: a sample keeps the first elements of every array", test_canon_sample);
     return CHECK_DONE();
 }
