@@ -116,7 +116,7 @@ enum policy_effect policy_decide(const struct policy_call *c, struct policy_deci
         return d->effect;
     if (rules_decide(c, d))
         return d->effect;
-    d->effect = POLICY_ALLOW;
-    snprintf(d->why, sizeof(d->why), "no policy rule names %s/%s: allowed", c->server, c->tool);
+    d->effect = POLICY_ALLOW; /* why stays empty: no rule decided (formatting it on every
+                               * allowed call was ~5 % of the gateway's work per call) */
     return d->effect;
 }

@@ -41,7 +41,8 @@ struct policy_call {
 struct policy_decision {
     enum policy_effect effect;
     char rule[128]; /* the rule that decided ("" when none did: no rule names the tool) */
-    char why[600];  /* for a deny: the message the model sees; else how it was decided */
+    char why[600];  /* for a deny: the message the model sees; else how it was decided ("" when no
+                       rule or engine decided: allowed by default) */
 };
 
 /* Decides one call with its final arguments. Never fails open: a rule that cannot be read

@@ -181,7 +181,10 @@ int policy_cli_main(int argc, char **argv, const char *config_path)
            dry ? ", dry run" : "");
     printf("decision:  %s\n", e == POLICY_ALLOW ? "allow" : e == POLICY_DENY ? "deny" : "dry_run");
     printf("rule:      %s\n", d.rule[0] ? d.rule : "(none)");
-    printf("why:       %s\n", d.why);
+    if (d.why[0])
+        printf("why:       %s\n", d.why);
+    else
+        printf("why:       no policy rule names %s/%s: allowed\n", server, tool);
     rc = e == POLICY_DENY;
 out:
     json_decref(args);
