@@ -302,19 +302,20 @@ static int reply_raw(struct call *call, const char *raw, size_t len)
     return hooks.reply_parts ? hooks.reply_parts(call->conn_id, iov, 5) : -1;
 }
 
-/* A result longer than the worker reads: the call fails with kind "too_large" naming the
- * limit, and the worker (its variables) lives on. */
-static void reply_too_large(struct call *call, size_t len, int64_t elapsed_ms)
+/* A result longer than the worker reads (what: whose result): the request fails with kind
+ * "too_large" naming the limit, and the worker (its variables) lives on. */
+static void reply_too_large(uint64_t conn_id, json_t *id, const char *what, size_t len,
+                            int64_t elapsed_ms)
 {
     size_t limit = hooks.reply_limit ? hooks.reply_limit() : 0;
-    char msg[256], size[48] = "";
+    char msg[512], size[48] = "";
     if (len)
         snprintf(size, sizeof(size), " (%zu bytes)", len);
     snprintf(msg, sizeof(msg),
-             "the result of %s%s is over the limit of one message to the worker: %zu bytes "
+             "the result of %.300s%s is over the limit of one message to the worker: %zu bytes "
              "(CODEMCP_CONTROL_MAX_FRAME)",
-             call->fn ? call->fn : call->tool, size, limit);
-    reply_error(call->conn_id, call->id, "too_large", msg, elapsed_ms);
+             what, size, limit);
+    reply_error(conn_id, id, "too_large", msg, elapsed_ms);
 }
 
 /* Results longer than this are learned from (shapes_learn_text parses them whole) only while
@@ -382,7 +383,8 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
     } else if (res->raw && !call->mutation && hooks.reply_parts) {
         /* Nothing to change in it: its bytes go to the worker as they came. */
         if (reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE)
-            reply_too_large(call, res->raw_len, elapsed);
+            reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool, res->raw_len,
+                            elapsed);
         else if (learn_this(call->principal, call->fn, res->raw_len))
             learn_raw(call->principal, call->fn, res->raw, res->raw_len);
         note_use(call);
@@ -395,7 +397,8 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
         if (reply(call->conn_id, rpc_result(call->id, out)) == CALLS_TOO_LARGE)
-            reply_too_large(call, res->raw_len, elapsed);
+            reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool, res->raw_len,
+                            elapsed);
         /* After the answer is queued: learning never delays the call. */
         if (learn_this(call->principal, call->fn, res->raw_len))
             shapes_learn(call->principal, call->fn, result);
@@ -657,9 +660,10 @@ static void on_read(void *ud, json_t *result, const struct up_error *err)
 {
     struct read *rd = ud;
     reads_in_flight--;
-    if (result)
-        reply(rd->conn_id, rpc_result(rd->id, json_incref(result)));
-    else
+    if (result) {
+        if (reply(rd->conn_id, rpc_result(rd->id, json_incref(result))) == CALLS_TOO_LARGE)
+            reply_too_large(rd->conn_id, rd->id, "read_resource", 0, 0);
+    } else
         reply_error(rd->conn_id, rd->id, err->kind, err->message, 0);
     json_decref(rd->id);
     free(rd);
