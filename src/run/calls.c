@@ -698,8 +698,9 @@ void calls_read_resource(uint64_t conn_id, int slot, json_t *id, json_t *params)
     struct read *rd = xmalloc(sizeof(*rd));
     *rd = (struct read){conn_id, json_incref(id)};
     struct up_error err = {0};
-    if (up_request(up->name, "resources/read", json_pack("{s:s}", "uri", uri), on_read, rd, &err) <
-        0) {
+    json_t *tmo = json_object_get(params, "timeout_ms");
+    if (up_request(up->name, "resources/read", json_pack("{s:s}", "uri", uri),
+                   json_is_integer(tmo) ? json_integer_value(tmo) : 0, on_read, rd, &err) < 0) {
         reply_error(conn_id, id, err.kind, err.message, 0);
         json_decref(rd->id);
         free(rd);

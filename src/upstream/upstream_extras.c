@@ -223,8 +223,8 @@ static void on_answer(struct upstream *up, void *ud, json_t *result, const struc
     p.cb(p.ud, result, err);
 }
 
-int up_request(const char *server, const char *method, json_t *params, up_request_cb cb, void *ud,
-               struct up_error *err)
+int up_request(const char *server, const char *method, json_t *params, int64_t timeout_ms,
+               up_request_cb cb, void *ud, struct up_error *err)
 {
     struct upstream *up = up_find(server);
     if (!up || up->state != UP_READY) {
@@ -236,7 +236,10 @@ int up_request(const char *server, const char *method, json_t *params, up_reques
     }
     struct pass *p = xmalloc(sizeof(*p));
     *p = (struct pass){cb, ud};
-    if (!up__send_request(up, method, params, up__default_call_timeout(), on_answer, p)) {
+    int64_t most = up__default_call_timeout();
+    if (timeout_ms <= 0 || timeout_ms > most)
+        timeout_ms = most;
+    if (!up__send_request(up, method, params, timeout_ms, on_answer, p)) {
         free(p);
         err->kind = "transport";
         snprintf(err->message, sizeof(err->message), "cannot send %s to %s", method, server);

@@ -283,7 +283,7 @@ describe('read_resource() in a program: the gateway\'s limits hold as for a tool
   let h;
   test('setup', { timeout: ms(60000) }, async () => {
     const dir = tempDir('codemcp-readcap-', { shared: true });
-    h = await connectClient({ config: writeConfig(dir, { files: servers.fake(['--resource', 'fake://big=200000', '--resource', 'fake://small=3000']) }),
+    h = await connectClient({ config: writeConfig(dir, { files: servers.fake(['--resource', 'fake://big=200000', '--resource', 'fake://small=3000', '--resource', 'fake://stall=-1']) }),
       env: { CODEMCP_CONTROL_MAX_FRAME: '65536', CODEMCP_MAX_OUTPUT_BYTES: '1024' }, shared: true, limit: ms(40000) });
   });
   const run = async (code) => (await h.client.callTool({ name: 'execute_python', arguments: { code } }, undefined, { timeout: ms(60000) }));
@@ -297,6 +297,23 @@ describe('read_resource() in a program: the gateway\'s limits hold as for a tool
     assert.match(msg, /read_resource.*CODEMCP_CONTROL_MAX_FRAME/);
     const after = await run('result = len(read_resource("fake://small")[0].text)');
     assert.equal(after.structuredContent.result, 3000, 'the worker lives on');
+  });
+
+  test('reads the server never answers end at their timeout_ms in the gateway too: they do not hold its places for reads', { timeout: ms(90000) }, async () => {
+    // the gateway holds at most 64 reads in flight; each of these is given up by its program
+    // after 1 s, and a read the gateway still held would refuse the one after them
+    const r = await run([
+      'waits = [read_resource("fake://stall", timeout_ms=1000) for _ in range(64)]',
+      'kinds = set()',
+      'for w in waits:',
+      '    try:',
+      '        w.result()',
+      '    except ToolError as e:',
+      '        kinds.add(e.kind)',
+      'result = [sorted(kinds), len(read_resource("fake://small")[0].text)]',
+    ].join('\n'));
+    assert.ok(!r.isError, JSON.stringify(r).slice(0, 1500));
+    assert.deepEqual(r.structuredContent.result, [['timeout'], 3000]);
   });
 
   test('a resource read and returned counts in the result cap', { timeout: ms(60000) }, async () => {
