@@ -638,6 +638,29 @@ test('client text cut mid-character in an error message: still answered, with th
   await checkStillWorks(c, 'cut');
 });
 
+// Valid JSON the gateway does not take (a string holding U+0000, an integer past 64 bits) was
+// answered as a parse error with id null: the client's request then waited forever.
+test('a request refused for a NUL in a string or a 2**64 integer is answered with its own id', async () => {
+  const c = new RawClient({ home: tempDir('codemcp-fuzz-'), env: { CODEMCP_LOG: 'warn' } });
+  await c.initialize();
+  const cases = [
+    ['nul-code', '{"jsonrpc":"2.0","id":"nul-code","method":"tools/call","params":{"name":"execute_python","arguments":{"code":"result = \'a\\u0000b\'"}}}'],
+    ['nul-name', '{"jsonrpc":"2.0","id":"nul-name","method":"tools/call","params":{"name":"execute_python\\u0000","arguments":{}}}'],
+    [77, '{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"execute_python","arguments":{"code":"result = 1","n":18446744073709551616}}}'],
+  ];
+  for (const [id, line] of cases) {
+    c.send(line);
+    const r = await c.response(id);
+    assert.equal(r.error?.code, -32600, JSON.stringify(r).slice(0, 300));
+    assert.match(r.error.message, /^invalid request: /);
+  }
+  c.send('{"jsonrpc":"2.0","id":"cut",'); // not JSON at all: a parse error, id null, as before
+  const p = await c.next((m) => m.error?.code === -32700);
+  assert.equal(p.id, null);
+  assert.deepEqual(c.nonJson, []);
+  await checkStillWorks(c, 'nul');
+});
+
 for (const seed of SEEDS) {
   test(`stdio fuzz, seed ${seed}: every request answered exactly once, the gateway lives`, { timeout: ms(120000) }, () => runSeed(seed));
 }
