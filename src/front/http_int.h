@@ -155,6 +155,13 @@ void http__reply_sse(struct hconn *c, struct hstream *st, uint64_t from_seq, int
 void http__reply_deferred(struct hconn *c, struct hstream *st,
                           int (*answer_status)(const char *text, size_t len));
 
+/* ---- serve_http.c: what both transports' POSTs share ---------------------------------------- */
+
+/* A POST body's headers, before the body is read: JSON, a decimal Content-Length (no chunked
+ * body), not empty when need_body, at most CODEMCP_HTTP_MAX_BODY; Expect: 100-continue is
+ * answered. 1, or 0 after replying with the error. */
+int http__post_body_ok(struct hconn *c, int need_body);
+
 /* ---- http_modern.c: the 2026-07-28 era (session-less POSTs) ------------------------------- */
 
 /* Copies the routing headers (Mcp-Method, Mcp-Name) into c, trimmed; in LWS_CALLBACK_HTTP. */
@@ -172,8 +179,8 @@ void http__modern_post(struct hconn *c, json_t *msg, long max_per_principal);
 /* serve_http's tick for the transient sessions' streams; and ending them all at shutdown. */
 void http__modern_tick(int keepalive);
 void http__modern_close_all(void);
-/* The legacy /sse transport's body cap and keep-alive interval (from the settings). */
-void http__sse_configure(long max_body, long keepalive_ms);
+/* The legacy /sse transport's keep-alive interval (from the settings). */
+void http__sse_configure(long keepalive_ms);
 
 /* ---- http_addr.c: addresses and allow-lists --------------------------------------------- */
 

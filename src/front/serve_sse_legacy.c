@@ -66,11 +66,8 @@ static void tick(void *ud)
         lp_timer_start(&tick_timer, tick_ms, tick, NULL);
 }
 
-static long max_body = 4L << 20; /* CODEMCP_HTTP_MAX_BODY */
-
-void http__sse_configure(long body_cap, long keepalive_ms)
+void http__sse_configure(long keepalive_ms)
 {
-    max_body = body_cap;
     long ka = keepalive_ms < 100 ? 100 : keepalive_ms;
     tick_ms = ka < 1000 ? ka : 1000;
     keepalive_ticks = (ka + tick_ms - 1) / tick_ms;
@@ -159,7 +156,6 @@ static struct hsession *session_for(struct hconn *c)
 /* POST /messages: what the headers decide; the body is read by serve_http.c into c->body. */
 static void check_post(struct hconn *c)
 {
-    char ctype[128] = "", clen[32] = "", expect[64] = "";
     char arg[200];
     const char *id = lws_get_urlarg_by_name(c->wsi, "sessionId=", arg, (int)sizeof(arg));
     if (!id) { /* (id points into arg, after the name) */
@@ -174,44 +170,8 @@ static void check_post(struct hconn *c)
         memcpy(c->sid, id, 2 * SID_BYTES + 1);
     if (!session_for(c))
         return;
-    if (lws_hdr_copy(c->wsi, ctype, sizeof(ctype), WSI_TOKEN_HTTP_CONTENT_TYPE) < 0)
-        ctype[0] = '\0';
-    ctype[strcspn(ctype, "; \t")] = '\0';
-    if (strcasecmp(ctype, "application/json") != 0) {
-        http__reply_error(c, 415, RPC_SERVER_ERROR,
-                          "Unsupported Media Type: Content-Type must be application/json");
-        return;
-    }
-    int has_len = lws_hdr_copy(c->wsi, clen, sizeof(clen), WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0;
-    int chunked = lws_hdr_total_length(c->wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0;
-    if (has_len && !chunked && (!clen[0] || clen[strspn(clen, "0123456789")] != '\0')) {
-        http__reply_error(c, 400, RPC_SERVER_ERROR,
-                          "Bad Request: Content-Length must be a decimal number of bytes");
-        return;
-    }
-    if (has_len && !chunked && strtoull(clen, NULL, 10) == 0) {
-        http__reply_error(c, 400, RPC_SERVER_ERROR,
-                          "Bad Request: the body is empty (send one JSON-RPC message)");
-        return;
-    }
-    if (!has_len || chunked) {
-        http__reply_error(c, 411, RPC_SERVER_ERROR,
-                          "Length Required: send one JSON-RPC message with Content-Length "
-                          "(chunked request bodies are not accepted)");
-        return;
-    }
-    if (strtoull(clen, NULL, 10) > (unsigned long long)max_body) {
-        char msg[160];
-        snprintf(msg, sizeof(msg),
-                 "Payload Too Large: the body limit is %ld bytes (CODEMCP_HTTP_MAX_BODY)",
-                 max_body);
-        http__reply_error(c, 413, RPC_SERVER_ERROR, msg);
-        return;
-    }
-    if (lws_hdr_copy(c->wsi, expect, sizeof(expect), WSI_TOKEN_HTTP_EXPECT) > 0 &&
-        strcasecmp(expect, "100-continue") == 0)
-        http__write_continue(c);
-    c->legacy = 1; /* serve_http.c hands the completed body to lsse_body */
+    if (http__post_body_ok(c, 1))
+        c->legacy = 1; /* serve_http.c hands the completed body to lsse_body */
 }
 
 void lsse_body(struct hconn *c)
