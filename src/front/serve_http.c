@@ -434,7 +434,8 @@ int http__post_body_ok(struct hconn *c, int need_body)
         return 0;
     }
     int has_len = header(c->wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH, NULL, clen, sizeof(clen)) > 0;
-    int chunked = header(c->wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING, NULL, te, sizeof(te)) > 0;
+    /* present at all, even too long to copy: the body is not ours to frame */
+    int chunked = header(c->wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING, NULL, te, sizeof(te)) != -1;
     if (has_len && !chunked && (!clen[0] || clen[strspn(clen, "0123456789")] != '\0')) {
         http__reply_error(c, 400, RPC_SERVER_ERROR,
                           "Bad Request: Content-Length must be a decimal number of bytes");
