@@ -724,8 +724,14 @@ static int receive_execute(struct mcp_session *s, const char *text, size_t len)
 static json_t *refused_request_id(const char *text, size_t len)
 {
     json_t *whole = jf_loadb(text, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL);
-    json_t *id = json_object_get(whole, "id");
-    id = json_is_string(id) || json_is_integer(id) ? json_incref(id) : NULL;
+    json_t *id = json_object_get(whole, "id"), *method = json_object_get(whole, "method");
+    /* a request with a plain id and method (a string holding U+0000, or a big integer, which
+     * is kept as a tagged string, is neither) */
+    int plain = json_is_string(method) &&
+                strlen(json_string_value(method)) == json_string_length(method) &&
+                (json_is_integer(id) ||
+                 (json_is_string(id) && strlen(json_string_value(id)) == json_string_length(id)));
+    id = plain ? json_incref(id) : NULL;
     json_decref(whole);
     return id;
 }
