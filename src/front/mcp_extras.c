@@ -137,7 +137,7 @@ static json_t *forward(struct upstream *up, uint64_t session, json_t *id, const 
     struct pending *p = xmalloc(sizeof(*p));
     *p = (struct pending){session, json_incref(id)};
     struct up_error err = {0};
-    if (up_request(up->name, method, params, 0, answered, p, &err) < 0) {
+    if (up_request(up->name, method, params, 0, answered, p, NULL, &err) < 0) {
         json_decref(p->id);
         free(p);
         snprintf(err_text, sizeof(err_text), "%s", err.message);

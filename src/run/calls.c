@@ -652,21 +652,48 @@ void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
 static int reads_in_flight;
 
 struct read {
-    uint64_t conn_id;
+    uint64_t conn_id, up_handle;
     json_t *id;
+    char *run_id;
+    struct read *next, **pprev;
 };
+static struct read *reads; /* in flight, newest first */
+
+static void read_free(struct read *rd)
+{
+    DLIST_UNLINK(rd);
+    reads_in_flight--;
+    json_decref(rd->id);
+    free(rd->run_id);
+    free(rd);
+}
+
+/* The reads of run run_id (else of connection conn_id) are given up at the server; the
+ * run's are answered with kind "timeout" and reason, as its calls are. */
+static void reads_cancel(const char *run_id, uint64_t conn_id, const char *reason)
+{
+    struct read *rd = reads;
+    while (rd) {
+        struct read *next = rd->next;
+        if (run_id ? strcmp(rd->run_id, run_id) == 0 : rd->conn_id == conn_id) {
+            up_cancel_request(rd->up_handle, reason);
+            if (run_id)
+                reply_error(rd->conn_id, rd->id, "timeout", reason, 0);
+            read_free(rd);
+        }
+        rd = next;
+    }
+}
 
 static void on_read(void *ud, json_t *result, const struct up_error *err)
 {
     struct read *rd = ud;
-    reads_in_flight--;
     if (result) {
         if (reply(rd->conn_id, rpc_result(rd->id, json_incref(result))) == CALLS_TOO_LARGE)
             reply_too_large(rd->conn_id, rd->id, "read_resource", 0, 0);
     } else
         reply_error(rd->conn_id, rd->id, err->kind, err->message, 0);
-    json_decref(rd->id);
-    free(rd);
+    read_free(rd);
 }
 
 void calls_read_resource(uint64_t conn_id, int slot, json_t *id, json_t *params)
@@ -695,17 +722,20 @@ void calls_read_resource(uint64_t conn_id, int slot, json_t *id, json_t *params)
         reply_error(conn_id, id, "denied", msg, 0);
         return;
     }
-    struct read *rd = xmalloc(sizeof(*rd));
-    *rd = (struct read){conn_id, json_incref(id)};
+    struct read *rd = xcalloc(1, sizeof(*rd));
     struct up_error err = {0};
     json_t *tmo = json_object_get(params, "timeout_ms");
     if (up_request(up->name, "resources/read", json_pack("{s:s}", "uri", uri),
-                   json_is_integer(tmo) ? json_integer_value(tmo) : 0, on_read, rd, &err) < 0) {
+                   json_is_integer(tmo) ? json_integer_value(tmo) : 0, on_read, rd, &rd->up_handle,
+                   &err) < 0) {
         reply_error(conn_id, id, err.kind, err.message, 0);
-        json_decref(rd->id);
         free(rd);
         return;
     }
+    rd->conn_id = conn_id;
+    rd->id = json_incref(id);
+    rd->run_id = xstrdup(run_id);
+    DLIST_PUSH(&reads, rd);
     reads_in_flight++;
 }
 
@@ -792,6 +822,7 @@ int calls_resume(const char *run_id, json_t *input_responses)
 
 void calls_cancel_run(const char *run_id, const char *reason)
 {
+    reads_cancel(run_id, 0, reason);
     struct gate *g = gate_find(run_id);
     if (!g)
         return;
@@ -818,6 +849,7 @@ void calls_cancel_run(const char *run_id, const char *reason)
 
 void calls_conn_closed(uint64_t conn_id)
 {
+    reads_cancel(NULL, conn_id, "the worker went away");
     for (struct gate *g = gates; g; g = g->next) { /* its waiting calls go first */
         struct call **pp = &g->head, *prev = NULL;
         while (*pp) {
@@ -874,4 +906,6 @@ void calls_free_all(void)
         DLIST_UNLINK(c);
         call_free(c);
     }
+    while (reads) /* their requests go with the upstreams (up_free_all), never answered */
+        read_free(reads);
 }

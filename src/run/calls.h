@@ -75,8 +75,8 @@ void calls_set_hooks(const struct calls_hooks *h);
 void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params);
 /* A worker's read_resource request {run_id, uri, timeout_ms?}: the run must be live on that
  * slot; the read goes to the server that lists the URI (up_resource_server), bounded by
- * timeout_ms (never more than CODEMCP_CALL_TIMEOUT_MS: a read is not cancelled when its run
- * ends), and its ReadResourceResult back
+ * timeout_ms (never more than CODEMCP_CALL_TIMEOUT_MS) and given up when the run ends, as its
+ * calls are (calls_cancel_run, calls_conn_closed), and its ReadResourceResult back
  * to the worker as the reply, or an error with a kind (denied, not_found, transport...). At
  * most a fixed number of reads are in flight at once. */
 void calls_read_resource(uint64_t conn_id, int slot, json_t *id, json_t *params);

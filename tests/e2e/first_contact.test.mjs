@@ -316,6 +316,16 @@ describe('read_resource() in a program: the gateway\'s limits hold as for a tool
     assert.deepEqual(r.structuredContent.result, [['timeout'], 3000]);
   });
 
+  test('a run\'s reads end with it: reads a timed-out run left waiting do not hold the places for reads', { timeout: ms(90000) }, async () => {
+    const stuck = await h.client.callTool({ name: 'execute_python', arguments: { timeout_ms: 3000, code:
+      'waits = [read_resource("fake://stall") for _ in range(64)]\nwaits[0].result()' } }, undefined, { timeout: ms(60000) });
+    assert.equal(stuck.isError, true, JSON.stringify(stuck).slice(0, 800));
+    assert.match(stuck.structuredContent.error, /timed out/);
+    const r = await run('result = len(read_resource("fake://small")[0].text)');
+    assert.ok(!r.isError, JSON.stringify(r).slice(0, 1500));
+    assert.equal(r.structuredContent.result, 3000);
+  });
+
   test('a resource read and returned counts in the result cap', { timeout: ms(60000) }, async () => {
     const r = await run('result = read_resource("fake://small")');
     assert.ok(!r.isError, JSON.stringify(r).slice(0, 1500));
