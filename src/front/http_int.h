@@ -123,6 +123,18 @@ int http__has_method_member(const char *t, size_t n);
  * closed; with keepalive set, wakes idle readers to send an SSE comment. */
 void http__stream_tick(struct hstream *st, int keepalive);
 
+/* ---- http_stream.c: sessions (both transports) ---------------------------------------------- */
+
+/* A new session of principal on *list (newest first), labelled "<kind> <sid head>" in the
+ * logs: a random id, its mcp_session (messages to send), its standalone stream, counted by
+ * http_quota.c. NULL when no random id could be made. */
+struct hsession *http__session_open(struct hsession **list, const char *principal, const char *kind,
+                                    void (*send)(void *tud, const char *text, size_t len,
+                                                 json_t *related));
+/* Ends s: off *list and the count, its mcp_session closed (its runs cancelled), its streams
+ * freed (a reader still attached ends its response), s freed. */
+void http__session_close(struct hsession **list, struct hsession *s);
+
 /* ---- http_stream.c: connections and replies ------------------------------------------------ */
 
 /* Ends a connection from our side (logged at level); its stream stays and can be resumed. */

@@ -27,7 +27,6 @@
 #include "settings.h"
 #include "loop.h"
 #include "mcp_server.h"
-#include "namespaces.h"
 #include "http_quota.h"
 #include "serve_sse_legacy.h"
 #include "util.h"
@@ -97,14 +96,8 @@ static int session_busy(struct hsession *s)
 static void session_end(struct hsession *s, const char *why)
 {
     log_info(MODULE, "session %.8s ended (%s)", s->sid, why);
-    s->ending = 1;
     lp_timer_stop(&s->idle);
-    LIST_UNLINK(&sessions, s);
-    hq_closed(s->principal);
-    mcp_session_close(s->mcp); /* cancels its runs */
-    while (s->streams)
-        http__stream_free(s->streams);
-    free(s);
+    http__session_close(&sessions, s);
 }
 
 static void idle_fired(void *ud)
@@ -161,21 +154,10 @@ static long retry_after_s(const char *principal)
 
 static struct hsession *session_new(const char *principal)
 {
-    struct hsession *s = xcalloc(1, sizeof(*s));
-    snprintf(s->principal, sizeof(s->principal), "%s", principal);
-    if (random_hex(s->sid, SID_BYTES) < 0) {
-        free(s);
+    struct hsession *s = http__session_open(&sessions, principal, "http", on_send);
+    if (!s)
         return NULL;
-    }
-    char label[32];
-    snprintf(label, sizeof(label), "http %.8s", s->sid);
     log_info(MODULE, "session %.8s opened for %s", s->sid, principal);
-    s->mcp = mcp_session_new(on_send, s, label);
-    ns_set_principal(mcp_session_id(s->mcp), principal); /* whose variables, for eviction */
-    s->standalone = http__stream_new(s, NULL);
-    s->next = sessions;
-    sessions = s;
-    hq_opened(principal);
     session_touch(s);
     return s;
 }

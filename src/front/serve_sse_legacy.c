@@ -2,7 +2,8 @@
  * Loop thread only; never blocks.
  *
  * What it reuses: serve_http.c's door (Host/Origin/token, principal), the session quotas both
- * transports share (http_quota.c), mcp_server.c sessions, and http_stream.c's SSE writer, replay
+ * transports share (http_quota.c), opening and ending a session as serve_http.c does
+ * (http__session_open/close: mcp_server.c sessions), and http_stream.c's SSE writer, replay
  * buffer bounds and keep-alive comments. What it owns: the legacy sessions (a list of its own,
  * so serve_http.c's routing never sees them), the `endpoint` event, the sessionId lookup of
  * POST /messages, and ending a session when its one stream closes.
@@ -17,7 +18,6 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp_server.h"
-#include "namespaces.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -38,13 +38,7 @@ static long tick_ms, keepalive_ticks;
 static void session_end(struct hsession *s, const char *why)
 {
     log_info(MODULE, "legacy SSE session %.8s ended (%s)", s->sid, why);
-    s->ending = 1;
-    LIST_UNLINK(&lsessions, s);
-    hq_closed(s->principal);
-    mcp_session_close(s->mcp); /* cancels its runs, releases its worker and namespace */
-    while (s->streams)
-        http__stream_free(s->streams); /* a reader still attached ends its response */
-    free(s);
+    http__session_close(&lsessions, s);
 }
 
 /* Once per tick: http_stream.c's liveness check (a GET stream's closed client is found by a
@@ -114,23 +108,12 @@ static void open_session(struct hconn *c)
 {
     if (hq_refused(c)) /* answered 429 or 503, as for an initialize */
         return;
-    struct hsession *s = xcalloc(1, sizeof(*s));
-    snprintf(s->principal, sizeof(s->principal), "%s", c->principal);
-    if (random_hex(s->sid, SID_BYTES) < 0) {
-        free(s);
+    struct hsession *s = http__session_open(&lsessions, c->principal, "sse", on_send);
+    if (!s) {
         http__reply_error(c, 500, RPC_INTERNAL_ERROR, "cannot generate a session id");
         return;
     }
-    char label[40];
-    snprintf(label, sizeof(label), "sse %.8s", s->sid);
-    s->mcp = mcp_session_new(on_send, s, label);
-    ns_set_principal(mcp_session_id(s->mcp), s->principal);
-    s->standalone = http__stream_new(s, NULL);
-    s->last_used_ms = now_ms();
     push_endpoint(s->standalone, s->sid);
-    s->next = lsessions;
-    lsessions = s;
-    hq_opened(s->principal);
     log_info(MODULE, "legacy SSE session %.8s opened for %s", s->sid, s->principal);
     http__reply_sse(c, s->standalone, 0, 0);
     arm_tick();
