@@ -118,7 +118,8 @@ static void usage_settings(FILE *f)
           "Prints every setting codemcp reads (the CODEMCP_* variables and the few outside ones\n"
           "it honours), one per line: VARIABLE=value, then where the value came from (default,\n"
           "environment, or default because the value was bad) and what the setting does.\n"
-          "Secrets (CODEMCP_HTTP_TOKEN) are never shown, only whether they are set.\n",
+          "Secrets (CODEMCP_HTTP_TOKEN) are never shown, only whether they are set; nor is\n"
+          "the user:password of a URL (CODEMCP_AUTHZ_URL).\n",
           f);
 }
 

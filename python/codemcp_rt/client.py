@@ -562,17 +562,21 @@ def _contents(result: Any) -> Any:
 def read_resource(uri: str, timeout_ms: int | None = None) -> Pending:
     """Read resource ``uri`` from the server that lists it; a Pending for its contents: a list
     of Content objects (type "resource": ``.uri``, ``.mime_type``, ``.text``, ``.bytes()``),
-    which a program may also return to the client. A failure raises ToolError on use."""
+    which a program may also return to the client. A failure raises ToolError on use.
+    timeout_ms shortens the wait (the gateway's CODEMCP_CALL_TIMEOUT_MS is the most)."""
     if not isinstance(uri, str):
         raise TypeError("read_resource(uri): uri must be a string, not %s" % type(uri).__name__)
+    if timeout_ms is not None:
+        timeout_ms = int(timeout_ms)
     state = runstate._current
     call_id = "c%d" % next(_ids)
     c = _Call(call_id, "resources", "read", {"uri": uri}, None, timeout_ms, state, False)
     if state is not None:
         state.made.append(c)
     try:
-        frame = '{"jsonrpc":"2.0","id":"%s","method":"read_resource","params":{"run_id":%s,"uri":%s}}' % (
-            call_id, state.run_id_json if state is not None else "null", jsonsafe.dumps(uri))
+        frame = '{"jsonrpc":"2.0","id":"%s","method":"read_resource","params":{"run_id":%s,"uri":%s,"timeout_ms":%s}}' % (
+            call_id, state.run_id_json if state is not None else "null", jsonsafe.dumps(uri),
+            "null" if timeout_ms is None else timeout_ms)
         t = transport._transport
         (t if t is not None else transport.get_transport()).send(frame)
     except Exception as exc:  # connection gone, no transport: fail on first use

@@ -9,8 +9,9 @@ Both ways through a program:
     block 1>") and travel in the envelope's ``content``; the gateway appends them to the
     CallToolResult's content after the text block. ``Content.image(data, mime_type)``,
     ``Content.audio(...)``, ``Content.link(uri, name)`` and ``Content.resource(uri,
-    text=..|blob=..)`` make new ones. Their size counts in the result cap (max_result_bytes): a block that does not
-    fit is replaced by a note saying so.
+    text=..|blob=..)`` make new ones. Their size as sent (the whole block's JSON: payload, URI, name
+    and any other member) counts in the result cap (max_result_bytes): a block that does not fit is
+    replaced by a note saying so.
 
 A Content is a dict (the block itself), so ``json``, ``jsonsafe`` and ``==`` see the MCP
 block; its repr is short, so ``print(img)`` never floods the output with base64.
@@ -22,8 +23,11 @@ import base64
 import weakref
 from typing import Any
 
+from codemcp_rt import jsonsafe
+
 KINDS = ("image", "audio", "resource_link", "resource")
 _MAX_WALK = 10_000  # containers visited when looking for Content in a run's value
+_DESCRIBE_CHARS = 200  # of a URI or MIME type in a block's description
 
 _live: "weakref.WeakValueDictionary[int, Content]" = weakref.WeakValueDictionary()
 """The Content objects alive in this process: none (the usual case) means no run's value can
@@ -86,8 +90,9 @@ class Content(dict):
     def describe(self) -> str:
         parts = [self.type]
         for v in (self.mime_type, self.uri):
-            if v:
-                parts.append(str(v))
+            if v:  # short, as the placeholder and repr are: a URI may be megabytes
+                v = str(v)
+                parts.append(v if len(v) <= _DESCRIBE_CHARS else v[:_DESCRIBE_CHARS] + "...")
         if self.size():
             parts.append("{:,} bytes".format(self.size()))
         return " ".join(parts[:1]) + (" " + ", ".join(parts[1:]) if len(parts) > 1 else "")
@@ -154,6 +159,14 @@ def from_block(block: Any) -> Any:
     return block
 
 
+def _sent_size(c: Content) -> int:
+    """Bytes of the block as it leaves (its JSON), whatever member holds them."""
+    try:
+        return len(jsonsafe.dumps(dict(c)).encode("utf-8", "surrogatepass"))
+    except (TypeError, ValueError, RecursionError):  # not plain data: it fails later, as before
+        return c.size()
+
+
 def _holds(value: Any) -> bool:
     """A Content anywhere in value's lists, tuples and dicts (a bounded look, no copies)."""
     if type(value) is Content:
@@ -184,7 +197,7 @@ def extract(value: Any, budget: int) -> tuple[Any, list[dict[str, Any]]]:
     seen = [0, 0]  # containers visited, payload bytes taken
 
     def place(c: Content) -> str:
-        size = c.size()
+        size = _sent_size(c)
         if budget > 0 and seen[1] + size > budget:
             return "<%s: not returned, over the result cap of %d bytes>" % (c.describe(), budget)
         seen[1] += size

@@ -676,20 +676,12 @@ static void logout_usage(FILE *f)
           f);
 }
 
-static int wants_help(int argc, char **argv)
-{
-    for (int i = 0; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
-            return 1;
-    return 0;
-}
-
 int oauth_auth_main(const struct settings *settings, int argc, char **argv, const char *config_path)
 {
     set = settings;
     const char *name = NULL;
     int no_browser = 0, list = 0;
-    if (wants_help(argc, argv)) {
+    if (args_ask_help(argc, argv)) {
         auth_usage(stdout);
         return 0;
     }
@@ -759,7 +751,7 @@ int oauth_logout_main(const struct settings *settings, int argc, char **argv,
                       const char *config_path)
 {
     set = settings;
-    if (wants_help(argc, argv)) {
+    if (args_ask_help(argc, argv)) {
         logout_usage(stdout);
         return 0;
     }

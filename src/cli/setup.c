@@ -55,21 +55,13 @@ static void setup_usage(FILE *f)
           f);
 }
 
-static int wants_help(int argc, char **argv)
-{
-    for (int i = 0; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
-            return 1;
-    return 0;
-}
-
 int setup_main(const struct settings *s, int argc, char **argv, const char *codemcp_config)
 {
     harness_use_settings(s);
     const char *target = NULL, *file = NULL;
     int dry_run = 0, undo = 0;
     enum harness_scope scope = SCOPE_DEFAULT;
-    if (wants_help(argc, argv)) {
+    if (args_ask_help(argc, argv)) {
         setup_usage(stdout);
         return 0;
     }
@@ -197,7 +189,7 @@ static int collect_servers(struct buf *out, json_t *seen, json_t *files)
 int init_main(const struct settings *s, int argc, char **argv, const char *codemcp_config)
 {
     harness_use_settings(s);
-    if (wants_help(argc, argv)) {
+    if (args_ask_help(argc, argv)) {
         init_usage(stdout);
         return 0;
     }

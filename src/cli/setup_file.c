@@ -185,7 +185,18 @@ int sf_record_save(const char *rpath, json_t *rec)
     char why[600];
     char *text = json_dumps(rec, JSON_INDENT(2));
     sf_make_parent_dirs(rpath);
+    /* The records copy harness entries (tokens in headers, env): the folder is codemcp's own
+     * and private, and so is each record, even when an older one was made with other modes. */
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", rpath);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        *slash = '\0';
+        chmod(dir, 0700);
+    }
     int rc = text ? ce_write_atomic(rpath, text, strlen(text), 0600, 0, why, sizeof(why)) : -1;
+    if (rc == 0)
+        chmod(rpath, 0600);
     if (rc < 0)
         fprintf(stderr, "codemcp setup: cannot keep the undo record %s: %s\n", rpath,
                 text ? why : "out of memory");

@@ -282,3 +282,11 @@ size_t words_split(const char *name, struct buf *out)
         buf_append(out, "", 1);
     return words;
 }
+
+int args_ask_help(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return 1;
+    return 0;
+}

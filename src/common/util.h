@@ -111,4 +111,7 @@ void list_unlink_(void *headp, const void *node, size_t next_offset);
  * are appended to out, each followed by a NUL byte; returns how many. */
 size_t words_split(const char *name, struct buf *out);
 
+/* A command's arguments ask for its usage: -h or --help anywhere among them. */
+int args_ask_help(int argc, char **argv);
+
 #endif

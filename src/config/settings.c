@@ -108,6 +108,20 @@ const char *settings_env(const char *name)
     return getenv(name);
 }
 
+/* A text setting as printed: a URL's user:password@ (CODEMCP_AUTHZ_URL, DOCKER_HOST may carry
+ * one) is shown as "(credentials hidden)@", the rest as it is. */
+static void print_text(const char *v, FILE *out)
+{
+    const char *scheme = v ? strstr(v, "://") : NULL;
+    const char *host = scheme ? scheme + 3 : NULL;
+    const char *at = host ? host + strcspn(host, "@/?#") : NULL;
+    if (!at || *at != '@') {
+        fputs(v ? v : "", out);
+        return;
+    }
+    fprintf(out, "%.*s(credentials hidden)%s", (int)(host - v), v, at);
+}
+
 void settings_print(const struct settings *s, FILE *out)
 {
     static const char *const from[] = {"default", "environment", "default (bad value ignored)"};
@@ -118,8 +132,7 @@ void settings_print(const struct settings *s, FILE *out)
         if (r->kind == K_SECRET) {
             fputs(*(const char *const *)field ? "(set, not shown)" : "", out);
         } else if (r->kind == K_STR) {
-            const char *v = *(const char *const *)field;
-            fputs(v ? v : "", out);
+            print_text(*(const char *const *)field, out);
         } else if (r->kind == K_BOOL) {
             int v = *(const int *)field;
             fputs(v < 0 ? "(decided at start)" : v ? "true" : "false", out);

@@ -2,6 +2,7 @@
  * a token to the log (only to stderr in the start-up snippet when stderr is a terminal, and
  * to stdout for --print-token), and never decides anything about sessions (serve_http.c does). */
 #include "http_auth.h"
+#include "config.h"
 #include "log.h"
 #include "settings.h"
 #include "util.h"
@@ -33,7 +34,8 @@ static struct {
     int none;
     struct principal *p;
     size_t n;
-    char *single; /* the one token when there is exactly one source token (for snippets) */
+    char *single;          /* the one token when there is exactly one source token (for snippets) */
+    const char *env_token; /* CODEMCP_HTTP_TOKEN (the environment's), read again on SIGHUP */
     char source[PATH_MAX];
     char tokens_file[PATH_MAX];
 } st;
@@ -159,16 +161,13 @@ static int parse_tokens(const char *path, const char *text, struct principal **p
     return 0;
 }
 
-static const struct settings *set; /* main.c's, kept by hauth_init */
-
+/* The generated token's file, in the config directory every other codemcp file uses. */
 static int token_file_path(char *out, size_t n)
 {
-    const char *xdg = set->xdg_config_home, *home = set->home;
-    if (xdg && *xdg)
-        return snprintf(out, n, "%s/codemcp/http-token", xdg) < (int)n ? 0 : -1;
-    if (home && *home)
-        return snprintf(out, n, "%s/.config/codemcp/http-token", home) < (int)n ? 0 : -1;
-    return -1;
+    char dir[PATH_MAX];
+    if (!cfg_config_dir(dir, sizeof(dir)))
+        return -1;
+    return snprintf(out, n, "%s/codemcp/http-token", dir) < (int)n ? 0 : -1;
 }
 
 static int mkdirs(char *path) /* creates every parent of path (modified, restored) 0700 */
@@ -239,7 +238,6 @@ static int load_tokens_file(struct principal **p, size_t *n, char *err, size_t e
 
 int hauth_init(const struct settings *s, int loopback, int no_auth)
 {
-    set = s;
     const char *mode = s->http_auth;
     char err[PATH_MAX + 200];
     memset(&st, 0, sizeof(st));
@@ -260,6 +258,7 @@ int hauth_init(const struct settings *s, int loopback, int no_auth)
         return 0;
     }
     const char *env_token = s->http_token, *file = s->http_tokens_file;
+    st.env_token = env_token;
     if (env_token && *env_token) {
         size_t len = strlen(env_token);
         if (!b64token_ok(env_token, len)) {
@@ -350,9 +349,8 @@ void hauth_reload(void)
     struct principal *p = NULL;
     size_t n = 0;
     char err[PATH_MAX + 200];
-    const char *env_token = set->http_token;
-    if (env_token && *env_token)
-        add(&p, &n, "default", env_token, strlen(env_token));
+    if (st.env_token && *st.env_token)
+        add(&p, &n, "default", st.env_token, strlen(st.env_token));
     if (load_tokens_file(&p, &n, err, sizeof(err)) < 0) {
         log_error(MODULE, "SIGHUP: %s; keeping the %zu principals loaded before", err, st.n);
         free(p);
@@ -385,7 +383,6 @@ void hauth_print_snippet(const char *url)
 
 int hauth_print_token(const struct settings *s)
 {
-    set = s;
     const char *env_token = s->http_token;
     if (env_token && *env_token) {
         printf("%s\n", env_token);

@@ -123,6 +123,18 @@ int http__has_method_member(const char *t, size_t n);
  * closed; with keepalive set, wakes idle readers to send an SSE comment. */
 void http__stream_tick(struct hstream *st, int keepalive);
 
+/* ---- http_stream.c: sessions (both transports) ---------------------------------------------- */
+
+/* A new session of principal on *list (newest first), labelled "<kind> <sid head>" in the
+ * logs: a random id, its mcp_session (messages to send), its standalone stream, counted by
+ * http_quota.c. NULL when no random id could be made. */
+struct hsession *http__session_open(struct hsession **list, const char *principal, const char *kind,
+                                    void (*send)(void *tud, const char *text, size_t len,
+                                                 json_t *related));
+/* Ends s: off *list and the count, its mcp_session closed (its runs cancelled), its streams
+ * freed (a reader still attached ends its response), s freed. */
+void http__session_close(struct hsession **list, struct hsession *s);
+
 /* ---- http_stream.c: connections and replies ------------------------------------------------ */
 
 /* Ends a connection from our side (logged at level); its stream stays and can be resumed. */
@@ -155,6 +167,13 @@ void http__reply_sse(struct hconn *c, struct hstream *st, uint64_t from_seq, int
 void http__reply_deferred(struct hconn *c, struct hstream *st,
                           int (*answer_status)(const char *text, size_t len));
 
+/* ---- serve_http.c: what both transports' POSTs share ---------------------------------------- */
+
+/* A POST body's headers, before the body is read: JSON, a decimal Content-Length (no chunked
+ * body), not empty when need_body, at most CODEMCP_HTTP_MAX_BODY; Expect: 100-continue is
+ * answered. 1, or 0 after replying with the error. */
+int http__post_body_ok(struct hconn *c, int need_body);
+
 /* ---- http_modern.c: the 2026-07-28 era (session-less POSTs) ------------------------------- */
 
 /* Copies the routing headers (Mcp-Method, Mcp-Name) into c, trimmed; in LWS_CALLBACK_HTTP. */
@@ -172,8 +191,8 @@ void http__modern_post(struct hconn *c, json_t *msg, long max_per_principal);
 /* serve_http's tick for the transient sessions' streams; and ending them all at shutdown. */
 void http__modern_tick(int keepalive);
 void http__modern_close_all(void);
-/* The legacy /sse transport's body cap and keep-alive interval (from the settings). */
-void http__sse_configure(long max_body, long keepalive_ms);
+/* The legacy /sse transport's keep-alive interval (from the settings). */
+void http__sse_configure(long keepalive_ms);
 
 /* ---- http_addr.c: addresses and allow-lists --------------------------------------------- */
 

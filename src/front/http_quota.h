@@ -1,7 +1,8 @@
 /* http_quota — the session limits both HTTP transports share: sessions one principal may hold
  * (CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL) and sessions in all (CODEMCP_HTTP_MAX_SESSIONS),
- * Streamable HTTP (serve_http.c) and HTTP+SSE (serve_sse_legacy.c) together. Each transport
- * says when one of its sessions opens and ends; neither asks the other for its count. */
+ * Streamable HTTP (serve_http.c) and HTTP+SSE (serve_sse_legacy.c) together. A transport asks
+ * hq_refused before it opens a session; http_stream.c's http__session_open and
+ * http__session_close, which both transports use, count it. */
 #ifndef CODEMCP_HTTP_QUOTA_H
 #define CODEMCP_HTTP_QUOTA_H
 

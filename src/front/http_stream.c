@@ -15,7 +15,10 @@
  * arrives before the previous transaction is completed makes lws spin (so a reply is
  * completed in the same callback as its last byte, see http__on_writable). */
 #include "http_int.h"
+#include "http_quota.h"
 #include "jsonrpc.h"
+#include "mcp_server.h"
+#include "namespaces.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -220,6 +223,40 @@ int http__message_kind(const char *t, size_t n)
 int http__has_method_member(const char *t, size_t n)
 {
     return http__message_kind(t, n) == 'm';
+}
+
+/* ---- sessions ----------------------------------------------------------------------------- */
+
+struct hsession *http__session_open(struct hsession **list, const char *principal, const char *kind,
+                                    mcp_send_fn send)
+{
+    struct hsession *s = xcalloc(1, sizeof(*s));
+    snprintf(s->principal, sizeof(s->principal), "%s", principal);
+    if (random_hex(s->sid, SID_BYTES) < 0) {
+        free(s);
+        return NULL;
+    }
+    char label[40];
+    snprintf(label, sizeof(label), "%s %.8s", kind, s->sid);
+    s->mcp = mcp_session_new(send, s, label);
+    ns_set_principal(mcp_session_id(s->mcp), principal); /* whose variables, for eviction */
+    s->standalone = http__stream_new(s, NULL);
+    s->last_used_ms = now_ms();
+    s->next = *list;
+    *list = s;
+    hq_opened(principal);
+    return s;
+}
+
+void http__session_close(struct hsession **list, struct hsession *s)
+{
+    s->ending = 1;
+    LIST_UNLINK(list, s);
+    hq_closed(s->principal);
+    mcp_session_close(s->mcp); /* cancels its runs, releases its worker and namespace */
+    while (s->streams)
+        http__stream_free(s->streams); /* a reader still attached ends its response */
+    free(s);
 }
 
 /* ---- replies ------------------------------------------------------------------------------ */

@@ -38,14 +38,9 @@ static json_t *namespaced(struct upstream *up, json_t *e)
     buf_printf(&nn, "%s_%s", up->name, name ? name : "");
     json_object_set_new(c, "name", json_string(nn.data));
     buf_free(&nn);
-    json_t *meta = json_object_get(c, "_meta");
-    if (!json_is_object(meta)) {
-        meta = json_object();
-        json_object_set_new(c, "_meta", meta);
-    } else {
-        meta = json_copy(meta);
-        json_object_set_new(c, "_meta", meta);
-    }
+    json_t *meta = json_object_get(c, "_meta"); /* the server's: copied before it is added to */
+    meta = json_is_object(meta) ? json_copy(meta) : json_object();
+    json_object_set_new(c, "_meta", meta);
     json_object_set_new(meta, "codemcp/server", json_string(up->name));
     return c;
 }
@@ -142,7 +137,7 @@ static json_t *forward(struct upstream *up, uint64_t session, json_t *id, const 
     struct pending *p = xmalloc(sizeof(*p));
     *p = (struct pending){session, json_incref(id)};
     struct up_error err = {0};
-    if (up_request(up->name, method, params, answered, p, &err) < 0) {
+    if (up_request(up->name, method, params, 0, answered, p, NULL, &err) < 0) {
         json_decref(p->id);
         free(p);
         snprintf(err_text, sizeof(err_text), "%s", err.message);

@@ -718,6 +718,24 @@ static int receive_execute(struct mcp_session *s, const char *text, size_t len)
     return argv != NULL;
 }
 
+/* The id of a message refused only for what it holds (a string with U+0000, an integer
+ * beyond 64 bits): a new reference, else NULL. Such a request is answered with its id, so
+ * that the client's request fails instead of waiting for an answer that never comes. */
+static json_t *refused_request_id(const char *text, size_t len)
+{
+    json_t *whole = jf_loadb(text, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL);
+    json_t *id = json_object_get(whole, "id"), *method = json_object_get(whole, "method");
+    /* a request with a plain id and method (a string holding U+0000, or a big integer, which
+     * is kept as a tagged string, is neither) */
+    int plain = json_is_string(method) &&
+                strlen(json_string_value(method)) == json_string_length(method) &&
+                (json_is_integer(id) ||
+                 (json_is_string(id) && strlen(json_string_value(id)) == json_string_length(id)));
+    id = plain ? json_incref(id) : NULL;
+    json_decref(whole);
+    return id;
+}
+
 void mcp_session_receive(struct mcp_session *s, const char *text, size_t len)
 {
     if (receive_execute(s, text, len))
@@ -726,8 +744,11 @@ void mcp_session_receive(struct mcp_session *s, const char *text, size_t len)
     json_t *msg = jf_loadb(text, len, JF_DECODE_ANY, &jerr); /* jsonfast: ~4x fewer instructions */
     if (!msg) {
         char why[300];
-        snprintf(why, sizeof(why), "parse error: %s", jerr.text); /* the text names the byte */
-        session_send(s, rpc_error(NULL, RPC_PARSE_ERROR, why, NULL), NULL);
+        json_t *id = refused_request_id(text, len);
+        snprintf(why, sizeof(why), "%s: %s", id ? "invalid request" : "parse error",
+                 jerr.text); /* the text names the byte */
+        session_send(s, rpc_error(id, id ? RPC_INVALID_REQUEST : RPC_PARSE_ERROR, why, NULL), id);
+        json_decref(id);
         return;
     }
     if (json_is_array(msg)) {

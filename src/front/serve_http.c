@@ -27,7 +27,6 @@
 #include "settings.h"
 #include "loop.h"
 #include "mcp_server.h"
-#include "namespaces.h"
 #include "http_quota.h"
 #include "serve_sse_legacy.h"
 #include "util.h"
@@ -97,14 +96,8 @@ static int session_busy(struct hsession *s)
 static void session_end(struct hsession *s, const char *why)
 {
     log_info(MODULE, "session %.8s ended (%s)", s->sid, why);
-    s->ending = 1;
     lp_timer_stop(&s->idle);
-    LIST_UNLINK(&sessions, s);
-    hq_closed(s->principal);
-    mcp_session_close(s->mcp); /* cancels its runs */
-    while (s->streams)
-        http__stream_free(s->streams);
-    free(s);
+    http__session_close(&sessions, s);
 }
 
 static void idle_fired(void *ud)
@@ -161,21 +154,10 @@ static long retry_after_s(const char *principal)
 
 static struct hsession *session_new(const char *principal)
 {
-    struct hsession *s = xcalloc(1, sizeof(*s));
-    snprintf(s->principal, sizeof(s->principal), "%s", principal);
-    if (random_hex(s->sid, SID_BYTES) < 0) {
-        free(s);
+    struct hsession *s = http__session_open(&sessions, principal, "http", on_send);
+    if (!s)
         return NULL;
-    }
-    char label[32];
-    snprintf(label, sizeof(label), "http %.8s", s->sid);
     log_info(MODULE, "session %.8s opened for %s", s->sid, principal);
-    s->mcp = mcp_session_new(on_send, s, label);
-    ns_set_principal(mcp_session_id(s->mcp), principal); /* whose variables, for eviction */
-    s->standalone = http__stream_new(s, NULL);
-    s->next = sessions;
-    sessions = s;
-    hq_opened(principal);
     session_touch(s);
     return s;
 }
@@ -423,37 +405,36 @@ static void handle_delete(struct hconn *c)
     http__reply_ready(c, 200);
 }
 
-/* POST: everything that can be decided from the headers, before the body is read. */
-static void check_post_headers(struct hconn *c, const char *accept)
+int http__post_body_ok(struct hconn *c, int need_body)
 {
     char ctype[128], clen[32], te[64], expect[64];
-    if (!strcasestr(accept, "application/json") || !strcasestr(accept, "text/event-stream")) {
-        http__reply_error(
-            c, 406, RPC_SERVER_ERROR,
-            "Not Acceptable: Accept must list application/json and text/event-stream");
-        return;
-    }
     header(c->wsi, WSI_TOKEN_HTTP_CONTENT_TYPE, NULL, ctype, sizeof(ctype));
     ctype[strcspn(ctype, "; \t")] = '\0';
     if (strcasecmp(ctype, "application/json") != 0) {
         http__reply_error(c, 415, RPC_SERVER_ERROR,
                           "Unsupported Media Type: Content-Type must be application/json");
-        return;
+        return 0;
     }
     int has_len = header(c->wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH, NULL, clen, sizeof(clen)) > 0;
-    int chunked = header(c->wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING, NULL, te, sizeof(te)) > 0;
+    /* present at all, even too long to copy: the body is not ours to frame */
+    int chunked = header(c->wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING, NULL, te, sizeof(te)) != -1;
     if (has_len && !chunked && (!clen[0] || clen[strspn(clen, "0123456789")] != '\0')) {
         http__reply_error(c, 400, RPC_SERVER_ERROR,
                           "Bad Request: Content-Length must be a decimal number of bytes");
-        return;
+        return 0;
     }
     if (!has_len || chunked) {
         http__reply_error(c, 411, RPC_SERVER_ERROR,
                           "Length Required: send the body with Content-Length (chunked request "
                           "bodies are not accepted)");
-        return;
+        return 0;
     }
     unsigned long long n = strtoull(clen, NULL, 10);
+    if (need_body && n == 0) {
+        http__reply_error(c, 400, RPC_SERVER_ERROR,
+                          "Bad Request: the body is empty (send one JSON-RPC message)");
+        return 0;
+    }
     if (n > cfg.max_body) {
         char msg[160];
         snprintf(msg, sizeof(msg),
@@ -461,13 +442,26 @@ static void check_post_headers(struct hconn *c, const char *accept)
                  "(CODEMCP_HTTP_MAX_BODY)",
                  cfg.max_body);
         http__reply_error(c, 413, RPC_SERVER_ERROR, msg);
-        return;
+        return 0;
     }
     /* curl and others wait up to a second for this before sending a large body. */
     if (header(c->wsi, WSI_TOKEN_HTTP_EXPECT, NULL, expect, sizeof(expect)) > 0 &&
         strcasecmp(expect, "100-continue") == 0) {
         http__write_continue(c);
     }
+    return 1;
+}
+
+/* POST: everything that can be decided from the headers, before the body is read. */
+static void check_post_headers(struct hconn *c, const char *accept)
+{
+    if (!strcasestr(accept, "application/json") || !strcasestr(accept, "text/event-stream")) {
+        http__reply_error(
+            c, 406, RPC_SERVER_ERROR,
+            "Not Acceptable: Accept must list application/json and text/event-stream");
+        return;
+    }
+    http__post_body_ok(c, 0);
 }
 
 /* 403 for a Host or Origin outside the allow-list, naming the variable that extends it. */
@@ -640,7 +634,7 @@ static int load_config(const struct settings *s)
     }
     snprintf(cfg.path, sizeof(cfg.path), "%s", path);
     cfg.max_body = (size_t)s->http_max_body;
-    http__sse_configure(s->http_max_body, s->http_sse_keepalive_ms);
+    http__sse_configure(s->http_sse_keepalive_ms);
     cfg.idle_ms = s->http_session_idle_ms;
     if (cfg.idle_ms < 1)
         cfg.idle_ms = 1;

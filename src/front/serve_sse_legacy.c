@@ -2,7 +2,8 @@
  * Loop thread only; never blocks.
  *
  * What it reuses: serve_http.c's door (Host/Origin/token, principal), the session quotas both
- * transports share (http_quota.c), mcp_server.c sessions, and http_stream.c's SSE writer, replay
+ * transports share (http_quota.c), opening and ending a session as serve_http.c does
+ * (http__session_open/close: mcp_server.c sessions), and http_stream.c's SSE writer, replay
  * buffer bounds and keep-alive comments. What it owns: the legacy sessions (a list of its own,
  * so serve_http.c's routing never sees them), the `endpoint` event, the sessionId lookup of
  * POST /messages, and ending a session when its one stream closes.
@@ -17,7 +18,6 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp_server.h"
-#include "namespaces.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -38,13 +38,7 @@ static long tick_ms, keepalive_ticks;
 static void session_end(struct hsession *s, const char *why)
 {
     log_info(MODULE, "legacy SSE session %.8s ended (%s)", s->sid, why);
-    s->ending = 1;
-    LIST_UNLINK(&lsessions, s);
-    hq_closed(s->principal);
-    mcp_session_close(s->mcp); /* cancels its runs, releases its worker and namespace */
-    while (s->streams)
-        http__stream_free(s->streams); /* a reader still attached ends its response */
-    free(s);
+    http__session_close(&lsessions, s);
 }
 
 /* Once per tick: http_stream.c's liveness check (a GET stream's closed client is found by a
@@ -66,11 +60,8 @@ static void tick(void *ud)
         lp_timer_start(&tick_timer, tick_ms, tick, NULL);
 }
 
-static long max_body = 4L << 20; /* CODEMCP_HTTP_MAX_BODY */
-
-void http__sse_configure(long body_cap, long keepalive_ms)
+void http__sse_configure(long keepalive_ms)
 {
-    max_body = body_cap;
     long ka = keepalive_ms < 100 ? 100 : keepalive_ms;
     tick_ms = ka < 1000 ? ka : 1000;
     keepalive_ticks = (ka + tick_ms - 1) / tick_ms;
@@ -117,23 +108,12 @@ static void open_session(struct hconn *c)
 {
     if (hq_refused(c)) /* answered 429 or 503, as for an initialize */
         return;
-    struct hsession *s = xcalloc(1, sizeof(*s));
-    snprintf(s->principal, sizeof(s->principal), "%s", c->principal);
-    if (random_hex(s->sid, SID_BYTES) < 0) {
-        free(s);
+    struct hsession *s = http__session_open(&lsessions, c->principal, "sse", on_send);
+    if (!s) {
         http__reply_error(c, 500, RPC_INTERNAL_ERROR, "cannot generate a session id");
         return;
     }
-    char label[40];
-    snprintf(label, sizeof(label), "sse %.8s", s->sid);
-    s->mcp = mcp_session_new(on_send, s, label);
-    ns_set_principal(mcp_session_id(s->mcp), s->principal);
-    s->standalone = http__stream_new(s, NULL);
-    s->last_used_ms = now_ms();
     push_endpoint(s->standalone, s->sid);
-    s->next = lsessions;
-    lsessions = s;
-    hq_opened(s->principal);
     log_info(MODULE, "legacy SSE session %.8s opened for %s", s->sid, s->principal);
     http__reply_sse(c, s->standalone, 0, 0);
     arm_tick();
@@ -159,7 +139,6 @@ static struct hsession *session_for(struct hconn *c)
 /* POST /messages: what the headers decide; the body is read by serve_http.c into c->body. */
 static void check_post(struct hconn *c)
 {
-    char ctype[128] = "", clen[32] = "", expect[64] = "";
     char arg[200];
     const char *id = lws_get_urlarg_by_name(c->wsi, "sessionId=", arg, (int)sizeof(arg));
     if (!id) { /* (id points into arg, after the name) */
@@ -174,44 +153,8 @@ static void check_post(struct hconn *c)
         memcpy(c->sid, id, 2 * SID_BYTES + 1);
     if (!session_for(c))
         return;
-    if (lws_hdr_copy(c->wsi, ctype, sizeof(ctype), WSI_TOKEN_HTTP_CONTENT_TYPE) < 0)
-        ctype[0] = '\0';
-    ctype[strcspn(ctype, "; \t")] = '\0';
-    if (strcasecmp(ctype, "application/json") != 0) {
-        http__reply_error(c, 415, RPC_SERVER_ERROR,
-                          "Unsupported Media Type: Content-Type must be application/json");
-        return;
-    }
-    int has_len = lws_hdr_copy(c->wsi, clen, sizeof(clen), WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0;
-    int chunked = lws_hdr_total_length(c->wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0;
-    if (has_len && !chunked && (!clen[0] || clen[strspn(clen, "0123456789")] != '\0')) {
-        http__reply_error(c, 400, RPC_SERVER_ERROR,
-                          "Bad Request: Content-Length must be a decimal number of bytes");
-        return;
-    }
-    if (has_len && !chunked && strtoull(clen, NULL, 10) == 0) {
-        http__reply_error(c, 400, RPC_SERVER_ERROR,
-                          "Bad Request: the body is empty (send one JSON-RPC message)");
-        return;
-    }
-    if (!has_len || chunked) {
-        http__reply_error(c, 411, RPC_SERVER_ERROR,
-                          "Length Required: send one JSON-RPC message with Content-Length "
-                          "(chunked request bodies are not accepted)");
-        return;
-    }
-    if (strtoull(clen, NULL, 10) > (unsigned long long)max_body) {
-        char msg[160];
-        snprintf(msg, sizeof(msg),
-                 "Payload Too Large: the body limit is %ld bytes (CODEMCP_HTTP_MAX_BODY)",
-                 max_body);
-        http__reply_error(c, 413, RPC_SERVER_ERROR, msg);
-        return;
-    }
-    if (lws_hdr_copy(c->wsi, expect, sizeof(expect), WSI_TOKEN_HTTP_EXPECT) > 0 &&
-        strcasecmp(expect, "100-continue") == 0)
-        http__write_continue(c);
-    c->legacy = 1; /* serve_http.c hands the completed body to lsse_body */
+    if (http__post_body_ok(c, 1))
+        c->legacy = 1; /* serve_http.c hands the completed body to lsse_body */
 }
 
 void lsse_body(struct hconn *c)

@@ -318,19 +318,20 @@ static int reply_raw(struct call *call, const char *raw, size_t len)
     return hooks.reply_parts ? hooks.reply_parts(call->conn_id, iov, 5) : -1;
 }
 
-/* A result longer than the worker reads: the call fails with kind "too_large" naming the
- * limit, and the worker (its variables) lives on. */
-static void reply_too_large(struct call *call, size_t len, int64_t elapsed_ms)
+/* A result longer than the worker reads (what: whose result): the request fails with kind
+ * "too_large" naming the limit, and the worker (its variables) lives on. */
+static void reply_too_large(uint64_t conn_id, json_t *id, const char *what, size_t len,
+                            int64_t elapsed_ms)
 {
     size_t limit = hooks.reply_limit ? hooks.reply_limit() : 0;
-    char msg[256], size[48] = "";
+    char msg[512], size[48] = "";
     if (len)
         snprintf(size, sizeof(size), " (%zu bytes)", len);
     snprintf(msg, sizeof(msg),
-             "the result of %s%s is over the limit of one message to the worker: %zu bytes "
+             "the result of %.300s%s is over the limit of one message to the worker: %zu bytes "
              "(CODEMCP_CONTROL_MAX_FRAME)",
-             call->fn ? call->fn : call->tool, size, limit);
-    reply_error(call->conn_id, call->id, "too_large", msg, elapsed_ms);
+             what, size, limit);
+    reply_error(conn_id, id, "too_large", msg, elapsed_ms);
 }
 
 /* Results longer than this are learned from (shapes_learn_text parses them whole) only while
@@ -398,7 +399,8 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
     } else if (res->raw && !call->mutation && hooks.reply_parts) {
         /* Nothing to change in it: its bytes go to the worker as they came. */
         if (reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE)
-            reply_too_large(call, res->raw_len, elapsed);
+            reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool, res->raw_len,
+                            elapsed);
         else if (learn_this(call->principal, call->fn, res->raw_len))
             learn_raw(call->principal, call->fn, res->raw, res->raw_len);
         note_use(call);
@@ -411,7 +413,8 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
         if (reply(call->conn_id, rpc_result(call->id, out)) == CALLS_TOO_LARGE)
-            reply_too_large(call, res->raw_len, elapsed);
+            reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool, res->raw_len,
+                            elapsed);
         /* After the answer is queued: learning never delays the call. */
         if (learn_this(call->principal, call->fn, res->raw_len))
             shapes_learn(call->principal, call->fn, result);
@@ -666,25 +669,54 @@ void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
 #define CALLS_MAX_READS 64
 
 struct read {
-    uint64_t conn_id;
+    uint64_t conn_id, up_handle;
     json_t *id;
     char principal[64]; /* the run's, whose count it is in */
+    char *run_id;
+    struct read *next, **pprev;
 };
+static struct read *reads; /* in flight, newest first */
 
-static void on_read(void *ud, json_t *result, const struct up_error *err)
+/* Ends a read: out of the list and out of its principal's count. */
+static void read_free(struct read *rd)
 {
-    struct read *rd = ud;
     struct principal_hold *h = held_find(rd->principal);
     if (h) {
         h->reads--;
         held_drop_idle(h);
     }
-    if (result)
-        reply(rd->conn_id, rpc_result(rd->id, json_incref(result)));
-    else
-        reply_error(rd->conn_id, rd->id, err->kind, err->message, 0);
+    DLIST_UNLINK(rd);
     json_decref(rd->id);
+    free(rd->run_id);
     free(rd);
+}
+
+/* The reads of run run_id (else of connection conn_id) are given up at the server; the
+ * run's are answered with kind "timeout" and reason, as its calls are. */
+static void reads_cancel(const char *run_id, uint64_t conn_id, const char *reason)
+{
+    struct read *rd = reads;
+    while (rd) {
+        struct read *next = rd->next;
+        if (run_id ? strcmp(rd->run_id, run_id) == 0 : rd->conn_id == conn_id) {
+            up_cancel_request(rd->up_handle, reason);
+            if (run_id)
+                reply_error(rd->conn_id, rd->id, "timeout", reason, 0);
+            read_free(rd);
+        }
+        rd = next;
+    }
+}
+
+static void on_read(void *ud, json_t *result, const struct up_error *err)
+{
+    struct read *rd = ud;
+    if (result) {
+        if (reply(rd->conn_id, rpc_result(rd->id, json_incref(result))) == CALLS_TOO_LARGE)
+            reply_too_large(rd->conn_id, rd->id, "read_resource", 0, 0);
+    } else
+        reply_error(rd->conn_id, rd->id, err->kind, err->message, 0);
+    read_free(rd);
 }
 
 void calls_read_resource(uint64_t conn_id, int slot, json_t *id, json_t *params)
@@ -719,18 +751,21 @@ void calls_read_resource(uint64_t conn_id, int slot, json_t *id, json_t *params)
         free(rd);
         return;
     }
-    rd->conn_id = conn_id;
-    rd->id = json_incref(id);
     struct up_error err = {0};
-    if (up_request(up->name, "resources/read", json_pack("{s:s}", "uri", uri), on_read, rd, &err) <
-        0) {
+    json_t *tmo = json_object_get(params, "timeout_ms");
+    if (up_request(up->name, "resources/read", json_pack("{s:s}", "uri", uri),
+                   json_is_integer(tmo) ? json_integer_value(tmo) : 0, on_read, rd, &rd->up_handle,
+                   &err) < 0) {
         reply_error(conn_id, id, err.kind, err.message, 0);
-        json_decref(rd->id);
         free(rd);
         held_drop_idle(h);
         return;
     }
     h->reads++;
+    rd->conn_id = conn_id;
+    rd->id = json_incref(id);
+    rd->run_id = xstrdup(run_id);
+    DLIST_PUSH(&reads, rd);
 }
 
 /* A string member's bytes (between the quotes) when it needs no decoding (no escape: then no
@@ -816,6 +851,7 @@ int calls_resume(const char *run_id, json_t *input_responses)
 
 void calls_cancel_run(const char *run_id, const char *reason)
 {
+    reads_cancel(run_id, 0, reason);
     struct gate *g = gate_find(run_id);
     if (!g)
         return;
@@ -842,6 +878,7 @@ void calls_cancel_run(const char *run_id, const char *reason)
 
 void calls_conn_closed(uint64_t conn_id)
 {
+    reads_cancel(NULL, conn_id, "the worker went away");
     for (struct gate *g = gates; g; g = g->next) { /* its waiting calls go first */
         struct call **pp = &g->head, *prev = NULL;
         while (*pp) {
@@ -898,4 +935,6 @@ void calls_free_all(void)
         DLIST_UNLINK(c);
         call_free(c);
     }
+    while (reads) /* their requests go with the upstreams (up_free_all), never answered */
+        read_free(reads);
 }

@@ -70,8 +70,10 @@ void calls_set_hooks(const struct calls_hooks *h);
 /* One call_tool request (id and params borrowed) from connection conn_id, whose worker is
  * `slot`. Answers on the connection now (refusals, dry-run stubs) or when the upstream does. */
 void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params);
-/* A worker's read_resource request {run_id, uri}: the run must be live on that slot; the read
- * goes to the server that lists the URI (up_resource_server) and its ReadResourceResult back
+/* A worker's read_resource request {run_id, uri, timeout_ms?}: the run must be live on that
+ * slot; the read goes to the server that lists the URI (up_resource_server), bounded by
+ * timeout_ms (never more than CODEMCP_CALL_TIMEOUT_MS) and given up when the run ends, as its
+ * calls are (calls_cancel_run, calls_conn_closed), and its ReadResourceResult back
  * to the worker as the reply, or an error with a kind (denied, not_found, transport...). At
  * most a fixed number of reads are in flight at once. */
 void calls_read_resource(uint64_t conn_id, int slot, json_t *id, json_t *params);

@@ -147,8 +147,10 @@ int up_disable(const char *name, char *why, size_t n);
 /* Resources, templates, prompts (upstream_extras.c). on_change(kind) runs when a server's
  * list of that kind was listed anew (ready, or its list_changed). up_has_extra: the server's
  * capabilities offer that kind. up_request sends method with params (stolen) to a ready
- * server, bounded by CODEMCP_CALL_TIMEOUT_MS; cb gets the result (borrowed) or an error,
- * exactly once. -1 with *err filled when nothing was sent (no callback then). */
+ * server, bounded by timeout_ms, never more than CODEMCP_CALL_TIMEOUT_MS (<= 0: that); cb gets
+ * the result (borrowed) or an error, exactly once, unless up_cancel_request gives it up first
+ * (*handle, when handle is not NULL, names it). -1 with *err filled when nothing was sent (no
+ * callback then). */
 typedef void (*up_request_cb)(void *ud, json_t *result, const struct up_error *err);
 void up_set_extras_listener(void (*on_change)(enum up_extra kind));
 int up_has_extra(struct upstream *up, enum up_extra kind);
@@ -156,8 +158,11 @@ int up_has_extra(struct upstream *up, enum up_extra kind);
  * head begins it, else that lists a resource of the same origin (scheme://authority: a resource
  * made since the last listing), else the only server offering resources; NULL: none. */
 struct upstream *up_resource_server(const char *uri);
-int up_request(const char *server, const char *method, json_t *params, up_request_cb cb, void *ud,
-               struct up_error *err);
+int up_request(const char *server, const char *method, json_t *params, int64_t timeout_ms,
+               up_request_cb cb, void *ud, uint64_t *handle, struct up_error *err);
+/* Gives up a request up_request sent: the server is told (notifications/cancelled), cb is never
+ * called. A handle no longer in flight is ignored. */
+void up_cancel_request(uint64_t handle, const char *reason);
 
 /* Graceful shutdown of every server; done() once all are gone (children reaped). */
 void up_shutdown_all(void (*done)(void));

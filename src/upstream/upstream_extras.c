@@ -223,8 +223,8 @@ static void on_answer(struct upstream *up, void *ud, json_t *result, const struc
     p.cb(p.ud, result, err);
 }
 
-int up_request(const char *server, const char *method, json_t *params, up_request_cb cb, void *ud,
-               struct up_error *err)
+int up_request(const char *server, const char *method, json_t *params, int64_t timeout_ms,
+               up_request_cb cb, void *ud, uint64_t *handle, struct up_error *err)
 {
     struct upstream *up = up_find(server);
     if (!up || up->state != UP_READY) {
@@ -236,11 +236,28 @@ int up_request(const char *server, const char *method, json_t *params, up_reques
     }
     struct pass *p = xmalloc(sizeof(*p));
     *p = (struct pass){cb, ud};
-    if (!up__send_request(up, method, params, up__default_call_timeout(), on_answer, p)) {
+    int64_t most = up__default_call_timeout();
+    if (timeout_ms <= 0 || timeout_ms > most)
+        timeout_ms = most;
+    struct up_req *r = up__send_request(up, method, params, timeout_ms, on_answer, p);
+    if (!r) {
         free(p);
         err->kind = "transport";
         snprintf(err->message, sizeof(err->message), "cannot send %s to %s", method, server);
         return -1;
     }
+    if (handle)
+        *handle = r->handle;
     return 0;
+}
+
+void up_cancel_request(uint64_t handle, const char *reason)
+{
+    struct up_req *r = handle ? up__find_handle(handle) : NULL;
+    if (!r || r->cb != on_answer) /* answered already, or not one of ours */
+        return;
+    up__abandon(r->up, r->wire_id, reason, NULL, 0);
+    up__req_detach(r);
+    free(r->ud);
+    free(r);
 }

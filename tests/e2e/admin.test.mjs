@@ -154,6 +154,9 @@ describe('two running gateways under live control', () => {
   });
 
   test('disable everything: gone from the description, one tools/list_changed; enable brings it back', async () => {
+    const READ = 'try:\n    result = read_resource("demo://resource/dynamic/text/3")[0].text\nexcept ToolError as e:\n    result = ["refused", e.kind]';
+    const readable = await run(h, READ);
+    assert.match(JSON.stringify(readable.structuredContent.result), /3/, 'its resources read before');
     let desc = await description(h);
     assert.match(desc, /def everything_echo\(/);
     const before_ = listChanged;
@@ -176,6 +179,9 @@ describe('two running gateways under live control', () => {
     // A program that calls it now gets a clear error, not a crash.
     const gone = await run(h, 'from codemcp_rt import client\nresult = client.call("everything", "echo", {"message": "x"}).result()');
     assert.equal(gone.isError, true);
+    // nor can a program read its resources
+    const unread = await run(h, READ);
+    assert.equal(unread.structuredContent.result[0], 'refused', JSON.stringify(unread.structuredContent));
 
     const en = await cli(['enable', 'everything', '-i', LABEL], env);
     assert.equal(en.code, 0, en.stderr);

@@ -63,6 +63,17 @@ function withUser(t, fn) {
   };
 }
 
+test('the generated token lives in the config directory every codemcp file uses (a relative XDG_CONFIG_HOME is ignored)', () => {
+  const home = tempDir('codemcp-auth-home-'), cwd = tempDir('codemcp-auth-cwd-');
+  const printed = spawnSync(process.env.CODEMCP_BIN || path.join(TESTS, '..', 'build', 'src', 'codemcp'), ['start', '--print-token'], {
+    cwd, env: { ...process.env, HOME: home, XDG_CONFIG_HOME: 'relative/config', CODEMCP_HTTP_TOKEN: '', CODEMCP_HTTP_TOKENS_FILE: '' },
+  });
+  assert.equal(printed.status, 0, printed.stderr.toString());
+  const file = path.join(home, '.config', 'codemcp', 'http-token');
+  assert.equal(fs.readFileSync(file, 'utf8').trim(), printed.stdout.toString().trim());
+  assert.ok(!fs.existsSync(path.join(cwd, 'relative')), 'nothing is written under the working directory');
+});
+
 test('default: a generated 0600 token, reused across restarts; another user gets 401; the printed snippet works', async (t) => {
   const home = tempDir('codemcp-auth-');
   const gw = await start({ home });

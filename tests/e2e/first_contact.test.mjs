@@ -21,7 +21,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 
-import { CODEMCP_BIN, NODE, NPM_PEERS, TESTS, codemcpCommand, codemcpEnv, connectClient, ms, runCodemcp, sharedHttpGateway, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { CODEMCP_BIN, NODE, NPM_PEERS, TESTS, codemcpCommand, codemcpEnv, connectClient, ms, runCodemcp, servers, sharedHttpGateway, tempDir, waitFor, writeConfig } from './lib.mjs';
 
 const V2DIR = path.join(TESTS, 'v2', 'node_modules', '@modelcontextprotocol', 'client', 'dist');
 const { Client: V2Client, StreamableHTTPClientTransport } = await import(path.join(V2DIR, 'index.mjs'));
@@ -275,6 +275,62 @@ describe('upstream resources and prompts, listed and read through codemcp', () =
     const [kind, msg] = r.structuredContent.result;
     assert.equal(kind, 'upstream_error', JSON.stringify(r));
     assert.match(msg, /nowhere:\/\/x/);
+  });
+});
+
+// ---- read_resource() is held to the limits of a tool call -----------------------------------
+describe('read_resource() in a program: the gateway\'s limits hold as for a tool call', () => {
+  let h;
+  test('setup', { timeout: ms(60000) }, async () => {
+    const dir = tempDir('codemcp-readcap-', { shared: true });
+    h = await connectClient({ config: writeConfig(dir, { files: servers.fake(['--resource', 'fake://big=200000', '--resource', 'fake://small=3000', '--resource', 'fake://stall=-1']) }),
+      env: { CODEMCP_CONTROL_MAX_FRAME: '65536', CODEMCP_MAX_OUTPUT_BYTES: '1024' }, shared: true, limit: ms(40000) });
+  });
+  const run = async (code) => (await h.client.callTool({ name: 'execute_python', arguments: { code } }, undefined, { timeout: ms(60000) }));
+
+  test('a resource over one message to the worker fails at once with kind too_large', { timeout: ms(60000) }, async () => {
+    // the read's own timeout is long: a read that is never answered shows as "timeout"
+    const r = await run('try:\n    read_resource("fake://big", timeout_ms=20000).result()\nexcept ToolError as e:\n    result = [e.kind, str(e)]');
+    assert.ok(!r.isError, JSON.stringify(r).slice(0, 1500));
+    const [kind, msg] = r.structuredContent.result;
+    assert.equal(kind, 'too_large', msg);
+    assert.match(msg, /read_resource.*CODEMCP_CONTROL_MAX_FRAME/);
+    const after = await run('result = len(read_resource("fake://small")[0].text)');
+    assert.equal(after.structuredContent.result, 3000, 'the worker lives on');
+  });
+
+  test('reads the server never answers end at their timeout_ms in the gateway too: they do not hold its places for reads', { timeout: ms(90000) }, async () => {
+    // the gateway holds at most 64 reads in flight; each of these is given up by its program
+    // after 1 s, and a read the gateway still held would refuse the one after them
+    const r = await run([
+      'waits = [read_resource("fake://stall", timeout_ms=1000) for _ in range(64)]',
+      'kinds = set()',
+      'for w in waits:',
+      '    try:',
+      '        w.result()',
+      '    except ToolError as e:',
+      '        kinds.add(e.kind)',
+      'result = [sorted(kinds), len(read_resource("fake://small")[0].text)]',
+    ].join('\n'));
+    assert.ok(!r.isError, JSON.stringify(r).slice(0, 1500));
+    assert.deepEqual(r.structuredContent.result, [['timeout'], 3000]);
+  });
+
+  test('a run\'s reads end with it: reads a timed-out run left waiting do not hold the places for reads', { timeout: ms(90000) }, async () => {
+    const stuck = await h.client.callTool({ name: 'execute_python', arguments: { timeout_ms: 3000, code:
+      'waits = [read_resource("fake://stall") for _ in range(64)]\nwaits[0].result()' } }, undefined, { timeout: ms(60000) });
+    assert.equal(stuck.isError, true, JSON.stringify(stuck).slice(0, 800));
+    assert.match(stuck.structuredContent.error, /timed out/);
+    const r = await run('result = len(read_resource("fake://small")[0].text)');
+    assert.ok(!r.isError, JSON.stringify(r).slice(0, 1500));
+    assert.equal(r.structuredContent.result, 3000);
+  });
+
+  test('a resource read and returned counts in the result cap', { timeout: ms(60000) }, async () => {
+    const r = await run('result = read_resource("fake://small")');
+    assert.ok(!r.isError, JSON.stringify(r).slice(0, 1500));
+    assert.match(JSON.stringify(r.structuredContent.result), /not returned, over the result cap of 1024 bytes/);
+    assert.equal(r.content.length, 1, 'only the text block: the resource did not go out');
   });
 });
 

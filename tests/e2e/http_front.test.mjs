@@ -510,29 +510,34 @@ describe('Streamable HTTP protocol edges (raw HTTP)', () => {
       chunked: true,
     });
     assertHttpError(chunked, 411, 'chunked request body');
-    // A length that is there but not a number is a 400 that says so, not "Length Required".
+    // A POST with these extra header lines and body, over a raw socket: the reply's head and body.
     const u0 = new URL(url);
-    for (const bad of ['abc', '12abc', '-5']) {
-      const head = await new Promise((resolve) => {
-        const s = net.connect(Number(u0.port), u0.hostname, () =>
-          s.write(
-            `POST ${u0.pathname} HTTP/1.1\r\nHost: ${u0.host}\r\nContent-Type: application/json\r\n` +
-              `Accept: application/json, text/event-stream\r\nMcp-Session-Id: ${sid}\r\n` +
-              `Authorization: ${authHeader(url).authorization}\r\nContent-Length: ${bad}\r\n\r\n{}`,
-          ),
-        );
-        let t = '';
-        s.on('data', (d) => {
-          t += d;
-          if (t.includes('}')) s.destroy();
-        });
-        s.on('close', () => resolve(t));
-        s.on('error', () => resolve(t));
-        setTimeout(() => s.destroy(), ms(3000));
+    const rawPost = (lines, body) => new Promise((resolve) => {
+      const s = net.connect(Number(u0.port), u0.hostname, () =>
+        s.write(
+          `POST ${u0.pathname} HTTP/1.1\r\nHost: ${u0.host}\r\nContent-Type: application/json\r\n` +
+            `Accept: application/json, text/event-stream\r\nMcp-Session-Id: ${sid}\r\n` +
+            `Authorization: ${authHeader(url).authorization}\r\n${lines}\r\n${body}`,
+        ),
+      );
+      let t = '';
+      s.on('data', (d) => {
+        t += d;
+        if (t.includes('}')) s.destroy();
       });
+      s.on('close', () => resolve(t));
+      s.on('error', () => resolve(t));
+      setTimeout(() => s.destroy(), ms(3000));
+    });
+    // A length that is there but not a number is a 400 that says so, not "Length Required".
+    for (const bad of ['abc', '12abc', '-5']) {
+      const head = await rawPost(`Content-Length: ${bad}\r\n`, '{}');
       assert.match(head.split('\r\n')[0], /^HTTP\/1\.1 400 /, `Content-Length: ${bad} -> ${head}`);
       assert.match(head, /Content-Length must be a decimal number/, head);
     }
+    // A Transfer-Encoding too long to copy is still one: 411, whatever Content-Length says.
+    const longTe = await rawPost(`Content-Length: 2\r\nTransfer-Encoding: ${'identity, '.repeat(10)}chunked\r\n`, '0\r\n\r\n');
+    assert.match(longTe.split('\r\n')[0], /^HTTP\/1\.1 411 /, longTe);
     const big = { jsonrpc: '2.0', id: 7, method: 'ping', params: { pad: 'x'.repeat(70000) } };
     const r413 = await request(url, { headers: sessionHeaders(sid), body: big });
     assertHttpError(r413, 413, 'body over the cap');

@@ -147,6 +147,44 @@ test('the door: wrong token 401 and foreign Origin 403 on GET /sse; unknown, mal
   await gw.proc.kill();
 });
 
+/** A raw POST (node:http): headers as given, body written as is; resolves {status, text}. */
+function rawPost(url, headers, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode, text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+test('POST /messages: the body rules of /mcp (415, 400 empty or not a length, 411 chunked, 413 over CODEMCP_HTTP_MAX_BODY)', async () => {
+  const gw = await start({ env: { CODEMCP_HTTP_MAX_BODY: '2048' } });
+  const a = await openStream(gw.sse, TA);
+  const ep = new URL(await waitFor(() => a.endpoint(), ms(5000)), gw.base);
+  const auth = { authorization: `Bearer ${TA}` };
+  const json = { ...auth, 'content-type': 'application/json' };
+  const body = JSON.stringify(INIT);
+  const cases = [
+    ['text/plain', { ...auth, 'content-type': 'text/plain', 'content-length': body.length }, body, 415, /Content-Type must be application\/json/],
+    ['empty', { ...json, 'content-length': 0 }, '', 400, /the body is empty/],
+    ['chunked', { ...json, 'transfer-encoding': 'chunked' }, body, 411, /chunked request bodies are not accepted/],
+    ['over the cap', { ...json, 'content-length': 3000 }, 'x'.repeat(3000), 413, /the body limit is 2048 bytes \(CODEMCP_HTTP_MAX_BODY\)/],
+  ];
+  for (const [what, headers, b, status, text] of cases) {
+    const r = await rawPost(ep, headers, b);
+    assert.equal(r.status, status, `${what}: ${r.text}`);
+    assert.match(r.text, text, what);
+  }
+  const ok = await rawPost(ep, { ...json, 'content-length': Buffer.byteLength(body) }, body);
+  assert.equal(ok.status, 202, ok.text);
+  a.close();
+  await gw.proc.kill();
+});
+
 test('keep-alive comments; closing the stream ends the session and cancels its run', async () => {
   const gw = await start({ env: { CODEMCP_HTTP_SSE_KEEPALIVE_MS: '300', CODEMCP_LOG: 'debug' } });
   const s = await openStream(gw.sse, TA);

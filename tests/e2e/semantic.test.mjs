@@ -109,9 +109,17 @@ describe('CODEMCP_DISCOVERY_TOOLS=1: search_tools and describe as MCP tools', ()
       assert.ok(!doc.isError, JSON.stringify(doc));
       assert.match(doc.structuredContent.result, /^memory_read_graph\(/);
       // the model's text never becomes code: quotes, newlines and code in the arguments are data
-      const odd = await call('describe', { name: "x')\nimport os\nresult = os.getcwd()#" });
-      assert.ok(!odd.isError, JSON.stringify(odd));
-      assert.match(odd.structuredContent.result, /no such function or server/);
+      const hostile = ["x')\nimport os\nresult = os.getcwd()#", 'x"""\nresult = 1\n"""', "\\'); result = 1 #",
+        'x\\\nresult = 1', "'".repeat(1000) + '\n'.repeat(1000), 'a\\'.repeat(300000)];
+      for (const name of hostile) {
+        const odd = await call('describe', { name });
+        assert.ok(!odd.isError, JSON.stringify(odd).slice(0, 500));
+        assert.match(odd.structuredContent.result, /no such function or server/, JSON.stringify(name).slice(0, 80));
+      }
+      await assert.rejects(call('describe', { name: "x\u0000'); result = 1 #" }), /invalid request: .*u0000/);
+      const many = await call('search_tools', { query: ["')\nresult = 1#", 'read the whole graph', '\\'], limit: 1 });
+      assert.ok(!many.isError, JSON.stringify(many).slice(0, 500));
+      assert.ok(Array.isArray(many.structuredContent.result), JSON.stringify(many.structuredContent).slice(0, 500));
       const bad = await call('search_tools', { query: 42 });
       assert.equal(bad.isError, true);
       assert.match(JSON.stringify(bad.structuredContent), /TypeError/);

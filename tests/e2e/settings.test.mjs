@@ -31,6 +31,14 @@ test('codemcp settings shows each value and its source, never a secret', () => {
   assert.match(r.lines.get('XDG_CONFIG_HOME'), /^XDG_CONFIG_HOME=\/.+\t# environment;/);
 });
 
+test('codemcp settings hides the credentials of a URL setting', () => {
+  const r = settings({ CODEMCP_AUTHZ_URL: 'https://opa:pa55-w0rd@policy.example:8181/v1/data/codemcp', DOCKER_HOST: 'unix:///run/docker.sock' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.lines.get('CODEMCP_AUTHZ_URL'), /^CODEMCP_AUTHZ_URL=https:\/\/\(credentials hidden\)@policy\.example:8181\/v1\/data\/codemcp\t/);
+  assert.ok(!r.stdout.includes('pa55-w0rd') && !r.stderr.includes('pa55-w0rd'), 'the password is printed');
+  assert.match(r.lines.get('DOCKER_HOST'), /^DOCKER_HOST=unix:\/\/\/run\/docker\.sock\t/, 'a URL without credentials stays whole');
+});
+
 test('codemcp settings --help, and no other argument', () => {
   const h = settings({}, ['--help']);
   assert.equal(h.status, 0);

@@ -44,6 +44,31 @@ const readJsonc = (p) => JSON.parse(fs.readFileSync(p, 'utf8')
   .replace(/("(?:\\.|[^"\\])*")|\/\/[^\n]*|\/\*[\s\S]*?\*\//g, (m, s) => s || '')
   .replace(/,(\s*[}\]])/g, '$1'));
 
+describe('codemcp setup keeps what it copies private, whatever the umask', () => {
+  test('backups 0600; undo records 0600 in a 0700 folder, even one made before with other modes', async () => {
+    const { xdg, oc } = setupXdg({ remote: { type: 'remote', url: 'https://example.invalid/mcp', headers: { Authorization: 'Bearer secret-token-1234' } } });
+    const undo = path.join(xdg, 'codemcp', 'setup-undo');
+    fs.mkdirSync(path.dirname(undo), { mode: 0o700 });
+    fs.mkdirSync(undo);
+    fs.chmodSync(undo, 0o755);
+    const old = process.umask(0);
+    let r;
+    try {
+      r = await setup(xdg);
+    } finally {
+      process.umask(old);
+    }
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    const [bak] = backups(oc);
+    assert.match(fs.readFileSync(bak, 'utf8'), /secret-token-1234/, 'the backup is the original');
+    assert.equal(fs.statSync(bak).mode & 0o777, 0o600, 'backup mode');
+    assert.equal(fs.statSync(undo).mode & 0o777, 0o700, 'undo folder mode');
+    const records = fs.readdirSync(undo);
+    assert.ok(records.length > 0, 'no undo record');
+    for (const f of records) assert.equal(fs.statSync(path.join(undo, f)).mode & 0o777, 0o600, `${f} mode`);
+  });
+});
+
 describe('codemcp setup opencode', () => {
   test('moves the servers, backs up, and leaves a command that serves them', async () => {
     const mcp = { everything: servers.everything(), off: servers.fake([], { enabled: false }) };

@@ -62,7 +62,8 @@ function prng(seed) {
 
 // ---- JSON text with values JSON.stringify cannot write --------------------------------------
 // A Raw is written as its text. `kind` is what the gateway's parser makes of it: 'int' (key:
-// the integer's canonical digits), 'real', or 'bad' (the line does not parse).
+// the integer's canonical digits), 'real', 'bad' (the line does not parse), or 'held' (valid
+// JSON the gateway refuses for what it holds: a string with U+0000, an integer past 64 bits).
 
 class Raw {
   constructor(text, kind, key) {
@@ -81,12 +82,23 @@ function ser(v) {
   return JSON.stringify(v);
 }
 
-/** 1 when the value (a model, before serialization) makes the line unparsable. */
-function hasBad(v) {
-  if (v instanceof Raw) return v.kind === 'bad';
-  if (Array.isArray(v)) return v.some(hasBad);
-  if (v && typeof v === 'object') return Object.values(v).some(hasBad);
+/** 1 when the value (a model, before serialization) holds a Raw of that kind. */
+function hasKind(v, kind) {
+  if (v instanceof Raw) return v.kind === kind;
+  if (Array.isArray(v)) return v.some((x) => hasKind(x, kind));
+  if (v && typeof v === 'object') return Object.values(v).some((x) => hasKind(x, kind));
   return false;
+}
+
+/** What a line of model m is answered with, when it holds values that are not plain JSON: one
+ *  error with id null when it does not parse, or when it holds a refused value and is not a
+ *  request with a plain id and method; else -32600 with its id. */
+function classifyRaw(m) {
+  if (hasKind(m, 'bad')) return { nullErr: true };
+  if (!hasKind(m, 'held')) return classify(m);
+  const plainId = isStr(m?.id) || (isInt(m?.id) && !hasKind(m.id, 'held'));
+  if (isObj(m) && isStr(m.method) && plainId) return { key: idKey(m.id), code: -32600 };
+  return { nullErr: true };
 }
 
 // ---- the oracle: JSON-RPC 2.0 classification, as the gateway must apply it ------------------
@@ -200,9 +212,9 @@ function invalidId(rnd) {
     1.5,
     new Raw('1.0', 'real'),
     new Raw('1e400', 'bad'), // overflows: the line does not parse
-    new Raw('9223372036854775808', 'bad'), // beyond int64: refused by the parser
-    new Raw('-9223372036854775809', 'bad'),
-    new Raw('"a\\u0000b"', 'bad'), // NUL in a string: refused by the parser
+    new Raw('9223372036854775808', 'held'), // beyond int64: refused, with the request's id
+    new Raw('-9223372036854775809', 'held'),
+    new Raw('"a\\u0000b"', 'held'), // NUL in a string: refused, with the request's id
     new Raw('"\\ud800"', 'bad'), // a lone surrogate
   ]);
 }
@@ -282,7 +294,7 @@ function weirdArguments(rnd) {
     case 6: return { code: 'result = 1', reset: rnd.pick(['no', 0, []]) };
     case 7: return { code: 'result = 1', namespace: rnd.pick([5, {}, [], true, 'ns_nope', multibyte(rnd, 200 + rnd.int(200)), ''.padEnd(300, 'n')]) };
     case 8: return { code: 'result = 1', allow_mutations: rnd.pick(['x', [1], [null], {}, [multibyte(rnd, 50)]]) };
-    case 9: return { code: new Raw('"result = 1\\u0000"', 'bad') };
+    case 9: return { code: new Raw('"result = 1\\u0000"', 'held') };
     case 10: return { code: multibyte(rnd, 2000) }; // a syntax error, answered as a tool error
     case 11: return { code: '#' + 'x'.repeat(100000 + rnd.int(200000)) + '\nresult = 1' };
     default: return { code: 'result = 1', requestState: rnd.pick(['bogus', 5, multibyte(rnd, 80), '']) };
@@ -348,7 +360,7 @@ function buildBatch(rnd, tag, state) {
     } else if (roll < 55) {
       // a mutated request
       const m = mutateFields(rnd, validRequest(rnd, rnd.chance(0.2) ? validWeirdId(rnd, fresh()) : fresh(), modern, tag));
-      push(ser(m), hasBad(m) ? { nullErr: true } : classify(m));
+      push(ser(m), classifyRaw(m));
     } else if (roll < 62) {
       // a line-level mutation of a valid message
       const m = validRequest(rnd, fresh(), modern, tag);
@@ -636,6 +648,29 @@ test('client text cut mid-character in an error message: still answered, with th
   }
   assert.deepEqual(c.nonJson, []);
   await checkStillWorks(c, 'cut');
+});
+
+// Valid JSON the gateway does not take (a string holding U+0000, an integer past 64 bits) was
+// answered as a parse error with id null: the client's request then waited forever.
+test('a request refused for a NUL in a string or a 2**64 integer is answered with its own id', async () => {
+  const c = new RawClient({ home: tempDir('codemcp-fuzz-'), env: { CODEMCP_LOG: 'warn' } });
+  await c.initialize();
+  const cases = [
+    ['nul-code', '{"jsonrpc":"2.0","id":"nul-code","method":"tools/call","params":{"name":"execute_python","arguments":{"code":"result = \'a\\u0000b\'"}}}'],
+    ['nul-name', '{"jsonrpc":"2.0","id":"nul-name","method":"tools/call","params":{"name":"execute_python\\u0000","arguments":{}}}'],
+    [77, '{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"execute_python","arguments":{"code":"result = 1","n":18446744073709551616}}}'],
+  ];
+  for (const [id, line] of cases) {
+    c.send(line);
+    const r = await c.response(id);
+    assert.equal(r.error?.code, -32600, JSON.stringify(r).slice(0, 300));
+    assert.match(r.error.message, /^invalid request: /);
+  }
+  c.send('{"jsonrpc":"2.0","id":"cut",'); // not JSON at all: a parse error, id null, as before
+  const p = await c.next((m) => m.error?.code === -32700);
+  assert.equal(p.id, null);
+  assert.deepEqual(c.nonJson, []);
+  await checkStillWorks(c, 'nul');
 });
 
 for (const seed of SEEDS) {

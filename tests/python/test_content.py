@@ -40,6 +40,20 @@ class ContentTest(unittest.TestCase):
         self.assertEqual(len(blocks), 1)
         self.assertIn("not returned, over the result cap of 1000 bytes", out[1])
 
+    def test_cap_counts_the_whole_block_not_only_its_payload(self) -> None:
+        # a link has no payload: its URI and name are what it sends
+        link = Content.link("https://example.com/" + "x" * 5000, "n" * 3000)
+        out, blocks = content.extract([link], 2000)
+        self.assertEqual(blocks, [])
+        self.assertIn("not returned, over the result cap of 2000 bytes", out[0])
+        self.assertLess(len(out[0]), 400, "the placeholder names the URI short")
+        self.assertLess(len(repr(link)), 300)
+        meta = Content.image(b"x", "image/png")
+        meta["annotations"] = {"note": "y" * 5000}
+        self.assertEqual(content.extract([meta], 2000)[1], [])
+        small = Content.link("file:///a", "a")
+        self.assertEqual(content.extract([small], 2000)[1], [dict(small)])
+
     def test_no_walk_while_no_content_lives(self) -> None:
         gc.collect()
         self.assertEqual(len(content._live), 0, "a Content from another test is still alive")
