@@ -32,6 +32,7 @@
 #include "setup.h"
 #include "shapes.h"
 #ifdef CODEMCP_TUI
+#include "trace.h"
 #include "tui.h"
 #endif
 #include "upstream.h"
@@ -585,6 +586,7 @@ int main(int argc, char **argv)
     if (mode == MODE_SMOKE && !serving)
         return 1;
 
+    trace_init(&settings);
     up_start_all(&config, &settings);
     /* With CODEMCP_PROTOTYPE_EARLY the prototype starts now, beside the upstreams: the first
      * program's worker is forked from it. After them: its spawn takes the loop a few ms that
@@ -605,6 +607,7 @@ int main(int argc, char **argv)
     cat_free();
     use_free();
     shapes_free();
+    trace_shutdown(); /* after every span's owner is gone: the last spans are in the queue */
     cl_free_all(); /* before the context: WSI_DESTROY callbacks then find nothing to do */
     lp_destroy();
     cfg_free(&config);
