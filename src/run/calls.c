@@ -28,6 +28,7 @@
 #include "redact.h"
 #include "shapes.h"
 #include "toolstate.h"
+#include "trace.h"
 #include "upstream.h"
 #include "usage.h"
 #include "util.h"
@@ -56,6 +57,8 @@ struct call {
     uint64_t up_handle;
     int64_t started_ms;
     char principal[64]; /* the run's: whose shapes and counts its result teaches */
+    struct trace_span *t_call; /* the tool call's span, and its upstream request's (NULL: */
+    struct trace_span *t_up;   /* untraced, or none open) */
     struct call *next, **pprev;
     char text[]; /* id_text, run_id, server, tool, args: each NUL-terminated */
 };
@@ -173,6 +176,8 @@ static int held_take(struct call *call, struct gate *g, char *why, size_t cap)
 
 static void call_free(struct call *call)
 {
+    trace_end(call->t_up);
+    trace_end(call->t_call);
     held_release(call);
     json_decref(call->id);
     json_decref(call->request_state);
@@ -271,6 +276,15 @@ static void reply_error(uint64_t conn_id, json_t *id, const char *kind, const ch
     reply(conn_id,
           rpc_error(id, RPC_SERVER_ERROR, message,
                     json_pack("{s:s, s:I}", "kind", kind, "elapsed_ms", (json_int_t)elapsed_ms)));
+}
+
+/* reply_error for a call that ends refused or failed: its spans say why. */
+static void fail_call(struct call *call, const char *kind, const char *message,
+                      int64_t elapsed_ms)
+{
+    trace_fail(call->t_up, kind, message);
+    trace_fail(call->t_call, kind, message);
+    reply_error(call->conn_id, call->id, kind, message, elapsed_ms);
 }
 
 static void call_done(const char *run_id)
@@ -395,7 +409,7 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
     if (err) {
         if (write_attempted(err->kind))
             write_done(call, 0, 0);
-        reply_error(call->conn_id, call->id, err->kind, err->message, elapsed);
+        fail_call(call, err->kind, err->message, elapsed);
     } else if (res->raw && !call->mutation && hooks.reply_parts) {
         /* Nothing to change in it: its bytes go to the worker as they came. */
         if (reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE)
@@ -409,7 +423,12 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
             res->tree ? json_incref(res->tree)
                       : jf_loadb(res->raw, res->raw_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL);
         /* Shared, not copied: only a write's result is changed (its _meta mark). */
-        write_done(call, !json_is_true(json_object_get(result, "isError")), 0);
+        int failed = json_is_true(json_object_get(result, "isError"));
+        write_done(call, !failed, 0);
+        if (failed) { /* the MCP conventions' error.type for an isError result */
+            trace_fail(call->t_up, "tool_error", NULL);
+            trace_fail(call->t_call, "tool_error", NULL);
+        }
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
         if (reply(call->conn_id, rpc_result(call->id, out)) == CALLS_TOO_LARGE)
@@ -427,14 +446,35 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
 
 /* Routes call upstream (its gate has room). 0, or -1 when the upstream refused it: the worker
  * got the error and the call is freed. */
+/* Routes call upstream with extra params members (NULL: none), in a new span for the
+ * upstream request whose context goes with it. 0, or -1 with err filled. */
+static int route(struct call *call, json_t *extra, struct up_error *err)
+{
+    char name[300], tp[TRACE_PARENT_LEN + 1];
+    trace_end(call->t_up); /* a retry with the client's input is a new request */
+    call->t_up = NULL;
+    if (call->t_call) {
+        snprintf(name, sizeof(name), "tools/call %s", call->tool);
+        call->t_up = trace_start(name, TRACE_CLIENT, call->t_call, NULL);
+        trace_attr_str(call->t_up, "mcp.method.name", "tools/call");
+        trace_attr_str(call->t_up, "gen_ai.tool.name", call->tool);
+        trace_attr_str(call->t_up, "gen_ai.operation.name", "execute_tool");
+        trace_attr_str(call->t_up, "codemcp.server", call->server);
+    }
+    struct up_trace ctx = {NULL, trace_tracestate(call->t_up)};
+    if (trace_traceparent(call->t_up, tp) == 0)
+        ctx.traceparent = tp;
+    return up_call_tool(call->server, call->tool, call->args, call->args_len, extra, &ctx,
+                        call->timeout_ms, on_upstream_result, call, &call->up_handle, err);
+}
+
 static int call_start(struct call *call, struct gate *g)
 {
     struct up_error err = {0};
-    if (up_call_tool(call->server, call->tool, call->args, call->args_len, NULL, call->timeout_ms,
-                     on_upstream_result, call, &call->up_handle, &err) < 0) {
+    if (route(call, NULL, &err) < 0) {
         if (write_attempted(err.kind))
             write_done(call, 0, 0);
-        reply_error(call->conn_id, call->id, err.kind, err.message, now_ms() - call->started_ms);
+        fail_call(call, err.kind, err.message, now_ms() - call->started_ms);
         call_free(call);
         return -1;
     }
@@ -527,21 +567,30 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     size_t args_len = call->args_len;
     struct calls_run run = {0};
     if (!hooks.run_lookup || hooks.run_lookup(run_id, slot, &run) < 0) {
-        reply_error(conn_id, id, "denied", "this run is not active: tool calls are refused", 0);
+        fail_call(call, "denied", "this run is not active: tool calls are refused", 0);
         goto refused;
+    }
+    if (!call->t_call && run.span) {
+        char name[300];
+        snprintf(name, sizeof(name), "execute_tool %s", tool);
+        call->t_call = trace_start(name, TRACE_INTERNAL, run.span, NULL);
+        trace_attr_str(call->t_call, "gen_ai.operation.name", "execute_tool");
+        trace_attr_str(call->t_call, "gen_ai.tool.name", tool);
+        trace_attr_str(call->t_call, "codemcp.server", server);
+        trace_attr_int(call->t_call, "codemcp.arguments.size", (int64_t)args_len);
     }
     /* Tools turned off (config, or `codemcp disable-tool` at run time): refused here, whatever
      * SDK the worker holds. Same kind as a tool that is not in the catalog. */
     char off[600];
     if (!ts_call_allowed(server, tool, off, sizeof(off))) {
-        reply_error(conn_id, id, "not_found", off, 0);
+        fail_call(call, "not_found", off, 0);
         goto refused;
     }
     json_t *f = cat_find(server, tool);
     if (!f) {
         char msg[600];
         snprintf(msg, sizeof(msg), "no enabled tool %s on server %s", tool, server);
-        reply_error(conn_id, id, "not_found", msg, 0);
+        fail_call(call, "not_found", msg, 0);
         goto refused;
     }
     const char *fn = json_string_value(json_object_get(f, "function"));
@@ -567,15 +616,16 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
         log_info("calls", "%s refused: %s (args %s)", fn, pd.why, shown);
         free(shown);
         json_decref(a);
-        reply_error(conn_id, id, "denied", pd.why, 0);
+        fail_call(call, "denied", pd.why, 0);
         goto refused;
     }
     if (budgets_take(&pc, run_id, pd.why, sizeof(pd.why)) < 0) {
-        reply_error(conn_id, id, "budget", pd.why, 0);
+        fail_call(call, "budget", pd.why, 0);
         goto refused;
     }
     if ((mutation && run.dry_run) || effect == POLICY_DRY_RUN) {
         call->mutation = mutation;
+        trace_attr_int(call->t_call, "codemcp.dry_run", 1);
         write_done(call, 1, 1);
         reply(conn_id, rpc_result(id, dry_run_stub(fn, server, tool)));
         call_done(run_id);
@@ -587,7 +637,7 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
                  "%s is a write tool and this run did not authorize it: re-send with "
                  "\"allow_mutations\": [\"%s\"], or preview with \"dry_run\": true",
                  fn, fn);
-        reply_error(conn_id, id, "denied", msg, 0);
+        fail_call(call, "denied", msg, 0);
         goto refused;
     }
     call->fn = xstrdup(fn);
@@ -602,7 +652,7 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     struct gate *g = gate_get(run_id);
     char full[400];
     if (held_take(call, g, full, sizeof(full)) < 0) {
-        reply_error(conn_id, id, "denied", full, 0);
+        fail_call(call, "denied", full, 0);
         gate_release(g);
         goto refused;
     }
@@ -834,14 +884,13 @@ int calls_resume(const char *run_id, json_t *input_responses)
     json_decref(call->request_state);
     call->request_state = NULL;
     struct up_error err = {0};
-    int rc = up_call_tool(call->server, call->tool, call->args, call->args_len, extra,
-                          call->timeout_ms, on_upstream_result, call, &call->up_handle, &err);
+    int rc = route(call, extra, &err);
     json_decref(extra);
     if (rc < 0) {
         DLIST_UNLINK(call);
         if (write_attempted(err.kind))
             write_done(call, 0, 0);
-        reply_error(call->conn_id, call->id, err.kind, err.message, now_ms() - call->started_ms);
+        fail_call(call, err.kind, err.message, now_ms() - call->started_ms);
         call_done(call->run_id);
         gate_done(call->run_id);
         call_free(call);

@@ -36,6 +36,7 @@
 #include "namespaces.h"
 #include "upstream.h"
 #include "util.h"
+#include "trace.h"
 #include "workers.h"
 
 #include <stdarg.h>
@@ -70,6 +71,9 @@ struct run {
     int silent; /* client cancelled: no answer */
     int calls_done;
     int ns_started; /* counted as running in namespaces.c */
+    struct trace_span *t_request; /* the MCP request's span (the caller's), the run's, and the */
+    struct trace_span *t_run;     /* phase it is in (queue, then execute): NULL untraced */
+    struct trace_span *t_phase;
     int64_t started_ms;
     int64_t queued_ms; /* when it was submitted (catalog's bounded wait for discovery runs) */
     struct lp_timer queue_timer; /* CODEMCP_RUN_QUEUE_WAIT_MS while queued */
@@ -191,6 +195,7 @@ int run_call_rules(const char *run_id, int slot, struct calls_run *out)
     out->allow_mutations = r->allow_mutations;
     out->principal = r->principal;
     out->session = r->session_id;
+    out->span = r->t_run;
     return 0;
 }
 
@@ -208,8 +213,24 @@ static void run_free(struct run *r)
     json_decref(r->arguments);
     json_decref(r->client_caps);
     explicit_bzero(r->input_state, sizeof(r->input_state));
+    trace_end(r->t_phase);
+    trace_end(r->t_run);
+    trace_end(r->t_request);
     free(r->code);
     free(r);
+}
+
+/* The run's spans end with its outcome: kind NULL for a success, else its error kind (the
+ * request span's error.type is tool_error, as the MCP conventions ask for isError). */
+static void trace_finish(struct run *r, const char *kind)
+{
+    trace_fail(r->t_phase, kind, NULL);
+    trace_fail(r->t_run, kind, NULL);
+    trace_fail(r->t_request, kind ? "tool_error" : NULL, kind);
+    trace_end(r->t_phase);
+    trace_end(r->t_run);
+    trace_end(r->t_request);
+    r->t_phase = r->t_run = r->t_request = NULL;
 }
 
 static void tomb_drop_answer(struct input_tomb *t)
@@ -351,6 +372,12 @@ static void finish_with(struct run *r, json_t *envelope, const char *failure, co
         run_log(r, r->stop == STOP_NONE ? LOG_ERROR : LOG_WARN, "%s failed after %lld ms (%s): %s",
                 r->id, (long long)elapsed, kind, failure ? failure : "the worker gave no answer");
     }
+    const char *ekind = json_is_object(envelope)
+                            ? json_string_value(json_object_get(envelope, "error_kind"))
+                            : NULL;
+    trace_finish(r, reply || json_is_true(json_object_get(envelope, "ok")) ? NULL
+                    : ekind                                                 ? ekind
+                                                                            : kind);
     if (reply) { /* only taken when nothing above could need the tree (run_on_worker_answered) */
         hooks.send_text(r->session_id, reply, reply_len, r->request_id);
     } else if (json_is_object(envelope)) {
@@ -538,6 +565,9 @@ static int send_run(struct run *r, int slot)
     }
     r->state = RUN_SENT;
     r->slot = slot;
+    trace_end(r->t_phase);
+    r->t_phase = trace_start("execute", TRACE_INTERNAL, r->t_run, NULL);
+    trace_attr_int(r->t_phase, "codemcp.worker.slot", slot);
     lp_timer_stop(&r->queue_timer);
     r->started_ms = now_ms();
     r->deadline_at = r->started_ms + r->timeout_ms;
@@ -689,12 +719,14 @@ static int queue_full(const char *p)
     return n >= queue_max;
 }
 
-int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
-               json_t *progress_token, json_t *client_caps, char *err, size_t errlen)
+/* run_submit's checks and the queued run, or NULL with err filled. */
+static struct run *submit(uint64_t session_id, uint64_t home, json_t *request_id,
+                          json_t *arguments, json_t *progress_token, json_t *client_caps,
+                          char *err, size_t errlen)
 {
     if (!json_is_object(arguments)) {
         snprintf(err, errlen, "execute_python needs arguments {\"code\": \"...\"}");
-        return -1;
+        return NULL;
     }
     json_t *code = json_object_get(arguments, "code");
     json_t *timeout = json_object_get(arguments, "timeout_ms");
@@ -704,12 +736,12 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
     json_t *ns = json_object_get(arguments, "namespace");
     if (!json_is_string(code)) {
         snprintf(err, errlen, "execute_python: \"code\" (a string of Python) is required");
-        return -1;
+        return NULL;
     }
     if (timeout && !(json_is_integer(timeout) && json_integer_value(timeout) > 0) &&
         !(json_is_real(timeout) && json_real_value(timeout) >= 1)) {
         snprintf(err, errlen, "execute_python: \"timeout_ms\" must be a positive integer");
-        return -1;
+        return NULL;
     }
     if (timeout && (json_is_integer(timeout) ? json_integer_value(timeout) > max_timeout_ms
                                              : json_real_value(timeout) > (double)max_timeout_ms)) {
@@ -717,21 +749,21 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
                  "execute_python: \"timeout_ms\" is above this gateway's maximum of %lld ms "
                  "(CODEMCP_MAX_TIMEOUT_MS): ask for at most that",
                  (long long)max_timeout_ms);
-        return -1;
+        return NULL;
     }
     if (dry && !json_is_boolean(dry)) {
         snprintf(err, errlen, "execute_python: \"dry_run\" must be true or false");
-        return -1;
+        return NULL;
     }
     if (reset && !json_is_boolean(reset)) {
         snprintf(err, errlen, "execute_python: \"reset\" must be true or false");
-        return -1;
+        return NULL;
     }
     if (ns && !json_is_null(ns) && !json_is_string(ns)) {
         snprintf(err, errlen,
                  "execute_python: \"namespace\" must be the handle string an earlier result "
                  "returned (leave it out to start a new namespace)");
-        return -1;
+        return NULL;
     }
     if (allow) {
         size_t i;
@@ -741,7 +773,7 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
         if (!ok) {
             snprintf(err, errlen,
                      "execute_python: \"allow_mutations\" must be a list of SDK function names");
-            return -1;
+            return NULL;
         }
     }
     const char *key;
@@ -754,22 +786,22 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
                      "execute_python: unknown argument \"%s\" (valid: code, timeout_ms, dry_run, "
                      "allow_mutations, reset, namespace)",
                      key);
-            return -1;
+            return NULL;
         }
     }
     struct ns_ref where;
     if (ns_resolve(session_id, home, json_string_value(ns), &where, err, errlen) < 0)
-        return -1;
+        return NULL;
     const char *who = ns_asker(session_id, where.home);
     if (queue_full(who)) {
         snprintf(err, errlen,
                  "execute_python: %ld programs of yours are already waiting for a Python worker "
                  "(CODEMCP_RUN_QUEUE_MAX): wait for their answers before sending more",
                  queue_max);
-        return -1;
+        return NULL;
     }
     if (budgets_take_run(who, err, errlen) < 0)
-        return -1;
+        return NULL;
     struct run *r = new_run(session_id, where.home);
     r->ns = where;
     r->request_id = json_incref(request_id);
@@ -788,6 +820,32 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
         r->allow_mutations = json_incref(allow);
     }
     log_debug("runs", "%s queued for session %llu", r->id, (unsigned long long)session_id);
+    return r;
+}
+
+int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
+               json_t *progress_token, json_t *client_caps, struct trace_span *span, char *err,
+               size_t errlen)
+{
+    struct trace_span *t_run = trace_start("codemcp.run", TRACE_INTERNAL, span, NULL);
+    struct trace_span *pre = trace_start("preflight", TRACE_INTERNAL, t_run, NULL);
+    struct run *r =
+        submit(session_id, home, request_id, arguments, progress_token, client_caps, err, errlen);
+    if (!r) {
+        trace_fail(pre, "invalid_arguments", err);
+        trace_fail(t_run, "invalid_arguments", NULL);
+        trace_end(pre);
+        trace_end(t_run);
+        return -1;
+    }
+    trace_end(pre);
+    r->t_request = span;
+    r->t_run = t_run;
+    trace_attr_str(t_run, "codemcp.run.id", r->id);
+    trace_attr_int(t_run, "codemcp.code.size", (int64_t)strlen(r->code));
+    if (r->dry_run)
+        trace_attr_int(t_run, "codemcp.run.dry_run", 1);
+    r->t_phase = trace_start("queue", TRACE_INTERNAL, t_run, NULL);
     run_dispatch();
     return 0;
 }
