@@ -21,6 +21,8 @@
 #include <string.h>
 #include <time.h>
 
+#define SHUTDOWN_WAIT_MS 2000
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static struct trace_span *head, *tail; /* lock */
@@ -48,7 +50,10 @@ void tx__push(struct trace_span *s)
     pthread_mutex_lock(&lock);
     if (queued >= cfg.queue_spans) {
         pthread_mutex_unlock(&lock);
-        atomic_fetch_add(&dropped, 1);
+        unsigned long long d = atomic_fetch_add(&dropped, 1) + 1;
+        if ((d & (d - 1)) == 0) /* once, then at every power of two */
+            log_warn("trace", "export queue full (%ld spans): %llu spans dropped so far",
+                     cfg.queue_spans, d);
         tr__span_free(s);
         return;
     }
@@ -241,11 +246,17 @@ void tx__stop(void)
     quit = 1;
     pthread_cond_signal(&wake);
     pthread_mutex_unlock(&lock);
-    /* What is queued gets one last try (each request bounded by the timeout); a request
-     * still in flight past that is aborted. */
+    /* What is queued gets one last try, for at most SHUTDOWN_WAIT_MS (or the export timeout):
+     * then the request in flight is aborted and the rest dropped (counted). */
+    long wait_ms = cfg.timeout_ms < SHUTDOWN_WAIT_MS ? cfg.timeout_ms : SHUTDOWN_WAIT_MS;
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += cfg.timeout_ms / 1000 + 1;
+    deadline.tv_sec += wait_ms / 1000;
+    deadline.tv_nsec += (wait_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
     if (pthread_timedjoin_np(thread, NULL, &deadline) != 0) {
         atomic_store(&stopping, 1);
         pthread_join(thread, NULL);
