@@ -498,8 +498,7 @@ static json_t *handle_tools_call(struct mcp_session *s, json_t *id, json_t *para
         }
         return NULL;
     }
-    return submit_execute(s, id, args, progress, caps,
-                          request_span(s, id, meta, "execute_python"));
+    return submit_execute(s, id, args, progress, caps, request_span(s, id, meta, "execute_python"));
 }
 
 /* subscriptions/listen (2026 era): acknowledged now, answered never (until cancelled); the

@@ -56,7 +56,7 @@ struct call {
     int64_t timeout_ms; /* the program's own for this call (0: the server's default) */
     uint64_t up_handle;
     int64_t started_ms;
-    char principal[64]; /* the run's: whose shapes and counts its result teaches */
+    char principal[64];        /* the run's: whose shapes and counts its result teaches */
     struct trace_span *t_call; /* the tool call's span, and its upstream request's (NULL: */
     struct trace_span *t_up;   /* untraced, or none open) */
     struct call *next, **pprev;
@@ -279,8 +279,7 @@ static void reply_error(uint64_t conn_id, json_t *id, const char *kind, const ch
 }
 
 /* reply_error for a call that ends refused or failed: its spans say why. */
-static void fail_call(struct call *call, const char *kind, const char *message,
-                      int64_t elapsed_ms)
+static void fail_call(struct call *call, const char *kind, const char *message, int64_t elapsed_ms)
 {
     trace_fail(call->t_up, kind, message);
     trace_fail(call->t_call, kind, message);

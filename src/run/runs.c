@@ -70,7 +70,7 @@ struct run {
     enum run_stop stop;
     int silent; /* client cancelled: no answer */
     int calls_done;
-    int ns_started; /* counted as running in namespaces.c */
+    int ns_started;               /* counted as running in namespaces.c */
     struct trace_span *t_request; /* the MCP request's span (the caller's), the run's, and the */
     struct trace_span *t_run;     /* phase it is in (queue, then execute): NULL untraced */
     struct trace_span *t_phase;
@@ -376,8 +376,8 @@ static void finish_with(struct run *r, json_t *envelope, const char *failure, co
                             ? json_string_value(json_object_get(envelope, "error_kind"))
                             : NULL;
     trace_finish(r, reply || json_is_true(json_object_get(envelope, "ok")) ? NULL
-                    : ekind                                                 ? ekind
-                                                                            : kind);
+                    : ekind                                                ? ekind
+                                                                           : kind);
     if (reply) { /* only taken when nothing above could need the tree (run_on_worker_answered) */
         hooks.send_text(r->session_id, reply, reply_len, r->request_id);
     } else if (json_is_object(envelope)) {
@@ -720,9 +720,8 @@ static int queue_full(const char *p)
 }
 
 /* run_submit's checks and the queued run, or NULL with err filled. */
-static struct run *submit(uint64_t session_id, uint64_t home, json_t *request_id,
-                          json_t *arguments, json_t *progress_token, json_t *client_caps,
-                          char *err, size_t errlen)
+static struct run *submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
+                          json_t *progress_token, json_t *client_caps, char *err, size_t errlen)
 {
     if (!json_is_object(arguments)) {
         snprintf(err, errlen, "execute_python needs arguments {\"code\": \"...\"}");

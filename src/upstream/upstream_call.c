@@ -67,8 +67,7 @@ static struct up_req *send_call_text(struct upstream *up, const char *tool, cons
         args_len = 2;
     }
     size_t ml = meta ? strlen(meta) : 0;
-    size_t len =
-        sizeof(head) - 1 + nl + sizeof(mid) - 1 + tl + sizeof(arg) - 1 + args_len + ml + 2;
+    size_t len = sizeof(head) - 1 + nl + sizeof(mid) - 1 + tl + sizeof(arg) - 1 + args_len + ml + 2;
     char small[1024]; /* the usual call: no malloc (the transport copies the text) */
     char *text = len <= sizeof(small) ? small : xmalloc(len), *w = text;
     memcpy(w, head, sizeof(head) - 1);
