@@ -410,3 +410,60 @@ result = out`;
     }
   });
 });
+
+describe('a program\'s read_resource is decided as a read of the server\'s "resources/read"', () => {
+  /** A config whose fake upstream offers fake://doc (12 bytes), with policy and the server's
+   *  own policy as given. */
+  function setupReads(prefix, policy, serverPolicy) {
+    const dir = tempDir(prefix, { shared: true });
+    const log = path.join(dir, 'fake.log');
+    const config = path.join(dir, 'mcp.json');
+    const fake = servers.fake(['--resource', 'fake://doc=12', '--log-file', log]);
+    fs.writeFileSync(config, JSON.stringify({
+      policy, mcp: { fake: serverPolicy ? { ...fake, policy: serverPolicy } : fake },
+    }, null, 2));
+    return { dir, log, config };
+  }
+  const reads = (log) => readFakeLog(log).filter((m) => m.method === 'resources/read').length;
+  const READ = CATCH('read_resource("fake://doc")[0].text');
+
+  test('a rule for bob refuses his reads with its message; alice reads; only hers reach the server', async () => {
+    const s = setupReads('codemcp-policy-reads-', { rules: [
+      { name: 'no-bob-reads', server: 'fake', tool: 'resources/read', principal: ['bob'],
+        effect: 'deny', message: 'bob reads no resources here' },
+      { name: 'reads', server: 'fake', tool: 'resources/read', effect: 'allow' }] });
+    const { proc, url } = await startHttp(s);
+    const a = await connectHttp(url, 'tok-alice-0123456789abcdef');
+    const b = await connectHttp(url, 'tok-bob-0123456789abcdef01');
+    try {
+      await ready(a);
+      const eb = await run(b, READ);
+      assert.equal(eb.result?.kind, 'denied', JSON.stringify(eb));
+      assert.match(eb.result.message, /bob reads no resources here/);
+      const ea = await run(a, READ);
+      assert.equal(ea.result?.ok, 'r'.repeat(12), JSON.stringify(ea));
+      assert.equal(reads(s.log), 1);
+    } finally {
+      await a.end();
+      await b.end();
+      proc.child.kill('SIGTERM');
+    }
+  });
+
+  for (const [what, policy, serverPolicy] of [
+    ['the server\'s allow list does not name resources/read', undefined, { allow: ['echo'] }],
+    ['the global list denies the server\'s functions', { deny: ['fake_*'] }, undefined],
+  ]) {
+    test(`a read is refused when ${what}`, async () => {
+      const s = setupReads('codemcp-policy-reads-', policy, serverPolicy);
+      const h = await connectClient({ config: s.config, shared: true });
+      try {
+        const e = await run(h.client, READ);
+        assert.equal(e.result?.kind, 'denied', JSON.stringify(e));
+        assert.equal(reads(s.log), 0);
+      } finally {
+        await h.close();
+      }
+    });
+  }
+});
