@@ -294,7 +294,9 @@ int budgets_take_run(const char *principal, char *why, size_t n)
     return runs_pass(principal, 1, why, n);
 }
 
-int64_t budgets_cpu_left(const char *principal)
+/* Adds ms to principal's CPU count of every "cpu_s" budget it has: the least CPU ms left of
+ * them (-1: none applies), with why filled when one is spent (0 left). */
+static int64_t cpu_counts(const char *principal, int64_t ms, char *why, size_t n)
 {
     if (!principal || !*principal)
         principal = "local";
@@ -305,28 +307,23 @@ int64_t budgets_cpu_left(const char *principal)
             continue;
         struct count *k = count_of(&by_principal, (int)i * SLOTS + SLOT_CPU, principal,
                                    (int64_t)b->window_s * 1000);
+        k->n += (long)ms;
         int64_t left = (int64_t)b->cpu_s * 1000 - k->n;
         left = left > 0 ? left : 0;
+        if (left == 0 && least != 0 && why)
+            window_room(i, SLOT_CPU, principal, "execute_python: ", "used its", "CPU seconds", why,
+                        n);
         least = least < 0 || left < least ? left : least;
     }
     return least;
 }
 
+int64_t budgets_cpu_left(const char *principal)
+{
+    return cpu_counts(principal, 0, NULL, 0);
+}
+
 int budgets_cpu_spend(const char *principal, int64_t ms, char *why, size_t n)
 {
-    if (!principal || !*principal)
-        principal = "local";
-    int rc = 0;
-    for (size_t i = 0; i < n_budgets; i++) {
-        const struct budget *b = &budgets[i];
-        if (!b->cpu_s || !applies(b, principal))
-            continue;
-        struct count *k = count_of(&by_principal, (int)i * SLOTS + SLOT_CPU, principal,
-                                   (int64_t)b->window_s * 1000);
-        k->n += (long)ms;
-        if (rc == 0 && !window_room(i, SLOT_CPU, principal, "execute_python: ", "used its",
-                                    "CPU seconds", why, n))
-            rc = -1;
-    }
-    return rc;
+    return cpu_counts(principal, ms, why, n) == 0 ? -1 : 0;
 }
