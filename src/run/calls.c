@@ -15,7 +15,9 @@
  * started when one of the run's calls ends, so a program that starts thousands of calls
  * without waiting cannot make the gateway hold thousands of upstream replies at once. The
  * argument bytes the gateway holds for calls in flight or waiting are capped per run and per
- * principal (calls.h); a call past either cap is refused with kind "denied". */
+ * principal (calls.h); a call past either cap is refused with kind "denied". The result bytes
+ * queued to a principal's workers and not yet read by them are capped too: a result past the
+ * cap is dropped and its call fails with kind "too_large" (results_room). */
 #include "calls.h"
 #include "calls_int.h"
 #include "catalog.h"
@@ -118,7 +120,7 @@ struct principal_hold *calls__held_get(const char *principal)
 /* Frees h when it holds nothing and enough others are kept. */
 void calls__held_drop_idle(struct principal_hold *h)
 {
-    if (h->bytes || h->reads || n_held_by <= HELD_KEPT)
+    if (h->bytes || h->reads || h->n_conns || n_held_by <= HELD_KEPT)
         return;
     LIST_UNLINK(&held_by, h);
     free(h->principal);
@@ -163,6 +165,49 @@ static int held_take(struct call *call, struct gate *g, char *why, size_t cap)
     g->held += n;
     call->held = n;
     return 0;
+}
+
+/* Bytes queued to h's worker connections and not yet written; connections that wrote all
+ * theirs are forgotten. */
+static size_t results_held(struct principal_hold *h)
+{
+    size_t sum = 0;
+    for (int i = 0; i < h->n_conns;) {
+        size_t n = calls__hooks.pending(h->conns[i]);
+        if (n) {
+            sum += n;
+            i++;
+        } else {
+            h->conns[i] = h->conns[--h->n_conns];
+        }
+    }
+    return sum;
+}
+
+/* Whether a result of len bytes of call may be queued to its worker: 0 (its connection now
+ * counted for its principal), or -1 with why when the principal's workers have not read
+ * calls__hooks.max_principal_results bytes queued to them (or HELD_CONNS of them have some). */
+static int results_room(const struct call *call, size_t len, char *why, size_t cap)
+{
+    if (!calls__hooks.pending || !calls__hooks.max_principal_results)
+        return 0;
+    struct principal_hold *h = calls__held_get(call->principal);
+    size_t held = results_held(h);
+    int known = 0;
+    for (int i = 0; i < h->n_conns && !known; i++)
+        known = h->conns[i] == call->conn_id;
+    if (held + len <= calls__hooks.max_principal_results && (known || h->n_conns < HELD_CONNS)) {
+        if (!known)
+            h->conns[h->n_conns++] = call->conn_id;
+        return 0;
+    }
+    snprintf(why, cap,
+             "the result of %.200s was dropped: this principal's Python workers have not read "
+             "%zu bytes the gateway queued to them (CODEMCP_MAX_RESULT_BYTES_PER_PRINCIPAL %zu); "
+             "the call itself was made",
+             call->fn ? call->fn : call->tool, held, calls__hooks.max_principal_results);
+    calls__held_drop_idle(h);
+    return -1;
 }
 
 static void call_free(struct call *call)
@@ -386,7 +431,11 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
     DLIST_UNLINK(call);
     int64_t elapsed = now_ms() - call->started_ms;
     call_done(call->run_id);
-    if (err) {
+    char full[512];
+    if (!err && results_room(call, res->raw_len, full, sizeof(full)) < 0) {
+        write_done(call, 1, 0); /* made: the server may have acted on it */
+        calls__reply_error(call->conn_id, call->id, "too_large", full, elapsed);
+    } else if (err) {
         if (write_attempted(err->kind))
             write_done(call, 0, 0);
         calls__reply_error(call->conn_id, call->id, err->kind, err->message, elapsed);
