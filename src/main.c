@@ -356,17 +356,19 @@ static void wire_run_pipeline(void)
                                       .disconnect = wk_on_disconnect,
                                       .broken = wk_on_broken,
                                       .is_starting = wk_is_starting});
-    calls_set_hooks(&(struct calls_hooks){.run_lookup = run_call_rules,
-                                          .call_done = run_on_call_done,
-                                          .write_done = run_on_write_done,
-                                          .reply = ctl_send,
-                                          .reply_parts = ctl_send_parts,
-                                          .reply_limit = ctl_frame_limit,
-                                          .input_required = run_on_input_required,
-                                          .max_per_run = settings.max_calls_per_run,
-                                          .max_run_bytes = (size_t)settings.max_args_bytes_per_run,
-                                          .max_principal_bytes =
-                                              (size_t)settings.max_args_bytes_per_principal});
+    calls_set_hooks(&(struct calls_hooks){
+        .run_lookup = run_call_rules,
+        .call_done = run_on_call_done,
+        .write_done = run_on_write_done,
+        .reply = ctl_send,
+        .reply_parts = ctl_send_parts,
+        .reply_limit = ctl_frame_limit,
+        .input_required = run_on_input_required,
+        .max_per_run = settings.max_calls_per_run,
+        .max_run_bytes = (size_t)settings.max_args_bytes_per_run,
+        .max_principal_bytes = (size_t)settings.max_args_bytes_per_principal,
+        .pending = ctl_pending,
+        .max_principal_results = (size_t)settings.max_result_bytes_per_principal});
 }
 
 static void check_settled(void *ud)

@@ -24,6 +24,7 @@
 #include "runs.h"
 #include "policy.h"
 #include "run_answer.h"
+#include "run_cpu.h"
 #include "run_relay.h"
 #include "run_params.h"
 #include "calls.h"
@@ -47,7 +48,7 @@
 enum run_state { RUN_QUEUED, RUN_SENT, RUN_DONE };
 
 /* Why a sent run is being stopped before it answered. */
-enum run_stop { STOP_NONE, STOP_TIMEOUT, STOP_CANCEL };
+enum run_stop { STOP_NONE, STOP_TIMEOUT, STOP_CANCEL, STOP_BUDGET };
 
 struct run {
     char id[32];
@@ -349,6 +350,7 @@ static void finish_with(struct run *r, json_t *envelope, const char *failure, co
             failure = "the worker's answer was neither a result nor an error";
     }
     r->state = RUN_DONE;
+    rcpu_end(r->id);
     if (r->ns_started)
         ns_run_end(r->ns.nid);
     lp_timer_stop(&r->deadline);
@@ -360,6 +362,7 @@ static void finish_with(struct run *r, json_t *envelope, const char *failure, co
              failure ? failure : "");
     const char *kind = r->stop == STOP_TIMEOUT  ? "timeout"
                        : r->stop == STOP_CANCEL ? "cancelled"
+                       : r->stop == STOP_BUDGET ? "budget"
                                                 : "worker";
     if (reply || json_is_true(json_object_get(envelope, "ok"))) {
         run_log(r, LOG_INFO, "%s finished in %lld ms (%d tool call%s)", r->id, (long long)elapsed,
@@ -489,6 +492,24 @@ static void interrupt_run(struct run *r, enum run_stop stop)
     lp_timer_start(&r->grace, grace_ms, grace_expired, r);
 }
 
+/* The run's principal spent a CPU budget while it ran (run_cpu.h): its worker is ended at
+ * once (an interrupt would leave its threads and children running through the grace). */
+static void cpu_spent(const char *run_id, const char *why)
+{
+    struct run *r = run_find(run_id);
+    if (!r || r->state != RUN_SENT || r->stop == STOP_BUDGET)
+        return;
+    r->stop = STOP_BUDGET;
+    char msg[600];
+    snprintf(msg, sizeof(msg),
+             "%s: the run was stopped and its Python worker ended (this session's variables "
+             "were lost)",
+             why);
+    run_log(r, LOG_WARN, "%s: CPU budget spent: stopping it", r->id);
+    calls_cancel_run(r->id, "the run's principal spent its CPU budget");
+    wk_kill_run(r->id, msg);
+}
+
 static void deadline_expired(void *ud)
 {
     struct run *r = ud;
@@ -565,6 +586,7 @@ static int send_run(struct run *r, int slot)
     }
     r->state = RUN_SENT;
     r->slot = slot;
+    rcpu_start(r->id, r->principal, slot, cpu_spent);
     trace_end(r->t_phase);
     r->t_phase = trace_start("execute", TRACE_INTERNAL, r->t_run, NULL);
     trace_attr_int(r->t_phase, "codemcp.worker.slot", slot);
@@ -1035,6 +1057,7 @@ void run_session_closed(uint64_t session_id)
 
 void run_free_all(void)
 {
+    rcpu_free_all();
     while (runs)
         run_free(runs);
     for (size_t i = 0; i < INPUT_TOMBS; i++)

@@ -309,6 +309,13 @@ const char *wk_running(int slot)
     return slot >= 0 && slot < n_workers && workers[slot].run_id[0] ? workers[slot].run_id : NULL;
 }
 
+int64_t wk_cpu_ms(int slot)
+{
+    if (slot < 0 || slot >= n_workers || dockered || workers[slot].pid <= 0)
+        return -1;
+    return wkp_tree_cpu_ms(workers[slot].pid);
+}
+
 static struct worker *running(const char *run_id)
 {
     for (int i = 0; i < n_workers; i++)
