@@ -101,6 +101,7 @@ const env = (port, extra = {}) => ({
 async function traceSpans(rcv, traceId, want) {
   const pick = () => rcv.spans.filter((s) => s.traceId === traceId);
   await waitFor(() => want(pick()), ms(20000));
+  assert.ok(want(pick()), `no complete trace ${traceId} reached the collector: ${JSON.stringify(rcv.spans.map((s) => [s.traceId, s.name]))}`);
   return pick();
 }
 
