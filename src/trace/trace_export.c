@@ -14,6 +14,7 @@
 #include "util.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -63,7 +64,8 @@ void tx__push(struct trace_span *s)
     else
         head = s;
     tail = s;
-    if (++queued == cfg.batch_spans)
+    queued++;
+    if (queued == 1 || queued == cfg.batch_spans) /* the delay starts, or a batch is full */
         pthread_cond_signal(&wake);
     pthread_mutex_unlock(&lock);
 }
@@ -117,22 +119,25 @@ static void post(CURL *easy, const struct trace_span *list, long n)
     buf_free(&body);
 }
 
-/* Waits until a batch is due (batch_spans queued, delay_ms after the first, or stopping);
- * returns it unlinked (NULL: quit with nothing left) and its size in *n. */
+/* Waits until a batch is due (batch_spans queued, delay_ms after the first of them arrived,
+ * or quit); returns it unlinked (NULL: quit with nothing left) and its size in *n. */
 static struct trace_span *next_batch(long *n)
 {
     pthread_mutex_lock(&lock);
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += cfg.delay_ms / 1000;
-    until.tv_nsec += (cfg.delay_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    while (!quit && queued < cfg.batch_spans) {
-        if (pthread_cond_timedwait(&wake, &lock, &until) != 0 && queued)
-            break; /* the delay is over and something waits */
+    while (!quit && queued == 0)
+        pthread_cond_wait(&wake, &lock);
+    if (!quit && queued < cfg.batch_spans) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += cfg.delay_ms / 1000;
+        until.tv_nsec += (cfg.delay_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (!quit && queued < cfg.batch_spans)
+            if (pthread_cond_timedwait(&wake, &lock, &until) == ETIMEDOUT)
+                break;
     }
     struct trace_span *batch = head, *last = NULL;
     long k = 0;
