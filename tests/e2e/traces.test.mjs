@@ -13,7 +13,7 @@ import { after, describe, test } from 'node:test';
 
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { Client, NODE, TESTS, connectClient, ms, startHttpGateway, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { Client, NODE, TESTS, connectClient, cpuSeconds, ms, sleep, startHttpGateway, tempDir, waitFor, writeConfig } from './lib.mjs';
 
 const require = createRequire(import.meta.url);
 const root = require(path.join(TESTS, 'node_modules', '@opentelemetry', 'otlp-transformer', 'build', 'src', 'generated', 'root.js'));
@@ -222,6 +222,12 @@ describe('traces', () => {
       }, ms(20000));
       assert.ok(dropped >= 64, h.stderr());
       assert.equal(rcv.spans.length, 0);
+      // an idle exporter sleeps: the gateway burns no CPU between runs (a spinning export
+      // thread would take a whole core)
+      const c0 = cpuSeconds(h.pid);
+      await sleep(3000);
+      const idle = cpuSeconds(h.pid) - c0;
+      assert.ok(idle < 0.2, `the idle gateway used ${idle} s of CPU in 3 s`);
       await h.close();
       if (mode === 'hang') rcv.close();
     });
