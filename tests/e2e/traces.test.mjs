@@ -5,7 +5,6 @@
 // show the trace context they received (whoami echoes its request's _meta; over HTTP the
 // fixture logs the traceparent header).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -13,7 +12,7 @@ import { after, describe, test } from 'node:test';
 
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { Client, NODE, TESTS, connectClient, cpuSeconds, ms, sleep, startHttpGateway, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { Client, NODE, TESTS, connectClient, cpuSeconds, ms, sleep, startHttpGateway, startV2Http, tempDir, waitFor, writeConfig } from './lib.mjs';
 
 const require = createRequire(import.meta.url);
 const root = require(path.join(TESTS, 'node_modules', '@opentelemetry', 'otlp-transformer', 'build', 'src', 'generated', 'root.js'));
@@ -72,24 +71,6 @@ function receiver(mode = 'ok') {
   });
 }
 
-/** The v2 fixture on HTTP (ephemeral port): {port, log()}. */
-function startV2Http() {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(NODE, [V2, '--http', '0', '--name', 'hv2'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    started.add(proc);
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`v2 server did not start: ${out}`)), ms(15000));
-    proc.stderr.setEncoding('utf8').on('data', (d) => {
-      out += d;
-      const m = out.match(/listening (\d+)/);
-      if (m && timer) {
-        clearTimeout(timer);
-        resolve({ proc, port: Number(m[1]), log: () => out });
-      }
-    });
-  });
-}
-
 const env = (port, extra = {}) => ({
   CODEMCP_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
   CODEMCP_OTLP_DELAY_MS: '50',
@@ -108,7 +89,7 @@ async function traceSpans(rcv, traceId, want) {
 describe('traces', () => {
   test('one run of two tool calls: request → run → tool calls → upstream requests, under the client traceparent; the SDK v2 upstreams get the context', async () => {
     const rcv = await receiver();
-    const hv2 = await startV2Http();
+    const hv2 = await startV2Http(started, ['--name', 'hv2']);
     const dir = tempDir('codemcp-traces-');
     const config = writeConfig(dir, {
       v2: { type: 'local', command: [NODE, V2, '--name', 'v2'] },
