@@ -426,9 +426,10 @@ static struct trace_span *request_span(struct mcp_session *s, json_t *id, json_t
     trace_attr_str(span, "mcp.method.name", "tools/call");
     trace_attr_str(span, "gen_ai.tool.name", tool);
     trace_attr_str(span, "gen_ai.operation.name", "execute_tool");
-    char *rid = json_is_string(id) ? NULL : json_dumps(id, JSON_ENCODE_ANY);
-    trace_attr_str(span, "jsonrpc.request.id", rid ? rid : json_string_value(id));
-    free(rid);
+    char num[24];
+    if (json_is_integer(id))
+        snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(id));
+    trace_attr_str(span, "jsonrpc.request.id", json_is_integer(id) ? num : json_string_value(id));
     json_t *modern = json_object_get(meta, MCP_META_PROTOCOL_VERSION); /* 2026: per request */
     trace_attr_str(span, "mcp.protocol.version",
                    json_is_string(modern) ? json_string_value(modern) : s->protocol_version);

@@ -359,7 +359,7 @@ static void handle_post(struct hconn *c)
 static void handle_post_traced(struct hconn *c)
 {
     char tp[64], ts[TRACE_STATE_MAX + 1];
-    int traced = header(c->wsi, 0, "traceparent:", tp, sizeof(tp)) > 0;
+    int traced = trace_on() && header(c->wsi, 0, "traceparent:", tp, sizeof(tp)) > 0;
     if (traced) {
         header(c->wsi, 0, "tracestate:", ts, sizeof(ts));
         trace_http_context(tp, ts);

@@ -64,21 +64,33 @@ static void pb_sub(struct buf *b, unsigned field, struct buf *inner)
     buf_reset(inner);
 }
 
-/* KeyValue{key=1, value=AnyValue{string_value=1 | int_value=3}} as field `field` of b. */
-static void pb_attr(struct buf *b, unsigned field, const char *key, const char *str, int64_t num,
-                    struct buf *tmp)
+static size_t varint_len(uint64_t v)
 {
-    struct buf val = {0};
-    if (str) {
-        pb_str(&val, 1, str);
-    } else {
-        pb_tag(&val, 3, WIRE_VARINT);
-        pb_varint(&val, (uint64_t)num);
+    size_t n = 1;
+    while (v > 0x7f) {
+        v >>= 7;
+        n++;
     }
-    pb_str(tmp, 1, key);
-    pb_sub(tmp, 2, &val);
-    buf_free(&val);
-    pb_sub(b, field, tmp);
+    return n;
+}
+
+/* KeyValue{key=1, value=AnyValue{string_value=1 | int_value=3}} as field `field` of b, its
+ * sizes counted first so that nothing is encoded twice. */
+static void pb_attr(struct buf *b, unsigned field, const char *key, const char *str, int64_t num)
+{
+    size_t kl = strlen(key), sl = str ? strlen(str) : 0;
+    size_t any = str ? 1 + varint_len(sl) + sl : 1 + varint_len((uint64_t)num);
+    pb_tag(b, field, WIRE_LEN);
+    pb_varint(b, 1 + varint_len(kl) + kl + 1 + varint_len(any) + any);
+    pb_str(b, 1, key);
+    pb_tag(b, 2, WIRE_LEN);
+    pb_varint(b, any);
+    if (str) {
+        pb_bytes(b, 1, str, sl);
+    } else {
+        pb_tag(b, 3, WIRE_VARINT);
+        pb_varint(b, (uint64_t)num);
+    }
 }
 
 static void pb_span(struct buf *b, const struct trace_span *s, struct buf *tmp)
@@ -96,7 +108,7 @@ static void pb_span(struct buf *b, const struct trace_span *s, struct buf *tmp)
     pb_fixed(b, 7, s->start_ns, WIRE_FIXED64);
     pb_fixed(b, 8, s->end_ns, WIRE_FIXED64);
     for (int i = 0; i < s->n_attrs; i++)
-        pb_attr(b, 9, s->attrs[i].key, s->attrs[i].str, s->attrs[i].num, tmp);
+        pb_attr(b, 9, s->attrs[i].key, s->attrs[i].str, s->attrs[i].num);
     if (s->dropped_attrs) {
         pb_tag(b, 10, WIRE_VARINT);
         pb_varint(b, s->dropped_attrs);
@@ -123,8 +135,8 @@ void otlp_encode_proto(const struct trace_span *list, struct buf *out)
         pb_sub(&spans, 2, &one);
     }
     /* ResourceSpans{resource=1 Resource{attributes=1}, scope_spans=2} */
-    pb_attr(&res, 1, "service.name", SERVICE_NAME, 0, &tmp);
-    pb_attr(&res, 1, "service.version", CODEMCP_VERSION, 0, &tmp);
+    pb_attr(&res, 1, "service.name", SERVICE_NAME, 0);
+    pb_attr(&res, 1, "service.version", CODEMCP_VERSION, 0);
     pb_sub(&rs, 1, &res);
     pb_sub(&rs, 2, &spans);
     /* ExportTraceServiceRequest{resource_spans=1} */

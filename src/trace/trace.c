@@ -10,6 +10,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -107,6 +108,11 @@ int trace_remote_parse(struct trace_remote *out, const char *traceparent, const 
     return 0;
 }
 
+int trace_on(void)
+{
+    return tx__running();
+}
+
 void trace_http_context(const char *traceparent, const char *tracestate)
 {
     if (!tx__running())
@@ -120,25 +126,45 @@ void trace_request_parent(struct trace_remote *out, const char *traceparent, con
         *out = http_ctx;
 }
 
+/* A copy of str owned by s: inside it while there is room, else its own allocation. */
+static char *keep(struct trace_span *s, const char *str)
+{
+    size_t n = strlen(str) + 1;
+    if (n > sizeof(s->text) - s->text_used)
+        return xstrdup(str);
+    char *at = s->text + s->text_used;
+    memcpy(at, str, n);
+    s->text_used += n;
+    return at;
+}
+
+/* Frees p unless keep put it inside s. */
+static void unkeep(struct trace_span *s, char *p)
+{
+    if (p && (p < s->text || p >= s->text + sizeof(s->text)))
+        free(p);
+}
+
 struct trace_span *trace_start(const char *name, enum trace_kind kind,
                                const struct trace_span *parent, const struct trace_remote *remote)
 {
     if (!tx__running())
         return NULL;
-    struct trace_span *s = xcalloc(1, sizeof(*s));
-    s->name = xstrdup(name);
+    struct trace_span *s = xmalloc(sizeof(*s));
+    memset(s, 0, offsetof(struct trace_span, text));
+    s->name = keep(s, name);
     s->kind = kind;
     random_id(s->span_id, 8);
     if (parent) {
         memcpy(s->trace_id, parent->trace_id, 16);
         memcpy(s->parent_id, parent->span_id, 8);
         s->flags = parent->flags;
-        s->tracestate = parent->tracestate ? xstrdup(parent->tracestate) : NULL;
+        s->tracestate = parent->tracestate ? keep(s, parent->tracestate) : NULL;
     } else if (remote && remote->valid) {
         memcpy(s->trace_id, remote->trace_id, 16);
         memcpy(s->parent_id, remote->span_id, 8);
         s->flags = remote->flags;
-        s->tracestate = remote->tracestate[0] ? xstrdup(remote->tracestate) : NULL;
+        s->tracestate = remote->tracestate[0] ? keep(s, remote->tracestate) : NULL;
     } else {
         random_id(s->trace_id, 16);
         s->flags = 1; /* a new trace is sampled */
@@ -161,7 +187,7 @@ void trace_attr_str(struct trace_span *s, const char *key, const char *value)
     struct trace_attr *a = s && value ? attr_slot(s) : NULL;
     if (a) {
         a->key = key;
-        a->str = xstrdup(value);
+        a->str = keep(s, value);
     }
 }
 
@@ -180,17 +206,17 @@ void trace_fail(struct trace_span *s, const char *error_type, const char *why)
         return;
     s->failed = 1;
     if (why)
-        s->status_msg = xstrdup(why);
+        s->status_msg = keep(s, why);
     trace_attr_str(s, "error.type", error_type);
 }
 
 void tr__span_free(struct trace_span *s)
 {
     for (int i = 0; i < s->n_attrs; i++)
-        free(s->attrs[i].str);
-    free(s->tracestate);
-    free(s->name);
-    free(s->status_msg);
+        unkeep(s, s->attrs[i].str);
+    unkeep(s, s->tracestate);
+    unkeep(s, s->name);
+    unkeep(s, s->status_msg);
     free(s);
 }
 

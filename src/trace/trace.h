@@ -69,6 +69,9 @@ void trace_end(struct trace_span *s);
 int trace_traceparent(const struct trace_span *s, char out[TRACE_PARENT_LEN + 1]);
 const char *trace_tracestate(const struct trace_span *s);
 
+/* Whether spans are exported (CODEMCP_OTLP_ENDPOINT set and the exporter running). */
+int trace_on(void);
+
 /* The HTTP front's traceparent/tracestate headers of the request being handled, for the spans
  * the MCP layer starts while handling it (_meta wins over them); NULL, NULL clears. */
 void trace_http_context(const char *traceparent, const char *tracestate);

@@ -20,9 +20,11 @@ struct trace_config {
     long timeout_ms;      /* one export request, connection included */
 };
 
+#define TRACE_TEXT 384 /* bytes of a span's strings kept inside it (more: allocated) */
+
 struct trace_attr {
     const char *key; /* a string literal */
-    char *str;       /* owned; NULL: the value is num */
+    char *str;       /* the span's (tr__keep); NULL: the value is num */
     int64_t num;
 };
 
@@ -31,16 +33,18 @@ struct trace_span {
     uint8_t span_id[8];
     uint8_t parent_id[8]; /* all zero: a root span */
     uint8_t flags;        /* bit 0: sampled (exported) */
-    char *tracestate;     /* owned; NULL: none */
-    char *name;           /* owned */
+    char *tracestate;     /* the span's (tr__keep); NULL: none */
+    char *name;           /* the span's (tr__keep) */
     enum trace_kind kind;
     uint64_t start_ns, end_ns; /* UNIX epoch nanoseconds */
     int failed;
-    char *status_msg; /* owned; NULL: none */
+    char *status_msg; /* the span's (tr__keep); NULL: none */
     int n_attrs;
     unsigned dropped_attrs;
     struct trace_attr attrs[TRACE_MAX_ATTRS];
     struct trace_span *next; /* in the export queue or a batch */
+    size_t text_used;
+    char text[TRACE_TEXT]; /* its strings, one allocation with it while they fit */
 };
 
 void tr__span_free(struct trace_span *s);
