@@ -19,49 +19,19 @@
 
 /* ---- protobuf ---------------------------------------------------------------------------- */
 
-static void pb_varint(struct buf *b, uint64_t v)
-{
-    uint8_t tmp[10];
-    size_t n = 0;
-    do {
-        tmp[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        v >>= 7;
-    } while (v);
-    buf_append(b, tmp, n);
-}
+/* Where encoded bytes go: appended to b, or only counted (b NULL), so that one function per
+ * message both sizes it (for its length prefix) and writes it, and the request is written
+ * once, front to back, without nested buffers. */
+struct pbw {
+    struct buf *b;
+    size_t n;
+};
 
-static void pb_tag(struct buf *b, unsigned field, unsigned wire)
+static void pb_raw(struct pbw *w, const void *p, size_t n)
 {
-    pb_varint(b, (uint64_t)field << 3 | wire);
-}
-
-static void pb_bytes(struct buf *b, unsigned field, const void *p, size_t n)
-{
-    pb_tag(b, field, WIRE_LEN);
-    pb_varint(b, n);
-    if (n)
-        buf_append(b, p, n);
-}
-
-static void pb_str(struct buf *b, unsigned field, const char *s)
-{
-    pb_bytes(b, field, s, strlen(s));
-}
-
-static void pb_fixed(struct buf *b, unsigned field, uint64_t v, unsigned wire)
-{
-    uint8_t le[8];
-    for (int i = 0; i < 8; i++)
-        le[i] = (uint8_t)(v >> (8 * i));
-    pb_tag(b, field, wire);
-    buf_append(b, le, wire == WIRE_FIXED64 ? 8 : 4);
-}
-
-/* A sub-message already encoded in inner, as field `field` of b; inner is emptied. */
-static void pb_sub(struct buf *b, unsigned field, struct buf *inner)
-{
-    pb_bytes(b, field, inner->data, inner->len);
-    buf_reset(inner);
+    if (w->b && n)
+        buf_append(w->b, p, n);
+    w->n += n;
 }
 
 static size_t varint_len(uint64_t v)
@@ -74,78 +44,140 @@ static size_t varint_len(uint64_t v)
     return n;
 }
 
-/* KeyValue{key=1, value=AnyValue{string_value=1 | int_value=3}} as field `field` of b, its
- * sizes counted first so that nothing is encoded twice. */
-static void pb_attr(struct buf *b, unsigned field, const char *key, const char *str, int64_t num)
+/* Bytes of a length-delimited field of n bytes (field numbers here are below 16: one byte). */
+static size_t field_len(size_t n)
+{
+    return 1 + varint_len(n) + n;
+}
+
+static void pb_varint(struct pbw *w, uint64_t v)
+{
+    uint8_t tmp[10];
+    size_t n = 0;
+    do {
+        tmp[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    pb_raw(w, tmp, n);
+}
+
+static void pb_tag(struct pbw *w, unsigned field, unsigned wire)
+{
+    pb_varint(w, (uint64_t)field << 3 | wire);
+}
+
+/* The head of a length-delimited field of n bytes; its bytes follow. */
+static void pb_len(struct pbw *w, unsigned field, size_t n)
+{
+    pb_tag(w, field, WIRE_LEN);
+    pb_varint(w, n);
+}
+
+static void pb_bytes(struct pbw *w, unsigned field, const void *p, size_t n)
+{
+    pb_len(w, field, n);
+    pb_raw(w, p, n);
+}
+
+static void pb_str(struct pbw *w, unsigned field, const char *s)
+{
+    pb_bytes(w, field, s, strlen(s));
+}
+
+static void pb_fixed(struct pbw *w, unsigned field, uint64_t v, unsigned wire)
+{
+    uint8_t le[8];
+    for (int i = 0; i < 8; i++)
+        le[i] = (uint8_t)(v >> (8 * i));
+    pb_tag(w, field, wire);
+    pb_raw(w, le, wire == WIRE_FIXED64 ? 8 : 4);
+}
+
+/* KeyValue{key=1, value=AnyValue{string_value=1 | int_value=3}} as field `field`. */
+static void pb_attr(struct pbw *w, unsigned field, const char *key, const char *str, int64_t num)
 {
     size_t kl = strlen(key), sl = str ? strlen(str) : 0;
-    size_t any = str ? 1 + varint_len(sl) + sl : 1 + varint_len((uint64_t)num);
-    pb_tag(b, field, WIRE_LEN);
-    pb_varint(b, 1 + varint_len(kl) + kl + 1 + varint_len(any) + any);
-    pb_str(b, 1, key);
-    pb_tag(b, 2, WIRE_LEN);
-    pb_varint(b, any);
+    size_t any = str ? field_len(sl) : 1 + varint_len((uint64_t)num);
+    pb_len(w, field, field_len(kl) + field_len(any));
+    pb_bytes(w, 1, key, kl);
+    pb_len(w, 2, any);
     if (str) {
-        pb_bytes(b, 1, str, sl);
+        pb_bytes(w, 1, str, sl);
     } else {
-        pb_tag(b, 3, WIRE_VARINT);
-        pb_varint(b, (uint64_t)num);
+        pb_tag(w, 3, WIRE_VARINT);
+        pb_varint(w, (uint64_t)num);
     }
 }
 
-static void pb_span(struct buf *b, const struct trace_span *s, struct buf *tmp)
+/* Span's fields (trace/v1/trace.proto). */
+static void pb_span(struct pbw *w, const struct trace_span *s)
 {
-    pb_bytes(b, 1, s->trace_id, 16);
-    pb_bytes(b, 2, s->span_id, 8);
-    if (s->tracestate)
-        pb_str(b, 3, s->tracestate);
     static const uint8_t zero[8];
+    pb_bytes(w, 1, s->trace_id, 16);
+    pb_bytes(w, 2, s->span_id, 8);
+    if (s->tracestate)
+        pb_str(w, 3, s->tracestate);
     if (memcmp(s->parent_id, zero, 8))
-        pb_bytes(b, 4, s->parent_id, 8);
-    pb_str(b, 5, s->name);
-    pb_tag(b, 6, WIRE_VARINT);
-    pb_varint(b, (uint64_t)s->kind);
-    pb_fixed(b, 7, s->start_ns, WIRE_FIXED64);
-    pb_fixed(b, 8, s->end_ns, WIRE_FIXED64);
+        pb_bytes(w, 4, s->parent_id, 8);
+    pb_str(w, 5, s->name);
+    pb_tag(w, 6, WIRE_VARINT);
+    pb_varint(w, (uint64_t)s->kind);
+    pb_fixed(w, 7, s->start_ns, WIRE_FIXED64);
+    pb_fixed(w, 8, s->end_ns, WIRE_FIXED64);
     for (int i = 0; i < s->n_attrs; i++)
-        pb_attr(b, 9, s->attrs[i].key, s->attrs[i].str, s->attrs[i].num);
+        pb_attr(w, 9, s->attrs[i].key, s->attrs[i].str, s->attrs[i].num);
     if (s->dropped_attrs) {
-        pb_tag(b, 10, WIRE_VARINT);
-        pb_varint(b, s->dropped_attrs);
+        pb_tag(w, 10, WIRE_VARINT);
+        pb_varint(w, s->dropped_attrs);
     }
     if (s->failed) { /* Status{message=2, code=3 (STATUS_CODE_ERROR = 2)} */
-        if (s->status_msg)
-            pb_str(tmp, 2, s->status_msg);
-        pb_tag(tmp, 3, WIRE_VARINT);
-        pb_varint(tmp, 2);
-        pb_sub(b, 15, tmp);
+        size_t ml = s->status_msg ? strlen(s->status_msg) : 0;
+        pb_len(w, 15, (ml ? field_len(ml) : 0) + 2);
+        if (ml)
+            pb_bytes(w, 2, s->status_msg, ml);
+        pb_tag(w, 3, WIRE_VARINT);
+        pb_varint(w, 2);
     }
-    pb_fixed(b, 16, s->flags, WIRE_FIXED32); /* W3C trace flags in the low byte */
+    pb_fixed(w, 16, s->flags, WIRE_FIXED32); /* W3C trace flags in the low byte */
+}
+
+static size_t span_len(const struct trace_span *s)
+{
+    struct pbw count = {NULL, 0};
+    pb_span(&count, s);
+    return count.n;
+}
+
+/* Resource{attributes=1}: the service. */
+static void pb_resource(struct pbw *w)
+{
+    pb_attr(w, 1, "service.name", SERVICE_NAME, 0);
+    pb_attr(w, 1, "service.version", CODEMCP_VERSION, 0);
 }
 
 void otlp_encode_proto(const struct trace_span *list, struct buf *out)
 {
-    struct buf spans = {0}, one = {0}, tmp = {0}, res = {0}, rs = {0};
-    /* ScopeSpans{scope=1 InstrumentationScope{name=1, version=2}, spans=2} */
-    pb_str(&tmp, 1, SCOPE_NAME);
-    pb_str(&tmp, 2, CODEMCP_VERSION);
-    pb_sub(&spans, 1, &tmp);
+    struct pbw count = {NULL, 0}, w = {out, 0};
+    size_t spans = 0;
+    for (const struct trace_span *s = list; s; s = s->next)
+        spans += field_len(span_len(s));
+    size_t scope = field_len(strlen(SCOPE_NAME)) + field_len(strlen(CODEMCP_VERSION));
+    size_t scope_spans = field_len(scope) + spans;
+    pb_resource(&count);
+    size_t resource = count.n;
+    /* ExportTraceServiceRequest{resource_spans=1 ResourceSpans{resource=1, scope_spans=2
+     * ScopeSpans{scope=1 InstrumentationScope{name=1, version=2}, spans=2}}} */
+    pb_len(&w, 1, field_len(resource) + field_len(scope_spans));
+    pb_len(&w, 1, resource);
+    pb_resource(&w);
+    pb_len(&w, 2, scope_spans);
+    pb_len(&w, 1, scope);
+    pb_str(&w, 1, SCOPE_NAME);
+    pb_str(&w, 2, CODEMCP_VERSION);
     for (const struct trace_span *s = list; s; s = s->next) {
-        pb_span(&one, s, &tmp);
-        pb_sub(&spans, 2, &one);
+        pb_len(&w, 2, span_len(s));
+        pb_span(&w, s);
     }
-    /* ResourceSpans{resource=1 Resource{attributes=1}, scope_spans=2} */
-    pb_attr(&res, 1, "service.name", SERVICE_NAME, 0);
-    pb_attr(&res, 1, "service.version", CODEMCP_VERSION, 0);
-    pb_sub(&rs, 1, &res);
-    pb_sub(&rs, 2, &spans);
-    /* ExportTraceServiceRequest{resource_spans=1} */
-    pb_sub(out, 1, &rs);
-    buf_free(&spans);
-    buf_free(&one);
-    buf_free(&tmp);
-    buf_free(&res);
-    buf_free(&rs);
 }
 
 /* ---- OTLP/JSON --------------------------------------------------------------------------- */

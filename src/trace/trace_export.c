@@ -92,10 +92,12 @@ static void free_list(struct trace_span *s)
     }
 }
 
+static struct buf body; /* the export thread's: the request being sent, kept for the next */
+
 /* POSTs one batch of n spans; counts them exported or dropped. */
 static void post(CURL *easy, const struct trace_span *list, long n)
 {
-    struct buf body = {0};
+    buf_reset(&body);
     if (json)
         otlp_encode_json(list, &body);
     else
@@ -116,7 +118,6 @@ static void post(CURL *easy, const struct trace_span *list, long n)
                      url, rc != CURLE_OK ? curl_easy_strerror(rc) : "collector answered an error",
                      lost);
     }
-    buf_free(&body);
 }
 
 /* Waits until a batch is due (batch_spans queued, delay_ms after the first of them arrived,
@@ -188,6 +189,7 @@ static void *thread_main(void *ud)
     curl_slist_free_all(hdrs);
     if (easy)
         curl_easy_cleanup(easy);
+    buf_free(&body);
     return NULL;
 }
 

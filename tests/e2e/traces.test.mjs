@@ -178,6 +178,30 @@ describe('traces', () => {
     rcv.close();
   });
 
+  test('a failed program and refused arguments end their spans with status ERROR and error.type', async () => {
+    const rcv = await receiver();
+    const dir = tempDir('codemcp-traces-');
+    const config = writeConfig(dir, { v2: { type: 'local', command: [NODE, V2, '--name', 'v2'] } });
+    const h = await connectClient({ config, env: env(rcv.port) });
+    await h.client.listTools();
+    const call = (trace, args) => h.client.callTool(
+      { name: 'execute_python', arguments: args, _meta: { traceparent: `00-${trace}-${PARENT}-01` } }, undefined, { timeout: ms(60000) });
+    const raised = 'c'.repeat(32), refused = 'd'.repeat(32);
+    assert.equal((await call(raised, { code: 'v2_add(a=1, b=2).result()\nraise ValueError("no")' })).isError, true);
+    assert.equal((await call(refused, { code: 5 })).isError, true);
+    const a = await traceSpans(rcv, raised, (s) => s.some((x) => x.kind === 2));
+    const req = a.find((s) => s.kind === 2), run = a.find((s) => s.name === 'codemcp.run');
+    assert.ok(req.error && req.attrs['error.type'] === 'tool_error', JSON.stringify(req));
+    assert.ok(run.error && run.attrs['error.type'] === 'exception', JSON.stringify(run));
+    const add = a.find((s) => s.name === 'execute_tool add');
+    assert.ok(add && !add.error, `the call itself succeeded: ${JSON.stringify(a)}`);
+    const b = await traceSpans(rcv, refused, (s) => s.some((x) => x.kind === 2));
+    assert.ok(b.find((s) => s.kind === 2).error);
+    assert.equal(b.find((s) => s.name === 'preflight').attrs['error.type'], 'invalid_arguments');
+    await h.close();
+    rcv.close();
+  });
+
   for (const mode of ['hang', 'down']) {
     test(`collector ${mode}: runs are not held up, the queue is bounded and drops are counted`, async () => {
       const rcv = await receiver('hang');
