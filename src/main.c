@@ -31,8 +31,8 @@
 #include "settings.h"
 #include "setup.h"
 #include "shapes.h"
-#ifdef CODEMCP_TUI
 #include "trace.h"
+#ifdef CODEMCP_TUI
 #include "tui.h"
 #endif
 #include "upstream.h"
@@ -610,7 +610,7 @@ int main(int argc, char **argv)
     use_free();
     shapes_free();
     trace_shutdown(); /* after every span's owner is gone: the last spans are in the queue */
-    cl_free_all(); /* before the context: WSI_DESTROY callbacks then find nothing to do */
+    cl_free_all();    /* before the context: WSI_DESTROY callbacks then find nothing to do */
     lp_destroy();
     cfg_free(&config);
     pg_guard_stop(); /* after every child is gone; reaps the guard */
