@@ -38,6 +38,8 @@
 #include "usage.h"
 #include "util.h"
 #include "workers.h"
+#include "health.h"
+#include "replica.h"
 
 #include <getopt.h>
 #include <sys/prctl.h>
@@ -235,11 +237,46 @@ static void begin_shutdown(void)
  * by SIGNAL_DEADLINE_MS whatever is left. A client closing stdin keeps the longer grace. */
 #define UP_SIGNAL_DEADLINE_MS 50
 #define SIGNAL_DEADLINE_MS    80
-static void on_signal(void)
+static void on_signal_now(void)
 {
     up_set_shutdown_deadline(UP_SIGNAL_DEADLINE_MS);
     begin_shutdown();
     lp_timer_start(&shutdown_deadline, SIGNAL_DEADLINE_MS, force_stop, NULL);
+}
+
+/* `codemcp start` drains first (health.h): no new sessions or runs, the runs in flight
+ * finish (up to CODEMCP_DRAIN_MS), then the shutdown above. A second signal does not wait. */
+static void on_signal(void)
+{
+    if (mode == MODE_HTTP && settings.drain_ms > 0 && !health_draining() && !shutting_down)
+        health_drain(settings.drain_ms, run_count, on_signal_now);
+    else
+        on_signal_now();
+}
+
+/* /readyz: every upstream has finished its first connection attempt (the SDK and the
+ * description are complete), so a new session here sees what it would see on any replica. */
+static int upstreams_ready(void *ud, char *why, size_t n)
+{
+    (void)ud;
+    if (up_all_settled())
+        return 1;
+    snprintf(why, n, "upstreams still connecting");
+    return 0;
+}
+
+/* The fleet settings of `codemcp start` (replica.h); 0, or -1 after saying why. */
+static int fleet_init(void)
+{
+    char err[300];
+    if (replica_init(settings.replica_id, settings.fleet_secret, err, sizeof(err)) < 0) {
+        fprintf(stderr, "codemcp: %s\n", err);
+        return -1;
+    }
+    if (replica_id())
+        log_info("main", "replica %s of a fleet", replica_id());
+    health_add_check("upstreams", upstreams_ready, NULL);
+    return 0;
 }
 
 static void on_reload(void)
@@ -539,7 +576,7 @@ int main(int argc, char **argv)
     /* CODEMCP_AUTHZ_URL: its HTTP thread posts to the loop */
     policy_engine_init(settings.authz_url, settings.authz_timeout_ms);
     /* Before any child is spawned: a taken port ends here, with a message naming it. */
-    if (mode == MODE_HTTP && http_serve(&settings, http_host, http_port) < 0)
+    if (mode == MODE_HTTP && (fleet_init() < 0 || http_serve(&settings, http_host, http_port) < 0))
         return 1;
     lp_on_shutdown_signal(on_signal);
     if (mode == MODE_HTTP) /* stdio keeps SIGHUP = shutdown (the terminal went away) */
@@ -598,6 +635,7 @@ int main(int argc, char **argv)
     adm_stop();
     run_free_all();
     ns_free_all();
+    health_free();
     mcp_free_all();
     calls_free_all();
     ctl_free_all();

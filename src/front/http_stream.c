@@ -232,7 +232,9 @@ struct hsession *http__session_open(struct hsession **list, const char *principa
 {
     struct hsession *s = xcalloc(1, sizeof(*s));
     snprintf(s->principal, sizeof(s->principal), "%s", principal);
-    if (random_hex(s->sid, SID_BYTES) < 0) {
+    int bad = replica_id() ? replica_mint("sid", s->sid, sizeof(s->sid)) /* routable */
+                           : random_hex(s->sid, SID_BYTES);
+    if (bad < 0) {
         free(s);
         return NULL;
     }
