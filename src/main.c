@@ -244,12 +244,18 @@ static void on_signal_now(void)
     lp_timer_start(&shutdown_deadline, SIGNAL_DEADLINE_MS, force_stop, NULL);
 }
 
+/* What a drain waits for: runs, and answers not yet written. */
+static size_t work_in_flight(void)
+{
+    return run_count() + http_busy();
+}
+
 /* `codemcp start` drains first (health.h): no new sessions or runs, the runs in flight
  * finish (up to CODEMCP_DRAIN_MS), then the shutdown above. A second signal does not wait. */
 static void on_signal(void)
 {
     if (mode == MODE_HTTP && settings.drain_ms > 0 && !health_draining() && !shutting_down)
-        health_drain(settings.drain_ms, run_count, on_signal_now);
+        health_drain(settings.drain_ms, work_in_flight, on_signal_now);
     else
         on_signal_now();
 }

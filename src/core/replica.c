@@ -87,9 +87,10 @@ static void mac_of(const char *kind, const char *body, size_t n, char *out)
 int replica_mint(const char *kind, char *out, size_t n)
 {
     char rnd[RANDOM_HEX + 1];
+    /* boot after the random part: a log's "%.8s" of an id still tells sessions apart */
     if (!me[0] || n < REPLICA_MINTED_MAX || random_hex(rnd, RANDOM_HEX / 2) < 0)
         return -1;
-    int len = snprintf(out, n, "%s.%s%s.", me, boot, rnd);
+    int len = snprintf(out, n, "%s.%s%s.", me, rnd, boot); /* logs show "<replica>.<random…" */
     mac_of(kind, out, (size_t)len - 1, out + len);
     return 0;
 }
@@ -119,5 +120,5 @@ enum replica_verdict replica_check(const char *kind, const char *id, char *who)
     who[idl] = '\0';
     if (strcmp(who, me) != 0)
         return REPLICA_OTHER;
-    return memcmp(dot + 1, boot, BOOT_HEX) == 0 ? REPLICA_MINE : REPLICA_EARLIER;
+    return memcmp(dot + 1 + RANDOM_HEX, boot, BOOT_HEX) == 0 ? REPLICA_MINE : REPLICA_EARLIER;
 }

@@ -6,7 +6,7 @@
  * of what it carries ("<replica>." for session ids, "ns_<replica>." for handles), without
  * reading bodies. Such an id is
  *
- *     <replica>.<boot: 8 hex><random: 48 hex>.<mac: 32 hex>
+ *     <replica>.<random: 48 hex><boot: 8 hex>.<mac: 32 hex>
  *
  * boot is drawn once per process, so a replica that restarted under the same name knows an
  * id of its previous life; mac is HMAC-SHA256 (truncated to 128 bits) under the fleet

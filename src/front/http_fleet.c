@@ -44,9 +44,10 @@ void http__reply_session_lost(struct hconn *c, const char *start_over)
                  "Session not found: this session id was not issued by this fleet; %s", start_over);
     else if (health_draining())
         snprintf(msg, sizeof(msg),
-                 "Session not found: replica %s is shutting down and this session ends with it; "
-                 "its Python variables are discarded; %s",
-                 replica_id() ? replica_id() : "codemcp", start_over);
+                 "Session not found: %s%s is shutting down and this session ends with it; its "
+                 "Python variables are discarded; %s",
+                 replica_id() ? "replica " : "codemcp", replica_id() ? replica_id() : "",
+                 start_over);
     else
         snprintf(msg, sizeof(msg), "Session not found: it ended or expired; %s", start_over);
     http__reply_error(c, 404, -32001, msg);
@@ -85,13 +86,18 @@ int http__drain_refused(struct hconn *c, json_t *msg, int starts_session)
         http__reply_session_lost(c, "initialize a new session");
         return 1;
     }
+    http__reply_shutting_down(c);
+    return 1;
+}
+
+void http__reply_shutting_down(struct hconn *c)
+{
     c->extra_name = "retry-after:";
     c->extra_value = "1";
-    char why[200];
+    char why[240];
     snprintf(why, sizeof(why),
-             "Service Unavailable: replica %s is shutting down (draining) and takes no new "
-             "sessions or runs; retry (the load balancer sends it to another replica)",
-             replica_id() ? replica_id() : "codemcp");
+             "Service Unavailable: %s%s is shutting down and takes no new sessions or runs; "
+             "retry (a load balancer sends it to another replica)",
+             replica_id() ? "replica " : "codemcp", replica_id() ? replica_id() : "");
     http__reply_error(c, 503, RPC_SERVER_ERROR, why);
-    return 1;
 }

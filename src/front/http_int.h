@@ -196,6 +196,8 @@ void http__modern_post(struct hconn *c, json_t *msg, long max_per_principal);
 /* serve_http's tick for the transient sessions' streams; and ending them all at shutdown. */
 void http__modern_tick(int keepalive);
 void http__modern_close_all(void);
+/* 2026 requests answered whose answer is still being written (a subscription never is). */
+size_t http__modern_writing(void);
 /* The legacy /sse transport's keep-alive interval (from the settings). */
 void http__sse_configure(long keepalive_ms);
 
@@ -211,6 +213,8 @@ int http__health_request(struct hconn *c, const char *uri);
  * when starts_session, else a request) — 404 on an existing 2025 session, 503 otherwise. 1
  * when refused (answered). */
 int http__drain_refused(struct hconn *c, json_t *msg, int starts_session);
+/* 503 with Retry-After: this replica is shutting down (draining, or closing). */
+void http__reply_shutting_down(struct hconn *c);
 
 /* ---- http_addr.c: addresses and allow-lists --------------------------------------------- */
 

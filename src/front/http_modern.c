@@ -177,6 +177,15 @@ void http__modern_tick(int keepalive)
             http__stream_tick(st, keepalive);
 }
 
+size_t http__modern_writing(void)
+{
+    size_t n = 0;
+    for (struct hsession *r = reqs; r; r = r->next)
+        for (struct hstream *st = r->streams; st; st = st->next)
+            n += st->request_id && st->answered; /* freed once written (conn_gone) */
+    return n;
+}
+
 void http__modern_close_all(void)
 {
     while (reqs) {

@@ -496,7 +496,7 @@ static int on_request(struct hconn *c, struct lws *wsi, const char *uri)
     if (http__health_request(c, uri)) {
         /* /healthz, /readyz: for probes, before the doors (they reveal nothing) */
     } else if (closing) {
-        http__reply_error(c, 503, RPC_SERVER_ERROR, "codemcp is shutting down");
+        http__reply_shutting_down(c);
     } else if (header(wsi, WSI_TOKEN_HOST, NULL, host, sizeof(host)) < 0 ||
                !http__host_allowed(host, cfg.hosts, cfg.n_hosts, cfg.any_host)) {
         forbid(c, "Host", host, "CODEMCP_HTTP_ALLOWED_HOSTS");
@@ -738,6 +738,15 @@ int http_serve(const struct settings *s, const char *host, int port)
                  cfg.n_hosts ? s->http_allowed_hosts : "");
     lp_timer_start(&tick_timer, TICK_MS, tick, NULL);
     return 0;
+}
+
+size_t http_busy(void)
+{
+    size_t n = http__modern_writing();
+    for (struct hsession *s = sessions; s; s = s->next)
+        for (struct hstream *st = s->streams; st; st = st->next)
+            n += st->request_id && (!st->answered || st->conn);
+    return n;
 }
 
 void http_close(void)

@@ -448,9 +448,11 @@ static int lost_replica(const char *h, char *err, size_t errlen)
     enum replica_verdict v = replica_check("ns", h + np, who);
     if (v == REPLICA_OTHER)
         snprintf(err, errlen,
-                 "namespace lost: this handle belongs to replica %s of this fleet, which is gone "
-                 "(stopped, restarted or unreachable); its variables and any run in flight there "
-                 "are lost. Leave `namespace` out to start a new one",
+                 "namespace lost: this handle belongs to replica %s of this fleet, which did not "
+                 "get this request: it is gone (stopped, restarted or unreachable) and its "
+                 "variables and any run in flight there are lost, or the request lacked the "
+                 "Mcp-Param-Namespace header the load balancer routes on (a 2026 client sends it "
+                 "once it has listed the tools). Leave `namespace` out to start a new one",
                  who);
     else if (v == REPLICA_EARLIER)
         snprintf(err, errlen,
