@@ -162,8 +162,9 @@ class Fleet {
     child.stderr.on('data', (d) => (this.lbLog += d));
     const exited = new Promise((r) => child.on('close', r));
     onCleanup(async () => {
+      child.kill('SIGTERM'); // nginx's master stops its workers (SIGKILL would orphan them)
+      await Promise.race([exited, sleep(3000)]);
       child.kill('SIGKILL');
-      await Promise.race([exited, sleep(2000)]);
     }, true);
     this.balancer = child;
   }
@@ -493,5 +494,37 @@ describe('fleet behind HAProxy (contrib/fleet/haproxy.cfg)', { skip: !which('hap
       `(r1 ${errs.filter((e) => e.replica === 'r1').length}, r2 ${errs.filter((e) => e.replica === 'r2').length}, r3 0)`);
     const hitR1 = recs.filter((r) => r.errors.some((e) => e.replica === 'r1'));
     assert.ok(hitR1.length > 0, 'the killed replica\'s clients were told');
+  });
+});
+
+describe('fleet behind nginx (contrib/fleet/nginx.conf)', { skip: !which('nginx') && 'nginx is not installed (install.sh installs nginx-light)' }, () => {
+  const fleet = new Fleet('codemcp-fleet-ngx-');
+  before(async () => fleet.start('nginx'));
+  after(async () => fleet.stop());
+
+  stateTests(fleet);
+
+  test('a replica killed: its session and handle are answered through nginx with the documented error, others carry on', async () => {
+    // One 2025 session and one 2026 handle on each replica, made directly, used through nginx.
+    const sids = {}, handles = {};
+    for (const id of IDS) {
+      sids[id] = await initialize2025(fleet.ports[id]);
+      const made = await call2026(fleet.ports[id], 'k = 5\nresult = k');
+      handles[id] = made.body.result.structuredContent.namespace;
+      assert.match(handles[id], new RegExp(`^ns_${id}\\.`));
+    }
+    fleet.procs.r1.child.kill('SIGKILL');
+    await fleet.procs.r1.waitExit(ms(5000));
+    const ping = { jsonrpc: '2.0', id: 3, method: 'ping' };
+    const lost = await post(fleet.lb, '/mcp', ping, { 'mcp-session-id': sids.r1 });
+    assert.match(lost.body.error.message, LOST, lost.text);
+    const gone = await call2026(fleet.lb, 'result = k', handles.r1);
+    assert.match(JSON.stringify(gone.body), LOST, gone.text);
+    for (const id of ['r2', 'r3']) {
+      const r = await call2026(fleet.lb, 'k += 1\nresult = k', handles[id]);
+      assert.equal(r.body.result.structuredContent.result, 6, r.text);
+      const p = await post(fleet.lb, '/mcp', ping, { 'mcp-session-id': sids[id] });
+      assert.equal(p.status, 200, p.text);
+    }
   });
 });
