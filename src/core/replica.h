@@ -20,7 +20,7 @@
 
 #include <stddef.h>
 
-#define REPLICA_ID_MAX 32 /* characters of a replica id: [a-z0-9-], as Kubernetes pod names */
+#define REPLICA_ID_MAX 63 /* characters of a replica id: [a-z0-9-], as a Kubernetes pod name */
 /* Longest minted id: replica "." boot+random "." mac, plus the NUL. */
 #define REPLICA_MINTED_MAX (REPLICA_ID_MAX + 1 + 8 + 48 + 1 + 32 + 1)
 

@@ -107,6 +107,7 @@ struct hconn {
     void (*on_release)(struct hconn *c);
     int (*answer_status)(const char *text, size_t len); /* a deferred reply's status rule */
     int body_done; /* LWS_CALLBACK_HTTP_BODY_COMPLETION came (again: pipelined input) */
+    int writing;   /* a plain reply counted by http__replies_writing until released */
 };
 
 /* ---- http_stream.c: streams ---------------------------------------------------------------- */
@@ -157,6 +158,8 @@ void http__write_continue(struct hconn *c);
  * JSON (copied); reply_sse attaches c to st and streams its events after from_seq, with a
  * priming event first when prime is set. */
 void http__reply_ready(struct hconn *c, int status);
+/* Plain (not SSE) replies decided but not yet fully written: a drain waits for them. */
+size_t http__replies_writing(void);
 void http__reply_error(struct hconn *c, int status, int code, const char *message);
 void http__reply_json(struct hconn *c, const char *json, size_t len);
 /* An OAuth/RFC 6750-style error body {"error": error, "error_description": description};

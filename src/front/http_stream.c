@@ -34,6 +34,7 @@
 #define MODULE            "http"
 
 static uint64_t next_stream_num = 1;
+static size_t replies_writing; /* plain (not SSE) replies decided but not yet fully written */
 static unsigned char scratch[LWS_PRE + SLICE + 64];
 
 /* GET streams: lws 4.1 does not read a connection while it serves a GET (state
@@ -263,8 +264,17 @@ void http__session_close(struct hsession **list, struct hsession *s)
 
 /* ---- replies ------------------------------------------------------------------------------ */
 
+size_t http__replies_writing(void)
+{
+    return replies_writing;
+}
+
 void http__reply_ready(struct hconn *c, int status)
 {
+    if (!c->sse && !c->writing) {
+        c->writing = 1;
+        replies_writing++;
+    }
     c->status = status;
     c->ready = 1;
     want_write(c);
@@ -411,6 +421,9 @@ void http__conn_release(struct hconn *c)
     if (!c->live)
         return;
     c->live = 0;
+    if (c->writing)
+        replies_writing--;
+    c->writing = 0;
     detach(c);
     void (*on_release)(struct hconn *) = c->on_release;
     c->on_release = NULL;

@@ -742,7 +742,7 @@ int http_serve(const struct settings *s, const char *host, int port)
 
 size_t http_busy(void)
 {
-    size_t n = http__modern_writing();
+    size_t n = http__modern_writing() + http__replies_writing();
     for (struct hsession *s = sessions; s; s = s->next)
         for (struct hstream *st = s->streams; st; st = st->next)
             n += st->request_id && (!st->answered || st->conn);

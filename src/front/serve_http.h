@@ -40,8 +40,8 @@ const char *http_url(void);
  * Idempotent; the listener itself goes away with the loop's context. */
 void http_close(void);
 /* Requests being answered: 2025 POST streams not yet answered or still being written, 2026
- * answers still being written. What a drain waits for besides runs: an answer must get out
- * before the process ends. */
+ * answers and plain replies still being written. What a drain waits for besides runs: an answer
+ * must get out before the process ends. */
 size_t http_busy(void);
 
 #endif

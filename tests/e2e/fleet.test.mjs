@@ -40,6 +40,8 @@ const LOST = new RegExp([
   /replica serving this request went away before answering/, // haproxy.cfg's 502
   /no codemcp replica could serve this request/, // haproxy.cfg's 503
 ].map((r) => r.source).join('|'));
+// A response cut off mid-body by a SIGKILL: the balancer can only end the client's connection.
+const CUT = /fetch failed|other side closed|terminated|ECONNRESET|SocketError/;
 
 function which(bin) {
   return spawnSync('sh', ['-c', `command -v ${bin}`]).status === 0;
@@ -422,8 +424,11 @@ describe('fleet behind HAProxy (contrib/fleet/haproxy.cfg)', { skip: !which('hap
           rec.ok++;
           if (phase === 'after') rec.okAfter++;
         } catch (e) {
-          rec.errors.push({ replica: rec.replica, phase, message: String(e.message || e) + (e.cause ? ` (${e.cause.code || ''} ${e.cause.message})` : '') });
-          ns = undefined; // start over: a new namespace, anywhere
+          const message = String(e.message || e) + (e.cause ? ` (${e.cause.code || ''} ${e.cause.message})` : '');
+          rec.errors.push({ replica: rec.replica, phase, message });
+          // Cut off in flight: ask again with the handle (to be told what was lost); else
+          // start over: a new namespace, anywhere.
+          if (!CUT.test(message) || rec.errors.length > 1) ns = undefined;
           await sleep(100);
         }
       }
@@ -447,9 +452,12 @@ describe('fleet behind HAProxy (contrib/fleet/haproxy.cfg)', { skip: !which('hap
           rec.ok++;
           if (phase === 'after') rec.okAfter++;
         } catch (e) {
-          rec.errors.push({ replica: rec.replica, phase, message: String(e.message || e) });
-          await c?.client.close().catch(() => {});
-          c = null; // a new session, on a live replica
+          const message = String(e.message || e) + (e.cause ? ` (${e.cause.code || ''} ${e.cause.message})` : '');
+          rec.errors.push({ replica: rec.replica, phase, message });
+          if (!CUT.test(message) || rec.errors.length > 1) { // cut off in flight: ask the session again
+            await c?.client.close().catch(() => {});
+            c = null; // a new session, on a live replica
+          }
           await sleep(100);
         }
       }
@@ -484,9 +492,15 @@ describe('fleet behind HAProxy (contrib/fleet/haproxy.cfg)', { skip: !which('hap
         assert.ok(e.replica === 'r1' || e.replica === 'r2',
           `a client on ${e.replica} (${r.era} #${r.i}) failed although its replica was never stopped: ${e.message}\n` +
           `balancer: ${fleet.lbLog.slice(-2000)}\n${e.replica}: ${fleet.procs[e.replica]?.stderrTail(3000)}`);
+        // A response cut off by the SIGKILL (or, rarely, by the restarted replica's exit: see
+        // bench/results/fleet.md) can only end the connection; every other error names what
+        // was lost.
+        if (e.phase === 'during' && CUT.test(e.message)) continue;
         assert.match(e.message, LOST, `the documented error for state on a stopped replica (${r.era} #${r.i} on ${e.replica}, ${e.phase})\n` +
           `balancer: ${fleet.lbLog.slice(-1500)}`);
       }
+      assert.ok(r.errors.filter((e) => CUT.test(e.message)).length <= 1, `at most the call in flight at the kill is cut off: ${JSON.stringify(r.errors)}`);
+      if (r.errors.length) assert.ok(r.errors.some((e) => LOST.test(e.message)), `a client that lost its state was told what it lost: ${JSON.stringify(r.errors)}`);
       assert.ok(r.okAfter >= 2, `${r.era} client #${r.i} (first on ${r.replica}) works again after the failover: ${JSON.stringify(r.errors)}`);
     }
     const errs = recs.flatMap((r) => r.errors);
