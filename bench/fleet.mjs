@@ -12,10 +12,9 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
-import { ROOT, codemcpBin, cpuNs, fmt, stats } from './lib.mjs';
+import { ROOT, codemcpBin, cpuNs, fmt, freePort, stats } from './lib.mjs';
 
 const seconds = Number(process.argv[2] || 6);
 const clients = Number(process.argv[3] || 16);
@@ -28,16 +27,6 @@ writeFileSync(join(dir, 'tokens'), tokens.map((t, i) => `p${i} ${t}\n`).join('')
 writeFileSync(join(dir, 'mcp.json'), JSON.stringify({ mcpServers: {} }));
 const sleep = (n) => new Promise((r) => setTimeout(r, n));
 const procs = [];
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function startReplica(id, port) {
   const p = spawn(bin, ['start', '-p', String(port)], {

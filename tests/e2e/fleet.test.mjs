@@ -17,14 +17,13 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { Client as V1Client, Proc, REPO, TESTS, ms, onCleanup, sleep, tempDir, waitFor, withTimeout, writeConfig } from './lib.mjs';
+import { Client as V1Client, Proc, REPO, TESTS, freePort, ms, onCleanup, sleep, tempDir, waitFor, withTimeout, writeConfig } from './lib.mjs';
 
 const V2DIR = path.join(TESTS, 'v2', 'node_modules', '@modelcontextprotocol', 'client', 'dist');
 const { Client: V2Client, StreamableHTTPClientTransport: V2Transport } = await import(path.join(V2DIR, 'index.mjs'));
@@ -45,17 +44,6 @@ const CUT = /fetch failed|other side closed|terminated|ECONNRESET|SocketError/;
 
 function which(bin) {
   return spawnSync('sh', ['-c', `command -v ${bin}`]).status === 0;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 function get(port, p) {

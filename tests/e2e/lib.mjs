@@ -13,6 +13,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -73,6 +74,18 @@ export async function waitFor(fn, limit, step = 50) {
 
 const cleanups = [];
 const fileCleanups = [];
+
+/** A TCP port free on loopback now (bound, then released). */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
 
 export function onCleanup(fn, shared = false) {
   (shared ? fileCleanups : cleanups).push(fn);
