@@ -96,6 +96,11 @@ void health_drain(long drain_ms, size_t (*busy)(void), void (*done)(void))
     drain_poll(NULL);
 }
 
+void health_stopping(void)
+{
+    draining = 1;
+}
+
 void health_free(void)
 {
     lp_timer_stop(&drain_timer);

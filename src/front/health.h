@@ -28,6 +28,8 @@ int health_draining(void);
 /* Begins the drain: busy() says how much work is still in flight; done() is called once it
  * says 0 or after drain_ms. A second call changes nothing. */
 void health_drain(long drain_ms, size_t (*busy)(void), void (*done)(void));
+/* The gateway is shutting down (with or without a drain): /readyz fails from now on. */
+void health_stopping(void);
 void health_free(void);
 
 #endif

@@ -19,6 +19,7 @@
  * refused. The write-side traps are handled in http_stream.c. */
 #include "serve_http.h"
 #include "connlimit.h"
+#include "health.h"
 #include "http_auth.h"
 #include "http_int.h"
 #include "jsonfast.h"
@@ -754,6 +755,7 @@ void http_close(void)
     if (closing)
         return;
     closing = 1;
+    health_stopping(); /* /readyz answers until the last moment: not ready */
     lp_timer_stop(&tick_timer);
     http__modern_close_all();
     lsse_close_all();
