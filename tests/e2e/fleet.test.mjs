@@ -457,23 +457,28 @@ describe('fleet behind HAProxy (contrib/fleet/haproxy.cfg)', { skip: !which('hap
     const loops = [];
     for (let i = 0; i < N2026; i++) loops.push(loop2026(i));
     for (let i = 0; i < N2025; i++) loops.push(loop2025(i));
-    await waitFor(() => recs.length === N2026 + N2025 && recs.every((r) => r.ok >= 2), ms(60000));
-    const onR1 = recs.filter((r) => r.replica === 'r1').length;
-    const onR3 = recs.filter((r) => r.replica === 'r3').length;
-    assert.ok(onR1 > 0 && onR3 > 0, `clients on every replica: r1 ${onR1}, r3 ${onR3}`);
+    let exitCode;
+    const drained = fleet.procs.r2;
+    try {
+      await waitFor(() => recs.length === N2026 + N2025 && recs.every((r) => r.ok >= 2), ms(60000));
+      const onR1 = recs.filter((r) => r.replica === 'r1').length;
+      const onR3 = recs.filter((r) => r.replica === 'r3').length;
+      assert.ok(onR1 > 0 && onR3 > 0, `clients on every replica: r1 ${onR1}, r3 ${onR3}`);
 
-    phase = 'during';
-    fleet.procs.r1.child.kill('SIGKILL');
-    fleet.procs.r2.child.kill('SIGTERM');
-    const ex = await fleet.procs.r2.waitExit(ms(30000));
-    assert.equal(ex.code, 0, fleet.procs.r2.stderrTail());
-    await fleet.procs.r1.waitExit(ms(5000));
-    await fleet.startReplica('r2');
-    await sleep(ms(3000)); // the balancer's checks see r2 up again
-    phase = 'after';
-    await waitFor(() => recs.every((r) => r.okAfter >= 2), ms(60000)).catch(() => {});
-    stop = true;
+      phase = 'during';
+      fleet.procs.r1.child.kill('SIGKILL');
+      fleet.procs.r2.child.kill('SIGTERM');
+      exitCode = (await drained.waitExit(ms(30000))).code;
+      await fleet.procs.r1.waitExit(ms(5000));
+      await fleet.startReplica('r2');
+      await sleep(ms(3000)); // the balancer's checks see r2 up again
+      phase = 'after';
+      await waitFor(() => recs.every((r) => r.okAfter >= 2), ms(60000)).catch(() => {});
+    } finally {
+      stop = true; // the client loops end even when a step above failed
+    }
     await withTimeout(Promise.all(loops), ms(90000), 'every client loop to end (a hung request would stop it)');
+    assert.equal(exitCode, 0, `the drained replica exits 0:\n${drained.stderrTail()}`);
 
     for (const r of recs) {
       for (const e of r.errors) {
