@@ -31,5 +31,7 @@ int wkd_init(const struct settings *s);
 int wkd_spawn(struct worker *w);
 /* Kills the slot's container (or stops its start). */
 void wkd_kill(struct worker *w);
+/* 1 while the slot's container is being made or runs (its end not yet reported). */
+int wkd_alive(const struct worker *w);
 
 #endif

@@ -6,49 +6,15 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   Client, Proc, connectClient, tempDir, writeConfig, servers, ms, waitFor, pidAlive, CODEMCP_BIN,
 } from './lib.mjs';
+import { engine, workerContainers } from './docker_lib.mjs';
 
 const SECRET = 'dock-secret-' + Math.random().toString(16).slice(2);
-
-const SOCK = (process.env.DOCKER_HOST || 'unix:///var/run/docker.sock').replace(/^unix:\/\//, '');
-
-/** One Engine API call: { status, body } (body parsed when JSON). */
-function engine(method, path, body) {
-  return new Promise((resolve, reject) => {
-    const data = body === undefined ? undefined : JSON.stringify(body);
-    const rq = http.request({
-      socketPath: SOCK, method, path,
-      headers: data ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) } : {},
-    }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (text += d));
-      res.on('end', () => {
-        let parsed = text;
-        try { parsed = JSON.parse(text); } catch { /* not JSON */ }
-        resolve({ status: res.statusCode, body: parsed });
-      });
-    });
-    rq.on('error', reject);
-    if (data) rq.write(data);
-    rq.end();
-  });
-}
-
-/** Worker containers (running or not) whose gateway label contains `pid` as its pid. */
-async function workerContainers(pid) {
-  const filters = encodeURIComponent(JSON.stringify({ label: ['codemcp.worker'] }));
-  const r = await engine('GET', `/containers/json?all=1&filters=${filters}`);
-  assert.equal(r.status, 200, JSON.stringify(r.body));
-  return r.body.filter((c) => pid === undefined
-    || (c.Labels['codemcp.gateway'] || '').split(':')[1] === String(pid));
-}
 
 /** The gateway's control-socket directories under a runtime directory. */
 function socketDirs(dir, pid) {
