@@ -423,6 +423,9 @@ static json_t *create_body(struct dk_job *j)
         "private", "Ulimits", "Name", "nofile", "Soft", (json_int_t)cfg.nofile, "Hard",
         (json_int_t)cfg.nofile, "Name", "nproc", "Soft", nproc, "Hard", nproc);
     explicit_bzero(tok, sizeof(tok));
+    /* A writable root (CODEMCP_DOCKER_READONLY=0) is writable for the worker's Landlock too. */
+    if (!cfg.readonly)
+        json_array_append_new(json_object_get(body, "Env"), json_string("CODEMCP_SANDBOX_RW=/"));
     if (cfg.memory_mb == 0) { /* no cap: leave both unset */
         json_object_del(json_object_get(body, "HostConfig"), "Memory");
         json_object_del(json_object_get(body, "HostConfig"), "MemorySwap");

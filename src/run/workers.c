@@ -530,7 +530,8 @@ void wk_on_disconnect(int slot, uint64_t conn_id)
         return;
     /* The process exit (reaped via SIGCHLD) does the rest; make sure it happens. */
     if (has_process(w) && !shutting_down) {
-        if (!w->kill_reason)
+        /* A container's end brings its own status (the OOM killer's SIGKILL), after this. */
+        if (!w->kill_reason && !dockered)
             w->kill_reason = xstrdup("the Python worker lost its control connection; it was "
                                      "restarted and this session's variables were lost");
         hard_kill(w);

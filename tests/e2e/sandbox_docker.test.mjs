@@ -9,9 +9,9 @@
 //   itself, which is no escape, so only other processes' mem is asserted unreadable.
 // - The container runs as nobody (65534) with the image's own /etc: "the host's files are
 //   out of reach" is the host's paths being absent, and /etc/passwd not being the host's.
-// - Landlock: Docker's default seccomp profile does not know its syscalls (ENOSYS), so the
-//   worker's Landlock layer is off in a container; what it protects (no write outside /tmp)
-//   is checked here by its effect: the read-only root and the writes test.
+// - Landlock: the worker applies it in a container when the engine's seccomp profile lets
+//   its syscalls through (Docker 20.10 and Podman 4.3 do); what it protects (no write outside
+//   /tmp) is checked by its effect (the writes test), which the read-only root holds without it.
 // - The worker's own seccomp filter (src/worker/seal.c) applies in the container as in the
 //   sandbox: the syscall, subprocess and socket cases expect the same refusals.
 // Not carried over, with the reason:
