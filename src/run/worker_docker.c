@@ -407,7 +407,7 @@ static json_t *create_body(struct dk_job *j)
      * lets it) as a sandboxed one does; sockets only when the container has a network. */
     int no_net = strcmp(cfg.network, "none") == 0;
     json_t *body = json_pack(
-        "{s:s, s:[s], s:[s,s,s,s,s,s,s,s,s,s], s:s, s:s, s:b, s:{s:s, s:s}, s:{s:b, s:[s], "
+        "{s:s, s:[s], s:[s,s,s,s,s,s,s,s,s,s], s:s, s:s, s:b, s:{s:s, s:s}, s:{s:[s], "
         "s:[s], s:s, s:b, s:{s:s}, s:I, s:I, s:I, s:I, s:[s], s:s, s:[{s:s, s:I, s:I}, {s:s, s:I, "
         "s:I}]}}",
         "Image", "", "Cmd", WKI_WORKER_PATH, "Env", url, tok, id, mem,
@@ -415,9 +415,9 @@ static json_t *create_body(struct dk_job *j)
         cfg.subprocess ? "CODEMCP_SANDBOX_SUBPROCESS=1" : "CODEMCP_SANDBOX_SUBPROCESS=0",
         no_net ? "CODEMCP_SANDBOX_NET=none" : "CODEMCP_SANDBOX_NET=host", "HOME=/tmp",
         "LANG=C.UTF-8", logv, "User", user, "WorkingDir", "/tmp", "NetworkDisabled", no_net,
-        "Labels", LABEL_WORKER, "1", LABEL_GATEWAY, gateway_id, "HostConfig", "AutoRemove", 1,
-        "CapDrop", "ALL", "SecurityOpt", "no-new-privileges", "NetworkMode", cfg.network,
-        "ReadonlyRootfs", cfg.readonly, "Tmpfs", "/tmp", "rw,nosuid,nodev,size=64m", "Memory",
+        "Labels", LABEL_WORKER, "1", LABEL_GATEWAY, gateway_id, "HostConfig", "CapDrop", "ALL",
+        "SecurityOpt", "no-new-privileges", "NetworkMode", cfg.network, "ReadonlyRootfs",
+        cfg.readonly, "Tmpfs", "/tmp", "rw,nosuid,nodev,size=64m", "Memory",
         (json_int_t)cfg.memory_mb << 20, "MemorySwap", (json_int_t)cfg.memory_mb << 20, "NanoCpus",
         (json_int_t)(cfg.cpus * 1e9), "PidsLimit", (json_int_t)cfg.pids, "Binds", bind, "IpcMode",
         "private", "Ulimits", "Name", "nofile", "Soft", (json_int_t)cfg.nofile, "Hard",
@@ -490,12 +490,16 @@ static void *job_main(void *ud)
     dk_reply_free(&r);
     if (job_killed(j))
         container_call(j->id, "/kill", "POST");
-    snprintf(path, sizeof(path), "/containers/%s/wait?condition=removed", j->id);
+    /* Removed here once it stopped, not by AutoRemove: Podman 4.3 answers a wait for
+     * "removed" with StatusCode 0 whatever the exit (an OOM kill would read as a clean exit),
+     * and a wait for "not-running" loses the race with its own auto removal. */
+    snprintf(path, sizeof(path), "/containers/%s/wait?condition=not-running", j->id);
     if (dk_call("POST", path, NULL, NULL, 0, 0, &r) == 0 && r.status == 200) {
         json_t *w = json_loads(r.body.data, 0, NULL);
         j->status = wait_status((long)json_integer_value(json_object_get(w, "StatusCode")));
         json_decref(w);
     }
+    container_call(j->id, "?force=1", "DELETE");
 end:
     dk_reply_free(&r);
     json_decref(j->create);

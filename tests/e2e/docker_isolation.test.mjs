@@ -234,8 +234,9 @@ result = {'ifaces': sorted(ifaces), 'threads': started}
 
   test('CODEMCP_DOCKER_IMAGE: a named image is used; a missing one fails the run, saying so', { timeout: ms(240000) }, async () => {
     const imgs = (await engine('GET', '/images/json')).body;
-    // Podman names a local image localhost/NAME
-    const built = imgs.flatMap((i) => i.RepoTags || []).map((t) => t.replace(/^localhost\//, ''))
+    // Podman names a built image docker.io/library/NAME, an imported one localhost/NAME
+    const bare = (t) => t.replace(/^(localhost|docker\.io\/library)\//, '');
+    const built = imgs.flatMap((i) => i.RepoTags || []).map(bare)
       .find((t) => t.startsWith('codemcp-worker:'));
     assert.ok(built, 'the worker image was built on first use');
     const dir = tempDir('codemcp-dockiso-img-');
@@ -244,7 +245,7 @@ result = {'ifaces': sorted(ifaces), 'threads': started}
       const r = await run(named, 'result = 3');
       assert.equal(r.structuredContent?.result, 3, JSON.stringify(r));
       const [c] = await workerContainers(named.pid);
-      assert.equal(c.Image.replace(/^localhost\//, ''), built);
+      assert.equal(bare(c.Image), built);
     } finally {
       await named.close();
     }
