@@ -236,6 +236,26 @@ result = {"ctl": sorted(os.listdir("/run/codemcp-control")),
   });
 });
 
+describe('the sandbox knobs that apply in a container', { timeout: ms(600000) }, () => {
+  test('CODEMCP_SANDBOX_SUBPROCESS=1 allows subprocesses there too, still no socket', async () => {
+    const h = await connectClient({ config: writeConfig(tempDir('codemcp-dsbx-sub-'), {}), limit: ms(60000),
+      env: { CODEMCP_ISOLATION: 'docker', CODEMCP_SANDBOX_SUBPROCESS: '1' } });
+    try {
+      const r = await attempt(h, `import subprocess, socket
+p = subprocess.run(["/bin/sh", "-c", "echo sub-out; id -u"], capture_output=True, text=True)
+try:
+    socket.socket(); sock = "made"
+except OSError as e:
+    sock = e.errno
+result = {"out": p.stdout, "sock": sock}`);
+      assert.match(r.out, /^sub-out\n\d+\n$/);
+      assert.equal(r.sock, 13, 'socket() refused (EACCES) while the container has no network');
+    } finally {
+      await h.close();
+    }
+  });
+});
+
 describe('sessions in containers', { timeout: ms(600000) }, () => {
   test('two HTTP sessions see neither each other\'s variables, processes nor memory', async () => {
     const dir = tempDir('codemcp-dsbx-http-');
