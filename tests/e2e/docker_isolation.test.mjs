@@ -8,11 +8,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
-  Client, Proc, connectClient, tempDir, writeConfig, servers, ms, waitFor, pidAlive, CODEMCP_BIN,
+  connectClient, tempDir, writeConfig, servers, ms, waitFor, pidAlive, CODEMCP_BIN,
 } from './lib.mjs';
-import { engine, workerContainers } from './docker_lib.mjs';
+import { engine, workerContainers, withDockerSessions } from './docker_lib.mjs';
 
 const SECRET = 'dock-secret-' + Math.random().toString(16).slice(2);
 
@@ -170,18 +169,7 @@ result = sum("slept 2000 ms" in str(p.result()) for p in ps)`);
 
 describe('sessions and failures', () => {
   test('two HTTP sessions get two containers, which see neither each other nor each other\'s variables', { timeout: ms(240000) }, async () => {
-    const dir = tempDir('codemcp-dockiso-http-');
-    const proc = new Proc({ args: ['start', '-p', '0', '--no-auth'], config: writeConfig(dir, {}), home: dir,
-      env: { CODEMCP_ISOLATION: 'docker' } });
-    const found = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(60000));
-    assert.ok(found && found[1], proc.stderrTail());
-    const clients = [];
-    try {
-      for (const name of ['a', 'b']) {
-        const c = new Client({ name: `dock-${name}`, version: '0' });
-        await c.connect(new StreamableHTTPClientTransport(new URL(found[1])), { timeout: ms(15000) });
-        clients.push({ client: c });
-      }
+    await withDockerSessions(['a', 'b'], async (clients, proc) => {
       const host = async (c, code) => {
         const r = await run(c, code);
         assert.equal(r.isError, false, JSON.stringify(r));
@@ -194,10 +182,7 @@ describe('sessions and failures', () => {
       assert.ok(b[2].length <= 3, `only its own processes: ${b[2]}`);
       assert.ok((await workerContainers(proc.pid)).length >= 2);
       assert.equal(await host(clients[0], 'result = secret_a'), SECRET);
-    } finally {
-      for (const c of clients) await c.client.close().catch(() => {});
-      await proc.kill();
-    }
+    });
   });
 
   test('the knobs: CODEMCP_DOCKER_NETWORK, _READONLY, _PIDS_LIMIT and _CPUS change what a worker gets', { timeout: ms(240000) }, async () => {

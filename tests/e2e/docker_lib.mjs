@@ -3,6 +3,8 @@
 // calls reach Docker or Podman's Docker-compatible service.
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client, Proc, tempDir, writeConfig, ms, waitFor } from './lib.mjs';
 
 const SOCK = (process.env.DOCKER_HOST || 'unix:///var/run/docker.sock').replace(/^unix:\/\//, '');
 
@@ -38,3 +40,25 @@ export async function workerContainers(pid) {
     || (c.Labels['codemcp.gateway'] || '').split(':')[1] === String(pid));
 }
 
+
+/** A `codemcp start` in docker isolation with one HTTP session per name: fn(clients, proc),
+ * each client as { client }; everything closed after. */
+export async function withDockerSessions(names, fn) {
+  const dir = tempDir('codemcp-dock-http-');
+  const proc = new Proc({ args: ['start', '-p', '0', '--no-auth'], config: writeConfig(dir, {}), home: dir,
+    env: { CODEMCP_ISOLATION: 'docker' } });
+  const found = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(60000));
+  assert.ok(found && found[1], proc.stderrTail());
+  const clients = [];
+  try {
+    for (const name of names) {
+      const c = new Client({ name: `dock-${name}`, version: '0' });
+      await c.connect(new StreamableHTTPClientTransport(new URL(found[1])), { timeout: ms(15000) });
+      clients.push({ client: c });
+    }
+    await fn(clients, proc);
+  } finally {
+    for (const c of clients) await c.client.close().catch(() => {});
+    await proc.kill();
+  }
+}

@@ -3,7 +3,10 @@
 // (CODEMCP_ISOLATION=docker). Each is a Python program run through execute_python that tries
 // to get out and returns what it got; each test file asserts the property the attack
 // threatens, in the terms of its isolation (a PID namespace of the sandbox's or the
-// container's, the sandbox's uid or the container's).
+// container's, the sandbox's uid or the container's); where the property reads the same in
+// every isolation, its check is here too (assert*).
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
 
 /** Python: attempt(fn) → "ok:<value>" or "err:<errno name>"; sys_call(nr, *args) likewise. */
 export const PRELUDE = `
@@ -112,7 +115,13 @@ result = {k: attempt(f) for k, f in dict(tcp4=tcp4, tcp6=tcp6, udp=udp, unix_pat
           unix_abstract=unix_abstract, raw=raw, netlink=netlink, pair_inet=pair_inet,
           pair_unix=pair_unix).items()}`;
 }
-export const NETWORK_REFUSED = ['tcp4', 'tcp6', 'udp', 'unix_path', 'unix_abstract', 'raw', 'netlink', 'pair_inet'];
+/** networkProgram's result: every kind refused, the socketpair working. */
+export function assertNetworkRefused(r) {
+  for (const k of ['tcp4', 'tcp6', 'udp', 'unix_path', 'unix_abstract', 'raw', 'netlink', 'pair_inet']) {
+    assert.match(r[k], /^err:/, `${k} worked: ${r[k]}`);
+  }
+  assert.equal(r.pair_unix, 'ok:x', 'AF_UNIX socketpairs stay usable');
+}
 
 /** The syscalls agent code never needs (x86_64 numbers); each must fail EPERM/EACCES/ENOSYS. */
 export const SYSCALLS = PRELUDE + `
@@ -128,7 +137,12 @@ calls = {"ptrace_attach_1": (101, 16, 1, 0, 0), "ptrace_traceme": (101, 0, 0, 0,
          "pivot_root": (155, 0, 0), "chroot": (161, 0), "reboot": (169, 0, 0, 0, 0),
          "clone_newuser": (56, 0x10000000 | 17, 0, 0, 0, 0), "swapon": (167, 0, 0)}
 result = {k: sys_call(*v) for k, v in calls.items()}`;
-export const SYSCALL_REFUSED = /^err:(EPERM|EACCES|ENOSYS)$/;
+/** SYSCALLS's result: each refused. */
+export function assertSyscallsRefused(r) {
+  for (const [k, v] of Object.entries(r)) {
+    assert.match(v, /^err:(EPERM|EACCES|ENOSYS)$/, `${k} was not refused by the filter: ${v}`);
+  }
+}
 
 /** SIGKILL to each of pids (by name), to PID 1 and to everyone it may signal. */
 export function signalsProgram(pids) {
@@ -165,6 +179,16 @@ os.write(1, msg.encode())  # to its own stdout: captured by the run, never the M
 result = {"proc": attempt(via_proc), "stdout": attempt(via_gateway_stdout), "sdk": sdk}`;
 }
 
+/** policyBypassProgram's result, and the upstream's store (memFile) without the entity. */
+export async function assertPolicyHeld(r, memFile) {
+  assert.match(r.proc, /^err:/);
+  assert.match(r.stdout, /^err:/);
+  assert.equal(r.sdk, 'denied');
+  await new Promise((res) => setTimeout(res, 300));
+  const graph = fs.existsSync(memFile) ? fs.readFileSync(memFile, 'utf8') : '';
+  assert.ok(!graph.includes('pwned'), 'create_entities ran although policy denies it');
+}
+
 /** /bin/sh through subprocess, and execv of a binary it can see (bin) in a child: the
  * child's exit code is the errno (1: EPERM). */
 export function subprocessProgram(bin) {
@@ -182,6 +206,12 @@ def exec_visible():
         os._exit(0)
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 result = {"sh": attempt(spawn_sh), "exec": attempt(exec_visible)}`;
+}
+
+/** subprocessProgram's result: both refused, execve with EPERM. */
+export function assertSubprocessRefused(r) {
+  assert.match(r.sh, /^err:/);
+  assert.equal(r.exec, 'ok:1', `execve of a visible binary must fail with EPERM: ${r.exec}`);
 }
 
 /** Forks up to 1000 children: how many, and the errno that stopped it. */

@@ -28,17 +28,16 @@ import dgram from 'node:dgram';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
-  Client, Proc, connectClient, tempDir, writeConfig, servers, ms, sleep, waitFor, descendants, pidAlive,
+  connectClient, tempDir, writeConfig, servers, ms, sleep, waitFor, descendants, pidAlive,
   REPO, CODEMCP_BIN,
 } from './lib.mjs';
 import {
-  IDENTITY, secretsProgram, writesProgram, networkProgram, NETWORK_REFUSED, SYSCALLS,
-  SYSCALL_REFUSED, signalsProgram, policyBypassProgram, subprocessProgram, FORK_BOMB, EXHAUSTION,
+  IDENTITY, secretsProgram, writesProgram, networkProgram, assertNetworkRefused, SYSCALLS,
+  assertSyscallsRefused, signalsProgram, policyBypassProgram, assertPolicyHeld, assertSubprocessRefused, subprocessProgram, FORK_BOMB, EXHAUSTION,
   LEAVE_AND_HIDE, PIDS, sessionSpyProgram,
 } from './escape_cases.mjs';
-import { engine, workerContainers } from './docker_lib.mjs';
+import { engine, workerContainers, withDockerSessions } from './docker_lib.mjs';
 
 const SECRET = 'dsbx-secret-' + crypto.randomBytes(8).toString('hex');
 const IN_WORKER = '/opt/codemcp/codemcp-worker'; // src/run/worker_image.h
@@ -150,8 +149,7 @@ describe('CODEMCP_ISOLATION=docker against hostile code', { timeout: ms(600000) 
   test('no network: TCP, UDP and IPv6 to the host\'s loopback servers, AF_UNIX anywhere', async () => {
     const r = await attempt(h, networkProgram({ port: tcp.address().port,
       port6: tcp6.address()?.port || 1, uport: udp.address().port }));
-    for (const k of NETWORK_REFUSED) assert.match(r[k], /^err:/, `${k} worked: ${r[k]}`);
-    assert.equal(r.pair_unix, 'ok:x', 'AF_UNIX socketpairs stay usable');
+    assertNetworkRefused(r);
     await sleep(200);
     assert.deepEqual(tcpSeen, []);
     assert.deepEqual(udpSeen, []);
@@ -159,7 +157,7 @@ describe('CODEMCP_ISOLATION=docker against hostile code', { timeout: ms(600000) 
 
   test('ptrace, process_vm_readv, mount, unshare, setns, keyctl, bpf, io_uring and friends are refused', async () => {
     const r = await attempt(h, SYSCALLS);
-    for (const [k, v] of Object.entries(r)) assert.match(v, SYSCALL_REFUSED, `${k} was not refused: ${v}`);
+    assertSyscallsRefused(r);
   });
 
   test('it cannot signal the gateway or the upstream; its own state survives kill(-1)', async () => {
@@ -174,18 +172,12 @@ describe('CODEMCP_ISOLATION=docker against hostile code', { timeout: ms(600000) 
 
   test('the policy cannot be bypassed through the upstream\'s stdin or the gateway\'s stdout', async () => {
     const r = await attempt(h, policyBypassProgram(mem, gw));
-    assert.match(r.proc, /^err:/);
-    assert.match(r.stdout, /^err:/);
-    assert.equal(r.sdk, 'denied');
-    await sleep(300);
-    const graph = fs.existsSync(memFile) ? fs.readFileSync(memFile, 'utf8') : '';
-    assert.ok(!graph.includes('pwned'), 'create_entities ran although policy denies it');
+    await assertPolicyHeld(r, memFile);
   });
 
   test('subprocesses are denied by default (execve refused)', async () => {
     const r = await attempt(h, subprocessProgram(IN_WORKER));
-    assert.match(r.sh, /^err:/);
-    assert.equal(r.exec, 'ok:1', `execve of a visible binary must fail with EPERM: ${r.exec}`);
+    assertSubprocessRefused(r);
   });
 
   test('a fork bomb stops at the pids limit; the gateway and the next run survive', async () => {
@@ -258,19 +250,7 @@ result = {"out": p.stdout, "sock": sock}`);
 
 describe('sessions in containers', { timeout: ms(600000) }, () => {
   test('two HTTP sessions see neither each other\'s variables, processes nor memory', async () => {
-    const dir = tempDir('codemcp-dsbx-http-');
-    const proc = new Proc({ args: ['start', '-p', '0', '--no-auth'], config: writeConfig(dir, {}), home: dir,
-      env: { CODEMCP_ISOLATION: 'docker' } });
-    const found = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(60000));
-    assert.ok(found && found[1], proc.stderrTail());
-    const clients = [];
-    try {
-      for (const name of ['a', 'b']) {
-        const c = new Client({ name: `dsbx-${name}`, version: '0' });
-        await c.connect(new StreamableHTTPClientTransport(new URL(found[1])), { timeout: ms(15000) });
-        clients.push({ client: c });
-      }
-      const [a, b] = clients;
+    await withDockerSessions(['a', 'b'], async ([a, b]) => {
       await attempt(a, `secret_a = ${JSON.stringify(SECRET)}\nresult = 1`);
       const r = await attempt(b, sessionSpyProgram(SECRET));
       assert.deepEqual(r.found, []);
@@ -282,9 +262,6 @@ describe('sessions in containers', { timeout: ms(600000) }, () => {
       assert.notEqual(la, 'locked', 'flock on a file the containers share is allowed');
       assert.notEqual(lb, 'locked');
       assert.equal(await attempt(a, 'result = secret_a'), SECRET, 'session A keeps its variables');
-    } finally {
-      for (const c of clients) await c.client.close().catch(() => {});
-      await proc.kill();
-    }
+    });
   });
 });
