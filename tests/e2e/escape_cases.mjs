@@ -6,7 +6,45 @@
 // container's, the sandbox's uid or the container's); where the property reads the same in
 // every isolation, its check is here too (assert*).
 import assert from 'node:assert/strict';
+import dgram from 'node:dgram';
 import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { tempDir, writeConfig, servers } from './lib.mjs';
+
+/** What the escape suite attacks from: a home with secret in ~/.bashrc and ~/.config, a
+ * config whose memory upstream holds secret in its environment (create_entities denied by
+ * policy), and loopback TCP (v4, v6) and UDP servers recording whatever reaches them
+ * (tcpSeen, udpSeen). close() stops the servers. */
+export async function hostileSetup(prefix, secret) {
+  const f = { tcpSeen: [], udpSeen: [] };
+  f.dir = tempDir(prefix, { shared: true });
+  f.home = tempDir(prefix + 'home-', { shared: true });
+  fs.mkdirSync(path.join(f.home, '.config', 'codemcp'), { recursive: true });
+  fs.writeFileSync(path.join(f.home, '.bashrc'), `export TOKEN=${secret}\n`);
+  fs.writeFileSync(path.join(f.home, '.config', 'codemcp', 'mcp.json'), `{"secret": "${secret}"}`);
+  f.memFile = path.join(f.dir, 'memory.json');
+  f.config = writeConfig(f.dir, {
+    memory: servers.memory(f.memFile, {
+      environment: { MEMORY_FILE_PATH: f.memFile, UPSTREAM_API_KEY: secret },
+      tools: { create_entities: { policy: 'deny' } },
+    }),
+  });
+  f.tcp = net.createServer((s) => { f.tcpSeen.push('v4'); s.destroy(); });
+  await new Promise((r) => f.tcp.listen(0, '127.0.0.1', r));
+  f.tcp6 = net.createServer((s) => { f.tcpSeen.push('v6'); s.destroy(); });
+  await new Promise((r) => f.tcp6.listen(0, '::1', r).on('error', r));
+  f.udp = dgram.createSocket('udp4');
+  f.udp.on('message', (m) => f.udpSeen.push(String(m)));
+  await new Promise((r) => f.udp.bind(0, '127.0.0.1', r));
+  f.ports = () => ({ port: f.tcp.address().port, port6: f.tcp6.address()?.port || 1, uport: f.udp.address().port });
+  f.close = () => {
+    f.tcp.close();
+    f.tcp6.close();
+    f.udp.close();
+  };
+  return f;
+}
 
 /** Python: attempt(fn) → "ok:<value>" or "err:<errno name>"; sys_call(nr, *args) likewise. */
 export const PRELUDE = `

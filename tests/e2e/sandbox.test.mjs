@@ -8,7 +8,6 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
-import dgram from 'node:dgram';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -19,7 +18,7 @@ import {
   descendants, prototypeChain, nsPids, Proc, CODEMCP_BIN, REPO,
 } from './lib.mjs';
 import {
-  PRELUDE, LEAVE_GRANDCHILD, IDENTITY, secretsProgram, writesProgram, networkProgram, assertNetworkRefused,
+  hostileSetup, PRELUDE, LEAVE_GRANDCHILD, IDENTITY, secretsProgram, writesProgram, networkProgram, assertNetworkRefused,
   SYSCALLS, assertSyscallsRefused, signalsProgram, policyBypassProgram, assertPolicyHeld, assertSubprocessRefused, subprocessProgram, FORK_BOMB,
   EXHAUSTION, LEAVE_AND_HIDE, sessionSpyProgram,
 } from './escape_cases.mjs';
@@ -52,30 +51,11 @@ function alive(pid) {
 
 
 describe('the default sandbox against hostile code', () => {
-  let h, dir, home, config, memFile, gw, mem, tcp, tcp6, udp;
-  const tcpSeen = [];
-  const udpSeen = [];
+  let h, fx, home, config, memFile, gw, mem;
 
   before(async () => {
-    dir = tempDir('codemcp-sbx-', { shared: true });
-    home = tempDir('codemcp-sbx-home-', { shared: true });
-    fs.mkdirSync(path.join(home, '.config', 'codemcp'), { recursive: true });
-    fs.writeFileSync(path.join(home, '.bashrc'), `export TOKEN=${SECRET}\n`);
-    fs.writeFileSync(path.join(home, '.config', 'codemcp', 'mcp.json'), `{"secret": "${SECRET}"}`);
-    memFile = path.join(dir, 'memory.json');
-    config = writeConfig(dir, {
-      memory: servers.memory(memFile, {
-        environment: { MEMORY_FILE_PATH: memFile, UPSTREAM_API_KEY: SECRET },
-        tools: { create_entities: { policy: 'deny' } },
-      }),
-    });
-    tcp = net.createServer((s) => { tcpSeen.push('v4'); s.destroy(); });
-    await new Promise((r) => tcp.listen(0, '127.0.0.1', r));
-    tcp6 = net.createServer((s) => { tcpSeen.push('v6'); s.destroy(); });
-    await new Promise((r) => tcp6.listen(0, '::1', r).on('error', r));
-    udp = dgram.createSocket('udp4');
-    udp.on('message', (m) => udpSeen.push(String(m)));
-    await new Promise((r) => udp.bind(0, '127.0.0.1', r));
+    fx = await hostileSetup('codemcp-sbx-', SECRET);
+    ({ home, config, memFile } = fx);
     h = await connectClient({
       config,
       shared: true,
@@ -89,11 +69,7 @@ describe('the default sandbox against hostile code', () => {
     assert.ok(mem, `no memory server among ${JSON.stringify(d)}`);
   });
 
-  after(() => {
-    tcp?.close();
-    tcp6?.close();
-    udp?.close();
-  });
+  after(() => fx?.close());
 
   test('it sees only its own PID namespace, as uid 1000, with no capabilities', async () => {
     const r = await attempt(h, IDENTITY);
@@ -155,14 +131,11 @@ describe('the default sandbox against hostile code', () => {
   });
 
   test('no network: TCP, UDP and IPv6 to the test\'s loopback servers, AF_UNIX anywhere', async () => {
-    const port = tcp.address().port;
-    const port6 = tcp6.address()?.port || 1;
-    const uport = udp.address().port;
-    const r = await attempt(h, networkProgram({ port, port6, uport }));
+    const r = await attempt(h, networkProgram(fx.ports()));
     assertNetworkRefused(r);
     await sleep(200);
-    assert.deepEqual(tcpSeen, []);
-    assert.deepEqual(udpSeen, []);
+    assert.deepEqual(fx.tcpSeen, []);
+    assert.deepEqual(fx.udpSeen, []);
   });
 
   test('ptrace, process_vm_readv, mount, unshare, setns, keyctl, bpf and friends are refused', async () => {

@@ -24,16 +24,14 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import dgram from 'node:dgram';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import {
   connectClient, tempDir, writeConfig, servers, ms, sleep, waitFor, descendants, pidAlive,
   REPO, CODEMCP_BIN,
 } from './lib.mjs';
 import {
-  IDENTITY, secretsProgram, writesProgram, networkProgram, assertNetworkRefused, SYSCALLS,
+  hostileSetup, IDENTITY, secretsProgram, writesProgram, networkProgram, assertNetworkRefused, SYSCALLS,
   assertSyscallsRefused, signalsProgram, policyBypassProgram, assertPolicyHeld, assertSubprocessRefused, subprocessProgram, FORK_BOMB, EXHAUSTION,
   LEAVE_AND_HIDE, PIDS, sessionSpyProgram,
 } from './escape_cases.mjs';
@@ -55,29 +53,11 @@ async function attempt(h, code, extra) {
 }
 
 describe('CODEMCP_ISOLATION=docker against hostile code', { timeout: ms(600000) }, () => {
-  let h, dir, home, config, memFile, gw, mem, tcp, tcp6, udp;
-  const tcpSeen = [];
-  const udpSeen = [];
+  let h, fx, home, config, memFile, gw, mem;
 
   before(async () => {
-    dir = tempDir('codemcp-dsbx-', { shared: true });
-    home = tempDir('codemcp-dsbx-home-', { shared: true });
-    fs.mkdirSync(path.join(home, '.config', 'codemcp'), { recursive: true });
-    fs.writeFileSync(path.join(home, '.bashrc'), `export TOKEN=${SECRET}\n`);
-    memFile = path.join(dir, 'memory.json');
-    config = writeConfig(dir, {
-      memory: servers.memory(memFile, {
-        environment: { MEMORY_FILE_PATH: memFile, UPSTREAM_API_KEY: SECRET },
-        tools: { create_entities: { policy: 'deny' } },
-      }),
-    });
-    tcp = net.createServer((s) => { tcpSeen.push('v4'); s.destroy(); });
-    await new Promise((r) => tcp.listen(0, '127.0.0.1', r));
-    tcp6 = net.createServer((s) => { tcpSeen.push('v6'); s.destroy(); });
-    await new Promise((r) => tcp6.listen(0, '::1', r).on('error', r));
-    udp = dgram.createSocket('udp4');
-    udp.on('message', (m) => udpSeen.push(String(m)));
-    await new Promise((r) => udp.bind(0, '127.0.0.1', r));
+    fx = await hostileSetup('codemcp-dsbx-', SECRET);
+    ({ home, config, memFile } = fx);
     h = await connectClient({
       config, shared: true, limit: ms(60000),
       env: { HOME: home, GATEWAY_API_KEY: SECRET, CODEMCP_ISOLATION: 'docker',
@@ -92,9 +72,7 @@ describe('CODEMCP_ISOLATION=docker against hostile code', { timeout: ms(600000) 
   });
 
   after(async () => {
-    tcp?.close();
-    tcp6?.close();
-    udp?.close();
+    fx?.close();
     await h?.close();
   });
 
@@ -147,12 +125,11 @@ describe('CODEMCP_ISOLATION=docker against hostile code', { timeout: ms(600000) 
   });
 
   test('no network: TCP, UDP and IPv6 to the host\'s loopback servers, AF_UNIX anywhere', async () => {
-    const r = await attempt(h, networkProgram({ port: tcp.address().port,
-      port6: tcp6.address()?.port || 1, uport: udp.address().port }));
+    const r = await attempt(h, networkProgram(fx.ports()));
     assertNetworkRefused(r);
     await sleep(200);
-    assert.deepEqual(tcpSeen, []);
-    assert.deepEqual(udpSeen, []);
+    assert.deepEqual(fx.tcpSeen, []);
+    assert.deepEqual(fx.udpSeen, []);
   });
 
   test('ptrace, process_vm_readv, mount, unshare, setns, keyctl, bpf, io_uring and friends are refused', async () => {
