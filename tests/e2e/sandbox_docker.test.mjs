@@ -21,6 +21,14 @@
 // - "a kernel that refuses user namespaces": docker mode does not use them; its fail-closed
 //   case is an unreachable daemon (docker_isolation.test.mjs).
 // - /etc/alternatives: the container's /etc is the image's (read-only root, writes test).
+// tenants.test.mjs (sessions of one gateway against each other): each session here is a
+// container of its own, so process groups, priorities, kill(0), abstract Unix names
+// (network namespace) and SysV IPC (IPC namespace) are the container's alone; what is shared
+// is the image's files (file locks: the case below) and the host uid every container runs as
+// (nobody for a root gateway: per-user kernel budgets such as pending signals are shared
+// between sessions; inotify, the one the worker's filter does not already refuse elsewhere,
+// is refused by it). The run-level cases (threads left by a run, CPU time, timeout_ms above
+// the maximum) are the worker's and the gateway's, the same in every isolation.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
