@@ -26,8 +26,8 @@
 // (network namespace) and SysV IPC (IPC namespace) are the container's alone; what is shared
 // is the image's files (file locks: the case below) and the host uid every container runs as
 // (nobody for a root gateway: per-user kernel budgets such as pending signals are shared
-// between sessions; inotify, the one the worker's filter does not already refuse elsewhere,
-// is refused by it). The run-level cases (threads left by a run, CPU time, timeout_ms above
+// between sessions, while inotify, file locks and memfd are refused by the worker's filter as
+// in the sandbox). The run-level cases (threads left by a run, CPU time, timeout_ms above
 // the maximum) are the worker's and the gateway's, the same in every isolation.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
