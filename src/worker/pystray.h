@@ -15,7 +15,8 @@
 
 /* Decides once whether this process is the sandbox's worker (CODEMCP_ISOLATION=sandbox and
  * PID 2) or a container's (CODEMCP_ISOLATION=container and PID 1, docker isolation: every
- * process of its namespace descends from it) and makes it a child subreaper. Call before any agent code runs. */
+ * process of its namespace descends from it) and makes it a child subreaper. Call before any
+ * agent code runs. */
 void pys_init(void);
 /* After every request, before its reply goes out. Never calls Python; call it without the
  * GIL. May wait up to 0.5 s for killed processes to be reaped. */
