@@ -39,6 +39,11 @@ static void cancel_queued(void *ud)
         on_worker_exit(w, 0, SIGKILL);
 }
 
+int has_process(const struct worker *w)
+{
+    return w->pid > 0 || (dockered && wkd_alive(w));
+}
+
 void hard_kill(struct worker *w)
 {
     if (w->start_queued) {

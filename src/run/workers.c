@@ -363,7 +363,7 @@ void wk_cancel_run(const char *run_id, const char *reason)
 void wk_kill_run(const char *run_id, const char *why)
 {
     struct worker *w = running(run_id);
-    if (!w || !w->pid)
+    if (!w || !has_process(w))
         return;
     free(w->kill_reason);
     w->kill_reason = xstrdup(why);
@@ -457,7 +457,7 @@ void wk_on_message(int slot, json_t *msg)
         } else {
             end_current_run(w, result, NULL);
         }
-        if (recycle && w->pid) {
+        if (recycle && has_process(w)) {
             log_info("worker", "worker %d: restarting it (the run left threads running)", slot);
             w->state = WK_BUSY; /* no new run until the replacement connects */
             hard_kill(w);
@@ -476,7 +476,7 @@ void wk_on_message(int slot, json_t *msg)
 void wk_on_broken(int slot, uint64_t conn_id, const char *why)
 {
     struct worker *w = &workers[slot];
-    if (w->conn_id != conn_id || !w->pid)
+    if (w->conn_id != conn_id || !has_process(w))
         return;
     log_warn("worker", "worker %d: %s", slot, why);
     free(w->kill_reason);
@@ -536,8 +536,9 @@ void wk_on_disconnect(int slot, uint64_t conn_id)
     if (guard_worker_died(w))
         return;
     /* The process exit (reaped via SIGCHLD) does the rest; make sure it happens. */
-    if (w->pid && !shutting_down) {
-        if (!w->kill_reason)
+    if (has_process(w) && !shutting_down) {
+        /* A container's end brings its own status (the OOM killer's SIGKILL), after this. */
+        if (!w->kill_reason && !dockered)
             w->kill_reason = xstrdup("the Python worker lost its control connection; it was "
                                      "restarted and this session's variables were lost");
         hard_kill(w);
