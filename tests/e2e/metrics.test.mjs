@@ -136,11 +136,18 @@ describe('GET /metrics on codemcp start', () => {
   });
 });
 
-test('CODEMCP_METRICS=off serves no /metrics', async () => {
-  const { proc, url } = await startGateway({ env: { CODEMCP_METRICS: 'off' } });
+test('CODEMCP_METRICS=off serves no /metrics and codemcp metrics says why', async () => {
+  const rt = tempDir('codemcp-metrics-rt-');
+  const { proc, url } = await startGateway({
+    env: { CODEMCP_METRICS: 'off', XDG_RUNTIME_DIR: rt, CODEMCP_INSTANCE_LABEL: 'metrics-off' } });
   try {
     const r = await fetch(metricsUrl(url), { headers: { authorization: `Bearer ${TOKEN}` } });
     assert.equal(r.status, 404);
+    const env = { ...process.env, XDG_RUNTIME_DIR: rt };
+    delete env.CODEMCP_ADMIN_SOCKET;
+    const out = await cli(['metrics', '-i', 'metrics-off'], env);
+    assert.equal(out.code, 1, out.stdout + out.stderr);
+    assert.match(out.stderr, /metrics are off in this gateway \(CODEMCP_METRICS=off\)/);
     // /mcp is served as before.
     const client = await connectHttp(url, TOKEN);
     await client.end();
