@@ -59,6 +59,8 @@ OPTIONAL+=(python3-numpy libopenblas0-serial)
 # tmux drives `codemcp tui` in tests/e2e/tui.test.mjs; passwd gives useradd (admin socket test).
 command -v tmux >/dev/null || OPTIONAL+=(tmux)
 command -v useradd >/dev/null || OPTIONAL+=(passwd)
+# prometheus (with promtool) scrapes `codemcp start` in tests/e2e/metrics.test.mjs.
+OPTIONAL+=(prometheus)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
