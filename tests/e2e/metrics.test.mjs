@@ -159,17 +159,30 @@ test('CODEMCP_METRICS=off serves no /metrics and codemcp metrics says why', asyn
 test('codemcp metrics prints a stdio gateway\'s metrics through its admin socket', async () => {
   const rt = tempDir('codemcp-metrics-rt-');
   const h = await connectClient({ config: writeConfig(rt, gatewayConfig()),
-    env: { XDG_RUNTIME_DIR: rt, CODEMCP_INSTANCE_LABEL: 'metrics-e2e' } });
+    env: { XDG_RUNTIME_DIR: rt, CODEMCP_INSTANCE_LABEL: 'metrics-e2e', CODEMCP_ENFORCE_MUTATIONS: '1' } });
   const env = { ...process.env, XDG_RUNTIME_DIR: rt };
   delete env.CODEMCP_ADMIN_SOCKET;
   try {
-    const r = await run(h.client, 'fake_echo(text="a")\nfake_echo(text="b")\nprint("done")');
+    let r = await run(h.client, 'fake_echo(text="a")\nfake_echo(text="b")\nprint("done")',
+      { allow_mutations: ['fake_echo'] });
     assert.ok(!r.isError, JSON.stringify(r));
+    // A run leaving a thread behind (under CODEMCP_ENFORCE_MUTATIONS): its worker is recycled.
+    r = await run(h.client, 'import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()');
+    assert.ok(!r.isError, JSON.stringify(r));
+    // A worker that ends itself in a run: a crash.
+    r = await run(h.client, 'import os\nos._exit(3)');
+    assert.ok(r.isError, JSON.stringify(r));
     const out = await cli(['metrics', '-i', 'metrics-e2e'], env);
     assert.equal(out.code, 0, out.stderr);
     const text = out.stdout;
     assert.equal(sample(text, 'codemcp_tool_calls_total{server="fake",tool="echo",outcome="ok"}'), 2, text);
-    assert.match(text, /^codemcp_runs_finished_total\{principal="[^"]*",outcome="ok"\} 1$/m);
+    assert.match(text, /^codemcp_runs_finished_total\{principal="[^"]*",outcome="ok"\} 2$/m);
+    assert.match(text, /^codemcp_runs_finished_total\{principal="[^"]*",outcome="worker"\} 1$/m);
+    assert.equal(sample(text, 'codemcp_worker_recycles_total'), 1, text);
+    assert.equal(sample(text, 'codemcp_worker_crashes_total'), 1, text);
+    assert.ok(sample(text, 'codemcp_worker_spawns_total') >= 3, text);
+    assert.ok(sample(text, 'codemcp_client_bytes_total{transport="stdio",direction="in"}') > 0, text);
+    assert.ok(sample(text, 'codemcp_client_bytes_total{transport="stdio",direction="out"}') > 0, text);
     assert.equal(sample(text, 'codemcp_upstream_connected{server="fake"}'), 1, text);
     // The same families as GET /metrics of codemcp start (same config, one scrape).
     const { proc, url } = await startGateway();
