@@ -20,8 +20,8 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import http from 'node:http';
 import { execFileSync } from 'node:child_process';
-import { SERVERS, codemcpBin, stats, fmt, ROOT, cpuNs, untilSdkReady, EXEC_PY, EXEC_EXPECT,
-  buildType, BENCH_TOKEN, startHttpGateway } from './lib.mjs';
+import { SERVERS, codemcpBin, stats, fmt, ROOT, cpuNs, buildType, BENCH_TOKEN, startHttpGateway,
+  startExecArm } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 30);
 const REPEATS = Number(process.argv[3] || 4);
@@ -31,7 +31,6 @@ const LIMIT = 1.03;
 const SERIES_TOOLS = 1000;
 const SDK = join(ROOT, 'tests/node_modules/@modelcontextprotocol/sdk/dist/esm');
 const { Client } = await import(join(SDK, 'client/index.js'));
-const { StdioClientTransport, getDefaultEnvironment } = await import(join(SDK, 'client/stdio.js'));
 const { StreamableHTTPClientTransport } = await import(join(SDK, 'client/streamableHttp.js'));
 
 const bin = codemcpBin();
@@ -45,20 +44,9 @@ writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'local', command:
 
 // ---- 1. execute_python, metrics on vs off ---------------------------------------------------
 
-async function startArm(name) {
-  const env = { ...getDefaultEnvironment(), CODEMCP_CONFIG: cfg, XDG_CONFIG_HOME: dir,
-    XDG_STATE_HOME: dir, XDG_RUNTIME_DIR: dir, ...ENV[name] };
-  const transport = new StdioClientTransport({ command: bin, args: [], env, stderr: 'ignore' });
-  const client = new Client({ name: `bench-observe-${name}`, version: '1' });
-  await client.connect(transport);
-  const run = async (w) => {
-    const r = await client.callTool({ name: 'execute_python', arguments: { code: EXEC_PY[w] } });
-    if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.structuredContent ?? r.content)}`);
-    const v = r.structuredContent.result;
-    if (v !== EXEC_EXPECT[w]) throw new Error(`${name}/${w}: got ${JSON.stringify(v)}, want ${EXEC_EXPECT[w]}`);
-  };
-  await untilSdkReady(() => run('one'));
-  return { client, run, pid: transport.pid };
+function startArm(name) {
+  return startExecArm(bin, { CODEMCP_CONFIG: cfg, XDG_CONFIG_HOME: dir, XDG_STATE_HOME: dir,
+    XDG_RUNTIME_DIR: dir, ...ENV[name] }, `observe-${name}`);
 }
 
 const samples = Object.fromEntries(WORKLOADS.map((w) => [w, { off: [], on: [] }]));
