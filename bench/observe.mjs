@@ -13,6 +13,8 @@
 //     nanoseconds, on against off, and one render of 1,000 series, in-process: on a shared
 //     machine the end-to-end ratios above move by more than the metrics could cost, and this
 //     says what that cost is.
+//  4. The gateway's instructions per execute under callgrind (bench/percall_cg.mjs,
+//     CG_TARGET=gateway), on and off: deterministic where the times above are not.
 // Usage: node bench/observe.mjs [rounds=30] [repeats=4] [scrapes=300] → bench/results/observe.md
 // (CODEMCP_BIN picks the binary; BENCH_WORKLOADS=one,empty runs a subset)
 import { writeFileSync, mkdtempSync } from 'node:fs';
@@ -35,7 +37,7 @@ const { StreamableHTTPClientTransport } = await import(join(SDK, 'client/streama
 
 const bin = codemcpBin();
 const ARMS = ['off', 'on'];
-const ENV = { off: { CODEMCP_METRICS: 'off' }, on: {} };
+const ENV = { off: { CODEMCP_METRICS: 'off' }, on: process.env.BENCH_AA ? { CODEMCP_METRICS: 'off' } : {} }; // BENCH_AA=1: off in both (the noise)
 const WORKLOADS = (process.env.BENCH_WORKLOADS || 'one,seq50,conc50,empty').split(',');
 const LABEL = { one: '1 call', seq50: '50 sequential', conc50: '50 concurrent', empty: 'empty program' };
 const dir = mkdtempSync(join(tmpdir(), 'codemcp-bench-observe-'));
@@ -129,6 +131,19 @@ g.proc.kill('SIGTERM');
 const counter = join(dirname(bin), '..', 'bench', 'metrics_count');
 const counting = execFileSync(counter, [], { encoding: 'utf8' }).trim();
 
+// ---- 4. the gateway's instructions per execute under callgrind, on and off (deterministic) ----
+// bench/percall_cg.mjs with CG_TARGET=gateway, once per arm (BENCH_CALLGRIND=0 skips it).
+const cg = {};
+if (process.env.BENCH_CALLGRIND !== '0') {
+  for (const a of ARMS) {
+    const out = execFileSync(process.execPath, [join(ROOT, 'bench', 'percall_cg.mjs'), '10', ...WORKLOADS],
+      { encoding: 'utf8', env: { ...process.env, CG_TARGET: 'gateway', CODEMCP_BIN: bin, ...ENV[a] } });
+    for (const m of out.matchAll(/^(\w+) (\{.*\})$/gm)) (cg[m[1]] ??= {})[a] = JSON.parse(m[2]).per_execute;
+  }
+}
+const cgRows = Object.entries(cg).map(([w, v]) =>
+  `| ${LABEL[w]} | ${v.off} | ${v.on} | **${fmt(v.on / v.off, 3)}×** |`);
+
 // ---- report -----------------------------------------------------------------------------------
 
 const pooled = (w) => stats(samples[w].on.map((x, i) => x / samples[w].off[i])).median;
@@ -172,7 +187,23 @@ ${SCRAPES} scrapes one after another on one keep-alive connection with the beare
 |---|---|---|---|
 | ${fmt(s.median, 3)} ms | ${fmt(p99, 3)} ms | ${fmt(sorted[0], 3)} ms | ${fmt(scrapeCpuUs, 0)} µs |
 
+## The gateway's instructions per execute (callgrind)
+
+The same workloads, 10 executes each after 3 warm-up ones, the gateway under callgrind
+(bench/percall_cg.mjs, CG_TARGET=gateway): instructions are not moved by the machine's load.
+The gateway is one of the three processes an execute runs through (the worker's Python and the
+upstream are the others), so the end-to-end cost of the metrics is a fraction of this ratio.
+
+| workload | instructions off | instructions on | on / off |
+|---|---|---|---|
+${cgRows.join('\n') || '| (skipped: BENCH_CALLGRIND=0) | | | |'}
+
 ## The counting itself (build/bench/metrics_count)
+
+In-process, no I/O: what one tool call adds to the gateway with metrics on (its outcome by
+server and tool, its upstream latency), against the gateway CPU per call above (µs per execute
+/ 50 for the 50-call workloads). When the machine is shared the end-to-end ratios above spread
+by more than this could move them; this line is the cost itself.
 
 \`\`\`
 ${counting}

@@ -20,8 +20,10 @@ const double mx_run_bounds[MX_HIST_N] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2
 static const char *const run_kinds[] = {"ok",         "error",   "exception",
                                         "tool_error", "timeout", "cancelled",
                                         "validation", "syntax",  "worker"};
-#define RUN_KIND_N     (int)(sizeof(run_kinds) / sizeof(run_kinds[0]))
-#define RUN_KIND_ERROR 1
+#define RUN_KIND_N          (int)(sizeof(run_kinds) / sizeof(run_kinds[0]))
+#define RUN_KIND_ERROR      1
+#define RUN_KIND_VALIDATION 6
+#define RUN_KIND_SYNTAX     7
 
 const char *const *mx__run_kinds(int *count)
 {
@@ -140,11 +142,16 @@ void mx_tool_call(const char *server, const char *tool, enum mx_call_outcome out
         tool_counters(server, tool)[outcome]++;
 }
 
-void mx_upstream_latency(const char *server, int64_t us)
+int64_t mx_clock(void)
+{
+    return mx.on ? now_us() : 0;
+}
+
+void mx_upstream_latency(const char *server, int64_t sent)
 {
     if (!mx.on || !server)
         return;
-    observe(&mx.latency[server_slot(server)], mx_latency_bounds, (double)us / 1e6);
+    observe(&mx.latency[server_slot(server)], mx_latency_bounds, (double)(now_us() - sent) / 1e6);
 }
 
 static struct mx_runs *runs_of(const char *principal)
@@ -163,15 +170,16 @@ void mx_run_finished(const char *principal, const char *kind, int64_t ms)
 {
     if (!mx.on)
         return;
-    int k = RUN_KIND_ERROR;
-    for (int i = 0; kind && i < RUN_KIND_N; i++)
-        if (strcmp(run_kinds[i], kind) == 0)
-            k = i;
+    int k = 0;
+    while (kind && k < RUN_KIND_N && strcmp(run_kinds[k], kind) != 0)
+        k++;
+    if (!kind || k == RUN_KIND_N)
+        k = RUN_KIND_ERROR;
     runs_of(principal)->finished[k]++;
     observe(&mx.run_seconds, mx_run_bounds, (double)ms / 1e3);
-    if (kind && strcmp(kind, "validation") == 0)
+    if (k == RUN_KIND_VALIDATION)
         mx.rejected[MX_REJECT_PROGRAM]++;
-    else if (kind && strcmp(kind, "syntax") == 0)
+    else if (k == RUN_KIND_SYNTAX)
         mx.rejected[MX_REJECT_SYNTAX]++;
 }
 

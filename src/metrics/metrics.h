@@ -72,8 +72,10 @@ void mx_free(void);
 /* A tool call's outcome. server and tool: as the worker named them; with MX_CALL_NOT_FOUND they
  * are not used (a program can name anything). */
 void mx_tool_call(const char *server, const char *tool, enum mx_call_outcome outcome);
-/* One upstream tools/call answered (or failed) after us microseconds on the wire. */
-void mx_upstream_latency(const char *server, int64_t us);
+/* A time for mx_upstream_latency (now; 0 with metrics off: no clock is read). */
+int64_t mx_clock(void);
+/* One upstream tools/call answered (or failed); sent: mx_clock() when it was sent. */
+void mx_upstream_latency(const char *server, int64_t sent);
 void mx_run_started(const char *principal);
 /* A run ended: kind is "ok" or its envelope's error_kind (exception, tool_error, timeout,
  * cancelled, validation, syntax, worker, ...; anything else counts as "error"); ms its wall

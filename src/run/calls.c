@@ -446,7 +446,7 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
     }
     DLIST_UNLINK(call);
     int64_t elapsed = now_ms() - call->started_ms;
-    mx_upstream_latency(call->server, now_us() - call->sent_us);
+    mx_upstream_latency(call->server, call->sent_us);
     call_done(call->run_id);
     char full[512];
     if (!err && results_room(call, res->raw_len, full, sizeof(full)) < 0) {
@@ -495,7 +495,7 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
 static int call_start(struct call *call, struct gate *g)
 {
     struct up_error err = {0};
-    call->sent_us = now_us();
+    call->sent_us = mx_clock();
     if (up_call_tool(call->server, call->tool, call->args, call->args_len, NULL, call->timeout_ms,
                      on_upstream_result, call, &call->up_handle, &err) < 0) {
         call->outcome = outcome_of(err.kind);
