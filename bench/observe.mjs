@@ -16,7 +16,8 @@
 //  4. The gateway's instructions per execute under callgrind (bench/percall_cg.mjs,
 //     CG_TARGET=gateway), on and off: deterministic where the times above are not.
 // Usage: node bench/observe.mjs [rounds=30] [repeats=4] [scrapes=300] → bench/results/observe.md
-// (CODEMCP_BIN picks the binary; BENCH_WORKLOADS=one,empty runs a subset)
+// (CODEMCP_BIN picks the binary; BENCH_WORKLOADS=one,empty runs a subset; BENCH_AA=1 runs off
+// in both arms, the noise of the machine; BENCH_CALLGRIND=0 skips part 4)
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
