@@ -12,11 +12,10 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { cli } from './admin_lib.mjs';
 import {
-  Proc, connectClient, connectHttp, tempDir, servers, ms, waitFor, writeConfig,
+  Proc, connectClient, connectHttp, freePort, tempDir, servers, ms, waitFor, writeConfig,
 } from './lib.mjs';
 
 const TOKEN = 'metrics-test-token-alice-0123456789abcdef';
@@ -35,17 +34,6 @@ const RULES = [
 /** The gateway's upstreams: the fake, whose `structured` tool answers after 5 s. */
 function gatewayConfig() {
   return { fake: servers.fake(['--slow', 'structured=5000']) };
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** The metrics' families: the names of the `# TYPE` lines. */
