@@ -27,6 +27,7 @@
 #include "jsonscan.h"
 #include "log.h"
 #include "loop.h"
+#include "metrics.h"
 #include "policy.h"
 #include "redact.h"
 #include "shapes.h"
@@ -58,7 +59,10 @@ struct call {
     int64_t timeout_ms; /* the program's own for this call (0: the server's default) */
     uint64_t up_handle;
     int64_t started_ms;
-    char principal[64]; /* the run's: whose shapes and counts its result teaches */
+    int64_t sent_us;              /* when it went upstream, for the latency metric */
+    enum mx_call_outcome outcome; /* counted when the call is freed */
+    int listed;                   /* server/tool are in the catalog: labels the metrics may carry */
+    char principal[64];           /* the run's: whose shapes and counts its result teaches */
     struct call *next, **pprev;
     char text[]; /* id_text, run_id, server, tool, args: each NUL-terminated */
 };
@@ -210,8 +214,19 @@ static int results_room(const struct call *call, size_t len, char *why, size_t c
     return -1;
 }
 
+/* What an error of kind says about a call, for the metrics. */
+static enum mx_call_outcome outcome_of(const char *kind)
+{
+    return kind && strcmp(kind, "timeout") == 0  ? MX_CALL_TIMEOUT
+           : kind && strcmp(kind, "denied") == 0 ? MX_CALL_DENIED
+                                                 : MX_CALL_ERROR;
+}
+
+/* Every call ends here, so its outcome is counted here, once. */
 static void call_free(struct call *call)
 {
+    /* A name the catalog does not list came from the program: it is no label. */
+    mx_tool_call(call->listed ? call->server : NULL, call->tool, call->outcome);
     held_release(call);
     json_decref(call->id);
     json_decref(call->request_state);
@@ -237,6 +252,7 @@ static struct call *call_new(uint64_t conn_id, json_t *id, struct slice id_text,
     struct call *call = xcalloc(1, sizeof(*call) + len);
     char *w = call->text;
     call->conn_id = conn_id;
+    call->outcome = MX_CALL_CANCELLED; /* until something else is known */
     call->id = json_incref(id);
     call->id_text = put_text(&w, id_text);
     call->run_id = put_text(&w, run_id);
@@ -430,17 +446,21 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
     }
     DLIST_UNLINK(call);
     int64_t elapsed = now_ms() - call->started_ms;
+    mx_upstream_latency(call->server, call->sent_us);
     call_done(call->run_id);
     char full[512];
     if (!err && results_room(call, res->raw_len, full, sizeof(full)) < 0) {
-        write_done(call, 1, 0); /* made: the server may have acted on it */
+        call->outcome = MX_CALL_ERROR; /* answered, but the result could not be given */
+        write_done(call, 1, 0);        /* made: the server may have acted on it */
         calls__reply_error(call->conn_id, call->id, "too_large", full, elapsed);
     } else if (err) {
+        call->outcome = outcome_of(err->kind);
         if (write_attempted(err->kind))
             write_done(call, 0, 0);
         calls__reply_error(call->conn_id, call->id, err->kind, err->message, elapsed);
     } else if (res->raw && !call->mutation && calls__hooks.reply_parts) {
         /* Nothing to change in it: its bytes go to the worker as they came. */
+        call->outcome = res->is_error ? MX_CALL_IS_ERROR : MX_CALL_OK;
         if (reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE)
             calls__reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool,
                                    res->raw_len, elapsed);
@@ -452,7 +472,9 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
             res->tree ? json_incref(res->tree)
                       : jf_loadb(res->raw, res->raw_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL);
         /* Shared, not copied: only a write's result is changed (its _meta mark). */
-        write_done(call, !json_is_true(json_object_get(result, "isError")), 0);
+        int is_error = json_is_true(json_object_get(result, "isError"));
+        call->outcome = is_error ? MX_CALL_IS_ERROR : MX_CALL_OK;
+        write_done(call, !is_error, 0);
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
         if (calls__reply(call->conn_id, rpc_result(call->id, out)) == CALLS_TOO_LARGE)
@@ -473,8 +495,10 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
 static int call_start(struct call *call, struct gate *g)
 {
     struct up_error err = {0};
+    call->sent_us = mx_clock();
     if (up_call_tool(call->server, call->tool, call->args, call->args_len, NULL, call->timeout_ms,
                      on_upstream_result, call, &call->up_handle, &err) < 0) {
+        call->outcome = outcome_of(err.kind);
         if (write_attempted(err.kind))
             write_done(call, 0, 0);
         calls__reply_error(call->conn_id, call->id, err.kind, err.message,
@@ -570,6 +594,7 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     const char *args = call->args;
     size_t args_len = call->args_len;
     struct calls_run run = {0};
+    call->outcome = MX_CALL_DENIED; /* what most refusals below are */
     if (!calls__hooks.run_lookup || calls__hooks.run_lookup(run_id, slot, &run) < 0) {
         calls__reply_error(conn_id, id, "denied", "this run is not active: tool calls are refused",
                            0);
@@ -579,6 +604,7 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
      * SDK the worker holds. Same kind as a tool that is not in the catalog. */
     char off[600];
     if (!ts_call_allowed(server, tool, off, sizeof(off))) {
+        call->outcome = MX_CALL_NOT_FOUND;
         calls__reply_error(conn_id, id, "not_found", off, 0);
         goto refused;
     }
@@ -586,9 +612,11 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     if (!f) {
         char msg[600];
         snprintf(msg, sizeof(msg), "no enabled tool %s on server %s", tool, server);
+        call->outcome = MX_CALL_NOT_FOUND;
         calls__reply_error(conn_id, id, "not_found", msg, 0);
         goto refused;
     }
+    call->listed = 1;
     const char *fn = json_string_value(json_object_get(f, "function"));
     int mutation = json_is_true(json_object_get(f, "mutation"));
     struct policy_decision pd;
@@ -621,6 +649,7 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     }
     if ((mutation && run.dry_run) || effect == POLICY_DRY_RUN) {
         call->mutation = mutation;
+        call->outcome = MX_CALL_DRY_RUN;
         write_done(call, 1, 1);
         calls__reply(conn_id, rpc_result(id, dry_run_stub(fn, server, tool)));
         call_done(run_id);
@@ -651,7 +680,8 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
         gate_release(g);
         goto refused;
     }
-    if (gate_full(g) || g->head) { /* waits in order, behind the run's earlier calls */
+    call->outcome = MX_CALL_CANCELLED; /* routed: the answer, or the run's end, says more */
+    if (gate_full(g) || g->head) {     /* waits in order, behind the run's earlier calls */
         if (g->tail)
             g->tail->next = call;
         else
@@ -682,6 +712,7 @@ void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
     json_t *args = json_object_get(params, "args");
     json_t *tmo = json_object_get(params, "timeout_ms");
     if (!run_id || !server || !tool || (args && !json_is_object(args))) {
+        mx_rejected(MX_REJECT_CALL);
         calls__reply(conn_id,
                      rpc_error(id, RPC_INVALID_PARAMS,
                                "call_tool needs run_id, server, tool and object args", NULL));
@@ -778,6 +809,7 @@ int calls_resume(const char *run_id, json_t *input_responses)
     json_decref(extra);
     if (rc < 0) {
         DLIST_UNLINK(call);
+        call->outcome = outcome_of(err.kind);
         if (write_attempted(err.kind))
             write_done(call, 0, 0);
         calls__reply_error(call->conn_id, call->id, err.kind, err.message,

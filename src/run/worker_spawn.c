@@ -9,6 +9,7 @@
 #include "workers_int.h"
 #include "control.h"
 #include "log.h"
+#include "metrics.h"
 #include "prototype.h"
 #include "util.h"
 #include "worker_docker.h"
@@ -355,6 +356,7 @@ void arm_start_timer(struct worker *w)
 
 static int launch(struct worker *w)
 {
+    mx_worker(MX_WORKER_SPAWN);
     w->launch_ms = now_ms();
     arm_start_timer(w);
     if (dockered || use_prototype) { /* a container (worker_docker.h), or a fork */

@@ -17,6 +17,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
+#include "metrics.h"
 #include "namespaces.h"
 #include "sandbox.h"
 #include "settings.h"
@@ -163,6 +164,8 @@ void on_worker_exit(void *ud, pid_t pid, int status)
      * it connected: counting it stops a crash loop. */
     int was_started = w->ended_idle || ((w->state == WK_READY || w->state == WK_BUSY) &&
                                         (w->run_id[0] || w->runs_done));
+    if (!killed_why && !w->ended_idle && !shutting_down)
+        mx_worker(MX_WORKER_CRASH); /* nothing here asked it to end */
     w->ended_idle = 0;
     log_info("worker", "worker %d (pid %d) exited: %s", w->slot, (int)pid,
              WIFSIGNALED(status) ? "signal" : "status");
@@ -290,6 +293,14 @@ const char *wk_start_failure(int slot)
         return "codemcp-worker was not found, so Python cannot run (set CODEMCP_WORKER_BIN "
                "or reinstall codemcp)";
     return slot >= 0 && slot < n_workers ? workers[slot].start_failure : NULL;
+}
+
+long wk_alive(void)
+{
+    long n = 0;
+    for (int i = 0; i < n_workers; i++)
+        n += workers[i].pid > 0;
+    return n;
 }
 
 int wk_ready(int slot)
@@ -459,6 +470,9 @@ void wk_on_message(int slot, json_t *msg)
         }
         if (recycle && has_process(w)) {
             log_info("worker", "worker %d: restarting it (the run left threads running)", slot);
+            mx_worker(MX_WORKER_RECYCLE);
+            free(w->kill_reason); /* asked for: no crash */
+            w->kill_reason = xstrdup("recycled: the run left threads running");
             w->state = WK_BUSY; /* no new run until the replacement connects */
             hard_kill(w);
             return;
