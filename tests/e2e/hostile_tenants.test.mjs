@@ -151,8 +151,9 @@ describe('result bytes a principal\'s workers have not read are capped', () => {
     let aliceDone = false;
     const flood = alice.run(String.raw`
 import os, signal, time
-from codemcp_rt import client
+from codemcp_rt import client, transport
 calls = [client.call("fake", "big", {"bytes": 1 << 20}) for _ in range(48)]
+transport._transport.wait_reply("none", 0.001)  # a wait sends the corked calls (wsout.h) now
 pid = os.fork()
 if pid == 0:
     time.sleep(${ms(15000) / 1000})
