@@ -18,6 +18,7 @@
  * principal (calls.h); a call past either cap is refused with kind "denied". */
 #include "calls.h"
 #include "calls_int.h"
+#include "audit.h"
 #include "catalog.h"
 #include "ctlreply.h"
 #include "jsonfast.h"
@@ -57,6 +58,11 @@ struct call {
     uint64_t up_handle;
     int64_t started_ms;
     char principal[64]; /* the run's: whose shapes and counts its result teaches */
+    /* for its audit line (audit.h) */
+    uint64_t session;
+    int dry_run;
+    enum policy_effect effect;
+    char rule[128];
     struct call *next, **pprev;
     char text[]; /* id_text, run_id, server, tool, args: each NUL-terminated */
 };
@@ -286,6 +292,48 @@ static void write_done(const struct call *call, int ok, int dry_run)
         calls__hooks.write_done(call->run_id, call->server, call->tool, ok, dry_run);
 }
 
+/* The call's audit line: it ended with outcome (an error kind, "ok", "error" for an isError
+ * result, "dry_run"); reason: why it was refused, NULL when it was not. */
+static void audit_end(const struct call *call, const char *outcome, const char *reason)
+{
+    if (!audit_enabled())
+        return;
+    static const char *const decisions[] = {"deny", "allow", "dry_run"};
+    struct audit_call a = {call->principal,
+                           call->session,
+                           call->run_id,
+                           call->server,
+                           call->tool,
+                           call->fn,
+                           call->mutation,
+                           call->dry_run,
+                           decisions[call->effect],
+                           call->rule,
+                           reason,
+                           outcome,
+                           now_ms() - call->started_ms,
+                           call->args,
+                           call->args_len};
+    audit_tool_call(&a);
+}
+
+/* A refused call: answered with kind and why, audited, freed by the caller. */
+static void refuse(struct call *call, const char *kind, const char *why)
+{
+    call->effect = POLICY_DENY;
+    calls__reply_error(call->conn_id, call->id, kind, why, 0);
+    audit_end(call, kind, why);
+}
+
+/* Whether a relayed result's bytes say isError: true (top-level member; read only for the
+ * audit line). */
+static int raw_is_error(const char *raw, size_t len)
+{
+    struct js_member m[8];
+    int n = js_members(raw, len, m, 8);
+    return n > 0 && js_is(js_get(m, n, "isError"), "true");
+}
+
 /* Marks a result as a write for the worker's mutation report. Steals result. */
 static json_t *mark_mutation(json_t *result, int dry_run)
 {
@@ -390,7 +438,10 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
         if (write_attempted(err->kind))
             write_done(call, 0, 0);
         calls__reply_error(call->conn_id, call->id, err->kind, err->message, elapsed);
+        audit_end(call, err->kind, NULL);
     } else if (res->raw && !call->mutation && calls__hooks.reply_parts) {
+        if (audit_enabled())
+            audit_end(call, raw_is_error(res->raw, res->raw_len) ? "error" : "ok", NULL);
         /* Nothing to change in it: its bytes go to the worker as they came. */
         if (reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE)
             calls__reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool,
@@ -403,7 +454,9 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
             res->tree ? json_incref(res->tree)
                       : jf_loadb(res->raw, res->raw_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL);
         /* Shared, not copied: only a write's result is changed (its _meta mark). */
-        write_done(call, !json_is_true(json_object_get(result, "isError")), 0);
+        int is_error = json_is_true(json_object_get(result, "isError"));
+        write_done(call, !is_error, 0);
+        audit_end(call, is_error ? "error" : "ok", NULL);
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
         if (calls__reply(call->conn_id, rpc_result(call->id, out)) == CALLS_TOO_LARGE)
@@ -430,6 +483,7 @@ static int call_start(struct call *call, struct gate *g)
             write_done(call, 0, 0);
         calls__reply_error(call->conn_id, call->id, err.kind, err.message,
                            now_ms() - call->started_ms);
+        audit_end(call, err.kind, NULL);
         call_free(call);
         return -1;
     }
@@ -521,27 +575,37 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     const char *args = call->args;
     size_t args_len = call->args_len;
     struct calls_run run = {0};
+    call->started_ms = t0;
     if (!calls__hooks.run_lookup || calls__hooks.run_lookup(run_id, slot, &run) < 0) {
-        calls__reply_error(conn_id, id, "denied", "this run is not active: tool calls are refused",
-                           0);
+        refuse(call, "denied", "this run is not active: tool calls are refused");
         goto refused;
     }
+    if (run.principal) { /* a run's principal is a NUL-terminated char[64] too */
+        size_t n = strnlen(run.principal, sizeof(call->principal) - 1);
+        memcpy(call->principal, run.principal, n);
+        call->principal[n] = '\0';
+    }
+    call->session = run.session;
+    call->dry_run = run.dry_run;
     /* Tools turned off (config, or `codemcp disable-tool` at run time): refused here, whatever
      * SDK the worker holds. Same kind as a tool that is not in the catalog. */
     char off[600];
     if (!ts_call_allowed(server, tool, off, sizeof(off))) {
-        calls__reply_error(conn_id, id, "not_found", off, 0);
+        refuse(call, "not_found", off);
         goto refused;
     }
     json_t *f = cat_find(server, tool);
     if (!f) {
         char msg[600];
         snprintf(msg, sizeof(msg), "no enabled tool %s on server %s", tool, server);
-        calls__reply_error(conn_id, id, "not_found", msg, 0);
+        refuse(call, "not_found", msg);
         goto refused;
     }
     const char *fn = json_string_value(json_object_get(f, "function"));
     int mutation = json_is_true(json_object_get(f, "mutation"));
+    free(call->fn); /* set already when the external engine was asked */
+    call->fn = xstrdup(fn);
+    call->mutation = mutation;
     struct policy_decision pd;
     struct policy_call pc = {run.principal, server,      tool, fn,
                              mutation,      run.dry_run, args, args_len};
@@ -552,28 +616,31 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     } else if (effect != POLICY_DENY) {
         call->slot = slot;
         call->timeout_ms = timeout_ms;
-        call->started_ms = t0;
         if (!policy_engine_ask(&pc, run_id, run.session, &pd, on_engine_answer, call))
             return; /* waits for the engine */
         effect = pd.effect;
     }
+    memcpy(call->rule, pd.rule, sizeof(call->rule));
     if (effect == POLICY_DENY) {
         json_t *a = args ? jf_loadb(args, args_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL) : NULL;
         char *shown = redact_dump(a, 300);
         log_info("calls", "%s refused: %s (args %s)", fn, pd.why, shown);
         free(shown);
         json_decref(a);
-        calls__reply_error(conn_id, id, "denied", pd.why, 0);
+        refuse(call, "denied", pd.why);
         goto refused;
     }
     if (budgets_take(&pc, run_id, pd.why, sizeof(pd.why)) < 0) {
-        calls__reply_error(conn_id, id, "budget", pd.why, 0);
+        snprintf(call->rule, sizeof(call->rule), "budgets");
+        refuse(call, "budget", pd.why);
         goto refused;
     }
+    call->effect = effect;
     if ((mutation && run.dry_run) || effect == POLICY_DRY_RUN) {
-        call->mutation = mutation;
+        call->effect = POLICY_DRY_RUN;
         write_done(call, 1, 1);
         calls__reply(conn_id, rpc_result(id, dry_run_stub(fn, server, tool)));
+        audit_end(call, "dry_run", NULL);
         call_done(run_id);
         goto refused;
     }
@@ -583,22 +650,15 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
                  "%s is a write tool and this run did not authorize it: re-send with "
                  "\"allow_mutations\": [\"%s\"], or preview with \"dry_run\": true",
                  fn, fn);
-        calls__reply_error(conn_id, id, "denied", msg, 0);
+        snprintf(call->rule, sizeof(call->rule), "allow_mutations");
+        refuse(call, "denied", msg);
         goto refused;
     }
-    call->fn = xstrdup(fn);
-    if (run.principal) { /* a run's principal is a NUL-terminated char[64] too */
-        size_t n = strnlen(run.principal, sizeof(call->principal) - 1);
-        memcpy(call->principal, run.principal, n);
-        call->principal[n] = '\0';
-    }
-    call->mutation = mutation;
     call->timeout_ms = timeout_ms;
-    call->started_ms = t0;
     struct gate *g = gate_get(run_id);
     char full[400];
     if (held_take(call, g, full, sizeof(full)) < 0) {
-        calls__reply_error(conn_id, id, "denied", full, 0);
+        refuse(call, "denied", full);
         gate_release(g);
         goto refused;
     }
@@ -733,6 +793,7 @@ int calls_resume(const char *run_id, json_t *input_responses)
             write_done(call, 0, 0);
         calls__reply_error(call->conn_id, call->id, err.kind, err.message,
                            now_ms() - call->started_ms);
+        audit_end(call, err.kind, NULL);
         call_done(call->run_id);
         gate_done(call->run_id);
         call_free(call);
@@ -749,6 +810,7 @@ void calls_cancel_run(const char *run_id, const char *reason)
     struct call *call;
     while ((call = gate_pop(g))) { /* first: none of them may start */
         calls__reply_error(call->conn_id, call->id, "timeout", reason, now_ms() - call->started_ms);
+        audit_end(call, "timeout", NULL);
         call_free(call);
     }
     call = calls;
@@ -761,6 +823,7 @@ void calls_cancel_run(const char *run_id, const char *reason)
             write_done(call, 0, 0); /* routed: the server may have acted on it */
             calls__reply_error(call->conn_id, call->id, "timeout", reason,
                                now_ms() - call->started_ms);
+            audit_end(call, "timeout", NULL);
             call_free(call);
         }
         call = next;
@@ -777,6 +840,7 @@ void calls_conn_closed(uint64_t conn_id)
             struct call *c = *pp;
             if (c->conn_id == conn_id) {
                 *pp = c->next;
+                audit_end(c, "worker_gone", NULL);
                 call_free(c);
             } else {
                 prev = c;
@@ -792,6 +856,7 @@ void calls_conn_closed(uint64_t conn_id)
             DLIST_UNLINK(call);
             up_cancel_call(call->up_handle, "the worker went away");
             write_done(call, 0, 0);
+            audit_end(call, "worker_gone", NULL);
             gate_done(call->run_id); /* another connection's waiting calls of the run may start */
             call_free(call);
         }
@@ -816,8 +881,10 @@ void calls_free_all(void)
     while (gates) {
         struct gate *g = gates;
         struct call *c;
-        while ((c = gate_pop(g)))
+        while ((c = gate_pop(g))) {
+            audit_end(c, "shutdown", NULL);
             call_free(c);
+        }
         gates = g->next;
         free(g->run_id);
         free(g);
@@ -825,6 +892,7 @@ void calls_free_all(void)
     while (calls) {
         struct call *c = calls;
         DLIST_UNLINK(c);
+        audit_end(c, "shutdown", NULL);
         call_free(c);
     }
     calls__reads_free_all();
