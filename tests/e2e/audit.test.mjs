@@ -34,7 +34,7 @@ function setup(prefix) {
   const config = path.join(dir, 'mcp.json');
   fs.writeFileSync(config, JSON.stringify({
     policy: { rules: RULES },
-    mcp: { fake: servers.fake(['--tools-file', tools]) },
+    mcp: { fake: servers.fake(['--tools-file', tools, '--resource', 'mem://doc/one=12']) },
   }, null, 2));
   return { dir, config, audit: path.join(dir, 'audit.log') };
 }
@@ -194,6 +194,27 @@ result = {"rid": rid, "n": len(calls), "echo": fake_echo(text=evil).result()}`);
     assert.ok(names.some((t) => t.startsWith('echo\n{"event"')), JSON.stringify(names));
     const keys = lines.flatMap((l) => l.arg_keys);
     assert.ok(keys.some((k) => k.startsWith('k\n{"event"') && k.includes('\x1b[31m')), JSON.stringify(keys));
+  });
+
+  test('a resource read is audited as a read of resources/read', async () => {
+    const e = await run(gw.client, `${RUN_ID}got = read_resource("mem://doc/one")
+try:
+    read_resource("nowhere://x").result()
+except ToolError:
+    pass
+result = rid`);
+    assert.ok(e.result, JSON.stringify(e));
+    const lines = await linesOf(e.result, 2, s.audit);
+    const ok = lines.find((l) => l.outcome === 'ok');
+    assert.ok(ok, JSON.stringify(lines));
+    assert.equal(ok.tool, 'resources/read');
+    assert.equal(ok.server, 'fake');
+    assert.equal(ok.access, 'read');
+    assert.equal(ok.decision, 'allow');
+    assert.deepEqual(ok.arg_keys, ['uri']);
+    const failed = lines.find((l) => l.outcome !== 'ok'); // the one server answers with an error
+    assert.ok(failed, JSON.stringify(lines));
+    assert.equal(failed.outcome, 'upstream_error');
   });
 
   test('the audit file descriptor is not visible in the worker', async () => {
