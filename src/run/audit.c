@@ -16,8 +16,10 @@
 #include <string.h>
 #include <time.h>
 
-/* Argument keys listed, at most (a program may send thousands). */
-#define AUDIT_MAX_KEYS 64
+/* Argument keys listed, at most (a program may send thousands), each cut to AUDIT_KEY_BYTES:
+ * a program must not be able to make one line megabytes long. */
+#define AUDIT_MAX_KEYS  64
+#define AUDIT_KEY_BYTES 128
 /* With CODEMCP_AUDIT_ARGS: each string value cut to this many characters, and the arguments
  * left out (arg_bytes says how many there were) when their redacted text is longer. */
 #define AUDIT_ARG_STR   256
@@ -119,16 +121,29 @@ static json_t *line_head(const char *event, const char *principal, uint64_t sess
     return o;
 }
 
-/* The top-level keys of args (JSON text as jf_dumps writes it), each redacted as free text would be
- * (a key can hold a credential as well as a value can), the first AUDIT_MAX_KEYS of them. */
+/* The first AUDIT_MAX_KEYS of m[0..n) into keys, each cut to AUDIT_KEY_BYTES and redacted
+ * as free text is (a key can hold a credential as well as a value can). */
+static void add_keys(json_t *keys, const struct js_member *m, int n)
+{
+    for (int i = 0; i < n && i < AUDIT_MAX_KEYS; i++) {
+        char *r = redact_text(m[i].key, m[i].klen < AUDIT_KEY_BYTES ? m[i].klen : AUDIT_KEY_BYTES);
+        json_array_append_new(keys, text(r));
+        free(r);
+    }
+}
+
+/* The top-level keys of args (JSON text as jf_dumps writes it) as "arg_keys"; how many more
+ * there were as "arg_keys_more". */
 static void put_keys(json_t *o, const char *args, size_t len)
 {
     json_t *keys = json_array();
     struct js_member m[AUDIT_MAX_KEYS];
     /* js_members reads keys as written, which holds only when none has an escape */
     int n = memchr(args, '\\', len) ? -1 : js_members(args, len, m, AUDIT_MAX_KEYS);
-    size_t more = 0;
-    if (n < 0) { /* an escape, or more than AUDIT_MAX_KEYS: the tree has them all */
+    size_t total = (size_t)n;
+    if (n >= 0) {
+        add_keys(keys, m, n);
+    } else { /* an escape, or more than AUDIT_MAX_KEYS: the tree has them all */
         json_t *a = jf_loadb(args, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL);
         const char *key;
         json_t *v;
@@ -137,25 +152,14 @@ static void put_keys(json_t *o, const char *args, size_t len)
         {
             if (n < AUDIT_MAX_KEYS)
                 m[n++] = (struct js_member){.key = key, .klen = strlen(key)};
-            else
-                more++;
         }
-        for (int i = 0; i < n; i++) { /* the keys live in a: add them before it goes */
-            char *r = redact_text(m[i].key, m[i].klen);
-            json_array_append_new(keys, text(r));
-            free(r);
-        }
+        total = json_object_size(a);
+        add_keys(keys, m, n); /* the keys live in a: before it goes */
         json_decref(a);
-    } else {
-        for (int i = 0; i < n; i++) {
-            char *r = redact_text(m[i].key, m[i].klen);
-            json_array_append_new(keys, text(r));
-            free(r);
-        }
     }
     json_object_set_new(o, "arg_keys", keys);
-    if (more)
-        json_object_set_new(o, "arg_keys_more", json_integer((json_int_t)more));
+    if (total > AUDIT_MAX_KEYS)
+        json_object_set_new(o, "arg_keys_more", json_integer((json_int_t)(total - AUDIT_MAX_KEYS)));
 }
 
 /* CODEMCP_AUDIT_ARGS: the values, redacted (secret keys hide their values, credential-shaped

@@ -2,7 +2,8 @@
  * own so that the loop never waits on a disk.
  *
  * The loop copies each line into a bounded queue (AUDIT_QUEUE_BYTES) and goes on; the writer
- * thread takes everything queued at once and writes it. A disk that is slow or full, or a
+ * thread takes everything queued at once, at most AUDIT_FLUSH_MS after the first line of a
+ * batch, and writes it with one write. A disk that is slow or full, or a
  * syslog daemon that does not read, therefore costs the loop at most a memcpy: when the queue
  * is full the line is dropped and counted, and a failed write counts the lines it loses. Both
  * counts are reported in the ordinary log (at most every AUDIT_REPORT_MS) and at exit.
@@ -31,8 +32,15 @@
 #define MOD "audit"
 /* Lines queued and not yet written, at most (an audit line is a few hundred bytes). */
 #define AUDIT_QUEUE_BYTES ((size_t)4 << 20)
+/* The writer gathers lines for up to AUDIT_FLUSH_MS after the first, or until
+ * AUDIT_FLUSH_BYTES are queued, before it writes them: a line reaches the file within that. */
+#define AUDIT_FLUSH_MS    20
+#define AUDIT_FLUSH_BYTES ((size_t)256 << 10)
 /* Lost lines are reported at most this often. */
 #define AUDIT_REPORT_MS 10000
+/* At exit, how long the writer may take to write what is queued (a disk that does not answer
+ * must not keep the gateway from ending: what is left is counted as lost). */
+#define AUDIT_CLOSE_MS 3000
 
 static struct {
     pthread_mutex_t mu;
@@ -48,7 +56,7 @@ static struct {
 
 static atomic_long lost_full, lost_write;
 static atomic_llong reported_ms;
-static long reported_full, reported_write;
+static atomic_long reported_full, reported_write;
 
 static int open_file(const char *path)
 {
@@ -58,20 +66,20 @@ static int open_file(const char *path)
 /* Logs the lines lost since the last report, at most every AUDIT_REPORT_MS (force: now). */
 static void report_lost(int force)
 {
+    long full = atomic_load(&lost_full), failed = atomic_load(&lost_write);
+    if (full == atomic_load(&reported_full) && failed == atomic_load(&reported_write))
+        return;
     long long now = now_ms(), last = atomic_load(&reported_ms);
     if (!force && now - last < AUDIT_REPORT_MS)
         return;
     if (!atomic_compare_exchange_strong(&reported_ms, &last, now))
         return; /* another thread reports */
-    long full = atomic_load(&lost_full), failed = atomic_load(&lost_write);
-    if (full == reported_full && failed == reported_write)
-        return;
     log_error(MOD,
               "%ld audit lines lost so far: %ld while the queue was full (%zu bytes waiting for "
               "the disk or syslog), %ld in writes that failed",
               full + failed, full, AUDIT_QUEUE_BYTES, failed);
-    reported_full = full;
-    reported_write = failed;
+    atomic_store(&reported_full, full);
+    atomic_store(&reported_write, failed);
 }
 
 static size_t count_lines(const char *p, size_t n)
@@ -104,9 +112,9 @@ static void write_file(int fd, const char *p, size_t n)
             ftruncate(fd, end - (off_t)(done - whole)) < 0) {
             /* the half line stays: the next line starts after it */
         }
-        atomic_fetch_add(&lost_write, (long)count_lines(p + whole, n - whole));
-        if (atomic_load(&lost_write) == 1 || e != ENOSPC)
-            log_debug(MOD, "writing the audit log: %s", strerror(e ? e : EIO));
+        size_t lost = count_lines(p + whole, n - whole);
+        atomic_fetch_add(&lost_write, (long)lost);
+        log_debug(MOD, "writing the audit log: %s (%zu lines lost)", strerror(e ? e : EIO), lost);
         return;
     }
 }
@@ -140,6 +148,12 @@ static void *writer_main(void *arg)
     for (;;) {
         while (!sk.queued && !sk.stop && !sk.reopen)
             pthread_cond_wait(&sk.wake, &sk.mu);
+        /* lines come in bursts (a program's calls): gather them for a while, so the loop's
+         * lines cost one wake-up and one write per AUDIT_FLUSH_MS, not one each */
+        struct timespec until = ts_after_ms(CLOCK_REALTIME, AUDIT_FLUSH_MS);
+        while (!sk.stop && !sk.reopen && sk.queued < AUDIT_FLUSH_BYTES &&
+               pthread_cond_timedwait(&sk.wake, &sk.mu, &until) == 0) {
+        }
         int reopen = sk.reopen, stop = sk.stop;
         sk.reopen = 0;
         /* the two buffers trade places: the loop never waits on a copy */
@@ -196,10 +210,14 @@ void audit_sink_put(const char *line, size_t len)
     pthread_mutex_lock(&sk.mu);
     int room = sk.queued + len + 1 <= AUDIT_QUEUE_BYTES;
     if (room) {
+        /* the writer waits for a first line, then for AUDIT_FLUSH_BYTES or its time */
+        int wake = sk.queued == 0 ||
+                   (sk.queued < AUDIT_FLUSH_BYTES && sk.queued + len + 1 >= AUDIT_FLUSH_BYTES);
         memcpy(sk.queue + sk.queued, line, len);
         sk.queue[sk.queued + len] = '\n';
         sk.queued += len + 1;
-        pthread_cond_signal(&sk.wake);
+        if (wake)
+            pthread_cond_signal(&sk.wake);
     }
     pthread_mutex_unlock(&sk.mu);
     if (!room) {
@@ -226,7 +244,21 @@ void audit_sink_close(void)
     sk.stop = 1;
     pthread_cond_signal(&sk.wake);
     pthread_mutex_unlock(&sk.mu);
-    pthread_join(sk.thread, NULL);
+    struct timespec until = ts_after_ms(CLOCK_REALTIME, AUDIT_CLOSE_MS);
+    if (pthread_timedjoin_np(sk.thread, NULL, &until) != 0) {
+        /* stuck in a write: it keeps its buffers and the descriptor, the process ends anyway */
+        pthread_mutex_lock(&sk.mu);
+        atomic_fetch_add(&lost_full, (long)count_lines(sk.queue, sk.queued));
+        sk.queued = 0;
+        pthread_mutex_unlock(&sk.mu);
+        sk.running = 0;
+        log_error(MOD,
+                  "the audit log's writer did not finish within %d ms (a disk that does not "
+                  "answer?); not waiting for it",
+                  AUDIT_CLOSE_MS);
+        report_lost(1);
+        return;
+    }
     sk.running = 0;
     report_lost(1);
     if (sk.path) {

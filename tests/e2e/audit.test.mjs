@@ -8,6 +8,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { Proc, connectClient, connectHttp, tempDir, servers, ms, waitFor } from './lib.mjs';
 
 const TOOLS = [
@@ -282,6 +283,49 @@ result = rid`);
     assert.ok(!raw.includes('hunter2-pass'), raw);
     assert.ok(!raw.includes(secret), raw);
   });
+});
+
+test('a full disk: lines lost are counted and reported, the gateway goes on', { timeout: ms(120000) }, async () => {
+  const s = setup('codemcp-audit-full-');
+  const h = await connectClient({ config: s.config, env: { CODEMCP_AUDIT_LOG: '/dev/full' } });
+  try {
+    await ready(h.client);
+    for (let i = 0; i < 2; i++) {
+      const e = await run(h.client, 'result = [fake_echo(text="x%d" % i).result() for i in range(20)][-1]');
+      assert.ok(e.result, JSON.stringify(e));
+    }
+    const lost = /[1-9]\d* audit lines lost so far: .* [1-9]\d* in writes that failed/;
+    await waitFor(() => lost.test(h.stderr()), ms(15000));
+    assert.match(h.stderr(), lost);
+  } finally {
+    await h.close();
+  }
+});
+
+test('a destination that takes nothing: the queue fills, runs go on, lines dropped are counted', { timeout: ms(180000) }, async () => {
+  const s = setup('codemcp-audit-stuck-');
+  const fifo = path.join(s.dir, 'audit.fifo');
+  execFileSync('mkfifo', ['-m', '600', fifo]);
+  // a reader that never reads: the writer thread blocks once the pipe is full
+  const reader = fs.openSync(fifo, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  const h = await connectClient({ config: s.config, env: { CODEMCP_AUDIT_LOG: fifo } });
+  try {
+    await ready(h.client);
+    // 64 keys of 128 bytes: ~9 kB a line, so a few hundred calls fill the 4 MiB queue
+    const e = await run(h.client, `import codemcp_rt.client as c
+args = {("k%02d" % i) + "x" * 125: i for i in range(64)}
+ps = [c.call("fake", "mirror", args) for _ in range(900)]
+result = len([p.result() for p in ps])`);
+    assert.equal(e.result, 900, JSON.stringify(e).slice(0, 2000));
+    const dropped = /audit lines lost so far: [1-9]\d* while the queue was full/;
+    await waitFor(() => dropped.test(h.stderr()), ms(20000));
+    assert.match(h.stderr(), dropped);
+    const after = await run(h.client, 'result = fake_echo(text="still here").result()');
+    assert.ok(after.result, JSON.stringify(after));
+  } finally {
+    fs.closeSync(reader); // the blocked write fails (EPIPE): the gateway can end
+    await h.close();
+  }
 });
 
 test('CODEMCP_LOG_FORMAT=json: every line of the log is one JSON object', { timeout: ms(120000) }, async () => {
