@@ -24,6 +24,8 @@
  * left out (arg_bytes says how many there were) when their redacted text is longer. */
 #define AUDIT_ARG_STR   256
 #define AUDIT_ARGS_TEXT (16 << 10)
+/* Names cut to this many bytes. */
+#define AUDIT_NAME_BYTES 256
 /* Messages (a refusal's reason, a validator's error) cut to this many bytes. */
 #define AUDIT_MESSAGE 1000
 
@@ -80,17 +82,18 @@ static json_t *text_n(const char *s, size_t n)
     return v;
 }
 
+/* A name (server, tool, run, ...), cut to AUDIT_NAME_BYTES: a program chooses the ones it
+ * sends, and a megabyte tool name must not make a megabyte line. */
 static json_t *text(const char *s)
 {
-    return s ? text_n(s, strlen(s)) : json_null();
+    return s ? text_n(s, strnlen(s, AUDIT_NAME_BYTES)) : json_null();
 }
 
 /* A message, redacted and cut to AUDIT_MESSAGE bytes. */
 static json_t *message(const char *s)
 {
-    size_t n = strlen(s);
-    char *r = redact_text(s, n < AUDIT_MESSAGE ? n : AUDIT_MESSAGE);
-    json_t *v = text(r);
+    char *r = redact_text(s, strnlen(s, AUDIT_MESSAGE));
+    json_t *v = text_n(r, strlen(r));
     free(r);
     return v;
 }

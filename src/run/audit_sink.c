@@ -192,6 +192,8 @@ int audit_sink_open(const char *dest, char *err, size_t errlen)
         sk.path = xstrdup(dest);
     }
     sk.queue = xmalloc(AUDIT_QUEUE_BYTES);
+    sk.queued = 0;
+    sk.stop = sk.reopen = 0;
     /* The loop's signals are blocked in this thread as in every other (lp_init ran before). */
     if (pthread_create(&sk.thread, NULL, writer_main, NULL) != 0) {
         snprintf(err, errlen, "CODEMCP_AUDIT_LOG: cannot start its writer thread");

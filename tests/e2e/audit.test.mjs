@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { Proc, connectClient, connectHttp, tempDir, servers, ms, waitFor } from './lib.mjs';
+import { Proc, connectClient, connectHttp, tempDir, servers, ms, waitFor, descendants } from './lib.mjs';
 
 const TOOLS = [
   { name: 'echo', description: 'Echo the text back.',
@@ -168,13 +168,13 @@ result = rid`);
     assert.equal(fs.statSync(s.audit).mode & 0o777, 0o600);
   });
 
-  test('newlines, NULs and ANSI escapes in tool names, keys and values cannot forge a line', async () => {
+  test('newlines, NULs, ANSI escapes and huge names in tool names, keys and values cannot forge a line', async () => {
     const evil = '\\n{\\"event\\":\\"tool_call\\",\\"forged\\":true}\\r\\n\\x00\\x1b[31m\\x1b]0;title\\x07\\u2028\\x85\\x9b2J';
     const e = await run(gw.client, `${RUN_ID}import codemcp_rt.client as c
 evil = "${evil}"
 key = evil.replace("\\x00", "")  # a NUL in a key is refused before any decision (a transport error)
 calls = [("echo", {"text": evil}), ("echo" + evil, {"text": "x"}), ("mirror", {"k" + key: evil}),
-         (evil, {key: 1}), ("delete_thing", {"id": evil})]
+         (evil, {key: 1}), ("delete_thing", {"id": evil}), ("t" * 200000, {"k" * 200000: 1})]
 for tool, args in calls:
     try:
         c.call("fake", tool, args)
@@ -190,6 +190,8 @@ result = {"rid": rid, "n": len(calls), "echo": fake_echo(text=evil).result()}`);
       assert.ok(['tool_call', 'validation'].includes(l.event), JSON.stringify(l));
     }
     const bytes = fs.readFileSync(s.audit);
+    for (const l of bytes.toString('latin1').split('\n'))
+      assert.ok(l.length < 4096, `a line of ${l.length} bytes: a program's long names are cut`);
     assert.ok(!bytes.includes(0x1b) && !bytes.includes(0) && !bytes.includes(0x0d), 'raw control bytes in the file');
     const names = lines.map((l) => l.tool);
     assert.ok(names.some((t) => t.startsWith('echo\n{"event"')), JSON.stringify(names));
@@ -233,6 +235,25 @@ result = {"rid": rid, "fds": seen}`);
     assert.equal(l.tool, 'echo');
     const leak = e.result.fds.filter((t) => t.includes('audit'));
     assert.deepEqual(leak, [], `the worker holds: ${JSON.stringify(e.result.fds)}`);
+    // and from outside: the gateway holds it, none of its children (workers, upstreams) does
+    const holds = (pid) => {
+      try {
+        return fs.readdirSync(`/proc/${pid}/fd`).some((fd) => {
+          try {
+            return fs.readlinkSync(`/proc/${pid}/fd/${fd}`) === s.audit;
+          } catch {
+            return false;
+          }
+        });
+      } catch {
+        return false;
+      }
+    };
+    assert.ok(holds(gw.proc.pid), 'the gateway does not hold the audit file');
+    const kids = descendants(gw.proc.pid);
+    assert.ok(kids.length >= 2, JSON.stringify(kids));
+    const holders = kids.filter((k) => holds(k.pid)).map((k) => `${k.pid} ${k.comm}`);
+    assert.deepEqual(holders, [], 'children holding the audit file');
   });
 
   test('SIGHUP after mv starts a new file and no line is lost', async () => {
