@@ -440,10 +440,15 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
         calls__reply_error(call->conn_id, call->id, err->kind, err->message, elapsed);
         audit_end(call, err->kind, NULL);
     } else if (res->raw && !call->mutation && calls__hooks.reply_parts) {
-        if (audit_enabled())
-            audit_end(call, raw_is_error(res->raw, res->raw_len) ? "error" : "ok", NULL);
         /* Nothing to change in it: its bytes go to the worker as they came. */
-        if (reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE)
+        int too_large = reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE;
+        if (audit_enabled())
+            audit_end(call,
+                      too_large                              ? "too_large"
+                      : raw_is_error(res->raw, res->raw_len) ? "error"
+                                                             : "ok",
+                      NULL);
+        if (too_large)
             calls__reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool,
                                    res->raw_len, elapsed);
         else if (learn_this(call->principal, call->fn, res->raw_len))
@@ -456,10 +461,11 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
         /* Shared, not copied: only a write's result is changed (its _meta mark). */
         int is_error = json_is_true(json_object_get(result, "isError"));
         write_done(call, !is_error, 0);
-        audit_end(call, is_error ? "error" : "ok", NULL);
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
-        if (calls__reply(call->conn_id, rpc_result(call->id, out)) == CALLS_TOO_LARGE)
+        int too_large = calls__reply(call->conn_id, rpc_result(call->id, out)) == CALLS_TOO_LARGE;
+        audit_end(call, too_large ? "too_large" : is_error ? "error" : "ok", NULL);
+        if (too_large)
             calls__reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool,
                                    res->raw_len, elapsed);
         /* After the answer is queued: learning never delays the call. */
