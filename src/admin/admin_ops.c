@@ -4,6 +4,7 @@
 #include "cfgedit.h"
 #include "log.h"
 #include "mcp_era.h"
+#include "metrics.h"
 #include "oauth_gw.h"
 #include "toolstate.h"
 #include "upstream.h"
@@ -314,6 +315,17 @@ static json_t *op_tool(json_t *params, int on)
     return done_reply(up, tool, wrote, what);
 }
 
+/* The Prometheus text GET /metrics serves, for gateways without an HTTP front. */
+static json_t *op_metrics(void)
+{
+    char *text = mx_render();
+    if (!text)
+        return fail("metrics are off in this gateway (CODEMCP_METRICS=off)");
+    json_t *reply = json_pack("{s:b, s:s}", "ok", 1, "text", text);
+    free(text);
+    return reply;
+}
+
 json_t *admops_handle(json_t *req)
 {
     const char *m = json_string_value(json_object_get(req, "method"));
@@ -326,11 +338,13 @@ json_t *admops_handle(json_t *req)
         return op_list();
     if (strcmp(m, "tools") == 0)
         return op_tools();
+    if (strcmp(m, "metrics") == 0)
+        return op_metrics();
     if (strcmp(m, "enable") == 0 || strcmp(m, "disable") == 0)
         return op_server(params, m[0] == 'e');
     if (strcmp(m, "enable_tool") == 0 || strcmp(m, "disable_tool") == 0)
         return op_tool(params, m[0] == 'e');
-    return fail("unknown method %s (info, list, tools, enable, disable, enable_tool, "
+    return fail("unknown method %s (info, list, tools, metrics, enable, disable, enable_tool, "
                 "disable_tool)",
                 m);
 }

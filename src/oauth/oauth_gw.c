@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "loop.h"
+#include "metrics.h"
 #include "oauth.h"
 #include "util.h"
 
@@ -290,6 +291,7 @@ static void refresh_done(void *ud)
 {
     struct refresh *r = ud;
     struct gw_server *g = server(r->name);
+    mx_oauth_refresh(r->outcome >= 0);
     if (r->outcome >= 0)
         log_info("oauth", "%s: %s", r->name,
                  r->outcome == 0 ? "access token refreshed"

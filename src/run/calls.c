@@ -15,7 +15,9 @@
  * started when one of the run's calls ends, so a program that starts thousands of calls
  * without waiting cannot make the gateway hold thousands of upstream replies at once. The
  * argument bytes the gateway holds for calls in flight or waiting are capped per run and per
- * principal (calls.h); a call past either cap is refused with kind "denied". */
+ * principal (calls.h); a call past either cap is refused with kind "denied". The result bytes
+ * queued to a principal's workers and not yet read by them are capped too: a result past the
+ * cap is dropped and its call fails with kind "too_large" (results_room). */
 #include "calls.h"
 #include "calls_int.h"
 #include "audit.h"
@@ -26,6 +28,7 @@
 #include "jsonscan.h"
 #include "log.h"
 #include "loop.h"
+#include "metrics.h"
 #include "policy.h"
 #include "redact.h"
 #include "shapes.h"
@@ -57,7 +60,10 @@ struct call {
     int64_t timeout_ms; /* the program's own for this call (0: the server's default) */
     uint64_t up_handle;
     int64_t started_ms;
-    char principal[64]; /* the run's: whose shapes and counts its result teaches */
+    int64_t sent_us;              /* when it went upstream, for the latency metric */
+    enum mx_call_outcome outcome; /* counted when the call is freed */
+    int listed;                   /* server/tool are in the catalog: labels the metrics may carry */
+    char principal[64];           /* the run's: whose shapes and counts its result teaches */
     /* for its audit line (audit.h) */
     uint64_t session;
     int dry_run;
@@ -124,7 +130,7 @@ struct principal_hold *calls__held_get(const char *principal)
 /* Frees h when it holds nothing and enough others are kept. */
 void calls__held_drop_idle(struct principal_hold *h)
 {
-    if (h->bytes || h->reads || n_held_by <= HELD_KEPT)
+    if (h->bytes || h->reads || h->n_conns || n_held_by <= HELD_KEPT)
         return;
     LIST_UNLINK(&held_by, h);
     free(h->principal);
@@ -171,8 +177,62 @@ static int held_take(struct call *call, struct gate *g, char *why, size_t cap)
     return 0;
 }
 
+/* Bytes queued to h's worker connections and not yet written; connections that wrote all
+ * theirs are forgotten. */
+static size_t results_held(struct principal_hold *h)
+{
+    size_t sum = 0;
+    for (int i = 0; i < h->n_conns;) {
+        size_t n = calls__hooks.pending(h->conns[i]);
+        if (n) {
+            sum += n;
+            i++;
+        } else {
+            h->conns[i] = h->conns[--h->n_conns];
+        }
+    }
+    return sum;
+}
+
+/* Whether a result of len bytes of call may be queued to its worker: 0 (its connection now
+ * counted for its principal), or -1 with why when the principal's workers have not read
+ * calls__hooks.max_principal_results bytes queued to them (or HELD_CONNS of them have some). */
+static int results_room(const struct call *call, size_t len, char *why, size_t cap)
+{
+    if (!calls__hooks.pending || !calls__hooks.max_principal_results)
+        return 0;
+    struct principal_hold *h = calls__held_get(call->principal);
+    size_t held = results_held(h);
+    int known = 0;
+    for (int i = 0; i < h->n_conns && !known; i++)
+        known = h->conns[i] == call->conn_id;
+    if (held + len <= calls__hooks.max_principal_results && (known || h->n_conns < HELD_CONNS)) {
+        if (!known)
+            h->conns[h->n_conns++] = call->conn_id;
+        return 0;
+    }
+    snprintf(why, cap,
+             "the result of %.200s was dropped: this principal's Python workers have not read "
+             "%zu bytes the gateway queued to them (CODEMCP_MAX_RESULT_BYTES_PER_PRINCIPAL %zu); "
+             "the call itself was made",
+             call->fn ? call->fn : call->tool, held, calls__hooks.max_principal_results);
+    calls__held_drop_idle(h);
+    return -1;
+}
+
+/* What an error of kind says about a call, for the metrics. */
+static enum mx_call_outcome outcome_of(const char *kind)
+{
+    return kind && strcmp(kind, "timeout") == 0  ? MX_CALL_TIMEOUT
+           : kind && strcmp(kind, "denied") == 0 ? MX_CALL_DENIED
+                                                 : MX_CALL_ERROR;
+}
+
+/* Every call ends here, so its outcome is counted here, once. */
 static void call_free(struct call *call)
 {
+    /* A name the catalog does not list came from the program: it is no label. */
+    mx_tool_call(call->listed ? call->server : NULL, call->tool, call->outcome);
     held_release(call);
     json_decref(call->id);
     json_decref(call->request_state);
@@ -198,6 +258,7 @@ static struct call *call_new(uint64_t conn_id, json_t *id, struct slice id_text,
     struct call *call = xcalloc(1, sizeof(*call) + len);
     char *w = call->text;
     call->conn_id = conn_id;
+    call->outcome = MX_CALL_CANCELLED; /* until something else is known */
     call->id = json_incref(id);
     call->id_text = put_text(&w, id_text);
     call->run_id = put_text(&w, run_id);
@@ -325,15 +386,6 @@ static void refuse(struct call *call, const char *kind, const char *why)
     audit_end(call, kind, why);
 }
 
-/* Whether a relayed result's bytes say isError: true (top-level member; read only for the
- * audit line). */
-static int raw_is_error(const char *raw, size_t len)
-{
-    struct js_member m[8];
-    int n = js_members(raw, len, m, 8);
-    return n > 0 && js_is(js_get(m, n, "isError"), "true");
-}
-
 /* Marks a result as a write for the worker's mutation report. Steals result. */
 static json_t *mark_mutation(json_t *result, int dry_run)
 {
@@ -433,21 +485,25 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
     }
     DLIST_UNLINK(call);
     int64_t elapsed = now_ms() - call->started_ms;
+    mx_upstream_latency(call->server, call->sent_us);
     call_done(call->run_id);
-    if (err) {
+    char full[512];
+    if (!err && results_room(call, res->raw_len, full, sizeof(full)) < 0) {
+        call->outcome = MX_CALL_ERROR; /* answered, but the result could not be given */
+        write_done(call, 1, 0);        /* made: the server may have acted on it */
+        calls__reply_error(call->conn_id, call->id, "too_large", full, elapsed);
+        audit_end(call, "too_large", full);
+    } else if (err) {
+        call->outcome = outcome_of(err->kind);
         if (write_attempted(err->kind))
             write_done(call, 0, 0);
         calls__reply_error(call->conn_id, call->id, err->kind, err->message, elapsed);
         audit_end(call, err->kind, NULL);
     } else if (res->raw && !call->mutation && calls__hooks.reply_parts) {
         /* Nothing to change in it: its bytes go to the worker as they came. */
+        call->outcome = res->is_error ? MX_CALL_IS_ERROR : MX_CALL_OK;
         int too_large = reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE;
-        if (audit_enabled())
-            audit_end(call,
-                      too_large                              ? "too_large"
-                      : raw_is_error(res->raw, res->raw_len) ? "error"
-                                                             : "ok",
-                      NULL);
+        audit_end(call, too_large ? "too_large" : res->is_error ? "error" : "ok", NULL);
         if (too_large)
             calls__reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool,
                                    res->raw_len, elapsed);
@@ -460,6 +516,7 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
                       : jf_loadb(res->raw, res->raw_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL);
         /* Shared, not copied: only a write's result is changed (its _meta mark). */
         int is_error = json_is_true(json_object_get(result, "isError"));
+        call->outcome = is_error ? MX_CALL_IS_ERROR : MX_CALL_OK;
         write_done(call, !is_error, 0);
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
@@ -483,8 +540,10 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
 static int call_start(struct call *call, struct gate *g)
 {
     struct up_error err = {0};
+    call->sent_us = mx_clock();
     if (up_call_tool(call->server, call->tool, call->args, call->args_len, NULL, call->timeout_ms,
                      on_upstream_result, call, &call->up_handle, &err) < 0) {
+        call->outcome = outcome_of(err.kind);
         if (write_attempted(err.kind))
             write_done(call, 0, 0);
         calls__reply_error(call->conn_id, call->id, err.kind, err.message,
@@ -582,6 +641,7 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     size_t args_len = call->args_len;
     struct calls_run run = {0};
     call->started_ms = t0;
+    call->outcome = MX_CALL_DENIED; /* what most refusals below are */
     if (!calls__hooks.run_lookup || calls__hooks.run_lookup(run_id, slot, &run) < 0) {
         refuse(call, "denied", "this run is not active: tool calls are refused");
         goto refused;
@@ -597,6 +657,7 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
      * SDK the worker holds. Same kind as a tool that is not in the catalog. */
     char off[600];
     if (!ts_call_allowed(server, tool, off, sizeof(off))) {
+        call->outcome = MX_CALL_NOT_FOUND;
         refuse(call, "not_found", off);
         goto refused;
     }
@@ -604,9 +665,11 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     if (!f) {
         char msg[600];
         snprintf(msg, sizeof(msg), "no enabled tool %s on server %s", tool, server);
+        call->outcome = MX_CALL_NOT_FOUND;
         refuse(call, "not_found", msg);
         goto refused;
     }
+    call->listed = 1;
     const char *fn = json_string_value(json_object_get(f, "function"));
     int mutation = json_is_true(json_object_get(f, "mutation"));
     free(call->fn); /* set already when the external engine was asked */
@@ -644,6 +707,7 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     call->effect = effect;
     if ((mutation && run.dry_run) || effect == POLICY_DRY_RUN) {
         call->effect = POLICY_DRY_RUN;
+        call->outcome = MX_CALL_DRY_RUN;
         write_done(call, 1, 1);
         calls__reply(conn_id, rpc_result(id, dry_run_stub(fn, server, tool)));
         audit_end(call, "dry_run", NULL);
@@ -668,7 +732,8 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
         gate_release(g);
         goto refused;
     }
-    if (gate_full(g) || g->head) { /* waits in order, behind the run's earlier calls */
+    call->outcome = MX_CALL_CANCELLED; /* routed: the answer, or the run's end, says more */
+    if (gate_full(g) || g->head) {     /* waits in order, behind the run's earlier calls */
         if (g->tail)
             g->tail->next = call;
         else
@@ -699,6 +764,7 @@ void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
     json_t *args = json_object_get(params, "args");
     json_t *tmo = json_object_get(params, "timeout_ms");
     if (!run_id || !server || !tool || (args && !json_is_object(args))) {
+        mx_rejected(MX_REJECT_CALL);
         calls__reply(conn_id,
                      rpc_error(id, RPC_INVALID_PARAMS,
                                "call_tool needs run_id, server, tool and object args", NULL));
@@ -795,6 +861,7 @@ int calls_resume(const char *run_id, json_t *input_responses)
     json_decref(extra);
     if (rc < 0) {
         DLIST_UNLINK(call);
+        call->outcome = outcome_of(err.kind);
         if (write_attempted(err.kind))
             write_done(call, 0, 0);
         calls__reply_error(call->conn_id, call->id, err.kind, err.message,

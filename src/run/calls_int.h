@@ -10,12 +10,16 @@
 
 extern struct calls_hooks calls__hooks;
 
-/* What a principal's calls hold: argument bytes (in flight or waiting) and resource reads in
- * flight. */
+/* What a principal's calls hold: argument bytes (in flight or waiting), resource reads in
+ * flight, and the worker connections its results were queued to that had not written them
+ * all yet when last looked at (their unwritten bytes are what its results hold). */
+#define HELD_CONNS 16
 struct principal_hold {
     char *principal;
     size_t bytes;
     int reads;
+    int n_conns;
+    uint64_t conns[HELD_CONNS];
     struct principal_hold *next;
 };
 struct principal_hold *calls__held_find(const char *principal);
