@@ -199,7 +199,7 @@ static void lm_runs_reset(struct lm_runs *r)
 /* ---- the rules ---------------------------------------------------------------------------- */
 
 static struct lm_pat value_pat[N_PATTERNS], kv_pat;
-static int compiled; /* -1: a pattern is outside the subset (then text is left as is) */
+static int compiled;     /* -1: a pattern is outside the subset (then text is left as is) */
 static size_t value_min; /* the fewest bytes any value pattern matches: shorter texts skip them */
 static pthread_once_t compile_once = PTHREAD_ONCE_INIT;
 
@@ -374,6 +374,12 @@ static char *apply_key_values(const char *text)
     }
     buf_appends(&out, text + p);
     return buf_steal(&out);
+}
+
+int redact_may_change(const char *text, size_t len)
+{
+    pthread_once(&compile_once, compile_all);
+    return compiled >= 0 && (len >= value_min || memchr(text, '=', len) || memchr(text, ':', len));
 }
 
 char *redact_text(const char *text, size_t len)
