@@ -291,13 +291,13 @@ describe('audit log with CODEMCP_AUDIT_ARGS=1 (stdio)', () => {
 
   test('values are written, secrets redacted', async () => {
     const secret = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';
-    const e = await run(h.client, `${RUN_ID}fake_mirror(path="/repo/docs", note="visible-value", api_token="hunter2-pass", blob="token ${secret}").result()
+    const e = await run(h.client, `${RUN_ID}fake_mirror(path="/repo/docs", note="visible-value é✓😀", api_token="hunter2-pass", blob="token ${secret}").result()
 result = rid`);
     assert.ok(e.result, JSON.stringify(e));
     const [l] = await linesOf(e.result, 1, s.audit);
     assert.equal(l.principal, 'local');
     assert.deepEqual(l.arg_keys.sort(), ['api_token', 'blob', 'note', 'path']);
-    assert.equal(l.args.note, 'visible-value', JSON.stringify(l));
+    assert.equal(l.args.note, 'visible-value é✓😀', JSON.stringify(l)); // written as \\u escapes
     assert.equal(l.args.path, '/repo/docs');
     assert.notEqual(l.args.api_token, 'hunter2-pass');
     const raw = fs.readFileSync(s.audit, 'utf8');
