@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { Proc, connectClient, connectHttp, tempDir, servers, ms, waitFor, descendants } from './lib.mjs';
+import { Proc, connectClient, connectHttp, tempDir, servers, ms, waitFor, descendants,
+  runEnvelope, untilDescribed } from './lib.mjs';
 
 const TOOLS = [
   { name: 'echo', description: 'Echo the text back.',
@@ -69,21 +70,8 @@ async function linesOf(run, n, ...files) {
   return got;
 }
 
-async function run(client, code, extra = {}) {
-  const r = await client.callTool({ name: 'execute_python', arguments: { code, reset: true, ...extra } },
-    undefined, { timeout: ms(60000) });
-  const env = r.structuredContent;
-  assert.ok(env, JSON.stringify(r));
-  return env;
-}
-
-async function ready(client) {
-  const ok = await waitFor(async () => {
-    const r = await client.listTools(undefined, { timeout: ms(30000) });
-    return (r.tools[0]?.description || '').includes('def fake_echo(');
-  }, ms(30000), 100);
-  assert.ok(ok, 'fake_echo never appeared');
-}
+const run = runEnvelope;
+const ready = (client) => untilDescribed(client, 'fake_echo');
 
 const RUN_ID = 'from codemcp_rt import runstate\nrid = runstate.current().run_id\n';
 
