@@ -37,7 +37,6 @@ static int enabled, with_args;
  * nothing once it has grown. */
 static struct buf line;
 
-
 int audit_init(const char *dest, int args, char *err, size_t errlen)
 {
     if (!dest || !*dest)
