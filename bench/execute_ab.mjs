@@ -13,7 +13,10 @@
 //          node bench/execute_ab.mjs [rounds=40] [repeats=6]
 //        → bench/results/execute_ab.md (BENCH_OUT=<file>.md picks another file in bench/results/;
 //        BENCH_WORKLOADS=one,empty runs a subset; BENCH_HOGS=2 keeps that many busy loops
-//        running throughout, to measure both builds on CPUs something else holds)
+//        running throughout, to measure both builds on CPUs something else holds;
+//        BENCH_HEAD_ENV='{"CODEMCP_AUDIT_LOG":"{dir}/audit.log"}' sets variables for the head arm
+//        only ({dir}: the run's temporary directory), so one binary can be measured with a
+//        feature on (head) and off (base): CODEMCP_BASE_BIN = CODEMCP_BIN)
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,12 +58,15 @@ const stopHogs = () => hogs.forEach((h) => h.kill('SIGKILL'));
 process.on('exit', stopHogs); // on an error; a live child keeps the loop (and 'exit') from coming
 
 const dir = mkdtempSync(join(tmpdir(), 'codemcp-bench-ab-'));
+const HEAD_ENV = Object.fromEntries(Object.entries(JSON.parse(process.env.BENCH_HEAD_ENV || '{}'))
+  .map(([k, v]) => [k, String(v).replaceAll('{dir}', dir)]));
 const cfg = join(dir, 'mcp.json');
 writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'local', command: SERVERS.everything } } }));
 
 async function startArm(name) {
   // Each binary finds the worker built next to it, never one named by the caller's environment.
-  const arm = await startExecArm(BINS[name], { CODEMCP_CONFIG: cfg }, `ab-${name}`);
+  const arm = await startExecArm(BINS[name], { CODEMCP_CONFIG: cfg, ...(name === 'head' ? HEAD_ENV : {}) },
+    `ab-${name}`);
   return { ...arm, worker: workerPids(arm.pid) }; // all of them: the sandboxed worker is a grandchild
 }
 
@@ -122,7 +128,7 @@ const report = `# execute_python before/after (bench/execute_ab.mjs)
 ${new Date().toISOString()} — ${REPEATS} repeats × ${ROUNDS} rounds (after ${WARMUP} warm-up rounds each) on
 ${cpus().length} × ${cpus()[0]?.model ?? '?'}, load average ${loads.map((l) => fmt(l)).join(', ')} at the end of
 each repeat, Node ${process.version}, at commit ${rev}${HOGS ? `, **with ${HOGS} busy loop${HOGS > 1 ? 's' : ''} (BENCH_HOGS) running throughout**` : ''}. Arms: **base** \`${BINS.base}\` (${buildType(BINS.base)})${CONTROL ? `, **control**
-\`${BINS.control}\` (the base program again)` : ''}, **head** \`${BINS.head}\` (${buildType(BINS.head)}); fresh gateways, workers and
+\`${BINS.control}\` (the base program again)` : ''}, **head** \`${BINS.head}\` (${buildType(BINS.head)})${Object.keys(HEAD_ENV).length ? ` with ${Object.entries(HEAD_ENV).map(([k, v]) => `\`${k}=${v}\``).join(', ')}` : ''}; fresh gateways, workers and
 server-everything children for every repeat. Times in ms, client-side round trip of one
 \`tools/call\` of \`execute_python\` (bench/execute.mjs's programs), every answer checked.
 

@@ -8,6 +8,7 @@
  * → flush stdout → stop the loop. */
 #include "admin.h"
 #include "admin_cli.h"
+#include "audit.h"
 #include "calls.h"
 #include "catalog.h"
 #include "config.h"
@@ -247,6 +248,7 @@ static void on_signal(void)
 static void on_reload(void)
 {
     http_reload();
+    audit_reopen();
 }
 
 /* ---- wiring ------------------------------------------------------------------------------ */
@@ -406,6 +408,7 @@ int main(int argc, char **argv)
 {
     settings_load(&settings);
     log_init(settings.log);
+    log_set_format(settings.log_format);
     cfg_use_settings(&settings);
     log_set_filter(redact_log_line); /* every log line, trace-level upstream traffic too */
     static const struct option opts[] = {
@@ -566,6 +569,12 @@ int main(int argc, char **argv)
         return 1;
     /* CODEMCP_AUTHZ_URL: its HTTP thread posts to the loop */
     policy_engine_init(settings.authz_url, settings.authz_timeout_ms);
+    char audit_err[512];
+    if (mode != MODE_DUMP &&
+        audit_init(settings.audit_log, settings.audit_args, audit_err, sizeof(audit_err)) < 0) {
+        log_error("main", "%s", audit_err);
+        return 1;
+    }
     /* Before any child is spawned: a taken port ends here, with a message naming it. */
     if (mode == MODE_HTTP && http_serve(&settings, http_host, http_port) < 0)
         return 1;
@@ -629,6 +638,7 @@ int main(int argc, char **argv)
     ns_free_all();
     mcp_free_all();
     calls_free_all();
+    audit_close(); /* after the last call's line */
     ctl_free_all();
     up_free_all();
     cat_free();

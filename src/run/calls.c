@@ -20,6 +20,7 @@
  * cap is dropped and its call fails with kind "too_large" (results_room). */
 #include "calls.h"
 #include "calls_int.h"
+#include "audit.h"
 #include "catalog.h"
 #include "ctlreply.h"
 #include "jsonfast.h"
@@ -63,6 +64,11 @@ struct call {
     enum mx_call_outcome outcome; /* counted when the call is freed */
     int listed;                   /* server/tool are in the catalog: labels the metrics may carry */
     char principal[64];           /* the run's: whose shapes and counts its result teaches */
+    /* for its audit line (audit.h) */
+    uint64_t session;
+    int dry_run;
+    enum policy_effect effect;
+    char rule[128];
     struct call *next, **pprev;
     char text[]; /* id_text, run_id, server, tool, args: each NUL-terminated */
 };
@@ -347,6 +353,39 @@ static void write_done(const struct call *call, int ok, int dry_run)
         calls__hooks.write_done(call->run_id, call->server, call->tool, ok, dry_run);
 }
 
+/* The call's audit line: it ended with outcome (an error kind, "ok", "error" for an isError
+ * result, "dry_run"); reason: why it was refused, NULL when it was not. */
+static void audit_end(const struct call *call, const char *outcome, const char *reason)
+{
+    if (!audit_enabled())
+        return;
+    static const char *const decisions[] = {"deny", "allow", "dry_run"};
+    struct audit_call a = {call->principal,
+                           call->session,
+                           call->run_id,
+                           call->server,
+                           call->tool,
+                           call->fn,
+                           call->mutation,
+                           call->dry_run,
+                           decisions[call->effect],
+                           call->rule,
+                           reason,
+                           outcome,
+                           now_ms() - call->started_ms,
+                           call->args,
+                           call->args_len};
+    audit_tool_call(&a);
+}
+
+/* A refused call: answered with kind and why, audited, freed by the caller. */
+static void refuse(struct call *call, const char *kind, const char *why)
+{
+    call->effect = POLICY_DENY;
+    calls__reply_error(call->conn_id, call->id, kind, why, 0);
+    audit_end(call, kind, why);
+}
+
 /* Marks a result as a write for the worker's mutation report. Steals result. */
 static json_t *mark_mutation(json_t *result, int dry_run)
 {
@@ -453,15 +492,19 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
         call->outcome = MX_CALL_ERROR; /* answered, but the result could not be given */
         write_done(call, 1, 0);        /* made: the server may have acted on it */
         calls__reply_error(call->conn_id, call->id, "too_large", full, elapsed);
+        audit_end(call, "too_large", full);
     } else if (err) {
         call->outcome = outcome_of(err->kind);
         if (write_attempted(err->kind))
             write_done(call, 0, 0);
         calls__reply_error(call->conn_id, call->id, err->kind, err->message, elapsed);
+        audit_end(call, err->kind, NULL);
     } else if (res->raw && !call->mutation && calls__hooks.reply_parts) {
         /* Nothing to change in it: its bytes go to the worker as they came. */
         call->outcome = res->is_error ? MX_CALL_IS_ERROR : MX_CALL_OK;
-        if (reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE)
+        int too_large = reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE;
+        audit_end(call, too_large ? "too_large" : res->is_error ? "error" : "ok", NULL);
+        if (too_large)
             calls__reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool,
                                    res->raw_len, elapsed);
         else if (learn_this(call->principal, call->fn, res->raw_len))
@@ -477,7 +520,9 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
         write_done(call, !is_error, 0);
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
-        if (calls__reply(call->conn_id, rpc_result(call->id, out)) == CALLS_TOO_LARGE)
+        int too_large = calls__reply(call->conn_id, rpc_result(call->id, out)) == CALLS_TOO_LARGE;
+        audit_end(call, too_large ? "too_large" : is_error ? "error" : "ok", NULL);
+        if (too_large)
             calls__reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool,
                                    res->raw_len, elapsed);
         /* After the answer is queued: learning never delays the call. */
@@ -503,6 +548,7 @@ static int call_start(struct call *call, struct gate *g)
             write_done(call, 0, 0);
         calls__reply_error(call->conn_id, call->id, err.kind, err.message,
                            now_ms() - call->started_ms);
+        audit_end(call, err.kind, NULL);
         call_free(call);
         return -1;
     }
@@ -594,18 +640,25 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     const char *args = call->args;
     size_t args_len = call->args_len;
     struct calls_run run = {0};
+    call->started_ms = t0;
     call->outcome = MX_CALL_DENIED; /* what most refusals below are */
     if (!calls__hooks.run_lookup || calls__hooks.run_lookup(run_id, slot, &run) < 0) {
-        calls__reply_error(conn_id, id, "denied", "this run is not active: tool calls are refused",
-                           0);
+        refuse(call, "denied", "this run is not active: tool calls are refused");
         goto refused;
     }
+    if (run.principal) { /* a run's principal is a NUL-terminated char[64] too */
+        size_t n = strnlen(run.principal, sizeof(call->principal) - 1);
+        memcpy(call->principal, run.principal, n);
+        call->principal[n] = '\0';
+    }
+    call->session = run.session;
+    call->dry_run = run.dry_run;
     /* Tools turned off (config, or `codemcp disable-tool` at run time): refused here, whatever
      * SDK the worker holds. Same kind as a tool that is not in the catalog. */
     char off[600];
     if (!ts_call_allowed(server, tool, off, sizeof(off))) {
         call->outcome = MX_CALL_NOT_FOUND;
-        calls__reply_error(conn_id, id, "not_found", off, 0);
+        refuse(call, "not_found", off);
         goto refused;
     }
     json_t *f = cat_find(server, tool);
@@ -613,12 +666,15 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
         char msg[600];
         snprintf(msg, sizeof(msg), "no enabled tool %s on server %s", tool, server);
         call->outcome = MX_CALL_NOT_FOUND;
-        calls__reply_error(conn_id, id, "not_found", msg, 0);
+        refuse(call, "not_found", msg);
         goto refused;
     }
     call->listed = 1;
     const char *fn = json_string_value(json_object_get(f, "function"));
     int mutation = json_is_true(json_object_get(f, "mutation"));
+    free(call->fn); /* set already when the external engine was asked */
+    call->fn = xstrdup(fn);
+    call->mutation = mutation;
     struct policy_decision pd;
     struct policy_call pc = {run.principal, server,      tool, fn,
                              mutation,      run.dry_run, args, args_len};
@@ -629,29 +685,32 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     } else if (effect != POLICY_DENY) {
         call->slot = slot;
         call->timeout_ms = timeout_ms;
-        call->started_ms = t0;
         if (!policy_engine_ask(&pc, run_id, run.session, &pd, on_engine_answer, call))
             return; /* waits for the engine */
         effect = pd.effect;
     }
+    memcpy(call->rule, pd.rule, sizeof(call->rule));
     if (effect == POLICY_DENY) {
         json_t *a = args ? jf_loadb(args, args_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL) : NULL;
         char *shown = redact_dump(a, 300);
         log_info("calls", "%s refused: %s (args %s)", fn, pd.why, shown);
         free(shown);
         json_decref(a);
-        calls__reply_error(conn_id, id, "denied", pd.why, 0);
+        refuse(call, "denied", pd.why);
         goto refused;
     }
     if (budgets_take(&pc, run_id, pd.why, sizeof(pd.why)) < 0) {
-        calls__reply_error(conn_id, id, "budget", pd.why, 0);
+        snprintf(call->rule, sizeof(call->rule), "budgets");
+        refuse(call, "budget", pd.why);
         goto refused;
     }
+    call->effect = effect;
     if ((mutation && run.dry_run) || effect == POLICY_DRY_RUN) {
-        call->mutation = mutation;
+        call->effect = POLICY_DRY_RUN;
         call->outcome = MX_CALL_DRY_RUN;
         write_done(call, 1, 1);
         calls__reply(conn_id, rpc_result(id, dry_run_stub(fn, server, tool)));
+        audit_end(call, "dry_run", NULL);
         call_done(run_id);
         goto refused;
     }
@@ -661,22 +720,15 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
                  "%s is a write tool and this run did not authorize it: re-send with "
                  "\"allow_mutations\": [\"%s\"], or preview with \"dry_run\": true",
                  fn, fn);
-        calls__reply_error(conn_id, id, "denied", msg, 0);
+        snprintf(call->rule, sizeof(call->rule), "allow_mutations");
+        refuse(call, "denied", msg);
         goto refused;
     }
-    call->fn = xstrdup(fn);
-    if (run.principal) { /* a run's principal is a NUL-terminated char[64] too */
-        size_t n = strnlen(run.principal, sizeof(call->principal) - 1);
-        memcpy(call->principal, run.principal, n);
-        call->principal[n] = '\0';
-    }
-    call->mutation = mutation;
     call->timeout_ms = timeout_ms;
-    call->started_ms = t0;
     struct gate *g = gate_get(run_id);
     char full[400];
     if (held_take(call, g, full, sizeof(full)) < 0) {
-        calls__reply_error(conn_id, id, "denied", full, 0);
+        refuse(call, "denied", full);
         gate_release(g);
         goto refused;
     }
@@ -814,6 +866,7 @@ int calls_resume(const char *run_id, json_t *input_responses)
             write_done(call, 0, 0);
         calls__reply_error(call->conn_id, call->id, err.kind, err.message,
                            now_ms() - call->started_ms);
+        audit_end(call, err.kind, NULL);
         call_done(call->run_id);
         gate_done(call->run_id);
         call_free(call);
@@ -830,6 +883,7 @@ void calls_cancel_run(const char *run_id, const char *reason)
     struct call *call;
     while ((call = gate_pop(g))) { /* first: none of them may start */
         calls__reply_error(call->conn_id, call->id, "timeout", reason, now_ms() - call->started_ms);
+        audit_end(call, "timeout", NULL);
         call_free(call);
     }
     call = calls;
@@ -842,6 +896,7 @@ void calls_cancel_run(const char *run_id, const char *reason)
             write_done(call, 0, 0); /* routed: the server may have acted on it */
             calls__reply_error(call->conn_id, call->id, "timeout", reason,
                                now_ms() - call->started_ms);
+            audit_end(call, "timeout", NULL);
             call_free(call);
         }
         call = next;
@@ -858,6 +913,7 @@ void calls_conn_closed(uint64_t conn_id)
             struct call *c = *pp;
             if (c->conn_id == conn_id) {
                 *pp = c->next;
+                audit_end(c, "worker_gone", NULL);
                 call_free(c);
             } else {
                 prev = c;
@@ -873,6 +929,7 @@ void calls_conn_closed(uint64_t conn_id)
             DLIST_UNLINK(call);
             up_cancel_call(call->up_handle, "the worker went away");
             write_done(call, 0, 0);
+            audit_end(call, "worker_gone", NULL);
             gate_done(call->run_id); /* another connection's waiting calls of the run may start */
             call_free(call);
         }
@@ -897,8 +954,10 @@ void calls_free_all(void)
     while (gates) {
         struct gate *g = gates;
         struct call *c;
-        while ((c = gate_pop(g)))
+        while ((c = gate_pop(g))) {
+            audit_end(c, "shutdown", NULL);
             call_free(c);
+        }
         gates = g->next;
         free(g->run_id);
         free(g);
@@ -906,6 +965,7 @@ void calls_free_all(void)
     while (calls) {
         struct call *c = calls;
         DLIST_UNLINK(c);
+        audit_end(c, "shutdown", NULL);
         call_free(c);
     }
     calls__reads_free_all();

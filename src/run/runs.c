@@ -22,6 +22,7 @@
  * pending (its program stopped waiting for the call) keeps its answer for the retry. One relayed
  * input per run at a time (a second call asking meanwhile fails with kind "input_required"). */
 #include "runs.h"
+#include "audit.h"
 #include "policy.h"
 #include "run_answer.h"
 #include "run_cpu.h"
@@ -360,6 +361,9 @@ static void finish_with(struct run *r, json_t *envelope, const char *failure, co
         const char *k = json_string_value(json_object_get(envelope, "error_kind"));
         run_log(r, LOG_WARN, "%s failed after %lld ms (%s)", r->id, (long long)elapsed,
                 k ? k : "error");
+        if (k && strcmp(k, "validation") == 0)
+            audit_validation(r->principal, r->session_id, r->id,
+                             json_string_value(json_object_get(envelope, "error")));
     } else {
         run_log(r, r->stop == STOP_NONE ? LOG_ERROR : LOG_WARN, "%s failed after %lld ms (%s): %s",
                 r->id, (long long)elapsed, kind, failure ? failure : "the worker gave no answer");

@@ -900,3 +900,22 @@ export function peakRssMb(pid) {
   const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmHWM:\s+(\d+) kB/);
   return m ? Number(m[1]) / 1024 : NaN;
 }
+
+/** execute_python `code` on `client` (reset: true, plus `extra` arguments); returns the run's
+ *  structured envelope, asserting there is one. */
+export async function runEnvelope(client, code, extra = {}) {
+  const r = await client.callTool({ name: 'execute_python', arguments: { code, reset: true, ...extra } },
+    undefined, { timeout: ms(60000) });
+  const env = r.structuredContent;
+  assert.ok(env, JSON.stringify(r));
+  return env;
+}
+
+/** Waits until the execute_python description on `client` shows `def <fn>(`. */
+export async function untilDescribed(client, fn) {
+  const ok = await waitFor(async () => {
+    const r = await client.listTools(undefined, { timeout: ms(30000) });
+    return (r.tools[0]?.description || '').includes(`def ${fn}(`);
+  }, ms(30000), 100);
+  assert.ok(ok, `${fn} never appeared`);
+}
