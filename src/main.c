@@ -31,6 +31,7 @@
 #include "settings.h"
 #include "setup.h"
 #include "shapes.h"
+#include "state.h"
 #ifdef CODEMCP_TUI
 #include "tui.h"
 #endif
@@ -538,6 +539,9 @@ int main(int argc, char **argv)
         return 1;
     /* CODEMCP_AUTHZ_URL: its HTTP thread posts to the loop */
     policy_engine_init(settings.authz_url, settings.authz_timeout_ms);
+    /* CODEMCP_STATE: its threads post to the loop; before the owners register their hooks */
+    if (state_init(settings.state) < 0)
+        return 1;
     /* Before any child is spawned: a taken port ends here, with a message naming it. */
     if (mode == MODE_HTTP && http_serve(&settings, http_host, http_port) < 0)
         return 1;
@@ -595,6 +599,7 @@ int main(int argc, char **argv)
     lp_run();
 
     oagw_drain(5000); /* OAuth refreshes in flight get to store their tokens */
+    state_stop();     /* after them: what they queued for the shared store is written */
     adm_stop();
     run_free_all();
     ns_free_all();
