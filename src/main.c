@@ -21,6 +21,7 @@
 #include "namespaces.h"
 #include "oauth_cli.h"
 #include "oauth_gw.h"
+#include "oauth_state.h"
 #include "pgguard.h"
 #include "policy.h"
 #include "policy_cli.h"
@@ -542,6 +543,7 @@ int main(int argc, char **argv)
     /* CODEMCP_STATE: its threads post to the loop; before the owners register their hooks */
     if (state_init(settings.state) < 0)
         return 1;
+    oast_init();
     /* Before any child is spawned: a taken port ends here, with a message naming it. */
     if (mode == MODE_HTTP && http_serve(&settings, http_host, http_port) < 0)
         return 1;
