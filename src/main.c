@@ -557,6 +557,7 @@ int main(int argc, char **argv)
     shapes_init(settings.learn_shapes,
                 settings.share_learning >= 0 ? settings.share_learning : mode != MODE_HTTP);
     shapes_set_listener(on_shapes_changed);
+    shapes_fleet_init();
     use_init(&settings, shapes_shared());
     cat_set_priority_source(use_ranked);
     cat_set_wake_hook(run_dispatch);

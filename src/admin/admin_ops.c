@@ -1,5 +1,6 @@
 /* admin_ops — see admin_ops.h. */
 #include "admin_ops.h"
+#include "admin_fleet.h"
 #include "catalog.h"
 #include "cfgedit.h"
 #include "log.h"
@@ -314,6 +315,37 @@ static json_t *op_tool(json_t *params, int on)
     return done_reply(up, tool, wrote, what);
 }
 
+/* A change that succeeded here reaches the other replicas (admin_fleet.h). */
+static json_t *shared(const char *method, json_t *params, json_t *reply)
+{
+    if (json_is_true(json_object_get(reply, "ok")))
+        admfleet_share(method, params);
+    return reply;
+}
+
+void admops_apply(const char *method, json_t *params, int replay)
+{
+    int on = method[0] == 'e', tool = strstr(method, "_tool") != NULL;
+    if ((on ? strcmp(method, tool ? "enable_tool" : "enable")
+            : strcmp(method, tool ? "disable_tool" : "disable")) != 0)
+        return;
+    json_t *p = json_deep_copy(params);
+    json_object_del(p, "make_default");
+    struct upstream *up = tool ? NULL : up_find(json_string_value(json_object_get(p, "name")));
+    json_t *r = NULL;
+    if (tool)
+        r = op_tool(p, on);
+    else if (up && !(replay && on && up->state != UP_DISABLED))
+        r = op_server(p, on);
+    if (r && !json_is_true(json_object_get(r, "ok")))
+        log_warn("admin", "a change from another replica (%s) failed here: %s", method,
+                 json_string_value(json_object_get(r, "error")));
+    else if (r && !replay)
+        log_info("admin", "applied %s from another replica", method);
+    json_decref(r);
+    json_decref(p);
+}
+
 json_t *admops_handle(json_t *req)
 {
     const char *m = json_string_value(json_object_get(req, "method"));
@@ -327,9 +359,9 @@ json_t *admops_handle(json_t *req)
     if (strcmp(m, "tools") == 0)
         return op_tools();
     if (strcmp(m, "enable") == 0 || strcmp(m, "disable") == 0)
-        return op_server(params, m[0] == 'e');
+        return shared(m, params, op_server(params, m[0] == 'e'));
     if (strcmp(m, "enable_tool") == 0 || strcmp(m, "disable_tool") == 0)
-        return op_tool(params, m[0] == 'e');
+        return shared(m, params, op_tool(params, m[0] == 'e'));
     return fail("unknown method %s (info, list, tools, enable, disable, enable_tool, "
                 "disable_tool)",
                 m);

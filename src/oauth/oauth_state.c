@@ -99,7 +99,7 @@ static int share(struct state_conn *c, const char *name, json_t *e)
 
 struct merge {
     const char *name;
-    json_t *shared;                    /* borrowed; may be NULL */
+    json_t *shared;                     /* borrowed; may be NULL */
     int (*fn)(json_t *store, void *ud); /* NULL: only merge */
     void *ud;
     int fn_rc;
@@ -196,8 +196,10 @@ int oast_update(const char *name, int (*fn)(json_t *store, void *ud), void *ud, 
     /* A refresh that Redis did not take (it went away just now) stays in the file: the
      * resync on reconnect shares it, as it is newer than Redis's copy. */
     if (m.final && newer(m.final, shared) && share(c, name, m.final) < 0)
-        log_warn(MODULE, "%s: the refreshed credentials are kept locally until the state store "
-                         "is back", name);
+        log_warn(MODULE,
+                 "%s: the refreshed credentials are kept locally until the state store "
+                 "is back",
+                 name);
     goto out;
 unreachable:
     *why = xstrdup("the state store is unreachable: no refresh while another replica could "

@@ -241,6 +241,11 @@ static void *writer_main(void *arg)
             conn = connect_one();
         redisReply *r =
             conn ? redisCommandArgv(conn, c->argc, (const char **)c->argv, c->lens) : NULL;
+        if (!r && conn) { /* a connection from before an outage: one more try on a new one */
+            redisFree(conn);
+            conn = connect_one();
+            r = conn ? redisCommandArgv(conn, c->argc, (const char **)c->argv, c->lens) : NULL;
+        }
         if (!r && conn) {
             note_error("write", conn);
             redisFree(conn);

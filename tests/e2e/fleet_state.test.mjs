@@ -109,3 +109,160 @@ result = out`;
     await Promise.all(clients.map((c) => c.end()));
   });
 });
+
+/** A client of one replica as token's principal, with its tools/list_changed count. */
+async function session(gw, token) {
+  const client = await connectHttp(gw.url, token);
+  const s = { client, listChanged: 0 };
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => { s.listChanged++; });
+  s.run = (code) => run(client, code);
+  s.description = async () => (await client.listTools(undefined, { timeout: ms(30000) })).tools[0].description;
+  return s;
+}
+
+/** The status of a bare initialize POST with token (200 served, 401 refused). */
+async function initStatus(gw, token) {
+  const r = await fetch(gw.url, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'probe', version: '0' } } }),
+  });
+  await r.text();
+  return r.status;
+}
+
+describe('a fleet of replicas on one Redis', { skip }, () => {
+  const closers = [];
+  after(() => Promise.all(closers.map((c) => c())));
+  const rt = tempDir('codemcp-fleet-rt-');
+  const adminEnv = () => ({ ...process.env, XDG_RUNTIME_DIR: rt });
+  const two = async (rd, opts = {}) => {
+    const mcp = { fake: servers.fake() };
+    const env = { XDG_RUNTIME_DIR: rt, CODEMCP_DESCRIBE_BUDGET: 'full', ...opts.env };
+    const a = await replica(rd, mcp, { tokens: { alice: TOKEN_A, bob: TOKEN_B }, ...opts, env });
+    const b = await replica(rd, mcp, { tokens: { alice: TOKEN_A, bob: TOKEN_B }, ...opts, env });
+    return [a, b];
+  };
+  const redis = async () => {
+    const r = await startRedis();
+    closers.push(() => r.close());
+    return r;
+  };
+  const connected = (s) => waitFor(async () => (await s.description()).includes('fake_echo'), ms(30000), 200);
+
+  test('an admin disable on one replica reaches the other\'s connected client as tools/list_changed', async () => {
+    const rd = await redis();
+    const [a, b] = await two(rd);
+    const s = await session(b, TOKEN_A);
+    assert.ok(await connected(s), `fake never connected on b:\n${b.proc.stderrTail()}`);
+    await waitFor(() => /shared state in redis/.test(a.proc.stderr) && /shared state in redis/.test(b.proc.stderr), ms(10000));
+    const before = s.listChanged;
+    const r = await cli(a.home, path.join(a.home, 'mcp.json'), ['disable', 'fake', '-i', String(a.proc.pid)], { XDG_RUNTIME_DIR: rt });
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    assert.ok(await waitFor(() => s.listChanged > before, ms(15000), 100), `no tools/list_changed on b:\n${b.proc.stderrTail()}`);
+    assert.doesNotMatch(await s.description(), /fake_echo/);
+    assert.match(b.proc.stderr, /applied disable from another replica/);
+    // And back: enable on b reaches a.
+    const sa = await session(a, TOKEN_A);
+    assert.doesNotMatch(await sa.description(), /fake_echo/);
+    const on = await cli(b.home, path.join(b.home, 'mcp.json'), ['enable', 'fake', '-i', String(b.proc.pid)], { XDG_RUNTIME_DIR: rt });
+    assert.equal(on.code, 0, on.stderr + on.stdout);
+    assert.ok(await connected(sa), `enable did not reach a:\n${a.proc.stderrTail()}`);
+    await Promise.all([s.client.end(), sa.client.end()]);
+  });
+
+  test('a token revoked on one replica is refused by the other', async () => {
+    const rd = await redis();
+    const [a, b] = await two(rd);
+    await waitFor(() => /shared state in redis/.test(a.proc.stderr) && /shared state in redis/.test(b.proc.stderr), ms(10000));
+    assert.equal(await initStatus(b, TOKEN_B), 200);
+    // Bob's token leaves a's tokens file; a reloads it (SIGHUP). b's own file still lists it.
+    fs.writeFileSync(a.tokensFile, `alice ${TOKEN_A}\n`, { mode: 0o600 });
+    a.proc.child.kill('SIGHUP');
+    assert.ok(await waitFor(async () => (await initStatus(b, TOKEN_B)) === 401, ms(15000), 200),
+      `b still accepts the revoked token:\n${b.proc.stderrTail()}`);
+    assert.equal(await initStatus(a, TOKEN_B), 401);
+    assert.equal(await initStatus(b, TOKEN_A), 200, 'the other principal is untouched');
+    // A restart of b with its stale file does not bring the token back.
+    b.proc.child.kill('SIGKILL');
+    await b.proc.exited;
+    const b2 = await replica(rd, { fake: servers.fake() }, { tokens: { alice: TOKEN_A, bob: TOKEN_B }, env: { XDG_RUNTIME_DIR: rt } });
+    assert.ok(await waitFor(() => /shared state in redis/.test(b2.proc.stderr), ms(10000)));
+    assert.ok(await waitFor(async () => (await initStatus(b2, TOKEN_B)) === 401, ms(10000), 200), 'a restarted replica accepts a revoked token');
+    assert.equal(await initStatus(b2, TOKEN_A), 200);
+    assert.doesNotMatch(rd.cli('HGETALL', 'codemcp:tokens') + rd.cli('SMEMBERS', 'codemcp:revoked'), new RegExp(TOKEN_B), 'tokens are stored as digests only');
+  });
+
+  test('shapes learned on one replica are used by the other for the same principal, never for another', async () => {
+    const rd = await redis();
+    const [a, b] = await two(rd);
+    const aliceA = await session(a, TOKEN_A);
+    const aliceB = await session(b, TOKEN_A);
+    const bobB = await session(b, TOKEN_B);
+    assert.ok(await connected(aliceA) && await connected(aliceB));
+    await waitFor(() => /shared state in redis/.test(a.proc.stderr) && /shared state in redis/.test(b.proc.stderr), ms(10000));
+    const KEY = 'fleet_learned_field';
+    const taught = await aliceA.run(`import json\nresult = fake_echo(text=json.dumps({"${KEY}": 1}))`);
+    assert.equal(taught.result?.[KEY], 1, JSON.stringify(taught));
+    assert.ok(await waitFor(async () => JSON.stringify((await aliceB.run('result = describe("fake_echo")')).result).includes(KEY), ms(20000), 300),
+      `alice's shape did not reach her sessions on b:\n${b.proc.stderrTail()}`);
+    // The validator on b uses it: a field the shape says cannot exist is flagged before the run.
+    const flagged = await aliceB.run(`import json\nr = fake_echo(text=json.dumps({"${KEY}": 1}))\nresult = r["${KEY}_typo"]`);
+    assert.match(JSON.stringify(flagged), new RegExp(`${KEY}_typo`), JSON.stringify(flagged));
+    const theirs = await bobB.run('result = describe("fake_echo")');
+    assert.ok(!JSON.stringify(theirs.result).includes(KEY), `bob sees alice's shape: ${JSON.stringify(theirs)}`);
+    assert.doesNotMatch(await bobB.description(), new RegExp(KEY));
+    await Promise.all([aliceA.client.end(), aliceB.client.end(), bobB.client.end()]);
+  });
+
+  test('Redis stopped and restarted under load: no call fails, one log line each way, state catches up', async () => {
+    const rd = await redis();
+    const [a, b] = await two(rd);
+    const clients = [await session(a, TOKEN_A), await session(b, TOKEN_A), await session(b, TOKEN_B)];
+    for (const s of clients) assert.ok(await connected(s));
+    await waitFor(() => /shared state in redis/.test(a.proc.stderr) && /shared state in redis/.test(b.proc.stderr), ms(10000));
+    const listChangedB = clients[1].listChanged;
+    let stop = false;
+    const failures = [];
+    let calls = 0;
+    const load = clients.map(async (s, i) => {
+      for (let n = 0; !stop; n++) {
+        try {
+          const r = await s.run(`import json\nresult = fake_add(a=${i}, b=${n})`);
+          if (r.result !== i + n) failures.push(JSON.stringify(r));
+          calls++;
+        } catch (e) {
+          failures.push(String(e));
+        }
+      }
+    });
+    await sleep(ms(1000));
+    await rd.stop();
+    // While Redis is away: an admin change on a applies there at once, and reaches b later.
+    const off = await cli(a.home, path.join(a.home, 'mcp.json'), ['disable-tool', 'fake', 'echo', '-i', String(a.proc.pid)], { XDG_RUNTIME_DIR: rt });
+    await sleep(ms(2500));
+    assert.ok(await waitFor(() => /state store .* is unreachable/.test(a.proc.stderr) && /state store .* is unreachable/.test(b.proc.stderr), ms(10000)));
+    await rd.start();
+    assert.ok(await waitFor(() => /reachable again; catching up/.test(a.proc.stderr) && /reachable again; catching up/.test(b.proc.stderr), ms(15000), 100),
+      `no reconnect:\n${a.proc.stderrTail()}\n${b.proc.stderrTail()}`);
+    await sleep(ms(1500));
+    stop = true;
+    await Promise.all(load);
+    assert.deepEqual(failures, [], `calls failed while Redis was away (${calls} ran)`);
+    assert.ok(calls >= 6, `too little load: ${calls} calls`);
+    for (const gw of [a, b]) {
+      assert.equal(gw.proc.stderr.match(/is unreachable/g).length, 1, `one line for one outage:\n${gw.proc.stderrTail()}`);
+    }
+    // Caught up: the restarted (empty) Redis has every replica's tokens again, and the change
+    // made on a during the outage reached b's client.
+    assert.ok(await waitFor(() => Number(rd.cli('HLEN', 'codemcp:tokens')) === 2, ms(10000), 200), rd.cli('HGETALL', 'codemcp:tokens'));
+    if (off.code === 0) {
+      assert.ok(await waitFor(async () => !(await clients[1].description()).includes('def fake_echo('), ms(15000), 200),
+        `the change made during the outage never reached b:\n${b.proc.stderrTail()}`);
+      assert.ok(clients[1].listChanged > listChangedB);
+    } else {
+      assert.fail(`disable_tool failed: ${off.stderr}${off.stdout}`);
+    }
+    await Promise.all(clients.map((s) => s.client.end()));
+  });
+});
