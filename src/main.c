@@ -559,6 +559,7 @@ int main(int argc, char **argv)
     shapes_set_listener(on_shapes_changed);
     shapes_fleet_init();
     use_init(&settings, shapes_shared());
+    use_fleet_init();
     cat_set_priority_source(use_ranked);
     cat_set_wake_hook(run_dispatch);
     cat_init(&settings);

@@ -193,7 +193,7 @@ describe('a fleet of replicas on one Redis', { skip }, () => {
     assert.doesNotMatch(rd.cli('HGETALL', 'codemcp:tokens') + rd.cli('SMEMBERS', 'codemcp:revoked'), new RegExp(TOKEN_B), 'tokens are stored as digests only');
   });
 
-  test('shapes learned on one replica are used by the other for the same principal, never for another', async () => {
+  test('shapes learned and call counts on one replica are used by the other for the same principal, never for another', async () => {
     const rd = await redis();
     const [a, b] = await two(rd);
     const aliceA = await session(a, TOKEN_A);
@@ -212,6 +212,11 @@ describe('a fleet of replicas on one Redis', { skip }, () => {
     const theirs = await bobB.run('result = describe("fake_echo")');
     assert.ok(!JSON.stringify(theirs.result).includes(KEY), `bob sees alice's shape: ${JSON.stringify(theirs)}`);
     assert.doesNotMatch(await bobB.description(), new RegExp(KEY));
+    // Call counts are summed per principal too: alice's calls on both replicas, none for bob.
+    assert.equal((await aliceB.run('result = fake_echo(text="again")')).result, 'again');
+    assert.ok(await waitFor(() => Number(rd.cli('HGET', 'codemcp:usage:salice', 'fake_echo')) >= 2, ms(15000), 200),
+      rd.cli('HGETALL', 'codemcp:usage:salice'));
+    assert.equal(rd.cli('EXISTS', 'codemcp:usage:sbob'), '0');
     await Promise.all([aliceA.client.end(), aliceB.client.end(), bobB.client.end()]);
   });
 
