@@ -6,6 +6,7 @@
 #include "log.h"
 #include "mcp_era.h"
 #include "oauth_gw.h"
+#include "state.h"
 #include "toolstate.h"
 #include "upstream.h"
 #include "util.h"
@@ -96,7 +97,13 @@ static json_t *op_list(void)
             json_object_set(s, "warnings", up->cfg->warnings);
         json_array_append_new(servers, s);
     }
-    return json_pack("{s:b, s:o}", "ok", 1, "servers", servers);
+    json_t *r = json_pack("{s:b, s:o}", "ok", 1, "servers", servers);
+    if (state_enabled()) { /* CODEMCP_STATE: whether this replica reaches the shared store */
+        char why[300];
+        int ok = state_store_ok(why, sizeof(why));
+        json_object_set_new(r, "state_store", json_pack("{s:b, s:s}", "ok", ok, "detail", why));
+    }
+    return r;
 }
 
 static json_t *summary_of(json_t *tool)

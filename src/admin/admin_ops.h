@@ -3,7 +3,8 @@
  * Methods (request {"method", "params"}; reply {"ok": true, ...} or {"ok": false, "error"}):
  *   info                         the instance record
  *   list                         {"servers": [{name, type, default, connected, state, auth,
- *                                  tools, listed, protocol, era, error}]}
+ *                                  tools, listed, protocol, era, error}], "state_store"?: {ok,
+ *                                  detail} (with CODEMCP_STATE)}
  *   tools                        {"tools": [{server, tool, function, on, default, session,
  *                                  summary}]} (servers whose tools are known)
  *   enable / disable             {name, make_default?}: connect / disconnect now
