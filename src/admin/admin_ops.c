@@ -340,7 +340,11 @@ void admops_apply(const char *method, json_t *params, int replay)
     json_object_del(p, "make_default");
     struct upstream *up = tool ? NULL : up_find(json_string_value(json_object_get(p, "name")));
     json_t *r = NULL;
-    if (tool)
+    const char *server = json_string_value(json_object_get(p, "server"));
+    const char *tname = json_string_value(json_object_get(p, "tool"));
+    if (tool && replay && server && tname && ts_enabled(server, tname) == on)
+        ; /* already so: no rebuild, no tools/list_changed */
+    else if (tool)
         r = op_tool(p, on);
     else if (up && !(replay && on && up->state != UP_DISABLED))
         r = op_server(p, on);

@@ -298,6 +298,8 @@ static void refresh_done(void *ud)
         log_info("oauth", "%s: %s", r->name,
                  r->outcome == 0 ? "access token refreshed"
                                  : "using the token another process refreshed");
+    else if (r->outcome == -1 && !state_store_ok(NULL, 0)) /* the state module said so once */
+        log_debug("oauth", "%s: refreshing the access token waits for the state store", r->name);
     else
         log_warn("oauth", "%s: refreshing the access token failed: %s", r->name,
                  r->why ? r->why : "?");

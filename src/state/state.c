@@ -456,7 +456,9 @@ int state_store_ok(char *why, size_t n)
 {
     pthread_mutex_lock(&st.mu);
     int ok = !st.on || st.up;
-    if (ok)
+    if (!why || !n)
+        ;
+    else if (ok)
         snprintf(why, n, st.on ? "state store reachable" : "state in local files");
     else
         snprintf(

@@ -18,8 +18,8 @@
  * descriptors (loop.h) and Redis traffic here is rare and off the hot path (execute_python
  * never waits for it: owners cache locally and update from messages), so two threads cost
  * less than teaching the loop write readiness; OAuth already refreshes on helper threads.
- * The loop-side API (everything but state_conn_*) is loop thread only. Nothing here logs a
- * value: values can be credentials. */
+ * state_cmd, state_publish, state_store_ok and state_conn_* may be called from any thread; the
+ * rest is loop thread only. Nothing here logs a value: values can be credentials. */
 #ifndef CODEMCP_STATE_H
 #define CODEMCP_STATE_H
 
@@ -34,7 +34,7 @@ int state_init(const char *url);
 int state_enabled(void);
 /* For readiness: 1 when no store is configured or it is reachable; 0 with why (what is
  * unreachable and since when, no password) when the gateway is serving from its last known
- * state. Any thread. */
+ * state (why may be NULL). Any thread. */
 int state_store_ok(char *why, size_t n);
 /* At exit, after the loop stopped: runs what is queued (up to 2 s) and ends the threads. */
 void state_stop(void);
