@@ -298,6 +298,12 @@ static void start_sync(const char *name)
     pthread_attr_destroy(&a);
 }
 
+void oast_file_changed(const char *name)
+{
+    if (state_enabled())
+        start_sync(name);
+}
+
 static void on_connect(void)
 {
     start_sync(NULL);

@@ -33,6 +33,9 @@ int oast_update(const char *name, int (*fn)(json_t *store, void *ud), void *ud, 
                 char **why);
 /* Helper threads: shares name's entry from the file when it is newer than Redis's copy. */
 void oast_push(const char *name);
+/* Loop thread: name's entry in the file changed (a login or logout here, or an import): its
+ * two copies are brought together on a helper thread (the newer wins). */
+void oast_file_changed(const char *name);
 /* At exit: waits up to timeout_ms for resyncs still running. */
 void oast_drain(int timeout_ms);
 

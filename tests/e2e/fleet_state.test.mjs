@@ -101,6 +101,22 @@ describe('shared state in Redis', { skip }, () => {
     const released = await waitFor(() => rd.cli('EXISTS', 'codemcp:oauth:t:lock') === '0', ms(10000), 100);
     assert.ok(released || Number(rd.cli('PTTL', 'codemcp:oauth:t:lock')) > 0, 'a refresh lock without an expiry');
   });
+
+  test('a login on one replica\'s host reaches a running replica that had no credentials', async () => {
+    const rd = await redis();
+    const srv = await startOAuthServer();
+    closers.push(() => srv.close());
+    const mcp = { t: { type: 'remote', url: srv.url } };
+    const [a, b] = [await replica(rd, mcp), await replica(rd, mcp)];
+    const s = await connectHttp(b.url, TOKEN_A);
+    assert.match(JSON.stringify(await run(s, 'result = t_whoami()')), /needs_auth/);
+    assert.equal((await cli(a.home, path.join(a.home, 'mcp.json'), ['auth', 't'])).code, 0);
+    assert.ok(await waitFor(async () => /^ok/.test(String((await run(s, 'result = t_whoami()')).result)), ms(20000), 300),
+      `b never got the credential:\n${b.proc.stderrTail()}`);
+    assert.equal(JSON.parse(fs.readFileSync(path.join(b.home, 'codemcp', 'mcp-auth.json'), 'utf8')).servers.t.url, srv.url,
+      'b keeps its local copy (its last known state)');
+    await s.end();
+  });
 });
 
 /** A client of one replica as token's principal, with its tools/list_changed count. */
