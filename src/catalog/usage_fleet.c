@@ -67,7 +67,8 @@ static void on_incr(void *ud, json_t *reply)
     struct incr *i = ud;
     if (!reply || json_is_object(reply)) {
         add(i->scope, i->fn, i->n);
-        arm();
+        if (state_enabled()) /* not at exit (state_stop answers what was left) */
+            arm();
     }
     json_decref(reply);
     free(i->scope);

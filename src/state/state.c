@@ -173,11 +173,22 @@ struct delivery {
     state_reply_fn cb;
     void *ud;
     json_t *reply;
+    struct delivery *next;
 };
 
+/* Replies that came after the loop stopped: state_stop hands them over (on the main thread,
+ * the loop's), so that what the callbacks own is freed. Under st.mu. */
+static struct delivery *late;
+
+/* After state_stop (the owners may be freed already: lp_destroy runs what is still posted)
+ * a callback only gets to free what it owns: NULL. */
 static void deliver(void *ud)
 {
     struct delivery *d = ud;
+    if (!st.on) {
+        json_decref(d->reply);
+        d->reply = NULL;
+    }
     d->cb(d->ud, d->reply);
     free(d);
 }
@@ -193,10 +204,17 @@ static void cmd_free(struct cmd *c)
 
 static void finish(struct cmd *c, json_t *reply, int post)
 {
-    if (c->cb && post) {
+    if (c->cb) {
         struct delivery *d = xmalloc(sizeof(*d));
-        *d = (struct delivery){c->cb, c->ud, reply};
-        lp_post(deliver, d);
+        *d = (struct delivery){c->cb, c->ud, reply, NULL};
+        if (post) {
+            lp_post(deliver, d);
+        } else {
+            pthread_mutex_lock(&st.mu);
+            d->next = late;
+            late = d;
+            pthread_mutex_unlock(&st.mu);
+        }
     } else {
         json_decref(reply);
     }
@@ -258,11 +276,7 @@ static void *writer_main(void *arg)
         if (!conn) /* unreachable: what waits fails now (owners resync on reconnect) */
             fail_queued(post);
     }
-    for (struct cmd *c = st.head, *n; c; c = n) {
-        n = c->next;
-        cmd_free(c);
-    }
-    st.head = st.tail = NULL;
+    fail_queued(0); /* what the deadline left: answered "unreachable" by state_stop */
     pthread_mutex_unlock(&st.mu);
     if (conn)
         redisFree(conn);
@@ -305,6 +319,8 @@ int state_cmd(state_reply_fn cb, void *ud, int argc, const char **argv, const si
 static void connected(void *ud)
 {
     (void)ud;
+    if (!st.on)
+        return; /* run by lp_destroy after state_stop */
     pthread_mutex_lock(&st.mu);
     st.up = 1;
     st.down_since = 0;
@@ -323,6 +339,8 @@ static void disconnected(void *ud)
 {
     (void)ud;
     char err[192];
+    if (!st.on)
+        return;
     pthread_mutex_lock(&st.mu);
     st.up = 0;
     if (!st.down_since)
@@ -343,7 +361,7 @@ static void message(void *ud)
     json_t *msg = ud;
     const char *topic = json_string_value(json_object_get(msg, "topic"));
     const char *origin = json_string_value(json_object_get(msg, "origin"));
-    if (topic && origin && strcmp(origin, st.origin) != 0)
+    if (st.on && topic && origin && strcmp(origin, st.origin) != 0)
         for (int i = 0; i < st.n_hooks; i++)
             if (strcmp(st.hooks[i].topic, topic) == 0)
                 st.hooks[i].fn(msg);
@@ -482,6 +500,11 @@ void state_stop(void)
         pthread_join(st.subscriber, NULL);
     st.threads = 0;
     st.on = 0;
+    for (struct delivery *d = late, *n; d; d = n) { /* the loop has stopped: run them here */
+        n = d->next;
+        deliver(d);
+    }
+    late = NULL;
 }
 
 const char *state_key(char *buf, size_t n, const char *suffix)

@@ -45,7 +45,9 @@ const char *state_key(char *buf, size_t n, const char *suffix);
 /* Queues one command (argv and lengths copied; lens NULL: C strings). cb (may be NULL) gets
  * the reply on the loop as JSON (strings, integers, null, arrays; a Redis error as
  * {"error": text}) or NULL when Redis could not be reached; it owns the reply. -1 when nothing
- * was queued (store off or unreachable, queue full): cb is not called. */
+ * was queued (store off or unreachable, queue full): cb is not called. Commands still queued
+ * at exit get cb(ud, NULL) from state_stop (with state_enabled() already 0), so that what ud
+ * owns is freed. */
 typedef void (*state_reply_fn)(void *ud, json_t *reply);
 int state_cmd(state_reply_fn cb, void *ud, int argc, const char **argv, const size_t *lens);
 /* Tells every other replica: msg (borrowed) with "topic" added. -1 when not sent. */
