@@ -162,6 +162,13 @@ static void on_connect(void)
     flush(NULL);
 }
 
+static void on_stop(void) /* what was counted since the last flush */
+{
+    if (armed)
+        lp_timer_stop(&flush_timer);
+    flush(NULL);
+}
+
 void use_fleet_init(void)
 {
     if (!state_enabled())
@@ -170,4 +177,5 @@ void use_fleet_init(void)
     use_set_fleet_hook(on_note);
     state_on_message("usage", on_message);
     state_on_connect(on_connect);
+    state_on_stop(on_stop);
 }

@@ -58,6 +58,8 @@ static struct {
     int n_hooks;
     void (*connect_hooks[MAX_HOOKS])(void);
     int n_connect;
+    void (*stop_hooks[MAX_HOOKS])(void);
+    int n_stop;
     int logged_down; /* the loop logged the outage (once until it is back) */
 } st = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
@@ -491,6 +493,8 @@ void state_stop(void)
 {
     if (!st.on)
         return;
+    for (int i = 0; i < st.n_stop; i++) /* their last writes, run below within the deadline */
+        st.stop_hooks[i]();
     pthread_mutex_lock(&st.mu);
     st.stopping = 1;
     pthread_cond_broadcast(&st.cv);
@@ -534,6 +538,13 @@ void state_on_message(const char *topic, void (*fn)(json_t *msg))
         abort(); /* a fixed set of owners registers at init */
     snprintf(st.hooks[st.n_hooks].topic, sizeof(st.hooks[0].topic), "%s", topic);
     st.hooks[st.n_hooks++].fn = fn;
+}
+
+void state_on_stop(void (*fn)(void))
+{
+    if (st.n_stop == MAX_HOOKS)
+        abort();
+    st.stop_hooks[st.n_stop++] = fn;
 }
 
 void state_on_connect(void (*fn)(void))

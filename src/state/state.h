@@ -57,6 +57,8 @@ void state_on_message(const char *topic, void (*fn)(json_t *msg));
 /* fn() on the loop each time the store becomes reachable (the first time and after each
  * outage), before any message that arrives on that connection. */
 void state_on_connect(void (*fn)(void));
+/* fn() at the start of state_stop (main thread, the loop stopped): queue the last writes. */
+void state_on_stop(void (*fn)(void));
 
 /* ---- blocking, for helper threads only (never the loop) ---- */
 struct state_conn;
