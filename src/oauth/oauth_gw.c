@@ -141,7 +141,7 @@ static void reload(int force)
         if (same(was, now) || g->in_flight)
             continue;
         log_info("oauth", "%s: stored credentials %s", g->name, now ? "changed" : "removed");
-        oast_file_changed(g->name); /* `codemcp auth` here: the fleet gets it when newer */
+        oast_file_changed(g->name, !now); /* `codemcp auth`/`logout` here: the fleet too */
         g->tries = 0;
         g->changed = now ? 1 : 2;
         lp_defer(&report_later, report_changes, NULL);

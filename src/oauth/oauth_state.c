@@ -74,8 +74,17 @@ static json_t *shared_entry(struct state_conn *c, const char *name, int *gone)
     return e;
 }
 
+/* An entry worth sharing: one holding a token (a logged-out one, its 401's challenge recorded,
+ * must not come back to the others). */
+static int has_token(json_t *e)
+{
+    return json_object_get(e, "access_token") || json_object_get(e, "refresh_token");
+}
+
 static int share(struct state_conn *c, const char *name, json_t *e)
 {
+    if (!has_token(e))
+        return 0;
     char key[700], names[700];
     key_of(key, sizeof(key), name, "");
     state_key(names, sizeof(names), "oauth:names");
@@ -235,13 +244,68 @@ void oast_push(const char *name)
     state_conn_close(c);
 }
 
+enum sync_kind {
+    SYNC_ONE,          /* bring name's copies together */
+    SYNC_LOGGED_OUT,   /* name's token left the file here: with no token left (a logout; the
+                          401's challenge may already be recorded), from Redis too */
+    SYNC_REMOVED_THERE /* another replica removed name: from the file too, unless Redis has it */
+};
+
+struct sync {
+    char *name; /* NULL: every name in the file and in Redis */
+    enum sync_kind kind;
+};
+
+static int drop_entry(json_t *store, void *ud)
+{
+    return json_object_del(json_object_get(store, "servers"), ud) == 0 ? 1 : 0;
+}
+
+/* A logout here (no token left in the entry) or there reaches every copy; 1 when it did, 0
+ * when name is to be synced as usual. */
+static int sync_removal(struct state_conn *c, const char *name, enum sync_kind kind)
+{
+    char key[700], names[100];
+    key_of(key, sizeof(key), name, "");
+    state_key(names, sizeof(names), "oauth:names");
+    if (kind == SYNC_LOGGED_OUT) {
+        json_t *store = oa_store_read();
+        int gone = !has_token(json_object_get(json_object_get(store, "servers"), name));
+        json_decref(store);
+        if (!gone)
+            return 0;
+        const char *del[] = {"DEL", key};
+        const char *srem[] = {"SREM", names, name};
+        json_t *r = state_conn_cmd(c, 2, del, NULL);
+        json_decref(state_conn_cmd(c, 3, srem, NULL));
+        if (json_integer_value(r) == 1) {
+            json_t *msg = json_pack("{s:s, s:b}", "name", name, "removed", 1);
+            state_publish("oauth", msg);
+            json_decref(msg);
+        }
+        json_decref(r);
+        return 1;
+    }
+    int unreachable = 0;
+    json_t *shared = shared_entry(c, name, &unreachable);
+    int again = shared != NULL; /* logged in again since: sync as usual */
+    json_decref(shared);
+    if (again || unreachable)
+        return !again;
+    oa_store_update(drop_entry, (void *)name);
+    return 1;
+}
+
 /* The names to resync: the one given, or every one in the file and in Redis. */
 static void *sync_thread(void *ud)
 {
-    char *only = ud;
+    struct sync *job = ud;
+    char *only = job->name;
     struct state_conn *c = state_conn_open();
     json_t *names = json_object();
-    if (only) {
+    if (only && c && job->kind != SYNC_ONE && sync_removal(c, only, job->kind)) {
+        ; /* done */
+    } else if (only) {
         json_object_set_new(names, only, json_true());
     } else if (c) {
         json_t *store = oa_store_read();
@@ -271,6 +335,7 @@ static void *sync_thread(void *ud)
     json_decref(names);
     state_conn_close(c);
     free(only);
+    free(job);
     pthread_mutex_lock(&mu);
     running--;
     pthread_cond_broadcast(&cv);
@@ -278,7 +343,7 @@ static void *sync_thread(void *ud)
     return NULL;
 }
 
-static void start_sync(const char *name)
+static void start_sync(const char *name, enum sync_kind kind)
 {
     pthread_t t;
     pthread_attr_t a;
@@ -287,9 +352,12 @@ static void start_sync(const char *name)
     pthread_mutex_lock(&mu);
     running++;
     pthread_mutex_unlock(&mu);
-    char *arg = name ? xstrdup(name) : NULL;
-    if (pthread_create(&t, &a, sync_thread, arg) != 0) {
-        free(arg);
+    struct sync *job = xcalloc(1, sizeof(*job));
+    job->name = name ? xstrdup(name) : NULL;
+    job->kind = kind;
+    if (pthread_create(&t, &a, sync_thread, job) != 0) {
+        free(job->name);
+        free(job);
         pthread_mutex_lock(&mu);
         running--;
         pthread_mutex_unlock(&mu);
@@ -298,22 +366,23 @@ static void start_sync(const char *name)
     pthread_attr_destroy(&a);
 }
 
-void oast_file_changed(const char *name)
+void oast_file_changed(const char *name, int removed)
 {
     if (state_enabled())
-        start_sync(name);
+        start_sync(name, removed ? SYNC_LOGGED_OUT : SYNC_ONE);
 }
 
 static void on_connect(void)
 {
-    start_sync(NULL);
+    start_sync(NULL, SYNC_ONE);
 }
 
 static void on_message(json_t *msg)
 {
     const char *name = json_string_value(json_object_get(msg, "name"));
+    int removed = json_is_true(json_object_get(msg, "removed"));
     if (name && strlen(name) < 256)
-        start_sync(name);
+        start_sync(name, removed ? SYNC_REMOVED_THERE : SYNC_ONE);
 }
 
 void oast_init(void)

@@ -33,9 +33,10 @@ int oast_update(const char *name, int (*fn)(json_t *store, void *ud), void *ud, 
                 char **why);
 /* Helper threads: shares name's entry from the file when it is newer than Redis's copy. */
 void oast_push(const char *name);
-/* Loop thread: name's entry in the file changed (a login or logout here, or an import): its
- * two copies are brought together on a helper thread (the newer wins). */
-void oast_file_changed(const char *name);
+/* Loop thread: name's entry in the file changed (a login here, or an import): its two copies
+ * are brought together on a helper thread (the newer wins). removed: its token is gone; with
+ * no token left (`codemcp logout`) it is removed from Redis and every replica's file. */
+void oast_file_changed(const char *name, int removed);
 /* At exit: waits up to timeout_ms for resyncs still running. */
 void oast_drain(int timeout_ms);
 

@@ -102,7 +102,7 @@ describe('shared state in Redis', { skip }, () => {
     assert.ok(released || Number(rd.cli('PTTL', 'codemcp:oauth:t:lock')) > 0, 'a refresh lock without an expiry');
   });
 
-  test('a login on one replica\'s host reaches a running replica that had no credentials', async () => {
+  test('a login and a logout on one replica\'s host reach a running replica', async () => {
     const rd = await redis();
     const srv = await startOAuthServer();
     closers.push(() => srv.close());
@@ -115,6 +115,16 @@ describe('shared state in Redis', { skip }, () => {
       `b never got the credential:\n${b.proc.stderrTail()}`);
     assert.equal(JSON.parse(fs.readFileSync(path.join(b.home, 'codemcp', 'mcp-auth.json'), 'utf8')).servers.t.url, srv.url,
       'b keeps its local copy (its last known state)');
+    // A logout on a's host removes it everywhere (it is not brought back from another copy).
+    assert.equal((await cli(a.home, path.join(a.home, 'mcp.json'), ['logout', 't'])).code, 0);
+    assert.ok(await waitFor(async () => /needs_auth/.test(JSON.stringify(await run(s, 'result = t_whoami()'))), ms(20000), 300),
+      `b still uses the credential after the logout:\n${b.proc.stderrTail()}`);
+    const bToken = () => JSON.parse(fs.readFileSync(path.join(b.home, 'codemcp', 'mcp-auth.json'), 'utf8')).servers.t?.access_token;
+    assert.ok(await waitFor(() => rd.cli('EXISTS', 'codemcp:oauth:t') === '0' && bToken() === undefined, ms(10000), 100),
+      `the logout did not reach Redis and b's copy:\n${b.proc.stderrTail()}`);
+    await sleep(ms(1500));
+    assert.equal(JSON.parse(fs.readFileSync(path.join(a.home, 'codemcp', 'mcp-auth.json'), 'utf8')).servers.t?.access_token, undefined, 'the logout was undone');
+    assert.equal(rd.cli('EXISTS', 'codemcp:oauth:t'), '0', `back in Redis: ${rd.cli('GET', 'codemcp:oauth:t').slice(0, 400)}\n${a.proc.stderrTail()}`);
     await s.end();
   });
 });
