@@ -61,6 +61,11 @@ OPTIONAL+=(python3-numpy libopenblas0-serial)
 # tmux drives `codemcp tui` in tests/e2e/tui.test.mjs; passwd gives useradd (admin socket test).
 command -v tmux >/dev/null || OPTIONAL+=(tmux)
 command -v useradd >/dev/null || OPTIONAL+=(passwd)
+# podman: CODEMCP_ISOLATION=docker against Podman's Docker-compatible service (meson test
+# docker_podman starts `podman system service` itself; it skips without podman).
+OPTIONAL+=(podman)
+# prometheus (with promtool) scrapes `codemcp start` in tests/e2e/metrics.test.mjs.
+OPTIONAL+=(prometheus)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 

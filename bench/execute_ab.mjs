@@ -18,16 +18,13 @@ import { writeFileSync, mkdtempSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync, spawn } from 'node:child_process';
-import { SERVERS, codemcpBin, stats, fmt, ROOT, cpuNs, untilSdkReady, EXEC_PY,
-  EXEC_EXPECT, workerPids, cpuNsAll, buildType } from './lib.mjs';
+import { SERVERS, codemcpBin, stats, fmt, ROOT, cpuNs, workerPids, cpuNsAll, buildType,
+  startExecArm } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 40);
 const REPEATS = Number(process.argv[3] || 6);
 const WARMUP = 5;
 const LIMIT = 1.03; // the issue's bar: no workload slower than this, head / base
-const SDK = join(ROOT, 'tests/node_modules/@modelcontextprotocol/sdk/dist/esm');
-const { Client } = await import(join(SDK, 'client/index.js'));
-const { StdioClientTransport, getDefaultEnvironment } = await import(join(SDK, 'client/stdio.js'));
 
 const head = codemcpBin();
 // The control arm (BENCH_CONTROL=1) is off by default: measured here, an arm that runs right
@@ -62,21 +59,9 @@ const cfg = join(dir, 'mcp.json');
 writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'local', command: SERVERS.everything } } }));
 
 async function startArm(name) {
-  const env = { ...getDefaultEnvironment(), CODEMCP_CONFIG: cfg };
   // Each binary finds the worker built next to it, never one named by the caller's environment.
-  const transport = new StdioClientTransport({ command: BINS[name], args: [], env, stderr: 'ignore' });
-  const client = new Client({ name: `bench-ab-${name}`, version: '1' });
-  await client.connect(transport);
-  const run = async (w) => {
-    const r = await client.callTool({ name: 'execute_python', arguments: { code: EXEC_PY[w] } });
-    if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.structuredContent ?? r.content)}`);
-    const v = r.structuredContent.result;
-    if (v !== EXEC_EXPECT[w]) throw new Error(`${name}/${w}: got ${JSON.stringify(v)}, want ${EXEC_EXPECT[w]}`);
-  };
-  await untilSdkReady(() => run('one'));
-  const pid = transport.pid;
-  const worker = workerPids(pid); // all of them: the sandboxed worker is a grandchild
-  return { client, run, pid, worker };
+  const arm = await startExecArm(BINS[name], { CODEMCP_CONFIG: cfg }, `ab-${name}`);
+  return { ...arm, worker: workerPids(arm.pid) }; // all of them: the sandboxed worker is a grandchild
 }
 
 // samples[w][arm] = ms over all repeats (same index = same round); per[rep][w][arm] = the

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp_server.h"
+#include "metrics.h"
 #include "namespaces.h"
 #include "oauth_cli.h"
 #include "oauth_gw.h"
@@ -75,6 +76,7 @@ static void usage(FILE *f)
           "       codemcp init                 write a commented starter mcp.json\n"
           "       codemcp list|tools|instances      a running gateway's servers / tools / all "
           "gateways\n"
+          "       codemcp metrics [-i SEL]          a running gateway's Prometheus metrics\n"
           "       codemcp enable|disable NAME [-d]  connect / disconnect a server now\n"
           "       codemcp enable-tool|disable-tool SERVER TOOL [-d]\n"
           "       codemcp tui [-i SEL]              full-screen control of a running gateway\n"
@@ -357,17 +359,43 @@ static void wire_run_pipeline(void)
                                       .disconnect = wk_on_disconnect,
                                       .broken = wk_on_broken,
                                       .is_starting = wk_is_starting});
-    calls_set_hooks(&(struct calls_hooks){.run_lookup = run_call_rules,
-                                          .call_done = run_on_call_done,
-                                          .write_done = run_on_write_done,
-                                          .reply = ctl_send,
-                                          .reply_parts = ctl_send_parts,
-                                          .reply_limit = ctl_frame_limit,
-                                          .input_required = run_on_input_required,
-                                          .max_per_run = settings.max_calls_per_run,
-                                          .max_run_bytes = (size_t)settings.max_args_bytes_per_run,
-                                          .max_principal_bytes =
-                                              (size_t)settings.max_args_bytes_per_principal});
+    calls_set_hooks(&(struct calls_hooks){
+        .run_lookup = run_call_rules,
+        .call_done = run_on_call_done,
+        .write_done = run_on_write_done,
+        .reply = ctl_send,
+        .reply_parts = ctl_send_parts,
+        .reply_limit = ctl_frame_limit,
+        .input_required = run_on_input_required,
+        .max_per_run = settings.max_calls_per_run,
+        .max_run_bytes = (size_t)settings.max_args_bytes_per_run,
+        .max_principal_bytes = (size_t)settings.max_args_bytes_per_principal,
+        .pending = ctl_pending,
+        .max_principal_results = (size_t)settings.max_result_bytes_per_principal});
+}
+
+/* The metrics' gauges, read from the modules that own them when /metrics is rendered. */
+static long namespaces_alive(void)
+{
+    return (long)ns_count();
+}
+
+static int upstream_at(size_t i, const char **name, const char **state)
+{
+    if (i >= up_count())
+        return -1;
+    *name = up_at(i)->name;
+    *state = up_state_name(up_at(i)->state);
+    return 0;
+}
+
+static void wire_metrics(void)
+{
+    mx_init(settings.metrics);
+    mx_set_sources(&(struct mx_sources){.sessions = mcp_session_count,
+                                        .namespaces = namespaces_alive,
+                                        .workers_alive = wk_alive,
+                                        .upstream_at = upstream_at});
 }
 
 static void check_settled(void *ud)
@@ -566,6 +594,7 @@ int main(int argc, char **argv)
     mcp_set_list_wait(settings.list_wait_ms);
     run_init(&settings);
     wire_run_pipeline();
+    wire_metrics();
 
     if (mode != MODE_DUMP) {
         if (ctl_init(&settings) < 0)
@@ -617,6 +646,7 @@ int main(int argc, char **argv)
     cl_free_all(); /* before the context: WSI_DESTROY callbacks then find nothing to do */
     lp_destroy();
     cfg_free(&config);
+    mx_free();
     pg_guard_stop(); /* after every child is gone; reaps the guard */
     return exit_code;
 }

@@ -5,6 +5,7 @@
 #include "cfgedit.h"
 #include "log.h"
 #include "mcp_era.h"
+#include "metrics.h"
 #include "oauth_gw.h"
 #include "state.h"
 #include "toolstate.h"
@@ -357,6 +358,17 @@ void admops_apply(const char *method, json_t *params, int replay)
     json_decref(p);
 }
 
+/* The Prometheus text GET /metrics serves, for gateways without an HTTP front. */
+static json_t *op_metrics(void)
+{
+    char *text = mx_render();
+    if (!text)
+        return fail("metrics are off in this gateway (CODEMCP_METRICS=off)");
+    json_t *reply = json_pack("{s:b, s:s}", "ok", 1, "text", text);
+    free(text);
+    return reply;
+}
+
 json_t *admops_handle(json_t *req)
 {
     const char *m = json_string_value(json_object_get(req, "method"));
@@ -369,11 +381,13 @@ json_t *admops_handle(json_t *req)
         return op_list();
     if (strcmp(m, "tools") == 0)
         return op_tools();
+    if (strcmp(m, "metrics") == 0)
+        return op_metrics();
     if (strcmp(m, "enable") == 0 || strcmp(m, "disable") == 0)
         return shared(m, params, op_server(params, m[0] == 'e'));
     if (strcmp(m, "enable_tool") == 0 || strcmp(m, "disable_tool") == 0)
         return shared(m, params, op_tool(params, m[0] == 'e'));
-    return fail("unknown method %s (info, list, tools, enable, disable, enable_tool, "
+    return fail("unknown method %s (info, list, tools, metrics, enable, disable, enable_tool, "
                 "disable_tool)",
                 m);
 }

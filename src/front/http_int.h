@@ -83,6 +83,7 @@ struct hconn {
     /* the reply */
     int ready, headers_sent, close_after, sse, prime;
     int status;
+    const char *content_type; /* of c->out; NULL: application/json */
     const char *extra_name, *extra_value;
     char reply_sid[2 * SID_BYTES + 1];
     struct buf out;

@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "loop.h"
+#include "metrics.h"
 #include "oauth.h"
 #include "oauth_state.h"
 #include "state.h"
@@ -295,6 +296,7 @@ static void refresh_done(void *ud)
 {
     struct refresh *r = ud;
     struct gw_server *g = server(r->name);
+    mx_oauth_refresh(r->outcome >= 0);
     if (r->outcome >= 0)
         log_info("oauth", "%s: %s", r->name,
                  r->outcome == 0 ? "access token refreshed"

@@ -14,6 +14,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, afterEach, before } from 'node:test';
@@ -144,6 +145,18 @@ export function tempDir(prefix = 'codemcp-e2e-', { shared = false } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }), shared);
   return dir;
+}
+
+/** A TCP port free on 127.0.0.1 now, for a server told to listen on it. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
 }
 
 /** opencode-format entries for the real npm servers and the fake upstream. */
