@@ -23,6 +23,7 @@
 #include "namespaces.h"
 #include "oauth_cli.h"
 #include "oauth_gw.h"
+#include "oauth_state.h"
 #include "pgguard.h"
 #include "policy.h"
 #include "policy_cli.h"
@@ -33,6 +34,7 @@
 #include "settings.h"
 #include "setup.h"
 #include "shapes.h"
+#include "state.h"
 #ifdef CODEMCP_TUI
 #include "tui.h"
 #endif
@@ -575,6 +577,10 @@ int main(int argc, char **argv)
         log_error("main", "%s", audit_err);
         return 1;
     }
+    /* CODEMCP_STATE: its threads post to the loop; before the owners register their hooks */
+    if (state_init(settings.state) < 0)
+        return 1;
+    oast_init();
     /* Before any child is spawned: a taken port ends here, with a message naming it. */
     if (mode == MODE_HTTP && http_serve(&settings, http_host, http_port) < 0)
         return 1;
@@ -588,7 +594,9 @@ int main(int argc, char **argv)
     shapes_init(settings.learn_shapes,
                 settings.share_learning >= 0 ? settings.share_learning : mode != MODE_HTTP);
     shapes_set_listener(on_shapes_changed);
+    shapes_fleet_init();
     use_init(&settings, shapes_shared());
+    use_fleet_init();
     cat_set_priority_source(use_ranked);
     cat_set_wake_hook(run_dispatch);
     cat_init(&settings);
@@ -633,6 +641,7 @@ int main(int argc, char **argv)
     lp_run();
 
     oagw_drain(5000); /* OAuth refreshes in flight get to store their tokens */
+    state_stop();     /* after them: what they queued for the shared store is written */
     adm_stop();
     run_free_all();
     ns_free_all();
