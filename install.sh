@@ -49,16 +49,23 @@ fi
 # --- 1. Debian packages ------------------------------------------------------------------------
 # Needed to build and run codemcp and its worker.
 REQUIRED=(meson ninja-build pkg-config gcc libc6-dev libwebsockets-dev libjansson-dev
-    libcurl4-openssl-dev libssl-dev libpython3-dev libseccomp-dev python3 ca-certificates
+    libcurl4-openssl-dev libhiredis-dev libssl-dev libpython3-dev libseccomp-dev python3 ca-certificates
     libncurses-dev) # libncurses-dev: `codemcp tui` (meson -Dtui=disabled builds without it)
 # Needed by the test suite (./tests/run.sh); installed when the distribution has them.
 OPTIONAL=(valgrind python3-pytest clang libclang-rt-14-dev)
+# redis-server: tests/e2e/fleet_state.test.mjs and bench/state_redis.mjs (CODEMCP_STATE).
+OPTIONAL+=(redis-server)
 # The sentence encoder of search_tools runs on numpy (OpenBLAS makes it ~5x faster than the
 # reference BLAS); without them search ranks by words alone.
 OPTIONAL+=(python3-numpy libopenblas0-serial)
 # tmux drives `codemcp tui` in tests/e2e/tui.test.mjs; passwd gives useradd (admin socket test).
 command -v tmux >/dev/null || OPTIONAL+=(tmux)
 command -v useradd >/dev/null || OPTIONAL+=(passwd)
+# podman: CODEMCP_ISOLATION=docker against Podman's Docker-compatible service (meson test
+# docker_podman starts `podman system service` itself; it skips without podman).
+OPTIONAL+=(podman)
+# prometheus (with promtool) scrapes `codemcp start` in tests/e2e/metrics.test.mjs.
+OPTIONAL+=(prometheus)
 # The load balancers of contrib/fleet/, run by tests/e2e/fleet.test.mjs and bench/fleet.mjs.
 OPTIONAL+=(haproxy nginx-light)
 

@@ -8,6 +8,7 @@
  * → flush stdout → stop the loop. */
 #include "admin.h"
 #include "admin_cli.h"
+#include "audit.h"
 #include "calls.h"
 #include "catalog.h"
 #include "config.h"
@@ -18,9 +19,11 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp_server.h"
+#include "metrics.h"
 #include "namespaces.h"
 #include "oauth_cli.h"
 #include "oauth_gw.h"
+#include "oauth_state.h"
 #include "pgguard.h"
 #include "policy.h"
 #include "policy_cli.h"
@@ -31,6 +34,7 @@
 #include "settings.h"
 #include "setup.h"
 #include "shapes.h"
+#include "state.h"
 #ifdef CODEMCP_TUI
 #include "tui.h"
 #endif
@@ -75,6 +79,7 @@ static void usage(FILE *f)
           "       codemcp init                 write a commented starter mcp.json\n"
           "       codemcp list|tools|instances      a running gateway's servers / tools / all "
           "gateways\n"
+          "       codemcp metrics [-i SEL]          a running gateway's Prometheus metrics\n"
           "       codemcp enable|disable NAME [-d]  connect / disconnect a server now\n"
           "       codemcp enable-tool|disable-tool SERVER TOOL [-d]\n"
           "       codemcp tui [-i SEL]              full-screen control of a running gateway\n"
@@ -271,6 +276,18 @@ static int upstreams_ready(void *ud, char *why, size_t n)
     return 0;
 }
 
+/* /readyz, reported only: the shared state store (CODEMCP_STATE) unreachable. Every replica
+ * loses it at once and each serves from its last known state, so it must not take them all
+ * out of the balancer. The store's address stays out of the answer. */
+static int state_reachable(void *ud, char *why, size_t n)
+{
+    (void)ud;
+    if (state_store_ok(NULL, 0))
+        return 1;
+    snprintf(why, n, "the shared state store is unreachable: serving from the last known state");
+    return 0;
+}
+
 /* The fleet settings of `codemcp start` (replica.h); 0, or -1 after saying why. */
 static int fleet_init(void)
 {
@@ -281,13 +298,15 @@ static int fleet_init(void)
     }
     if (replica_id())
         log_info("main", "replica %s of a fleet", replica_id());
-    health_add_check("upstreams", upstreams_ready, NULL);
+    health_add_check("upstreams", upstreams_ready, NULL, 1);
+    health_add_check("state", state_reachable, NULL, 0);
     return 0;
 }
 
 static void on_reload(void)
 {
     http_reload();
+    audit_reopen();
 }
 
 /* ---- wiring ------------------------------------------------------------------------------ */
@@ -398,17 +417,43 @@ static void wire_run_pipeline(void)
                                       .disconnect = wk_on_disconnect,
                                       .broken = wk_on_broken,
                                       .is_starting = wk_is_starting});
-    calls_set_hooks(&(struct calls_hooks){.run_lookup = run_call_rules,
-                                          .call_done = run_on_call_done,
-                                          .write_done = run_on_write_done,
-                                          .reply = ctl_send,
-                                          .reply_parts = ctl_send_parts,
-                                          .reply_limit = ctl_frame_limit,
-                                          .input_required = run_on_input_required,
-                                          .max_per_run = settings.max_calls_per_run,
-                                          .max_run_bytes = (size_t)settings.max_args_bytes_per_run,
-                                          .max_principal_bytes =
-                                              (size_t)settings.max_args_bytes_per_principal});
+    calls_set_hooks(&(struct calls_hooks){
+        .run_lookup = run_call_rules,
+        .call_done = run_on_call_done,
+        .write_done = run_on_write_done,
+        .reply = ctl_send,
+        .reply_parts = ctl_send_parts,
+        .reply_limit = ctl_frame_limit,
+        .input_required = run_on_input_required,
+        .max_per_run = settings.max_calls_per_run,
+        .max_run_bytes = (size_t)settings.max_args_bytes_per_run,
+        .max_principal_bytes = (size_t)settings.max_args_bytes_per_principal,
+        .pending = ctl_pending,
+        .max_principal_results = (size_t)settings.max_result_bytes_per_principal});
+}
+
+/* The metrics' gauges, read from the modules that own them when /metrics is rendered. */
+static long namespaces_alive(void)
+{
+    return (long)ns_count();
+}
+
+static int upstream_at(size_t i, const char **name, const char **state)
+{
+    if (i >= up_count())
+        return -1;
+    *name = up_at(i)->name;
+    *state = up_state_name(up_at(i)->state);
+    return 0;
+}
+
+static void wire_metrics(void)
+{
+    mx_init(settings.metrics);
+    mx_set_sources(&(struct mx_sources){.sessions = mcp_session_count,
+                                        .namespaces = namespaces_alive,
+                                        .workers_alive = wk_alive,
+                                        .upstream_at = upstream_at});
 }
 
 static void check_settled(void *ud)
@@ -421,6 +466,7 @@ int main(int argc, char **argv)
 {
     settings_load(&settings);
     log_init(settings.log);
+    log_set_format(settings.log_format);
     cfg_use_settings(&settings);
     log_set_filter(redact_log_line); /* every log line, trace-level upstream traffic too */
     static const struct option opts[] = {
@@ -581,6 +627,16 @@ int main(int argc, char **argv)
         return 1;
     /* CODEMCP_AUTHZ_URL: its HTTP thread posts to the loop */
     policy_engine_init(settings.authz_url, settings.authz_timeout_ms);
+    char audit_err[512];
+    if (mode != MODE_DUMP &&
+        audit_init(settings.audit_log, settings.audit_args, audit_err, sizeof(audit_err)) < 0) {
+        log_error("main", "%s", audit_err);
+        return 1;
+    }
+    /* CODEMCP_STATE: its threads post to the loop; before the owners register their hooks */
+    if (state_init(settings.state) < 0)
+        return 1;
+    oast_init();
     /* Before any child is spawned: a taken port ends here, with a message naming it. */
     if (mode == MODE_HTTP && (fleet_init() < 0 || http_serve(&settings, http_host, http_port) < 0))
         return 1;
@@ -594,13 +650,16 @@ int main(int argc, char **argv)
     shapes_init(settings.learn_shapes,
                 settings.share_learning >= 0 ? settings.share_learning : mode != MODE_HTTP);
     shapes_set_listener(on_shapes_changed);
+    shapes_fleet_init();
     use_init(&settings, shapes_shared());
+    use_fleet_init();
     cat_set_priority_source(use_ranked);
     cat_set_wake_hook(run_dispatch);
     cat_init(&settings);
     mcp_set_list_wait(settings.list_wait_ms);
     run_init(&settings);
     wire_run_pipeline();
+    wire_metrics();
 
     if (mode != MODE_DUMP) {
         if (ctl_init(&settings) < 0)
@@ -638,12 +697,14 @@ int main(int argc, char **argv)
     lp_run();
 
     oagw_drain(5000); /* OAuth refreshes in flight get to store their tokens */
+    state_stop();     /* after them: what they queued for the shared store is written */
     adm_stop();
     run_free_all();
     ns_free_all();
     health_free();
     mcp_free_all();
     calls_free_all();
+    audit_close(); /* after the last call's line */
     ctl_free_all();
     up_free_all();
     cat_free();
@@ -652,6 +713,7 @@ int main(int argc, char **argv)
     cl_free_all(); /* before the context: WSI_DESTROY callbacks then find nothing to do */
     lp_destroy();
     cfg_free(&config);
+    mx_free();
     pg_guard_stop(); /* after every child is gone; reaps the guard */
     return exit_code;
 }

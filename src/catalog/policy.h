@@ -55,6 +55,12 @@ enum policy_effect policy_decide(const struct policy_call *c, struct policy_deci
 int budgets_take(const struct policy_call *c, const char *run_id, char *why, size_t n);
 /* Counts a run principal asks for against its "runs" budgets: 0, or -1 with why. */
 int budgets_take_run(const char *principal, char *why, size_t n);
+/* The CPU milliseconds principal has left of its tightest "cpu_s" budget this window, or -1
+ * when none applies to it (its runs' CPU time then need not be measured). */
+int64_t budgets_cpu_left(const char *principal);
+/* Charges ms of CPU time its runs used to principal's "cpu_s" budgets: 0, or -1 with why
+ * (naming the budget and when it resets) when one is now spent. */
+int budgets_cpu_spend(const char *principal, int64_t ms, char *why, size_t n);
 
 /* The external engine (policy_ext.c), opt-in with CODEMCP_AUTHZ_URL: a call the rules allow
  * (or stub) is also put to it, in OPA's Data API form; no answer, an error or a malformed

@@ -1,7 +1,10 @@
 /* policy_budget — how much a principal may do: `"budgets": [...]` at the top level of
- * mcp.json, each {"name", "principal": glob(s), "window_s", "calls", "runs", "writes_per_run"}.
- * "calls" and "runs" are the tool calls and the programs each matching principal may start per
- * window (a fixed window that starts at its first use and ends window_s later);
+ * mcp.json, each {"name", "principal": glob(s), "window_s", "calls", "runs", "cpu_s",
+ * "writes_per_run"}. "calls" and "runs" are the tool calls and the programs each matching
+ * principal may start per window (a fixed window that starts at its first use and ends
+ * window_s later); "cpu_s" the CPU seconds its runs' workers may use per window, measured by
+ * the gateway from outside (run_cpu.c charges them here; a run is refused once they are spent,
+ * and stopped when they run out during it);
  * "writes_per_run" the write calls one run may make. Counted by the gateway when a call is allowed,
  * so every session of a principal draws on the same count. A call past a budget fails with kind
  * "budget", naming the budget and when it resets. Counts live in this process (a restart starts
@@ -20,8 +23,11 @@
 struct budget {
     char name[96];
     struct pre **principal; /* NULL-terminated; NULL list: every principal */
-    long window_s, calls, runs, writes_per_run;
+    long window_s, calls, runs, cpu_s, writes_per_run;
 };
+
+/* Counts kept per principal and budget: its tool calls, runs and CPU milliseconds. */
+enum { SLOT_CALLS, SLOT_RUNS, SLOT_CPU, SLOTS };
 
 struct count {
     int budget;
@@ -83,12 +89,13 @@ static int compile_budget(json_t *b, struct budget *dst, char *err, size_t n)
     dst->window_s = positive(b, "window_s", &bad);
     dst->calls = positive(b, "calls", &bad);
     dst->runs = positive(b, "runs", &bad);
+    dst->cpu_s = positive(b, "cpu_s", &bad);
     dst->writes_per_run = positive(b, "writes_per_run", &bad);
-    if (bad || ((dst->calls || dst->runs) && !dst->window_s) ||
-        (!dst->calls && !dst->runs && !dst->writes_per_run)) {
+    if (bad || ((dst->calls || dst->runs || dst->cpu_s) && !dst->window_s) ||
+        (!dst->calls && !dst->runs && !dst->cpu_s && !dst->writes_per_run)) {
         snprintf(err, n,
-                 "needs \"calls\" or \"runs\" with \"window_s\", or \"writes_per_run\" "
-                 "(positive integers)");
+                 "needs \"calls\", \"runs\" or \"cpu_s\" with \"window_s\", or "
+                 "\"writes_per_run\" (positive integers)");
         return -1;
     }
     json_t *p = json_object_get(b, "principal");
@@ -189,16 +196,16 @@ static struct count *count_of(struct count **list, int budget, const char *who, 
     return c;
 }
 
-/* principal's count for budget i's window (slot 0: calls, 1: runs), or NULL with why filled
- * when the window's limit is reached: why names the budget and when the window ends. */
+/* principal's count for budget i's window (a SLOT_), or NULL with why filled when the
+ * window's limit is reached: why names the budget and when the window ends. */
 static struct count *window_room(size_t i, int slot, const char *principal, const char *prefix,
                                  const char *did, const char *what, char *why, size_t n)
 {
     const struct budget *b = &budgets[i];
-    long limit = slot ? b->runs : b->calls;
+    long limit = slot == SLOT_CALLS ? b->calls : slot == SLOT_RUNS ? b->runs : b->cpu_s;
     struct count *k =
-        count_of(&by_principal, (int)i * 2 + slot, principal, (int64_t)b->window_s * 1000);
-    if (k->n < limit)
+        count_of(&by_principal, (int)i * SLOTS + slot, principal, (int64_t)b->window_s * 1000);
+    if (k->n < (slot == SLOT_CPU ? limit * 1000 : limit))
         return k;
     long left = (long)((k->window_end_ms - now_ms() + 999) / 1000);
     snprintf(why, n,
@@ -223,7 +230,8 @@ static int calls_pass(const struct policy_call *c, const char *principal, const 
             return -1;
         }
         if (b->calls) {
-            struct count *k = window_room(i, 0, principal, "", "made its", "tool calls", why, n);
+            struct count *k =
+                window_room(i, SLOT_CALLS, principal, "", "made its", "tool calls", why, n);
             if (!k)
                 return -1;
             k->n += take;
@@ -251,20 +259,25 @@ int budgets_take(const struct policy_call *c, const char *run_id, char *why, siz
     return calls_pass(c, principal, run_id, 1, why, n);
 }
 
-/* As calls_pass, for a run the principal starts. */
+/* As calls_pass, for a run the principal starts (its CPU seconds must be left too). */
 static int runs_pass(const char *principal, int take, char *why, size_t n)
 {
     for (size_t i = 0; i < n_budgets; i++) {
         const struct budget *b = &budgets[i];
-        if (!applies(b, principal) || (!b->runs && b->calls >= 0))
+        if (!applies(b, principal) || (!b->runs && !b->cpu_s && b->calls >= 0))
             continue;
         if (b->calls < 0) {
             snprintf(why, n, "execute_python: the budget %s cannot be read: every run is refused",
                      b->name);
             return -1;
         }
+        if (b->cpu_s && !window_room(i, SLOT_CPU, principal, "execute_python: ", "used its",
+                                     "CPU seconds", why, n))
+            return -1;
+        if (!b->runs)
+            continue;
         struct count *k =
-            window_room(i, 1, principal, "execute_python: ", "started its", "runs", why, n);
+            window_room(i, SLOT_RUNS, principal, "execute_python: ", "started its", "runs", why, n);
         if (!k)
             return -1;
         k->n += take;
@@ -279,4 +292,38 @@ int budgets_take_run(const char *principal, char *why, size_t n)
     if (runs_pass(principal, 0, why, n) < 0)
         return -1;
     return runs_pass(principal, 1, why, n);
+}
+
+/* Adds ms to principal's CPU count of every "cpu_s" budget it has: the least CPU ms left of
+ * them (-1: none applies), with why filled when one is spent (0 left). */
+static int64_t cpu_counts(const char *principal, int64_t ms, char *why, size_t n)
+{
+    if (!principal || !*principal)
+        principal = "local";
+    int64_t least = -1;
+    for (size_t i = 0; i < n_budgets; i++) {
+        const struct budget *b = &budgets[i];
+        if (!b->cpu_s || !applies(b, principal))
+            continue;
+        struct count *k = count_of(&by_principal, (int)i * SLOTS + SLOT_CPU, principal,
+                                   (int64_t)b->window_s * 1000);
+        k->n += (long)ms;
+        int64_t left = (int64_t)b->cpu_s * 1000 - k->n;
+        left = left > 0 ? left : 0;
+        if (left == 0 && least != 0 && why)
+            window_room(i, SLOT_CPU, principal, "execute_python: ", "used its", "CPU seconds", why,
+                        n);
+        least = least < 0 || left < least ? left : least;
+    }
+    return least;
+}
+
+int64_t budgets_cpu_left(const char *principal)
+{
+    return cpu_counts(principal, 0, NULL, 0);
+}
+
+int budgets_cpu_spend(const char *principal, int64_t ms, char *why, size_t n)
+{
+    return cpu_counts(principal, ms, why, n) == 0 ? -1 : 0;
 }

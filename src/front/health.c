@@ -18,6 +18,7 @@ static struct {
     char name[32];
     health_check_fn fn;
     void *ud;
+    int required;
 } checks[HEALTH_MAX_CHECKS];
 static size_t n_checks;
 
@@ -27,7 +28,7 @@ static size_t (*drain_busy)(void);
 static void (*drain_done)(void);
 static struct lp_timer drain_timer;
 
-void health_add_check(const char *name, health_check_fn fn, void *ud)
+void health_add_check(const char *name, health_check_fn fn, void *ud, int required)
 {
     if (n_checks == HEALTH_MAX_CHECKS) {
         log_error(MODULE, "too many health checks: '%s' not added", name);
@@ -36,29 +37,34 @@ void health_add_check(const char *name, health_check_fn fn, void *ud)
     snprintf(checks[n_checks].name, sizeof(checks[n_checks].name), "%s", name);
     checks[n_checks].fn = fn;
     checks[n_checks].ud = ud;
+    checks[n_checks].required = required;
     n_checks++;
 }
 
 int health_ready(struct buf *out)
 {
-    json_t *failing = json_object();
+    json_t *failing = json_object(), *degraded = json_object();
     if (draining)
         json_object_set_new(failing, "drain", json_string("draining: shutting down"));
     for (size_t i = 0; i < n_checks; i++) {
         char why[160] = "";
         if (!checks[i].fn(checks[i].ud, why, sizeof(why)))
-            json_object_set_new(failing, checks[i].name, json_string(why[0] ? why : "failing"));
+            json_object_set_new(checks[i].required ? failing : degraded, checks[i].name,
+                                json_string(why[0] ? why : "failing"));
     }
     int ready = json_object_size(failing) == 0;
     json_t *body = json_pack("{s:s}", "status", ready ? "ready" : "not ready");
     if (!ready)
         json_object_set(body, "failing", failing);
+    if (json_object_size(degraded))
+        json_object_set(body, "degraded", degraded);
     char *t = json_dumps(body, JSON_COMPACT);
     buf_reset(out);
     buf_appends(out, t ? t : "{}");
     free(t);
     json_decref(body);
     json_decref(failing);
+    json_decref(degraded);
     return ready;
 }
 

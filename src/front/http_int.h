@@ -88,6 +88,7 @@ struct hconn {
     /* the reply */
     int ready, headers_sent, close_after, sse, prime;
     int status;
+    const char *content_type; /* of c->out; NULL: application/json */
     const char *extra_name, *extra_value;
     char reply_sid[SID_SIZE];
     struct buf out;

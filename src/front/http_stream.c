@@ -18,6 +18,7 @@
 #include "http_quota.h"
 #include "jsonrpc.h"
 #include "mcp_server.h"
+#include "metrics.h"
 #include "namespaces.h"
 
 #include <errno.h>
@@ -369,6 +370,7 @@ static int deferred_ready(struct hconn *c)
 
 static int write_chunk(struct hconn *c, const char *data, size_t n)
 {
+    mx_client_bytes(MX_TRANSPORT_HTTP, 0, n);
     unsigned char *p = scratch + LWS_PRE;
     size_t len = 0;
     if (!c->http10)
@@ -386,6 +388,7 @@ static int write_headers(struct hconn *c)
 {
     struct lws *wsi = c->wsi;
     unsigned char *start = scratch + LWS_PRE, *p = start, *end = scratch + sizeof(scratch) - 1;
+    mx_http_status(c->status);
     int bad = lws_add_http_header_status(wsi, (unsigned)c->status, &p, end);
 #define ADD(name, value)                                                                           \
     (bad = bad || lws_add_http_header_by_name(wsi, (const unsigned char *)name,                    \
@@ -401,7 +404,7 @@ static int write_headers(struct hconn *c)
             ADD("transfer-encoding:", "chunked");
     } else {
         if (c->out.len)
-            ADD("content-type:", "application/json");
+            ADD("content-type:", c->content_type ? c->content_type : "application/json");
         bad = bad || lws_add_http_header_content_length(wsi, c->out.len, &p, end);
         if (c->close_after)
             ADD("connection:", "close");
@@ -457,6 +460,7 @@ static int write_body_step(struct hconn *c)
     if (left) {
         size_t n = left > SLICE ? SLICE : left;
         memcpy(scratch + LWS_PRE, c->out.data + c->out_off, n);
+        mx_client_bytes(MX_TRANSPORT_HTTP, 0, n);
         int final = n == left;
         if (lws_write(c->wsi, scratch + LWS_PRE, n, final ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) <
             (int)n)

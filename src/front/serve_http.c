@@ -28,6 +28,7 @@
 #include "settings.h"
 #include "loop.h"
 #include "mcp_server.h"
+#include "metrics.h"
 #include "http_quota.h"
 #include "serve_sse_legacy.h"
 #include "util.h"
@@ -474,6 +475,25 @@ static void forbid(struct hconn *c, const char *what, const char *value, const c
     http__reply_error(c, 403, RPC_SERVER_ERROR, msg);
 }
 
+/* GET /metrics: the Prometheus text format, for the same principals as /mcp. */
+static void serve_metrics(struct hconn *c)
+{
+    if (!authenticate(c))
+        return; /* answered 401 */
+    if (c->method != M_GET) {
+        c->extra_name = "allow:";
+        c->extra_value = "GET";
+        http__reply_error(c, 405, RPC_SERVER_ERROR, "Method Not Allowed: GET /metrics");
+        return;
+    }
+    char *text = mx_render();
+    buf_reset(&c->out);
+    buf_appends(&c->out, text);
+    free(text);
+    c->content_type = MX_CONTENT_TYPE;
+    http__reply_ready(c, 200);
+}
+
 static int on_request(struct hconn *c, struct lws *wsi, const char *uri)
 {
     char host[256], origin[256], accept[512], version[16];
@@ -504,6 +524,8 @@ static int on_request(struct hconn *c, struct lws *wsi, const char *uri)
     } else if (header(wsi, WSI_TOKEN_ORIGIN, NULL, origin, sizeof(origin)) != -1 &&
                !http__origin_allowed(origin, cfg.origins, cfg.n_origins)) {
         forbid(c, "Origin", origin, "CODEMCP_HTTP_ALLOWED_ORIGINS");
+    } else if (strcmp(uri, "/metrics") == 0 && strcmp(uri, cfg.path) != 0 && mx_enabled()) {
+        serve_metrics(c);
     } else if (strcmp(uri, cfg.path) != 0 && !lsse_path(uri)) {
         /* Before authentication: a path codemcp does not serve is 404 for everyone, so the
          * OAuth discovery an OAuth-aware client tries first (/.well-known/oauth-*,
@@ -594,6 +616,7 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
                      lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) ? CL_REQUEST : CL_ACTIVE);
         return on_request(c, wsi, in ? (const char *)in : "");
     case LWS_CALLBACK_HTTP_BODY:
+        mx_client_bytes(MX_TRANSPORT_HTTP, len, 0);
         if (c && c->live && !c->ready && c->body.len + len <= cfg.max_body)
             buf_append(&c->body, in, len);
         return 0;

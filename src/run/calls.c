@@ -15,8 +15,12 @@
  * started when one of the run's calls ends, so a program that starts thousands of calls
  * without waiting cannot make the gateway hold thousands of upstream replies at once. The
  * argument bytes the gateway holds for calls in flight or waiting are capped per run and per
- * principal (calls.h); a call past either cap is refused with kind "denied". */
+ * principal (calls.h); a call past either cap is refused with kind "denied". The result bytes
+ * queued to a principal's workers and not yet read by them are capped too: a result past the
+ * cap is dropped and its call fails with kind "too_large" (results_room). */
 #include "calls.h"
+#include "calls_int.h"
+#include "audit.h"
 #include "catalog.h"
 #include "ctlreply.h"
 #include "jsonfast.h"
@@ -24,6 +28,7 @@
 #include "jsonscan.h"
 #include "log.h"
 #include "loop.h"
+#include "metrics.h"
 #include "policy.h"
 #include "redact.h"
 #include "shapes.h"
@@ -55,7 +60,15 @@ struct call {
     int64_t timeout_ms; /* the program's own for this call (0: the server's default) */
     uint64_t up_handle;
     int64_t started_ms;
-    char principal[64]; /* the run's: whose shapes and counts its result teaches */
+    int64_t sent_us;              /* when it went upstream, for the latency metric */
+    enum mx_call_outcome outcome; /* counted when the call is freed */
+    int listed;                   /* server/tool are in the catalog: labels the metrics may carry */
+    char principal[64];           /* the run's: whose shapes and counts its result teaches */
+    /* for its audit line (audit.h) */
+    uint64_t session;
+    int dry_run;
+    enum policy_effect effect;
+    char rule[128];
     struct call *next, **pprev;
     char text[]; /* id_text, run_id, server, tool, args: each NUL-terminated */
 };
@@ -75,32 +88,25 @@ struct gate {
     struct gate *next;
 };
 
-/* What a principal's calls hold: argument bytes (in flight or waiting) and resource reads in
- * flight. An entry at zero is kept (a principal calling one tool after another would allocate
- * one per call) unless more than HELD_KEPT principals have one. */
+/* A principal_hold at zero is kept (a principal calling one tool after another would
+ * allocate one per call) unless more than HELD_KEPT principals have one. */
 #define HELD_KEPT 16
-struct principal_hold {
-    char *principal;
-    size_t bytes;
-    int reads;
-    struct principal_hold *next;
-};
 
 static struct call *calls; /* in flight */
 static struct principal_hold *held_by;
 static size_t n_held_by;
 static struct gate *gates;
-static struct calls_hooks hooks;
+struct calls_hooks calls__hooks;
 static struct lp_deferred pump_later; /* pump() once per loop iteration when calls ended */
 
 void calls_set_hooks(const struct calls_hooks *h)
 {
-    hooks = *h;
+    calls__hooks = *h;
 }
 
 static struct gate *gate_find(const char *run_id);
 
-static struct principal_hold *held_find(const char *principal)
+struct principal_hold *calls__held_find(const char *principal)
 {
     struct principal_hold *h = held_by;
     while (h && strcmp(h->principal, principal) != 0)
@@ -108,9 +114,9 @@ static struct principal_hold *held_find(const char *principal)
     return h;
 }
 
-static struct principal_hold *held_get(const char *principal)
+struct principal_hold *calls__held_get(const char *principal)
 {
-    struct principal_hold *h = held_find(principal);
+    struct principal_hold *h = calls__held_find(principal);
     if (!h) {
         h = xcalloc(1, sizeof(*h));
         h->principal = xstrdup(principal);
@@ -122,9 +128,9 @@ static struct principal_hold *held_get(const char *principal)
 }
 
 /* Frees h when it holds nothing and enough others are kept. */
-static void held_drop_idle(struct principal_hold *h)
+void calls__held_drop_idle(struct principal_hold *h)
 {
-    if (h->bytes || h->reads || n_held_by <= HELD_KEPT)
+    if (h->bytes || h->reads || h->n_conns || n_held_by <= HELD_KEPT)
         return;
     LIST_UNLINK(&held_by, h);
     free(h->principal);
@@ -140,10 +146,10 @@ static void held_release(struct call *call)
     struct gate *g = gate_find(call->run_id);
     if (g)
         g->held -= call->held < g->held ? call->held : g->held;
-    struct principal_hold *h = held_find(call->principal);
+    struct principal_hold *h = calls__held_find(call->principal);
     if (h) {
         h->bytes -= call->held < h->bytes ? call->held : h->bytes;
-        held_drop_idle(h);
+        calls__held_drop_idle(h);
     }
     call->held = 0;
 }
@@ -154,25 +160,79 @@ static int held_take(struct call *call, struct gate *g, char *why, size_t cap)
 {
     size_t n = call->args_len;
     const char *p = call->principal;
-    struct principal_hold *h = held_find(p);
+    struct principal_hold *h = calls__held_find(p);
     size_t mine = h ? h->bytes : 0;
-    if (g->held + n > hooks.max_run_bytes || mine + n > hooks.max_principal_bytes) {
+    if (g->held + n > calls__hooks.max_run_bytes || mine + n > calls__hooks.max_principal_bytes) {
         snprintf(why, cap,
                  "the gateway holds %zu bytes of arguments of this run's calls and %zu of its "
                  "principal's (CODEMCP_MAX_ARGS_BYTES_PER_RUN %zu, _PER_PRINCIPAL %zu): wait for "
                  "earlier calls before starting more",
-                 g->held, mine, hooks.max_run_bytes, hooks.max_principal_bytes);
+                 g->held, mine, calls__hooks.max_run_bytes, calls__hooks.max_principal_bytes);
         return -1;
     }
-    h = held_get(p);
+    h = calls__held_get(p);
     h->bytes += n;
     g->held += n;
     call->held = n;
     return 0;
 }
 
+/* Bytes queued to h's worker connections and not yet written; connections that wrote all
+ * theirs are forgotten. */
+static size_t results_held(struct principal_hold *h)
+{
+    size_t sum = 0;
+    for (int i = 0; i < h->n_conns;) {
+        size_t n = calls__hooks.pending(h->conns[i]);
+        if (n) {
+            sum += n;
+            i++;
+        } else {
+            h->conns[i] = h->conns[--h->n_conns];
+        }
+    }
+    return sum;
+}
+
+/* Whether a result of len bytes of call may be queued to its worker: 0 (its connection now
+ * counted for its principal), or -1 with why when the principal's workers have not read
+ * calls__hooks.max_principal_results bytes queued to them (or HELD_CONNS of them have some). */
+static int results_room(const struct call *call, size_t len, char *why, size_t cap)
+{
+    if (!calls__hooks.pending || !calls__hooks.max_principal_results)
+        return 0;
+    struct principal_hold *h = calls__held_get(call->principal);
+    size_t held = results_held(h);
+    int known = 0;
+    for (int i = 0; i < h->n_conns && !known; i++)
+        known = h->conns[i] == call->conn_id;
+    if (held + len <= calls__hooks.max_principal_results && (known || h->n_conns < HELD_CONNS)) {
+        if (!known)
+            h->conns[h->n_conns++] = call->conn_id;
+        return 0;
+    }
+    snprintf(why, cap,
+             "the result of %.200s was dropped: this principal's Python workers have not read "
+             "%zu bytes the gateway queued to them (CODEMCP_MAX_RESULT_BYTES_PER_PRINCIPAL %zu); "
+             "the call itself was made",
+             call->fn ? call->fn : call->tool, held, calls__hooks.max_principal_results);
+    calls__held_drop_idle(h);
+    return -1;
+}
+
+/* What an error of kind says about a call, for the metrics. */
+static enum mx_call_outcome outcome_of(const char *kind)
+{
+    return kind && strcmp(kind, "timeout") == 0  ? MX_CALL_TIMEOUT
+           : kind && strcmp(kind, "denied") == 0 ? MX_CALL_DENIED
+                                                 : MX_CALL_ERROR;
+}
+
+/* Every call ends here, so its outcome is counted here, once. */
 static void call_free(struct call *call)
 {
+    /* A name the catalog does not list came from the program: it is no label. */
+    mx_tool_call(call->listed ? call->server : NULL, call->tool, call->outcome);
     held_release(call);
     json_decref(call->id);
     json_decref(call->request_state);
@@ -198,6 +258,7 @@ static struct call *call_new(uint64_t conn_id, json_t *id, struct slice id_text,
     struct call *call = xcalloc(1, sizeof(*call) + len);
     char *w = call->text;
     call->conn_id = conn_id;
+    call->outcome = MX_CALL_CANCELLED; /* until something else is known */
     call->id = json_incref(id);
     call->id_text = put_text(&w, id_text);
     call->run_id = put_text(&w, run_id);
@@ -254,29 +315,29 @@ static struct call *gate_pop(struct gate *g)
 
 static int gate_full(const struct gate *g)
 {
-    return hooks.max_per_run > 0 && g->in_flight >= hooks.max_per_run;
+    return calls__hooks.max_per_run > 0 && g->in_flight >= calls__hooks.max_per_run;
 }
 
-static int reply(uint64_t conn_id, json_t *msg)
+int calls__reply(uint64_t conn_id, json_t *msg)
 {
-    if (hooks.reply)
-        return hooks.reply(conn_id, msg);
+    if (calls__hooks.reply)
+        return calls__hooks.reply(conn_id, msg);
     json_decref(msg);
     return -1;
 }
 
-static void reply_error(uint64_t conn_id, json_t *id, const char *kind, const char *message,
+void calls__reply_error(uint64_t conn_id, json_t *id, const char *kind, const char *message,
                         int64_t elapsed_ms)
 {
-    reply(conn_id,
-          rpc_error(id, RPC_SERVER_ERROR, message,
-                    json_pack("{s:s, s:I}", "kind", kind, "elapsed_ms", (json_int_t)elapsed_ms)));
+    calls__reply(conn_id, rpc_error(id, RPC_SERVER_ERROR, message,
+                                    json_pack("{s:s, s:I}", "kind", kind, "elapsed_ms",
+                                              (json_int_t)elapsed_ms)));
 }
 
 static void call_done(const char *run_id)
 {
-    if (hooks.call_done)
-        hooks.call_done(run_id);
+    if (calls__hooks.call_done)
+        calls__hooks.call_done(run_id);
 }
 
 /* A failed write that may have reached the server (the kinds the runtime's report counts). */
@@ -288,8 +349,41 @@ static int write_attempted(const char *kind)
 
 static void write_done(const struct call *call, int ok, int dry_run)
 {
-    if (call->mutation && hooks.write_done)
-        hooks.write_done(call->run_id, call->server, call->tool, ok, dry_run);
+    if (call->mutation && calls__hooks.write_done)
+        calls__hooks.write_done(call->run_id, call->server, call->tool, ok, dry_run);
+}
+
+/* The call's audit line: it ended with outcome (an error kind, "ok", "error" for an isError
+ * result, "dry_run"); reason: why it was refused, NULL when it was not. */
+static void audit_end(const struct call *call, const char *outcome, const char *reason)
+{
+    if (!audit_enabled())
+        return;
+    static const char *const decisions[] = {"deny", "allow", "dry_run"};
+    struct audit_call a = {call->principal,
+                           call->session,
+                           call->run_id,
+                           call->server,
+                           call->tool,
+                           call->fn,
+                           call->mutation,
+                           call->dry_run,
+                           decisions[call->effect],
+                           call->rule,
+                           reason,
+                           outcome,
+                           now_ms() - call->started_ms,
+                           call->args,
+                           call->args_len};
+    audit_tool_call(&a);
+}
+
+/* A refused call: answered with kind and why, audited, freed by the caller. */
+static void refuse(struct call *call, const char *kind, const char *why)
+{
+    call->effect = POLICY_DENY;
+    calls__reply_error(call->conn_id, call->id, kind, why, 0);
+    audit_end(call, kind, why);
 }
 
 /* Marks a result as a write for the worker's mutation report. Steals result. */
@@ -315,15 +409,15 @@ static int reply_raw(struct call *call, const char *raw, size_t len)
                            {(void *)mid, sizeof(mid) - 1},
                            {(void *)raw, len},
                            {"}", 1}};
-    return hooks.reply_parts ? hooks.reply_parts(call->conn_id, iov, 5) : -1;
+    return calls__hooks.reply_parts ? calls__hooks.reply_parts(call->conn_id, iov, 5) : -1;
 }
 
 /* A result longer than the worker reads (what: whose result): the request fails with kind
  * "too_large" naming the limit, and the worker (its variables) lives on. */
-static void reply_too_large(uint64_t conn_id, json_t *id, const char *what, size_t len,
+void calls__reply_too_large(uint64_t conn_id, json_t *id, const char *what, size_t len,
                             int64_t elapsed_ms)
 {
-    size_t limit = hooks.reply_limit ? hooks.reply_limit() : 0;
+    size_t limit = calls__hooks.reply_limit ? calls__hooks.reply_limit() : 0;
     char msg[512], size[48] = "";
     if (len)
         snprintf(size, sizeof(size), " (%zu bytes)", len);
@@ -331,7 +425,7 @@ static void reply_too_large(uint64_t conn_id, json_t *id, const char *what, size
              "the result of %.300s%s is over the limit of one message to the worker: %zu bytes "
              "(CODEMCP_CONTROL_MAX_FRAME)",
              what, size, limit);
-    reply_error(conn_id, id, "too_large", msg, elapsed_ms);
+    calls__reply_error(conn_id, id, "too_large", msg, elapsed_ms);
 }
 
 /* Results longer than this are learned from (shapes_learn_text parses them whole) only while
@@ -381,8 +475,8 @@ static void note_use(const struct call *call)
 static void on_upstream_result(void *ud, const struct up_result *res, const struct up_error *err)
 {
     struct call *call = ud;
-    if (err && err->input_required && hooks.input_required &&
-        hooks.input_required(call->run_id, err->input_required)) {
+    if (err && err->input_required && calls__hooks.input_required &&
+        calls__hooks.input_required(call->run_id, err->input_required)) {
         json_t *rs = json_object_get(err->input_required, "requestState");
         call->request_state = json_is_string(rs) ? json_incref(rs) : NULL;
         call->waiting = 1;
@@ -391,16 +485,28 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
     }
     DLIST_UNLINK(call);
     int64_t elapsed = now_ms() - call->started_ms;
+    mx_upstream_latency(call->server, call->sent_us);
     call_done(call->run_id);
-    if (err) {
+    char full[512];
+    if (!err && results_room(call, res->raw_len, full, sizeof(full)) < 0) {
+        call->outcome = MX_CALL_ERROR; /* answered, but the result could not be given */
+        write_done(call, 1, 0);        /* made: the server may have acted on it */
+        calls__reply_error(call->conn_id, call->id, "too_large", full, elapsed);
+        audit_end(call, "too_large", full);
+    } else if (err) {
+        call->outcome = outcome_of(err->kind);
         if (write_attempted(err->kind))
             write_done(call, 0, 0);
-        reply_error(call->conn_id, call->id, err->kind, err->message, elapsed);
-    } else if (res->raw && !call->mutation && hooks.reply_parts) {
+        calls__reply_error(call->conn_id, call->id, err->kind, err->message, elapsed);
+        audit_end(call, err->kind, NULL);
+    } else if (res->raw && !call->mutation && calls__hooks.reply_parts) {
         /* Nothing to change in it: its bytes go to the worker as they came. */
-        if (reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE)
-            reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool, res->raw_len,
-                            elapsed);
+        call->outcome = res->is_error ? MX_CALL_IS_ERROR : MX_CALL_OK;
+        int too_large = reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE;
+        audit_end(call, too_large ? "too_large" : res->is_error ? "error" : "ok", NULL);
+        if (too_large)
+            calls__reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool,
+                                   res->raw_len, elapsed);
         else if (learn_this(call->principal, call->fn, res->raw_len))
             learn_raw(call->principal, call->fn, res->raw, res->raw_len);
         note_use(call);
@@ -409,12 +515,16 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
             res->tree ? json_incref(res->tree)
                       : jf_loadb(res->raw, res->raw_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL);
         /* Shared, not copied: only a write's result is changed (its _meta mark). */
-        write_done(call, !json_is_true(json_object_get(result, "isError")), 0);
+        int is_error = json_is_true(json_object_get(result, "isError"));
+        call->outcome = is_error ? MX_CALL_IS_ERROR : MX_CALL_OK;
+        write_done(call, !is_error, 0);
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
-        if (reply(call->conn_id, rpc_result(call->id, out)) == CALLS_TOO_LARGE)
-            reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool, res->raw_len,
-                            elapsed);
+        int too_large = calls__reply(call->conn_id, rpc_result(call->id, out)) == CALLS_TOO_LARGE;
+        audit_end(call, too_large ? "too_large" : is_error ? "error" : "ok", NULL);
+        if (too_large)
+            calls__reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool,
+                                   res->raw_len, elapsed);
         /* After the answer is queued: learning never delays the call. */
         if (learn_this(call->principal, call->fn, res->raw_len))
             shapes_learn(call->principal, call->fn, result);
@@ -430,11 +540,15 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
 static int call_start(struct call *call, struct gate *g)
 {
     struct up_error err = {0};
+    call->sent_us = mx_clock();
     if (up_call_tool(call->server, call->tool, call->args, call->args_len, NULL, call->timeout_ms,
                      on_upstream_result, call, &call->up_handle, &err) < 0) {
+        call->outcome = outcome_of(err.kind);
         if (write_attempted(err.kind))
             write_done(call, 0, 0);
-        reply_error(call->conn_id, call->id, err.kind, err.message, now_ms() - call->started_ms);
+        calls__reply_error(call->conn_id, call->id, err.kind, err.message,
+                           now_ms() - call->started_ms);
+        audit_end(call, err.kind, NULL);
         call_free(call);
         return -1;
     }
@@ -526,26 +640,41 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     const char *args = call->args;
     size_t args_len = call->args_len;
     struct calls_run run = {0};
-    if (!hooks.run_lookup || hooks.run_lookup(run_id, slot, &run) < 0) {
-        reply_error(conn_id, id, "denied", "this run is not active: tool calls are refused", 0);
+    call->started_ms = t0;
+    call->outcome = MX_CALL_DENIED; /* what most refusals below are */
+    if (!calls__hooks.run_lookup || calls__hooks.run_lookup(run_id, slot, &run) < 0) {
+        refuse(call, "denied", "this run is not active: tool calls are refused");
         goto refused;
     }
+    if (run.principal) { /* a run's principal is a NUL-terminated char[64] too */
+        size_t n = strnlen(run.principal, sizeof(call->principal) - 1);
+        memcpy(call->principal, run.principal, n);
+        call->principal[n] = '\0';
+    }
+    call->session = run.session;
+    call->dry_run = run.dry_run;
     /* Tools turned off (config, or `codemcp disable-tool` at run time): refused here, whatever
      * SDK the worker holds. Same kind as a tool that is not in the catalog. */
     char off[600];
     if (!ts_call_allowed(server, tool, off, sizeof(off))) {
-        reply_error(conn_id, id, "not_found", off, 0);
+        call->outcome = MX_CALL_NOT_FOUND;
+        refuse(call, "not_found", off);
         goto refused;
     }
     json_t *f = cat_find(server, tool);
     if (!f) {
         char msg[600];
         snprintf(msg, sizeof(msg), "no enabled tool %s on server %s", tool, server);
-        reply_error(conn_id, id, "not_found", msg, 0);
+        call->outcome = MX_CALL_NOT_FOUND;
+        refuse(call, "not_found", msg);
         goto refused;
     }
+    call->listed = 1;
     const char *fn = json_string_value(json_object_get(f, "function"));
     int mutation = json_is_true(json_object_get(f, "mutation"));
+    free(call->fn); /* set already when the external engine was asked */
+    call->fn = xstrdup(fn);
+    call->mutation = mutation;
     struct policy_decision pd;
     struct policy_call pc = {run.principal, server,      tool, fn,
                              mutation,      run.dry_run, args, args_len};
@@ -556,28 +685,32 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     } else if (effect != POLICY_DENY) {
         call->slot = slot;
         call->timeout_ms = timeout_ms;
-        call->started_ms = t0;
         if (!policy_engine_ask(&pc, run_id, run.session, &pd, on_engine_answer, call))
             return; /* waits for the engine */
         effect = pd.effect;
     }
+    memcpy(call->rule, pd.rule, sizeof(call->rule));
     if (effect == POLICY_DENY) {
         json_t *a = args ? jf_loadb(args, args_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL) : NULL;
         char *shown = redact_dump(a, 300);
         log_info("calls", "%s refused: %s (args %s)", fn, pd.why, shown);
         free(shown);
         json_decref(a);
-        reply_error(conn_id, id, "denied", pd.why, 0);
+        refuse(call, "denied", pd.why);
         goto refused;
     }
     if (budgets_take(&pc, run_id, pd.why, sizeof(pd.why)) < 0) {
-        reply_error(conn_id, id, "budget", pd.why, 0);
+        snprintf(call->rule, sizeof(call->rule), "budgets");
+        refuse(call, "budget", pd.why);
         goto refused;
     }
+    call->effect = effect;
     if ((mutation && run.dry_run) || effect == POLICY_DRY_RUN) {
-        call->mutation = mutation;
+        call->effect = POLICY_DRY_RUN;
+        call->outcome = MX_CALL_DRY_RUN;
         write_done(call, 1, 1);
-        reply(conn_id, rpc_result(id, dry_run_stub(fn, server, tool)));
+        calls__reply(conn_id, rpc_result(id, dry_run_stub(fn, server, tool)));
+        audit_end(call, "dry_run", NULL);
         call_done(run_id);
         goto refused;
     }
@@ -587,26 +720,20 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
                  "%s is a write tool and this run did not authorize it: re-send with "
                  "\"allow_mutations\": [\"%s\"], or preview with \"dry_run\": true",
                  fn, fn);
-        reply_error(conn_id, id, "denied", msg, 0);
+        snprintf(call->rule, sizeof(call->rule), "allow_mutations");
+        refuse(call, "denied", msg);
         goto refused;
     }
-    call->fn = xstrdup(fn);
-    if (run.principal) { /* a run's principal is a NUL-terminated char[64] too */
-        size_t n = strnlen(run.principal, sizeof(call->principal) - 1);
-        memcpy(call->principal, run.principal, n);
-        call->principal[n] = '\0';
-    }
-    call->mutation = mutation;
     call->timeout_ms = timeout_ms;
-    call->started_ms = t0;
     struct gate *g = gate_get(run_id);
     char full[400];
     if (held_take(call, g, full, sizeof(full)) < 0) {
-        reply_error(conn_id, id, "denied", full, 0);
+        refuse(call, "denied", full);
         gate_release(g);
         goto refused;
     }
-    if (gate_full(g) || g->head) { /* waits in order, behind the run's earlier calls */
+    call->outcome = MX_CALL_CANCELLED; /* routed: the answer, or the run's end, says more */
+    if (gate_full(g) || g->head) {     /* waits in order, behind the run's earlier calls */
         if (g->tail)
             g->tail->next = call;
         else
@@ -637,8 +764,10 @@ void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
     json_t *args = json_object_get(params, "args");
     json_t *tmo = json_object_get(params, "timeout_ms");
     if (!run_id || !server || !tool || (args && !json_is_object(args))) {
-        reply(conn_id, rpc_error(id, RPC_INVALID_PARAMS,
-                                 "call_tool needs run_id, server, tool and object args", NULL));
+        mx_rejected(MX_REJECT_CALL);
+        calls__reply(conn_id,
+                     rpc_error(id, RPC_INVALID_PARAMS,
+                               "call_tool needs run_id, server, tool and object args", NULL));
         return;
     }
     char *args_text = args ? jf_dumps(args) : NULL;
@@ -646,7 +775,8 @@ void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
     if ((args && !args_text) || !id_text) { /* not UTF-8, too deep: as a tree would fail */
         free(args_text);
         free(id_text);
-        reply(conn_id, rpc_error(id, RPC_INVALID_PARAMS, "call_tool args cannot be encoded", NULL));
+        calls__reply(conn_id,
+                     rpc_error(id, RPC_INVALID_PARAMS, "call_tool args cannot be encoded", NULL));
         return;
     }
     struct slice none = {NULL, 0};
@@ -658,114 +788,6 @@ void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
     free(args_text);
     free(id_text);
     handle_call(call, slot, json_is_integer(tmo) ? json_integer_value(tmo) : 0, t0, NULL);
-}
-
-/* ---- resources/read for a program ---------------------------------------------------------- */
-
-/* Reads in flight per principal: a program that starts reads without waiting cannot make the
- * gateway hold more than this many upstream requests for its principal (principals are the
- * operator's), and one principal's reads never refuse another's. Each ends by the upstream's
- * call timeout at the latest. */
-#define CALLS_MAX_READS 64
-
-struct read {
-    uint64_t conn_id, up_handle;
-    json_t *id;
-    char principal[64]; /* the run's, whose count it is in */
-    char *run_id;
-    struct read *next, **pprev;
-};
-static struct read *reads; /* in flight, newest first */
-
-/* Ends a read: out of the list and out of its principal's count. */
-static void read_free(struct read *rd)
-{
-    struct principal_hold *h = held_find(rd->principal);
-    if (h) {
-        h->reads--;
-        held_drop_idle(h);
-    }
-    DLIST_UNLINK(rd);
-    json_decref(rd->id);
-    free(rd->run_id);
-    free(rd);
-}
-
-/* The reads of run run_id (else of connection conn_id) are given up at the server; the
- * run's are answered with kind "timeout" and reason, as its calls are. */
-static void reads_cancel(const char *run_id, uint64_t conn_id, const char *reason)
-{
-    struct read *rd = reads;
-    while (rd) {
-        struct read *next = rd->next;
-        if (run_id ? strcmp(rd->run_id, run_id) == 0 : rd->conn_id == conn_id) {
-            up_cancel_request(rd->up_handle, reason);
-            if (run_id)
-                reply_error(rd->conn_id, rd->id, "timeout", reason, 0);
-            read_free(rd);
-        }
-        rd = next;
-    }
-}
-
-static void on_read(void *ud, json_t *result, const struct up_error *err)
-{
-    struct read *rd = ud;
-    if (result) {
-        if (reply(rd->conn_id, rpc_result(rd->id, json_incref(result))) == CALLS_TOO_LARGE)
-            reply_too_large(rd->conn_id, rd->id, "read_resource", 0, 0);
-    } else
-        reply_error(rd->conn_id, rd->id, err->kind, err->message, 0);
-    read_free(rd);
-}
-
-void calls_read_resource(uint64_t conn_id, int slot, json_t *id, json_t *params)
-{
-    const char *run_id = json_string_value(json_object_get(params, "run_id"));
-    const char *uri = json_string_value(json_object_get(params, "uri"));
-    struct calls_run run = {0};
-    char msg[300];
-    if (!run_id || !uri) {
-        reply(conn_id,
-              rpc_error(id, RPC_INVALID_PARAMS, "read_resource needs run_id and uri", NULL));
-        return;
-    }
-    if (!hooks.run_lookup || hooks.run_lookup(run_id, slot, &run) < 0) {
-        reply_error(conn_id, id, "denied", "this run is not active: reads are refused", 0);
-        return;
-    }
-    struct upstream *up = up_resource_server(uri);
-    if (!up) {
-        reply_error(conn_id, id, "not_found", "no connected server lists this resource URI", 0);
-        return;
-    }
-    /* keyed as calls are: a principal's name cut to the char[64] a call keeps */
-    struct read *rd = xcalloc(1, sizeof(*rd));
-    snprintf(rd->principal, sizeof(rd->principal), "%s", run.principal ? run.principal : "");
-    struct principal_hold *h = held_get(rd->principal);
-    if (h->reads >= CALLS_MAX_READS) {
-        snprintf(msg, sizeof(msg),
-                 "%d resource reads of yours are in flight already: wait for some first",
-                 CALLS_MAX_READS);
-        reply_error(conn_id, id, "denied", msg, 0);
-        free(rd);
-        return;
-    }
-    struct up_error err = {0};
-    json_t *tmo = json_object_get(params, "timeout_ms");
-    if (up_request(up->name, "resources/read", json_pack("{s:s}", "uri", uri),
-                   json_is_integer(tmo) ? json_integer_value(tmo) : 0, on_read, rd, &rd->up_handle,
-                   &err) < 0) {
-        reply_error(conn_id, id, err.kind, err.message, 0);
-        free(rd);
-        held_drop_idle(h);
-        return;
-    }
-    h->reads++;
-    rd->conn_id = conn_id;
-    rd->id = json_incref(id);
-    rd->run_id = xstrdup(run_id);
-    DLIST_PUSH(&reads, rd);
 }
 
 /* A string member's bytes (between the quotes) when it needs no decoding (no escape: then no
@@ -839,9 +861,12 @@ int calls_resume(const char *run_id, json_t *input_responses)
     json_decref(extra);
     if (rc < 0) {
         DLIST_UNLINK(call);
+        call->outcome = outcome_of(err.kind);
         if (write_attempted(err.kind))
             write_done(call, 0, 0);
-        reply_error(call->conn_id, call->id, err.kind, err.message, now_ms() - call->started_ms);
+        calls__reply_error(call->conn_id, call->id, err.kind, err.message,
+                           now_ms() - call->started_ms);
+        audit_end(call, err.kind, NULL);
         call_done(call->run_id);
         gate_done(call->run_id);
         call_free(call);
@@ -851,13 +876,14 @@ int calls_resume(const char *run_id, json_t *input_responses)
 
 void calls_cancel_run(const char *run_id, const char *reason)
 {
-    reads_cancel(run_id, 0, reason);
+    calls__reads_cancel(run_id, 0, reason);
     struct gate *g = gate_find(run_id);
     if (!g)
         return;
     struct call *call;
     while ((call = gate_pop(g))) { /* first: none of them may start */
-        reply_error(call->conn_id, call->id, "timeout", reason, now_ms() - call->started_ms);
+        calls__reply_error(call->conn_id, call->id, "timeout", reason, now_ms() - call->started_ms);
+        audit_end(call, "timeout", NULL);
         call_free(call);
     }
     call = calls;
@@ -868,7 +894,9 @@ void calls_cancel_run(const char *run_id, const char *reason)
             g->in_flight--;
             up_cancel_call(call->up_handle, reason);
             write_done(call, 0, 0); /* routed: the server may have acted on it */
-            reply_error(call->conn_id, call->id, "timeout", reason, now_ms() - call->started_ms);
+            calls__reply_error(call->conn_id, call->id, "timeout", reason,
+                               now_ms() - call->started_ms);
+            audit_end(call, "timeout", NULL);
             call_free(call);
         }
         call = next;
@@ -878,13 +906,14 @@ void calls_cancel_run(const char *run_id, const char *reason)
 
 void calls_conn_closed(uint64_t conn_id)
 {
-    reads_cancel(NULL, conn_id, "the worker went away");
+    calls__reads_cancel(NULL, conn_id, "the worker went away");
     for (struct gate *g = gates; g; g = g->next) { /* its waiting calls go first */
         struct call **pp = &g->head, *prev = NULL;
         while (*pp) {
             struct call *c = *pp;
             if (c->conn_id == conn_id) {
                 *pp = c->next;
+                audit_end(c, "worker_gone", NULL);
                 call_free(c);
             } else {
                 prev = c;
@@ -900,6 +929,7 @@ void calls_conn_closed(uint64_t conn_id)
             DLIST_UNLINK(call);
             up_cancel_call(call->up_handle, "the worker went away");
             write_done(call, 0, 0);
+            audit_end(call, "worker_gone", NULL);
             gate_done(call->run_id); /* another connection's waiting calls of the run may start */
             call_free(call);
         }
@@ -924,8 +954,10 @@ void calls_free_all(void)
     while (gates) {
         struct gate *g = gates;
         struct call *c;
-        while ((c = gate_pop(g)))
+        while ((c = gate_pop(g))) {
+            audit_end(c, "shutdown", NULL);
             call_free(c);
+        }
         gates = g->next;
         free(g->run_id);
         free(g);
@@ -933,8 +965,8 @@ void calls_free_all(void)
     while (calls) {
         struct call *c = calls;
         DLIST_UNLINK(c);
+        audit_end(c, "shutdown", NULL);
         call_free(c);
     }
-    while (reads) /* their requests go with the upstreams (up_free_all), never answered */
-        read_free(reads);
+    calls__reads_free_all();
 }

@@ -58,6 +58,14 @@ struct calls_hooks {
      * calls with big arguments to a tool that does not answer cannot make the gateway hold
      * more. */
     size_t max_run_bytes, max_principal_bytes;
+    /* Bytes queued to connection conn_id and not yet written to its worker. */
+    size_t (*pending)(uint64_t conn_id);
+    /* CODEMCP_MAX_RESULT_BYTES_PER_PRINCIPAL: bytes queued to the workers of one principal and
+     * not yet read by them (results relayed to workers that do not read: stopped, or agent
+     * code holding their sockets) past which a result of that principal's is dropped and its
+     * call fails with kind "too_large" naming the setting (the call was made). Each worker is
+     * also ended at CODEMCP_CONTROL_MAX_UNREAD; this bounds a principal's workers together. */
+    size_t max_principal_results;
     /* The upstream answered a call of the run with an InputRequiredResult (borrowed): 1 when
      * the run relays it to its own client (the call then waits for calls_resume), 0 when the
      * call fails with kind "input_required" as before. NULL: never relayed. */

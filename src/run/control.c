@@ -168,6 +168,12 @@ int ctl_send_parts(uint64_t conn_id, const struct iovec *iov, int n)
     return queue_frame(c, iov, n);
 }
 
+size_t ctl_pending(uint64_t conn_id)
+{
+    struct ctl_conn *c = conn_find(conn_id);
+    return c ? lp_io_pending(c->io) : 0;
+}
+
 void ctl_close(uint64_t conn_id)
 {
     struct ctl_conn *c = conn_find(conn_id);

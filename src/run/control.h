@@ -59,6 +59,8 @@ int ctl_send_parts(uint64_t conn_id, const struct iovec *iov, int n);
 /* The longest frame sent to a worker: CODEMCP_CONTROL_MAX_FRAME, at most what the worker reads
  * (WSP_WORKER_MAX_FRAME). */
 size_t ctl_frame_limit(void);
+/* Bytes queued to the connection and not yet written to its worker (0: gone). */
+size_t ctl_pending(uint64_t conn_id);
 /* Closes a connection (e.g. its worker is being killed). */
 void ctl_close(uint64_t conn_id);
 void ctl_free_all(void);

@@ -22,8 +22,10 @@
  * pending (its program stopped waiting for the call) keeps its answer for the retry. One relayed
  * input per run at a time (a second call asking meanwhile fails with kind "input_required"). */
 #include "runs.h"
+#include "audit.h"
 #include "policy.h"
 #include "run_answer.h"
+#include "run_cpu.h"
 #include "run_relay.h"
 #include "run_params.h"
 #include "calls.h"
@@ -33,6 +35,7 @@
 #include "log.h"
 #include "settings.h"
 #include "loop.h"
+#include "metrics.h"
 #include "namespaces.h"
 #include "upstream.h"
 #include "util.h"
@@ -46,7 +49,7 @@
 enum run_state { RUN_QUEUED, RUN_SENT, RUN_DONE };
 
 /* Why a sent run is being stopped before it answered. */
-enum run_stop { STOP_NONE, STOP_TIMEOUT, STOP_CANCEL };
+enum run_stop { STOP_NONE, STOP_TIMEOUT, STOP_CANCEL, STOP_BUDGET };
 
 struct run {
     char id[32];
@@ -196,6 +199,8 @@ int run_call_rules(const char *run_id, int slot, struct calls_run *out)
 
 static void run_free(struct run *r)
 {
+    if (r->state != RUN_DONE) /* given up before it was sent (finish_with counts the rest) */
+        mx_run_finished(r->principal, "cancelled", now_ms() - r->queued_ms);
     LIST_UNLINK(&runs, r);
     lp_timer_stop(&r->queue_timer);
     lp_timer_stop(&r->deadline);
@@ -328,6 +333,7 @@ static void finish_with(struct run *r, json_t *envelope, const char *failure, co
             failure = "the worker's answer was neither a result nor an error";
     }
     r->state = RUN_DONE;
+    rcpu_end(r->id);
     if (r->ns_started)
         ns_run_end(r->ns.nid);
     lp_timer_stop(&r->deadline);
@@ -339,14 +345,25 @@ static void finish_with(struct run *r, json_t *envelope, const char *failure, co
              failure ? failure : "");
     const char *kind = r->stop == STOP_TIMEOUT  ? "timeout"
                        : r->stop == STOP_CANCEL ? "cancelled"
+                       : r->stop == STOP_BUDGET ? "budget"
                                                 : "worker";
-    if (reply || json_is_true(json_object_get(envelope, "ok"))) {
+    int ok = reply || json_is_true(json_object_get(envelope, "ok"));
+    mx_run_finished(r->principal,
+                    ok ? "ok"
+                    : json_is_object(envelope)
+                        ? json_string_value(json_object_get(envelope, "error_kind"))
+                        : kind,
+                    now_ms() - r->queued_ms);
+    if (ok) {
         run_log(r, LOG_INFO, "%s finished in %lld ms (%d tool call%s)", r->id, (long long)elapsed,
                 r->calls_done, r->calls_done == 1 ? "" : "s");
     } else if (json_is_object(envelope)) {
         const char *k = json_string_value(json_object_get(envelope, "error_kind"));
         run_log(r, LOG_WARN, "%s failed after %lld ms (%s)", r->id, (long long)elapsed,
                 k ? k : "error");
+        if (k && strcmp(k, "validation") == 0)
+            audit_validation(r->principal, r->session_id, r->id,
+                             json_string_value(json_object_get(envelope, "error")));
     } else {
         run_log(r, r->stop == STOP_NONE ? LOG_ERROR : LOG_WARN, "%s failed after %lld ms (%s): %s",
                 r->id, (long long)elapsed, kind, failure ? failure : "the worker gave no answer");
@@ -462,6 +479,24 @@ static void interrupt_run(struct run *r, enum run_stop stop)
     lp_timer_start(&r->grace, grace_ms, grace_expired, r);
 }
 
+/* The run's principal spent a CPU budget while it ran (run_cpu.h): its worker is ended at
+ * once (an interrupt would leave its threads and children running through the grace). */
+static void cpu_spent(const char *run_id, const char *why)
+{
+    struct run *r = run_find(run_id);
+    if (!r || r->state != RUN_SENT || r->stop == STOP_BUDGET)
+        return;
+    r->stop = STOP_BUDGET;
+    char msg[600];
+    snprintf(msg, sizeof(msg),
+             "%s: the run was stopped and its Python worker ended (this session's variables "
+             "were lost)",
+             why);
+    run_log(r, LOG_WARN, "%s: CPU budget spent: stopping it", r->id);
+    calls_cancel_run(r->id, "the run's principal spent its CPU budget");
+    wk_kill_run(r->id, msg);
+}
+
 static void deadline_expired(void *ud)
 {
     struct run *r = ud;
@@ -538,6 +573,7 @@ static int send_run(struct run *r, int slot)
     }
     r->state = RUN_SENT;
     r->slot = slot;
+    rcpu_start(r->id, r->principal, slot, cpu_spent);
     lp_timer_stop(&r->queue_timer);
     r->started_ms = now_ms();
     r->deadline_at = r->started_ms + r->timeout_ms;
@@ -672,6 +708,7 @@ static struct run *new_run(uint64_t session_id, uint64_t home)
     r->allow_mutations = json_array();
     r->slot = -1;
     snprintf(r->principal, sizeof(r->principal), "%s", ns_asker(session_id, home));
+    mx_run_started(r->principal);
     lp_timer_start(&r->queue_timer, queue_wait_ms, queue_wait_over, r);
     struct run **tail = &runs;
     while (*tail)
@@ -694,7 +731,7 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
 {
     if (!json_is_object(arguments)) {
         snprintf(err, errlen, "execute_python needs arguments {\"code\": \"...\"}");
-        return -1;
+        goto bad_arguments;
     }
     json_t *code = json_object_get(arguments, "code");
     json_t *timeout = json_object_get(arguments, "timeout_ms");
@@ -704,12 +741,12 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
     json_t *ns = json_object_get(arguments, "namespace");
     if (!json_is_string(code)) {
         snprintf(err, errlen, "execute_python: \"code\" (a string of Python) is required");
-        return -1;
+        goto bad_arguments;
     }
     if (timeout && !(json_is_integer(timeout) && json_integer_value(timeout) > 0) &&
         !(json_is_real(timeout) && json_real_value(timeout) >= 1)) {
         snprintf(err, errlen, "execute_python: \"timeout_ms\" must be a positive integer");
-        return -1;
+        goto bad_arguments;
     }
     if (timeout && (json_is_integer(timeout) ? json_integer_value(timeout) > max_timeout_ms
                                              : json_real_value(timeout) > (double)max_timeout_ms)) {
@@ -717,21 +754,21 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
                  "execute_python: \"timeout_ms\" is above this gateway's maximum of %lld ms "
                  "(CODEMCP_MAX_TIMEOUT_MS): ask for at most that",
                  (long long)max_timeout_ms);
-        return -1;
+        goto bad_arguments;
     }
     if (dry && !json_is_boolean(dry)) {
         snprintf(err, errlen, "execute_python: \"dry_run\" must be true or false");
-        return -1;
+        goto bad_arguments;
     }
     if (reset && !json_is_boolean(reset)) {
         snprintf(err, errlen, "execute_python: \"reset\" must be true or false");
-        return -1;
+        goto bad_arguments;
     }
     if (ns && !json_is_null(ns) && !json_is_string(ns)) {
         snprintf(err, errlen,
                  "execute_python: \"namespace\" must be the handle string an earlier result "
                  "returned (leave it out to start a new namespace)");
-        return -1;
+        goto bad_arguments;
     }
     if (allow) {
         size_t i;
@@ -741,7 +778,7 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
         if (!ok) {
             snprintf(err, errlen,
                      "execute_python: \"allow_mutations\" must be a list of SDK function names");
-            return -1;
+            goto bad_arguments;
         }
     }
     const char *key;
@@ -754,7 +791,7 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
                      "execute_python: unknown argument \"%s\" (valid: code, timeout_ms, dry_run, "
                      "allow_mutations, reset, namespace)",
                      key);
-            return -1;
+            goto bad_arguments;
         }
     }
     struct ns_ref where;
@@ -790,6 +827,9 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
     log_debug("runs", "%s queued for session %llu", r->id, (unsigned long long)session_id);
     run_dispatch();
     return 0;
+bad_arguments:
+    mx_rejected(MX_REJECT_ARGUMENTS);
+    return -1;
 }
 
 int run_smoke(const char *code, void (*done)(json_t *envelope, int is_error))
@@ -986,6 +1026,7 @@ size_t run_count(void)
 
 void run_free_all(void)
 {
+    rcpu_free_all();
     while (runs)
         run_free(runs);
     for (size_t i = 0; i < INPUT_TOMBS; i++)

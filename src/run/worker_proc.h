@@ -79,6 +79,13 @@ int wkp_alive(const struct wkp_watch *wt);
 /* 1 when its main thread has a child: every process a run starts descends from the worker, and
  * orphans come back to it as the sandbox's child subreaper (pystray.h). */
 int wkp_has_children(const struct wkp_watch *wt);
+/* CPU time in ms of process root and every process below it, read from /proc (user + system
+ * time of each, and of the children each has waited for): what no process in the tree can
+ * under-report. -1 when root is gone; WKP_TREE_TOO_BIG past WKP_TREE_MAX processes (the
+ * caller treats the tree as over any budget). O(processes + threads) file reads. */
+#define WKP_TREE_MAX     1024
+#define WKP_TREE_TOO_BIG (-3)
+int64_t wkp_tree_cpu_ms(pid_t root);
 /* The CPU time it has used (all its threads), in ms, or -1. */
 int64_t wkp_cpu_ms(const struct wkp_watch *wt);
 

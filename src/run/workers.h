@@ -62,6 +62,8 @@ int wk_slot_for_session(uint64_t session_id);
 int wk_session_slot(uint64_t session_id);
 /* The session is gone: its worker is ended (its namespace with it). */
 void wk_session_closed(uint64_t session_id);
+/* Worker processes alive (a pid known), the prototype not counted. */
+long wk_alive(void);
 /* True when the slot can take a run now; otherwise makes sure it is starting. */
 int wk_ready(int slot);
 /* Sends the run request (params: the JSON text of its params object, len bytes, borrowed); the
@@ -70,6 +72,10 @@ int wk_ready(int slot);
 int wk_start_run(int slot, const char *run_id, const char *params, size_t len, int64_t cpu_ms);
 /* The id of the run executing on slot, NULL if none. */
 const char *wk_running(int slot);
+/* CPU time in ms that slot's worker and every process below it (what its runs started) have
+ * used, read from outside (worker_proc.h wkp_tree_cpu_ms): -1 when not known (no process,
+ * docker isolation), WKP_TREE_TOO_BIG when they are too many to measure. */
+int64_t wk_cpu_ms(int slot);
 /* Sends a cancel to the worker executing run_id (no-op if none). */
 void wk_cancel_run(const char *run_id, const char *reason);
 /* Kills the worker executing run_id (hard deadline passed); the run ends with `why`. */

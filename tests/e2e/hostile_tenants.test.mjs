@@ -136,6 +136,57 @@ ${pyTallyOutcomes('ps')}`);
   });
 });
 
+describe('result bytes a principal\'s workers have not read are capped', () => {
+  const CAP = 8 << 20;
+  const t = twoPrincipals({ CODEMCP_MAX_RESULT_BYTES_PER_PRINCIPAL: String(CAP), CODEMCP_EXEC_TIMEOUT_MS: '120000' });
+
+  test('48 results of 1 MiB to a stopped worker: the ones past the cap fail with too_large, the other principal is served, the gateway stays small', { timeout: ms(240000) }, async () => {
+    const { gw, alice, bob } = t;
+    assert.equal((await alice.run('result = 1')).result, 1);
+    assert.equal((await bob.run('result = fake_add(a=1, b=2)')).result, 3);
+    const before = peakRssMb(gw.proc.pid);
+    // The worker stops itself right after asking for 48 MiB of results (a child wakes it 15 s
+    // later, scaled like every wait here for slow builds): the gateway can only queue them, as
+    // it would for a worker agent code stopped.
+    let aliceDone = false;
+    const flood = alice.run(String.raw`
+import os, signal, time
+from codemcp_rt import client, transport
+calls = [client.call("fake", "big", {"bytes": 1 << 20}) for _ in range(48)]
+transport._transport.wait_reply("none", 0.001)  # a wait sends the corked calls (wsout.h) now
+pid = os.fork()
+if pid == 0:
+    time.sleep(${ms(15000) / 1000})
+    os.kill(os.getppid(), signal.SIGCONT)
+    os._exit(0)
+os.kill(os.getpid(), signal.SIGSTOP)
+os.waitpid(pid, 0)
+kinds = {}
+for c in calls:
+    try:
+        c.result()
+        k = "ok"
+    except ToolError as err:
+        k = err.kind
+        kinds["message"] = err.message
+    kinds[k] = kinds.get(k, 0) + 1
+result = kinds`).finally(() => { aliceDone = true; });
+    await new Promise((r) => setTimeout(r, 1500));
+    const b = await bob.run('result = fake_add(a=2, b=3)');
+    assert.equal(b.result, 5, JSON.stringify(b).slice(0, 500));
+    assert.ok(!aliceDone, 'bob was answered while alice\'s worker was stopped');
+    const a = await flood;
+    const peak = peakRssMb(gw.proc.pid);
+    console.log(`# 48 MiB of results to a stopped worker: gateway peak ${before.toFixed(0)} -> ${peak.toFixed(0)} MB; ${JSON.stringify(a.result ?? a).slice(0, 300)}`);
+    assert.ok(a.result, JSON.stringify(a).slice(0, 500));
+    assert.ok(a.result.too_large >= 24 && a.result.ok >= 1, JSON.stringify(a.result).slice(0, 500));
+    assert.match(a.result.message, new RegExp(`the result of fake_big was dropped: .*\\(CODEMCP_MAX_RESULT_BYTES_PER_PRINCIPAL ${CAP}\\)`), a.result.message);
+    // 48 MiB queued without the cap; 8 MiB and one result in flight with it.
+    if (MEASURE_MEMORY) assert.ok(peak - before < 32, `the gateway's peak grew from ${before.toFixed(0)} to ${peak.toFixed(0)} MB`);
+    assert.equal((await alice.run('result = fake_add(a=4, b=5)')).result, 9);
+  });
+});
+
 describe('call counts order only the caller\'s description', () => {
   const t = twoPrincipals({ CODEMCP_DESCRIBE_BUDGET: '2000' });
   const FIRST_SIGNATURE = /Functions \(signature {2}# summary\):\n([a-z0-9_]+)\(/;

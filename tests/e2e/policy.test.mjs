@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import {
   Proc, connectClient, connectHttp, runCodemcp, tempDir, servers, ms, waitFor, readFakeLog,
+  runEnvelope, untilDescribed,
 } from './lib.mjs';
 
 const FAKE_TOOLS = [
@@ -68,21 +69,8 @@ async function startHttp(s) {
   return { proc, url: m[1] };
 }
 
-async function run(client, code) {
-  const r = await client.callTool({ name: 'execute_python', arguments: { code, reset: true } },
-    undefined, { timeout: ms(60000) });
-  const env = r.structuredContent;
-  assert.ok(env, JSON.stringify(r));
-  return env;
-}
-
-async function ready(client) {
-  const ok = await waitFor(async () => {
-    const r = await client.listTools(undefined, { timeout: ms(30000) });
-    return (r.tools[0]?.description || '').includes('def fake_echo(');
-  }, ms(30000), 100);
-  assert.ok(ok, 'fake_echo never appeared');
-}
+const run = runEnvelope;
+const ready = (client) => untilDescribed(client, 'fake_echo');
 
 const CATCH = (call) => `try:
     r = ${call}
@@ -407,6 +395,132 @@ result = out`;
       assert.ok(!received(s.log).some((g) => g.includes('bob-late')));
     } finally {
       await b.end();
+    }
+  });
+});
+
+describe('a program\'s read_resource is decided as a read of the server\'s "resources/read"', () => {
+  /** A config whose fake upstream offers fake://doc (12 bytes), with policy and the server's
+   *  own policy as given. */
+  function setupReads(prefix, policy, serverPolicy) {
+    const dir = tempDir(prefix, { shared: true });
+    const log = path.join(dir, 'fake.log');
+    const config = path.join(dir, 'mcp.json');
+    const fake = servers.fake(['--resource', 'fake://doc=12', '--log-file', log]);
+    fs.writeFileSync(config, JSON.stringify({
+      policy, mcp: { fake: serverPolicy ? { ...fake, policy: serverPolicy } : fake },
+    }, null, 2));
+    return { dir, log, config };
+  }
+  const reads = (log) => readFakeLog(log).filter((m) => m.method === 'resources/read').length;
+  const READ = CATCH('read_resource("fake://doc")[0].text');
+
+  test('a rule for bob refuses his reads with its message; alice reads; only hers reach the server', async () => {
+    const s = setupReads('codemcp-policy-reads-', { rules: [
+      { name: 'no-bob-reads', server: 'fake', tool: 'resources/read', principal: ['bob'],
+        effect: 'deny', message: 'bob reads no resources here' },
+      { name: 'reads', server: 'fake', tool: 'resources/read', effect: 'allow' }] });
+    const { proc, url } = await startHttp(s);
+    const a = await connectHttp(url, 'tok-alice-0123456789abcdef');
+    const b = await connectHttp(url, 'tok-bob-0123456789abcdef01');
+    try {
+      await ready(a);
+      const eb = await run(b, READ);
+      assert.equal(eb.result?.kind, 'denied', JSON.stringify(eb));
+      assert.match(eb.result.message, /bob reads no resources here/);
+      const ea = await run(a, READ);
+      assert.equal(ea.result?.ok, 'r'.repeat(12), JSON.stringify(ea));
+      assert.equal(reads(s.log), 1);
+    } finally {
+      await a.end();
+      await b.end();
+      proc.child.kill('SIGTERM');
+    }
+  });
+
+  for (const [what, policy, serverPolicy] of [
+    ['the server\'s allow list does not name resources/read', undefined, { allow: ['echo'] }],
+    ['the global list denies the server\'s functions', { deny: ['fake_*'] }, undefined],
+  ]) {
+    test(`a read is refused when ${what}`, async () => {
+      const s = setupReads('codemcp-policy-reads-', policy, serverPolicy);
+      const h = await connectClient({ config: s.config, shared: true });
+      try {
+        const e = await run(h.client, READ);
+        assert.equal(e.result?.kind, 'denied', JSON.stringify(e));
+        assert.equal(reads(s.log), 0);
+      } finally {
+        await h.close();
+      }
+    });
+  }
+});
+
+describe('CPU-seconds budgets: measured by the gateway on the worker and everything it starts', () => {
+  let proc, url, s;
+  const WINDOW = 20;
+  before(async () => {
+    s = setup('codemcp-budget-cpu-');
+    const cfg = JSON.parse(fs.readFileSync(s.config, 'utf8'));
+    cfg.policy = { rules: [{ name: 'all', effect: 'allow' }] };
+    cfg.budgets = [{ name: 'alice-cpu', principal: 'alice', window_s: WINDOW, cpu_s: 2 }];
+    fs.writeFileSync(s.config, JSON.stringify(cfg));
+    ({ proc, url } = await startHttp(s));
+  });
+  after(() => proc?.child.kill('SIGTERM'));
+
+  const spin = (code) => ({ name: 'execute_python', arguments: { code, timeout_ms: 120000 } });
+  const SPENT = new RegExp(`budget alice-cpu exceeded: principal alice used its 2 CPU seconds of this ${WINDOW} s window; it resets in \\d+ s`);
+
+  test('a spinning program is stopped when the budget runs out, the next run is refused until the window resets; bob is not counted', { timeout: ms(180000) }, async () => {
+    const a = await connectHttp(url, 'tok-alice-0123456789abcdef');
+    const b = await connectHttp(url, 'tok-bob-0123456789abcdef01');
+    try {
+      const r = await a.callTool(spin('while True:\n    pass'), undefined, { timeout: ms(150000) });
+      assert.equal(r.isError, true, JSON.stringify(r).slice(0, 500));
+      assert.equal(r.structuredContent?.error_kind, 'budget', JSON.stringify(r).slice(0, 500));
+      assert.match(r.structuredContent.error, SPENT);
+      assert.match(r.structuredContent.error, /the run was stopped/);
+      const refused = await a.callTool(spin('result = 1'), undefined, { timeout: ms(60000) });
+      assert.equal(refused.isError, true, JSON.stringify(refused));
+      assert.match(JSON.stringify(refused), SPENT);
+      // bob spins as long as he likes (his program ends itself after 3 s of CPU)
+      const br = await b.callTool(spin('import time\nt = time.process_time()\nwhile time.process_time() - t < 3:\n    pass\nresult = "bob"'),
+        undefined, { timeout: ms(150000) });
+      assert.equal(br.structuredContent?.result, 'bob', JSON.stringify(br).slice(0, 500));
+      // the window ends: alice may run again
+      const back = await waitFor(async () => {
+        const x = await a.callTool(spin('result = 2'), undefined, { timeout: ms(60000) });
+        return x.structuredContent?.result === 2;
+      }, ms((WINDOW + 30) * 1000), 1000);
+      assert.ok(back, 'alice\'s runs were still refused after the window');
+    } finally {
+      await a.end();
+      await b.end();
+    }
+  });
+
+  test('CPU spent by child processes counts: a program whose main thread sleeps while its children spin is stopped', { timeout: ms(180000) }, async () => {
+    const a = await connectHttp(url, 'tok-alice-0123456789abcdef');
+    try {
+      // a fresh window (the previous test waited for its end, or this is the first use)
+      await waitFor(async () => {
+        const x = await a.callTool(spin('result = 3'), undefined, { timeout: ms(60000) });
+        return x.structuredContent?.result === 3;
+      }, ms((WINDOW + 30) * 1000), 1000);
+      const r = await a.callTool(spin(`import os, time
+def burn():
+    while True:
+        pass
+for _ in range(2):
+    if os.fork() == 0:
+        burn()
+time.sleep(40)
+result = "never"`), undefined, { timeout: ms(150000) });
+      assert.equal(r.structuredContent?.error_kind, 'budget', JSON.stringify(r).slice(0, 500));
+      assert.match(r.structuredContent.error, SPENT);
+    } finally {
+      await a.end();
     }
   });
 });
