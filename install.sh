@@ -66,6 +66,8 @@ command -v useradd >/dev/null || OPTIONAL+=(passwd)
 OPTIONAL+=(podman)
 # prometheus (with promtool) scrapes `codemcp start` in tests/e2e/metrics.test.mjs.
 OPTIONAL+=(prometheus)
+# The load balancers of contrib/fleet/, run by tests/e2e/fleet.test.mjs and bench/fleet.mjs.
+OPTIONAL+=(haproxy nginx-light)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 

@@ -42,6 +42,8 @@
 #include "usage.h"
 #include "util.h"
 #include "workers.h"
+#include "health.h"
+#include "replica.h"
 
 #include <getopt.h>
 #include <sys/prctl.h>
@@ -240,11 +242,65 @@ static void begin_shutdown(void)
  * by SIGNAL_DEADLINE_MS whatever is left. A client closing stdin keeps the longer grace. */
 #define UP_SIGNAL_DEADLINE_MS 50
 #define SIGNAL_DEADLINE_MS    80
-static void on_signal(void)
+static void on_signal_now(void)
 {
     up_set_shutdown_deadline(UP_SIGNAL_DEADLINE_MS);
     begin_shutdown();
     lp_timer_start(&shutdown_deadline, SIGNAL_DEADLINE_MS, force_stop, NULL);
+}
+
+/* What a drain waits for: runs, and answers not yet written. */
+static size_t work_in_flight(void)
+{
+    return run_count() + http_busy();
+}
+
+/* `codemcp start` drains first (health.h): no new sessions or runs, the runs in flight
+ * finish (up to CODEMCP_DRAIN_MS), then the shutdown above. A second signal does not wait. */
+static void on_signal(void)
+{
+    if (mode == MODE_HTTP && settings.drain_ms > 0 && !health_draining() && !shutting_down)
+        health_drain(settings.drain_ms, work_in_flight, on_signal_now);
+    else
+        on_signal_now();
+}
+
+/* /readyz: every upstream has finished its first connection attempt (the SDK and the
+ * description are complete), so a new session here sees what it would see on any replica. */
+static int upstreams_ready(void *ud, char *why, size_t n)
+{
+    (void)ud;
+    if (up_all_settled())
+        return 1;
+    snprintf(why, n, "upstreams still connecting");
+    return 0;
+}
+
+/* /readyz, reported only: the shared state store (CODEMCP_STATE) unreachable. Every replica
+ * loses it at once and each serves from its last known state, so it must not take them all
+ * out of the balancer. The store's address stays out of the answer. */
+static int state_reachable(void *ud, char *why, size_t n)
+{
+    (void)ud;
+    if (state_store_ok(NULL, 0))
+        return 1;
+    snprintf(why, n, "the shared state store is unreachable: serving from the last known state");
+    return 0;
+}
+
+/* The fleet settings of `codemcp start` (replica.h); 0, or -1 after saying why. */
+static int fleet_init(void)
+{
+    char err[300];
+    if (replica_init(settings.replica_id, settings.fleet_secret, err, sizeof(err)) < 0) {
+        fprintf(stderr, "codemcp: %s\n", err);
+        return -1;
+    }
+    if (replica_id())
+        log_info("main", "replica %s of a fleet", replica_id());
+    health_add_check("upstreams", upstreams_ready, NULL, 1);
+    health_add_check("state", state_reachable, NULL, 0);
+    return 0;
 }
 
 static void on_reload(void)
@@ -582,7 +638,7 @@ int main(int argc, char **argv)
         return 1;
     oast_init();
     /* Before any child is spawned: a taken port ends here, with a message naming it. */
-    if (mode == MODE_HTTP && http_serve(&settings, http_host, http_port) < 0)
+    if (mode == MODE_HTTP && (fleet_init() < 0 || http_serve(&settings, http_host, http_port) < 0))
         return 1;
     lp_on_shutdown_signal(on_signal);
     if (mode == MODE_HTTP) /* stdio keeps SIGHUP = shutdown (the terminal went away) */
@@ -645,6 +701,7 @@ int main(int argc, char **argv)
     adm_stop();
     run_free_all();
     ns_free_all();
+    health_free();
     mcp_free_all();
     calls_free_all();
     audit_close(); /* after the last call's line */

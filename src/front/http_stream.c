@@ -35,6 +35,7 @@
 #define MODULE            "http"
 
 static uint64_t next_stream_num = 1;
+static size_t replies_writing; /* plain (not SSE) replies decided but not yet fully written */
 static unsigned char scratch[LWS_PRE + SLICE + 64];
 
 /* GET streams: lws 4.1 does not read a connection while it serves a GET (state
@@ -233,7 +234,9 @@ struct hsession *http__session_open(struct hsession **list, const char *principa
 {
     struct hsession *s = xcalloc(1, sizeof(*s));
     snprintf(s->principal, sizeof(s->principal), "%s", principal);
-    if (random_hex(s->sid, SID_BYTES) < 0) {
+    int bad = replica_id() ? replica_mint("sid", s->sid, sizeof(s->sid)) /* routable */
+                           : random_hex(s->sid, SID_BYTES);
+    if (bad < 0) {
         free(s);
         return NULL;
     }
@@ -262,8 +265,17 @@ void http__session_close(struct hsession **list, struct hsession *s)
 
 /* ---- replies ------------------------------------------------------------------------------ */
 
+size_t http__replies_writing(void)
+{
+    return replies_writing;
+}
+
 void http__reply_ready(struct hconn *c, int status)
 {
+    if (!c->sse && !c->writing) {
+        c->writing = 1;
+        replies_writing++;
+    }
     c->status = status;
     c->ready = 1;
     want_write(c);
@@ -412,6 +424,9 @@ void http__conn_release(struct hconn *c)
     if (!c->live)
         return;
     c->live = 0;
+    if (c->writing)
+        replies_writing--;
+    c->writing = 0;
     detach(c);
     void (*on_release)(struct hconn *) = c->on_release;
     c->on_release = NULL;

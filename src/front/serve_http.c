@@ -19,6 +19,7 @@
  * refused. The write-side traps are handled in http_stream.c. */
 #include "serve_http.h"
 #include "connlimit.h"
+#include "health.h"
 #include "http_auth.h"
 #include "http_int.h"
 #include "jsonfast.h"
@@ -251,8 +252,7 @@ static struct hsession *session_for(struct hconn *c)
     if (s && strcmp(s->principal, c->principal) != 0) /* another principal's: not yours */
         s = NULL;
     if (!s) {
-        http__reply_error(c, 404, -32001,
-                          "Session not found: it ended or expired; initialize a new session");
+        http__reply_session_lost(c, "initialize a new session");
         return NULL;
     }
     if (c->has_proto && !mcp_protocol_supported(c->proto)) {
@@ -320,8 +320,10 @@ static void handle_post(struct hconn *c)
         json_decref(msg);
         return;
     }
-    if (http__modern_wanted(c, msg)) { /* 2026-07-28: no session (http_modern.c) */
-        http__modern_post(c, msg, cfg.max_per_principal);
+    /* Draining: refused with 503 (retry elsewhere) or 404 (the session ends here). */
+    if (http__drain_refused(c, msg, 0) || http__modern_wanted(c, msg)) {
+        if (!c->ready) /* 2026-07-28: no session (http_modern.c) */
+            http__modern_post(c, msg, cfg.max_per_principal);
         c->req_id = NULL;
         json_decref(msg);
         return;
@@ -512,8 +514,10 @@ static int on_request(struct hconn *c, struct lws *wsi, const char *uri)
     header(wsi, WSI_TOKEN_HTTP, NULL, version, sizeof(version));
     c->http10 = strcmp(version, "HTTP/1.0") == 0;
 
-    if (closing) {
-        http__reply_error(c, 503, RPC_SERVER_ERROR, "codemcp is shutting down");
+    if (http__health_request(c, uri)) {
+        /* /healthz, /readyz: for probes, before the doors (they reveal nothing) */
+    } else if (closing) {
+        http__reply_shutting_down(c);
     } else if (header(wsi, WSI_TOKEN_HOST, NULL, host, sizeof(host)) < 0 ||
                !http__host_allowed(host, cfg.hosts, cfg.n_hosts, cfg.any_host)) {
         forbid(c, "Host", host, "CODEMCP_HTTP_ALLOWED_HOSTS");
@@ -760,11 +764,21 @@ int http_serve(const struct settings *s, const char *host, int port)
     return 0;
 }
 
+size_t http_busy(void)
+{
+    size_t n = http__modern_writing() + http__replies_writing();
+    for (struct hsession *s = sessions; s; s = s->next)
+        for (struct hstream *st = s->streams; st; st = st->next)
+            n += st->request_id && (!st->answered || st->conn);
+    return n;
+}
+
 void http_close(void)
 {
     if (closing)
         return;
     closing = 1;
+    health_stopping(); /* /readyz answers until the last moment: not ready */
     lp_timer_stop(&tick_timer);
     http__modern_close_all();
     lsse_close_all();

@@ -1016,6 +1016,14 @@ void run_session_closed(uint64_t session_id)
     wk_session_closed(session_id);
 }
 
+size_t run_count(void)
+{
+    size_t n = 0;
+    for (struct run *r = runs; r; r = r->next)
+        n++;
+    return n;
+}
+
 void run_free_all(void)
 {
     rcpu_free_all();

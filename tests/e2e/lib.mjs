@@ -75,7 +75,7 @@ export async function waitFor(fn, limit, step = 50) {
 const cleanups = [];
 const fileCleanups = [];
 
-function onCleanup(fn, shared = false) {
+export function onCleanup(fn, shared = false) {
   (shared ? fileCleanups : cleanups).push(fn);
 }
 
