@@ -103,7 +103,24 @@ else
     done
     if [ "${#to_install[@]}" -gt 0 ]; then
         say "apt-get install ${to_install[*]}"
-        $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${to_install[@]}"
+        # The test suite's servers (redis-server, prometheus, haproxy, nginx-light) are started
+        # by the tests themselves on loopback ports: Debian must not start them as services now
+        # (policy-rc.d, honoured by invoke-rc.d and deb-systemd-invoke) nor at boot.
+        rcd=/usr/sbin/policy-rc.d own_rcd=0
+        if [ ! -e "$rcd" ]; then
+            printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$rcd" >/dev/null && $SUDO chmod 755 "$rcd" && own_rcd=1
+        fi
+        rc=0
+        $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+            "${to_install[@]}" || rc=$?
+        [ "$own_rcd" = 1 ] && $SUDO rm -f "$rcd"
+        [ "$rc" -eq 0 ] || die "apt-get install failed"
+        for svc in redis-server prometheus haproxy nginx-light; do
+            for p in "${to_install[@]}"; do
+                [ "$p" = "$svc" ] && command -v systemctl >/dev/null &&
+                    $SUDO systemctl disable "${svc%-light}" >/dev/null 2>&1
+            done
+        done
     fi
 fi
 
