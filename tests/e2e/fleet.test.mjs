@@ -23,6 +23,7 @@ import { after, before, describe, test } from 'node:test';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
+import { redisAvailable, startRedis } from '../fixtures/redis_server.mjs';
 import { Client as V1Client, Proc, REPO, TESTS, freePort, ms, onCleanup, sleep, tempDir, waitFor, withTimeout, writeConfig } from './lib.mjs';
 
 const V2DIR = path.join(TESTS, 'v2', 'node_modules', '@modelcontextprotocol', 'client', 'dist');
@@ -108,7 +109,9 @@ async function initialize2025(port) {
 
 /** Three replicas and a balancer made from a shipped config (only ports replaced). */
 class Fleet {
-  constructor(prefix) {
+  /** opts.redis: the replicas share state through a private redis-server (CODEMCP_STATE). */
+  constructor(prefix, opts = {}) {
+    this.opts = opts;
     this.home = tempDir(prefix, { shared: true });
     this.config = writeConfig(this.home, {});
     this.procs = {};
@@ -118,6 +121,10 @@ class Fleet {
   async start(kind) {
     for (const id of IDS) this.ports[id] = await freePort();
     this.lb = await freePort();
+    if (this.opts.redis) {
+      this.store = await startRedis();
+      onCleanup(() => this.store.stop(), true);
+    }
     await Promise.all(IDS.map((id) => this.startReplica(id)));
     if (kind === 'haproxy') this.startHaproxy();
     else this.startNginx();
@@ -128,7 +135,7 @@ class Fleet {
   async startReplica(id) {
     const p = new Proc({ args: ['start', '-p', String(this.ports[id])], config: this.config, home: this.home, shared: true,
       env: { CODEMCP_REPLICA_ID: id, CODEMCP_FLEET_SECRET: SECRET, CODEMCP_HTTP_TOKEN: TOKEN, CODEMCP_WORKERS: '24',
-        CODEMCP_DRAIN_MS: '20000', CODEMCP_LOG: 'info' } });
+        CODEMCP_DRAIN_MS: '20000', CODEMCP_LOG: 'info', ...(this.store ? { CODEMCP_STATE: this.store.url } : {}) } });
     const m = await waitFor(() => p.exit || p.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
     assert.ok(m && m[1], `replica ${id} did not come up:\n${p.stderrTail()}`);
     this.procs[id] = p;
@@ -296,8 +303,11 @@ function stateTests(fleet) {
   });
 }
 
-describe('fleet behind HAProxy (contrib/fleet/haproxy.cfg)', { skip: !which('haproxy') && 'haproxy is not installed (install.sh installs it)' }, () => {
-  const fleet = new Fleet('codemcp-fleet-hap-');
+describe('fleet behind HAProxy (contrib/fleet/haproxy.cfg), state shared in Redis', {
+  skip: (!which('haproxy') && 'haproxy is not installed (install.sh installs it)') ||
+    (!redisAvailable() && 'redis-server is not installed (install.sh installs it)'),
+}, () => {
+  const fleet = new Fleet('codemcp-fleet-hap-', { redis: true });
   before(async () => fleet.start('haproxy'));
   after(async () => fleet.stop());
 
@@ -312,6 +322,25 @@ describe('fleet behind HAProxy (contrib/fleet/haproxy.cfg)', { skip: !which('hap
     assert.equal(ready.status, 200, ready.text);
     assert.deepEqual(JSON.parse(ready.text), { status: 'ready' });
     for (const r of [alive, ready]) assert.ok(!r.text.includes(TOKEN) && !r.text.includes(SECRET) && !r.text.includes('r1'));
+  });
+
+  test('Redis down: /readyz stays ready and names the state store as degraded, without its address; back when Redis is', async () => {
+    const port = fleet.ports.r1;
+    await fleet.store.stop();
+    let body;
+    try {
+      assert.ok(await waitFor(async () => {
+        const r = await get(port, '/readyz');
+        body = r.text;
+        return r.status === 200 && JSON.parse(r.text).degraded?.state;
+      }, ms(15000)), `no degraded state in /readyz: ${body}`);
+      assert.equal(JSON.parse(body).status, 'ready');
+      assert.ok(!body.includes(String(fleet.store.port)), body);
+    } finally {
+      await fleet.store.start();
+    }
+    assert.ok(await waitFor(async () => JSON.parse((await get(port, '/readyz')).text).degraded === undefined, ms(15000)),
+      'the state store stayed degraded after Redis came back');
   });
 
   test('forged, altered and foreign ids are refused clearly, never served with another state', async () => {
