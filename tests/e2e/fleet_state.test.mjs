@@ -314,7 +314,10 @@ describe('budgets per principal across a fleet of replicas', { skip }, () => {
   // What a replica may admit before it hears of the others' calls (docs/policy.md): each sync
   // is awaited below, so one call of slack is enough on this machine however slow it is.
   const SLACK = 1;
-  const budgets = [{ name: 'alice-hourly', principal: 'alice', window_s: 3600, calls: N }];
+  const budgets = [
+    { name: 'alice-hourly', principal: 'alice', window_s: 3600, calls: N },
+    { name: 'bob-runs', principal: 'bob', window_s: 3600, runs: 3 },
+  ];
   const pair = async (rd, env = {}) => {
     const mcp = { fake: servers.fake() };
     const opts = { tokens: { alice: TOKEN_A, bob: TOKEN_B }, extra: { budgets }, env };
@@ -359,8 +362,31 @@ describe('budgets per principal across a fleet of replicas', { skip }, () => {
     const total = Number(rd.cli('GET', key));
     assert.ok(total >= N && total <= N + 2 * SLACK, `the fleet counted ${total} calls of alice`);
     assert.ok(Number(rd.cli('PTTL', key)) > 0, 'the count never expires');
-    assert.equal(rd.cli('KEYS', 'codemcp:budget:*').split('\n').filter((k) => k.endsWith(':bob')).length, 0, 'bob was counted');
+    assert.equal(rd.cli('KEYS', 'codemcp:budget:*').split('\n').filter((k) => /:c:\d+:bob$/.test(k)).length, 0, 'bob\'s calls were counted');
     await Promise.all([aliceA, aliceB, bobB].map((s) => s.client.end()));
+  });
+
+  test('runs started on one replica count on the other: the run past the budget is refused before it starts', async () => {
+    const rd = await startRedis();
+    closers.push(() => rd.close());
+    const [a, b] = await pair(rd);
+    await waitFor(() => /shared state in redis/.test(a.proc.stderr) && /shared state in redis/.test(b.proc.stderr), ms(10000));
+    const [bobA, bobB] = await sessions([[a, TOKEN_B], [b, TOKEN_B]]);
+    for (let i = 0; i < 2; i++) assert.equal((await bobA.run('result = 1')).result, 1);
+    const runsKey = () => rd.cli('KEYS', 'codemcp:budget:*').split('\n').find((k) => /:r:\d+:bob$/.test(k));
+    assert.ok(await waitFor(() => runsKey() && rd.cli('GET', runsKey()) === '2', ms(15000), 100),
+      `a's runs never reached Redis: ${rd.cli('KEYS', 'codemcp:budget:*')}\n${a.proc.stderrTail()}`);
+    await sleep(ms(1000));
+    const started = [];
+    for (let i = 0; i < 1 + SLACK + 1; i++) {
+      const r = await bobB.client.callTool({ name: 'execute_python', arguments: { code: 'result = 2' } }, undefined, { timeout: ms(60000) });
+      started.push(r.isError ? JSON.stringify(r) : 'ran');
+      if (r.isError) break;
+    }
+    const refused = started.at(-1);
+    assert.match(refused, /budget bob-runs exceeded: principal bob started its 3 runs of this 3600 s window; it resets in \d+ s/, JSON.stringify(started));
+    assert.ok(started.length - 1 >= 1 && started.length - 1 <= 1 + SLACK, `b started ${started.length - 1} of bob's runs after a started 2 of 3`);
+    await Promise.all([bobA, bobB].map((s) => s.client.end()));
   });
 
   test('Redis away: each replica keeps enforcing what it counted, and the fleet catches up after', async () => {
