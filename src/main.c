@@ -653,6 +653,7 @@ int main(int argc, char **argv)
     shapes_fleet_init();
     use_init(&settings, shapes_shared());
     use_fleet_init();
+    budget_fleet_init();
     cat_set_priority_source(use_ranked);
     cat_set_wake_hook(run_dispatch);
     cat_init(&settings);

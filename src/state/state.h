@@ -2,9 +2,9 @@
  * redis://[:password@]host[:port][/db]; unset: every module keeps its own files and memory).
  *
  * What is shared lives with the module that owns it (OAuth credentials in oauth_state.c,
- * learned shapes in shapes_fleet.c, call counts in usage_fleet.c, bearer tokens in
- * http_auth_fleet.c, admin changes in admin_fleet.c); this module only moves bytes and says whether
- * Redis is reachable:
+ * learned shapes in shapes_fleet.c, call counts in usage_fleet.c, budget counts in
+ * policy_budget_fleet.c, bearer tokens in http_auth_fleet.c, admin changes in admin_fleet.c);
+ * this module only moves bytes and says whether Redis is reachable:
  *   - a writer thread runs queued commands on its own connection (a bounded queue: the loop
  *     never waits for Redis; a command refused or lost while Redis is down is made good by
  *     the owners' resync, state_on_connect);

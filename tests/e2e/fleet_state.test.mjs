@@ -39,11 +39,13 @@ function cli(home, config, args, env = {}) {
 }
 
 /** One replica: `codemcp start -p 0` in home (a new one by default: another host) with the
- *  given upstreams and tokens file, on redis. Resolves {proc, url, home}. */
-async function replica(redis, mcp, { home = tempDir('codemcp-fleet-'), tokens = { alice: TOKEN_A }, env = {} } = {}) {
+ *  given upstreams, tokens file and extra top-level config (e.g. budgets), on redis. Resolves {proc, url, home}. */
+async function replica(redis, mcp, { home = tempDir('codemcp-fleet-'), tokens = { alice: TOKEN_A }, env = {}, extra = {} } = {}) {
   const file = path.join(home, 'tokens');
   fs.writeFileSync(file, Object.entries(tokens).map(([who, t]) => `${who} ${t}\n`).join(''), { mode: 0o600 });
-  const proc = new Proc({ args: ['start', '-p', '0'], config: writeConfig(home, mcp), home,
+  const config = writeConfig(home, mcp);
+  fs.writeFileSync(config, JSON.stringify({ ...JSON.parse(fs.readFileSync(config, 'utf8')), ...extra }, null, 2));
+  const proc = new Proc({ args: ['start', '-p', '0'], config, home,
     env: { CODEMCP_HTTP_TOKENS_FILE: file, CODEMCP_STATE: redis.url, CODEMCP_LOG: 'info', ...env } });
   const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(20000));
   assert.ok(m && m[1], `codemcp start did not come up:\n${proc.stderrTail()}`);
@@ -288,5 +290,135 @@ describe('a fleet of replicas on one Redis', { skip }, () => {
       assert.fail(`disable_tool failed: ${off.stderr}${off.stdout}`);
     }
     await Promise.all(clients.map((s) => s.client.end()));
+  });
+});
+
+/** A program making up to k tool calls one after another: {ok: calls that went through,
+ *  refused: the first ToolError's kind and message, or null}. */
+const SPEND = (k, tag) => `ok = 0
+refused = None
+for i in range(${k}):
+    try:
+        r = fake_echo(text="${tag}-%d" % i)
+        r = r.result() if hasattr(r, "result") else r
+        ok += 1
+    except ToolError as e:
+        refused = {"kind": e.kind, "message": str(e)}
+        break
+result = {"ok": ok, "refused": refused}`;
+
+describe('budgets per principal across a fleet of replicas', { skip }, () => {
+  const closers = [];
+  after(() => Promise.all(closers.map((c) => c())));
+  const N = 6;
+  // What a replica may admit before it hears of the others' calls (docs/policy.md): each sync
+  // is awaited below, so one call of slack is enough on this machine however slow it is.
+  const SLACK = 1;
+  const budgets = [
+    { name: 'alice-hourly', principal: 'alice', window_s: 3600, calls: N },
+    { name: 'bob-runs', principal: 'bob', window_s: 3600, runs: 3 },
+  ];
+  const pair = async (rd, env = {}) => {
+    const mcp = { fake: servers.fake() };
+    const opts = { tokens: { alice: TOKEN_A, bob: TOKEN_B }, extra: { budgets }, env };
+    return [await replica(rd, mcp, opts), await replica(rd, mcp, opts)];
+  };
+  const sessions = async (gws) => {
+    const s = [];
+    for (const [gw, token] of gws) s.push(await session(gw, token));
+    for (const x of s) assert.ok(await waitFor(async () => (await x.description()).includes('fake_echo'), ms(30000), 200));
+    return s;
+  };
+  const aliceKey = (rd) => rd.cli('KEYS', 'codemcp:budget:*').split('\n').find((k) => k.endsWith(':alice'));
+
+  test('calls spent on one replica count on the other: refused there once the shared total reaches the budget; bob is untouched', async () => {
+    const rd = await startRedis();
+    closers.push(() => rd.close());
+    const [a, b] = await pair(rd);
+    await waitFor(() => /shared state in redis/.test(a.proc.stderr) && /shared state in redis/.test(b.proc.stderr), ms(10000));
+    const [aliceA, aliceB, bobB] = await sessions([[a, TOKEN_A], [b, TOKEN_A], [b, TOKEN_B]]);
+    const first = await aliceA.run(SPEND(4, 'a'));
+    assert.deepEqual(first.result, { ok: 4, refused: null }, JSON.stringify(first));
+    // Wait for the sync: a's count in Redis, and a moment for its total to reach b.
+    assert.ok(await waitFor(() => aliceKey(rd) && rd.cli('GET', aliceKey(rd)) === '4', ms(15000), 100),
+      `a's calls never reached Redis: ${rd.cli('KEYS', 'codemcp:budget:*')}\n${a.proc.stderrTail()}`);
+    await sleep(ms(1000));
+    const second = await aliceB.run(SPEND(N, 'b'));
+    assert.ok(second.result.ok >= N - 4 && second.result.ok <= N - 4 + SLACK,
+      `b admitted ${second.result.ok} of alice's calls after a spent 4 of ${N}: ${JSON.stringify(second)}\n${b.proc.stderrTail()}`);
+    assert.equal(second.result.refused?.kind, 'budget', JSON.stringify(second));
+    assert.match(second.result.refused.message, new RegExp(`budget alice-hourly exceeded: principal alice made its ${N} tool calls of this 3600 s window; it resets in \\d+ s`));
+    // Bob has no budget: b serves him as before.
+    assert.deepEqual((await bobB.run(SPEND(N + 2, 'bob'))).result, { ok: N + 2, refused: null });
+    // And a hears of b's calls: alice is refused there too (after at most the slack).
+    let extra = 0;
+    assert.ok(await waitFor(async () => {
+      const r = (await aliceA.run(SPEND(1, 'again'))).result;
+      extra += r.ok;
+      return r.refused?.kind === 'budget';
+    }, ms(15000), 300), `a never refused alice:\n${a.proc.stderrTail()}`);
+    assert.ok(extra <= SLACK, `a admitted ${extra} more of alice's calls`);
+    const key = aliceKey(rd);
+    const total = Number(rd.cli('GET', key));
+    assert.ok(total >= N && total <= N + 2 * SLACK, `the fleet counted ${total} calls of alice`);
+    assert.ok(Number(rd.cli('PTTL', key)) > 0, 'the count never expires');
+    assert.equal(rd.cli('KEYS', 'codemcp:budget:*').split('\n').filter((k) => /:c:\d+:bob$/.test(k)).length, 0, 'bob\'s calls were counted');
+    await Promise.all([aliceA, aliceB, bobB].map((s) => s.client.end()));
+  });
+
+  test('runs started on one replica count on the other: the run past the budget is refused before it starts', async () => {
+    const rd = await startRedis();
+    closers.push(() => rd.close());
+    const [a, b] = await pair(rd);
+    await waitFor(() => /shared state in redis/.test(a.proc.stderr) && /shared state in redis/.test(b.proc.stderr), ms(10000));
+    const [bobA, bobB] = await sessions([[a, TOKEN_B], [b, TOKEN_B]]);
+    for (let i = 0; i < 2; i++) assert.equal((await bobA.run('result = 1')).result, 1);
+    const runsKey = () => rd.cli('KEYS', 'codemcp:budget:*').split('\n').find((k) => /:r:\d+:bob$/.test(k));
+    assert.ok(await waitFor(() => runsKey() && rd.cli('GET', runsKey()) === '2', ms(15000), 100),
+      `a's runs never reached Redis: ${rd.cli('KEYS', 'codemcp:budget:*')}\n${a.proc.stderrTail()}`);
+    await sleep(ms(1000));
+    const started = [];
+    for (let i = 0; i < 1 + SLACK + 1; i++) {
+      const r = await bobB.client.callTool({ name: 'execute_python', arguments: { code: 'result = 2' } }, undefined, { timeout: ms(60000) });
+      started.push(r.isError ? JSON.stringify(r) : 'ran');
+      if (r.isError) break;
+    }
+    const refused = started.at(-1);
+    assert.match(refused, /budget bob-runs exceeded: principal bob started its 3 runs of this 3600 s window; it resets in \d+ s/, JSON.stringify(started));
+    assert.ok(started.length - 1 >= 1 && started.length - 1 <= 1 + SLACK, `b started ${started.length - 1} of bob's runs after a started 2 of 3`);
+    await Promise.all([bobA, bobB].map((s) => s.client.end()));
+  });
+
+  test('Redis away: each replica keeps enforcing what it counted, and the fleet catches up after', async () => {
+    const rd = await startRedis();
+    closers.push(() => rd.close());
+    const [a, b] = await pair(rd);
+    await waitFor(() => /shared state in redis/.test(a.proc.stderr) && /shared state in redis/.test(b.proc.stderr), ms(10000));
+    const [aliceA, aliceB] = await sessions([[a, TOKEN_A], [b, TOKEN_A]]);
+    await rd.stop();
+    assert.ok(await waitFor(() => /state store .* is unreachable/.test(a.proc.stderr), ms(10000), 100));
+    // Counted alone meanwhile, never more: a refuses alice past her budget with Redis away.
+    const away = await aliceA.run(SPEND(N + 2, 'away'));
+    assert.equal(away.result.ok, N, JSON.stringify(away));
+    assert.equal(away.result.refused?.kind, 'budget', JSON.stringify(away));
+    await rd.start();
+    assert.ok(await waitFor(() => /reachable again; catching up/.test(a.proc.stderr) && /reachable again; catching up/.test(b.proc.stderr), ms(15000), 100));
+    assert.ok(await waitFor(() => aliceKey(rd) && rd.cli('GET', aliceKey(rd)) === String(N), ms(20000), 200),
+      `a's count never reached the restarted Redis: ${rd.cli('KEYS', 'codemcp:budget:*')}\n${a.proc.stderrTail()}`);
+    await sleep(ms(1000));
+    const after = await aliceB.run(SPEND(N, 'b'));
+    assert.ok(after.result.ok <= SLACK, `b admitted ${after.result.ok} of alice's spent calls: ${JSON.stringify(after)}`);
+    assert.equal(after.result.refused?.kind, 'budget', JSON.stringify(after));
+    await Promise.all([aliceA, aliceB].map((s) => s.client.end()));
+  });
+
+  test('without CODEMCP_STATE each replica counts alone', async () => {
+    const [a, b] = await pair({ url: '' }, { CODEMCP_STATE: '' });
+    const [aliceA, aliceB] = await sessions([[a, TOKEN_A], [b, TOKEN_A]]);
+    const onA = await aliceA.run(SPEND(N + 1, 'a'));
+    assert.equal(onA.result.ok, N, JSON.stringify(onA));
+    assert.equal(onA.result.refused?.kind, 'budget');
+    assert.deepEqual((await aliceB.run(SPEND(N, 'b'))).result, { ok: N, refused: null });
+    await Promise.all([aliceA, aliceB].map((s) => s.client.end()));
   });
 });
