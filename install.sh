@@ -49,16 +49,25 @@ fi
 # --- 1. Debian packages ------------------------------------------------------------------------
 # Needed to build and run codemcp and its worker.
 REQUIRED=(meson ninja-build pkg-config gcc libc6-dev libwebsockets-dev libjansson-dev
-    libcurl4-openssl-dev libssl-dev libpython3-dev libseccomp-dev python3 ca-certificates
+    libcurl4-openssl-dev libhiredis-dev libssl-dev libpython3-dev libseccomp-dev python3 ca-certificates
     libncurses-dev) # libncurses-dev: `codemcp tui` (meson -Dtui=disabled builds without it)
 # Needed by the test suite (./tests/run.sh); installed when the distribution has them.
 OPTIONAL=(valgrind python3-pytest clang libclang-rt-14-dev)
+# redis-server: tests/e2e/fleet_state.test.mjs and bench/state_redis.mjs (CODEMCP_STATE).
+OPTIONAL+=(redis-server)
 # The sentence encoder of search_tools runs on numpy (OpenBLAS makes it ~5x faster than the
 # reference BLAS); without them search ranks by words alone.
 OPTIONAL+=(python3-numpy libopenblas0-serial)
 # tmux drives `codemcp tui` in tests/e2e/tui.test.mjs; passwd gives useradd (admin socket test).
 command -v tmux >/dev/null || OPTIONAL+=(tmux)
 command -v useradd >/dev/null || OPTIONAL+=(passwd)
+# podman: CODEMCP_ISOLATION=docker against Podman's Docker-compatible service (meson test
+# docker_podman starts `podman system service` itself; it skips without podman).
+OPTIONAL+=(podman)
+# prometheus (with promtool) scrapes `codemcp start` in tests/e2e/metrics.test.mjs.
+OPTIONAL+=(prometheus)
+# The load balancers of contrib/fleet/, run by tests/e2e/fleet.test.mjs and bench/fleet.mjs.
+OPTIONAL+=(haproxy nginx-light)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
@@ -94,7 +103,24 @@ else
     done
     if [ "${#to_install[@]}" -gt 0 ]; then
         say "apt-get install ${to_install[*]}"
-        $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${to_install[@]}"
+        # The test suite's servers (redis-server, prometheus, haproxy, nginx-light) are started
+        # by the tests themselves on loopback ports: Debian must not start them as services now
+        # (policy-rc.d, honoured by invoke-rc.d and deb-systemd-invoke) nor at boot.
+        rcd=/usr/sbin/policy-rc.d own_rcd=0
+        if [ ! -e "$rcd" ]; then
+            printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$rcd" >/dev/null && $SUDO chmod 755 "$rcd" && own_rcd=1
+        fi
+        rc=0
+        $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+            "${to_install[@]}" || rc=$?
+        [ "$own_rcd" = 1 ] && $SUDO rm -f "$rcd"
+        [ "$rc" -eq 0 ] || die "apt-get install failed"
+        for svc in redis-server prometheus haproxy nginx-light; do
+            for p in "${to_install[@]}"; do
+                [ "$p" = "$svc" ] && command -v systemctl >/dev/null &&
+                    $SUDO systemctl disable "${svc%-light}" >/dev/null 2>&1
+            done
+        done
     fi
 fi
 

@@ -1,16 +1,19 @@
 // Benchmark: what CODEMCP_ISOLATION=docker costs next to the sandbox (the default), side by
-// side in one run.
+// side in one run, on Docker and (when podman is installed and this is root) on Podman's
+// Docker-compatible service, which the benchmark starts on a socket of its own and stops.
 //   1. bench/execute.mjs's workloads (1 call, 50 sequential, 50 concurrent calls to
-//      server-everything's get-sum, and the empty program) on two stdio gateways, one per
-//      isolation, rounds interleaved.
+//      server-everything's get-sum, and the empty program) on one stdio gateway per arm,
+//      rounds interleaved.
 //   2. The first run of a new session: a fresh stdio gateway spawned → its first empty run
 //      answered (the worker's start: a fork from the prototype, or a container's create +
-//      start + connect), alternating the two.
-//   3. The worker image: its build on first use (the image removed first) and its size.
+//      start + connect), the arms alternating.
+//   3. The worker image: its build on first use (the image removed first) and its size, per
+//      engine.
 // Needs a Docker daemon on /var/run/docker.sock (or DOCKER_HOST=unix://…) and
-// debian:bookworm-slim (contrib/docker/make-base.sh).
+// debian:bookworm-slim in each engine (contrib/docker/make-base.sh [--engine podman]).
 // Usage: node bench/docker_isolation.mjs [rounds=30]  → bench/results/docker-isolation.md
-import { writeFileSync, mkdtempSync } from 'node:fs';
+import { writeFileSync, mkdtempSync, existsSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
 import { tmpdir, cpus } from 'node:os';
 import http from 'node:http';
 import { join } from 'node:path';
@@ -21,7 +24,7 @@ const WARMUP = 3;
 const SDK = join(ROOT, 'tests/node_modules/@modelcontextprotocol/sdk/dist/esm');
 const { Client } = await import(join(SDK, 'client/index.js'));
 const { StdioClientTransport, getDefaultEnvironment } = await import(join(SDK, 'client/stdio.js'));
-const SOCK = (process.env.DOCKER_HOST || 'unix:///var/run/docker.sock').replace(/^unix:\/\//, '');
+const DOCKER_HOST = process.env.DOCKER_HOST || 'unix:///var/run/docker.sock';
 
 const bin = codemcpBin();
 const dir = mkdtempSync(join(tmpdir(), 'codemcp-bench-dock-'));
@@ -29,12 +32,25 @@ const cfg = join(dir, 'mcp.json');
 writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'local', command: SERVERS.everything } } }));
 const empty = join(dir, 'empty.json');
 writeFileSync(empty, JSON.stringify({ mcp: {} }));
-const MODES = ['docker', 'sandbox'];
 const now = () => performance.now();
+const sleep = (n) => new Promise((r) => setTimeout(r, n));
 
-function engine(method, path) {
+// The arms: name → the gateway's isolation and DOCKER_HOST.
+const ARMS = { docker: { iso: 'docker', host: DOCKER_HOST }, sandbox: { iso: 'sandbox' } };
+let podman = null;
+if (process.getuid() === 0 && spawnSync('podman', ['--version']).status === 0) {
+  const sock = join(dir, 'podman.sock');
+  podman = spawn('podman', ['system', 'service', '--time=0', `unix://${sock}`], { cwd: dir, stdio: 'ignore' });
+  for (let i = 0; i < 100 && !existsSync(sock); i++) await sleep(100);
+  ARMS.podman = { iso: 'docker', host: `unix://${sock}` };
+}
+const MODES = Object.keys(ARMS);
+const ENGINES = MODES.filter((m) => ARMS[m].host);
+const bare = (t) => t.replace(/^(localhost|docker\.io\/library)\//, '');
+
+function engine(arm, method, path) {
   return new Promise((resolve, reject) => {
-    const rq = http.request({ socketPath: SOCK, method, path }, (res) => {
+    const rq = http.request({ socketPath: ARMS[arm].host.replace(/^unix:\/\//, ''), method, path }, (res) => {
       let t = '';
       res.setEncoding('utf8');
       res.on('data', (d) => (t += d));
@@ -44,10 +60,12 @@ function engine(method, path) {
     rq.end();
   });
 }
-async function connect(iso, config = cfg) {
+async function connect(arm, config = cfg) {
+  const { iso, host } = ARMS[arm];
   const transport = new StdioClientTransport({ command: bin, args: [],
-    env: { ...getDefaultEnvironment(), CODEMCP_CONFIG: config, CODEMCP_ISOLATION: iso }, stderr: 'ignore' });
-  const client = new Client({ name: `bench-${iso}`, version: '1' });
+    env: { ...getDefaultEnvironment(), CODEMCP_CONFIG: config, CODEMCP_ISOLATION: iso, ...(host ? { DOCKER_HOST: host } : {}) },
+    stderr: 'ignore' });
+  const client = new Client({ name: `bench-${arm}`, version: '1' });
   await client.connect(transport);
   return { client, pid: transport.pid };
 }
@@ -57,14 +75,17 @@ async function run(client, code) {
   return r.structuredContent.result;
 }
 // ---- 3 first: the image built on first use (nothing else runs yet) --------------------------
-const imgs = (await engine('GET', '/images/json')).body.filter((i) => (i.RepoTags || []).some((t) => t.startsWith('codemcp-worker:')));
-for (const i of imgs) await engine('DELETE', `/images/${i.Id}?force=1`);
-let t0 = now();
-const firstUse = await connect('docker', empty);
-await run(firstUse.client, EXEC_PY.empty);
-const buildMs = now() - t0;
-await firstUse.client.close();
-const img = (await engine('GET', '/images/json')).body.find((i) => (i.RepoTags || []).some((t) => t.startsWith('codemcp-worker:')));
+const isWorker = (i) => (i.RepoTags || []).some((t) => bare(t).startsWith('codemcp-worker:'));
+const built = {};
+for (const e of ENGINES) {
+  for (const i of (await engine(e, 'GET', '/images/json')).body.filter(isWorker)) await engine(e, 'DELETE', `/images/${i.Id}?force=1`);
+  const t0 = now();
+  const firstUse = await connect(e, empty);
+  await run(firstUse.client, EXEC_PY.empty);
+  built[e] = { ms: now() - t0 };
+  await firstUse.client.close();
+  built[e].img = (await engine(e, 'GET', '/images/json')).body.find(isWorker);
+}
 
 // ---- 1. workloads ---------------------------------------------------------------------------
 const peers = {}, samples = {};
@@ -84,7 +105,7 @@ for (let r = -WARMUP; r < ROUNDS; r++)
 for (const m of MODES) await peers[m].client.close();
 
 // ---- 2. a new session's first run ----------------------------------------------------------
-const cold = { docker: [], sandbox: [] };
+const cold = Object.fromEntries(MODES.map((m) => [m, []]));
 for (let k = 0; k < 8; k++)
   for (const m of k % 2 ? MODES : [...MODES].reverse()) {
     const s = now();
@@ -97,28 +118,32 @@ for (let k = 0; k < 8; k++)
 // ---- report --------------------------------------------------------------------------------
 const lines = [];
 const L = (s = '') => lines.push(s);
-L('# CODEMCP_ISOLATION=docker vs sandbox');
+const others = MODES.filter((m) => m !== 'sandbox');
+L(`# CODEMCP_ISOLATION=docker (${others.join(', ')}) vs sandbox`);
 L();
 L(`bench/docker_isolation.mjs, ${ROUNDS} interleaved rounds (+${WARMUP} warm-up), ${cpus().length} CPUs, ` +
-  `${buildType(bin)} build, ${new Date().toISOString().slice(0, 16)}Z. Times in ms.`);
+  `${buildType(bin)} build, ${new Date().toISOString().slice(0, 16)}Z. Times in ms; ratios against the sandbox.`);
 L();
-L('| workload | docker p50 | sandbox p50 | ratio | docker p99 | sandbox p99 |');
-L('|---|---|---|---|---|---|');
-for (const w of W) {
-  const d = stats(samples[w].docker), s = stats(samples[w].sandbox);
-  L(`| ${w} | ${fmt(d.median, 2)} | ${fmt(s.median, 2)} | ${fmt(d.median / s.median, 3)}× | ${fmt(d.p99, 2)} | ${fmt(s.p99, 2)} |`);
+L(`| workload | ${MODES.map((m) => `${m} p50`).join(' | ')} | ${others.map((m) => `${m}/sandbox`).join(' | ')} | ${MODES.map((m) => `${m} p99`).join(' | ')} |`);
+L(`|---|${MODES.map(() => '---|').join('')}${others.map(() => '---|').join('')}${MODES.map(() => '---|').join('')}`);
+const row = (name, v, digits, tail) => {
+  const st = Object.fromEntries(MODES.map((m) => [m, stats(v[m])]));
+  L(`| ${name} | ${MODES.map((m) => fmt(st[m].median, digits)).join(' | ')} | ` +
+    `${others.map((m) => `${fmt(st[m].median / st.sandbox.median, 3)}×`).join(' | ')} | ${MODES.map((m) => fmt(st[m][tail], digits)).join(' | ')} |`);
+};
+for (const w of W) row(w, samples[w], 2, 'p99');
+L();
+L(`| event | ${MODES.map((m) => `${m} p50`).join(' | ')} | ${others.map((m) => `${m}/sandbox`).join(' | ')} | ${MODES.map((m) => `${m} max`).join(' | ')} |`);
+L(`|---|${MODES.map(() => '---|').join('')}${others.map(() => '---|').join('')}${MODES.map(() => '---|').join('')}`);
+row('a new session\'s first run: stdio gateway spawned → first empty run answered', cold, 1, 'max');
+L();
+for (const e of ENGINES) {
+  const img = built[e].img;
+  L(`The worker image on ${e}, built on first use (image removed first; gateway spawned → first empty run answered): ` +
+    `${fmt(built[e].ms, 0)} ms; ${img ? `${bare(img.RepoTags[0])}: ${fmt(img.Size / 1e6, 1)} MB` : 'not found'}.`);
 }
-L();
-L('| event | docker p50 | sandbox p50 | ratio | docker max | sandbox max |');
-L('|---|---|---|---|---|---|');
-for (const [name, v] of [['a new session\'s first run: stdio gateway spawned → first empty run answered', cold]]) {
-  const d = stats(v.docker), s = stats(v.sandbox);
-  L(`| ${name} | ${fmt(d.median, 1)} | ${fmt(s.median, 1)} | ${fmt(d.median / s.median, 2)}× | ${fmt(d.max, 1)} | ${fmt(s.max, 1)} |`);
-}
-L();
-L(`The worker image, built on first use (image removed first; gateway spawned → first empty run answered): ` +
-  `${fmt(buildMs, 0)} ms; ${img ? `${img.RepoTags[0]}: ${fmt(img.Size / 1e6, 1)} MB (of which debian:bookworm-slim ~75 MB)` : 'not found'}.`);
 L();
 writeFileSync(join(ROOT, 'bench/results/docker-isolation.md'), lines.join('\n'));
 console.log(lines.join('\n'));
+podman?.kill();
 process.exit(0);

@@ -13,24 +13,23 @@
 //          node bench/execute_ab.mjs [rounds=40] [repeats=6]
 //        → bench/results/execute_ab.md (BENCH_OUT=<file>.md picks another file in bench/results/;
 //        BENCH_WORKLOADS=one,empty runs a subset; BENCH_HOGS=2 keeps that many busy loops
-//        running throughout, to measure both builds on CPUs something else holds)
+//        running throughout, to measure both builds on CPUs something else holds;
+//        BENCH_HEAD_ENV='{"CODEMCP_AUDIT_LOG":"{dir}/audit.log"}' sets variables for the head arm
+//        only ({dir}: the run's temporary directory), so one binary can be measured with a
+//        feature on (head) and off (base): CODEMCP_BASE_BIN = CODEMCP_BIN;
 //        BENCH_OTLP=1: the head arm exports OpenTelemetry traces (CODEMCP_OTLP_ENDPOINT, protobuf,
-//        default batching) to a receiver in this process that answers 200 and counts what it got;
-//        with CODEMCP_BASE_BIN = CODEMCP_BIN, head / base is the cost of tracing
+//        default batching) to a receiver in this process that answers 200 and counts what it got)
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync, spawn } from 'node:child_process';
-import { SERVERS, codemcpBin, stats, fmt, ROOT, cpuNs, untilSdkReady, EXEC_PY,
-  EXEC_EXPECT, workerPids, cpuNsAll, buildType } from './lib.mjs';
+import { SERVERS, codemcpBin, stats, fmt, ROOT, cpuNs, workerPids, cpuNsAll, buildType,
+  startExecArm } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 40);
 const REPEATS = Number(process.argv[3] || 6);
 const WARMUP = 5;
 const LIMIT = 1.03; // the issue's bar: no workload slower than this, head / base
-const SDK = join(ROOT, 'tests/node_modules/@modelcontextprotocol/sdk/dist/esm');
-const { Client } = await import(join(SDK, 'client/index.js'));
-const { StdioClientTransport, getDefaultEnvironment } = await import(join(SDK, 'client/stdio.js'));
 
 const head = codemcpBin();
 // The control arm (BENCH_CONTROL=1) is off by default: measured here, an arm that runs right
@@ -75,26 +74,17 @@ async function otlpSink() {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'codemcp-bench-ab-'));
+const HEAD_ENV = Object.fromEntries(Object.entries(JSON.parse(process.env.BENCH_HEAD_ENV || '{}'))
+  .map(([k, v]) => [k, String(v).replaceAll('{dir}', dir)]));
 const cfg = join(dir, 'mcp.json');
 writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'local', command: SERVERS.everything } } }));
 
 async function startArm(name) {
-  const env = { ...getDefaultEnvironment(), CODEMCP_CONFIG: cfg,
-    ...(OTLP && name === 'head' ? { CODEMCP_OTLP_ENDPOINT: OTLP.url } : {}) };
   // Each binary finds the worker built next to it, never one named by the caller's environment.
-  const transport = new StdioClientTransport({ command: BINS[name], args: [], env, stderr: 'ignore' });
-  const client = new Client({ name: `bench-ab-${name}`, version: '1' });
-  await client.connect(transport);
-  const run = async (w) => {
-    const r = await client.callTool({ name: 'execute_python', arguments: { code: EXEC_PY[w] } });
-    if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.structuredContent ?? r.content)}`);
-    const v = r.structuredContent.result;
-    if (v !== EXEC_EXPECT[w]) throw new Error(`${name}/${w}: got ${JSON.stringify(v)}, want ${EXEC_EXPECT[w]}`);
-  };
-  await untilSdkReady(() => run('one'));
-  const pid = transport.pid;
-  const worker = workerPids(pid); // all of them: the sandboxed worker is a grandchild
-  return { client, run, pid, worker };
+  const arm = await startExecArm(BINS[name], { CODEMCP_CONFIG: cfg, ...(name === 'head' ? HEAD_ENV : {}),
+    ...(OTLP && name === 'head' ? { CODEMCP_OTLP_ENDPOINT: OTLP.url } : {}) },
+    `ab-${name}`);
+  return { ...arm, worker: workerPids(arm.pid) }; // all of them: the sandboxed worker is a grandchild
 }
 
 // samples[w][arm] = ms over all repeats (same index = same round); per[rep][w][arm] = the
@@ -155,7 +145,7 @@ const report = `# execute_python before/after (bench/execute_ab.mjs)
 ${new Date().toISOString()} — ${REPEATS} repeats × ${ROUNDS} rounds (after ${WARMUP} warm-up rounds each) on
 ${cpus().length} × ${cpus()[0]?.model ?? '?'}, load average ${loads.map((l) => fmt(l)).join(', ')} at the end of
 each repeat, Node ${process.version}, at commit ${rev}${HOGS ? `, **with ${HOGS} busy loop${HOGS > 1 ? 's' : ''} (BENCH_HOGS) running throughout**` : ''}. Arms: **base** \`${BINS.base}\` (${buildType(BINS.base)})${CONTROL ? `, **control**
-\`${BINS.control}\` (the base program again)` : ''}, **head** \`${BINS.head}\` (${buildType(BINS.head)}); fresh gateways, workers and
+\`${BINS.control}\` (the base program again)` : ''}, **head** \`${BINS.head}\` (${buildType(BINS.head)})${Object.keys(HEAD_ENV).length ? ` with ${Object.entries(HEAD_ENV).map(([k, v]) => `\`${k}=${v}\``).join(', ')}` : ''}; fresh gateways, workers and
 server-everything children for every repeat. Times in ms, client-side round trip of one
 \`tools/call\` of \`execute_python\` (bench/execute.mjs's programs), every answer checked.
 

@@ -188,6 +188,27 @@ export const EXEC_PY = {
 };
 export const EXEC_EXPECT = { one: 'The sum of 1 and 2 is 3.', seq50: (EXEC_N * (EXEC_N + 1)) / 2,
   conc50: (EXEC_N * (EXEC_N + 1)) / 2, empty: 1 };
+// A stdio gateway (command, with env: getDefaultEnvironment() is added) driven by the official
+// SDK client for the EXEC_PY workloads; resolves {client, run(w), pid} once its SDK has the
+// upstream's functions. run(w) checks each answer against EXEC_EXPECT.
+export async function startExecArm(command, env, name) {
+  const SDK = join(ROOT, 'tests/node_modules/@modelcontextprotocol/sdk/dist/esm');
+  const { Client } = await import(join(SDK, 'client/index.js'));
+  const { StdioClientTransport, getDefaultEnvironment } = await import(join(SDK, 'client/stdio.js'));
+  const transport = new StdioClientTransport({ command, args: [], env: { ...getDefaultEnvironment(), ...env },
+    stderr: 'ignore' });
+  const client = new Client({ name: `bench-${name}`, version: '1' });
+  await client.connect(transport);
+  const run = async (w) => {
+    const r = await client.callTool({ name: 'execute_python', arguments: { code: EXEC_PY[w] } });
+    if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.structuredContent ?? r.content)}`);
+    const v = r.structuredContent.result;
+    if (v !== EXEC_EXPECT[w]) throw new Error(`${name}/${w}: got ${JSON.stringify(v)}, want ${EXEC_EXPECT[w]}`);
+  };
+  await untilSdkReady(() => run('one'));
+  return { client, run, pid: transport.pid };
+}
+
 // What the floor relays (bench/floor/) answer for the same workloads: the sum, not the reply's text.
 export const FLOOR_EXPECT = { ...EXEC_EXPECT, one: 3 };
 

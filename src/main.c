@@ -8,6 +8,7 @@
  * → flush stdout → stop the loop. */
 #include "admin.h"
 #include "admin_cli.h"
+#include "audit.h"
 #include "calls.h"
 #include "catalog.h"
 #include "config.h"
@@ -18,9 +19,11 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp_server.h"
+#include "metrics.h"
 #include "namespaces.h"
 #include "oauth_cli.h"
 #include "oauth_gw.h"
+#include "oauth_state.h"
 #include "pgguard.h"
 #include "policy.h"
 #include "policy_cli.h"
@@ -31,6 +34,7 @@
 #include "settings.h"
 #include "setup.h"
 #include "shapes.h"
+#include "state.h"
 #include "trace.h"
 #ifdef CODEMCP_TUI
 #include "tui.h"
@@ -39,6 +43,8 @@
 #include "usage.h"
 #include "util.h"
 #include "workers.h"
+#include "health.h"
+#include "replica.h"
 
 #include <getopt.h>
 #include <sys/prctl.h>
@@ -74,6 +80,7 @@ static void usage(FILE *f)
           "       codemcp init                 write a commented starter mcp.json\n"
           "       codemcp list|tools|instances      a running gateway's servers / tools / all "
           "gateways\n"
+          "       codemcp metrics [-i SEL]          a running gateway's Prometheus metrics\n"
           "       codemcp enable|disable NAME [-d]  connect / disconnect a server now\n"
           "       codemcp enable-tool|disable-tool SERVER TOOL [-d]\n"
           "       codemcp tui [-i SEL]              full-screen control of a running gateway\n"
@@ -236,16 +243,71 @@ static void begin_shutdown(void)
  * by SIGNAL_DEADLINE_MS whatever is left. A client closing stdin keeps the longer grace. */
 #define UP_SIGNAL_DEADLINE_MS 50
 #define SIGNAL_DEADLINE_MS    80
-static void on_signal(void)
+static void on_signal_now(void)
 {
     up_set_shutdown_deadline(UP_SIGNAL_DEADLINE_MS);
     begin_shutdown();
     lp_timer_start(&shutdown_deadline, SIGNAL_DEADLINE_MS, force_stop, NULL);
 }
 
+/* What a drain waits for: runs, and answers not yet written. */
+static size_t work_in_flight(void)
+{
+    return run_count() + http_busy();
+}
+
+/* `codemcp start` drains first (health.h): no new sessions or runs, the runs in flight
+ * finish (up to CODEMCP_DRAIN_MS), then the shutdown above. A second signal does not wait. */
+static void on_signal(void)
+{
+    if (mode == MODE_HTTP && settings.drain_ms > 0 && !health_draining() && !shutting_down)
+        health_drain(settings.drain_ms, work_in_flight, on_signal_now);
+    else
+        on_signal_now();
+}
+
+/* /readyz: every upstream has finished its first connection attempt (the SDK and the
+ * description are complete), so a new session here sees what it would see on any replica. */
+static int upstreams_ready(void *ud, char *why, size_t n)
+{
+    (void)ud;
+    if (up_all_settled())
+        return 1;
+    snprintf(why, n, "upstreams still connecting");
+    return 0;
+}
+
+/* /readyz, reported only: the shared state store (CODEMCP_STATE) unreachable. Every replica
+ * loses it at once and each serves from its last known state, so it must not take them all
+ * out of the balancer. The store's address stays out of the answer. */
+static int state_reachable(void *ud, char *why, size_t n)
+{
+    (void)ud;
+    if (state_store_ok(NULL, 0))
+        return 1;
+    snprintf(why, n, "the shared state store is unreachable: serving from the last known state");
+    return 0;
+}
+
+/* The fleet settings of `codemcp start` (replica.h); 0, or -1 after saying why. */
+static int fleet_init(void)
+{
+    char err[300];
+    if (replica_init(settings.replica_id, settings.fleet_secret, err, sizeof(err)) < 0) {
+        fprintf(stderr, "codemcp: %s\n", err);
+        return -1;
+    }
+    if (replica_id())
+        log_info("main", "replica %s of a fleet", replica_id());
+    health_add_check("upstreams", upstreams_ready, NULL, 1);
+    health_add_check("state", state_reachable, NULL, 0);
+    return 0;
+}
+
 static void on_reload(void)
 {
     http_reload();
+    audit_reopen();
 }
 
 /* ---- wiring ------------------------------------------------------------------------------ */
@@ -371,6 +433,30 @@ static void wire_run_pipeline(void)
         .max_principal_results = (size_t)settings.max_result_bytes_per_principal});
 }
 
+/* The metrics' gauges, read from the modules that own them when /metrics is rendered. */
+static long namespaces_alive(void)
+{
+    return (long)ns_count();
+}
+
+static int upstream_at(size_t i, const char **name, const char **state)
+{
+    if (i >= up_count())
+        return -1;
+    *name = up_at(i)->name;
+    *state = up_state_name(up_at(i)->state);
+    return 0;
+}
+
+static void wire_metrics(void)
+{
+    mx_init(settings.metrics);
+    mx_set_sources(&(struct mx_sources){.sessions = mcp_session_count,
+                                        .namespaces = namespaces_alive,
+                                        .workers_alive = wk_alive,
+                                        .upstream_at = upstream_at});
+}
+
 static void check_settled(void *ud)
 {
     (void)ud;
@@ -381,6 +467,7 @@ int main(int argc, char **argv)
 {
     settings_load(&settings);
     log_init(settings.log);
+    log_set_format(settings.log_format);
     cfg_use_settings(&settings);
     log_set_filter(redact_log_line); /* every log line, trace-level upstream traffic too */
     static const struct option opts[] = {
@@ -541,8 +628,18 @@ int main(int argc, char **argv)
         return 1;
     /* CODEMCP_AUTHZ_URL: its HTTP thread posts to the loop */
     policy_engine_init(settings.authz_url, settings.authz_timeout_ms);
+    char audit_err[512];
+    if (mode != MODE_DUMP &&
+        audit_init(settings.audit_log, settings.audit_args, audit_err, sizeof(audit_err)) < 0) {
+        log_error("main", "%s", audit_err);
+        return 1;
+    }
+    /* CODEMCP_STATE: its threads post to the loop; before the owners register their hooks */
+    if (state_init(settings.state) < 0)
+        return 1;
+    oast_init();
     /* Before any child is spawned: a taken port ends here, with a message naming it. */
-    if (mode == MODE_HTTP && http_serve(&settings, http_host, http_port) < 0)
+    if (mode == MODE_HTTP && (fleet_init() < 0 || http_serve(&settings, http_host, http_port) < 0))
         return 1;
     lp_on_shutdown_signal(on_signal);
     if (mode == MODE_HTTP) /* stdio keeps SIGHUP = shutdown (the terminal went away) */
@@ -554,13 +651,17 @@ int main(int argc, char **argv)
     shapes_init(settings.learn_shapes,
                 settings.share_learning >= 0 ? settings.share_learning : mode != MODE_HTTP);
     shapes_set_listener(on_shapes_changed);
+    shapes_fleet_init();
     use_init(&settings, shapes_shared());
+    use_fleet_init();
+    budget_fleet_init();
     cat_set_priority_source(use_ranked);
     cat_set_wake_hook(run_dispatch);
     cat_init(&settings);
     mcp_set_list_wait(settings.list_wait_ms);
     run_init(&settings);
     wire_run_pipeline();
+    wire_metrics();
 
     if (mode != MODE_DUMP) {
         if (ctl_init(&settings) < 0)
@@ -599,11 +700,14 @@ int main(int argc, char **argv)
     lp_run();
 
     oagw_drain(5000); /* OAuth refreshes in flight get to store their tokens */
+    state_stop();     /* after them: what they queued for the shared store is written */
     adm_stop();
     run_free_all();
     ns_free_all();
+    health_free();
     mcp_free_all();
     calls_free_all();
+    audit_close(); /* after the last call's line */
     ctl_free_all();
     up_free_all();
     cat_free();
@@ -613,6 +717,7 @@ int main(int argc, char **argv)
     cl_free_all();    /* before the context: WSI_DESTROY callbacks then find nothing to do */
     lp_destroy();
     cfg_free(&config);
+    mx_free();
     pg_guard_stop(); /* after every child is gone; reaps the guard */
     return exit_code;
 }

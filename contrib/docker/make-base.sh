@@ -3,8 +3,10 @@
 # Debian's archive, for machines that reach Debian's mirror but no image registry (the
 # Dockerfile starts FROM it). Does nothing when the image exists already (--force remakes it).
 #
-#   contrib/docker/make-base.sh [--force] [--mirror URL] [--tag NAME]
+#   contrib/docker/make-base.sh [--force] [--mirror URL] [--tag NAME] [--engine docker|podman]
 #
+# --engine podman imports it into Podman's (rootful) store instead, for CODEMCP_ISOLATION=docker
+# against Podman's Docker-compatible service.
 # The mirror defaults to the one apt uses on this machine (/etc/apt/sources.list*), else
 # http://deb.debian.org/debian. Needs root (or a docker group member with root for
 # mmdebstrap's chroot: mmdebstrap runs in --mode=auto), mmdebstrap and a running Docker.
@@ -12,6 +14,7 @@
 set -euo pipefail
 
 tag=debian:bookworm-slim
+engine=docker
 mirror=
 force=0
 while [ $# -gt 0 ]; do
@@ -19,16 +22,22 @@ while [ $# -gt 0 ]; do
     --force) force=1 ;;
     --mirror) mirror="${2:?--mirror needs a URL}"; shift ;;
     --tag) tag="${2:?--tag needs an image name}"; shift ;;
-    -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --engine) engine="${2:?--engine needs docker or podman}"; shift ;;
+    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "make-base.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
 
 die() { echo "make-base.sh: $*" >&2; exit 1; }
-command -v docker >/dev/null || die "docker not found (Debian: apt-get install docker.io)"
-docker info >/dev/null 2>&1 || die "the Docker daemon is not reachable (start dockerd)"
-if [ "$force" = 0 ] && docker image inspect "$tag" >/dev/null 2>&1; then
+case "$engine" in
+docker)
+    command -v docker >/dev/null || die "docker not found (Debian: apt-get install docker.io)"
+    docker info >/dev/null 2>&1 || die "the Docker daemon is not reachable (start dockerd)" ;;
+podman) command -v podman >/dev/null || die "podman not found (Debian: apt-get install podman)" ;;
+*) die "--engine must be docker or podman" ;;
+esac
+if [ "$force" = 0 ] && "$engine" image inspect "$tag" >/dev/null 2>&1; then
     echo "make-base.sh: $tag exists; nothing to do (--force remakes it)"
     exit 0
 fi
@@ -63,5 +72,5 @@ mmdebstrap --variant=minbase --quiet "${slim[@]}" \
     --aptopt='Acquire::Retries "3"' \
     --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
     bookworm - "deb $mirror bookworm main" "deb $mirror bookworm-updates main" |
-    docker import --change 'CMD ["bash"]' - "$tag" >/dev/null
-docker image inspect "$tag" --format 'make-base.sh: made {{.RepoTags}} ({{.Size}} bytes)'
+    "$engine" import --change 'CMD ["bash"]' - "$tag" >/dev/null
+"$engine" image inspect "$tag" --format 'make-base.sh: made {{.RepoTags}} ({{.Size}} bytes)'

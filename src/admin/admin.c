@@ -3,6 +3,7 @@
  * to by the lp_io that owns them (freed only through on_close, which also stops the connection's
  * timer). */
 #include "admin.h"
+#include "admin_fleet.h"
 #include "admin_ops.h"
 #include "admin_paths.h"
 #include "log.h"
@@ -228,6 +229,7 @@ int adm_start(struct cfg *cfg, const char *transport, const char *url, const cha
 {
     const char *colon = url && strstr(url, "//") ? strchr(strstr(url, "//") + 2, ':') : NULL;
     int port = colon ? atoi(colon + 1) : 0;
+    admfleet_init(); /* changes from the other replicas arrive even without a socket here */
     json_decref(admp_instances()); /* removes what dead gateways left behind */
     if (admp_paths_for(cfg->path, getpid(), sock_path, sizeof(sock_path), rec_path,
                        sizeof(rec_path)) < 0) {

@@ -1,10 +1,13 @@
 /* admin_ops — see admin_ops.h. */
 #include "admin_ops.h"
+#include "admin_fleet.h"
 #include "catalog.h"
 #include "cfgedit.h"
 #include "log.h"
 #include "mcp_era.h"
+#include "metrics.h"
 #include "oauth_gw.h"
+#include "state.h"
 #include "toolstate.h"
 #include "upstream.h"
 #include "util.h"
@@ -95,7 +98,13 @@ static json_t *op_list(void)
             json_object_set(s, "warnings", up->cfg->warnings);
         json_array_append_new(servers, s);
     }
-    return json_pack("{s:b, s:o}", "ok", 1, "servers", servers);
+    json_t *r = json_pack("{s:b, s:o}", "ok", 1, "servers", servers);
+    if (state_enabled()) { /* CODEMCP_STATE: whether this replica reaches the shared store */
+        char why[300];
+        int ok = state_store_ok(why, sizeof(why));
+        json_object_set_new(r, "state_store", json_pack("{s:b, s:s}", "ok", ok, "detail", why));
+    }
+    return r;
 }
 
 static json_t *summary_of(json_t *tool)
@@ -314,6 +323,52 @@ static json_t *op_tool(json_t *params, int on)
     return done_reply(up, tool, wrote, what);
 }
 
+/* A change that succeeded here reaches the other replicas (admin_fleet.h). */
+static json_t *shared(const char *method, json_t *params, json_t *reply)
+{
+    if (json_is_true(json_object_get(reply, "ok")))
+        admfleet_share(method, params);
+    return reply;
+}
+
+void admops_apply(const char *method, json_t *params, int replay)
+{
+    int on = method[0] == 'e', tool = strstr(method, "_tool") != NULL;
+    if ((on ? strcmp(method, tool ? "enable_tool" : "enable")
+            : strcmp(method, tool ? "disable_tool" : "disable")) != 0)
+        return;
+    json_t *p = json_deep_copy(params);
+    json_object_del(p, "make_default");
+    struct upstream *up = tool ? NULL : up_find(json_string_value(json_object_get(p, "name")));
+    json_t *r = NULL;
+    const char *server = json_string_value(json_object_get(p, "server"));
+    const char *tname = json_string_value(json_object_get(p, "tool"));
+    if (tool && replay && server && tname && ts_enabled(server, tname) == on)
+        ; /* already so: no rebuild, no tools/list_changed */
+    else if (tool)
+        r = op_tool(p, on);
+    else if (up && !(replay && on && up->state != UP_DISABLED))
+        r = op_server(p, on);
+    if (r && !json_is_true(json_object_get(r, "ok")))
+        log_warn("admin", "a change from another replica (%s) failed here: %s", method,
+                 json_string_value(json_object_get(r, "error")));
+    else if (r && !replay)
+        log_info("admin", "applied %s from another replica", method);
+    json_decref(r);
+    json_decref(p);
+}
+
+/* The Prometheus text GET /metrics serves, for gateways without an HTTP front. */
+static json_t *op_metrics(void)
+{
+    char *text = mx_render();
+    if (!text)
+        return fail("metrics are off in this gateway (CODEMCP_METRICS=off)");
+    json_t *reply = json_pack("{s:b, s:s}", "ok", 1, "text", text);
+    free(text);
+    return reply;
+}
+
 json_t *admops_handle(json_t *req)
 {
     const char *m = json_string_value(json_object_get(req, "method"));
@@ -326,11 +381,13 @@ json_t *admops_handle(json_t *req)
         return op_list();
     if (strcmp(m, "tools") == 0)
         return op_tools();
+    if (strcmp(m, "metrics") == 0)
+        return op_metrics();
     if (strcmp(m, "enable") == 0 || strcmp(m, "disable") == 0)
-        return op_server(params, m[0] == 'e');
+        return shared(m, params, op_server(params, m[0] == 'e'));
     if (strcmp(m, "enable_tool") == 0 || strcmp(m, "disable_tool") == 0)
-        return op_tool(params, m[0] == 'e');
-    return fail("unknown method %s (info, list, tools, enable, disable, enable_tool, "
+        return shared(m, params, op_tool(params, m[0] == 'e'));
+    return fail("unknown method %s (info, list, tools, metrics, enable, disable, enable_tool, "
                 "disable_tool)",
                 m);
 }

@@ -3,7 +3,8 @@
  * Methods (request {"method", "params"}; reply {"ok": true, ...} or {"ok": false, "error"}):
  *   info                         the instance record
  *   list                         {"servers": [{name, type, default, connected, state, auth,
- *                                  tools, listed, protocol, era, error}]}
+ *                                  tools, listed, protocol, era, error}], "state_store"?: {ok,
+ *                                  detail} (with CODEMCP_STATE)}
  *   tools                        {"tools": [{server, tool, function, on, default, session,
  *                                  summary}]} (servers whose tools are known)
  *   enable / disable             {name, make_default?}: connect / disconnect now
@@ -24,5 +25,10 @@ void admops_init(struct cfg *cfg, json_t *info);
 /* Handles one request (borrowed); returns the reply (new reference). */
 json_t *admops_handle(json_t *req);
 void admops_free(void);
+/* Applies a change another replica made (admin_fleet.c): method enable, disable, enable_tool or
+ * disable_tool with params (borrowed; make_default is ignored: mcp.json is this host's own).
+ * replay: a change recorded earlier, applied on (re)connecting to the state store: an enable
+ * then starts only a server that is disabled (never restarts one that is failing). */
+void admops_apply(const char *method, json_t *params, int replay);
 
 #endif

@@ -61,6 +61,9 @@ int64_t budgets_cpu_left(const char *principal);
 /* Charges ms of CPU time its runs used to principal's "cpu_s" budgets: 0, or -1 with why
  * (naming the budget and when it resets) when one is now spent. */
 int budgets_cpu_spend(const char *principal, int64_t ms, char *why, size_t n);
+/* With CODEMCP_STATE (after state_init): the per-principal budget windows are counted across
+ * the fleet in Redis (policy_budget_fleet.c). */
+void budget_fleet_init(void);
 
 /* The external engine (policy_ext.c), opt-in with CODEMCP_AUTHZ_URL: a call the rules allow
  * (or stub) is also put to it, in OPA's Data API form; no answer, an error or a malformed

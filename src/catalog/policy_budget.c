@@ -8,7 +8,9 @@
  * "writes_per_run" the write calls one run may make. Counted by the gateway when a call is allowed,
  * so every session of a principal draws on the same count. A call past a budget fails with kind
  * "budget", naming the budget and when it resets. Counts live in this process (a restart starts
- * them afresh). Loop thread only. */
+ * them afresh), or, for calls, runs and CPU seconds, in the fleet's state store when
+ * CODEMCP_STATE is set (policy_budget_fleet.c: the windows are then fixed on the wall clock);
+ * writes per run always stay here. Loop thread only. */
 #include "policy_int.h"
 #include "log.h"
 #include "util.h"
@@ -196,23 +198,51 @@ static struct count *count_of(struct count **list, int budget, const char *who, 
     return c;
 }
 
-/* principal's count for budget i's window (a SLOT_), or NULL with why filled when the
- * window's limit is reached: why names the budget and when the window ends. */
-static struct count *window_room(size_t i, int slot, const char *principal, const char *prefix,
-                                 const char *did, const char *what, char *why, size_t n)
+static long limit_of(const struct budget *b, int slot)
+{
+    return slot == SLOT_CALLS ? b->calls : slot == SLOT_RUNS ? b->runs : b->cpu_s * 1000;
+}
+
+/* principal's count in budget i's slot (CPU in ms) and, in *left_ms, when its window ends:
+ * the fleet's count when a state store is configured (policy_budget_fleet.c), else this
+ * process's. */
+static long used(size_t i, int slot, const char *principal, int64_t *left_ms)
 {
     const struct budget *b = &budgets[i];
-    long limit = slot == SLOT_CALLS ? b->calls : slot == SLOT_RUNS ? b->runs : b->cpu_s;
+    if (budget_fleet_on())
+        return budget_fleet_used(b->name, "crp"[slot], b -> window_s, principal, left_ms);
     struct count *k =
         count_of(&by_principal, (int)i * SLOTS + slot, principal, (int64_t)b->window_s * 1000);
-    if (k->n < (slot == SLOT_CPU ? limit * 1000 : limit))
-        return k;
-    long left = (long)((k->window_end_ms - now_ms() + 999) / 1000);
+    *left_ms = k->window_end_ms - now_ms();
+    return k->n;
+}
+
+static void spend(size_t i, int slot, const char *principal, long n)
+{
+    const struct budget *b = &budgets[i];
+    if (budget_fleet_on()) {
+        budget_fleet_add(b->name, "crp"[slot], b -> window_s, principal, n, limit_of(b, slot));
+        return;
+    }
+    count_of(&by_principal, (int)i * SLOTS + slot, principal, (int64_t)b->window_s * 1000)->n += n;
+}
+
+/* 0 when principal has room left in budget i's slot, or -1 with why filled: why names the
+ * budget and when the window ends. */
+static int window_room(size_t i, int slot, const char *principal, const char *prefix,
+                       const char *did, const char *what, char *why, size_t n)
+{
+    const struct budget *b = &budgets[i];
+    int64_t left_ms;
+    if (used(i, slot, principal, &left_ms) < limit_of(b, slot))
+        return 0;
+    long limit = slot == SLOT_CPU ? b->cpu_s : limit_of(b, slot);
     snprintf(why, n,
              "%sbudget %s exceeded: principal %s %s %ld %s of this %ld s window; it resets in "
              "%ld s",
-             prefix, b->name, principal, did, limit, what, b->window_s, left);
-    return NULL;
+             prefix, b->name, principal, did, limit, what, b->window_s,
+             (long)((left_ms + 999) / 1000));
+    return -1;
 }
 
 /* Checks (take 0) or counts (take 1) call c against every budget of its principal: 0, or
@@ -230,11 +260,10 @@ static int calls_pass(const struct policy_call *c, const char *principal, const 
             return -1;
         }
         if (b->calls) {
-            struct count *k =
-                window_room(i, SLOT_CALLS, principal, "", "made its", "tool calls", why, n);
-            if (!k)
+            if (window_room(i, SLOT_CALLS, principal, "", "made its", "tool calls", why, n) < 0)
                 return -1;
-            k->n += take;
+            if (take)
+                spend(i, SLOT_CALLS, principal, 1);
         }
         if (b->writes_per_run && c->mutation && run_id) {
             struct count *k = count_of(&by_run, (int)i, run_id, 0);
@@ -271,16 +300,16 @@ static int runs_pass(const char *principal, int take, char *why, size_t n)
                      b->name);
             return -1;
         }
-        if (b->cpu_s && !window_room(i, SLOT_CPU, principal, "execute_python: ", "used its",
-                                     "CPU seconds", why, n))
+        if (b->cpu_s && window_room(i, SLOT_CPU, principal, "execute_python: ", "used its",
+                                    "CPU seconds", why, n) < 0)
             return -1;
         if (!b->runs)
             continue;
-        struct count *k =
-            window_room(i, SLOT_RUNS, principal, "execute_python: ", "started its", "runs", why, n);
-        if (!k)
+        if (window_room(i, SLOT_RUNS, principal, "execute_python: ", "started its", "runs", why,
+                        n) < 0)
             return -1;
-        k->n += take;
+        if (take)
+            spend(i, SLOT_RUNS, principal, 1);
     }
     return 0;
 }
@@ -305,10 +334,8 @@ static int64_t cpu_counts(const char *principal, int64_t ms, char *why, size_t n
         const struct budget *b = &budgets[i];
         if (!b->cpu_s || !applies(b, principal))
             continue;
-        struct count *k = count_of(&by_principal, (int)i * SLOTS + SLOT_CPU, principal,
-                                   (int64_t)b->window_s * 1000);
-        k->n += (long)ms;
-        int64_t left = (int64_t)b->cpu_s * 1000 - k->n;
+        spend(i, SLOT_CPU, principal, (long)ms);
+        int64_t left_ms, left = limit_of(b, SLOT_CPU) - used(i, SLOT_CPU, principal, &left_ms);
         left = left > 0 ? left : 0;
         if (left == 0 && least != 0 && why)
             window_room(i, SLOT_CPU, principal, "execute_python: ", "used its", "CPU seconds", why,

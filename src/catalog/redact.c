@@ -199,15 +199,22 @@ static void lm_runs_reset(struct lm_runs *r)
 /* ---- the rules ---------------------------------------------------------------------------- */
 
 static struct lm_pat value_pat[N_PATTERNS], kv_pat;
-static int compiled; /* -1: a pattern is outside the subset (then text is left as is) */
+static int compiled;     /* -1: a pattern is outside the subset (then text is left as is) */
+static size_t value_min; /* the fewest bytes any value pattern matches: shorter texts skip them */
 static pthread_once_t compile_once = PTHREAD_ONCE_INIT;
 
 static void compile_all(void)
 {
     compiled = 1;
-    for (size_t i = 0; i < N_PATTERNS; i++)
+    value_min = (size_t)-1;
+    for (size_t i = 0; i < N_PATTERNS; i++) {
         if (lm_compile(&value_pat[i], rr_value_patterns[i][1]) < 0)
             compiled = -1;
+        size_t min = 0;
+        for (int k = 0; k < value_pat[i].n; k++)
+            min += (size_t)value_pat[i].a[k].min;
+        value_min = min < value_min ? min : value_min;
+    }
     if (lm_compile(&kv_pat, RR_KEY_VALUE_PATTERN) < 0)
         compiled = -1;
 }
@@ -369,17 +376,27 @@ static char *apply_key_values(const char *text)
     return buf_steal(&out);
 }
 
+int redact_may_change(const char *text, size_t len)
+{
+    pthread_once(&compile_once, compile_all);
+    return compiled >= 0 && (len >= value_min || memchr(text, '=', len) || memchr(text, ':', len));
+}
+
 char *redact_text(const char *text, size_t len)
 {
     pthread_once(&compile_once, compile_all);
     char *cur = xstrndup(text, len);
     if (compiled < 0 || !*cur)
         return cur;
-    for (size_t k = 0; k < N_PATTERNS; k++) {
+    /* Short texts (an argument's key, a word) are most of what is redacted: no value pattern
+     * can match fewer than value_min bytes, and key=value needs its '=' or ':'. */
+    for (size_t k = 0; k < N_PATTERNS && strlen(cur) >= value_min; k++) {
         char *next = apply_value(k, cur);
         free(cur);
         cur = next;
     }
+    if (!strchr(cur, '=') && !strchr(cur, ':'))
+        return cur;
     char *next = apply_key_values(cur);
     free(cur);
     return next;

@@ -24,6 +24,10 @@ char *redact_dump(json_t *v, size_t max_len);
 /* A copy of text (len bytes) with credential-shaped values and secret key=value pairs
  * replaced by "***". Caller frees. */
 char *redact_text(const char *text, size_t len);
+/* 0 when redact_text(text, len) would give text back unchanged, decided without a copy: it is
+ * shorter than any credential pattern matches and has no '=' or ':' for key=value (an
+ * argument's name, a word). 1: it may change. */
+int redact_may_change(const char *text, size_t len);
 /* For log_set_filter(): redacts the NUL-terminated line into out (at most cap bytes, NUL
  * included; cut when longer). */
 void redact_log_line(const char *line, char *out, size_t cap);

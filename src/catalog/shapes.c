@@ -36,6 +36,12 @@ static size_t total_keys;
 static int version;        /* counts every change: a version is never reused */
 static int shared_version; /* of the shared view (seeds + scope "") */
 static void (*listener)(void);
+static void (*share_hook)(const char *scope, const char *fn, json_t *shape);
+
+void shapes_set_share_hook(void (*fn)(const char *scope, const char *fn, json_t *shape))
+{
+    share_hook = fn;
+}
 
 void shapes_set_listener(void (*on_change)(void))
 {
@@ -505,7 +511,72 @@ void shapes_learn(const char *principal, const char *fn, json_t *call_result)
     if (changed) {
         log_debug("shapes", "learned a new shape for %s", fn);
         publish(scope);
+        if (share_hook)
+            share_hook(scope, fn, json_object_get(json_object_get(scopes, scope), fn));
     }
+}
+
+/* A shape from elsewhere in wire form, rebuilt from what it may hold (kinds, leaf types,
+ * identifier keys, SHAPE_LEARN_DEPTH levels), as a learned one would be; NULL if it is none. */
+static json_t *checked_shape(json_t *s, int depth)
+{
+    const char *k = json_string_value(json_object_get(s, "k"));
+    if (!k || depth > SHAPE_LEARN_DEPTH)
+        return NULL;
+    if (strcmp(k, "any") == 0)
+        return any();
+    if (strcmp(k, "leaf") == 0) {
+        const char *t = json_string_value(json_object_get(s, "t"));
+        static const char *const types[] = {"str", "int", "float", "bool", "None"};
+        for (size_t i = 0; t && i < sizeof(types) / sizeof(types[0]); i++)
+            if (strcmp(t, types[i]) == 0)
+                return leaf(types[i]);
+        return NULL;
+    }
+    if (strcmp(k, "array") == 0) {
+        json_t *items = checked_shape(json_object_get(s, "items"), depth + 1);
+        return items ? json_pack("{s:s, s:o}", "k", "array", "items", items) : NULL;
+    }
+    json_t *fields = json_object_get(s, "fields");
+    if (strcmp(k, "object") != 0 || !json_is_object(fields))
+        return NULL;
+    json_t *out = json_object(), *f;
+    const char *key;
+    json_object_foreach(fields, key, f)
+    {
+        json_t *c = identifier_key(key) ? checked_shape(f, depth + 1) : NULL;
+        if (!c) {
+            json_decref(out);
+            return NULL;
+        }
+        json_object_set_new(out, key, c);
+    }
+    json_t *r = json_pack("{s:s, s:o}", "k", "object", "fields", out);
+    if (json_is_true(json_object_get(s, "open")))
+        json_object_set_new(r, "open", json_true());
+    return r;
+}
+
+int shapes_absorb_shared(const char *scope, const char *fn, json_t *shape, json_t **ours)
+{
+    *ours = NULL;
+    json_t *c = shapes_enabled() && scope && fn ? checked_shape(shape, 0) : NULL;
+    if (!c)
+        return 0;
+    json_t *theirs = json_incref(c);
+    int changed = absorb(scope, fn, c);
+    json_t *mine = json_object_get(json_object_get(scopes, scope), fn);
+    if (mine && !json_equal(mine, theirs))
+        *ours = json_incref(mine); /* we know more: the others should too */
+    json_decref(theirs);
+    if (changed)
+        publish(scope);
+    return changed;
+}
+
+json_t *shapes_learned(void)
+{
+    return scopes;
 }
 
 static uint64_t seen_slot_key(const char *scope, const char *fn, uint64_t structure)

@@ -53,4 +53,18 @@ json_t *shapes_of_value(json_t *v);
 json_t *shapes_of_schema(json_t *schema);
 void shapes_free(void);
 
+/* ---- a fleet's shared learning (shapes_fleet.c) ---- */
+/* With CODEMCP_STATE (after shapes_init): learned shapes travel through the state store. */
+void shapes_fleet_init(void);
+/* fn(scope, fn, shape) after a result taught this replica something new (shape borrowed: the
+ * scope's whole learned shape for fn). */
+void shapes_set_share_hook(void (*fn)(const char *scope, const char *fn, json_t *shape));
+/* Merges a shape another replica learned for scope ("" shared, else a principal) into this
+ * one's, checked and bounded as learned ones are (shape borrowed). 1 when it changed anything
+ * (the views are republished); *ours (new reference, or NULL) is the merged shape when this
+ * replica knows more than the one given. */
+int shapes_absorb_shared(const char *scope, const char *fn, json_t *shape, json_t **ours);
+/* {scope: {fn: learned shape}} (borrowed; NULL before anything was learned). */
+json_t *shapes_learned(void);
+
 #endif

@@ -24,6 +24,25 @@ static char *path;     /* NULL: memory only */
 static int dirty;
 static int timer_armed;
 static struct lp_timer save_timer;
+static void (*fleet_hook)(const char *scope, const char *fn);
+static json_t *valid_counts(json_t *c);
+
+void use_set_fleet_hook(void (*fn)(const char *scope, const char *fn))
+{
+    fleet_hook = fn;
+}
+
+void use_set_counts(const char *scope, json_t *counts)
+{
+    json_t *c = scopes ? valid_counts(counts) : NULL;
+    if (!c || (!json_object_get(scopes, scope) && json_object_size(scopes) > USE_MAX_PRINCIPALS)) {
+        json_decref(c);
+        return;
+    }
+    json_object_set_new(scopes, scope, c);
+    json_object_del(ranked, scope);
+    dirty = 1;
+}
 
 static const char *scope_of(const char *principal)
 {
@@ -157,6 +176,8 @@ void use_note(const char *principal, const char *fn)
         json_integer_set(v, json_integer_value(v) + 1);
     else
         json_object_set_new(counts, fn, json_integer(1));
+    if (fleet_hook)
+        fleet_hook(scope, fn);
     if (json_object_size(ranked)) /* mostly empty: no hash per SDK call then */
         json_object_del(ranked, scope);
     dirty = 1;

@@ -22,6 +22,13 @@ void use_note(const char *principal, const char *fn);
 /* Function names, most called first by principal (borrowed; valid until the next use_note),
  * or NULL. */
 json_t *use_ranked(const char *principal);
+/* ---- a fleet's shared counts (usage_fleet.c) ---- */
+/* With CODEMCP_STATE (after use_init): counts are summed across the replicas in Redis. */
+void use_fleet_init(void);
+/* fn(scope, fn) after each counted call (scope "" shared, else the principal). */
+void use_set_fleet_hook(void (*fn)(const char *scope, const char *fn));
+/* Replaces scope's counts with the fleet's (borrowed {fn: n}). */
+void use_set_counts(const char *scope, json_t *counts);
 /* Writes pending counts and frees everything. */
 void use_free(void);
 

@@ -31,6 +31,7 @@ static const struct cmd cmds[] = {
     {"disable-tool", "SERVER TOOL", 2, 1,
      "hide TOOL of SERVER from the SDK and refuse calls to it (session only unless -d)"},
     {"instances", "", 0, 0, "every running gateway of this user"},
+    {"metrics", "", 0, 0, "the gateway's Prometheus metrics, the text GET /metrics serves"},
 };
 
 int admin_cli_is_command(const char *name)
@@ -262,6 +263,8 @@ int admin_cli_main(const struct settings *s, int argc, char **argv)
         print_list(reply);
     else if (strcmp(method, "tools") == 0)
         print_tools(reply);
+    else if (strcmp(method, "metrics") == 0)
+        fputs(str(reply, "text", ""), stdout);
     else if (strcmp(c->name, "enable") == 0 && !no_wait)
         printf("%s: %s%s%s (%d tools)%s\n", argv[optind],
                rc == 0 ? "connected" : str(reply, "state", "?"),

@@ -1,7 +1,8 @@
 /* json_escape — how one byte that JSON must escape (a control character, '"' or '\\') is
- * written. Shared by the gateway's jsonfast.c (upper-case hex, as jansson writes) and the
- * worker's pyfast.c (lower-case, as Python's json module writes), so both encoders escape the
- * same way. Header only: each binary inlines it on its hot path. */
+ * written, and which bytes are UTF-8. Shared by the gateway's jsonfast.c (upper-case hex, as
+ * jansson writes), the worker's pyfast.c (lower-case, as Python's json module writes) and
+ * log.c's JSON lines, so every encoder escapes the same way. Header only: each binary inlines
+ * it on its hot path. */
 #ifndef CODEMCP_JSON_ESCAPE_H
 #define CODEMCP_JSON_ESCAPE_H
 
@@ -65,6 +66,38 @@ static inline size_t json_escape_byte(unsigned c, const char hexd[16], char esc[
         esc[5] = hexd[c & 15];
         return 6;
     }
+}
+
+/* Length of the valid UTF-8 sequence at p (its first byte >= 0x80), or 0. The rules of
+ * jansson's utf8_check_full: no overlong form, no surrogate, at most U+10FFFF. */
+static inline size_t json_utf8_seq(const unsigned char *p, const unsigned char *e)
+{
+    unsigned c = p[0];
+    size_t n;
+    uint32_t cp;
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 2;
+        cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if ((size_t)(e - p) < n)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return n;
 }
 
 #endif

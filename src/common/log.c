@@ -1,5 +1,6 @@
 /* log — stderr logging with a level and a module name per line. See log.h. */
 #include "log.h"
+#include "json_escape.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -12,6 +13,7 @@
 
 static atomic_int current_level = LOG_WARN;
 static atomic_int out_fd = -1; /* -1: stderr */
+static int json_lines;         /* CODEMCP_LOG_FORMAT=json */
 static void (*filter)(const char *line, char *out, size_t cap);
 
 void log_set_filter(void (*fn)(const char *line, char *out, size_t cap))
@@ -52,6 +54,69 @@ void log_init(const char *v)
         return;
     }
     current_level = level;
+}
+
+void log_set_format(const char *format)
+{
+    if (!format || !*format || strcasecmp(format, "text") == 0)
+        json_lines = 0;
+    else if (strcasecmp(format, "json") == 0)
+        json_lines = 1;
+    else
+        log_warn("log", "CODEMCP_LOG_FORMAT=%s is not text or json; using text", format);
+}
+
+/* The message as a JSON string's contents: '"', '\\' and control bytes escaped, bytes that are
+ * not UTF-8 written as U+FFFD (the line must parse whatever an upstream sent); cut, at a
+ * character, where it would not fit in cap (NUL included). Returns the length written. */
+static size_t json_text(const char *msg, char *out, size_t cap)
+{
+    static const char hexd[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)msg, *e = p + strlen(msg);
+    size_t w = 0;
+    while (p < e) {
+        char esc[6];
+        size_t k = 1, n;
+        const char *from = esc;
+        if (*p < 0x20 || *p == '"' || *p == '\\') {
+            n = json_escape_byte(*p, hexd, esc);
+        } else if (*p < 0x80) {
+            n = 1;
+            from = (const char *)p;
+        } else if ((k = json_utf8_seq(p, e)) != 0) {
+            n = k;
+            from = (const char *)p;
+        } else {
+            k = 1;
+            n = 6;
+            from = "\\ufffd";
+        }
+        if (w + n + 1 > cap)
+            break;
+        memcpy(out + w, from, n);
+        w += n;
+        p += k;
+    }
+    out[w] = '\0';
+    return w;
+}
+
+/* {"time":"…Z","level":"…","subsystem":"…","message":"…"} of one message into line. */
+static size_t json_line(char *line, size_t cap, const struct timespec *ts, const struct tm *tm,
+                        enum log_level level, const char *module, const char *msg)
+{
+    char sub[128];
+    json_text(module, sub, sizeof(sub));
+    int n = snprintf(line, cap,
+                     "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\",\"level\":\"%s\","
+                     "\"subsystem\":\"%s\",\"message\":\"",
+                     tm->tm_year + 1900, tm->tm_mon + 1, tm->tm_mday, tm->tm_hour, tm->tm_min,
+                     tm->tm_sec, ts->tv_nsec / 1000000, level_names[level], sub);
+    if (n < 0 || (size_t)n + 3 >= cap)
+        return 0;
+    size_t len = (size_t)n + json_text(msg, line + n, cap - (size_t)n - 2);
+    memcpy(line + len, "\"}", 3);
+    return len + 2;
 }
 
 void log_set_fd(int fd)
@@ -116,6 +181,13 @@ void log_write(enum log_level level, const char *module, const char *fmt, ...)
     size_t len = strlen(line);
     if (len > 0 && line[len - 1] == '\n')
         line[--len] = '\0';
+    if (json_lines && n > 0 && (size_t)n < sizeof(line)) {
+        char msg[sizeof(line)];
+        memcpy(msg, line + n, len - (size_t)n + 1);
+        size_t j = json_line(line, sizeof(line) - 1, &ts, &tm, level, module, msg);
+        if (j)
+            len = j;
+    }
     escape_controls(line, &len, sizeof(line));
     int fd = out_fd;
     if (fd >= 0) { /* one write per line: lines of concurrent threads do not interleave */

@@ -14,6 +14,10 @@ enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG, LOG_TRACE };
 /* Sets the level from CODEMCP_LOG's value (NULL or empty: warn). Unknown values keep the
  * default and say so. */
 void log_init(const char *level);
+/* CODEMCP_LOG_FORMAT: "text" (NULL or empty too) or "json", one object a line:
+ * {"time": "…Z", "level", "subsystem", "message"} (the message redacted and escaped as a text
+ * line's is; bytes that are not UTF-8 become U+FFFD). Unknown values keep text and say so. */
+void log_set_format(const char *format);
 /* Lines go to fd instead of stderr (the worker keeps its log apart from agent output). */
 void log_set_fd(int fd);
 enum log_level log_get_level(void);

@@ -2,6 +2,7 @@
  * a token to the log (only to stderr in the start-up snippet when stderr is a terminal, and
  * to stdout for --print-token), and never decides anything about sessions (serve_http.c does). */
 #include "http_auth.h"
+#include "http_auth_fleet.h"
 #include "config.h"
 #include "log.h"
 #include "settings.h"
@@ -236,6 +237,20 @@ static int load_tokens_file(struct principal **p, size_t *n, char *err, size_t e
     return rc;
 }
 
+/* Tells the fleet (http_auth_fleet.h) which tokens this replica holds now. */
+static void share_local(int reload)
+{
+    const char **names = xcalloc(st.n ? st.n : 1, sizeof(*names));
+    unsigned char(*digests)[HAF_DIGEST_LEN] = xcalloc(st.n ? st.n : 1, sizeof(*digests));
+    for (size_t i = 0; i < st.n; i++) {
+        names[i] = st.p[i].name;
+        memcpy(digests[i], st.p[i].digest, DIGEST_LEN);
+    }
+    haf_local(names, (const unsigned char(*)[HAF_DIGEST_LEN])digests, st.n, reload);
+    free(names);
+    free(digests);
+}
+
 int hauth_init(const struct settings *s, int loopback, int no_auth)
 {
     const char *mode = s->http_auth;
@@ -306,6 +321,7 @@ int hauth_init(const struct settings *s, int loopback, int no_auth)
     }
     log_info(MODULE, "authentication: bearer token (%zu principal%s, from %s)", st.n,
              st.n == 1 ? "" : "s", st.source);
+    share_local(0);
     return 0;
 }
 
@@ -339,7 +355,13 @@ const char *hauth_check(const char *auth, const char **why)
     for (size_t i = 0; i < st.n; i++) /* no early exit: every principal is compared */
         if (CRYPTO_memcmp(st.p[i].digest, d, DIGEST_LEN) == 0)
             found = st.p[i].name;
-    return found;
+    int revoked = 0;
+    const char *fleet = haf_check(d, &revoked); /* the other replicas' tokens (CODEMCP_STATE) */
+    if (revoked) {
+        *why = "the bearer token was revoked";
+        return NULL;
+    }
+    return found ? found : fleet;
 }
 
 void hauth_reload(void)
@@ -360,6 +382,7 @@ void hauth_reload(void)
     st.p = p;
     st.n = n;
     log_info(MODULE, "SIGHUP: %zu principals loaded from %s", n, st.tokens_file);
+    share_local(1);
 }
 
 void hauth_print_snippet(const char *url)

@@ -15,13 +15,16 @@
 
 #include "log.h"
 #include "loop.h"
+#include "replica.h"
 #include "util.h"
 
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define SID_BYTES 32 /* Mcp-Session-Id: 64 hex characters */
+#define SID_BYTES 32 /* Mcp-Session-Id of a single gateway: 64 hex characters */
+/* Room for any session id: a fleet replica's are longer (replica.h). */
+#define SID_SIZE (REPLICA_MINTED_MAX > 2 * SID_BYTES + 1 ? REPLICA_MINTED_MAX : 2 * SID_BYTES + 1)
 
 struct hevent {
     uint64_t seq;
@@ -47,7 +50,7 @@ struct hstream {
 };
 
 struct hsession {
-    char sid[2 * SID_BYTES + 1];
+    char sid[SID_SIZE];
     struct mcp_session *mcp;
     struct hstream *streams; /* newest first; includes the standalone stream */
     struct hstream *standalone;
@@ -65,13 +68,15 @@ struct hconn {
     struct lws *wsi;
     int live;
     enum method method;
-    char sid[2 * SID_BYTES + 1];
+    char sid[SID_SIZE];
     int has_sid, bad_sid;
     char proto[32];
     int has_proto;
     char last_event_id[64];
     char mcp_method[64], mcp_name[512]; /* 2026 routing headers, trimmed (http_modern.c) */
     int has_mcp_method, has_mcp_name;
+    char param_ns[256]; /* Mcp-Param-Namespace as sent (x-mcp-header of execute_python) */
+    int has_param_ns;
     json_t *req_id;     /* borrowed while a POST body is handled: echoed in error replies */
     uint64_t modern_id; /* the transient session of a 2026 request answered over SSE, or 0 */
     int watch_close;    /* a 2026 POST stream: 1 peeked for a closed peer on each tick, 2 (from its
@@ -83,8 +88,9 @@ struct hconn {
     /* the reply */
     int ready, headers_sent, close_after, sse, prime;
     int status;
+    const char *content_type; /* of c->out; NULL: application/json */
     const char *extra_name, *extra_value;
-    char reply_sid[2 * SID_BYTES + 1];
+    char reply_sid[SID_SIZE];
     struct buf out;
     size_t out_off;
     /* SSE */
@@ -102,6 +108,7 @@ struct hconn {
     void (*on_release)(struct hconn *c);
     int (*answer_status)(const char *text, size_t len); /* a deferred reply's status rule */
     int body_done; /* LWS_CALLBACK_HTTP_BODY_COMPLETION came (again: pipelined input) */
+    int writing;   /* a plain reply counted by http__replies_writing until released */
 };
 
 /* ---- http_stream.c: streams ---------------------------------------------------------------- */
@@ -152,6 +159,8 @@ void http__write_continue(struct hconn *c);
  * JSON (copied); reply_sse attaches c to st and streams its events after from_seq, with a
  * priming event first when prime is set. */
 void http__reply_ready(struct hconn *c, int status);
+/* Plain (not SSE) replies decided but not yet fully written: a drain waits for them. */
+size_t http__replies_writing(void);
 void http__reply_error(struct hconn *c, int status, int code, const char *message);
 void http__reply_json(struct hconn *c, const char *json, size_t len);
 /* An OAuth/RFC 6750-style error body {"error": error, "error_description": description};
@@ -191,8 +200,25 @@ void http__modern_post(struct hconn *c, json_t *msg, long max_per_principal);
 /* serve_http's tick for the transient sessions' streams; and ending them all at shutdown. */
 void http__modern_tick(int keepalive);
 void http__modern_close_all(void);
+/* 2026 requests answered whose answer is still being written (a subscription never is). */
+size_t http__modern_writing(void);
 /* The legacy /sse transport's keep-alive interval (from the settings). */
 void http__sse_configure(long keepalive_ms);
+
+/* ---- http_fleet.c: one replica of a fleet (health, drain, lost sessions) ------------------ */
+
+/* 404 -32001 for a session id that names no session here, saying what was lost when the id
+ * is a real one of another replica or of this replica's previous run; start_over tells the
+ * client what to do ("initialize a new session"). */
+void http__reply_session_lost(struct hconn *c, const char *start_over);
+/* GET /healthz and /readyz (health.h): 1 when uri is one of them and it was answered. */
+int http__health_request(struct hconn *c, const char *uri);
+/* During a drain: refuses a message (borrowed) that would start something (a new session
+ * when starts_session, else a request) — 404 on an existing 2025 session, 503 otherwise. 1
+ * when refused (answered). */
+int http__drain_refused(struct hconn *c, json_t *msg, int starts_session);
+/* 503 with Retry-After: this replica is shutting down (draining, or closing). */
+void http__reply_shutting_down(struct hconn *c);
 
 /* ---- http_addr.c: addresses and allow-lists --------------------------------------------- */
 

@@ -70,6 +70,8 @@ void http__modern_headers(struct hconn *c)
 {
     c->has_mcp_method = routing_header(c->wsi, "mcp-method:", c->mcp_method, sizeof(c->mcp_method));
     c->has_mcp_name = routing_header(c->wsi, "mcp-name:", c->mcp_name, sizeof(c->mcp_name));
+    c->has_param_ns =
+        routing_header(c->wsi, "mcp-param-namespace:", c->param_ns, sizeof(c->param_ns));
     if (c->has_proto) { /* serve_http copies it untrimmed */
         size_t a = strspn(c->proto, " \t"), b = strlen(c->proto);
         while (b > a && (c->proto[b - 1] == ' ' || c->proto[b - 1] == '\t'))
@@ -175,6 +177,15 @@ void http__modern_tick(int keepalive)
             http__stream_tick(st, keepalive);
 }
 
+size_t http__modern_writing(void)
+{
+    size_t n = 0;
+    for (struct hsession *r = reqs; r; r = r->next)
+        for (struct hstream *st = r->streams; st; st = st->next)
+            n += st->request_id && st->answered; /* freed once written (conn_gone) */
+    return n;
+}
+
 void http__modern_close_all(void)
 {
     while (reqs) {
@@ -213,6 +224,30 @@ static void reply_object(struct hconn *c, int status, json_t *msg)
     http__reply_ready(c, status);
 }
 
+/* execute_python declares `namespace` with x-mcp-header (mcp_tool.c), so a load balancer
+ * routes on Mcp-Param-Namespace: a header that disagrees with the body would run the
+ * request where the body's handle does not live, so it is refused (-32020). A request
+ * without the header is served (the replica's handle check then says where the state is). */
+static json_t *check_param_namespace(struct hconn *c, json_t *msg)
+{
+    json_t *params = json_object_get(msg, "params");
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    const char *tool = json_string_value(json_object_get(params, "name"));
+    if (!c->has_param_ns || !method || strcmp(method, "tools/call") != 0 || !tool ||
+        strcmp(tool, "execute_python") != 0)
+        return NULL;
+    json_t *v = json_object_get(json_object_get(params, "arguments"), "namespace");
+    char *sent = mcp_era_header_decode(c->param_ns);
+    int same = sent && json_is_string(v) && strcmp(sent, json_string_value(v)) == 0;
+    free(sent);
+    if (same)
+        return NULL;
+    return rpc_error(json_object_get(msg, "id"), MCP_HEADER_MISMATCH,
+                     "Header mismatch: Mcp-Param-Namespace does not match the `namespace` "
+                     "argument of execute_python",
+                     NULL);
+}
+
 /* The checks before a method runs, in the order the spec's ladder has them: an envelope
  * without a version is invalid params; then the headers against the body (-32020, and
  * -32022 for a version we do not serve); then the rest of the envelope and removed methods. */
@@ -227,6 +262,8 @@ static json_t *ladder(struct hconn *c, json_t *msg, int *status)
         bad = mcp_era_check_http_headers(msg, c->has_proto ? c->proto : NULL,
                                          c->has_mcp_method ? c->mcp_method : NULL,
                                          c->has_mcp_name ? c->mcp_name : NULL, status);
+    if (!bad)
+        bad = check_param_namespace(c, msg);
     if (!bad)
         bad = mcp_modern_check(id, method, params);
     if (bad) /* SEP-2575's mapping: -32601 is 404, every other ladder error 400 */

@@ -18,6 +18,7 @@
 #include "http_quota.h"
 #include "jsonrpc.h"
 #include "mcp_server.h"
+#include "metrics.h"
 #include "namespaces.h"
 
 #include <errno.h>
@@ -34,6 +35,7 @@
 #define MODULE            "http"
 
 static uint64_t next_stream_num = 1;
+static size_t replies_writing; /* plain (not SSE) replies decided but not yet fully written */
 static unsigned char scratch[LWS_PRE + SLICE + 64];
 
 /* GET streams: lws 4.1 does not read a connection while it serves a GET (state
@@ -232,7 +234,9 @@ struct hsession *http__session_open(struct hsession **list, const char *principa
 {
     struct hsession *s = xcalloc(1, sizeof(*s));
     snprintf(s->principal, sizeof(s->principal), "%s", principal);
-    if (random_hex(s->sid, SID_BYTES) < 0) {
+    int bad = replica_id() ? replica_mint("sid", s->sid, sizeof(s->sid)) /* routable */
+                           : random_hex(s->sid, SID_BYTES);
+    if (bad < 0) {
         free(s);
         return NULL;
     }
@@ -261,8 +265,17 @@ void http__session_close(struct hsession **list, struct hsession *s)
 
 /* ---- replies ------------------------------------------------------------------------------ */
 
+size_t http__replies_writing(void)
+{
+    return replies_writing;
+}
+
 void http__reply_ready(struct hconn *c, int status)
 {
+    if (!c->sse && !c->writing) {
+        c->writing = 1;
+        replies_writing++;
+    }
     c->status = status;
     c->ready = 1;
     want_write(c);
@@ -357,6 +370,7 @@ static int deferred_ready(struct hconn *c)
 
 static int write_chunk(struct hconn *c, const char *data, size_t n)
 {
+    mx_client_bytes(MX_TRANSPORT_HTTP, 0, n);
     unsigned char *p = scratch + LWS_PRE;
     size_t len = 0;
     if (!c->http10)
@@ -374,6 +388,7 @@ static int write_headers(struct hconn *c)
 {
     struct lws *wsi = c->wsi;
     unsigned char *start = scratch + LWS_PRE, *p = start, *end = scratch + sizeof(scratch) - 1;
+    mx_http_status(c->status);
     int bad = lws_add_http_header_status(wsi, (unsigned)c->status, &p, end);
 #define ADD(name, value)                                                                           \
     (bad = bad || lws_add_http_header_by_name(wsi, (const unsigned char *)name,                    \
@@ -389,7 +404,7 @@ static int write_headers(struct hconn *c)
             ADD("transfer-encoding:", "chunked");
     } else {
         if (c->out.len)
-            ADD("content-type:", "application/json");
+            ADD("content-type:", c->content_type ? c->content_type : "application/json");
         bad = bad || lws_add_http_header_content_length(wsi, c->out.len, &p, end);
         if (c->close_after)
             ADD("connection:", "close");
@@ -409,6 +424,9 @@ void http__conn_release(struct hconn *c)
     if (!c->live)
         return;
     c->live = 0;
+    if (c->writing)
+        replies_writing--;
+    c->writing = 0;
     detach(c);
     void (*on_release)(struct hconn *) = c->on_release;
     c->on_release = NULL;
@@ -442,6 +460,7 @@ static int write_body_step(struct hconn *c)
     if (left) {
         size_t n = left > SLICE ? SLICE : left;
         memcpy(scratch + LWS_PRE, c->out.data + c->out_off, n);
+        mx_client_bytes(MX_TRANSPORT_HTTP, 0, n);
         int final = n == left;
         if (lws_write(c->wsi, scratch + LWS_PRE, n, final ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) <
             (int)n)

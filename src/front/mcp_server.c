@@ -844,6 +844,11 @@ void mcp_on_extras_changed(enum up_extra kind)
     }
 }
 
+long mcp_session_count(void)
+{
+    return (long)sessions_by_id.n;
+}
+
 void mcp_free_all(void)
 {
     while (sessions)

@@ -73,6 +73,8 @@ void mcp_on_extras_changed(enum up_extra kind);
  * `client` (clientInfo.name, may be NULL) and ordered by what principal (NULL: none in
  * particular) calls most. */
 json_t *mcp_execute_python_tool_for(const char *client, const char *principal);
+/* MCP sessions open (the metrics' gauge). */
+long mcp_session_count(void);
 void mcp_free_all(void);
 /* CODEMCP_LIST_WAIT_MS: how long the first answer and tools/list wait for connecting
  * upstreams (default 1000). Before the first session. */

@@ -1,6 +1,8 @@
 /* mcp_tool — the execute_python tool as tools/list gives it: its input schema, annotations and
  * the description budgeted for the client (catalog.c), the last one kept while the description
- * is the same. mcp_server.c serves it. */
+ * is the same. mcp_server.c serves it. `namespace` carries x-mcp-header, so 2026 clients send
+ * it as Mcp-Param-Namespace too: a load balancer routes a handle to the replica holding it
+ * without reading bodies (replica.h, contrib/fleet/). */
 #include "catalog.h"
 #include "mcp_server.h"
 
@@ -17,7 +19,7 @@ json_t *mcp_execute_python_tool_for(const char *client, const char *principal)
     }
     json_t *tool = json_pack(
         "{s:s, s:s, s:o, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:s}, s:{s:s, s:s}, "
-        "s:{s:s, s:{s:s}, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}, s:[s], s:b}, s:{s:b, s:b, s:b}}",
+        "s:{s:s, s:{s:s}, s:s}, s:{s:s, s:s}, s:{s:s, s:s, s:s}}, s:[s], s:b}, s:{s:b, s:b, s:b}}",
         "name", "execute_python", "title", "Run Python against the connected MCP tools",
         "description", desc, "inputSchema", "type", "object", "properties", "code", "type",
         "string", "description",
@@ -31,7 +33,7 @@ json_t *mcp_execute_python_tool_for(const char *client, const char *principal)
         "enforces mutations).",
         "reset", "type", "boolean", "description",
         "Start from a fresh namespace (variables normally persist between runs).", "namespace",
-        "type", "string", "description",
+        "type", "string", "x-mcp-header", "Namespace", "description",
         "The `namespace` handle an earlier result returned: continue with its variables. "
         "Without it: this session's namespace, or a new one.",
         "required", "code", "additionalProperties", 0, "annotations", "readOnlyHint", 0,

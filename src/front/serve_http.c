@@ -20,6 +20,7 @@
 #include "serve_http.h"
 #include "trace.h"
 #include "connlimit.h"
+#include "health.h"
 #include "http_auth.h"
 #include "http_int.h"
 #include "jsonfast.h"
@@ -28,6 +29,7 @@
 #include "settings.h"
 #include "loop.h"
 #include "mcp_server.h"
+#include "metrics.h"
 #include "http_quota.h"
 #include "serve_sse_legacy.h"
 #include "util.h"
@@ -251,8 +253,7 @@ static struct hsession *session_for(struct hconn *c)
     if (s && strcmp(s->principal, c->principal) != 0) /* another principal's: not yours */
         s = NULL;
     if (!s) {
-        http__reply_error(c, 404, -32001,
-                          "Session not found: it ended or expired; initialize a new session");
+        http__reply_session_lost(c, "initialize a new session");
         return NULL;
     }
     if (c->has_proto && !mcp_protocol_supported(c->proto)) {
@@ -320,8 +321,10 @@ static void handle_post(struct hconn *c)
         json_decref(msg);
         return;
     }
-    if (http__modern_wanted(c, msg)) { /* 2026-07-28: no session (http_modern.c) */
-        http__modern_post(c, msg, cfg.max_per_principal);
+    /* Draining: refused with 503 (retry elsewhere) or 404 (the session ends here). */
+    if (http__drain_refused(c, msg, 0) || http__modern_wanted(c, msg)) {
+        if (!c->ready) /* 2026-07-28: no session (http_modern.c) */
+            http__modern_post(c, msg, cfg.max_per_principal);
         c->req_id = NULL;
         json_decref(msg);
         return;
@@ -488,6 +491,25 @@ static void forbid(struct hconn *c, const char *what, const char *value, const c
     http__reply_error(c, 403, RPC_SERVER_ERROR, msg);
 }
 
+/* GET /metrics: the Prometheus text format, for the same principals as /mcp. */
+static void serve_metrics(struct hconn *c)
+{
+    if (!authenticate(c))
+        return; /* answered 401 */
+    if (c->method != M_GET) {
+        c->extra_name = "allow:";
+        c->extra_value = "GET";
+        http__reply_error(c, 405, RPC_SERVER_ERROR, "Method Not Allowed: GET /metrics");
+        return;
+    }
+    char *text = mx_render();
+    buf_reset(&c->out);
+    buf_appends(&c->out, text);
+    free(text);
+    c->content_type = MX_CONTENT_TYPE;
+    http__reply_ready(c, 200);
+}
+
 static int on_request(struct hconn *c, struct lws *wsi, const char *uri)
 {
     char host[256], origin[256], accept[512], version[16];
@@ -508,14 +530,18 @@ static int on_request(struct hconn *c, struct lws *wsi, const char *uri)
     header(wsi, WSI_TOKEN_HTTP, NULL, version, sizeof(version));
     c->http10 = strcmp(version, "HTTP/1.0") == 0;
 
-    if (closing) {
-        http__reply_error(c, 503, RPC_SERVER_ERROR, "codemcp is shutting down");
+    if (http__health_request(c, uri)) {
+        /* /healthz, /readyz: for probes, before the doors (they reveal nothing) */
+    } else if (closing) {
+        http__reply_shutting_down(c);
     } else if (header(wsi, WSI_TOKEN_HOST, NULL, host, sizeof(host)) < 0 ||
                !http__host_allowed(host, cfg.hosts, cfg.n_hosts, cfg.any_host)) {
         forbid(c, "Host", host, "CODEMCP_HTTP_ALLOWED_HOSTS");
     } else if (header(wsi, WSI_TOKEN_ORIGIN, NULL, origin, sizeof(origin)) != -1 &&
                !http__origin_allowed(origin, cfg.origins, cfg.n_origins)) {
         forbid(c, "Origin", origin, "CODEMCP_HTTP_ALLOWED_ORIGINS");
+    } else if (strcmp(uri, "/metrics") == 0 && strcmp(uri, cfg.path) != 0 && mx_enabled()) {
+        serve_metrics(c);
     } else if (strcmp(uri, cfg.path) != 0 && !lsse_path(uri)) {
         /* Before authentication: a path codemcp does not serve is 404 for everyone, so the
          * OAuth discovery an OAuth-aware client tries first (/.well-known/oauth-*,
@@ -606,6 +632,7 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
                      lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) ? CL_REQUEST : CL_ACTIVE);
         return on_request(c, wsi, in ? (const char *)in : "");
     case LWS_CALLBACK_HTTP_BODY:
+        mx_client_bytes(MX_TRANSPORT_HTTP, len, 0);
         if (c && c->live && !c->ready && c->body.len + len <= cfg.max_body)
             buf_append(&c->body, in, len);
         return 0;
@@ -753,11 +780,21 @@ int http_serve(const struct settings *s, const char *host, int port)
     return 0;
 }
 
+size_t http_busy(void)
+{
+    size_t n = http__modern_writing() + http__replies_writing();
+    for (struct hsession *s = sessions; s; s = s->next)
+        for (struct hstream *st = s->streams; st; st = st->next)
+            n += st->request_id && (!st->answered || st->conn);
+    return n;
+}
+
 void http_close(void)
 {
     if (closing)
         return;
     closing = 1;
+    health_stopping(); /* /readyz answers until the last moment: not ready */
     lp_timer_stop(&tick_timer);
     http__modern_close_all();
     lsse_close_all();

@@ -19,6 +19,8 @@
 #ifndef CODEMCP_SERVE_HTTP_H
 #define CODEMCP_SERVE_HTTP_H
 
+#include <stddef.h>
+
 /* Starts listening. `host` (NULL: from CODEMCP_HTTP_BIND) is an IP address, "localhost" or
  * an interface name; `port` < 0 takes the port from CODEMCP_HTTP_BIND, 0 lets the kernel
  * choose. Prints "codemcp: serving MCP over Streamable HTTP at <url>" on stderr. Returns 0,
@@ -37,5 +39,9 @@ const char *http_url(void);
 /* Ends every session (their runs are cancelled) and answers later requests with 503.
  * Idempotent; the listener itself goes away with the loop's context. */
 void http_close(void);
+/* Requests being answered: 2025 POST streams not yet answered or still being written, 2026
+ * answers and plain replies still being written. What a drain waits for besides runs: an answer
+ * must get out before the process ends. */
+size_t http_busy(void);
 
 #endif

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp_server.h"
+#include "replica.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -106,7 +107,7 @@ static void push_endpoint(struct hstream *st, const char *sid)
 
 static void open_session(struct hconn *c)
 {
-    if (hq_refused(c)) /* answered 429 or 503, as for an initialize */
+    if (http__drain_refused(c, NULL, 1) || hq_refused(c)) /* 503, or 429 as for an initialize */
         return;
     struct hsession *s = http__session_open(&lsessions, c->principal, "sse", on_send);
     if (!s) {
@@ -130,16 +131,15 @@ static struct hsession *session_for(struct hconn *c)
     if (s && strcmp(s->principal, c->principal) != 0) /* another principal's: not yours */
         s = NULL;
     if (!s)
-        http__reply_error(c, 404, -32001,
-                          "Session not found: it ended (its GET " SSE_PATH
-                          " stream closed) or never existed; open a new one with GET " SSE_PATH);
+        http__reply_session_lost(c, "open a new session with GET " SSE_PATH
+                                    " (a session ends when its GET stream closes)");
     return s;
 }
 
 /* POST /messages: what the headers decide; the body is read by serve_http.c into c->body. */
 static void check_post(struct hconn *c)
 {
-    char arg[200];
+    char arg[SID_SIZE + 16];
     const char *id = lws_get_urlarg_by_name(c->wsi, "sessionId=", arg, (int)sizeof(arg));
     if (!id) { /* (id points into arg, after the name) */
         http__reply_error(c, 400, RPC_SERVER_ERROR,
@@ -147,10 +147,11 @@ static void check_post(struct hconn *c)
                           "event of GET " SSE_PATH ">");
         return;
     }
-    c->sid[0] = '\0';                         /* an Mcp-Session-Id header means nothing here */
-    c->bad_sid = strlen(id) != 2 * SID_BYTES; /* not an id of ours: 404 */
+    c->sid[0] = '\0';                          /* an Mcp-Session-Id header means nothing here */
+    c->bad_sid = strlen(id) >= sizeof(c->sid); /* not an id of ours: 404 */
+    c->has_sid = !c->bad_sid;
     if (!c->bad_sid)
-        memcpy(c->sid, id, 2 * SID_BYTES + 1);
+        memcpy(c->sid, id, strlen(id) + 1);
     if (!session_for(c))
         return;
     if (http__post_body_ok(c, 1))
@@ -171,7 +172,10 @@ void lsse_body(struct hconn *c)
         return;
     }
     int batch = json_is_array(msg);
+    int refused = !batch && http__drain_refused(c, msg, 0);
     json_decref(msg);
+    if (refused)
+        return;
     if (batch) {
         http__reply_error(c, 400, RPC_INVALID_REQUEST,
                           "Invalid Request: JSON-RPC batches are not supported; POST one message");

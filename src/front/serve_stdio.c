@@ -4,6 +4,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mcp_server.h"
+#include "metrics.h"
 #include "util.h"
 
 #include <fcntl.h>
@@ -23,6 +24,7 @@ static void send_line(void *tud, const char *text, size_t len, json_t *related)
     (void)related;
     if (!out_io)
         return;
+    mx_client_bytes(MX_TRANSPORT_STDIO, 0, len + 1);
     lp_io_write_line(out_io, text, len);
 }
 
@@ -46,6 +48,7 @@ static void on_line(void *ud, const char *line, size_t len)
 static void on_stdin(void *ud, const char *data, size_t len)
 {
     (void)ud;
+    mx_client_bytes(MX_TRANSPORT_STDIO, len, 0);
     rpc_lines_feed(&lines, data, len, on_line, NULL);
 }
 

@@ -10,38 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- UTF-8 (the rules of jansson's utf8_check_full: no overlongs, no surrogates, at most
- * U+10FFFF) ------------------------------------------------------------------------------- */
-
 /* Length of the valid UTF-8 sequence at p (first byte >= 0x80), or 0. */
 size_t jf_utf8_seq(const unsigned char *p, const unsigned char *e)
 {
-    unsigned c = p[0];
-    size_t n;
-    uint32_t cp;
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2;
-        cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        cp = c & 0x07;
-    } else {
-        return 0;
-    }
-    if ((size_t)(e - p) < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return n;
+    return json_utf8_seq(p, e);
 }
 
 /* ---- decoding --------------------------------------------------------------------------- */

@@ -5,12 +5,17 @@
  * helper thread holding the store's lock, which makes refresh single-flight per credential
  * across threads and processes: the loser of the race rereads and finds the winner's token
  * instead of spending the (rotated) refresh token again. A failed refresh keeps the entry
- * unless the server clearly rejected the grant (invalid_grant / invalid_client). */
+ * unless the server clearly rejected the grant (invalid_grant / invalid_client). With a state
+ * store (CODEMCP_STATE) the refresh also holds the fleet's lock and shares its result
+ * (oauth_state.h); the file stays what this module reads. */
 #include "oauth_gw.h"
 
 #include "log.h"
 #include "loop.h"
+#include "metrics.h"
 #include "oauth.h"
+#include "oauth_state.h"
+#include "state.h"
 #include "util.h"
 
 #include <pthread.h>
@@ -137,6 +142,7 @@ static void reload(int force)
         if (same(was, now) || g->in_flight)
             continue;
         log_info("oauth", "%s: stored credentials %s", g->name, now ? "changed" : "removed");
+        oast_file_changed(g->name, !now); /* `codemcp auth`/`logout` here: the fleet too */
         g->tries = 0;
         g->changed = now ? 1 : 2;
         lp_defer(&report_later, report_changes, NULL);
@@ -290,10 +296,13 @@ static void refresh_done(void *ud)
 {
     struct refresh *r = ud;
     struct gw_server *g = server(r->name);
+    mx_oauth_refresh(r->outcome >= 0);
     if (r->outcome >= 0)
         log_info("oauth", "%s: %s", r->name,
                  r->outcome == 0 ? "access token refreshed"
                                  : "using the token another process refreshed");
+    else if (r->outcome == -1 && !state_store_ok(NULL, 0)) /* the state module said so once */
+        log_debug("oauth", "%s: refreshing the access token waits for the state store", r->name);
     else
         log_warn("oauth", "%s: refreshing the access token failed: %s", r->name,
                  r->why ? r->why : "?");
@@ -313,6 +322,14 @@ static void *refresh_thread(void *ud)
     if (r->login) {
         r->outcome =
             oa_login_client_credentials(r->name, r->url, &r->st, r->www_auth, &r->why) ? -2 : 0;
+        if (r->outcome == 0 && state_enabled())
+            oast_push(r->name);
+    } else if (state_enabled()) { /* a fleet: one refresh in flight across every replica */
+        int rc = oast_update(r->name, refresh_cas, r, r->stale, &r->why);
+        if (rc == OAST_IMPORTED)
+            r->outcome = 1;
+        else if (rc < 0 && r->outcome == 0)
+            r->outcome = -1;
     } else if (oa_store_update(refresh_cas, r) < 0 && r->outcome == 0 && !r->why) {
         r->outcome = -1;
         r->why = xstrdup("cannot write the token store");
@@ -338,6 +355,7 @@ void oagw_drain(int timeout_ms)
         if (pthread_cond_timedwait(&threads_cv, &threads_mu, &until) != 0)
             break;
     pthread_mutex_unlock(&threads_mu);
+    oast_drain(timeout_ms);
 }
 
 static int start_thread(const struct cfg_server *s, struct gw_server *g, const char *stale,

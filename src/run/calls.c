@@ -20,6 +20,7 @@
  * cap is dropped and its call fails with kind "too_large" (results_room). */
 #include "calls.h"
 #include "calls_int.h"
+#include "audit.h"
 #include "catalog.h"
 #include "ctlreply.h"
 #include "jsonfast.h"
@@ -27,6 +28,7 @@
 #include "jsonscan.h"
 #include "log.h"
 #include "loop.h"
+#include "metrics.h"
 #include "policy.h"
 #include "redact.h"
 #include "shapes.h"
@@ -59,7 +61,15 @@ struct call {
     int64_t timeout_ms; /* the program's own for this call (0: the server's default) */
     uint64_t up_handle;
     int64_t started_ms;
-    char principal[64];        /* the run's: whose shapes and counts its result teaches */
+    int64_t sent_us;              /* when it went upstream, for the latency metric */
+    enum mx_call_outcome outcome; /* counted when the call is freed */
+    int listed;                   /* server/tool are in the catalog: labels the metrics may carry */
+    char principal[64];           /* the run's: whose shapes and counts its result teaches */
+    /* for its audit line (audit.h) */
+    uint64_t session;
+    int dry_run;
+    enum policy_effect effect;
+    char rule[128];
     struct trace_span *t_call; /* the tool call's span, and its upstream request's (NULL: */
     struct trace_span *t_up;   /* untraced, or none open) */
     struct call *next, **pprev;
@@ -213,10 +223,21 @@ static int results_room(const struct call *call, size_t len, char *why, size_t c
     return -1;
 }
 
+/* What an error of kind says about a call, for the metrics. */
+static enum mx_call_outcome outcome_of(const char *kind)
+{
+    return kind && strcmp(kind, "timeout") == 0  ? MX_CALL_TIMEOUT
+           : kind && strcmp(kind, "denied") == 0 ? MX_CALL_DENIED
+                                                 : MX_CALL_ERROR;
+}
+
+/* Every call ends here, so its outcome is counted here, once. */
 static void call_free(struct call *call)
 {
     trace_end(call->t_up);
     trace_end(call->t_call);
+    /* A name the catalog does not list came from the program: it is no label. */
+    mx_tool_call(call->listed ? call->server : NULL, call->tool, call->outcome);
     held_release(call);
     json_decref(call->id);
     json_decref(call->request_state);
@@ -242,6 +263,7 @@ static struct call *call_new(uint64_t conn_id, json_t *id, struct slice id_text,
     struct call *call = xcalloc(1, sizeof(*call) + len);
     char *w = call->text;
     call->conn_id = conn_id;
+    call->outcome = MX_CALL_CANCELLED; /* until something else is known */
     call->id = json_incref(id);
     call->id_text = put_text(&w, id_text);
     call->run_id = put_text(&w, run_id);
@@ -344,6 +366,39 @@ static void write_done(const struct call *call, int ok, int dry_run)
         calls__hooks.write_done(call->run_id, call->server, call->tool, ok, dry_run);
 }
 
+/* The call's audit line: it ended with outcome (an error kind, "ok", "error" for an isError
+ * result, "dry_run"); reason: why it was refused, NULL when it was not. */
+static void audit_end(const struct call *call, const char *outcome, const char *reason)
+{
+    if (!audit_enabled())
+        return;
+    static const char *const decisions[] = {"deny", "allow", "dry_run"};
+    struct audit_call a = {call->principal,
+                           call->session,
+                           call->run_id,
+                           call->server,
+                           call->tool,
+                           call->fn,
+                           call->mutation,
+                           call->dry_run,
+                           decisions[call->effect],
+                           call->rule,
+                           reason,
+                           outcome,
+                           now_ms() - call->started_ms,
+                           call->args,
+                           call->args_len};
+    audit_tool_call(&a);
+}
+
+/* A refused call: answered with kind and why, audited, freed by the caller. */
+static void refuse(struct call *call, const char *kind, const char *why)
+{
+    call->effect = POLICY_DENY;
+    fail_call(call, kind, why, 0);
+    audit_end(call, kind, why);
+}
+
 /* Marks a result as a write for the worker's mutation report. Steals result. */
 static json_t *mark_mutation(json_t *result, int dry_run)
 {
@@ -443,18 +498,26 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
     }
     DLIST_UNLINK(call);
     int64_t elapsed = now_ms() - call->started_ms;
+    mx_upstream_latency(call->server, call->sent_us);
     call_done(call->run_id);
     char full[512];
     if (!err && results_room(call, res->raw_len, full, sizeof(full)) < 0) {
-        write_done(call, 1, 0); /* made: the server may have acted on it */
+        call->outcome = MX_CALL_ERROR; /* answered, but the result could not be given */
+        write_done(call, 1, 0);        /* made: the server may have acted on it */
         fail_call(call, "too_large", full, elapsed);
+        audit_end(call, "too_large", full);
     } else if (err) {
+        call->outcome = outcome_of(err->kind);
         if (write_attempted(err->kind))
             write_done(call, 0, 0);
         fail_call(call, err->kind, err->message, elapsed);
+        audit_end(call, err->kind, NULL);
     } else if (res->raw && !call->mutation && calls__hooks.reply_parts) {
         /* Nothing to change in it: its bytes go to the worker as they came. */
-        if (reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE)
+        call->outcome = res->is_error ? MX_CALL_IS_ERROR : MX_CALL_OK;
+        int too_large = reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE;
+        audit_end(call, too_large ? "too_large" : res->is_error ? "error" : "ok", NULL);
+        if (too_large)
             calls__reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool,
                                    res->raw_len, elapsed);
         else if (learn_this(call->principal, call->fn, res->raw_len))
@@ -465,15 +528,18 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
             res->tree ? json_incref(res->tree)
                       : jf_loadb(res->raw, res->raw_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL);
         /* Shared, not copied: only a write's result is changed (its _meta mark). */
-        int failed = json_is_true(json_object_get(result, "isError"));
-        write_done(call, !failed, 0);
-        if (failed) { /* the MCP conventions' error.type for an isError result */
+        int is_error = json_is_true(json_object_get(result, "isError"));
+        call->outcome = is_error ? MX_CALL_IS_ERROR : MX_CALL_OK;
+        write_done(call, !is_error, 0);
+        if (is_error) { /* the MCP conventions' error.type for an isError result */
             trace_fail(call->t_up, "tool_error", NULL);
             trace_fail(call->t_call, "tool_error", NULL);
         }
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
-        if (calls__reply(call->conn_id, rpc_result(call->id, out)) == CALLS_TOO_LARGE)
+        int too_large = calls__reply(call->conn_id, rpc_result(call->id, out)) == CALLS_TOO_LARGE;
+        audit_end(call, too_large ? "too_large" : is_error ? "error" : "ok", NULL);
+        if (too_large)
             calls__reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool,
                                    res->raw_len, elapsed);
         /* After the answer is queued: learning never delays the call. */
@@ -513,10 +579,13 @@ static int route(struct call *call, json_t *extra, struct up_error *err)
 static int call_start(struct call *call, struct gate *g)
 {
     struct up_error err = {0};
+    call->sent_us = mx_clock();
     if (route(call, NULL, &err) < 0) {
+        call->outcome = outcome_of(err.kind);
         if (write_attempted(err.kind))
             write_done(call, 0, 0);
         fail_call(call, err.kind, err.message, now_ms() - call->started_ms);
+        audit_end(call, err.kind, NULL);
         call_free(call);
         return -1;
     }
@@ -608,10 +677,19 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     const char *args = call->args;
     size_t args_len = call->args_len;
     struct calls_run run = {0};
+    call->started_ms = t0;
+    call->outcome = MX_CALL_DENIED; /* what most refusals below are */
     if (!calls__hooks.run_lookup || calls__hooks.run_lookup(run_id, slot, &run) < 0) {
-        fail_call(call, "denied", "this run is not active: tool calls are refused", 0);
+        refuse(call, "denied", "this run is not active: tool calls are refused");
         goto refused;
     }
+    if (run.principal) { /* a run's principal is a NUL-terminated char[64] too */
+        size_t n = strnlen(run.principal, sizeof(call->principal) - 1);
+        memcpy(call->principal, run.principal, n);
+        call->principal[n] = '\0';
+    }
+    call->session = run.session;
+    call->dry_run = run.dry_run;
     if (!call->t_call && run.span) {
         char name[300];
         snprintf(name, sizeof(name), "execute_tool %s", tool);
@@ -625,18 +703,24 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
      * SDK the worker holds. Same kind as a tool that is not in the catalog. */
     char off[600];
     if (!ts_call_allowed(server, tool, off, sizeof(off))) {
-        fail_call(call, "not_found", off, 0);
+        call->outcome = MX_CALL_NOT_FOUND;
+        refuse(call, "not_found", off);
         goto refused;
     }
     json_t *f = cat_find(server, tool);
     if (!f) {
         char msg[600];
         snprintf(msg, sizeof(msg), "no enabled tool %s on server %s", tool, server);
-        fail_call(call, "not_found", msg, 0);
+        call->outcome = MX_CALL_NOT_FOUND;
+        refuse(call, "not_found", msg);
         goto refused;
     }
+    call->listed = 1;
     const char *fn = json_string_value(json_object_get(f, "function"));
     int mutation = json_is_true(json_object_get(f, "mutation"));
+    free(call->fn); /* set already when the external engine was asked */
+    call->fn = xstrdup(fn);
+    call->mutation = mutation;
     struct policy_decision pd;
     struct policy_call pc = {run.principal, server,      tool, fn,
                              mutation,      run.dry_run, args, args_len};
@@ -647,29 +731,33 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     } else if (effect != POLICY_DENY) {
         call->slot = slot;
         call->timeout_ms = timeout_ms;
-        call->started_ms = t0;
         if (!policy_engine_ask(&pc, run_id, run.session, &pd, on_engine_answer, call))
             return; /* waits for the engine */
         effect = pd.effect;
     }
+    memcpy(call->rule, pd.rule, sizeof(call->rule));
     if (effect == POLICY_DENY) {
         json_t *a = args ? jf_loadb(args, args_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL) : NULL;
         char *shown = redact_dump(a, 300);
         log_info("calls", "%s refused: %s (args %s)", fn, pd.why, shown);
         free(shown);
         json_decref(a);
-        fail_call(call, "denied", pd.why, 0);
+        refuse(call, "denied", pd.why);
         goto refused;
     }
     if (budgets_take(&pc, run_id, pd.why, sizeof(pd.why)) < 0) {
-        fail_call(call, "budget", pd.why, 0);
+        snprintf(call->rule, sizeof(call->rule), "budgets");
+        refuse(call, "budget", pd.why);
         goto refused;
     }
+    call->effect = effect;
     if ((mutation && run.dry_run) || effect == POLICY_DRY_RUN) {
-        call->mutation = mutation;
+        call->effect = POLICY_DRY_RUN;
+        call->outcome = MX_CALL_DRY_RUN;
         trace_attr_int(call->t_call, "codemcp.dry_run", 1);
         write_done(call, 1, 1);
         calls__reply(conn_id, rpc_result(id, dry_run_stub(fn, server, tool)));
+        audit_end(call, "dry_run", NULL);
         call_done(run_id);
         goto refused;
     }
@@ -679,26 +767,20 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
                  "%s is a write tool and this run did not authorize it: re-send with "
                  "\"allow_mutations\": [\"%s\"], or preview with \"dry_run\": true",
                  fn, fn);
-        fail_call(call, "denied", msg, 0);
+        snprintf(call->rule, sizeof(call->rule), "allow_mutations");
+        refuse(call, "denied", msg);
         goto refused;
     }
-    call->fn = xstrdup(fn);
-    if (run.principal) { /* a run's principal is a NUL-terminated char[64] too */
-        size_t n = strnlen(run.principal, sizeof(call->principal) - 1);
-        memcpy(call->principal, run.principal, n);
-        call->principal[n] = '\0';
-    }
-    call->mutation = mutation;
     call->timeout_ms = timeout_ms;
-    call->started_ms = t0;
     struct gate *g = gate_get(run_id);
     char full[400];
     if (held_take(call, g, full, sizeof(full)) < 0) {
-        fail_call(call, "denied", full, 0);
+        refuse(call, "denied", full);
         gate_release(g);
         goto refused;
     }
-    if (gate_full(g) || g->head) { /* waits in order, behind the run's earlier calls */
+    call->outcome = MX_CALL_CANCELLED; /* routed: the answer, or the run's end, says more */
+    if (gate_full(g) || g->head) {     /* waits in order, behind the run's earlier calls */
         if (g->tail)
             g->tail->next = call;
         else
@@ -729,6 +811,7 @@ void calls_handle(uint64_t conn_id, int slot, json_t *id, json_t *params)
     json_t *args = json_object_get(params, "args");
     json_t *tmo = json_object_get(params, "timeout_ms");
     if (!run_id || !server || !tool || (args && !json_is_object(args))) {
+        mx_rejected(MX_REJECT_CALL);
         calls__reply(conn_id,
                      rpc_error(id, RPC_INVALID_PARAMS,
                                "call_tool needs run_id, server, tool and object args", NULL));
@@ -824,9 +907,11 @@ int calls_resume(const char *run_id, json_t *input_responses)
     json_decref(extra);
     if (rc < 0) {
         DLIST_UNLINK(call);
+        call->outcome = outcome_of(err.kind);
         if (write_attempted(err.kind))
             write_done(call, 0, 0);
         fail_call(call, err.kind, err.message, now_ms() - call->started_ms);
+        audit_end(call, err.kind, NULL);
         call_done(call->run_id);
         gate_done(call->run_id);
         call_free(call);
@@ -843,6 +928,7 @@ void calls_cancel_run(const char *run_id, const char *reason)
     struct call *call;
     while ((call = gate_pop(g))) { /* first: none of them may start */
         fail_call(call, "timeout", reason, now_ms() - call->started_ms);
+        audit_end(call, "timeout", NULL);
         call_free(call);
     }
     call = calls;
@@ -854,6 +940,7 @@ void calls_cancel_run(const char *run_id, const char *reason)
             up_cancel_call(call->up_handle, reason);
             write_done(call, 0, 0); /* routed: the server may have acted on it */
             fail_call(call, "timeout", reason, now_ms() - call->started_ms);
+            audit_end(call, "timeout", NULL);
             call_free(call);
         }
         call = next;
@@ -870,6 +957,7 @@ void calls_conn_closed(uint64_t conn_id)
             struct call *c = *pp;
             if (c->conn_id == conn_id) {
                 *pp = c->next;
+                audit_end(c, "worker_gone", NULL);
                 call_free(c);
             } else {
                 prev = c;
@@ -885,6 +973,7 @@ void calls_conn_closed(uint64_t conn_id)
             DLIST_UNLINK(call);
             up_cancel_call(call->up_handle, "the worker went away");
             write_done(call, 0, 0);
+            audit_end(call, "worker_gone", NULL);
             gate_done(call->run_id); /* another connection's waiting calls of the run may start */
             call_free(call);
         }
@@ -909,8 +998,10 @@ void calls_free_all(void)
     while (gates) {
         struct gate *g = gates;
         struct call *c;
-        while ((c = gate_pop(g)))
+        while ((c = gate_pop(g))) {
+            audit_end(c, "shutdown", NULL);
             call_free(c);
+        }
         gates = g->next;
         free(g->run_id);
         free(g);
@@ -918,6 +1009,7 @@ void calls_free_all(void)
     while (calls) {
         struct call *c = calls;
         DLIST_UNLINK(c);
+        audit_end(c, "shutdown", NULL);
         call_free(c);
     }
     calls__reads_free_all();

@@ -10,9 +10,11 @@
  * the read (there is nothing to preview). Reads do not count against call budgets.
  *
  * Then: at most CALLS_MAX_READS in flight per principal, bounded by the program's timeout_ms
- * (never more than CODEMCP_CALL_TIMEOUT_MS), given up when the run ends or its worker goes. */
+ * (never more than CODEMCP_CALL_TIMEOUT_MS), given up when the run ends or its worker goes.
+ * Each read's end is an audit line (audit.h), as a call's is. */
 #include "calls.h"
 #include "calls_int.h"
+#include "audit.h"
 #include "jsonfast.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -39,6 +41,13 @@ struct read {
     char *run_id, *uri;
     int slot;           /* the worker's, while the external policy engine is asked */
     int64_t timeout_ms; /* the program's (0: the server's default) */
+    /* for its audit line */
+    uint64_t session;
+    int dry_run;
+    int64_t started_ms;
+    char server[128]; /* the one that lists the URI ("" until known) */
+    const char *decision;
+    char rule[128];
     struct read *next, **pprev;
 };
 static struct read *reads; /* in flight, newest first */
@@ -53,7 +62,47 @@ static struct read *read_new(uint64_t conn_id, int slot, json_t *id, const char 
     rd->run_id = xstrdup(run_id);
     rd->uri = xstrdup(uri);
     rd->timeout_ms = timeout_ms;
+    rd->started_ms = now_ms();
+    rd->decision = "deny";
     return rd;
+}
+
+/* The read's audit line: it ended with outcome ("ok" or an error kind); reason: why it was
+ * refused, NULL when it was not. */
+static void read_audit(const struct read *rd, const char *outcome, const char *reason)
+{
+    if (!audit_enabled())
+        return;
+    json_t *a = json_pack("{s:s}", "uri", rd->uri);
+    char *args = jf_dumps(a);
+    json_decref(a);
+    char fn[160];
+    snprintf(fn, sizeof(fn), "%s_read_resource", rd->server);
+    struct audit_call c = {rd->principal,
+                           rd->session,
+                           rd->run_id,
+                           rd->server[0] ? rd->server : NULL,
+                           READ_TOOL,
+                           rd->server[0] ? fn : NULL,
+                           0,
+                           rd->dry_run,
+                           rd->decision,
+                           rd->rule,
+                           reason,
+                           outcome,
+                           now_ms() - rd->started_ms,
+                           args,
+                           args ? strlen(args) : 0};
+    audit_tool_call(&c);
+    free(args);
+}
+
+/* A refused read: answered with kind and why, audited (the caller drops it). */
+static void read_refuse(struct read *rd, const char *kind, const char *why)
+{
+    rd->decision = "deny";
+    calls__reply_error(rd->conn_id, rd->id, kind, why, 0);
+    read_audit(rd, kind, why);
 }
 
 static void read_drop(struct read *rd)
@@ -85,6 +134,7 @@ void calls__reads_cancel(const char *run_id, uint64_t conn_id, const char *reaso
             up_cancel_request(rd->up_handle, reason);
             if (run_id)
                 calls__reply_error(rd->conn_id, rd->id, "timeout", reason, 0);
+            read_audit(rd, run_id ? "timeout" : "worker_gone", NULL);
             read_free(rd);
         }
         rd = next;
@@ -93,8 +143,10 @@ void calls__reads_cancel(const char *run_id, uint64_t conn_id, const char *reaso
 
 void calls__reads_free_all(void)
 {
-    while (reads) /* their requests go with the upstreams (up_free_all), never answered */
+    while (reads) { /* their requests go with the upstreams (up_free_all), never answered */
+        read_audit(reads, "shutdown", NULL);
         read_free(reads);
+    }
 }
 
 static void on_read(void *ud, json_t *result, const struct up_error *err)
@@ -105,6 +157,7 @@ static void on_read(void *ud, json_t *result, const struct up_error *err)
             calls__reply_too_large(rd->conn_id, rd->id, "read_resource", 0, 0);
     } else
         calls__reply_error(rd->conn_id, rd->id, err->kind, err->message, 0);
+    read_audit(rd, result ? "ok" : err->kind, NULL);
     read_free(rd);
 }
 
@@ -120,15 +173,19 @@ static void read_handle(struct read *rd, const struct policy_decision *asked)
     struct calls_run run = {0};
     char msg[300];
     if (!calls__hooks.run_lookup || calls__hooks.run_lookup(rd->run_id, rd->slot, &run) < 0) {
-        calls__reply_error(conn_id, id, "denied", "this run is not active: reads are refused", 0);
+        read_refuse(rd, "denied", "this run is not active: reads are refused");
         goto refused;
     }
+    /* keyed as calls are: a principal's name cut to the char[64] a call keeps */
+    snprintf(rd->principal, sizeof(rd->principal), "%s", run.principal ? run.principal : "");
+    rd->session = run.session;
+    rd->dry_run = run.dry_run;
     struct upstream *up = up_resource_server(rd->uri);
     if (!up) {
-        calls__reply_error(conn_id, id, "not_found", "no connected server lists this resource URI",
-                           0);
+        read_refuse(rd, "not_found", "no connected server lists this resource URI");
         goto refused;
     }
+    snprintf(rd->server, sizeof(rd->server), "%s", up->name);
     json_t *a = json_pack("{s:s}", "uri", rd->uri);
     char *args = jf_dumps(a);
     json_decref(a);
@@ -149,6 +206,7 @@ static void read_handle(struct read *rd, const struct policy_decision *asked)
         effect = pd.effect;
     }
     free(args);
+    snprintf(rd->rule, sizeof(rd->rule), "%s", pd.rule);
     if (effect == POLICY_DRY_RUN) {
         effect = POLICY_DENY;
         snprintf(pd.why, sizeof(pd.why),
@@ -157,23 +215,23 @@ static void read_handle(struct read *rd, const struct policy_decision *asked)
     }
     if (effect == POLICY_DENY) {
         log_info("calls", "read_resource of %s refused: %s", up->name, pd.why);
-        calls__reply_error(conn_id, id, "denied", pd.why, 0);
+        read_refuse(rd, "denied", pd.why);
         goto refused;
     }
-    /* keyed as calls are: a principal's name cut to the char[64] a call keeps */
-    snprintf(rd->principal, sizeof(rd->principal), "%s", run.principal ? run.principal : "");
+    rd->decision = "allow";
     struct principal_hold *h = calls__held_get(rd->principal);
     if (h->reads >= CALLS_MAX_READS) {
         snprintf(msg, sizeof(msg),
                  "%d resource reads of yours are in flight already: wait for some first",
                  CALLS_MAX_READS);
-        calls__reply_error(conn_id, id, "denied", msg, 0);
+        read_refuse(rd, "denied", msg);
         goto refused;
     }
     struct up_error err = {0};
     if (up_request(up->name, "resources/read", json_pack("{s:s}", "uri", rd->uri), rd->timeout_ms,
                    on_read, rd, &rd->up_handle, &err) < 0) {
         calls__reply_error(conn_id, id, err.kind, err.message, 0);
+        read_audit(rd, err.kind, NULL);
         calls__held_drop_idle(h);
         goto refused;
     }

@@ -173,6 +173,11 @@ static struct ns *find_nid(uint64_t nid)
 /* Fills out with NS_HANDLE_PREFIX + base64url of HANDLE_RAW bytes from the OS. 0 / -1. */
 static int mint_handle(char *out)
 {
+    if (replica_id()) { /* routable by the balancer, checkable by every replica */
+        memcpy(out, NS_HANDLE_PREFIX, strlen(NS_HANDLE_PREFIX));
+        return replica_mint("ns", out + strlen(NS_HANDLE_PREFIX),
+                            NS_HANDLE_SIZE - strlen(NS_HANDLE_PREFIX));
+    }
     static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     unsigned char raw[HANDLE_RAW];
     size_t got = 0;
@@ -432,9 +437,38 @@ void ns_init(const struct settings *s, void (*home_empty)(uint64_t home))
 
 /* ---- resolving a run's namespace --------------------------------------------------------- */
 
+/* In a fleet: -1 with err filled when h is a real handle of another replica, or of this
+ * one's previous run (its variables went with it); else 0. */
+static int lost_replica(const char *h, char *err, size_t errlen)
+{
+    char who[REPLICA_ID_MAX + 1];
+    size_t np = strlen(NS_HANDLE_PREFIX);
+    if (!replica_id() || strncmp(h, NS_HANDLE_PREFIX, np) != 0)
+        return 0;
+    enum replica_verdict v = replica_check("ns", h + np, who);
+    if (v == REPLICA_OTHER)
+        snprintf(err, errlen,
+                 "namespace lost: this handle belongs to replica %s of this fleet, which did not "
+                 "get this request: it is gone (stopped, restarted or unreachable) and its "
+                 "variables and any run in flight there are lost, or the request lacked the "
+                 "Mcp-Param-Namespace header the load balancer routes on (a 2026 client sends it "
+                 "once it has listed the tools). Leave `namespace` out to start a new one",
+                 who);
+    else if (v == REPLICA_EARLIER)
+        snprintf(err, errlen,
+                 "namespace lost: replica %s restarted since it issued this handle; its variables "
+                 "are lost. Leave `namespace` out to start a new one",
+                 who);
+    return v == REPLICA_OTHER || v == REPLICA_EARLIER ? -1 : 0;
+}
+
 static int well_formed(const char *h)
 {
     size_t np = strlen(NS_HANDLE_PREFIX);
+    char who[REPLICA_ID_MAX + 1];
+    if (replica_id() && strncmp(h, NS_HANDLE_PREFIX, np) == 0 &&
+        replica_check("ns", h + np, who) == REPLICA_MINE)
+        return 1;
     if (strncmp(h, NS_HANDLE_PREFIX, np) != 0 || strlen(h) != np + NS_HANDLE_CHARS)
         return 0;
     for (const char *c = h + np; *c; c++)
@@ -522,6 +556,8 @@ int ns_resolve(uint64_t session_id, uint64_t home, const char *handle, struct ns
     if (!handle)
         return resolve_implicit(session_id, home, out, err, errlen);
     const char *me = asker(session_id, home);
+    if (lost_replica(handle, err, errlen) < 0)
+        return -1;
     if (!well_formed(handle)) {
         snprintf(err, errlen,
                  "malformed namespace handle: `namespace` must be a handle an earlier "

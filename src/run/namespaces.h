@@ -5,6 +5,9 @@
  * it as "n<nid>") and a handle, a secret the client passes back as execute_python's
  * `namespace` argument (SEP-2567's state handle): "ns_" + 32 base64url characters from
  * getrandom(2) (192 bits), never derived from a session id, never told to a worker. A
+ * In a fleet (CODEMCP_REPLICA_ID) a handle is "ns_" + replica_mint("ns"), so a load balancer
+ * routes it to the replica holding it, and a replica given another's handle (because that
+ * one is gone) says so instead of "unknown". A
  * namespace belongs to the principal of the session that created it and lives in a **home**:
  * the key that picks the worker holding it (workers.c's wk_slot_for_session). A stdio or 2025
  * HTTP session is its own home; session-less (2026) requests of a principal share that
@@ -28,13 +31,16 @@
 #ifndef CODEMCP_NAMESPACES_H
 #define CODEMCP_NAMESPACES_H
 
+#include "replica.h"
+
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define NS_HANDLE_PREFIX "ns_"
 #define NS_HANDLE_CHARS  32 /* base64url characters after the prefix (24 random bytes) */
-#define NS_HANDLE_SIZE   (sizeof(NS_HANDLE_PREFIX) - 1 + NS_HANDLE_CHARS + 1)
+/* A fleet replica's handles are "ns_" + an id naming the replica (replica.h): longer. */
+#define NS_HANDLE_SIZE (sizeof(NS_HANDLE_PREFIX) - 1 + REPLICA_MINTED_MAX)
 
 /* Reads the limits; home_empty(home) is called when a home no longer holds any namespace. */
 struct settings;

@@ -22,6 +22,7 @@
  * pending (its program stopped waiting for the call) keeps its answer for the retry. One relayed
  * input per run at a time (a second call asking meanwhile fails with kind "input_required"). */
 #include "runs.h"
+#include "audit.h"
 #include "policy.h"
 #include "run_answer.h"
 #include "run_cpu.h"
@@ -34,6 +35,7 @@
 #include "log.h"
 #include "settings.h"
 #include "loop.h"
+#include "metrics.h"
 #include "namespaces.h"
 #include "upstream.h"
 #include "util.h"
@@ -202,6 +204,8 @@ int run_call_rules(const char *run_id, int slot, struct calls_run *out)
 
 static void run_free(struct run *r)
 {
+    if (r->state != RUN_DONE) /* given up before it was sent (finish_with counts the rest) */
+        mx_run_finished(r->principal, "cancelled", now_ms() - r->queued_ms);
     LIST_UNLINK(&runs, r);
     lp_timer_stop(&r->queue_timer);
     lp_timer_stop(&r->deadline);
@@ -364,13 +368,23 @@ static void finish_with(struct run *r, json_t *envelope, const char *failure, co
                        : r->stop == STOP_CANCEL ? "cancelled"
                        : r->stop == STOP_BUDGET ? "budget"
                                                 : "worker";
-    if (reply || json_is_true(json_object_get(envelope, "ok"))) {
+    int ok = reply || json_is_true(json_object_get(envelope, "ok"));
+    mx_run_finished(r->principal,
+                    ok ? "ok"
+                    : json_is_object(envelope)
+                        ? json_string_value(json_object_get(envelope, "error_kind"))
+                        : kind,
+                    now_ms() - r->queued_ms);
+    if (ok) {
         run_log(r, LOG_INFO, "%s finished in %lld ms (%d tool call%s)", r->id, (long long)elapsed,
                 r->calls_done, r->calls_done == 1 ? "" : "s");
     } else if (json_is_object(envelope)) {
         const char *k = json_string_value(json_object_get(envelope, "error_kind"));
         run_log(r, LOG_WARN, "%s failed after %lld ms (%s)", r->id, (long long)elapsed,
                 k ? k : "error");
+        if (k && strcmp(k, "validation") == 0)
+            audit_validation(r->principal, r->session_id, r->id,
+                             json_string_value(json_object_get(envelope, "error")));
     } else {
         run_log(r, r->stop == STOP_NONE ? LOG_ERROR : LOG_WARN, "%s failed after %lld ms (%s): %s",
                 r->id, (long long)elapsed, kind, failure ? failure : "the worker gave no answer");
@@ -724,6 +738,7 @@ static struct run *new_run(uint64_t session_id, uint64_t home)
     r->allow_mutations = json_array();
     r->slot = -1;
     snprintf(r->principal, sizeof(r->principal), "%s", ns_asker(session_id, home));
+    mx_run_started(r->principal);
     lp_timer_start(&r->queue_timer, queue_wait_ms, queue_wait_over, r);
     struct run **tail = &runs;
     while (*tail)
@@ -747,7 +762,7 @@ static struct run *submit(uint64_t session_id, uint64_t home, json_t *request_id
 {
     if (!json_is_object(arguments)) {
         snprintf(err, errlen, "execute_python needs arguments {\"code\": \"...\"}");
-        return NULL;
+        goto bad_arguments;
     }
     json_t *code = json_object_get(arguments, "code");
     json_t *timeout = json_object_get(arguments, "timeout_ms");
@@ -757,12 +772,12 @@ static struct run *submit(uint64_t session_id, uint64_t home, json_t *request_id
     json_t *ns = json_object_get(arguments, "namespace");
     if (!json_is_string(code)) {
         snprintf(err, errlen, "execute_python: \"code\" (a string of Python) is required");
-        return NULL;
+        goto bad_arguments;
     }
     if (timeout && !(json_is_integer(timeout) && json_integer_value(timeout) > 0) &&
         !(json_is_real(timeout) && json_real_value(timeout) >= 1)) {
         snprintf(err, errlen, "execute_python: \"timeout_ms\" must be a positive integer");
-        return NULL;
+        goto bad_arguments;
     }
     if (timeout && (json_is_integer(timeout) ? json_integer_value(timeout) > max_timeout_ms
                                              : json_real_value(timeout) > (double)max_timeout_ms)) {
@@ -770,21 +785,21 @@ static struct run *submit(uint64_t session_id, uint64_t home, json_t *request_id
                  "execute_python: \"timeout_ms\" is above this gateway's maximum of %lld ms "
                  "(CODEMCP_MAX_TIMEOUT_MS): ask for at most that",
                  (long long)max_timeout_ms);
-        return NULL;
+        goto bad_arguments;
     }
     if (dry && !json_is_boolean(dry)) {
         snprintf(err, errlen, "execute_python: \"dry_run\" must be true or false");
-        return NULL;
+        goto bad_arguments;
     }
     if (reset && !json_is_boolean(reset)) {
         snprintf(err, errlen, "execute_python: \"reset\" must be true or false");
-        return NULL;
+        goto bad_arguments;
     }
     if (ns && !json_is_null(ns) && !json_is_string(ns)) {
         snprintf(err, errlen,
                  "execute_python: \"namespace\" must be the handle string an earlier result "
                  "returned (leave it out to start a new namespace)");
-        return NULL;
+        goto bad_arguments;
     }
     if (allow) {
         size_t i;
@@ -794,7 +809,7 @@ static struct run *submit(uint64_t session_id, uint64_t home, json_t *request_id
         if (!ok) {
             snprintf(err, errlen,
                      "execute_python: \"allow_mutations\" must be a list of SDK function names");
-            return NULL;
+            goto bad_arguments;
         }
     }
     const char *key;
@@ -807,7 +822,7 @@ static struct run *submit(uint64_t session_id, uint64_t home, json_t *request_id
                      "execute_python: unknown argument \"%s\" (valid: code, timeout_ms, dry_run, "
                      "allow_mutations, reset, namespace)",
                      key);
-            return NULL;
+            goto bad_arguments;
         }
     }
     struct ns_ref where;
@@ -842,6 +857,9 @@ static struct run *submit(uint64_t session_id, uint64_t home, json_t *request_id
     }
     log_debug("runs", "%s queued for session %llu", r->id, (unsigned long long)session_id);
     return r;
+bad_arguments:
+    mx_rejected(MX_REJECT_ARGUMENTS);
+    return NULL;
 }
 
 int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
@@ -1053,6 +1071,14 @@ void run_session_closed(uint64_t session_id)
     }
     ns_forget(session_id);
     wk_session_closed(session_id);
+}
+
+size_t run_count(void)
+{
+    size_t n = 0;
+    for (struct run *r = runs; r; r = r->next)
+        n++;
+    return n;
 }
 
 void run_free_all(void)

@@ -72,6 +72,8 @@ void run_session_closed(uint64_t session_id);
  * workers.c, and called by main.c when the upstreams change). */
 void run_dispatch(void);
 void run_free_all(void);
+/* Runs not yet answered (queued, running or waiting for input): what a drain waits for. */
+size_t run_count(void);
 
 /* For CODEMCP_SMOKE: runs code in a private session and calls done(envelope) (borrowed). */
 int run_smoke(const char *code, void (*done)(json_t *envelope, int is_error));

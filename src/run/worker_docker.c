@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -35,6 +36,7 @@
 #define LABEL_WORKER  "codemcp.worker"
 #define LABEL_GATEWAY "codemcp.gateway"
 #define NOBODY        65534 /* the container's uid and gid when the gateway is root */
+#define DK_NPROC      32768 /* RLIMIT_NPROC of a worker container: the default pid_max */
 
 struct dk_job {
     struct worker *w;
@@ -55,6 +57,8 @@ static struct {
     long memory_mb, pids;
     double cpus;
     int readonly;
+    int subprocess; /* CODEMCP_SANDBOX_SUBPROCESS: the worker's seal allows execve */
+    long nofile;    /* CODEMCP_SANDBOX_NOFILE: open files, as a sandboxed worker gets */
 } cfg;
 
 static char sockets_dir[200]; /* <runtime dir>/codemcp-docker-<pid>-<start>: the workers' dirs */
@@ -219,6 +223,8 @@ int wkd_init(const struct settings *s)
     const char *cpus = s->docker_cpus;
     cfg.cpus = cpus && *cpus ? strtod(cpus, NULL) : 1.0;
     cfg.readonly = s->docker_readonly;
+    cfg.subprocess = s->sandbox_subprocess;
+    cfg.nofile = s->sandbox_nofile;
     if (cfg.memory_mb < 0 || cfg.pids < 0 || !(cfg.cpus >= 0)) {
         log_error("worker", "CODEMCP_DOCKER_MEMORY, _PIDS_LIMIT and _CPUS must not be negative");
         return -1;
@@ -389,18 +395,37 @@ static json_t *create_body(struct dk_job *j)
     const char *log = cfg.log;
     char logv[64];
     snprintf(logv, sizeof(logv), "CODEMCP_LOG=%s", log ? log : "warn");
+    /* Open files and processes set, not left to the engine: Podman asks for 1048576 and
+     * 4194304, which runc cannot set above its own hard limits without CAP_SYS_RESOURCE
+     * ("error setting rlimit type 7: operation not permitted"). Open files as a sandboxed
+     * worker gets them; processes per uid (every container's nobody counts together) as many
+     * as the default pid_max allows, so only the container's pids limit ever binds. */
+    struct rlimit nproc_rl = {RLIM_INFINITY, RLIM_INFINITY};
+    getrlimit(RLIMIT_NPROC, &nproc_rl);
+    json_int_t nproc = nproc_rl.rlim_max < DK_NPROC ? (json_int_t)nproc_rl.rlim_max : DK_NPROC;
+    /* "container": the worker seals itself (seccomp, Landlock where the runtime's profile
+     * lets it) as a sandboxed one does; sockets only when the container has a network. */
+    int no_net = strcmp(cfg.network, "none") == 0;
     json_t *body = json_pack(
-        "{s:s, s:[s], s:[s,s,s,s,s,s,s,s], s:s, s:s, s:b, s:{s:s, s:s}, s:{s:b, s:[s], "
-        "s:[s], s:s, s:b, s:{s:s}, s:I, s:I, s:I, s:I, s:[s], s:s}}",
-        "Image", "", "Cmd", WKI_WORKER_PATH, "Env", url, tok, id, mem, "CODEMCP_ISOLATION=host",
-        "HOME=/tmp", "LANG=C.UTF-8", logv, "User", user, "WorkingDir", "/tmp", "NetworkDisabled",
-        strcmp(cfg.network, "none") == 0, "Labels", LABEL_WORKER, "1", LABEL_GATEWAY, gateway_id,
-        "HostConfig", "AutoRemove", 1, "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
-        "NetworkMode", cfg.network, "ReadonlyRootfs", cfg.readonly, "Tmpfs", "/tmp",
-        "rw,nosuid,nodev,size=64m", "Memory", (json_int_t)cfg.memory_mb << 20, "MemorySwap",
-        (json_int_t)cfg.memory_mb << 20, "NanoCpus", (json_int_t)(cfg.cpus * 1e9), "PidsLimit",
-        (json_int_t)cfg.pids, "Binds", bind, "IpcMode", "private");
+        "{s:s, s:[s], s:[s,s,s,s,s,s,s,s,s,s], s:s, s:s, s:b, s:{s:s, s:s}, s:{s:[s], "
+        "s:[s], s:s, s:b, s:{s:s}, s:I, s:I, s:I, s:I, s:[s], s:s, s:[{s:s, s:I, s:I}, {s:s, s:I, "
+        "s:I}]}}",
+        "Image", "", "Cmd", WKI_WORKER_PATH, "Env", url, tok, id, mem,
+        "CODEMCP_ISOLATION=container",
+        cfg.subprocess ? "CODEMCP_SANDBOX_SUBPROCESS=1" : "CODEMCP_SANDBOX_SUBPROCESS=0",
+        no_net ? "CODEMCP_SANDBOX_NET=none" : "CODEMCP_SANDBOX_NET=host", "HOME=/tmp",
+        "LANG=C.UTF-8", logv, "User", user, "WorkingDir", "/tmp", "NetworkDisabled", no_net,
+        "Labels", LABEL_WORKER, "1", LABEL_GATEWAY, gateway_id, "HostConfig", "CapDrop", "ALL",
+        "SecurityOpt", "no-new-privileges", "NetworkMode", cfg.network, "ReadonlyRootfs",
+        cfg.readonly, "Tmpfs", "/tmp", "rw,nosuid,nodev,size=64m", "Memory",
+        (json_int_t)cfg.memory_mb << 20, "MemorySwap", (json_int_t)cfg.memory_mb << 20, "NanoCpus",
+        (json_int_t)(cfg.cpus * 1e9), "PidsLimit", (json_int_t)cfg.pids, "Binds", bind, "IpcMode",
+        "private", "Ulimits", "Name", "nofile", "Soft", (json_int_t)cfg.nofile, "Hard",
+        (json_int_t)cfg.nofile, "Name", "nproc", "Soft", nproc, "Hard", nproc);
     explicit_bzero(tok, sizeof(tok));
+    /* A writable root (CODEMCP_DOCKER_READONLY=0) is writable for the worker's Landlock too. */
+    if (!cfg.readonly)
+        json_array_append_new(json_object_get(body, "Env"), json_string("CODEMCP_SANDBOX_RW=/"));
     if (cfg.memory_mb == 0) { /* no cap: leave both unset */
         json_object_del(json_object_get(body, "HostConfig"), "Memory");
         json_object_del(json_object_get(body, "HostConfig"), "MemorySwap");
@@ -465,12 +490,16 @@ static void *job_main(void *ud)
     dk_reply_free(&r);
     if (job_killed(j))
         container_call(j->id, "/kill", "POST");
-    snprintf(path, sizeof(path), "/containers/%s/wait?condition=removed", j->id);
+    /* Removed here once it stopped, not by AutoRemove: Podman 4.3 answers a wait for
+     * "removed" with StatusCode 0 whatever the exit (an OOM kill would read as a clean exit),
+     * and a wait for "not-running" loses the race with its own auto removal. */
+    snprintf(path, sizeof(path), "/containers/%s/wait?condition=not-running", j->id);
     if (dk_call("POST", path, NULL, NULL, 0, 0, &r) == 0 && r.status == 200) {
         json_t *w = json_loads(r.body.data, 0, NULL);
         j->status = wait_status((long)json_integer_value(json_object_get(w, "StatusCode")));
         json_decref(w);
     }
+    container_call(j->id, "?force=1", "DELETE");
 end:
     dk_reply_free(&r);
     json_decref(j->create);
@@ -618,6 +647,11 @@ static void *kill_main(void *ud)
     container_call(ud, "/kill", "POST");
     free(ud);
     return NULL;
+}
+
+int wkd_alive(const struct worker *w)
+{
+    return jobs && jobs[w->slot] != NULL;
 }
 
 void wkd_kill(struct worker *w)

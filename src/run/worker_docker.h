@@ -1,7 +1,7 @@
 /* worker_docker — CODEMCP_ISOLATION=docker: each worker slot's process in a container of its
  * own, made through the Docker Engine API (docker_engine.h), for worker_spawn.c.
  *
- * Hardening: auto remove, every capability dropped, no-new-privileges, no network unless
+ * Hardening: removed once stopped, every capability dropped, no-new-privileges, no network unless
  * CODEMCP_DOCKER_NETWORK names one, a read-only root (CODEMCP_DOCKER_READONLY), a tmpfs
  * /tmp, memory / CPU / pids limits, a non-root user, the worker's files in the read-only
  * image. The control channel is a Unix socket the gateway listens on in a private 0700
@@ -31,5 +31,7 @@ int wkd_init(const struct settings *s);
 int wkd_spawn(struct worker *w);
 /* Kills the slot's container (or stops its start). */
 void wkd_kill(struct worker *w);
+/* 1 while the slot's container is being made or runs (its end not yet reported). */
+int wkd_alive(const struct worker *w);
 
 #endif

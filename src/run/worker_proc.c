@@ -232,9 +232,14 @@ static void exit_ready(void *ud)
     lp_io_close(x->io);
 }
 
+/* Closed by exit_ready, wkp_watch_close, or the loop's end (lp_destroy closes every io before
+ * the workers hear of their exits): the watch must not keep a pointer to it. */
 static void exit_closed(void *ud)
 {
-    free(ud);
+    struct wkp_exit *x = ud;
+    if (x->wt && x->wt->gen == x->gen && x->wt->exits[x->i] == x)
+        x->wt->exits[x->i] = NULL;
+    free(x);
 }
 
 static const struct lp_io_ops exit_ops = {.on_ready = exit_ready, .on_close = exit_closed};

@@ -61,7 +61,7 @@ static void remember_discarded(uint64_t session_id, const char *why)
 static void end_process(struct worker *w, const char *why)
 {
     lp_timer_stop(&w->idle_timer);
-    if (!w->pid)
+    if (!has_process(w))
         return;
     free(w->kill_reason);
     w->kill_reason = xstrdup(why);

@@ -9,6 +9,7 @@
 #include "workers_int.h"
 #include "control.h"
 #include "log.h"
+#include "metrics.h"
 #include "prototype.h"
 #include "util.h"
 #include "worker_docker.h"
@@ -37,6 +38,11 @@ static void cancel_queued(void *ud)
     struct worker *w = ud;
     if (w->state == WK_STARTING && !w->pid && !w->st_io)
         on_worker_exit(w, 0, SIGKILL);
+}
+
+int has_process(const struct worker *w)
+{
+    return w->pid > 0 || (dockered && wkd_alive(w));
 }
 
 void hard_kill(struct worker *w)
@@ -350,6 +356,7 @@ void arm_start_timer(struct worker *w)
 
 static int launch(struct worker *w)
 {
+    mx_worker(MX_WORKER_SPAWN);
     w->launch_ms = now_ms();
     arm_start_timer(w);
     if (dockered || use_prototype) { /* a container (worker_docker.h), or a fork */

@@ -17,6 +17,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
+#include "metrics.h"
 #include "namespaces.h"
 #include "sandbox.h"
 #include "settings.h"
@@ -163,6 +164,8 @@ void on_worker_exit(void *ud, pid_t pid, int status)
      * it connected: counting it stops a crash loop. */
     int was_started = w->ended_idle || ((w->state == WK_READY || w->state == WK_BUSY) &&
                                         (w->run_id[0] || w->runs_done));
+    if (!killed_why && !w->ended_idle && !shutting_down)
+        mx_worker(MX_WORKER_CRASH); /* nothing here asked it to end */
     w->ended_idle = 0;
     log_info("worker", "worker %d (pid %d) exited: %s", w->slot, (int)pid,
              WIFSIGNALED(status) ? "signal" : "status");
@@ -292,6 +295,14 @@ const char *wk_start_failure(int slot)
     return slot >= 0 && slot < n_workers ? workers[slot].start_failure : NULL;
 }
 
+long wk_alive(void)
+{
+    long n = 0;
+    for (int i = 0; i < n_workers; i++)
+        n += workers[i].pid > 0;
+    return n;
+}
+
 int wk_ready(int slot)
 {
     if (slot < 0 || slot >= n_workers)
@@ -363,7 +374,7 @@ void wk_cancel_run(const char *run_id, const char *reason)
 void wk_kill_run(const char *run_id, const char *why)
 {
     struct worker *w = running(run_id);
-    if (!w || !w->pid)
+    if (!w || !has_process(w))
         return;
     free(w->kill_reason);
     w->kill_reason = xstrdup(why);
@@ -457,8 +468,11 @@ void wk_on_message(int slot, json_t *msg)
         } else {
             end_current_run(w, result, NULL);
         }
-        if (recycle && w->pid) {
+        if (recycle && has_process(w)) {
             log_info("worker", "worker %d: restarting it (the run left threads running)", slot);
+            mx_worker(MX_WORKER_RECYCLE);
+            free(w->kill_reason); /* asked for: no crash */
+            w->kill_reason = xstrdup("recycled: the run left threads running");
             w->state = WK_BUSY; /* no new run until the replacement connects */
             hard_kill(w);
             return;
@@ -476,7 +490,7 @@ void wk_on_message(int slot, json_t *msg)
 void wk_on_broken(int slot, uint64_t conn_id, const char *why)
 {
     struct worker *w = &workers[slot];
-    if (w->conn_id != conn_id || !w->pid)
+    if (w->conn_id != conn_id || !has_process(w))
         return;
     log_warn("worker", "worker %d: %s", slot, why);
     free(w->kill_reason);
@@ -536,8 +550,9 @@ void wk_on_disconnect(int slot, uint64_t conn_id)
     if (guard_worker_died(w))
         return;
     /* The process exit (reaped via SIGCHLD) does the rest; make sure it happens. */
-    if (w->pid && !shutting_down) {
-        if (!w->kill_reason)
+    if (has_process(w) && !shutting_down) {
+        /* A container's end brings its own status (the OOM killer's SIGKILL), after this. */
+        if (!w->kill_reason && !dockered)
             w->kill_reason = xstrdup("the Python worker lost its control connection; it was "
                                      "restarted and this session's variables were lost");
         hard_kill(w);

@@ -62,6 +62,8 @@ int wk_slot_for_session(uint64_t session_id);
 int wk_session_slot(uint64_t session_id);
 /* The session is gone: its worker is ended (its namespace with it). */
 void wk_session_closed(uint64_t session_id);
+/* Worker processes alive (a pid known), the prototype not counted. */
+long wk_alive(void);
 /* True when the slot can take a run now; otherwise makes sure it is starting. */
 int wk_ready(int slot);
 /* Sends the run request (params: the JSON text of its params object, len bytes, borrowed); the

@@ -80,6 +80,7 @@ struct worker {
 #define on_worker_exit   wk__on_worker_exit
 #define spawn            wk__spawn
 #define hard_kill        wk__hard_kill
+#define has_process      wk__has_process
 #define start_queued_now wk__start_queued_now
 #define arm_start_timer  wk__arm_start_timer
 #define touch            wk__touch
@@ -125,6 +126,9 @@ void on_worker_exit(void *ud, pid_t pid, int status);
 /* worker_spawn.c */
 int spawn(struct worker *w);      /* DOWN → STARTING: 0, -1 (start_failure says why) */
 void hard_kill(struct worker *w); /* SIGKILL of the worker's whole sandbox or group */
+/* The slot has a worker for hard_kill to end: a process, or in docker isolation (pid 0) a
+ * container being made or running. */
+int has_process(const struct worker *w);
 /* (Re)starts the slot's CODEMCP_WORKER_START_TIMEOUT_MS: not connected by then, it is killed. */
 void arm_start_timer(struct worker *w);
 /* Launches queued starts while fewer than CODEMCP_WORKER_START_CONCURRENCY are under way

@@ -105,6 +105,7 @@ struct up_result {
     json_t *tree;
     const char *raw;
     size_t raw_len;
+    int is_error; /* with raw: the result's isError is true (a tree says it itself) */
 };
 
 /* Result callback: exactly one of res and err is set. */

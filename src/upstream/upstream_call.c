@@ -32,7 +32,11 @@ int up__try_raw_result(struct upstream *up, const char *text, size_t len)
     if (!r || !r->call_cb)
         return 0;
     up__req_detach(r);
-    r->call_cb(r->call_ud, &(struct up_result){.raw = res->val, .raw_len = res->vlen}, NULL);
+    r->call_cb(r->call_ud,
+               &(struct up_result){.raw = res->val,
+                                   .raw_len = res->vlen,
+                                   .is_error = js_is(js_get(rm, rn, "isError"), "true")},
+               NULL);
     free(r);
     return 1;
 }

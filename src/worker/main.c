@@ -14,7 +14,10 @@
  *   CODEMCP_PYTHONPATH_DEV    dev only: directories searched before the embedded runtime
  *   CODEMCP_ISOLATION         "sandbox": build the sandbox (sandbox.h, seal.h) before anything
  *                             else, configured by CODEMCP_SANDBOX_* (read as the gateway
- *                             reads them: settings.def, sbx_opts_from_settings); else none
+ *                             reads them: settings.def, sbx_opts_from_settings);
+ *                             "container": in a container the gateway made (docker isolation:
+ *                             the container is the sandbox): connect the control socket, then
+ *                             seal (seal.h) as a sandboxed worker does; else none
  *   CODEMCP_WORKER_ROLE       "prototype": be the gateway's prototype (forksrv.h): sandbox,
  *                             interpreter and runtime first, then fork a worker per request
  *                             received on fd 3; each child continues below as a worker
@@ -43,6 +46,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -121,6 +127,12 @@ static int wm_sandboxed(void)
     return iso && strcmp(iso, "sandbox") == 0;
 }
 
+static int wm_contained(void)
+{
+    const char *iso = getenv("CODEMCP_ISOLATION");
+    return iso && strcmp(iso, "container") == 0;
+}
+
 /* Landlock and seccomp (seal.c): the last step before agent code can run. 0 / -1. */
 static int wm_seal(const struct sbx_opts *o)
 {
@@ -152,6 +164,32 @@ static int wm_sandbox(struct sbx_opts *o, int prototype)
         return -1;
     }
     return prototype ? 0 : wm_seal(o);
+}
+
+/* CODEMCP_ISOLATION=container: the control socket (unix:/path) is connected here, and the
+ * URL becomes its descriptor (fd:N), because the seal that follows refuses socket(); then the
+ * worker seals itself as a sandboxed one does (the container gave the namespaces, the
+ * read-only root, the dropped capabilities and no-new-privileges). 0, or -1 (logged). */
+static int wm_contain(const struct sbx_opts *o, const char **url)
+{
+    static char fd_url[32];
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    const char *u = *url;
+    if (!u || strncmp(u, "unix:/", 6) != 0 || strlen(u + 5) >= sizeof(a.sun_path)) {
+        log_error("worker", "CODEMCP_ISOLATION=container needs CODEMCP_CONTROL_URL=unix:/path");
+        return -1;
+    }
+    memcpy(a.sun_path, u + 5, strlen(u + 5) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+        log_error("worker", "control connection failed: %s: %s", u, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    snprintf(fd_url, sizeof(fd_url), "fd:%d", fd);
+    *url = fd_url;
+    return wm_seal(o);
 }
 
 /* Returns a copy of a secret variable and removes every trace of it from the environment:
@@ -448,7 +486,7 @@ int main(int argc, char **argv)
     } else {
         /* The token goes first: the sandbox's PID 1 is a copy of this process. */
         token = wm_take_secret("CODEMCP_WORKER_TOKEN");
-        if (wm_sandbox(&o, 0) < 0)
+        if (wm_sandbox(&o, 0) < 0 || (wm_contained() && wm_contain(&o, &url) < 0))
             return SBX_EXIT_SETUP;
     }
     fdcap_start();

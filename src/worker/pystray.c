@@ -18,7 +18,10 @@ static int sandboxed; /* 1: the check; 2: no subreaper flag, so every request ki
 void pys_init(void)
 {
     const char *iso = getenv("CODEMCP_ISOLATION");
-    sandboxed = iso && strcmp(iso, "sandbox") == 0 && getpid() == 2;
+    /* The sandbox's worker is PID 2 of its namespace; a container's (docker isolation) is
+     * its PID 1, which every orphan of the namespace reaches by itself. */
+    sandboxed = iso && ((strcmp(iso, "sandbox") == 0 && getpid() == 2) ||
+                        (strcmp(iso, "container") == 0 && getpid() == 1));
     if (!sandboxed)
         return;
     /* fork() does not pass the flag on, and an exec'd worker was forked by its PID 1. */

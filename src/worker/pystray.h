@@ -5,16 +5,21 @@
  * its seccomp filter refuses clone(CLONE_PARENT) (a sibling would be PID 1's child), turning
  * the subreaper flag off, and stacking a filter of agent code's own (seal.c). So "no process
  * outlived the request" is "the worker has no child": one waitid(2), no /proc. When it has one,
- * every process of the namespace but PID 1 is killed (kill(-1)) and reaped. Outside the
- * sandbox it does nothing. It is a courtesy, not the wall: agent code owns this process, so the
+ * every process of the namespace but PID 1 is killed (kill(-1)) and reaped. In a docker
+ * isolation container the worker is PID 1 itself, under the same filter, and the same holds.
+ * Elsewhere it does nothing. It is a courtesy, not the wall: agent code owns this process, so the
  * gateway looks for leftover threads and processes itself, from /proc, at the answer and
  * before the next run (workers.c), and ends the worker when it finds any; this check keeps a
- * session whose run merely left children behind from losing its worker. */
+ * session whose run merely left children behind from losing its worker. (In a container the
+ * gateway has no /proc view: a container serves one session and ends when another takes its
+ * slot, so what this check misses stays within the session.) */
 #ifndef CODEMCP_PYSTRAY_H
 #define CODEMCP_PYSTRAY_H
 
 /* Decides once whether this process is the sandbox's worker (CODEMCP_ISOLATION=sandbox and
- * PID 2) and makes it a child subreaper. Call before any agent code runs. */
+ * PID 2) or a container's (CODEMCP_ISOLATION=container and PID 1, docker isolation: every
+ * process of its namespace descends from it) and makes it a child subreaper. Call before any
+ * agent code runs. */
 void pys_init(void);
 /* After every request, before its reply goes out. Never calls Python; call it without the
  * GIL. May wait up to 0.5 s for killed processes to be reaped. */

@@ -6,49 +6,14 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
-  Client, Proc, connectClient, tempDir, writeConfig, servers, ms, waitFor, pidAlive, CODEMCP_BIN,
+  connectClient, tempDir, writeConfig, servers, ms, waitFor, pidAlive, CODEMCP_BIN,
 } from './lib.mjs';
+import { engine, workerContainers, withDockerSessions } from './docker_lib.mjs';
 
 const SECRET = 'dock-secret-' + Math.random().toString(16).slice(2);
-
-const SOCK = (process.env.DOCKER_HOST || 'unix:///var/run/docker.sock').replace(/^unix:\/\//, '');
-
-/** One Engine API call: { status, body } (body parsed when JSON). */
-function engine(method, path, body) {
-  return new Promise((resolve, reject) => {
-    const data = body === undefined ? undefined : JSON.stringify(body);
-    const rq = http.request({
-      socketPath: SOCK, method, path,
-      headers: data ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) } : {},
-    }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (text += d));
-      res.on('end', () => {
-        let parsed = text;
-        try { parsed = JSON.parse(text); } catch { /* not JSON */ }
-        resolve({ status: res.statusCode, body: parsed });
-      });
-    });
-    rq.on('error', reject);
-    if (data) rq.write(data);
-    rq.end();
-  });
-}
-
-/** Worker containers (running or not) whose gateway label contains `pid` as its pid. */
-async function workerContainers(pid) {
-  const filters = encodeURIComponent(JSON.stringify({ label: ['codemcp.worker'] }));
-  const r = await engine('GET', `/containers/json?all=1&filters=${filters}`);
-  assert.equal(r.status, 200, JSON.stringify(r.body));
-  return r.body.filter((c) => pid === undefined
-    || (c.Labels['codemcp.gateway'] || '').split(':')[1] === String(pid));
-}
 
 /** The gateway's control-socket directories under a runtime directory. */
 function socketDirs(dir, pid) {
@@ -92,9 +57,10 @@ try:
     open('/var/tmp/written', 'w'); root = 'writable'  # world-writable unless the root is read-only
 except OSError as e:
     root = e.errno
+root_ro = [l.split()[3].split(',')[0] for l in open('/proc/self/mounts') if l.split()[1] == '/']
 open('/tmp/x', 'w').write('ok')
 result = {'eff': st['CapEff'].strip(), 'bnd': st['CapBnd'].strip(), 'nnp': st['NoNewPrivs'].strip(),
-          'uid': os.getuid(), 'root': root, 'tmp': open('/tmp/x').read(),
+          'uid': os.getuid(), 'root': root, 'root_ro': root_ro, 'tmp': open('/tmp/x').read(),
           'worker_w': os.access('/opt/codemcp/codemcp-worker', os.W_OK)}
 `);
     assert.equal(r.isError, false, JSON.stringify(r));
@@ -103,7 +69,10 @@ result = {'eff': st['CapEff'].strip(), 'bnd': st['CapBnd'].strip(), 'nnp': st['N
     assert.equal(v.bnd, '0000000000000000');
     assert.equal(v.nnp, '1');
     assert.notEqual(v.uid, 0);
-    assert.equal(v.root, 30, 'EROFS on the root file system'); // EROFS
+    // The root is mounted read-only; a write is refused by it (EROFS) or first by the
+    // worker's Landlock (EACCES: Podman mounts a writable tmpfs on /var/tmp).
+    assert.deepEqual(v.root_ro, ['ro']);
+    assert.ok(v.root === 30 || v.root === 13, `a write outside /tmp: ${v.root}`);
     assert.equal(v.tmp, 'ok');
     assert.equal(v.worker_w, false);
   });
@@ -200,18 +169,7 @@ result = sum("slept 2000 ms" in str(p.result()) for p in ps)`);
 
 describe('sessions and failures', () => {
   test('two HTTP sessions get two containers, which see neither each other nor each other\'s variables', { timeout: ms(240000) }, async () => {
-    const dir = tempDir('codemcp-dockiso-http-');
-    const proc = new Proc({ args: ['start', '-p', '0', '--no-auth'], config: writeConfig(dir, {}), home: dir,
-      env: { CODEMCP_ISOLATION: 'docker' } });
-    const found = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(60000));
-    assert.ok(found && found[1], proc.stderrTail());
-    const clients = [];
-    try {
-      for (const name of ['a', 'b']) {
-        const c = new Client({ name: `dock-${name}`, version: '0' });
-        await c.connect(new StreamableHTTPClientTransport(new URL(found[1])), { timeout: ms(15000) });
-        clients.push({ client: c });
-      }
+    await withDockerSessions(['a', 'b'], async (clients, proc) => {
       const host = async (c, code) => {
         const r = await run(c, code);
         assert.equal(r.isError, false, JSON.stringify(r));
@@ -224,10 +182,7 @@ describe('sessions and failures', () => {
       assert.ok(b[2].length <= 3, `only its own processes: ${b[2]}`);
       assert.ok((await workerContainers(proc.pid)).length >= 2);
       assert.equal(await host(clients[0], 'result = secret_a'), SECRET);
-    } finally {
-      for (const c of clients) await c.client.close().catch(() => {});
-      await proc.kill();
-    }
+    });
   });
 
   test('the knobs: CODEMCP_DOCKER_NETWORK, _READONLY, _PIDS_LIMIT and _CPUS change what a worker gets', { timeout: ms(240000) }, async () => {
@@ -264,7 +219,10 @@ result = {'ifaces': sorted(ifaces), 'threads': started}
 
   test('CODEMCP_DOCKER_IMAGE: a named image is used; a missing one fails the run, saying so', { timeout: ms(240000) }, async () => {
     const imgs = (await engine('GET', '/images/json')).body;
-    const built = imgs.flatMap((i) => i.RepoTags || []).find((t) => t.startsWith('codemcp-worker:'));
+    // Podman names a built image docker.io/library/NAME, an imported one localhost/NAME
+    const bare = (t) => t.replace(/^(localhost|docker\.io\/library)\//, '');
+    const built = imgs.flatMap((i) => i.RepoTags || []).map(bare)
+      .find((t) => t.startsWith('codemcp-worker:'));
     assert.ok(built, 'the worker image was built on first use');
     const dir = tempDir('codemcp-dockiso-img-');
     const named = await gateway(dir, { CODEMCP_DOCKER_IMAGE: built });
@@ -272,7 +230,7 @@ result = {'ifaces': sorted(ifaces), 'threads': started}
       const r = await run(named, 'result = 3');
       assert.equal(r.structuredContent?.result, 3, JSON.stringify(r));
       const [c] = await workerContainers(named.pid);
-      assert.equal(c.Image, built);
+      assert.equal(bare(c.Image), built);
     } finally {
       await named.close();
     }
@@ -324,6 +282,8 @@ describe('containers never outlive the gateway', () => {
     // A container labelled as a gone gateway's worker that would run for ten minutes by itself.
     const stale = await engine('POST', '/containers/create', {
       Image: 'debian:bookworm-slim', Cmd: ['sleep', '600'], NetworkDisabled: true,
+      // as codemcp's own: Podman's default limits cannot be set without CAP_SYS_RESOURCE
+      HostConfig: { Ulimits: [{ Name: 'nofile', Soft: 1024, Hard: 1024 }, { Name: 'nproc', Soft: 4096, Hard: 4096 }] },
       Labels: { 'codemcp.worker': '1', 'codemcp.gateway': 'gone-boot:1:1' },
     });
     assert.equal(stale.status, 201, JSON.stringify(stale.body));

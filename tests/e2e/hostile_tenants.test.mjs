@@ -145,16 +145,18 @@ describe('result bytes a principal\'s workers have not read are capped', () => {
     assert.equal((await alice.run('result = 1')).result, 1);
     assert.equal((await bob.run('result = fake_add(a=1, b=2)')).result, 3);
     const before = peakRssMb(gw.proc.pid);
-    // The worker stops itself right after asking for 48 MiB of results (a child wakes it 10 s
-    // later): the gateway can only queue them, as it would for a worker agent code stopped.
+    // The worker stops itself right after asking for 48 MiB of results (a child wakes it 15 s
+    // later, scaled like every wait here for slow builds): the gateway can only queue them, as
+    // it would for a worker agent code stopped.
     let aliceDone = false;
     const flood = alice.run(String.raw`
 import os, signal, time
-from codemcp_rt import client
+from codemcp_rt import client, transport
 calls = [client.call("fake", "big", {"bytes": 1 << 20}) for _ in range(48)]
+transport._transport.wait_reply("none", 0.001)  # a wait sends the corked calls (wsout.h) now
 pid = os.fork()
 if pid == 0:
-    time.sleep(10)
+    time.sleep(${ms(15000) / 1000})
     os.kill(os.getppid(), signal.SIGCONT)
     os._exit(0)
 os.kill(os.getpid(), signal.SIGSTOP)

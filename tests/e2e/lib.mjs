@@ -14,6 +14,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, afterEach, before } from 'node:test';
@@ -74,7 +75,7 @@ export async function waitFor(fn, limit, step = 50) {
 const cleanups = [];
 const fileCleanups = [];
 
-function onCleanup(fn, shared = false) {
+export function onCleanup(fn, shared = false) {
   (shared ? fileCleanups : cleanups).push(fn);
 }
 
@@ -144,6 +145,18 @@ export function tempDir(prefix = 'codemcp-e2e-', { shared = false } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }), shared);
   return dir;
+}
+
+/** A TCP port free on 127.0.0.1 now, for a server told to listen on it. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
 }
 
 /** opencode-format entries for the real npm servers and the fake upstream. */
@@ -907,4 +920,23 @@ export function peakRssMb(pid) {
   if (process.env.CODEMCP_TEST_SANITIZER) return NaN;
   const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmHWM:\s+(\d+) kB/);
   return m ? Number(m[1]) / 1024 : NaN;
+}
+
+/** execute_python `code` on `client` (reset: true, plus `extra` arguments); returns the run's
+ *  structured envelope, asserting there is one. */
+export async function runEnvelope(client, code, extra = {}) {
+  const r = await client.callTool({ name: 'execute_python', arguments: { code, reset: true, ...extra } },
+    undefined, { timeout: ms(60000) });
+  const env = r.structuredContent;
+  assert.ok(env, JSON.stringify(r));
+  return env;
+}
+
+/** Waits until the execute_python description on `client` shows `def <fn>(`. */
+export async function untilDescribed(client, fn) {
+  const ok = await waitFor(async () => {
+    const r = await client.listTools(undefined, { timeout: ms(30000) });
+    return (r.tools[0]?.description || '').includes(`def ${fn}(`);
+  }, ms(30000), 100);
+  assert.ok(ok, `${fn} never appeared`);
 }

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 
 import { TESTS, codemcpCommand, codemcpEnv, connectClient, ms, runCodemcp, sleep, tempDir, waitFor, writeConfig } from './lib.mjs';
-import { startOAuthServer } from '../fixtures/oauth_server.mjs';
+import { ROTATION_PROGRAM, startOAuthServer } from '../fixtures/oauth_server.mjs';
 
 const BROWSER = path.join(TESTS, 'conformance', 'follow-redirects.py');
 
@@ -155,17 +155,7 @@ urllib.request.urlopen(sys.argv[1], timeout=30).read()
     assert.equal((await cli(h, ['auth', 't'])).code, 0);
     // Each gateway calls the tool every 0.4 s for ~9 s: three token lifetimes, refreshed by
     // whichever gateway gets there first; the other must pick up the winner's tokens.
-    const program = `import time
-out = []
-for i in range(22):
-    try:
-        out.append(str(t_whoami()).split()[0])
-    except ToolError as e:
-        time.sleep(1.5)
-        out.append(str(t_whoami()).split()[0] + "-retried")
-    time.sleep(0.4)
-result = out`;
-    const [a, b] = await Promise.all([smoke(h, program), smoke(h, program)]);
+    const [a, b] = await Promise.all([smoke(h, ROTATION_PROGRAM), smoke(h, ROTATION_PROGRAM)]);
     for (const r of [a, b]) {
       assert.ok(Array.isArray(r.envelope?.result), r.stderr.slice(-3000));
       assert.ok(r.envelope.result.every((x) => x.startsWith('ok')), JSON.stringify(r.envelope.result));

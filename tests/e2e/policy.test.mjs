@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import {
   Proc, connectClient, connectHttp, runCodemcp, tempDir, servers, ms, waitFor, readFakeLog,
+  runEnvelope, untilDescribed,
 } from './lib.mjs';
 
 const FAKE_TOOLS = [
@@ -68,21 +69,8 @@ async function startHttp(s) {
   return { proc, url: m[1] };
 }
 
-async function run(client, code) {
-  const r = await client.callTool({ name: 'execute_python', arguments: { code, reset: true } },
-    undefined, { timeout: ms(60000) });
-  const env = r.structuredContent;
-  assert.ok(env, JSON.stringify(r));
-  return env;
-}
-
-async function ready(client) {
-  const ok = await waitFor(async () => {
-    const r = await client.listTools(undefined, { timeout: ms(30000) });
-    return (r.tools[0]?.description || '').includes('def fake_echo(');
-  }, ms(30000), 100);
-  assert.ok(ok, 'fake_echo never appeared');
-}
+const run = runEnvelope;
+const ready = (client) => untilDescribed(client, 'fake_echo');
 
 const CATCH = (call) => `try:
     r = ${call}

@@ -6,7 +6,6 @@
 // requests (headers, Last-Event-ID, session ids) reached the upstream.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 
@@ -15,6 +14,7 @@ import {
   NPM_PEERS,
   TESTS,
   connectClient,
+  freePort,
   ms,
   runCodemcp,
   servers,
@@ -33,17 +33,6 @@ const started = new Set();
 after(() => {
   for (const p of started) p.kill('SIGKILL');
 });
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** Spawns a node server and waits until `ready` matches its output; resolves {proc, out, port}. */
 function startNode(args, env, ready) {

@@ -8,7 +8,6 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
-import dgram from 'node:dgram';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -18,6 +17,11 @@ import {
   Client, connectClient, tempDir, writeConfig, servers, ms, sleep, waitFor, processTable,
   descendants, prototypeChain, nsPids, Proc, CODEMCP_BIN, REPO,
 } from './lib.mjs';
+import {
+  hostileSetup, PRELUDE, LEAVE_GRANDCHILD, IDENTITY, secretsProgram, writesProgram, networkProgram, assertNetworkRefused,
+  SYSCALLS, assertSyscallsRefused, signalsProgram, policyBypassProgram, assertPolicyHeld, assertSubprocessRefused, subprocessProgram, FORK_BOMB,
+  EXHAUSTION, LEAVE_AND_HIDE, sessionSpyProgram,
+} from './escape_cases.mjs';
 
 const WORKER_BIN = process.env.CODEMCP_WORKER_BIN
   ? path.resolve(process.env.CODEMCP_WORKER_BIN)
@@ -45,63 +49,13 @@ function alive(pid) {
   }
 }
 
-/** Python: try(fn) → "ok:<value>" or "err:<errno name>". */
-const PRELUDE = `
-import os, errno, ctypes, socket, json
-def attempt(fn):
-    try:
-        v = fn()
-        return "ok:" + (v if isinstance(v, str) else repr(v))[:200]
-    except OSError as e:
-        return "err:" + (errno.errorcode.get(e.errno, str(e.errno)) if e.errno else type(e).__name__)
-    except Exception as e:
-        return "err:" + type(e).__name__
-def read(p, n=1 << 20):
-    with open(p, "rb") as f:
-        return f.read(n).decode("latin-1")
-libc = ctypes.CDLL(None, use_errno=True)
-def sys_call(nr, *args):
-    libc.syscall.restype = ctypes.c_long
-    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args])
-    e = ctypes.get_errno()
-    return "ok:%d" % r if r >= 0 else "err:" + errno.errorcode.get(e, str(e))
-`;
-
-/** Python (needs os, time): forks a detached grandchild that sleeps 300 s, then reaps the child. */
-const LEAVE_GRANDCHILD = `pid = os.fork()
-if pid == 0:
-  os.setsid()
-  if os.fork() == 0:
-      time.sleep(300)
-  os._exit(0)
-os.waitpid(pid, 0)
-time.sleep(0.2)`;
 
 describe('the default sandbox against hostile code', () => {
-  let h, dir, home, config, memFile, gw, mem, tcp, tcp6, udp;
-  const tcpSeen = [];
-  const udpSeen = [];
+  let h, fx, home, config, memFile, gw, mem;
 
   before(async () => {
-    dir = tempDir('codemcp-sbx-', { shared: true });
-    home = tempDir('codemcp-sbx-home-', { shared: true });
-    fs.mkdirSync(path.join(home, '.config', 'codemcp'), { recursive: true });
-    fs.writeFileSync(path.join(home, '.bashrc'), `export TOKEN=${SECRET}\n`);
-    fs.writeFileSync(path.join(home, '.config', 'codemcp', 'mcp.json'), `{"secret": "${SECRET}"}`);
-    memFile = path.join(dir, 'memory.json');
-    config = writeConfig(dir, {
-      memory: servers.memory(memFile, {
-        environment: { MEMORY_FILE_PATH: memFile, UPSTREAM_API_KEY: SECRET },
-        tools: { create_entities: { policy: 'deny' } },
-      }),
-    });
-    tcp = net.createServer((s) => { tcpSeen.push('v4'); s.destroy(); });
-    await new Promise((r) => tcp.listen(0, '127.0.0.1', r));
-    tcp6 = net.createServer((s) => { tcpSeen.push('v6'); s.destroy(); });
-    await new Promise((r) => tcp6.listen(0, '::1', r).on('error', r));
-    udp = dgram.createSocket('udp4');
-    udp.on('message', (m) => udpSeen.push(String(m)));
-    await new Promise((r) => udp.bind(0, '127.0.0.1', r));
+    fx = await hostileSetup('codemcp-sbx-', SECRET);
+    ({ home, config, memFile } = fx);
     h = await connectClient({
       config,
       shared: true,
@@ -115,22 +69,10 @@ describe('the default sandbox against hostile code', () => {
     assert.ok(mem, `no memory server among ${JSON.stringify(d)}`);
   });
 
-  after(() => {
-    tcp?.close();
-    tcp6?.close();
-    udp?.close();
-  });
+  after(() => fx?.close());
 
   test('it sees only its own PID namespace, as uid 1000, with no capabilities', async () => {
-    const r = await attempt(h, PRELUDE + `
-st = read("/proc/self/status")
-field = lambda k: [l.split(":", 1)[1].strip() for l in st.splitlines() if l.startswith(k + ":")][0]
-result = {"pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
-          "uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(),
-          "cap_eff": field("CapEff"), "cap_prm": field("CapPrm"), "cap_bnd": field("CapBnd"),
-          "no_new_privs": field("NoNewPrivs"), "seccomp": field("Seccomp"),
-          "hostname": socket.gethostname(), "cwd": os.getcwd(), "root": sorted(os.listdir("/")),
-          "ifaces": [l.split(":")[0].strip() for l in read("/proc/net/dev").splitlines()[2:]]}`);
+    const r = await attempt(h, IDENTITY);
     assert.ok(r.pids.every((p) => p <= 3), `other processes are visible: ${r.pids}`);
     assert.ok(!r.pids.includes(gw) && !r.pids.includes(mem));
     assert.equal(r.uid, 1000);
@@ -161,22 +103,7 @@ result = {"pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
       '/etc/shadow', '/etc/gshadow', '/root', '/root/.bashrc', path.join(REPO, 'tests'),
       path.join(REPO, 'README.md'), '/proc/1/environ', '/proc/2/environ', '/etc/passwd',
     ];
-    const r = await attempt(h, PRELUDE + `
-paths = ${JSON.stringify(paths)}
-got = {p: attempt(lambda p=p: os.listdir(p) and "dir" if os.path.isdir(p) else read(p)) for p in paths}
-leak = [k for k, v in got.items() if ${JSON.stringify(SECRET)} in v]
-import re
-tokens = []
-for p in os.listdir("/proc"):
-    if p.isdigit():
-        v = attempt(lambda p=p: read("/proc/%s/environ" % p))
-        if ${JSON.stringify(SECRET)} in v:
-            leak.append("/proc/%s/environ" % p)
-        tokens += re.findall(r"CODEMCP_WORKER_TOKEN=([0-9a-f]{8,})", v)
-        got["/proc/%s/mem" % p] = attempt(lambda p=p: read("/proc/%s/mem" % p, 16))
-envs = dict(os.environ)
-result = {"got": got, "leak": leak, "env": envs, "tokens": tokens,
-          "home": os.path.expanduser("~")}`);
+    const r = await attempt(h, secretsProgram(paths, SECRET));
     assert.deepEqual(r.leak, [], `the secret leaked through ${r.leak}`);
     assert.deepEqual(r.tokens, [], 'a worker token is readable in a process environment');
     assert.match(r.got['/proc/1/mem'], /^err:/, 'the sandbox\'s PID 1 is readable');
@@ -194,15 +121,7 @@ result = {"got": got, "leak": leak, "env": envs, "tokens": tokens,
     fs.rmSync(path.join(REPO, 'sbx-escape'), { force: true });
     const targets = ['/x', '/etc/x', '/usr/lib/x', '/dev/x', '/proc/x', config, WORKER_BIN,
       path.join(home, '.bashrc'), path.join(REPO, 'sbx-escape'), '/dev/shm/../x'];
-    const r = await attempt(h, PRELUDE + `
-def w(p):
-    with open(p, "a") as f:
-        f.write("pwned\\n")
-    return "written"
-got = {p: attempt(lambda p=p: w(p)) for p in ${JSON.stringify(targets)}}
-got["/tmp/ok"] = attempt(lambda: w("/tmp/ok"))
-got["chmod"] = attempt(lambda: os.chmod(${JSON.stringify(WORKER_BIN)}, 0o777))
-result = got`);
+    const r = await attempt(h, writesProgram(targets, WORKER_BIN));
     for (const t of targets) assert.match(r[t], /^err:/, `${t} was writable: ${r[t]}`);
     assert.match(r.chmod, /^err:/);
     assert.equal(r['/tmp/ok'], 'ok:written');
@@ -212,76 +131,21 @@ result = got`);
   });
 
   test('no network: TCP, UDP and IPv6 to the test\'s loopback servers, AF_UNIX anywhere', async () => {
-    const port = tcp.address().port;
-    const port6 = tcp6.address()?.port || 1;
-    const uport = udp.address().port;
-    const r = await attempt(h, PRELUDE + `
-def tcp4():
-    socket.create_connection(("127.0.0.1", ${port}), timeout=2).close()
-def tcp6():
-    socket.create_connection(("::1", ${port6}), timeout=2).close()
-def udp():
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.sendto(b"escaped", ("127.0.0.1", ${uport}))
-def unix_path():
-    s = socket.socket(socket.AF_UNIX)
-    s.connect("/tmp/anything.sock")
-def unix_abstract():
-    s = socket.socket(socket.AF_UNIX)
-    s.connect("\\0codemcp")
-def raw():
-    socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-def netlink():
-    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
-def pair_inet():
-    socket.socketpair(socket.AF_INET)
-def pair_unix():
-    a, b = socket.socketpair()
-    a.send(b"x")
-    return b.recv(1).decode()
-result = {k: attempt(f) for k, f in dict(tcp4=tcp4, tcp6=tcp6, udp=udp, unix_path=unix_path,
-          unix_abstract=unix_abstract, raw=raw, netlink=netlink, pair_inet=pair_inet,
-          pair_unix=pair_unix).items()}`);
-    for (const k of ['tcp4', 'tcp6', 'udp', 'unix_path', 'unix_abstract', 'raw', 'netlink', 'pair_inet']) {
-      assert.match(r[k], /^err:/, `${k} worked: ${r[k]}`);
-    }
-    assert.equal(r.pair_unix, 'ok:x', 'AF_UNIX socketpairs stay usable');
+    const r = await attempt(h, networkProgram(fx.ports()));
+    assertNetworkRefused(r);
     await sleep(200);
-    assert.deepEqual(tcpSeen, []);
-    assert.deepEqual(udpSeen, []);
+    assert.deepEqual(fx.tcpSeen, []);
+    assert.deepEqual(fx.udpSeen, []);
   });
 
   test('ptrace, process_vm_readv, mount, unshare, setns, keyctl, bpf and friends are refused', async () => {
-    // x86_64 syscall numbers.
-    const r = await attempt(h, PRELUDE + `
-import platform
-assert platform.machine() == "x86_64", platform.machine()
-calls = {"ptrace_attach_1": (101, 16, 1, 0, 0), "ptrace_traceme": (101, 0, 0, 0, 0),
-         "process_vm_readv": (310, 1, 0, 0, 0, 0, 0), "mount": (165, 0, 0, 0, 0, 0),
-         "umount2": (166, 0, 0), "unshare_user": (272, 0x10000000), "unshare_net": (272, 0x40000000),
-         "setns": (308, 0, 0), "keyctl": (250, 0, 0, 0), "add_key": (248, 0, 0, 0, 0, 0),
-         "bpf": (321, 0, 0, 0), "perf_event_open": (298, 0, 0, 0, 0, 0), "userfaultfd": (323, 0),
-         "io_uring_setup": (425, 1, 0), "kexec_load": (246, 0, 0, 0, 0),
-         "init_module": (175, 0, 0, 0), "clock_settime": (227, 0, 0), "settimeofday": (164, 0, 0),
-         "pivot_root": (155, 0, 0), "chroot": (161, 0), "reboot": (169, 0, 0, 0, 0),
-         "clone_newuser": (56, 0x10000000 | 17, 0, 0, 0, 0), "swapon": (167, 0, 0)}
-result = {k: sys_call(*v) for k, v in calls.items()}`);
-    for (const [k, v] of Object.entries(r)) {
-      assert.match(v, /^err:(EPERM|EACCES|ENOSYS)$/, `${k} was not refused by the filter: ${v}`);
-    }
+    const r = await attempt(h, SYSCALLS);
+    assertSyscallsRefused(r);
   });
 
   test('it cannot signal the gateway, the upstream or PID 1; its own state survives', async () => {
     await attempt(h, 'kept = 41\nresult = 0');
-    const r = await attempt(h, PRELUDE + `
-import signal
-out = {}
-for name, pid in (("gateway", ${gw}), ("memory", ${mem})):
-    out[name] = attempt(lambda pid=pid: os.kill(pid, signal.SIGKILL))
-out["init_kill"] = attempt(lambda: os.kill(1, signal.SIGKILL))
-out["init_term"] = attempt(lambda: os.kill(1, signal.SIGTERM))
-out["everyone"] = attempt(lambda: os.kill(-1, signal.SIGKILL))
-result = out`);
+    const r = await attempt(h, signalsProgram({ gateway: gw, memory: mem }));
     for (const k of ['gateway', 'memory']) {
       assert.match(r[k], /^err:ESRCH$/, `${k} pid was reachable: ${r[k]}`);
     }
@@ -293,66 +157,17 @@ result = out`);
   });
 
   test('the policy cannot be bypassed by writing to the upstream\'s stdin', async () => {
-    const r = await attempt(h, PRELUDE + `
-msg = json.dumps({"jsonrpc": "2.0", "id": 999, "method": "tools/call", "params": {"name":
-      "create_entities", "arguments": {"entities": [{"name": "pwned", "entityType": "x",
-      "observations": []}]}}}) + "\\n"
-def via_proc():
-    with open("/proc/${mem}/fd/0", "w") as f:
-        f.write(msg)
-def via_gateway_stdout():
-    with open("/proc/${gw}/fd/1", "w") as f:
-        f.write(msg)
-try:
-    memory_create_entities(entities=[{"name": "pwned", "entityType": "x", "observations": []}]).result()
-    sdk = "called"
-except ToolError as e:
-    sdk = e.kind
-os.write(1, msg.encode())  # to its own stdout: captured by the run, never the MCP client
-result = {"proc": attempt(via_proc), "stdout": attempt(via_gateway_stdout), "sdk": sdk}`);
-    assert.match(r.proc, /^err:/);
-    assert.match(r.stdout, /^err:/);
-    assert.equal(r.sdk, 'denied');
-    await sleep(300);
-    const graph = fs.existsSync(memFile) ? fs.readFileSync(memFile, 'utf8') : '';
-    assert.ok(!graph.includes('pwned'), 'create_entities ran although policy denies it');
+    const r = await attempt(h, policyBypassProgram(mem, gw));
+    await assertPolicyHeld(r, memFile);
   });
 
   test('subprocesses are denied by default (execve refused)', async () => {
-    const r = await attempt(h, PRELUDE + `
-import subprocess
-def spawn_sh():
-    subprocess.run(["/bin/sh", "-c", "true"])
-def exec_visible():
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.execv(${JSON.stringify(WORKER_BIN)}, ["x"])
-        except OSError as e:
-            os._exit(e.errno)
-        os._exit(0)
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-result = {"sh": attempt(spawn_sh), "exec": attempt(exec_visible)}`);
-    assert.match(r.sh, /^err:/);
-    assert.equal(r.exec, 'ok:1', `execve of a visible binary must fail with EPERM: ${r.exec}`);
+    const r = await attempt(h, subprocessProgram(WORKER_BIN));
+    assertSubprocessRefused(r);
   });
 
   test('a fork bomb stops at the process cap; the gateway and the next run survive', async () => {
-    const r = await attempt(h, PRELUDE + `
-import time
-kids, err = [], None
-try:
-    for _ in range(1000):
-        pid = os.fork()
-        if pid == 0:
-            time.sleep(1.5)
-            os._exit(0)
-        kids.append(pid)
-except OSError as e:
-    err = errno.errorcode.get(e.errno)
-for k in kids:
-    os.waitpid(k, 0)
-result = {"forked": len(kids), "err": err}`);
+    const r = await attempt(h, FORK_BOMB);
     assert.equal(r.err, 'EAGAIN', JSON.stringify(r));
     assert.ok(r.forked < 64, `forked ${r.forked} processes under CODEMCP_SANDBOX_NPROC=64`);
     assert.ok(alive(gw));
@@ -360,25 +175,7 @@ result = {"forked": len(kids), "err": err}`);
   });
 
   test('memory and /tmp exhaustion fail cleanly; the next run works', async () => {
-    const r = await attempt(h, PRELUDE + `
-def big():
-    b = bytearray(2 << 30)
-    return len(b)
-def fill():
-    chunk = b"x" * (1 << 20)
-    n = 0
-    for i in range(200):
-        with open("/tmp/fill%d" % i, "wb") as f:
-            for _ in range(8):
-                f.write(chunk)
-                n += 1
-    return n
-result = {"mem": attempt(big), "tmp": attempt(fill)}
-for i in range(200):
-    try:
-        os.unlink("/tmp/fill%d" % i)
-    except OSError:
-        pass`);
+    const r = await attempt(h, EXHAUSTION);
     // ASan reserves terabytes of address space: a sanitizer build runs without RLIMIT_AS.
     if (!process.env.CODEMCP_TEST_SANITIZER) assert.equal(r.mem, 'err:MemoryError');
     assert.match(r.tmp, /^err:(ENOSPC|EFBIG)$/);
@@ -419,17 +216,7 @@ while True:
   test('processes a run leaves behind end with it', async () => {
     // The worker skips its scan for leftovers when the namespace's ns_last_pid has not moved:
     // the run tries to put it back after forking, which must be refused.
-    const r1 = await attempt(h, PRELUDE + `
-import time
-before = open("/proc/sys/kernel/ns_last_pid").read().strip()
-` + LEAVE_GRANDCHILD + `
-try:
-    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
-        f.write(str(int(before)))
-    rewound = "written"
-except OSError as e:
-    rewound = type(e).__name__
-result = {"pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), "rewound": rewound}`);
+    const r1 = await attempt(h, LEAVE_AND_HIDE);
     assert.notEqual(r1.rewound, 'written', 'a run could rewind ns_last_pid and hide its leftovers');
     assert.ok(r1.pids.length >= 3, `the detached grandchild did not start: ${r1.pids}`);
     const r2 = await attempt(h, 'import os\nresult = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())');
@@ -693,45 +480,7 @@ describe('sessions and users', () => {
     }
     const [a, b] = clients;
     const pidA = await attempt(a, `secret_a = ${JSON.stringify(SECRET)}\nimport os\nresult = os.getpid()`);
-    const r = await attempt(b, PRELUDE + `
-import sys, gc
-found = []
-rt = sys.modules.get("codemcp_rt.runner")
-if rt is not None and ${JSON.stringify(SECRET)} in repr(getattr(rt, "_sessions", {})):
-    found.append("runner._sessions")
-for o in gc.get_objects():
-    if isinstance(o, dict) and o.get("secret_a") == ${JSON.stringify(SECRET)}:
-        found.append("a namespace dict")
-        break
-needle = ${JSON.stringify(SECRET)}.encode()
-def scan_mem(p):
-    hits = 0
-    with open("/proc/%s/maps" % p) as maps, open("/proc/%s/mem" % p, "rb", 0) as mem:
-        for line in maps:
-            addr, perms = line.split()[:2]
-            if not perms.startswith("rw"):
-                continue
-            lo, hi = (int(x, 16) for x in addr.split("-"))
-            if hi - lo > (64 << 20):
-                continue
-            try:
-                mem.seek(lo)
-                if needle in mem.read(hi - lo):
-                    hits += 1
-            except OSError:
-                pass
-    return hits
-scanned = {}
-for p in os.listdir("/proc"):
-    if p.isdigit() and p != str(os.getpid()):
-        scanned[p] = attempt(lambda p=p: scan_mem(p))
-        if scanned[p] not in ("ok:0",) and scanned[p].startswith("ok:"):
-            found.append("/proc/%s/mem" % p)
-        for f in ("environ", "cmdline"):
-            v = attempt(lambda p=p, f=f: read("/proc/%s/%s" % (p, f), 1 << 16))
-            if ${JSON.stringify(SECRET)} in v:
-                found.append("/proc/%s/%s" % (p, f))
-result = {"found": found, "has_var": "secret_a" in globals()}`);
+    const r = await attempt(b, sessionSpyProgram(SECRET));
     assert.deepEqual(r.found, []);
     assert.equal(r.has_var, false);
     assert.equal(await attempt(a, 'result = secret_a'), SECRET, 'session A keeps its variables');

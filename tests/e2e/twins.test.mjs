@@ -95,7 +95,7 @@ result = {"scenarios": len(p), "diff": {k: {"c": c[k], "py": p[k]} for k in p if
 `;
 
 const CALLS = String.raw`
-import _codemcp, json
+import _codemcp, json, re
 from codemcp_rt import client, transport
 
 body = {k: v for k, v in vars(client._Call).items()
@@ -142,7 +142,8 @@ def outcome(fn):
         v = fn()
         return ["ok", type(v).__name__, repr(v)[:300]]
     except BaseException as exc:
-        return ["raise", type(exc).__name__, str(exc)[:300]]
+        # the elapsed time a message names is each twin's own clock, not a reading of the reply
+        return ["raise", type(exc).__name__, re.sub(r"\[after \d+ ms\]", "[after N ms]", str(exc))[:300]]
 
 class Wire:
     """The transport a call waits on: gives one reply (or None: no reply in time; or a
