@@ -16,7 +16,9 @@
 //        running throughout, to measure both builds on CPUs something else holds;
 //        BENCH_HEAD_ENV='{"CODEMCP_AUDIT_LOG":"{dir}/audit.log"}' sets variables for the head arm
 //        only ({dir}: the run's temporary directory), so one binary can be measured with a
-//        feature on (head) and off (base): CODEMCP_BASE_BIN = CODEMCP_BIN)
+//        feature on (head) and off (base): CODEMCP_BASE_BIN = CODEMCP_BIN;
+//        BENCH_OTLP=1: the head arm exports OpenTelemetry traces (CODEMCP_OTLP_ENDPOINT, protobuf,
+//        default batching) to a receiver in this process that answers 200 and counts what it got)
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -57,6 +59,20 @@ const hogs = Array.from({ length: HOGS }, (_, i) =>
 const stopHogs = () => hogs.forEach((h) => h.kill('SIGKILL'));
 process.on('exit', stopHogs); // on an error; a live child keeps the loop (and 'exit') from coming
 
+const OTLP = process.env.BENCH_OTLP === '1' ? await otlpSink() : null;
+async function otlpSink() {
+  const { createServer } = await import('node:http');
+  const sink = { requests: 0, bytes: 0 };
+  const srv = createServer((req, res) => {
+    req.on('data', (c) => (sink.bytes += c.length));
+    req.on('end', () => { sink.requests++; res.writeHead(200, { 'content-type': 'application/x-protobuf' }); res.end(); });
+  });
+  await new Promise((ok) => srv.listen(0, '127.0.0.1', ok));
+  sink.url = `http://127.0.0.1:${srv.address().port}`;
+  sink.close = () => { srv.closeAllConnections(); srv.close(); };
+  return sink;
+}
+
 const dir = mkdtempSync(join(tmpdir(), 'codemcp-bench-ab-'));
 const HEAD_ENV = Object.fromEntries(Object.entries(JSON.parse(process.env.BENCH_HEAD_ENV || '{}'))
   .map(([k, v]) => [k, String(v).replaceAll('{dir}', dir)]));
@@ -65,7 +81,8 @@ writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'local', command:
 
 async function startArm(name) {
   // Each binary finds the worker built next to it, never one named by the caller's environment.
-  const arm = await startExecArm(BINS[name], { CODEMCP_CONFIG: cfg, ...(name === 'head' ? HEAD_ENV : {}) },
+  const arm = await startExecArm(BINS[name], { CODEMCP_CONFIG: cfg, ...(name === 'head' ? HEAD_ENV : {}),
+    ...(OTLP && name === 'head' ? { CODEMCP_OTLP_ENDPOINT: OTLP.url } : {}) },
     `ab-${name}`);
   return { ...arm, worker: workerPids(arm.pid) }; // all of them: the sandboxed worker is a grandchild
 }
@@ -136,10 +153,14 @@ server-everything children for every repeat. Times in ms, client-side round trip
 |---|---|---|---|---|---|---|${CONTROL ? '---|---|' : ''}
 ${rows.join('\n')}
 
-"Paired" is the median over all rounds of arm/base measured in the same round. An A/A run
+${OTLP ? `**head traces** (BENCH_OTLP=1): CODEMCP_OTLP_ENDPOINT to a receiver in the driver process, which got
+${OTLP.requests} export requests, ${OTLP.bytes} bytes; base does not trace.
+
+` : ''}"Paired" is the median over all rounds of arm/base measured in the same round. An A/A run
 (CODEMCP_BIN = CODEMCP_BASE_BIN) shows how far the machine alone moves these ratios: a head / base
 ratio inside that band says nothing beyond "not measurably different".
 `;
 writeFileSync(join(ROOT, 'bench', 'results', process.env.BENCH_OUT || 'execute_ab.md'), report);
 console.log(report);
 stopHogs();
+OTLP?.close();

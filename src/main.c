@@ -35,6 +35,7 @@
 #include "setup.h"
 #include "shapes.h"
 #include "state.h"
+#include "trace.h"
 #ifdef CODEMCP_TUI
 #include "tui.h"
 #endif
@@ -688,6 +689,7 @@ int main(int argc, char **argv)
     if (mode == MODE_SMOKE && !serving)
         return 1;
 
+    trace_init(&settings);
     up_start_all(&config, &settings);
     /* With CODEMCP_PROTOTYPE_EARLY the prototype starts now, beside the upstreams: the first
      * program's worker is forked from it. After them: its spawn takes the loop a few ms that
@@ -711,7 +713,8 @@ int main(int argc, char **argv)
     cat_free();
     use_free();
     shapes_free();
-    cl_free_all(); /* before the context: WSI_DESTROY callbacks then find nothing to do */
+    trace_shutdown(); /* after every span's owner is gone: the last spans are in the queue */
+    cl_free_all();    /* before the context: WSI_DESTROY callbacks then find nothing to do */
     lp_destroy();
     cfg_free(&config);
     mx_free();

@@ -26,6 +26,7 @@
 #include "mcp_extras.h"
 #include "namespaces.h"
 #include "runs.h"
+#include "trace.h"
 #include "upstream.h"
 #include "util.h"
 
@@ -409,12 +410,40 @@ static json_t *handle_set_level(struct mcp_session *s, json_t *params, int *code
     return NULL;
 }
 
+/* The span of tools/call `tool` (OpenTelemetry's MCP server span): the caller's trace context
+ * from _meta, else from the HTTP request's headers. NULL while tracing is off. */
+static struct trace_span *request_span(struct mcp_session *s, json_t *id, json_t *meta,
+                                       const char *tool)
+{
+    struct trace_remote parent;
+    char name[160];
+    trace_request_parent(&parent, json_string_value(json_object_get(meta, "traceparent")),
+                         json_string_value(json_object_get(meta, "tracestate")));
+    snprintf(name, sizeof(name), "tools/call %s", tool);
+    struct trace_span *span = trace_start(name, TRACE_SERVER, NULL, &parent);
+    if (!span)
+        return NULL;
+    trace_attr_str(span, "mcp.method.name", "tools/call");
+    trace_attr_str(span, "gen_ai.tool.name", tool);
+    trace_attr_str(span, "gen_ai.operation.name", "execute_tool");
+    char num[24];
+    if (json_is_integer(id))
+        snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(id));
+    trace_attr_str(span, "jsonrpc.request.id", json_is_integer(id) ? num : json_string_value(id));
+    json_t *modern = json_object_get(meta, MCP_META_PROTOCOL_VERSION); /* 2026: per request */
+    trace_attr_str(span, "mcp.protocol.version",
+                   json_is_string(modern) ? json_string_value(modern) : s->protocol_version);
+    return span;
+}
+
 /* Queues an execute_python run: NULL, or the tool error for bad arguments. */
 static json_t *submit_execute(struct mcp_session *s, json_t *id, json_t *args, json_t *progress,
-                              json_t *caps)
+                              json_t *caps, struct trace_span *span)
 {
     static char err[512];
-    if (run_submit(s->id, s->home, id, args, progress, caps, err, sizeof(err)) < 0) {
+    if (run_submit(s->id, s->home, id, args, progress, caps, span, err, sizeof(err)) < 0) {
+        trace_fail(span, "tool_error", err);
+        trace_end(span);
         /* Bad arguments of execute_python are the model's to fix: a tool error it can read
          * (SEP-1303), not a protocol error the client swallows. The text may quote an
          * argument's name cut at the buffer's end: not UTF-8, json_pack would refuse it and
@@ -444,7 +473,8 @@ static json_t *handle_tools_call(struct mcp_session *s, json_t *id, json_t *para
     if (discovery) { /* search_tools / describe as MCP tools: a run of the SDK helper */
         json_t *run_args = json_pack("{s:s}", "code", discovery);
         free(discovery);
-        json_t *res = submit_execute(s, id, run_args, progress, NULL);
+        json_t *res = submit_execute(s, id, run_args, progress, NULL,
+                                     request_span(s, id, meta, json_string_value(name)));
         json_decref(run_args);
         return res;
     }
@@ -469,7 +499,7 @@ static json_t *handle_tools_call(struct mcp_session *s, json_t *id, json_t *para
         }
         return NULL;
     }
-    return submit_execute(s, id, args, progress, caps);
+    return submit_execute(s, id, args, progress, caps, request_span(s, id, meta, "execute_python"));
 }
 
 /* subscriptions/listen (2026 era): acknowledged now, answered never (until cancelled); the
@@ -709,7 +739,9 @@ static int receive_execute(struct mcp_session *s, const char *text, size_t len)
         return 0; /* null (a notification), an escape, or not an id: the tree path */
     json_t *argv = jf_loadb(args->val, args->vlen, 0, NULL);
     if (argv) {
-        json_t *result = submit_execute(s, idv, argv, NULL, NULL);
+        /* no _meta here: a trace context can only be the HTTP request's */
+        json_t *result =
+            submit_execute(s, idv, argv, NULL, NULL, request_span(s, idv, NULL, "execute_python"));
         if (result)
             session_send(s, rpc_result(idv, result), idv);
     }

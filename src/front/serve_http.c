@@ -18,6 +18,7 @@
  * read with lws_hdr_custom_copy and copied at once, and WebSocket and h2c upgrades are
  * refused. The write-side traps are handled in http_stream.c. */
 #include "serve_http.h"
+#include "trace.h"
 #include "connlimit.h"
 #include "health.h"
 #include "http_auth.h"
@@ -356,6 +357,21 @@ static void handle_post(struct hconn *c)
     json_decref(msg);
 }
 
+/* handle_post with the request's W3C trace context headers in force: the spans its MCP
+ * message starts continue the caller's trace (a traceparent in the message's _meta wins). */
+static void handle_post_traced(struct hconn *c)
+{
+    char tp[64], ts[TRACE_STATE_MAX + 1];
+    int traced = trace_on() && header(c->wsi, 0, "traceparent:", tp, sizeof(tp)) > 0;
+    if (traced) {
+        header(c->wsi, 0, "tracestate:", ts, sizeof(ts));
+        trace_http_context(tp, ts);
+    }
+    handle_post(c);
+    if (traced)
+        trace_http_context(NULL, NULL);
+}
+
 static void handle_get(struct hconn *c, const char *accept)
 {
     if (!strcasestr(accept, "text/event-stream")) {
@@ -629,7 +645,7 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
         if (c && c->live && !c->ready && c->legacy)
             lsse_body(c);
         else if (c && c->live && !c->ready)
-            handle_post(c);
+            handle_post_traced(c);
         return 0;
     case LWS_CALLBACK_HTTP_WRITEABLE:
         return c ? http__on_writable(c) : 0;

@@ -33,6 +33,7 @@
 #include "redact.h"
 #include "shapes.h"
 #include "toolstate.h"
+#include "trace.h"
 #include "upstream.h"
 #include "usage.h"
 #include "util.h"
@@ -69,6 +70,8 @@ struct call {
     int dry_run;
     enum policy_effect effect;
     char rule[128];
+    struct trace_span *t_call; /* the tool call's span, and its upstream request's (NULL: */
+    struct trace_span *t_up;   /* untraced, or none open) */
     struct call *next, **pprev;
     char text[]; /* id_text, run_id, server, tool, args: each NUL-terminated */
 };
@@ -231,6 +234,8 @@ static enum mx_call_outcome outcome_of(const char *kind)
 /* Every call ends here, so its outcome is counted here, once. */
 static void call_free(struct call *call)
 {
+    trace_end(call->t_up);
+    trace_end(call->t_call);
     /* A name the catalog does not list came from the program: it is no label. */
     mx_tool_call(call->listed ? call->server : NULL, call->tool, call->outcome);
     held_release(call);
@@ -334,6 +339,14 @@ void calls__reply_error(uint64_t conn_id, json_t *id, const char *kind, const ch
                                               (json_int_t)elapsed_ms)));
 }
 
+/* reply_error for a call that ends refused or failed: its spans say why. */
+static void fail_call(struct call *call, const char *kind, const char *message, int64_t elapsed_ms)
+{
+    trace_fail(call->t_up, kind, message);
+    trace_fail(call->t_call, kind, message);
+    calls__reply_error(call->conn_id, call->id, kind, message, elapsed_ms);
+}
+
 static void call_done(const char *run_id)
 {
     if (calls__hooks.call_done)
@@ -382,7 +395,7 @@ static void audit_end(const struct call *call, const char *outcome, const char *
 static void refuse(struct call *call, const char *kind, const char *why)
 {
     call->effect = POLICY_DENY;
-    calls__reply_error(call->conn_id, call->id, kind, why, 0);
+    fail_call(call, kind, why, 0);
     audit_end(call, kind, why);
 }
 
@@ -491,13 +504,13 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
     if (!err && results_room(call, res->raw_len, full, sizeof(full)) < 0) {
         call->outcome = MX_CALL_ERROR; /* answered, but the result could not be given */
         write_done(call, 1, 0);        /* made: the server may have acted on it */
-        calls__reply_error(call->conn_id, call->id, "too_large", full, elapsed);
+        fail_call(call, "too_large", full, elapsed);
         audit_end(call, "too_large", full);
     } else if (err) {
         call->outcome = outcome_of(err->kind);
         if (write_attempted(err->kind))
             write_done(call, 0, 0);
-        calls__reply_error(call->conn_id, call->id, err->kind, err->message, elapsed);
+        fail_call(call, err->kind, err->message, elapsed);
         audit_end(call, err->kind, NULL);
     } else if (res->raw && !call->mutation && calls__hooks.reply_parts) {
         /* Nothing to change in it: its bytes go to the worker as they came. */
@@ -518,6 +531,10 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
         int is_error = json_is_true(json_object_get(result, "isError"));
         call->outcome = is_error ? MX_CALL_IS_ERROR : MX_CALL_OK;
         write_done(call, !is_error, 0);
+        if (is_error) { /* the MCP conventions' error.type for an isError result */
+            trace_fail(call->t_up, "tool_error", NULL);
+            trace_fail(call->t_call, "tool_error", NULL);
+        }
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
         int too_large = calls__reply(call->conn_id, rpc_result(call->id, out)) == CALLS_TOO_LARGE;
@@ -537,17 +554,37 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
 
 /* Routes call upstream (its gate has room). 0, or -1 when the upstream refused it: the worker
  * got the error and the call is freed. */
+/* Routes call upstream with extra params members (NULL: none), in a new span for the
+ * upstream request whose context goes with it. 0, or -1 with err filled. */
+static int route(struct call *call, json_t *extra, struct up_error *err)
+{
+    char name[300], tp[TRACE_PARENT_LEN + 1];
+    trace_end(call->t_up); /* a retry with the client's input is a new request */
+    call->t_up = NULL;
+    if (call->t_call) {
+        snprintf(name, sizeof(name), "tools/call %s", call->tool);
+        call->t_up = trace_start(name, TRACE_CLIENT, call->t_call, NULL);
+        trace_attr_str(call->t_up, "mcp.method.name", "tools/call");
+        trace_attr_str(call->t_up, "gen_ai.tool.name", call->tool);
+        trace_attr_str(call->t_up, "gen_ai.operation.name", "execute_tool");
+        trace_attr_str(call->t_up, "codemcp.server", call->server);
+    }
+    struct up_trace ctx = {NULL, trace_tracestate(call->t_up)};
+    if (trace_traceparent(call->t_up, tp) == 0)
+        ctx.traceparent = tp;
+    return up_call_tool(call->server, call->tool, call->args, call->args_len, extra, &ctx,
+                        call->timeout_ms, on_upstream_result, call, &call->up_handle, err);
+}
+
 static int call_start(struct call *call, struct gate *g)
 {
     struct up_error err = {0};
     call->sent_us = mx_clock();
-    if (up_call_tool(call->server, call->tool, call->args, call->args_len, NULL, call->timeout_ms,
-                     on_upstream_result, call, &call->up_handle, &err) < 0) {
+    if (route(call, NULL, &err) < 0) {
         call->outcome = outcome_of(err.kind);
         if (write_attempted(err.kind))
             write_done(call, 0, 0);
-        calls__reply_error(call->conn_id, call->id, err.kind, err.message,
-                           now_ms() - call->started_ms);
+        fail_call(call, err.kind, err.message, now_ms() - call->started_ms);
         audit_end(call, err.kind, NULL);
         call_free(call);
         return -1;
@@ -653,6 +690,15 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     }
     call->session = run.session;
     call->dry_run = run.dry_run;
+    if (!call->t_call && run.span) {
+        char name[300];
+        snprintf(name, sizeof(name), "execute_tool %s", tool);
+        call->t_call = trace_start(name, TRACE_INTERNAL, run.span, NULL);
+        trace_attr_str(call->t_call, "gen_ai.operation.name", "execute_tool");
+        trace_attr_str(call->t_call, "gen_ai.tool.name", tool);
+        trace_attr_str(call->t_call, "codemcp.server", server);
+        trace_attr_int(call->t_call, "codemcp.arguments.size", (int64_t)args_len);
+    }
     /* Tools turned off (config, or `codemcp disable-tool` at run time): refused here, whatever
      * SDK the worker holds. Same kind as a tool that is not in the catalog. */
     char off[600];
@@ -708,6 +754,7 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     if ((mutation && run.dry_run) || effect == POLICY_DRY_RUN) {
         call->effect = POLICY_DRY_RUN;
         call->outcome = MX_CALL_DRY_RUN;
+        trace_attr_int(call->t_call, "codemcp.dry_run", 1);
         write_done(call, 1, 1);
         calls__reply(conn_id, rpc_result(id, dry_run_stub(fn, server, tool)));
         audit_end(call, "dry_run", NULL);
@@ -856,16 +903,14 @@ int calls_resume(const char *run_id, json_t *input_responses)
     json_decref(call->request_state);
     call->request_state = NULL;
     struct up_error err = {0};
-    int rc = up_call_tool(call->server, call->tool, call->args, call->args_len, extra,
-                          call->timeout_ms, on_upstream_result, call, &call->up_handle, &err);
+    int rc = route(call, extra, &err);
     json_decref(extra);
     if (rc < 0) {
         DLIST_UNLINK(call);
         call->outcome = outcome_of(err.kind);
         if (write_attempted(err.kind))
             write_done(call, 0, 0);
-        calls__reply_error(call->conn_id, call->id, err.kind, err.message,
-                           now_ms() - call->started_ms);
+        fail_call(call, err.kind, err.message, now_ms() - call->started_ms);
         audit_end(call, err.kind, NULL);
         call_done(call->run_id);
         gate_done(call->run_id);
@@ -882,7 +927,7 @@ void calls_cancel_run(const char *run_id, const char *reason)
         return;
     struct call *call;
     while ((call = gate_pop(g))) { /* first: none of them may start */
-        calls__reply_error(call->conn_id, call->id, "timeout", reason, now_ms() - call->started_ms);
+        fail_call(call, "timeout", reason, now_ms() - call->started_ms);
         audit_end(call, "timeout", NULL);
         call_free(call);
     }
@@ -894,8 +939,7 @@ void calls_cancel_run(const char *run_id, const char *reason)
             g->in_flight--;
             up_cancel_call(call->up_handle, reason);
             write_done(call, 0, 0); /* routed: the server may have acted on it */
-            calls__reply_error(call->conn_id, call->id, "timeout", reason,
-                               now_ms() - call->started_ms);
+            fail_call(call, "timeout", reason, now_ms() - call->started_ms);
             audit_end(call, "timeout", NULL);
             call_free(call);
         }

@@ -18,12 +18,16 @@
 #include <stdint.h>
 
 /* What enforcement needs to know of the run a call says it belongs to. */
+struct trace_span;
+
 struct calls_run {
     int dry_run;
     int enforce_mutations;
     json_t *allow_mutations; /* borrowed; only valid while the call is being checked */
     const char *principal;   /* who asked for the run (its results teach that one's shapes) */
     uint64_t session;        /* the session that asked for it (for the external policy engine) */
+    const struct trace_span *span; /* the run's span, parent of the call's (NULL: untraced);
+                                    * only valid while the call is being checked */
 };
 
 /* What the reply hooks return for a message longer than the worker reads. */

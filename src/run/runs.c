@@ -39,6 +39,7 @@
 #include "namespaces.h"
 #include "upstream.h"
 #include "util.h"
+#include "trace.h"
 #include "workers.h"
 
 #include <stdarg.h>
@@ -72,7 +73,10 @@ struct run {
     enum run_stop stop;
     int silent; /* client cancelled: no answer */
     int calls_done;
-    int ns_started; /* counted as running in namespaces.c */
+    int ns_started;               /* counted as running in namespaces.c */
+    struct trace_span *t_request; /* the MCP request's span (the caller's), the run's, and the */
+    struct trace_span *t_run;     /* phase it is in (queue, then execute): NULL untraced */
+    struct trace_span *t_phase;
     int64_t started_ms;
     int64_t queued_ms; /* when it was submitted (catalog's bounded wait for discovery runs) */
     struct lp_timer queue_timer; /* CODEMCP_RUN_QUEUE_WAIT_MS while queued */
@@ -194,6 +198,7 @@ int run_call_rules(const char *run_id, int slot, struct calls_run *out)
     out->allow_mutations = r->allow_mutations;
     out->principal = r->principal;
     out->session = r->session_id;
+    out->span = r->t_run;
     return 0;
 }
 
@@ -213,8 +218,24 @@ static void run_free(struct run *r)
     json_decref(r->arguments);
     json_decref(r->client_caps);
     explicit_bzero(r->input_state, sizeof(r->input_state));
+    trace_end(r->t_phase);
+    trace_end(r->t_run);
+    trace_end(r->t_request);
     free(r->code);
     free(r);
+}
+
+/* The run's spans end with its outcome: kind NULL for a success, else its error kind (the
+ * request span's error.type is tool_error, as the MCP conventions ask for isError). */
+static void trace_finish(struct run *r, const char *kind)
+{
+    trace_fail(r->t_phase, kind, NULL);
+    trace_fail(r->t_run, kind, NULL);
+    trace_fail(r->t_request, kind ? "tool_error" : NULL, kind);
+    trace_end(r->t_phase);
+    trace_end(r->t_run);
+    trace_end(r->t_request);
+    r->t_phase = r->t_run = r->t_request = NULL;
 }
 
 static void tomb_drop_answer(struct input_tomb *t)
@@ -368,6 +389,12 @@ static void finish_with(struct run *r, json_t *envelope, const char *failure, co
         run_log(r, r->stop == STOP_NONE ? LOG_ERROR : LOG_WARN, "%s failed after %lld ms (%s): %s",
                 r->id, (long long)elapsed, kind, failure ? failure : "the worker gave no answer");
     }
+    const char *ekind = json_is_object(envelope)
+                            ? json_string_value(json_object_get(envelope, "error_kind"))
+                            : NULL;
+    trace_finish(r, reply || json_is_true(json_object_get(envelope, "ok")) ? NULL
+                    : ekind                                                ? ekind
+                                                                           : kind);
     if (reply) { /* only taken when nothing above could need the tree (run_on_worker_answered) */
         hooks.send_text(r->session_id, reply, reply_len, r->request_id);
     } else if (json_is_object(envelope)) {
@@ -574,6 +601,9 @@ static int send_run(struct run *r, int slot)
     r->state = RUN_SENT;
     r->slot = slot;
     rcpu_start(r->id, r->principal, slot, cpu_spent);
+    trace_end(r->t_phase);
+    r->t_phase = trace_start("execute", TRACE_INTERNAL, r->t_run, NULL);
+    trace_attr_int(r->t_phase, "codemcp.worker.slot", slot);
     lp_timer_stop(&r->queue_timer);
     r->started_ms = now_ms();
     r->deadline_at = r->started_ms + r->timeout_ms;
@@ -726,8 +756,9 @@ static int queue_full(const char *p)
     return n >= queue_max;
 }
 
-int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
-               json_t *progress_token, json_t *client_caps, char *err, size_t errlen)
+/* run_submit's checks and the queued run, or NULL with err filled. */
+static struct run *submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
+                          json_t *progress_token, json_t *client_caps, char *err, size_t errlen)
 {
     if (!json_is_object(arguments)) {
         snprintf(err, errlen, "execute_python needs arguments {\"code\": \"...\"}");
@@ -796,17 +827,17 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
     }
     struct ns_ref where;
     if (ns_resolve(session_id, home, json_string_value(ns), &where, err, errlen) < 0)
-        return -1;
+        return NULL;
     const char *who = ns_asker(session_id, where.home);
     if (queue_full(who)) {
         snprintf(err, errlen,
                  "execute_python: %ld programs of yours are already waiting for a Python worker "
                  "(CODEMCP_RUN_QUEUE_MAX): wait for their answers before sending more",
                  queue_max);
-        return -1;
+        return NULL;
     }
     if (budgets_take_run(who, err, errlen) < 0)
-        return -1;
+        return NULL;
     struct run *r = new_run(session_id, where.home);
     r->ns = where;
     r->request_id = json_incref(request_id);
@@ -825,11 +856,37 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
         r->allow_mutations = json_incref(allow);
     }
     log_debug("runs", "%s queued for session %llu", r->id, (unsigned long long)session_id);
-    run_dispatch();
-    return 0;
+    return r;
 bad_arguments:
     mx_rejected(MX_REJECT_ARGUMENTS);
-    return -1;
+    return NULL;
+}
+
+int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
+               json_t *progress_token, json_t *client_caps, struct trace_span *span, char *err,
+               size_t errlen)
+{
+    struct trace_span *t_run = trace_start("codemcp.run", TRACE_INTERNAL, span, NULL);
+    struct trace_span *pre = trace_start("preflight", TRACE_INTERNAL, t_run, NULL);
+    struct run *r =
+        submit(session_id, home, request_id, arguments, progress_token, client_caps, err, errlen);
+    if (!r) {
+        trace_fail(pre, "invalid_arguments", err);
+        trace_fail(t_run, "invalid_arguments", NULL);
+        trace_end(pre);
+        trace_end(t_run);
+        return -1;
+    }
+    trace_end(pre);
+    r->t_request = span;
+    r->t_run = t_run;
+    trace_attr_str(t_run, "codemcp.run.id", r->id);
+    trace_attr_int(t_run, "codemcp.code.size", (int64_t)strlen(r->code));
+    if (r->dry_run)
+        trace_attr_int(t_run, "codemcp.run.dry_run", 1);
+    r->t_phase = trace_start("queue", TRACE_INTERNAL, t_run, NULL);
+    run_dispatch();
+    return 0;
 }
 
 int run_smoke(const char *code, void (*done)(json_t *envelope, int is_error))

@@ -23,6 +23,8 @@
 #include "calls.h"
 #include "log.h"
 
+struct trace_span;
+
 struct run_hooks {
     /* Sends msg (stolen) on session session_id if it still exists; `related` is the id of
      * the request it answers or reports progress for (borrowed). */
@@ -47,10 +49,13 @@ void run_init(const struct settings *s);
  * the principal's for session-less requests); the run's namespace (the `namespace` handle,
  * or the implicit/fresh one) decides which worker runs it. client_caps: a 2026 request's
  * clientCapabilities (input a tool asks for is relayed to such a client, see runs.c), NULL
- * for 2025 clients. Returns 0, or -1 with a message in err for invalid arguments or a bad
- * handle (the caller answers with a tool error). Borrows. */
+ * for 2025 clients. span: the MCP request's span (trace.h; may be NULL), taken on success
+ * (the run's spans are its children and it ends with the answer), left to the caller on -1.
+ * Returns 0, or -1 with a message in err for invalid arguments or a bad handle (the caller
+ * answers with a tool error). Borrows the rest. */
 int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *arguments,
-               json_t *progress_token, json_t *client_caps, char *err, size_t errlen);
+               json_t *progress_token, json_t *client_caps, struct trace_span *span, char *err,
+               size_t errlen);
 /* A retry of an execute_python request that got input_required: request_state is the
  * requestState it returned, input_responses (may be NULL) the client's answers. The waiting
  * run continues and answers request_id. Returns 0, or -1 with a message in err (unknown,

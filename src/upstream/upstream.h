@@ -127,12 +127,20 @@ const char *up_state_name(enum up_state s);
 /* Sends tools/call with arguments args (args_len bytes of a canonical JSON object, as
  * jf_dumps writes one or js_canon_value accepted; NULL: {}) and, when extra (borrowed) is
  * given, its other members of params: a multi round-trip retry's inputResponses and
- * requestState (MCP 2026-07-28, SEP-2322). Returns 0 and a handle, or -1 with *err filled (no
- * callback then). timeout_ms <= 0 means the default (CODEMCP_CALL_TIMEOUT_MS). On expiry the
- * upstream gets notifications/cancelled and cb gets kind "timeout". Borrows everything. */
+ * requestState (MCP 2026-07-28, SEP-2322), and trace (may be NULL) in its _meta. Returns 0 and a
+ * handle, or -1 with *err filled (no callback then). timeout_ms <= 0 means the default
+ * (CODEMCP_CALL_TIMEOUT_MS). On expiry the upstream gets notifications/cancelled and cb gets kind
+ * "timeout". Borrows everything. */
+/* W3C trace context passed on with a request (SEP-414: in params._meta; over HTTP also as
+ * the traceparent/tracestate headers). traceparent is a well-formed value, tracestate "" or
+ * one already checked to need no JSON escape (trace.h gives both). */
+struct up_trace {
+    const char *traceparent;
+    const char *tracestate;
+};
 int up_call_tool(const char *server, const char *tool, const char *args, size_t args_len,
-                 json_t *extra, int64_t timeout_ms, up_call_cb cb, void *ud, uint64_t *handle,
-                 struct up_error *err);
+                 json_t *extra, const struct up_trace *trace, int64_t timeout_ms, up_call_cb cb,
+                 void *ud, uint64_t *handle, struct up_error *err);
 /* Cancels a call: notifications/cancelled upstream; its callback is never called. */
 void up_cancel_call(uint64_t handle, const char *reason);
 /* Calls in flight (all servers). */

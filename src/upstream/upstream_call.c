@@ -53,7 +53,7 @@ static int plain_name(const char *s)
 /* The usual tools/call (2025 era, no extra members): its text written around the arguments'
  * bytes, the bytes rpc_dump(rpc_request(id, "tools/call", {name, arguments})) would give. */
 static struct up_req *send_call_text(struct upstream *up, const char *tool, const char *args,
-                                     size_t args_len, int64_t timeout_ms)
+                                     size_t args_len, const char *meta, int64_t timeout_ms)
 {
     static const char head[] = "{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"id\":";
     static const char mid[] = ",\"params\":{\"name\":\"";
@@ -70,7 +70,8 @@ static struct up_req *send_call_text(struct upstream *up, const char *tool, cons
         args = "{}";
         args_len = 2;
     }
-    size_t len = sizeof(head) - 1 + nl + sizeof(mid) - 1 + tl + sizeof(arg) - 1 + args_len + 2;
+    size_t ml = meta ? strlen(meta) : 0;
+    size_t len = sizeof(head) - 1 + nl + sizeof(mid) - 1 + tl + sizeof(arg) - 1 + args_len + ml + 2;
     char small[1024]; /* the usual call: no malloc (the transport copies the text) */
     char *text = len <= sizeof(small) ? small : xmalloc(len), *w = text;
     memcpy(w, head, sizeof(head) - 1);
@@ -85,6 +86,9 @@ static struct up_req *send_call_text(struct upstream *up, const char *tool, cons
     w += sizeof(arg) - 1;
     memcpy(w, args, args_len);
     w += args_len;
+    if (ml)
+        memcpy(w, meta, ml);
+    w += ml;
     memcpy(w, "}}", 2);
     r = up__req_send(up, r, text, len, timeout_ms);
     if (text != small)
@@ -92,9 +96,34 @@ static struct up_req *send_call_text(struct upstream *up, const char *tool, cons
     return r;
 }
 
+/* The trace context as params' _meta member: as text for send_call_text
+ * (,"_meta":{"traceparent":...}; caller frees; NULL: none), or set in a params tree. */
+static char *trace_meta_text(const struct up_trace *t)
+{
+    if (!t || !t->traceparent)
+        return NULL;
+    struct buf b = {0};
+    buf_printf(&b, ",\"_meta\":{\"traceparent\":\"%s\"", t->traceparent);
+    if (t->tracestate && *t->tracestate)
+        buf_printf(&b, ",\"tracestate\":\"%s\"", t->tracestate);
+    buf_appends(&b, "}");
+    return buf_steal(&b);
+}
+
+static void trace_meta_tree(json_t *params, const struct up_trace *t)
+{
+    if (!t || !t->traceparent)
+        return;
+    json_t *meta = json_object();
+    json_object_set_new(meta, "traceparent", json_string(t->traceparent));
+    if (t->tracestate && *t->tracestate)
+        json_object_set_new(meta, "tracestate", json_string(t->tracestate));
+    json_object_set_new(params, "_meta", meta);
+}
+
 int up_call_tool(const char *server, const char *tool, const char *args, size_t args_len,
-                 json_t *extra, int64_t timeout_ms, up_call_cb cb, void *ud, uint64_t *handle,
-                 struct up_error *err)
+                 json_t *extra, const struct up_trace *trace, int64_t timeout_ms, up_call_cb cb,
+                 void *ud, uint64_t *handle, struct up_error *err)
 {
     struct upstream *up = up_find(server);
     if (!up) {
@@ -112,7 +141,9 @@ int up_call_tool(const char *server, const char *tool, const char *args, size_t 
         timeout_ms = up__default_call_timeout();
     struct up_req *r;
     if (!extra && up->era != MCP_ERA_MODERN && plain_name(tool)) {
-        r = send_call_text(up, tool, args, args_len, timeout_ms);
+        char *meta = trace_meta_text(trace);
+        r = send_call_text(up, tool, args, args_len, meta, timeout_ms);
+        free(meta);
     } else {
         json_t *a =
             args ? jf_loadb(args, args_len, JF_ALLOW_NUL | JF_BIG_INTEGERS, NULL) : json_object();
@@ -125,6 +156,7 @@ int up_call_tool(const char *server, const char *tool, const char *args, size_t 
         json_t *params = json_object(); /* {name, arguments}: not json_pack, see jsonrpc.c */
         json_object_set_new_nocheck(params, "name", json_string(tool));
         json_object_set_new_nocheck(params, "arguments", a);
+        trace_meta_tree(params, trace); /* the 2026 era's _meta is added to it */
         const char *k;
         json_t *v;
         json_object_foreach(extra, k, v)

@@ -145,6 +145,8 @@ void hx_free(struct hx *h)
     free(h->modern_version);
     free(h->mcp_method);
     free(h->mcp_name);
+    free(h->traceparent);
+    free(h->tracestate);
     buf_free(&h->params);
     free(h->text);
     free(h->last_id);

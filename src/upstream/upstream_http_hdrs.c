@@ -73,6 +73,15 @@ static json_t *header_tool(struct http_tp *tp, json_t *name)
     return json_is_object(tool) ? tool : NULL;
 }
 
+/* Printable ASCII only: nothing that could end a header line or start another. */
+static int header_safe(const char *s)
+{
+    for (; *s; s++)
+        if (*s < 0x20 || *s > 0x7e)
+            return 0;
+    return 1;
+}
+
 void uh_note_headers(struct hx *h, json_t *msg)
 {
     json_t *params = json_object_get(msg, "params");
@@ -80,6 +89,15 @@ void uh_note_headers(struct hx *h, json_t *msg)
     json_t *method = json_object_get(msg, "method");
     if (!json_is_string(method))
         return;
+    /* A trace context in _meta (SEP-414) goes in the W3C headers too, for HTTP-level tracing
+     * between here and the server. Only one the gateway wrote: a plain token (trace.c). */
+    json_t *meta = json_object_get(params, "_meta");
+    json_t *tp = json_object_get(meta, "traceparent"), *ts = json_object_get(meta, "tracestate");
+    if (!h->traceparent && json_is_string(tp) && header_safe(json_string_value(tp)))
+        h->traceparent = xstrdup(json_string_value(tp));
+    if (h->traceparent && !h->tracestate && json_is_string(ts) &&
+        header_safe(json_string_value(ts)))
+        h->tracestate = xstrdup(json_string_value(ts));
     if (json_is_string(v))
         h->modern_version = xstrdup(json_string_value(v));
     h->mcp_method = xstrdup(json_string_value(method));
@@ -139,6 +157,10 @@ void uh_headers(struct hx *h, const char *method, int with_session, const char *
         if (with_session && version)
             line(out, "MCP-Protocol-Version: ", version);
     }
+    if (h->traceparent)
+        line(out, "traceparent: ", h->traceparent);
+    if (h->tracestate && *h->tracestate)
+        line(out, "tracestate: ", h->tracestate);
     if (last_id)
         line(out, "Last-Event-ID: ", last_id);
 }

@@ -30,7 +30,9 @@ struct hx {
     char *modern_version; /* 2026 era: the body's protocol version (no session then) */
     char *mcp_method;     /* 2026 era: Mcp-Method */
     char *mcp_name;       /* 2026 era: Mcp-Name, already encoded for the header */
-    struct buf params;    /* 2026 era: "Mcp-Param-X: v" lines (x-mcp-header), NUL-separated */
+    char *traceparent;    /* the W3C trace context of the message's _meta, sent as headers */
+    char *tracestate;
+    struct buf params; /* 2026 era: "Mcp-Param-X: v" lines (x-mcp-header), NUL-separated */
     size_t n_params;
     int is_sse;      /* the current response is an event stream */
     int progress;    /* the current stream produced an event (or a cursor) */

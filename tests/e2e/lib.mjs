@@ -814,6 +814,27 @@ export function meta2026(name, caps = {}) {
 // { proc, port } once it listens; `started` (a Set) collects the process for the caller's
 // after() to kill.
 
+/** tests/v2/server.mjs, the SDK v2 server, on HTTP (ephemeral port) with `flags`; added to
+ *  `started` (killed by the caller) until it exits. Resolves {proc, port, log()}: log() is all
+ *  it wrote on stderr so far ("recv …", "headers …", "trace …" lines). */
+export function startV2Http(started, flags = []) {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(NODE, [path.join(TESTS, 'v2', 'server.mjs'), '--http', '0', ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
+    started.add(proc);
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`v2 server did not start: ${out}`)), ms(15000));
+    proc.stderr.setEncoding('utf8').on('data', (d) => {
+      out += d;
+      const m = out.match(/listening (\d+)/);
+      if (m && timer) {
+        clearTimeout(timer);
+        resolve({ proc, port: Number(m[1]), log: () => out });
+      }
+    });
+    proc.on('exit', () => started.delete(proc));
+  });
+}
+
 export const HTTP_FIXTURE = path.join(TESTS, 'fixtures', 'http', 'mcp_http_server.mjs');
 
 export function startHttpFixture(started, flags = []) {

@@ -5,11 +5,10 @@
 // it receives ("recv METHOD era=…", and over HTTP the routing headers), so the tests check
 // both what the program gets and what reached the server.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { NODE, TESTS, connectClient, ms, servers, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { NODE, TESTS, connectClient, ms, servers, startV2Http, tempDir, waitFor, writeConfig } from './lib.mjs';
 
 const V2 = path.join(TESTS, 'v2', 'server.mjs');
 
@@ -25,23 +24,7 @@ after(() => {
 });
 
 /** Starts the fixture on HTTP (ephemeral port); resolves {proc, port, log()}. */
-function startHttp(flags = []) {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(NODE, [V2, '--http', '0', ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
-    started.add(proc);
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`v2 server did not start: ${out}`)), ms(15000));
-    proc.stderr.setEncoding('utf8').on('data', (d) => {
-      out += d;
-      const m = out.match(/listening (\d+)/);
-      if (m && timer) {
-        clearTimeout(timer);
-        resolve({ proc, port: Number(m[1]), log: () => out });
-      }
-    });
-    proc.on('exit', () => started.delete(proc));
-  });
-}
+const startHttp = (flags = []) => startV2Http(started, flags);
 
 /** The fixture's "headers METHOD {...}" lines, parsed. */
 function headerLines(log) {

@@ -8,7 +8,7 @@
 // at /mcp (createMcpHandler) and prints "listening PORT" on stderr (PORT 0 = ephemeral).
 // --legacy reject makes it modern-only: 2025-era requests get -32022 naming 2026-07-28.
 // Every request it receives is logged to stderr as "recv METHOD era=..." so tests can see
-// what codemcp sent.
+// what codemcp sent; over HTTP a request with a traceparent header also logs "trace METHOD {...}".
 import http from 'node:http';
 import { McpServer, createMcpHandler, inputRequired, acceptedContent } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
@@ -112,6 +112,9 @@ if (httpPort !== undefined) {
         process.stderr.write(
           `headers ${j.method} ${JSON.stringify({ v: req.headers['mcp-protocol-version'] ?? null, m: req.headers['mcp-method'] ?? null, n: req.headers['mcp-name'] ?? null, s: req.headers['mcp-session-id'] ?? null, ...Object.fromEntries(Object.entries(req.headers).filter(([k]) => k.startsWith('mcp-param-'))) })}\n`
         );
+        // W3C trace context headers, on a line of their own (only when sent), with _meta's
+        if (req.headers.traceparent)
+          process.stderr.write(`trace ${j.method} ${JSON.stringify({ header: req.headers.traceparent, state: req.headers.tracestate ?? null, meta: j.params?._meta?.traceparent ?? null })}\n`);
       }
     } catch {}
     const url = `http://127.0.0.1:${srv.address().port}${req.url}`;
