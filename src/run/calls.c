@@ -170,7 +170,8 @@ static int held_take(struct call *call, struct gate *g, char *why, size_t cap)
                  g->held, mine, calls__hooks.max_run_bytes, calls__hooks.max_principal_bytes);
         return -1;
     }
-    h = calls__held_get(p);
+    if (!h) /* one list walk when the principal has a hold already (the usual case) */
+        h = calls__held_get(p);
     h->bytes += n;
     g->held += n;
     call->held = n;
