@@ -282,6 +282,8 @@ static int calls_pass(const struct policy_call *c, const char *principal, const 
 
 int budgets_take(const struct policy_call *c, const char *run_id, char *why, size_t n)
 {
+    if (!n_budgets) /* the common case: no per-call work (two passes over nothing) */
+        return 0;
     const char *principal = c->principal && *c->principal ? c->principal : "local";
     if (calls_pass(c, principal, run_id, 0, why, n) < 0)
         return -1;
@@ -316,6 +318,8 @@ static int runs_pass(const char *principal, int take, char *why, size_t n)
 
 int budgets_take_run(const char *principal, char *why, size_t n)
 {
+    if (!n_budgets)
+        return 0;
     if (!principal || !*principal)
         principal = "local";
     if (runs_pass(principal, 0, why, n) < 0)

@@ -653,11 +653,13 @@ static const unsigned char *rules_naming(const char *server, const char *tool)
 
 int rules_decide(const struct policy_call *c, struct policy_decision *d)
 {
+    if (!n_rules) /* no rules: nothing to name the tool (and no principal to measure) */
+        return 0;
     const char *principal = c->principal && *c->principal ? c->principal : "local";
     json_t *args = NULL;
     int parsed = 0, named = 0, done = 0;
     size_t principal_len = strlen(principal);
-    const unsigned char *naming = n_rules ? rules_naming(c->server, c->tool) : NULL;
+    const unsigned char *naming = rules_naming(c->server, c->tool);
     for (size_t i = 0; i < n_rules && !done; i++) {
         const struct rule *r = &rules[i];
         if (!naming[i])

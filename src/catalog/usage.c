@@ -26,6 +26,16 @@ static int timer_armed;
 static struct lp_timer save_timer;
 static void (*fleet_hook)(const char *scope, const char *fn);
 static json_t *valid_counts(json_t *c);
+/* The counts use_note found last and their scope: an SDK call after another of the same
+ * principal skips the hash lookup in scopes. Borrowed from scopes; forgotten wherever a
+ * scope's counts are replaced or freed (hot_forget). */
+static json_t *hot;
+static char hot_scope[64];
+
+static void hot_forget(void)
+{
+    hot = NULL;
+}
 
 void use_set_fleet_hook(void (*fn)(const char *scope, const char *fn))
 {
@@ -39,6 +49,7 @@ void use_set_counts(const char *scope, json_t *counts)
         json_decref(c);
         return;
     }
+    hot_forget(); /* the scope's counts object is replaced */
     json_object_set_new(scopes, scope, c);
     json_object_del(ranked, scope);
     dirty = 1;
@@ -136,6 +147,7 @@ static json_t *valid_counts(json_t *c)
 void use_init(const struct settings *s, int shared_scope)
 {
     shared = shared_scope;
+    hot_forget();
     scopes = json_object();
     ranked = json_object();
     path = use_default_path(s);
@@ -164,12 +176,16 @@ void use_note(const char *principal, const char *fn)
     if (!scopes || !fn)
         return;
     const char *scope = scope_of(principal);
-    json_t *counts = json_object_get(scopes, scope);
+    json_t *counts = hot && strcmp(hot_scope, scope) == 0 ? hot : json_object_get(scopes, scope);
     if (!counts) {
         if (json_object_size(scopes) > USE_MAX_PRINCIPALS)
             return;
         counts = json_object();
         json_object_set_new(scopes, scope, counts);
+    }
+    if (counts != hot && strlen(scope) < sizeof(hot_scope)) {
+        hot = counts;
+        memcpy(hot_scope, scope, strlen(scope) + 1);
     }
     json_t *v = json_object_get(counts, fn);
     if (json_is_integer(v)) /* in place: no new value per SDK call */
@@ -236,6 +252,7 @@ void use_free(void)
     use_save();
     json_decref(ranked);
     ranked = NULL;
+    hot_forget();
     json_decref(scopes);
     scopes = NULL;
     free(path);

@@ -147,11 +147,11 @@ int64_t mx_clock(void)
     return mx.on ? now_us() : 0;
 }
 
-void mx_upstream_latency(const char *server, int64_t sent)
+void mx_upstream_latency(const char *server, int64_t sent, int64_t now)
 {
     if (!mx.on || !server)
         return;
-    observe(&mx.latency[server_slot(server)], mx_latency_bounds, (double)(now_us() - sent) / 1e6);
+    observe(&mx.latency[server_slot(server)], mx_latency_bounds, (double)(now - sent) / 1e6);
 }
 
 static struct mx_runs *runs_of(const char *principal)

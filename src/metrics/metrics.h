@@ -74,8 +74,9 @@ void mx_free(void);
 void mx_tool_call(const char *server, const char *tool, enum mx_call_outcome outcome);
 /* A time for mx_upstream_latency (now; 0 with metrics off: no clock is read). */
 int64_t mx_clock(void);
-/* One upstream tools/call answered (or failed); sent: mx_clock() when it was sent. */
-void mx_upstream_latency(const char *server, int64_t sent);
+/* One upstream tools/call answered (or failed); sent: mx_clock() when it was sent, now:
+ * now_us() when it was answered (the caller reads the clock for its own use too). */
+void mx_upstream_latency(const char *server, int64_t sent, int64_t now);
 void mx_run_started(const char *principal);
 /* A run ended: kind is "ok" or its envelope's error_kind (exception, tool_error, timeout,
  * cancelled, validation, syntax, worker, ...; anything else counts as "error"); ms its wall

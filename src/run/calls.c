@@ -173,7 +173,8 @@ static int held_take(struct call *call, struct gate *g, char *why, size_t cap)
                  g->held, mine, calls__hooks.max_run_bytes, calls__hooks.max_principal_bytes);
         return -1;
     }
-    h = calls__held_get(p);
+    if (!h) /* one list walk when the principal has a hold already (the usual case) */
+        h = calls__held_get(p);
     h->bytes += n;
     g->held += n;
     call->held = n;
@@ -497,8 +498,9 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
         return; /* stays listed: answered after calls_resume, or cancelled with the run */
     }
     DLIST_UNLINK(call);
-    int64_t elapsed = now_ms() - call->started_ms;
-    mx_upstream_latency(call->server, call->sent_us);
+    int64_t now = now_us(); /* one clock read for both (now_ms is the same clock, in ms) */
+    int64_t elapsed = now / 1000 - call->started_ms;
+    mx_upstream_latency(call->server, call->sent_us, now);
     call_done(call->run_id);
     char full[512];
     if (!err && results_room(call, res->raw_len, full, sizeof(full)) < 0) {

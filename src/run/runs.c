@@ -737,7 +737,11 @@ static struct run *new_run(uint64_t session_id, uint64_t home)
     r->timeout_ms = default_timeout_ms;
     r->allow_mutations = json_array();
     r->slot = -1;
-    snprintf(r->principal, sizeof(r->principal), "%s", ns_asker(session_id, home));
+    /* A bounded copy: snprintf("%s") runs stdio's formatting machinery for it, once per run. */
+    const char *asker = ns_asker(session_id, home);
+    size_t n = strnlen(asker, sizeof(r->principal) - 1);
+    memcpy(r->principal, asker, n);
+    r->principal[n] = '\0';
     mx_run_started(r->principal);
     lp_timer_start(&r->queue_timer, queue_wait_ms, queue_wait_over, r);
     struct run **tail = &runs;

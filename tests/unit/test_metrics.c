@@ -58,8 +58,8 @@ static void counts_and_labels(void)
     mx_run_started("bob");
     mx_run_finished("bob", "something agent code wrote", 2000);
     mx_rejected(MX_REJECT_ARGUMENTS);
-    mx_upstream_latency("gh", mx_clock() - 3000);     /* 3 ms */
-    mx_upstream_latency("gh", mx_clock() - 20000000); /* 20 s: past the last bound */
+    mx_upstream_latency("gh", 0, 3000);     /* 3 ms */
+    mx_upstream_latency("gh", 0, 20000000); /* 20 s: past the last bound */
     mx_http_status(200);
     mx_http_status(401);
     mx_http_status(999); /* not a status: ignored */
@@ -134,7 +134,7 @@ static void bounded(void)
     for (int i = 0; i < 100; i++) { /* servers past the 64 slots */
         snprintf(name, sizeof(name), "s%d", i);
         mx_tool_call(name, "t", MX_CALL_OK);
-        mx_upstream_latency(name, mx_clock() - 1000);
+        mx_upstream_latency(name, 0, 1000);
     }
     for (int i = 0; i < 3000; i++) { /* tools past the 1,024 slots */
         snprintf(name, sizeof(name), "tool%d", i);
