@@ -21,9 +21,8 @@
 import { spawn, execFileSync } from 'node:child_process';
 import { openSync, closeSync, readFileSync, readdirSync, writeFileSync, mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import net from 'node:net';
 import { join } from 'node:path';
-import { LinePeer, NM, ROOT, SERVERS, EXEC_PY, EXEC_N, EXEC_EXPECT, codemcpBin, cpuNs, stats, fmt, untilSdkReady } from './lib.mjs';
+import { LinePeer, NM, ROOT, SERVERS, EXEC_PY, EXEC_N, EXEC_EXPECT, codemcpBin, cpuNs, stats, fmt, untilSdkReady, freePort } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 5);
 const REPS = Number(process.argv[3] || 4);
@@ -43,12 +42,6 @@ const procs = [];
 process.on('exit', () => {
   for (const p of procs) try { p.kill('SIGKILL'); } catch {}
   rmSync(dir, { recursive: true, force: true });
-});
-
-const freePort = () => new Promise((resolve, reject) => {
-  const s = net.createServer();
-  s.on('error', reject);
-  s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
 });
 
 // server-everything logs every request: into a file, not a pipe to drain.

@@ -3,7 +3,6 @@
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { closeSync, existsSync, openSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -260,13 +259,7 @@ export function mcpPost(g, agent, body, headers = {}, timeoutMs = 30000) {
 }
 
 // A TCP port free on 127.0.0.1 now (for a server told to listen on it).
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-  });
-}
+export { freePort } from '../tests/fixtures/free_port.mjs';
 
 // Spawns argv with stdout+stderr going to a file (nothing for this process to drain during a
 // load) and waits until the file matches `ready`; resolves {proc, match, log}. The process is

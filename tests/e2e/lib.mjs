@@ -14,7 +14,6 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, afterEach, before } from 'node:test';
@@ -147,17 +146,7 @@ export function tempDir(prefix = 'codemcp-e2e-', { shared = false } = {}) {
   return dir;
 }
 
-/** A TCP port free on 127.0.0.1 now, for a server told to listen on it. */
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from '../fixtures/free_port.mjs';
 
 /** opencode-format entries for the real npm servers and the fake upstream. */
 export const servers = {
