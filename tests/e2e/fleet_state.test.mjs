@@ -5,13 +5,12 @@
 // principal only, and Redis stopped and restarted under load.
 // Each replica has a home of its own (as on two hosts): only Redis joins them.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { Proc, TESTS, codemcpCommand, codemcpEnv, connectHttp, ms, servers, sleep, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { Proc, TESTS, connectHttp, runCodemcp, ms, servers, sleep, tempDir, waitFor, writeConfig } from './lib.mjs';
 import { ROTATION_PROGRAM, startOAuthServer } from '../fixtures/oauth_server.mjs';
 import { redisAvailable, startRedis } from '../fixtures/redis_server.mjs';
 
@@ -21,22 +20,8 @@ const TOKEN_B = 'b'.repeat(40);
 const skip = redisAvailable() ? false : 'redis-server is not installed (install.sh installs it)';
 
 /** `codemcp ARGS` to completion with home's config; resolves {code, stdout, stderr}. */
-function cli(home, config, args, env = {}) {
-  const [cmd, argv] = codemcpCommand(args);
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, argv, { env: codemcpEnv({ config, home, env: { BROWSER, ...env } }), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), ms(60000));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const cli = (home, config, args, env = {}) =>
+  runCodemcp({ args, config, home, env: { BROWSER, ...env } }, ms(60000));
 
 /** One replica: `codemcp start -p 0` in home (a new one by default: another host) with the
  *  given upstreams, tokens file and extra top-level config (e.g. budgets), on redis. Resolves {proc, url, home}. */

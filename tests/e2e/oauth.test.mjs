@@ -5,12 +5,11 @@
 // once (no invalid_grant, both keep working), a restart after the access token expired, and
 // the token never reaching the worker's memory or environment, nor the trace log.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 
-import { TESTS, codemcpCommand, codemcpEnv, connectClient, ms, runCodemcp, sleep, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { TESTS, connectClient, ms, runCodemcp, sleep, tempDir, waitFor, writeConfig } from './lib.mjs';
 import { ROTATION_PROGRAM, startOAuthServer } from '../fixtures/oauth_server.mjs';
 
 const BROWSER = path.join(TESTS, 'conformance', 'follow-redirects.py');
@@ -23,22 +22,8 @@ function setup(srv) {
 }
 
 /** Runs `codemcp ARGS` (auth, logout) to completion; resolves {code, stdout, stderr}. */
-function cli(h, args, env = {}) {
-  const [cmd, argv] = codemcpCommand(args);
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, argv, { env: codemcpEnv({ config: h.config, home: h.home, env: { BROWSER, ...env } }), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), ms(60000));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const cli = (h, args, env = {}) =>
+  runCodemcp({ args, config: h.config, home: h.home, env: { BROWSER, ...env } }, ms(60000));
 
 /** Runs one program through the gateway; resolves {code, envelope, stderr}. */
 async function smoke(h, program, env = {}) {
