@@ -11,17 +11,9 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { Proc, connectClient, connectHttp, tempDir, servers, ms, waitFor, descendants,
   runEnvelope, untilDescribed } from './lib.mjs';
+import { DELETE_THING, ECHO, MIRROR } from '../fixtures/fake_tools.mjs';
 
-const TOOLS = [
-  { name: 'echo', description: 'Echo the text back.',
-    inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
-    annotations: { readOnlyHint: true } },
-  { name: 'mirror', description: 'Returns its arguments.',
-    inputSchema: { type: 'object', additionalProperties: true, properties: { path: { type: 'string' } } },
-    annotations: { readOnlyHint: true } },
-  { name: 'delete_thing', description: 'Delete a thing.',
-    inputSchema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] } },
-];
+const TOOLS = [ECHO, MIRROR, DELETE_THING];
 
 const RULES = [
   { name: 'no-forbidden-echo', server: 'fake', tool: 'echo', args: { text: { eq: 'forbidden' } },

@@ -12,20 +12,9 @@ import {
   Proc, connectClient, connectHttp, runCodemcp, tempDir, servers, ms, waitFor, readFakeLog,
   runEnvelope, untilDescribed,
 } from './lib.mjs';
+import { DELETE_THING, ECHO, LOOKUP, MIRROR } from '../fixtures/fake_tools.mjs';
 
-const FAKE_TOOLS = [
-  { name: 'echo', description: 'Echo the text back.',
-    inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
-    annotations: { readOnlyHint: true } },
-  { name: 'mirror', description: 'Returns its arguments.',
-    inputSchema: { type: 'object', additionalProperties: true, properties: { path: { type: 'string' } } },
-    annotations: { readOnlyHint: true } },
-  { name: 'lookup', description: 'Look a record up.',
-    inputSchema: { type: 'object', properties: { key: { type: 'string' } }, required: ['key'] },
-    annotations: { readOnlyHint: true } },
-  { name: 'delete_thing', description: 'Delete a thing.',
-    inputSchema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] } },
-];
+const FAKE_TOOLS = [ECHO, MIRROR, LOOKUP, DELETE_THING];
 
 const RULES = [
   { name: 'no-secret-echo', server: 'fake', tool: 'echo', args: { text: { eq: 'hello secret' } },

@@ -11,15 +11,9 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { connectClient, tempDir, servers, ms, waitFor, readFakeLog } from './lib.mjs';
+import { ECHO, MIRROR } from '../fixtures/fake_tools.mjs';
 
-const TOOLS = [
-  { name: 'echo', description: 'Echo the text back.',
-    inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
-    annotations: { readOnlyHint: true } },
-  { name: 'mirror', description: 'Returns its arguments.',
-    inputSchema: { type: 'object', additionalProperties: true, properties: { path: { type: 'string' } } },
-    annotations: { readOnlyHint: true } },
-];
+const TOOLS = [ECHO, MIRROR];
 
 describe('CODEMCP_AUTHZ_URL: an OPA Data API engine decides after the rules', () => {
   let h, log, srv, mode = 'ok', release = null;
