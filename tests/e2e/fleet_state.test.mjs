@@ -199,6 +199,36 @@ describe('a fleet of replicas on one Redis', { skip }, () => {
     assert.doesNotMatch(rd.cli('HGETALL', 'codemcp:tokens') + rd.cli('SMEMBERS', 'codemcp:revoked'), new RegExp(TOKEN_B), 'tokens are stored as digests only');
   });
 
+  test('a program reaches the state store neither over loopback nor through a descriptor the gateway holds to it', async () => {
+    const rd = await redis();
+    const [a] = await two(rd);
+    const alice = await session(a, TOKEN_A);
+    await waitFor(() => /shared state in redis/.test(a.proc.stderr), ms(10000));
+    const r = await alice.run(`import os, socket
+out = {"peers": []}
+try:
+    s = socket.create_connection(("127.0.0.1", ${rd.port}), timeout=2)
+    s.sendall(b"PING\\r\\n")
+    out["connect"] = s.recv(16).decode(errors="replace")
+except Exception as e:
+    out["connect"] = type(e).__name__
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        s = socket.socket(fileno=int(fd))
+    except Exception:
+        continue
+    try:
+        out["peers"].append(repr(s.getpeername()))
+    except Exception:
+        pass
+    finally:
+        s.detach()
+result = out`);
+    assert.ok(r.result, JSON.stringify(r).slice(0, 500));
+    assert.ok(!String(r.result.connect).includes('PONG'), `a program talked to Redis: ${JSON.stringify(r.result)}`);
+    assert.ok(!r.result.peers.some((p) => p.includes(String(rd.port))), `a descriptor to Redis in the worker: ${JSON.stringify(r.result)}`);
+  });
+
   test('shapes learned and call counts on one replica are used by the other for the same principal, never for another', async () => {
     const rd = await redis();
     const [a, b] = await two(rd);
