@@ -236,6 +236,10 @@ static int choose_isolation(const struct settings *s)
         log_error("worker", "%s", err);
         return -2;
     }
+    if (sbx_uid_mode(&o, err, sizeof(err)))
+        log_info("worker", "sandbox ids: %s", err);
+    else
+        log_warn("worker", "sandbox ids: %s", err);
     sandboxed = 1;
     return 0;
 }

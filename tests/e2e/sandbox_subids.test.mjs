@@ -1,0 +1,196 @@
+// Per-user kernel budgets kept apart: a `codemcp start` run by an unprivileged user that has a
+// subordinate id range (/etc/subuid, /etc/subgid) and newuidmap gives each session a uid of its
+// own outside, so one session that fills a budget the kernel keeps per user (here pipe buffer
+// pages, fs.pipe-user-pages-soft) leaves the gateway's user and the other session theirs. Without
+// a range (the fallback) the gateway still serves, and says once that those budgets are shared.
+// Needs root (to create the user and its range); skipped otherwise, and when setpriv or
+// newuidmap (package uidmap) is absent.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client, Proc, PYTHON, ms, tempDir, waitFor, writeConfig } from './lib.mjs';
+
+const TOKEN = 'subids-token-0123456789abcdef';
+const RANGE = 65536;
+const WHY_NOT = process.getuid() !== 0 ? 'needs root to create a user and its subordinate ids'
+  : !fs.existsSync('/usr/bin/newuidmap') ? 'newuidmap is not installed (package uidmap)'
+    : spawnSync('setpriv', ['--version']).status !== 0 ? 'setpriv is not installed' : null;
+
+/** A user of its own for this file, with a range of subordinate ids unless bare. */
+function makeUser(suffix, bare) { // suffix: r, f or o (picks the range)
+  const name = `cmcpsub${suffix}${process.pid % 100000}`;
+  spawnSync('userdel', [name]);
+  const add = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', name], { encoding: 'utf8' });
+  assert.equal(add.status, 0, `useradd: ${add.stderr}`);
+  const uid = Number(spawnSync('id', ['-u', name], { encoding: 'utf8' }).stdout.trim());
+  const gid = Number(spawnSync('id', ['-g', name], { encoding: 'utf8' }).stdout.trim());
+  const start = 1000000000 + ((process.pid % 10000) * 4 + 'rfo'.indexOf(suffix)) * RANGE;
+  if (!bare) {
+    const ids = `${start}-${start + RANGE - 1}`;
+    const mod = spawnSync('usermod', ['--add-subuids', ids, '--add-subgids', ids, name], { encoding: 'utf8' });
+    assert.equal(mod.status, 0, `usermod: ${mod.stderr}`);
+  }
+  return { name, uid, gid, start, remove: () => spawnSync('userdel', [name]) };
+}
+
+/** `codemcp start` as user u; resolves {proc, url}. */
+async function gatewayAs(u, env = {}, shared = false) {
+  const home = tempDir('codemcp-subids-', { shared });
+  const tokens = path.join(home, 'tokens');
+  fs.writeFileSync(tokens, `alice ${TOKEN}\n`, { mode: 0o600 });
+  const config = writeConfig(home, {});
+  for (const f of [home, tokens, config]) fs.chownSync(f, u.uid, u.gid);
+  const proc = new Proc({ args: ['start', '-p', '0'], config, home, shared,
+    wrapPrefix: ['setpriv', `--reuid=${u.uid}`, `--regid=${u.gid}`, '--clear-groups', '--'],
+    env: { CODEMCP_HTTP_TOKENS_FILE: tokens, CODEMCP_WORKERS: '4', CODEMCP_LOG: 'info', ...env } });
+  const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(30000));
+  assert.ok(m && m[1], `codemcp start did not come up:\n${proc.stderrTail()}`);
+  return { proc, url: m[1] };
+}
+
+async function session(url) {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
+  });
+  const client = new Client({ name: 'subids-e2e', version: '0' });
+  await client.connect(transport, { timeout: ms(15000) });
+  const run = async (code) => {
+    const r = await client.callTool({ name: 'execute_python', arguments: { code } }, undefined, { timeout: ms(60000) });
+    assert.equal(r.isError, false, JSON.stringify(r).slice(0, 3000));
+    return r.structuredContent.result;
+  };
+  return { run, close: () => client.close().catch(() => {}) };
+}
+
+// A pipe's buffer and whether it may grow to 1 MiB: a user at fs.pipe-user-pages-soft gets EPERM
+// for the growth (and, once past it, 2 pages for a new pipe).
+const PIPE_PROBE = `
+import fcntl, os
+r, w = os.pipe()
+size = fcntl.fcntl(w, 1032)  # F_GETPIPE_SZ
+try:
+    fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ
+    grow = "ok"
+except OSError as e:
+    grow = "EPERM" if e.errno == 1 else str(e.errno)
+os.close(r); os.close(w)
+`;
+
+// Holds 1 MiB pipes until the user's soft budget refuses one more (kept in a global, so the
+// session holds them between runs).
+const FILL_PIPES = `
+import fcntl, os
+held = []
+while len(held) < 400:
+    r, w = os.pipe()
+    held += [r, w]
+    try:
+        fcntl.fcntl(w, 1031, 1 << 20)
+    except OSError:
+        break
+result = len(held) // 2`;
+
+function hostPipe(u) {
+  const r = spawnSync(PYTHON, ['-c', PIPE_PROBE + 'print(size, grow)'], { uid: u.uid, gid: u.gid, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const [size, grow] = r.stdout.trim().split(' ');
+  return { size: Number(size), grow };
+}
+
+/** Kernel uids of every process on the host inside [start, start + RANGE). */
+function uidsInRange(start) {
+  const seen = new Set();
+  for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let st;
+    try { st = fs.readFileSync(`/proc/${pid}/status`, 'utf8'); } catch { continue; }
+    const uid = Number(st.match(/^Uid:\s+\d+\s+(\d+)/m)?.[1]);
+    if (uid >= start && uid < start + RANGE) seen.add(uid);
+  }
+  return seen;
+}
+
+describe('an unprivileged gateway with a subordinate id range', { skip: WHY_NOT ?? false }, () => {
+  let u, gw, a, b;
+  before(async () => {
+    u = makeUser('r', false);
+    gw = await gatewayAs(u, {}, true);
+    a = await session(gw.url);
+    b = await session(gw.url);
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    if (gw && !gw.proc.exit) {
+      gw.proc.child.kill('SIGTERM');
+      await gw.proc.waitExit(ms(15000));
+    }
+    u?.remove();
+  });
+
+  test('says which mode is in effect', () => {
+    assert.match(gw.proc.stderr, /sandbox ids: a uid of its own per session/, gw.proc.stderrTail());
+  });
+
+  test('each session runs as a uid of its own from the range', async () => {
+    assert.equal(await a.run('import os\nresult = os.getuid()'), 1000);
+    assert.equal(await b.run('import os\nresult = os.getuid()'), 1000);
+    const uids = uidsInRange(u.start);
+    assert.ok(uids.size >= 2, `two live sessions, kernel uids in the range: ${[...uids]}`);
+  });
+
+  test('a session that fills the per-user pipe budget leaves the gateway\'s user and the other session theirs', async () => {
+    assert.deepEqual(hostPipe(u), { size: 65536, grow: 'ok' }, 'the user starts with its budget');
+    const took = await a.run(FILL_PIPES);
+    try {
+      assert.ok(took >= 32, `the session took only ${took} MiB of pipe buffers`);
+      assert.equal(await a.run(PIPE_PROBE + 'result = grow'), 'EPERM', 'the filling session is held to its own budget');
+      assert.equal(hostPipe(u).grow, 'ok', `the gateway's user lost its pipe budget to a session (${took} MiB taken)`);
+      assert.equal(await b.run(PIPE_PROBE + 'result = grow'), 'ok', 'the other session lost its pipe budget');
+    } finally {
+      await a.run('import os\nfor fd in held:\n    os.close(fd)\nheld = []\nresult = 1');
+    }
+  });
+});
+
+describe('the fallback: no subordinate id range', { skip: WHY_NOT ?? false }, () => {
+  test('the gateway serves and warns once that per-user budgets are shared', async () => {
+    const u = makeUser('f', true);
+    let gw, s;
+    try {
+      gw = await gatewayAs(u);
+      s = await session(gw.url);
+      assert.equal(await s.run('import os\nresult = os.getuid()'), 1000);
+      const warned = gw.proc.stderr.match(/sandbox ids: every session runs as the gateway's own user outside \(\S+ has no range in \/etc\/subuid/g) || [];
+      assert.equal(warned.length, 1, gw.proc.stderrTail());
+    } finally {
+      await s?.close();
+      if (gw && !gw.proc.exit) {
+        gw.proc.child.kill('SIGTERM');
+        await gw.proc.waitExit(ms(15000));
+      }
+      u.remove();
+    }
+  });
+
+  test('CODEMCP_SANDBOX_SUBIDS=false keeps sessions on the gateway\'s user even with a range', async () => {
+    const u = makeUser('o', false);
+    let gw, s;
+    try {
+      gw = await gatewayAs(u, { CODEMCP_SANDBOX_SUBIDS: 'false' });
+      s = await session(gw.url);
+      assert.equal(await s.run('result = 1'), 1);
+      assert.match(gw.proc.stderr, /sandbox ids: every session runs as the gateway's own user outside \(CODEMCP_SANDBOX_SUBIDS=false\)/);
+      assert.equal(uidsInRange(u.start).size, 0, 'a session ran as a subordinate uid');
+    } finally {
+      await s?.close();
+      if (gw && !gw.proc.exit) {
+        gw.proc.child.kill('SIGTERM');
+        await gw.proc.waitExit(ms(15000));
+      }
+      u.remove();
+    }
+  });
+});
