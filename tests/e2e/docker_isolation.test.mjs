@@ -185,6 +185,47 @@ describe('sessions and failures', () => {
     });
   });
 
+  // The kernel keeps some budgets per uid outside every namespace (pipe buffer pages here,
+  // fs.pipe-user-pages-soft): containers that shared one uid (nobody) shared them.
+  test('each session\'s container runs as a uid of its own: one that fills the per-user pipe budget leaves the other its own', { timeout: ms(240000) }, async () => {
+    if (process.getuid() !== 0) return; // a gateway that is not root keeps its own uid for every container
+    await withDockerSessions(['a', 'b'], async (clients) => {
+      const host = async (c, code) => {
+        const r = await run(c, code);
+        assert.equal(r.isError, false, JSON.stringify(r));
+        return r.structuredContent.result;
+      };
+      const grow = `import fcntl, os
+r, w = os.pipe()
+try:
+    fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ
+    grow = "ok"
+except OSError as e:
+    grow = os.strerror(e.errno)
+os.close(r); os.close(w)
+result = [os.getuid(), grow]`;
+      const fill = `import fcntl, os
+held = []
+while len(held) < 400:
+    r, w = os.pipe()
+    held += [r, w]
+    try:
+        fcntl.fcntl(w, 1031, 1 << 20)
+    except OSError:
+        break
+result = len(held) // 2`;
+      const [uidA] = await host(clients[0], grow);
+      const [uidB, before] = await host(clients[1], grow);
+      assert.notEqual(uidA, uidB, 'two sessions, one uid');
+      assert.ok(uidA !== 65534 && uidB !== 65534, `nobody: ${uidA}, ${uidB}`);
+      assert.equal(before, 'ok');
+      const took = await host(clients[0], fill);
+      assert.ok(took >= 32, `the session took only ${took} MiB of pipe buffers`);
+      assert.deepEqual(await host(clients[0], grow), [uidA, 'Operation not permitted'], 'held to its own budget');
+      assert.deepEqual(await host(clients[1], grow), [uidB, 'ok'], `the other session lost its pipe budget (${took} MiB taken)`);
+    });
+  });
+
   test('the knobs: CODEMCP_DOCKER_NETWORK, _READONLY, _PIDS_LIMIT and _CPUS change what a worker gets', { timeout: ms(240000) }, async () => {
     const dir = tempDir('codemcp-dockiso-knobs-');
     const k = await gateway(dir, { CODEMCP_DOCKER_NETWORK: 'bridge', CODEMCP_DOCKER_READONLY: '0',
