@@ -20,14 +20,14 @@ const WHY_NOT = process.getuid() !== 0 ? 'needs root to create a user and its su
     : spawnSync('setpriv', ['--version']).status !== 0 ? 'setpriv is not installed' : null;
 
 /** A user of its own for this file, with a range of subordinate ids unless bare. */
-function makeUser(suffix, bare) { // suffix: r, f or o (picks the range)
+function makeUser(suffix, bare) { // suffix: r, f, o or p (picks the range)
   const name = `cmcpsub${suffix}${process.pid % 100000}`;
   spawnSync('userdel', [name]);
   const add = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', name], { encoding: 'utf8' });
   assert.equal(add.status, 0, `useradd: ${add.stderr}`);
   const uid = Number(spawnSync('id', ['-u', name], { encoding: 'utf8' }).stdout.trim());
   const gid = Number(spawnSync('id', ['-g', name], { encoding: 'utf8' }).stdout.trim());
-  const start = 1000000000 + ((process.pid % 10000) * 4 + 'rfo'.indexOf(suffix)) * RANGE;
+  const start = 1000000000 + ((process.pid % 10000) * 4 + 'rfop'.indexOf(suffix)) * RANGE;
   if (!bare) {
     const ids = `${start}-${start + RANGE - 1}`;
     const mod = spawnSync('usermod', ['--add-subuids', ids, '--add-subgids', ids, name], { encoding: 'utf8' });
@@ -134,9 +134,15 @@ describe('an unprivileged gateway with a subordinate id range', { skip: WHY_NOT 
     assert.match(gw.proc.stderr, /sandbox ids: a uid of its own per session/, gw.proc.stderrTail());
   });
 
-  test('each session runs as a uid of its own from the range', async () => {
-    assert.equal(await a.run('import os\nresult = os.getuid()'), 1000);
-    assert.equal(await b.run('import os\nresult = os.getuid()'), 1000);
+  test('each session runs as a uid of its own from the range, with no capability', async () => {
+    // The prototype keeps CAP_SETUID and CAP_SETGID (in its own namespace) to map sessions: none
+    // of it reaches a session's worker.
+    const who = `import os
+st = dict(l.split(':\\t', 1) for l in open('/proc/self/status').read().splitlines() if ':\\t' in l)
+result = [os.getuid(), os.getgid(), st['CapEff'].strip(), st['CapPrm'].strip(), st['CapBnd'].strip()]`;
+    const zero = '0000000000000000';
+    assert.deepEqual(await a.run(who), [1000, 1000, zero, zero, zero]);
+    assert.deepEqual(await b.run(who), [1000, 1000, zero, zero, zero]);
     const uids = uidsInRange(u.start);
     assert.ok(uids.size >= 2, `two live sessions, kernel uids in the range: ${[...uids]}`);
   });
@@ -155,7 +161,7 @@ describe('an unprivileged gateway with a subordinate id range', { skip: WHY_NOT 
   });
 });
 
-describe('the fallback: no subordinate id range', { skip: WHY_NOT ?? false }, () => {
+describe('the fallbacks: every worker as the gateway\'s user', { skip: WHY_NOT ?? false }, () => {
   test('the gateway serves and warns once that per-user budgets are shared', async () => {
     const u = makeUser('f', true);
     let gw, s;
@@ -165,6 +171,25 @@ describe('the fallback: no subordinate id range', { skip: WHY_NOT ?? false }, ()
       assert.equal(await s.run('import os\nresult = os.getuid()'), 1000);
       const warned = gw.proc.stderr.match(/sandbox ids: every session runs as the gateway's own user outside \(\S+ has no range in \/etc\/subuid/g) || [];
       assert.equal(warned.length, 1, gw.proc.stderrTail());
+    } finally {
+      await s?.close();
+      if (gw && !gw.proc.exit) {
+        gw.proc.child.kill('SIGTERM');
+        await gw.proc.waitExit(ms(15000));
+      }
+      u.remove();
+    }
+  });
+
+  test('CODEMCP_PROTOTYPE=off: exec\'d workers run, as the gateway\'s user, and the log says so', async () => {
+    const u = makeUser('p', false);
+    let gw, s;
+    try {
+      gw = await gatewayAs(u, { CODEMCP_PROTOTYPE: 'off' });
+      s = await session(gw.url);
+      assert.equal(await s.run('import os\nresult = os.getuid()'), 1000);
+      assert.match(gw.proc.stderr, /sandbox ids: every worker runs as the gateway's own user outside \(CODEMCP_PROTOTYPE=off/);
+      assert.equal(uidsInRange(u.start).size, 0, 'an exec\'d worker ran as a subordinate uid');
     } finally {
       await s?.close();
       if (gw && !gw.proc.exit) {
