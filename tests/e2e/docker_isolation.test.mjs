@@ -12,6 +12,7 @@ import {
   connectClient, tempDir, writeConfig, servers, ms, waitFor, pidAlive, CODEMCP_BIN,
 } from './lib.mjs';
 import { engine, workerContainers, withDockerSessions } from './docker_lib.mjs';
+import { FILL_PIPES, PIPE_PROBE } from '../fixtures/pipe_budget.mjs';
 
 const SECRET = 'dock-secret-' + Math.random().toString(16).slice(2);
 
@@ -195,33 +196,15 @@ describe('sessions and failures', () => {
         assert.equal(r.isError, false, JSON.stringify(r));
         return r.structuredContent.result;
       };
-      const grow = `import fcntl, os
-r, w = os.pipe()
-try:
-    fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ
-    grow = "ok"
-except OSError as e:
-    grow = os.strerror(e.errno)
-os.close(r); os.close(w)
-result = [os.getuid(), grow]`;
-      const fill = `import fcntl, os
-held = []
-while len(held) < 400:
-    r, w = os.pipe()
-    held += [r, w]
-    try:
-        fcntl.fcntl(w, 1031, 1 << 20)
-    except OSError:
-        break
-result = len(held) // 2`;
+      const grow = PIPE_PROBE + 'result = [os.getuid(), grow]';
       const [uidA] = await host(clients[0], grow);
       const [uidB, before] = await host(clients[1], grow);
       assert.notEqual(uidA, uidB, 'two sessions, one uid');
       assert.ok(uidA !== 65534 && uidB !== 65534, `nobody: ${uidA}, ${uidB}`);
       assert.equal(before, 'ok');
-      const took = await host(clients[0], fill);
+      const took = await host(clients[0], FILL_PIPES);
       assert.ok(took >= 32, `the session took only ${took} MiB of pipe buffers`);
-      assert.deepEqual(await host(clients[0], grow), [uidA, 'Operation not permitted'], 'held to its own budget');
+      assert.deepEqual(await host(clients[0], grow), [uidA, 'EPERM'], 'held to its own budget');
       assert.deepEqual(await host(clients[1], grow), [uidB, 'ok'], `the other session lost its pipe budget (${took} MiB taken)`);
     });
   });

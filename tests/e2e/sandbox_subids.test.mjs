@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client, Proc, PYTHON, ms, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { FILL_PIPES, PIPE_PROBE } from '../fixtures/pipe_budget.mjs';
 
 const TOKEN = 'subids-token-0123456789abcdef';
 const RANGE = 65536;
@@ -51,6 +52,13 @@ async function gatewayAs(u, env = {}, shared = false) {
   return { proc, url: m[1] };
 }
 
+async function stop(gw) {
+  if (gw && !gw.proc.exit) {
+    gw.proc.child.kill('SIGTERM');
+    await gw.proc.waitExit(ms(15000));
+  }
+}
+
 async function session(url) {
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
@@ -65,33 +73,6 @@ async function session(url) {
   return { run, close: () => client.close().catch(() => {}) };
 }
 
-// A pipe's buffer and whether it may grow to 1 MiB: a user at fs.pipe-user-pages-soft gets EPERM
-// for the growth (and, once past it, 2 pages for a new pipe).
-const PIPE_PROBE = `
-import fcntl, os
-r, w = os.pipe()
-size = fcntl.fcntl(w, 1032)  # F_GETPIPE_SZ
-try:
-    fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ
-    grow = "ok"
-except OSError as e:
-    grow = "EPERM" if e.errno == 1 else str(e.errno)
-os.close(r); os.close(w)
-`;
-
-// Holds 1 MiB pipes until the user's soft budget refuses one more (kept in a global, so the
-// session holds them between runs).
-const FILL_PIPES = `
-import fcntl, os
-held = []
-while len(held) < 400:
-    r, w = os.pipe()
-    held += [r, w]
-    try:
-        fcntl.fcntl(w, 1031, 1 << 20)
-    except OSError:
-        break
-result = len(held) // 2`;
 
 function hostPipe(u) {
   const r = spawnSync(PYTHON, ['-c', PIPE_PROBE + 'print(size, grow)'], { uid: u.uid, gid: u.gid, encoding: 'utf8' });
@@ -123,10 +104,7 @@ describe('an unprivileged gateway with a subordinate id range', { skip: WHY_NOT 
   after(async () => {
     await a?.close();
     await b?.close();
-    if (gw && !gw.proc.exit) {
-      gw.proc.child.kill('SIGTERM');
-      await gw.proc.waitExit(ms(15000));
-    }
+    await stop(gw);
     u?.remove();
   });
 
@@ -161,61 +139,38 @@ result = [os.getuid(), os.getgid(), st['CapEff'].strip(), st['CapPrm'].strip(), 
   });
 });
 
+/** One session on `codemcp start` run by a fresh user (makeUser(suffix, bare)) with env: runs
+ *  fn(u, gw, session), then stops it all and removes the user. */
+async function oneSessionAs(suffix, bare, env, fn) {
+  const u = makeUser(suffix, bare);
+  let gw, s;
+  try {
+    gw = await gatewayAs(u, env);
+    s = await session(gw.url);
+    await fn(u, gw, s);
+  } finally {
+    await s?.close();
+    await stop(gw);
+    u.remove();
+  }
+}
+
 describe('the fallbacks: every worker as the gateway\'s user', { skip: WHY_NOT ?? false }, () => {
-  test('the gateway serves and warns once that per-user budgets are shared', async () => {
-    const u = makeUser('f', true);
-    let gw, s;
-    try {
-      gw = await gatewayAs(u);
-      s = await session(gw.url);
-      assert.equal(await s.run('import os\nresult = os.getuid()'), 1000);
-      const warned = gw.proc.stderr.match(/sandbox ids: every session runs as the gateway's own user outside \(\S+ has no range in \/etc\/subuid/g) || [];
-      assert.equal(warned.length, 1, gw.proc.stderrTail());
-    } finally {
-      await s?.close();
-      if (gw && !gw.proc.exit) {
-        gw.proc.child.kill('SIGTERM');
-        await gw.proc.waitExit(ms(15000));
-      }
-      u.remove();
-    }
-  });
+  test('the gateway serves and warns once that per-user budgets are shared', () => oneSessionAs('f', true, {}, async (u, gw, s) => {
+    assert.equal(await s.run('import os\nresult = os.getuid()'), 1000);
+    const warned = gw.proc.stderr.match(/sandbox ids: every session runs as the gateway's own user outside \(\S+ has no range in \/etc\/subuid/g) || [];
+    assert.equal(warned.length, 1, gw.proc.stderrTail());
+  }));
 
-  test('CODEMCP_PROTOTYPE=off: exec\'d workers run, as the gateway\'s user, and the log says so', async () => {
-    const u = makeUser('p', false);
-    let gw, s;
-    try {
-      gw = await gatewayAs(u, { CODEMCP_PROTOTYPE: 'off' });
-      s = await session(gw.url);
-      assert.equal(await s.run('import os\nresult = os.getuid()'), 1000);
-      assert.match(gw.proc.stderr, /sandbox ids: every worker runs as the gateway's own user outside \(CODEMCP_PROTOTYPE=off/);
-      assert.equal(uidsInRange(u.start).size, 0, 'an exec\'d worker ran as a subordinate uid');
-    } finally {
-      await s?.close();
-      if (gw && !gw.proc.exit) {
-        gw.proc.child.kill('SIGTERM');
-        await gw.proc.waitExit(ms(15000));
-      }
-      u.remove();
-    }
-  });
+  test('CODEMCP_PROTOTYPE=off: exec\'d workers run, as the gateway\'s user, and the log says so', () => oneSessionAs('p', false, { CODEMCP_PROTOTYPE: 'off' }, async (u, gw, s) => {
+    assert.equal(await s.run('import os\nresult = os.getuid()'), 1000);
+    assert.match(gw.proc.stderr, /sandbox ids: every worker runs as the gateway's own user outside \(CODEMCP_PROTOTYPE=off/);
+    assert.equal(uidsInRange(u.start).size, 0, 'an exec\'d worker ran as a subordinate uid');
+  }));
 
-  test('CODEMCP_SANDBOX_SUBIDS=false keeps sessions on the gateway\'s user even with a range', async () => {
-    const u = makeUser('o', false);
-    let gw, s;
-    try {
-      gw = await gatewayAs(u, { CODEMCP_SANDBOX_SUBIDS: 'false' });
-      s = await session(gw.url);
-      assert.equal(await s.run('result = 1'), 1);
-      assert.match(gw.proc.stderr, /sandbox ids: every session runs as the gateway's own user outside \(CODEMCP_SANDBOX_SUBIDS=false\)/);
-      assert.equal(uidsInRange(u.start).size, 0, 'a session ran as a subordinate uid');
-    } finally {
-      await s?.close();
-      if (gw && !gw.proc.exit) {
-        gw.proc.child.kill('SIGTERM');
-        await gw.proc.waitExit(ms(15000));
-      }
-      u.remove();
-    }
-  });
+  test('CODEMCP_SANDBOX_SUBIDS=false keeps sessions on the gateway\'s user even with a range', () => oneSessionAs('o', false, { CODEMCP_SANDBOX_SUBIDS: 'false' }, async (u, gw, s) => {
+    assert.equal(await s.run('result = 1'), 1);
+    assert.match(gw.proc.stderr, /sandbox ids: every session runs as the gateway's own user outside \(CODEMCP_SANDBOX_SUBIDS=false\)/);
+    assert.equal(uidsInRange(u.start).size, 0, 'a session ran as a subordinate uid');
+  }));
 });
