@@ -35,7 +35,7 @@
 #define CTL_DIR_IN    "/run/codemcp-control" /* where the private directory is mounted */
 #define LABEL_WORKER  "codemcp.worker"
 #define LABEL_GATEWAY "codemcp.gateway"
-#define NOBODY        65534 /* a root gateway's containers with CODEMCP_DOCKER_UID_BASE=0 */
+#define NOBODY        65534 /* a root gateway's containers with CODEMCP_ROOT_UID_BASE=0 */
 #define DK_NPROC      32768 /* RLIMIT_NPROC of a worker container: the default pid_max */
 
 struct dk_job {
@@ -59,7 +59,7 @@ static struct {
     int readonly;
     int subprocess; /* CODEMCP_SANDBOX_SUBPROCESS: the worker's seal allows execve */
     long nofile;    /* CODEMCP_SANDBOX_NOFILE: open files, as a sandboxed worker gets */
-    long uid_base;  /* CODEMCP_DOCKER_UID_BASE: a root gateway's slot N runs as base + N */
+    long uid_base;  /* CODEMCP_ROOT_UID_BASE: a root gateway's slot N runs as base + N */
 } cfg;
 
 static char sockets_dir[200]; /* <runtime dir>/codemcp-docker-<pid>-<start>: the workers' dirs */
@@ -226,7 +226,7 @@ int wkd_init(const struct settings *s)
     cfg.readonly = s->docker_readonly;
     cfg.subprocess = s->sandbox_subprocess;
     cfg.nofile = s->sandbox_nofile;
-    cfg.uid_base = s->docker_uid_base;
+    cfg.uid_base = s->root_uid_base;
     if (cfg.memory_mb < 0 || cfg.pids < 0 || !(cfg.cpus >= 0)) {
         log_error("worker", "CODEMCP_DOCKER_MEMORY, _PIDS_LIMIT and _CPUS must not be negative");
         return -1;

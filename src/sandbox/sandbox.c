@@ -436,6 +436,9 @@ void sbx__drop_privileges(int outer_root, int change_uid, unsigned long keep)
             errno != EINVAL)
             die_step("drop the capability bounding set", NULL);
     (void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    /* Leaving uid 0 clears every capability unless asked to keep them (then capset trims). */
+    if (keep && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+        die_step("keepcaps", NULL);
     if (change_uid)
         become_sandbox_user(outer_root);
     struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
@@ -445,6 +448,7 @@ void sbx__drop_privileges(int outer_root, int change_uid, unsigned long keep)
     data[1].permitted = data[1].effective = (uint32_t)(keep >> 32);
     if (syscall(SYS_capset, &hdr, data) < 0)
         die_step("capset", NULL);
+    (void)prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         die_step("no_new_privs", NULL);
 }
@@ -472,6 +476,7 @@ void sbx_opts_from_settings(const struct settings *s, struct sbx_opts *o)
     o->encoder_model = s->encoder_model;
     o->landlock_abi_max = s->sandbox_landlock_abi_max;
     o->subids = s->sandbox_subids;
+    o->root_uid_base = s->root_uid_base;
 }
 
 void sbx__apply_limits(const struct sbx_opts *o)
@@ -693,8 +698,10 @@ static int enter(const struct sbx_opts *o, int probe, char *err, size_t errlen)
     go[0] = status[1] = -1;
     if (outer_root) {
         /* uid 0 stays itself for the set-up (binding paths under a root-only directory such
-         * as /root needs root's own permission bits), then the worker becomes 1000 = nobody. */
-        snprintf(map, sizeof(map), "0 0 1\n%d %d 1\n", SBX_UID, SBX_ROOT_MAP);
+         * as /root needs root's own permission bits), then the worker becomes 1000 = nobody;
+         * sessions get ids of their own from CODEMCP_ROOT_UID_BASE (sandbox_subid.c). */
+        size_t len = (size_t)snprintf(map, sizeof(map), "0 0 1\n%d %d 1\n", SBX_UID, SBX_ROOT_MAP);
+        sbx__subid_root_extent(map + len, sizeof(map) - len);
         if (write_map(child, "uid_map", map, err, errlen) < 0 ||
             write_map(child, "gid_map", map, err, errlen) < 0)
             goto fail_child;

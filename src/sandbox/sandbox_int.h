@@ -29,6 +29,8 @@ void sbx__apply_limits(const struct sbx_opts *o);
  * subordinate range is used (1) or not (0; sbx_uid_mode says why). */
 int sbx__subid_prepare(const struct sbx_opts *o);
 int sbx__subid_active(void);
+/* A root waiter's map line for the sessions' ids ("BASE_INSIDE START COUNT\n"), or "". */
+void sbx__subid_root_extent(char *out, size_t len);
 /* The waiter: the sandbox's maps through newuidmap/newgidmap. 0, or -1 with err. */
 int sbx__subid_map_sandbox(pid_t child, uid_t uid, gid_t gid, char *err, size_t errlen);
 /* What the prototype keeps to write its sessions' maps (0 when not active). */

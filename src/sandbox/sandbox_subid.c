@@ -1,9 +1,10 @@
-/* sandbox_subid — each session's own outer uid and gid, from the gateway user's subordinate
- * id range (/etc/subuid, /etc/subgid), when the gateway is not root.
+/* sandbox_subid — each session's own outer uid and gid: from the gateway user's subordinate
+ * id range (/etc/subuid, /etc/subgid) when the gateway is not root, from CODEMCP_ROOT_UID_BASE
+ * when it is (root writes any map itself).
  *
  * Why: without it every session's worker runs as the gateway's own user outside (its user
- * namespace maps uid 1000 to the gateway's uid), and the kernel keeps some budgets per user
- * (struct user_struct, by the uid outside every namespace): pipe buffer pages
+ * namespace maps uid 1000 to the gateway's uid, or nobody for root), and the kernel keeps some
+ * budgets per user (struct user_struct, by the uid outside every namespace): pipe buffer pages
  * (fs.pipe-user-pages-soft), epoll watches (fs.epoll.max_user_watches), locked memory. One
  * session filling them shrinks them for the gateway and for every other session. Mapped the
  * way rootless podman maps a container, each live session has a uid of its own outside and
@@ -12,9 +13,10 @@
  * reach the gateway's user whatever the mapping: those are refused or capped by the sandbox
  * itself (seal.c's filter, sbx__apply_limits).
  *
- * How: the sandbox's user namespace (the prototype's) maps, besides 1000 to the gateway's uid,
- * SBX_SUBID_BASE.. to the whole range; only the setuid helpers newuidmap/newgidmap (Debian
- * package uidmap) may write such a map for an unprivileged user, so the waiter runs them. The
+ * How: the sandbox's user namespace (the prototype's) maps, besides 1000 to the gateway's uid
+ * (nobody for root), SBX_SUBID_BASE.. to the whole range; only the setuid helpers
+ * newuidmap/newgidmap (Debian package uidmap) may write such a map for an unprivileged user,
+ * so its waiter runs them (a root waiter writes it). The
  * prototype keeps CAP_SETUID and CAP_SETGID in its own namespace (nothing else, and no agent
  * code ever runs in it) to write each session's map, 1000 to SBX_SUBID_BASE + the session's
  * worker slot: one id per live session, the slot's next session gets it again. The session's
@@ -85,9 +87,14 @@ int sbx__subid_prepare(const struct sbx_opts *o)
     memset(&sub, 0, sizeof(sub));
     if (!o->subids)
         snprintf(sub.why, sizeof(sub.why), "CODEMCP_SANDBOX_SUBIDS=false");
-    else if (uid == 0)
-        snprintf(sub.why, sizeof(sub.why), "the gateway runs as root");
-    else if (!pw)
+    else if (uid == 0 && o->root_uid_base <= 0)
+        snprintf(sub.why, sizeof(sub.why), "root with CODEMCP_ROOT_UID_BASE=0: as nobody");
+    else if (uid == 0) {
+        /* root maps any ids itself: no range file, no helper */
+        sub.uid.start = sub.gid.start = (unsigned long)o->root_uid_base;
+        sub.uid.count = sub.gid.count = SBX_SUBID_MAX;
+        sub.active = 1;
+    } else if (!pw)
         snprintf(sub.why, sizeof(sub.why), "uid %d has no name in the user database", (int)uid);
     else if (!subid_find("/etc/subuid", pw->pw_name, uid, &sub.uid) ||
              !subid_find("/etc/subgid", pw->pw_name, uid, &sub.gid))
@@ -108,11 +115,10 @@ int sbx__subid_prepare(const struct sbx_opts *o)
 int sbx_uid_mode(const struct sbx_opts *o, char *buf, size_t len)
 {
     if (sbx__subid_prepare(o))
-        snprintf(buf, len,
-                 "a uid of its own per session: %lu-%lu (gids %lu-%lu) from the subordinate "
-                 "id range",
+        snprintf(buf, len, "a uid of its own per session: %lu-%lu (gids %lu-%lu) from %s",
                  sub.uid.start, sub.uid.start + sub.uid.count - 1, sub.gid.start,
-                 sub.gid.start + sub.gid.count - 1);
+                 sub.gid.start + sub.gid.count - 1,
+                 geteuid() == 0 ? "CODEMCP_ROOT_UID_BASE" : "the subordinate id range");
     else
         snprintf(buf, len,
                  "every session runs as the gateway's own user outside (%s): per-user kernel "
@@ -162,6 +168,14 @@ int sbx__subid_map_sandbox(pid_t child, uid_t uid, gid_t gid, char *err, size_t 
                  "CODEMCP_SANDBOX_SUBIDS=false (every session then runs as the gateway's user)",
                  failed);
     return failed ? -1 : 0;
+}
+
+void sbx__subid_root_extent(char *out, size_t len)
+{
+    if (sub.active)
+        snprintf(out, len, "%d %lu %lu\n", SBX_SUBID_BASE, sub.uid.start, sub.uid.count);
+    else if (len)
+        out[0] = '\0';
 }
 
 int sbx__subid_active(void)

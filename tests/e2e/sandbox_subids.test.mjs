@@ -37,15 +37,16 @@ function makeUser(suffix, bare) { // suffix: r, f, o or p (picks the range)
   return { name, uid, gid, start, remove: () => spawnSync('userdel', [name]) };
 }
 
-/** `codemcp start` as user u; resolves {proc, url}. */
-async function gatewayAs(u, env = {}, shared = false) {
+/** `codemcp start` as user u; resolves {proc, url}. wrap: the command it runs under (default:
+ *  setpriv as u; false: none). */
+async function gatewayAs(u, env = {}, shared = false, wrap = null) {
   const home = tempDir('codemcp-subids-', { shared });
   const tokens = path.join(home, 'tokens');
   fs.writeFileSync(tokens, `alice ${TOKEN}\n`, { mode: 0o600 });
   const config = writeConfig(home, {});
   for (const f of [home, tokens, config]) fs.chownSync(f, u.uid, u.gid);
   const proc = new Proc({ args: ['start', '-p', '0'], config, home, shared,
-    wrapPrefix: ['setpriv', `--reuid=${u.uid}`, `--regid=${u.gid}`, '--clear-groups', '--'],
+    wrapPrefix: wrap ?? ['setpriv', `--reuid=${u.uid}`, `--regid=${u.gid}`, '--clear-groups', '--'],
     env: { CODEMCP_HTTP_TOKENS_FILE: tokens, CODEMCP_WORKERS: '4', CODEMCP_LOG: 'info', ...env } });
   const m = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(30000));
   assert.ok(m && m[1], `codemcp start did not come up:\n${proc.stderrTail()}`);
@@ -154,6 +155,39 @@ async function oneSessionAs(suffix, bare, env, fn) {
     u.remove();
   }
 }
+
+// A root gateway maps sessions itself, from CODEMCP_ROOT_UID_BASE (here a base of this file's).
+describe('a root gateway: sessions as CODEMCP_ROOT_UID_BASE + slot', { skip: process.getuid() !== 0 ? 'needs root' : false }, () => {
+  const base = 1000000000 + ((process.pid % 8000) * 5 + 4) * RANGE;
+  const root = { uid: 0, gid: 0 };
+  let gw, a, b;
+  before(async () => {
+    gw = await gatewayAs(root, { CODEMCP_ROOT_UID_BASE: String(base) }, true, false);
+    a = await session(gw.url);
+    b = await session(gw.url);
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await stop(gw);
+  });
+
+  test('two sessions, two ids of their own; one filling the per-user pipe budget leaves the other its own', async () => {
+    assert.match(gw.proc.stderr, /sandbox ids: a uid of its own per session: \d+-\d+ .*from CODEMCP_ROOT_UID_BASE/, gw.proc.stderrTail());
+    const grow = PIPE_PROBE + 'result = grow';
+    assert.equal(await a.run(grow), 'ok');
+    assert.equal(await b.run(grow), 'ok');
+    const uids = uidsInRange(base); // the two sessions', and a warm spare's
+    assert.ok(uids.size >= 2, `two live sessions, kernel uids in the range: ${[...uids]}`);
+    const took = await a.run(FILL_PIPES);
+    try {
+      assert.equal(await a.run(grow), 'EPERM', 'the filling session is held to its own budget');
+      assert.equal(await b.run(grow), 'ok', `the other session lost its pipe budget (${took} MiB taken)`);
+    } finally {
+      await a.run('import os\nfor fd in held:\n    os.close(fd)\nheld = []\nresult = 1');
+    }
+  });
+});
 
 describe('the fallbacks: every worker as the gateway\'s user', { skip: WHY_NOT ?? false }, () => {
   test('the gateway serves and warns once that per-user budgets are shared', () => oneSessionAs('f', true, {}, async (u, gw, s) => {
