@@ -208,7 +208,9 @@ own = ("proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2", "overl
 result = {"ctl": sorted(os.listdir("/run/codemcp-control")),
           "host": sorted({l.split()[1] for l in open("/proc/self/mounts") if l.split()[2] not in own})}`);
     assert.deepEqual(r.ctl, [], 'the worker\'s socket is unlinked once it connected, and no other is there');
-    const engineFiles = ['/etc/hostname', '/etc/hosts', '/etc/resolv.conf', '/run/.containerenv'];
+    // Podman also writes /etc/passwd and /etc/group when the container's uid (its own per slot
+    // for a root gateway) is not in the image's: the image's files plus that uid.
+    const engineFiles = ['/etc/hostname', '/etc/hosts', '/etc/resolv.conf', '/run/.containerenv', '/etc/passwd', '/etc/group'];
     assert.deepEqual(r.host.filter((m) => m !== '/run/codemcp-control' && !engineFiles.includes(m)), []);
     assert.ok(r.host.includes('/run/codemcp-control'));
   });
