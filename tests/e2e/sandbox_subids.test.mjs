@@ -94,23 +94,32 @@ function uidsInRange(start) {
   return seen;
 }
 
-describe('an unprivileged gateway with a subordinate id range', { skip: WHY_NOT ?? false }, () => {
-  let u, gw, a, b;
+/** Two sessions on the gateway start(t) brings up (it may set t.u, a user removed after):
+ *  t.gw, t.a and t.b for the tests of the enclosing describe. */
+function twoSessions(start) {
+  const t = {};
   before(async () => {
-    u = makeUser('r', false);
-    gw = await gatewayAs(u, {}, true);
-    a = await session(gw.url);
-    b = await session(gw.url);
+    t.gw = await start(t);
+    t.a = await session(t.gw.url);
+    t.b = await session(t.gw.url);
   });
   after(async () => {
-    await a?.close();
-    await b?.close();
-    await stop(gw);
-    u?.remove();
+    await t.a?.close();
+    await t.b?.close();
+    await stop(t.gw);
+    t.u?.remove();
+  });
+  return t;
+}
+
+describe('an unprivileged gateway with a subordinate id range', { skip: WHY_NOT ?? false }, () => {
+  const t = twoSessions((own) => {
+    own.u = makeUser('r', false);
+    return gatewayAs(own.u, {}, true);
   });
 
   test('says which mode is in effect', () => {
-    assert.match(gw.proc.stderr, /sandbox ids: a uid of its own per session/, gw.proc.stderrTail());
+    assert.match(t.gw.proc.stderr, /sandbox ids: a uid of its own per session/, t.gw.proc.stderrTail());
   });
 
   test('each session runs as a uid of its own from the range, with no capability', async () => {
@@ -120,22 +129,22 @@ describe('an unprivileged gateway with a subordinate id range', { skip: WHY_NOT 
 st = dict(l.split(':\\t', 1) for l in open('/proc/self/status').read().splitlines() if ':\\t' in l)
 result = [os.getuid(), os.getgid(), st['CapEff'].strip(), st['CapPrm'].strip(), st['CapBnd'].strip()]`;
     const zero = '0000000000000000';
-    assert.deepEqual(await a.run(who), [1000, 1000, zero, zero, zero]);
-    assert.deepEqual(await b.run(who), [1000, 1000, zero, zero, zero]);
-    const uids = uidsInRange(u.start);
+    assert.deepEqual(await t.a.run(who), [1000, 1000, zero, zero, zero]);
+    assert.deepEqual(await t.b.run(who), [1000, 1000, zero, zero, zero]);
+    const uids = uidsInRange(t.u.start);
     assert.ok(uids.size >= 2, `two live sessions, kernel uids in the range: ${[...uids]}`);
   });
 
   test('a session that fills the per-user pipe budget leaves the gateway\'s user and the other session theirs', async () => {
-    assert.deepEqual(hostPipe(u), { size: 65536, grow: 'ok' }, 'the user starts with its budget');
-    const took = await a.run(FILL_PIPES);
+    assert.deepEqual(hostPipe(t.u), { size: 65536, grow: 'ok' }, 'the user starts with its budget');
+    const took = await t.a.run(FILL_PIPES);
     try {
       assert.ok(took >= 32, `the session took only ${took} MiB of pipe buffers`);
-      assert.equal(await a.run(PIPE_PROBE + 'result = grow'), 'EPERM', 'the filling session is held to its own budget');
-      assert.equal(hostPipe(u).grow, 'ok', `the gateway's user lost its pipe budget to a session (${took} MiB taken)`);
-      assert.equal(await b.run(PIPE_PROBE + 'result = grow'), 'ok', 'the other session lost its pipe budget');
+      assert.equal(await t.a.run(PIPE_PROBE + 'result = grow'), 'EPERM', 'the filling session is held to its own budget');
+      assert.equal(hostPipe(t.u).grow, 'ok', `the gateway's user lost its pipe budget to a session (${took} MiB taken)`);
+      assert.equal(await t.b.run(PIPE_PROBE + 'result = grow'), 'ok', 'the other session lost its pipe budget');
     } finally {
-      await a.run('import os\nfor fd in held:\n    os.close(fd)\nheld = []\nresult = 1');
+      await t.a.run('import os\nfor fd in held:\n    os.close(fd)\nheld = []\nresult = 1');
     }
   });
 });
@@ -160,31 +169,21 @@ async function oneSessionAs(suffix, bare, env, fn) {
 describe('a root gateway: sessions as CODEMCP_ROOT_UID_BASE + slot', { skip: process.getuid() !== 0 ? 'needs root' : false }, () => {
   const base = 1000000000 + ((process.pid % 8000) * 5 + 4) * RANGE;
   const root = { uid: 0, gid: 0 };
-  let gw, a, b;
-  before(async () => {
-    gw = await gatewayAs(root, { CODEMCP_ROOT_UID_BASE: String(base) }, true, false);
-    a = await session(gw.url);
-    b = await session(gw.url);
-  });
-  after(async () => {
-    await a?.close();
-    await b?.close();
-    await stop(gw);
-  });
+  const t = twoSessions(() => gatewayAs(root, { CODEMCP_ROOT_UID_BASE: String(base) }, true, false));
 
   test('two sessions, two ids of their own; one filling the per-user pipe budget leaves the other its own', async () => {
-    assert.match(gw.proc.stderr, /sandbox ids: a uid of its own per session: \d+-\d+ .*from CODEMCP_ROOT_UID_BASE/, gw.proc.stderrTail());
+    assert.match(t.gw.proc.stderr, /sandbox ids: a uid of its own per session: \d+-\d+ .*from CODEMCP_ROOT_UID_BASE/, t.gw.proc.stderrTail());
     const grow = PIPE_PROBE + 'result = grow';
-    assert.equal(await a.run(grow), 'ok');
-    assert.equal(await b.run(grow), 'ok');
+    assert.equal(await t.a.run(grow), 'ok');
+    assert.equal(await t.b.run(grow), 'ok');
     const uids = uidsInRange(base); // the two sessions', and a warm spare's
     assert.ok(uids.size >= 2, `two live sessions, kernel uids in the range: ${[...uids]}`);
-    const took = await a.run(FILL_PIPES);
+    const took = await t.a.run(FILL_PIPES);
     try {
-      assert.equal(await a.run(grow), 'EPERM', 'the filling session is held to its own budget');
-      assert.equal(await b.run(grow), 'ok', `the other session lost its pipe budget (${took} MiB taken)`);
+      assert.equal(await t.a.run(grow), 'EPERM', 'the filling session is held to its own budget');
+      assert.equal(await t.b.run(grow), 'ok', `the other session lost its pipe budget (${took} MiB taken)`);
     } finally {
-      await a.run('import os\nfor fd in held:\n    os.close(fd)\nheld = []\nresult = 1');
+      await t.a.run('import os\nfor fd in held:\n    os.close(fd)\nheld = []\nresult = 1');
     }
   });
 });
