@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { Client, Proc, PYTHON, ms, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { CODEMCP_BIN, Client, Proc, PYTHON, ms, tempDir, waitFor, writeConfig } from './lib.mjs';
 import { FILL_PIPES, PIPE_PROBE } from '../fixtures/pipe_budget.mjs';
 
 const TOKEN = 'subids-token-0123456789abcdef';
@@ -118,8 +118,13 @@ describe('an unprivileged gateway with a subordinate id range', { skip: WHY_NOT 
     return gatewayAs(own.u, {}, true);
   });
 
-  test('says which mode is in effect', () => {
+  test('says which mode is in effect: in the log and in `codemcp settings`', () => {
     assert.match(t.gw.proc.stderr, /sandbox ids: a uid of its own per session/, t.gw.proc.stderrTail());
+    const asUser = (env) => spawnSync('setpriv', [`--reuid=${t.u.uid}`, `--regid=${t.u.gid}`, '--clear-groups', '--', CODEMCP_BIN, 'settings'],
+      { encoding: 'utf8', env: { PATH: process.env.PATH, ...env } }).stdout;
+    const first = t.u.start, last = t.u.start + RANGE - 1;
+    assert.match(asUser({}), new RegExp(`^# sandbox ids: a uid of its own per session: ${first}-${last} .*subordinate id range$`, 'm'));
+    assert.match(asUser({ CODEMCP_SANDBOX_SUBIDS: 'false' }), /^# sandbox ids: every session runs as the gateway's own user outside \(CODEMCP_SANDBOX_SUBIDS=false\)/m);
   });
 
   test('each session runs as a uid of its own from the range, with no capability', async () => {
