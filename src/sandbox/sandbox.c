@@ -669,7 +669,10 @@ static int enter(const struct sbx_opts *o, int probe, char *err, size_t errlen)
         if (!o->net_host)
             loopback_up();
         build_root(&plan, o);
-        sbx__drop_privileges(outer_root, 1, o->prototype ? sbx__subid_keep_caps() : 0);
+        unsigned long keep = o->prototype ? sbx__subid_keep_caps() : 0;
+        sbx__drop_privileges(outer_root, 1, keep);
+        if (keep && outer_root)
+            sbx__subid_guard();
         if (probe) {
             int zero = 0;
             (void)!write(status[1], &zero, sizeof(zero));

@@ -35,6 +35,8 @@ void sbx__subid_root_extent(char *out, size_t len);
 int sbx__subid_map_sandbox(pid_t child, uid_t uid, gid_t gid, char *err, size_t errlen);
 /* What the prototype keeps to write its sessions' maps (0 when not active). */
 unsigned long sbx__subid_keep_caps(void);
+/* A root gateway's prototype, once it kept its capabilities: refuses itself id 0 (a filter). */
+void sbx__subid_guard(void);
 /* The prototype: maps a session's 1000 to the slot's own id. 0, or -1 (errno). */
 int sbx__subid_map_session(pid_t child, int slot);
 

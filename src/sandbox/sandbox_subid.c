@@ -28,11 +28,17 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -186,6 +192,59 @@ int sbx__subid_active(void)
 unsigned long sbx__subid_keep_caps(void)
 {
     return sub.active ? (1UL << CAP_SETUID) | (1UL << CAP_SETGID) : 0;
+}
+
+#if defined(__x86_64__)
+#define SBX_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define SBX_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+/* A root gateway's sandbox maps uid 0 to root itself (for the set-up), and the prototype keeps
+ * CAP_SETUID/SETGID there to map sessions: it (and what it forks) must never take id 0 or a
+ * group list. A filter of its own, before any Python runs: setresuid/setresgid with no 0
+ * argument pass (a session's PID 1 becomes 1000), every other id change answers EPERM. */
+void sbx__subid_guard(void)
+{
+#ifdef SBX_AUDIT_ARCH
+    static const int deny[] = {SYS_setuid,   SYS_setgid,   SYS_setreuid, SYS_setregid,
+                               SYS_setfsuid, SYS_setfsgid, SYS_setgroups};
+    enum { N_DENY = sizeof(deny) / sizeof(deny[0]) };
+    const unsigned low = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? 0 : 4;
+    struct sock_filter f[5 + N_DENY + 2 + 6 + 2];
+    unsigned n = 0;
+    f[n++] =
+        (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SBX_AUDIT_ARCH, 1, 0);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+    f[n++] =
+        (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+    const unsigned allow = 5 + N_DENY + 2 + 6, eperm = allow + 1;
+    /* x32's numbers (x86_64 with bit 30) are other numbers for the same calls */
+    f[n] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000,
+                                        (unsigned char)(eperm - n - 1), 0);
+    n++;
+    for (unsigned i = 0; i < N_DENY; i++, n++)
+        f[n] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)deny[i],
+                                            (unsigned char)(eperm - n - 1), 0);
+    f[n] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_setresuid, 1, 0);
+    n++;
+    f[n] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_setresgid, 0,
+                                        (unsigned char)(allow - n - 1));
+    n++;
+    for (unsigned a = 0; a < 3; a++) {
+        f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                                              offsetof(struct seccomp_data, args) + a * 8 + low);
+        f[n] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0,
+                                            (unsigned char)(eperm - n - 1), 0);
+        n++;
+    }
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+    struct sock_fprog prog = {(unsigned short)n, f};
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
+        sbx__die_step("seccomp (the prototype's id guard)", NULL);
+#endif
 }
 
 static int subid_write(pid_t pid, const char *file, const char *text)
