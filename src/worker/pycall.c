@@ -8,15 +8,12 @@
 #include "pyfast.h"
 #include "pyjson.h"
 #include "pyrunset.h"
+#include "codemcp_limits.h" /* LIM_CALL_GRACE_S: client.py's grace, from limits.py */
 
 #include <stdio.h>
 #include <string.h>
 #include <structmember.h>
 #include <time.h>
-
-/* client.py's _GRACE_S: extra seconds beyond a call's timeout_ms before giving up locally
- * (tests/e2e/twins.test.mjs checks the two agree). */
-#define PYC_GRACE_S 10.0
 
 typedef struct {
     PyObject_HEAD
@@ -145,7 +142,7 @@ static PyObject *pyc_receive(pyc_object *self, int *slow, struct pym_bytes *keep
             Py_DECREF(t);
             return NULL;
         }
-        timeout = PyFloat_FromDouble(ms / 1000.0 + PYC_GRACE_S); /* new ref */
+        timeout = PyFloat_FromDouble(ms / 1000.0 + LIM_CALL_GRACE_S); /* new ref */
         if (!timeout) {
             Py_DECREF(t);
             return NULL;

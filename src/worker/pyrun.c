@@ -17,8 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define PYR_CACHE_MAX         64
-#define PYR_DEFAULT_MAX_BYTES (1 << 20)
+#define PYR_CACHE_MAX 64
 
 /* What worker_main.main() handed over (new references, kept). */
 static struct {

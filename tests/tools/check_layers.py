@@ -22,7 +22,7 @@ import sys
 # The trees scanned, relative to the repository: (folder, module name for files at its top).
 TREES = (("src", "main"), ("sdkgen", "sdkgen"))
 # Headers the build writes (src/meson.build, python/meson.build): they belong to no folder.
-GENERATED = {"redact_rules.h", "codemcp_embedded.h"}
+GENERATED = {"redact_rules.h", "codemcp_embedded.h", "codemcp_limits.h"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 MAP_BEGIN = "<!-- module-map:begin (tests/tools/check_layers.py --map) -->"
 MAP_END = "<!-- module-map:end -->"
