@@ -9,28 +9,21 @@ The verbs file is read as data (ast.literal_eval of its top-level assignments), 
 imported or executed. Fails when a word is both a read verb and a write verb anywhere in the
 file, or is not a lowercase ASCII word (tool names are split into such words)."""
 
-import ast
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "common"))
+import pydata  # noqa: E402 (src/common/pydata.py)
 
 WORD = re.compile(r"^[a-z]+$")
 C_LISTS = (("READ_VERBS", "sdk_read_verbs"), ("WRITE_VERBS", "sdk_write_verbs"),
            ("STRONG_WRITE_VERBS", "sdk_strong_write_verbs"))
 
 
-def load(path):
-    values = {}
-    with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read(), path)
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            values[node.targets[0].id] = ast.literal_eval(node.value)
-    return values
-
-
 def main():
     verbs_path, out_path = sys.argv[1], sys.argv[2]
-    v = load(verbs_path)
+    v = pydata.load(verbs_path)
     for name, words in v.items():
         for w in words:
             if not WORD.match(w):
