@@ -9,6 +9,9 @@
 //    answered with the documented "lost" error, never served with someone else's state;
 //  - /healthz and /readyz answer without a token; SIGTERM drains (readyz fails at once, the
 //    run in flight finishes, the process exits 0);
+//  - a 2026 client's retry of a call answered input_required (it carries only the
+//    requestState, in its body) reaches the replica whose run waits for it, and a replica that
+//    gets another's requestState says whose it is;
 //  - 50 clients under load while one replica is SIGKILLed and another restarted with
 //    SIGTERM: no failure on the untouched replica's clients, the others get the documented
 //    error and start over, no request hangs.
@@ -24,7 +27,7 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import { redisAvailable, startRedis } from '../fixtures/redis_server.mjs';
-import { Client as V1Client, Proc, REPO, TESTS, freePort, ms, onCleanup, sleep, tempDir, waitFor, withTimeout, writeConfig } from './lib.mjs';
+import { Client as V1Client, NODE, Proc, REPO, TESTS, freePort, ms, onCleanup, sleep, tempDir, waitFor, withTimeout, writeConfig } from './lib.mjs';
 
 const V2DIR = path.join(TESTS, 'v2', 'node_modules', '@modelcontextprotocol', 'client', 'dist');
 const { Client: V2Client, StreamableHTTPClientTransport: V2Transport } = await import(path.join(V2DIR, 'index.mjs'));
@@ -113,7 +116,7 @@ class Fleet {
   constructor(prefix, opts = {}) {
     this.opts = opts;
     this.home = tempDir(prefix, { shared: true });
-    this.config = writeConfig(this.home, {});
+    this.config = writeConfig(this.home, opts.mcp ?? {});
     this.procs = {};
     this.ports = {};
   }
@@ -129,6 +132,11 @@ class Fleet {
     if (kind === 'haproxy') this.startHaproxy();
     else this.startNginx();
     await waitFor(async () => (await get(this.lb, '/healthz').catch(() => null))?.status === 200, ms(10000));
+    // Every replica ready (its upstreams connected), and seen so by the balancer's checks
+    // (rise 2 x inter 1s): else the first requests find fewer replicas than the test means.
+    for (const id of IDS)
+      await waitFor(async () => (await get(this.ports[id], '/readyz').catch(() => null))?.status === 200, ms(20000));
+    await sleep(2500);
     this.url = `http://127.0.0.1:${this.lb}/mcp`;
   }
 
@@ -307,7 +315,9 @@ describe('fleet behind HAProxy (contrib/fleet/haproxy.cfg), state shared in Redi
   skip: (!which('haproxy') && 'haproxy is not installed (install.sh installs it)') ||
     (!redisAvailable() && 'redis-server is not installed (install.sh installs it)'),
 }, () => {
-  const fleet = new Fleet('codemcp-fleet-hap-', { redis: true });
+  // The SDK v2 server fixture as the upstream: its `confirm` tool answers input_required.
+  const fleet = new Fleet('codemcp-fleet-hap-', { redis: true,
+    mcp: { v2: { type: 'local', command: [NODE, path.join(TESTS, 'v2', 'server.mjs')] } } });
   before(async () => fleet.start('haproxy'));
   after(async () => fleet.stop());
 
@@ -386,6 +396,65 @@ describe('fleet behind HAProxy (contrib/fleet/haproxy.cfg), state shared in Redi
     }
     const ok = await post(fleet.lb, '/mcp', ping, { 'mcp-session-id': sid });
     assert.equal(ok.status, 200, `the balancer takes r1's session to r1: ${ok.text}`);
+  });
+
+  test('input_required: a 2026 retry carrying only its requestState reaches the replica whose run waits for it', async () => {
+    const caps = { elicitation: { form: {} } };
+    const states = [];
+    const transport = new V2Transport(new URL(fleet.url), {
+      requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
+      fetch: (u, init) => {
+        const st = init?.body && JSON.parse(init.body).params?.requestState;
+        if (st) states.push(st);
+        return fetch(u, init);
+      },
+    });
+    const client = new V2Client({ name: 'fleet-relay', version: '0' }, { capabilities: caps, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    const asked = [];
+    client.setRequestHandler('elicitation/create', async (req) => {
+      asked.push(req.params.message);
+      return { action: 'accept', content: { ok: true } };
+    });
+    await client.connect(transport, { timeout: ms(20000) });
+    try {
+      // No namespace: each first call goes to the least busy replica, so over several calls
+      // the retries would land on other replicas if the balancer did not route them.
+      for (let k = 0; k < 6; k++) {
+        const r = await exec(client, { code: `before = ${k}\nanswer = v2_confirm(action="go${k}")\nresult = [before, str(answer)]` });
+        assert.equal(r.isError, false, text(r));
+        assert.deepEqual(r.structuredContent.result, [k, `done: go${k}`], text(r));
+      }
+      assert.equal(asked.length, 6, `each run asked once: ${asked}`);
+      const owners = new Set(states.map((st) => st.match(/^rs_(r[123])\.[0-9a-f]{56}\.[0-9a-f]{32}$/)?.[1]));
+      assert.ok(states.length === 6 && !owners.has(undefined), `each retry echoed a requestState naming its replica: ${states}`);
+      assert.ok(owners.size >= 2, `the runs were spread over the replicas: ${[...owners]}`);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('input_required: a replica given another replica\'s requestState names the owner; a forged one is unknown', async () => {
+    const { r1, r2 } = fleet.ports;
+    const caps = { elicitation: { form: {} } };
+    const args = { code: 'answer = v2_confirm(action="deploy")\nresult = str(answer)' };
+    const call = (port, id, extra) => post(port, '/mcp', { jsonrpc: '2.0', id, method: 'tools/call',
+      params: { _meta: { ...META, 'io.modelcontextprotocol/clientCapabilities': caps }, name: 'execute_python', arguments: args, ...extra } },
+    { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'execute_python' });
+    const first = await call(r1, 1);
+    assert.equal(first.body?.result?.resultType, 'input_required', first.text);
+    const st = first.body.result.requestState;
+    assert.match(st, /^rs_r1\./);
+    const answers = { ok: { action: 'accept', content: { ok: true } } };
+    const stray = await call(r2, 2, { requestState: st, inputResponses: answers });
+    assert.equal(stray.body?.error?.code, -32602, stray.text);
+    assert.match(stray.body.error.message, /requestState belongs to a run on replica r1 of this fleet, not on this one \(r2\)/);
+    const forged = 'rs_r2' + st.slice(5);
+    const f = await call(fleet.lb, 3, { requestState: forged, inputResponses: answers });
+    assert.equal(f.body?.error?.code, -32602, f.text);
+    assert.match(f.body.error.message, /requestState is unknown/);
+    // Neither used it up: through the balancer the retry reaches r1 and the run goes on.
+    const done = await call(fleet.lb, 4, { requestState: st, inputResponses: answers });
+    assert.equal(done.body?.result?.structuredContent?.result, 'done: deploy', done.text);
   });
 
   test('SIGTERM drains: /readyz fails at once, the run in flight finishes, new work goes elsewhere, exit 0', async () => {
