@@ -14,9 +14,11 @@
  * SYNC_MS of its calls, and under limit/SYNC_SHARE plus what arrives during one round trip).
  * Redis away: each replica keeps enforcing its own view (never more than counting alone
  * allows); what it could not send is sent on reconnect, and every known total is read again.
- * Loop thread only. */
+ * Every tool call looks its counts up by key: they are indexed by a hash of the key (idmap.h,
+ * a chain per hash), as a fleet may know up to MAX_COUNTS of them. Loop thread only. */
 #include "policy_int.h"
 
+#include "idmap.h"
 #include "loop.h"
 #include "state.h"
 #include "util.h"
@@ -38,11 +40,14 @@ struct shared_count {
     long unsent;   /* counted here since */
     long limit;
     int64_t end_ms; /* wall clock */
-    struct shared_count *next;
+    uint64_t hash;
+    struct shared_count *next;  /* every count */
+    struct shared_count *hnext; /* the others of the same hash */
 };
 
 static struct shared_count *counts;
 static size_t n_counts;
+static struct idmap by_hash; /* hash of a key -> the first count of that hash */
 static struct lp_timer sync_timer;
 static int armed;
 
@@ -58,12 +63,36 @@ int budget_fleet_on(void)
     return state_enabled();
 }
 
+static uint64_t hash_of(const char *key) /* FNV-1a */
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    return h;
+}
+
 static struct shared_count *find(const char *key)
 {
-    for (struct shared_count *c = counts; c; c = c->next)
+    for (struct shared_count *c = idmap_get(&by_hash, hash_of(key)); c; c = c->hnext)
         if (strcmp(c->key, key) == 0)
             return c;
     return NULL;
+}
+
+static void unindex(struct shared_count *c)
+{
+    struct shared_count *head = idmap_get(&by_hash, c->hash);
+    if (head == c) {
+        if (c->hnext)
+            idmap_put(&by_hash, c->hash, c->hnext);
+        else
+            idmap_del(&by_hash, c->hash);
+        return;
+    }
+    while (head && head->hnext != c)
+        head = head->hnext;
+    if (head)
+        head->hnext = c->hnext;
 }
 
 /* Forgets the windows that are over. */
@@ -76,6 +105,7 @@ static void sweep(int64_t now)
             continue;
         }
         *pp = c->next;
+        unindex(c);
         free(c->key);
         free(c);
         n_counts--;
@@ -87,6 +117,9 @@ static struct shared_count *make(const char *key, int64_t end_ms)
     struct shared_count *c = xcalloc(1, sizeof(*c));
     c->key = xstrdup(key);
     c->end_ms = end_ms;
+    c->hash = hash_of(key);
+    c->hnext = idmap_get(&by_hash, c->hash);
+    idmap_put(&by_hash, c->hash, c);
     c->next = counts;
     counts = c;
     n_counts++;
