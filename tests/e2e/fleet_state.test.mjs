@@ -51,15 +51,15 @@ describe('shared state in Redis', { skip }, () => {
     return r;
   };
 
-  test('two replicas refresh one rotating OAuth credential at once: one refresh in flight, both keep working', async () => {
-    const rd = await redis();
-    const srv = await startOAuthServer({ tokenLife: 3, refreshDelayMs: 700 });
+  /** An OAuth server (opts) and two replicas on rd holding one credential of it: a login on
+   *  one host, its token store copied to both, as a deployment hands every replica the same
+   *  secret. Resolves {srv, live}. */
+  const sharedCredential = async (rd, opts) => {
+    const srv = await startOAuthServer(opts);
     closers.push(() => srv.close());
     const homeA = tempDir('codemcp-fleet-oauth-');
     const configA = writeConfig(homeA, { t: { type: 'remote', url: srv.url } });
     assert.equal((await cli(homeA, configA, ['auth', 't'])).code, 0);
-    // The same credential on a second host: a copy of the token store, as a deployment would
-    // hand every replica the same secret.
     const store = fs.readFileSync(path.join(homeA, 'codemcp', 'mcp-auth.json'));
     const live = [];
     for (let i = 0; i < 2; i++) {
@@ -68,6 +68,12 @@ describe('shared state in Redis', { skip }, () => {
       fs.writeFileSync(path.join(home, 'codemcp', 'mcp-auth.json'), store, { mode: 0o600 });
       live.push(await replica(rd, { t: { type: 'remote', url: srv.url } }, { home }));
     }
+    return { srv, live };
+  };
+
+  test('two replicas refresh one rotating OAuth credential at once: one refresh in flight, both keep working', async () => {
+    const rd = await redis();
+    const { srv, live } = await sharedCredential(rd, { tokenLife: 3, refreshDelayMs: 700 });
     const clients = await Promise.all(live.map((gw) => connectHttp(gw.url, TOKEN_A)));
     // Each replica calls the tool every 0.4 s for ~9 s: three token lifetimes, refreshed by
     // whichever replica gets there first; the other must pick up the winner's tokens.
@@ -91,19 +97,7 @@ describe('shared state in Redis', { skip }, () => {
 
   test('a replica SIGKILLed while it refreshes frees the refresh lock within seconds: another replica takes over', async () => {
     const rd = await redis();
-    const srv = await startOAuthServer({ tokenLife: 4 });
-    closers.push(() => srv.close());
-    const homeA = tempDir('codemcp-fleet-oauth-');
-    const configA = writeConfig(homeA, { t: { type: 'remote', url: srv.url } });
-    assert.equal((await cli(homeA, configA, ['auth', 't'])).code, 0);
-    const store = fs.readFileSync(path.join(homeA, 'codemcp', 'mcp-auth.json'));
-    const live = [];
-    for (let i = 0; i < 2; i++) {
-      const home = tempDir('codemcp-fleet-oauth-');
-      fs.mkdirSync(path.join(home, 'codemcp'), { recursive: true });
-      fs.writeFileSync(path.join(home, 'codemcp', 'mcp-auth.json'), store, { mode: 0o600 });
-      live.push(await replica(rd, { t: { type: 'remote', url: srv.url } }, { home }));
-    }
+    const { srv, live } = await sharedCredential(rd, { tokenLife: 4 });
     const [a, b] = await Promise.all(live.map((gw) => connectHttp(gw.url, TOKEN_A)));
     // From here a refresh hangs at the token endpoint; the credential expires.
     srv.setRefreshDelay(25000);
