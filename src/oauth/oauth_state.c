@@ -18,7 +18,7 @@
 /* The refresh lock is a lease (state.h): renewed while its holder lives, so a replica killed
  * mid-refresh frees it within REFRESH_LEASE_MS; the others wait for a living holder for as
  * long as one token request may take (30 s, oauth_disc.c) and a lease more. */
-#define REFRESH_LEASE_MS 3000L
+#define REFRESH_LEASE_MS 5000L
 #define WAIT_STEP_MS     150
 #define WAIT_MAX_MS      (30000 + REFRESH_LEASE_MS + 2000)
 
