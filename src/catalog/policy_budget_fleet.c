@@ -14,11 +14,11 @@
  * SYNC_MS of its calls, and under limit/SYNC_SHARE plus what arrives during one round trip).
  * Redis away: each replica keeps enforcing its own view (never more than counting alone
  * allows); what it could not send is sent on reconnect, and every known total is read again.
- * Every tool call looks its counts up by key: they are indexed by a hash of the key (idmap.h,
- * a chain per hash), as a fleet may know up to MAX_COUNTS of them. Loop thread only. */
+ * Every tool call looks its counts up by key: they are indexed by a hash of the key
+ * (hashchain.h), as a fleet may know up to MAX_COUNTS of them. Loop thread only. */
 #include "policy_int.h"
 
-#include "idmap.h"
+#include "hashchain.h"
 #include "loop.h"
 #include "state.h"
 #include "util.h"
@@ -34,20 +34,19 @@
 #define KEEP_MS    60000 /* a key outlives its window by this much (clocks a little apart) */
 
 struct shared_count {
+    struct hashchain_link link; /* first: a link found is the count */
     char *key;
     long shared;   /* the fleet's total as Redis last said (it may include what is in flight) */
     long inflight; /* sent with INCRBY, no answer yet */
     long unsent;   /* counted here since */
     long limit;
     int64_t end_ms; /* wall clock */
-    uint64_t hash;
-    struct shared_count *next;  /* every count */
-    struct shared_count *hnext; /* the others of the same hash */
+    struct shared_count *next;
 };
 
 static struct shared_count *counts;
 static size_t n_counts;
-static struct idmap by_hash; /* hash of a key -> the first count of that hash */
+static struct hashchain by_key;
 static struct lp_timer sync_timer;
 static int armed;
 
@@ -63,36 +62,13 @@ int budget_fleet_on(void)
     return state_enabled();
 }
 
-static uint64_t hash_of(const char *key) /* FNV-1a */
-{
-    uint64_t h = 14695981039346656037ULL;
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-        h = (h ^ *p) * 1099511628211ULL;
-    return h;
-}
-
 static struct shared_count *find(const char *key)
 {
-    for (struct shared_count *c = idmap_get(&by_hash, hash_of(key)); c; c = c->hnext)
-        if (strcmp(c->key, key) == 0)
-            return c;
+    for (struct hashchain_link *l = hashchain_first(&by_key, hashchain_hash(key, 0)); l;
+         l = l->next)
+        if (strcmp(((struct shared_count *)l)->key, key) == 0)
+            return (struct shared_count *)l;
     return NULL;
-}
-
-static void unindex(struct shared_count *c)
-{
-    struct shared_count *head = idmap_get(&by_hash, c->hash);
-    if (head == c) {
-        if (c->hnext)
-            idmap_put(&by_hash, c->hash, c->hnext);
-        else
-            idmap_del(&by_hash, c->hash);
-        return;
-    }
-    while (head && head->hnext != c)
-        head = head->hnext;
-    if (head)
-        head->hnext = c->hnext;
 }
 
 /* Forgets the windows that are over. */
@@ -105,7 +81,7 @@ static void sweep(int64_t now)
             continue;
         }
         *pp = c->next;
-        unindex(c);
+        hashchain_remove(&by_key, &c->link);
         free(c->key);
         free(c);
         n_counts--;
@@ -117,9 +93,7 @@ static struct shared_count *make(const char *key, int64_t end_ms)
     struct shared_count *c = xcalloc(1, sizeof(*c));
     c->key = xstrdup(key);
     c->end_ms = end_ms;
-    c->hash = hash_of(key);
-    c->hnext = idmap_get(&by_hash, c->hash);
-    idmap_put(&by_hash, c->hash, c);
+    hashchain_add(&by_key, &c->link, hashchain_hash(key, 0));
     c->next = counts;
     counts = c;
     n_counts++;
