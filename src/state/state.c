@@ -25,7 +25,7 @@
  * idle connection and calls it gone when no reply came for PING_DEAD_MS; a command waits at
  * most CMD_MS instead of for ever. */
 #define PING_MS      1000
-#define PING_DEAD_MS 3000
+#define PING_DEAD_MS 5000
 #define CMD_MS       3000
 #define STOP_WAIT_MS 2000
 #define MAX_HOOKS    16
