@@ -51,10 +51,17 @@ void calls__reply_error(uint64_t conn_id, json_t *id, const char *kind, const ch
 }
 
 /* reply_error for a call that ends refused or failed: its spans say why. */
-void calls__fail_call(struct call *call, const char *kind, const char *message, int64_t elapsed_ms)
+/* The call's spans end with status ERROR and error.type kind ("tool_error": the MCP
+ * conventions' type for an isError result, whichever way its bytes were relayed). */
+static void fail_spans(struct call *call, const char *kind, const char *message)
 {
     trace_fail(call->t_up, kind, message);
     trace_fail(call->t_call, kind, message);
+}
+
+void calls__fail_call(struct call *call, const char *kind, const char *message, int64_t elapsed_ms)
+{
+    fail_spans(call, kind, message);
     calls__reply_error(call->conn_id, call->id, kind, message, elapsed_ms);
 }
 
@@ -225,6 +232,8 @@ void calls__on_upstream_result(void *ud, const struct up_result *res, const stru
     } else if (res->raw && !call->mutation && calls__hooks.reply_parts) {
         /* Nothing to change in it: its bytes go to the worker as they came. */
         call->outcome = res->is_error ? MX_CALL_IS_ERROR : MX_CALL_OK;
+        if (res->is_error)
+            fail_spans(call, "tool_error", NULL);
         int too_large = reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE;
         calls__audit_end(call, too_large ? "too_large" : res->is_error ? "error" : "ok", NULL);
         if (too_large)
@@ -241,10 +250,8 @@ void calls__on_upstream_result(void *ud, const struct up_result *res, const stru
         int is_error = json_is_true(json_object_get(result, "isError"));
         call->outcome = is_error ? MX_CALL_IS_ERROR : MX_CALL_OK;
         calls__write_done(call, !is_error, 0);
-        if (is_error) { /* the MCP conventions' error.type for an isError result */
-            trace_fail(call->t_up, "tool_error", NULL);
-            trace_fail(call->t_call, "tool_error", NULL);
-        }
+        if (is_error)
+            fail_spans(call, "tool_error", NULL);
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
         int too_large = calls__reply(call->conn_id, rpc_result(call->id, out)) == CALLS_TOO_LARGE;

@@ -12,7 +12,7 @@ import { after, describe, test } from 'node:test';
 
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { Client, NODE, TESTS, connectClient, cpuSeconds, ms, sleep, startHttpGateway, startV2Http, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { Client, NODE, TESTS, connectClient, cpuSeconds, ms, servers, sleep, startHttpGateway, startV2Http, tempDir, waitFor, writeConfig } from './lib.mjs';
 
 const require = createRequire(import.meta.url);
 const root = require(path.join(TESTS, 'node_modules', '@opentelemetry', 'otlp-transformer', 'build', 'src', 'generated', 'root.js'));
@@ -198,6 +198,27 @@ describe('traces', () => {
     const b = await traceSpans(rcv, refused, (s) => s.some((x) => x.kind === 2));
     assert.ok(b.find((s) => s.kind === 2).error);
     assert.equal(b.find((s) => s.name === 'preflight').attrs['error.type'], 'invalid_arguments');
+    await h.close();
+    rcv.close();
+  });
+
+  test('a tool answering isError marks its call and upstream request spans ERROR with error.type tool_error', async () => {
+    const rcv = await receiver();
+    const dir = tempDir('codemcp-traces-');
+    const config = writeConfig(dir, { fake: servers.fake() });
+    const h = await connectClient({ config, env: env(rcv.port) });
+    await h.client.listTools();
+    const trace = 'e'.repeat(32);
+    const code = 'try:\n    fake_fail()\nexcept Exception as e:\n    print(type(e).__name__)\nfake_echo(text="x")';
+    const r = await h.client.callTool(
+      { name: 'execute_python', arguments: { code }, _meta: { traceparent: `00-${trace}-${PARENT}-01` } }, undefined, { timeout: ms(60000) });
+    assert.equal(r.isError, false, JSON.stringify(r));
+    const spans = await traceSpans(rcv, trace, (s) => s.some((x) => x.kind === 2) && s.filter((x) => /^(tools\/call|execute_tool) (fail|echo)$/.test(x.name)).length === 4);
+    const by = (name) => spans.find((s) => s.name === name);
+    for (const name of ['execute_tool fail', 'tools/call fail'])
+      assert.ok(by(name)?.error && by(name).attrs['error.type'] === 'tool_error', `${name}: ${JSON.stringify(spans)}`);
+    for (const name of ['execute_tool echo', 'tools/call echo'])
+      assert.ok(by(name) && !by(name).error, `${name} answered without isError: ${JSON.stringify(spans)}`);
     await h.close();
     rcv.close();
   });
