@@ -454,7 +454,10 @@ static void wire_metrics(void)
     mx_set_sources(&(struct mx_sources){.sessions = mcp_session_count,
                                         .namespaces = namespaces_alive,
                                         .workers_alive = wk_alive,
-                                        .upstream_at = upstream_at});
+                                        .upstream_at = upstream_at,
+                                        .traces_on = trace_on,
+                                        .spans_exported = trace_spans_exported,
+                                        .spans_dropped = trace_spans_dropped});
 }
 
 static void check_settled(void *ud)

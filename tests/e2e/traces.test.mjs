@@ -12,6 +12,7 @@ import { after, describe, test } from 'node:test';
 
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
+import { cli } from './admin_lib.mjs';
 import { Client, NODE, TESTS, connectClient, cpuSeconds, ms, servers, sleep, startHttpGateway, startV2Http, tempDir, waitFor, writeConfig } from './lib.mjs';
 
 const require = createRequire(import.meta.url);
@@ -232,7 +233,10 @@ describe('traces', () => {
       const config = writeConfig(dir, { v2: { type: 'local', command: [NODE, V2, '--name', 'v2'] } });
       const h = await connectClient({
         config,
-        env: env(port, { CODEMCP_OTLP_QUEUE_SPANS: '16', CODEMCP_OTLP_BATCH_SPANS: '4', CODEMCP_OTLP_TIMEOUT_MS: '600000' }),
+        env: env(port, {
+          CODEMCP_OTLP_QUEUE_SPANS: '16', CODEMCP_OTLP_BATCH_SPANS: '4', CODEMCP_OTLP_TIMEOUT_MS: '600000',
+          XDG_RUNTIME_DIR: dir, CODEMCP_INSTANCE_LABEL: `traces-${mode}`,
+        }),
       });
       await h.client.listTools();
       // 40 runs of 7 spans each: far more than the queue holds while nothing is exported
@@ -247,6 +251,14 @@ describe('traces', () => {
         return all.length && Math.max(...all) >= 64 ? Math.max(...all) : null;
       }, ms(20000));
       assert.ok(dropped >= 64, h.stderr());
+      // and the operator sees them in the metrics, not only in the log
+      const admin = { ...process.env, XDG_RUNTIME_DIR: dir };
+      delete admin.CODEMCP_ADMIN_SOCKET;
+      const out = await cli(['metrics', '-i', `traces-${mode}`], admin);
+      assert.equal(out.code, 0, out.stderr);
+      const m = out.stdout.match(/^codemcp_trace_spans_dropped_total (\d+)$/m);
+      assert.ok(m && Number(m[1]) >= dropped, `codemcp_trace_spans_dropped_total under ${dropped}:\n${out.stdout}`);
+      assert.match(out.stdout, /^codemcp_trace_spans_exported_total 0$/m);
       assert.equal(rcv.spans.length, 0);
       // an idle exporter sleeps: the gateway burns no CPU between runs (a spinning export
       // thread would take a whole core)
