@@ -290,13 +290,14 @@ void audit_tool_call(const struct audit_call *c)
     emit();
 }
 
-void audit_validation(const char *principal, uint64_t session, const char *run, const char *error)
+void audit_validation(const char *principal, uint64_t session, const char *run, const char *kind,
+                      const char *error)
 {
     if (!enabled)
         return;
     line_head("validation", principal, session, run);
     put_text("decision", "deny");
-    put_text("outcome", "validation");
+    put_text("outcome", kind);
     put_name("reason");
     put_redacted(error ? error : "", error ? strlen(error) : 0, AUDIT_MESSAGE);
     emit();

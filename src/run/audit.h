@@ -1,5 +1,6 @@
 /* audit — the audit log: one JSON line per tool call decision, and one per program the
- * pre-flight validation refused (CODEMCP_AUDIT_LOG: a file or "syslog").
+ * pre-flight validation refused or whose execute_python arguments the gateway refused
+ * (CODEMCP_AUDIT_LOG: a file or "syslog").
  *
  * A tool call's line is written when the call ends: refused (by the run check, the catalog,
  * policy, a budget, mutation enforcement or a byte cap), stubbed by a dry run, answered,
@@ -36,8 +37,11 @@ int audit_init(const char *dest, int with_args, char *err, size_t errlen);
 /* Whether lines are written (callers skip building one when not). */
 int audit_enabled(void);
 void audit_tool_call(const struct audit_call *c);
-/* A program the worker's pre-flight validation refused (error: the message it gave). */
-void audit_validation(const char *principal, uint64_t session, const char *run, const char *error);
+/* A program refused before it ran: by the worker's pre-flight validation (kind "validation",
+ * run: its id), or its execute_python arguments by the gateway (kind "invalid_arguments", run
+ * NULL: none was made). error: the message the client was given. */
+void audit_validation(const char *principal, uint64_t session, const char *run, const char *kind,
+                      const char *error);
 /* SIGHUP: the file is opened again (rotation). */
 void audit_reopen(void);
 /* Writes what is queued and closes the log. */

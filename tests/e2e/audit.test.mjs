@@ -142,6 +142,29 @@ result = rid`);
     assert.equal(v.decision, 'deny');
     assert.match(v.reason, /text/);
     assert.match(v.run, /^r\d+/);
+    assert.equal(v.outcome, 'validation');
+
+    // arguments the gateway refuses before any run is made: a line each, with no run
+    const refusals = [
+      [{ code: 5 }, /"code"/],
+      [{ code: 'print(1)', timeout_ms: -1 }, /timeout_ms/],
+      [{ code: 'print(1)', dry_run: 'yes' }, /dry_run/],
+      [{ code: 'print(1)', allow_mutations: 'fake_delete_thing' }, /allow_mutations/],
+      [{ code: 'print(1)', unknown_arg: 1 }, /unknown argument/],
+    ];
+    for (const [args, why] of refusals) {
+      const n = auditLines(s.audit).length;
+      const r = await gw.client.callTool({ name: 'execute_python', arguments: args }, undefined, { timeout: ms(30000) });
+      assert.equal(r.isError, true, JSON.stringify(r));
+      let a;
+      await waitFor(() => (a = auditLines(s.audit).slice(n).find((l) => l.event === 'validation')), ms(15000));
+      assert.ok(a, `no audit line for the refused arguments ${JSON.stringify(args)}`);
+      assert.equal(a.outcome, 'invalid_arguments', JSON.stringify(a));
+      assert.equal(a.decision, 'deny');
+      assert.equal(a.principal, 'alice');
+      assert.equal(a.run, null);
+      assert.match(a.reason, why);
+    }
 
     const raw = fs.readFileSync(s.audit, 'utf8');
     assert.ok(!raw.includes('thing-value-1') && !raw.includes('thing-value-2'), 'argument values are not written by default');
