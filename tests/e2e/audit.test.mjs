@@ -8,8 +8,8 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
-import { Proc, connectClient, connectHttp, tempDir, servers, ms, waitFor, descendants,
+import { execFileSync, spawn } from 'node:child_process';
+import { PYTHON, Proc, connectClient, connectHttp, tempDir, servers, ms, waitFor, descendants,
   runEnvelope, untilDescribed } from './lib.mjs';
 import { DELETE_THING, ECHO, MIRROR } from '../fixtures/fake_tools.mjs';
 
@@ -307,6 +307,46 @@ result = rid`);
     assert.ok(!raw.includes('hunter2-pass'), raw);
     assert.ok(!raw.includes(secret), raw);
   });
+});
+
+test('syslog: each line is one authpriv.info datagram to the unix socket CODEMCP_AUDIT_LOG=syslog:PATH names', { timeout: ms(120000) }, async () => {
+  const s = setup('codemcp-audit-syslog-');
+  const sock = path.join(s.dir, 'log.sock'), got = path.join(s.dir, 'datagrams');
+  // a syslog daemon's socket: every datagram received is written as one line of `got`
+  const daemon = spawn(PYTHON, ['-c', `
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+print("ready", flush=True)
+with open(sys.argv[2], "ab", buffering=0) as out:
+    while True:
+        out.write(s.recv(1 << 20).replace(b"\\n", b"<NL>") + b"\\n")
+`, sock, got], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise((resolve) => daemon.stdout.once('data', resolve));
+  const h = await connectClient({ config: s.config, env: { CODEMCP_AUDIT_LOG: `syslog:${sock}` } });
+  try {
+    await ready(h.client);
+    const e = await run(h.client, `${RUN_ID}fake_echo(text="one").result()\ntry:\n    fake_echo(text="forbid" + "den").result()\nexcept ToolError:\n    pass\nresult = rid`);
+    assert.ok(e.result, JSON.stringify(e));
+    const head = /^<86>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d codemcp-audit\[\d+\]: (.*)$/;
+    const mine = () => {
+      let text = '';
+      try { text = fs.readFileSync(got, 'latin1'); } catch { return []; }
+      return text.split('\n').slice(0, -1).map((d) => {
+        const m = d.match(head);
+        assert.ok(m, `not a syslog datagram of codemcp-audit: ${JSON.stringify(d)}`);
+        return JSON.parse(m[1]);
+      }).filter((l) => l.run === e.result);
+    };
+    await waitFor(() => mine().length >= 2, ms(15000));
+    const lines = mine();
+    assert.equal(lines.length, 2, JSON.stringify(lines));
+    assert.deepEqual(lines.map((l) => [l.event, l.tool, l.decision, l.outcome]),
+      [['tool_call', 'echo', 'allow', 'ok'], ['tool_call', 'echo', 'deny', 'denied']]);
+  } finally {
+    await h.close();
+    daemon.kill('SIGKILL');
+  }
 });
 
 test('a full disk: lines lost are counted and reported, the gateway goes on', { timeout: ms(120000) }, async () => {
