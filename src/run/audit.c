@@ -260,7 +260,7 @@ static void emit(void)
     audit_sink_put(line.data, line.len);
 }
 
-void audit_tool_call(const struct audit_call *c)
+void audit_tool_call(const struct call_event *c)
 {
     if (!enabled)
         return;

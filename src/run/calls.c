@@ -55,8 +55,6 @@ void calls__call_free(struct call *call)
 {
     trace_end(call->t_up);
     trace_end(call->t_call);
-    /* A name the catalog does not list came from the program: it is no label. */
-    mx_tool_call(call->listed ? call->server : NULL, call->tool, call->outcome);
     calls__held_release(call);
     json_decref(call->id);
     json_decref(call->request_state);
@@ -128,7 +126,7 @@ static int call_start(struct call *call, struct gate *g)
         if (calls__write_attempted(err.kind))
             calls__write_done(call, 0, 0);
         calls__fail_call(call, err.kind, err.message, now_ms() - call->started_ms);
-        calls__audit_end(call, err.kind, NULL);
+        calls__ended(call, err.kind, NULL);
         calls__call_free(call);
         return -1;
     }
@@ -283,7 +281,7 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
         trace_attr_int(call->t_call, "codemcp.dry_run", 1);
         calls__write_done(call, 1, 1);
         calls__reply(conn_id, rpc_result(id, calls__dry_run_stub(fn, server, tool)));
-        calls__audit_end(call, "dry_run", NULL);
+        calls__ended(call, "dry_run", NULL);
         calls__call_done(run_id);
         goto refused;
     }
@@ -437,7 +435,7 @@ int calls_resume(const char *run_id, json_t *input_responses)
         if (calls__write_attempted(err.kind))
             calls__write_done(call, 0, 0);
         calls__fail_call(call, err.kind, err.message, now_ms() - call->started_ms);
-        calls__audit_end(call, err.kind, NULL);
+        calls__ended(call, err.kind, NULL);
         calls__call_done(call->run_id);
         calls__gate_done(call->run_id);
         calls__call_free(call);
@@ -454,7 +452,7 @@ void calls_cancel_run(const char *run_id, const char *reason)
     struct call *call;
     while ((call = calls__gate_pop(g))) { /* first: none of them may start */
         calls__fail_call(call, "timeout", reason, now_ms() - call->started_ms);
-        calls__audit_end(call, "timeout", NULL);
+        calls__ended(call, "timeout", NULL);
         calls__call_free(call);
     }
     call = calls;
@@ -466,7 +464,7 @@ void calls_cancel_run(const char *run_id, const char *reason)
             up_cancel_call(call->up_handle, reason);
             calls__write_done(call, 0, 0); /* routed: the server may have acted on it */
             calls__fail_call(call, "timeout", reason, now_ms() - call->started_ms);
-            calls__audit_end(call, "timeout", NULL);
+            calls__ended(call, "timeout", NULL);
             calls__call_free(call);
         }
         call = next;
@@ -483,7 +481,7 @@ void calls_conn_closed(uint64_t conn_id)
             struct call *c = *pp;
             if (c->conn_id == conn_id) {
                 *pp = c->next;
-                calls__audit_end(c, "worker_gone", NULL);
+                calls__ended(c, "worker_gone", NULL);
                 calls__call_free(c);
             } else {
                 prev = c;
@@ -499,7 +497,7 @@ void calls_conn_closed(uint64_t conn_id)
             DLIST_UNLINK(call);
             up_cancel_call(call->up_handle, "the worker went away");
             calls__write_done(call, 0, 0);
-            calls__audit_end(call, "worker_gone", NULL);
+            calls__ended(call, "worker_gone", NULL);
             calls__gate_done(
                 call->run_id); /* another connection's waiting calls of the run may start */
             calls__call_free(call);
@@ -520,7 +518,7 @@ void calls_free_all(void)
         struct gate *g = calls__gates;
         struct call *c;
         while ((c = calls__gate_pop(g))) {
-            calls__audit_end(c, "shutdown", NULL);
+            calls__ended(c, "shutdown", NULL);
             calls__call_free(c);
         }
         calls__gates = g->next;
@@ -530,7 +528,7 @@ void calls_free_all(void)
     while (calls) {
         struct call *c = calls;
         DLIST_UNLINK(c);
-        calls__audit_end(c, "shutdown", NULL);
+        calls__ended(c, "shutdown", NULL);
         calls__call_free(c);
     }
     calls__reads_free_all();

@@ -84,29 +84,49 @@ void calls__write_done(const struct call *call, int ok, int dry_run)
         calls__hooks.write_done(call->run_id, call->server, call->tool, ok, dry_run);
 }
 
-/* The call's audit line: it ended with outcome (an error kind, "ok", "error" for an isError
- * result, "dry_run"); reason: why it was refused, NULL when it was not. */
-void calls__audit_end(const struct call *call, const char *outcome, const char *reason)
+static void (*observers[CALLS_OBSERVERS])(const struct call_event *e);
+static int n_observers;
+
+void calls_observe(void (*fn)(const struct call_event *e))
 {
-    if (!audit_enabled())
+    if (n_observers < CALLS_OBSERVERS)
+        observers[n_observers++] = fn;
+}
+
+int calls__observed(void)
+{
+    return n_observers;
+}
+
+void calls__emit(const struct call_event *e)
+{
+    for (int i = 0; i < n_observers; i++)
+        observers[i](e);
+}
+
+void calls__ended(const struct call *call, const char *outcome, const char *reason)
+{
+    if (!n_observers)
         return;
     static const char *const decisions[] = {"deny", "allow", "dry_run"};
-    struct audit_call a = {call->principal,
-                           call->session,
-                           call->run_id,
-                           call->server,
-                           call->tool,
-                           call->fn,
-                           call->mutation,
-                           call->dry_run,
-                           decisions[call->effect],
-                           call->rule,
-                           reason,
-                           outcome,
-                           now_ms() - call->started_ms,
-                           call->args,
-                           call->args_len};
-    audit_tool_call(&a);
+    struct call_event e = {.principal = call->principal,
+                           .session = call->session,
+                           .run = call->run_id,
+                           .server = call->server,
+                           .tool = call->tool,
+                           .fn = call->fn,
+                           .listed = call->listed,
+                           .mutation = call->mutation,
+                           .dry_run = call->dry_run,
+                           .decision = decisions[call->effect],
+                           .rule = call->rule,
+                           .reason = reason,
+                           .outcome = outcome,
+                           .result = call->outcome,
+                           .duration_ms = now_ms() - call->started_ms,
+                           .args = call->args,
+                           .args_len = call->args_len};
+    calls__emit(&e);
 }
 
 /* A refused call: answered with kind and why, audited, freed by the caller. */
@@ -114,7 +134,7 @@ void calls__refuse(struct call *call, const char *kind, const char *why)
 {
     call->effect = POLICY_DENY;
     calls__fail_call(call, kind, why, 0);
-    calls__audit_end(call, kind, why);
+    calls__ended(call, kind, why);
 }
 
 /* Marks a result as a write for the worker's mutation report. Steals result. */
@@ -222,20 +242,20 @@ void calls__on_upstream_result(void *ud, const struct up_result *res, const stru
         call->outcome = MX_CALL_ERROR; /* answered, but the result could not be given */
         calls__write_done(call, 1, 0); /* made: the server may have acted on it */
         calls__fail_call(call, "too_large", full, elapsed);
-        calls__audit_end(call, "too_large", full);
+        calls__ended(call, "too_large", full);
     } else if (err) {
         call->outcome = calls__outcome_of(err->kind);
         if (calls__write_attempted(err->kind))
             calls__write_done(call, 0, 0);
         calls__fail_call(call, err->kind, err->message, elapsed);
-        calls__audit_end(call, err->kind, NULL);
+        calls__ended(call, err->kind, NULL);
     } else if (res->raw && !call->mutation && calls__hooks.reply_parts) {
         /* Nothing to change in it: its bytes go to the worker as they came. */
         call->outcome = res->is_error ? MX_CALL_IS_ERROR : MX_CALL_OK;
         if (res->is_error)
             fail_spans(call, "tool_error", NULL);
         int too_large = reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE;
-        calls__audit_end(call, too_large ? "too_large" : res->is_error ? "error" : "ok", NULL);
+        calls__ended(call, too_large ? "too_large" : res->is_error ? "error" : "ok", NULL);
         if (too_large)
             calls__reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool,
                                    res->raw_len, elapsed);
@@ -255,7 +275,7 @@ void calls__on_upstream_result(void *ud, const struct up_result *res, const stru
         json_t *out =
             call->mutation ? mark_mutation(json_deep_copy(result), 0) : json_incref(result);
         int too_large = calls__reply(call->conn_id, rpc_result(call->id, out)) == CALLS_TOO_LARGE;
-        calls__audit_end(call, too_large ? "too_large" : is_error ? "error" : "ok", NULL);
+        calls__ended(call, too_large ? "too_large" : is_error ? "error" : "ok", NULL);
         if (too_large)
             calls__reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool,
                                    res->raw_len, elapsed);

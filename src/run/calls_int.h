@@ -119,9 +119,13 @@ void calls__call_done(const char *run_id);
 /* A failed write that may have reached the server (the kinds the runtime's report counts). */
 int calls__write_attempted(const char *kind);
 void calls__write_done(const struct call *call, int ok, int dry_run);
-/* The call's audit line: it ended with outcome (an error kind, "ok", "error" for an isError
- * result, "dry_run"); reason: why it was refused, NULL when it was not. */
-void calls__audit_end(const struct call *call, const char *outcome, const char *reason);
+/* The call ended with outcome (an error kind, "ok", "error" for an isError result,
+ * "dry_run"); reason: why it was refused, NULL when it was not. Its one call_event, to the
+ * observers; every call passes here exactly once, just before calls__call_free. */
+void calls__ended(const struct call *call, const char *outcome, const char *reason);
+/* Whether any observer is registered (none: no event is built), and the hand-off. */
+int calls__observed(void);
+void calls__emit(const struct call_event *e);
 /* A refused call: answered with kind and why, audited, freed by the caller. */
 void calls__refuse(struct call *call, const char *kind, const char *why);
 /* A dry-run write: a deterministic stub with the keys dependent code usually reads. */
