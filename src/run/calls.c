@@ -20,7 +20,6 @@
  * cap is dropped and its call fails with kind "too_large" (calls__results_room). */
 #include "calls.h"
 #include "calls_int.h"
-#include "audit.h"
 #include "catalog.h"
 #include "ctlreply.h"
 #include "jsonfast.h"

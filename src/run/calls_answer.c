@@ -5,7 +5,6 @@
  * Loop thread only. */
 #include "calls.h"
 #include "calls_int.h"
-#include "audit.h"
 #include "catalog.h"
 #include "ctlreply.h"
 #include "jsonfast.h"

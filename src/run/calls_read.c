@@ -14,7 +14,6 @@
  * Each read's end is an audit line (audit.h), as a call's is. */
 #include "calls.h"
 #include "calls_int.h"
-#include "audit.h"
 #include "jsonfast.h"
 #include "jsonrpc.h"
 #include "log.h"
