@@ -90,6 +90,8 @@ static void child_exec(const struct lp_spawn_opts *o, int in[2], int out[2], int
         _exit(127);
     if (have_child_nofile)
         setrlimit(RLIMIT_NOFILE, &child_nofile);
+    if (o->nice > 0)
+        (void)setpriority(PRIO_PROCESS, 0, getpriority(PRIO_PROCESS, 0) + o->nice);
     int devnull = open("/dev/null", O_RDWR);
     dup2(o->want_stdin ? in[0] : devnull, 0);
     dup2(o->want_stdout ? out[1] : devnull, 1);

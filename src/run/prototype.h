@@ -18,6 +18,9 @@
 #include <sys/types.h>
 
 #define PT_MAX_FAILED_STARTS 3
+/* How much nicer a background start runs: the lowest priority (nice 19 weighs 15 against 1024
+ * at nice 0), so on a busy CPU it takes only what the upstreams' start leaves. */
+#define PT_BACKGROUND_NICE 19
 
 struct pt_hooks {
     /* The prototype can fork (it started, or was replaced). */
@@ -35,6 +38,12 @@ struct pt_hooks {
 void pt_init(int sandboxed, long memory_mb, long start_timeout_ms, const struct pt_hooks *h);
 /* Starts the prototype if it is down (no-op while starting or ready, or after failure). */
 void pt_start(void);
+/* The same, PT_BACKGROUND_NICE steps nicer than the gateway, so that its start yields the CPU
+ * to the upstreams' (which initialize waits for); no-op when we could not raise it back. */
+void pt_start_background(void);
+/* Raises a background prototype back to the gateway's priority (before any fork). 0, or -1:
+ * it could not, and that prototype is replaced by one started normally. */
+int pt_foreground(void);
 /* 1 when fork requests can be sent now. */
 int pt_ready(void);
 /* Why the prototype cannot start, or NULL. */

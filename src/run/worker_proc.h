@@ -23,8 +23,9 @@ char **wkp_env(char *const *extra);
 void wkp_env_free(char **env);
 
 /* Execs codemcp-worker with env and keep_fd (> 2) as its fd 3, in a process group of its
- * own. fds[1], fds[2]: its stdout and stderr pipes. The pid, or -1 with err set. */
-pid_t wkp_spawn(char **env, int keep_fd, int fds[3], char *err, size_t errlen);
+ * own, nice (> 0) steps nicer than us. fds[1], fds[2]: its stdout and stderr pipes. The pid,
+ * or -1 with err set. */
+pid_t wkp_spawn(char **env, int keep_fd, int nice, int fds[3], char *err, size_t errlen);
 
 enum wkp_kind {
     WKP_EXEC_HOST,    /* exec'd, host isolation: its process group */

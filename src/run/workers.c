@@ -48,10 +48,12 @@ long memory_mb;
 int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
 int dockered;      /* CODEMCP_ISOLATION=docker */
 int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
-/* CODEMCP_PROTOTYPE_EARLY (default off): the prototype starts beside the upstreams. Off, it
- * starts with the first worker, once they settled: measured on 2 shared cores, starting it
- * early gave the first result 0.61x the time when a core was free but slowed initialize and
- * tools/list (which wait for the upstreams) 1.2-2.3x, and the first result too under load. */
+/* CODEMCP_PROTOTYPE_EARLY (default on): the prototype starts with the gateway, at the lowest
+ * priority, and is raised back once the upstreams settled (or before its first fork). Started
+ * early at full priority it gave the first result 0.61x the time when a core was free but
+ * slowed initialize and tools/list (which wait for the upstreams) 1.2-2.3x on 2 shared cores;
+ * niced it takes only the CPU their start leaves. Off (or when we could not raise it back), it
+ * starts with the first worker, once they settled. */
 static int prototype_early;
 long session_idle_ms;
 long min_hold_ms;
@@ -276,11 +278,13 @@ int wk_init(const struct settings *s, int max_workers)
 void wk_prestart(void)
 {
     if (use_prototype && prototype_early && n_workers && !shutting_down)
-        pt_start();
+        pt_start_background();
 }
 
 void wk_prewarm(void)
 {
+    if (use_prototype)
+        pt_foreground();
     if (n_workers && workers[0].state == WK_DOWN && !shutting_down)
         spawn(&workers[0]);
 }
