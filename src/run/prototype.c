@@ -49,7 +49,7 @@ static struct {
     int sdk_sent, shapes_sent;     /* versions pushed */
     int sdk_loaded, shapes_loaded; /* versions it confirmed */
     int failed_starts;
-    int niced; /* started in the background (PT_BACKGROUND_NICE), not raised back yet */
+    int background; /* started in the background (SCHED_IDLE), not raised back yet */
     char *failure;
     struct lp_timer start_timer, restart_timer;
     pid_t *sandboxes; /* every waiter spawned and not reaped yet (old ones linger) */
@@ -131,7 +131,7 @@ static void went_down(const char *why)
     else if (pt.spawned > 0 && pt.state == PT_STARTING)
         wkp_kill(pt.spawned, pt.sandboxed ? WKP_EXEC_SANDBOX : WKP_EXEC_HOST);
     pt.state = PT_DOWN;
-    pt.niced = 0;
+    pt.background = 0;
     pt.pid = 0;
     pt.spawned = 0;
     pt.nq = 0; /* their status pipes close with the prototype: workers.c sees each end */
@@ -294,8 +294,8 @@ void pt_init(int sandboxed, long memory_mb, long start_timeout_ms, const struct 
     pt.out_lines.max_line = pt.err_lines.max_line = 64 * 1024;
 }
 
-/* Whether we may raise a process's priority back once we lowered it: CAP_SYS_NICE, or an
- * RLIMIT_NICE that allows our own nice value (setpriority(2)). */
+/* Whether we may move a process back from SCHED_IDLE: CAP_SYS_NICE, or an RLIMIT_NICE that
+ * allows our own nice value (sched(7)). */
 static int can_raise_priority(void)
 {
     struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
@@ -308,7 +308,7 @@ static int can_raise_priority(void)
            (rl.rlim_cur == RLIM_INFINITY || (long)rl.rlim_cur >= 20 - own);
 }
 
-static void start(int nice)
+static void start(int background)
 {
     if (pt.state != PT_DOWN || pt.failure || pt.shutting_down)
         return;
@@ -324,7 +324,7 @@ static void start(int nice)
     char **env = wkp_env(extra);
     int fds[3];
     char err[512];
-    pid_t pid = wkp_spawn(env, sp[1], nice, fds, err, sizeof(err));
+    pid_t pid = wkp_spawn(env, sp[1], background, fds, err, sizeof(err));
     wkp_env_free(env);
     close(sp[1]);
     if (pid < 0) {
@@ -336,7 +336,7 @@ static void start(int nice)
     pt.spawned = pid;
     pt.pid = 0;
     pt.state = PT_STARTING;
-    pt.niced = nice > 0;
+    pt.background = background;
     pt.fd = sp[0];
     if (pt.nsb == pt.capsb) {
         pt.capsb = pt.capsb ? pt.capsb * 2 : 4;
@@ -349,7 +349,7 @@ static void start(int nice)
     pt.io = lp_io_watch(sp[0], 1, &chan_ops, NULL);
     lp_timer_start(&pt.start_timer, pt.start_timeout_ms, start_timed_out, NULL);
     log_debug("worker", "prototype started (pid %d%s)", (int)pid,
-              nice > 0 ? ", in the background" : "");
+              background ? ", in the background" : "");
 }
 
 void pt_start(void)
@@ -360,20 +360,21 @@ void pt_start(void)
 void pt_start_background(void)
 {
     if (can_raise_priority())
-        start(PT_BACKGROUND_NICE);
+        start(1);
 }
 
 int pt_foreground(void)
 {
-    if (!pt.niced)
+    if (!pt.background)
         return 0;
-    /* The whole group lp_spawn made: the sandbox's processes and the prototype's threads. */
-    if (setpriority(PRIO_PGRP, pt.spawned, getpriority(PRIO_PROCESS, 0)) < 0) {
+    /* What lp_spawn started and everything below it: the sandbox's processes and the
+     * prototype's threads. */
+    if (wkp_foreground_tree(pt.spawned) < 0) {
         log_warn("worker", "prototype: cannot raise its priority back (%s)", strerror(errno));
         went_down("its priority stayed low");
         return -1;
     }
-    pt.niced = 0;
+    pt.background = 0;
     log_debug("worker", "prototype in the foreground");
     return 0;
 }

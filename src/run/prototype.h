@@ -18,9 +18,6 @@
 #include <sys/types.h>
 
 #define PT_MAX_FAILED_STARTS 3
-/* How much nicer a background start runs: the lowest priority (nice 19 weighs 15 against 1024
- * at nice 0), so on a busy CPU it takes only what the upstreams' start leaves. */
-#define PT_BACKGROUND_NICE 19
 
 struct pt_hooks {
     /* The prototype can fork (it started, or was replaced). */
@@ -38,8 +35,8 @@ struct pt_hooks {
 void pt_init(int sandboxed, long memory_mb, long start_timeout_ms, const struct pt_hooks *h);
 /* Starts the prototype if it is down (no-op while starting or ready, or after failure). */
 void pt_start(void);
-/* The same, PT_BACKGROUND_NICE steps nicer than the gateway, so that its start yields the CPU
- * to the upstreams' (which initialize waits for); no-op when we could not raise it back. */
+/* The same in the background (SCHED_IDLE), so that its start yields the CPU at once to the
+ * upstreams' (which initialize waits for); no-op when we could not raise it back. */
 void pt_start_background(void);
 /* Raises a background prototype back to the gateway's priority (before any fork). 0, or -1:
  * it could not, and that prototype is replaced by one started normally. */
