@@ -102,9 +102,7 @@ struct lp_spawn_opts {
     int clear_env;
     const char *cwd;
     int want_stdin, want_stdout, want_stderr;
-    int keep_fd;    /* > 2: becomes the child's fd 3 (e.g. a socketpair end); 0: none */
-    int background; /* SCHED_IDLE: the child (and what it starts) runs only on CPU nothing else
-                     * wants, and yields it at once when something else wakes */
+    int keep_fd; /* > 2: becomes the child's fd 3 (e.g. a socketpair end); 0: none */
 };
 pid_t lp_spawn(const struct lp_spawn_opts *o, int fds[3], char *err_msg, size_t err_len);
 /* Calls cb once when pid exits (status as from waitpid). One watcher per pid. */

@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,8 +90,6 @@ static void child_exec(const struct lp_spawn_opts *o, int in[2], int out[2], int
         _exit(127);
     if (have_child_nofile)
         setrlimit(RLIMIT_NOFILE, &child_nofile);
-    if (o->background)
-        (void)sched_setscheduler(0, SCHED_IDLE, &(struct sched_param){0});
     int devnull = open("/dev/null", O_RDWR);
     dup2(o->want_stdin ? in[0] : devnull, 0);
     dup2(o->want_stdout ? out[1] : devnull, 1);

@@ -112,7 +112,7 @@ void wkp_env_free(char **env)
     free(env);
 }
 
-pid_t wkp_spawn(char **env, int keep_fd, int background, int fds[3], char *err, size_t errlen)
+pid_t wkp_spawn(char **env, int keep_fd, int fds[3], char *err, size_t errlen)
 {
     char *argv[] = {worker_bin, NULL};
     struct lp_spawn_opts o = {.argv = argv,
@@ -120,8 +120,7 @@ pid_t wkp_spawn(char **env, int keep_fd, int background, int fds[3], char *err, 
                               .clear_env = 1,
                               .want_stdout = 1,
                               .want_stderr = 1,
-                              .keep_fd = keep_fd,
-                              .background = background};
+                              .keep_fd = keep_fd};
     return lp_spawn(&o, fds, err, errlen);
 }
 

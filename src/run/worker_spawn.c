@@ -128,7 +128,7 @@ static int spawn_exec(struct worker *w, int ctl_fd)
     int fds[3];
     char err[512];
     w->forked = 0;
-    w->pid = wkp_spawn(env, ctl_fd >= 0 ? ctl_fd : 0, 0, fds, err, sizeof(err));
+    w->pid = wkp_spawn(env, ctl_fd >= 0 ? ctl_fd : 0, fds, err, sizeof(err));
     explicit_bzero(tok_e, sizeof(tok_e));
     wkp_env_free(env);
     if (w->pid < 0) {
