@@ -32,7 +32,7 @@ function gateway(wrapPrefix) {
   const dir = tempDir('codemcp-cold-');
   const marker = path.join(dir, 'slow');
   fs.writeFileSync(marker, ''); // present: fake_upstream.py delays its initialize answer
-  const config = writeConfig(dir, { slow: servers.fake(['--slow-restart', `${marker}=${UPSTREAM_DELAY_MS}`]) });
+  const config = writeConfig(dir, { slow: servers.fake(['--slow-restart', `${marker}=${ms(UPSTREAM_DELAY_MS)}`]) });
   return new RawClient({ config, home: dir, wrapPrefix, env: { CODEMCP_LOG: 'debug' } });
 }
 
