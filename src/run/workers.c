@@ -48,13 +48,13 @@ long memory_mb;
 int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
 int dockered;      /* CODEMCP_ISOLATION=docker */
 int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
-/* CODEMCP_PROTOTYPE_EARLY (default on): the prototype starts with the gateway in the
- * background (SCHED_IDLE) and is moved to the gateway's priority once the upstreams settled (or
- * before its first fork). Started early at full priority it gave the first result 0.61-0.84x
- * the time but slowed initialize and tools/list (which wait for the upstreams) 1.2-2.3x on 2
- * shared cores, and at nice 19 still 1.25-1.36x (a woken task waits for a niced one's slice);
- * a SCHED_IDLE task yields the CPU at once. Off (or when we could not raise it back), it
- * starts with the first worker, once they settled. */
+/* CODEMCP_PROTOTYPE_EARLY (default off): the prototype starts with the gateway in the
+ * background (SCHED_IDLE: only CPU nothing else wants, yielded at once to a task that wakes)
+ * and is moved to SCHED_OTHER once the upstreams settled (or before its first fork). Off (or
+ * when we could not move it back), it starts with the first worker, once they settled: on 2
+ * busy shared cores an early start, at full priority or in the background alike, made
+ * initialize and tools/list (which wait for the upstreams) 1.2-1.4x slower without a sooner
+ * first result (bench/results/coldstart.md). */
 static int prototype_early;
 long session_idle_ms;
 long min_hold_ms;

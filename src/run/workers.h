@@ -46,7 +46,7 @@ void wk_set_hooks(const struct wk_hooks *h);
  * start does not compete with theirs for the CPU); a background prototype gets our priority. */
 void wk_prewarm(void);
 /* Starts the prototype workers are forked from (when they are, and CODEMCP_PROTOTYPE_EARLY is
- * on), at the gateway's start and at low priority: its interpreter start-up runs beside the
+ * on), at the gateway's start and in the background: its interpreter start-up runs beside the
  * upstreams' on what CPU they leave. */
 void wk_prestart(void);
 /* The default of CODEMCP_WORKER_MIN_HOLD_MS: how long a session keeps the slot it was given

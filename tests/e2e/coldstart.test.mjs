@@ -1,9 +1,9 @@
-// Cold start: the prototype (the process every session's worker is forked from) starts with
-// the gateway, beside the upstreams, in the background (SCHED_IDLE) — its interpreter start-up
-// must not take the CPU the upstreams' start (which initialize waits for) needs — and is moved
-// back to the gateway's policy before it forks any session: no session runs in the background.
-// When the gateway could not raise it back (no CAP_SYS_NICE, RLIMIT_NICE 0) it starts as
-// before, once the upstreams settled. Each case looks at the processes from outside.
+// Cold start with CODEMCP_PROTOTYPE_EARLY: the prototype (the process every session's worker
+// is forked from) starts with the gateway, beside the upstreams, in the background
+// (SCHED_IDLE) — its interpreter start-up must not take the CPU the upstreams' start (which
+// initialize waits for) needs — and is moved back to the gateway's policy before it forks any
+// session: no session runs in the background. When the gateway could not move it back (no
+// CAP_SYS_NICE, RLIMIT_NICE 0) it starts as without the setting, once the upstreams settled. Each case looks at the processes from outside.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -33,7 +33,7 @@ function gateway(wrapPrefix) {
   const marker = path.join(dir, 'slow');
   fs.writeFileSync(marker, ''); // present: fake_upstream.py delays its initialize answer
   const config = writeConfig(dir, { slow: servers.fake(['--slow-restart', `${marker}=${ms(UPSTREAM_DELAY_MS)}`]) });
-  return new RawClient({ config, home: dir, wrapPrefix, env: { CODEMCP_LOG: 'debug' } });
+  return new RawClient({ config, home: dir, wrapPrefix, env: { CODEMCP_LOG: 'debug', CODEMCP_PROTOTYPE_EARLY: '1' } });
 }
 
 async function ownPolicy(c) {
