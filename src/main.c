@@ -455,13 +455,33 @@ static int upstream_at(size_t i, const char **name, const char **state)
     return 0;
 }
 
+/* A tool call's end, counted (a resource read is no tool call). A name the catalog does not
+ * list came from the program: it is no label. */
+static void count_call(const struct call_event *e)
+{
+    if (!e->read)
+        mx_tool_call(e->listed ? e->server : NULL, e->tool, e->result);
+}
+
+/* Each call's one end record goes to the observers that are on: none costs one branch. */
+static void wire_call_observers(void)
+{
+    if (audit_enabled())
+        calls_observe(audit_tool_call);
+    if (mx_enabled())
+        calls_observe(count_call);
+}
+
 static void wire_metrics(void)
 {
     mx_init(settings.metrics);
     mx_set_sources(&(struct mx_sources){.sessions = mcp_session_count,
                                         .namespaces = namespaces_alive,
                                         .workers_alive = wk_alive,
-                                        .upstream_at = upstream_at});
+                                        .upstream_at = upstream_at,
+                                        .traces_on = trace_on,
+                                        .spans_exported = trace_spans_exported,
+                                        .spans_dropped = trace_spans_dropped});
 }
 
 static void check_settled(void *ud)
@@ -669,6 +689,7 @@ int main(int argc, char **argv)
     run_init(&settings);
     wire_run_pipeline();
     wire_metrics();
+    wire_call_observers();
 
     if (mode != MODE_DUMP) {
         if (ctl_init(&settings) < 0)

@@ -383,7 +383,7 @@ static void finish_with(struct run *r, json_t *envelope, const char *failure, co
         run_log(r, LOG_WARN, "%s failed after %lld ms (%s)", r->id, (long long)elapsed,
                 k ? k : "error");
         if (k && strcmp(k, "validation") == 0)
-            audit_validation(r->principal, r->session_id, r->id,
+            audit_validation(r->principal, r->session_id, r->id, "validation",
                              json_string_value(json_object_get(envelope, "error")));
     } else {
         run_log(r, r->stop == STOP_NONE ? LOG_ERROR : LOG_WARN, "%s failed after %lld ms (%s): %s",
@@ -863,6 +863,7 @@ static struct run *submit(uint64_t session_id, uint64_t home, json_t *request_id
     return r;
 bad_arguments:
     mx_rejected(MX_REJECT_ARGUMENTS);
+    audit_validation(ns_asker(session_id, home), session_id, NULL, "invalid_arguments", err);
     return NULL;
 }
 

@@ -25,6 +25,9 @@ void wkp_env_free(char **env);
 /* Execs codemcp-worker with env and keep_fd (> 2) as its fd 3, in a process group of its
  * own. fds[1], fds[2]: its stdout and stderr pipes. The pid, or -1 with err set. */
 pid_t wkp_spawn(char **env, int keep_fd, int fds[3], char *err, size_t errlen);
+/* Moves every thread of pid and of its descendants from SCHED_IDLE to SCHED_OTHER. 0, or -1 with
+ * errno set (EPERM: we may not). */
+int wkp_foreground_tree(pid_t pid);
 
 enum wkp_kind {
     WKP_EXEC_HOST,    /* exec'd, host isolation: its process group */

@@ -49,10 +49,13 @@ long memory_mb;
 int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
 int dockered;      /* CODEMCP_ISOLATION=docker */
 int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
-/* CODEMCP_PROTOTYPE_EARLY (default off): the prototype starts beside the upstreams. Off, it
- * starts with the first worker, once they settled: measured on 2 shared cores, starting it
- * early gave the first result 0.61x the time when a core was free but slowed initialize and
- * tools/list (which wait for the upstreams) 1.2-2.3x, and the first result too under load. */
+/* CODEMCP_PROTOTYPE_EARLY (default off): the prototype starts with the gateway in the
+ * background (SCHED_IDLE: only CPU nothing else wants, yielded at once to a task that wakes)
+ * and is moved to SCHED_OTHER once the upstreams settled (or before its first fork). Off (or
+ * when we could not move it back), it starts with the first worker, once they settled: on 2
+ * busy shared cores an early start, at full priority or in the background alike, made
+ * initialize and tools/list (which wait for the upstreams) 1.2-1.4x slower without a sooner
+ * first result (bench/results/coldstart.md). */
 static int prototype_early;
 long session_idle_ms;
 long min_hold_ms;
@@ -285,11 +288,13 @@ int wk_init(const struct settings *s, int max_workers)
 void wk_prestart(void)
 {
     if (use_prototype && prototype_early && n_workers && !shutting_down)
-        pt_start();
+        pt_start_background();
 }
 
 void wk_prewarm(void)
 {
+    if (use_prototype)
+        pt_foreground();
     if (n_workers && workers[0].state == WK_DOWN && !shutting_down)
         spawn(&workers[0]);
 }
