@@ -43,6 +43,7 @@
 #include "usage.h"
 #include "util.h"
 #include "workers.h"
+#include "sandbox.h"
 #include "health.h"
 #include "replica.h"
 
@@ -144,6 +145,12 @@ static int settings_main(int argc, char **argv)
         return 2;
     }
     settings_print(&settings, stdout);
+    /* What the sandbox's settings and this machine give together (the gateway logs it too). */
+    struct sbx_opts o;
+    char mode[512];
+    sbx_opts_from_settings(&settings, &o);
+    sbx_uid_mode(&o, mode, sizeof(mode));
+    printf("# sandbox ids: %s\n", mode);
     return fflush(stdout) == 0 ? 0 : 1;
 }
 

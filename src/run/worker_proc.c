@@ -85,6 +85,8 @@ char **wkp_env(char *const *extra)
                                        "CODEMCP_ENCODER_MODEL",
                                        "CODEMCP_SEMANTIC_SEARCH",
                                        "CODEMCP_SANDBOX_LANDLOCK_ABI_MAX",
+                                       "CODEMCP_SANDBOX_SUBIDS",
+                                       "CODEMCP_ROOT_UID_BASE",
                                        NULL};
     size_t n = 0, k = 0;
     for (char *const *e = extra; e && *e; e++)

@@ -240,6 +240,14 @@ static int choose_isolation(const struct settings *s)
         log_error("worker", "%s", err);
         return -2;
     }
+    if (!sbx_uid_mode(&o, err, sizeof(err)))
+        log_warn("worker", "sandbox ids: %s", err);
+    else if (!s->prototype)
+        log_warn("worker", "sandbox ids: every worker runs as the gateway's own user outside "
+                           "(CODEMCP_PROTOTYPE=off: only sessions forked from the prototype get "
+                           "a uid of their own from the subordinate id range)");
+    else
+        log_info("worker", "sandbox ids: %s", err);
     sandboxed = 1;
     return 0;
 }
