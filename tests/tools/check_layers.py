@@ -115,8 +115,6 @@ def cycles(deps: dict[str, set[str]]) -> list[list[str]]:
 # Circles between files of one module the tree still has (units as file_units names them),
 # each with what ties it; a listed circle that is gone is reported so the list only shrinks.
 KNOWN_FILE_CIRCLES = {
-    frozenset({"src/run/worker_docker", "src/run/workers"}):
-        "workers.c starts and stops containers through worker_docker, which works on workers_int.h's struct",
 }
 
 
