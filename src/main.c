@@ -18,6 +18,7 @@
 #include "jsonpretty.h"
 #include "log.h"
 #include "loop.h"
+#include "mcp_extras.h"
 #include "mcp_server.h"
 #include "metrics.h"
 #include "namespaces.h"
@@ -415,6 +416,7 @@ static void wire_run_pipeline(void)
                                       .send_text = mcp_send_text_to,
                                       .log = mcp_session_log,
                                       .log_wanted = mcp_session_log_wanted});
+    mcp_extras_set_send(mcp_send_to);
     wk_set_hooks(&(struct wk_hooks){.run_ended = run_on_worker_ended,
                                     .run_answered = run_on_worker_answered,
                                     .idle = run_dispatch,

@@ -1,6 +1,5 @@
 /* admin_ops — see admin_ops.h. */
 #include "admin_ops.h"
-#include "admin_fleet.h"
 #include "catalog.h"
 #include "config.h"
 #include "log.h"
@@ -19,12 +18,18 @@
 
 static struct cfg *config;
 static json_t *instance;
+static admops_change_fn on_change; /* admin_fleet's share, when a state store is set */
 
 void admops_init(struct cfg *cfg, json_t *info)
 {
     config = cfg;
     json_decref(instance);
     instance = json_deep_copy(info);
+}
+
+void admops_on_change(admops_change_fn fn)
+{
+    on_change = fn;
 }
 
 void admops_free(void)
@@ -241,11 +246,11 @@ static json_t *op_tool(json_t *params, int on)
     return done_reply(up, tool, wrote, what);
 }
 
-/* A change that succeeded here reaches the other replicas (admin_fleet.h). */
+/* A change that succeeded here reaches the other replicas (through admops_on_change). */
 static json_t *shared(const char *method, json_t *params, json_t *reply)
 {
-    if (json_is_true(json_object_get(reply, "ok")))
-        admfleet_share(method, params);
+    if (on_change && json_is_true(json_object_get(reply, "ok")))
+        on_change(method, params);
     return reply;
 }
 

@@ -25,7 +25,6 @@
 #include "shapes.h"
 #include "util.h"
 #include "prototype.h"
-#include "worker_docker.h"
 #include "worker_proc.h"
 
 #include <errno.h>
@@ -213,7 +212,7 @@ static int choose_isolation(const struct settings *s)
     if (iso && strcmp(iso, "docker") == 0) {
         sandboxed = 0;
         dockered = 1;
-        return wkd_init(s) < 0 ? -2 : 0;
+        return docker_init(s) < 0 ? -2 : 0;
     }
     if (iso && strcmp(iso, "host") == 0) {
         log_warn("worker", "CODEMCP_ISOLATION=host: agent code runs WITHOUT a sandbox, with this "

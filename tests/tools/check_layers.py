@@ -115,12 +115,6 @@ def cycles(deps: dict[str, set[str]]) -> list[list[str]]:
 # Circles between files of one module the tree still has (units as file_units names them),
 # each with what ties it; a listed circle that is gone is reported so the list only shrinks.
 KNOWN_FILE_CIRCLES = {
-    frozenset({"src/admin/admin_fleet", "src/admin/admin_ops"}):
-        "admin_fleet replays a peer's change through admops_apply; admin_ops publishes through admin_fleet",
-    frozenset({"src/front/mcp_extras", "src/front/mcp_server"}):
-        "mcp_server offers what mcp_extras serves; mcp_extras answers through mcp_send_to",
-    frozenset({"src/run/worker_docker", "src/run/workers"}):
-        "workers.c starts and stops containers through worker_docker, which works on workers_int.h's struct",
 }
 
 
