@@ -175,6 +175,22 @@ static void queue_wait_over(void *ud)
     run_finish(r, NULL, why);
 }
 
+/* Dispatches the run just queued (id). One not sent at once (its home's worker or every
+ * worker busy) gets its CODEMCP_RUN_QUEUE_WAIT_MS timer, counted from its arrival: most runs
+ * are sent at once and never arm one. */
+static void dispatch_new(const char *id)
+{
+    char own[sizeof(((struct run *)0)->id)];
+    memcpy(own, id, sizeof(own)); /* the run may be finished and freed by the dispatch */
+    run_dispatch();
+    struct run *r = run_find(own);
+    if (!r || r->state != RUN_QUEUED)
+        return;
+    int64_t waited = now_ms() - r->queued_ms;
+    lp_timer_start(&r->queue_timer, waited < run_queue_wait_ms ? run_queue_wait_ms - waited : 0,
+                   queue_wait_over, r);
+}
+
 static struct run *new_run(uint64_t session_id, uint64_t home)
 {
     struct run *r = xcalloc(1, sizeof(*r));
@@ -192,7 +208,6 @@ static struct run *new_run(uint64_t session_id, uint64_t home)
     memcpy(r->principal, asker, n);
     r->principal[n] = '\0';
     mx_run_started(r->principal);
-    lp_timer_start(&r->queue_timer, run_queue_wait_ms, queue_wait_over, r);
     struct run **tail = &run_list;
     while (*tail)
         tail = &(*tail)->next;
@@ -338,7 +353,7 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
     if (r->dry_run)
         trace_attr_int(t_run, "codemcp.run.dry_run", 1);
     r->t_phase = trace_start("queue", TRACE_INTERNAL, t_run, NULL);
-    run_dispatch();
+    dispatch_new(r->id);
     return 0;
 }
 
@@ -347,7 +362,7 @@ int run_smoke(const char *code, void (*done)(json_t *envelope, int is_error))
     struct run *r = new_run(0, 0);
     r->code = xstrdup(code);
     r->smoke_done = done;
-    run_dispatch();
+    dispatch_new(r->id);
     return 0;
 }
 
