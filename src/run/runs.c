@@ -140,6 +140,8 @@ void run_free(struct run *r)
     if (r->state != RUN_DONE) /* given up before it was sent (finish_with counts the rest) */
         mx_run_finished(r->principal, "cancelled", now_ms() - r->queued_ms);
     LIST_UNLINK(&run_list, r);
+    if (r->arrival)
+        *r->arrival = NULL;
     lp_timer_stop(&r->queue_timer);
     lp_timer_stop(&r->deadline);
     lp_timer_stop(&r->grace);
@@ -175,20 +177,22 @@ static void queue_wait_over(void *ud)
     run_finish(r, NULL, why);
 }
 
-/* Dispatches the run just queued (id). One not sent at once (its home's worker or every
- * worker busy) gets its CODEMCP_RUN_QUEUE_WAIT_MS timer, counted from its arrival: most runs
- * are sent at once and never arm one. */
-static void dispatch_new(const char *id)
+/* Dispatches the run r just queued. One not sent at once (its home's worker or every worker
+ * busy) gets its CODEMCP_RUN_QUEUE_WAIT_MS timer, counted from its arrival: most runs are sent
+ * at once and never arm one. */
+static void dispatch_new(struct run *r)
 {
-    char own[sizeof(((struct run *)0)->id)];
-    memcpy(own, id, sizeof(own)); /* the run may be finished and freed by the dispatch */
+    struct run *still = r;
+    r->arrival = &still; /* run_free clears it: r may be finished and freed by the dispatch */
     run_dispatch();
-    struct run *r = run_find(own);
-    if (!r || r->state != RUN_QUEUED)
+    if (!still)
         return;
-    int64_t waited = now_ms() - r->queued_ms;
-    lp_timer_start(&r->queue_timer, waited < run_queue_wait_ms ? run_queue_wait_ms - waited : 0,
-                   queue_wait_over, r);
+    still->arrival = NULL;
+    if (still->state != RUN_QUEUED)
+        return;
+    int64_t waited = now_ms() - still->queued_ms;
+    lp_timer_start(&still->queue_timer, waited < run_queue_wait_ms ? run_queue_wait_ms - waited : 0,
+                   queue_wait_over, still);
 }
 
 static struct run *new_run(uint64_t session_id, uint64_t home)
@@ -353,7 +357,7 @@ int run_submit(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
     if (r->dry_run)
         trace_attr_int(t_run, "codemcp.run.dry_run", 1);
     r->t_phase = trace_start("queue", TRACE_INTERNAL, t_run, NULL);
-    dispatch_new(r->id);
+    dispatch_new(r);
     return 0;
 }
 
@@ -362,7 +366,7 @@ int run_smoke(const char *code, void (*done)(json_t *envelope, int is_error))
     struct run *r = new_run(0, 0);
     r->code = xstrdup(code);
     r->smoke_done = done;
-    dispatch_new(r->id);
+    dispatch_new(r);
     return 0;
 }
 

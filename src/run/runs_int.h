@@ -46,6 +46,7 @@ struct run {
     int64_t started_ms;
     int64_t queued_ms; /* when it was submitted (catalog's bounded wait for discovery runs) */
     struct lp_timer queue_timer; /* CODEMCP_RUN_QUEUE_WAIT_MS while queued */
+    struct run **arrival;        /* runs.c dispatch_new's pointer to it while it dispatches */
     struct lp_timer deadline;
     struct lp_timer grace;
     int64_t deadline_at; /* when the deadline timer fires (paused while awaiting input) */
