@@ -4,6 +4,7 @@
  * request order, so the fork requests on their way are a FIFO (slot, gen). */
 #include "prototype.h"
 #include "catalog.h"
+#include "codemcp_limits.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "loop.h"
@@ -286,7 +287,7 @@ void pt_init(int sandboxed, long memory_mb, long start_timeout_ms, const struct 
     pt.memory_mb = memory_mb;
     pt.start_timeout_ms = start_timeout_ms;
     pt.hooks = *h;
-    pt.out_lines.max_line = pt.err_lines.max_line = 64 * 1024;
+    pt.out_lines.max_line = pt.err_lines.max_line = LIM_CAPTURED_LINE_MAX;
 }
 
 void pt_start(void)

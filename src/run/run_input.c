@@ -128,6 +128,8 @@ int run_resume(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
         snprintf(err, errlen, "inputResponses must be an object (keys of the inputRequests)");
         return -1;
     }
+    if (run_relay_elsewhere(st, err, errlen) < 0)
+        return -1;
     struct run *r = run_list;
     while (r && !(r->awaiting && secure_streq(r->input_state, st)))
         r = r->next;

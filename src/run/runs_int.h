@@ -8,6 +8,7 @@
 
 #include "loop.h"
 #include "namespaces.h"
+#include "run_relay.h"
 #include "runs.h"
 
 #include <jansson.h>
@@ -56,7 +57,7 @@ struct run {
     json_t *client_caps; /* the 2026 client's capabilities (NULL: a 2025 client, no relay) */
     char principal[64];  /* who asked (namespaces.h ns_asker): its fair share, its retries */
     int awaiting;        /* answered input_required; waiting for the retry */
-    char input_state[48];
+    char input_state[RUN_RELAY_STATE_MAX];
     int64_t time_left; /* of the run's deadline, while awaiting */
     struct lp_timer input_timer;
     struct run *next;
@@ -68,7 +69,7 @@ struct run {
  * have expired: the client was told to retry, so the answer must not go to nobody. */
 #define INPUT_TOMBS 64
 struct input_tomb {
-    char state[48];
+    char state[RUN_RELAY_STATE_MAX];
     const char *why;
     json_t *answer;    /* the ended run's CallToolResult, or NULL */
     json_t *arguments; /* with answer: of the execute_python request */

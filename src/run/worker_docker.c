@@ -407,10 +407,10 @@ static json_t *create_body(struct dk_job *j)
      * lets it) as a sandboxed one does; sockets only when the container has a network. */
     int no_net = strcmp(cfg.network, "none") == 0;
     json_t *body = json_pack(
-        "{s:s, s:[s], s:[s,s,s,s,s,s,s,s,s,s], s:s, s:s, s:b, s:{s:s, s:s}, s:{s:[s], "
+        "{s:s, s:[s], s:[s,s,s,s,s,s,s,s,s,s,s], s:s, s:s, s:b, s:{s:s, s:s}, s:{s:[s], "
         "s:[s], s:s, s:b, s:{s:s}, s:I, s:I, s:I, s:I, s:[s], s:s, s:[{s:s, s:I, s:I}, {s:s, s:I, "
         "s:I}]}}",
-        "Image", "", "Cmd", WKI_WORKER_PATH, "Env", url, tok, id, mem,
+        "Image", "", "Cmd", WKI_WORKER_PATH, "Env", url, tok, id, mem, ctl_frame_env(),
         "CODEMCP_ISOLATION=container",
         cfg.subprocess ? "CODEMCP_SANDBOX_SUBPROCESS=1" : "CODEMCP_SANDBOX_SUBPROCESS=0",
         no_net ? "CODEMCP_SANDBOX_NET=none" : "CODEMCP_SANDBOX_NET=host", "HOME=/tmp",

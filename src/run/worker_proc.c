@@ -1,5 +1,6 @@
 /* worker_proc — see worker_proc.h. */
 #include "worker_proc.h"
+#include "control.h"
 #include "loop.h"
 #include "sandbox.h"
 #include "settings.h"
@@ -86,7 +87,7 @@ char **wkp_env(char *const *extra)
     size_t n = 0, k = 0;
     for (char *const *e = extra; e && *e; e++)
         k++;
-    char **env = xcalloc(sizeof(pass) / sizeof(pass[0]) + k + 1, sizeof(char *));
+    char **env = xcalloc(sizeof(pass) / sizeof(pass[0]) + k + 2, sizeof(char *));
     for (int i = 0; pass[i]; i++) {
         const char *v = settings_env(pass[i]);
         if (!v)
@@ -95,6 +96,7 @@ char **wkp_env(char *const *extra)
         env[n] = xmalloc(len);
         snprintf(env[n++], len, "%s=%s", pass[i], v);
     }
+    env[n++] = xstrdup(ctl_frame_env());
     for (char *const *e = extra; e && *e; e++)
         env[n++] = xstrdup(*e);
     env[n] = NULL;

@@ -12,6 +12,7 @@
 #include "workers.h"
 #include "workers_int.h"
 #include "catalog.h"
+#include "codemcp_limits.h"
 #include "control.h"
 #include "jsonscan.h"
 #include "jsonrpc.h"
@@ -266,8 +267,8 @@ int wk_init(const struct settings *s, int max_workers)
     workers = xcalloc((size_t)n_workers, sizeof(*workers));
     for (int i = 0; i < n_workers; i++) {
         workers[i].slot = i;
-        workers[i].out_lines.max_line = 64 * 1024;
-        workers[i].err_lines.max_line = 64 * 1024;
+        workers[i].out_lines.max_line = LIM_CAPTURED_LINE_MAX;
+        workers[i].err_lines.max_line = LIM_CAPTURED_LINE_MAX;
         workers[i].log_budget.per_second = s->log_worker_lines;
     }
     return 0;

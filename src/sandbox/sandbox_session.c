@@ -180,17 +180,15 @@ pid_t sbx_fork_session(const struct sbx_opts *o, int sandboxed, const int fds[4]
     /* PID 1 of the session. Not tied to the prototype's life: a prototype that crashes
      * leaves live sessions alone (the gateway's death still ends them). */
     signal(SIGCHLD, SIG_DFL);
-    /* A process group of its own: otherwise the session shares the prototype's, and
-     * kill(0, ...), killpg and setpriority(PRIO_PGRP, 0, ...) in one session reach every other
-     * session and the prototype, whatever the PID namespaces (a process group is not confined
-     * by them; Landlock's signal scoping, Linux 6.12+, is the only other wall, and it does not
-     * cover priorities). No session can join another's group: setpgid names a group by a pid of
-     * the caller's own namespace. Not a session of its own (setsid): that also gives it an
-     * autogroup of the scheduler's own, which made every run ~7 % slower here (the gateway and
-     * the worker then hand over across groups), and a session id reaches nothing a group
-     * does not. */
-    if (setpgid(0, 0) < 0)
-        sbx__die_step("setpgid", NULL);
+    /* A session and process group of its own: otherwise the session shares the prototype's
+     * group, and kill(0, ...), killpg and setpriority(PRIO_PGRP, 0, ...) in one session reach
+     * every other session and the prototype, whatever the PID namespaces (a process group is not
+     * confined by them; Landlock's signal scoping, Linux 6.12+, is the only other wall, and it
+     * does not cover priorities). No session can join another's group: setpgid names a group by
+     * a pid of the caller's own namespace. setsid also detaches it from any controlling terminal
+     * the gateway was started from. */
+    if (setsid() < 0)
+        sbx__die_step("setsid", NULL);
     if (!sandboxed)
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* host isolation: the gateway kills its group */
     int status_fd = ss_place_fds(fds);
