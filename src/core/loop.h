@@ -90,6 +90,13 @@ struct lp_timer {
 };
 void lp_timer_start(struct lp_timer *t, int64_t ms, void (*cb)(void *ud), void *ud);
 void lp_timer_stop(struct lp_timer *t);
+/* 1 while t is started and has not fired or been stopped: a caller that only ever moves a
+ * deadline later can leave an armed timer be and check the real deadline when it fires (a
+ * start and a stop per event cost a heap insert, a removal and a clock read). */
+static inline int lp_timer_armed(const struct lp_timer *t)
+{
+    return t->node.pos != 0;
+}
 
 /* Spawns argv with extra env ("K=V", may be NULL), cwd (may be NULL), and optionally a
  * fresh environment (clear_env: start from nothing but `env`). Pipes for stdin/stdout/

@@ -9,7 +9,7 @@
  * may make tool calls (calls.c routes and enforces them, asking run_call_rules), and ends with an
  * envelope turned into the MCP CallToolResult. The run timeout is owned here: at the deadline the
  * worker gets a cancel; past a grace period the worker is killed and respawned (workers.c). Runs
- * are referred to by their id ("r12") outside this file.
+ * are referred to by their id ("r12") outside the run table (runs.c and its parts, runs_int.h).
  *
  * Below mcp_server.c, above workers.c and calls.c: answers, progress and log messages for a
  * session go up through the hooks registered at init (main.c wires them to mcp_server.c).

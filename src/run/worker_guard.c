@@ -86,7 +86,12 @@ static int settle_leftovers(struct worker *w);
 static void leftover_recheck(void *ud)
 {
     struct worker *w = ud;
-    if (w->state == WK_READY && !w->run_id[0] && settle_leftovers(w) == 0)
+    if (w->state != WK_READY || w->run_id[0])
+        return;
+    int64_t wait = w->answered_ms + WK_LEFTOVER_GRACE_MS - now_ms();
+    if (wait > 0) /* armed for an earlier answer (guard_answered): the grace runs from the last */
+        lp_timer_start(&w->leftover_timer, wait, leftover_recheck, w);
+    else if (settle_leftovers(w) == 0)
         became_idle();
 }
 
@@ -127,6 +132,11 @@ static void cpu_check(void *ud)
     struct worker *w = ud;
     if (w->state != WK_BUSY || !w->run_id[0] || w->watch.pid <= 0 || !w->pid)
         return;
+    int64_t early = w->cpu_until_ms < 0 ? w->cpu_look_ms - now_ms() : 0;
+    if (early > 0) { /* armed for an earlier run (budget_cpu): this one has not lasted a second */
+        lp_timer_start(&w->cpu_timer, early, cpu_check, w);
+        return;
+    }
     int64_t used = wkp_cpu_ms(&w->watch);
     if (used < 0)
         return;
@@ -155,7 +165,10 @@ static void budget_cpu(struct worker *w, int64_t cpu_ms)
     }
     w->cpu_budget_ms = cpu_ms > (INT64_C(1) << 40) ? INT64_C(1) << 40 : cpu_ms;
     w->cpu_until_ms = -1;
-    if (cpu_ms > 0)
+    /* An armed timer is left be (most runs are shorter than it): cpu_check looks at
+     * cpu_look_ms and waits for the rest. */
+    w->cpu_look_ms = now_ms() + WK_CPU_CHECK_MS;
+    if (cpu_ms > 0 && !lp_timer_armed(&w->cpu_timer))
         lp_timer_start(&w->cpu_timer, WK_CPU_CHECK_MS, cpu_check, w);
 }
 
@@ -176,7 +189,7 @@ void guard_answered(struct worker *w)
     w->answered_ms = now_ms();
     /* Looked at when the grace is over, unless a run came first (which looks before it
      * starts): what is left in an idle worker does not wait for the session's next run. */
-    if (sandboxed)
+    if (sandboxed && !lp_timer_armed(&w->leftover_timer)) /* else it waits for the rest */
         lp_timer_start(&w->leftover_timer, WK_LEFTOVER_GRACE_MS, leftover_recheck, w);
 }
 

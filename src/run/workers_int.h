@@ -53,10 +53,11 @@ struct worker {
     int64_t cpu_budget_ms;  /* the running run's CPU time */
     int64_t cpu_until_ms;   /* where on the worker's CPU clock it ends (-1: not looked yet) */
     int cpu_limited;        /* its RLIMIT_CPU soft limit is set (lifted before the next run) */
-    struct lp_timer cpu_timer;
-    int64_t checked_rpc; /* the run whose answer was last noted */
-    int64_t answered_ms; /* when: what a run leaves gets a grace from then (workers.c) */
-    struct lp_timer leftover_timer;
+    int64_t cpu_look_ms;    /* when the running run's first look is due (it has lasted a second) */
+    struct lp_timer cpu_timer;      /* armed for the first look or earlier (worker_guard.c) */
+    int64_t checked_rpc;            /* the run whose answer was last noted */
+    int64_t answered_ms;            /* when: what a run leaves gets a grace from then (workers.c) */
+    struct lp_timer leftover_timer; /* armed for answered_ms + the grace, or earlier */
     struct lp_io *st_io;
     unsigned char st_raw[sizeof(int)];
     int st_len;
