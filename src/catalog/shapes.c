@@ -613,10 +613,29 @@ static int seen_check(uint64_t k, int add)
     return 0;
 }
 
+/* The fewest bytes the text blocks' texts can have once unescaped and joined as unwrapped()
+ * joins them (a character is at most 6 bytes escaped), or 0 when a block is not read here. */
+static size_t text_at_least(const struct js_member *blocks, int nb)
+{
+    struct js_member b[8];
+    size_t total = 0;
+    for (int i = 0; i < nb; i++) {
+        if (blocks[i].val[0] != '{')
+            continue;
+        int nm = js_members(blocks[i].val, blocks[i].vlen, b, 8);
+        if (nm < 0)
+            return 0;
+        const struct js_member *t = js_get(b, nm, "text");
+        if (t && t->val[0] == '"')
+            total += (total ? 1 : 0) + (t->vlen - 2) / 6;
+    }
+    return total;
+}
+
 /* What unwrapped() would make of the result, from its bytes: the structure hash of its
  * structuredContent; for text blocks that cannot be JSON (the first text's first byte starts
  * no JSON value, all of it within LEARN_MAX_TEXT) the hash of "some text". 0: not decided
- * here (the tree decides), -1: nothing to learn (an error, no text). */
+ * here (the tree decides), -1: nothing to learn (an error, no text, a text over LEARN_MAX_TEXT). */
 static int text_structure(const char *raw, size_t len, uint64_t *out)
 {
     struct js_member m[16], blocks[16], b[8];
@@ -634,6 +653,8 @@ static int text_structure(const char *raw, size_t len, uint64_t *out)
     if (!content || content->val[0] != '[')
         return -1; /* no text: unwrapped() gives NULL */
     int nb = js_elements(content->val, content->vlen, blocks, 16);
+    if (nb >= 0 && content->vlen > LEARN_MAX_TEXT && text_at_least(blocks, nb) > LEARN_MAX_TEXT)
+        return -1; /* too long to learn from: unwrapped() gives NULL, so no tree of it is made */
     if (nb < 0 || content->vlen > LEARN_MAX_TEXT)
         return 0;
     for (int i = 0; i < nb; i++) {
@@ -652,6 +673,12 @@ static int text_structure(const char *raw, size_t len, uint64_t *out)
         return 1;
     }
     return -1;
+}
+
+int shapes_learnable(const char *raw, size_t len)
+{
+    uint64_t structure;
+    return text_structure(raw, len, &structure) >= 0;
 }
 
 void shapes_learn_text(const char *principal, const char *fn, const char *raw, size_t len)

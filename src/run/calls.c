@@ -461,6 +461,8 @@ static void learn_raw(const char *principal, const char *fn, const char *raw, si
         shapes_learn_text(principal, fn, raw, len);
         return;
     }
+    if (!shapes_learnable(raw, len))
+        return; /* e.g. a long text: a sample keeps strings whole (one more copy of it) */
     char *sample = xmalloc(len); /* only what is written is touched */
     size_t n = js_sample(raw, len, LEARN_SAMPLE_ELEMENTS, sample);
     shapes_learn_text(principal, fn, sample, n);

@@ -9,9 +9,10 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { PYTHON, TESTS, connectClient, ms, tempDir, writeConfig } from './lib.mjs';
+import { PYTHON, TESTS, connectClient, ms, peakRssMb, tempDir, writeConfig } from './lib.mjs';
 
 const FIXTURE = path.join(TESTS, 'fixtures', 'big_upstream.py');
+const MEASURE_MEMORY = !process.env.CODEMCP_TEST_SANITIZER; // peakRssMb is NaN then
 
 async function session(env = {}) {
   const dir = tempDir();
@@ -118,6 +119,26 @@ result = {"bad": bad, "reps": reps}
 `);
     assert.deepEqual(r.result, { bad: [], reps: String.raw`{"q": "\"", "r": 0.1},`.repeat(3) },
       JSON.stringify(r).slice(0, 2000));
+  } finally {
+    await h.close();
+  }
+});
+
+// A text too long to learn a shape from (over 256 KB), relayed as bytes (compact JSON from the
+// upstream), is not sampled or parsed for learning: the gateway holds the upstream's line and the frame queued for the worker, not also a copy of the
+// text and a tree of the result (four payloads at the peak, on every call of a function whose
+// results are all that long: such a function never gets a shape, so each call was learned from).
+test('a big text result costs the gateway two payloads at the peak, not four', { timeout: ms(240000) }, async () => {
+  const { h, run } = await session();
+  try {
+    assert.equal((await run('result = 1')).result, 1);
+    const before = peakRssMb(h.pid);
+    const mb = 32;
+    const r = await run(`result = [len(big_blob(bytes=${mb} << 20, compact=True)) for _ in range(2)]`);
+    assert.deepEqual(r.result, [mb << 20, mb << 20], JSON.stringify(r).slice(0, 2000));
+    const peak = peakRssMb(h.pid);
+    console.log(`# ${mb} MB text results: gateway peak ${before.toFixed(0)} -> ${peak.toFixed(0)} MB`);
+    if (MEASURE_MEMORY) assert.ok(peak - before < 3 * mb, `the gateway's peak grew from ${before} to ${peak} MB`);
   } finally {
     await h.close();
   }
