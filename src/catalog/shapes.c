@@ -481,18 +481,21 @@ static json_t *unwrapped(json_t *result)
     json_array_foreach(json_object_get(result, "content"), i, block)
     {
         json_t *t = json_object_get(block, "text");
-        if (json_is_string(t)) {
-            if (text.len)
-                buf_append(&text, "\n", 1);
-            buf_append(&text, json_string_value(t), json_string_length(t));
+        if (!json_is_string(t))
+            continue;
+        size_t add = (text.len ? 1 : 0) + json_string_length(t);
+        if (text.len + add > LEARN_MAX_TEXT) { /* checked first: a 50 MB text is not copied */
+            buf_free(&text);
+            return NULL;
         }
-        if (text.len > LEARN_MAX_TEXT)
-            break;
+        if (text.len)
+            buf_append(&text, "\n", 1);
+        buf_append(&text, json_string_value(t), json_string_length(t));
     }
     json_t *v = NULL;
-    if (text.len && text.len <= LEARN_MAX_TEXT)
+    if (text.len)
         v = jf_loadb(text.data, text.len, JF_DECODE_ANY, NULL);
-    if (!v && text.len && text.len <= LEARN_MAX_TEXT)
+    if (!v && text.len)
         v = json_string(""); /* the worker hands the program a str */
     buf_free(&text);
     return v;

@@ -418,14 +418,22 @@ struct lp_io *lp_io_watch(int fd, int readable, const struct lp_io_ops *ops, voi
     return io;
 }
 
-int lp_io_write(struct lp_io *io, const void *data, size_t len)
+struct buf *lp_io_out(struct lp_io *io)
 {
     if (!io || io->closing || io->closed)
-        return -1;
+        return NULL;
     if (!io_unsent(io))
         lp_defer(&io->flush, io_flush, io);
     io_compact(io);
-    buf_append(&io->out, data, len);
+    return &io->out;
+}
+
+int lp_io_write(struct lp_io *io, const void *data, size_t len)
+{
+    struct buf *out = lp_io_out(io);
+    if (!out)
+        return -1;
+    buf_append(out, data, len);
     return 0;
 }
 

@@ -148,15 +148,47 @@ static int queue_frame(struct ctl_conn *c, const struct iovec *iov, int n)
     return 0;
 }
 
+/* Queues msg as one text frame, encoded straight into the connection's output: a 50 MB result
+ * is not also held as a text of its own while it is copied there. Room for the longest header
+ * is left before it; a frame under 64 KiB has a shorter one, and its payload moves up to it.
+ * -1 (nothing queued) when msg does not encode; else as queue_frame. */
+static int queue_json(struct ctl_conn *c, json_t *msg)
+{
+    enum { MAX_HEADER = 10 }; /* wsp_put_header's longest (a payload of 64 KiB or more) */
+    if (unread_over_cap(c))
+        return -1;
+    struct buf *out = lp_io_out(c->io);
+    if (!out)
+        return 0; /* closing */
+    size_t at = out->len;
+    buf_append(out, "\0\0\0\0\0\0\0\0\0\0", MAX_HEADER);
+    int rc = jf_append(&out->data, &out->len, &out->cap, msg, NULL, 0);
+    size_t len = out->len - at - MAX_HEADER;
+    if (rc == 0 && len > ctl_frame_limit()) {
+        log_warn("control", "a %zu-byte frame for a worker is over the %zu-byte limit: not sent",
+                 len, ctl_frame_limit());
+        rc = CALLS_TOO_LARGE;
+    }
+    if (rc != 0) {
+        out->len = at;
+        out->data[at] = '\0';
+        return rc;
+    }
+    unsigned char hdr[MAX_HEADER];
+    size_t h = wsp_put_header(hdr, WSP_OP_TEXT, len, 0); /* server frames are unmasked */
+    memcpy(out->data + at, hdr, h);
+    if (h < MAX_HEADER) {
+        memmove(out->data + at + h, out->data + at + MAX_HEADER, len + 1); /* with the NUL */
+        out->len -= MAX_HEADER - h;
+    }
+    return 0;
+}
+
 int ctl_send(uint64_t conn_id, json_t *msg)
 {
     struct ctl_conn *c = conn_find(conn_id);
-    char *text = c ? rpc_dump(msg) : NULL;
+    int rc = c ? queue_json(c, msg) : -1;
     json_decref(msg);
-    if (!text)
-        return -1;
-    int rc = queue_frame(c, &(struct iovec){text, strlen(text)}, 1);
-    free(text);
     return rc;
 }
 

@@ -183,6 +183,8 @@ void up_free_all(void);
 /* ---- for transports only ---- */
 void up__transport_open(struct upstream *up); /* ready to send initialize */
 void up__transport_message(struct upstream *up, const char *text, size_t len);
+/* The same for a line the transport hands over (malloc'd): freed once its tree is made. */
+void up__transport_line(struct upstream *up, char *text, size_t len);
 void up__transport_failed(struct upstream *up, const char *why); /* connection lost/failed */
 void up__transport_closed(struct upstream *up);                  /* fully gone after shutdown */
 extern int up__shutdown_deadline_ms; /* 0: graceful; else see up_set_shutdown_deadline */
