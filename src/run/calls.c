@@ -415,7 +415,7 @@ static json_t *mark_mutation(json_t *result, int dry_run)
 
 /* The answer written around the result's bytes: the frame rpc_result(id, result) gives.
  * Returns as the reply hooks do. */
-static int reply_raw(struct call *call, const char *raw, size_t len)
+static int reply_raw(struct call *call, const char *raw, size_t len, char **block)
 {
     static const char head[] = CTL_REPLY_HEAD, mid[] = CTL_REPLY_MID;
     struct iovec iov[5] = {{(void *)head, sizeof(head) - 1},
@@ -423,7 +423,8 @@ static int reply_raw(struct call *call, const char *raw, size_t len)
                            {(void *)mid, sizeof(mid) - 1},
                            {(void *)raw, len},
                            {"}", 1}};
-    return calls__hooks.reply_parts ? calls__hooks.reply_parts(call->conn_id, iov, 5) : -1;
+    return calls__hooks.reply_parts ? calls__hooks.reply_parts(call->conn_id, iov, 5, 3, block)
+                                    : -1;
 }
 
 /* A result longer than the worker reads (what: whose result): the request fails with kind
@@ -519,7 +520,9 @@ static void on_upstream_result(void *ud, const struct up_result *res, const stru
     } else if (res->raw && !call->mutation && calls__hooks.reply_parts) {
         /* Nothing to change in it: its bytes go to the worker as they came. */
         call->outcome = res->is_error ? MX_CALL_IS_ERROR : MX_CALL_OK;
-        int too_large = reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE;
+        /* learn_raw reads raw after: a block kept by the sender is freed once written, after
+         * this callback (writes happen at the end of the loop's iteration). */
+        int too_large = reply_raw(call, res->raw, res->raw_len, res->bytes) == CALLS_TOO_LARGE;
         audit_end(call, too_large ? "too_large" : res->is_error ? "error" : "ok", NULL);
         if (too_large)
             calls__reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool,

@@ -127,7 +127,7 @@ size_t ctl_frame_limit(void)
 /* Queues one text frame made of n pieces (written one after the other). CALLS_TOO_LARGE, and
  * nothing queued, past ctl_frame_limit(): the worker would drop the connection, and its
  * variables with it. */
-static int queue_frame(struct ctl_conn *c, const struct iovec *iov, int n)
+static int queue_frame(struct ctl_conn *c, const struct iovec *iov, int n, int held, char **block)
 {
     if (unread_over_cap(c))
         return -1;
@@ -143,8 +143,13 @@ static int queue_frame(struct ctl_conn *c, const struct iovec *iov, int n)
     size_t h = wsp_put_header(hdr, WSP_OP_TEXT, len, 0); /* server frames are unmasked */
     if (lp_io_write(c->io, hdr, h) < 0)
         return 0; /* closing */
-    for (int i = 0; i < n; i++)
-        lp_io_write(c->io, iov[i].iov_base, iov[i].iov_len);
+    for (int i = 0; i < n; i++) {
+        if (i == held && block && *block &&
+            lp_io_hold(c->io, *block, iov[i].iov_base, iov[i].iov_len) == 0)
+            *block = NULL; /* the loop's now: a big result is not copied beside its line */
+        else
+            lp_io_write(c->io, iov[i].iov_base, iov[i].iov_len);
+    }
     return 0;
 }
 
@@ -192,12 +197,17 @@ int ctl_send(uint64_t conn_id, json_t *msg)
     return rc;
 }
 
-int ctl_send_parts(uint64_t conn_id, const struct iovec *iov, int n)
+int ctl_send_parts_held(uint64_t conn_id, const struct iovec *iov, int n, int held, char **block)
 {
     struct ctl_conn *c = conn_find(conn_id);
     if (!c)
         return -1;
-    return queue_frame(c, iov, n);
+    return queue_frame(c, iov, n, held, block);
+}
+
+int ctl_send_parts(uint64_t conn_id, const struct iovec *iov, int n)
+{
+    return ctl_send_parts_held(conn_id, iov, n, -1, NULL);
 }
 
 size_t ctl_pending(uint64_t conn_id)

@@ -536,11 +536,11 @@ static struct up_req *find_req(struct upstream *up, json_t *id)
 
 static void dispatch(struct upstream *up, json_t *msg);
 
-/* The message in text (the usual result handed on as its bytes), else its tree; NULL when
- * that is done or it is not JSON. */
-static json_t *message_tree(struct upstream *up, const char *text, size_t len)
+/* The message in text (the usual result handed on as its bytes, text's buffer with them when
+ * bytes is set: up_result.bytes), else its tree; NULL when that is done or it is not JSON. */
+static json_t *message_tree(struct upstream *up, const char *text, size_t len, char **bytes)
 {
-    if (up__try_raw_result(up, text, len))
+    if (up__try_raw_result(up, text, len, bytes))
         return NULL;
     json_error_t jerr;
     json_t *msg = jf_loadb(text, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, &jerr); /* see jsonfast.h */
@@ -552,14 +552,14 @@ static json_t *message_tree(struct upstream *up, const char *text, size_t len)
 
 void up__transport_message(struct upstream *up, const char *text, size_t len)
 {
-    json_t *msg = message_tree(up, text, len);
+    json_t *msg = message_tree(up, text, len, NULL);
     if (msg)
         dispatch(up, msg);
 }
 
 void up__transport_line(struct upstream *up, char *text, size_t len)
 {
-    json_t *msg = message_tree(up, text, len);
+    json_t *msg = message_tree(up, text, len, &text); /* a relayed result may take text */
     free(text); /* before the answer is made from the tree: one payload less at the peak */
     if (msg)
         dispatch(up, msg);
