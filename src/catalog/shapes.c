@@ -616,19 +616,30 @@ static int seen_check(uint64_t k, int add)
     return 0;
 }
 
+/* The "text" member of a content block, from its bytes (b: room for 8 members), or NULL;
+ * *unread is set when the block has more members than that (it is not read here). */
+static const struct js_member *block_text(const struct js_member *block, struct js_member b[8],
+                                          int *unread)
+{
+    if (block->val[0] != '{')
+        return NULL;
+    int nm = js_members(block->val, block->vlen, b, 8);
+    if (nm < 0)
+        *unread = 1;
+    return nm < 0 ? NULL : js_get(b, nm, "text");
+}
+
 /* The fewest bytes the text blocks' texts can have once unescaped and joined as unwrapped()
  * joins them (a character is at most 6 bytes escaped), or 0 when a block is not read here. */
 static size_t text_at_least(const struct js_member *blocks, int nb)
 {
     struct js_member b[8];
     size_t total = 0;
+    int unread = 0;
     for (int i = 0; i < nb; i++) {
-        if (blocks[i].val[0] != '{')
-            continue;
-        int nm = js_members(blocks[i].val, blocks[i].vlen, b, 8);
-        if (nm < 0)
+        const struct js_member *t = block_text(&blocks[i], b, &unread);
+        if (unread)
             return 0;
-        const struct js_member *t = js_get(b, nm, "text");
         if (t && t->val[0] == '"')
             total += (total ? 1 : 0) + (t->vlen - 2) / 6;
     }
@@ -660,13 +671,11 @@ static int text_structure(const char *raw, size_t len, uint64_t *out)
         return -1; /* too long to learn from: unwrapped() gives NULL, so no tree of it is made */
     if (nb < 0 || content->vlen > LEARN_MAX_TEXT)
         return 0;
+    int unread = 0;
     for (int i = 0; i < nb; i++) {
-        if (blocks[i].val[0] != '{')
-            continue;
-        int nm = js_members(blocks[i].val, blocks[i].vlen, b, 8);
-        if (nm < 0)
+        const struct js_member *t = block_text(&blocks[i], b, &unread);
+        if (unread)
             return 0;
-        const struct js_member *t = js_get(b, nm, "text");
         if (!t || t->val[0] != '"' || t->vlen == 2)
             continue; /* not a string, or empty: adds nothing to the text */
         unsigned c = (unsigned char)t->val[1];
