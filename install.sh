@@ -50,7 +50,8 @@ fi
 # Needed to build and run codemcp and its worker.
 REQUIRED=(meson ninja-build pkg-config gcc libc6-dev libwebsockets-dev libjansson-dev
     libcurl4-openssl-dev libhiredis-dev libssl-dev libpython3-dev libseccomp-dev python3 ca-certificates
-    libncurses-dev) # libncurses-dev: `codemcp tui` (meson -Dtui=disabled builds without it)
+    libncurses-dev # libncurses-dev: `codemcp tui` (meson -Dtui=disabled builds without it)
+    uidmap) # uidmap: newuidmap/newgidmap, a uid of its own per session (CODEMCP_SANDBOX_SUBIDS)
 # Needed by the test suite (./tests/run.sh); installed when the distribution has them.
 OPTIONAL=(valgrind python3-pytest clang libclang-rt-14-dev)
 # redis-server: tests/e2e/fleet_state.test.mjs and bench/state_redis.mjs (CODEMCP_STATE).

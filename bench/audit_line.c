@@ -44,9 +44,21 @@ static void measure(const char *what, int with_args, long n)
         exit(2);
     }
     const char *args = "{\"owner\":\"octo\",\"repo\":\"hello\",\"title\":\"Login crash\"}";
-    struct audit_call c = {
-        "alice",     7,    "r12", "github", "create_issue", "github_create_issue", 1, 0, "allow",
-        "ci-issues", NULL, "ok",  83,       args,           strlen(args)};
+    struct call_event c = {.principal = "alice",
+                           .session = 7,
+                           .run = "r12",
+                           .server = "github",
+                           .tool = "create_issue",
+                           .fn = "github_create_issue",
+                           .listed = 1,
+                           .mutation = 1,
+                           .decision = "allow",
+                           .rule = "ci-issues",
+                           .outcome = "ok",
+                           .result = MX_CALL_OK,
+                           .duration_ms = 83,
+                           .args = args,
+                           .args_len = strlen(args)};
     double l0 = cpu_us(CLOCK_THREAD_CPUTIME_ID), p0 = cpu_us(CLOCK_PROCESS_CPUTIME_ID);
     for (long i = 0; i < n; i++) {
         audit_tool_call(&c);

@@ -1,10 +1,13 @@
 // Benchmark: cold start. Spawn → `initialize` reply → the first `execute_python` result of
 // `1 + 1`, with one fast stdio upstream (bench/bigresult_upstream.py) and the sandbox on (the
 // default); in a second sequence spawn → `initialize` → complete `tools/list`. Every build
-// given runs side by side, rotated per round.
+// given runs side by side, rotated per round, beside the floors measured in the same rounds:
+// the upstream alone (spawn → its `initialize` reply: the gateway cannot answer before it) and
+// a bare `python3 -I -S -c pass` (spawn → exit: one interpreter start).
 // Usage: node bench/coldstart.mjs [rounds=15] [name=bin ...]   → bench/results/coldstart.md
-import { writeFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync, mkdtempSync, readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { tmpdir, cpus } from 'node:os';
 import { join } from 'node:path';
 import { LinePeer, codemcpBin, buildType, stats, fmt, ROOT } from './lib.mjs';
 
@@ -13,9 +16,10 @@ const builds = process.argv.slice(3).map((a) => a.split('='));
 if (!builds.length) builds.push(['codemcp', codemcpBin()]);
 const dir = mkdtempSync(join(tmpdir(), 'codemcp-cold-'));
 const cfg = join(dir, 'mcp.json');
-writeFileSync(cfg, JSON.stringify({ mcp: { big: { type: 'local',
-  command: ['python3', join(ROOT, 'bench', 'bigresult_upstream.py')] } } }));
+const UPSTREAM = ['python3', join(ROOT, 'bench', 'bigresult_upstream.py')];
+writeFileSync(cfg, JSON.stringify({ mcp: { big: { type: 'local', command: UPSTREAM } } }));
 const env = { CODEMCP_CONFIG: cfg, CODEMCP_LOG: 'warn' };
+const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
 async function firstResult(bin) {
   const p = new LinePeer([bin], env);
@@ -39,7 +43,23 @@ async function listed(bin) {
   return { init, list };
 }
 
+async function upstreamAlone() {
+  const p = new LinePeer(UPSTREAM);
+  await p.initialize();
+  const init = p.elapsedMs();
+  await p.close();
+  return init;
+}
+
+function barePython() {
+  const t0 = process.hrtime.bigint();
+  return new Promise((res) => spawn('python3', ['-I', '-S', '-c', 'pass'], { stdio: 'ignore' })
+    .on('exit', () => res(Number(process.hrtime.bigint() - t0) / 1e6)));
+}
+
 const t = Object.fromEntries(builds.map(([n]) => [n, { init: [], first: [], init2: [], list: [] }]));
+const floor = { upstream: [], python: [] };
+const loads = [load()];
 for (const [, bin] of builds) { await firstResult(bin); await listed(bin); } // page cache warm
 for (let r = 0; r < rounds; r++) {
   for (let i = 0; i < builds.length; i++) {
@@ -51,26 +71,36 @@ for (let r = 0; r < rounds; r++) {
     t[name].init2.push(b.init);
     t[name].list.push(b.list);
   }
+  floor.upstream.push(await upstreamAlone());
+  floor.python.push(await barePython());
+  if (r % 5 === 4) loads.push(load());
 }
 const base = builds[0][0];
+const cell = (x, b) => `${fmt(x.median)} / ${fmt(x.p90)}` + (b ? ` (${fmt(x.median / b.median, 2)}×)` : '');
 const rows = builds.map(([name]) => {
   const s = (k) => stats(t[name][k]);
-  const ratio = (k) => fmt(s(k).median / stats(t[base][k]).median, 2);
-  return `| ${name} | ${fmt(s('first').median)} (${ratio('first')}×) | ${fmt(s('first').p99)} | ` +
-    `${fmt(s('init').median)} | ${fmt(s('init2').median)} (${ratio('init2')}×) | ${fmt(s('list').median)} (${ratio('list')}×) |`;
+  const b = (k) => stats(t[base][k]);
+  return `| ${name} | ${cell(s('first'), b('first'))} | ${cell(s('init'), b('init'))} | ` +
+    `${cell(s('init2'), b('init2'))} | ${cell(s('list'), b('list'))} |`;
 });
 const report = `# Cold start: spawn → first \`1 + 1\` result
 
-${new Date().toISOString()} — ${rounds} rounds, builds rotated per round, medians in ms from
-spawn; one stdio upstream (python3 bench/bigresult_upstream.py), sandbox on (the default). Ratios
-against the first build. Sequence A: initialize, notifications/initialized, execute_python
-\`1 + 1\`. Sequence B (a fresh gateway): initialize, tools/list.
+${new Date().toISOString()} — ${rounds} rounds (${rounds} starts per build and sequence), builds
+rotated per round, median / p90 in ms from spawn; one stdio upstream (python3
+bench/bigresult_upstream.py), sandbox on (the default). Ratios of medians against the first
+build. Sequence A: initialize, notifications/initialized, execute_python \`1 + 1\`. Sequence B
+(a fresh gateway): initialize, tools/list. ${cpus().length} CPUs; load average (1, 5, 15 min)
+during the run: ${loads.join(' → ')}.
 
 Builds: ${builds.map(([n, b]) => `${n} = \`${b}\` (${buildType(b)})`).join('; ')}
 
-| build | A: first result | A: first result p99 | A: initialize | B: initialize | B: tools/list complete |
-|---|---|---|---|---|---|
+| build | A: first result | A: initialize | B: initialize | B: tools/list complete |
+|---|---|---|---|---|
 ${rows.join('\n')}
+
+Floors, in the same rounds: the upstream alone, spawn → its \`initialize\` reply:
+${cell(stats(floor.upstream))}; a bare \`python3 -I -S -c pass\`, spawn → exit:
+${cell(stats(floor.python))}.
 `;
 const out = process.env.BENCH_OUT || 'coldstart';
 writeFileSync(join(ROOT, 'bench', 'results', `${out}.md`), report);

@@ -144,7 +144,7 @@ export const cpuNsAll = (pids) => pids.reduce((s, p) => { try { return s + cpuNs
 export function stats(samples) {
   const s = [...samples].sort((a, b) => a - b);
   const q = (p) => s[Math.min(s.length - 1, Math.floor(p * (s.length - 1) + 0.5))];
-  return { n: s.length, median: q(0.5), p99: q(0.99), min: s[0], max: s[s.length - 1] };
+  return { n: s.length, median: q(0.5), p90: q(0.9), p99: q(0.99), min: s[0], max: s[s.length - 1] };
 }
 
 export const fmt = (x, d = 1) => (x === null || x === undefined ? 'n/a' : Number(x).toFixed(d));

@@ -3,38 +3,14 @@
  * The decision feeds dry-run stubbing and mutation enforcement in the gateway and the
  * `mutation` flag of the generated SDK, so there is exactly one implementation, here.
  * Priority: explicit config, then the server's own annotations, then the verbs in the tool's
- * name. The verb lists are the original codemcp's, kept identical so configurations behave
- * the same after a migration. Pure: no I/O. */
+ * name. The verb lists live in python/codemcp_rt/verbs.py (the original codemcp's, kept
+ * identical so configurations behave the same after a migration), which search_tools ranks
+ * with too; sdkgen/gen_verbs.py makes mutation_verbs.h from it at build time. Pure: no I/O. */
 #include "sdkgen.h"
 #include "sdkgen_int.h"
+#include "mutation_verbs.h" /* sdk_read_verbs, sdk_write_verbs, sdk_strong_write_verbs */
 
 #include <string.h>
-
-static const char *const sdk_read_verbs[] = {
-    "get",      "list",   "read",  "search",  "fetch",   "find",    "describe", "show",
-    "view",     "query",  "check", "status",  "info",    "lookup",  "count",    "watch",
-    "download", "export", "diff",  "inspect", "analyze", "resolve", NULL,
-};
-
-static const char *const sdk_write_verbs[] = {
-    "create",    "update",    "delete",    "remove", "add",        "edit",   "set",     "put",
-    "patch",     "write",     "modify",    "merge",  "push",       "run",    "exec",    "execute",
-    "install",   "uninstall", "apply",     "scale",  "restart",    "start",  "stop",    "kill",
-    "terminate", "destroy",   "cleanup",   "clean",  "transition", "assign", "move",    "rename",
-    "copy",      "upload",    "send",      "post",   "publish",    "deploy", "revert",  "rollback",
-    "cancel",    "approve",   "reject",    "close",  "reopen",     "enable", "disable", "grant",
-    "revoke",    "rotate",    "reset",     "drop",   "insert",     "fork",   "sync",    "trigger",
-    "invoke",    "schedule",  "provision", NULL,
-};
-
-/* Verbs that make a tool a write wherever they appear in its name ("graph_delete_node"). */
-static const char *const sdk_strong_write_verbs[] = {
-    "create", "delete",  "remove",   "update",  "merge",    "destroy",   "terminate", "kill",
-    "cancel", "revert",  "rollback", "apply",   "scale",    "restart",   "deploy",    "publish",
-    "rotate", "revoke",  "grant",    "drop",    "truncate", "purge",     "reset",     "rename",
-    "run",    "exec",    "execute",  "trigger", "install",  "uninstall", "provision", "transition",
-    "assign", "approve", "reject",   "write",   NULL,
-};
 
 static int sdk_in_list(const char *const *list, const char *word)
 {

@@ -18,6 +18,7 @@
 #include "jsonpretty.h"
 #include "log.h"
 #include "loop.h"
+#include "mcp_extras.h"
 #include "mcp_server.h"
 #include "metrics.h"
 #include "namespaces.h"
@@ -43,6 +44,7 @@
 #include "usage.h"
 #include "util.h"
 #include "workers.h"
+#include "sandbox.h"
 #include "health.h"
 #include "replica.h"
 
@@ -144,6 +146,12 @@ static int settings_main(int argc, char **argv)
         return 2;
     }
     settings_print(&settings, stdout);
+    /* What the sandbox's settings and this machine give together (the gateway logs it too). */
+    struct sbx_opts o;
+    char mode[512];
+    sbx_opts_from_settings(&settings, &o);
+    sbx_uid_mode(&o, mode, sizeof(mode));
+    printf("# sandbox ids: %s\n", mode);
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
@@ -408,6 +416,7 @@ static void wire_run_pipeline(void)
                                       .send_text = mcp_send_text_to,
                                       .log = mcp_session_log,
                                       .log_wanted = mcp_session_log_wanted});
+    mcp_extras_set_send(mcp_send_to);
     wk_set_hooks(&(struct wk_hooks){.run_ended = run_on_worker_ended,
                                     .run_answered = run_on_worker_answered,
                                     .idle = run_dispatch,
@@ -448,13 +457,33 @@ static int upstream_at(size_t i, const char **name, const char **state)
     return 0;
 }
 
+/* A tool call's end, counted (a resource read is no tool call). A name the catalog does not
+ * list came from the program: it is no label. */
+static void count_call(const struct call_event *e)
+{
+    if (!e->read)
+        mx_tool_call(e->listed ? e->server : NULL, e->tool, e->result);
+}
+
+/* Each call's one end record goes to the observers that are on: none costs one branch. */
+static void wire_call_observers(void)
+{
+    if (audit_enabled())
+        calls_observe(audit_tool_call);
+    if (mx_enabled())
+        calls_observe(count_call);
+}
+
 static void wire_metrics(void)
 {
     mx_init(settings.metrics);
     mx_set_sources(&(struct mx_sources){.sessions = mcp_session_count,
                                         .namespaces = namespaces_alive,
                                         .workers_alive = wk_alive,
-                                        .upstream_at = upstream_at});
+                                        .upstream_at = upstream_at,
+                                        .traces_on = trace_on,
+                                        .spans_exported = trace_spans_exported,
+                                        .spans_dropped = trace_spans_dropped});
 }
 
 static void check_settled(void *ud)
@@ -662,6 +691,7 @@ int main(int argc, char **argv)
     run_init(&settings);
     wire_run_pipeline();
     wire_metrics();
+    wire_call_observers();
 
     if (mode != MODE_DUMP) {
         if (ctl_init(&settings) < 0)

@@ -35,13 +35,13 @@ import time
 from typing import Any
 
 from codemcp_rt import content as _content
-from codemcp_rt import argguard, errtext, jsonsafe, runstate, sdk, transport
+from codemcp_rt import argguard, errtext, jsonsafe, limits, runstate, sdk, transport
 from codemcp_rt.errors import KINDS, ToolError
 from codemcp_rt.pending import Pending, resolve
 
 _monotonic = time.monotonic
 _ids = itertools.count(1)  # next() on a C iterator is atomic under the GIL
-_GRACE_S = 10.0  # extra wait beyond a call's timeout_ms before giving up locally
+_GRACE_S = limits.CALL_GRACE_S  # extra wait beyond a call's timeout_ms before giving up locally
 _PROTOCOL_CODES = (-32700, -32600, -32601, -32603)
 _FRAME = ('{"jsonrpc":"2.0","id":"%s","method":"call_tool","params":{"run_id":%s,%s,'
           '"args":%s,"timeout_ms":%s}}')

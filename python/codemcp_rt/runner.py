@@ -38,7 +38,7 @@ import types
 import weakref
 from typing import Any
 
-from codemcp_rt import client, content, discovery, jsonsafe, runstate, sdk
+from codemcp_rt import client, content, discovery, jsonsafe, limits, runstate, sdk
 from codemcp_rt.capture import _codemcp as _codemcp_host, capture
 from codemcp_rt import procs
 from codemcp_rt.errors import RunInterrupted, ToolError
@@ -49,7 +49,7 @@ from codemcp_rt.transport import get_transport
 
 FILENAME = "<codemcp>"
 MAX_SESSIONS = 4096  # a safety valve only: the gateway decides (src/run/namespaces.c)
-DEFAULT_MAX_BYTES = 1 << 20
+DEFAULT_MAX_BYTES = limits.RUN_DEFAULT_MAX_BYTES
 _MAX_ERROR_CHARS = 16000
 
 _sessions: "collections.OrderedDict[str, dict[str, Any]]" = collections.OrderedDict()

@@ -61,6 +61,7 @@ import re
 from typing import Any
 
 from codemcp_rt import thesaurus as _thesaurus
+from codemcp_rt import verbs as _verbs
 from codemcp_rt.searchwords import _KEEP, _Q_STOP, _STOP, _TOKEN, _deletes, _one_edit, stem, words
 
 # -- the vocabulary of APIs ------------------------------------------------------------------
@@ -117,16 +118,13 @@ _VERBS = frozenset(
 # changes something (create/delete/update/merge...); and what the query asks, from its first
 # verb (a question, a reading verb or no verb at all: it reads). A function whose kind is not
 # the query's is ranked lower (_INTENT): "approve the PR" prefers pulls_create_review to
-# pulls_get_review, "show the pages site" repos_get_pages to repos_update_..._pages_site.
-_READ_OPS = frozenset(stem(w) for w in "get list check download search read fetch compare export find show "
-                      "view lookup query count describe".split())
-_WRITE_OPS = frozenset(stem(w) for w in (
-    "create delete set update remove add disable enable request cancel revoke restore review mark start "
-    "merge generate rerun redeliver unlock lock toggle approve star unstar rerequest stop dismiss assign "
-    "unassign block unblock edit move write force reset suspend unsuspend publish fork pin unpin "
-    "reprioritize map convert submit accept decline rename replace transfer upload follow unfollow "
-    "dispatch trigger run ping sync attach detach install uninstall invite archive unarchive close "
-    "reopen post put patch modify insert register deregister bulk commit push apply").split())
+# pulls_get_review, "show the pages site" repos_get_pages to repos_update_..._pages_site. The
+# verbs are the gateway's (codemcp_rt.verbs, which sdkgen/mutation.c's lists are made from)
+# plus the ranking-only ones there.
+_READ_OPS = frozenset(stem(w) for w in _verbs.READ_VERBS + _verbs.SEARCH_READ_VERBS
+                      if w not in _verbs.SEARCH_NOUNS)
+_WRITE_OPS = frozenset(stem(w) for w in
+                       _verbs.WRITE_VERBS + _verbs.STRONG_WRITE_VERBS + _verbs.SEARCH_WRITE_VERBS)
 _READ_Q = frozenset(stem(w) for w in "get list show see view display fetch find search look read check "
                     "download browse enumerate every retrieve obtain dump export inspect describe explain "
                     "tell lookup locate count".split())

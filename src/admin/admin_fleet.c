@@ -33,7 +33,7 @@ static int send_change(const char *field, json_t *change)
     return rc < 0 ? -1 : state_publish("admin", change);
 }
 
-void admfleet_share(const char *method, json_t *params)
+static void share(const char *method, json_t *params)
 {
     if (!state_enabled())
         return;
@@ -102,4 +102,5 @@ void admfleet_init(void)
         return;
     state_on_message("admin", on_message);
     state_on_connect(on_connect);
+    admops_on_change(share);
 }

@@ -12,10 +12,9 @@
 
 #include <jansson.h>
 
-/* Registers the hooks (no-op without a state store). */
+/* Registers the hooks (no-op without a state store): the state store's, and admin_ops'
+ * change callback, through which a change this replica's admin made and applied (method
+ * "enable", "disable", "enable_tool" or "disable_tool", params borrowed) is shared. */
 void admfleet_init(void);
-/* A change this replica's admin made and applied: method "enable", "disable", "enable_tool"
- * or "disable_tool" with its params (borrowed). */
-void admfleet_share(const char *method, json_t *params);
 
 #endif

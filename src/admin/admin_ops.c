@@ -1,8 +1,7 @@
 /* admin_ops — see admin_ops.h. */
 #include "admin_ops.h"
-#include "admin_fleet.h"
 #include "catalog.h"
-#include "cfgedit.h"
+#include "config.h"
 #include "log.h"
 #include "mcp_era.h"
 #include "metrics.h"
@@ -19,6 +18,7 @@
 
 static struct cfg *config;
 static json_t *instance;
+static admops_change_fn on_change; /* admin_fleet's share, when a state store is set */
 
 void admops_init(struct cfg *cfg, json_t *info)
 {
@@ -27,11 +27,15 @@ void admops_init(struct cfg *cfg, json_t *info)
     instance = json_deep_copy(info);
 }
 
+void admops_on_change(admops_change_fn fn)
+{
+    on_change = fn;
+}
+
 void admops_free(void)
 {
     json_decref(instance);
     instance = NULL;
-    ts_free();
 }
 
 static json_t *fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -146,88 +150,6 @@ static json_t *op_tools(void)
     return json_pack("{s:b, s:o}", "ok", 1, "tools", out);
 }
 
-/* ---- writing mcp.json ---------------------------------------------------------------------- */
-
-static const char *root_key(void)
-{
-    return strcmp(config->format, "mcpServers") == 0 ? "mcpServers" : "mcp";
-}
-
-/* Writes keys = value into mcp.json; *wrote says whether the file changed. 0 / -1 + why. */
-static int write_default(const char *const *keys, size_t n, json_t *value, int *wrote, char *why,
-                         size_t wn)
-{
-    *wrote = 0;
-    if (!config || !config->path || strcmp(config->format, "wrap") == 0 ||
-        strcmp(config->format, "none") == 0) {
-        snprintf(why, wn,
-                 "this gateway has no mcp.json to write (started with --wrap or "
-                 "without a config file); the change was not made");
-        return -1;
-    }
-    if (ce_set_in_file(config->path, keys, n, value, wrote, why, wn) < 0) {
-        log_warn("admin", "--make-default: %s", why);
-        return -1;
-    }
-    if (*wrote)
-        log_info("admin", "wrote %s (previous contents in %s.bak)", config->path, config->path);
-    return 0;
-}
-
-static int server_default(struct upstream *up, int on, int *wrote, char *why, size_t wn)
-{
-    json_t *entry = up->cfg->entry;
-    const char *key = "enabled";
-    int value = on;
-    if (!json_object_get(entry, "enabled") &&
-        (json_object_get(entry, "disabled") || strcmp(root_key(), "mcpServers") == 0)) {
-        key = "disabled"; /* the spelling of Claude Desktop / Cursor style files */
-        value = !on;
-    }
-    *wrote = 0;
-    if (on && !json_object_get(entry, "enabled") &&
-        !json_is_true(json_object_get(entry, "disabled")))
-        goto done; /* on is the default already: nothing to write */
-    const char *keys[] = {root_key(), up->name, key};
-    json_t *v = json_boolean(value);
-    int rc = write_default(keys, 3, v, wrote, why, wn);
-    json_decref(v);
-    if (rc < 0)
-        return -1;
-    json_object_set_new(entry, key, json_boolean(value));
-done:
-    up->cfg->enabled = on;
-    return 0;
-}
-
-static int tool_default(struct upstream *up, const char *tool, int on, int *wrote, char *why,
-                        size_t wn)
-{
-    json_t *tools = json_object_get(up->cfg->entry, "tools");
-    json_t *conf = json_object_get(tools, tool);
-    *wrote = 0;
-    if (on && !json_object_get(conf, "enabled"))
-        goto done; /* on is the default */
-    const char *keys[] = {root_key(), up->name, "tools", tool, "enabled"};
-    json_t *v = json_boolean(on);
-    int rc = write_default(keys, 5, v, wrote, why, wn);
-    json_decref(v);
-    if (rc < 0)
-        return -1;
-    if (!json_is_object(tools)) { /* keep the loaded entry in step with the file */
-        tools = json_object();
-        json_object_set_new(up->cfg->entry, "tools", tools);
-    }
-    if (!json_is_object(conf)) {
-        conf = json_object();
-        json_object_set_new(tools, tool, conf);
-    }
-    json_object_set_new(conf, "enabled", json_boolean(on));
-done:
-    ts_set_default(up->name, tool, on);
-    return 0;
-}
-
 /* ---- changing ------------------------------------------------------------------------------ */
 
 static json_t *done_reply(struct upstream *up, const char *tool, int wrote, const char *what)
@@ -254,7 +176,7 @@ static json_t *op_server(json_t *params, int on)
     int wrote = 0;
     if (on && up->cfg->disabled_reason) /* before anything is written */
         return fail("%s cannot be started: %s", name, up->cfg->disabled_reason);
-    if (make_default && server_default(up, on, &wrote, why, sizeof(why)) < 0)
+    if (make_default && cfg_set_server_default(config, up->cfg, on, &wrote, why, sizeof(why)) < 0)
         return fail("%s", why);
     if ((on ? up_enable : up_disable)(name, why, sizeof(why)) < 0)
         return fail("%s", why);
@@ -306,8 +228,9 @@ static json_t *op_tool(json_t *params, int on)
     char why[1200];
     int wrote = 0;
     if (make_default) {
-        if (tool_default(up, tool, on, &wrote, why, sizeof(why)) < 0)
+        if (cfg_set_tool_default(config, up->cfg, tool, on, &wrote, why, sizeof(why)) < 0)
             return fail("%s", why);
+        ts_set_default(server, tool, on);
     } else {
         ts_set_session(server, tool, on);
     }
@@ -323,11 +246,11 @@ static json_t *op_tool(json_t *params, int on)
     return done_reply(up, tool, wrote, what);
 }
 
-/* A change that succeeded here reaches the other replicas (admin_fleet.h). */
+/* A change that succeeded here reaches the other replicas (through admops_on_change). */
 static json_t *shared(const char *method, json_t *params, json_t *reply)
 {
-    if (json_is_true(json_object_get(reply, "ok")))
-        admfleet_share(method, params);
+    if (on_change && json_is_true(json_object_get(reply, "ok")))
+        on_change(method, params);
     return reply;
 }
 

@@ -30,5 +30,9 @@ void admops_free(void);
  * replay: a change recorded earlier, applied on (re)connecting to the state store: an enable
  * then starts only a server that is disabled (never restarts one that is failing). */
 void admops_apply(const char *method, json_t *params, int replay);
+/* Called with each change this replica's admin made and applied (method and params borrowed),
+ * so it can reach the other replicas: admin_fleet registers it at init. NULL: none. */
+typedef void (*admops_change_fn)(const char *method, json_t *params);
+void admops_on_change(admops_change_fn fn);
 
 #endif

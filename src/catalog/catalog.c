@@ -506,6 +506,7 @@ void cat_init(const struct settings *s)
 
 void cat_free(void)
 {
+    ts_free(); /* the tool states the catalog is built from (toolstate.c, this module's) */
     sdk_output_free(&current);
     memset(&current, 0, sizeof(current));
     json_decref(by_server_tool);

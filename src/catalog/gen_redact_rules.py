@@ -7,19 +7,12 @@ redaction rules the gateway and the Python runtime share.
 The rules file is read as data (ast.literal_eval of its top-level assignments), never
 imported or executed."""
 
-import ast
 import json
+import os
 import sys
 
-
-def load(path):
-    rules = {}
-    with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read(), path)
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            rules[node.targets[0].id] = ast.literal_eval(node.value)
-    return rules
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import pydata  # noqa: E402 (src/common/pydata.py)
 
 
 def c_str(s):
@@ -28,7 +21,7 @@ def c_str(s):
 
 def main():
     rules_path, out_path = sys.argv[1], sys.argv[2]
-    r = load(rules_path)
+    r = pydata.load(rules_path)
     for s in [*r["SECRET_WORDS"], *(w for p in r["SECRET_PAIRS"] for w in p),
               *(p for _, p in r["VALUE_PATTERNS"]), r["KEY_VALUE_PATTERN"]]:
         if not s.isascii():

@@ -12,6 +12,7 @@
  * CODEMCP_STATE is set (policy_budget_fleet.c: the windows are then fixed on the wall clock);
  * writes per run always stay here. Loop thread only. */
 #include "policy_int.h"
+#include "hashchain.h"
 #include "log.h"
 #include "util.h"
 
@@ -32,6 +33,7 @@ struct budget {
 enum { SLOT_CALLS, SLOT_RUNS, SLOT_CPU, SLOTS };
 
 struct count {
+    struct hashchain_link link; /* first: a link found is the count */
     int budget;
     char *who; /* a principal, or a run id for writes_per_run */
     long n;
@@ -45,6 +47,8 @@ static size_t n_budgets;
  * could flush its own count) and runs' write counts (the oldest forgotten past MAX_RUNS_KEPT) */
 static struct count *by_principal, *by_run;
 static size_t n_by_run;
+/* both lists indexed by (budget, who): every tool call looks its principal's counts up */
+static struct hashchain principal_index, run_index;
 
 static void budgets_free(void)
 {
@@ -64,6 +68,8 @@ static void budgets_free(void)
             free(c);
         }
     n_by_run = 0;
+    hashchain_clear(&principal_index);
+    hashchain_clear(&run_index);
 }
 
 static long positive(json_t *b, const char *key, int *bad)
@@ -168,31 +174,53 @@ static int applies(const struct budget *b, const char *principal)
     return 0;
 }
 
+static struct count *find(struct hashchain *index, uint64_t hash, int budget, const char *who)
+{
+    for (struct hashchain_link *l = hashchain_first(index, hash); l; l = l->next) {
+        struct count *c = (struct count *)l;
+        if (c->budget == budget && strcmp(c->who, who) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+/* Forgets the oldest run's count (the tail of by_run). */
+static void drop_oldest_run(void)
+{
+    struct count **q = &by_run;
+    while (*q && (*q)->next)
+        q = &(*q)->next;
+    struct count *last = *q;
+    if (!last)
+        return;
+    *q = NULL;
+    hashchain_remove(&run_index, &last->link);
+    free(last->who);
+    free(last);
+    n_by_run--;
+}
+
 static struct count *count_of(struct count **list, int budget, const char *who, int64_t window_ms)
 {
-    struct count **pp = list, *c, *last = NULL;
+    struct hashchain *index = list == &by_run ? &run_index : &principal_index;
+    uint64_t hash = hashchain_hash(who, (uint64_t)budget);
     int64_t now = now_ms();
-    for (; (c = *pp); pp = &c->next) {
-        if (c->budget == budget && strcmp(c->who, who) == 0) {
-            if (window_ms && now >= c->window_end_ms) {
-                c->n = 0;
-                c->window_end_ms = now + window_ms;
-            }
-            return c;
+    struct count *c = find(index, hash, budget, who);
+    if (c) {
+        if (window_ms && now >= c->window_end_ms) {
+            c->n = 0;
+            c->window_end_ms = now + window_ms;
         }
-        last = c;
+        return c;
     }
-    if (list == &by_run && n_by_run >= MAX_RUNS_KEPT && last) { /* the oldest: the tail */
-        struct count **q = list;
-        while (*q != last)
-            q = &(*q)->next;
-        *q = NULL;
-        free(last->who);
-        free(last);
-        n_by_run--;
-    }
+    if (list == &by_run && n_by_run >= MAX_RUNS_KEPT)
+        drop_oldest_run();
     c = xcalloc(1, sizeof(*c));
-    *c = (struct count){budget, xstrdup(who), 0, window_ms ? now + window_ms : 0, *list};
+    *c = (struct count){.budget = budget,
+                        .who = xstrdup(who),
+                        .window_end_ms = window_ms ? now + window_ms : 0,
+                        .next = *list};
+    hashchain_add(index, &c->link, hash);
     *list = c;
     n_by_run += list == &by_run;
     return c;

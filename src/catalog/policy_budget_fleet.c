@@ -14,9 +14,11 @@
  * SYNC_MS of its calls, and under limit/SYNC_SHARE plus what arrives during one round trip).
  * Redis away: each replica keeps enforcing its own view (never more than counting alone
  * allows); what it could not send is sent on reconnect, and every known total is read again.
- * Loop thread only. */
+ * Every tool call looks its counts up by key: they are indexed by a hash of the key
+ * (hashchain.h), as a fleet may know up to MAX_COUNTS of them. Loop thread only. */
 #include "policy_int.h"
 
+#include "hashchain.h"
 #include "loop.h"
 #include "state.h"
 #include "util.h"
@@ -32,6 +34,7 @@
 #define KEEP_MS    60000 /* a key outlives its window by this much (clocks a little apart) */
 
 struct shared_count {
+    struct hashchain_link link; /* first: a link found is the count */
     char *key;
     long shared;   /* the fleet's total as Redis last said (it may include what is in flight) */
     long inflight; /* sent with INCRBY, no answer yet */
@@ -43,6 +46,7 @@ struct shared_count {
 
 static struct shared_count *counts;
 static size_t n_counts;
+static struct hashchain by_key;
 static struct lp_timer sync_timer;
 static int armed;
 
@@ -60,9 +64,10 @@ int budget_fleet_on(void)
 
 static struct shared_count *find(const char *key)
 {
-    for (struct shared_count *c = counts; c; c = c->next)
-        if (strcmp(c->key, key) == 0)
-            return c;
+    for (struct hashchain_link *l = hashchain_first(&by_key, hashchain_hash(key, 0)); l;
+         l = l->next)
+        if (strcmp(((struct shared_count *)l)->key, key) == 0)
+            return (struct shared_count *)l;
     return NULL;
 }
 
@@ -76,6 +81,7 @@ static void sweep(int64_t now)
             continue;
         }
         *pp = c->next;
+        hashchain_remove(&by_key, &c->link);
         free(c->key);
         free(c);
         n_counts--;
@@ -87,6 +93,7 @@ static struct shared_count *make(const char *key, int64_t end_ms)
     struct shared_count *c = xcalloc(1, sizeof(*c));
     c->key = xstrdup(key);
     c->end_ms = end_ms;
+    hashchain_add(&by_key, &c->link, hashchain_hash(key, 0));
     c->next = counts;
     counts = c;
     n_counts++;

@@ -32,6 +32,7 @@ int ts_call_allowed(const char *server, const char *tool, char *why, size_t n);
  * its effective state (new reference; NULL when there is nothing to say). Borrows both. */
 json_t *ts_effective_config(const char *server, json_t *cfg_tools, json_t *tools);
 
+/* Frees every record; cat_free() calls it (the catalog is built from these states). */
 void ts_free(void);
 
 #endif

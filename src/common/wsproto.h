@@ -23,9 +23,6 @@ enum {
 #define WSP_KEY_LEN       24   /* base64 of the 16-byte nonce */
 #define WSP_MAX_HEADER    14   /* 2 + 8 (length) + 4 (mask) */
 #define WSP_MAX_HEAD_TEXT 8192 /* a longer handshake response is refused */
-/* The largest frame the worker reads (the contract's 64 MiB cap): the gateway never writes a
- * longer one to it (a longer result fails the call with kind "too_large" instead). */
-#define WSP_WORKER_MAX_FRAME ((size_t)64 << 20)
 
 /* A small non-cryptographic generator (splitmix64) for masking keys and the handshake
  * nonce; seed the state once from getrandom(). Masking only stops a proxy from mistaking

@@ -95,6 +95,15 @@ int cfg_load(const char *explicit_path, struct cfg *out, char **err);
 int cfg_from_wrap(const char *cmdline, const char *name, struct cfg *out, char **err);
 
 void cfg_free(struct cfg *c);
+/* `--make-default`: writes s's default (on 0/1) into c's file and into the loaded entry
+ * (s->entry, s->enabled), keeping the entry's spelling ("enabled" or "disabled"). 0 (*wrote:
+ * the file changed; nothing is written when on is the default already), or -1 with why (no
+ * file to write, or the write failed). config_default.c. */
+int cfg_set_server_default(struct cfg *c, struct cfg_server *s, int on, int *wrote, char *why,
+                           size_t wn);
+/* The same for one tool of s: `tools.<tool>.enabled`. */
+int cfg_set_tool_default(struct cfg *c, struct cfg_server *s, const char *tool, int on, int *wrote,
+                         char *why, size_t wn);
 
 /* The server called name, or NULL. Borrowed pointer into c. O(n). */
 const struct cfg_server *cfg_find(const struct cfg *c, const char *name);

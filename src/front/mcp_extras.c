@@ -2,11 +2,11 @@
  * resources/templates/list and prompts/list merge the ready servers' lists (upstream_extras.c
  * keeps them) in config order, namespaced by server, in pages of MCP_EXTRAS_PAGE; resources/read
  * goes to the server that lists the URI (or whose template it fits), prompts/get to the server
- * its `<server>_` prefix names. Reads and gets are answered later, through mcp_send_to.
- * mcp_server.c calls this for those methods; it owns the sessions and the notifications. */
+ * its `<server>_` prefix names. Reads and gets are answered later, through the send function
+ * registered at start (mcp_server's mcp_send_to). mcp_server.c calls this for those methods;
+ * it owns the sessions and the notifications, so this file never includes mcp_server.h. */
 #include "mcp_extras.h"
 #include "jsonrpc.h"
-#include "mcp_server.h"
 #include "upstream.h"
 #include "util.h"
 
@@ -20,6 +20,13 @@
 
 static const char *const list_member[UP_EXTRA_KINDS] = {"resources", "resourceTemplates",
                                                         "prompts"};
+
+static mcp_extras_send_fn send_to; /* how a later answer reaches its session */
+
+void mcp_extras_set_send(mcp_extras_send_fn send)
+{
+    send_to = send;
+}
 
 int mcp_extras_offered(enum up_extra kind)
 {
@@ -124,7 +131,10 @@ static void answered(void *ud, json_t *result, const struct up_error *err)
                         json_is_integer(code) ? (int)json_integer_value(code) : RPC_INTERNAL_ERROR,
                         err->message, NULL);
     }
-    mcp_send_to(p->session, msg, p->id);
+    if (send_to)
+        send_to(p->session, msg, p->id);
+    else
+        json_decref(msg);
     json_decref(p->id);
     free(p);
 }

@@ -12,6 +12,11 @@
 /* MCP's "resource not found" error code. */
 #define MCP_RESOURCE_NOT_FOUND -32002
 
+/* Sends msg (stolen) on session `session` if it still exists, as the answer to request
+ * `related` (borrowed): mcp_server's mcp_send_to, which main.c registers at start. */
+typedef void (*mcp_extras_send_fn)(uint64_t session, json_t *msg, json_t *related);
+void mcp_extras_set_send(mcp_extras_send_fn send);
+
 /* 1 when some configured server offers kind (resources (and their templates) or prompts): the
  * front advertises the capability. */
 int mcp_extras_offered(enum up_extra kind);
@@ -19,7 +24,7 @@ int mcp_extras_offered(enum up_extra kind);
 /* Handles resources/list, resources/templates/list, resources/read, prompts/list and
  * prompts/get for session (returns 1; any other method: 0). Then *result is the answer, or
  * NULL with *code and *why set, or NULL with *code 0 when the answer is sent later through
- * mcp_send_to (a read or a get went to its server). */
+ * the registered send function (a read or a get went to its server). */
 int mcp_extras_request(uint64_t session, json_t *id, const char *method, json_t *params,
                        json_t **result, int *code, const char **why);
 

@@ -58,6 +58,11 @@ struct mx_sources {
     long (*namespaces)(void);
     long (*workers_alive)(void);
     int (*upstream_at)(size_t i, const char **name, const char **state);
+    /* Spans handed to the OTLP exporter and spans it dropped (queue full, collector down or
+     * failing): counters since start; rendered only when tracing is on (traces_on). */
+    int (*traces_on)(void);
+    uint64_t (*spans_exported)(void);
+    uint64_t (*spans_dropped)(void);
 };
 
 /* on: 0 turns every counter call into a return and mx_enabled() false. */

@@ -172,8 +172,23 @@ static void gauge_from(struct buf *b, const char *name, const char *help, long (
     buf_printf(b, "%s %ld\n", name, fn());
 }
 
+/* The OTLP exporter's counts: a collector that is down shows here, not only in the log. */
+static void render_traces(struct buf *b)
+{
+    if (!mx.src.traces_on || !mx.src.traces_on())
+        return;
+    if (mx.src.spans_exported)
+        counter(b, "codemcp_trace_spans_exported_total",
+                "Spans the OTLP exporter sent to the collector.", mx.src.spans_exported());
+    if (mx.src.spans_dropped)
+        counter(b, "codemcp_trace_spans_dropped_total",
+                "Spans dropped: the export queue was full or the collector refused or was down.",
+                mx.src.spans_dropped());
+}
+
 static void render_state(struct buf *b)
 {
+    render_traces(b);
     gauge_from(b, "codemcp_sessions", "MCP sessions open.", mx.src.sessions);
     gauge_from(b, "codemcp_namespaces", "Namespaces (sets of a program's variables) alive.",
                mx.src.namespaces);

@@ -14,10 +14,13 @@
 #include <string.h>
 #include <time.h>
 
-#define MODULE          "oauth"
-#define REFRESH_LOCK_MS 60000L /* > one token request's 30 s timeout (oauth_disc.c) */
-#define WAIT_STEP_MS    150
-#define WAIT_MAX_MS     (REFRESH_LOCK_MS + 5000)
+#define MODULE "oauth"
+/* The refresh lock is a lease (state.h): renewed while its holder lives, so a replica killed
+ * mid-refresh frees it within REFRESH_LEASE_MS; the others wait for a living holder for as
+ * long as one token request may take (30 s, oauth_disc.c) and a lease more. */
+#define REFRESH_LEASE_MS 5000L
+#define WAIT_STEP_MS     150
+#define WAIT_MAX_MS      (30000 + REFRESH_LEASE_MS + 2000)
 
 /* SET KEYS[1] = ARGV[1] (and the name ARGV[2] into the set KEYS[2]) unless the stored copy is
  * as new or newer: (obtained_at, generation) compared in that order. */
@@ -161,12 +164,13 @@ int oast_update(const char *name, int (*fn)(json_t *store, void *ud), void *ud, 
     struct state_conn *c = state_conn_open();
     json_t *shared = NULL;
     struct merge m = {.name = name};
-    int rc = -1, held = 0, gone = 0;
+    struct state_lease *lease = NULL;
+    int rc = -1, gone = 0;
     key_of(lock, sizeof(lock), name, ":lock");
     if (!c || random_hex(token, 16) < 0)
         goto unreachable;
     for (int64_t until = now_ms() + WAIT_MAX_MS;;) {
-        int t = state_lock_take(c, lock, token, REFRESH_LOCK_MS);
+        int t = state_lease_take(c, lock, token, REFRESH_LEASE_MS, &lease);
         if (t < 0)
             goto unreachable;
         if (t == 1)
@@ -190,7 +194,6 @@ int oast_update(const char *name, int (*fn)(json_t *store, void *ud), void *ud, 
         }
         pause_ms(WAIT_STEP_MS);
     }
-    held = 1;
     shared = shared_entry(c, name, &gone);
     if (gone)
         goto unreachable;
@@ -214,8 +217,7 @@ unreachable:
     *why = xstrdup("the state store is unreachable: no refresh while another replica could "
                    "spend the same refresh token");
 out:
-    if (held)
-        state_lock_release(c, lock, token);
+    state_lease_end(c, lease);
     state_conn_close(c);
     json_decref(shared);
     json_decref(m.final);

@@ -1,5 +1,6 @@
 /* audit — the audit log: one JSON line per tool call decision, and one per program the
- * pre-flight validation refused (CODEMCP_AUDIT_LOG: a file or "syslog").
+ * pre-flight validation refused or whose execute_python arguments the gateway refused
+ * (CODEMCP_AUDIT_LOG: a file or "syslog").
  *
  * A tool call's line is written when the call ends: refused (by the run check, the catalog,
  * policy, a budget, mutation enforcement or a byte cap), stubbed by a dry run, answered,
@@ -12,32 +13,23 @@
 #ifndef CODEMCP_AUDIT_H
 #define CODEMCP_AUDIT_H
 
+#include "calls.h"
+
 #include <stddef.h>
 #include <stdint.h>
-
-/* One tool call as it ended. Strings borrowed; NULL where not known. */
-struct audit_call {
-    const char *principal; /* NULL or "": not known (the run is not active) */
-    uint64_t session;
-    const char *run, *server, *tool, *fn;
-    int mutation, dry_run;
-    const char *decision; /* "allow", "deny" or "dry_run" */
-    const char *rule;     /* the policy rule or engine that decided ("" or NULL: none) */
-    const char *reason;   /* why it was refused (NULL when it was not) */
-    const char *outcome;  /* "ok", "error" (an isError result), "dry_run", or the error kind */
-    int64_t duration_ms;
-    const char *args; /* canonical JSON text of the arguments (NULL: none) */
-    size_t args_len;
-};
 
 /* dest: CODEMCP_AUDIT_LOG (NULL or empty: no audit log); with_args: CODEMCP_AUDIT_ARGS. After
  * lp_init. 0, or -1 with err when the destination cannot be opened. */
 int audit_init(const char *dest, int with_args, char *err, size_t errlen);
 /* Whether lines are written (callers skip building one when not). */
 int audit_enabled(void);
-void audit_tool_call(const struct audit_call *c);
-/* A program the worker's pre-flight validation refused (error: the message it gave). */
-void audit_validation(const char *principal, uint64_t session, const char *run, const char *error);
+/* A call_event observer (calls_observe): the call's line. */
+void audit_tool_call(const struct call_event *c);
+/* A program refused before it ran: by the worker's pre-flight validation (kind "validation",
+ * run: its id), or its execute_python arguments by the gateway (kind "invalid_arguments", run
+ * NULL: none was made). error: the message the client was given. */
+void audit_validation(const char *principal, uint64_t session, const char *run, const char *kind,
+                      const char *error);
 /* SIGHUP: the file is opened again (rotation). */
 void audit_reopen(void);
 /* Writes what is queued and closes the log. */

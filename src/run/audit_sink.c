@@ -13,7 +13,13 @@
  * every child at exec, so no worker or upstream ever has it. A write cut short (a full disk)
  * is undone back to the last whole line, so the file never holds half a line. SIGHUP reopens
  * the path (audit_sink_reopen): after `mv audit.log audit.log.1` the next lines start a new
- * file, and every line lands in one of the two. */
+ * file, and every line lands in one of the two.
+ *
+ * Syslog is spoken here, not through syslog(3): each line is one datagram in the BSD syslog
+ * form ("<PRI>Mmm dd hh:mm:ss codemcp-audit[pid]: line", facility authpriv, severity info) to
+ * /dev/log, or to the unix socket "syslog:PATH" names (a relay, a container's socket, a test).
+ * syslog(3) knows only /dev/log and drops what it cannot send without saying so; here a line
+ * the socket refuses (after one reconnect) is counted as lost like a failed file write. */
 #include "audit_sink.h"
 #include "log.h"
 #include "util.h"
@@ -25,8 +31,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MOD "audit"
@@ -41,6 +50,8 @@
 /* At exit, how long the writer may take to write what is queued (a disk that does not answer
  * must not keep the gateway from ending: what is left is counted as lost). */
 #define AUDIT_CLOSE_MS 3000
+/* Where "syslog" sends its datagrams (syslog(3)'s _PATH_LOG). */
+#define AUDIT_SYSLOG_PATH "/dev/log"
 
 static struct {
     pthread_mutex_t mu;
@@ -52,7 +63,10 @@ static struct {
     size_t queued;
     char *path; /* NULL: syslog */
     int fd;
-} sk = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .fd = -1};
+    struct sockaddr_un log_addr; /* syslog: the socket the datagrams go to */
+    int log_sock;                /* syslog: connected datagram socket (-1: not connected) */
+} sk = {
+    .mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .fd = -1, .log_sock = -1};
 
 static atomic_long lost_full, lost_write;
 static atomic_llong reported_ms;
@@ -119,11 +133,54 @@ static void write_file(int fd, const char *p, size_t n)
     }
 }
 
+/* The syslog socket, connected now if it is not (writer thread). -1 when it cannot be. */
+static int syslog_socket(void)
+{
+    if (sk.log_sock >= 0)
+        return sk.log_sock;
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sk.log_addr, sizeof(sk.log_addr)) < 0) {
+        close(fd);
+        fd = -1;
+    }
+    return sk.log_sock = fd;
+}
+
+/* One datagram: head then line. 0, or -1 (the socket is closed; the caller may retry). */
+static int send_line(const char *head, size_t head_len, const char *line, size_t len)
+{
+    int fd = syslog_socket();
+    if (fd < 0)
+        return -1;
+    struct iovec iov[2] = {{(void *)head, head_len}, {(void *)line, len}};
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
+    ssize_t w;
+    do
+        w = sendmsg(fd, &msg, MSG_NOSIGNAL);
+    while (w < 0 && errno == EINTR);
+    if (w == (ssize_t)(head_len + len))
+        return 0;
+    close(fd); /* the daemon restarted, or the socket went: the next send connects again */
+    sk.log_sock = -1;
+    return -1;
+}
+
+/* Each line of p[0..n) as one syslog datagram; a line the socket refuses twice is lost. */
 static void write_syslog(const char *p, size_t n)
 {
+    char head[96];
+    time_t t = time(NULL);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    char stamp[32];
+    strftime(stamp, sizeof(stamp), "%b %e %H:%M:%S", &tm);
+    int hl = snprintf(head, sizeof(head), "<%d>%s codemcp-audit[%ld]: ", LOG_AUTHPRIV | LOG_INFO,
+                      stamp, (long)getpid());
     for (const char *e = p + n, *nl; p < e; p = nl + 1) {
         nl = memchr(p, '\n', (size_t)(e - p));
-        syslog(LOG_INFO, "%.*s", (int)(nl - p), p);
+        size_t len = (size_t)(nl - p);
+        if (send_line(head, (size_t)hl, p, len) < 0 && send_line(head, (size_t)hl, p, len) < 0)
+            atomic_fetch_add(&lost_write, 1);
     }
 }
 
@@ -181,8 +238,15 @@ static void *writer_main(void *arg)
 
 int audit_sink_open(const char *dest, char *err, size_t errlen)
 {
-    if (strcmp(dest, "syslog") == 0) {
-        openlog("codemcp-audit", LOG_PID | LOG_NDELAY, LOG_AUTHPRIV);
+    if (strcmp(dest, "syslog") == 0 || strncmp(dest, "syslog:", 7) == 0) {
+        const char *to = dest[6] ? dest + 7 : AUDIT_SYSLOG_PATH;
+        if (!*to || strlen(to) >= sizeof(sk.log_addr.sun_path)) {
+            snprintf(err, errlen, "CODEMCP_AUDIT_LOG: %s: not a unix socket path", dest);
+            return -1;
+        }
+        sk.log_addr.sun_family = AF_UNIX;
+        memcpy(sk.log_addr.sun_path, to, strlen(to) + 1);
+        syslog_socket(); /* before any worker starts; a daemon not up yet: at the first line */
     } else {
         sk.fd = open_file(dest);
         if (sk.fd < 0) {
@@ -266,8 +330,9 @@ void audit_sink_close(void)
     if (sk.path) {
         close(sk.fd);
         sk.fd = -1;
-    } else {
-        closelog();
+    } else if (sk.log_sock >= 0) {
+        close(sk.log_sock);
+        sk.log_sock = -1;
     }
     free(sk.path);
     free(sk.queue);

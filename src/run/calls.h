@@ -13,9 +13,37 @@
 #ifndef CODEMCP_CALLS_H
 #define CODEMCP_CALLS_H
 
+#include "metrics.h"
+
 #include <jansson.h>
 #include <sys/uio.h>
 #include <stdint.h>
+
+/* A tool call (or a resource read) as it ended: filled once, at its one end, by the call path,
+ * and handed to every observer registered with calls_observe (main.c registers the audit log
+ * and the metrics when they are on; with none, no record is built). Strings are borrowed for
+ * the callback only. */
+struct call_event {
+    const char *principal; /* NULL or "": not known (the run is not active) */
+    uint64_t session;
+    const char *run, *server, *tool, *fn;
+    int listed; /* server/tool are in the catalog: labels a metric may carry */
+    int read;   /* a resource read, not a tool call */
+    int mutation, dry_run;
+    const char *decision; /* "allow", "deny" or "dry_run" */
+    const char *rule;     /* the policy rule or engine that decided ("" or NULL: none) */
+    const char *reason;   /* why it was refused (NULL when it was not) */
+    const char *outcome;  /* "ok", "error" (an isError result), "dry_run", or the error kind */
+    enum mx_call_outcome result; /* the outcome as the metrics count it */
+    int64_t duration_ms;
+    const char *args; /* canonical JSON text of the arguments (NULL: none) */
+    size_t args_len;
+};
+
+/* At most this many observers (the audit log, the metrics, and room for one more). */
+#define CALLS_OBSERVERS 4
+/* Registers fn to be handed every call's end. At start-up, before the first call. */
+void calls_observe(void (*fn)(const struct call_event *e));
 
 /* What enforcement needs to know of the run a call says it belongs to. */
 struct trace_span;

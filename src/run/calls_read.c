@@ -14,7 +14,6 @@
  * Each read's end is an audit line (audit.h), as a call's is. */
 #include "calls.h"
 #include "calls_int.h"
-#include "audit.h"
 #include "jsonfast.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -67,33 +66,33 @@ static struct read *read_new(uint64_t conn_id, int slot, json_t *id, const char 
     return rd;
 }
 
-/* The read's audit line: it ended with outcome ("ok" or an error kind); reason: why it was
- * refused, NULL when it was not. */
+/* The read's end, to the observers (its audit line): it ended with outcome ("ok" or an error
+ * kind); reason: why it was refused, NULL when it was not. */
 static void read_audit(const struct read *rd, const char *outcome, const char *reason)
 {
-    if (!audit_enabled())
+    if (!calls__observed())
         return;
     json_t *a = json_pack("{s:s}", "uri", rd->uri);
     char *args = jf_dumps(a);
     json_decref(a);
     char fn[160];
     snprintf(fn, sizeof(fn), "%s_read_resource", rd->server);
-    struct audit_call c = {rd->principal,
-                           rd->session,
-                           rd->run_id,
-                           rd->server[0] ? rd->server : NULL,
-                           READ_TOOL,
-                           rd->server[0] ? fn : NULL,
-                           0,
-                           rd->dry_run,
-                           rd->decision,
-                           rd->rule,
-                           reason,
-                           outcome,
-                           now_ms() - rd->started_ms,
-                           args,
-                           args ? strlen(args) : 0};
-    audit_tool_call(&c);
+    struct call_event c = {.principal = rd->principal,
+                           .session = rd->session,
+                           .run = rd->run_id,
+                           .server = rd->server[0] ? rd->server : NULL,
+                           .tool = READ_TOOL,
+                           .fn = rd->server[0] ? fn : NULL,
+                           .read = 1,
+                           .dry_run = rd->dry_run,
+                           .decision = rd->decision,
+                           .rule = rd->rule,
+                           .reason = reason,
+                           .outcome = outcome,
+                           .duration_ms = now_ms() - rd->started_ms,
+                           .args = args,
+                           .args_len = args ? strlen(args) : 0};
+    calls__emit(&c);
     free(args);
 }
 

@@ -121,7 +121,14 @@ static int unread_over_cap(struct ctl_conn *c)
 
 size_t ctl_frame_limit(void)
 {
-    return max_frame < WSP_WORKER_MAX_FRAME ? max_frame : WSP_WORKER_MAX_FRAME;
+    return max_frame;
+}
+
+const char *ctl_frame_env(void)
+{
+    static char env[64];
+    snprintf(env, sizeof(env), "CODEMCP_CONTROL_MAX_FRAME=%zu", max_frame);
+    return env;
 }
 
 /* Queues one text frame made of n pieces (written one after the other). CALLS_TOO_LARGE, and

@@ -59,9 +59,11 @@ int ctl_send_parts(uint64_t conn_id, const struct iovec *iov, int n);
 /* The same, iov[held] lying in *block (malloc'd; NULL block: none): kept and written from
  * there, not copied (*block set to NULL: the connection frees it once written). */
 int ctl_send_parts_held(uint64_t conn_id, const struct iovec *iov, int n, int held, char **block);
-/* The longest frame sent to a worker: CODEMCP_CONTROL_MAX_FRAME, at most what the worker reads
- * (WSP_WORKER_MAX_FRAME). */
+/* The longest frame sent to or read from a worker: CODEMCP_CONTROL_MAX_FRAME. */
 size_t ctl_frame_limit(void);
+/* "CODEMCP_CONTROL_MAX_FRAME=N" for a worker's environment: the worker reads frames up to the
+ * gateway's own cap, so a raised setting cannot make it drop a frame the gateway sends. */
+const char *ctl_frame_env(void);
 /* Bytes queued to the connection and not yet written to its worker (0: gone). */
 size_t ctl_pending(uint64_t conn_id);
 /* Closes a connection (e.g. its worker is being killed). */

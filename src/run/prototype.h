@@ -35,6 +35,12 @@ struct pt_hooks {
 void pt_init(int sandboxed, long memory_mb, long start_timeout_ms, const struct pt_hooks *h);
 /* Starts the prototype if it is down (no-op while starting or ready, or after failure). */
 void pt_start(void);
+/* The same in the background (SCHED_IDLE), so that its start yields the CPU at once to the
+ * upstreams' (which initialize waits for); no-op when we could not raise it back. */
+void pt_start_background(void);
+/* Raises a background prototype back to the gateway's priority (before any fork). 0, or -1:
+ * it could not, and that prototype is replaced by one started normally. */
+int pt_foreground(void);
 /* 1 when fork requests can be sent now. */
 int pt_ready(void);
 /* Why the prototype cannot start, or NULL. */

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -38,9 +39,15 @@ int run_relay_can_answer(json_t *caps, json_t *requests)
     return 1;
 }
 
-/* "rs_" and 32 base64url characters from 24 random bytes. -1 without randomness. */
-int run_relay_mint_state(char out[48])
+#define STATE_PREFIX "rs_"
+
+int run_relay_mint_state(char out[RUN_RELAY_STATE_MAX])
 {
+    if (replica_id()) { /* routable by the balancer, checkable by every replica */
+        memcpy(out, STATE_PREFIX, sizeof(STATE_PREFIX));
+        return replica_mint("rs", out + strlen(STATE_PREFIX),
+                            RUN_RELAY_STATE_MAX - strlen(STATE_PREFIX));
+    }
     static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     unsigned char raw[24];
     size_t got = 0;
@@ -64,4 +71,30 @@ int run_relay_mint_state(char out[48])
     *o = '\0';
     explicit_bzero(raw, sizeof(raw));
     return 0;
+}
+
+int run_relay_elsewhere(const char *state, char *err, size_t errlen)
+{
+    char who[REPLICA_ID_MAX + 1];
+    size_t np = strlen(STATE_PREFIX);
+    if (!replica_id() || strncmp(state, STATE_PREFIX, np) != 0)
+        return 0;
+    enum replica_verdict v = replica_check("rs", state + np, who);
+    if (v == REPLICA_OTHER)
+        snprintf(err, errlen,
+                 "requestState belongs to a run on replica %s of this fleet, not on this one "
+                 "(%s): replica %s is gone (that run and its session's variables are lost) or "
+                 "the load balancer does not route a retry by the replica id in its "
+                 "requestState (contrib/fleet/haproxy.cfg does); send the request again without "
+                 "requestState",
+                 who, replica_id(), who);
+    else if (v == REPLICA_EARLIER)
+        snprintf(err, errlen,
+                 "requestState is lost: replica %s restarted since it issued it, and the run "
+                 "waiting for this input went with it; send the request again without "
+                 "requestState",
+                 who);
+    else
+        return 0; /* this replica's, or not of this fleet: runs.c says which */
+    return -1;
 }

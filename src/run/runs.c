@@ -89,7 +89,7 @@ struct run {
     json_t *client_caps; /* the 2026 client's capabilities (NULL: a 2025 client, no relay) */
     char principal[64];  /* who asked (namespaces.h ns_asker): its fair share, its retries */
     int awaiting;        /* answered input_required; waiting for the retry */
-    char input_state[48];
+    char input_state[RUN_RELAY_STATE_MAX];
     int64_t time_left; /* of the run's deadline, while awaiting */
     struct lp_timer input_timer;
     struct run *next;
@@ -101,7 +101,7 @@ struct run {
  * have expired: the client was told to retry, so the answer must not go to nobody. */
 #define INPUT_TOMBS 64
 struct input_tomb {
-    char state[48];
+    char state[RUN_RELAY_STATE_MAX];
     const char *why;
     json_t *answer;    /* the ended run's CallToolResult, or NULL */
     json_t *arguments; /* with answer: of the execute_python request */
@@ -383,7 +383,7 @@ static void finish_with(struct run *r, json_t *envelope, const char *failure, co
         run_log(r, LOG_WARN, "%s failed after %lld ms (%s)", r->id, (long long)elapsed,
                 k ? k : "error");
         if (k && strcmp(k, "validation") == 0)
-            audit_validation(r->principal, r->session_id, r->id,
+            audit_validation(r->principal, r->session_id, r->id, "validation",
                              json_string_value(json_object_get(envelope, "error")));
     } else {
         run_log(r, r->stop == STOP_NONE ? LOG_ERROR : LOG_WARN, "%s failed after %lld ms (%s): %s",
@@ -863,6 +863,7 @@ static struct run *submit(uint64_t session_id, uint64_t home, json_t *request_id
     return r;
 bad_arguments:
     mx_rejected(MX_REJECT_ARGUMENTS);
+    audit_validation(ns_asker(session_id, home), session_id, NULL, "invalid_arguments", err);
     return NULL;
 }
 
@@ -1003,6 +1004,8 @@ int run_resume(uint64_t session_id, uint64_t home, json_t *request_id, json_t *a
         snprintf(err, errlen, "inputResponses must be an object (keys of the inputRequests)");
         return -1;
     }
+    if (run_relay_elsewhere(st, err, errlen) < 0)
+        return -1;
     struct run *r = runs;
     while (r && !(r->awaiting && secure_streq(r->input_state, st)))
         r = r->next;

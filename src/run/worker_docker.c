@@ -35,7 +35,7 @@
 #define CTL_DIR_IN    "/run/codemcp-control" /* where the private directory is mounted */
 #define LABEL_WORKER  "codemcp.worker"
 #define LABEL_GATEWAY "codemcp.gateway"
-#define NOBODY        65534 /* the container's uid and gid when the gateway is root */
+#define NOBODY        65534 /* a root gateway's containers with CODEMCP_ROOT_UID_BASE=0 */
 #define DK_NPROC      32768 /* RLIMIT_NPROC of a worker container: the default pid_max */
 
 struct dk_job {
@@ -59,6 +59,7 @@ static struct {
     int readonly;
     int subprocess; /* CODEMCP_SANDBOX_SUBPROCESS: the worker's seal allows execve */
     long nofile;    /* CODEMCP_SANDBOX_NOFILE: open files, as a sandboxed worker gets */
+    long uid_base;  /* CODEMCP_ROOT_UID_BASE: a root gateway's slot N runs as base + N */
 } cfg;
 
 static char sockets_dir[200]; /* <runtime dir>/codemcp-docker-<pid>-<start>: the workers' dirs */
@@ -225,6 +226,7 @@ int wkd_init(const struct settings *s)
     cfg.readonly = s->docker_readonly;
     cfg.subprocess = s->sandbox_subprocess;
     cfg.nofile = s->sandbox_nofile;
+    cfg.uid_base = s->root_uid_base;
     if (cfg.memory_mb < 0 || cfg.pids < 0 || !(cfg.cpus >= 0)) {
         log_error("worker", "CODEMCP_DOCKER_MEMORY, _PIDS_LIMIT and _CPUS must not be negative");
         return -1;
@@ -381,6 +383,18 @@ static void container_call(const char *id, const char *what, const char *method)
     dk_reply_free(&r);
 }
 
+/* The uid and gid a slot's container runs as. A root gateway gives each slot its own (one per
+ * live session, the slot's next session reuses it): the kernel keeps some budgets per uid
+ * outside every namespace (pipe buffer pages, epoll watches, processes per user), which one
+ * container would otherwise fill for all. A gateway that is not root keeps its own ids: the
+ * control socket it makes is its own, and it could not give it away. */
+static uid_t container_id(int slot, int gid)
+{
+    if (getuid() != 0)
+        return gid ? getgid() : getuid();
+    return cfg.uid_base > 0 ? (uid_t)(cfg.uid_base + slot) : NOBODY;
+}
+
 /* The container's create body (made on the loop, where the worker's settings are). */
 static json_t *create_body(struct dk_job *j)
 {
@@ -389,8 +403,8 @@ static json_t *create_body(struct dk_job *j)
     snprintf(tok, sizeof(tok), "CODEMCP_WORKER_TOKEN=%s", j->w->token);
     snprintf(id, sizeof(id), "CODEMCP_WORKER_ID=%d", j->w->slot);
     snprintf(mem, sizeof(mem), "CODEMCP_WORKER_MEMORY_MB=%ld", memory_mb);
-    snprintf(user, sizeof(user), "%u:%u", getuid() ? getuid() : NOBODY,
-             getuid() ? getgid() : NOBODY);
+    snprintf(user, sizeof(user), "%u:%u", (unsigned)container_id(j->w->slot, 0),
+             (unsigned)container_id(j->w->slot, 1));
     snprintf(bind, sizeof(bind), "%s:%s:ro", j->dir, CTL_DIR_IN);
     const char *log = cfg.log;
     char logv[64];
@@ -398,8 +412,9 @@ static json_t *create_body(struct dk_job *j)
     /* Open files and processes set, not left to the engine: Podman asks for 1048576 and
      * 4194304, which runc cannot set above its own hard limits without CAP_SYS_RESOURCE
      * ("error setting rlimit type 7: operation not permitted"). Open files as a sandboxed
-     * worker gets them; processes per uid (every container's nobody counts together) as many
-     * as the default pid_max allows, so only the container's pids limit ever binds. */
+     * worker gets them; processes per uid (the containers of a gateway that is not root share
+     * its uid) as many as the default pid_max allows, so only the container's pids limit ever
+     * binds. */
     struct rlimit nproc_rl = {RLIM_INFINITY, RLIM_INFINITY};
     getrlimit(RLIMIT_NPROC, &nproc_rl);
     json_int_t nproc = nproc_rl.rlim_max < DK_NPROC ? (json_int_t)nproc_rl.rlim_max : DK_NPROC;
@@ -407,10 +422,10 @@ static json_t *create_body(struct dk_job *j)
      * lets it) as a sandboxed one does; sockets only when the container has a network. */
     int no_net = strcmp(cfg.network, "none") == 0;
     json_t *body = json_pack(
-        "{s:s, s:[s], s:[s,s,s,s,s,s,s,s,s,s], s:s, s:s, s:b, s:{s:s, s:s}, s:{s:[s], "
+        "{s:s, s:[s], s:[s,s,s,s,s,s,s,s,s,s,s], s:s, s:s, s:b, s:{s:s, s:s}, s:{s:[s], "
         "s:[s], s:s, s:b, s:{s:s}, s:I, s:I, s:I, s:I, s:[s], s:s, s:[{s:s, s:I, s:I}, {s:s, s:I, "
         "s:I}]}}",
-        "Image", "", "Cmd", WKI_WORKER_PATH, "Env", url, tok, id, mem,
+        "Image", "", "Cmd", WKI_WORKER_PATH, "Env", url, tok, id, mem, ctl_frame_env(),
         "CODEMCP_ISOLATION=container",
         cfg.subprocess ? "CODEMCP_SANDBOX_SUBPROCESS=1" : "CODEMCP_SANDBOX_SUBPROCESS=0",
         no_net ? "CODEMCP_SANDBOX_NET=none" : "CODEMCP_SANDBOX_NET=host", "HOME=/tmp",
@@ -589,8 +604,10 @@ static int make_control_socket(struct dk_job *j)
     if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(j->sock, 0600) < 0 ||
         listen(fd, 1) < 0)
         goto fail;
-    /* Root gateways run the container as nobody: the directory and socket become its. */
-    if (getuid() == 0 && (chown(j->dir, NOBODY, NOBODY) < 0 || chown(j->sock, NOBODY, NOBODY) < 0))
+    /* Root gateways run the container as another user: the directory and socket become its. */
+    uid_t uid = container_id(j->w->slot, 0);
+    gid_t gid = container_id(j->w->slot, 1);
+    if (getuid() == 0 && (chown(j->dir, uid, gid) < 0 || chown(j->sock, uid, gid) < 0))
         goto fail;
     j->listener = lp_io_watch(fd, 1, &listener_ops, j);
     return j->listener ? 0 : -1;

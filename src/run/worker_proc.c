@@ -1,11 +1,14 @@
 /* worker_proc — see worker_proc.h. */
 #include "worker_proc.h"
+#include "control.h"
 #include "loop.h"
 #include "sandbox.h"
 #include "settings.h"
 #include "util.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -82,11 +85,13 @@ char **wkp_env(char *const *extra)
                                        "CODEMCP_ENCODER_MODEL",
                                        "CODEMCP_SEMANTIC_SEARCH",
                                        "CODEMCP_SANDBOX_LANDLOCK_ABI_MAX",
+                                       "CODEMCP_SANDBOX_SUBIDS",
+                                       "CODEMCP_ROOT_UID_BASE",
                                        NULL};
     size_t n = 0, k = 0;
     for (char *const *e = extra; e && *e; e++)
         k++;
-    char **env = xcalloc(sizeof(pass) / sizeof(pass[0]) + k + 1, sizeof(char *));
+    char **env = xcalloc(sizeof(pass) / sizeof(pass[0]) + k + 2, sizeof(char *));
     for (int i = 0; pass[i]; i++) {
         const char *v = settings_env(pass[i]);
         if (!v)
@@ -95,6 +100,7 @@ char **wkp_env(char *const *extra)
         env[n] = xmalloc(len);
         snprintf(env[n++], len, "%s=%s", pass[i], v);
     }
+    env[n++] = xstrdup(ctl_frame_env());
     for (char *const *e = extra; e && *e; e++)
         env[n++] = xstrdup(*e);
     env[n] = NULL;
@@ -139,6 +145,61 @@ void wkp_kill(pid_t pid, enum wkp_kind kind)
         kill(pid, SIGKILL);
         break;
     }
+}
+
+/* One pass over pid's threads, then (after them: a child forked later inherits the new policy)
+ * their children. *moved counts the threads changed. */
+static int foreground_pass(pid_t pid, int depth, int *moved)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    int rc = 0;
+    if (!d)
+        return 0; /* gone: nothing left to move */
+    for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+        pid_t tid = (pid_t)atoi(e->d_name);
+        if (tid <= 0 || sched_getscheduler(tid) != SCHED_IDLE)
+            continue;
+        if (sched_setscheduler(tid, SCHED_OTHER, &(struct sched_param){0}) < 0)
+            rc = errno == ESRCH ? 0 : -1;
+        else
+            (*moved)++;
+    }
+    rewinddir(d);
+    for (struct dirent *e; rc == 0 && depth < 16 && (e = readdir(d));) {
+        int tid = atoi(e->d_name);
+        if (tid <= 0)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, tid);
+        char *kids = read_file(path, NULL);
+        for (char *p = kids, *end; rc == 0 && p && *p; p = end) {
+            long c = strtol(p, &end, 10);
+            if (end == p)
+                break;
+            rc = foreground_pass((pid_t)c, depth + 1, moved);
+        }
+        free(kids);
+    }
+    int e = errno;
+    closedir(d);
+    errno = e;
+    return rc;
+}
+
+int wkp_foreground_tree(pid_t pid)
+{
+    /* Until a pass finds nothing left: a thread may have been started, or a process forked,
+     * by one not moved yet while we walked. */
+    for (int pass = 0; pass < 8; pass++) {
+        int moved = 0;
+        if (foreground_pass(pid, 0, &moved) < 0)
+            return -1;
+        if (!moved)
+            return 0;
+    }
+    errno = EAGAIN;
+    return -1;
 }
 
 /* The NSpid fields of pid (up to max), their count, or -1. */

@@ -17,14 +17,17 @@
 int wkp_find_bin(const char *over);
 const char *wkp_bin(void);
 
-/* The environment of a worker process: the pass-list of the gateway's variables plus
- * `extra` ("K=V" strings, NULL-terminated; copied). NULL-terminated; wkp_env_free() it. */
+/* The environment of a worker process: the pass-list of the gateway's variables, the
+ * control frame cap (ctl_frame_env) and `extra` ("K=V" strings, NULL-terminated; copied). NULL-terminated; wkp_env_free() it. */
 char **wkp_env(char *const *extra);
 void wkp_env_free(char **env);
 
 /* Execs codemcp-worker with env and keep_fd (> 2) as its fd 3, in a process group of its
  * own. fds[1], fds[2]: its stdout and stderr pipes. The pid, or -1 with err set. */
 pid_t wkp_spawn(char **env, int keep_fd, int fds[3], char *err, size_t errlen);
+/* Moves every thread of pid and of its descendants from SCHED_IDLE to SCHED_OTHER. 0, or -1 with
+ * errno set (EPERM: we may not). */
+int wkp_foreground_tree(pid_t pid);
 
 enum wkp_kind {
     WKP_EXEC_HOST,    /* exec'd, host isolation: its process group */

@@ -4,7 +4,8 @@
  * descriptors and learns the session's pid; a status pipe tells when and how it ended) or
  * exec'd (CODEMCP_PROTOTYPE=off, or a control listener: a fresh codemcp-worker through
  * worker_proc.h, reaped by loop.c). Either way the slot goes STARTING until its worker
- * authenticates on the control channel (workers.c). Must not: decide which session gets a
+ * authenticates on the control channel (workers.c). In docker isolation the container is
+ * made by worker_docker.h, reached only from here. Must not: decide which session gets a
  * slot (worker_sessions.c) or touch runs. Loop thread only. */
 #include "workers_int.h"
 #include "control.h"
@@ -38,6 +39,11 @@ static void cancel_queued(void *ud)
     struct worker *w = ud;
     if (w->state == WK_STARTING && !w->pid && !w->st_io)
         on_worker_exit(w, 0, SIGKILL);
+}
+
+int docker_init(const struct settings *s)
+{
+    return wkd_init(s);
 }
 
 int has_process(const struct worker *w)

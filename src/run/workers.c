@@ -12,6 +12,7 @@
 #include "workers.h"
 #include "workers_int.h"
 #include "catalog.h"
+#include "codemcp_limits.h"
 #include "control.h"
 #include "jsonscan.h"
 #include "jsonrpc.h"
@@ -24,7 +25,6 @@
 #include "shapes.h"
 #include "util.h"
 #include "prototype.h"
-#include "worker_docker.h"
 #include "worker_proc.h"
 
 #include <errno.h>
@@ -48,10 +48,13 @@ long memory_mb;
 int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
 int dockered;      /* CODEMCP_ISOLATION=docker */
 int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
-/* CODEMCP_PROTOTYPE_EARLY (default off): the prototype starts beside the upstreams. Off, it
- * starts with the first worker, once they settled: measured on 2 shared cores, starting it
- * early gave the first result 0.61x the time when a core was free but slowed initialize and
- * tools/list (which wait for the upstreams) 1.2-2.3x, and the first result too under load. */
+/* CODEMCP_PROTOTYPE_EARLY (default off): the prototype starts with the gateway in the
+ * background (SCHED_IDLE: only CPU nothing else wants, yielded at once to a task that wakes)
+ * and is moved to SCHED_OTHER once the upstreams settled (or before its first fork). Off (or
+ * when we could not move it back), it starts with the first worker, once they settled: on 2
+ * busy shared cores an early start, at full priority or in the background alike, made
+ * initialize and tools/list (which wait for the upstreams) 1.2-1.4x slower without a sooner
+ * first result (bench/results/coldstart.md). */
 static int prototype_early;
 long session_idle_ms;
 long min_hold_ms;
@@ -209,7 +212,7 @@ static int choose_isolation(const struct settings *s)
     if (iso && strcmp(iso, "docker") == 0) {
         sandboxed = 0;
         dockered = 1;
-        return wkd_init(s) < 0 ? -2 : 0;
+        return docker_init(s) < 0 ? -2 : 0;
     }
     if (iso && strcmp(iso, "host") == 0) {
         log_warn("worker", "CODEMCP_ISOLATION=host: agent code runs WITHOUT a sandbox, with this "
@@ -236,6 +239,14 @@ static int choose_isolation(const struct settings *s)
         log_error("worker", "%s", err);
         return -2;
     }
+    if (!sbx_uid_mode(&o, err, sizeof(err)))
+        log_warn("worker", "sandbox ids: %s", err);
+    else if (!s->prototype)
+        log_warn("worker", "sandbox ids: every worker runs as the gateway's own user outside "
+                           "(CODEMCP_PROTOTYPE=off: only sessions forked from the prototype get "
+                           "a uid of their own from the subordinate id range)");
+    else
+        log_info("worker", "sandbox ids: %s", err);
     sandboxed = 1;
     return 0;
 }
@@ -266,8 +277,8 @@ int wk_init(const struct settings *s, int max_workers)
     workers = xcalloc((size_t)n_workers, sizeof(*workers));
     for (int i = 0; i < n_workers; i++) {
         workers[i].slot = i;
-        workers[i].out_lines.max_line = 64 * 1024;
-        workers[i].err_lines.max_line = 64 * 1024;
+        workers[i].out_lines.max_line = LIM_CAPTURED_LINE_MAX;
+        workers[i].err_lines.max_line = LIM_CAPTURED_LINE_MAX;
         workers[i].log_budget.per_second = s->log_worker_lines;
     }
     return 0;
@@ -276,11 +287,13 @@ int wk_init(const struct settings *s, int max_workers)
 void wk_prestart(void)
 {
     if (use_prototype && prototype_early && n_workers && !shutting_down)
-        pt_start();
+        pt_start_background();
 }
 
 void wk_prewarm(void)
 {
+    if (use_prototype)
+        pt_foreground();
     if (n_workers && workers[0].state == WK_DOWN && !shutting_down)
         spawn(&workers[0]);
 }

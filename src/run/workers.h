@@ -43,10 +43,11 @@ int wk_init(const struct settings *s, int max_workers);
 /* Registers the hooks (copied). */
 void wk_set_hooks(const struct wk_hooks *h);
 /* Starts worker 0 ahead of the first run (called once upstreams settled, so a worker's own
- * start does not compete with theirs for the CPU). */
+ * start does not compete with theirs for the CPU); a background prototype gets our priority. */
 void wk_prewarm(void);
 /* Starts the prototype workers are forked from (when they are, and CODEMCP_PROTOTYPE_EARLY is
- * on), at the gateway's start: its interpreter start-up runs beside the upstreams'. */
+ * on), at the gateway's start and in the background: its interpreter start-up runs beside the
+ * upstreams' on what CPU they leave. */
 void wk_prestart(void);
 /* The default of CODEMCP_WORKER_MIN_HOLD_MS: how long a session keeps the slot it was given
  * before an idle one may be taken from it for a waiting run (bounds process starts per second

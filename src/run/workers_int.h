@@ -85,6 +85,7 @@ struct worker {
 #define arm_start_timer  wk__arm_start_timer
 #define touch            wk__touch
 #define pt_hooks_of_pool wk__pt_hooks
+#define docker_init      wk__docker_init
 
 /* worker_guard.c: the gateway's own limits on what a run leaves behind and the CPU it takes.
  * guard_before_run: 0 when the slot may take a run now (its worker watched, nothing of the last
@@ -124,6 +125,10 @@ int other_spare(const struct worker *w); /* another unowned slot is up or coming
 void on_worker_exit(void *ud, pid_t pid, int status);
 
 /* worker_spawn.c */
+struct settings;
+/* CODEMCP_ISOLATION=docker, at start: the daemon answers, stale containers are gone
+ * (worker_docker.h, which only the spawn side includes). 0, or -1 (logged). */
+int docker_init(const struct settings *s);
 int spawn(struct worker *w);      /* DOWN → STARTING: 0, -1 (start_failure says why) */
 void hard_kill(struct worker *w); /* SIGKILL of the worker's whole sandbox or group */
 /* The slot has a worker for hard_kill to end: a process, or in docker isolation (pid 0) a

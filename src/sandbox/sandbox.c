@@ -423,7 +423,7 @@ static void become_sandbox_user(int outer_root)
 
 /* Capabilities: the bounding set goes while CAP_SETPCAP is still held (before the uid
  * change, which clears the rest when uid 0 was mapped), then the sets themselves. */
-void sbx__drop_privileges(int outer_root, int change_uid)
+void sbx__drop_privileges(int outer_root, int change_uid, unsigned long keep)
 {
     int last = 40;
     char *t = read_file("/proc/sys/kernel/cap_last_cap", NULL);
@@ -432,16 +432,23 @@ void sbx__drop_privileges(int outer_root, int change_uid)
         free(t);
     }
     for (int c = 0; c <= last; c++)
-        if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+        if (!(c < 64 && (keep >> c) & 1) && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 &&
+            errno != EINVAL)
             die_step("drop the capability bounding set", NULL);
     (void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    /* Leaving uid 0 clears every capability unless asked to keep them (then capset trims). */
+    if (keep && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+        die_step("keepcaps", NULL);
     if (change_uid)
         become_sandbox_user(outer_root);
     struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct data[2];
     memset(data, 0, sizeof(data));
+    data[0].permitted = data[0].effective = (uint32_t)keep;
+    data[1].permitted = data[1].effective = (uint32_t)(keep >> 32);
     if (syscall(SYS_capset, &hdr, data) < 0)
         die_step("capset", NULL);
+    (void)prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         die_step("no_new_privs", NULL);
 }
@@ -468,6 +475,8 @@ void sbx_opts_from_settings(const struct settings *s, struct sbx_opts *o)
     o->dev = s->pythonpath_dev;
     o->encoder_model = s->encoder_model;
     o->landlock_abi_max = s->sandbox_landlock_abi_max;
+    o->subids = s->sandbox_subids;
+    o->root_uid_base = s->root_uid_base;
 }
 
 void sbx__apply_limits(const struct sbx_opts *o)
@@ -624,6 +633,7 @@ static int enter(const struct sbx_opts *o, int probe, char *err, size_t errlen)
     char map[96];
 
     plan_build(&plan, o);
+    sbx__subid_prepare(o);
     if (pipe2(go, O_CLOEXEC) < 0 || pipe2(status, O_CLOEXEC) < 0) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));
         goto fail;
@@ -659,7 +669,10 @@ static int enter(const struct sbx_opts *o, int probe, char *err, size_t errlen)
         if (!o->net_host)
             loopback_up();
         build_root(&plan, o);
-        sbx__drop_privileges(outer_root, 1);
+        unsigned long keep = o->prototype ? sbx__subid_keep_caps() : 0;
+        sbx__drop_privileges(outer_root, 1, keep);
+        if (keep && outer_root)
+            sbx__subid_guard();
         if (probe) {
             int zero = 0;
             (void)!write(status[1], &zero, sizeof(zero));
@@ -688,10 +701,15 @@ static int enter(const struct sbx_opts *o, int probe, char *err, size_t errlen)
     go[0] = status[1] = -1;
     if (outer_root) {
         /* uid 0 stays itself for the set-up (binding paths under a root-only directory such
-         * as /root needs root's own permission bits), then the worker becomes 1000 = nobody. */
-        snprintf(map, sizeof(map), "0 0 1\n%d %d 1\n", SBX_UID, SBX_ROOT_MAP);
+         * as /root needs root's own permission bits), then the worker becomes 1000 = nobody;
+         * sessions get ids of their own from CODEMCP_ROOT_UID_BASE (sandbox_subid.c). */
+        size_t len = (size_t)snprintf(map, sizeof(map), "0 0 1\n%d %d 1\n", SBX_UID, SBX_ROOT_MAP);
+        sbx__subid_root_extent(map + len, sizeof(map) - len);
         if (write_map(child, "uid_map", map, err, errlen) < 0 ||
             write_map(child, "gid_map", map, err, errlen) < 0)
+            goto fail_child;
+    } else if (sbx__subid_active()) {
+        if (sbx__subid_map_sandbox(child, uid, gid, err, errlen) < 0)
             goto fail_child;
     } else {
         snprintf(map, sizeof(map), "%d %d 1\n", SBX_UID, (int)uid);

@@ -19,6 +19,7 @@
  * Namespaces: user, PID, mount, IPC, UTS, cgroup, and network (unless net_host). The
  * worker runs as uid/gid 1000 inside, mapped to the gateway's own uid, or to nobody (65534)
  * when the gateway is root, so that RLIMIT_NPROC binds (the kernel exempts real root); a
+ * forked session, to an id of its own where there is a range (sandbox_subid.c); a
  * root gateway also maps uid 0 to itself, used only while the root is built (so paths under
  * root-only directories such as /root can be bound) and left before anything else runs.
  * Must not: allocate after the clone in the waiter or init beyond what is already prepared,
@@ -43,8 +44,11 @@ struct sbx_opts {
     const char *encoder_model; /* CODEMCP_ENCODER_MODEL: search's sentence encoder, read-only */
     long landlock_abi_max; /* CODEMCP_SANDBOX_LANDLOCK_ABI_MAX (tests): use at most this Landlock
                               ABI, as an older kernel would (-1: what the kernel has) */
-    int prototype;         /* set by the caller: this sandbox hosts the prototype (forksrv.h), which
-                              forks sessions into sandboxes of their own (sbx_fork_session) */
+    long root_uid_base;    /* CODEMCP_ROOT_UID_BASE: a root gateway's sessions' outer ids */
+    int subids;    /* CODEMCP_SANDBOX_SUBIDS: a uid of its own per session from the gateway user's
+                      /etc/subuid range (sandbox_subid.c) */
+    int prototype; /* set by the caller: this sandbox hosts the prototype (forksrv.h), which
+                      forks sessions into sandboxes of their own (sbx_fork_session) */
 };
 
 struct settings;
@@ -68,8 +72,13 @@ int sbx_enter(const struct sbx_opts *o, char *err, size_t errlen);
  * seals it (seal.h). In the caller, returns the pid of the session's PID 1 (as the caller
  * sees it), or -1 (errno). The caller wraps it in PyOS_BeforeFork/AfterFork. In host
  * isolation the first process only makes a process group and reaps. */
-/* fds: the worker's control socket (becomes fd 3), stdout, stderr, and the status pipe. */
-pid_t sbx_fork_session(const struct sbx_opts *o, int sandboxed, const int fds[4]);
+/* fds: the worker's control socket (becomes fd 3), stdout, stderr, and the status pipe. slot:
+ * the gateway's worker slot, unique among live sessions (picks the session's own outer ids). */
+pid_t sbx_fork_session(const struct sbx_opts *o, int sandboxed, const int fds[4], int slot);
+
+/* How sessions' ids map outside, for the gateway's log, written to buf: 1, a uid of its own
+ * per session (the range); 0, the gateway's own user (buf says why and what to do). */
+int sbx_uid_mode(const struct sbx_opts *o, char *buf, size_t len);
 
 /* Exit status of a sandbox whose set-up failed after the clone. */
 #define SBX_EXIT_SETUP 125

@@ -19,10 +19,25 @@ __attribute__((noreturn)) void sbx__die_step(const char *step, const char *path)
 __attribute__((noreturn)) void sbx__die_mount_proc(const char *where);
 /* PID 1's loop (see sandbox.c); never returns. */
 __attribute__((noreturn)) void sbx__init_main(pid_t worker, int status_fd, int linger);
-/* Drops the bounding set and every capability, sets no_new_privs; change_uid: become the
- * sandbox user first (1000). */
-void sbx__drop_privileges(int outer_root, int change_uid);
+/* Drops the bounding set and every capability but those in keep (a mask of CAP_* bits), sets
+ * no_new_privs; change_uid: become the sandbox user first (1000). */
+void sbx__drop_privileges(int outer_root, int change_uid, unsigned long keep);
 /* nproc (unless o->prototype), nofile, fsize, core, msgqueue. */
 void sbx__apply_limits(const struct sbx_opts *o);
+
+/* sandbox_subid.c: a session's own outer ids. Before the clone: whether the gateway user's
+ * subordinate range is used (1) or not (0; sbx_uid_mode says why). */
+int sbx__subid_prepare(const struct sbx_opts *o);
+int sbx__subid_active(void);
+/* A root waiter's map line for the sessions' ids ("BASE_INSIDE START COUNT\n"), or "". */
+void sbx__subid_root_extent(char *out, size_t len);
+/* The waiter: the sandbox's maps through newuidmap/newgidmap. 0, or -1 with err. */
+int sbx__subid_map_sandbox(pid_t child, uid_t uid, gid_t gid, char *err, size_t errlen);
+/* What the prototype keeps to write its sessions' maps (0 when not active). */
+unsigned long sbx__subid_keep_caps(void);
+/* A root gateway's prototype, once it kept its capabilities: refuses itself id 0 (a filter). */
+void sbx__subid_guard(void);
+/* The prototype: maps a session's 1000 to the slot's own id. 0, or -1 (errno). */
+int sbx__subid_map_session(pid_t child, int slot);
 
 #endif

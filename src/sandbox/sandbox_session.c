@@ -116,11 +116,13 @@ static size_t ss_keep_list(const char *list, struct ss_keep *k, size_t n)
 }
 
 /* PID 1 of the session, right after the clone: ids, a fresh /tmp and /proc. */
-static void ss_build(const struct sbx_opts *o, uid_t uid, gid_t gid)
+static void ss_build(const struct sbx_opts *o, uid_t uid, gid_t gid, int mapped)
 {
     char map[64], opt[96];
     struct ss_keep keep[SS_MAX_KEEP];
     size_t n = 0;
+    if (mapped) /* the prototype wrote the maps (ss_await_maps) */
+        goto mounts;
     /* Maps are written by this process: its /proc files must belong to it meanwhile (the
      * prototype is not dumpable). sbx__init_main makes it non-dumpable again. The window (the
      * maps, two mounts and a fork): the same user's processes outside could ptrace it and take
@@ -133,6 +135,7 @@ static void ss_build(const struct sbx_opts *o, uid_t uid, gid_t gid)
     ss_write("/proc/self/uid_map", map);
     snprintf(map, sizeof(map), "%d %d 1\n", SBX_UID, (int)gid);
     ss_write("/proc/self/gid_map", map);
+mounts:
     n = ss_keep_list(o->ro, keep, n);
     n = ss_keep_list(o->rw, keep, n);
     n = ss_keep_list(o->dev, keep, n);
@@ -164,7 +167,44 @@ static int ss_place_fds(const int fds[4])
     return st;
 }
 
-pid_t sbx_fork_session(const struct sbx_opts *o, int sandboxed, const int fds[4])
+/* PID 1 with a subordinate id range (sandbox_subid.c): only the prototype may write a map
+ * that names another id, so PID 1 makes its /proc files its own (it inherits the prototype's
+ * non-dumpable state), says so on ready, waits for the maps on go, and becomes 1000 inside:
+ * its kernel uid is then the session's own, and so is every process it starts. */
+static void ss_await_maps(int ready, int go)
+{
+    char c = 'r';
+    prctl(PR_SET_DUMPABLE, 1);
+    if (write(ready, &c, 1) != 1 || read(go, &c, 1) != 1)
+        _exit(SBX_EXIT_SETUP); /* the prototype could not map us: it reports why */
+    close(ready);
+    close(go);
+    if (setresgid(SBX_UID, SBX_UID, SBX_UID) < 0)
+        sbx__die_step("setresgid", NULL);
+    if (setresuid(SBX_UID, SBX_UID, SBX_UID) < 0)
+        sbx__die_step("setresuid", NULL);
+}
+
+/* The prototype's side: waits for PID 1's ready, maps it to the slot's ids, lets it go.
+ * Returns pid, or -1 (errno) after killing it. */
+static pid_t ss_map_child(pid_t pid, int slot, int ready, int go)
+{
+    char c;
+    int e = 0;
+    if (read(ready, &c, 1) != 1)
+        e = EIO;
+    else if (sbx__subid_map_session(pid, slot) < 0)
+        e = errno;
+    else if (write(go, "g", 1) != 1)
+        e = errno;
+    if (e == 0)
+        return pid;
+    kill(pid, SIGKILL); /* reaped by the kernel: the prototype ignores SIGCHLD */
+    errno = e;
+    return -1;
+}
+
+pid_t sbx_fork_session(const struct sbx_opts *o, int sandboxed, const int fds[4], int slot)
 {
     /* Host isolation: the session's PID 1 becomes the gateway's child (CLONE_PARENT), so that
      * it dies with the gateway (PDEATHSIG) but not with the prototype. Sandboxed, it is nested
@@ -174,28 +214,54 @@ pid_t sbx_fork_session(const struct sbx_opts *o, int sandboxed, const int fds[4]
                   : (unsigned long)CLONE_PARENT;
     uid_t uid = getuid(); /* the ids in the prototype's namespace: unmapped after the clone */
     gid_t gid = getgid();
+    int mapped = sandboxed && sbx__subid_active();
+    int ready[2] = {-1, -1}, go[2] = {-1, -1};
+    if (mapped && (pipe2(ready, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0)) {
+        int e = errno;
+        for (int i = 0; i < 2; i++)
+            if (ready[i] >= 0)
+                close(ready[i]);
+        errno = e;
+        return -1;
+    }
     pid_t pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, 0);
+    if (pid != 0 && mapped) {
+        int e = errno;
+        close(ready[1]);
+        close(go[0]);
+        if (pid > 0)
+            pid = ss_map_child(pid, slot, ready[0], go[1]);
+        else
+            errno = e;
+        e = errno;
+        close(ready[0]);
+        close(go[1]);
+        errno = e;
+    }
     if (pid != 0)
         return pid;
+    if (mapped) {
+        close(ready[0]);
+        close(go[1]);
+        ss_await_maps(ready[1], go[0]);
+    }
     /* PID 1 of the session. Not tied to the prototype's life: a prototype that crashes
      * leaves live sessions alone (the gateway's death still ends them). */
     signal(SIGCHLD, SIG_DFL);
-    /* A process group of its own: otherwise the session shares the prototype's, and
-     * kill(0, ...), killpg and setpriority(PRIO_PGRP, 0, ...) in one session reach every other
-     * session and the prototype, whatever the PID namespaces (a process group is not confined
-     * by them; Landlock's signal scoping, Linux 6.12+, is the only other wall, and it does not
-     * cover priorities). No session can join another's group: setpgid names a group by a pid of
-     * the caller's own namespace. Not a session of its own (setsid): that also gives it an
-     * autogroup of the scheduler's own, which made every run ~7 % slower here (the gateway and
-     * the worker then hand over across groups), and a session id reaches nothing a group
-     * does not. */
-    if (setpgid(0, 0) < 0)
-        sbx__die_step("setpgid", NULL);
+    /* A session and process group of its own: otherwise the session shares the prototype's
+     * group, and kill(0, ...), killpg and setpriority(PRIO_PGRP, 0, ...) in one session reach
+     * every other session and the prototype, whatever the PID namespaces (a process group is not
+     * confined by them; Landlock's signal scoping, Linux 6.12+, is the only other wall, and it
+     * does not cover priorities). No session can join another's group: setpgid names a group by
+     * a pid of the caller's own namespace. setsid also detaches it from any controlling terminal
+     * the gateway was started from. */
+    if (setsid() < 0)
+        sbx__die_step("setsid", NULL);
     if (!sandboxed)
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* host isolation: the gateway kills its group */
     int status_fd = ss_place_fds(fds);
     if (sandboxed)
-        ss_build(o, uid, gid);
+        ss_build(o, uid, gid, mapped);
     pid_t worker = fork();
     if (worker < 0)
         sbx__die_step("fork", NULL);
@@ -208,7 +274,7 @@ pid_t sbx_fork_session(const struct sbx_opts *o, int sandboxed, const int fds[4]
     if (sandboxed) {
         struct sbx_opts lim = *o;
         lim.prototype = 0;
-        sbx__drop_privileges(0, 0);
+        sbx__drop_privileges(0, 0, 0);
         sbx__apply_limits(&lim);
         /* As an exec'd worker's: its own environ and memory stay closed to /proc readers
          * (it was dumpable only so that PID 1 could write the id maps). */

@@ -16,11 +16,17 @@
 #include <string.h>
 #include <time.h>
 
-#define MODULE       "state"
-#define QUEUE_MAX    8192 /* commands waiting for the writer; past it state_cmd refuses */
-#define CONNECT_MS   1000
-#define RETRY_MS     500
-#define POLL_MS      200
+#define MODULE     "state"
+#define QUEUE_MAX  8192 /* commands waiting for the writer; past it state_cmd refuses */
+#define CONNECT_MS 1000
+#define RETRY_MS   500
+#define POLL_MS    200
+/* A silent partition (a frozen Redis, a dropped link) sends no FIN: the subscriber PINGs its
+ * idle connection and calls it gone when no reply came for PING_DEAD_MS; a command waits at
+ * most CMD_MS instead of for ever. */
+#define PING_MS      1000
+#define PING_DEAD_MS 5000
+#define CMD_MS       3000
 #define STOP_WAIT_MS 2000
 #define MAX_HOOKS    16
 
@@ -123,7 +129,8 @@ static redisContext *connect_one(void)
     struct timeval tv = {CONNECT_MS / 1000, (CONNECT_MS % 1000) * 1000};
     redisContext *c = redisConnectWithTimeout(st.host, st.port, tv);
     redisReply *r = NULL;
-    if (!c || c->err)
+    struct timeval cmd_tv = {CMD_MS / 1000, (CMD_MS % 1000) * 1000};
+    if (!c || c->err || redisSetTimeout(c, cmd_tv) != REDIS_OK)
         goto fail;
     if (st.password[0]) {
         r = redisCommand(c, "AUTH %s", st.password);
@@ -378,14 +385,16 @@ static int stopping(void)
     return s;
 }
 
-/* Reads what arrived on c; posts each message. -1 when the connection is gone. */
-static int read_messages(redisContext *c)
+/* Reads what arrived on c; posts each message. -1 when the connection is gone. Any reply
+ * (a message or a keepalive's pong) proves the link alive: *seen gets the time. */
+static int read_messages(redisContext *c, int64_t *seen)
 {
     if (redisBufferRead(c) != REDIS_OK)
         return -1;
     void *reply;
     while (redisReaderGetReply(c->reader, &reply) == REDIS_OK && reply) {
         redisReply *r = reply;
+        *seen = now_ms();
         if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
             r->element[2]->type == REDIS_REPLY_STRING &&
             strcmp(r->element[0]->str, "message") == 0) {
@@ -398,6 +407,27 @@ static int read_messages(redisContext *c)
         freeReplyObject(r);
     }
     return c->err ? -1 : 0;
+}
+
+/* Holds the subscription until it fails, goes silent or the gateway stops: -1 when silent. */
+static int watch(redisContext *c)
+{
+    int64_t seen = now_ms(), pinged = seen;
+    for (;;) {
+        struct pollfd p = {.fd = c->fd, .events = POLLIN};
+        int n = poll(&p, 1, POLL_MS);
+        if (stopping() || (n > 0 && read_messages(c, &seen) < 0) || (n < 0 && errno != EINTR))
+            return 0;
+        int64_t now = now_ms();
+        if (now - seen > PING_DEAD_MS)
+            return -1;
+        if (now - pinged >= PING_MS && now - seen >= PING_MS) { /* idle: ask for a pong */
+            int done = 0;
+            if (redisAppendCommand(c, "PING") != REDIS_OK || redisBufferWrite(c, &done) != REDIS_OK)
+                return 0;
+            pinged = now;
+        }
+    }
 }
 
 static void *subscriber_main(void *arg)
@@ -425,12 +455,9 @@ static void *subscriber_main(void *arg)
         reported_down = 0;
         if (!stopping())
             lp_post(connected, NULL);
-        for (;;) {
-            struct pollfd p = {.fd = c->fd, .events = POLLIN};
-            int n = poll(&p, 1, POLL_MS);
-            if (stopping() || (n > 0 && read_messages(c) < 0) || (n < 0 && errno != EINTR))
-                break;
-        }
+        if (watch(c) < 0 && !stopping())
+            log_warn(MODULE, "the state store stopped answering its keepalive within %d ms",
+                     PING_DEAD_MS);
         if (!stopping()) {
             note_error("subscription", c);
             lp_post(disconnected, NULL);

@@ -73,4 +73,15 @@ int state_lock_take(struct state_conn *c, const char *key, const char *token, lo
 void state_lock_release(struct state_conn *c, const char *key, const char *token);
 void state_conn_close(struct state_conn *c);
 
+/* A lock held as a lease (state_lease.c): taken like state_lock_take for lease_ms, then kept
+ * alive by a thread of its own that renews it every lease_ms / 3 for as long as its holder
+ * lives, so a holder that dies (SIGKILL, a lost host) frees it within lease_ms while one that
+ * works for longer than that keeps it. */
+struct state_lease;
+/* 1 and *out set: taken; 0 held by another; -1 error. c stays the caller's. */
+int state_lease_take(struct state_conn *c, const char *key, const char *token, long lease_ms,
+                     struct state_lease **out);
+/* Stops renewing and releases the lock if it is still ours (over c). NULL: nothing. */
+void state_lease_end(struct state_conn *c, struct state_lease *l);
+
 #endif

@@ -8,6 +8,7 @@
 #include "util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SCOPE_NAME   "codemcp"
@@ -158,9 +159,15 @@ static void pb_resource(struct pbw *w)
 void otlp_encode_proto(const struct trace_span *list, struct buf *out)
 {
     struct pbw count = {NULL, 0}, w = {out, 0};
-    size_t spans = 0;
+    size_t spans = 0, n = 0, i = 0;
     for (const struct trace_span *s = list; s; s = s->next)
-        spans += field_len(span_len(s));
+        n++;
+    /* each span's length, measured once: a span is walked once to size it, once to write it */
+    size_t *lens = xmalloc((n ? n : 1) * sizeof(*lens));
+    for (const struct trace_span *s = list; s; s = s->next, i++) {
+        lens[i] = span_len(s);
+        spans += field_len(lens[i]);
+    }
     size_t scope = field_len(strlen(SCOPE_NAME)) + field_len(strlen(CODEMCP_VERSION));
     size_t scope_spans = field_len(scope) + spans;
     pb_resource(&count);
@@ -174,10 +181,12 @@ void otlp_encode_proto(const struct trace_span *list, struct buf *out)
     pb_len(&w, 1, scope);
     pb_str(&w, 1, SCOPE_NAME);
     pb_str(&w, 2, CODEMCP_VERSION);
-    for (const struct trace_span *s = list; s; s = s->next) {
-        pb_len(&w, 2, span_len(s));
+    i = 0;
+    for (const struct trace_span *s = list; s; s = s->next, i++) {
+        pb_len(&w, 2, lens[i]);
         pb_span(&w, s);
     }
+    free(lens);
 }
 
 /* ---- OTLP/JSON --------------------------------------------------------------------------- */

@@ -45,6 +45,9 @@ int trace_init(const struct settings *s);
 /* Sends what is queued (bounded by the export timeout), stops the thread and logs how many
  * spans were exported and dropped. */
 void trace_shutdown(void);
+/* How many spans were sent and dropped so far (any thread). */
+uint64_t trace_spans_exported(void);
+uint64_t trace_spans_dropped(void);
 
 /* Parses a traceparent header value (version 00 form; other versions read by the same
  * prefix, as W3C asks) and a tracestate (kept only when it is printable ASCII without '"' or

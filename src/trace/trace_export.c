@@ -42,6 +42,16 @@ int tx__running(void)
     return running;
 }
 
+uint64_t trace_spans_exported(void)
+{
+    return atomic_load(&exported);
+}
+
+uint64_t trace_spans_dropped(void)
+{
+    return atomic_load(&dropped);
+}
+
 void tx__push(struct trace_span *s)
 {
     if (!running) {

@@ -28,6 +28,7 @@
  * referred to by their 64-bit id; events for ids no longer known are dropped. The headers of
  * each transfer are built by upstream_http_hdrs.c. */
 #include "curl_thread.h"
+#include "codemcp_limits.h"
 #include "jsonfast.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -41,7 +42,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define MAX_MESSAGE_BYTES  ((size_t)256 << 20)
 #define CONNECT_TIMEOUT_MS 10000L /* per connection attempt; upstream.c bounds the handshake */
 #define DELETE_TIMEOUT_MS  2000L
 #define DEFAULT_RETRY_MS   1000L /* reconnect delay for SSE streams without a `retry` */
@@ -195,7 +195,7 @@ int uh_submit_now(struct hx *h, const char *method, int with_session, const char
         .body_len = post ? h->len : 0,
         .connect_timeout_ms = CONNECT_TIMEOUT_MS,
         .timeout_ms = h->kind == HX_DELETE ? DELETE_TIMEOUT_MS : 0,
-        .max_body = MAX_MESSAGE_BYTES,
+        .max_body = LIM_UPSTREAM_MESSAGE_MAX,
         .on_event = on_event,
     };
     if (h->kind == HX_DELETE)

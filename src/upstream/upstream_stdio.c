@@ -6,6 +6,7 @@
  * first: close stdin, then SIGTERM to the group after a grace period, then SIGKILL. The
  * transport is gone (up__transport_closed) once the child is reaped. Loop thread only. */
 #include "jsonrpc.h"
+#include "codemcp_limits.h"
 #include "log.h"
 #include "upstream.h"
 #include "util.h"
@@ -16,9 +17,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#define STDIN_GRACE_MS    500  /* after closing stdin, before SIGTERM */
-#define GRACE_MS          1500 /* after SIGTERM, before SIGKILL */
-#define MAX_MESSAGE_BYTES ((size_t)256 << 20)
+#define STDIN_GRACE_MS 500  /* after closing stdin, before SIGTERM */
+#define GRACE_MS       1500 /* after SIGTERM, before SIGKILL */
 
 struct stdio_tp {
     struct upstream *up;
@@ -36,7 +36,7 @@ static void on_stdout_line(void *ud, char *line, size_t len)
     struct stdio_tp *tp = ud;
     if (!line) {
         log_warn("upstream", "%s: dropped a message larger than %zu bytes", tp->up->name,
-                 (size_t)MAX_MESSAGE_BYTES);
+                 LIM_UPSTREAM_MESSAGE_MAX);
         return;
     }
     up__transport_line(tp->up, line, len);
@@ -198,8 +198,8 @@ static int stdio_start(struct upstream *up)
     }
     struct stdio_tp *tp = xcalloc(1, sizeof(*tp));
     tp->up = up;
-    tp->out_lines.max_line = MAX_MESSAGE_BYTES;
-    tp->err_lines.max_line = 64 * 1024;
+    tp->out_lines.max_line = LIM_UPSTREAM_MESSAGE_MAX;
+    tp->err_lines.max_line = LIM_CAPTURED_LINE_MAX;
     char **env = s->inherit_env ? NULL : minimal_env(s->env);
     struct lp_spawn_opts o = {
         .argv = s->argv,

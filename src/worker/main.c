@@ -22,6 +22,9 @@
  *                             interpreter and runtime first, then fork a worker per request
  *                             received on fd 3; each child continues below as a worker
  *                             (control socket on fd 3, token from the request)
+ *   CODEMCP_CONTROL_MAX_FRAME the longest control frame read, the gateway's own cap (the
+ *                             gateway always passes it: a raised setting must not make this
+ *                             worker drop frames the gateway may send)
  *   CODEMCP_LOG               log level (see log.h)
  * Exit status: worker_main.main()'s, 0 once the gateway closed the connection, 2 for a bad
  * environment, 3 if the connection could never be established, 125 (SBX_EXIT_SETUP) when the
@@ -150,12 +153,10 @@ static int wm_seal(const struct sbx_opts *o)
 /* CODEMCP_ISOLATION=sandbox: namespaces, root, credentials and limits (sandbox.c), then
  * (not in the prototype, whose children seal themselves) Landlock and seccomp (seal.c).
  * Runs before any thread exists. 0, or -1 (logged). */
-static int wm_sandbox(struct sbx_opts *o, int prototype)
+static int wm_sandbox(const struct settings *s, struct sbx_opts *o, int prototype)
 {
     char err[1024];
-    struct settings s; /* the gateway's own settings, from the environment it passed down */
-    settings_load(&s);
-    sbx_opts_from_settings(&s, o);
+    sbx_opts_from_settings(s, o);
     o->prototype = prototype;
     if (!wm_sandboxed())
         return 0;
@@ -415,13 +416,13 @@ static void wm_proto_freeze(void)
 
 /* The prototype's life: sandbox (prototype mode), interpreter and runtime, then the fork
  * server. Returns only in a forked session worker (0, with *slot and token set), or exits. */
-static int wm_prototype(struct sbx_opts *o, long *slot, char *token, size_t token_len,
-                        PyObject **mod)
+static int wm_prototype(const struct settings *s, struct sbx_opts *o, long *slot, char *token,
+                        size_t token_len, PyObject **mod)
 {
     static const struct fsv_ops ops = {wm_proto_load, wm_proto_freeze};
     struct fsv_child child;
     int status = 1;
-    if (wm_sandbox(o, 1) < 0)
+    if (wm_sandbox(s, o, 1) < 0)
         exit(SBX_EXIT_SETUP);
     /* Tokens pass through this process: the same user outside must not read its memory. */
     prctl(PR_SET_DUMPABLE, 0);
@@ -472,6 +473,8 @@ int main(int argc, char **argv)
 #endif
     const char *role = getenv("CODEMCP_WORKER_ROLE");
     int prototype = role && strcmp(role, "prototype") == 0;
+    struct settings s; /* the gateway's own settings, from the environment it passed down */
+    settings_load(&s);
     struct sbx_opts o;
     PyObject *mod = NULL; /* the prototype's worker_main, kept across the fork */
     const char *url = prototype ? "fd:3" : getenv("CODEMCP_CONTROL_URL");
@@ -481,12 +484,12 @@ int main(int argc, char **argv)
 
     if (prototype) {
         token = xmalloc(PW_TOKEN_MAX);
-        if (wm_prototype(&o, &worker_id, token, PW_TOKEN_MAX, &mod) < 0)
+        if (wm_prototype(&s, &o, &worker_id, token, PW_TOKEN_MAX, &mod) < 0)
             goto done;
     } else {
         /* The token goes first: the sandbox's PID 1 is a copy of this process. */
         token = wm_take_secret("CODEMCP_WORKER_TOKEN");
-        if (wm_sandbox(&o, 0) < 0 || (wm_contained() && wm_contain(&o, &url) < 0))
+        if (wm_sandbox(&s, &o, 0) < 0 || (wm_contained() && wm_contain(&o, &url) < 0))
             return SBX_EXIT_SETUP;
     }
     fdcap_start();
@@ -502,7 +505,7 @@ int main(int argc, char **argv)
         goto done;
     }
     /* Connect while Python initialises; the token is copied and wiped by wsclient. */
-    if (wsc_start(url, token, pthread_self()) < 0)
+    if (wsc_start(url, token, (size_t)s.control_max_frame, pthread_self()) < 0)
         goto done;
     explicit_bzero(token, strlen(token));
 

@@ -4,19 +4,16 @@
  * ownership is noted where taken. */
 #include "pycall.h"
 
-#include "pymod.h"
+#include "pychan.h"
 #include "pyfast.h"
 #include "pyjson.h"
 #include "pyrunset.h"
+#include "codemcp_limits.h" /* LIM_CALL_GRACE_S: client.py's grace, from limits.py */
 
 #include <stdio.h>
 #include <string.h>
 #include <structmember.h>
 #include <time.h>
-
-/* client.py's _GRACE_S: extra seconds beyond a call's timeout_ms before giving up locally
- * (tests/e2e/twins.test.mjs checks the two agree). */
-#define PYC_GRACE_S 10.0
 
 typedef struct {
     PyObject_HEAD
@@ -123,7 +120,7 @@ static PyObject *pyc_transport(void)
 /* The raw reply (new ref, a str; or Ellipsis with its bytes in *keep, to be freed), or NULL:
  * either an exception is set (the ToolError the Python methods recorded, or RunInterrupted),
  * or *slow is set (take it in Python). */
-static PyObject *pyc_receive(pyc_object *self, int *slow, struct pym_bytes *keep)
+static PyObject *pyc_receive(pyc_object *self, int *slow, struct pch_bytes *keep)
 {
     PyObject *t = pyc_transport(); /* new ref */
     if (!t)
@@ -145,7 +142,7 @@ static PyObject *pyc_receive(pyc_object *self, int *slow, struct pym_bytes *keep
             Py_DECREF(t);
             return NULL;
         }
-        timeout = PyFloat_FromDouble(ms / 1000.0 + PYC_GRACE_S); /* new ref */
+        timeout = PyFloat_FromDouble(ms / 1000.0 + LIM_CALL_GRACE_S); /* new ref */
         if (!timeout) {
             Py_DECREF(t);
             return NULL;
@@ -155,7 +152,7 @@ static PyObject *pyc_receive(pyc_object *self, int *slow, struct pym_bytes *keep
      * handlers, a transport agent code put in place) and may rebind or delete self.id. */
     PyObject *id = Py_NewRef(self->id);
     int indirect;
-    PyObject *raw = pym_wait_reply_direct(t, id, timeout, &indirect, keep); /* new ref */
+    PyObject *raw = pch_wait_reply_direct(t, id, timeout, &indirect, keep); /* new ref */
     if (indirect) {
         PyObject *argv[3] = {t, id, timeout};
         raw = PyObject_VectorcallMethod(pyc_wait_reply, argv, 3, NULL); /* new ref */
@@ -203,7 +200,7 @@ static PyObject *pyc_receive(pyc_object *self, int *slow, struct pym_bytes *keep
 /* Frees a kept reply's bytes (pyj_text_value's release). */
 static void pyc_release(void *ud)
 {
-    struct pym_bytes *kept = ud;
+    struct pch_bytes *kept = ud;
     free(kept->text);
     kept->text = NULL;
 }
@@ -212,7 +209,7 @@ static void pyc_release(void *ud)
  * of the whole text first) or *text (a new str), both new refs; else neither: not the usual
  * reply, _finish reads it (or, -1, an exception). kept: raw is its bytes, freed as soon as the
  * text has been copied out of them. */
-static int pyc_text_value(pyc_object *self, const char *raw, size_t len, struct pym_bytes *kept,
+static int pyc_text_value(pyc_object *self, const char *raw, size_t len, struct pch_bytes *kept,
                           PyObject **value, PyObject **text)
 {
     Py_ssize_t idn = 0;
@@ -243,7 +240,7 @@ static PyObject *pyc_take(pyc_object *self, PyObject *unused)
     if (finished || (self->early && self->early != Py_None))
         return PyObject_CallMethod((PyObject *)self, "_take_py", NULL);
     int slow = 0;
-    struct pym_bytes kept = {0};
+    struct pch_bytes kept = {0};
     PyObject *raw = pyc_receive(self, &slow, &kept); /* new ref */
     if (slow == 2)
         return raw; /* already the value */
@@ -255,7 +252,7 @@ static PyObject *pyc_take(pyc_object *self, PyObject *unused)
         Py_DECREF(raw); /* Ellipsis */
         raw = NULL;
         int rc = pyc_text_value(self, kept.text, kept.len, &kept, &value, &text);
-        /* not the usual reply: a str for _finish (invalid UTF-8 replaced, as pym_text does) */
+        /* not the usual reply: a str for _finish (invalid UTF-8 replaced, as pychan.c does) */
         if (rc == 0 && !value && !text)
             raw = PyUnicode_DecodeUTF8(kept.text, (Py_ssize_t)kept.len, "replace");
         free(kept.text);
@@ -415,7 +412,7 @@ PyObject *pyc_issue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto fail;
     if (mutation && PyDict_SetItem(writes, server, c) < 0)
         goto fail;
-    int direct = pym_send_direct(t, frame);
+    int direct = pch_send_direct(t, frame);
     PyObject *sent = NULL; /* new ref */
     if (direct == -2) {
         PyObject *sargs[2] = {t, frame};

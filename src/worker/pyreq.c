@@ -1,11 +1,10 @@
 /* pyreq — see pyreq.h. Every reference taken is released on every path; a frame it does not
  * take leaves no exception set. */
 #include "pyreq.h"
+#include "codemcp_limits.h"
 #include "pyjson.h"
 
 #include <string.h>
-
-#define PYQ_DEFAULT_MAX_BYTES (1 << 20)
 
 /* What a params member holds, and what this reader accepts for it. */
 enum {
@@ -299,7 +298,7 @@ int pyq_scan_run(PyObject *text, struct pyq_run *q)
     struct pyj j = {.p = s, .end = s + n};
     q->allow = Py_NewRef(Py_None);
     q->fresh = 1;
-    q->max_output = q->max_result = PYQ_DEFAULT_MAX_BYTES;
+    q->max_output = q->max_result = LIM_RUN_DEFAULT_MAX_BYTES;
     int rc = pyq_top(&j, q);
     PyMem_Free(j.buf);
     if (rc < 0) {

@@ -9,7 +9,7 @@
 #include "pyjson.h"
 #include "pyreq.h"
 #include "pyrunset.h"
-#include "pymod.h"
+#include "pychan.h"
 #include "pystray.h"
 #include "util.h"
 #include "wsclient.h"
@@ -17,8 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define PYR_CACHE_MAX         64
-#define PYR_DEFAULT_MAX_BYTES (1 << 20)
+#define PYR_CACHE_MAX 64
 
 /* What worker_main.main() handed over (new references, kept). */
 static struct {
@@ -691,7 +690,7 @@ PyObject *pyr_serve(PyObject *self, PyObject *hooks)
     served = 1;
     pys_init();
     for (;;) {
-        PyObject *text = pym_next_text(); /* new ref */
+        PyObject *text = pch_next_text(); /* new ref */
         if (!text) {
             if (PyErr_ExceptionMatches(H.interrupted)) { /* a late cancel between runs */
                 PyErr_Clear();
@@ -717,7 +716,7 @@ PyObject *pyr_serve(PyObject *self, PyObject *hooks)
         int rc = 1;
         if (!reply)
             rc = pyr_after_error();
-        else if (reply != Py_None && pym_send_text(reply) < 0)
+        else if (reply != Py_None && pch_send_text(reply) < 0)
             rc = pyr_after_error();
         Py_XDECREF(reply);
         pya_after_answer(H.stringio); /* what could wait for the answer (see pyafter.h) */

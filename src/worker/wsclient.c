@@ -640,7 +640,7 @@ static void *wsc_watch_main(void *arg)
 
 /* ---- start, stop --------------------------------------------------------------------- */
 
-int wsc_start(const char *url, const char *token, pthread_t main_thread)
+int wsc_start(const char *url, const char *token, size_t max_frame, pthread_t main_thread)
 {
     pthread_condattr_t ca;
     sigset_t all, old;
@@ -660,7 +660,7 @@ int wsc_start(const char *url, const char *token, pthread_t main_thread)
         seed = (uint64_t)now_us() ^ ((uint64_t)getpid() << 32);
     atomic_store(&wsc.rng, seed);
     wsc.token = xstrdup(token);
-    if (wsp_reader_init(&wsc.rd, WSC_RBUF, WSC_MAX_FRAME) < 0)
+    if (wsp_reader_init(&wsc.rd, WSC_RBUF, max_frame) < 0)
         return -1;
     wsc.state = ST_CONNECTING;
 

@@ -27,8 +27,6 @@
 #include <pthread.h>
 #include <stddef.h>
 
-/* Incoming frames larger than this drop the connection (the contract's 64 MiB cap). */
-#define WSC_MAX_FRAME WSP_WORKER_MAX_FRAME
 /* After the connection is gone, the watcher thread _exit()s the process after this delay
  * if the main thread has not called wsc_stop() by then. */
 #define WSC_CLOSE_GRACE_MS 3000
@@ -46,9 +44,11 @@ enum { WSC_CLOSED = -1, WSC_TIMEOUT = 0, WSC_OK = 1, WSC_SIGNAL = 2 };
 
 /* Starts the watcher thread, which connects to url ("ws://host:port/path" or
  * "unix:/path/to.sock") and sends token (copied, wiped after use) as the first frame.
- * Calls made before the connection is up wait for it. Signals that interrupt a run go to
- * `main_thread`. Returns 0, or -1 on a bad URL or a system error (logged). Call once. */
-int wsc_start(const char *url, const char *token, pthread_t main_thread);
+ * Calls made before the connection is up wait for it. An incoming frame longer than
+ * max_frame (the gateway's CODEMCP_CONTROL_MAX_FRAME) drops the connection. Signals that
+ * interrupt a run go to `main_thread`. Returns 0, or -1 on a bad URL or a system error
+ * (logged). Call once. */
+int wsc_start(const char *url, const char *token, size_t max_frame, pthread_t main_thread);
 
 /* Stops the watcher thread, closes the connection and frees everything. Safe if
  * wsc_start() failed or was never called. */

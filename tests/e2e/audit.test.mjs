@@ -8,8 +8,8 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
-import { Proc, connectClient, connectHttp, tempDir, servers, ms, waitFor, descendants,
+import { execFileSync, spawn } from 'node:child_process';
+import { PYTHON, Proc, connectClient, connectHttp, tempDir, servers, ms, waitFor, descendants,
   runEnvelope, untilDescribed } from './lib.mjs';
 import { DELETE_THING, ECHO, MIRROR } from '../fixtures/fake_tools.mjs';
 
@@ -142,6 +142,29 @@ result = rid`);
     assert.equal(v.decision, 'deny');
     assert.match(v.reason, /text/);
     assert.match(v.run, /^r\d+/);
+    assert.equal(v.outcome, 'validation');
+
+    // arguments the gateway refuses before any run is made: a line each, with no run
+    const refusals = [
+      [{ code: 5 }, /"code"/],
+      [{ code: 'print(1)', timeout_ms: -1 }, /timeout_ms/],
+      [{ code: 'print(1)', dry_run: 'yes' }, /dry_run/],
+      [{ code: 'print(1)', allow_mutations: 'fake_delete_thing' }, /allow_mutations/],
+      [{ code: 'print(1)', unknown_arg: 1 }, /unknown argument/],
+    ];
+    for (const [args, why] of refusals) {
+      const n = auditLines(s.audit).length;
+      const r = await gw.client.callTool({ name: 'execute_python', arguments: args }, undefined, { timeout: ms(30000) });
+      assert.equal(r.isError, true, JSON.stringify(r));
+      let a;
+      await waitFor(() => (a = auditLines(s.audit).slice(n).find((l) => l.event === 'validation')), ms(15000));
+      assert.ok(a, `no audit line for the refused arguments ${JSON.stringify(args)}`);
+      assert.equal(a.outcome, 'invalid_arguments', JSON.stringify(a));
+      assert.equal(a.decision, 'deny');
+      assert.equal(a.principal, 'alice');
+      assert.equal(a.run, null);
+      assert.match(a.reason, why);
+    }
 
     const raw = fs.readFileSync(s.audit, 'utf8');
     assert.ok(!raw.includes('thing-value-1') && !raw.includes('thing-value-2'), 'argument values are not written by default');
@@ -284,6 +307,46 @@ result = rid`);
     assert.ok(!raw.includes('hunter2-pass'), raw);
     assert.ok(!raw.includes(secret), raw);
   });
+});
+
+test('syslog: each line is one authpriv.info datagram to the unix socket CODEMCP_AUDIT_LOG=syslog:PATH names', { timeout: ms(120000) }, async () => {
+  const s = setup('codemcp-audit-syslog-');
+  const sock = path.join(s.dir, 'log.sock'), got = path.join(s.dir, 'datagrams');
+  // a syslog daemon's socket: every datagram received is written as one line of `got`
+  const daemon = spawn(PYTHON, ['-c', `
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+print("ready", flush=True)
+with open(sys.argv[2], "ab", buffering=0) as out:
+    while True:
+        out.write(s.recv(1 << 20).replace(b"\\n", b"<NL>") + b"\\n")
+`, sock, got], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise((resolve) => daemon.stdout.once('data', resolve));
+  const h = await connectClient({ config: s.config, env: { CODEMCP_AUDIT_LOG: `syslog:${sock}` } });
+  try {
+    await ready(h.client);
+    const e = await run(h.client, `${RUN_ID}fake_echo(text="one").result()\ntry:\n    fake_echo(text="forbid" + "den").result()\nexcept ToolError:\n    pass\nresult = rid`);
+    assert.ok(e.result, JSON.stringify(e));
+    const head = /^<86>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d codemcp-audit\[\d+\]: (.*)$/;
+    const mine = () => {
+      let text = '';
+      try { text = fs.readFileSync(got, 'latin1'); } catch { return []; }
+      return text.split('\n').slice(0, -1).map((d) => {
+        const m = d.match(head);
+        assert.ok(m, `not a syslog datagram of codemcp-audit: ${JSON.stringify(d)}`);
+        return JSON.parse(m[1]);
+      }).filter((l) => l.run === e.result);
+    };
+    await waitFor(() => mine().length >= 2, ms(15000));
+    const lines = mine();
+    assert.equal(lines.length, 2, JSON.stringify(lines));
+    assert.deepEqual(lines.map((l) => [l.event, l.tool, l.decision, l.outcome]),
+      [['tool_call', 'echo', 'allow', 'ok'], ['tool_call', 'echo', 'deny', 'denied']]);
+  } finally {
+    await h.close();
+    daemon.kill('SIGKILL');
+  }
 });
 
 test('a full disk: lines lost are counted and reported, the gateway goes on', { timeout: ms(120000) }, async () => {

@@ -3,7 +3,8 @@
 // limit, and the session's variables survive (the worker used to drop the connection and die
 // with them); results of several MB, written to the worker over many partial sends, arrive
 // with content identical to what the upstream sent, as JSON text and as structuredContent
-// (strings with escapes and non-ASCII, reals, nested and empty containers).
+// (strings with escapes and non-ASCII, reals, nested and empty containers). A raised frame
+// limit holds for the worker too: it reads what the gateway may send.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
@@ -63,6 +64,27 @@ except ToolError as e:
     assert.match(r.result.message, /2097152 bytes/);
     assert.equal(r.result.v, 7);
     assert.equal(r.result.small, 1 << 20);
+  } finally {
+    await h.close();
+  }
+});
+
+test('a raised CODEMCP_CONTROL_MAX_FRAME reaches the worker: a result over the default cap arrives whole', { timeout: ms(240000) }, async () => {
+  // 70 MiB is over the 64 MiB default and under the raised cap; the worker reads frames up to
+  // the cap the gateway passes it, so the result arrives instead of ending the worker.
+  const { h, run } = await session({ CODEMCP_CONTROL_MAX_FRAME: String(96 << 20), CODEMCP_CONTROL_MAX_UNREAD: String(192 << 20) });
+  try {
+    const r = await run(String.raw`
+v = 7
+try:
+    b = big_blob(bytes=70 * 1024 * 1024)
+    result = {"len": len(b), "v": v}
+except ToolError as e:
+    result = {"kind": e.kind, "message": str(e), "v": v}
+`);
+    assert.deepEqual(r.result, { len: 70 * 1024 * 1024, v: 7 }, JSON.stringify(r).slice(0, 2000));
+    const after = await run('result = [v, len(big_blob(bytes=10))]');
+    assert.deepEqual(after.result, [7, 10], JSON.stringify(after).slice(0, 2000));
   } finally {
     await h.close();
   }

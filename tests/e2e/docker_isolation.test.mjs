@@ -12,6 +12,7 @@ import {
   connectClient, tempDir, writeConfig, servers, ms, waitFor, pidAlive, CODEMCP_BIN,
 } from './lib.mjs';
 import { engine, workerContainers, withDockerSessions } from './docker_lib.mjs';
+import { FILL_PIPES, PIPE_PROBE } from '../fixtures/pipe_budget.mjs';
 
 const SECRET = 'dock-secret-' + Math.random().toString(16).slice(2);
 
@@ -182,6 +183,29 @@ describe('sessions and failures', () => {
       assert.ok(b[2].length <= 3, `only its own processes: ${b[2]}`);
       assert.ok((await workerContainers(proc.pid)).length >= 2);
       assert.equal(await host(clients[0], 'result = secret_a'), SECRET);
+    });
+  });
+
+  // The kernel keeps some budgets per uid outside every namespace (pipe buffer pages here,
+  // fs.pipe-user-pages-soft): containers that shared one uid (nobody) shared them.
+  test('each session\'s container runs as a uid of its own: one that fills the per-user pipe budget leaves the other its own', { timeout: ms(240000) }, async () => {
+    if (process.getuid() !== 0) return; // a gateway that is not root keeps its own uid for every container
+    await withDockerSessions(['a', 'b'], async (clients) => {
+      const host = async (c, code) => {
+        const r = await run(c, code);
+        assert.equal(r.isError, false, JSON.stringify(r));
+        return r.structuredContent.result;
+      };
+      const grow = PIPE_PROBE + 'result = [os.getuid(), grow]';
+      const [uidA] = await host(clients[0], grow);
+      const [uidB, before] = await host(clients[1], grow);
+      assert.notEqual(uidA, uidB, 'two sessions, one uid');
+      assert.ok(uidA !== 65534 && uidB !== 65534, `nobody: ${uidA}, ${uidB}`);
+      assert.equal(before, 'ok');
+      const took = await host(clients[0], FILL_PIPES);
+      assert.ok(took >= 32, `the session took only ${took} MiB of pipe buffers`);
+      assert.deepEqual(await host(clients[0], grow), [uidA, 'EPERM'], 'held to its own budget');
+      assert.deepEqual(await host(clients[1], grow), [uidB, 'ok'], `the other session lost its pipe budget (${took} MiB taken)`);
     });
   });
 

@@ -1,6 +1,7 @@
 // A fleet of `codemcp start` replicas behind a real load balancer: contrib/fleet/haproxy.cfg
-// (Debian's haproxy) and contrib/fleet/nginx.conf (Debian's nginx-light), as shipped, with
-// only their ports moved to free ones. Three replicas (CODEMCP_REPLICA_ID r1, r2, r3, one
+// (Debian's haproxy), contrib/fleet/nginx.conf (Debian's nginx-light) and the router of
+// contrib/fleet/kubernetes/codemcp-fleet.yaml (its HAProxy config; no cluster here), as
+// shipped, with only their ports (and the pods' names) moved to local ones. Three replicas (CODEMCP_REPLICA_ID r1, r2, r3, one
 // CODEMCP_FLEET_SECRET). What must hold:
 //  - SDK v2 clients (2026-07-28: a namespace handle mirrored into Mcp-Param-Namespace), SDK
 //    v1 clients (2025 sessions) and legacy HTTP+SSE clients keep their variables across calls
@@ -9,6 +10,9 @@
 //    answered with the documented "lost" error, never served with someone else's state;
 //  - /healthz and /readyz answer without a token; SIGTERM drains (readyz fails at once, the
 //    run in flight finishes, the process exits 0);
+//  - a 2026 client's retry of a call answered input_required (it carries only the
+//    requestState, in its body) reaches the replica whose run waits for it, and a replica that
+//    gets another's requestState says whose it is;
 //  - 50 clients under load while one replica is SIGKILLed and another restarted with
 //    SIGTERM: no failure on the untouched replica's clients, the others get the documented
 //    error and start over, no request hangs.
@@ -24,11 +28,13 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import { redisAvailable, startRedis } from '../fixtures/redis_server.mjs';
-import { Client as V1Client, Proc, REPO, TESTS, freePort, ms, onCleanup, sleep, tempDir, waitFor, withTimeout, writeConfig } from './lib.mjs';
+import { Client as V1Client, NODE, Proc, REPO, TESTS, freePort, ms, onCleanup, sleep, tempDir, waitFor, withTimeout, writeConfig } from './lib.mjs';
 
 const V2DIR = path.join(TESTS, 'v2', 'node_modules', '@modelcontextprotocol', 'client', 'dist');
 const { Client: V2Client, StreamableHTTPClientTransport: V2Transport } = await import(path.join(V2DIR, 'index.mjs'));
 
+// The SDK v2 server fixture as an upstream: its `confirm` tool answers input_required.
+const V2_UPSTREAM = { v2: { type: 'local', command: [NODE, path.join(TESTS, 'v2', 'server.mjs')] } };
 const TOKEN = 'fleet-token-0123456789abcdef0123';
 const SECRET = 'fleet-secret-0123456789abcdef0123456789';
 const IDS = ['r1', 'r2', 'r3'];
@@ -113,7 +119,7 @@ class Fleet {
   constructor(prefix, opts = {}) {
     this.opts = opts;
     this.home = tempDir(prefix, { shared: true });
-    this.config = writeConfig(this.home, {});
+    this.config = writeConfig(this.home, opts.mcp ?? {});
     this.procs = {};
     this.ports = {};
   }
@@ -127,8 +133,16 @@ class Fleet {
     }
     await Promise.all(IDS.map((id) => this.startReplica(id)));
     if (kind === 'haproxy') this.startHaproxy();
-    else this.startNginx();
+    else if (kind === 'k8s-router') {
+      this.routerHealth = await freePort();
+      this.startK8sRouter();
+    } else this.startNginx();
     await waitFor(async () => (await get(this.lb, '/healthz').catch(() => null))?.status === 200, ms(10000));
+    // Every replica ready (its upstreams connected), and seen so by the balancer's checks
+    // (rise 2 x inter 1s): else the first requests find fewer replicas than the test means.
+    for (const id of IDS)
+      await waitFor(async () => (await get(this.ports[id], '/readyz').catch(() => null))?.status === 200, ms(20000));
+    await sleep(2500);
     this.url = `http://127.0.0.1:${this.lb}/mcp`;
   }
 
@@ -169,6 +183,26 @@ class Fleet {
   startHaproxy() {
     const cfg = path.join(this.home, 'haproxy.cfg');
     fs.writeFileSync(cfg, this.template('haproxy.cfg'));
+    this.spawnBalancer('haproxy', ['-db', '-f', cfg]);
+  }
+
+  /** The router of contrib/fleet/kubernetes/codemcp-fleet.yaml (its ConfigMap's haproxy.cfg)
+   *  with the pods' DNS names and ports moved to the local replicas: pod codemcp-N is the
+   *  replica whose CODEMCP_REPLICA_ID is r(N+1), as a pod's id is its name. */
+  startK8sRouter() {
+    const yaml = fs.readFileSync(path.join(REPO, 'contrib', 'fleet', 'kubernetes', 'codemcp-fleet.yaml'), 'utf8');
+    const m = yaml.match(/^  haproxy\.cfg: \|\n((?: {4}.*\n|\n)+)/m);
+    assert.ok(m, 'the router ConfigMap holds haproxy.cfg as a block');
+    let text = m[1].split('\n').map((l) => l.slice(4)).join('\n');
+    assert.ok(text.includes('bind :3400') && text.includes('bind :3401'), 'the router listens on 3400 (mcp) and 3401 (health)');
+    text = text.replace('bind :3400', `bind 127.0.0.1:${this.lb}`).replace('bind :3401', `bind 127.0.0.1:${this.routerHealth}`);
+    IDS.forEach((id, i) => {
+      const pod = `codemcp-${i}`;
+      assert.ok(text.includes(`${pod}.codemcp.codemcp.svc.cluster.local:3388`), `the router names pod ${pod}`);
+      text = text.replaceAll(`${pod}.codemcp.codemcp.svc.cluster.local:3388`, `127.0.0.1:${this.ports[id]}`).replaceAll(pod, id);
+    });
+    const cfg = path.join(this.home, 'router.cfg');
+    fs.writeFileSync(cfg, text);
     this.spawnBalancer('haproxy', ['-db', '-f', cfg]);
   }
 
@@ -303,11 +337,74 @@ function stateTests(fleet) {
   });
 }
 
+/** input_required through the balancer: the retry reaches the replica whose run waits. */
+function relayTests(fleet) {
+  test('input_required: a 2026 retry carrying only its requestState reaches the replica whose run waits for it', async () => {
+    const caps = { elicitation: { form: {} } };
+    const states = [];
+    const transport = new V2Transport(new URL(fleet.url), {
+      requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
+      fetch: (u, init) => {
+        const st = init?.body && JSON.parse(init.body).params?.requestState;
+        if (st) states.push(st);
+        return fetch(u, init);
+      },
+    });
+    const client = new V2Client({ name: 'fleet-relay', version: '0' }, { capabilities: caps, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    const asked = [];
+    client.setRequestHandler('elicitation/create', async (req) => {
+      asked.push(req.params.message);
+      return { action: 'accept', content: { ok: true } };
+    });
+    await client.connect(transport, { timeout: ms(20000) });
+    try {
+      // No namespace: each first call goes to the least busy replica, so over several calls
+      // the retries would land on other replicas if the balancer did not route them.
+      for (let k = 0; k < 6; k++) {
+        const r = await exec(client, { code: `before = ${k}\nanswer = v2_confirm(action="go${k}")\nresult = [before, str(answer)]` });
+        assert.equal(r.isError, false, text(r));
+        assert.deepEqual(r.structuredContent.result, [k, `done: go${k}`], text(r));
+      }
+      assert.equal(asked.length, 6, `each run asked once: ${asked}`);
+      const owners = new Set(states.map((st) => st.match(/^rs_(r[123])\.[0-9a-f]{56}\.[0-9a-f]{32}$/)?.[1]));
+      assert.ok(states.length === 6 && !owners.has(undefined), `each retry echoed a requestState naming its replica: ${states}`);
+      assert.ok(owners.size >= 2, `the runs were spread over the replicas: ${[...owners]}`);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('input_required: a replica given another replica\'s requestState names the owner; a forged one is unknown', async () => {
+    const { r1, r2 } = fleet.ports;
+    const caps = { elicitation: { form: {} } };
+    const args = { code: 'answer = v2_confirm(action="deploy")\nresult = str(answer)' };
+    const call = (port, id, extra) => post(port, '/mcp', { jsonrpc: '2.0', id, method: 'tools/call',
+      params: { _meta: { ...META, 'io.modelcontextprotocol/clientCapabilities': caps }, name: 'execute_python', arguments: args, ...extra } },
+    { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'execute_python' });
+    const first = await call(r1, 1);
+    assert.equal(first.body?.result?.resultType, 'input_required', first.text);
+    const st = first.body.result.requestState;
+    assert.match(st, /^rs_r1\./);
+    const answers = { ok: { action: 'accept', content: { ok: true } } };
+    const stray = await call(r2, 2, { requestState: st, inputResponses: answers });
+    assert.equal(stray.body?.error?.code, -32602, stray.text);
+    assert.match(stray.body.error.message, /requestState belongs to a run on replica r1 of this fleet, not on this one \(r2\)/);
+    const forged = 'rs_r2' + st.slice(5);
+    const f = await call(fleet.lb, 3, { requestState: forged, inputResponses: answers });
+    assert.equal(f.body?.error?.code, -32602, f.text);
+    assert.match(f.body.error.message, /requestState is unknown/);
+    // Neither used it up: through the balancer the retry reaches r1 and the run goes on.
+    const done = await call(fleet.lb, 4, { requestState: st, inputResponses: answers });
+    assert.equal(done.body?.result?.structuredContent?.result, 'done: deploy', done.text);
+  });
+}
+
 describe('fleet behind HAProxy (contrib/fleet/haproxy.cfg), state shared in Redis', {
   skip: (!which('haproxy') && 'haproxy is not installed (install.sh installs it)') ||
     (!redisAvailable() && 'redis-server is not installed (install.sh installs it)'),
 }, () => {
-  const fleet = new Fleet('codemcp-fleet-hap-', { redis: true });
+  const fleet = new Fleet('codemcp-fleet-hap-', { redis: true,
+    mcp: V2_UPSTREAM });
   before(async () => fleet.start('haproxy'));
   after(async () => fleet.stop());
 
@@ -387,6 +484,8 @@ describe('fleet behind HAProxy (contrib/fleet/haproxy.cfg), state shared in Redi
     const ok = await post(fleet.lb, '/mcp', ping, { 'mcp-session-id': sid });
     assert.equal(ok.status, 200, `the balancer takes r1's session to r1: ${ok.text}`);
   });
+
+  relayTests(fleet);
 
   test('SIGTERM drains: /readyz fails at once, the run in flight finishes, new work goes elsewhere, exit 0', async () => {
     const port = fleet.ports.r2;
@@ -531,6 +630,33 @@ describe('fleet behind HAProxy (contrib/fleet/haproxy.cfg), state shared in Redi
     const hitR1 = recs.filter((r) => r.errors.some((e) => e.replica === 'r1'));
     assert.ok(hitR1.length > 0, 'the killed replica\'s clients were told');
   });
+});
+
+describe('fleet behind the Kubernetes router (contrib/fleet/kubernetes/codemcp-fleet.yaml, its HAProxy config)', {
+  skip: !which('haproxy') && 'haproxy is not installed (install.sh installs it)',
+}, () => {
+  // No cluster here: the manifest's router runs as it would in its pod, in front of local
+  // replicas named as the StatefulSet's pods would be.
+  const fleet = new Fleet('codemcp-fleet-k8s-', { mcp: V2_UPSTREAM });
+  before(async () => fleet.start('k8s-router'));
+  after(async () => fleet.stop());
+
+  test('2025 sessions and 2026 handles reach the replica holding them', async () => {
+    const sid = await initialize2025(fleet.lb);
+    const owner = sid.match(SID)[1];
+    for (let i = 0; i < 4; i++) {
+      const r = await post(fleet.lb, '/mcp', { jsonrpc: '2.0', id: 2 + i, method: 'ping' }, { 'mcp-session-id': sid });
+      assert.equal(r.status, 200, `the router takes ${owner}'s session to ${owner}: ${r.text}`);
+    }
+    const made = await call2026(fleet.lb, 'k = 5\nresult = k');
+    const h = made.body.result.structuredContent.namespace;
+    for (let i = 1; i <= 3; i++) {
+      const r = await call2026(fleet.lb, 'k += 1\nresult = k', h);
+      assert.equal(r.body.result.structuredContent.result, 5 + i, r.text);
+    }
+  });
+
+  relayTests(fleet);
 });
 
 describe('fleet behind nginx (contrib/fleet/nginx.conf)', { skip: !which('nginx') && 'nginx is not installed (install.sh installs nginx-light)' }, () => {

@@ -51,15 +51,15 @@ describe('shared state in Redis', { skip }, () => {
     return r;
   };
 
-  test('two replicas refresh one rotating OAuth credential at once: one refresh in flight, both keep working', async () => {
-    const rd = await redis();
-    const srv = await startOAuthServer({ tokenLife: 3, refreshDelayMs: 700 });
+  /** An OAuth server (opts) and two replicas on rd holding one credential of it: a login on
+   *  one host, its token store copied to both, as a deployment hands every replica the same
+   *  secret. Resolves {srv, live}. */
+  const sharedCredential = async (rd, opts) => {
+    const srv = await startOAuthServer(opts);
     closers.push(() => srv.close());
     const homeA = tempDir('codemcp-fleet-oauth-');
     const configA = writeConfig(homeA, { t: { type: 'remote', url: srv.url } });
     assert.equal((await cli(homeA, configA, ['auth', 't'])).code, 0);
-    // The same credential on a second host: a copy of the token store, as a deployment would
-    // hand every replica the same secret.
     const store = fs.readFileSync(path.join(homeA, 'codemcp', 'mcp-auth.json'));
     const live = [];
     for (let i = 0; i < 2; i++) {
@@ -68,6 +68,12 @@ describe('shared state in Redis', { skip }, () => {
       fs.writeFileSync(path.join(home, 'codemcp', 'mcp-auth.json'), store, { mode: 0o600 });
       live.push(await replica(rd, { t: { type: 'remote', url: srv.url } }, { home }));
     }
+    return { srv, live };
+  };
+
+  test('two replicas refresh one rotating OAuth credential at once: one refresh in flight, both keep working', async () => {
+    const rd = await redis();
+    const { srv, live } = await sharedCredential(rd, { tokenLife: 3, refreshDelayMs: 700 });
     const clients = await Promise.all(live.map((gw) => connectHttp(gw.url, TOKEN_A)));
     // Each replica calls the tool every 0.4 s for ~9 s: three token lifetimes, refreshed by
     // whichever replica gets there first; the other must pick up the winner's tokens.
@@ -87,6 +93,57 @@ describe('shared state in Redis', { skip }, () => {
     await Promise.all(clients.map((c) => c.end()));
     const released = await waitFor(() => rd.cli('EXISTS', 'codemcp:oauth:t:lock') === '0', ms(10000), 100);
     assert.ok(released || Number(rd.cli('PTTL', 'codemcp:oauth:t:lock')) > 0, 'a refresh lock without an expiry');
+  });
+
+  test('a replica SIGKILLed while it refreshes frees the refresh lock within seconds: another replica takes over', async () => {
+    const rd = await redis();
+    const { srv, live } = await sharedCredential(rd, { tokenLife: 4 });
+    const [a, b] = await Promise.all(live.map((gw) => connectHttp(gw.url, TOKEN_A)));
+    // From here a refresh hangs at the token endpoint; the credential expires.
+    srv.setRefreshDelay(25000);
+    await sleep(5000);
+    const refreshes = () => srv.stats.tokenRequests.filter((r) => r.grant_type === 'refresh_token').length;
+    const before = refreshes();
+    run(a, 'result = str(t_whoami())', ms(60000)).catch(() => {});
+    assert.ok(await waitFor(() => refreshes() > before && rd.cli('EXISTS', 'codemcp:oauth:t:lock') === '1', ms(20000), 50),
+      `replica A did not start a refresh under the lock:\n${live[0].proc.stderrTail()}`);
+    const pttl = Number(rd.cli('PTTL', 'codemcp:oauth:t:lock'));
+    assert.ok(pttl > 0 && pttl <= 5000, `the lock is a short lease the holder renews, not a long expiry: PTTL ${pttl} ms`);
+    await sleep(6000); // longer than one lease: the living holder keeps it
+    assert.equal(rd.cli('EXISTS', 'codemcp:oauth:t:lock'), '1', 'a holder still at work lost its lease');
+    assert.equal(refreshes(), before + 1, 'nobody else refreshed while the holder lived');
+    live[0].proc.child.kill('SIGKILL');
+    const killedAt = Date.now();
+    run(b, 'result = str(t_whoami())', ms(60000)).catch(() => {});
+    // Replica B waits for the lock, which lapses one lease after A's death; then it refreshes.
+    assert.ok(await waitFor(() => refreshes() > before + 1, ms(20000), 50),
+      `replica B did not take the refresh over within 20 s of A's death (lock PTTL ${rd.cli('PTTL', 'codemcp:oauth:t:lock')} ms):\n${live[1].proc.stderrTail()}`);
+    const took = Date.now() - killedAt;
+    console.log(`# refresh lock taken over ${took} ms after its holder was SIGKILLed`);
+    srv.setRefreshDelay(0);
+    await b.end().catch(() => {});
+  });
+
+  test('Redis frozen (a silent partition: no reply, no FIN): /readyz says degraded within seconds, ready again when it answers', async () => {
+    const rd = await redis();
+    const gw = await replica(rd, {});
+    const readyz = async () => {
+      const r = await fetch(new URL('/readyz', gw.url));
+      return JSON.parse(await r.text());
+    };
+    await waitFor(() => /shared state in redis/.test(gw.proc.stderr), ms(10000));
+    assert.equal((await readyz()).degraded, undefined);
+    rd.child.kill('SIGSTOP');
+    try {
+      // The subscriber's connection stays open: only an unanswered keepalive can tell.
+      assert.ok(await waitFor(async () => (await readyz()).degraded?.state, ms(15000), 200),
+        `a frozen Redis went unnoticed: ${JSON.stringify(await readyz())}\n${gw.proc.stderrTail()}`);
+      assert.match(gw.proc.stderr, /stopped answering its keepalive/);
+    } finally {
+      rd.child.kill('SIGCONT');
+    }
+    assert.ok(await waitFor(async () => (await readyz()).degraded === undefined, ms(15000), 200),
+      `still degraded after Redis answered again:\n${gw.proc.stderrTail()}`);
   });
 
   test('a login and a logout on one replica\'s host reach a running replica', async () => {

@@ -83,11 +83,15 @@ describe('the default sandbox against hostile code', () => {
     assert.equal(r.no_new_privs, '1');
     assert.equal(r.seccomp, '2');
     assert.equal(r.hostname, 'codemcp-sandbox');
-    // Seen from outside, agent code runs as the gateway's own user, or as nobody for root.
+    // Seen from outside, the prototype runs as the gateway's own user, or as nobody for root;
+    // a root gateway's sessions as ids of their own (CODEMCP_ROOT_UID_BASE, 2100000000 + slot).
     const inner = descendants(gw).filter((p) => p.comm.startsWith('codemcp-w'));
     const uids = inner.map((p) => Number(/Uid:\s+(\d+)/.exec(fs.readFileSync(`/proc/${p.pid}/status`, 'utf8'))[1]));
     const want = process.getuid() === 0 ? 65534 : process.getuid();
     assert.ok(uids.includes(want), `no worker runs as uid ${want} outside: ${uids}`);
+    if (process.getuid() === 0) {
+      assert.ok(uids.some((u) => u >= 2100000000 && u < 2100000000 + 65536), `no session runs as an id of its own: ${uids}`);
+    }
     assert.equal(r.cwd, '/tmp');
     assert.deepEqual(r.ifaces, ['lo'], 'an empty network namespace has only loopback');
     for (const top of ['home', 'root', 'var', 'run', 'opt', 'srv', 'mnt', 'boot', 'sys']) {

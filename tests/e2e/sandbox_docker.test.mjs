@@ -7,7 +7,8 @@
 // - The worker is the container's PID 1 (the sandbox has its own PID 1 and the worker as 2):
 //   "only its own processes" is the container's PID namespace; reading /proc/1/mem reads
 //   itself, which is no escape, so only other processes' mem is asserted unreadable.
-// - The container runs as nobody (65534) with the image's own /etc: "the host's files are
+// - The container runs as a uid of its own (CODEMCP_ROOT_UID_BASE + its slot for a root
+//   gateway) with the image's own /etc: "the host's files are
 //   out of reach" is the host's paths being absent, and /etc/passwd not being the host's.
 // - Landlock: the worker applies it in a container when the engine's seccomp profile lets
 //   its syscalls through (Docker 20.10 and Podman 4.3 do); what it protects (no write outside
@@ -24,10 +25,10 @@
 // tenants.test.mjs (sessions of one gateway against each other): each session here is a
 // container of its own, so process groups, priorities, kill(0), abstract Unix names
 // (network namespace) and SysV IPC (IPC namespace) are the container's alone; what is shared
-// is the image's files (file locks: the case below) and the host uid every container runs as
-// (nobody for a root gateway: per-user kernel budgets such as pending signals are shared
-// between sessions, while inotify, file locks and memfd are refused by the worker's filter as
-// in the sandbox). The run-level cases (threads left by a run, CPU time, timeout_ms above
+// is the image's files (file locks: the case below); each container runs as a host uid of its
+// own for a root gateway (per-user kernel budgets such as pipe buffer pages are its own:
+// docker_isolation.test.mjs), while inotify, file locks and memfd are refused by the worker's
+// filter as in the sandbox. The run-level cases (threads left by a run, CPU time, timeout_ms above
 // the maximum) are the worker's and the gateway's, the same in every isolation.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -207,7 +208,9 @@ own = ("proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2", "overl
 result = {"ctl": sorted(os.listdir("/run/codemcp-control")),
           "host": sorted({l.split()[1] for l in open("/proc/self/mounts") if l.split()[2] not in own})}`);
     assert.deepEqual(r.ctl, [], 'the worker\'s socket is unlinked once it connected, and no other is there');
-    const engineFiles = ['/etc/hostname', '/etc/hosts', '/etc/resolv.conf', '/run/.containerenv'];
+    // Podman also writes /etc/passwd and /etc/group when the container's uid (its own per slot
+    // for a root gateway) is not in the image's: the image's files plus that uid.
+    const engineFiles = ['/etc/hostname', '/etc/hosts', '/etc/resolv.conf', '/run/.containerenv', '/etc/passwd', '/etc/group'];
     assert.deepEqual(r.host.filter((m) => m !== '/run/codemcp-control' && !engineFiles.includes(m)), []);
     assert.ok(r.host.includes('/run/codemcp-control'));
   });

@@ -107,13 +107,15 @@ describe(`two principals on codemcp start (Landlock ABI ${CAP ?? 'as the kernel 
     return p.pid;
   }
 
-  test('each session is a process group of its own, and cannot join another', async () => {
+  test('each session is a session and a process group of its own, and cannot join another', async () => {
     const r = await attempt(alice, PRELUDE + `
-result = {"pgrp": os.getpgrp(),
+result = {"pgrp": os.getpgrp(), "sid": os.getsid(0),
           # a group is named by a pid of the caller's namespace: no other session's is there
           "join": [attempt(lambda g=g: os.setpgid(0, g)) for g in (0x7fff, 3, 100)]}`);
     // 0: the group belongs to a process outside the session's PID namespace (the prototype's)
     assert.equal(r.pgrp, 1, 'the session shares its process group with processes outside it');
+    // 0 likewise: the session leader is outside the namespace (the gateway's terminal session)
+    assert.equal(r.sid, 1, 'the session shares its kernel session with processes outside it');
     assert.deepEqual(r.join, ['err:EPERM', 'err:EPERM', 'err:EPERM']);
   });
 

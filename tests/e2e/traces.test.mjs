@@ -12,7 +12,8 @@ import { after, describe, test } from 'node:test';
 
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { Client, NODE, TESTS, connectClient, cpuSeconds, ms, sleep, startHttpGateway, startV2Http, tempDir, waitFor, writeConfig } from './lib.mjs';
+import { cli } from './admin_lib.mjs';
+import { Client, NODE, TESTS, connectClient, cpuSeconds, ms, servers, sleep, startHttpGateway, startV2Http, tempDir, waitFor, writeConfig } from './lib.mjs';
 
 const require = createRequire(import.meta.url);
 const root = require(path.join(TESTS, 'node_modules', '@opentelemetry', 'otlp-transformer', 'build', 'src', 'generated', 'root.js'));
@@ -202,6 +203,27 @@ describe('traces', () => {
     rcv.close();
   });
 
+  test('a tool answering isError marks its call and upstream request spans ERROR with error.type tool_error', async () => {
+    const rcv = await receiver();
+    const dir = tempDir('codemcp-traces-');
+    const config = writeConfig(dir, { fake: servers.fake() });
+    const h = await connectClient({ config, env: env(rcv.port) });
+    await h.client.listTools();
+    const trace = 'e'.repeat(32);
+    const code = 'try:\n    fake_fail()\nexcept Exception as e:\n    print(type(e).__name__)\nfake_echo(text="x")';
+    const r = await h.client.callTool(
+      { name: 'execute_python', arguments: { code }, _meta: { traceparent: `00-${trace}-${PARENT}-01` } }, undefined, { timeout: ms(60000) });
+    assert.equal(r.isError, false, JSON.stringify(r));
+    const spans = await traceSpans(rcv, trace, (s) => s.some((x) => x.kind === 2) && s.filter((x) => /^(tools\/call|execute_tool) (fail|echo)$/.test(x.name)).length === 4);
+    const by = (name) => spans.find((s) => s.name === name);
+    for (const name of ['execute_tool fail', 'tools/call fail'])
+      assert.ok(by(name)?.error && by(name).attrs['error.type'] === 'tool_error', `${name}: ${JSON.stringify(spans)}`);
+    for (const name of ['execute_tool echo', 'tools/call echo'])
+      assert.ok(by(name) && !by(name).error, `${name} answered without isError: ${JSON.stringify(spans)}`);
+    await h.close();
+    rcv.close();
+  });
+
   for (const mode of ['hang', 'down']) {
     test(`collector ${mode}: runs are not held up, the queue is bounded and drops are counted`, async () => {
       const rcv = await receiver('hang');
@@ -211,7 +233,10 @@ describe('traces', () => {
       const config = writeConfig(dir, { v2: { type: 'local', command: [NODE, V2, '--name', 'v2'] } });
       const h = await connectClient({
         config,
-        env: env(port, { CODEMCP_OTLP_QUEUE_SPANS: '16', CODEMCP_OTLP_BATCH_SPANS: '4', CODEMCP_OTLP_TIMEOUT_MS: '600000' }),
+        env: env(port, {
+          CODEMCP_OTLP_QUEUE_SPANS: '16', CODEMCP_OTLP_BATCH_SPANS: '4', CODEMCP_OTLP_TIMEOUT_MS: '600000',
+          XDG_RUNTIME_DIR: dir, CODEMCP_INSTANCE_LABEL: `traces-${mode}`,
+        }),
       });
       await h.client.listTools();
       // 40 runs of 7 spans each: far more than the queue holds while nothing is exported
@@ -226,6 +251,14 @@ describe('traces', () => {
         return all.length && Math.max(...all) >= 64 ? Math.max(...all) : null;
       }, ms(20000));
       assert.ok(dropped >= 64, h.stderr());
+      // and the operator sees them in the metrics, not only in the log
+      const admin = { ...process.env, XDG_RUNTIME_DIR: dir };
+      delete admin.CODEMCP_ADMIN_SOCKET;
+      const out = await cli(['metrics', '-i', `traces-${mode}`], admin);
+      assert.equal(out.code, 0, out.stderr);
+      const m = out.stdout.match(/^codemcp_trace_spans_dropped_total (\d+)$/m);
+      assert.ok(m && Number(m[1]) >= dropped, `codemcp_trace_spans_dropped_total under ${dropped}:\n${out.stdout}`);
+      assert.match(out.stdout, /^codemcp_trace_spans_exported_total 0$/m);
       assert.equal(rcv.spans.length, 0);
       // an idle exporter sleeps: the gateway burns no CPU between runs (a spinning export
       // thread would take a whole core)

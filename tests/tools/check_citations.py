@@ -26,7 +26,7 @@ CITE = re.compile(r"(?<![\w./<>-])((?:[\w.-]+/)*[\w-][\w.-]*\.(?:c|h|py|mjs|sh|m
 # system headers, placeholders (OUT.c) and dotted names that only look like files (a.b.c).
 FOREIGN = re.compile(
     r"^(?:index\.mjs|cli\.mjs|.*node_modules/.*|/.*|~.*|\.\./shared/.*|shared/.*|"
-    r"codemcp_embedded\.h|codemcp_rt_embedded\.c|redact_rules\.h|Python\.h|"
+    r"codemcp_embedded\.h|codemcp_rt_embedded\.c|redact_rules\.h|codemcp_limits\.h|mutation_verbs\.h|Python\.h|"
     r"DESIGN\.md|STYLE\.md|[A-Z]+\.(?:c|h|py)|[a-z](?:\.[a-z])+|[\w/]*\b(?:std\w*|string|unistd)\.h|(?:linux|sys|asm|net|netinet|arpa)/[\w/]+\.h)$")
 
 

@@ -9,6 +9,12 @@ includes a header of module B" has no cycle, that every quoted include names a f
 exists in one of the scanned trees (or a header the build generates), and that the map
 docs/architecture.md draws between its `module-map` markers is the one the folders give.
 
+Inside a module the same holds between files: a file (a .c with its .h, and with the family's
+internal header, the one whose name ends in _int) includes no file that includes it back,
+directly or through others.
+KNOWN_FILE_CIRCLES names the circles the tree still has, each with why; a new one fails, and
+so does a listed one that is gone (remove it from the list).
+
 Usage: check_layers.py REPO            check, exit 1 listing each problem
        check_layers.py REPO --map      print the map as the docs must show it
        check_layers.py --self-test     check that the checker catches a circle
@@ -22,7 +28,7 @@ import sys
 # The trees scanned, relative to the repository: (folder, module name for files at its top).
 TREES = (("src", "main"), ("sdkgen", "sdkgen"))
 # Headers the build writes (src/meson.build, python/meson.build): they belong to no folder.
-GENERATED = {"redact_rules.h", "codemcp_embedded.h"}
+GENERATED = {"redact_rules.h", "codemcp_embedded.h", "codemcp_limits.h", "mutation_verbs.h"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 MAP_BEGIN = "<!-- module-map:begin (tests/tools/check_layers.py --map) -->"
 MAP_END = "<!-- module-map:end -->"
@@ -106,6 +112,33 @@ def cycles(deps: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+# Circles between files of one module the tree still has (units as file_units names them),
+# each with what ties it; a listed circle that is gone is reported so the list only shrinks.
+KNOWN_FILE_CIRCLES = {
+}
+
+
+def file_unit(path: str) -> str:
+    """A file's unit: its path without the extension; an internal header (name ending "_int") counts with its family."""
+    unit = os.path.splitext(path)[0]
+    return unit[:-4] if unit.endswith("_int") else unit
+
+
+def file_cycles(files: dict[str, tuple[str, str]]) -> list[list[str]]:
+    """The circles between units of one module (units of a circle are always of one module
+    once the modules form no circle; includes of other modules are left out anyway)."""
+    where = {os.path.basename(p): p for p in files if p.endswith((".h", ".def"))}
+    deps: dict[str, set[str]] = {}
+    for path, (module, text) in files.items():
+        me = file_unit(path)
+        deps.setdefault(me, set())
+        for inc in INCLUDE.findall(text):
+            target = where.get(os.path.basename(inc))
+            if target and files[target][0] == module and file_unit(target) != me:
+                deps[me].add(file_unit(target))
+    return cycles(deps)
+
+
 def module_map(deps: dict[str, set[str]]) -> str:
     """Modules bottom-up (each after everything it uses), with what each uses directly."""
     order: list[str] = []
@@ -137,7 +170,11 @@ def self_test() -> int:
     d1, b1 = graph(ok_files)
     d2, b2 = graph(circle)
     _, b3 = graph(stranger)
-    ok = not b1 and not cycles(d1) and not b2 and cycles(d2) == [["core", "run"]] and len(b3) == 1
+    pair = {"w/a.c": ("w", '#include "a.h"\n#include "b.h"\n'), "w/a.h": ("w", ""),
+            "w/b.c": ("w", '#include "b_int.h"\n'), "w/b_int.h": ("w", '#include "a.h"\n'),
+            "w/b.h": ("w", "")}
+    ok = (not b1 and not cycles(d1) and not b2 and cycles(d2) == [["core", "run"]] and len(b3) == 1
+          and file_cycles(pair) == [["w/a", "w/b"]] and not file_cycles(ok_files))
     print("self-test:", "ok" if ok else "FAILED")
     return 0 if ok else 1
 
@@ -148,13 +185,23 @@ def main(argv: list[str]) -> int:
     if len(argv) not in (2, 3) or (len(argv) == 3 and argv[2] != "--map"):
         print(__doc__, file=sys.stderr)
         return 2
-    deps, bad = graph(scan(argv[1]))
+    files = scan(argv[1])
+    deps, bad = graph(files)
     if not deps:
         print(f"no C sources under {argv[1]}/src or {argv[1]}/sdkgen: give the repository's root")
         return 2
     for comp in cycles(deps):
         bad.append(f"modules include each other in a circle: {' <-> '.join(comp)} "
                    f"(report up through a hook registered in main.c instead)")
+    circles = {frozenset(c): c for c in file_cycles(files)}
+    for key, comp in sorted(circles.items(), key=lambda kv: kv[1]):
+        if key not in KNOWN_FILE_CIRCLES:
+            bad.append(f"files of one module include each other in a circle: {' <-> '.join(comp)} "
+                       f"(move what both need into a header of its own, or pass a callback)")
+    for key in KNOWN_FILE_CIRCLES:
+        if key not in circles:
+            bad.append(f"KNOWN_FILE_CIRCLES lists {' <-> '.join(sorted(key))}, which is gone: "
+                       f"remove it from the list")
     if len(argv) == 3:
         if bad:
             print("\n".join(bad), file=sys.stderr)
