@@ -432,7 +432,7 @@ static void wire_run_pipeline(void)
         .call_done = run_on_call_done,
         .write_done = run_on_write_done,
         .reply = ctl_send,
-        .reply_parts = ctl_send_parts,
+        .reply_parts = ctl_send_parts_held,
         .reply_limit = ctl_frame_limit,
         .input_required = run_on_input_required,
         .max_per_run = settings.max_calls_per_run,

@@ -481,18 +481,21 @@ static json_t *unwrapped(json_t *result)
     json_array_foreach(json_object_get(result, "content"), i, block)
     {
         json_t *t = json_object_get(block, "text");
-        if (json_is_string(t)) {
-            if (text.len)
-                buf_append(&text, "\n", 1);
-            buf_append(&text, json_string_value(t), json_string_length(t));
+        if (!json_is_string(t))
+            continue;
+        size_t add = (text.len ? 1 : 0) + json_string_length(t);
+        if (text.len + add > LEARN_MAX_TEXT) { /* checked first: a 50 MB text is not copied */
+            buf_free(&text);
+            return NULL;
         }
-        if (text.len > LEARN_MAX_TEXT)
-            break;
+        if (text.len)
+            buf_append(&text, "\n", 1);
+        buf_append(&text, json_string_value(t), json_string_length(t));
     }
     json_t *v = NULL;
-    if (text.len && text.len <= LEARN_MAX_TEXT)
+    if (text.len)
         v = jf_loadb(text.data, text.len, JF_DECODE_ANY, NULL);
-    if (!v && text.len && text.len <= LEARN_MAX_TEXT)
+    if (!v && text.len)
         v = json_string(""); /* the worker hands the program a str */
     buf_free(&text);
     return v;
@@ -613,10 +616,40 @@ static int seen_check(uint64_t k, int add)
     return 0;
 }
 
+/* The "text" member of a content block, from its bytes (b: room for 8 members), or NULL;
+ * *unread is set when the block has more members than that (it is not read here). */
+static const struct js_member *block_text(const struct js_member *block, struct js_member b[8],
+                                          int *unread)
+{
+    if (block->val[0] != '{')
+        return NULL;
+    int nm = js_members(block->val, block->vlen, b, 8);
+    if (nm < 0)
+        *unread = 1;
+    return nm < 0 ? NULL : js_get(b, nm, "text");
+}
+
+/* The fewest bytes the text blocks' texts can have once unescaped and joined as unwrapped()
+ * joins them (a character is at most 6 bytes escaped), or 0 when a block is not read here. */
+static size_t text_at_least(const struct js_member *blocks, int nb)
+{
+    struct js_member b[8];
+    size_t total = 0;
+    int unread = 0;
+    for (int i = 0; i < nb; i++) {
+        const struct js_member *t = block_text(&blocks[i], b, &unread);
+        if (unread)
+            return 0;
+        if (t && t->val[0] == '"')
+            total += (total ? 1 : 0) + (t->vlen - 2) / 6;
+    }
+    return total;
+}
+
 /* What unwrapped() would make of the result, from its bytes: the structure hash of its
  * structuredContent; for text blocks that cannot be JSON (the first text's first byte starts
  * no JSON value, all of it within LEARN_MAX_TEXT) the hash of "some text". 0: not decided
- * here (the tree decides), -1: nothing to learn (an error, no text). */
+ * here (the tree decides), -1: nothing to learn (an error, no text, a text over LEARN_MAX_TEXT). */
 static int text_structure(const char *raw, size_t len, uint64_t *out)
 {
     struct js_member m[16], blocks[16], b[8];
@@ -634,15 +667,15 @@ static int text_structure(const char *raw, size_t len, uint64_t *out)
     if (!content || content->val[0] != '[')
         return -1; /* no text: unwrapped() gives NULL */
     int nb = js_elements(content->val, content->vlen, blocks, 16);
+    if (nb >= 0 && content->vlen > LEARN_MAX_TEXT && text_at_least(blocks, nb) > LEARN_MAX_TEXT)
+        return -1; /* too long to learn from: unwrapped() gives NULL, so no tree of it is made */
     if (nb < 0 || content->vlen > LEARN_MAX_TEXT)
         return 0;
+    int unread = 0;
     for (int i = 0; i < nb; i++) {
-        if (blocks[i].val[0] != '{')
-            continue;
-        int nm = js_members(blocks[i].val, blocks[i].vlen, b, 8);
-        if (nm < 0)
+        const struct js_member *t = block_text(&blocks[i], b, &unread);
+        if (unread)
             return 0;
-        const struct js_member *t = js_get(b, nm, "text");
         if (!t || t->val[0] != '"' || t->vlen == 2)
             continue; /* not a string, or empty: adds nothing to the text */
         unsigned c = (unsigned char)t->val[1];
@@ -652,6 +685,12 @@ static int text_structure(const char *raw, size_t len, uint64_t *out)
         return 1;
     }
     return -1;
+}
+
+int shapes_learnable(const char *raw, size_t len)
+{
+    uint64_t structure;
+    return text_structure(raw, len, &structure) >= 0;
 }
 
 void shapes_learn_text(const char *principal, const char *fn, const char *raw, size_t len)

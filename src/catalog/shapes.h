@@ -37,6 +37,9 @@ void shapes_learn(const char *principal, const char *fn, json_t *call_result);
 /* The same from the result's bytes (a canonical JSON object, jsonscan.h): a result whose
  * structure was learned before for fn is skipped without building its tree. */
 void shapes_learn_text(const char *principal, const char *fn, const char *raw, size_t len);
+/* 0 when shapes_learn_text would learn nothing from the result's bytes (an error, no text, a
+ * text longer than shapes learn from), found without reading more than its members. */
+int shapes_learnable(const char *raw, size_t len);
 /* {"fn": shape} what principal's workers get (NULL: the shared view, the prototype's), a new
  * reference; and a version that changes when it does (never the same for two contents). */
 json_t *shapes_view(const char *principal);

@@ -43,6 +43,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* A block queued by reference (lp_io_hold): written from where it lies and freed once written
+ * (a 50 MB result is not copied into `out` beside the buffer it was read into). What is queued
+ * after it waits in `after`, which becomes `out` once the block is out. */
+struct held {
+    char *block;
+    const char *p;
+    size_t len;
+    struct buf after;
+    struct held *next;
+};
+
 struct lp_io {
     int fd;
     int readable;
@@ -55,6 +66,7 @@ struct lp_io {
     void *ud;
     struct buf out;
     size_t out_off;                /* bytes of `out` already written (see io_write_out) */
+    struct held *held, *held_tail; /* written after `out`, in order */
     struct lp_deferred flush;      /* writes `out` at the end of the iteration */
     struct lp_deferred close_soon; /* closes it at the end of the iteration */
     struct lp_io *next, **pprev;   /* every open one, for lp_destroy */
@@ -200,6 +212,13 @@ static void io_close_now(struct lp_io *io)
     if (io->ops && io->ops->on_close)
         io->ops->on_close(io->ud);
     buf_free(&io->out);
+    while (io->held) {
+        struct held *h = io->held;
+        io->held = h->next;
+        buf_free(&h->after);
+        free(h->block);
+        free(h);
+    }
     free(io);
 }
 
@@ -216,7 +235,20 @@ static void io_close_soon(struct lp_io *io)
 /* Bytes queued and not written yet. */
 static size_t io_unsent(const struct lp_io *io)
 {
-    return io->out.len - io->out_off;
+    size_t n = io->out.len - io->out_off;
+    for (const struct held *h = io->held; h; h = h->next)
+        n += h->len + h->after.len;
+    return n;
+}
+
+/* One write of what the descriptor takes: bytes written, 0 when it would block, -1 on error. */
+static ssize_t io_send(struct lp_io *io, const char *p, size_t left)
+{
+    ssize_t n = io->sock ? send(io->fd, p, left, MSG_NOSIGNAL) : write(io->fd, p, left);
+    if (n >= 0 || errno == EAGAIN || errno == EINTR)
+        return n < 0 ? 0 : n;
+    log_debug("loop", "write fd %d: %s", io->fd, strerror(errno));
+    return -1;
 }
 
 /* Writes what `out` holds until the descriptor would block. -1 on a write error. A partial
@@ -225,21 +257,33 @@ static size_t io_unsent(const struct lp_io *io)
  * time relaying a 50 MB result). */
 static int io_write_out(struct lp_io *io)
 {
-    while (io_unsent(io)) {
-        const char *p = io->out.data + io->out_off;
-        size_t left = io_unsent(io);
-        ssize_t n = io->sock ? send(io->fd, p, left, MSG_NOSIGNAL) : write(io->fd, p, left);
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EINTR)
-                return 0;
-            log_debug("loop", "write fd %d: %s", io->fd, strerror(errno));
-            return -1;
+    for (;;) {
+        while (io->out.len > io->out_off) {
+            ssize_t n = io_send(io, io->out.data + io->out_off, io->out.len - io->out_off);
+            if (n <= 0)
+                return (int)n;
+            io->out_off += (size_t)n;
         }
-        io->out_off += (size_t)n;
+        buf_consume(&io->out, io->out.len); /* all written: a one-off big buffer is freed */
+        io->out_off = 0;
+        struct held *h = io->held;
+        if (!h)
+            return 0;
+        while (h->len) {
+            ssize_t n = io_send(io, h->p, h->len);
+            if (n <= 0)
+                return (int)n;
+            h->p += n;
+            h->len -= (size_t)n;
+        }
+        buf_free(&io->out); /* the block is out: what was queued after it is next */
+        io->out = h->after;
+        io->held = h->next;
+        if (!io->held)
+            io->held_tail = NULL;
+        free(h->block);
+        free(h);
     }
-    buf_consume(&io->out, io->out.len); /* all written: a one-off big buffer is freed */
-    io->out_off = 0;
-    return 0;
 }
 
 /* Before more is queued: the written head goes once it is most of the buffer, so a
@@ -418,22 +462,50 @@ struct lp_io *lp_io_watch(int fd, int readable, const struct lp_io_ops *ops, voi
     return io;
 }
 
-int lp_io_write(struct lp_io *io, const void *data, size_t len)
+struct buf *lp_io_out(struct lp_io *io)
 {
     if (!io || io->closing || io->closed)
-        return -1;
+        return NULL;
     if (!io_unsent(io))
         lp_defer(&io->flush, io_flush, io);
+    if (io->held_tail)
+        return &io->held_tail->after;
     io_compact(io);
-    buf_append(&io->out, data, len);
+    return &io->out;
+}
+
+int lp_io_hold(struct lp_io *io, char *block, const char *p, size_t len)
+{
+    if (!lp_io_out(io))
+        return -1;
+    struct held *h = xcalloc(1, sizeof(*h));
+    h->block = block;
+    h->p = p;
+    h->len = len;
+    if (io->held_tail)
+        io->held_tail->next = h;
+    else
+        io->held = h;
+    io->held_tail = h;
+    return 0;
+}
+
+int lp_io_write(struct lp_io *io, const void *data, size_t len)
+{
+    struct buf *out = lp_io_out(io);
+    if (!out)
+        return -1;
+    buf_append(out, data, len);
     return 0;
 }
 
 int lp_io_write_line(struct lp_io *io, const char *data, size_t len)
 {
-    if (lp_io_write(io, data, len) < 0)
+    struct buf *out = lp_io_out(io);
+    if (!out)
         return -1;
-    buf_append(&io->out, "\n", 1);
+    buf_append(out, data, len);
+    buf_append(out, "\n", 1);
     return 0;
 }
 

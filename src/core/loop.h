@@ -50,6 +50,14 @@ struct lp_io *lp_io_watch(int fd, int readable, const struct lp_io_ops *ops, voi
 int lp_io_write_line(struct lp_io *io, const char *data, size_t len);
 /* Queues len bytes (copied), as lp_io_write_line without the newline. -1 if closing. */
 int lp_io_write(struct lp_io *io, const void *data, size_t len);
+/* The buffer queued bytes wait in, for a writer that encodes straight into it instead of
+ * making a text of its own to be copied (a 50 MB message held once, not twice): append to it
+ * in this iteration (or cut back to where it was). NULL if closing. */
+struct buf *lp_io_out(struct lp_io *io);
+/* Queues len bytes at p, which lie in block (malloc'd), without copying them: block is the
+ * loop's from now on, freed once they are written (or the descriptor closed). -1 if closing
+ * (block is still the caller's). */
+int lp_io_hold(struct lp_io *io, char *block, const char *p, size_t len);
 /* The descriptor (for getsockopt and the like; never read, write or close it). */
 int lp_io_fd(const struct lp_io *io);
 /* Bytes queued and not yet written. */

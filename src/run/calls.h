@@ -75,8 +75,9 @@ struct calls_hooks {
      * when it is longer than reply_limit() (nothing sent: the call fails with "too_large"). */
     int (*reply)(uint64_t conn_id, json_t *msg);
     /* Sends one message made of the n pieces of JSON text (a result spliced in as bytes);
-     * returns as reply. */
-    int (*reply_parts)(uint64_t conn_id, const struct iovec *iov, int n);
+     * returns as reply. iov[held] lies in *block (malloc'd) when block is set: the sender may
+     * keep it until it is written instead of copying it (*block is then NULL: its to free). */
+    int (*reply_parts)(uint64_t conn_id, const struct iovec *iov, int n, int held, char **block);
     /* The longest message reply and reply_parts send, named in the "too_large" error. */
     size_t (*reply_limit)(void);
     /* CODEMCP_MAX_CALLS_PER_RUN: a run's calls in flight at once (routed upstream or waiting

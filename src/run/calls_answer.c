@@ -151,7 +151,7 @@ static json_t *mark_mutation(json_t *result, int dry_run)
 
 /* The answer written around the result's bytes: the frame rpc_result(id, result) gives.
  * Returns as the reply hooks do. */
-static int reply_raw(struct call *call, const char *raw, size_t len)
+static int reply_raw(struct call *call, const char *raw, size_t len, char **block)
 {
     static const char head[] = CTL_REPLY_HEAD, mid[] = CTL_REPLY_MID;
     struct iovec iov[5] = {{(void *)head, sizeof(head) - 1},
@@ -159,7 +159,8 @@ static int reply_raw(struct call *call, const char *raw, size_t len)
                            {(void *)mid, sizeof(mid) - 1},
                            {(void *)raw, len},
                            {"}", 1}};
-    return calls__hooks.reply_parts ? calls__hooks.reply_parts(call->conn_id, iov, 5) : -1;
+    return calls__hooks.reply_parts ? calls__hooks.reply_parts(call->conn_id, iov, 5, 3, block)
+                                    : -1;
 }
 
 /* A result longer than the worker reads (what: whose result): the request fails with kind
@@ -197,6 +198,8 @@ static void learn_raw(const char *principal, const char *fn, const char *raw, si
         shapes_learn_text(principal, fn, raw, len);
         return;
     }
+    if (!shapes_learnable(raw, len))
+        return; /* e.g. a long text: a sample keeps strings whole (one more copy of it) */
     char *sample = xmalloc(len); /* only what is written is touched */
     size_t n = js_sample(raw, len, LEARN_SAMPLE_ELEMENTS, sample);
     shapes_learn_text(principal, fn, sample, n);
@@ -253,7 +256,9 @@ void calls__on_upstream_result(void *ud, const struct up_result *res, const stru
         call->outcome = res->is_error ? MX_CALL_IS_ERROR : MX_CALL_OK;
         if (res->is_error)
             fail_spans(call, "tool_error", NULL);
-        int too_large = reply_raw(call, res->raw, res->raw_len) == CALLS_TOO_LARGE;
+        /* learn_raw reads raw after: a block kept by the sender is freed once written, after
+         * this callback (writes happen at the end of the loop's iteration). */
+        int too_large = reply_raw(call, res->raw, res->raw_len, res->bytes) == CALLS_TOO_LARGE;
         calls__ended(call, too_large ? "too_large" : res->is_error ? "error" : "ok", NULL);
         if (too_large)
             calls__reply_too_large(call->conn_id, call->id, call->fn ? call->fn : call->tool,

@@ -134,7 +134,7 @@ const char *ctl_frame_env(void)
 /* Queues one text frame made of n pieces (written one after the other). CALLS_TOO_LARGE, and
  * nothing queued, past ctl_frame_limit(): the worker would drop the connection, and its
  * variables with it. */
-static int queue_frame(struct ctl_conn *c, const struct iovec *iov, int n)
+static int queue_frame(struct ctl_conn *c, const struct iovec *iov, int n, int held, char **block)
 {
     if (unread_over_cap(c))
         return -1;
@@ -150,29 +150,71 @@ static int queue_frame(struct ctl_conn *c, const struct iovec *iov, int n)
     size_t h = wsp_put_header(hdr, WSP_OP_TEXT, len, 0); /* server frames are unmasked */
     if (lp_io_write(c->io, hdr, h) < 0)
         return 0; /* closing */
-    for (int i = 0; i < n; i++)
-        lp_io_write(c->io, iov[i].iov_base, iov[i].iov_len);
+    for (int i = 0; i < n; i++) {
+        if (i == held && block && *block &&
+            lp_io_hold(c->io, *block, iov[i].iov_base, iov[i].iov_len) == 0)
+            *block = NULL; /* the loop's now: a big result is not copied beside its line */
+        else
+            lp_io_write(c->io, iov[i].iov_base, iov[i].iov_len);
+    }
+    return 0;
+}
+
+/* Queues msg as one text frame, encoded straight into the connection's output: a 50 MB result
+ * is not also held as a text of its own while it is copied there. Room for the longest header
+ * is left before it; a frame under 64 KiB has a shorter one, and its payload moves up to it.
+ * -1 (nothing queued) when msg does not encode; else as queue_frame. */
+static int queue_json(struct ctl_conn *c, json_t *msg)
+{
+    enum { MAX_HEADER = 10 }; /* wsp_put_header's longest (a payload of 64 KiB or more) */
+    if (unread_over_cap(c))
+        return -1;
+    struct buf *out = lp_io_out(c->io);
+    if (!out)
+        return 0; /* closing */
+    size_t at = out->len;
+    buf_append(out, "\0\0\0\0\0\0\0\0\0\0", MAX_HEADER);
+    int rc = jf_append(&out->data, &out->len, &out->cap, msg, NULL, 0);
+    size_t len = out->len - at - MAX_HEADER;
+    if (rc == 0 && len > ctl_frame_limit()) {
+        log_warn("control", "a %zu-byte frame for a worker is over the %zu-byte limit: not sent",
+                 len, ctl_frame_limit());
+        rc = CALLS_TOO_LARGE;
+    }
+    if (rc != 0) {
+        out->len = at;
+        out->data[at] = '\0';
+        return rc;
+    }
+    unsigned char hdr[MAX_HEADER];
+    size_t h = wsp_put_header(hdr, WSP_OP_TEXT, len, 0); /* server frames are unmasked */
+    memcpy(out->data + at, hdr, h);
+    if (h < MAX_HEADER) {
+        memmove(out->data + at + h, out->data + at + MAX_HEADER, len + 1); /* with the NUL */
+        out->len -= MAX_HEADER - h;
+    }
     return 0;
 }
 
 int ctl_send(uint64_t conn_id, json_t *msg)
 {
     struct ctl_conn *c = conn_find(conn_id);
-    char *text = c ? rpc_dump(msg) : NULL;
+    int rc = c ? queue_json(c, msg) : -1;
     json_decref(msg);
-    if (!text)
-        return -1;
-    int rc = queue_frame(c, &(struct iovec){text, strlen(text)}, 1);
-    free(text);
     return rc;
 }
 
-int ctl_send_parts(uint64_t conn_id, const struct iovec *iov, int n)
+int ctl_send_parts_held(uint64_t conn_id, const struct iovec *iov, int n, int held, char **block)
 {
     struct ctl_conn *c = conn_find(conn_id);
     if (!c)
         return -1;
-    return queue_frame(c, iov, n);
+    return queue_frame(c, iov, n, held, block);
+}
+
+int ctl_send_parts(uint64_t conn_id, const struct iovec *iov, int n)
+{
+    return ctl_send_parts_held(conn_id, iov, n, -1, NULL);
 }
 
 size_t ctl_pending(uint64_t conn_id)

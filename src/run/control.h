@@ -56,6 +56,9 @@ int ctl_send(uint64_t conn_id, json_t *msg);
 /* Sends one text frame made of the n pieces, as they are (the caller's bytes are JSON). -1 if
  * the connection is gone; CALLS_TOO_LARGE as ctl_send. */
 int ctl_send_parts(uint64_t conn_id, const struct iovec *iov, int n);
+/* The same, iov[held] lying in *block (malloc'd; NULL block: none): kept and written from
+ * there, not copied (*block set to NULL: the connection frees it once written). */
+int ctl_send_parts_held(uint64_t conn_id, const struct iovec *iov, int n, int held, char **block);
 /* The longest frame sent to or read from a worker: CODEMCP_CONTROL_MAX_FRAME. */
 size_t ctl_frame_limit(void);
 /* "CODEMCP_CONTROL_MAX_FRAME=N" for a worker's environment: the worker reads frames up to the

@@ -534,17 +534,40 @@ static struct up_req *find_req(struct upstream *up, json_t *id)
     return json_is_integer(id) ? up__find_wire(up, json_integer_value(id)) : NULL;
 }
 
-void up__transport_message(struct upstream *up, const char *text, size_t len)
+static void dispatch(struct upstream *up, json_t *msg);
+
+/* The message in text (the usual result handed on as its bytes, text's buffer with them when
+ * bytes is set: up_result.bytes), else its tree; NULL when that is done or it is not JSON. */
+static json_t *message_tree(struct upstream *up, const char *text, size_t len, char **bytes)
 {
-    if (up__try_raw_result(up, text, len))
-        return;
+    if (up__try_raw_result(up, text, len, bytes))
+        return NULL;
     json_error_t jerr;
     json_t *msg = jf_loadb(text, len, JF_ALLOW_NUL | JF_BIG_INTEGERS, &jerr); /* see jsonfast.h */
-    if (!msg) {
+    if (!msg)
         log_warn("upstream", "%s: ignoring a line that is not JSON (%s): %.120s", up->name,
                  jerr.text, text);
-        return;
-    }
+    return msg;
+}
+
+void up__transport_message(struct upstream *up, const char *text, size_t len)
+{
+    json_t *msg = message_tree(up, text, len, NULL);
+    if (msg)
+        dispatch(up, msg);
+}
+
+void up__transport_line(struct upstream *up, char *text, size_t len)
+{
+    json_t *msg = message_tree(up, text, len, &text); /* a relayed result may take text */
+    free(text); /* before the answer is made from the tree: one payload less at the peak */
+    if (msg)
+        dispatch(up, msg);
+}
+
+/* A message's tree to whoever waits for it or handles it; msg is consumed. */
+static void dispatch(struct upstream *up, json_t *msg)
+{
     const char *why;
     switch (rpc_classify(msg, &why)) {
     case RPC_RESPONSE: {

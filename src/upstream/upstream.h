@@ -106,6 +106,9 @@ struct up_result {
     const char *raw;
     size_t raw_len;
     int is_error; /* with raw: the result's isError is true (a tree says it itself) */
+    /* With raw, when set: the malloc'd buffer raw lies in. A callback that keeps raw past its
+     * return takes it (sets *bytes to NULL; it frees it then); else it is freed after. */
+    char **bytes;
 };
 
 /* Result callback: exactly one of res and err is set. */
@@ -183,6 +186,9 @@ void up_free_all(void);
 /* ---- for transports only ---- */
 void up__transport_open(struct upstream *up); /* ready to send initialize */
 void up__transport_message(struct upstream *up, const char *text, size_t len);
+/* The same for a line the transport hands over (malloc'd): freed once its tree is made, or
+ * kept by whoever relays the result in it (up_result.bytes). */
+void up__transport_line(struct upstream *up, char *text, size_t len);
 void up__transport_failed(struct upstream *up, const char *why); /* connection lost/failed */
 void up__transport_closed(struct upstream *up);                  /* fully gone after shutdown */
 extern int up__shutdown_deadline_ms; /* 0: graceful; else see up_set_shutdown_deadline */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int up__try_raw_result(struct upstream *up, const char *text, size_t len)
+int up__try_raw_result(struct upstream *up, const char *text, size_t len, char **bytes)
 {
     struct js_member m[8], rm[16];
     /* Reals as written: the result's bytes go on to a reader (the worker's JSON parser, which
@@ -35,7 +35,8 @@ int up__try_raw_result(struct upstream *up, const char *text, size_t len)
     r->call_cb(r->call_ud,
                &(struct up_result){.raw = res->val,
                                    .raw_len = res->vlen,
-                                   .is_error = js_is(js_get(rm, rn, "isError"), "true")},
+                                   .is_error = js_is(js_get(rm, rn, "isError"), "true"),
+                                   .bytes = bytes},
                NULL);
     free(r);
     return 1;

@@ -48,7 +48,7 @@ int64_t up__default_call_timeout(void);
 /* upstream_call.c: the usual tools/call answer in jf_dumps' form (jsonscan.h) goes to its
  * caller as bytes: 1. 0: anything else or unusual (an error, a resultType, another request's
  * id, not canonical): the tree path decides as before. */
-int up__try_raw_result(struct upstream *up, const char *text, size_t len);
+int up__try_raw_result(struct upstream *up, const char *text, size_t len, char **bytes);
 
 /* Sends a request (steals params, may be NULL); a modern-era server's requests (and the
  * server/discover probe) get the `_meta` envelope. timeout_ms <= 0: no timer. Returns 0,

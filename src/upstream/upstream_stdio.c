@@ -31,7 +31,7 @@ struct stdio_tp {
     int kill_stage;
 };
 
-static void on_stdout_line(void *ud, const char *line, size_t len)
+static void on_stdout_line(void *ud, char *line, size_t len)
 {
     struct stdio_tp *tp = ud;
     if (!line) {
@@ -39,13 +39,13 @@ static void on_stdout_line(void *ud, const char *line, size_t len)
                  LIM_UPSTREAM_MESSAGE_MAX);
         return;
     }
-    up__transport_message(tp->up, line, len);
+    up__transport_line(tp->up, line, len);
 }
 
 static void on_stdout(void *ud, const char *data, size_t len)
 {
     struct stdio_tp *tp = ud;
-    rpc_lines_feed(&tp->out_lines, data, len, on_stdout_line, tp);
+    rpc_lines_feed_take(&tp->out_lines, data, len, on_stdout_line, tp);
 }
 
 static void on_stderr_line(void *ud, const char *line, size_t len)

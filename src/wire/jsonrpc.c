@@ -106,7 +106,19 @@ char *rpc_dump(json_t *msg)
 /* Lines longer than this leave the framer without a copy (rpc_lines_feed). */
 #define RPC_LINE_KEEP 65536
 
-void rpc_lines_feed(struct rpc_lines *l, const char *data, size_t len, rpc_line_cb cb, void *ud)
+/* One line out to whichever callback was given (take: it frees the line). */
+static void deliver(rpc_line_cb cb, rpc_line_take_cb take, void *ud, char *line, size_t len)
+{
+    if (take) {
+        take(ud, line, len);
+        return;
+    }
+    cb(ud, line, len);
+    free(line);
+}
+
+static void feed(struct rpc_lines *l, const char *data, size_t len, rpc_line_cb cb,
+                 rpc_line_take_cb owner, void *ud)
 {
     while (len) {
         const char *nl = memchr(data, '\n', len);
@@ -125,7 +137,7 @@ void rpc_lines_feed(struct rpc_lines *l, const char *data, size_t len, rpc_line_
         len -= take + 1;
         if (l->discarding) {
             l->discarding = 0;
-            cb(ud, NULL, 0);
+            deliver(cb, owner, ud, NULL, 0);
             continue;
         }
         size_t n = l->buf.len;
@@ -143,12 +155,22 @@ void rpc_lines_feed(struct rpc_lines *l, const char *data, size_t len, rpc_line_
                 line = xstrndup(l->buf.data, n);
                 buf_reset(&l->buf);
             }
-            cb(ud, line, n);
-            free(line);
+            deliver(cb, owner, ud, line, n);
         } else {
             buf_reset(&l->buf);
         }
     }
+}
+
+void rpc_lines_feed(struct rpc_lines *l, const char *data, size_t len, rpc_line_cb cb, void *ud)
+{
+    feed(l, data, len, cb, NULL, ud);
+}
+
+void rpc_lines_feed_take(struct rpc_lines *l, const char *data, size_t len, rpc_line_take_cb cb,
+                         void *ud)
+{
+    feed(l, data, len, NULL, cb, ud);
 }
 
 void rpc_lines_free(struct rpc_lines *l)

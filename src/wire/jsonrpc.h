@@ -50,6 +50,11 @@ struct rpc_lines {
 };
 typedef void (*rpc_line_cb)(void *ud, const char *line, size_t len);
 void rpc_lines_feed(struct rpc_lines *l, const char *data, size_t len, rpc_line_cb cb, void *ud);
+/* As rpc_lines_feed, but each line (malloc'd, NUL-terminated; NULL for a dropped one) is the
+ * callback's to free: a reader done with a 50 MB line lets it go before it answers. */
+typedef void (*rpc_line_take_cb)(void *ud, char *line, size_t len);
+void rpc_lines_feed_take(struct rpc_lines *l, const char *data, size_t len, rpc_line_take_cb cb,
+                         void *ud);
 void rpc_lines_free(struct rpc_lines *l);
 
 #endif

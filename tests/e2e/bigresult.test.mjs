@@ -10,9 +10,10 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { PYTHON, TESTS, connectClient, ms, tempDir, writeConfig } from './lib.mjs';
+import { PYTHON, TESTS, connectClient, ms, peakRssMb, tempDir, writeConfig } from './lib.mjs';
 
 const FIXTURE = path.join(TESTS, 'fixtures', 'big_upstream.py');
+const MEASURE_MEMORY = !process.env.CODEMCP_TEST_SANITIZER; // peakRssMb is NaN then
 
 async function session(env = {}) {
   const dir = tempDir();
@@ -144,3 +145,32 @@ result = {"bad": bad, "reps": reps}
     await h.close();
   }
 });
+
+// What a big text result costs the gateway at the peak. Relayed as bytes (compact JSON from
+// the upstream): one payload, the line it was read into, written to the worker from there (not
+// copied into the output beside it), and a text too long to learn a shape from (over 256 KB) is
+// not also sampled and parsed for learning (five payloads before, on every call: a function
+// whose results are all that long never gets a shape). Through a tree (an upstream writing JSON
+// with spaces): two, the tree and the frame; the line is freed once the tree is made, the frame
+// is encoded straight into the output (not a text then a copy of it), and learning does not
+// copy the text to find it too long (four before).
+for (const [compact, payloads] of [[true, 1], [false, 2]]) {
+  test(`a big text result costs the gateway ${payloads} payload(s) at the peak (${compact ? 'relayed as bytes' : 'through a tree'})`, { timeout: ms(240000) }, async () => {
+    // meson test sets MALLOC_PERTURB_, which fills every buffer's whole capacity (a 32 MB text
+    // in a buffer grown to 64 MB would count 64): off, the peak is what is used.
+    const { h, run } = await session({ MALLOC_PERTURB_: '0' });
+    try {
+      assert.equal((await run('result = 1')).result, 1);
+      const before = peakRssMb(h.pid);
+      const mb = 32;
+      const call = `len(big_blob(bytes=${mb} << 20${compact ? ', compact=True' : ''}))`;
+      const r = await run(`result = [${call} for _ in range(2)]`);
+      assert.deepEqual(r.result, [mb << 20, mb << 20], JSON.stringify(r).slice(0, 2000));
+      const peak = peakRssMb(h.pid);
+      console.log(`# ${mb} MB text results: gateway peak ${before.toFixed(0)} -> ${peak.toFixed(0)} MB`);
+      if (MEASURE_MEMORY) assert.ok(peak - before < (payloads + 0.6) * mb, `the gateway's peak grew from ${before} to ${peak} MB`);
+    } finally {
+      await h.close();
+    }
+  });
+}
