@@ -44,17 +44,6 @@ compose_down() {
 trap compose_down EXIT
 trap 'exit 143' TERM INT
 
-step() { # name, log, command...
-    local name="$1" log="$2" t0=$SECONDS
-    shift 2
-    echo "== $name"
-    if ! "$@" >"$log" 2>&1; then
-        show "$log"
-        fail "$name failed (log: $log)"
-    fi
-    echo "   $((SECONDS - t0)) s"
-}
-
 step "base image debian:bookworm-slim" "$SCRATCH/base.log" contrib/docker/make-base.sh
 step "docker-compose up -d --build" "$SCRATCH/up.log" docker-compose up -d --build
 
