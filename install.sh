@@ -65,6 +65,9 @@ command -v useradd >/dev/null || OPTIONAL+=(passwd)
 # podman: CODEMCP_ISOLATION=docker against Podman's Docker-compatible service (meson test
 # docker_podman starts `podman system service` itself; it skips without podman).
 OPTIONAL+=(podman)
+# docker-compose (Debian's 1.29): contrib/fleet/compose.yaml brought up by meson test
+# docker_compose (it skips without docker-compose or a Docker daemon).
+OPTIONAL+=(docker-compose)
 # prometheus (with promtool) scrapes `codemcp start` in tests/e2e/metrics.test.mjs.
 OPTIONAL+=(prometheus)
 # The load balancers of contrib/fleet/, run by tests/e2e/fleet.test.mjs and bench/fleet.mjs.

@@ -24,17 +24,6 @@ cd "$ROOT" || exit 2
 # shellcheck source=docker_ready.sh
 . "$ROOT/tests/e2e/docker_ready.sh"
 
-step() { # name, log, command...
-    local name="$1" log="$2" t0=$SECONDS
-    shift 2
-    echo "== $name"
-    if ! "$@" >"$log" 2>&1; then
-        show "$log"
-        fail "$name failed (log: $log)"
-    fi
-    echo "   $((SECONDS - t0)) s"
-}
-
 step "base image debian:bookworm-slim" "$SCRATCH/base.log" contrib/docker/make-base.sh
 step "docker build $IMAGE" "$SCRATCH/image.log" \
     docker build -f contrib/docker/Dockerfile -t "$IMAGE" .

@@ -1,5 +1,5 @@
 # tests/e2e/docker_ready.sh — sourced by the Docker tests (docker_image.sh, docker_isolation.sh)
-# from the repository root with SCRATCH set: defines skip/fail/show, then gets a Docker daemon
+# from the repository root with SCRATCH set: defines skip/fail/show/step, then gets a Docker daemon
 # ready (the running one, else dockerd started here as root and stopped at the script's exit;
 # none possible -> exit 77, meson's SKIP, with the reason, never a failure) and checks that
 # debian:bookworm-slim exists or can be made by contrib/docker/make-base.sh.
@@ -7,6 +7,17 @@ skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
 # Prints the last lines of a log after a failed step.
 show() { echo "--- last lines of $1"; tail -n 40 "$1"; }
+# Runs one build step with its output in a log: its time on success, else the log's tail and FAIL.
+step() { # name, log, command...
+    local name="$1" log="$2" t0=$SECONDS
+    shift 2
+    echo "== $name"
+    if ! "$@" >"$log" 2>&1; then
+        show "$log"
+        fail "$name failed (log: $log)"
+    fi
+    echo "   $((SECONDS - t0)) s"
+}
 
 [ -z "${CODEMCP_WRAPPER:-}" ] || skip "CODEMCP_WRAPPER is set: what runs inside Docker is not wrapped"
 command -v docker >/dev/null || skip "docker is not installed (Debian: apt-get install docker.io)"
