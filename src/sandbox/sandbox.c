@@ -410,10 +410,15 @@ static void loopback_up(void)
 }
 
 /* After the root is built, before the capabilities go: the worker's identity (1000 inside;
- * nobody outside when the gateway is root, which maps uid 0 to itself only for the set-up). */
-static void become_sandbox_user(int outer_root)
+ * nobody outside when the gateway is root, which maps uid 0 to itself only for the set-up).
+ * drop_groups: leave the supplementary groups inherited from the gateway, which are kernel ids
+ * honoured outside every namespace (its own group among them when it was started by login, su
+ * or systemd). A root gateway's sandbox, and the prototype of a subordinate id range (its
+ * sessions are other users, and must not read what the gateway's groups may), can: setgroups
+ * is allowed where the map was written by root or by newgidmap from /etc/subgid. */
+static void become_sandbox_user(int drop_groups)
 {
-    if (outer_root && setgroups(0, NULL) < 0)
+    if (drop_groups && setgroups(0, NULL) < 0)
         die_step("setgroups", NULL);
     if (setresgid(SBX_UID, SBX_UID, SBX_UID) < 0)
         die_step("setresgid", NULL);
@@ -440,7 +445,7 @@ void sbx__drop_privileges(int outer_root, int change_uid, unsigned long keep)
     if (keep && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
         die_step("keepcaps", NULL);
     if (change_uid)
-        become_sandbox_user(outer_root);
+        become_sandbox_user(outer_root || keep);
     struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct data[2];
     memset(data, 0, sizeof(data));

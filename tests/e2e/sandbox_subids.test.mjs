@@ -21,14 +21,14 @@ const WHY_NOT = process.getuid() !== 0 ? 'needs root to create a user and its su
     : spawnSync('setpriv', ['--version']).status !== 0 ? 'setpriv is not installed' : null;
 
 /** A user of its own for this file, with a range of subordinate ids unless bare. */
-function makeUser(suffix, bare) { // suffix: r, f, o or p (picks the range)
+function makeUser(suffix, bare) { // suffix: r, f, o, p or g (picks the range)
   const name = `cmcpsub${suffix}${process.pid % 100000}`;
   spawnSync('userdel', [name]);
   const add = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', name], { encoding: 'utf8' });
   assert.equal(add.status, 0, `useradd: ${add.stderr}`);
   const uid = Number(spawnSync('id', ['-u', name], { encoding: 'utf8' }).stdout.trim());
   const gid = Number(spawnSync('id', ['-g', name], { encoding: 'utf8' }).stdout.trim());
-  const start = 1000000000 + ((process.pid % 10000) * 4 + 'rfop'.indexOf(suffix)) * RANGE;
+  const start = 1000000000 + ((process.pid % 7000) * 6 + 'rfopg'.indexOf(suffix)) * RANGE;
   if (!bare) {
     const ids = `${start}-${start + RANGE - 1}`;
     const mod = spawnSync('usermod', ['--add-subuids', ids, '--add-subgids', ids, name], { encoding: 'utf8' });
@@ -172,7 +172,7 @@ async function oneSessionAs(suffix, bare, env, fn) {
 
 // A root gateway maps sessions itself, from CODEMCP_ROOT_UID_BASE (here a base of this file's).
 describe('a root gateway: sessions as CODEMCP_ROOT_UID_BASE + slot', { skip: process.getuid() !== 0 ? 'needs root' : false }, () => {
-  const base = 1000000000 + ((process.pid % 8000) * 5 + 4) * RANGE;
+  const base = 1000000000 + ((process.pid % 7000) * 6 + 5) * RANGE;
   const root = { uid: 0, gid: 0 };
   const t = twoSessions(() => gatewayAs(root, { CODEMCP_ROOT_UID_BASE: String(base) }, true, false));
 
@@ -211,4 +211,38 @@ describe('the fallbacks: every worker as the gateway\'s user', { skip: WHY_NOT ?
     assert.match(gw.proc.stderr, /sandbox ids: every session runs as the gateway's own user outside \(CODEMCP_SANDBOX_SUBIDS=false\)/);
     assert.equal(uidsInRange(u.start).size, 0, 'a session ran as a subordinate uid');
   }));
+});
+
+// A gateway started the usual way (login, su, systemd's User=) holds its user's groups as
+// supplementary groups, its own primary group among them. A session with a uid of its own must
+// not carry them: they are kernel ids, honoured outside every namespace, so a session would read
+// what the gateway's group may read in a CODEMCP_SANDBOX_RO path (a 0640 file, a 0750 directory).
+describe('an unprivileged gateway with supplementary groups and a range', { skip: WHY_NOT ?? false }, () => {
+  test('a session carries none of the gateway\'s groups: a group-readable file stays closed', async () => {
+    const u = makeUser('g', false);
+    let gw, s;
+    try {
+      const shared = tempDir('codemcp-subids-ro-');
+      fs.chmodSync(shared, 0o755);
+      const priv = path.join(shared, 'team');
+      fs.mkdirSync(priv, { mode: 0o750 });
+      fs.writeFileSync(path.join(priv, 'secret'), 'group only\n', { mode: 0o640 });
+      for (const f of [priv, path.join(priv, 'secret')]) fs.chownSync(f, u.uid, u.gid);
+      gw = await gatewayAs(u, { CODEMCP_SANDBOX_RO: priv }, false,
+        ['setpriv', `--reuid=${u.uid}`, `--regid=${u.gid}`, `--groups=${u.gid}`, '--']);
+      s = await session(gw.url);
+      const probe = `import os
+try:
+    open(${JSON.stringify(path.join(priv, 'secret'))}).read()
+    opened = 'read'
+except PermissionError:
+    opened = 'EACCES'
+result = [os.getgroups(), opened]`;
+      assert.deepEqual(await s.run(probe), [[], 'EACCES']);
+    } finally {
+      await s?.close();
+      await stop(gw);
+      u.remove();
+    }
+  });
 });
