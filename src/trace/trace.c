@@ -126,16 +126,28 @@ void trace_request_parent(struct trace_remote *out, const char *traceparent, con
         *out = http_ctx;
 }
 
-/* A copy of str owned by s: inside it while there is room, else its own allocation. */
+/* A copy of str, then " " and tail when tail is not NULL, owned by s: inside it while there
+ * is room, else its own allocation. */
+static char *keep_join(struct trace_span *s, const char *str, const char *tail)
+{
+    size_t n = strlen(str), t = tail ? strlen(tail) + 1 : 0;
+    char *at = s->text + s->text_used;
+    if (n + t + 1 > sizeof(s->text) - s->text_used)
+        at = xmalloc(n + t + 1);
+    else
+        s->text_used += n + t + 1;
+    memcpy(at, str, n);
+    if (tail) {
+        at[n] = ' ';
+        memcpy(at + n + 1, tail, t - 1);
+    }
+    at[n + t] = '\0';
+    return at;
+}
+
 static char *keep(struct trace_span *s, const char *str)
 {
-    size_t n = strlen(str) + 1;
-    if (n > sizeof(s->text) - s->text_used)
-        return xstrdup(str);
-    char *at = s->text + s->text_used;
-    memcpy(at, str, n);
-    s->text_used += n;
-    return at;
+    return keep_join(s, str, NULL);
 }
 
 /* Frees p unless keep put it inside s. */
@@ -145,14 +157,15 @@ static void unkeep(struct trace_span *s, char *p)
         free(p);
 }
 
-struct trace_span *trace_start(const char *name, enum trace_kind kind,
-                               const struct trace_span *parent, const struct trace_remote *remote)
+struct trace_span *trace_start_on(const char *op, const char *target, enum trace_kind kind,
+                                  const struct trace_span *parent,
+                                  const struct trace_remote *remote)
 {
     if (!tx__running())
         return NULL;
     struct trace_span *s = xmalloc(sizeof(*s));
     memset(s, 0, offsetof(struct trace_span, text));
-    s->name = keep(s, name);
+    s->name = keep_join(s, op, target);
     s->kind = kind;
     random_id(s->span_id, 8);
     if (parent) {
@@ -171,6 +184,12 @@ struct trace_span *trace_start(const char *name, enum trace_kind kind,
     }
     s->start_ns = now_ns();
     return s;
+}
+
+struct trace_span *trace_start(const char *name, enum trace_kind kind,
+                               const struct trace_span *parent, const struct trace_remote *remote)
+{
+    return trace_start_on(name, NULL, kind, parent, remote);
 }
 
 static struct trace_attr *attr_slot(struct trace_span *s)
