@@ -104,9 +104,10 @@ static void pb_fixed(struct pbw *w, unsigned field, uint64_t v, unsigned wire)
 }
 
 /* KeyValue{key=1, value=AnyValue{string_value=1 | int_value=3}} as field `field`. */
-static void pb_attr(struct pbw *w, unsigned field, const char *key, const char *str, int64_t num)
+static void pb_attr(struct pbw *w, unsigned field, const char *key, const char *str, size_t sl,
+                    int64_t num)
 {
-    size_t kl = strlen(key), sl = str ? strlen(str) : 0;
+    size_t kl = strlen(key);
     size_t any = str ? field_len(sl) : 1 + varint_len((uint64_t)num);
     pb_len(w, field, field_len(kl) + field_len(any));
     pb_bytes(w, 1, key, kl);
@@ -129,13 +130,13 @@ static void pb_span(struct pbw *w, const struct trace_span *s)
         pb_str(w, 3, s->tracestate);
     if (memcmp(s->parent_id, zero, 8))
         pb_bytes(w, 4, s->parent_id, 8);
-    pb_str(w, 5, s->name);
+    pb_bytes(w, 5, s->name, s->name_len);
     pb_tag(w, 6, WIRE_VARINT);
     pb_varint(w, (uint64_t)s->kind);
     pb_fixed(w, 7, s->start_ns, WIRE_FIXED64);
     pb_fixed(w, 8, s->end_ns, WIRE_FIXED64);
     for (int i = 0; i < s->n_attrs; i++)
-        pb_attr(w, 9, s->attrs[i].key, s->attrs[i].str, s->attrs[i].num);
+        pb_attr(w, 9, s->attrs[i].key, s->attrs[i].str, s->attrs[i].len, s->attrs[i].num);
     if (s->dropped_attrs) {
         pb_tag(w, 10, WIRE_VARINT);
         pb_varint(w, s->dropped_attrs);
@@ -161,8 +162,8 @@ static size_t span_len(const struct trace_span *s)
 /* Resource{attributes=1}: the service. */
 static void pb_resource(struct pbw *w)
 {
-    pb_attr(w, 1, "service.name", SERVICE_NAME, 0);
-    pb_attr(w, 1, "service.version", CODEMCP_VERSION, 0);
+    pb_attr(w, 1, "service.name", SERVICE_NAME, strlen(SERVICE_NAME), 0);
+    pb_attr(w, 1, "service.version", CODEMCP_VERSION, strlen(CODEMCP_VERSION), 0);
 }
 
 void otlp_encode_proto(const struct trace_span *list, struct buf *out)

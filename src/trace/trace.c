@@ -127,8 +127,9 @@ void trace_request_parent(struct trace_remote *out, const char *traceparent, con
 }
 
 /* A copy of str, then " " and tail when tail is not NULL, owned by s: inside it while there
- * is room, else its own allocation. */
-static char *keep_join(struct trace_span *s, const char *str, const char *tail)
+ * is room, else its own allocation. Its length goes to *len (NULL: not wanted), so that the
+ * encoder never measures it again. */
+static char *keep_join(struct trace_span *s, const char *str, const char *tail, size_t *len)
 {
     size_t n = strlen(str), t = tail ? strlen(tail) + 1 : 0;
     char *at = s->text + s->text_used;
@@ -142,12 +143,14 @@ static char *keep_join(struct trace_span *s, const char *str, const char *tail)
         memcpy(at + n + 1, tail, t - 1);
     }
     at[n + t] = '\0';
+    if (len)
+        *len = n + t;
     return at;
 }
 
 static char *keep(struct trace_span *s, const char *str)
 {
-    return keep_join(s, str, NULL);
+    return keep_join(s, str, NULL, NULL);
 }
 
 /* Frees p unless keep put it inside s. */
@@ -165,7 +168,7 @@ struct trace_span *trace_start_on(const char *op, const char *target, enum trace
         return NULL;
     struct trace_span *s = xmalloc(sizeof(*s));
     memset(s, 0, offsetof(struct trace_span, text));
-    s->name = keep_join(s, op, target);
+    s->name = keep_join(s, op, target, &s->name_len);
     s->kind = kind;
     random_id(s->span_id, 8);
     if (parent) {
@@ -206,7 +209,7 @@ void trace_attr_str(struct trace_span *s, const char *key, const char *value)
     struct trace_attr *a = s && value ? attr_slot(s) : NULL;
     if (a) {
         a->key = key;
-        a->str = keep(s, value);
+        a->str = keep_join(s, value, NULL, &a->len);
     }
 }
 
@@ -215,6 +218,7 @@ void trace_attr_int(struct trace_span *s, const char *key, int64_t value)
     struct trace_attr *a = s ? attr_slot(s) : NULL;
     if (a) {
         a->key = key;
+        a->str = NULL;
         a->num = value;
     }
 }
