@@ -416,11 +416,9 @@ static struct trace_span *request_span(struct mcp_session *s, json_t *id, json_t
                                        const char *tool)
 {
     struct trace_remote parent;
-    char name[160];
     trace_request_parent(&parent, json_string_value(json_object_get(meta, "traceparent")),
                          json_string_value(json_object_get(meta, "tracestate")));
-    snprintf(name, sizeof(name), "tools/call %s", tool);
-    struct trace_span *span = trace_start(name, TRACE_SERVER, NULL, &parent);
+    struct trace_span *span = trace_start_on("tools/call", tool, TRACE_SERVER, NULL, &parent);
     if (!span)
         return NULL;
     trace_attr_str(span, "mcp.method.name", "tools/call");

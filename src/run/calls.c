@@ -98,12 +98,11 @@ static struct call *call_new(uint64_t conn_id, json_t *id, struct slice id_text,
  * upstream request whose context goes with it. 0, or -1 with err filled. */
 static int route(struct call *call, json_t *extra, struct up_error *err)
 {
-    char name[300], tp[TRACE_PARENT_LEN + 1];
+    char tp[TRACE_PARENT_LEN + 1];
     trace_end(call->t_up); /* a retry with the client's input is a new request */
     call->t_up = NULL;
     if (call->t_call) {
-        snprintf(name, sizeof(name), "tools/call %s", call->tool);
-        call->t_up = trace_start(name, TRACE_CLIENT, call->t_call, NULL);
+        call->t_up = trace_start_on("tools/call", call->tool, TRACE_CLIENT, call->t_call, NULL);
         trace_attr_str(call->t_up, "mcp.method.name", "tools/call");
         trace_attr_str(call->t_up, "gen_ai.tool.name", call->tool);
         trace_attr_str(call->t_up, "gen_ai.operation.name", "execute_tool");
@@ -214,9 +213,7 @@ static void handle_call(struct call *call, int slot, int64_t timeout_ms, int64_t
     call->session = run.session;
     call->dry_run = run.dry_run;
     if (!call->t_call && run.span) {
-        char name[300];
-        snprintf(name, sizeof(name), "execute_tool %s", tool);
-        call->t_call = trace_start(name, TRACE_INTERNAL, run.span, NULL);
+        call->t_call = trace_start_on("execute_tool", tool, TRACE_INTERNAL, run.span, NULL);
         trace_attr_str(call->t_call, "gen_ai.operation.name", "execute_tool");
         trace_attr_str(call->t_call, "gen_ai.tool.name", tool);
         trace_attr_str(call->t_call, "codemcp.server", server);

@@ -2,7 +2,8 @@
  * opentelemetry-proto messages collector/trace/v1, trace/v1, common/v1, resource/v1, written
  * field by field: varints, fixed64 and length-delimited fields are all it needs) or in
  * OTLP/JSON (lowerCamelCase names, ids as hex, 64-bit integers as strings, enums as numbers).
- * Pure functions, run on the export thread; no allocation beyond the output buffers. */
+ * Pure functions, run on the export thread. A protobuf request is sized first and then
+ * written into one scratch block of exactly that size, appended to the output once. */
 #include "json_escape.h"
 #include "trace_int.h"
 #include "util.h"
@@ -20,18 +21,21 @@
 
 /* ---- protobuf ---------------------------------------------------------------------------- */
 
-/* Where encoded bytes go: appended to b, or only counted (b NULL), so that one function per
- * message both sizes it (for its length prefix) and writes it, and the request is written
- * once, front to back, without nested buffers. */
+/* Where encoded bytes go: written at p (room for them reserved beforehand), or only counted
+ * (p NULL), so that one function per message both sizes it (for its length prefix) and writes
+ * it, and the request is written once, front to back, into one block of its exact size: no
+ * nested buffers and no per-field append. */
 struct pbw {
-    struct buf *b;
+    uint8_t *p;
     size_t n;
 };
 
 static void pb_raw(struct pbw *w, const void *p, size_t n)
 {
-    if (w->b && n)
-        buf_append(w->b, p, n);
+    if (w->p) {
+        memcpy(w->p, p, n);
+        w->p += n;
+    }
     w->n += n;
 }
 
@@ -53,13 +57,18 @@ static size_t field_len(size_t n)
 
 static void pb_varint(struct pbw *w, uint64_t v)
 {
-    uint8_t tmp[10];
-    size_t n = 0;
-    do {
-        tmp[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+    if (!w->p) {
+        w->n += varint_len(v);
+        return;
+    }
+    uint8_t *at = w->p;
+    while (v > 0x7f) {
+        *at++ = (uint8_t)(v | 0x80);
         v >>= 7;
-    } while (v);
-    pb_raw(w, tmp, n);
+    }
+    *at++ = (uint8_t)v;
+    w->n += (size_t)(at - w->p);
+    w->p = at;
 }
 
 static void pb_tag(struct pbw *w, unsigned field, unsigned wire)
@@ -95,9 +104,10 @@ static void pb_fixed(struct pbw *w, unsigned field, uint64_t v, unsigned wire)
 }
 
 /* KeyValue{key=1, value=AnyValue{string_value=1 | int_value=3}} as field `field`. */
-static void pb_attr(struct pbw *w, unsigned field, const char *key, const char *str, int64_t num)
+static void pb_attr(struct pbw *w, unsigned field, const char *key, const char *str, size_t sl,
+                    int64_t num)
 {
-    size_t kl = strlen(key), sl = str ? strlen(str) : 0;
+    size_t kl = strlen(key);
     size_t any = str ? field_len(sl) : 1 + varint_len((uint64_t)num);
     pb_len(w, field, field_len(kl) + field_len(any));
     pb_bytes(w, 1, key, kl);
@@ -120,13 +130,13 @@ static void pb_span(struct pbw *w, const struct trace_span *s)
         pb_str(w, 3, s->tracestate);
     if (memcmp(s->parent_id, zero, 8))
         pb_bytes(w, 4, s->parent_id, 8);
-    pb_str(w, 5, s->name);
+    pb_bytes(w, 5, s->name, s->name_len);
     pb_tag(w, 6, WIRE_VARINT);
     pb_varint(w, (uint64_t)s->kind);
     pb_fixed(w, 7, s->start_ns, WIRE_FIXED64);
     pb_fixed(w, 8, s->end_ns, WIRE_FIXED64);
     for (int i = 0; i < s->n_attrs; i++)
-        pb_attr(w, 9, s->attrs[i].key, s->attrs[i].str, s->attrs[i].num);
+        pb_attr(w, 9, s->attrs[i].key, s->attrs[i].str, s->attrs[i].len, s->attrs[i].num);
     if (s->dropped_attrs) {
         pb_tag(w, 10, WIRE_VARINT);
         pb_varint(w, s->dropped_attrs);
@@ -152,13 +162,13 @@ static size_t span_len(const struct trace_span *s)
 /* Resource{attributes=1}: the service. */
 static void pb_resource(struct pbw *w)
 {
-    pb_attr(w, 1, "service.name", SERVICE_NAME, 0);
-    pb_attr(w, 1, "service.version", CODEMCP_VERSION, 0);
+    pb_attr(w, 1, "service.name", SERVICE_NAME, strlen(SERVICE_NAME), 0);
+    pb_attr(w, 1, "service.version", CODEMCP_VERSION, strlen(CODEMCP_VERSION), 0);
 }
 
 void otlp_encode_proto(const struct trace_span *list, struct buf *out)
 {
-    struct pbw count = {NULL, 0}, w = {out, 0};
+    struct pbw count = {NULL, 0};
     size_t spans = 0, n = 0, i = 0;
     for (const struct trace_span *s = list; s; s = s->next)
         n++;
@@ -174,7 +184,11 @@ void otlp_encode_proto(const struct trace_span *list, struct buf *out)
     size_t resource = count.n;
     /* ExportTraceServiceRequest{resource_spans=1 ResourceSpans{resource=1, scope_spans=2
      * ScopeSpans{scope=1 InstrumentationScope{name=1, version=2}, spans=2}}} */
-    pb_len(&w, 1, field_len(resource) + field_len(scope_spans));
+    size_t resource_spans = field_len(resource) + field_len(scope_spans);
+    size_t total = field_len(resource_spans);
+    uint8_t *req = xmalloc(total);
+    struct pbw w = {req, 0};
+    pb_len(&w, 1, resource_spans);
     pb_len(&w, 1, resource);
     pb_resource(&w);
     pb_len(&w, 2, scope_spans);
@@ -187,6 +201,10 @@ void otlp_encode_proto(const struct trace_span *list, struct buf *out)
         pb_span(&w, s);
     }
     free(lens);
+    if (w.n != total)
+        abort(); /* a sizing function disagrees with its writer: a bug, never input */
+    buf_append(out, req, total);
+    free(req);
 }
 
 /* ---- OTLP/JSON --------------------------------------------------------------------------- */

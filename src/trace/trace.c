@@ -126,16 +126,31 @@ void trace_request_parent(struct trace_remote *out, const char *traceparent, con
         *out = http_ctx;
 }
 
-/* A copy of str owned by s: inside it while there is room, else its own allocation. */
+/* A copy of str, then " " and tail when tail is not NULL, owned by s: inside it while there
+ * is room, else its own allocation. Its length goes to *len (NULL: not wanted), so that the
+ * encoder never measures it again. */
+static char *keep_join(struct trace_span *s, const char *str, const char *tail, size_t *len)
+{
+    size_t n = strlen(str), t = tail ? strlen(tail) + 1 : 0;
+    char *at = s->text + s->text_used;
+    if (n + t + 1 > sizeof(s->text) - s->text_used)
+        at = xmalloc(n + t + 1);
+    else
+        s->text_used += n + t + 1;
+    memcpy(at, str, n);
+    if (tail) {
+        at[n] = ' ';
+        memcpy(at + n + 1, tail, t - 1);
+    }
+    at[n + t] = '\0';
+    if (len)
+        *len = n + t;
+    return at;
+}
+
 static char *keep(struct trace_span *s, const char *str)
 {
-    size_t n = strlen(str) + 1;
-    if (n > sizeof(s->text) - s->text_used)
-        return xstrdup(str);
-    char *at = s->text + s->text_used;
-    memcpy(at, str, n);
-    s->text_used += n;
-    return at;
+    return keep_join(s, str, NULL, NULL);
 }
 
 /* Frees p unless keep put it inside s. */
@@ -145,14 +160,15 @@ static void unkeep(struct trace_span *s, char *p)
         free(p);
 }
 
-struct trace_span *trace_start(const char *name, enum trace_kind kind,
-                               const struct trace_span *parent, const struct trace_remote *remote)
+struct trace_span *trace_start_on(const char *op, const char *target, enum trace_kind kind,
+                                  const struct trace_span *parent,
+                                  const struct trace_remote *remote)
 {
     if (!tx__running())
         return NULL;
     struct trace_span *s = xmalloc(sizeof(*s));
     memset(s, 0, offsetof(struct trace_span, text));
-    s->name = keep(s, name);
+    s->name = keep_join(s, op, target, &s->name_len);
     s->kind = kind;
     random_id(s->span_id, 8);
     if (parent) {
@@ -173,6 +189,12 @@ struct trace_span *trace_start(const char *name, enum trace_kind kind,
     return s;
 }
 
+struct trace_span *trace_start(const char *name, enum trace_kind kind,
+                               const struct trace_span *parent, const struct trace_remote *remote)
+{
+    return trace_start_on(name, NULL, kind, parent, remote);
+}
+
 static struct trace_attr *attr_slot(struct trace_span *s)
 {
     if (s->n_attrs == TRACE_MAX_ATTRS) {
@@ -187,7 +209,7 @@ void trace_attr_str(struct trace_span *s, const char *key, const char *value)
     struct trace_attr *a = s && value ? attr_slot(s) : NULL;
     if (a) {
         a->key = key;
-        a->str = keep(s, value);
+        a->str = keep_join(s, value, NULL, &a->len);
     }
 }
 
@@ -196,6 +218,7 @@ void trace_attr_int(struct trace_span *s, const char *key, int64_t value)
     struct trace_attr *a = s ? attr_slot(s) : NULL;
     if (a) {
         a->key = key;
+        a->str = NULL;
         a->num = value;
     }
 }

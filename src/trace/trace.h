@@ -58,6 +58,11 @@ int trace_remote_parse(struct trace_remote *out, const char *traceparent, const 
  * the root of a new trace. NULL while tracing is off. */
 struct trace_span *trace_start(const char *name, enum trace_kind kind,
                                const struct trace_span *parent, const struct trace_remote *remote);
+/* The same for a span named "op target" (OpenTelemetry's "{method} {target}" names), built
+ * in the span without a printf. */
+struct trace_span *trace_start_on(const char *op, const char *target, enum trace_kind kind,
+                                  const struct trace_span *parent,
+                                  const struct trace_remote *remote);
 /* Attributes; key must be a string literal (kept as a pointer), value copied. At most
  * TRACE_MAX_ATTRS per span: more are counted as dropped, as OTLP's dropped_attributes_count. */
 void trace_attr_str(struct trace_span *s, const char *key, const char *value);

@@ -25,6 +25,7 @@ struct trace_config {
 struct trace_attr {
     const char *key; /* a string literal */
     char *str;       /* the span's (tr__keep); NULL: the value is num */
+    size_t len;      /* strlen(str), measured once when it was copied */
     int64_t num;
 };
 
@@ -35,6 +36,7 @@ struct trace_span {
     uint8_t flags;        /* bit 0: sampled (exported) */
     char *tracestate;     /* the span's (tr__keep); NULL: none */
     char *name;           /* the span's (tr__keep) */
+    size_t name_len;
     enum trace_kind kind;
     uint64_t start_ns, end_ns; /* UNIX epoch nanoseconds */
     int failed;
