@@ -56,7 +56,10 @@ int lp_io_write(struct lp_io *io, const void *data, size_t len);
 struct buf *lp_io_out(struct lp_io *io);
 /* Queues len bytes at p, which lie in block (malloc'd), without copying them: block is the
  * loop's from now on, freed once they are written (or the descriptor closed). -1 if closing
- * (block is still the caller's). */
+ * (block is still the caller's). Never written nor freed before the caller returns to the
+ * loop (writes and closes run at the end of the iteration, or once a descriptor's own
+ * dispatch has returned): the caller may still read p until then, as calls_answer.c does to
+ * learn a relayed result's shape after queuing it. Keep it so. */
 int lp_io_hold(struct lp_io *io, char *block, const char *p, size_t len);
 /* The descriptor (for getsockopt and the like; never read, write or close it). */
 int lp_io_fd(const struct lp_io *io);

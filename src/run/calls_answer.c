@@ -257,7 +257,8 @@ void calls__on_upstream_result(void *ud, const struct up_result *res, const stru
         if (res->is_error)
             fail_spans(call, "tool_error", NULL);
         /* learn_raw reads raw after: a block kept by the sender is freed once written, after
-         * this callback (writes happen at the end of the loop's iteration). */
+         * this callback (lp_io_hold's promise in loop.h: nothing is written or freed before
+         * the loop runs again). */
         int too_large = reply_raw(call, res->raw, res->raw_len, res->bytes) == CALLS_TOO_LARGE;
         calls__ended(call, too_large ? "too_large" : res->is_error ? "error" : "ok", NULL);
         if (too_large)

@@ -4,7 +4,8 @@
 // with them); results of several MB, written to the worker over many partial sends, arrive
 // with content identical to what the upstream sent, as JSON text and as structuredContent
 // (strings with escapes and non-ASCII, reals, nested and empty containers). A raised frame
-// limit holds for the worker too: it reads what the gateway may send.
+// limit holds for the worker too: it reads what the gateway may send. Results queued by
+// reference to a worker that stops reading go with its connection when it is ended.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
@@ -85,6 +86,34 @@ except ToolError as e:
     assert.deepEqual(r.result, { len: 70 * 1024 * 1024, v: 7 }, JSON.stringify(r).slice(0, 2000));
     const after = await run('result = [v, len(big_blob(bytes=10))]');
     assert.deepEqual(after.result, [7, 10], JSON.stringify(after).slice(0, 2000));
+  } finally {
+    await h.close();
+  }
+});
+
+test('results relayed by reference to a worker that stopped reading are dropped with its connection; the gateway lives on', { timeout: ms(240000) }, async () => {
+  // Compact results go to the worker as the bytes the upstream sent, queued where they were
+  // read (not copied). Six of 30 MB reach a worker that stopped itself: past
+  // CODEMCP_CONTROL_MAX_UNREAD its connection is ended with those blocks still queued, and
+  // they go with it (under the sanitizers: no use after free, no double free).
+  const { h, run } = await session();
+  try {
+    assert.equal((await run('kept = 5\nresult = 0')).result, 0);
+    const e = await run(String.raw`
+import os, signal, time
+from codemcp_rt import client
+calls = [client.call("big", "blob", {"bytes": 30 * 1024 * 1024, "compact": True}) for _ in range(6)]
+time.sleep(0.2)
+os.kill(os.getpid(), signal.SIGSTOP)
+result = "resumed"`);
+    assert.equal(e.error_kind, 'worker', JSON.stringify(e).slice(0, 2000));
+    assert.match(e.error, /did not read \d+ bytes the gateway had sent it \(CODEMCP_CONTROL_MAX_UNREAD 67108864\)/);
+    const next = await run(String.raw`
+from codemcp_rt import client
+from codemcp_rt.pending import resolve
+calls = [client.call("big", "blob", {"bytes": 20 * 1024 * 1024, "compact": True}) for _ in range(3)]
+result = [len(resolve(c)) for c in calls]`);
+    assert.deepEqual(next.result, [20 << 20, 20 << 20, 20 << 20], JSON.stringify(next).slice(0, 2000));
   } finally {
     await h.close();
   }
