@@ -146,25 +146,6 @@ describe('shared state in Redis', { skip }, () => {
       `still degraded after Redis answered again:\n${gw.proc.stderrTail()}`);
   });
 
-  test('a gateway starved of CPU for longer than the keepalive allows does not call a live Redis gone', async () => {
-    const rd = await redis();
-    const gw = await replica(rd, {});
-    await waitFor(() => /shared state in redis/.test(gw.proc.stderr), ms(10000));
-    // A stopped process models a busy machine that ran none of its threads for 7 s: its
-    // keepalive asked nothing meanwhile, so there was no silence of Redis to see.
-    gw.proc.child.kill('SIGSTOP');
-    try {
-      await sleep(7000);
-    } finally {
-      gw.proc.child.kill('SIGCONT');
-    }
-    await sleep(2000);
-    assert.doesNotMatch(gw.proc.stderr, /stopped answering its keepalive|state store .* is unreachable/,
-      `a live Redis was called gone after the gateway had no CPU:\n${gw.proc.stderrTail()}`);
-    const r = await fetch(new URL('/readyz', gw.url));
-    assert.equal(JSON.parse(await r.text()).degraded, undefined);
-  });
-
   test('a login and a logout on one replica\'s host reach a running replica', async () => {
     const rd = await redis();
     const srv = await startOAuthServer();
@@ -501,33 +482,6 @@ describe('budgets per principal across a fleet of replicas', { skip }, () => {
     assert.ok(after.result.ok <= SLACK, `b admitted ${after.result.ok} of alice's spent calls: ${JSON.stringify(after)}`);
     assert.equal(after.result.refused?.kind, 'budget', JSON.stringify(after));
     await Promise.all([aliceA, aliceB].map((s) => s.client.end()));
-  });
-
-  test('Redis frozen while a count is on its way: the fleet total counts those calls once, not once per retry', async () => {
-    const rd = await startRedis();
-    closers.push(() => rd.close());
-    const [a] = await pair(rd);
-    await waitFor(() => /shared state in redis/.test(a.proc.stderr), ms(10000));
-    const [aliceA] = await sessions([[a, TOKEN_A]]);
-    // One call first: its count is known to a (read from Redis), so what follows is sent at once.
-    assert.deepEqual((await aliceA.run(SPEND(1, 'before'))).result, { ok: 1, refused: null });
-    assert.ok(await waitFor(() => aliceKey(rd) && rd.cli('GET', aliceKey(rd)) === '1', ms(15000), 100));
-    rd.child.kill('SIGSTOP');
-    let spent;
-    try {
-      spent = await aliceA.run(SPEND(3, 'frozen'));
-      // The sync (within a second) waits on the frozen Redis past its command timeout; Redis
-      // still holds the command in its socket and runs it once it answers again.
-      await sleep(6000);
-    } finally {
-      rd.child.kill('SIGCONT');
-    }
-    assert.deepEqual(spent.result, { ok: 3, refused: null }, JSON.stringify(spent));
-    assert.ok(await waitFor(() => aliceKey(rd) && rd.cli('GET', aliceKey(rd)) === '4', ms(20000), 200),
-      `a's 4 calls never reached Redis as 4: ${aliceKey(rd) && rd.cli('GET', aliceKey(rd))}\n${a.proc.stderrTail()}`);
-    await sleep(3000); // a second sending of the same calls would land by now
-    assert.equal(rd.cli('GET', aliceKey(rd)), '4', `alice's calls counted twice:\n${a.proc.stderrTail()}`);
-    await aliceA.client.end();
   });
 
   test('without CODEMCP_STATE each replica counts alone', async () => {
