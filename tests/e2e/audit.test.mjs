@@ -343,6 +343,30 @@ with open(sys.argv[2], "ab", buffering=0) as out:
     assert.equal(lines.length, 2, JSON.stringify(lines));
     assert.deepEqual(lines.map((l) => [l.event, l.tool, l.decision, l.outcome]),
       [['tool_call', 'echo', 'allow', 'ok'], ['tool_call', 'echo', 'deny', 'denied']]);
+    // the syslog socket is no door: a program neither holds a descriptor peered with it nor
+    // reaches its path (with CODEMCP_ISOLATION=host it reaches the path: this case fails)
+    const door = await run(h.client, `import os, socket
+peers = []
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        d = socket.fromfd(int(fd), socket.AF_UNIX, socket.SOCK_DGRAM)
+    except OSError:
+        continue
+    try:
+        peers.append(str(d.getpeername()))
+    except OSError:
+        pass
+    d.close()
+try:
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    c.sendto(b"<86>forged", ${JSON.stringify(sock)})
+    reach = "sent"
+except OSError as e:
+    reach = type(e).__name__
+result = {"peers": peers, "reach": reach}`);
+    assert.ok(door.result, JSON.stringify(door));
+    assert.deepEqual(door.result.peers.filter((p) => p.includes('log.sock')), [], JSON.stringify(door.result));
+    assert.notEqual(door.result.reach, 'sent', 'a program wrote into the audit syslog socket');
   } finally {
     await h.close();
     daemon.kill('SIGKILL');
