@@ -22,8 +22,9 @@ command -v docker-compose >/dev/null || skip "docker-compose is not installed (D
 TAG="e2e-$(printf %s "$ROOT" | md5sum | cut -c1-8)"
 export FLEET_IMAGE="codemcp:$TAG" FLEET_TOOLS_IMAGE="codemcp-fleet-tools:$TAG"
 export COMPOSE_PROJECT_NAME="codemcp-$TAG" COMPOSE_FILE="$ROOT/contrib/fleet/compose.yaml"
-export CODEMCP_FLEET_SECRET CODEMCP_HTTP_TOKEN
-CODEMCP_FLEET_SECRET=$(openssl rand -hex 32) && CODEMCP_HTTP_TOKEN=$(openssl rand -hex 32) ||
+export CODEMCP_FLEET_SECRET CODEMCP_HTTP_TOKEN FLEET_REDIS_PASSWORD
+CODEMCP_FLEET_SECRET=$(openssl rand -hex 32) && CODEMCP_HTTP_TOKEN=$(openssl rand -hex 32) &&
+    FLEET_REDIS_PASSWORD=$(openssl rand -hex 32) ||
     fail "openssl rand"
 # Five distinct free loopback ports: the services use host networking.
 read -r FLEET_PORT FLEET_R1_PORT FLEET_R2_PORT FLEET_R3_PORT FLEET_REDIS_PORT < <(python3 -c '

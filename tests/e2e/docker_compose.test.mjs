@@ -5,12 +5,13 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import http from 'node:http';
+import net from 'node:net';
 import { describe, test } from 'node:test';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client, ms, sleep, waitFor, withTimeout } from './lib.mjs';
 
 const env = process.env;
-for (const v of ['FLEET_PORT', 'FLEET_R1_PORT', 'FLEET_R2_PORT', 'FLEET_R3_PORT', 'CODEMCP_HTTP_TOKEN', 'COMPOSE_FILE'])
+for (const v of ['FLEET_PORT', 'FLEET_R1_PORT', 'FLEET_R2_PORT', 'FLEET_R3_PORT', 'FLEET_REDIS_PORT', 'CODEMCP_HTTP_TOKEN', 'COMPOSE_FILE'])
   assert.ok(env[v], `${v} is set by docker_compose.sh`);
 const LB = Number(env.FLEET_PORT);
 const REPLICAS = { r1: Number(env.FLEET_R1_PORT), r2: Number(env.FLEET_R2_PORT), r3: Number(env.FLEET_R3_PORT) };
@@ -59,6 +60,28 @@ describe('contrib/fleet/compose.yaml under docker-compose', { concurrency: false
     assert.ok(ready, `balancer and replicas answer /readyz 200:\n${compose('ps')}`);
     // HAProxy marks a server up after two good checks (rise 2, inter 1s).
     await sleep(3000);
+  });
+
+  test('Redis, on the host\'s loopback, refuses a local user without its password; the replicas use it', async () => {
+    const answer = await new Promise((resolve) => {
+      const c = net.connect(Number(env.FLEET_REDIS_PORT), '127.0.0.1', () => c.write('PING\r\n'));
+      let got = '';
+      c.on('data', (d) => { got += d; if (got.includes('\r\n')) { c.destroy(); resolve(got); } });
+      c.on('error', (e) => resolve(`error ${e.message}`));
+      c.setTimeout(5000, () => { c.destroy(); resolve(`timeout ${got}`); });
+    });
+    assert.match(answer, /^-NOAUTH/, `Redis answered a PING without a password: ${JSON.stringify(answer)}`);
+    // every replica reaches its state store (a replica without it reports it as degraded)
+    for (const [name, port] of Object.entries(REPLICAS)) {
+      const body = await new Promise((resolve) => {
+        http.get({ host: '127.0.0.1', port, path: '/readyz', agent: false }, (res) => {
+          let b = '';
+          res.on('data', (d) => { b += d; });
+          res.on('end', () => resolve(b));
+        }).on('error', (e) => resolve(`error ${e.message}`));
+      });
+      assert.doesNotMatch(body, /degraded|error /, `${name} /readyz: ${body}`);
+    }
   });
 
   test('a session keeps a variable across two calls through the balancer, and sessions reach r2', async () => {
