@@ -22,7 +22,7 @@
 #define RETRY_MS   500
 #define POLL_MS    200
 /* A silent partition (a frozen Redis, a dropped link) sends no FIN: the subscriber PINGs its
- * idle connection and calls it gone when no reply came for PING_DEAD_MS; a command waits at
+ * idle connection and calls it gone when a PING got no reply for PING_DEAD_MS; a command waits at
  * most CMD_MS instead of for ever. */
 #define PING_MS      1000
 #define PING_DEAD_MS 5000
@@ -409,19 +409,24 @@ static int read_messages(redisContext *c, int64_t *seen)
     return c->err ? -1 : 0;
 }
 
-/* Holds the subscription until it fails, goes silent or the gateway stops: -1 when silent. */
+/* Holds the subscription until it fails, goes silent or the gateway stops: -1 when silent.
+ * Silence is counted from a PING that went unanswered, never from the last reply: a thread
+ * the machine did not run for seconds asked nothing meanwhile, so Redis owed it nothing. The
+ * clock is read before poll: a reply that came while this thread waited for the CPU is seen
+ * by poll, not counted as silence. */
 static int watch(redisContext *c)
 {
-    int64_t seen = now_ms(), pinged = seen;
+    int64_t seen = now_ms(), pinged = seen; /* pinged > seen: a PING awaits its reply */
     for (;;) {
+        int64_t before = now_ms();
         struct pollfd p = {.fd = c->fd, .events = POLLIN};
         int n = poll(&p, 1, POLL_MS);
         if (stopping() || (n > 0 && read_messages(c, &seen) < 0) || (n < 0 && errno != EINTR))
             return 0;
-        int64_t now = now_ms();
-        if (now - seen > PING_DEAD_MS)
+        if (n == 0 && pinged > seen && before - pinged > PING_DEAD_MS)
             return -1;
-        if (now - pinged >= PING_MS && now - seen >= PING_MS) { /* idle: ask for a pong */
+        int64_t now = now_ms();
+        if (pinged <= seen && now - seen >= PING_MS) { /* idle: ask for a pong */
             int done = 0;
             if (redisAppendCommand(c, "PING") != REDIS_OK || redisBufferWrite(c, &done) != REDIS_OK)
                 return 0;

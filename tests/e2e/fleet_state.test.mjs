@@ -146,6 +146,25 @@ describe('shared state in Redis', { skip }, () => {
       `still degraded after Redis answered again:\n${gw.proc.stderrTail()}`);
   });
 
+  test('a gateway starved of CPU for longer than the keepalive allows does not call a live Redis gone', async () => {
+    const rd = await redis();
+    const gw = await replica(rd, {});
+    await waitFor(() => /shared state in redis/.test(gw.proc.stderr), ms(10000));
+    // A stopped process models a busy machine that ran none of its threads for 7 s: its
+    // keepalive asked nothing meanwhile, so there was no silence of Redis to see.
+    gw.proc.child.kill('SIGSTOP');
+    try {
+      await sleep(7000);
+    } finally {
+      gw.proc.child.kill('SIGCONT');
+    }
+    await sleep(2000);
+    assert.doesNotMatch(gw.proc.stderr, /stopped answering its keepalive|state store .* is unreachable/,
+      `a live Redis was called gone after the gateway had no CPU:\n${gw.proc.stderrTail()}`);
+    const r = await fetch(new URL('/readyz', gw.url));
+    assert.equal(JSON.parse(await r.text()).degraded, undefined);
+  });
+
   test('a login and a logout on one replica\'s host reach a running replica', async () => {
     const rd = await redis();
     const srv = await startOAuthServer();
