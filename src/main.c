@@ -653,6 +653,10 @@ int main(int argc, char **argv)
 
     policy_init(&config);
     lp_raise_nofile();
+    /* Before any thread (the audit sink's, the state store's, curl's): the sandbox probe forks
+     * this process and its child must not inherit a lock some thread held. */
+    if (mode != MODE_DUMP && wk_choose_isolation(&settings) < 0)
+        return 1; /* CODEMCP_ISOLATION: the sandbox cannot be built (logged) */
     if (lp_init() < 0)
         return 1;
     /* CODEMCP_AUTHZ_URL: its HTTP thread posts to the loop */
@@ -701,8 +705,6 @@ int main(int argc, char **argv)
         long workers = settings.workers > 0 ? settings.workers : mode == MODE_HTTP ? 16 : 1;
         ns_init(&settings, wk_session_closed); /* a home left with no namespace: its worker ends */
         int wr = wk_init(&settings, (int)workers);
-        if (wr == -2)
-            return 1; /* CODEMCP_ISOLATION: the sandbox cannot be built (logged) */
         if (wr < 0) {
             if (mode == MODE_SMOKE)
                 return 1;

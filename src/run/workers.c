@@ -204,9 +204,7 @@ void on_worker_exit(void *ud, pid_t pid, int status)
     became_idle();
 }
 
-/* CODEMCP_ISOLATION: sandbox (default; probed now, fail closed), docker (the daemon must
- * answer) or host (warned). 0 / -2. */
-static int choose_isolation(const struct settings *s)
+int wk_choose_isolation(const struct settings *s)
 {
     const char *iso = s->isolation;
     if (iso && strcmp(iso, "docker") == 0) {
@@ -225,7 +223,7 @@ static int choose_isolation(const struct settings *s)
                   "CODEMCP_ISOLATION=%s is not known: use sandbox (default), docker or host", iso);
         return -2;
     }
-    if (ctl_url()[0]) {
+    if (s->control_tcp || s->control_unix) {
         log_error("worker", "CODEMCP_CONTROL_TCP / CODEMCP_CONTROL_UNIX make workers connect to a "
                             "listener, which a sandboxed worker cannot reach: unset them, or run "
                             "with CODEMCP_ISOLATION=host");
@@ -253,8 +251,6 @@ static int choose_isolation(const struct settings *s)
 
 int wk_init(const struct settings *s, int max_workers)
 {
-    if (choose_isolation(s) < 0)
-        return -2;
     if (!wkp_find_bin(s->worker_bin)) {
         log_error("worker",
                   "cannot find codemcp-worker (set CODEMCP_WORKER_BIN or reinstall codemcp)");

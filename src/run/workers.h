@@ -36,9 +36,13 @@ struct wk_hooks {
 };
 
 struct settings;
-/* max_workers >= 1. Chooses the isolation (CODEMCP_ISOLATION, probing the sandbox) and keeps
- * the pool's settings. 0, -1 (no worker binary), -2 (the sandbox cannot be built: fail
- * closed, logged). */
+/* CODEMCP_ISOLATION: sandbox (the default: probed now, failing closed), docker (the daemon
+ * must answer) or host (warned). 0, or -2 when it cannot be had (logged). Call it before any
+ * thread starts: the probe forks the gateway, and its child builds a sandbox with malloc and
+ * stdio, which a lock held by another thread at the fork would hang for ever. */
+int wk_choose_isolation(const struct settings *s);
+/* max_workers >= 1; after wk_choose_isolation. Keeps the pool's settings. 0, or -1 (no worker
+ * binary). */
 int wk_init(const struct settings *s, int max_workers);
 /* Registers the hooks (copied). */
 void wk_set_hooks(const struct wk_hooks *h);

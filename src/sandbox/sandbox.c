@@ -627,8 +627,7 @@ static void userns_hint(int e, char *err, size_t errlen)
              strerror(e));
 }
 
-/* Common body of sbx_enter and sbx_probe. probe: stop after the mounts. */
-static int enter(const struct sbx_opts *o, int probe, char *err, size_t errlen)
+int sbx__enter(const struct sbx_opts *o, int probe, char *err, size_t errlen)
 {
     struct sbx_plan plan;
     int go[2] = {-1, -1}, status[2] = {-1, -1};
@@ -752,51 +751,7 @@ fail:
 
 int sbx_enter(const struct sbx_opts *o, char *err, size_t errlen)
 {
-    return enter(o, 0, err, errlen);
-}
-
-int sbx_probe(const struct sbx_opts *o, char *err, size_t errlen)
-{
-    int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC) < 0) {
-        snprintf(err, errlen, "pipe: %s", strerror(errno));
-        return -1;
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(err, errlen, "fork: %s", strerror(errno));
-        close(pfd[0]);
-        close(pfd[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        char msg[1024];
-        dup2(pfd[1], 2);
-        if (enter(o, 1, msg, sizeof(msg)) < 0)
-            dprintf(2, "%s", msg);
-        _exit(SBX_EXIT_SETUP);
-    }
-    close(pfd[1]);
-    char msg[1024];
-    size_t got = 0;
-    for (;;) {
-        ssize_t n = read(pfd[0], msg + got, sizeof(msg) - 1 - got);
-        if (n > 0 && (got += (size_t)n) < sizeof(msg) - 1)
-            continue;
-        if (n < 0 && errno == EINTR)
-            continue;
-        break;
-    }
-    msg[got] = '\0';
-    close(pfd[0]);
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-        return 0;
-    msg[strcspn(msg, "\n")] = '\0';
-    snprintf(err, errlen, "%s", got ? msg : "the sandbox probe failed without a message");
-    return -1;
+    return sbx__enter(o, 0, err, errlen);
 }
 
 pid_t sbx_inner_init(pid_t waiter)

@@ -84,7 +84,8 @@ int sbx_uid_mode(const struct sbx_opts *o, char *buf, size_t len);
 #define SBX_EXIT_SETUP 125
 
 /* Gateway start-up check: builds the same namespaces and mounts in a throwaway child and
- * reports whether that worked. 0, or -1 with the reason and what to do in err. */
+ * reports whether that worked. 0, or -1 with the reason and what to do in err. Only while the
+ * process has one thread (refused otherwise: see sandbox.c). */
 int sbx_probe(const struct sbx_opts *o, char *err, size_t errlen);
 
 /* Gateway start-up: warns about CODEMCP_SANDBOX_RO/RW paths that cannot be shown. */

@@ -39,5 +39,8 @@ unsigned long sbx__subid_keep_caps(void);
 void sbx__subid_guard(void);
 /* The prototype: maps a session's 1000 to the slot's own id. 0, or -1 (errno). */
 int sbx__subid_map_session(pid_t child, int slot);
+/* The body of sbx_enter and sbx_probe (sandbox.c); probe: the child stops after the mounts
+ * and exits 0. */
+int sbx__enter(const struct sbx_opts *o, int probe, char *err, size_t errlen);
 
 #endif

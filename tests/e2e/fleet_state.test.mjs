@@ -128,7 +128,7 @@ describe('shared state in Redis', { skip }, () => {
     const rd = await redis();
     const gw = await replica(rd, {});
     const readyz = async () => {
-      const r = await fetch(new URL('/readyz', gw.url));
+      const r = await fetch(new URL('/readyz', gw.url), { signal: AbortSignal.timeout(ms(10000)) });
       return JSON.parse(await r.text());
     };
     await waitFor(() => /shared state in redis/.test(gw.proc.stderr), ms(10000));
@@ -161,7 +161,7 @@ describe('shared state in Redis', { skip }, () => {
     await sleep(2000);
     assert.doesNotMatch(gw.proc.stderr, /stopped answering its keepalive|state store .* is unreachable/,
       `a live Redis was called gone after the gateway had no CPU:\n${gw.proc.stderrTail()}`);
-    const r = await fetch(new URL('/readyz', gw.url));
+    const r = await fetch(new URL('/readyz', gw.url), { signal: AbortSignal.timeout(ms(10000)) });
     assert.equal(JSON.parse(await r.text()).degraded, undefined);
   });
 
