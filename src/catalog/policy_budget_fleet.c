@@ -14,6 +14,9 @@
  * SYNC_MS of its calls, and under limit/SYNC_SHARE plus what arrives during one round trip).
  * Redis away: each replica keeps enforcing its own view (never more than counting alone
  * allows); what it could not send is sent on reconnect, and every known total is read again.
+ * A batch whose answer was lost (a command timeout on a Redis that was only slow) may still
+ * have been counted, so each batch carries a random id and is counted once however often it
+ * is sent (COUNT_ONCE: a marker codemcp:budget-batch:<id> that lives as long as the count).
  * Every tool call looks its counts up by key: they are indexed by a hash of the key
  * (hashchain.h), as a fleet may know up to MAX_COUNTS of them. Loop thread only. */
 #include "policy_int.h"
@@ -32,17 +35,43 @@
 #define SYNC_SHARE 8
 #define MAX_COUNTS 65536 /* windows known at once; more only from messages are not kept */
 #define KEEP_MS    60000 /* a key outlives its window by this much (clocks a little apart) */
+#define BATCH_HEX  32    /* hex characters of a batch id */
+
+/* KEYS: the count, the batch's marker; ARGV: n, when both expire (ms since the epoch). The
+ * fleet's total either way: a batch already counted is not counted again. */
+static const char COUNT_ONCE[] = "if redis.call('SET', KEYS[2], '1', 'NX') then "
+                                 "redis.call('PEXPIREAT', KEYS[2], ARGV[2]) "
+                                 "local n = redis.call('INCRBY', KEYS[1], ARGV[1]) "
+                                 "redis.call('PEXPIREAT', KEYS[1], ARGV[2]) return n end "
+                                 "return tonumber(redis.call('GET', KEYS[1]) or '0')";
+
+struct incr;
 
 struct shared_count {
     struct hashchain_link link; /* first: a link found is the count */
     char *key;
     long shared;   /* the fleet's total as Redis last said (it may include what is in flight) */
-    long inflight; /* sent with INCRBY, no answer yet */
+    long inflight; /* sent, no answer yet (with the batches in resend) */
     long unsent;   /* counted here since */
     long limit;
-    int64_t end_ms; /* wall clock */
+    int64_t end_ms;      /* wall clock */
+    struct incr *resend; /* batches whose answer was lost: sent again with their ids */
     struct shared_count *next;
 };
+
+struct incr {
+    char *key;
+    char id[BATCH_HEX + 1];
+    long n;
+    int64_t end_ms;
+    struct incr *next; /* in its count's resend list */
+};
+
+static void incr_free(struct incr *i)
+{
+    free(i->key);
+    free(i);
+}
 
 static struct shared_count *counts;
 static size_t n_counts;
@@ -82,6 +111,10 @@ static void sweep(int64_t now)
         }
         *pp = c->next;
         hashchain_remove(&by_key, &c->link);
+        for (struct incr *i = c->resend, *n; i; i = n) {
+            n = i->next;
+            incr_free(i);
+        }
         free(c->key);
         free(c);
         n_counts--;
@@ -124,18 +157,20 @@ static void ask(const struct shared_count *c)
         free(ud);
 }
 
-struct incr {
-    char *key;
-    long n;
-    int64_t end_ms;
-};
-
 static void arm(void);
 
 static void on_incr(void *ud, json_t *reply)
 {
     struct incr *i = ud;
     struct shared_count *c = find(i->key);
+    if (c && !json_is_integer(reply)) { /* maybe not counted in Redis: sent again next time */
+        i->next = c->resend;
+        c->resend = i;
+        if (state_enabled()) /* not at exit (state_stop answers what was left) */
+            arm();
+        json_decref(reply);
+        return;
+    }
     if (c)
         c->inflight = c->inflight > i->n ? c->inflight - i->n : 0;
     if (json_is_integer(reply)) {
@@ -144,35 +179,43 @@ static void on_incr(void *ud, json_t *reply)
                                 "end", (json_int_t)i->end_ms);
         state_publish("budget", msg);
         json_decref(msg);
-    } else if (c) { /* not counted in Redis: sent again next time */
-        c->unsent += i->n;
-        if (state_enabled()) /* not at exit (state_stop answers what was left) */
-            arm();
     }
     json_decref(reply);
-    free(i->key);
-    free(i);
+    incr_free(i);
+}
+
+/* Sends batch i of count c; -1 when Redis is away (i stays the caller's). */
+static int send_batch(const struct shared_count *c, struct incr *i)
+{
+    char n[32], at[32], marker[200], suffix[64];
+    snprintf(n, sizeof(n), "%ld", i->n);
+    snprintf(at, sizeof(at), "%lld", (long long)(c->end_ms + KEEP_MS));
+    snprintf(suffix, sizeof(suffix), "budget-batch:%s", i->id);
+    state_key(marker, sizeof(marker), suffix);
+    const char *argv[] = {"EVAL", COUNT_ONCE, "2", c->key, marker, n, at};
+    return state_cmd(on_incr, i, 7, argv, NULL);
 }
 
 static void send_unsent(struct shared_count *c)
 {
+    while (c->resend) {
+        struct incr *i = c->resend;
+        c->resend = i->next;
+        if (send_batch(c, i) < 0) { /* Redis away: kept for the reconnect */
+            c->resend = i;
+            return;
+        }
+    }
     if (c->unsent <= 0)
         return;
-    char n[32], at[32];
-    snprintf(n, sizeof(n), "%ld", c->unsent);
-    snprintf(at, sizeof(at), "%lld", (long long)(c->end_ms + KEEP_MS));
     struct incr *i = xcalloc(1, sizeof(*i));
-    *i = (struct incr){xstrdup(c->key), c->unsent, c->end_ms};
-    const char *incr[] = {"INCRBY", c->key, n};
-    if (state_cmd(on_incr, i, 3, incr, NULL) < 0) { /* Redis away: kept for the reconnect */
-        free(i->key);
-        free(i);
+    *i = (struct incr){.key = xstrdup(c->key), .n = c->unsent, .end_ms = c->end_ms};
+    if (random_hex(i->id, BATCH_HEX / 2) < 0 || send_batch(c, i) < 0) {
+        incr_free(i); /* kept in unsent for the next sync */
         return;
     }
     c->inflight += c->unsent;
     c->unsent = 0;
-    const char *expire[] = {"PEXPIREAT", c->key, at};
-    state_cmd(NULL, NULL, 3, expire, NULL);
 }
 
 static void sync_all(void *ud)

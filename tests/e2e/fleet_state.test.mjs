@@ -503,6 +503,33 @@ describe('budgets per principal across a fleet of replicas', { skip }, () => {
     await Promise.all([aliceA, aliceB].map((s) => s.client.end()));
   });
 
+  test('Redis frozen while a count is on its way: the fleet total counts those calls once, not once per retry', async () => {
+    const rd = await startRedis();
+    closers.push(() => rd.close());
+    const [a] = await pair(rd);
+    await waitFor(() => /shared state in redis/.test(a.proc.stderr), ms(10000));
+    const [aliceA] = await sessions([[a, TOKEN_A]]);
+    // One call first: its count is known to a (read from Redis), so what follows is sent at once.
+    assert.deepEqual((await aliceA.run(SPEND(1, 'before'))).result, { ok: 1, refused: null });
+    assert.ok(await waitFor(() => aliceKey(rd) && rd.cli('GET', aliceKey(rd)) === '1', ms(15000), 100));
+    rd.child.kill('SIGSTOP');
+    let spent;
+    try {
+      spent = await aliceA.run(SPEND(3, 'frozen'));
+      // The sync (within a second) waits on the frozen Redis past its command timeout; Redis
+      // still holds the command in its socket and runs it once it answers again.
+      await sleep(6000);
+    } finally {
+      rd.child.kill('SIGCONT');
+    }
+    assert.deepEqual(spent.result, { ok: 3, refused: null }, JSON.stringify(spent));
+    assert.ok(await waitFor(() => aliceKey(rd) && rd.cli('GET', aliceKey(rd)) === '4', ms(20000), 200),
+      `a's 4 calls never reached Redis as 4: ${aliceKey(rd) && rd.cli('GET', aliceKey(rd))}\n${a.proc.stderrTail()}`);
+    await sleep(3000); // a second sending of the same calls would land by now
+    assert.equal(rd.cli('GET', aliceKey(rd)), '4', `alice's calls counted twice:\n${a.proc.stderrTail()}`);
+    await aliceA.client.end();
+  });
+
   test('without CODEMCP_STATE each replica counts alone', async () => {
     const [a, b] = await pair({ url: '' }, { CODEMCP_STATE: '' });
     const [aliceA, aliceB] = await sessions([[a, TOKEN_A], [b, TOKEN_A]]);
