@@ -16,7 +16,8 @@
 //        running throughout, to measure both builds on CPUs something else holds;
 //        BENCH_HEAD_ENV='{"CODEMCP_AUDIT_LOG":"{dir}/audit.log"}' sets variables for the head arm
 //        only ({dir}: the run's temporary directory), so one binary can be measured with a
-//        feature on (head) and off (base): CODEMCP_BASE_BIN = CODEMCP_BIN;
+//        feature on (head) and off (base): CODEMCP_BASE_BIN = CODEMCP_BIN; BENCH_BASE_ENV the
+//        same for the base arm (e.g. '{"CODEMCP_METRICS":"off"}' to turn off what is on by default);
 //        BENCH_OTLP=1: the head arm exports OpenTelemetry traces (CODEMCP_OTLP_ENDPOINT, protobuf,
 //        default batching) to a receiver in this process that answers 200 and counts what it got)
 import { writeFileSync, mkdtempSync } from 'node:fs';
@@ -74,14 +75,16 @@ async function otlpSink() {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'codemcp-bench-ab-'));
-const HEAD_ENV = Object.fromEntries(Object.entries(JSON.parse(process.env.BENCH_HEAD_ENV || '{}'))
+const armEnv = (json) => Object.fromEntries(Object.entries(JSON.parse(json || '{}'))
   .map(([k, v]) => [k, String(v).replaceAll('{dir}', dir)]));
+const HEAD_ENV = armEnv(process.env.BENCH_HEAD_ENV);
+const BASE_ENV = armEnv(process.env.BENCH_BASE_ENV);
 const cfg = join(dir, 'mcp.json');
 writeFileSync(cfg, JSON.stringify({ mcp: { everything: { type: 'local', command: SERVERS.everything } } }));
 
 async function startArm(name) {
   // Each binary finds the worker built next to it, never one named by the caller's environment.
-  const arm = await startExecArm(BINS[name], { CODEMCP_CONFIG: cfg, ...(name === 'head' ? HEAD_ENV : {}),
+  const arm = await startExecArm(BINS[name], { CODEMCP_CONFIG: cfg, ...(name === 'head' ? HEAD_ENV : BASE_ENV),
     ...(OTLP && name === 'head' ? { CODEMCP_OTLP_ENDPOINT: OTLP.url } : {}) },
     `ab-${name}`);
   return { ...arm, worker: workerPids(arm.pid) }; // all of them: the sandboxed worker is a grandchild
@@ -145,7 +148,7 @@ const report = `# execute_python before/after (bench/execute_ab.mjs)
 ${new Date().toISOString()} — ${REPEATS} repeats × ${ROUNDS} rounds (after ${WARMUP} warm-up rounds each) on
 ${cpus().length} × ${cpus()[0]?.model ?? '?'}, load average ${loads.map((l) => fmt(l)).join(', ')} at the end of
 each repeat, Node ${process.version}, at commit ${rev}${HOGS ? `, **with ${HOGS} busy loop${HOGS > 1 ? 's' : ''} (BENCH_HOGS) running throughout**` : ''}. Arms: **base** \`${BINS.base}\` (${buildType(BINS.base)})${CONTROL ? `, **control**
-\`${BINS.control}\` (the base program again)` : ''}, **head** \`${BINS.head}\` (${buildType(BINS.head)})${Object.keys(HEAD_ENV).length ? ` with ${Object.entries(HEAD_ENV).map(([k, v]) => `\`${k}=${v}\``).join(', ')}` : ''}; fresh gateways, workers and
+\`${BINS.control}\` (the base program again)` : ''}, **head** \`${BINS.head}\` (${buildType(BINS.head)})${Object.keys(BASE_ENV).length ? ` (base with ${Object.entries(BASE_ENV).map(([k, v]) => `\`${k}=${v}\``).join(', ')})` : ''}${Object.keys(HEAD_ENV).length ? ` with ${Object.entries(HEAD_ENV).map(([k, v]) => `\`${k}=${v}\``).join(', ')}` : ''}; fresh gateways, workers and
 server-everything children for every repeat. Times in ms, client-side round trip of one
 \`tools/call\` of \`execute_python\` (bench/execute.mjs's programs), every answer checked.
 
