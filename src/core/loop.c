@@ -10,13 +10,8 @@
  * all of them instead of one each (with a worker, an upstream and a prototype that was 10 of
  * its 14 entries, on every wake-up: ~12 % of the gateway's CPU in 50 concurrent calls). When
  * it is readable, one epoll_wait(0) hands out the ready ones (level-triggered: what is not read
- * now is reported again). We do the read()/write() ourselves (send(MSG_NOSIGNAL) on
- * sockets: a peer gone is an error, never a SIGPIPE): writes are queued and leave at the end of
- * the loop iteration (lp_defer), one write per descriptor per round, and what a full
- * pipe does not take waits for EPOLLOUT, so nothing blocks. EOF and errors close a descriptor
- * inside its dispatch, lp_io_close at the end of the iteration; it leaves the set before it is
- * closed. Regular files (stdin from a file), which epoll refuses and poll() calls always ready,
- * get a zero-delay timer per round instead. One wake-up for other threads (lp_post) and lp_stop:
+ * now is reported again). The descriptors themselves, their reads and queued writes, are
+ * loop_io.c's. One wake-up for other threads (lp_post) and lp_stop:
  * an eventfd in the set, which wakes lws's poll too (lws_cancel_service is never used, so its
  * EVENT_WAIT_CANCELLED, which reaches every protocol, never comes). Ignored SIGPIPE survives
  * exec: reset in the child (loop_child.c). */
@@ -43,36 +38,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* A block queued by reference (lp_io_hold): written from where it lies and freed once written
- * (a 50 MB result is not copied into `out` beside the buffer it was read into). What is queued
- * after it waits in `after`, which becomes `out` once the block is out. */
-struct held {
-    char *block;
-    const char *p;
-    size_t len;
-    struct buf after;
-    struct held *next;
-};
-
-struct lp_io {
-    int fd;
-    int readable;
-    int closing;
-    int closed;
-    int want_out; /* EPOLLOUT is in its interest set */
-    int always;   /* a regular file or /dev/null: epoll refuses it, it is always ready */
-    int sock;     /* a socket: written with send(MSG_NOSIGNAL) */
-    const struct lp_io_ops *ops;
-    void *ud;
-    struct buf out;
-    size_t out_off;                /* bytes of `out` already written (see io_write_out) */
-    struct held *held, *held_tail; /* written after `out`, in order */
-    struct lp_deferred flush;      /* writes `out` at the end of the iteration */
-    struct lp_deferred close_soon; /* closes it at the end of the iteration */
-    struct lp_io *next, **pprev;   /* every open one, for lp_destroy */
-    struct lp_timer tick;          /* an `always` one: serviced once per round, as poll() saw it */
-};
-
 struct posted {
     void (*fn)(void *ud);
     void *ud;
@@ -81,9 +46,8 @@ struct posted {
 
 static struct lws_context *ctx;
 static struct lws_vhost *raw_vhost;
-static int ep_fd = -1;        /* the epoll set of every lp_io */
-static struct lws *ep_wsi;    /* ep_fd as lws sees it */
-static struct lp_io *all_ios; /* open ones */
+int lp__ep_fd = -1;        /* the epoll set of every lp_io */
+static struct lws *ep_wsi; /* lp__ep_fd as lws sees it */
 static volatile int stop_flag;
 static int sig_fd = -1;
 static void (*shutdown_cb)(void);
@@ -91,8 +55,6 @@ static void (*reload_cb)(void);
 static int shutdown_signalled;
 
 static struct lp_deferred *deferred_head, *deferred_tail;
-/* At most this much of what a closed descriptor still holds is delivered (io_close_now). */
-#define LP_CLOSE_DRAIN_MAX ((size_t)4 << 20)
 static lws_sorted_usec_list_t deferred_sul; /* see lp_defer */
 
 static pthread_mutex_t post_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -110,7 +72,7 @@ static int lws_start(unsigned max_header_bytes);
 
 struct lws_context *lp_context(unsigned max_header_bytes)
 {
-    if (!ctx && ep_fd >= 0)
+    if (!ctx && lp__ep_fd >= 0)
         (void)lws_start(max_header_bytes);
     return ctx;
 }
@@ -161,153 +123,7 @@ void lp_post(void (*fn)(void *ud), void *ud)
         post_wake();
 }
 
-/* ---- raw descriptors ------------------------------------------------------------- */
-
-/* Interest in EPOLLIN (readable ones) and EPOLLOUT (while a write waits); EPOLLERR and
- * EPOLLHUP are always reported. */
-static void io_tick(void *ud);
-
-static void io_set_interest(struct lp_io *io, int want_out)
-{
-    if (io->want_out == want_out || io->closed)
-        return;
-    io->want_out = want_out;
-    if (io->always) {
-        if (want_out)
-            lp_timer_start(&io->tick, 0, io_tick, io);
-        return;
-    }
-    struct epoll_event ev = {.events = (io->readable ? EPOLLIN : 0) | (want_out ? EPOLLOUT : 0),
-                             .data.ptr = io};
-    if (epoll_ctl(ep_fd, EPOLL_CTL_MOD, io->fd, &ev) < 0)
-        log_debug("loop", "epoll_ctl fd %d: %s", io->fd, strerror(errno));
-}
-
-/* Takes it out of the epoll set, closes the fd, tells its owner, frees it. What a readable
- * one still holds is delivered first unless it was closed on purpose, up to LP_CLOSE_DRAIN_MAX
- * bytes: a pipe holds less, a source that never ends (stdin from /dev/zero, a growing file)
- * would keep a shutdown reading forever. Inside a dispatch only for the lp_io being dispatched
- * (ep_dispatch holds pointers to the others). */
-static void io_close_now(struct lp_io *io)
-{
-    if (!io->closing && io->readable && !(io->ops && io->ops->on_ready)) {
-        char chunk[65536];
-        ssize_t n;
-        size_t got = 0;
-        while (got < LP_CLOSE_DRAIN_MAX && (n = read(io->fd, chunk, sizeof(chunk))) > 0 &&
-               io->ops && io->ops->on_read) {
-            got += (size_t)n;
-            io->ops->on_read(io->ud, chunk, (size_t)n);
-        }
-    }
-    io->closed = 1;
-    if (io->always)
-        lp_timer_stop(&io->tick);
-    else
-        epoll_ctl(ep_fd, EPOLL_CTL_DEL, io->fd, NULL);
-    close(io->fd);
-    DLIST_UNLINK(io);
-    lp_defer_cancel(&io->flush);
-    lp_defer_cancel(&io->close_soon);
-    if (io->ops && io->ops->on_close)
-        io->ops->on_close(io->ud);
-    buf_free(&io->out);
-    while (io->held) {
-        struct held *h = io->held;
-        io->held = h->next;
-        buf_free(&h->after);
-        free(h->block);
-        free(h);
-    }
-    free(io);
-}
-
-static void io_close_deferred(void *ud)
-{
-    io_close_now(ud);
-}
-
-static void io_close_soon(struct lp_io *io)
-{
-    lp_defer(&io->close_soon, io_close_deferred, io);
-}
-
-/* Bytes queued and not written yet. */
-static size_t io_unsent(const struct lp_io *io)
-{
-    size_t n = io->out.len - io->out_off;
-    for (const struct held *h = io->held; h; h = h->next)
-        n += h->len + h->after.len;
-    return n;
-}
-
-/* One write of what the descriptor takes: bytes written, 0 when it would block, -1 on error. */
-static ssize_t io_send(struct lp_io *io, const char *p, size_t left)
-{
-    ssize_t n = io->sock ? send(io->fd, p, left, MSG_NOSIGNAL) : write(io->fd, p, left);
-    if (n >= 0 || errno == EAGAIN || errno == EINTR)
-        return n < 0 ? 0 : n;
-    log_debug("loop", "write fd %d: %s", io->fd, strerror(errno));
-    return -1;
-}
-
-/* Writes what `out` holds until the descriptor would block. -1 on a write error. A partial
- * write advances out_off instead of moving the rest to the front: a big frame written ~300 KB
- * at a time would otherwise be moved once per write (quadratic; it was half of the gateway's
- * time relaying a 50 MB result). */
-static int io_write_out(struct lp_io *io)
-{
-    for (;;) {
-        while (io->out.len > io->out_off) {
-            ssize_t n = io_send(io, io->out.data + io->out_off, io->out.len - io->out_off);
-            if (n <= 0)
-                return (int)n;
-            io->out_off += (size_t)n;
-        }
-        buf_consume(&io->out, io->out.len); /* all written: a one-off big buffer is freed */
-        io->out_off = 0;
-        struct held *h = io->held;
-        if (!h)
-            return 0;
-        while (h->len) {
-            ssize_t n = io_send(io, h->p, h->len);
-            if (n <= 0)
-                return (int)n;
-            h->p += n;
-            h->len -= (size_t)n;
-        }
-        buf_free(&io->out); /* the block is out: what was queued after it is next */
-        io->out = h->after;
-        io->held = h->next;
-        if (!io->held)
-            io->held_tail = NULL;
-        free(h->block);
-        free(h);
-    }
-}
-
-/* Before more is queued: the written head goes once it is most of the buffer, so a
- * descriptor that always has something waiting does not grow without bound, and each byte is
- * moved at most about once. */
-static void io_compact(struct lp_io *io)
-{
-    if (io->out_off >= 65536 && io->out_off >= io->out.len / 2) {
-        buf_consume(&io->out, io->out_off);
-        io->out_off = 0;
-    }
-}
-
-/* End of the iteration: one write for everything this round queued. What the descriptor
- * does not take waits for EPOLLOUT. */
-static void io_flush(void *ud)
-{
-    struct lp_io *io = ud;
-    if (io_write_out(io) < 0 || (!io_unsent(io) && io->closing)) {
-        io_close_soon(io);
-        return;
-    }
-    io_set_interest(io, io_unsent(io) > 0);
-}
+/* ---- the epoll set --------------------------------------------------------------- */
 
 static void handle_signalfd(void)
 {
@@ -329,80 +145,24 @@ static void handle_signalfd(void)
     }
 }
 
-/* One ready descriptor: at most one read (64 KiB), as lws would, and what a waiting write
- * can take. EOF, a read or write error, an error/hang-up on a write-only one, or the last
- * queued byte of one being closed closes it here and now, as lws closed its raw files inside
- * their service (only this lp_io is freed: the rest of the dispatch stays valid). */
-static int io_event(struct lp_io *io, uint32_t ev)
-{
-    if (io->closed)
-        return 0;
-    if (io->fd == sig_fd) {
-        handle_signalfd();
-        return 0;
-    }
-    if (ev & EPOLLOUT) {
-        if (io_write_out(io) < 0) {
-            io_close_now(io);
-            return 1;
-        }
-        if (!io_unsent(io)) {
-            io_set_interest(io, 0);
-            if (io->closing) {
-                io_close_now(io);
-                return 1;
-            }
-        }
-    }
-    if (io->readable && io->ops && io->ops->on_ready && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
-        if (!io->closing)
-            io->ops->on_ready(io->ud);
-        return 0;
-    }
-    if (io->readable && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
-        char chunk[65536];
-        ssize_t n = read(io->fd, chunk, sizeof(chunk));
-        if (n > 0) {
-            if (io->ops && io->ops->on_read && !io->closing)
-                io->ops->on_read(io->ud, chunk, (size_t)n);
-            return 0;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            return 0;
-        io_close_now(io); /* EOF or error */
-        return 1;
-    }
-    if (!io->readable && (ev & (EPOLLHUP | EPOLLERR))) {
-        io_close_now(io); /* the reader went away */
-        return 1;
-    }
-    return 0;
-}
-
-/* An `always` descriptor's round: what poll() would have reported for it (readable, and
- * writable while a write waits), then the next round, until it is closed. */
-static void io_tick(void *ud)
-{
-    struct lp_io *io = ud;
-    if (io_event(io, (io->readable ? EPOLLIN : 0) | (io->want_out ? EPOLLOUT : 0)))
-        return; /* freed */
-    if (!io->closed && (io->readable || io->want_out))
-        lp_timer_start(&io->tick, 0, io_tick, io); /* the next round, not this one */
-}
-
 /* Waits up to timeout_ms (0: not at all, -1: until something is ready) and hands out what is
  * ready. A handler may close others only through lp_io_close (deferred), so every other pointer
  * in `evs` stays valid until this returns. -1 when the wait itself failed. */
 static int ep_dispatch(int timeout_ms)
 {
     struct epoll_event evs[64];
-    int n = epoll_wait(ep_fd, evs, 64, timeout_ms);
+    int n = epoll_wait(lp__ep_fd, evs, 64, timeout_ms);
     if (n < 0 && errno != EINTR) {
         log_error("loop", "epoll_wait: %s", strerror(errno));
         return -1;
     }
-    for (int i = 0; i < n; i++)
-        (void)io_event(evs[i].data.ptr, evs[i].events);
+    for (int i = 0; i < n; i++) {
+        struct lp_io *io = evs[i].data.ptr;
+        if (lp_io_fd(io) == sig_fd)
+            handle_signalfd();
+        else
+            (void)lp__io_event(io, evs[i].events);
+    }
     return 0;
 }
 
@@ -419,8 +179,8 @@ static int raw_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
         return 0;
     case LWS_CALLBACK_RAW_CLOSE_FILE:
         if (wsi && wsi == ep_wsi) {
-            ep_wsi = NULL; /* lws closes ep_fd */
-            ep_fd = -1;
+            ep_wsi = NULL; /* lws closes lp__ep_fd */
+            lp__ep_fd = -1;
         }
         return 0;
     default:
@@ -432,130 +192,6 @@ static const struct lws_protocols raw_protocols[] = {
     {"lp-raw", raw_callback, 0, 0, 0, NULL, 0},
     {NULL, NULL, 0, 0, 0, NULL, 0}, /* lws 4.1 has no LWS_PROTOCOL_LIST_TERM */
 };
-
-struct lp_io *lp_io_watch(int fd, int readable, const struct lp_io_ops *ops, void *ud)
-{
-    int fl = fcntl(fd, F_GETFL);
-    if (fl >= 0)
-        fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-    fcntl(fd, F_SETFD, FD_CLOEXEC);
-    struct lp_io *io = xcalloc(1, sizeof(*io));
-    io->fd = fd;
-    io->ops = ops;
-    io->ud = ud;
-    io->readable = readable;
-    struct stat st;
-    io->sock = fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
-    struct epoll_event ev = {.events = readable ? EPOLLIN : 0, .data.ptr = io};
-    int rc = ep_fd < 0 ? -1 : epoll_ctl(ep_fd, EPOLL_CTL_ADD, fd, &ev);
-    if (rc < 0 && ep_fd >= 0 && errno == EPERM) {
-        io->always = 1; /* stdin from a file, stdout to one: poll() calls it always ready */
-        if (readable)
-            lp_timer_start(&io->tick, 0, io_tick, io);
-    } else if (rc < 0) {
-        log_error("loop", "cannot watch fd %d: %s", fd, strerror(errno));
-        close(fd);
-        free(io);
-        return NULL;
-    }
-    DLIST_PUSH(&all_ios, io);
-    return io;
-}
-
-struct buf *lp_io_out(struct lp_io *io)
-{
-    if (!io || io->closing || io->closed)
-        return NULL;
-    if (!io_unsent(io))
-        lp_defer(&io->flush, io_flush, io);
-    if (io->held_tail)
-        return &io->held_tail->after;
-    io_compact(io);
-    return &io->out;
-}
-
-int lp_io_hold(struct lp_io *io, char *block, const char *p, size_t len)
-{
-    if (!lp_io_out(io))
-        return -1;
-    struct held *h = xcalloc(1, sizeof(*h));
-    h->block = block;
-    h->p = p;
-    h->len = len;
-    if (io->held_tail)
-        io->held_tail->next = h;
-    else
-        io->held = h;
-    io->held_tail = h;
-    return 0;
-}
-
-int lp_io_write(struct lp_io *io, const void *data, size_t len)
-{
-    struct buf *out = lp_io_out(io);
-    if (!out)
-        return -1;
-    buf_append(out, data, len);
-    return 0;
-}
-
-int lp_io_write_line(struct lp_io *io, const char *data, size_t len)
-{
-    struct buf *out = lp_io_out(io);
-    if (!out)
-        return -1;
-    buf_append(out, data, len);
-    buf_append(out, "\n", 1);
-    return 0;
-}
-
-int lp_io_fd(const struct lp_io *io)
-{
-    return io ? io->fd : -1;
-}
-
-size_t lp_io_pending(struct lp_io *io)
-{
-    return io ? io_unsent(io) : 0;
-}
-
-void lp_io_detach(struct lp_io *io)
-{
-    if (!io)
-        return;
-    io->ops = NULL;
-    io->ud = NULL;
-    lp_io_close(io);
-}
-
-void lp_io_close(struct lp_io *io)
-{
-    if (!io || io->closing)
-        return;
-    io->closing = 1;
-    if (io_unsent(io))
-        io_set_interest(io, 1); /* closed once the rest is out (or a write fails) */
-    else
-        io_close_soon(io);
-}
-
-/* The last write of a descriptor closed without waiting: what it takes now, then the close. */
-static void io_close_last_write(void *ud)
-{
-    struct lp_io *io = ud;
-    if (io_unsent(io))
-        (void)io_write_out(io);
-    io_close_now(io);
-}
-
-void lp_io_close_nowait(struct lp_io *io)
-{
-    if (!io || io->closed)
-        return;
-    io->closing = 1;
-    lp_defer_cancel(&io->close_soon);
-    lp_defer(&io->close_soon, io_close_last_write, io);
-}
 
 /* ---- timers -------------------------------------------------------------------------- */
 
@@ -705,9 +341,9 @@ int lp_init(void)
         log_error("loop", "signalfd: %s", strerror(errno));
         return -1;
     }
-    ep_fd = epoll_create1(EPOLL_CLOEXEC);
+    lp__ep_fd = epoll_create1(EPOLL_CLOEXEC);
     int pfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (ep_fd < 0 || pfd < 0) {
+    if (lp__ep_fd < 0 || pfd < 0) {
         log_error("loop", "cannot set up the descriptor set: %s", strerror(errno));
         if (pfd >= 0)
             close(pfd);
@@ -749,13 +385,13 @@ static int lws_start(unsigned max_header_bytes)
     vi.vhost_name = "lp-raw";
     raw_vhost = lws_create_vhost(c, &vi);
     lws_sock_file_fd_type u;
-    u.filefd = (lws_filefd_type)(intptr_t)ep_fd;
+    u.filefd = (lws_filefd_type)(intptr_t)lp__ep_fd;
     ep_wsi = raw_vhost
                  ? lws_adopt_descriptor_vhost(raw_vhost, LWS_ADOPT_RAW_FILE_DESC, u, "lp-raw", NULL)
                  : NULL;
     if (!ep_wsi) {
         log_error("loop", "cannot put the descriptor set into libwebsockets");
-        lws_context_destroy(c); /* ep_fd stays ours */
+        lws_context_destroy(c); /* lp__ep_fd stays ours */
         return -1;
     }
     ctx = c;
@@ -885,14 +521,13 @@ void lp_on_shutdown_signal(void (*cb)(void))
 
 void lp_destroy(void)
 {
-    while (all_ios) /* as lws closed the adopted ones: their owners hear on_close */
-        io_close_now(all_ios);
+    lp__io_close_all(); /* as lws closed the adopted ones: their owners hear on_close */
     if (ctx)
-        lws_context_destroy(ctx); /* closes ep_fd, which it adopted */
-    else if (ep_fd >= 0)
-        close(ep_fd);
+        lws_context_destroy(ctx); /* closes lp__ep_fd, which it adopted */
+    else if (lp__ep_fd >= 0)
+        close(lp__ep_fd);
     ctx = NULL;
-    ep_fd = -1;
+    lp__ep_fd = -1;
     timers_sul_due = -1;
     th_free(&timers);
     drain_posted();
