@@ -1,7 +1,10 @@
 """worker_main: the request loop answers every request and survives bad ones."""
 
 import json
+import os
 import signal
+import subprocess
+import sys
 import unittest
 
 from support import RuntimeTest, sdk_source
@@ -94,6 +97,35 @@ class LoopTest(RuntimeTest):
         replies = self.serve()
         self.assertEqual(list(replies), [2])
         self.assertEqual(replies[2]["result"]["result"], 2)
+
+
+# What search_tools alone needs: its tables are half the runtime's import (bench/runtime_import.py).
+_SEARCH_ONLY = ("codemcp_rt.search", "codemcp_rt.thesaurus", "codemcp_rt.semantic", "codemcp_rt.encoder")
+_START = """
+import json, sys
+from codemcp_rt import discovery, runner, sdk, worker_main
+from support import sdk_source
+sdk.load_sdk(sdk_source({"gh_list_issues": ("gh", "list_issues", False)}), 1)
+r = json.loads(runner.run_json({"run_id": "r", "session": "s", "validate": True, "code": "result = 1 + 1"}))
+before = [m for m in %r if m in sys.modules]
+found = discovery.bind(sdk.current())["search_tools"]("list the issues")
+print(json.dumps([r.get("result"), before, [f["name"] for f in found], "codemcp_rt.search" in sys.modules]))
+""" % (_SEARCH_ONLY,)
+
+
+class StartPathTest(unittest.TestCase):
+    def test_a_plain_run_never_imports_search(self) -> None:
+        """The worker's start and a first plain run leave search's modules out (a fresh
+        interpreter); search_tools imports them on first use and finds the function."""
+        here = os.path.dirname(os.path.abspath(__file__))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+        out = subprocess.run([sys.executable, "-c", _START], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr[-2000:])
+        result, before, names, after = json.loads(out.stdout.strip().splitlines()[-1])
+        self.assertEqual(result, 2)
+        self.assertEqual(before, [])
+        self.assertEqual(names, ["gh_list_issues"])
+        self.assertTrue(after)
 
 
 if __name__ == "__main__":
