@@ -19,7 +19,7 @@ computed in the background.
 
 The index is built once per SDK snapshot (a few ms per 1,000 functions) on first use.
 codemcp_rt.search itself is imported on first use too: its module body compiles the thesaurus
-and the reading rules (~27 ms of CPU, half of the runtime's import), which a program that
+and the reading rules (~20 ms of CPU, half of the runtime's import), which a program that
 never searches does not need. The prototype imports it and indexes its snapshot once it is
 idle (warm_index), after it answered `ready`, so sessions forked later share both.
 Stdlib only; never raises for odd input (a non-string query is an honest TypeError).
