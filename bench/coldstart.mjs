@@ -57,7 +57,7 @@ function barePython() {
     .on('exit', () => res(Number(process.hrtime.bigint() - t0) / 1e6)));
 }
 
-const t = Object.fromEntries(builds.map(([n]) => [n, { init: [], first: [], init2: [], list: [] }]));
+const t = Object.fromEntries(builds.map(([n]) => [n, { init: [], first: [], gap: [], init2: [], list: [] }]));
 const floor = { upstream: [], python: [] };
 const loads = [load()];
 for (const [, bin] of builds) { await firstResult(bin); await listed(bin); } // page cache warm
@@ -67,6 +67,7 @@ for (let r = 0; r < rounds; r++) {
     const a = await firstResult(bin);
     t[name].init.push(a.init);
     t[name].first.push(a.first);
+    t[name].gap.push(a.first - a.init);
     const b = await listed(bin);
     t[name].init2.push(b.init);
     t[name].list.push(b.list);
@@ -80,7 +81,7 @@ const cell = (x, b) => `${fmt(x.median)} / ${fmt(x.p90)}` + (b ? ` (${fmt(x.medi
 const rows = builds.map(([name]) => {
   const s = (k) => stats(t[name][k]);
   const b = (k) => stats(t[base][k]);
-  return `| ${name} | ${cell(s('first'), b('first'))} | ${cell(s('init'), b('init'))} | ` +
+  return `| ${name} | ${cell(s('first'), b('first'))} | ${cell(s('init'), b('init'))} | ${cell(s('gap'), b('gap'))} | ` +
     `${cell(s('init2'), b('init2'))} | ${cell(s('list'), b('list'))} |`;
 });
 const report = `# Cold start: spawn → first \`1 + 1\` result
@@ -88,14 +89,15 @@ const report = `# Cold start: spawn → first \`1 + 1\` result
 ${new Date().toISOString()} — ${rounds} rounds (${rounds} starts per build and sequence), builds
 rotated per round, median / p90 in ms from spawn; one stdio upstream (python3
 bench/bigresult_upstream.py), sandbox on (the default). Ratios of medians against the first
-build. Sequence A: initialize, notifications/initialized, execute_python \`1 + 1\`. Sequence B
+build. Sequence A: initialize, notifications/initialized, execute_python \`1 + 1\` (and, per start,
+the time from the \`initialize\` reply to the result: less sensitive to the upstream's start). Sequence B
 (a fresh gateway): initialize, tools/list. ${cpus().length} CPUs; load average (1, 5, 15 min)
 during the run: ${loads.join(' → ')}.
 
 Builds: ${builds.map(([n, b]) => `${n} = \`${b}\` (${buildType(b)})`).join('; ')}
 
-| build | A: first result | A: initialize | B: initialize | B: tools/list complete |
-|---|---|---|---|---|
+| build | A: first result | A: initialize | A: first result − initialize | B: initialize | B: tools/list complete |
+|---|---|---|---|---|---|
 ${rows.join('\n')}
 
 Floors, in the same rounds: the upstream alone, spawn → its \`initialize\` reply:

@@ -27,14 +27,11 @@ from __future__ import annotations
 import base64
 import collections
 import collections.abc
-import dataclasses
-import datetime
-import decimal
 import enum
-import fractions
 import json
 import json.encoder
 import math
+import sys
 from typing import Any, Callable
 
 from codemcp_rt.pending import Pending
@@ -131,6 +128,18 @@ def make_encoder(resolve_pendings: bool = False) -> Callable[[Any], str]:
 _encode = make_encoder()
 
 
+def _loaded(modules: tuple[str, ...], *names: str) -> tuple[type, ...]:
+    """The classes ``names`` of the first of ``modules`` a program has imported, else ():
+    no instance of them can exist before, so the runtime's start does not import datetime,
+    decimal, fractions and dataclasses for the programs that never use them (bench/
+    runtime_import.py). isinstance(x, ()) is False."""
+    for name in modules:
+        m = sys.modules.get(name)
+        if m is not None:
+            return tuple(getattr(m, n) for n in names)
+    return ()
+
+
 class _Converter:
     """One conversion pass. ``budget`` (bytes) stops the walk early once the JSON is
     known to be larger: ``used`` is a lower bound of the JSON size produced so far."""
@@ -141,6 +150,15 @@ class _Converter:
         self.used = 0
         self.tripped = False
         self.active: set[int] = set()  # ids of the containers on the current path
+        # (the C modules too: a program may import _datetime or _decimal alone)
+        self.moments = _loaded(("datetime", "_datetime"), "datetime", "date", "time")
+        self.deltas = _loaded(("datetime", "_datetime"), "timedelta")
+        self.decimals = _loaded(("decimal", "_decimal"), "Decimal")
+        self.fractions = _loaded(("fractions",), "Fraction")
+        self.dataclasses = sys.modules.get("dataclasses")
+
+    def is_dataclass(self, value: Any) -> bool:
+        return self.dataclasses is not None and self.dataclasses.is_dataclass(value)
 
     def _spend(self, n: int) -> bool:
         self.used += n
@@ -193,13 +211,13 @@ class _Converter:
             return self.convert(str.__str__(value), depth)
         if isinstance(value, (bytes, bytearray, memoryview)):
             return self._bytes(bytes(value))
-        if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        if isinstance(value, self.moments):
             return self.convert(value.isoformat(), depth)
-        if isinstance(value, datetime.timedelta):
+        if isinstance(value, self.deltas):
             return self.convert(value.total_seconds(), depth)
-        if isinstance(value, decimal.Decimal):
+        if isinstance(value, self.decimals):
             return self._decimal(value)
-        if isinstance(value, fractions.Fraction):
+        if isinstance(value, self.fractions):
             return self.convert(float(value), depth)
         if isinstance(value, complex):
             return self.convert(str(value), depth)
@@ -209,7 +227,7 @@ class _Converter:
             self._spend(15)
             return "<depth limit>"
         if isinstance(value, (dict, list, tuple, set, frozenset, collections.deque, range)) or (
-            dataclasses.is_dataclass(value) and not isinstance(value, type)
+            self.is_dataclass(value) and not isinstance(value, type)
         ):
             return self._container(value, depth)
         if isinstance(value, collections.abc.Mapping):
@@ -227,8 +245,8 @@ class _Converter:
                 return self._dict(value.items(), depth)
             if isinstance(value, tuple) and hasattr(type(value), "_fields"):
                 return self._dict(zip(type(value)._fields, value), depth)
-            if dataclasses.is_dataclass(value):
-                fields = [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]
+            if self.is_dataclass(value):
+                fields = [(f.name, getattr(value, f.name)) for f in self.dataclasses.fields(value)]
                 return self._dict(fields, depth)
             if isinstance(value, (set, frozenset)):
                 try:
@@ -276,7 +294,7 @@ class _Converter:
             return str(int(key)) if key.bit_length() <= _HUGE_INT_BITS else "<int>"
         if isinstance(key, float):
             return json.dumps(float(key))
-        text = self._repr(key) if not isinstance(key, (datetime.date, datetime.time)) else key.isoformat()
+        text = self._repr(key) if not isinstance(key, self.moments) else key.isoformat()
         return text
 
     def _bytes(self, data: bytes) -> Any:
@@ -289,12 +307,12 @@ class _Converter:
         self._spend(len(text) + 2)
         return text
 
-    def _decimal(self, value: decimal.Decimal) -> Any:
+    def _decimal(self, value: Any) -> Any:
         self._spend(1)
         if not value.is_finite():
             return None
         as_float = float(value)
-        if math.isfinite(as_float) and decimal.Decimal(repr(as_float)) == value:
+        if math.isfinite(as_float) and self.decimals[0](repr(as_float)) == value:
             return as_float
         text = str(value)
         self._spend(len(text) + 2)

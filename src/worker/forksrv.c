@@ -7,6 +7,7 @@
 #include "sandbox.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,9 @@
 
 #define FSV_MAX_FDS 4
 #define FSV_SDK_MAX (256u << 20)
+/* How long the channel must stay quiet before idle work starts: the SDK load and the first
+ * fork follow `ready` within a few ms, and idle work must not delay them. */
+#define FSV_IDLE_MS 100
 
 static void fsv_reply(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void fsv_reply(int fd, const char *fmt, ...)
@@ -114,6 +118,17 @@ static int fsv_fork(int fd, struct pw_msg *m, const int fds[4], const struct sbx
     return 0;
 }
 
+/* 1 when nothing arrives on fd for FSV_IDLE_MS (a request waiting, or an error: 0). */
+static int fsv_quiet(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int n;
+    do
+        n = poll(&p, 1, FSV_IDLE_MS);
+    while (n < 0 && errno == EINTR);
+    return n == 0;
+}
+
 int fsv_serve(int fd, const struct sbx_opts *o, int sandboxed, const struct fsv_ops *ops,
               struct fsv_child *child)
 {
@@ -121,17 +136,25 @@ int fsv_serve(int fd, const struct sbx_opts *o, int sandboxed, const struct fsv_
     signal(SIGCHLD, SIG_IGN);
     ops->freeze();
     fsv_reply(fd, "ready %d", (int)getpid());
+    int idle_due = 1; /* after ready and after each SDK load */
     for (;;) {
+        if (idle_due && fsv_quiet(fd)) {
+            ops->idle();
+            ops->freeze();
+            idle_due = 0;
+        }
         struct pw_msg m;
         int fds[FSV_MAX_FDS], nfds = 0, rc = fsv_recv(fd, &m, fds, &nfds), forked = 0;
         if (rc <= 0)
             return rc;
-        if (rc == 1 && m.type == PW_FORK && nfds == 4)
+        if (rc == 1 && m.type == PW_FORK && nfds == 4) {
             forked = fsv_fork(fd, &m, fds, o, sandboxed, child);
-        else if (rc == 1 && m.type == PW_SDK && nfds == 1)
+        } else if (rc == 1 && m.type == PW_SDK && nfds == 1) {
             fsv_sdk(fd, &m, fds[0], ops);
-        else
+            idle_due = 1;
+        } else {
             log_warn("prototype", "malformed request from the gateway: dropped");
+        }
         explicit_bzero(&m, sizeof(m));
         if (forked)
             return 1;

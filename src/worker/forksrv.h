@@ -5,7 +5,10 @@
  * format: src/common/protowire.h): PW_SDK loads the current SDK into this interpreter, PW_FORK
  * forks a session's worker into a sandbox of its own (sbx_fork_session). Everything the
  * children share is frozen first (gc.freeze), so the collector never writes to those
- * pages and they stay shared copy-on-write.
+ * pages and they stay shared copy-on-write. What only some programs need (search's tables,
+ * the snapshot's index) is built once the gateway has asked nothing for FSV_IDLE_MS after
+ * `ready` or an SDK load (fsv_ops.idle), off the path to the first result; sessions forked
+ * before that build it themselves on first use.
  * Must not: start a thread (a fork copies only the calling one), run agent code, or keep a
  * child's token after the fork. Main thread, GIL held. */
 #ifndef CODEMCP_FORKSRV_H
@@ -21,6 +24,8 @@ struct fsv_ops {
     int (*load)(const char *text, size_t len);
     /* Makes what exists now permanent for the collector (gc.freeze). */
     void (*freeze)(void);
+    /* What can wait until the prototype is idle; freeze follows. */
+    void (*idle)(void);
 };
 
 /* What a forked child is (filled only when fsv_serve returns 1). */

@@ -384,28 +384,52 @@ static int wm_proto_load(const char *text, size_t len)
 }
 
 /* What every worker's first run would import and build lazily is done once here, so that the
- * children share it copy-on-write instead of each making its own: the modules a run uses
- * (validator & co.) and one empty run in a throwaway namespace. */
+ * children share it copy-on-write instead of each making its own: the modules a validated run
+ * uses (validator & co.) and one empty run in a throwaway namespace. Only what a first run
+ * needs: the rest waits until the prototype is idle (wm_proto_idle). */
 static void wm_proto_warm_up(void)
 {
     static const char warm[] =
         "from codemcp_rt import runner as _r\n"
         "for _m in ('validator', 'callcheck', 'argcheck', 'follow', 'jsnames', 'shapes',\n"
-        "           'policycheck',\n"
-        "           'errhint', 'discovery'):\n"
+        "           'policycheck'):\n"
         "    try:\n"
         "        __import__('codemcp_rt.' + _m)\n"
         "    except ImportError:\n"
         "        pass\n"
-        "import difflib, heapq, encodings.ascii\n"
-        "from codemcp_rt import discovery as _d\n"
-        "_d.warm()\n"
+        "import encodings.ascii\n"
         "_r.run_json({'run_id': 'prototype-warm-up', 'session': 'prototype-warm-up',\n"
         "             'code': 'x = [i for i in range(3)]\\nresult = {\"x\": x}'})\n"
         "_r.drop_session('prototype-warm-up')\n"
-        "del _r, _m, _d\n";
+        "del _r, _m\n";
     if (PyRun_SimpleString(warm) < 0)
         log_warn("prototype", "warm-up failed: workers start colder");
+}
+
+/* fsv_ops.idle: what only some programs need, built once the prototype is ready and idle —
+ * error hints, search's tables and the loaded snapshot's index (codemcp_rt.search's module
+ * body alone is about half the runtime's import), the sentence encoder when semantic search
+ * is on. Sessions forked before this import what they use themselves. */
+static void wm_proto_idle(void)
+{
+    static const char warm[] = "import difflib, heapq\n"
+                               "import codemcp_rt.errhint\n"
+                               "from codemcp_rt import discovery as _d\n"
+                               "_d.warm()\n"
+                               "del _d\n";
+    PyObject *mod = NULL, *version = NULL;
+    if (PyRun_SimpleString(warm) < 0)
+        log_warn("prototype", "idle warm-up failed: sessions build what they use themselves");
+    mod = PyImport_ImportModule("codemcp_rt.discovery");                 /* new ref */
+    version = mod ? PyObject_CallMethod(mod, "warm_index", NULL) : NULL; /* new ref */
+    if (version && PyLong_Check(version))
+        log_debug("prototype", "search warmed (SDK version %ld)", PyLong_AsLong(version));
+    else
+        log_warn("prototype", "search warm-up failed: sessions build the index themselves");
+    if (PyErr_Occurred())
+        PyErr_Print();
+    Py_XDECREF(version);
+    Py_XDECREF(mod);
 }
 
 static void wm_proto_freeze(void)
@@ -419,7 +443,7 @@ static void wm_proto_freeze(void)
 static int wm_prototype(const struct settings *s, struct sbx_opts *o, long *slot, char *token,
                         size_t token_len, PyObject **mod)
 {
-    static const struct fsv_ops ops = {wm_proto_load, wm_proto_freeze};
+    static const struct fsv_ops ops = {wm_proto_load, wm_proto_freeze, wm_proto_idle};
     struct fsv_child child;
     int status = 1;
     if (wm_sandbox(s, o, 1) < 0)

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   Client, Proc, ms, sleep, tempDir, waitFor, writeConfig, processTable, nsPids,
-  prototypeChain, growingServer,
+  prototypeChain, growingServer, servers,
 } from './lib.mjs';
 
 const HOST = process.env.CODEMCP_ISOLATION === 'host';
@@ -157,6 +157,29 @@ describe('workers forked from the prototype', () => {
     const b = await g.open('b');
     assert.deepEqual(await attempt(b, VERSION), [v, ['grow_extra1', 'grow_extra2', 'grow_extra3']]);
     for (const c of [a, b]) await c.close().catch(() => {});
+    await g.proc.kill();
+  });
+
+  test('once idle, the prototype builds search\'s tables and the SDK\'s index; sessions forked later share them', { timeout: ms(60000) }, async () => {
+    const g = await gateway({ CODEMCP_LOG: 'debug' }, { everything: servers.everything() });
+    const a = await g.open('a');
+    assert.equal(await attempt(a, 'result = 1 + 1'), 2);
+    const warmed = await waitFor(() => g.proc.stderr.match(/search warmed \(SDK version (\d+)\)/), ms(15000));
+    assert.ok(warmed, `the prototype never warmed search:\n${g.proc.stderrTail()}`);
+    // b takes the warm spare (forked before the warm-up, maybe); the spare forked for the
+    // next session, c, starts with the index of its snapshot (not a copy: the same object).
+    const b = await g.open('b');
+    assert.equal(await attempt(b, 'result = 1 + 1'), 2);
+    const c = await g.open('c');
+    const SHARED = 'import sys\nfrom codemcp_rt import discovery, sdk\n' +
+      'result = ["codemcp_rt.search" in sys.modules, discovery._index_for[0] is sdk.current(), ' +
+      'len(sdk.current().functions) > 0, sdk.current().version]';
+    const [imported, indexed, some, version] = await attempt(c, SHARED);
+    assert.deepEqual([imported, indexed, some], [true, true, true]);
+    assert.ok(g.proc.stderr.includes(`search warmed (SDK version ${version})`), g.proc.stderrTail());
+    const found = await attempt(c, 'result = [f["name"] for f in search_tools("add two numbers")][:3]');
+    assert.ok(found.some((n) => n.startsWith('everything_')), JSON.stringify(found));
+    for (const s of [a, b, c]) await s.close().catch(() => {});
     await g.proc.kill();
   });
 });

@@ -1,7 +1,10 @@
 """worker_main: the request loop answers every request and survives bad ones."""
 
 import json
+import os
 import signal
+import subprocess
+import sys
 import unittest
 
 from support import RuntimeTest, sdk_source
@@ -94,6 +97,46 @@ class LoopTest(RuntimeTest):
         replies = self.serve()
         self.assertEqual(list(replies), [2])
         self.assertEqual(replies[2]["result"]["result"], 2)
+
+
+# What the worker's start leaves for first use: search_tools' modules (its tables are half the
+# runtime's import) and the modules of the values a result may hold (bench/runtime_import.py).
+_ON_USE = ("codemcp_rt.search", "codemcp_rt.thesaurus", "codemcp_rt.semantic", "codemcp_rt.encoder",
+           "datetime", "decimal", "fractions", "dataclasses")
+_START = """
+import json, sys
+from codemcp_rt import discovery, runner, sdk, worker_main
+def run(code):
+    return json.loads(runner.run_json({"run_id": "r", "session": "s", "validate": True, "code": code}))
+r = run("result = 1 + 1")
+before = [m for m in %r if m in sys.modules]
+from support import sdk_source  # (unittest imports dataclasses)
+sdk.load_sdk(sdk_source({"gh_list_issues": ("gh", "list_issues", False)}), 1)
+found = discovery.bind(sdk.current())["search_tools"]("list the issues")
+values = run("import datetime, decimal, fractions, dataclasses\\n"
+             "P = dataclasses.make_dataclass('P', ['x'])\\n"
+             "result = [datetime.date(2024, 1, 2), datetime.timedelta(seconds=90), decimal.Decimal('1.5'),"
+             " fractions.Fraction(1, 4), P(3), {datetime.date(2024, 1, 2): 1}]")
+print(json.dumps([r.get("result"), before, [f["name"] for f in found], "codemcp_rt.search" in sys.modules,
+                  values.get("result")]))
+""" % (_ON_USE,)
+
+
+class StartPathTest(unittest.TestCase):
+    def test_a_plain_run_imports_only_what_it_uses(self) -> None:
+        """The worker's start and a first plain run leave search's modules and the value
+        types' modules out (a fresh interpreter); search_tools imports its own on first use
+        and finds the function, and a result holding those values converts as before."""
+        here = os.path.dirname(os.path.abspath(__file__))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+        out = subprocess.run([sys.executable, "-c", _START], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr[-2000:])
+        result, before, names, after, values = json.loads(out.stdout.strip().splitlines()[-1])
+        self.assertEqual(result, 2)
+        self.assertEqual(before, [])
+        self.assertEqual(names, ["gh_list_issues"])
+        self.assertTrue(after)
+        self.assertEqual(values, ["2024-01-02", 90.0, 1.5, 0.25, {"x": 3}, {"2024-01-02": 1}])
 
 
 if __name__ == "__main__":
