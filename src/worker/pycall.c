@@ -329,18 +329,63 @@ static PyObject *pyc_state_attr(PyObject *state, int slot, PyObject *name, PyTyp
     return v;
 }
 
+/* 1 when every argument's exact type is in its key's set of `certain` (argguard.certain_types:
+ * check() could find nothing wrong; a key the table lacks is the signature's business, as in
+ * check()), 0 when not sure (no table, a type outside its set), -1 with an exception set. */
+static int pyc_args_certain(PyObject *certain, PyObject *a)
+{
+    if (!PyDict_CheckExact(certain))
+        return 0;
+    Py_ssize_t pos = 0;
+    PyObject *key, *value; /* borrowed */
+    while (PyDict_Next(a, &pos, &key, &value)) {
+        PyObject *ok = PyDict_GetItemWithError(certain, key); /* borrowed */
+        if (!ok) {
+            if (PyErr_Occurred())
+                return -1;
+            continue;
+        }
+        if (!PyFrozenSet_CheckExact(ok))
+            return 0;
+        int in = PySet_Contains(ok, (PyObject *)Py_TYPE(value));
+        if (in <= 0)
+            return in;
+    }
+    return 1;
+}
+
+/* argguard's check of the arguments before anything is sent: 0 when they may go, -1 with
+ * the exception check() raised (InvalidArguments). check() runs only when the certain-type
+ * test above is not sure. */
+static int pyc_guard(PyObject *certain, PyObject *check, PyObject *server, PyObject *tool,
+                     PyObject *a)
+{
+    if (!PyDict_GET_SIZE(a))
+        return 0; /* check() looks at nothing else */
+    int sure = pyc_args_certain(certain, a);
+    if (sure != 0)
+        return sure > 0 ? 0 : -1;
+    PyObject *cargs[3] = {server, tool, a};
+    PyObject *r = PyObject_Vectorcall(check, cargs, 3, NULL); /* new ref */
+    if (!r)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
 PyObject *pyc_issue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 10) {
-        PyErr_SetString(PyExc_TypeError, "issue() takes 10 arguments");
+    if (nargs != 11) {
+        PyErr_SetString(PyExc_TypeError, "issue() takes 11 arguments");
         return NULL;
     }
     /* all borrowed */
     PyObject *state = args[0], *server = args[1], *tool = args[2], *a = args[3], *tmo = args[4],
              *tools = args[5], *ids = args[6], *call_cls = args[7], *pending_cls = args[8],
-             *t = args[9];
-    PyObject *fragment = NULL, *label = NULL; /* owned: the cache entry may go meanwhile */
+             *t = args[9], *check = args[10];
+    PyObject *fragment = NULL, *label = NULL,
+             *certain = NULL; /* owned: the cache entry may go meanwhile */
     PyObject *key = NULL, *writes = NULL, *rid = NULL, *num = NULL, *cid = NULL, *frame = NULL,
              *plain = NULL, *c = NULL, *made = NULL, *take = NULL, *poll = NULL, *block = NULL,
              *out = NULL; /* owned */
@@ -356,11 +401,12 @@ PyObject *pyc_issue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_Clear(); /* not cached yet, or unhashable names: the Python path */
         goto none;
     }
-    if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 3 ||
+    if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 4 ||
         !PyUnicode_CheckExact(PyTuple_GET_ITEM(info, 0)))
         goto none;
     fragment = Py_NewRef(PyTuple_GET_ITEM(info, 0));
     label = Py_NewRef(PyTuple_GET_ITEM(info, 1));
+    certain = Py_NewRef(PyTuple_GET_ITEM(info, 3));
     PyObject *is_write = Py_NewRef(PyTuple_GET_ITEM(info, 2)); /* info may go in __bool__ */
     mutation = PyObject_IsTrue(is_write);
     Py_DECREF(is_write);
@@ -374,6 +420,8 @@ PyObject *pyc_issue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     made = pyc_state_attr(state, PYRS_MADE, pyc_made, &PyList_Type);
     if (!writes || PyDict_GET_SIZE(writes) || !rid || !made)
         goto none;
+    if (pyc_guard(certain, check, server, tool, a) < 0)
+        goto fail;          /* InvalidArguments: nothing was recorded or sent */
     num = PyIter_Next(ids); /* new ref */
     if (!num) {
         if (PyErr_Occurred())
@@ -452,6 +500,7 @@ fail:
 done:
     Py_XDECREF(fragment);
     Py_XDECREF(label);
+    Py_XDECREF(certain);
     Py_XDECREF(key);
     Py_XDECREF(writes);
     Py_XDECREF(rid);
@@ -468,7 +517,7 @@ done:
 }
 
 const char pyc_issue_doc[] =
-    "issue(state, server, tool, args, timeout_ms, tools, ids, Call, Pending, transport)\n"
+    "issue(state, server, tool, args, timeout_ms, tools, ids, Call, Pending, transport, check)\n"
     "--\n\n"
     "client.call()'s usual case: the Pending of a sent call, or None (take the Python path).";
 

@@ -257,24 +257,48 @@ class SendT:
         self.sent.append(frame)
 class Stop(BaseException):
     pass
-TOOLS = {("srv", "tl"): ('"server":"srv","tool":"tl"', "srv/tl", False)}
-def iss(state=None, args=None, tmo=None, tools=None, ids=None, cc=None, pc=None, t=None, server="srv"):
+TOOLS = {("srv", "tl"): ('"server":"srv","tool":"tl"', "srv/tl", False, None)}
+CHECKED = []
+def check_ok(server, tool, args):
+    CHECKED.append(dict(args))
+def iss(state=None, args=None, tmo=None, tools=None, ids=None, cc=None, pc=None, t=None, server="srv", check=check_ok):
     return _codemcp.issue(St() if state is None else state, server, "tl", {"a": 1} if args is None else args, tmo,
                           TOOLS if tools is None else tools, itertools.count(1) if ids is None else ids,
                           client._Call if cc is None else cc, Pending if pc is None else pc,
-                          SendT() if t is None else t)
+                          SendT() if t is None else t, check)
 probe("issue_arity", lambda: _codemcp.issue(1, 2))
-probe("issue_nostate", lambda: _codemcp.issue(None, "srv", "tl", {}, None, TOOLS, itertools.count(), client._Call, Pending, SendT()))
+probe("issue_nostate", lambda: _codemcp.issue(None, "srv", "tl", {}, None, TOOLS, itertools.count(), client._Call, Pending, SendT(), check_ok))
+# argguard inside issue(): check() runs only when an argument's type is not certain to fit
+CERTAIN = {("srv", "tl"): ('"server":"srv","tool":"tl"', "srv/tl", False, {"a": frozenset({int})})}
+def refuse(server, tool, args):
+    raise ValueError("refused %r" % sorted(args))
+def certain_case(args, check, tools=CERTAIN):
+    del CHECKED[:]
+    st, tt = St(), SendT()
+    r = iss(state=st, t=tt, tools=tools, args=args, check=check)
+    return [type(r).__name__, len(st.made), len(tt.sent), len(CHECKED)]
+probe("issue_certain", lambda: certain_case({"a": 1}, refuse))
+probe("issue_unknown_key", lambda: certain_case({"zz": "x"}, refuse))
+probe("issue_uncertain_ok", lambda: certain_case({"a": "x"}, check_ok))
+st_refused, tt_refused = St(), SendT()
+probe("issue_uncertain_refused", lambda: iss(state=st_refused, t=tt_refused, tools=CERTAIN, args={"a": 1.5}, check=refuse))
+out["issue_refused_sent"] = [len(st_refused.made), len(tt_refused.sent)]
+probe("issue_no_table", lambda: certain_case({"a": 1}, check_ok, TOOLS))
+probe("issue_check_int", lambda: iss(tools=CERTAIN, args={"a": "x"}, check=5))
+LISTED = {("srv", "tl"): ('"server":"srv","tool":"tl"', "srv/tl", False, {"a": [int]})}
+probe("issue_bad_set", lambda: certain_case({"a": 1}, check_ok, LISTED))
+probe("issue_empty_args", lambda: certain_case({}, refuse))
 probe("issue_badstate", lambda: iss(state=object()))
 probe("issue_notools", lambda: iss(tools={}))
 probe("issue_unhashable", lambda: iss(server=["x"]))
-probe("issue_badinfo", lambda: iss(tools={("srv", "tl"): (5, 6, 7)}))
-probe("issue_badbool", lambda: iss(tools={("srv", "tl"): ('"server":"srv","tool":"tl"', "l", BadBool())}))
+probe("issue_badinfo", lambda: iss(tools={("srv", "tl"): (5, 6, 7, None)}))
+probe("issue_oldinfo", lambda: iss(tools={("srv", "tl"): ('"server":"srv","tool":"tl"', "l", False)}))
+probe("issue_badbool", lambda: iss(tools={("srv", "tl"): ('"server":"srv","tool":"tl"', "l", BadBool(), None)}))
 class Clearing:
     def __bool__(self):
         CLR.clear()
         return False
-CLR = {("srv", "tl"): ('"server":"srv","tool":"tl"', "l" * 3, Clearing())}
+CLR = {("srv", "tl"): ('"server":"srv","tool":"tl"', "l" * 3, Clearing(), None)}
 probe("issue_clearing", lambda: type(iss(tools=CLR, t=SendT())).__name__)
 probe("issue_ids_neg", lambda: iss(ids=iter([-1])))
 probe("issue_ids_str", lambda: iss(ids=iter(["x"])))
@@ -290,7 +314,7 @@ probe("issue_pc_int", lambda: iss(pc=5))
 probe("issue_send_fails", lambda: iss(t=SendT(ValueError("down"))).result())
 probe("issue_send_stops", lambda: iss(t=SendT(Stop("halt"))))
 sst = St(); tt = SendT()
-pp = iss(state=sst, t=tt, tools={("srv", "tl"): ('"server":"srv","tool":"tl"', "srv/tl", True)})
+pp = iss(state=sst, t=tt, tools={("srv", "tl"): ('"server":"srv","tool":"tl"', "srv/tl", True, None)})
 out["issue_write"] = [type(pp).__name__, len(sst.made), list(sst.writes), tt.sent[0][:60]]
 # the real path still works, and a real call's _Call forged after the fact does not break the run
 p1 = everything_get_sum(a=1, b=2)
@@ -299,6 +323,24 @@ out["real"] = str(p1)
 call.finished = False; call.early = None; call.id = "no-such-id"; call.timeout_ms = 0
 p2 = everything_get_sum(a=2, b=2)
 out["real2"] = str(p2)
+# argguard on the real path: arguments whose types certainly fit are not re-checked per call in
+# Python; the others still get check()'s refusal, before anything is sent
+from codemcp_rt import argguard
+real_check = argguard.check
+guard_calls = []
+def counting_check(server, tool, args):
+    guard_calls.append(tool)
+    return real_check(server, tool, args)
+argguard.check = counting_check
+try:
+    out["guard_fast"] = [str(everything_get_sum(a=7, b=1)), str(everything_get_sum(a=7.5, b=1)), len(guard_calls)]
+    try:
+        everything_get_sum(a="".join(["sev", "en"]), b=1)
+        out["guard_refused"] = "sent"
+    except argguard.InvalidArguments as e:
+        out["guard_refused"] = [type(e).__name__, str(e)[:40], len(guard_calls)]
+finally:
+    argguard.check = real_check
 # the SDK path calls _codemcp's own wait_reply and send directly while they are the module's
 # own: agent code that replaces them on the module is still called, as the attribute says
 seen = []
@@ -406,6 +448,17 @@ test('pypending/pycall: forged, wrong-typed and re-entrant use of the C cores ra
     'issue_recursive_args', 'issue_float_tmo'])
     assert.deepEqual(o[k], ['ok', 'None'], `${k}: ${o[k]}`);
   assert.deepEqual(o.issue_clearing, ['ok', "'Pending'"]);
+  assert.deepEqual(o.issue_oldinfo, ['ok', 'None']);
+  // argguard in issue(): [result type, calls recorded, frames sent, check() calls]
+  assert.deepEqual(o.issue_certain, ['ok', "['Pending', 1, 1, 0]"]);
+  assert.deepEqual(o.issue_unknown_key, ['ok', "['Pending', 1, 1, 0]"]);
+  assert.deepEqual(o.issue_uncertain_ok, ['ok', "['Pending', 1, 1, 1]"]);
+  assert.deepEqual(o.issue_uncertain_refused, ['ValueError', "refused ['a']"]);
+  assert.deepEqual(o.issue_refused_sent, [0, 0]);
+  assert.deepEqual(o.issue_no_table, ['ok', "['Pending', 1, 1, 1]"]);
+  assert.equal(kind('issue_check_int'), 'TypeError');
+  assert.deepEqual(o.issue_bad_set, ['ok', "['Pending', 1, 1, 1]"]);
+  assert.deepEqual(o.issue_empty_args, ['ok', "['Pending', 1, 1, 0]"]);
   assert.equal(kind('issue_ids_raise'), 'ZeroDivisionError');
   assert.deepEqual(o.issue_huge_args, ['ok', "'Pending'"]);
   for (const k of ['issue_cc_int', 'issue_pc_int']) assert.equal(kind(k), 'TypeError', `${k}: ${o[k]}`);
@@ -416,6 +469,8 @@ test('pypending/pycall: forged, wrong-typed and re-entrant use of the C cores ra
     '{"jsonrpc":"2.0","id":"c1","method":"call_tool","params":{"r']);
   assert.equal(o.real, 'The sum of 1 and 2 is 3.');
   assert.equal(o.real2, 'The sum of 2 and 2 is 4.');
+  assert.deepEqual(o.guard_fast, ['The sum of 7 and 1 is 8.', 'The sum of 7.5 and 1 is 8.5.', 0]);
+  assert.deepEqual(o.guard_refused, ['InvalidArguments', 'everything_get_sum(...) was not sent: `a', 1]);
   assert.deepEqual(o.spied, ['The sum of 3 and 2 is 5.', ['send', 'wait']]);
   assert.deepEqual(o.unspied, ['The sum of 4 and 2 is 6.', 2]);
   assert.deepEqual(o.class_spied, ['The sum of 5 and 2 is 7.', 1]);
