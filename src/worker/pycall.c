@@ -329,42 +329,13 @@ static PyObject *pyc_state_attr(PyObject *state, int slot, PyObject *name, PyTyp
     return v;
 }
 
-/* 1 when every argument's exact type is in its key's set of `certain` (argguard.certain_types:
- * check() could find nothing wrong; a key the table lacks is the signature's business, as in
- * check()), 0 when not sure (no table, a type outside its set), -1 with an exception set. */
-static int pyc_args_certain(PyObject *certain, PyObject *a)
+/* argguard's check of the arguments before anything is sent, when the frame builder's
+ * certain-type test was not sure: 0 when they may go, -1 with the exception check() raised
+ * (InvalidArguments). */
+static int pyc_guard(int sure, PyObject *check, PyObject *server, PyObject *tool, PyObject *a)
 {
-    if (!PyDict_CheckExact(certain))
+    if (sure)
         return 0;
-    Py_ssize_t pos = 0;
-    PyObject *key, *value; /* borrowed */
-    while (PyDict_Next(a, &pos, &key, &value)) {
-        PyObject *ok = PyDict_GetItemWithError(certain, key); /* borrowed */
-        if (!ok) {
-            if (PyErr_Occurred())
-                return -1;
-            continue;
-        }
-        if (!PyFrozenSet_CheckExact(ok))
-            return 0;
-        int in = PySet_Contains(ok, (PyObject *)Py_TYPE(value));
-        if (in <= 0)
-            return in;
-    }
-    return 1;
-}
-
-/* argguard's check of the arguments before anything is sent: 0 when they may go, -1 with
- * the exception check() raised (InvalidArguments). check() runs only when the certain-type
- * test above is not sure. */
-static int pyc_guard(PyObject *certain, PyObject *check, PyObject *server, PyObject *tool,
-                     PyObject *a)
-{
-    if (!PyDict_GET_SIZE(a))
-        return 0; /* check() looks at nothing else */
-    int sure = pyc_args_certain(certain, a);
-    if (sure != 0)
-        return sure > 0 ? 0 : -1;
     PyObject *cargs[3] = {server, tool, a};
     PyObject *r = PyObject_Vectorcall(check, cargs, 3, NULL); /* new ref */
     if (!r)
@@ -420,8 +391,6 @@ PyObject *pyc_issue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     made = pyc_state_attr(state, PYRS_MADE, pyc_made, &PyList_Type);
     if (!writes || PyDict_GET_SIZE(writes) || !rid || !made)
         goto none;
-    if (pyc_guard(certain, check, server, tool, a) < 0)
-        goto fail;          /* InvalidArguments: nothing was recorded or sent */
     num = PyIter_Next(ids); /* new ref */
     if (!num) {
         if (PyErr_Occurred())
@@ -445,14 +414,17 @@ PyObject *pyc_issue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (!cid)
         goto fail;
     PyObject *fargs[5] = {cid, rid, fragment, a, tmo};
-    frame = pyf_call_frame(NULL, fargs, 5); /* new ref: str or None */
+    int sure;
+    frame = pyf_call_frame_certain(fargs, certain, &sure); /* new ref: str or None */
     if (!frame)
         goto fail;
     if (frame == Py_None) /* not flat scalar arguments: the Python path (another id) */
         goto none;
-    plain = PyDict_Copy(a); /* what a ToolError reports */
+    plain = PyDict_Copy(a); /* what a ToolError reports, as sent */
     if (!plain)
         goto fail;
+    if (pyc_guard(sure, check, server, tool, a) < 0)
+        goto fail; /* InvalidArguments: nothing was recorded or sent */
     PyObject *cargs[8] = {cid,     server, tool,  plain,
                           Py_None, tmo,    state, mutation ? Py_True : Py_False};
     c = PyObject_Vectorcall(call_cls, cargs, 8, NULL); /* new ref */
