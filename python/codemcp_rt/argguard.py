@@ -10,7 +10,9 @@ argcheck is certain of is refused, and a value that is still a Pending is left t
 gateway. Cost per call: each schema is compiled once per SDK snapshot into argcheck.fits's
 checker that only says "certainly fits" (exact types, required and allowed keys, enums);
 argcheck's slower walk, which writes the messages, runs only when that checker is not sure
-(~1 us for a scalar argument, ~10 us for ten nested objects).
+(~1 us for a scalar argument, ~10 us for ten nested objects). In the worker, a call whose
+every argument has a type in certain_types()'s set for its key does not run check() at all
+(the test is in C, src/worker/pycall.c): check() could find nothing wrong with it.
 """
 
 from __future__ import annotations
@@ -48,17 +50,38 @@ def _plan(server: str, tool: str) -> Any:
     return (fn, schema, types, fits, names)
 
 
-def check(server: Any, tool: Any, args: Any) -> None:
-    """Raise InvalidArguments when ``args`` certainly do not fit ``server``/``tool``'s schema."""
+def _plan_of(server: Any, tool: Any) -> Any:
+    """The tool's plan for the current SDK snapshot (made once per snapshot), or None when
+    its schema gives nothing to check; TypeError for unhashable names."""
     global _snap, _plans
-    if type(args) is not dict or not args:
-        return
     if _snap is not sdk._current:
         _snap, _plans = sdk._current, {}
     try:
-        plan = _plans[(server, tool)]
+        return _plans[(server, tool)]
     except KeyError:
         plan = _plans[(server, tool)] = _plan(server, tool)
+        return plan
+
+
+def certain_types(server: Any, tool: Any) -> dict[str, frozenset] | None:
+    """key -> the exact Python types that certainly fit that argument (check()'s first test),
+    or None when the tool has no plan. client.call's C fast path (_codemcp.issue) tests each
+    argument's type against this table and calls check() itself only when a type is not in
+    its key's set, or when there is no table; a key not in the table is left to the
+    signature, as check() leaves it."""
+    try:
+        plan = _plan_of(server, tool)
+    except TypeError:
+        return None
+    return None if plan is None else plan[2]
+
+
+def check(server: Any, tool: Any, args: Any) -> None:
+    """Raise InvalidArguments when ``args`` certainly do not fit ``server``/``tool``'s schema."""
+    if type(args) is not dict or not args:
+        return
+    try:
+        plan = _plan_of(server, tool)
     except TypeError:  # unhashable server/tool: the call itself reports it
         return
     if plan is None:

@@ -146,14 +146,16 @@ def _transport() -> Any:
     return t if t is not None else transport.get_transport()
 
 
-# Per SDK snapshot: (server, tool) -> (frame fragment, label, is a write per the SDK).
-_tools: dict[tuple[Any, Any], tuple[str, str, bool]] = {}
+# Per SDK snapshot: (server, tool) -> (frame fragment, label, is a write per the SDK,
+# argguard.certain_types: the argument types _codemcp.issue lets through without check()).
+_tools: dict[tuple[Any, Any], tuple[str | None, str, bool, Any]] = {}
 _tools_snap: Any = None
 
 
-def _tool_info(server: Any, tool: Any) -> tuple[str | None, str, bool]:
+def _tool_info(server: Any, tool: Any) -> tuple[str | None, str, bool, Any]:
     """(the frame's "server"/"tool" members or None when they are not JSON, the label,
-    whether the SDK marks the tool as a write). Never raises."""
+    whether the SDK marks the tool as a write, argguard's certain types or None). Never
+    raises."""
     global _tools_snap
     snap = sdk.current()
     if snap is not _tools_snap:
@@ -172,7 +174,11 @@ def _tool_info(server: Any, tool: Any) -> tuple[str | None, str, bool]:
             mutation = sdk.is_mutation(server, tool)
         except Exception:
             mutation = False
-        info = (fragment, "%s/%s" % (server, tool), mutation)
+        try:
+            certain = argguard.certain_types(server, tool)
+        except Exception:
+            certain = None  # issue() then asks argguard.check for every call
+        info = (fragment, "%s/%s" % (server, tool), mutation, certain)
         try:
             _tools[(server, tool)] = info
         except TypeError:
@@ -484,14 +490,16 @@ def call(server: str, tool: str, args: dict[str, Any] | None = None, timeout_ms:
     used (ToolError), or in gather(). Arguments that certainly do not fit the tool's input
     schema raise argguard.InvalidArguments here, before anything is sent.
     """
-    argguard.check(server, tool, args)  # InvalidArguments: nothing is sent
     state = runstate._current
     if _c_issue is not None and state is not None and sdk._current is _tools_snap:
-        # the usual case (cached tool, flat scalar arguments, no write unanswered) in C;
-        # None: nothing was sent, take the path below
-        p = _c_issue(state, server, tool, args, timeout_ms, _tools, _ids, _Call, Pending, transport._transport)
+        # the usual case (cached tool, flat scalar arguments, no write unanswered) in C,
+        # argguard's check included (InvalidArguments: nothing is sent); None: nothing was
+        # sent, take the path below
+        p = _c_issue(state, server, tool, args, timeout_ms, _tools, _ids, _Call, Pending, transport._transport,
+                     argguard.check)
         if p is not None:
             return p
+    argguard.check(server, tool, args)  # InvalidArguments: nothing is sent
     call_id = "c%d" % next(_ids)
     if timeout_ms is not None:
         timeout_ms = int(timeout_ms)
@@ -501,7 +509,7 @@ def call(server: str, tool: str, args: dict[str, Any] | None = None, timeout_ms:
             info = _tools.get((server, tool))
         except TypeError:
             pass
-    fragment, label, mutation = info if info is not None else _tool_info(server, tool)
+    fragment, label, mutation, _ = info if info is not None else _tool_info(server, tool)
     plain_args: Any = None
     args_json: str | None = None
     frame: str | None = None

@@ -42,8 +42,8 @@ _MAX_DEPTH = 200
 
 
 class _PyPendingBase:
-    """Python twin of ``_codemcp.PendingBase`` (src/worker/pypending.c), the state and the
-    result()/done() of a Pending; the worker uses the C one, plain python3 this one."""
+    """Python twin of ``_codemcp.PendingBase`` (src/worker/pypending.c), the state, result(),
+    done(), str() and format() of a Pending; the worker uses the C one, plain python3 this one."""
 
     __slots__ = ("_wait", "_poll", "_block", "_label", "_lock", "_owner", "_state", "_value", "_error", "_aw",
                  "__weakref__")
@@ -104,6 +104,12 @@ class _PyPendingBase:
         except Exception:
             return False
 
+    def __str__(self) -> str:
+        return str(self.result())
+
+    def __format__(self, spec: str) -> str:
+        return format(self.result(), spec)
+
 
 try:  # the worker host's C core (src/worker/pypending.c); the twin above under plain python3
     from _codemcp import PendingBase as _PendingBase  # type: ignore[import-not-found]
@@ -117,7 +123,8 @@ class Pending(_PendingBase):  # type: ignore[misc,valid-type]
     ``Pending(wait, poll=None, label="call", block=None)``: ``wait()`` returns the value or
     raises ToolError; ``poll()`` says, without blocking, whether wait() would return at once;
     ``block(seconds)`` waits at most that long for it (and says whether it is there).
-    ``label`` names the call. State, result() and done() live in the base class."""
+    ``label`` names the call. State, result(), done(), str() and format() live in the base
+    class."""
 
     __slots__ = ()
 
@@ -171,11 +178,7 @@ class Pending(_PendingBase):  # type: ignore[misc,valid-type]
         except ToolError as exc:
             return "<Pending %s failed: %s>" % (self._label, exc)
 
-    def __str__(self) -> str:
-        return str(self.result())
-
-    def __format__(self, spec: str) -> str:
-        return format(self.result(), spec)
+    # __str__ and __format__ are the base class's (C in the worker)
 
     # -- attribute access: never for private/dunder probes (copy, pickle, json, ...) --
 

@@ -329,18 +329,34 @@ static PyObject *pyc_state_attr(PyObject *state, int slot, PyObject *name, PyTyp
     return v;
 }
 
+/* argguard's check of the arguments before anything is sent, when the frame builder's
+ * certain-type test was not sure: 0 when they may go, -1 with the exception check() raised
+ * (InvalidArguments). */
+static int pyc_guard(int sure, PyObject *check, PyObject *server, PyObject *tool, PyObject *a)
+{
+    if (sure)
+        return 0;
+    PyObject *cargs[3] = {server, tool, a};
+    PyObject *r = PyObject_Vectorcall(check, cargs, 3, NULL); /* new ref */
+    if (!r)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
 PyObject *pyc_issue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 10) {
-        PyErr_SetString(PyExc_TypeError, "issue() takes 10 arguments");
+    if (nargs != 11) {
+        PyErr_SetString(PyExc_TypeError, "issue() takes 11 arguments");
         return NULL;
     }
     /* all borrowed */
     PyObject *state = args[0], *server = args[1], *tool = args[2], *a = args[3], *tmo = args[4],
              *tools = args[5], *ids = args[6], *call_cls = args[7], *pending_cls = args[8],
-             *t = args[9];
-    PyObject *fragment = NULL, *label = NULL; /* owned: the cache entry may go meanwhile */
+             *t = args[9], *check = args[10];
+    PyObject *fragment = NULL, *label = NULL,
+             *certain = NULL; /* owned: the cache entry may go meanwhile */
     PyObject *key = NULL, *writes = NULL, *rid = NULL, *num = NULL, *cid = NULL, *frame = NULL,
              *plain = NULL, *c = NULL, *made = NULL, *take = NULL, *poll = NULL, *block = NULL,
              *out = NULL; /* owned */
@@ -356,11 +372,12 @@ PyObject *pyc_issue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_Clear(); /* not cached yet, or unhashable names: the Python path */
         goto none;
     }
-    if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 3 ||
+    if (!PyTuple_CheckExact(info) || PyTuple_GET_SIZE(info) != 4 ||
         !PyUnicode_CheckExact(PyTuple_GET_ITEM(info, 0)))
         goto none;
     fragment = Py_NewRef(PyTuple_GET_ITEM(info, 0));
     label = Py_NewRef(PyTuple_GET_ITEM(info, 1));
+    certain = Py_NewRef(PyTuple_GET_ITEM(info, 3));
     PyObject *is_write = Py_NewRef(PyTuple_GET_ITEM(info, 2)); /* info may go in __bool__ */
     mutation = PyObject_IsTrue(is_write);
     Py_DECREF(is_write);
@@ -397,14 +414,17 @@ PyObject *pyc_issue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (!cid)
         goto fail;
     PyObject *fargs[5] = {cid, rid, fragment, a, tmo};
-    frame = pyf_call_frame(NULL, fargs, 5); /* new ref: str or None */
+    int sure;
+    frame = pyf_call_frame_certain(fargs, certain, &sure); /* new ref: str or None */
     if (!frame)
         goto fail;
     if (frame == Py_None) /* not flat scalar arguments: the Python path (another id) */
         goto none;
-    plain = PyDict_Copy(a); /* what a ToolError reports */
+    plain = PyDict_Copy(a); /* what a ToolError reports, as sent */
     if (!plain)
         goto fail;
+    if (pyc_guard(sure, check, server, tool, a) < 0)
+        goto fail; /* InvalidArguments: nothing was recorded or sent */
     PyObject *cargs[8] = {cid,     server, tool,  plain,
                           Py_None, tmo,    state, mutation ? Py_True : Py_False};
     c = PyObject_Vectorcall(call_cls, cargs, 8, NULL); /* new ref */
@@ -452,6 +472,7 @@ fail:
 done:
     Py_XDECREF(fragment);
     Py_XDECREF(label);
+    Py_XDECREF(certain);
     Py_XDECREF(key);
     Py_XDECREF(writes);
     Py_XDECREF(rid);
@@ -468,7 +489,7 @@ done:
 }
 
 const char pyc_issue_doc[] =
-    "issue(state, server, tool, args, timeout_ms, tools, ids, Call, Pending, transport)\n"
+    "issue(state, server, tool, args, timeout_ms, tools, ids, Call, Pending, transport, check)\n"
     "--\n\n"
     "client.call()'s usual case: the Pending of a sent call, or None (take the Python path).";
 

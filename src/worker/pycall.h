@@ -16,12 +16,14 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-/* issue(state, server, tool, args, timeout_ms, tools, ids, Call, Pending, transport)
+/* issue(state, server, tool, args, timeout_ms, tools, ids, Call, Pending, transport, check)
  *   -> Pending | None: client.call()'s usual case in one C call — a run is current, no write
  * of it is unanswered, (server, tool) is in client's tool cache and the arguments are flat
- * scalars (pyfast.h's call_frame): the _Call is made and recorded, the frame sent, the Pending
- * returned. None for anything else (nothing was recorded or sent): the Python path then does
- * it all. Every argument is checked (exact types) before use. */
+ * scalars (pyfast.h's call_frame): the arguments pass argguard (`check`, called only when a
+ * value's type is not in the cache entry's certain types), the _Call is made and recorded,
+ * the frame sent, the Pending returned. None for anything else (nothing was recorded or
+ * sent): the Python path then does it all; check()'s InvalidArguments is raised as it is.
+ * Every argument is checked (exact types) before use. */
 PyObject *pyc_issue(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char pyc_issue_doc[];
 

@@ -122,6 +122,24 @@ const char pyf_call_frame_doc[] =
     "call_frame(call_id, run_id_json, fragment, args, timeout_ms) -> str | None\n--\n\n"
     "The call_tool frame for flat scalar args (see client.py), else None.";
 
+/* *sure stays 1 while value's exact type is in its key's set of `certain` (or the key is not
+ * in it); 0 otherwise. -1 with an exception set (a key's __eq__ raised). */
+static int pyf_note_certain(PyObject *certain, PyObject *k, PyObject *v, int *sure)
+{
+    PyObject *ok = PyDict_GetItemWithError(certain, k); /* borrowed */
+    if (!ok)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!PyFrozenSet_CheckExact(ok)) {
+        *sure = 0;
+        return 0;
+    }
+    int in = PySet_Contains(ok, (PyObject *)Py_TYPE(v));
+    if (in < 0)
+        return -1;
+    *sure = in;
+    return 0;
+}
+
 PyObject *pyf_call_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
@@ -129,8 +147,17 @@ PyObject *pyf_call_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetString(PyExc_TypeError, "call_frame() takes 5 arguments");
         return NULL;
     }
+    int sure;
+    return pyf_call_frame_certain(args, NULL, &sure);
+}
+
+PyObject *pyf_call_frame_certain(PyObject *const *args, PyObject *certain, int *sure)
+{
     PyObject *call_id = args[0], *run_id_json = args[1], *fragment = args[2], *a = args[3],
              *tmo = args[4]; /* all borrowed */
+    *sure = certain && PyDict_CheckExact(certain);
+    if (!*sure)
+        certain = NULL;
     if (!PyUnicode_CheckExact(call_id) || !PyUnicode_CheckExact(run_id_json) ||
         !PyUnicode_CheckExact(fragment) || !PyDict_CheckExact(a) ||
         (tmo != Py_None && !PyLong_CheckExact(tmo)))
@@ -164,7 +191,13 @@ PyObject *pyf_call_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         pb_put(&b, ":", 1);
         if (pb_json_scalar(&b, v) < 0)
             goto none;
+        if (*sure && pyf_note_certain(certain, k, v, sure) < 0) {
+            PyMem_Free(b.d);
+            return NULL;
+        }
     }
+    if (PyDict_GET_SIZE(a) == 0)
+        *sure = 1; /* nothing to check */
     pb_puts(&b, "},\"timeout_ms\":");
     if (tmo == Py_None) {
         pb_puts(&b, "null");

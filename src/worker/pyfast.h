@@ -19,6 +19,13 @@
 PyObject *pyf_call_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 extern const char pyf_call_frame_doc[];
 
+/* call_frame for the C call path (args: its five arguments), noting on the same walk over the
+ * arguments argguard's certain-fit test: *sure = 1 when `certain` (argguard.certain_types: key
+ * -> frozenset of types) is a dict and every value's exact type is in its key's set (a key
+ * not in it is the signature's business), or when there is no argument; else 0 (argguard's
+ * check() must look). NULL with an exception only when a lookup in `certain` raised. */
+PyObject *pyf_call_frame_certain(PyObject *const *args, PyObject *certain, int *sure);
+
 /* text_result(raw: str, call_id: str) -> str | None: the text of a reply that is exactly
  * {"jsonrpc":"2.0","id":"<call_id>","result":{"content":[{"type":"text","text":"<text>"}]}}
  * with no escape in <text> (the gateway's compact form of the usual one-text-block result). */

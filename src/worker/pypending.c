@@ -241,12 +241,40 @@ static PyObject *pp_done(pp_object *self, PyObject *unused)
     return out;
 }
 
+/* str(p) and format(p, spec): the value's (the twin's __str__ and __format__); reading the
+ * value this way is what most programs do with a call's text, so no Python frame for it. */
+static PyObject *pp_str(pp_object *self)
+{
+    PyObject *v = pp_result(self, NULL); /* new ref */
+    if (!v)
+        return NULL;
+    PyObject *s = PyObject_Str(v);
+    Py_DECREF(v);
+    return s;
+}
+
+static PyObject *pp_format(pp_object *self, PyObject *spec)
+{
+    PyObject *v = pp_result(self, NULL); /* new ref */
+    if (!v)
+        return NULL;
+    PyObject *s = NULL;
+    if (PyUnicode_Check(spec)) /* format()'s own check, after the value as in the twin */
+        s = PyObject_Format(v, spec);
+    else
+        PyErr_Format(PyExc_TypeError, "format() argument 2 must be str, not %.200s",
+                     Py_TYPE(spec)->tp_name);
+    Py_DECREF(v);
+    return s;
+}
+
 static PyMethodDef pp_methods[] = {
     {"result", (PyCFunction)pp_result, METH_NOARGS,
      "Wait for the value and return it; raise ToolError if the call failed.\n\n"
      "Raising is repeatable: every later use raises the same ToolError."},
     {"done", (PyCFunction)pp_done, METH_NOARGS,
      "True when the value (or the error) is available without waiting."},
+    {"__format__", (PyCFunction)pp_format, METH_O, "format() of the value."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -272,6 +300,7 @@ static PyType_Slot pp_slots[] = {
     {Py_tp_clear, (void *)pp_clear},
     {Py_tp_methods, (void *)pp_methods},
     {Py_tp_members, (void *)pp_members},
+    {Py_tp_str, (void *)pp_str},
     {0, NULL},
 };
 

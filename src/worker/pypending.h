@@ -1,8 +1,9 @@
 /* pypending — `_codemcp.PendingBase`, the C core of codemcp_rt.pending.Pending.
  *
- * It owns a Pending's state — the wait/poll/block callables, the label, the outcome — and the
- * two methods every SDK value goes through, result() and done(). pending.py subclasses it
- * (all the value forwarding: __str__, __getitem__, operators... stays in Python) and keeps a
+ * It owns a Pending's state — the wait/poll/block callables, the label, the outcome — the
+ * two methods every SDK value goes through, result() and done(), and the commonest way a text
+ * value is read, str() and format(). pending.py subclasses it (the rest of the value
+ * forwarding: __getitem__, __iter__, operators... stays in Python) and keeps a
  * Python twin of this class for plain python3; both behave the same (tests/python and
  * tests/e2e/twins.test.mjs check it).
  *

@@ -257,24 +257,48 @@ class SendT:
         self.sent.append(frame)
 class Stop(BaseException):
     pass
-TOOLS = {("srv", "tl"): ('"server":"srv","tool":"tl"', "srv/tl", False)}
-def iss(state=None, args=None, tmo=None, tools=None, ids=None, cc=None, pc=None, t=None, server="srv"):
+TOOLS = {("srv", "tl"): ('"server":"srv","tool":"tl"', "srv/tl", False, None)}
+CHECKED = []
+def check_ok(server, tool, args):
+    CHECKED.append(dict(args))
+def iss(state=None, args=None, tmo=None, tools=None, ids=None, cc=None, pc=None, t=None, server="srv", check=check_ok):
     return _codemcp.issue(St() if state is None else state, server, "tl", {"a": 1} if args is None else args, tmo,
                           TOOLS if tools is None else tools, itertools.count(1) if ids is None else ids,
                           client._Call if cc is None else cc, Pending if pc is None else pc,
-                          SendT() if t is None else t)
+                          SendT() if t is None else t, check)
 probe("issue_arity", lambda: _codemcp.issue(1, 2))
-probe("issue_nostate", lambda: _codemcp.issue(None, "srv", "tl", {}, None, TOOLS, itertools.count(), client._Call, Pending, SendT()))
+probe("issue_nostate", lambda: _codemcp.issue(None, "srv", "tl", {}, None, TOOLS, itertools.count(), client._Call, Pending, SendT(), check_ok))
+# argguard inside issue(): check() runs only when an argument's type is not certain to fit
+CERTAIN = {("srv", "tl"): ('"server":"srv","tool":"tl"', "srv/tl", False, {"a": frozenset({int})})}
+def refuse(server, tool, args):
+    raise ValueError("refused %r" % sorted(args))
+def certain_case(args, check, tools=CERTAIN):
+    del CHECKED[:]
+    st, tt = St(), SendT()
+    r = iss(state=st, t=tt, tools=tools, args=args, check=check)
+    return [type(r).__name__, len(st.made), len(tt.sent), len(CHECKED)]
+probe("issue_certain", lambda: certain_case({"a": 1}, refuse))
+probe("issue_unknown_key", lambda: certain_case({"zz": "x"}, refuse))
+probe("issue_uncertain_ok", lambda: certain_case({"a": "x"}, check_ok))
+st_refused, tt_refused = St(), SendT()
+probe("issue_uncertain_refused", lambda: iss(state=st_refused, t=tt_refused, tools=CERTAIN, args={"a": 1.5}, check=refuse))
+out["issue_refused_sent"] = [len(st_refused.made), len(tt_refused.sent)]
+probe("issue_no_table", lambda: certain_case({"a": 1}, check_ok, TOOLS))
+probe("issue_check_int", lambda: iss(tools=CERTAIN, args={"a": "x"}, check=5))
+LISTED = {("srv", "tl"): ('"server":"srv","tool":"tl"', "srv/tl", False, {"a": [int]})}
+probe("issue_bad_set", lambda: certain_case({"a": 1}, check_ok, LISTED))
+probe("issue_empty_args", lambda: certain_case({}, refuse))
 probe("issue_badstate", lambda: iss(state=object()))
 probe("issue_notools", lambda: iss(tools={}))
 probe("issue_unhashable", lambda: iss(server=["x"]))
-probe("issue_badinfo", lambda: iss(tools={("srv", "tl"): (5, 6, 7)}))
-probe("issue_badbool", lambda: iss(tools={("srv", "tl"): ('"server":"srv","tool":"tl"', "l", BadBool())}))
+probe("issue_badinfo", lambda: iss(tools={("srv", "tl"): (5, 6, 7, None)}))
+probe("issue_oldinfo", lambda: iss(tools={("srv", "tl"): ('"server":"srv","tool":"tl"', "l", False)}))
+probe("issue_badbool", lambda: iss(tools={("srv", "tl"): ('"server":"srv","tool":"tl"', "l", BadBool(), None)}))
 class Clearing:
     def __bool__(self):
         CLR.clear()
         return False
-CLR = {("srv", "tl"): ('"server":"srv","tool":"tl"', "l" * 3, Clearing())}
+CLR = {("srv", "tl"): ('"server":"srv","tool":"tl"', "l" * 3, Clearing(), None)}
 probe("issue_clearing", lambda: type(iss(tools=CLR, t=SendT())).__name__)
 probe("issue_ids_neg", lambda: iss(ids=iter([-1])))
 probe("issue_ids_str", lambda: iss(ids=iter(["x"])))
@@ -290,7 +314,7 @@ probe("issue_pc_int", lambda: iss(pc=5))
 probe("issue_send_fails", lambda: iss(t=SendT(ValueError("down"))).result())
 probe("issue_send_stops", lambda: iss(t=SendT(Stop("halt"))))
 sst = St(); tt = SendT()
-pp = iss(state=sst, t=tt, tools={("srv", "tl"): ('"server":"srv","tool":"tl"', "srv/tl", True)})
+pp = iss(state=sst, t=tt, tools={("srv", "tl"): ('"server":"srv","tool":"tl"', "srv/tl", True, None)})
 out["issue_write"] = [type(pp).__name__, len(sst.made), list(sst.writes), tt.sent[0][:60]]
 # the real path still works, and a real call's _Call forged after the fact does not break the run
 p1 = everything_get_sum(a=1, b=2)
@@ -406,6 +430,17 @@ test('pypending/pycall: forged, wrong-typed and re-entrant use of the C cores ra
     'issue_recursive_args', 'issue_float_tmo'])
     assert.deepEqual(o[k], ['ok', 'None'], `${k}: ${o[k]}`);
   assert.deepEqual(o.issue_clearing, ['ok', "'Pending'"]);
+  assert.deepEqual(o.issue_oldinfo, ['ok', 'None']);
+  // argguard in issue(): [result type, calls recorded, frames sent, check() calls]
+  assert.deepEqual(o.issue_certain, ['ok', "['Pending', 1, 1, 0]"]);
+  assert.deepEqual(o.issue_unknown_key, ['ok', "['Pending', 1, 1, 0]"]);
+  assert.deepEqual(o.issue_uncertain_ok, ['ok', "['Pending', 1, 1, 1]"]);
+  assert.deepEqual(o.issue_uncertain_refused, ['ValueError', "refused ['a']"]);
+  assert.deepEqual(o.issue_refused_sent, [0, 0]);
+  assert.deepEqual(o.issue_no_table, ['ok', "['Pending', 1, 1, 1]"]);
+  assert.equal(kind('issue_check_int'), 'TypeError');
+  assert.deepEqual(o.issue_bad_set, ['ok', "['Pending', 1, 1, 1]"]);
+  assert.deepEqual(o.issue_empty_args, ['ok', "['Pending', 1, 1, 0]"]);
   assert.equal(kind('issue_ids_raise'), 'ZeroDivisionError');
   assert.deepEqual(o.issue_huge_args, ['ok', "'Pending'"]);
   for (const k of ['issue_cc_int', 'issue_pc_int']) assert.equal(kind(k), 'TypeError', `${k}: ${o[k]}`);
@@ -699,4 +734,46 @@ describe('waits inside a run', () => {
     const after = await run(BURST);
     assert.equal(typeof after.structuredContent?.result, 'number', JSON.stringify(after));
   });
+});
+
+// argguard's check on the SDK path: arguments whose types certainly fit their schema (here
+// numbers for get-sum's numbers) are let through by issue()'s C test without a Python check()
+// per call; any other value still goes to check(), which refuses it with its message and
+// nothing is sent (the gateway's count of routed calls does not move).
+const GUARD = String.raw`
+from codemcp_rt import argguard
+out = {"first": str(everything_get_sum(a=1, b=1))}  # the first call fills the tool cache
+real_check = argguard.check
+guard_calls = []
+def counting_check(server, tool, args):
+    guard_calls.append(tool)
+    return real_check(server, tool, args)
+argguard.check = counting_check
+try:
+    out["fast"] = [str(everything_get_sum(a=7, b=1)), str(everything_get_sum(a=7.5, b=1)), len(guard_calls)]
+    try:
+        everything_get_sum(a="".join(["sev", "en"]), b=1)
+        out["refused"] = "sent"
+    except argguard.InvalidArguments as e:
+        out["refused"] = [type(e).__name__, str(e)[:40], len(guard_calls)]
+    try:
+        everything_get_sum(a=[None][0], b=1)  # required: None does not fit, and no type is certain
+        out["refused_none"] = "sent"
+    except argguard.InvalidArguments as e:
+        out["refused_none"] = [type(e).__name__, len(guard_calls)]
+finally:
+    argguard.check = real_check
+result = out
+`;
+
+test('argguard: certain argument types skip the per-call check, the rest is still refused before sending', { timeout: ms(90000) }, async () => {
+  const dir = tempDir();
+  const config = writeConfig(dir, { everything: servers.everything() });
+  const r = await runCodemcp({ config, env: { CODEMCP_SMOKE: GUARD } }, ms(80000));
+  assert.equal(r.code, 0, `smoke failed:\n${r.stdout}\n${r.stderr.slice(-3000)}`);
+  const o = JSON.parse(r.stdout).result;
+  assert.equal(o.first, 'The sum of 1 and 1 is 2.');
+  assert.deepEqual(o.fast, ['The sum of 7 and 1 is 8.', 'The sum of 7.5 and 1 is 8.5.', 0]);
+  assert.deepEqual(o.refused, ['InvalidArguments', 'everything_get_sum(...) was not sent: `a', 1]);
+  assert.deepEqual(o.refused_none, ['InvalidArguments', 2]);
 });

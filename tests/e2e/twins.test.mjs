@@ -1,5 +1,5 @@
-// The worker's C cores and their Python twins behave the same. Pending's state and result()
-// (src/worker/pypending.c, `_codemcp.PendingBase`) and a call's take()
+// The worker's C cores and their Python twins behave the same. Pending's state, result(), str()
+// and format() (src/worker/pypending.c, `_codemcp.PendingBase`) and a call's take()
 // (src/worker/pycall.c, `_codemcp.CallBase`) are written in C for speed; python/codemcp_rt
 // keeps a Python twin of each (`pending._PyPendingBase`, `client._PyCallBase`) that plain
 // python3 runs. Inside a real sandboxed worker, both are driven through the same scenarios and
@@ -63,6 +63,12 @@ def scenarios(cls):
     run("poll raises", lambda: cls(lambda: 1, lambda: 1 / 0), done)
     run("poll not callable", lambda: cls(lambda: 1, 5), done)
     run("label and block kept", lambda: cls(lambda: 2, None, "x/y", lambda s: True), done, res)
+    st = lambda p: str(p)
+    run("str and format", lambda: cls(lambda: 42), st, lambda p: format(p, ">6"), lambda p: f"{p:x}", done)
+    run("str of a failure", lambda: cls(err), st, lambda p: format(p, ""), res)
+    run("str of no wait", lambda: cls(None), st, done)
+    run("format refused", lambda: cls(lambda: 42), lambda p: format(p, "q"), lambda p: p.__format__(3), st)
+    run("str of a str subclass", lambda: cls(lambda: type("S", (str,), {"__str__": lambda s: "sub"})("x")), st)
     box = {}
     def reenter():
         return box["p"].result()
