@@ -23,10 +23,42 @@ show() { echo "--- last lines of $1"; tail -n 40 "$1"; }
 command -v podman >/dev/null || skip "podman is not installed (Debian: apt-get install podman)"
 [ "$(id -u)" = 0 ] || skip "rootful Podman needs root (rootless Podman is not covered)"
 
+if ! podman image exists debian:bookworm-slim; then
+    if command -v docker >/dev/null && docker image inspect debian:bookworm-slim >/dev/null 2>&1; then
+        docker save debian:bookworm-slim | podman load >"$SCRATCH/base.log" 2>&1 ||
+            { show "$SCRATCH/base.log"; fail "docker save | podman load"; }
+    else
+        command -v mmdebstrap >/dev/null ||
+            skip "no debian:bookworm-slim for Podman and no mmdebstrap to make it (apt-get install mmdebstrap)"
+        contrib/docker/make-base.sh --engine podman >"$SCRATCH/base.log" 2>&1 ||
+            { show "$SCRATCH/base.log"; fail "make-base.sh --engine podman"; }
+    fi
+fi
+
+# Podman's default OCI runtime, crun, refuses a host whose cgroup v2 hierarchy has controllers
+# beside the v1 ones ("cgroups in hybrid mode not supported"): there the service runs runc
+# (Docker's own runtime, which takes such a host). Probed with what codemcp asks of a worker
+# container: a memory cap, a pids cap and explicit rlimits.
+runtime=()
+probe() {
+    podman "$@" run --rm --network=none --memory=64m --pids-limit=32 \
+        --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 debian:bookworm-slim true
+}
+if ! probe >"$SCRATCH/probe.log" 2>&1; then
+    if grep -q "hybrid mode" "$SCRATCH/probe.log" && command -v runc >/dev/null &&
+        probe --runtime runc >>"$SCRATCH/probe.log" 2>&1; then
+        echo "note: crun refuses this host's hybrid cgroups; the Podman service runs runc"
+        runtime=(--runtime runc)
+    else
+        show "$SCRATCH/probe.log"
+        fail "Podman cannot start a container with a memory cap on this host"
+    fi
+fi
+
 SOCK="$SCRATCH/podman.sock"
 # From the scratch directory: conmon writes a file named oom into its working directory when
 # a container is OOM-killed (the memory cap test does that).
-(cd "$SCRATCH" && exec podman system service --time=0 "unix://$SOCK") >"$SCRATCH/service.log" 2>&1 &
+(cd "$SCRATCH" && exec podman "${runtime[@]}" system service --time=0 "unix://$SOCK") >"$SCRATCH/service.log" 2>&1 &
 service=$!
 stop_service() {
     kill "$service" 2>/dev/null
@@ -41,18 +73,6 @@ sys.exit(0 if b" 200 " in s.recv(100) else 1)' "$SOCK" 2>/dev/null
 }
 for _ in $(seq 1 60); do answers && break; kill -0 "$service" 2>/dev/null || break; sleep 0.5; done
 answers || { show "$SCRATCH/service.log"; fail "podman system service did not answer on $SOCK"; }
-
-if ! podman image exists debian:bookworm-slim; then
-    if command -v docker >/dev/null && docker image inspect debian:bookworm-slim >/dev/null 2>&1; then
-        docker save debian:bookworm-slim | podman load >"$SCRATCH/base.log" 2>&1 ||
-            { show "$SCRATCH/base.log"; fail "docker save | podman load"; }
-    else
-        command -v mmdebstrap >/dev/null ||
-            skip "no debian:bookworm-slim for Podman and no mmdebstrap to make it (apt-get install mmdebstrap)"
-        contrib/docker/make-base.sh --engine podman >"$SCRATCH/base.log" 2>&1 ||
-            { show "$SCRATCH/base.log"; fail "make-base.sh --engine podman"; }
-    fi
-fi
 
 DOCKER_HOST="unix://$SOCK" node --test --test-reporter=spec tests/e2e/sandbox_docker.test.mjs \
     tests/e2e/docker_isolation.test.mjs
