@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CTL_DIR_IN    "/run/codemcp-control" /* where the private directory is mounted */
@@ -37,6 +38,10 @@
 #define LABEL_GATEWAY "codemcp.gateway"
 #define NOBODY        65534 /* a root gateway's containers with CODEMCP_ROOT_UID_BASE=0 */
 #define DK_NPROC      32768 /* RLIMIT_NPROC of a worker container: the default pid_max */
+/* A gone gateway's container the engine will not remove yet: asked this many times, this far
+ * apart (start-up only: the loop does not run yet). */
+#define DOCKER_REMOVE_TRIES    5
+#define DOCKER_REMOVE_RETRY_MS 200
 
 struct dk_job {
     struct worker *w;
@@ -129,9 +134,28 @@ static void remove_containers(int mine_only)
         if (mine_only ? strcmp(gw, gateway_id) != 0 : !gateway_gone(gw))
             continue;
         snprintf(path, sizeof(path), "/containers/%s?force=1", id);
-        if (dk_call("DELETE", path, NULL, NULL, 0, 10000, &r) == 0 && !mine_only)
+        /* A container stopping by itself as it is removed (its worker saw the gateway go)
+         * can make the engine refuse the removal for that moment (Podman answers 500 while
+         * its state changes): asked again, a little later, a few times. */
+        long status = 0;
+        for (int k = 0; k < DOCKER_REMOVE_TRIES; k++) {
+            if (k)
+                nanosleep(&(struct timespec){0, DOCKER_REMOVE_RETRY_MS * 1000000L}, NULL);
+            int rc = dk_call("DELETE", path, NULL, NULL, 0, 10000, &r);
+            status = rc == 0 ? r.status : 0;
+            if (status == 204 || status == 404) {
+                dk_reply_free(&r);
+                break;
+            }
+            if (k == DOCKER_REMOVE_TRIES - 1)
+                log_warn("worker", "cannot remove the worker container %.12s: %s", id,
+                         rc < 0        ? r.err
+                         : r.body.data ? r.body.data
+                                       : "no reason given");
+            dk_reply_free(&r);
+        }
+        if (status == 204 && !mine_only)
             log_info("worker", "removed the worker container %.12s of a gateway that is gone", id);
-        dk_reply_free(&r);
     }
     json_decref(list);
 }
