@@ -87,8 +87,8 @@ int main(void)
     struct lp_io *stream = lp_io_watch(st[0], 0, &close_ops, NULL);
     struct buf want = {0};
     size_t big = 300000;
-    char *pattern = xmalloc(big);
-    for (size_t i = 0; i < big; i++)
+    char *pattern = xmalloc(big + 150); /* piece i starts at pattern + i */
+    for (size_t i = 0; i < big + 150; i++)
         pattern[i] = (char)('a' + (i * 7 + i / 251) % 26);
     /* more held pieces than one gathered write carries, some empty, some with nothing after */
     for (int i = 0; i < 150; i++) {
