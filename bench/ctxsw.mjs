@@ -33,8 +33,9 @@ function threads(pid, role) {
       const num = (k) => Number(st.match(new RegExp(`${k}:\\s+(\\d+)`))[1]);
       const name = st.match(/Name:\s+(.*)/)[1].trim();
       const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      const f = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ');
       out.set(`${pid}/${tid}`, { key: `${role}: ${Number(tid) === pid ? 'main' : name}`, vol: num('voluntary_ctxt_switches'),
-        invol: num('nonvoluntary_ctxt_switches'), ns });
+        invol: num('nonvoluntary_ctxt_switches'), ns, user: Number(f[11]), sys: Number(f[12]) });
     } catch { /* the thread ended */ }
   }
   return out;
@@ -72,9 +73,10 @@ for (const [arm, path] of arms) {
     const per = (sums[arm] ??= {})[w] ??= { calls: 0, t: {} };
     per.calls += RUNS * CALLS[w];
     for (const [k, b] of s1) {
-      const a = s0.get(k) || { vol: 0, invol: 0, ns: 0 };
-      const t = per.t[b.key] ??= { vol: 0, invol: 0, ns: 0 };
+      const a = s0.get(k) || { vol: 0, invol: 0, ns: 0, user: 0, sys: 0 };
+      const t = per.t[b.key] ??= { vol: 0, invol: 0, ns: 0, user: 0, sys: 0 };
       t.vol += b.vol - a.vol; t.invol += b.invol - a.invol; t.ns += b.ns - a.ns;
+      t.user += b.user - a.user; t.sys += b.sys - a.sys;
     }
   }
   await peer.close();
@@ -84,18 +86,20 @@ const lines = [`# Context switches and CPU per SDK call, per thread`, '',
   `\`node bench/ctxsw.mjs ${RUNS} ${WORKLOADS.join(',')}\`` +
   (before ? ` with CODEMCP_BIN_BEFORE (before: ${before}; this: ${bin}), ${arms.length / 2} rounds each, alternated` : ` (${bin})`) +
   `; isolation ${process.env.CODEMCP_ISOLATION || 'default'}, \`everything\` as the upstream, after 20 warm-up seq50 executes.`,
-  'Per SDK call (per execute for `empty`): voluntary switches (the thread blocked), involuntary ones (preempted), CPU µs.', ''];
+  'Per SDK call (per execute for `empty`): voluntary switches (the thread blocked), involuntary ones (preempted), CPU µs',
+  '(schedstat), and the share of that CPU spent in the kernel (stime / (utime + stime), 10 ms ticks: read it over many calls).', ''];
 for (const w of WORKLOADS) {
-  lines.push(`## ${w}`, '', `| thread | ${Object.keys(sums).map((a) => `${a}: vol / invol / CPU µs`).join(' | ')} |`,
+  lines.push(`## ${w}`, '', `| thread | ${Object.keys(sums).map((a) => `${a}: vol / invol / CPU µs / kernel`).join(' | ')} |`,
     `|---|${Object.keys(sums).map(() => '---:').join('|')}|`);
   const keys = [...new Set(Object.values(sums).flatMap((s) => Object.keys(s[w].t)))].sort();
   for (const k of keys) {
     const cells = Object.values(sums).map((s) => {
       const t = s[w].t[k];
       if (!t) return '–';
-      return `${fmt(t.vol / s[w].calls, 2)} / ${fmt(t.invol / s[w].calls, 2)} / ${fmt(t.ns / 1000 / s[w].calls, 1)}`;
+      const kern = t.user + t.sys ? `${fmt((100 * t.sys) / (t.user + t.sys), 0)} %` : '–';
+      return `${fmt(t.vol / s[w].calls, 2)} / ${fmt(t.invol / s[w].calls, 2)} / ${fmt(t.ns / 1000 / s[w].calls, 1)} / ${kern}`;
     });
-    if (cells.every((c) => c === '–' || c.startsWith('0.00 / 0.00 / 0.0'))) continue;
+    if (cells.every((c) => c === '–' || c.startsWith('0.00 / 0.00 / 0.0 '))) continue;
     lines.push(`| ${k} | ${cells.join(' | ')} |`);
   }
   lines.push('');
