@@ -5,10 +5,13 @@
 // the upstream alone (spawn → its `initialize` reply: the gateway cannot answer before it) and
 // a bare `python3 -I -S -c pass` (spawn → exit: one interpreter start).
 // Usage: node bench/coldstart.mjs [rounds=15] [name=bin ...]   → bench/results/coldstart.md
+// COLDSTART_UPSTREAM=c: the upstream is bench/floor/upstream.c (floor-upstream, from the first
+// build's tree), a C server that starts in about a millisecond: the cold start is then the
+// gateway's own, not a python3 start the gateway waits for.
 import { writeFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { tmpdir, cpus } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { LinePeer, codemcpBin, buildType, stats, fmt, ROOT } from './lib.mjs';
 
 const rounds = Number(process.argv[2] || 15);
@@ -16,7 +19,11 @@ const builds = process.argv.slice(3).map((a) => a.split('='));
 if (!builds.length) builds.push(['codemcp', codemcpBin()]);
 const dir = mkdtempSync(join(tmpdir(), 'codemcp-cold-'));
 const cfg = join(dir, 'mcp.json');
-const UPSTREAM = ['python3', join(ROOT, 'bench', 'bigresult_upstream.py')];
+const C_UPSTREAM = process.env.COLDSTART_UPSTREAM === 'c';
+const UPSTREAM = C_UPSTREAM
+  ? [join(dirname(builds[0][1]), '..', 'bench', 'floor', 'floor-upstream')]
+  : ['python3', join(ROOT, 'bench', 'bigresult_upstream.py')];
+const UPSTREAM_NAME = C_UPSTREAM ? 'bench/floor/upstream.c, a C server' : 'python3\nbench/bigresult_upstream.py';
 writeFileSync(cfg, JSON.stringify({ mcp: { big: { type: 'local', command: UPSTREAM } } }));
 const env = { CODEMCP_CONFIG: cfg, CODEMCP_LOG: 'warn' };
 const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
@@ -87,8 +94,7 @@ const rows = builds.map(([name]) => {
 const report = `# Cold start: spawn → first \`1 + 1\` result
 
 ${new Date().toISOString()} — ${rounds} rounds (${rounds} starts per build and sequence), builds
-rotated per round, median / p90 in ms from spawn; one stdio upstream (python3
-bench/bigresult_upstream.py), sandbox on (the default). Ratios of medians against the first
+rotated per round, median / p90 in ms from spawn; one stdio upstream (${UPSTREAM_NAME}), sandbox on (the default). Ratios of medians against the first
 build. Sequence A: initialize, notifications/initialized, execute_python \`1 + 1\` (and, per start,
 the time from the \`initialize\` reply to the result: less sensitive to the upstream's start). Sequence B
 (a fresh gateway): initialize, tools/list. ${cpus().length} CPUs; load average (1, 5, 15 min)

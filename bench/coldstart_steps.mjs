@@ -3,17 +3,22 @@
 // CODEMCP_LOG=debug: each step is the moment its debug line reaches us, in ms from spawn
 // (the pipe adds well under a ms); builds rotated per round.
 // Usage: node bench/coldstart_steps.mjs [rounds=10] name=bin ...   → bench/results/coldstart_steps.md
+// (BENCH_OUT=<name> writes bench/results/<name>.md; COLDSTART_UPSTREAM=c: the C upstream, as
+// bench/coldstart.mjs takes it)
 import { writeFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { stats, fmt, ROOT } from './lib.mjs';
 
 const rounds = Number(process.argv[2] || 10);
 const builds = process.argv.slice(3).map((a) => a.split('='));
 const dir = mkdtempSync(join(tmpdir(), 'codemcp-steps-'));
 const cfg = join(dir, 'mcp.json');
-writeFileSync(cfg, JSON.stringify({ mcp: { big: { type: 'local', command: ['python3', join(ROOT, 'bench', 'bigresult_upstream.py')] } } }));
+const UPSTREAM = process.env.COLDSTART_UPSTREAM === 'c'
+  ? [join(dirname(builds[0][1]), '..', 'bench', 'floor', 'floor-upstream')]
+  : ['python3', join(ROOT, 'bench', 'bigresult_upstream.py')];
+writeFileSync(cfg, JSON.stringify({ mcp: { big: { type: 'local', command: UPSTREAM } } }));
 const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
 // [label, what the debug line says] in the order they happen on the default path
