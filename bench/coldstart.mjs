@@ -12,7 +12,7 @@ import { writeFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { tmpdir, cpus } from 'node:os';
 import { dirname, join } from 'node:path';
-import { LinePeer, codemcpBin, buildType, stats, fmt, ROOT } from './lib.mjs';
+import { LinePeer, codemcpBin, buildType, stats, fmt, ROOT, PYTHON3 } from './lib.mjs';
 
 const rounds = Number(process.argv[2] || 15);
 const builds = process.argv.slice(3).map((a) => a.split('='));
@@ -22,8 +22,8 @@ const cfg = join(dir, 'mcp.json');
 const C_UPSTREAM = process.env.COLDSTART_UPSTREAM === 'c';
 const UPSTREAM = C_UPSTREAM
   ? [join(dirname(builds[0][1]), '..', 'bench', 'floor', 'floor-upstream')]
-  : ['python3', join(ROOT, 'bench', 'bigresult_upstream.py')];
-const UPSTREAM_NAME = C_UPSTREAM ? 'bench/floor/upstream.c, a C server' : 'python3\nbench/bigresult_upstream.py';
+  : [PYTHON3, join(ROOT, 'bench', 'bigresult_upstream.py')];
+const UPSTREAM_NAME = C_UPSTREAM ? 'bench/floor/upstream.c, a C server' : `${PYTHON3}\nbench/bigresult_upstream.py`;
 writeFileSync(cfg, JSON.stringify({ mcp: { big: { type: 'local', command: UPSTREAM } } }));
 const env = { CODEMCP_CONFIG: cfg, CODEMCP_LOG: 'warn' };
 const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
@@ -60,7 +60,7 @@ async function upstreamAlone() {
 
 function barePython() {
   const t0 = process.hrtime.bigint();
-  return new Promise((res) => spawn('python3', ['-I', '-S', '-c', 'pass'], { stdio: 'ignore' })
+  return new Promise((res) => spawn(PYTHON3, ['-I', '-S', '-c', 'pass'], { stdio: 'ignore' })
     .on('exit', () => res(Number(process.hrtime.bigint() - t0) / 1e6)));
 }
 
@@ -107,7 +107,7 @@ Builds: ${builds.map(([n, b]) => `${n} = \`${b}\` (${buildType(b)})`).join('; ')
 ${rows.join('\n')}
 
 Floors, in the same rounds: the upstream alone, spawn → its \`initialize\` reply:
-${cell(stats(floor.upstream))}; a bare \`python3 -I -S -c pass\`, spawn → exit:
+${cell(stats(floor.upstream))}; a bare \`${PYTHON3} -I -S -c pass\`, spawn → exit:
 ${cell(stats(floor.python))}.
 `;
 const out = process.env.BENCH_OUT || 'coldstart';

@@ -9,7 +9,7 @@ import { writeFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { stats, fmt, ROOT } from './lib.mjs';
+import { stats, fmt, ROOT, PYTHON3 } from './lib.mjs';
 
 const rounds = Number(process.argv[2] || 10);
 const builds = process.argv.slice(3).map((a) => a.split('='));
@@ -17,7 +17,7 @@ const dir = mkdtempSync(join(tmpdir(), 'codemcp-steps-'));
 const cfg = join(dir, 'mcp.json');
 const UPSTREAM = process.env.COLDSTART_UPSTREAM === 'c'
   ? [join(dirname(builds[0][1]), '..', 'bench', 'floor', 'floor-upstream')]
-  : ['python3', join(ROOT, 'bench', 'bigresult_upstream.py')];
+  : [PYTHON3, join(ROOT, 'bench', 'bigresult_upstream.py')];
 writeFileSync(cfg, JSON.stringify({ mcp: { big: { type: 'local', command: UPSTREAM } } }));
 const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 

@@ -8,6 +8,11 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const NM = join(ROOT, 'tests', 'node_modules', '@modelcontextprotocol');
+// The python3 that Python upstreams and interpreter floors run with: Debian's, the one the
+// README's install gives users, when it is there. A version manager's python3 on PATH can be a
+// shell script (pyenv's shim: ~60-100 ms per start on this machine against 12 ms), which a
+// cold-start measurement would count as the upstream's start.
+export const PYTHON3 = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
 export const SERVERS = {
   everything: ['node', join(NM, 'server-everything/dist/index.js'), 'stdio'],
   memory: ['node', join(NM, 'server-memory/dist/index.js')],
