@@ -48,13 +48,13 @@ long memory_mb;
 int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
 int dockered;      /* CODEMCP_ISOLATION=docker */
 int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
-/* CODEMCP_PROTOTYPE_EARLY (default off): the prototype starts with the gateway in the
+/* CODEMCP_PROTOTYPE_EARLY (default on): the prototype starts with the gateway in the
  * background (SCHED_IDLE: only CPU nothing else wants, yielded at once to a task that wakes)
  * and is moved to SCHED_OTHER once the upstreams settled (or before its first fork). Off (or
- * when we could not move it back), it starts with the first worker, once they settled: on 2
- * busy shared cores an early start, at full priority or in the background alike, made
- * initialize and tools/list (which wait for the upstreams) 1.2-1.4x slower without a sooner
- * first result (bench/results/coldstart.md). */
+ * when we could not move it back), it starts with the first worker, once they settled. With a
+ * core free it brings the first result 0.79-0.80x sooner and leaves initialize and tools/list
+ * as they were; with both cores busy it changes nothing either way
+ * (bench/results/coldstart-debpy.md). */
 static int prototype_early;
 long session_idle_ms;
 long min_hold_ms;

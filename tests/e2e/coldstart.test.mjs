@@ -1,9 +1,10 @@
-// Cold start with CODEMCP_PROTOTYPE_EARLY: the prototype (the process every session's worker
-// is forked from) starts with the gateway, beside the upstreams, in the background
-// (SCHED_IDLE) — its interpreter start-up must not take the CPU the upstreams' start (which
-// initialize waits for) needs — and is moved back to the gateway's policy before it forks any
-// session: no session runs in the background. When the gateway could not move it back (no
-// CAP_SYS_NICE, RLIMIT_NICE 0) it starts as without the setting, once the upstreams settled. Each case looks at the processes from outside.
+// Cold start (CODEMCP_PROTOTYPE_EARLY, on by default): the prototype (the process every
+// session's worker is forked from) starts with the gateway, beside the upstreams, in the
+// background (SCHED_IDLE) — its interpreter start-up must not take the CPU the upstreams'
+// start (which initialize waits for) needs — and is moved back to the gateway's policy before
+// it forks any session: no session runs in the background. When the gateway could not move it
+// back (no CAP_SYS_NICE, RLIMIT_NICE 0), or with the setting off, it starts once the upstreams
+// settled. Each case looks at the processes from outside.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -28,12 +29,12 @@ function policyOf(pid) {
 const OWN_POLICY = 's = open("/proc/self/stat").read()\nresult = int(s[s.rindex(")") + 2:].split()[38])';
 
 /** A gateway whose one upstream answers initialize only after UPSTREAM_DELAY_MS. */
-function gateway(wrapPrefix) {
+function gateway(wrapPrefix, env = {}) {
   const dir = tempDir('codemcp-cold-');
   const marker = path.join(dir, 'slow');
   fs.writeFileSync(marker, ''); // present: fake_upstream.py delays its initialize answer
   const config = writeConfig(dir, { slow: servers.fake(['--slow-restart', `${marker}=${ms(UPSTREAM_DELAY_MS)}`]) });
-  return new RawClient({ config, home: dir, wrapPrefix, env: { CODEMCP_LOG: 'debug', CODEMCP_PROTOTYPE_EARLY: '1' } });
+  return new RawClient({ config, home: dir, wrapPrefix, env: { CODEMCP_LOG: 'debug', ...env } });
 }
 
 async function ownPolicy(c) {
@@ -42,6 +43,15 @@ async function ownPolicy(c) {
     { limit: ms(60000) });
   assert.equal(r.result?.isError, false, JSON.stringify(r).slice(0, 2000));
   return r.result.structuredContent.result;
+}
+
+/** The prototype started only once the upstream was ready, and a session runs in the foreground. */
+async function startsAfterUpstreams(c) {
+  assert.equal(await ownPolicy(c), SCHED_OTHER, 'a session runs in the background');
+  assert.doesNotMatch(c.stderr, /in the background/, c.stderrTail());
+  const up = c.stderr.indexOf('slow: ready in');
+  const proto = c.stderr.indexOf('prototype started');
+  assert.ok(up >= 0 && proto > up, 'the prototype started before the upstream was ready');
 }
 
 describe('the prototype starts beside the upstreams', () => {
@@ -60,10 +70,10 @@ describe('the prototype starts beside the upstreams', () => {
 
   test('a gateway that could not move it back starts it once the upstreams settled, in the foreground', { timeout: ms(90000), skip: rootOnly }, async () => {
     const c = gateway(['prlimit', '--nice=0:0', 'setpriv', '--inh-caps=-sys_nice', '--bounding-set=-sys_nice']);
-    assert.equal(await ownPolicy(c), SCHED_OTHER, 'a session runs in the background');
-    assert.doesNotMatch(c.stderr, /in the background/, c.stderrTail());
-    const up = c.stderr.indexOf('slow: ready in');
-    const proto = c.stderr.indexOf('prototype started');
-    assert.ok(up >= 0 && proto > up, 'the prototype started before the upstream was ready');
+    await startsAfterUpstreams(c);
+  });
+
+  test('with CODEMCP_PROTOTYPE_EARLY=off it starts once the upstreams settled', { timeout: ms(90000) }, async () => {
+    await startsAfterUpstreams(gateway(undefined, { CODEMCP_PROTOTYPE_EARLY: 'off' }));
   });
 });
