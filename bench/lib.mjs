@@ -264,7 +264,8 @@ export function mcpPost(g, agent, body, headers = {}, timeoutMs = 30000) {
 }
 
 // A TCP port free on 127.0.0.1 now (for a server told to listen on it).
-export { freePort } from '../tests/fixtures/free_port.mjs';
+import { freePort } from '../tests/fixtures/free_port.mjs';
+export { freePort }; // used below too (startEverythingHttp): imported, not only re-exported
 
 // Spawns argv with stdout+stderr going to a file (nothing for this process to drain during a
 // load) and waits until the file matches `ready`; resolves {proc, match, log}. The process is
