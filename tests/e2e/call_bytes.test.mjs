@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { ms, runCodemcp, servers, tempDir, writeConfig } from './lib.mjs';
+import { ms, smokeEverything } from './lib.mjs';
 
 const HOSTILE_FRAMES = String.raw`
 import _codemcp, json, re
@@ -139,11 +139,7 @@ result = {"bad": bad, "n": len(msgs)}
 `;
 
 test('hostile call_tool frames: the byte path answers exactly as the tree path', { timeout: ms(200000) }, async () => {
-  const dir = tempDir();
-  const config = writeConfig(dir, { everything: servers.everything() });
-  const r = await runCodemcp({ config, env: { CODEMCP_SMOKE: HOSTILE_FRAMES, CODEMCP_EXEC_TIMEOUT_MS: '170000' } }, ms(190000));
-  assert.equal(r.code, 0, `smoke failed:\n${r.stdout}\n${r.stderr.slice(-3000)}`);
-  const got = JSON.parse(r.stdout).result;
+  const got = (await smokeEverything(HOSTILE_FRAMES, { CODEMCP_EXEC_TIMEOUT_MS: '170000' }, ms(190000))).result;
   assert.deepEqual(got.diffs, [], JSON.stringify(got.diffs, null, 1));
   assert.ok(got.answered >= 40, `only ${got.answered} frames were answered`);
   assert.ok(got.n >= 50, `${got.n} cases`);
@@ -151,11 +147,7 @@ test('hostile call_tool frames: the byte path answers exactly as the tree path',
 });
 
 test('results reach the worker as jansson writes them (escapes, NUL, non-ASCII, long text)', { timeout: ms(90000) }, async () => {
-  const dir = tempDir();
-  const config = writeConfig(dir, { everything: servers.everything() });
-  const r = await runCodemcp({ config, env: { CODEMCP_SMOKE: REPLY_BYTES } }, ms(80000));
-  assert.equal(r.code, 0, `smoke failed:\n${r.stdout}\n${r.stderr.slice(-3000)}`);
-  const got = JSON.parse(r.stdout).result;
+  const got = (await smokeEverything(REPLY_BYTES)).result;
   assert.deepEqual(got.bad, [], JSON.stringify(got.bad, null, 1));
   assert.equal(got.n, 9);
 });

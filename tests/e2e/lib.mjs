@@ -314,6 +314,15 @@ export async function runCodemcp(opts = {}, limit = ms(30000)) {
   return { ...ex, stdout: p.stdout, stderr: p.stderr, elapsed: Date.now() - p.startedAt, proc: p };
 }
 
+/** One CODEMCP_SMOKE program against server-everything in a fresh gateway, run to completion;
+ * fails unless it exited 0; resolves the smoke's JSON output ({result, ...}). */
+export async function smokeEverything(code, env = {}, limit = ms(80000)) {
+  const config = writeConfig(tempDir(), { everything: servers.everything() });
+  const r = await runCodemcp({ config, env: { CODEMCP_SMOKE: code, ...env } }, limit);
+  assert.equal(r.code, 0, `smoke failed:\n${r.stdout}\n${r.stderr.slice(-3000)}`);
+  return JSON.parse(r.stdout);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Raw line-protocol client: write arbitrary lines, read JSON-RPC messages with timeouts.
 // Every stdout line must be a JSON object (stdout carries only MCP); violations are recorded

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { connectClient, ms, runCodemcp, servers, sleep, tempDir, writeConfig } from './lib.mjs';
+import { connectClient, ms, servers, sleep, smokeEverything, tempDir, writeConfig } from './lib.mjs';
 
 const COMPARE = String.raw`
 import _codemcp, json, math
@@ -90,22 +90,14 @@ result = [str(x) for x in out]
 `;
 
 test('pyfast: the C frame and reply shortcuts agree with the Python path on a corpus, in a sandboxed worker', { timeout: ms(90000) }, async () => {
-  const dir = tempDir();
-  const config = writeConfig(dir, { everything: servers.everything() });
-  const r = await runCodemcp({ config, env: { CODEMCP_SMOKE: COMPARE } }, ms(80000));
-  assert.equal(r.code, 0, `smoke failed:\n${r.stdout}\n${r.stderr.slice(-3000)}`);
-  const env = JSON.parse(r.stdout);
+  const env = await smokeEverything(COMPARE);
   assert.deepEqual(env.result.mismatches, [], JSON.stringify(env.result.mismatches, null, 1));
   assert.ok(env.result.compared > 200, `compared ${env.result.compared}`);
   assert.ok(env.result.fast > 100, `the fast paths answered only ${env.result.fast} cases`);
 });
 
 test('pyfast: real calls through the shortcuts and the general path give the right values', { timeout: ms(90000) }, async () => {
-  const dir = tempDir();
-  const config = writeConfig(dir, { everything: servers.everything() });
-  const r = await runCodemcp({ config, env: { CODEMCP_SMOKE: CALLS } }, ms(80000));
-  assert.equal(r.code, 0, `smoke failed:\n${r.stdout}\n${r.stderr.slice(-3000)}`);
-  const got = JSON.parse(r.stdout).result;
+  const got = (await smokeEverything(CALLS)).result;
   assert.deepEqual(got, [
     'The sum of 1 and 2 is 3.',
     'Echo: say "hi" \\ caf\u00e9 \u{1F600}',
@@ -376,11 +368,7 @@ result = out
 `;
 
 test('pypending/pycall: forged, wrong-typed and re-entrant use of the C cores raises cleanly', { timeout: ms(90000) }, async () => {
-  const dir = tempDir();
-  const config = writeConfig(dir, { everything: servers.everything() });
-  const r = await runCodemcp({ config, env: { CODEMCP_SMOKE: HOSTILE } }, ms(80000));
-  assert.equal(r.code, 0, `smoke failed:\n${r.stdout}\n${r.stderr.slice(-3000)}`);
-  const o = JSON.parse(r.stdout).result;
+  const o = (await smokeEverything(HOSTILE)).result;
   if (process.env.PERCALL_SHOW) console.log(JSON.stringify(o, null, 1));
   const kind = (k) => o[k][0];
   for (const k of ['pb_noargs', 'pb_int_wait', 'pb_toomany', 'state2_int_error', 'state2_none', 'state_str',
@@ -492,11 +480,7 @@ result = {"fast": fast, "total": len(docs), "mismatches": mismatches}
 `;
 
 test('pyjson: loads_fast agrees with json.loads on a corpus and leaves the rest to it, in a sandboxed worker', { timeout: ms(90000) }, async () => {
-  const dir = tempDir();
-  const config = writeConfig(dir, { everything: servers.everything() });
-  const r = await runCodemcp({ config, env: { CODEMCP_SMOKE: LOADS } }, ms(80000));
-  assert.equal(r.code, 0, `smoke failed:\n${r.stdout}\n${r.stderr.slice(-3000)}`);
-  const env = JSON.parse(r.stdout);
+  const env = await smokeEverything(LOADS);
   assert.deepEqual(env.result.mismatches, [], JSON.stringify(env.result.mismatches, null, 1));
   assert.ok(env.result.fast >= 20, `the C parse answered only ${env.result.fast} of ${env.result.total}`);
 });
@@ -767,11 +751,7 @@ result = out
 `;
 
 test('argguard: certain argument types skip the per-call check, the rest is still refused before sending', { timeout: ms(90000) }, async () => {
-  const dir = tempDir();
-  const config = writeConfig(dir, { everything: servers.everything() });
-  const r = await runCodemcp({ config, env: { CODEMCP_SMOKE: GUARD } }, ms(80000));
-  assert.equal(r.code, 0, `smoke failed:\n${r.stdout}\n${r.stderr.slice(-3000)}`);
-  const o = JSON.parse(r.stdout).result;
+  const o = (await smokeEverything(GUARD)).result;
   assert.equal(o.first, 'The sum of 1 and 1 is 2.');
   assert.deepEqual(o.fast, ['The sum of 7 and 1 is 8.', 'The sum of 7.5 and 1 is 8.5.', 0]);
   assert.deepEqual(o.refused, ['InvalidArguments', 'everything_get_sum(...) was not sent: `a', 1]);
