@@ -376,12 +376,7 @@ int lp_io_write(struct lp_io *io, const void *data, size_t len)
 
 int lp_io_write_line(struct lp_io *io, const char *data, size_t len)
 {
-    struct buf *out = lp_io_out(io);
-    if (!out)
-        return -1;
-    buf_append(out, data, len);
-    buf_append(out, "\n", 1);
-    return 0;
+    return lp_io_write(io, data, len) < 0 ? -1 : lp_io_write(io, "\n", 1);
 }
 
 int lp_io_fd(const struct lp_io *io)
