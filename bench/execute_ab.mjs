@@ -8,7 +8,8 @@
 // rotating round by round; a ratio is the median over rounds of the two arms' times in the same
 // round (paired: a slow phase of a shared machine hits both). The whole thing is repeated
 // `repeats` times with fresh processes (start order rotated too); the pooled ratios and the
-// spread of the per-repeat ratios are reported, and the gateway's CPU per execute (schedstat).
+// spread of the per-repeat ratios are reported, and the CPU per execute (schedstat) of the
+// gateway, its worker and its upstream.
 // Usage: CODEMCP_BASE_BIN=/path/to/old/codemcp CODEMCP_CONTROL_BIN=/copy/of/old/codemcp \
 //          node bench/execute_ab.mjs [rounds=40] [repeats=6]
 //        → bench/results/execute_ab.md (BENCH_OUT=<file>.md picks another file in bench/results/;
@@ -24,7 +25,7 @@ import { writeFileSync, mkdtempSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync, spawn } from 'node:child_process';
-import { SERVERS, codemcpBin, stats, fmt, ROOT, cpuNs, workerPids, cpuNsAll, buildType,
+import { SERVERS, codemcpBin, stats, fmt, ROOT, cpuNs, workerPids, upstreamPids, cpuNsAll, buildType,
   startExecArm } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 40);
@@ -87,7 +88,7 @@ async function startArm(name) {
   const arm = await startExecArm(BINS[name], { CODEMCP_CONFIG: cfg, ...(name === 'head' ? HEAD_ENV : BASE_ENV),
     ...(OTLP && name === 'head' ? { CODEMCP_OTLP_ENDPOINT: OTLP.url } : {}) },
     `ab-${name}`);
-  return { ...arm, worker: workerPids(arm.pid) }; // all of them: the sandboxed worker is a grandchild
+  return { ...arm, worker: workerPids(arm.pid), upstream: upstreamPids(arm.pid) }; // all of them: the sandboxed worker is a grandchild
 }
 
 // samples[w][arm] = ms over all repeats (same index = same round); per[rep][w][arm] = the
@@ -95,6 +96,7 @@ async function startArm(name) {
 const samples = Object.fromEntries(WORKLOADS.map((w) => [w, { base: [], control: [], head: [] }]));
 const cpu = Object.fromEntries(WORKLOADS.map((w) => [w, { base: 0, control: 0, head: 0 }]));
 const wcpu = Object.fromEntries(WORKLOADS.map((w) => [w, { base: 0, control: 0, head: 0 }])); // the worker's
+const ucpu = Object.fromEntries(WORKLOADS.map((w) => [w, { base: 0, control: 0, head: 0 }])); // the upstreams'
 const per = [];
 const loads = [];
 for (let rep = 0; rep < REPEATS; rep++) {
@@ -105,12 +107,13 @@ for (let rep = 0; rep < REPEATS; rep++) {
     for (const w of WORKLOADS) {
       const ms = {};
       for (const a of rotate(ARMS, r + WARMUP + rep)) {
-        const c0 = cpuNs(arms[a].pid), k0 = cpuNsAll(arms[a].worker);
+        const c0 = cpuNs(arms[a].pid), k0 = cpuNsAll(arms[a].worker), u0 = cpuNsAll(arms[a].upstream);
         const t0 = performance.now();
         await arms[a].run(w);
         ms[a] = performance.now() - t0;
         if (r >= 0) cpu[w][a] += cpuNs(arms[a].pid) - c0;
         if (r >= 0) wcpu[w][a] += cpuNsAll(arms[a].worker) - k0;
+        if (r >= 0) ucpu[w][a] += cpuNsAll(arms[a].upstream) - u0;
       }
       if (r < 0) continue;
       for (const a of ARMS) samples[w][a].push(ms[a]);
@@ -135,12 +138,13 @@ const rev = (() => { try { return execFileSync('git', ['-C', ROOT, 'rev-parse', 
 const n = ROUNDS * REPEATS;
 const us = (w, a) => cpu[w][a] / 1e3 / n;
 const wus = (w, a) => wcpu[w][a] / 1e3 / n;
+const uus = (w, a) => ucpu[w][a] / 1e3 / n;
 const rows = WORKLOADS.map((w) => {
   const b = stats(samples[w].base), h = stats(samples[w].head);
   const c = (f) => ARMS.map((a) => fmt(f(w, a), 0)).join(' / ');
   return `| ${LABEL[w]} | ${fmt(b.median, 2)} | ${fmt(h.median, 2)} | **${fmt(pooled(w, 'head'), 3)}×** | ` +
     (CONTROL ? `${fmt(pooled(w, 'control'), 3)}× | ` : '') + `${spread(w, 'head')} | ` +
-    (CONTROL ? `${spread(w, 'control')} | ` : '') + `${c(us)} | ${c(wus)} | ` +
+    (CONTROL ? `${spread(w, 'control')} | ` : '') + `${c(us)} | ${c(wus)} | ${c(uus)} | ` +
     `${pooled(w, 'head') <= LIMIT ? 'met' : '**missed**'} |`;
 });
 const report = `# execute_python before/after (bench/execute_ab.mjs)
@@ -152,8 +156,8 @@ each repeat, Node ${process.version}, at commit ${rev}${HOGS ? `, **with ${HOGS}
 server-everything children for every repeat. Times in ms, client-side round trip of one
 \`tools/call\` of \`execute_python\` (bench/execute.mjs's programs), every answer checked.
 
-| workload | base median | head median | head / base, paired |${CONTROL ? ' control / base |' : ''} head / base per repeat: median (min–max) |${CONTROL ? ' control / base per repeat |' : ''} gateway CPU µs/execute ${ARMS.join(' / ')} | worker CPU µs/execute ${ARMS.join(' / ')} | head ≤ ${LIMIT}× |
-|---|---|---|---|---|---|---|${CONTROL ? '---|---|' : ''}
+| workload | base median | head median | head / base, paired |${CONTROL ? ' control / base |' : ''} head / base per repeat: median (min–max) |${CONTROL ? ' control / base per repeat |' : ''} gateway CPU µs/execute ${ARMS.join(' / ')} | worker CPU µs/execute ${ARMS.join(' / ')} | upstream CPU µs/execute ${ARMS.join(' / ')} | head ≤ ${LIMIT}× |
+|---|---|---|---|---|---|---|---|${CONTROL ? '---|---|' : ''}
 ${rows.join('\n')}
 
 ${OTLP ? `**head traces** (BENCH_OTLP=1): CODEMCP_OTLP_ENDPOINT to a receiver in the driver process, which got

@@ -144,6 +144,8 @@ export function workerPids(pid) {
   walk(pid);
   return out;
 }
+// The gateway's upstream servers: its direct children that are not codemcp's own processes.
+export const upstreamPids = (pid) => childPids(pid).filter((c) => !String(comm(c)).startsWith('codemcp'));
 export const cpuNsAll = (pids) => pids.reduce((s, p) => { try { return s + cpuNs(p); } catch { return s; } }, 0);
 
 export function stats(samples) {

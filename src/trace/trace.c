@@ -17,6 +17,7 @@
 #include <time.h>
 
 static struct trace_remote http_ctx; /* the HTTP request being handled (trace_http_context) */
+static int propagate;                /* CODEMCP_OTLP_PROPAGATE */
 
 static uint8_t pool[4096];
 static size_t pool_left;
@@ -266,7 +267,7 @@ static void hex(char *out, const uint8_t *p, size_t n)
 
 int trace_traceparent(const struct trace_span *s, char out[TRACE_PARENT_LEN + 1])
 {
-    if (!s)
+    if (!s || !propagate)
         return -1;
     memcpy(out, "00-", 3);
     hex(out + 3, s->trace_id, 16);
@@ -280,7 +281,7 @@ int trace_traceparent(const struct trace_span *s, char out[TRACE_PARENT_LEN + 1]
 
 const char *trace_tracestate(const struct trace_span *s)
 {
-    return s && s->tracestate ? s->tracestate : "";
+    return s && s->tracestate && propagate ? s->tracestate : "";
 }
 
 int trace_init(const struct settings *s)
@@ -288,7 +289,9 @@ int trace_init(const struct settings *s)
     if (!s->otlp_endpoint || !*s->otlp_endpoint)
         return 0;
     struct trace_config cfg = {s->otlp_endpoint,    s->otlp_protocol, s->otlp_queue_spans,
-                               s->otlp_batch_spans, s->otlp_delay_ms, s->otlp_timeout_ms};
+                               s->otlp_batch_spans, s->otlp_delay_ms, s->otlp_timeout_ms,
+                               s->otlp_propagate > 0};
+    propagate = cfg.propagate;
     return tx__start(&cfg);
 }
 

@@ -72,8 +72,10 @@ void trace_fail(struct trace_span *s, const char *error_type, const char *why);
 /* Ends the span now and queues it for export (or drops it, counted). Takes s. */
 void trace_end(struct trace_span *s);
 
-/* The span's context as a traceparent value into out (TRACE_PARENT_LEN + 1 bytes); 0, or -1
- * for NULL. trace_tracestate: the tracestate it carries on ("" when none). */
+/* The context an upstream request is given: the span's as a traceparent value into out
+ * (TRACE_PARENT_LEN + 1 bytes); 0, or -1 for NULL and while CODEMCP_OTLP_PROPAGATE is off
+ * (the context then stays in the gateway). trace_tracestate: the tracestate it carries on
+ * ("" when none, or not passed on). */
 int trace_traceparent(const struct trace_span *s, char out[TRACE_PARENT_LEN + 1]);
 const char *trace_tracestate(const struct trace_span *s);
 

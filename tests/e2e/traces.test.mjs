@@ -147,6 +147,40 @@ describe('traces', () => {
     rcv.close();
   });
 
+  test('CODEMCP_OTLP_PROPAGATE=off: the same spans are exported, and no upstream is given the context', async () => {
+    const rcv = await receiver();
+    const hv2 = await startV2Http(started, ['--name', 'hv2']);
+    const dir = tempDir('codemcp-traces-');
+    const config = writeConfig(dir, {
+      v2: { type: 'local', command: [NODE, V2, '--name', 'v2'] },
+      hv2: { type: 'remote', url: `http://127.0.0.1:${hv2.port}/mcp` },
+    });
+    const h = await connectClient({ config, env: env(rcv.port, { CODEMCP_OTLP_PROPAGATE: 'off' }) });
+    await h.client.listTools();
+    const trace = 'dddddddddddddddd1111111111111111';
+    const r = await h.client.callTool(
+      {
+        name: 'execute_python',
+        arguments: { code: 'result = [v2_whoami(), hv2_add(a=2, b=3)]' },
+        _meta: { traceparent: `00-${trace}-${PARENT}-01`, tracestate: 'vendor=abc' },
+      },
+      undefined,
+      { timeout: ms(60000) },
+    );
+    assert.equal(r.isError, false, JSON.stringify(r));
+    const spans = await traceSpans(rcv, trace, (s) => s.filter((x) => x.kind === 3).length >= 2 && s.some((x) => x.kind === 2));
+    assert.equal(spans.find((s) => s.kind === 2).parentSpanId, PARENT, 'the client span is still continued');
+    // the stdio server's _meta held neither key; the HTTP server got no header and no _meta key
+    const seen = JSON.stringify(r.structuredContent.result[0]);
+    assert.ok(seen.includes('"meta"'), seen);
+    assert.ok(!seen.includes('traceparent') && !seen.includes('vendor=abc'), seen);
+    assert.equal(String(r.structuredContent.result[1]), '5');
+    await waitFor(() => /^headers tools\/call /m.test(hv2.log()), ms(10000));
+    assert.ok(!hv2.log().includes('trace tools/call '), hv2.log());
+    await h.close();
+    rcv.close();
+  });
+
   test('OTLP/JSON, and the HTTP front continues a traceparent header', async () => {
     const rcv = await receiver();
     const gw = await startHttpGateway({

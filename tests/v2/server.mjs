@@ -112,8 +112,9 @@ if (httpPort !== undefined) {
         process.stderr.write(
           `headers ${j.method} ${JSON.stringify({ v: req.headers['mcp-protocol-version'] ?? null, m: req.headers['mcp-method'] ?? null, n: req.headers['mcp-name'] ?? null, s: req.headers['mcp-session-id'] ?? null, ...Object.fromEntries(Object.entries(req.headers).filter(([k]) => k.startsWith('mcp-param-'))) })}\n`
         );
-        // W3C trace context headers, on a line of their own (only when sent), with _meta's
-        if (req.headers.traceparent)
+        // W3C trace context headers, on a line of their own (only when sent, in a header or
+        // in _meta), with _meta's
+        if (req.headers.traceparent || j.params?._meta?.traceparent)
           process.stderr.write(`trace ${j.method} ${JSON.stringify({ header: req.headers.traceparent, state: req.headers.tracestate ?? null, meta: j.params?._meta?.traceparent ?? null })}\n`);
       }
     } catch {}
