@@ -6,6 +6,7 @@
 // call is read from /proc/<pid>/task/*/schedstat around each sample. This is the floor under
 // any gateway that propagates W3C trace context to this upstream, as issue text and SEP-414 ask.
 // Usage: node bench/trace_meta.mjs [rounds=400] → bench/results/trace_meta.md (BENCH_OUT=<file>)
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -13,17 +14,20 @@ import { LinePeer, SERVERS, ROOT, stats, fmt, cpuNs, EXEC_N } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 400);
 const WARMUP = 20;
-const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+// a new span id per call, as a gateway's upstream request spans have
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+const spanId = () => randomBytes(8).toString('hex');
 
 const peer = new LinePeer(SERVERS.everything);
 await peer.initialize();
 const pid = peer.proc.pid;
 
 async function sample(meta) {
+  const tps = Array.from({ length: EXEC_N }, () => `00-${TRACE_ID}-${spanId()}-01`); // made before the clock starts
   const c0 = cpuNs(pid), t0 = performance.now();
   for (let i = 0; i < EXEC_N; i++) {
     const params = { name: 'get-sum', arguments: { a: i, b: 1 } };
-    if (meta) params._meta = { traceparent: TRACEPARENT };
+    if (meta) params._meta = { traceparent: tps[i] };
     const r = await peer.request('tools/call', params);
     const want = `The sum of ${i} and 1 is ${i + 1}.`;
     if (r.result?.content?.[0]?.text !== want) throw new Error(`unexpected answer ${JSON.stringify(r)}`);
