@@ -23,6 +23,7 @@ enum {
 struct pw_msg {
     uint32_t type;
     int32_t slot;             /* PW_FORK: the worker slot (its _codemcp.worker_id()) */
+    int32_t ids;              /* PW_FORK: its place in the id range (sbx_fork_session) */
     int32_t version;          /* PW_SDK: catalog source version */
     int32_t shapes;           /* PW_SDK: shapes version */
     char token[PW_TOKEN_MAX]; /* PW_FORK: the worker's control token, NUL-terminated */

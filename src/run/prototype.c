@@ -396,7 +396,7 @@ const char *pt_failure(void)
     return pt.failure;
 }
 
-int pt_fork(int slot, uint64_t gen, const char *token, const int fds[4])
+int pt_fork(int slot, int ids, uint64_t gen, const char *token, const int fds[4])
 {
     /* A session inherits the prototype's priority: never a lowered one. */
     if (pt.state != PT_READY || strlen(token) >= PW_TOKEN_MAX || pt_foreground() < 0)
@@ -405,6 +405,7 @@ int pt_fork(int slot, uint64_t gen, const char *token, const int fds[4])
     memset(&m, 0, sizeof(m));
     m.type = PW_FORK;
     m.slot = slot;
+    m.ids = ids;
     snprintf(m.token, sizeof(m.token), "%s", token);
     int rc = send_msg(&m, fds, 4, slot, gen);
     explicit_bzero(&m, sizeof(m));

@@ -45,11 +45,12 @@ int pt_foreground(void);
 int pt_ready(void);
 /* Why the prototype cannot start, or NULL. */
 const char *pt_failure(void);
-/* Asks for a worker for slot: fds[4] = control socket, stdout, stderr, status pipe (write
- * ends; the caller closes its copies after the call). token: its first frame. gen is
+/* Asks for a worker for slot, running as the id range's place ids (sbx_fork_session): fds[4] =
+ * control socket, stdout, stderr, status pipe (write ends; the caller closes its copies after
+ * the call). token: its first frame. gen is
  * echoed by the `forked` hook. 0 sent, -1 (not ready, or the send failed: the prototype is
  * then replaced). */
-int pt_fork(int slot, uint64_t gen, const char *token, const int fds[4]);
+int pt_fork(int slot, int ids, uint64_t gen, const char *token, const int fds[4]);
 /* The SDK and shapes versions a worker forked now starts with: 1 with both set, 0 while a
  * reload is on its way to the prototype (the worker then gets the SDK after it connects). */
 int pt_versions(int *sdk, int *shapes);

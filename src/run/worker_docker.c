@@ -8,6 +8,7 @@
 #include "control.h"
 #include "docker_engine.h"
 #include "log.h"
+#include "sandbox.h"
 #include "settings.h"
 #include "util.h"
 #include "worker_image.h"
@@ -64,7 +65,7 @@ static struct {
     int readonly;
     int subprocess; /* CODEMCP_SANDBOX_SUBPROCESS: the worker's seal allows execve */
     long nofile;    /* CODEMCP_SANDBOX_NOFILE: open files, as a sandboxed worker gets */
-    long uid_base;  /* CODEMCP_ROOT_UID_BASE: a root gateway's slot N runs as base + N */
+    long uid_base;  /* CODEMCP_ROOT_UID_BASE: a root gateway's containers run as base + ids */
 } cfg;
 
 static char sockets_dir[200]; /* <runtime dir>/codemcp-docker-<pid>-<start>: the workers' dirs */
@@ -251,6 +252,7 @@ int wkd_init(const struct settings *s)
     cfg.subprocess = s->sandbox_subprocess;
     cfg.nofile = s->sandbox_nofile;
     cfg.uid_base = s->root_uid_base;
+    id_count = getuid() == 0 && cfg.uid_base > 0 ? SBX_SESSION_IDS_MAX : 0;
     if (cfg.memory_mb < 0 || cfg.pids < 0 || !(cfg.cpus >= 0)) {
         log_error("worker", "CODEMCP_DOCKER_MEMORY, _PIDS_LIMIT and _CPUS must not be negative");
         return -1;
@@ -407,16 +409,17 @@ static void container_call(const char *id, const char *what, const char *method)
     dk_reply_free(&r);
 }
 
-/* The uid and gid a slot's container runs as. A root gateway gives each slot its own (one per
- * live session, the slot's next session reuses it): the kernel keeps some budgets per uid
- * outside every namespace (pipe buffer pages, epoll watches, processes per user), which one
- * container would otherwise fill for all. A gateway that is not root keeps its own ids: the
- * control socket it makes is its own, and it could not give it away. */
-static uid_t container_id(int slot, int gid)
+/* The uid and gid a container runs as. A root gateway gives each its own, base + the place in
+ * the id range its slot took for this start (next_ids: one per live session, and not the one
+ * of the slot's session before): the kernel keeps some budgets per uid outside every namespace
+ * (pipe buffer pages, epoll watches, processes per user), which one container would otherwise
+ * fill for all. A gateway that is not root keeps its own ids: the control socket it makes is
+ * its own, and it could not give it away. */
+static uid_t container_id(int ids, int gid)
 {
     if (getuid() != 0)
         return gid ? getgid() : getuid();
-    return cfg.uid_base > 0 ? (uid_t)(cfg.uid_base + slot) : NOBODY;
+    return cfg.uid_base > 0 ? (uid_t)(cfg.uid_base + ids) : NOBODY;
 }
 
 /* The container's create body (made on the loop, where the worker's settings are). */
@@ -427,8 +430,8 @@ static json_t *create_body(struct dk_job *j)
     snprintf(tok, sizeof(tok), "CODEMCP_WORKER_TOKEN=%s", j->w->token);
     snprintf(id, sizeof(id), "CODEMCP_WORKER_ID=%d", j->w->slot);
     snprintf(mem, sizeof(mem), "CODEMCP_WORKER_MEMORY_MB=%ld", memory_mb);
-    snprintf(user, sizeof(user), "%u:%u", (unsigned)container_id(j->w->slot, 0),
-             (unsigned)container_id(j->w->slot, 1));
+    snprintf(user, sizeof(user), "%u:%u", (unsigned)container_id(j->w->ids, 0),
+             (unsigned)container_id(j->w->ids, 1));
     snprintf(bind, sizeof(bind), "%s:%s:ro", j->dir, CTL_DIR_IN);
     const char *log = cfg.log;
     char logv[64];

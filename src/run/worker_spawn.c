@@ -186,7 +186,7 @@ static void send_fork(struct worker *w)
     }
     int fds[4] = {sp[1], out[1], err[1], st[1]};
     w->fork_gen++;
-    if (pt_fork(w->slot, w->fork_gen, w->token, fds) < 0)
+    if (pt_fork(w->slot, w->ids, w->fork_gen, w->token, fds) < 0)
         goto fail;
     close(sp[1]);
     close(out[1]);
@@ -321,6 +321,7 @@ int spawn(struct worker *w)
     w->shapes_sent = 0;
     w->runs_done = 0;
     w->start_ms = now_ms();
+    next_ids(w);
     if (starts_under_way() >= start_places()) {
         w->state = WK_STARTING;
         w->start_queued = ++queue_seq;

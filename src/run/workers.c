@@ -57,6 +57,7 @@ int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a protot
  * (bench/results/coldstart-debpy.md). */
 static int prototype_early;
 long session_idle_ms;
+unsigned long id_count;
 long min_hold_ms;
 long start_timeout_ms;
 long start_concurrency;
@@ -100,6 +101,21 @@ int other_spare(const struct worker *w)
         if (&workers[s] != w && !workers[s].owned && workers[s].state != WK_DOWN)
             return 1;
     return 0;
+}
+
+/* Each slot owns the places slot, slot + n_workers, slot + 2 n_workers, ... of the id range
+ * and takes the next of them at every start: two live processes never share a uid outside
+ * (they differ modulo n_workers), and a slot's next session does not get the uid of the one
+ * before, whose kernel objects (a socket in flight, a pipe a process still holds while it is
+ * reaped) may outlive it, until the slot has cycled through all of its places. A range too
+ * small for that keeps one place per slot. */
+int next_ids(struct worker *w)
+{
+    unsigned long turns = id_count / (unsigned long)n_workers;
+    if (turns > 1)
+        w->id_turn = (int)(((unsigned long)w->id_turn + 1) % turns);
+    w->ids = w->slot + n_workers * w->id_turn;
+    return w->ids;
 }
 
 static void restart_later(void *ud)
@@ -237,6 +253,7 @@ int wk_choose_isolation(const struct settings *s)
         log_error("worker", "%s", err);
         return -2;
     }
+    id_count = sbx_session_id_count(&o);
     if (!sbx_uid_mode(&o, err, sizeof(err)))
         log_warn("worker", "sandbox ids: %s", err);
     else if (!s->prototype)

@@ -19,6 +19,8 @@ enum wk_state { WK_DOWN, WK_STARTING, WK_READY, WK_BUSY };
 
 struct worker {
     int slot;
+    int ids;     /* its process's place in the sandbox id range (next_ids) */
+    int id_turn; /* which of the slot's places that is */
     enum wk_state state;
     pid_t pid;
     char token[65];
@@ -78,6 +80,8 @@ struct worker {
 #define became_idle      wk__became_idle
 #define end_current_run  wk__end_current_run
 #define other_spare      wk__other_spare
+#define id_count         wk__id_count
+#define next_ids         wk__next_ids
 #define on_worker_exit   wk__on_worker_exit
 #define spawn            wk__spawn
 #define hard_kill        wk__hard_kill
@@ -110,6 +114,7 @@ extern int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
 extern int dockered;      /* CODEMCP_ISOLATION=docker (worker_docker.h) */
 extern int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
 extern long session_idle_ms;
+extern unsigned long id_count; /* places in the sandbox id range (0: no range) */
 extern long min_hold_ms;       /* CODEMCP_WORKER_MIN_HOLD_MS */
 extern long start_timeout_ms;  /* CODEMCP_WORKER_START_TIMEOUT_MS */
 extern long start_concurrency; /* CODEMCP_WORKER_START_CONCURRENCY (-1: per CPU) */
@@ -122,6 +127,8 @@ int wk__slot_in_use(int slot); /* runs.c's answer through hooks.slot_in_use */
 /* Forgets the slot's run, then reports its end through hooks.run_ended. */
 void end_current_run(struct worker *w, json_t *envelope, const char *failure);
 int other_spare(const struct worker *w); /* another unowned slot is up or coming up */
+/* The id range's place for the slot's next process (w->ids, w->id_turn advance). */
+int next_ids(struct worker *w);
 /* The slot's process ended (status as from waitpid): its run fails, restart or back off. */
 void on_worker_exit(void *ud, pid_t pid, int status);
 

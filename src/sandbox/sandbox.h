@@ -72,13 +72,19 @@ int sbx_enter(const struct sbx_opts *o, char *err, size_t errlen);
  * seals it (seal.h). In the caller, returns the pid of the session's PID 1 (as the caller
  * sees it), or -1 (errno). The caller wraps it in PyOS_BeforeFork/AfterFork. In host
  * isolation the first process only makes a process group and reaps. */
-/* fds: the worker's control socket (becomes fd 3), stdout, stderr, and the status pipe. slot:
- * the gateway's worker slot, unique among live sessions (picks the session's own outer ids). */
-pid_t sbx_fork_session(const struct sbx_opts *o, int sandboxed, const int fds[4], int slot);
+/* fds: the worker's control socket (becomes fd 3), stdout, stderr, and the status pipe. ids:
+ * the session's place in the id range (its uid and gid outside are the range's start + ids),
+ * chosen by the gateway, unique among live sessions (sbx_session_id_count). */
+pid_t sbx_fork_session(const struct sbx_opts *o, int sandboxed, const int fds[4], int ids);
 
 /* How sessions' ids map outside, for the gateway's log, written to buf: 1, a uid of its own
  * per session (the range); 0, the gateway's own user (buf says why and what to do). */
 int sbx_uid_mode(const struct sbx_opts *o, char *buf, size_t len);
+
+/* How many places the id range has for sessions (at most SBX_SESSION_IDS_MAX); 0 when sessions
+ * keep the gateway's own user. */
+unsigned long sbx_session_id_count(const struct sbx_opts *o);
+#define SBX_SESSION_IDS_MAX 65536
 
 /* Exit status of a sandbox whose set-up failed after the clone. */
 #define SBX_EXIT_SETUP 125

@@ -37,8 +37,8 @@ int sbx__subid_map_sandbox(pid_t child, uid_t uid, gid_t gid, char *err, size_t 
 unsigned long sbx__subid_keep_caps(void);
 /* A root gateway's prototype, once it kept its capabilities: refuses itself id 0 (a filter). */
 void sbx__subid_guard(void);
-/* The prototype: maps a session's 1000 to the slot's own id. 0, or -1 (errno). */
-int sbx__subid_map_session(pid_t child, int slot);
+/* The prototype: maps a session's 1000 to its own id, the range's start + ids. 0, or -1 (errno). */
+int sbx__subid_map_session(pid_t child, int ids);
 /* The body of sbx_enter and sbx_probe (sandbox.c); probe: the child stops after the mounts
  * and exits 0. */
 int sbx__enter(const struct sbx_opts *o, int probe, char *err, size_t errlen);

@@ -185,15 +185,15 @@ static void ss_await_maps(int ready, int go)
         sbx__die_step("setresuid", NULL);
 }
 
-/* The prototype's side: waits for PID 1's ready, maps it to the slot's ids, lets it go.
+/* The prototype's side: waits for PID 1's ready, maps it to its own ids, lets it go.
  * Returns pid, or -1 (errno) after killing it. */
-static pid_t ss_map_child(pid_t pid, int slot, int ready, int go)
+static pid_t ss_map_child(pid_t pid, int ids, int ready, int go)
 {
     char c;
     int e = 0;
     if (read(ready, &c, 1) != 1)
         e = EIO;
-    else if (sbx__subid_map_session(pid, slot) < 0)
+    else if (sbx__subid_map_session(pid, ids) < 0)
         e = errno;
     else if (write(go, "g", 1) != 1)
         e = errno;
@@ -204,7 +204,7 @@ static pid_t ss_map_child(pid_t pid, int slot, int ready, int go)
     return -1;
 }
 
-pid_t sbx_fork_session(const struct sbx_opts *o, int sandboxed, const int fds[4], int slot)
+pid_t sbx_fork_session(const struct sbx_opts *o, int sandboxed, const int fds[4], int ids)
 {
     /* Host isolation: the session's PID 1 becomes the gateway's child (CLONE_PARENT), so that
      * it dies with the gateway (PDEATHSIG) but not with the prototype. Sandboxed, it is nested
@@ -230,7 +230,7 @@ pid_t sbx_fork_session(const struct sbx_opts *o, int sandboxed, const int fds[4]
         close(ready[1]);
         close(go[0]);
         if (pid > 0)
-            pid = ss_map_child(pid, slot, ready[0], go[1]);
+            pid = ss_map_child(pid, ids, ready[0], go[1]);
         else
             errno = e;
         e = errno;

@@ -19,8 +19,9 @@
  * so its waiter runs them (a root waiter writes it). The
  * prototype keeps CAP_SETUID and CAP_SETGID in its own namespace (nothing else, and no agent
  * code ever runs in it) to write each session's map, 1000 to SBX_SUBID_BASE + the session's
- * worker slot: one id per live session, the slot's next session gets it again. The session's
- * PID 1 then becomes 1000 inside, so that its processes carry that uid outside.
+ * place in the range, which the gateway picks: one id per live session, and a slot's next
+ * session gets another (workers.c, next_ids). The session's PID 1 then becomes 1000 inside,
+ * so that its processes carry that uid outside.
  * Must not: run a helper other than the two at their fixed paths, or map an id the range does
  * not hold. */
 #include "sandbox.h"
@@ -45,7 +46,7 @@
 #define SBX_NEWUIDMAP  "/usr/bin/newuidmap"
 #define SBX_NEWGIDMAP  "/usr/bin/newgidmap"
 #define SBX_SUBID_BASE 100000 /* first id of the range inside the sandbox's namespace */
-#define SBX_SUBID_MAX  65536  /* ids mapped at most (sessions live at once) */
+#define SBX_SUBID_MAX  SBX_SESSION_IDS_MAX /* ids mapped at most (sessions live at once) */
 
 struct subid_range {
     unsigned long start, count;
@@ -116,6 +117,11 @@ int sbx__subid_prepare(const struct sbx_opts *o)
         sub.uid.count = sub.gid.count = n < SBX_SUBID_MAX ? n : SBX_SUBID_MAX;
     }
     return sub.active;
+}
+
+unsigned long sbx_session_id_count(const struct sbx_opts *o)
+{
+    return sbx__subid_prepare(o) ? sub.uid.count : 0;
 }
 
 int sbx_uid_mode(const struct sbx_opts *o, char *buf, size_t len)
@@ -261,14 +267,14 @@ static int subid_write(pid_t pid, const char *file, const char *text)
     return n == (ssize_t)strlen(text) ? 0 : -1;
 }
 
-int sbx__subid_map_session(pid_t child, int slot)
+int sbx__subid_map_session(pid_t child, int ids)
 {
     char map[64];
-    if (slot < 0 || (unsigned long)slot >= sub.uid.count) {
+    if (ids < 0 || (unsigned long)ids >= sub.uid.count) {
         errno = ENOSPC; /* more live sessions than the range has ids */
         return -1;
     }
-    snprintf(map, sizeof(map), "%d %d 1\n", SBX_UID, SBX_SUBID_BASE + slot);
+    snprintf(map, sizeof(map), "%d %d 1\n", SBX_UID, SBX_SUBID_BASE + ids);
     if (subid_write(child, "uid_map", map) < 0 || subid_write(child, "setgroups", "deny") < 0 ||
         subid_write(child, "gid_map", map) < 0)
         return -1;

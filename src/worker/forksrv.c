@@ -100,7 +100,7 @@ static int fsv_fork(int fd, struct pw_msg *m, const int fds[4], const struct sbx
                     int sandboxed, struct fsv_child *child)
 {
     PyOS_BeforeFork();
-    pid_t pid = sbx_fork_session(o, sandboxed, fds, m->slot);
+    pid_t pid = sbx_fork_session(o, sandboxed, fds, m->ids);
     int e = errno;
     if (pid == 0) {
         PyOS_AfterFork_Child();

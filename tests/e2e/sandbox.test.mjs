@@ -84,7 +84,7 @@ describe('the default sandbox against hostile code', () => {
     assert.equal(r.seccomp, '2');
     assert.equal(r.hostname, 'codemcp-sandbox');
     // Seen from outside, the prototype runs as the gateway's own user, or as nobody for root;
-    // a root gateway's sessions as ids of their own (CODEMCP_ROOT_UID_BASE, 2100000000 + slot).
+    // a root gateway's sessions as ids of their own (CODEMCP_ROOT_UID_BASE, 2100000000 + a place of its own).
     const inner = descendants(gw).filter((p) => p.comm.startsWith('codemcp-w'));
     const uids = inner.map((p) => Number(/Uid:\s+(\d+)/.exec(fs.readFileSync(`/proc/${p.pid}/status`, 'utf8'))[1]));
     const want = process.getuid() === 0 ? 65534 : process.getuid();

@@ -7,8 +7,8 @@
 // - The worker is the container's PID 1 (the sandbox has its own PID 1 and the worker as 2):
 //   "only its own processes" is the container's PID namespace; reading /proc/1/mem reads
 //   itself, which is no escape, so only other processes' mem is asserted unreadable.
-// - The container runs as a uid of its own (CODEMCP_ROOT_UID_BASE + its slot for a root
-//   gateway) with the image's own /etc: "the host's files are
+// - The container runs as a uid of its own (CODEMCP_ROOT_UID_BASE + its place in the id range
+//   for a root gateway) with the image's own /etc: "the host's files are
 //   out of reach" is the host's paths being absent, and /etc/passwd not being the host's.
 // - Landlock: the worker applies it in a container when the engine's seccomp profile lets
 //   its syscalls through (Docker 20.10 and Podman 4.3 do); what it protects (no write outside

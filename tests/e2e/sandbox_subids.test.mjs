@@ -64,6 +64,7 @@ async function session(url) {
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
   });
+  const end = () => transport.terminateSession().catch(() => {});
   const client = new Client({ name: 'subids-e2e', version: '0' });
   await client.connect(transport, { timeout: ms(15000) });
   const run = async (code) => {
@@ -71,7 +72,7 @@ async function session(url) {
     assert.equal(r.isError, false, JSON.stringify(r).slice(0, 3000));
     return r.structuredContent.result;
   };
-  return { run, close: () => client.close().catch(() => {}) };
+  return { run, end, close: () => client.close().catch(() => {}) };
 }
 
 
@@ -82,14 +83,14 @@ function hostPipe(u) {
   return { size: Number(size), grow };
 }
 
-/** Kernel uids of every process on the host inside [start, start + RANGE). */
-function uidsInRange(start) {
+/** Kernel uids of every process on the host inside [start, start + count). */
+function uidsInRange(start, count = RANGE) {
   const seen = new Set();
   for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     let st;
     try { st = fs.readFileSync(`/proc/${pid}/status`, 'utf8'); } catch { continue; }
     const uid = Number(st.match(/^Uid:\s+\d+\s+(\d+)/m)?.[1]);
-    if (uid >= start && uid < start + RANGE) seen.add(uid);
+    if (uid >= start && uid < start + count) seen.add(uid);
   }
   return seen;
 }
@@ -171,7 +172,7 @@ async function oneSessionAs(suffix, bare, env, fn) {
 }
 
 // A root gateway maps sessions itself, from CODEMCP_ROOT_UID_BASE (here a base of this file's).
-describe('a root gateway: sessions as CODEMCP_ROOT_UID_BASE + slot', { skip: process.getuid() !== 0 ? 'needs root' : false }, () => {
+describe('a root gateway: sessions as CODEMCP_ROOT_UID_BASE + a place of their own', { skip: process.getuid() !== 0 ? 'needs root' : false }, () => {
   const base = 1000000000 + ((process.pid % 7000) * 6 + 5) * RANGE;
   const root = { uid: 0, gid: 0 };
   const t = twoSessions(() => gatewayAs(root, { CODEMCP_ROOT_UID_BASE: String(base) }, true, false));
@@ -189,6 +190,30 @@ describe('a root gateway: sessions as CODEMCP_ROOT_UID_BASE + slot', { skip: pro
       assert.equal(await t.b.run(grow), 'ok', `the other session lost its pipe budget (${took} MiB taken)`);
     } finally {
       await t.a.run('import os\nfor fd in held:\n    os.close(fd)\nheld = []\nresult = 1');
+    }
+  });
+
+  test('a slot\'s next session runs as another uid than the session before it', async () => {
+    // One worker slot: the second session can only have the slot once the first one's processes
+    // are gone; what the kernel still charged to the first's uid must not become the second's.
+    const base2 = base + RANGE / 2, span = 1024; // apart from the other gateway's few ids
+    const gw = await gatewayAs(root, { CODEMCP_ROOT_UID_BASE: String(base2), CODEMCP_WORKERS: '1' }, true, false);
+    let a, b;
+    try {
+      a = await session(gw.url);
+      assert.equal(await a.run('result = 1'), 1);
+      const first = uidsInRange(base2, span);
+      assert.equal(first.size, 1, `one live session, its uids: ${[...first]}`);
+      await a.end();
+      b = await session(gw.url);
+      assert.equal(await b.run('result = 2'), 2);
+      const second = uidsInRange(base2, span);
+      assert.equal(second.size, 1, `one live session, its uids: ${[...second]}`);
+      assert.ok(![...second].some((u) => first.has(u)), `the slot's next session runs as ${[...second]}, the uid of the session before`);
+    } finally {
+      await a?.close();
+      await b?.close();
+      await stop(gw);
     }
   });
 });
