@@ -25,7 +25,7 @@ import { writeFileSync, mkdtempSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync, spawn } from 'node:child_process';
-import { SERVERS, codemcpBin, stats, fmt, ROOT, cpuNs, workerPids, upstreamPids, cpuNsAll, buildType,
+import { SERVERS, codemcpBin, stats, fmt, ROOT, cpuNs, workerPids, upstreamPids, cpuNsAll, buildType, schedNote,
   startExecArm } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 40);
@@ -151,7 +151,7 @@ const report = `# execute_python before/after (bench/execute_ab.mjs)
 
 ${new Date().toISOString()} — ${REPEATS} repeats × ${ROUNDS} rounds (after ${WARMUP} warm-up rounds each) on
 ${cpus().length} × ${cpus()[0]?.model ?? '?'}, load average ${loads.map((l) => fmt(l)).join(', ')} at the end of
-each repeat, Node ${process.version}, at commit ${rev}${HOGS ? `, **with ${HOGS} busy loop${HOGS > 1 ? 's' : ''} (BENCH_HOGS) running throughout**` : ''}. Arms: **base** \`${BINS.base}\` (${buildType(BINS.base)})${CONTROL ? `, **control**
+each repeat, Node ${process.version}, scheduler ${schedNote()}, at commit ${rev}${HOGS ? `, **with ${HOGS} busy loop${HOGS > 1 ? 's' : ''} (BENCH_HOGS) running throughout**` : ''}. Arms: **base** \`${BINS.base}\` (${buildType(BINS.base)})${CONTROL ? `, **control**
 \`${BINS.control}\` (the base program again)` : ''}, **head** \`${BINS.head}\` (${buildType(BINS.head)})${Object.keys(BASE_ENV).length ? ` (base with ${Object.entries(BASE_ENV).map(([k, v]) => `\`${k}=${v}\``).join(', ')})` : ''}${Object.keys(HEAD_ENV).length ? ` with ${Object.entries(HEAD_ENV).map(([k, v]) => `\`${k}=${v}\``).join(', ')}` : ''}; fresh gateways, workers and
 server-everything children for every repeat. Times in ms, client-side round trip of one
 \`tools/call\` of \`execute_python\` (bench/execute.mjs's programs), every answer checked.

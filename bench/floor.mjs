@@ -31,7 +31,7 @@ import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { LinePeer, SERVERS, codemcpBin, childPids, comm, fmt, ROOT, cpuNs, untilSdkReady, workerPids,
-  cpuNsAll, buildType, EXEC_N, FLOOR_EXPECT } from './lib.mjs';
+  cpuNsAll, buildType, EXEC_N, FLOOR_EXPECT, schedNote } from './lib.mjs';
 
 const ROUNDS = Number(process.argv[2] || 200);
 const WARMUP = 10;
@@ -404,7 +404,7 @@ rounds, waiting for an idle machine) the machine's CPUs were
 ${pct(machine.busy)} busy, ${pct(machine.ours)} of it this benchmark's processes and
 ${pct(Math.max(0, machine.busy - machine.ours))} everything else (of ${ncpu} CPUs' time). Everything else per round: min
 ${pct(Math.min(...rounds.map((r) => r.other)))}, median ${pct(med(rounds.map((r) => r.other)))}, max ${pct(Math.max(...rounds.map((r) => r.other)))} (on ${ncpu} CPUs, ${pct(1 / ncpu)} is one CPU held by someone
-else); ${quiet.length} quiet rounds, ${disturbed.length} disturbed.
+else); ${quiet.length} quiet rounds, ${disturbed.length} disturbed. Scheduler: ${schedNote()}.
 ${dSamples ? `
 Paired ratios over the ${disturbed.length} disturbed rounds, for reference (× direct):
 

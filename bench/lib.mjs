@@ -124,6 +124,18 @@ export function memKiB(pid) {
   } catch { return { rss: NaN, hwm: NaN }; }
 }
 
+// How the kernel groups tasks for CPU time here, which moves per-call costs across sessions:
+// with kernel.sched_autogroup_enabled=1, every setsid() (each codemcp session does one) makes a
+// scheduling group of its own, as long as the task is in the root cpu cgroup (a systemd
+// service with the cpu controller is not: autogroups are then ignored). Waking a task in
+// another group costs the scheduler more than waking one in the same group.
+export function schedNote() {
+  const read = (f) => { try { return readFileSync(f, 'utf8').trim(); } catch { return '?'; } };
+  const cg = read('/proc/self/cgroup').split('\n').find((l) => /(^|:)cpu[,:]|^0::/.test(l)) ?? '?';
+  return `kernel.sched_autogroup_enabled=${read('/proc/sys/kernel/sched_autogroup_enabled')}, ` +
+    `this process's cpu cgroup ${cg.split(':').slice(2).join(':') || '?'}`;
+}
+
 // A process's command name (/proc/<pid>/comm), '' when it is gone.
 export const comm = (pid) => {
   try { return readFileSync(`/proc/${pid}/comm`, 'utf8').trim(); } catch { return ''; }
