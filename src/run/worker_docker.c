@@ -415,11 +415,11 @@ static void container_call(const char *id, const char *what, const char *method)
  * (pipe buffer pages, epoll watches, processes per user), which one container would otherwise
  * fill for all. A gateway that is not root keeps its own ids: the control socket it makes is
  * its own, and it could not give it away. */
-static uid_t container_id(int ids, int gid)
+static uid_t container_id(const struct worker *w, int gid)
 {
     if (getuid() != 0)
         return gid ? getgid() : getuid();
-    return cfg.uid_base > 0 ? (uid_t)(cfg.uid_base + ids) : NOBODY;
+    return cfg.uid_base > 0 ? (uid_t)(cfg.uid_base + w->ids) : NOBODY;
 }
 
 /* The container's create body (made on the loop, where the worker's settings are). */
@@ -430,8 +430,8 @@ static json_t *create_body(struct dk_job *j)
     snprintf(tok, sizeof(tok), "CODEMCP_WORKER_TOKEN=%s", j->w->token);
     snprintf(id, sizeof(id), "CODEMCP_WORKER_ID=%d", j->w->slot);
     snprintf(mem, sizeof(mem), "CODEMCP_WORKER_MEMORY_MB=%ld", memory_mb);
-    snprintf(user, sizeof(user), "%u:%u", (unsigned)container_id(j->w->ids, 0),
-             (unsigned)container_id(j->w->ids, 1));
+    snprintf(user, sizeof(user), "%u:%u", (unsigned)container_id(j->w, 0),
+             (unsigned)container_id(j->w, 1));
     snprintf(bind, sizeof(bind), "%s:%s:ro", j->dir, CTL_DIR_IN);
     const char *log = cfg.log;
     char logv[64];
@@ -632,8 +632,8 @@ static int make_control_socket(struct dk_job *j)
         listen(fd, 1) < 0)
         goto fail;
     /* Root gateways run the container as another user: the directory and socket become its. */
-    uid_t uid = container_id(j->w->slot, 0);
-    gid_t gid = container_id(j->w->slot, 1);
+    uid_t uid = container_id(j->w, 0);
+    gid_t gid = container_id(j->w, 1);
     if (getuid() == 0 && (chown(j->dir, uid, gid) < 0 || chown(j->sock, uid, gid) < 0))
         goto fail;
     j->listener = lp_io_watch(fd, 1, &listener_ops, j);
