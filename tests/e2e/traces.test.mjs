@@ -87,28 +87,37 @@ async function traceSpans(rcv, traceId, want) {
   return pick();
 }
 
+/** A gateway over two SDK v2 upstreams (v2 on stdio, hv2 over HTTP) exporting to a new
+ *  receiver, and one run of code under the client context traceId/PARENT (tracestate
+ *  vendor=abc): {rcv, hv2, h, r, spans} once the trace's request span and two upstream request
+ *  spans arrived. */
+async function tracedRun(traceId, code, extraEnv = {}) {
+  const rcv = await receiver();
+  const hv2 = await startV2Http(started, ['--name', 'hv2']);
+  const dir = tempDir('codemcp-traces-');
+  const config = writeConfig(dir, {
+    v2: { type: 'local', command: [NODE, V2, '--name', 'v2'] },
+    hv2: { type: 'remote', url: `http://127.0.0.1:${hv2.port}/mcp` },
+  });
+  const h = await connectClient({ config, env: env(rcv.port, extraEnv) });
+  await h.client.listTools();
+  const r = await h.client.callTool(
+    {
+      name: 'execute_python',
+      arguments: { code },
+      _meta: { traceparent: `00-${traceId}-${PARENT}-01`, tracestate: 'vendor=abc' },
+    },
+    undefined,
+    { timeout: ms(60000) },
+  );
+  assert.equal(r.isError, false, JSON.stringify(r));
+  const spans = await traceSpans(rcv, traceId, (s) => s.filter((x) => x.kind === 3).length >= 2 && s.some((x) => x.kind === 2));
+  return { rcv, hv2, h, r, spans };
+}
+
 describe('traces', () => {
   test('one run of two tool calls: request → run → tool calls → upstream requests, under the client traceparent; the SDK v2 upstreams get the context', async () => {
-    const rcv = await receiver();
-    const hv2 = await startV2Http(started, ['--name', 'hv2']);
-    const dir = tempDir('codemcp-traces-');
-    const config = writeConfig(dir, {
-      v2: { type: 'local', command: [NODE, V2, '--name', 'v2'] },
-      hv2: { type: 'remote', url: `http://127.0.0.1:${hv2.port}/mcp` },
-    });
-    const h = await connectClient({ config, env: env(rcv.port) });
-    await h.client.listTools();
-    const r = await h.client.callTool(
-      {
-        name: 'execute_python',
-        arguments: { code: 'result = [v2_whoami(), hv2_add(a=987654321, b=1)]' },
-        _meta: { traceparent: `00-${TRACE}-${PARENT}-01`, tracestate: 'vendor=abc' },
-      },
-      undefined,
-      { timeout: ms(60000) },
-    );
-    assert.equal(r.isError, false, JSON.stringify(r));
-    const spans = await traceSpans(rcv, TRACE, (s) => s.filter((x) => x.kind === 3).length >= 2 && s.some((x) => x.kind === 2));
+    const { rcv, hv2, h, r, spans } = await tracedRun(TRACE, 'result = [v2_whoami(), hv2_add(a=987654321, b=1)]');
     const byParent = (id) => spans.filter((s) => s.parentSpanId === id);
     const req = spans.find((s) => s.kind === 2);
     assert.equal(req.name, 'tools/call execute_python');
@@ -148,27 +157,9 @@ describe('traces', () => {
   });
 
   test('CODEMCP_OTLP_PROPAGATE=off: the same spans are exported, and no upstream is given the context', async () => {
-    const rcv = await receiver();
-    const hv2 = await startV2Http(started, ['--name', 'hv2']);
-    const dir = tempDir('codemcp-traces-');
-    const config = writeConfig(dir, {
-      v2: { type: 'local', command: [NODE, V2, '--name', 'v2'] },
-      hv2: { type: 'remote', url: `http://127.0.0.1:${hv2.port}/mcp` },
-    });
-    const h = await connectClient({ config, env: env(rcv.port, { CODEMCP_OTLP_PROPAGATE: 'off' }) });
-    await h.client.listTools();
     const trace = 'dddddddddddddddd1111111111111111';
-    const r = await h.client.callTool(
-      {
-        name: 'execute_python',
-        arguments: { code: 'result = [v2_whoami(), hv2_add(a=2, b=3)]' },
-        _meta: { traceparent: `00-${trace}-${PARENT}-01`, tracestate: 'vendor=abc' },
-      },
-      undefined,
-      { timeout: ms(60000) },
-    );
-    assert.equal(r.isError, false, JSON.stringify(r));
-    const spans = await traceSpans(rcv, trace, (s) => s.filter((x) => x.kind === 3).length >= 2 && s.some((x) => x.kind === 2));
+    const { rcv, hv2, h, r, spans } = await tracedRun(trace, 'result = [v2_whoami(), hv2_add(a=2, b=3)]',
+      { CODEMCP_OTLP_PROPAGATE: 'off' });
     assert.equal(spans.find((s) => s.kind === 2).parentSpanId, PARENT, 'the client span is still continued');
     // the stdio server's _meta held neither key; the HTTP server got no header and no _meta key
     const seen = JSON.stringify(r.structuredContent.result[0]);
