@@ -46,7 +46,6 @@
 #define SBX_NEWUIDMAP  "/usr/bin/newuidmap"
 #define SBX_NEWGIDMAP  "/usr/bin/newgidmap"
 #define SBX_SUBID_BASE 100000 /* first id of the range inside the sandbox's namespace */
-#define SBX_SUBID_MAX  SBX_SESSION_IDS_MAX /* ids mapped at most (sessions live at once) */
 
 struct subid_range {
     unsigned long start, count;
@@ -99,7 +98,7 @@ int sbx__subid_prepare(const struct sbx_opts *o)
     else if (uid == 0) {
         /* root maps any ids itself: no range file, no helper */
         sub.uid.start = sub.gid.start = (unsigned long)o->root_uid_base;
-        sub.uid.count = sub.gid.count = SBX_SUBID_MAX;
+        sub.uid.count = sub.gid.count = SBX_SESSION_IDS_MAX;
         sub.active = 1;
     } else if (!pw)
         snprintf(sub.why, sizeof(sub.why), "uid %d has no name in the user database", (int)uid);
@@ -114,7 +113,7 @@ int sbx__subid_prepare(const struct sbx_opts *o)
         sub.active = 1;
     if (sub.active) {
         unsigned long n = sub.uid.count < sub.gid.count ? sub.uid.count : sub.gid.count;
-        sub.uid.count = sub.gid.count = n < SBX_SUBID_MAX ? n : SBX_SUBID_MAX;
+        sub.uid.count = sub.gid.count = n < SBX_SESSION_IDS_MAX ? n : SBX_SESSION_IDS_MAX;
     }
     return sub.active;
 }

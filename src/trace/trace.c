@@ -288,10 +288,9 @@ int trace_init(const struct settings *s)
 {
     if (!s->otlp_endpoint || !*s->otlp_endpoint)
         return 0;
-    struct trace_config cfg = {s->otlp_endpoint,     s->otlp_protocol, s->otlp_queue_spans,
-                               s->otlp_batch_spans,  s->otlp_delay_ms, s->otlp_timeout_ms,
-                               s->otlp_propagate > 0};
-    propagate = cfg.propagate;
+    struct trace_config cfg = {s->otlp_endpoint,    s->otlp_protocol, s->otlp_queue_spans,
+                               s->otlp_batch_spans, s->otlp_delay_ms, s->otlp_timeout_ms};
+    propagate = s->otlp_propagate > 0;
     return tx__start(&cfg);
 }
 

@@ -18,7 +18,6 @@ struct trace_config {
     long batch_spans;     /* spans per export request */
     long delay_ms;        /* the longest a span waits before its batch is sent */
     long timeout_ms;      /* one export request, connection included */
-    int propagate;        /* upstreams are given the context (trace_traceparent) */
 };
 
 #define TRACE_TEXT 384 /* bytes of a span's strings kept inside it (more: allocated) */
