@@ -612,9 +612,13 @@ static void on_job_end(void *ud)
     free(j);
 }
 
-/* The private directory and the listening socket the container's worker connects to. */
+/* The private directory and the listening socket the container's worker connects to. The
+ * socket is bound under a name the worker never looks for, given its mode and owner there, and
+ * only then renamed to c.sock: whoever finds c.sock finds it 0600 and the container's (the
+ * directory is not the only guard, as control.c's). No umask(): it is the whole process's. */
 static int make_control_socket(struct dk_job *j)
 {
+    char bound[sizeof(j->sock)] = "";
     snprintf(j->dir, sizeof(j->dir), "%s/w-XXXXXX", sockets_dir);
     if (!mkdtemp(j->dir)) {
         snprintf(j->err, sizeof(j->err), "mkdtemp %.250s: %s", j->dir, strerror(errno));
@@ -622,19 +626,20 @@ static int make_control_socket(struct dk_job *j)
         return -1;
     }
     snprintf(j->sock, sizeof(j->sock), "%s/c.sock", j->dir);
+    snprintf(bound, sizeof(bound), "%s/b.sock", j->dir);
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (strlen(j->sock) >= sizeof(a.sun_path) || fd < 0)
         goto fail;
-    memcpy(a.sun_path, j->sock, strlen(j->sock) + 1);
-    /* 0600 before it listens: the directory is not the only guard (as control.c's) */
-    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(j->sock, 0600) < 0 ||
-        listen(fd, 1) < 0)
+    memcpy(a.sun_path, bound, strlen(bound) + 1);
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(bound, 0600) < 0)
         goto fail;
     /* Root gateways run the container as another user: the directory and socket become its. */
     uid_t uid = container_id(j->w, 0);
     gid_t gid = container_id(j->w, 1);
-    if (getuid() == 0 && (chown(j->dir, uid, gid) < 0 || chown(j->sock, uid, gid) < 0))
+    if (getuid() == 0 && (chown(bound, uid, gid) < 0 || chown(j->dir, uid, gid) < 0))
+        goto fail;
+    if (rename(bound, j->sock) < 0 || listen(fd, 1) < 0)
         goto fail;
     j->listener = lp_io_watch(fd, 1, &listener_ops, j);
     return j->listener ? 0 : -1;
@@ -642,6 +647,7 @@ fail:
     snprintf(j->err, sizeof(j->err), "the control socket %.290s: %s", j->sock, strerror(errno));
     if (fd >= 0)
         close(fd);
+    unlink(bound);
     unlink(j->sock);
     rmdir(j->dir);
     j->sock[0] = j->dir[0] = '\0';
