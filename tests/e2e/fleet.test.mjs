@@ -46,8 +46,9 @@ const LOST = new RegExp([
   /replica serving this request went away before answering/, // haproxy.cfg's 502
   /no codemcp replica could serve this request/, // haproxy.cfg's 503
 ].map((r) => r.source).join('|'));
-// A response cut off mid-body by a SIGKILL: the balancer can only end the client's connection.
-const CUT = /fetch failed|other side closed|terminated|ECONNRESET|SocketError/;
+// A response cut off: the connection ended before (or, for a non-2xx status, while) it came.
+// The SDKs say "Error POSTing to endpoint: null" when the status line came and the body did not.
+const CUT = /fetch failed|other side closed|terminated|ECONNRESET|SocketError|Error POSTing to endpoint(?: \(HTTP \d+\))?: null$/;
 
 function which(bin) {
   return spawnSync('sh', ['-c', `command -v ${bin}`]).status === 0;
@@ -528,6 +529,7 @@ describe('fleet behind HAProxy (contrib/fleet/haproxy.cfg), state shared in Redi
       await client.listTools(); // as an agent does: then the SDK mirrors `namespace` into a header
       let ns, n = 0;
       while (!stop) {
+        const sent = phase; // a call's phase is when it was sent: its answer may come later
         try {
           const r = await exec(client, ns ? { code: 'n += 1\nresult = n', namespace: ns } : { code: 'n = 1\nresult = n' }, ms(30000));
           if (r.isError) throw new Error(text(r));
@@ -541,7 +543,7 @@ describe('fleet behind HAProxy (contrib/fleet/haproxy.cfg), state shared in Redi
           if (phase === 'after') rec.okAfter++;
         } catch (e) {
           const message = String(e.message || e) + (e.cause ? ` (${e.cause.code || ''} ${e.cause.message})` : '');
-          rec.errors.push({ replica: rec.replica, phase, message });
+          rec.errors.push({ replica: rec.replica, phase: sent, message });
           // Cut off in flight: ask again with the handle (to be told what was lost); else
           // start over: a new namespace, anywhere.
           if (!CUT.test(message) || rec.errors.length > 1) ns = undefined;
@@ -553,14 +555,19 @@ describe('fleet behind HAProxy (contrib/fleet/haproxy.cfg), state shared in Redi
     async function loop2025(i) {
       const rec = { era: 2025, i, replica: null, ok: 0, okAfter: 0, errors: [] };
       recs.push(rec);
-      let c = null, n = 0;
+      let c = null, n = 0, told = [];
       while (!stop) {
+        const sent = phase;
         try {
           if (!c) {
             c = await v1(fleet.url);
             rec.replica = c.transport.sessionId.match(SID)?.[1];
             n = 0;
+            // A POST's event stream cut off is resumed with a GET; when that is refused the
+            // SDK tells onerror, not the call, which then ends at its timeout.
+            c.client.onerror = (e) => told.push(String(e.message || e));
           }
+          told = [];
           const r = await exec(c.client, n ? { code: 'n += 1\nresult = n' } : { code: 'n = 1\nresult = n' }, ms(30000));
           if (r.isError) throw new Error(text(r));
           n += 1;
@@ -568,8 +575,9 @@ describe('fleet behind HAProxy (contrib/fleet/haproxy.cfg), state shared in Redi
           rec.ok++;
           if (phase === 'after') rec.okAfter++;
         } catch (e) {
-          const message = String(e.message || e) + (e.cause ? ` (${e.cause.code || ''} ${e.cause.message})` : '');
-          rec.errors.push({ replica: rec.replica, phase, message });
+          let message = String(e.message || e) + (e.cause ? ` (${e.cause.code || ''} ${e.cause.message})` : '');
+          if (/Request timed out/.test(message) && told.length) message += `; the SDK was told: ${told.join('; ')}`;
+          rec.errors.push({ replica: rec.replica, phase: sent, message });
           if (!CUT.test(message) || rec.errors.length > 1) { // cut off in flight: ask the session again
             await c?.client.close().catch(() => {});
             c = null; // a new session, on a live replica
