@@ -209,6 +209,26 @@ describe('sessions and failures', () => {
     });
   });
 
+  // What the kernel still charges to a container's uid when it is gone (pipe pages freed late,
+  // ucounts) must not become the next session's: a slot's sessions take turns over its ids.
+  test('a slot\'s next session runs its container as another uid than the session before it', { timeout: ms(240000) }, async () => {
+    if (process.getuid() !== 0) return; // a gateway that is not root keeps its own uid for every container
+    await withDockerSessions(['a'], async ([a], proc, connect) => {
+      const uid = async (c) => {
+        const r = await run(c, 'import os\nresult = os.getuid()');
+        assert.equal(r.isError, false, JSON.stringify(r));
+        return r.structuredContent.result;
+      };
+      const first = await uid(a);
+      await a.transport.terminateSession();
+      // One worker slot: the next session has it once the first one's container is gone.
+      const b = await connect('b');
+      const second = await uid(b);
+      assert.notEqual(second, first, `the slot's next session runs as ${second}, the uid of the session before`);
+      assert.ok(first !== 65534 && second !== 65534, `nobody: ${first}, ${second}`);
+    }, { CODEMCP_WORKERS: '1' });
+  });
+
   test('the knobs: CODEMCP_DOCKER_NETWORK, _READONLY, _PIDS_LIMIT and _CPUS change what a worker gets', { timeout: ms(240000) }, async () => {
     const dir = tempDir('codemcp-dockiso-knobs-');
     const k = await gateway(dir, { CODEMCP_DOCKER_NETWORK: 'bridge', CODEMCP_DOCKER_READONLY: '0',

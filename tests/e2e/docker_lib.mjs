@@ -41,22 +41,26 @@ export async function workerContainers(pid) {
 }
 
 
-/** A `codemcp start` in docker isolation with one HTTP session per name: fn(clients, proc),
- * each client as { client }; everything closed after. */
-export async function withDockerSessions(names, fn) {
+/** A `codemcp start` in docker isolation (with env) and one HTTP session per name: fn(clients,
+ * proc, connect), each client as { client, transport }, connect(name) opening one more; all
+ * closed after. */
+export async function withDockerSessions(names, fn, env = {}) {
   const dir = tempDir('codemcp-dock-http-');
   const proc = new Proc({ args: ['start', '-p', '0', '--no-auth'], config: writeConfig(dir, {}), home: dir,
-    env: { CODEMCP_ISOLATION: 'docker' } });
+    env: { CODEMCP_ISOLATION: 'docker', ...env } });
   const found = await waitFor(() => proc.exit || proc.stderr.match(/serving MCP over Streamable HTTP at (\S+)/), ms(60000));
   assert.ok(found && found[1], proc.stderrTail());
   const clients = [];
+  const connect = async (name) => {
+    const c = new Client({ name: `dock-${name}`, version: '0' });
+    const transport = new StreamableHTTPClientTransport(new URL(found[1]));
+    await c.connect(transport, { timeout: ms(15000) });
+    clients.push({ client: c, transport });
+    return clients[clients.length - 1];
+  };
   try {
-    for (const name of names) {
-      const c = new Client({ name: `dock-${name}`, version: '0' });
-      await c.connect(new StreamableHTTPClientTransport(new URL(found[1])), { timeout: ms(15000) });
-      clients.push({ client: c });
-    }
-    await fn(clients, proc);
+    for (const name of names) await connect(name);
+    await fn(clients, proc, connect);
   } finally {
     for (const c of clients) await c.client.close().catch(() => {});
     await proc.kill();
