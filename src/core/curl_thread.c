@@ -17,6 +17,7 @@
  * command queue was empty; it waits in epoll and runs only the transfers whose sockets are
  * ready (curl_multi_socket_action), with keep-alive connections kept in a fixed cache. */
 #include "curl_thread.h"
+#include "curl_lib.h"
 #include "idmap.h"
 #include "log.h"
 #include "loop.h"
@@ -570,6 +571,11 @@ int ct_start(void)
     if (refs++ > 0)
         return 0;
     int global = 0, rc;
+    char why[300];
+    if (curl_lib_load(why, sizeof(why)) < 0) {
+        log_error("http", "%s", why);
+        goto fail;
+    }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         log_error("http", "libcurl failed to initialise");
         goto fail;

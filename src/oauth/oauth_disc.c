@@ -11,6 +11,7 @@
  * HTML) moves on to the next. Blocking: callers are a CLI process or a helper thread. */
 #include "oauth.h"
 
+#include "curl_lib.h"
 #include "util.h"
 
 #include <curl/curl.h>
@@ -82,7 +83,8 @@ int oa_http(const char *method, const char *url, const char *const *headers, con
     CURL *c = curl_easy_init();
     struct curl_slist *hl = NULL;
     if (!c) {
-        snprintf(r->error, sizeof(r->error), "cannot start libcurl");
+        if (curl_lib_load(r->error, sizeof(r->error)) == 0)
+            snprintf(r->error, sizeof(r->error), "cannot start libcurl");
         return -1;
     }
     for (const char *const *h = headers; h && *h; h++)

@@ -4,6 +4,8 @@
  * API 1.25). */
 #include "docker_engine.h"
 
+#include "curl_lib.h"
+
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +57,8 @@ static int perform(const char *method, const char *path, const char *json, FILE 
     struct curl_slist *hdr = NULL;
     int rc = -1;
     if (!c) {
-        snprintf(r->err, sizeof(r->err), "curl_easy_init failed");
+        if (curl_lib_load(r->err, sizeof(r->err)) == 0)
+            snprintf(r->err, sizeof(r->err), "curl_easy_init failed");
         return -1;
     }
     char url[2048];

@@ -9,6 +9,7 @@
  * not hold connections or a thread turn the calls need. A request is bounded by
  * CODEMCP_OTLP_TIMEOUT_MS, and shutdown aborts one in flight (the progress callback). The
  * thread blocks every signal (they belong to the loop's signalfd). */
+#include "curl_lib.h"
 #include "log.h"
 #include "trace_int.h"
 #include "util.h"
@@ -226,6 +227,11 @@ int tx__start(const struct trace_config *c)
     buf_append(&u, cfg.endpoint, el);
     buf_appends(&u, "/v1/traces");
     url = buf_steal(&u);
+    char why[300];
+    if (curl_lib_load(why, sizeof(why)) < 0) {
+        log_error("trace", "%s; tracing off", why);
+        goto fail;
+    }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         log_error("trace", "libcurl failed to initialise; tracing off");
         goto fail;
