@@ -253,6 +253,7 @@ int wkd_init(const struct settings *s)
     cfg.nofile = s->sandbox_nofile;
     cfg.uid_base = s->root_uid_base;
     id_count = getuid() == 0 && cfg.uid_base > 0 ? SBX_SESSION_IDS_MAX : 0;
+    id_start = (unsigned long)cfg.uid_base;
     if (cfg.memory_mb < 0 || cfg.pids < 0 || !(cfg.cpus >= 0)) {
         log_error("worker", "CODEMCP_DOCKER_MEMORY, _PIDS_LIMIT and _CPUS must not be negative");
         return -1;

@@ -58,6 +58,8 @@ int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a protot
 static int prototype_early;
 long session_idle_ms;
 unsigned long id_count;
+unsigned long id_start;
+static unsigned long id_base; /* this gateway's block of the range (worker_idblock.c) */
 long min_hold_ms;
 long start_timeout_ms;
 long start_concurrency;
@@ -114,7 +116,7 @@ int next_ids(struct worker *w)
     unsigned long turns = id_count / (unsigned long)n_workers;
     if (turns > 1)
         w->id_turn = (int)(((unsigned long)w->id_turn + 1) % turns);
-    w->ids = w->slot + n_workers * w->id_turn;
+    w->ids = (int)id_base + w->slot + n_workers * w->id_turn;
     return w->ids;
 }
 
@@ -253,7 +255,7 @@ int wk_choose_isolation(const struct settings *s)
         log_error("worker", "%s", err);
         return -2;
     }
-    id_count = sbx_session_id_count(&o);
+    id_count = sbx_session_ids(&o, &id_start);
     if (!sbx_uid_mode(&o, err, sizeof(err)))
         log_warn("worker", "sandbox ids: %s", err);
     else if (!s->prototype)
@@ -287,6 +289,8 @@ int wk_init(const struct settings *s, int max_workers)
      * PID 1) are reparented here and reaped by the loop, not left to PID 1 as zombies. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     n_workers = max_workers < 1 ? 1 : max_workers;
+    if (id_count)
+        id_count = idblock_claim(id_start, id_count, (unsigned long)n_workers, &id_base);
     workers = xcalloc((size_t)n_workers, sizeof(*workers));
     for (int i = 0; i < n_workers; i++) {
         workers[i].slot = i;

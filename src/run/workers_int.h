@@ -81,6 +81,8 @@ struct worker {
 #define end_current_run  wk__end_current_run
 #define other_spare      wk__other_spare
 #define id_count         wk__id_count
+#define id_start         wk__id_start
+#define idblock_claim    wk__idblock_claim
 #define next_ids         wk__next_ids
 #define on_worker_exit   wk__on_worker_exit
 #define spawn            wk__spawn
@@ -114,7 +116,8 @@ extern int sandboxed;     /* CODEMCP_ISOLATION=sandbox */
 extern int dockered;      /* CODEMCP_ISOLATION=docker (worker_docker.h) */
 extern int use_prototype; /* CODEMCP_PROTOTYPE (default on): fork workers from a prototype */
 extern long session_idle_ms;
-extern unsigned long id_count; /* places in the sandbox id range (0: no range) */
+extern unsigned long id_count; /* places in the sandbox id range this gateway uses (0: none) */
+extern unsigned long id_start; /* the range's first uid outside */
 extern long min_hold_ms;       /* CODEMCP_WORKER_MIN_HOLD_MS */
 extern long start_timeout_ms;  /* CODEMCP_WORKER_START_TIMEOUT_MS */
 extern long start_concurrency; /* CODEMCP_WORKER_START_CONCURRENCY (-1: per CPU) */
@@ -129,6 +132,12 @@ void end_current_run(struct worker *w, json_t *envelope, const char *failure);
 int other_spare(const struct worker *w); /* another unowned slot is up or coming up */
 /* The id range's place for the slot's next process (w->ids, w->id_turn advance). */
 int next_ids(struct worker *w);
+
+/* worker_idblock.c: the block of the id range [start, start + count) this gateway's sessions
+ * use, apart from the blocks other gateways of the same user hold; its first place in *base.
+ * Returns the block's size (count itself when the range is not shared out). */
+unsigned long idblock_claim(unsigned long start, unsigned long count, unsigned long n_workers,
+                            unsigned long *base);
 /* The slot's process ended (status as from waitpid): its run fails, restart or back off. */
 void on_worker_exit(void *ud, pid_t pid, int status);
 

@@ -74,16 +74,16 @@ int sbx_enter(const struct sbx_opts *o, char *err, size_t errlen);
  * isolation the first process only makes a process group and reaps. */
 /* fds: the worker's control socket (becomes fd 3), stdout, stderr, and the status pipe. ids:
  * the session's place in the id range (its uid and gid outside are the range's start + ids),
- * chosen by the gateway, unique among live sessions (sbx_session_id_count). */
+ * chosen by the gateway, unique among live sessions (sbx_session_ids). */
 pid_t sbx_fork_session(const struct sbx_opts *o, int sandboxed, const int fds[4], int ids);
 
 /* How sessions' ids map outside, for the gateway's log, written to buf: 1, a uid of its own
  * per session (the range); 0, the gateway's own user (buf says why and what to do). */
 int sbx_uid_mode(const struct sbx_opts *o, char *buf, size_t len);
 
-/* How many places the id range has for sessions (at most SBX_SESSION_IDS_MAX); 0 when sessions
- * keep the gateway's own user. */
-unsigned long sbx_session_id_count(const struct sbx_opts *o);
+/* How many places the id range has for sessions (at most SBX_SESSION_IDS_MAX), its first uid
+ * outside in *start; 0 when sessions keep the gateway's own user. */
+unsigned long sbx_session_ids(const struct sbx_opts *o, unsigned long *start);
 #define SBX_SESSION_IDS_MAX 65536
 
 /* Exit status of a sandbox whose set-up failed after the clone. */

@@ -118,9 +118,12 @@ int sbx__subid_prepare(const struct sbx_opts *o)
     return sub.active;
 }
 
-unsigned long sbx_session_id_count(const struct sbx_opts *o)
+unsigned long sbx_session_ids(const struct sbx_opts *o, unsigned long *start)
 {
-    return sbx__subid_prepare(o) ? sub.uid.count : 0;
+    if (!sbx__subid_prepare(o))
+        return 0;
+    *start = sub.uid.start;
+    return sub.uid.count;
 }
 
 int sbx_uid_mode(const struct sbx_opts *o, char *buf, size_t len)

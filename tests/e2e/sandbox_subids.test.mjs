@@ -229,6 +229,24 @@ describe('a root gateway: sessions as CODEMCP_ROOT_UID_BASE + a place of their o
     }
   });
 
+  test('two gateways with one range: their sessions run as uids apart', async () => {
+    // Both read the same CODEMCP_ROOT_UID_BASE; each takes a block of the range no other holds.
+    const base3 = base + RANGE / 4, env = { CODEMCP_ROOT_UID_BASE: String(base3), CODEMCP_WORKERS: '1' };
+    const gws = [];
+    const sessions = [];
+    try {
+      for (let i = 0; i < 2; i++) gws.push(await gatewayAs(root, env, true, false));
+      for (const gw of gws) sessions.push(await session(gw.url));
+      for (const s of sessions) assert.equal(await s.run('result = 1'), 1);
+      const uids = uidsInRange(base3, RANGE / 8);
+      assert.equal(uids.size, 2, `two gateways' sessions, their uids: ${[...uids]}\n${gws.map((g) => g.proc.stderrTail()).join('\n')}`);
+      assert.match(gws[1].proc.stderr, /sandbox ids: this gateway's sessions take uids \d+-\d+ \(block [1-9]/, gws[1].proc.stderrTail());
+    } finally {
+      for (const s of sessions) await s.close();
+      for (const gw of gws) await stop(gw);
+    }
+  });
+
   test('a slot\'s next session runs as another uid than the session before it', async () => {
     const base2 = base + RANGE / 2; // apart from the other gateway's few ids
     const gw = await gatewayAs(root, { CODEMCP_ROOT_UID_BASE: String(base2), CODEMCP_WORKERS: '1' }, true, false);
