@@ -117,6 +117,24 @@ async function nextSessionOtherUid(gw, start, span = 1024) {
   }
 }
 
+/** Two gateways of one user over one range, each started by start(), a session on each: the
+ *  two sessions run as two uids (from start, within a few blocks), and the second gateway
+ *  names the block it took, not the first one. */
+async function twoGatewaysApart(start, rangeStart) {
+  const gws = [], sessions = [];
+  try {
+    for (let i = 0; i < 2; i++) gws.push(await start());
+    for (const gw of gws) sessions.push(await session(gw.url));
+    for (const s of sessions) assert.equal(await s.run('result = 1'), 1);
+    const uids = uidsInRange(rangeStart, RANGE / 8);
+    assert.equal(uids.size, 2, `two gateways' sessions, their uids: ${[...uids]}\n${gws.map((g) => g.proc.stderrTail()).join('\n')}`);
+    assert.match(gws[1].proc.stderr, /sandbox ids: this gateway's sessions take uids \d+-\d+ \(block [1-9]/, gws[1].proc.stderrTail());
+  } finally {
+    for (const s of sessions) await s.close();
+    for (const gw of gws) await stop(gw);
+  }
+}
+
 /** Two sessions on the gateway start(t) brings up (it may set t.u, a user removed after):
  *  t.gw, t.a and t.b for the tests of the enclosing describe. */
 function twoSessions(start) {
@@ -189,6 +207,19 @@ describe('an unprivileged gateway with a subordinate id range and one worker slo
       u.remove();
     }
   });
+
+  test('two gateways of the user: their sessions run as uids apart', async () => {
+    // They meet in the user's runtime directory, as a user's gateways under one login do.
+    const u = makeUser('n', false);
+    const xdg = tempDir('codemcp-subids-xdg-', { shared: true });
+    fs.chownSync(xdg, u.uid, u.gid);
+    fs.chmodSync(xdg, 0o700);
+    try {
+      await twoGatewaysApart(() => gatewayAs(u, { CODEMCP_WORKERS: '1', XDG_RUNTIME_DIR: xdg }, true), u.start);
+    } finally {
+      u.remove();
+    }
+  });
 });
 
 /** One session on `codemcp start` run by a fresh user (makeUser(suffix, bare)) with env: runs
@@ -230,21 +261,9 @@ describe('a root gateway: sessions as CODEMCP_ROOT_UID_BASE + a place of their o
   });
 
   test('two gateways with one range: their sessions run as uids apart', async () => {
-    // Both read the same CODEMCP_ROOT_UID_BASE; each takes a block of the range no other holds.
-    const base3 = base + RANGE / 4, env = { CODEMCP_ROOT_UID_BASE: String(base3), CODEMCP_WORKERS: '1' };
-    const gws = [];
-    const sessions = [];
-    try {
-      for (let i = 0; i < 2; i++) gws.push(await gatewayAs(root, env, true, false));
-      for (const gw of gws) sessions.push(await session(gw.url));
-      for (const s of sessions) assert.equal(await s.run('result = 1'), 1);
-      const uids = uidsInRange(base3, RANGE / 8);
-      assert.equal(uids.size, 2, `two gateways' sessions, their uids: ${[...uids]}\n${gws.map((g) => g.proc.stderrTail()).join('\n')}`);
-      assert.match(gws[1].proc.stderr, /sandbox ids: this gateway's sessions take uids \d+-\d+ \(block [1-9]/, gws[1].proc.stderrTail());
-    } finally {
-      for (const s of sessions) await s.close();
-      for (const gw of gws) await stop(gw);
-    }
+    // Both read the same CODEMCP_ROOT_UID_BASE; root gateways meet in /run/codemcp-ids.
+    const base3 = base + RANGE / 4;
+    await twoGatewaysApart(() => gatewayAs(root, { CODEMCP_ROOT_UID_BASE: String(base3), CODEMCP_WORKERS: '1' }, true, false), base3);
   });
 
   test('a slot\'s next session runs as another uid than the session before it', async () => {
