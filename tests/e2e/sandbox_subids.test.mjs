@@ -22,13 +22,14 @@ const WHY_NOT = process.getuid() !== 0 ? 'needs root to create a user and its su
 
 /** A user of its own for this file, with a range of subordinate ids unless bare. */
 function makeUser(suffix, bare) { // suffix: r, f, o, p, g or n (picks the range)
+  // Ranges of this file: 7 per process, all below CODEMCP_ROOT_UID_BASE's 4000000000.
   const name = `cmcpsub${suffix}${process.pid % 100000}`;
   spawnSync('userdel', [name]);
   const add = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', name], { encoding: 'utf8' });
   assert.equal(add.status, 0, `useradd: ${add.stderr}`);
   const uid = Number(spawnSync('id', ['-u', name], { encoding: 'utf8' }).stdout.trim());
   const gid = Number(spawnSync('id', ['-g', name], { encoding: 'utf8' }).stdout.trim());
-  const start = 1000000000 + ((process.pid % 7000) * 7 + 'rfopgn'.indexOf(suffix)) * RANGE;
+  const start = 1000000000 + ((process.pid % 6000) * 7 + 'rfopgn'.indexOf(suffix)) * RANGE;
   if (!bare) {
     const ids = `${start}-${start + RANGE - 1}`;
     const mod = spawnSync('usermod', ['--add-subuids', ids, '--add-subgids', ids, name], { encoding: 'utf8' });
@@ -240,7 +241,7 @@ async function oneSessionAs(suffix, bare, env, fn) {
 
 // A root gateway maps sessions itself, from CODEMCP_ROOT_UID_BASE (here a base of this file's).
 describe('a root gateway: sessions as CODEMCP_ROOT_UID_BASE + a place of their own', { skip: process.getuid() !== 0 ? 'needs root' : false }, () => {
-  const base = 1000000000 + ((process.pid % 7000) * 7 + 6) * RANGE;
+  const base = 1000000000 + ((process.pid % 6000) * 7 + 6) * RANGE;
   const root = { uid: 0, gid: 0 };
   const t = twoSessions(() => gatewayAs(root, { CODEMCP_ROOT_UID_BASE: String(base) }, true, false));
 
