@@ -105,6 +105,22 @@ CURL *curl_easy_init(void)
     return ready() ? fn.curl_easy_init() : NULL;
 }
 
+/* rc = setter(handle, opt, <the one argument in ap, read as opt's CURLOPTTYPE_* range says>):
+ * easy and multi options share the ranges. */
+#define CURL_LIB_FORWARD_OPT(rc, setter, handle, opt, ap)                                          \
+    do {                                                                                           \
+        if ((opt) < CURLOPTTYPE_OBJECTPOINT)                                                       \
+            rc = setter(handle, opt, va_arg(ap, long));                                            \
+        else if ((opt) < CURLOPTTYPE_FUNCTIONPOINT)                                                \
+            rc = setter(handle, opt, va_arg(ap, void *));                                          \
+        else if ((opt) < CURLOPTTYPE_OFF_T)                                                        \
+            rc = setter(handle, opt, va_arg(ap, void (*)(void)));                                  \
+        else if ((opt) < CURLOPTTYPE_BLOB)                                                         \
+            rc = setter(handle, opt, va_arg(ap, curl_off_t));                                      \
+        else                                                                                       \
+            rc = setter(handle, opt, va_arg(ap, void *));                                          \
+    } while (0)
+
 CURLcode curl_easy_setopt(CURL *e, CURLoption opt, ...)
 {
     if (!ready())
@@ -112,16 +128,7 @@ CURLcode curl_easy_setopt(CURL *e, CURLoption opt, ...)
     va_list ap;
     CURLcode rc;
     va_start(ap, opt);
-    if (opt < CURLOPTTYPE_OBJECTPOINT)
-        rc = fn.curl_easy_setopt(e, opt, va_arg(ap, long));
-    else if (opt < CURLOPTTYPE_FUNCTIONPOINT)
-        rc = fn.curl_easy_setopt(e, opt, va_arg(ap, void *));
-    else if (opt < CURLOPTTYPE_OFF_T)
-        rc = fn.curl_easy_setopt(e, opt, va_arg(ap, void (*)(void)));
-    else if (opt < CURLOPTTYPE_BLOB)
-        rc = fn.curl_easy_setopt(e, opt, va_arg(ap, curl_off_t));
-    else
-        rc = fn.curl_easy_setopt(e, opt, va_arg(ap, void *));
+    CURL_LIB_FORWARD_OPT(rc, fn.curl_easy_setopt, e, opt, ap);
     va_end(ap);
     return rc;
 }
@@ -182,14 +189,7 @@ CURLMcode curl_multi_setopt(CURLM *m, CURLMoption opt, ...)
     va_list ap;
     CURLMcode rc;
     va_start(ap, opt);
-    if (opt < CURLOPTTYPE_OBJECTPOINT)
-        rc = fn.curl_multi_setopt(m, opt, va_arg(ap, long));
-    else if (opt < CURLOPTTYPE_FUNCTIONPOINT)
-        rc = fn.curl_multi_setopt(m, opt, va_arg(ap, void *));
-    else if (opt < CURLOPTTYPE_OFF_T)
-        rc = fn.curl_multi_setopt(m, opt, va_arg(ap, void (*)(void)));
-    else
-        rc = fn.curl_multi_setopt(m, opt, va_arg(ap, curl_off_t));
+    CURL_LIB_FORWARD_OPT(rc, fn.curl_multi_setopt, m, opt, ap);
     va_end(ap);
     return rc;
 }
