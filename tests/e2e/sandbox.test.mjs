@@ -124,7 +124,9 @@ describe('the default sandbox against hostile code', () => {
   test('writes land only in its own /tmp; mcp.json and ~/.bashrc stay untouched', async () => {
     fs.rmSync(path.join(REPO, 'sbx-escape'), { force: true });
     const targets = ['/x', '/etc/x', '/usr/lib/x', '/dev/x', '/proc/x', config, WORKER_BIN,
-      path.join(home, '.bashrc'), path.join(REPO, 'sbx-escape'), '/dev/shm/../x'];
+      path.join(home, '.bashrc'), path.join(REPO, 'sbx-escape'), '/dev/shm/../x',
+      // where gateways hold their blocks of the id range (worker_idblock.c): root's, and others'
+      '/run/codemcp-ids/ids-0-0.lock', path.join(home, '.config', 'codemcp', 'run', 'ids-0-0.lock')];
     const r = await attempt(h, writesProgram(targets, WORKER_BIN));
     for (const t of targets) assert.match(r[t], /^err:/, `${t} was writable: ${r[t]}`);
     assert.match(r.chmod, /^err:/);
