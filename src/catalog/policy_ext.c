@@ -65,7 +65,7 @@ int policy_engine_init(const char *engine_url, long engine_timeout_ms)
     if (url && !*url)
         url = NULL;
     timeout_ms = engine_timeout_ms; /* settings.def: its default, never below 1 */
-    if (url && ct_start() < 0) {
+    if (url && ct_start(0) < 0) {
         log_error(MOD, "CODEMCP_AUTHZ_URL is set but HTTP cannot start: every call is denied");
         return -1;
     }

@@ -15,7 +15,8 @@
  * connections live in the multi handle's cache either way); the events one pass of the
  * curl thread produced reach the loop in one lp_post; the curl thread is woken only when the
  * command queue was empty; it waits in epoll and runs only the transfers whose sockets are
- * ready (curl_multi_socket_action), with keep-alive connections kept in a fixed cache. */
+ * ready (curl_multi_socket_action), with keep-alive connections kept in a cache sized by what
+ * the users of the thread may have in flight at once (ct_start's keep_idle). */
 #include "curl_thread.h"
 #include "curl_lib.h"
 #include "idmap.h"
@@ -32,13 +33,14 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #define DEFAULT_MAX_BODY ((size_t)64 << 20)
 #define POLL_MS          1000
 #define POOL_MAX         64 /* idle easy handles kept for reuse */
-#define MAX_IDLE_CONNS   64 /* connections kept open for reuse, all servers together */
+#define MIN_IDLE_CONNS   64 /* connections kept open for reuse, all servers together, at least */
 
 struct ct_xfer {
     uint64_t id;
@@ -65,7 +67,8 @@ struct ct_xfer {
 
 struct ct_cmd {
     uint64_t cancel_id;  /* non-zero: cancel this transfer */
-    struct ct_xfer *add; /* else: add this transfer */
+    struct ct_xfer *add; /* else, non-NULL: add this transfer */
+    long max_idle;       /* else: the connection cache's new size */
     struct ct_cmd *next;
 };
 
@@ -75,6 +78,7 @@ static int quit;
 static CURLM *multi;
 static pthread_t thread;
 static int refs;
+static long idle_wanted; /* the sum of the live references' keep_idle (loop thread) */
 static uint64_t next_id = 1;
 static struct ct_xfer *xfers;    /* curl thread only */
 static struct idmap xfers_by_id; /* curl thread only: id -> transfer on xfers */
@@ -425,6 +429,8 @@ static void thread_run_commands(void)
         struct ct_cmd *next = c->next;
         if (c->add) {
             xfer_add(c->add);
+        } else if (!c->cancel_id) {
+            curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, c->max_idle);
         } else {
             struct ct_xfer *x = idmap_get(&xfers_by_id, c->cancel_id);
             if (x) {
@@ -566,10 +572,40 @@ static void enqueue(struct ct_cmd *c)
         wake_thread();
 }
 
-int ct_start(void)
+/* The connection cache's size for what the users ask: libcurl's default follows the transfers
+ * still running, so as a burst of concurrent calls ends it closes most of the burst's
+ * connections and the next burst opens them again (a server-everything behind 16 busy workers
+ * saw ~130 new connections a second that way). So the cache holds as many idle connections as
+ * the users may have transfers at once, at least MIN_IDLE_CONNS, and never more than a quarter
+ * of the descriptors (the rest stay for clients, workers and stdio upstreams). Servers still
+ * close the idle ones they do not want. */
+static long cache_size(void)
 {
-    if (refs++ > 0)
+    long n = idle_wanted < MIN_IDLE_CONNS ? MIN_IDLE_CONNS : idle_wanted;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (rlim_t)n > rl.rlim_cur / 4)
+        n = (long)(rl.rlim_cur / 4);
+    return n < 1 ? 1 : n;
+}
+
+static void resize_cache(void)
+{
+    struct ct_cmd *c = xcalloc(1, sizeof(*c));
+    c->max_idle = cache_size();
+    enqueue(c);
+}
+
+int ct_start(long keep_idle)
+{
+    if (keep_idle < 0)
+        keep_idle = 0;
+    idle_wanted += keep_idle;
+    if (refs++ > 0) {
+        if (keep_idle)
+            resize_cache();
         return 0;
+    }
     int global = 0, rc;
     char why[300];
     if (curl_lib_load(why, sizeof(why)) < 0) {
@@ -586,10 +622,7 @@ int ct_start(void)
         log_error("http", "libcurl failed to create a multi handle");
         goto fail;
     }
-    /* libcurl's default cache is sized by the transfers still running: as a burst of
-     * concurrent calls ends, it closes some of the burst's connections, and the next burst
-     * opens them again. A fixed cache keeps them (servers close the idle ones they want to). */
-    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long)MAX_IDLE_CONNS);
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, cache_size());
     curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, on_socket);
     curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, on_timer);
     ep_fd = epoll_create1(EPOLL_CLOEXEC);
@@ -624,13 +657,21 @@ fail:
     if (global)
         curl_global_cleanup();
     refs = 0;
+    idle_wanted = 0;
     return -1;
 }
 
-void ct_stop(void)
+void ct_stop(long keep_idle)
 {
-    if (refs == 0 || --refs > 0)
+    if (refs == 0)
         return;
+    idle_wanted -= keep_idle < 0 ? 0 : keep_idle;
+    if (--refs > 0) {
+        if (keep_idle > 0)
+            resize_cache();
+        return;
+    }
+    idle_wanted = 0;
     pthread_mutex_lock(&cmd_lock);
     quit = 1;
     pthread_mutex_unlock(&cmd_lock);

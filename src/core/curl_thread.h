@@ -59,10 +59,13 @@ struct ct_request {
     ct_event_fn on_event;
 };
 
-/* Takes a reference on the thread, starting it (and libcurl) on first use. 0 / -1. */
-int ct_start(void);
-/* Drops a reference; the last one aborts what is left (no events) and joins the thread. */
-void ct_stop(void);
+/* Takes a reference on the thread, starting it (and libcurl) on first use. keep_idle: how
+ * many connections the caller may have in flight at once (0: no wish of its own); the
+ * connection cache keeps that many more open for reuse once idle. 0 / -1. */
+int ct_start(long keep_idle);
+/* Drops a reference taken with that keep_idle; the last one aborts what is left (no events)
+ * and joins the thread. */
+void ct_stop(long keep_idle);
 /* Queues a transfer. Returns its id (never 0), or 0 when the thread is not running or the
  * request cannot be built (logged). */
 uint64_t ct_submit(const struct ct_request *rq);

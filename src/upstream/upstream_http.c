@@ -677,14 +677,16 @@ static int http_start(struct upstream *up)
                       url ? url : "");
         return -1;
     }
-    if (ct_start() < 0) {
+    /* Every transfer the cap lets run at once may come back for its connection. */
+    int max_active = uh_max_active(up->cfg);
+    if (ct_start(max_active ? max_active : CFG_MAX_CONNECTIONS) < 0) {
         up__set_error(up, "cannot start the HTTP client thread");
         return -1;
     }
     struct http_tp *tp = xcalloc(1, sizeof(*tp));
     tp->up = up;
     tp->shown_url = shown_url(url);
-    tp->max_active = uh_max_active(up->cfg);
+    tp->max_active = max_active;
     size_t n = 0;
     for (char **h = up->cfg->headers; h && *h; h++)
         n++;
@@ -805,9 +807,10 @@ static void http_free(struct upstream *up)
     json_decref(tp->hdr_indexed);
     json_decref(tp->hdr_tools);
     idmap_free(&tp->by_wire);
+    int max_active = tp->max_active;
     free(tp);
     up->tp = NULL;
-    ct_stop();
+    ct_stop(max_active ? max_active : CFG_MAX_CONNECTIONS);
 }
 
 const struct up_transport_ops up_http_ops = {

@@ -129,7 +129,9 @@ test('a second burst of concurrent calls reuses the connections of the first', {
   const dir = tempDir();
   const h = await connect(writeConfig(dir, { fx: remote(f, { headers: { 'X-Test-Token': 'tok' } }) }));
   try {
-    const N = 40;
+    // More than the 64 connections a fixed cache once kept, fewer than the upstream's cap on
+    // requests in flight (CODEMCP_HTTP_MAX_CONNECTIONS_PER_UPSTREAM, 100).
+    const N = 90;
     const code = `ps = [fx_slow(ms=400) for i in range(${N})]\nresult = [str(p) for p in ps]`;
     for (let burst = 0; burst < 2; burst++)
       assert.deepEqual(await run(h, code), Array(N).fill('slept 400'));
@@ -138,10 +140,35 @@ test('a second burst of concurrent calls reuses the connections of the first', {
     const calls = reqs.filter((q) => q.rpc === 'tools/call');
     assert.equal(calls.length, 2 * N);
     // At most N calls overlap, so N connections carry both bursts (one more if the server
-    // closed one in between). libcurl's default cache (sized by the transfers still running)
-    // closes some as the first burst ends, and the second opens them again (49 here).
+    // closed one in between). libcurl's default cache (sized by the transfers still running),
+    // or one smaller than N, closes some as the first burst ends, and the second opens them
+    // again (116 with a cache of 64).
     const ports = new Set(calls.map((q) => q.port));
     assert.ok(ports.size <= N + 1, `two bursts of ${N} concurrent calls used ${ports.size} connections`);
+  } finally {
+    await h.close();
+  }
+});
+
+test('the connection cache grows with each HTTP upstream: two servers of 45 connections each keep all 90 between bursts', { timeout: ms(60000) }, async () => {
+  const fa = await startFixture();
+  const fb = await startFixture();
+  const dir = tempDir();
+  const tok = { headers: { 'X-Test-Token': 'tok' }, maxConnections: 45 };
+  const h = await connect(writeConfig(dir, { fa: remote(fa, tok), fb: remote(fb, tok) }));
+  try {
+    const N = 45; // per server: each alone would fit a cache of 64, both together do not
+    const code = `ps = [fa_slow(ms=400) for i in range(${N})] + [fb_slow(ms=400) for i in range(${N})]\n` +
+      'result = [str(p) for p in ps]';
+    for (let burst = 0; burst < 2; burst++)
+      assert.deepEqual(await run(h, code), Array(2 * N).fill('slept 400'));
+    let ports = 0;
+    for (const f of [fa, fb]) {
+      const calls = (await stats(f)).requests.filter((q) => q.rpc === 'tools/call');
+      assert.equal(calls.length, 2 * N);
+      ports += new Set(calls.map((q) => q.port)).size;
+    }
+    assert.ok(ports <= 2 * N + 2, `two bursts of ${2 * N} concurrent calls on two servers used ${ports} connections`);
   } finally {
     await h.close();
   }
