@@ -14,6 +14,7 @@
  * after LWS_CALLBACK_HTTP is cleared once an SSE stream starts, and a keep-alive request that
  * arrives before the previous transaction is completed makes lws spin (so a reply is
  * completed in the same callback as its last byte, see http__on_writable). */
+#include "health.h"
 #include "http_int.h"
 #include "http_quota.h"
 #include "jsonrpc.h"
@@ -390,6 +391,11 @@ static int write_headers(struct hconn *c)
     unsigned char *start = scratch + LWS_PRE, *p = start, *end = scratch + sizeof(scratch) - 1;
     mx_http_status(c->status);
     int bad = lws_add_http_header_status(wsi, (unsigned)c->status, &p, end);
+    /* A draining gateway closes every connection after its answer, and says so: a client or a
+     * balancer that kept it for its next request would send that to a process about to exit
+     * (HAProxy then closes the client's connection without an answer). */
+    if (health_draining())
+        c->close_after = 1;
 #define ADD(name, value)                                                                           \
     (bad = bad || lws_add_http_header_by_name(wsi, (const unsigned char *)name,                    \
                                               (const unsigned char *)(value), (int)strlen(value),  \
@@ -398,9 +404,9 @@ static int write_headers(struct hconn *c)
         ADD("content-type:", "text/event-stream");
         ADD("cache-control:", "no-cache, no-transform");
         ADD("x-accel-buffering:", "no");
-        if (c->http10)
+        if (c->http10 || c->close_after)
             ADD("connection:", "close");
-        else
+        if (!c->http10)
             ADD("transfer-encoding:", "chunked");
     } else {
         if (c->out.len)

@@ -490,15 +490,19 @@ describe('fleet behind HAProxy (contrib/fleet/haproxy.cfg), state shared in Redi
 
   test('SIGTERM drains: /readyz fails at once, the run in flight finishes, new work goes elsewhere, exit 0', async () => {
     const port = fleet.ports.r2;
-    const long = call2026(port, 'import time\ntime.sleep(2)\nresult = "finished"');
+    const keep = { connection: 'keep-alive' }; // as a balancer's pooled connection asks
+    const long = call2026(port, 'import time\ntime.sleep(2)\nresult = "finished"', undefined, keep);
     await sleep(ms(500));
     fleet.procs.r2.child.kill('SIGTERM');
     await waitFor(async () => (await get(port, '/readyz').catch(() => null))?.status === 503, ms(3000));
     const ready = await get(port, '/readyz');
     assert.equal(JSON.parse(ready.text).failing.drain, 'draining: shutting down');
     // A new 2026 run on the draining replica: 503, to be retried elsewhere ...
-    const refused = await call2026(port, 'result = 1');
+    const refused = await call2026(port, 'result = 1', undefined, keep);
     assert.equal(refused.status, 503, refused.text);
+    // ... on a connection the replica closes after it, and says so, so that no balancer keeps
+    // it for a request the exiting process would never answer.
+    assert.equal(refused.headers.connection, 'close', JSON.stringify(refused.headers));
     // ... which the balancer does: through it, new work still succeeds.
     for (let i = 0; i < 6; i++) {
       const r = await call2026(fleet.lb, `result = ${i}`);
@@ -509,6 +513,7 @@ describe('fleet behind HAProxy (contrib/fleet/haproxy.cfg), state shared in Redi
     const done = await long;
     assert.equal(done.status, 200, done.text);
     assert.equal(done.body.result.structuredContent.result, 'finished', 'the run in flight finished during the drain');
+    assert.equal(done.headers.connection, 'close', `the answer sent during the drain keeps its connection: ${JSON.stringify(done.headers)}`);
     const ex = await fleet.procs.r2.waitExit(ms(20000));
     assert.equal(ex.code, 0, fleet.procs.r2.stderrTail());
     await fleet.startReplica('r2');
