@@ -82,18 +82,13 @@ static void buf_reserve(struct buf *b, size_t extra)
     b->cap = cap;
 }
 
-void buf_append(struct buf *b, const void *data, size_t n)
+void buf__grow_append(struct buf *b, const void *data, size_t n)
 {
     buf_reserve(b, n);
     if (n)
         memcpy(b->data + b->len, data, n);
     b->len += n;
     b->data[b->len] = '\0';
-}
-
-void buf_appends(struct buf *b, const char *s)
-{
-    buf_append(b, s, strlen(s));
 }
 
 void buf_printf(struct buf *b, const char *fmt, ...)
