@@ -13,28 +13,54 @@
 static PyObject *pyj_value(struct pyj *j, int depth);
 
 /* Object keys seen first (ASCII, short, no escape), kept with their hash computed: the
- * requests' keys recur ("jsonrpc", "id", "params", "run_id", ...) and a cached key costs a
- * compare instead of a decode, an allocation and a hash. Bounded; first come, first kept. */
-#define PYJ_KEYS    48
-#define PYJ_KEY_MAX 24
-static PyObject *pyj_keys[PYJ_KEYS];
+ * requests' keys recur ("jsonrpc", "id", "params", "run_id", ...) and so do a big result's
+ * (every record repeats its keys), and a cached key costs a hash of its bytes and one compare
+ * instead of a decode, an allocation and a hash. Found by that hash in an open-addressed table
+ * that holds the key's bytes beside it: a linear scan of the cached keys was ~9 % of the worker's
+ * time parsing a 10 MB structured result. Bounded; first come, first kept. */
+#define PYJ_KEY_SLOTS 256 /* a power of two */
+#define PYJ_KEYS      192 /* kept at most: the table stays at most 3/4 full */
+#define PYJ_KEY_MAX   24
+struct pyj_key_slot {
+    PyObject *key; /* NULL: free */
+    uint8_t len;
+    char bytes[PYJ_KEY_MAX];
+};
+static struct pyj_key_slot pyj_key_table[PYJ_KEY_SLOTS];
 static int pyj_nkeys;
+
+static uint32_t pyj_key_hash(const char *s, size_t n)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 16777619u;
+    return h;
+}
 
 static PyObject *pyj_key(const char *s, size_t n)
 {
-    for (int i = 0; i < pyj_nkeys; i++) {
-        PyObject *k = pyj_keys[i];
-        if ((size_t)PyUnicode_GET_LENGTH(k) == n && !memcmp(PyUnicode_DATA(k), s, n))
-            return Py_NewRef(k);
+    struct pyj_key_slot *slot = NULL;
+    if (n <= PYJ_KEY_MAX) {
+        uint32_t i = pyj_key_hash(s, n) & (PYJ_KEY_SLOTS - 1);
+        for (;; i = (i + 1) & (PYJ_KEY_SLOTS - 1)) {
+            slot = &pyj_key_table[i];
+            if (!slot->key)
+                break;
+            if (slot->len == n && !memcmp(slot->bytes, s, n))
+                return Py_NewRef(slot->key);
+        }
     }
     PyObject *k = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "strict");
-    if (!k || n > PYJ_KEY_MAX || pyj_nkeys >= PYJ_KEYS || !PyUnicode_IS_ASCII(k))
+    if (!k || !slot || pyj_nkeys >= PYJ_KEYS || !PyUnicode_IS_ASCII(k))
         return k;
     if (PyObject_Hash(k) == -1) {
         Py_DECREF(k);
         return NULL;
     }
-    pyj_keys[pyj_nkeys++] = Py_NewRef(k);
+    slot->key = Py_NewRef(k);
+    slot->len = (uint8_t)n;
+    memcpy(slot->bytes, s, n);
+    pyj_nkeys++;
     return k;
 }
 

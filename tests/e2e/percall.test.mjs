@@ -461,6 +461,13 @@ docs = ['{}', '[]', '""', '0', '-0', '-12', '9007199254740993', '123456789012345
         '   ', 'nul', 'truex', '[' * 70 + ']' * 70, '[' * 10 + ']' * 10, '{"a":' * 3 + '1' + '}' * 3,
         '{"jsonrpc":"2.0","id":7,"method":"run","params":{"code":"print(1)\\nx = \\"q\\"","run_id":"r-1","timeout_ms":30000,"validate":true,"unavailable":[],"drop_namespaces":["n1","n2"]}}',
         '{"' + 'k' * 40 + '":1,"\u00e9":2,"kk":3}', '"' + 'x' * 100000 + '"', '[' + ','.join(['"s"'] * 3000) + ']']
+# Object keys past what the parser's key cache keeps (it holds short ASCII keys, up to a
+# bound, found by a hash of their bytes): 400 keys of 1 to 33 bytes, the 24/25-byte edge
+# included, first all in one object, then records repeating a share of them each.
+keys = ['k%d' % i + 'x' * (i % 30) for i in range(400)]
+docs += ['{' + ','.join('"%s":%d' % (k, i) for i, k in enumerate(keys)) + '}',
+         '[' + ','.join('{' + ','.join('"%s":%d' % (k, j) for k in keys[i::37]) + '}'
+                        for j, i in enumerate(list(range(37)) * 3)) + ']']
 mismatches, fast = [], 0
 for doc in docs:
     try:
