@@ -27,6 +27,7 @@
  * Loop thread only: the network work happens on curl_thread.c's thread. Transfers are
  * referred to by their 64-bit id; events for ids no longer known are dropped. The headers of
  * each transfer are built by upstream_http_hdrs.c. */
+#include "curl_lib.h"
 #include "curl_thread.h"
 #include "codemcp_limits.h"
 #include "jsonfast.h"
@@ -680,7 +681,10 @@ static int http_start(struct upstream *up)
     /* Every transfer the cap lets run at once may come back for its connection. */
     int max_active = uh_max_active(up->cfg);
     if (ct_start(max_active ? max_active : CFG_MAX_CONNECTIONS) < 0) {
-        up__set_error(up, "cannot start the HTTP client thread");
+        char why[300];
+        if (curl_lib_load(why, sizeof(why)) == 0) /* else why says libcurl is missing */
+            snprintf(why, sizeof(why), "cannot start the HTTP client thread");
+        up__set_error(up, "%s", why);
         return -1;
     }
     struct http_tp *tp = xcalloc(1, sizeof(*tp));

@@ -6,6 +6,7 @@
 // requests (headers, Last-Event-ID, session ids) reached the upstream.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 
@@ -110,6 +111,21 @@ function ok(r, h) {
 }
 
 // ---- server-everything over Streamable HTTP -------------------------------------------------
+
+test('without a loadable libcurl a remote server fails saying what to install, and a stdio upstream still serves', { timeout: ms(60000) }, async () => {
+  // libcurl is loaded on first use (src/core/curl_lib.c): a libcurl.so.4 the dynamic linker
+  // finds first and cannot load stands for a machine without libcurl4.
+  const dir = tempDir();
+  const lib = path.join(dir, 'lib');
+  fs.mkdirSync(lib);
+  fs.writeFileSync(path.join(lib, 'libcurl.so.4'), 'not a shared object\n');
+  const config = writeConfig(dir, { far: { type: 'remote', url: 'http://127.0.0.1:9/mcp' }, everything: servers.everything() });
+  const r = await runCodemcp({ config, env: { LD_LIBRARY_PATH: lib, CODEMCP_LOG: 'info',
+    CODEMCP_SMOKE: 'print(everything_get_sum(a=1, b=2))' } });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(JSON.parse(r.stdout).stdout, /3/);
+  assert.match(r.stderr, /far: .*libcurl could not be loaded \(.*\): install libcurl4/, r.stderr);
+});
 
 test('CODEMCP_DUMP lists the tools of server-everything over HTTP, then ends the session', { timeout: ms(60000) }, async () => {
   const up = await startEverything(await freePort());
