@@ -212,40 +212,30 @@ describe('an unprivileged gateway with a subordinate id range and one worker slo
   test('two gateways of the user: their sessions run as uids apart', async () => {
     // They meet in the user's runtime directory, as a user's gateways under one login do.
     const u = makeUser('n', false);
-    const xdg = tempDir('codemcp-subids-xdg-', { shared: true });
-    fs.chownSync(xdg, u.uid, u.gid);
-    fs.chmodSync(xdg, 0o700);
+    const xdg = runtimeDirOf(u);
     try {
       await twoGatewaysApart(() => gatewayAs(u, { CODEMCP_WORKERS: '1', XDG_RUNTIME_DIR: xdg }, true), u.start);
     } finally {
       u.remove();
     }
   });
+
   test('every block of the range held by other gateways of the user: the gateway says so, and its sessions still run', async () => {
     const u = makeUser('n', false);
-    const xdg = tempDir('codemcp-subids-xdg-', { shared: true });
-    fs.chownSync(xdg, u.uid, u.gid);
-    fs.chmodSync(xdg, 0o700);
+    const xdg = runtimeDirOf(u);
     // Another process of the user holds all 64 blocks' locks, as 64 live gateways would.
     const holder = spawn(PYTHON, ['-c', 'import fcntl, os, sys\n' +
       `d = os.path.join(${JSON.stringify(xdg)}, 'codemcp')\nos.makedirs(d, mode=0o700, exist_ok=True)\n` +
       `held = [open(os.path.join(d, 'ids-${u.start}-%d.lock' % b), 'w') for b in range(64)]\n` +
       'for f in held:\n    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n' +
       "print('held', flush=True)\nsys.stdin.read()\n"], { uid: u.uid, gid: u.gid, stdio: ['pipe', 'pipe', 'inherit'] });
-    let gw, s;
     try {
       await new Promise((resolve, reject) => {
         holder.stdout.on('data', (d) => String(d).includes('held') && resolve());
         holder.on('exit', (c) => reject(new Error(`the lock holder exited (${c})`)));
       });
-      gw = await gatewayAs(u, { CODEMCP_WORKERS: '1', XDG_RUNTIME_DIR: xdg }, true);
-      assert.match(gw.proc.stderr, /sandbox ids: all 64 blocks of the id range are held by other gateways of this user/, gw.proc.stderrTail());
-      s = await session(gw.url);
-      assert.equal(await s.run('result = 1'), 1);
-      assert.equal(uidsInRange(u.start).size, 1, 'the session runs as an id of the range');
+      await warnsAndServes(u, xdg, /sandbox ids: all 64 blocks of the id range are held by other gateways of this user/);
     } finally {
-      await s?.close();
-      await stop(gw);
       holder.kill('SIGKILL');
       u.remove();
     }
@@ -253,24 +243,39 @@ describe('an unprivileged gateway with a subordinate id range and one worker slo
 
   test('no private directory to share the range out in: the gateway says so, and its sessions still run', async () => {
     const u = makeUser('n', false);
-    const xdg = tempDir('codemcp-subids-xdg-', { shared: true });
-    fs.chownSync(xdg, u.uid, u.gid);
-    fs.chmodSync(xdg, 0o700);
+    const xdg = runtimeDirOf(u);
     fs.mkdirSync(path.join(xdg, 'codemcp'), { mode: 0o755 }); // root's: not the user's to write
-    let gw, s;
     try {
-      gw = await gatewayAs(u, { CODEMCP_WORKERS: '1', XDG_RUNTIME_DIR: xdg }, true);
-      assert.match(gw.proc.stderr, /sandbox ids: no private directory to share the id range out with other gateways of this user in/, gw.proc.stderrTail());
-      s = await session(gw.url);
-      assert.equal(await s.run('result = 1'), 1);
-      assert.equal(uidsInRange(u.start).size, 1, 'the session runs as an id of the range');
+      await warnsAndServes(u, xdg, /sandbox ids: no private directory to share the id range out with other gateways of this user in/);
     } finally {
-      await s?.close();
-      await stop(gw);
       u.remove();
     }
   });
 });
+
+/** A runtime directory (XDG_RUNTIME_DIR) of user u's own, as a login gives it. */
+function runtimeDirOf(u) {
+  const xdg = tempDir('codemcp-subids-xdg-', { shared: true });
+  fs.chownSync(xdg, u.uid, u.gid);
+  fs.chmodSync(xdg, 0o700);
+  return xdg;
+}
+
+/** A gateway of u meeting others in runtime directory xdg logs `warning` and still runs a
+ *  session as an id of u's range. */
+async function warnsAndServes(u, xdg, warning) {
+  let gw, s;
+  try {
+    gw = await gatewayAs(u, { CODEMCP_WORKERS: '1', XDG_RUNTIME_DIR: xdg }, true);
+    assert.match(gw.proc.stderr, warning, gw.proc.stderrTail());
+    s = await session(gw.url);
+    assert.equal(await s.run('result = 1'), 1);
+    assert.equal(uidsInRange(u.start).size, 1, 'the session runs as an id of the range');
+  } finally {
+    await s?.close();
+    await stop(gw);
+  }
+}
 
 /** One session on `codemcp start` run by a fresh user (makeUser(suffix, bare)) with env: runs
  *  fn(u, gw, session), then stops it all and removes the user. */
