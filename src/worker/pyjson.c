@@ -37,7 +37,24 @@ static uint32_t pyj_key_hash(const char *s, size_t n)
     return h;
 }
 
-static PyObject *pyj_key(const char *s, size_t n)
+/* A key the table does not keep, made one str per parse as json.loads does (its memo): a big
+ * result's records repeat their keys, and a str per occurrence is ~50 bytes or more each. Takes
+ * k (a new reference, or NULL); returns a new reference. */
+static PyObject *pyj_memo(struct pyj *j, PyObject *k)
+{
+    if (!k)
+        return NULL;
+    if (!j->memo && !(j->memo = PyDict_New())) {
+        Py_DECREF(k);
+        return NULL;
+    }
+    PyObject *kept = PyDict_SetDefault(j->memo, k, k); /* borrowed */
+    Py_XINCREF(kept);
+    Py_DECREF(k);
+    return kept;
+}
+
+static PyObject *pyj_key(struct pyj *j, const char *s, size_t n)
 {
     struct pyj_key_slot *slot = NULL;
     if (n <= PYJ_KEY_MAX) {
@@ -51,8 +68,10 @@ static PyObject *pyj_key(const char *s, size_t n)
         }
     }
     PyObject *k = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "strict");
-    if (!k || !slot || pyj_nkeys >= PYJ_KEYS || !PyUnicode_IS_ASCII(k))
-        return k;
+    if (!k)
+        return NULL;
+    if (!slot || pyj_nkeys >= PYJ_KEYS || !PyUnicode_IS_ASCII(k))
+        return pyj_memo(j, k);
     if (PyObject_Hash(k) == -1) {
         Py_DECREF(k);
         return NULL;
@@ -237,7 +256,7 @@ static int pyj_unescape(struct pyj *j, const char **out, size_t *len)
     return -1;
 }
 
-/* At the opening quote. is_key: an object key (looked up in pyj_keys when it has no escape). */
+/* At the opening quote. is_key: an object key (the key table's, or the parse's memo's). */
 static PyObject *pyj_string(struct pyj *j, int is_key)
 {
     const char *s;
@@ -245,8 +264,9 @@ static PyObject *pyj_string(struct pyj *j, int is_key)
     if (pyj_unescape(j, &s, &n) < 0)
         return NULL;
     if (is_key && s != j->buf) /* no escape: the source's bytes */
-        return pyj_key(s, n);
-    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "strict");
+        return pyj_key(j, s, n);
+    PyObject *v = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "strict");
+    return is_key ? pyj_memo(j, v) : v;
 }
 
 PyObject *pyj_str(struct pyj *j)
@@ -481,6 +501,7 @@ static PyObject *pyj_parse(const char *s, size_t n)
     if (gc_was)
         PyGC_Enable();
     PyMem_Free(j.buf);
+    Py_XDECREF(j.memo);
     if (!v)
         PyErr_Clear();
     return v;

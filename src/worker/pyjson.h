@@ -21,6 +21,7 @@ struct pyj {
     const char *p, *end;
     char *buf; /* scratch for strings with escapes (PyMem_Free it when done) */
     size_t cap;
+    PyObject *memo; /* object keys of this parse the key table does not keep (Py_XDECREF it) */
 };
 /* Skips JSON whitespace. */
 void pyj_ws(struct pyj *j);

@@ -301,6 +301,7 @@ int pyq_scan_run(PyObject *text, struct pyq_run *q)
     q->max_output = q->max_result = LIM_RUN_DEFAULT_MAX_BYTES;
     int rc = pyq_top(&j, q);
     PyMem_Free(j.buf);
+    Py_XDECREF(j.memo);
     if (rc < 0) {
         PyErr_Clear();
         pyq_release(q);

@@ -483,13 +483,19 @@ for doc in docs:
 for bad in (None, 5, b"{}", ["{}"]):
     if _codemcp.loads_fast(bad) is not Ellipsis:
         mismatches.append(["non-str", repr(bad)])
-result = {"fast": fast, "total": len(docs), "mismatches": mismatches}
+# Keys the cache does not keep (long, non-ASCII, escaped) are still one str per parse, as
+# json.loads makes them: records repeating them do not pay a str per occurrence.
+rec = '{"a_key_longer_than_any_cached_one": 1, "cl\u00e9": 2, "esc\\"aped": 3}'
+recs = _codemcp.loads_fast('[' + rec + ', ' + rec + ']')
+shared = [a is b for a, b in zip(recs[0], recs[1])]
+result = {"fast": fast, "total": len(docs), "mismatches": mismatches, "shared": shared}
 `;
 
 test('pyjson: loads_fast agrees with json.loads on a corpus and leaves the rest to it, in a sandboxed worker', { timeout: ms(90000) }, async () => {
   const env = await smokeEverything(LOADS);
   assert.deepEqual(env.result.mismatches, [], JSON.stringify(env.result.mismatches, null, 1));
   assert.ok(env.result.fast >= 20, `the C parse answered only ${env.result.fast} of ${env.result.total}`);
+  assert.deepEqual(env.result.shared, [true, true, true], 'a key repeated in one parse is one str');
 });
 
 // The capture streams are reused from run to run (python/codemcp_rt/capture.py): one a
