@@ -75,14 +75,6 @@ int policy_engine_init(const char *engine_url, long engine_timeout_ms)
     return 0;
 }
 
-static uint64_t fnv(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
-
 /* principal NUL server NUL tool NUL flags NUL args: the cache key (NULL when too long). */
 static char *cache_key(const struct policy_call *c, const char *principal, size_t *len)
 {
@@ -103,7 +95,7 @@ static char *cache_key(const struct policy_call *c, const char *principal, size_
 
 static struct cached *cache_find(const char *key, size_t len)
 {
-    uint64_t h = fnv(key, len);
+    uint64_t h = fnv1a(key, len, 0);
     int64_t now = now_ms();
     for (size_t i = 0; i < AUTHZ_CACHE_N; i++) {
         struct cached *e = &cache[i];
@@ -128,7 +120,7 @@ static void cache_put(const char *key, size_t len, int64_t ttl, const struct pol
             slot = e;
     }
     free(slot->key);
-    *slot = (struct cached){fnv(key, len),
+    *slot = (struct cached){fnv1a(key, len, 0),
                             xmalloc(len),
                             len,
                             now + (ttl < AUTHZ_CACHE_MAX_MS ? ttl : AUTHZ_CACHE_MAX_MS),

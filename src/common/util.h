@@ -52,6 +52,10 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 
+/* FNV-1a of data[0..n), started from the offset basis xor seed (0: the standard basis). The one
+ * hash of the project's string-keyed tables and names. */
+uint64_t fnv1a(const void *data, size_t n, uint64_t seed);
+
 /* Writes v in decimal (as "%lld" does) and a NUL into out; returns the length. No snprintf:
  * its format parsing is ~600 instructions, paid several times per execute. */
 size_t fmt_i64(char out[24], int64_t v);

@@ -2,6 +2,7 @@
 #include "admin_paths.h"
 #include "config.h"
 #include "settings.h"
+#include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -63,22 +64,13 @@ const char *admp_dir(char *buf, size_t n, int create)
     return buf;
 }
 
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
 int admp_paths_for(const char *config_path, pid_t pid, char *sock, size_t sn, char *rec, size_t rn)
 {
     char dir[4096];
     if (!admp_dir(dir, sizeof(dir), 1))
         return -1;
-    unsigned long long h = (unsigned long long)fnv1a(config_path ? config_path : "(none)");
+    const char *named = config_path ? config_path : "(none)";
+    unsigned long long h = (unsigned long long)fnv1a(named, strlen(named), 0);
     int r = snprintf(rec, rn, "%s/admin-%016llx-%d.json", dir, h, (int)pid);
     if (r < 0 || (size_t)r >= rn)
         return -1;

@@ -1,17 +1,13 @@
 /* hashchain — see hashchain.h. */
 #include "hashchain.h"
+#include "util.h"
 
 #include <stddef.h>
-
-#define FNV_BASIS 14695981039346656037ULL
-#define FNV_PRIME 1099511628211ULL
+#include <string.h>
 
 uint64_t hashchain_hash(const char *s, uint64_t seed)
 {
-    uint64_t h = FNV_BASIS ^ seed;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        h = (h ^ *p) * FNV_PRIME;
-    return h;
+    return fnv1a(s, strlen(s), seed);
 }
 
 struct hashchain_link *hashchain_first(const struct hashchain *t, uint64_t hash)

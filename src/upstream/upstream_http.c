@@ -670,6 +670,13 @@ static char *shown_url(const char *url)
     return buf_steal(&b);
 }
 
+/* The connections this server's transfers may hold at once, which the connection cache keeps
+ * for reuse once idle (curl_thread's keep_idle): its cap, or the largest one when it has none. */
+static long idle_share(int max_active)
+{
+    return max_active ? max_active : CFG_MAX_CONNECTIONS;
+}
+
 static int http_start(struct upstream *up)
 {
     const char *url = up->cfg->url;
@@ -678,9 +685,8 @@ static int http_start(struct upstream *up)
                       url ? url : "");
         return -1;
     }
-    /* Every transfer the cap lets run at once may come back for its connection. */
     int max_active = uh_max_active(up->cfg);
-    if (ct_start(max_active ? max_active : CFG_MAX_CONNECTIONS) < 0) {
+    if (ct_start(idle_share(max_active)) < 0) {
         char why[300];
         if (curl_lib_load(why, sizeof(why)) == 0) /* else why says libcurl is missing */
             snprintf(why, sizeof(why), "cannot start the HTTP client thread");
@@ -814,7 +820,7 @@ static void http_free(struct upstream *up)
     int max_active = tp->max_active;
     free(tp);
     up->tp = NULL;
-    ct_stop(max_active ? max_active : CFG_MAX_CONNECTIONS);
+    ct_stop(idle_share(max_active));
 }
 
 const struct up_transport_ops up_http_ops = {

@@ -3,6 +3,7 @@
  * so the caller's json.loads decides. */
 #include "pyjson.h"
 #include "json_escape.h"
+#include "util.h"
 
 #include <string.h>
 
@@ -29,14 +30,6 @@ struct pyj_key_slot {
 static struct pyj_key_slot pyj_key_table[PYJ_KEY_SLOTS];
 static int pyj_nkeys;
 
-static uint32_t pyj_key_hash(const char *s, size_t n)
-{
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 16777619u;
-    return h;
-}
-
 /* A key the table does not keep, made one str per parse as json.loads does (its memo): a big
  * result's records repeat their keys, and a str per occurrence is ~50 bytes or more each. Takes
  * k (a new reference, or NULL); returns a new reference. */
@@ -58,7 +51,7 @@ static PyObject *pyj_key(struct pyj *j, const char *s, size_t n)
 {
     struct pyj_key_slot *slot = NULL;
     if (n <= PYJ_KEY_MAX) {
-        uint32_t i = pyj_key_hash(s, n) & (PYJ_KEY_SLOTS - 1);
+        uint32_t i = (uint32_t)fnv1a(s, n, 0) & (PYJ_KEY_SLOTS - 1);
         for (;; i = (i + 1) & (PYJ_KEY_SLOTS - 1)) {
             slot = &pyj_key_table[i];
             if (!slot->key)
