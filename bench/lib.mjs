@@ -230,11 +230,17 @@ export async function startExecArm(command, env, name) {
 // What the floor relays (bench/floor/) answer for the same workloads: the sum, not the reply's text.
 export const FLOOR_EXPECT = { ...EXEC_EXPECT, one: 3 };
 
+/** The machine's busy time in ms so far (/proc/stat: user+nice+system+irq+softirq+steal). */
+export function machineBusyMs() {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  return (f.reduce((a, b) => a + b, 0) - f[3] - (f[4] ?? 0)) * 10;
+}
+
 // ---- Streamable HTTP helpers (bench/modern.mjs, bench/describe_cg.mjs) -----------------------
 export const BENCH_TOKEN = 'bench-token-0123456789abcdef0123';
 
-/** Spawns argv (a `codemcp start -p 0`, possibly under a wrapper); resolves {proc, url, t0}
- * once it prints its URL. */
+/** Spawns argv (a `codemcp start -p 0`, possibly under a wrapper); resolves {proc, url, t0,
+ * log} once it prints its URL (log(): its stderr so far). */
 export function startHttpGateway(argv, env) {
   const t0 = process.hrtime.bigint();
   const proc = spawn(argv[0], argv.slice(1), { env, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -243,7 +249,7 @@ export function startHttpGateway(argv, env) {
     proc.stderr.on('data', (d) => {
       err += d;
       const m = err.match(/serving MCP over Streamable HTTP at (\S+)/);
-      if (m) res({ proc, url: new URL(m[1]), t0 });
+      if (m) res({ proc, url: new URL(m[1]), t0, log: () => err });
     });
     proc.on('exit', (c) => rej(new Error(`codemcp start exited ${c}: ${err.slice(-2000)}`)));
   });

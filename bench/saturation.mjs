@@ -23,7 +23,7 @@
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT, buildType, codemcpBin, fmt, startEverythingHttp, getSumLoad, startLogged, stats } from './lib.mjs';
+import { ROOT, buildType, codemcpBin, fmt, machineBusyMs, startEverythingHttp, getSumLoad, startLogged, stats } from './lib.mjs';
 
 const SECONDS = Number(process.argv[2] || 4);
 const ROUNDS = Number(process.argv[3] || 3);
@@ -124,10 +124,7 @@ for (const n of CLIENTS) {
 const ARMS = Object.keys(arms);
 
 const workerStarts = (gw) => (readFileSync(gw.log, 'utf8').match(/worker \d+ connected \(pid/g) || []).length;
-function machineBusy() { // cores busy, from /proc/stat (user+nice+system+irq+softirq+steal)
-  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  return { busy: f.reduce((a, b) => a + b, 0) - f[3] - (f[4] ?? 0), t: performance.now() };
-}
+const machineBusy = () => ({ busy: machineBusyMs() / 10, t: performance.now() }); // in 1/100 s
 
 // One round of one arm: every client loops programs until the end; programs/s counts those
 // completed inside [start + RAMP, end] (every client has one in flight then).

@@ -8,11 +8,10 @@
 // must be otherwise idle. Blocks repeat, builds alternate block by block.
 // Usage: node bench/session_churn.mjs [n=100] [blocks=3] [name=bin ...] → bench/results/session_churn.md
 // (BENCH_OUT=<name> writes bench/results/<name>.md)
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT, buildType, codemcpBin, fmt, stats } from './lib.mjs';
+import { BENCH_TOKEN, ROOT, buildType, codemcpBin, fmt, machineBusyMs, startHttpGateway, stats } from './lib.mjs';
 
 const N = Number(process.argv[2] || 100);
 const BLOCKS = Number(process.argv[3] || 3);
@@ -21,31 +20,22 @@ if (!builds.length) builds.push(['codemcp', codemcpBin()]);
 const SDK = join(ROOT, 'tests/node_modules/@modelcontextprotocol/sdk/dist/esm');
 const { Client } = await import(join(SDK, 'client/index.js'));
 const { StreamableHTTPClientTransport } = await import(join(SDK, 'client/streamableHttp.js'));
-const TOKEN = 'bench-churn-token-0123456789abcdef';
 const dir = mkdtempSync(join(tmpdir(), 'codemcp-bench-churn-'));
 writeFileSync(join(dir, 'mcp.json'), JSON.stringify({ mcp: {} }));
-writeFileSync(join(dir, 'tokens'), `bench ${TOKEN}\n`, { mode: 0o600 });
+writeFileSync(join(dir, 'tokens'), `bench ${BENCH_TOKEN}\n`, { mode: 0o600 });
 const procs = [];
 process.on('exit', () => { for (const p of procs) try { p.kill('SIGKILL'); } catch {} });
 
-function gateway(bin) {
-  const p = spawn(bin, ['start', '-p', '0'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env,
+async function gateway(bin) {
+  const g = await startHttpGateway([bin, 'start', '-p', '0'], { ...process.env,
     CODEMCP_CONFIG: join(dir, 'mcp.json'), XDG_CONFIG_HOME: join(dir, 'xdg'), CODEMCP_HTTP_TOKENS_FILE: join(dir, 'tokens'),
-    CODEMCP_LOG: 'info', CODEMCP_WORKERS: '2', CODEMCP_WORKER_MIN_HOLD_MS: '0' } });
-  procs.push(p);
-  let err = '';
-  return new Promise((resolve, reject) => {
-    p.stderr.on('data', (d) => {
-      err += d;
-      const m = err.match(/serving MCP over Streamable HTTP at (\S+)/);
-      if (m) resolve({ url: m[1], starts: () => (err.match(/worker \d+ connected/g) || []).length });
-    });
-    p.on('exit', (c) => reject(new Error(`${bin} exited (${c}): ${err.slice(-2000)}`)));
-  });
+    CODEMCP_LOG: 'info', CODEMCP_WORKERS: '2', CODEMCP_WORKER_MIN_HOLD_MS: '0' });
+  procs.push(g.proc);
+  return { url: g.url.href, starts: () => (g.log().match(/worker \d+ connected/g) || []).length };
 }
 
 async function session(url) {
-  const t = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } });
+  const t = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${BENCH_TOKEN}` } } });
   const c = new Client({ name: 'bench-churn', version: '1' });
   await c.connect(t);
   return {
@@ -57,15 +47,11 @@ async function session(url) {
   };
 }
 
-const busyMs = () => { // the machine's busy time (user+nice+system+irq+softirq+steal)
-  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  return (f.reduce((a, b) => a + b, 0) - f[3] - (f[4] ?? 0)) * 10;
-};
 async function measure(fn) { // machine CPU less this process's, ms per program; wall ms per program
-  const b0 = busyMs(), c0 = process.cpuUsage(), t0 = performance.now();
+  const b0 = machineBusyMs(), c0 = process.cpuUsage(), t0 = performance.now();
   await fn();
   const c = process.cpuUsage(c0);
-  return { cpu: (busyMs() - b0 - (c.user + c.system) / 1000) / N, wall: (performance.now() - t0) / N };
+  return { cpu: (machineBusyMs() - b0 - (c.user + c.system) / 1000) / N, wall: (performance.now() - t0) / N };
 }
 
 const arms = [];
