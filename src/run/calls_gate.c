@@ -44,6 +44,7 @@ void calls__held_drop_idle(struct principal_hold *h)
     if (h->bytes || h->reads || h->n_conns || n_held_by <= HELD_KEPT)
         return;
     LIST_UNLINK(&held_by, h);
+    free(h->conns);
     free(h->principal);
     free(h);
     n_held_by--;
@@ -94,7 +95,7 @@ int calls__held_take(struct call *call, struct gate *g, char *why, size_t cap)
 static size_t results_held(struct principal_hold *h)
 {
     size_t sum = 0;
-    for (int i = 0; i < h->n_conns;) {
+    for (size_t i = 0; i < h->n_conns;) {
         size_t n = calls__hooks.pending(h->conns[i]);
         if (n) {
             sum += n;
@@ -108,19 +109,24 @@ static size_t results_held(struct principal_hold *h)
 
 /* Whether a result of len bytes of call may be queued to its worker: 0 (its connection now
  * counted for its principal), or -1 with why when the principal's workers have not read
- * calls__hooks.max_principal_results bytes queued to them (or HELD_CONNS of them have some). */
+ * calls__hooks.max_principal_results bytes queued to them. */
 int calls__results_room(const struct call *call, size_t len, char *why, size_t cap)
 {
     if (!calls__hooks.pending || !calls__hooks.max_principal_results)
         return 0;
     struct principal_hold *h = calls__held_get(call->principal);
     size_t held = results_held(h);
-    int known = 0;
-    for (int i = 0; i < h->n_conns && !known; i++)
-        known = h->conns[i] == call->conn_id;
-    if (held + len <= calls__hooks.max_principal_results && (known || h->n_conns < HELD_CONNS)) {
-        if (!known)
+    if (held + len <= calls__hooks.max_principal_results) {
+        int known = 0;
+        for (size_t i = 0; i < h->n_conns && !known; i++)
+            known = h->conns[i] == call->conn_id;
+        if (!known) {
+            if (h->n_conns == h->cap_conns) {
+                h->cap_conns = h->cap_conns ? h->cap_conns * 2 : 8;
+                h->conns = xrealloc(h->conns, h->cap_conns * sizeof(*h->conns));
+            }
             h->conns[h->n_conns++] = call->conn_id;
+        }
         return 0;
     }
     snprintf(why, cap,
@@ -184,6 +190,7 @@ void calls__held_free_all(void)
     while (held_by) {
         struct principal_hold *h = held_by;
         held_by = h->next;
+        free(h->conns);
         free(h->principal);
         free(h);
     }

@@ -65,14 +65,14 @@ struct gate {
 
 /* What a principal's calls hold: argument bytes (in flight or waiting), resource reads in
  * flight, and the worker connections its results were queued to that had not written them
- * all yet when last looked at (their unwritten bytes are what its results hold). */
-#define HELD_CONNS 16
+ * all yet when last looked at (their unwritten bytes are what its results hold). One entry
+ * per such connection, so as many as the principal has workers: only the bytes are capped. */
 struct principal_hold {
     char *principal;
     size_t bytes;
     int reads;
-    int n_conns;
-    uint64_t conns[HELD_CONNS];
+    size_t n_conns, cap_conns;
+    uint64_t *conns;
     struct principal_hold *next;
 };
 struct principal_hold *calls__held_find(const char *principal);

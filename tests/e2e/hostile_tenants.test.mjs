@@ -187,6 +187,39 @@ result = kinds`).finally(() => { aliceDone = true; });
   });
 });
 
+describe('results queued to many workers of one principal, under the cap, all arrive', () => {
+  const N = 20;
+  const t = twoPrincipals({ CODEMCP_WORKERS: String(N + 4), CODEMCP_EXEC_TIMEOUT_MS: '120000' });
+  const sessions = [];
+  after(async () => { for (const s of sessions) await s.close(); });
+
+  test(`${N} sessions of one principal, each with a 1 MiB result its stopped worker has not read yet`, { timeout: ms(240000) }, async () => {
+    const { gw } = t;
+    for (let i = 0; i < N; i++) sessions.push(await session(gw.url, TA));
+    // Every worker asks for 1 MiB and stops itself until a child wakes it: the gateway holds
+    // the part of each result the socket does not take, N connections with bytes queued at
+    // once, 20 MiB in all (the cap is 128 MiB).
+    const outcomes = await Promise.all(sessions.map((s) => s.run(String.raw`
+import os, signal, time
+from codemcp_rt import client, transport
+c = client.call("fake", "big", {"bytes": 1 << 20})
+transport._transport.wait_reply("none", 0.001)  # sends the corked call now
+pid = os.fork()
+if pid == 0:
+    time.sleep(${ms(12000) / 1000})
+    os.kill(os.getppid(), signal.SIGCONT)
+    os._exit(0)
+os.kill(os.getpid(), signal.SIGSTOP)
+os.waitpid(pid, 0)
+try:
+    result = len(c.result())
+except ToolError as err:
+    result = err.kind + ": " + err.message`)));
+    const wrong = outcomes.filter((o) => typeof o.result !== 'number');
+    assert.equal(wrong.length, 0, JSON.stringify(wrong).slice(0, 800));
+  });
+});
+
 describe('call counts order only the caller\'s description', () => {
   const t = twoPrincipals({ CODEMCP_DESCRIBE_BUDGET: '2000' });
   const FIRST_SIGNATURE = /Functions \(signature {2}# summary\):\n([a-z0-9_]+)\(/;
