@@ -3,6 +3,10 @@
 // workers, side by side in one run with the same load sent straight to the upstream:
 //   direct            — N SDK clients (StreamableHTTPClientTransport) to server-everything;
 //                       one program = 5 get-sum calls at once (Promise.all);
+//   direct 1 session  — the same N loops sharing one SDK client, so one upstream session, as
+//                       a gateway has: the upstream's SDK does per-response work that grows
+//                       with the requests in flight in the session (webStandardStreamableHttp.js
+//                       scans them all on every response), which N separate sessions spread;
 //   codemcp           — N SDK clients (2025 sessions, one principal) to `codemcp start`
 //                       (CODEMCP_BIN), one program = one execute_python making the 5 calls;
 //   codemcp before    — the same from CODEMCP_BIN_BEFORE (e.g. main's build), when set.
@@ -13,7 +17,9 @@
 // p50 / p99 / max latency of a program, refusals (an isError saying every worker was taken, or
 // a queue bound), other errors (wrong answers included: every answer is checked), worker
 // processes started per second (the gateway's "worker N connected" lines at CODEMCP_LOG=info,
-// in the window), and how busy the machine was (it is shared: other processes show up there).
+// in the window), how busy the machine was (it is shared: other processes show up there), and
+// where a program's CPU went: this process (the clients), the upstream, the gateway process (all
+// its threads) and the rest of the machine (workers, the prototype, anyone else).
 // Usage: node bench/saturation.mjs [seconds_per_round=4] [rounds=3] [clients=8,32]
 //        → bench/results/saturation.md (BENCH_OUT=<file> elsewhere; what is below its
 //        "<!-- hand-written below -->" line is kept)
@@ -23,7 +29,7 @@
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT, buildType, codemcpBin, fmt, machineBusyMs, startEverythingHttp, getSumLoad, startLogged, stats } from './lib.mjs';
+import { ROOT, buildType, codemcpBin, cpuNs, fmt, machineBusyMs, startEverythingHttp, getSumLoad, startLogged, stats } from './lib.mjs';
 
 const SECONDS = Number(process.argv[2] || 4);
 const ROUNDS = Number(process.argv[3] || 3);
@@ -103,19 +109,23 @@ const codemcpTask = async (c, a) => {
   check(r.structuredContent?.result, a);
 };
 
+// CPU ms by party, summed over the windows, with the programs completed in them.
+const newCpu = () => ({ client: 0, upstream: 0, gateway: 0, machine: 0, programs: 0 });
+
 // ---- arms -------------------------------------------------------------------------------------
 const arms = {};
-async function makeArm(name, url, n, task, tool, gw) {
+async function makeArm(name, url, n, task, tool, gw, oneSession = false) {
   const clients = [];
   for (let k = 0; k < n; k++) {
-    const c = await connect(`bench-${name}-${k}`, url);
+    const c = oneSession && k > 0 ? clients[0] : await connect(`bench-${name}-${k}`, url);
     if (!c.tools.includes(tool)) throw new Error(`${name}: no ${tool} in ${JSON.stringify(c.tools)}`);
     clients.push(c);
   }
-  arms[name] = { n, clients, task, gw, windows: [], done: 0, refused: 0, errors: 0, firstError: '', lat: [], spawns: 0, busy: [] };
+  arms[name] = { n, clients, task, gw, windows: [], done: 0, refused: 0, errors: 0, firstError: '', lat: [], spawns: 0, busy: [], cpu: newCpu() };
 }
 for (const n of CLIENTS) {
   await makeArm(`direct N=${n}`, upUrl, n, directTask, 'get-sum', null);
+  await makeArm(`direct 1 session N=${n}`, upUrl, n, directTask, 'get-sum', null, true);
   for (const v of VARIANTS) {
     const id = `codemcp${v.tag} N=${n}`;
     await makeArm(id, gateways[id].url, n, codemcpTask, 'execute_python', gateways[id]);
@@ -125,14 +135,19 @@ const ARMS = Object.keys(arms);
 
 const workerStarts = (gw) => (readFileSync(gw.log, 'utf8').match(/worker \d+ connected \(pid/g) || []).length;
 const machineBusy = () => ({ busy: machineBusyMs() / 10, t: performance.now() }); // in 1/100 s
+const cpuSnap = (gw) => {
+  const c = process.cpuUsage();
+  return { client: (c.user + c.system) / 1e3, upstream: cpuNs(upstream.proc.pid) / 1e6,
+    gateway: gw ? cpuNs(gw.proc.pid) / 1e6 : 0, machine: machineBusyMs() };
+};
 
 // One round of one arm: every client loops programs until the end; programs/s counts those
 // completed inside [start + RAMP, end] (every client has one in flight then).
 async function runRound(name) {
   const arm = arms[name];
-  let closed = false, open = false, inWindow = 0, w0 = 0, w1 = 0, s0 = 0, s1 = 0, m0 = null, m1 = null;
-  const opener = setTimeout(() => { open = true; w0 = performance.now(); m0 = machineBusy(); if (arm.gw) s0 = workerStarts(arm.gw); }, RAMP * 1000);
-  const closer = setTimeout(() => { open = false; closed = true; w1 = performance.now(); m1 = machineBusy(); if (arm.gw) s1 = workerStarts(arm.gw); }, SECONDS * 1000);
+  let closed = false, open = false, inWindow = 0, w0 = 0, w1 = 0, s0 = 0, s1 = 0, m0 = null, m1 = null, c0 = null, c1 = null;
+  const opener = setTimeout(() => { open = true; w0 = performance.now(); m0 = machineBusy(); c0 = cpuSnap(arm.gw); if (arm.gw) s0 = workerStarts(arm.gw); }, RAMP * 1000);
+  const closer = setTimeout(() => { open = false; closed = true; w1 = performance.now(); m1 = machineBusy(); c1 = cpuSnap(arm.gw); if (arm.gw) s1 = workerStarts(arm.gw); }, SECONDS * 1000);
   await Promise.all(arm.clients.map(async (c) => {
     while (!closed) {
       const a = nextA; nextA += CALLS + 1;
@@ -155,12 +170,14 @@ async function runRound(name) {
   arm.spawns += s1 - s0;
   arm.spawnSecs = (arm.spawnSecs || 0) + secs;
   arm.busy.push(((m1.busy - m0.busy) / 100) / secs);
+  for (const k of Object.keys(c0)) arm.cpu[k] += c1[k] - c0[k];
+  arm.cpu.programs += inWindow;
 }
 
 // Warm-up: one short round per arm (workers started, connections open), not counted.
 for (const name of ARMS) {
   await runRound(name);
-  Object.assign(arms[name], { windows: [], done: 0, refused: 0, errors: 0, firstError: '', lat: [], spawns: 0, spawnSecs: 0, busy: [] });
+  Object.assign(arms[name], { windows: [], done: 0, refused: 0, errors: 0, firstError: '', lat: [], spawns: 0, spawnSecs: 0, busy: [], cpu: newCpu() });
 }
 for (let r = 0; r < ROUNDS; r++) {
   const order = ARMS.map((_, i) => ARMS[(i + r) % ARMS.length]);
@@ -187,11 +204,16 @@ let md = `# Saturation: more busy sessions than Python workers\n\n`;
 md += `${new Date().toISOString()} — ${ROUNDS} rounds × ${SECONDS} s per arm (the first ${RAMP} s of each not counted in programs/s) after a warm-up round per arm; arm order rotated round by round. ${cpus().length} × ${cpus()[0]?.model?.trim()}, Node ${process.version}. `;
 md += VARIANTS.map((v) => `\`codemcp${v.tag}\`: ${v.bin} (${buildType(v.bin)})${Object.keys(v.env).length ? `, ${Object.entries(v.env).map(([k, x]) => `${k}=${x}`).join(' ')}` : ''}`).join('; ') + '.\n\n';
 md += `Every client runs programs back to back; one program = ${CALLS} \`get-sum\` calls to one server-everything (streamableHttp) that serves every arm: at once from an SDK client (direct), or from one \`execute_python\` (\`ps = [everything_get_sum(...) for i in range(${CALLS})]\`) through \`codemcp start\` with its default 16 workers, every client a 2025 session of one principal. Every answer is checked.\n\n`;
-md += `| arm | programs/s | vs direct | vs direct, paired per round (median) | p50 ms | p99 ms | p99 vs direct | max ms | programs | refused | other errors | worker starts/s | machine cores busy |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n`;
+md += `| arm | programs/s | vs direct | vs direct, paired per round (median) | p50 ms | p90 ms | p99 ms | p99 vs direct | max ms | programs | refused | other errors | worker starts/s | machine cores busy |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n`;
 for (const { name, arm, st, ratio, paired, p99ratio } of rows)
-  md += `| ${name} | ${fmt(rate(arm))} | ${fmt(ratio, 2)}× | ${fmt(paired, 2)}× | ${fmt(st.median)} | ${fmt(st.p99)} | ${fmt(p99ratio, 2)}× | ${fmt(st.max)} | ${arm.done} | ${arm.refused} | ${arm.errors} | ${arm.gw ? fmt(arm.spawns / arm.spawnSecs) : '–'} | ${fmt(sum(arm.busy) / arm.busy.length, 2)} |\n`;
+  md += `| ${name} | ${fmt(rate(arm))} | ${fmt(ratio, 2)}× | ${fmt(paired, 2)}× | ${fmt(st.median)} | ${fmt(st.p90)} | ${fmt(st.p99)} | ${fmt(p99ratio, 2)}× | ${fmt(st.max)} | ${arm.done} | ${arm.refused} | ${arm.errors} | ${arm.gw ? fmt(arm.spawns / arm.spawnSecs) : '–'} | ${fmt(sum(arm.busy) / arm.busy.length, 2)} |\n`;
 md += `\nPrograms/s per round:\n\n| arm | ${Array.from({ length: ROUNDS }, (_, i) => `round ${i + 1}`).join(' | ')} |\n|---|${'---|'.repeat(ROUNDS)}\n`;
 for (const name of ARMS) md += `| ${name} | ${arms[name].windows.map((x) => fmt(x)).join(' | ')} |\n`;
+md += `\nCPU ms per program, in the counted windows (the gateway: its process, every thread; the rest: the machine's busy time less the three before it, i.e. Python workers, the prototype and anything else running):\n\n| arm | clients (this process) | upstream | gateway | rest | machine |\n|---|---|---|---|---|---|\n`;
+for (const name of ARMS) {
+  const c = arms[name].cpu, per = (x) => fmt(x / c.programs, 2);
+  md += `| ${name} | ${per(c.client)} | ${per(c.upstream)} | ${arms[name].gw ? per(c.gateway) : '–'} | ${per(c.machine - c.client - c.upstream - c.gateway)} | ${per(c.machine)} |\n`;
+}
 const errs = ARMS.filter((n) => arms[n].firstError);
 if (errs.length) md += `\nFirst error per arm:\n\n${errs.map((n) => `- ${n}: \`${arms[n].firstError.replace(/`/g, "'")}\``).join('\n')}\n`;
 // What a person wrote below the marker in the previous report stays.
