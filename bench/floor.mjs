@@ -8,6 +8,9 @@
 //             (bench/floor/: C relays with no product work; a tools/call `run {workload}`);
 //   floor-pinned — the same with the gateway and its worker pinned to one CPU (FLOOR_PIN_CPU):
 //             placement is the one lever left once the work is gone;
+//   floor-setsid — floor with its worker in a kernel session of its own (FLOOR_SETSID=1), as
+//             every codemcp session's processes are: what that requirement alone costs (where
+//             scheduler autogroups are on, a new session is also a task group of its own);
 //   floor-python — floor with floor-pyworker: the worker embeds CPython and runs the same
 //             Python programs as codemcp (cache-compiled, exec'd in a session dict; each SDK
 //             call a C function that sends the call frame and returns a Pending whose str()
@@ -89,6 +92,8 @@ const peers = {
   floor: await start('floor', [FLOOR.gateway, FLOOR.worker, ...SERVERS.everything]),
   'floor-pinned': await start('floor-pinned', [FLOOR.gateway, FLOOR.worker, ...SERVERS.everything],
     { FLOOR_PIN_CPU: String(PIN_CPU) }),
+  'floor-setsid': await start('floor-setsid', [FLOOR.gateway, FLOOR.worker, ...SERVERS.everything],
+    { FLOOR_SETSID: '1' }),
   // floor-pyworker reads each workload's program from FLOOR_PY_<workload> (the gateway passes
   // its environment on): the very texts codemcp runs.
   'floor-python': await start('floor-python', [FLOOR.gateway, FLOOR.pyworker, ...SERVERS.everything],
@@ -122,6 +127,7 @@ function makeCodemcp(p, arm = 'codemcp') {
 }
 const arms = { direct: makeDirect(peers.direct), floor: makeFloor(peers.floor, 'floor'),
   'floor-pinned': makeFloor(peers['floor-pinned'], 'floor-pinned'),
+  'floor-setsid': makeFloor(peers['floor-setsid'], 'floor-setsid'),
   'floor-python': makeFloor(peers['floor-python'], 'floor-python'), codemcp: makeCodemcp(peers.codemcp) };
 if (BEFORE) arms['codemcp-before'] = makeCodemcp(peers['codemcp-before'], 'codemcp-before');
 const ARMS = Object.keys(arms);
@@ -134,7 +140,7 @@ const childNamed = (pid, name) => childPids(pid).find((p) => comm(p) === name);
 const childNot = (pid, name) => childPids(pid).find((p) => comm(p) !== name);
 const kids = (arm, worker) => [childNamed(pidOf(arm), worker), childNot(pidOf(arm), worker)];
 const [fw, fu] = kids('floor', 'floor-worker'), [pw, pu] = kids('floor-pinned', 'floor-worker');
-const [yw, yu] = kids('floor-python', 'floor-pyworker');
+const [yw, yu] = kids('floor-python', 'floor-pyworker'), [sw, su] = kids('floor-setsid', 'floor-worker');
 // codemcp's sandboxed worker is a grandchild (waiter -> worker): sum every codemcp-worker
 // below the gateway; its upstream is the node child (other children: the sandbox's waiter,
 // the process-group guard).
@@ -143,7 +149,7 @@ for (const a of CODEMCPS) {
   cws[a] = workerPids(pidOf(a));
   cu[a] = childPids(pidOf(a)).find((p) => comm(p) === 'node');
 }
-if (![fw, fu, pw, pu, yw, yu, ...CODEMCPS.flatMap((a) => [cws[a][0], cu[a]])].every(Boolean))
+if (![fw, fu, pw, pu, yw, yu, sw, su, ...CODEMCPS.flatMap((a) => [cws[a][0], cu[a]])].every(Boolean))
   throw new Error(`process tree not as expected: ${[fw, fu, pw, pu, JSON.stringify(cws), JSON.stringify(cu)]}`);
 // The client's own CPU is taken with process.cpuUsage() around the call alone (its window
 // must not include this accounting's reads of /proc).
@@ -153,6 +159,8 @@ const PROBES = {
     upstream: () => cpuNs(fu) },
   'floor-pinned': { 'floor-gateway': () => cpuNs(pidOf('floor-pinned')), 'floor-worker': () => cpuNs(pw),
     upstream: () => cpuNs(pu) },
+  'floor-setsid': { 'floor-gateway': () => cpuNs(pidOf('floor-setsid')), 'floor-worker': () => cpuNs(sw),
+    upstream: () => cpuNs(su) },
   'floor-python': { 'floor-gateway': () => cpuNs(pidOf('floor-python')), 'floor-pyworker': () => cpuNs(yw),
     upstream: () => cpuNs(yu) },
 };
@@ -160,7 +168,7 @@ for (const a of CODEMCPS)
   PROBES[a] = { gateway: () => cpuNs(pidOf(a)), 'codemcp-worker (all threads)': () => cpuNsAll(cws[a]),
     upstream: () => cpuNs(cu[a]) };
 const CLIENT = 'client (this Node process, all threads)';
-const ourPids = () => [process.pid, ...ARMS.map(pidOf), fw, fu, pw, pu, yw, yu, ...CODEMCPS.flatMap((a) => [...cws[a], cu[a]])];
+const ourPids = () => [process.pid, ...ARMS.map(pidOf), fw, fu, pw, pu, yw, yu, sw, su, ...CODEMCPS.flatMap((a) => [...cws[a], cu[a]])];
 const cpu = {}; // cpu[w][arm][probe] = total ns over the measured rounds
 const snapCpu = (arm) => Object.fromEntries(Object.entries(PROBES[arm]).map(([k, f]) => [k, f()]));
 
@@ -366,6 +374,20 @@ codemcp-before is ${BEFORE} (${buildType(BEFORE)} build).
 ${WORKLOADS.map((w) => `| ${LABEL[w]} | ${fmt(paired(w, 'codemcp-before', 'floor'), 2)}× | **${fmt(paired(w, 'codemcp', 'floor'), 2)}×** | ` +
   `${fmt(paired(w, 'codemcp', 'codemcp-before'), 2)}× | ${w === 'empty' ? '–' : '≤ 1.25×'} |`).join('\n')}
 ` : ''}
+## A kernel session per worker (floor-setsid)
+
+floor-setsid is the floor with its worker calling setsid() first, as each codemcp session's
+processes do (its own process group and session, so that no signal, priority or job-control
+call of one session reaches another). Where scheduler autogroups are on (here: ${schedNote()}),
+a new session is also a scheduler task group of its own, and every hop between the gateway and
+the worker crosses groups. floor-setsid / floor is what that requirement alone costs any
+implementation of this topology here.
+
+| workload | floor-setsid / floor | floor-setsid / direct | codemcp / floor-setsid |${BEFORE ? ' codemcp-before / floor |' : ''}
+|---|---|---|---|${BEFORE ? '---|' : ''}
+${WORKLOADS.map((w) => `| ${LABEL[w]} | **${fmt(paired(w, 'floor-setsid', 'floor'), 3)}×** | ${fmt(paired(w, 'floor-setsid', 'direct'), 2)}× | ` +
+  `${fmt(paired(w, 'codemcp', 'floor-setsid'), 2)}× |${BEFORE ? ` ${fmt(paired(w, 'codemcp-before', 'floor'), 2)}× |` : ''}`).join('\n')}
+
 ## Floor + Python (floor-pyworker: what an embedded CPython alone costs over the hops)
 
 floor-python is the floor with its worker replaced by floor-pyworker (bench/floor/pyworker.c):

@@ -10,6 +10,9 @@
  * With FLOOR_PIN_CPU the gateway and the worker are pinned to CPU n (the upstream is spawned
  * first and keeps every CPU): the placement variant of the floor, since a hop between two
  * processes on one CPU costs a fraction of a hop across CPUs (see floor-hop).
+ * With FLOOR_SETSID=1 the worker calls setsid() before it runs, as a codemcp session's
+ * processes do: the floor of a design whose sessions are kernel sessions of their own (where
+ * scheduler autogroups are on, that also puts the worker in a task group of its own).
  *
  * - Client: newline-delimited JSON-RPC on stdin/stdout. Answers initialize, ping and
  *   tools/list (one tool, `run {workload}`); ignores notifications; a tools/call of `run` is
@@ -56,11 +59,13 @@ struct gw {
 };
 
 /* fork + exec with in/out on fds 0/1 (-1: /dev/null) and keep, if >= 0, on fd 3. */
-static pid_t spawn(char **argv, int in, int out, int keep)
+static pid_t spawn(char **argv, int in, int out, int keep, int new_session)
 {
     pid_t pid = fork();
     if (pid != 0)
         return pid;
+    if (new_session && setsid() < 0)
+        _exit(127);
     if (in < 0 || out < 0) {
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         in = in < 0 ? null : in;
@@ -293,12 +298,14 @@ int main(int argc, char **argv)
 
     char *wk_argv[] = {argv[1], NULL};
     const char *pin = getenv("FLOOR_PIN_CPU");
+    const char *setsid_env = getenv("FLOOR_SETSID");
+    int setsid_worker = setsid_env && *setsid_env == '1';
     cpu_set_t cpus;
     CPU_ZERO(&cpus);
     CPU_SET(pin ? atoi(pin) : 0, &cpus);
-    g.up_pid = spawn(argv + 2, up_rd, up_wr, -1);
+    g.up_pid = spawn(argv + 2, up_rd, up_wr, -1, 0);
     if (g.up_pid < 0 || (pin && sched_setaffinity(0, sizeof(cpus), &cpus) < 0) ||
-        (g.wk_pid = spawn(wk_argv, -1, -1, wk_end)) < 0) {
+        (g.wk_pid = spawn(wk_argv, -1, -1, wk_end, setsid_worker)) < 0) {
         perror("floor-gateway: fork/pin");
         goto cleanup;
     }
