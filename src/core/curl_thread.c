@@ -575,8 +575,9 @@ static void enqueue(struct ct_cmd *c)
 /* The connection cache's size for what the users ask: libcurl's default follows the transfers
  * still running, so as a burst of concurrent calls ends it closes most of the burst's
  * connections and the next burst opens them again (a server-everything behind 16 busy workers
- * saw ~130 new connections a second that way). So the cache holds as many idle connections as
- * the users may have transfers at once, at least MIN_IDLE_CONNS, and never more than a quarter
+ * saw ~130 new connections a second that way). So the cache holds as many connections (in use
+ * and idle: libcurl counts both, and closes an idle one as a transfer ends while it holds more)
+ * as the users may have transfers at once, at least MIN_IDLE_CONNS, and never more than a quarter
  * of the descriptors (the rest stay for clients, workers and stdio upstreams). Servers still
  * close the idle ones they do not want. */
 static long cache_size(void)

@@ -670,11 +670,18 @@ static char *shown_url(const char *url)
     return buf_steal(&b);
 }
 
+/* Transfers of a server outside its connection cap, at most one of each at once: the standing
+ * stream (the GET, or the 2026 era's subscriptions/listen), the session replay, the DELETE. */
+#define UNCAPPED_TRANSFERS 3
+
 /* The connections this server's transfers may hold at once, which the connection cache keeps
- * for reuse once idle (curl_thread's keep_idle): its cap, or the largest one when it has none. */
+ * for reuse (curl_thread's keep_idle): its cap, or the largest one when it has none, and the
+ * transfers outside it. libcurl counts the connections in use in its cache too: with the cap's
+ * worth alone, a saturated server's standing stream put the cache one over, and every transfer
+ * that ended closed its connection for the next queued one to open another. */
 static long idle_share(int max_active)
 {
-    return max_active ? max_active : CFG_MAX_CONNECTIONS;
+    return (max_active ? max_active : CFG_MAX_CONNECTIONS) + UNCAPPED_TRANSFERS;
 }
 
 static int http_start(struct upstream *up)

@@ -174,6 +174,30 @@ test('the connection cache grows with each HTTP upstream: two servers of 45 conn
   }
 });
 
+test('a server saturated at its connection cap keeps its connections: the ones that finish carry the queued calls', { timeout: ms(90000) }, async () => {
+  const f = await startFixture();
+  const dir = tempDir();
+  // A cap above the cache's floor of 64, so the cache is sized by this server alone: its cap
+  // plus the transfers outside it (here the standing GET stream).
+  const CAP = 70, N = 210;
+  const h = await connect(writeConfig(dir, { fx: remote(f, { headers: { 'X-Test-Token': 'tok' }, maxConnections: CAP }) }));
+  try {
+    const code = `ps = [fx_slow(ms=150) for i in range(${N})]\nresult = [str(p) for p in ps]`;
+    assert.deepEqual(await run(h, code), Array(N).fill('slept 150'));
+    const reqs = (await stats(f)).requests;
+    checkOwnHeaders(reqs);
+    const calls = reqs.filter((q) => q.rpc === 'tools/call');
+    assert.equal(calls.length, N);
+    // CAP calls at a time, the rest queued: each call that ends hands its connection to the
+    // next. With a cache of exactly CAP connections the GET stream put it one over, so every
+    // call that ended closed its connection and the next opened a new one (147 connections for 210 calls).
+    const ports = new Set(calls.map((q) => q.port));
+    assert.ok(ports.size <= CAP + 2, `${N} calls, ${CAP} at a time, used ${ports.size} connections`);
+  } finally {
+    await h.close();
+  }
+});
+
 test("a DELETE the server never answers ends at libcurl's 2 s timeout: the gateway exits without being forced", { timeout: ms(60000) }, async () => {
   const f = await startFixture(['--hang-delete']);
   const dir = tempDir();
