@@ -771,13 +771,16 @@ void sbx_kill(pid_t waiter)
         kill(waiter, SIGKILL);
 }
 
-static void check_list(const char *knob, const char *list)
+/* Warns about the paths of list the sandbox will not show; returns how many are below /tmp. */
+static size_t check_list(const char *knob, const char *list)
 {
+    size_t below_tmp = 0;
     if (!list || !*list)
-        return;
+        return 0;
     char *copy = xstrdup(list), *save = NULL;
     for (char *p = strtok_r(copy, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
         struct stat st;
+        below_tmp += strncmp(p, "/tmp/", 5) == 0 && p[5];
         if (p[0] != '/')
             log_warn("sandbox", "%s: %s is not an absolute path: ignored", knob, p);
         else if (stat(p, &st) < 0)
@@ -790,10 +793,17 @@ static void check_list(const char *knob, const char *list)
                      knob, p);
     }
     free(copy);
+    return below_tmp;
 }
 
 void sbx_check_paths(const struct sbx_opts *o)
 {
-    check_list("CODEMCP_SANDBOX_RO", o->ro);
-    check_list("CODEMCP_SANDBOX_RW", o->rw);
+    size_t below_tmp = check_list("CODEMCP_SANDBOX_RO", o->ro);
+    below_tmp += check_list("CODEMCP_SANDBOX_RW", o->rw);
+    if (below_tmp > SBX_TMP_KEEP_MAX)
+        log_warn("sandbox",
+                 "CODEMCP_SANDBOX_RO and _RW name %zu paths below /tmp: a session keeps at "
+                 "most %d of them visible (the first that exist, _RO's first), its own /tmp "
+                 "hides the rest; name a directory that holds them instead",
+                 below_tmp, SBX_TMP_KEEP_MAX);
 }

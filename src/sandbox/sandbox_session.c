@@ -46,8 +46,6 @@
 #define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
 #endif
 
-#define SS_MAX_KEEP 16
-
 struct ss_keep {
     int fd; /* a detached copy of the mount (open_tree) */
     int is_dir;
@@ -93,7 +91,7 @@ static size_t ss_keep_list(const char *list, struct ss_keep *k, size_t n)
     if (!list)
         return n;
     const char *p = list;
-    while (*p && n < SS_MAX_KEEP) {
+    while (*p && n < SBX_TMP_KEEP_MAX) {
         size_t len = strcspn(p, ":");
         if (len > 5 && len < PATH_MAX && strncmp(p, "/tmp/", 5) == 0) {
             struct stat st;
@@ -119,7 +117,7 @@ static size_t ss_keep_list(const char *list, struct ss_keep *k, size_t n)
 static void ss_build(const struct sbx_opts *o, uid_t uid, gid_t gid, int mapped)
 {
     char map[64], opt[96];
-    struct ss_keep keep[SS_MAX_KEEP];
+    struct ss_keep keep[SBX_TMP_KEEP_MAX];
     size_t n = 0;
     if (mapped) /* the prototype wrote the maps (ss_await_maps) */
         goto mounts;

@@ -417,6 +417,28 @@ result = {"read": attempt(lambda: read(${JSON.stringify(path.join(ro, 'data.txt'
     assert.match(r.parent, /^ok:\['ro', 'rw'\]$/, 'only the named paths are visible');
     await h.close();
   });
+
+  test('more paths below /tmp than a session keeps: the gateway says so, and what it says holds', async () => {
+    const dir = tempDir('codemcp-sbx-many-');
+    fs.chmodSync(dir, 0o755);
+    const paths = Array.from({ length: 18 }, (_, i) => path.join(dir, `p${i}`));
+    for (const p of paths) {
+      fs.mkdirSync(p);
+      fs.writeFileSync(path.join(p, 'f'), p);
+    }
+    const h = await connectClient({
+      config: writeConfig(dir, {}),
+      env: { CODEMCP_SANDBOX_RO: paths.slice(0, 10).join(':'), CODEMCP_SANDBOX_RW: paths.slice(10).join(':') },
+    });
+    try {
+      const seen = await attempt(h, `import os
+result = [os.path.exists(p + "/f") for p in ${JSON.stringify(paths)}]`);
+      assert.deepEqual(seen, paths.map((_, i) => i < 16), JSON.stringify(seen));
+      assert.match(h.stderr(), /CODEMCP_SANDBOX_RO and _RW name 18 paths below \/tmp: a session keeps at most 16 of them visible/);
+    } finally {
+      await h.close();
+    }
+  });
 });
 
 describe('what the gateway passes a worker', () => {
