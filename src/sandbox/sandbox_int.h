@@ -7,7 +7,8 @@
 
 #define SBX_UID 1000 /* the worker's uid and gid inside */
 /* Paths below /tmp (CODEMCP_SANDBOX_RO, then _RW, then the dev path) a session keeps visible
- * over its own /tmp: sandbox_session.c holds a copy of each mount; sbx_check_paths warns past it. */
+ * over its own /tmp: sandbox_session.c holds a copy of each mount, sbx_check_paths warns past
+ * it. */
 #define SBX_TMP_KEEP_MAX 16
 
 /* Writes "codemcp-worker: sandbox set-up failed: <step> <path>: <errno>" and exits. */
