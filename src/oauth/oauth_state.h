@@ -11,10 +11,11 @@
  * One refresh in flight across the fleet: the refresh thread takes codemcp:oauth:<name>:lock
  * (SET NX PX with a random token, released only by its owner) as a lease of REFRESH_LEASE_MS
  * that a thread renews while the holder lives (state.h, state_lease_take): a token request may
- * take longer than a lease, a replica killed mid-refresh frees the lock within one. A replica that finds it taken waits for the
- * holder's result in Redis and uses that, so a rotating refresh token is spent once. Redis
- * unreachable: no refresh is started (the current token is used until it expires; the
- * transport retries), since another replica could be spending the same refresh token. */
+ * take longer than a lease, a replica killed mid-refresh frees the lock within one. A replica that
+ * finds it taken waits for the holder's result in Redis and uses that, so a rotating refresh token
+ * is spent once. Redis unreachable: no refresh is started (the current token is used until it
+ * expires; the transport retries), since another replica could be spending the same refresh token.
+ */
 #ifndef CODEMCP_OAUTH_STATE_H
 #define CODEMCP_OAUTH_STATE_H
 

@@ -18,7 +18,8 @@ int wkp_find_bin(const char *over);
 const char *wkp_bin(void);
 
 /* The environment of a worker process: the pass-list of the gateway's variables, the
- * control frame cap (ctl_frame_env) and `extra` ("K=V" strings, NULL-terminated; copied). NULL-terminated; wkp_env_free() it. */
+ * control frame cap (ctl_frame_env) and `extra` ("K=V" strings, NULL-terminated; copied).
+ * NULL-terminated; wkp_env_free() it. */
 char **wkp_env(char *const *extra);
 void wkp_env_free(char **env);
 

@@ -1,5 +1,5 @@
-/* redact_tool — the gateway's redaction (src/catalog/redact.c) as a filter, for the shared corpus test
- * (tests/python/test_redact.py), which runs the same inputs through codemcp_rt.redact.
+/* redact_tool — the gateway's redaction (src/catalog/redact.c) as a filter, for the shared corpus
+ * test (tests/python/test_redact.py), which runs the same inputs through codemcp_rt.redact.
  *
  * stdin: one JSON request per line, {"json": <value>} or {"text": "<string>"}; stdout: one line
  * each, {"out": <redact_json(value, 0)>} or {"out": "<redact_text(string)>"}. */

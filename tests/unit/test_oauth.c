@@ -1,5 +1,5 @@
-/* test_oauth — the pure parts of OAuth (src/oauth/oauth_disc.c, src/oauth/oauth_store.c): the Bearer
- * challenge parser, the "oauth" settings in both spellings, form escaping, and the token
+/* test_oauth — the pure parts of OAuth (src/oauth/oauth_disc.c, src/oauth/oauth_store.c): the
+ * Bearer challenge parser, the "oauth" settings in both spellings, form escaping, and the token
  * store (0600, compare-and-swap under the lock, an entry for another URL ignored); and
  * src/oauth/oauth_gw.c's report of changed credentials, which comes from the loop, never from
  * inside the transport's own call. */

@@ -1,5 +1,5 @@
-/* Unit tests for src/catalog/toolstate.c: effective state = session override, else default, else on;
- * the enforcement predicate; the effective `tools` config handed to sdkgen. No upstreams are
+/* Unit tests for src/catalog/toolstate.c: effective state = session override, else default, else
+ * on; the enforcement predicate; the effective `tools` config handed to sdkgen. No upstreams are
  * registered here, so every config default is "on". */
 #include "toolstate.h"
 

@@ -63,11 +63,14 @@ static void on_change(void)
     uint64_t h;
     struct up_error err;
     const char *a = "{\"ms\":400}", *b = "{\"ms\":10}", *t = "{\"ms\":5000}";
-    CHECK(up_call_tool("fake", "sleep", a, strlen(a), NULL, NULL, 0, on_result, &slow, &h, &err) == 0,
+    CHECK(up_call_tool("fake", "sleep", a, strlen(a), NULL, NULL, 0, on_result, &slow, &h, &err) ==
+              0,
           "slow call sent");
-    CHECK(up_call_tool("fake", "sleep", b, strlen(b), NULL, NULL, 0, on_result, &fast, &h, &err) == 0,
+    CHECK(up_call_tool("fake", "sleep", b, strlen(b), NULL, NULL, 0, on_result, &fast, &h, &err) ==
+              0,
           "fast call sent");
-    CHECK(up_call_tool("fake", "sleep", t, strlen(t), NULL, NULL, 200, on_result, &timed, &h, &err) == 0,
+    CHECK(up_call_tool("fake", "sleep", t, strlen(t), NULL, NULL, 200, on_result, &timed, &h,
+                       &err) == 0,
           "call with a 200 ms timeout sent");
     CHECK(up_calls_in_flight() == 3, "three calls in flight at once (%zu)", up_calls_in_flight());
     CHECK(up_call_tool("nope", "x", NULL, 0, NULL, NULL, 0, on_result, &fast, &h, &err) < 0 &&
