@@ -29,10 +29,12 @@
 #define AUTHZ_CACHE_MAX_MS (10 * 60 * 1000)
 #define AUTHZ_KEY_MAX      8192 /* longer calls are asked every time */
 #define AUTHZ_MAX_BODY     65536
-/* Questions waiting for the engine, all runs: each holds its call (arguments included) until
- * the answer or the timeout, so a program that starts calls faster than the engine answers
- * gets refusals past this, not a gateway that holds them all. */
-#define AUTHZ_MAX_ASKING 256
+/* Questions waiting for the engine: each holds its call (arguments included) until the
+ * answer or the timeout, so a program that starts calls faster than the engine answers gets
+ * refusals past its principal's share, not a gateway that holds them all; and one principal's
+ * flood leaves the others their share (all principals together: AUTHZ_MAX_ASKING). */
+#define AUTHZ_MAX_ASKING_PER_PRINCIPAL 256
+#define AUTHZ_MAX_ASKING               1024
 
 struct cached {
     uint64_t hash;
@@ -45,6 +47,7 @@ struct cached {
 
 struct asking {
     uint64_t xfer;
+    char *principal;
     policy_done_fn done;
     void *ud;
     enum policy_effect local; /* ALLOW or DRY_RUN: what the rules said */
@@ -189,8 +192,21 @@ static void on_answer(const struct ct_event *ev)
         cache_put(a->key, a->key_len, keep, &d);
     log_debug(MOD, "engine: %s", d.why);
     a->done(a->ud, &d);
+    free(a->principal);
     free(a->key);
     free(a);
+}
+
+/* Questions of principal waiting, or all principals' when they are too few to fill its share
+ * (then an upper bound that passes: the list is walked under pressure, not on every call). */
+static size_t asking_of(const char *principal)
+{
+    if (n_asking < AUTHZ_MAX_ASKING_PER_PRINCIPAL)
+        return n_asking;
+    size_t n = 0;
+    for (const struct asking *a = asking; a; a = a->next)
+        n += strcmp(a->principal, principal) == 0;
+    return n;
 }
 
 /* The question, or NULL when the arguments cannot be read back (then the call is denied:
@@ -230,14 +246,16 @@ int policy_engine_ask(const struct policy_call *c, const char *run, uint64_t ses
         snprintf(d->why, sizeof(d->why), "%s", hit->why);
         return 1;
     }
-    if (n_asking >= AUTHZ_MAX_ASKING) {
+    size_t mine = asking_of(principal);
+    if (mine >= AUTHZ_MAX_ASKING_PER_PRINCIPAL || n_asking >= AUTHZ_MAX_ASKING) {
         free(key);
         d->effect = POLICY_DENY;
         snprintf(d->rule, sizeof(d->rule), "external engine");
         snprintf(d->why, sizeof(d->why),
-                 "%d calls are already waiting for the authorization engine: denied; wait for "
-                 "earlier calls before starting more",
-                 AUTHZ_MAX_ASKING);
+                 "%zu calls of yours (%zu of everyone's) are already waiting for the "
+                 "authorization engine, at most %d (%d): denied; wait for earlier calls before "
+                 "starting more",
+                 mine, n_asking, AUTHZ_MAX_ASKING_PER_PRINCIPAL, AUTHZ_MAX_ASKING);
         return 1;
     }
     char *body = request_body(c, principal, run, session);
@@ -263,7 +281,7 @@ int policy_engine_ask(const struct policy_call *c, const char *run, uint64_t ses
         return 1;
     }
     struct asking *a = xcalloc(1, sizeof(*a));
-    *a = (struct asking){xfer, done, ud, d->effect, key, key_len, asking};
+    *a = (struct asking){xfer, xstrdup(principal), done, ud, d->effect, key, key_len, asking};
     asking = a;
     n_asking++;
     return 0;

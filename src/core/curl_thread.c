@@ -720,7 +720,11 @@ static int set_options(struct ct_xfer *x, const struct ct_request *rq)
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 15L);
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L); /* prefer multiplexing on HTTP/2 */
+    /* No CURLOPT_PIPEWAIT: with it, libcurl 7.88 holds every new transfer to a host it has no
+     * answered connection to until the first response's headers arrive (to learn whether it
+     * can multiplex), so a server or policy engine that holds its first answer held every
+     * other request behind it: 2 of 256 questions reached a holding engine. Without it a
+     * burst to an HTTP/2 server may open a few connections before multiplexing. */
 #if LIBCURL_VERSION_NUM >= 0x075700
     curl_easy_setopt(e, CURLOPT_QUICK_EXIT, 1L); /* never wait for a stuck DNS thread */
 #endif

@@ -4,13 +4,14 @@
 // binary, so the service is written here to the same contract. Its failure modes — slow, a reset
 // connection, garbage, HTTP 500, an undefined decision — all deny and never reach the upstream;
 // an answer the engine allows caching is asked once; while the engine holds an answer the
-// gateway keeps serving (the question runs off the loop). No timing is asserted.
+// gateway keeps serving (the question runs off the loop); one principal's questions waiting
+// for the engine leave the others theirs. No timing is asserted.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { connectClient, tempDir, servers, ms, waitFor, readFakeLog } from './lib.mjs';
+import { connectClient, connectHttp, startHttpGateway, tempDir, servers, ms, waitFor, readFakeLog } from './lib.mjs';
 import { ECHO, MIRROR } from '../fixtures/fake_tools.mjs';
 
 const TOOLS = [ECHO, MIRROR];
@@ -189,6 +190,63 @@ result = {"ok": sum(1 for r in out if r["ok"]), "denied": [r["error"]["message"]
     const r = (await pending).structuredContent.result;
     assert.equal(r.ok, 256, JSON.stringify(r));
     assert.equal(r.n_denied, 44, JSON.stringify(r));
-    assert.match(r.denied[0], /256 calls are already waiting for the authorization engine/);
+    assert.match(r.denied[0], /256 calls of yours \(256 of everyone's\) are already waiting for the authorization engine/);
+  });
+});
+
+describe('the questions waiting for the engine are shared between principals', () => {
+  const TA = 'alice-token-0123456789abcdef', TB = 'bob-token-0123456789abcdef';
+  let srv, gw, alice, bob;
+  const held = [];
+  before(async () => {
+    srv = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => { body += d; });
+      req.on('end', () => {
+        const send = () => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{"result": true}'); };
+        if (String(JSON.parse(body).input?.arguments?.text).startsWith('flood-')) held.push(send);
+        else send();
+      });
+    });
+    await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+    const dir = tempDir('codemcp-authz-share-');
+    const tools = path.join(dir, 'tools.json');
+    fs.writeFileSync(tools, JSON.stringify({ tools: TOOLS }));
+    gw = await startHttpGateway({ mcp: { fake: servers.fake(['--tools-file', tools]) }, tokens: { alice: TA, bob: TB },
+      env: { CODEMCP_AUTHZ_URL: `http://127.0.0.1:${srv.address().port}/v1/data/codemcp/allow`,
+        CODEMCP_AUTHZ_TIMEOUT_MS: String(ms(30000)) } });
+    alice = await connectHttp(gw.url, TA);
+    bob = await connectHttp(gw.url, TB);
+    assert.ok(await waitFor(async () => ((await alice.listTools(undefined, { timeout: ms(30000) })).tools[0]?.description || '')
+      .includes('def fake_echo('), ms(30000), 100), 'fake_echo never appeared');
+  });
+  after(async () => {
+    for (const f of held.splice(0)) f();
+    await alice?.end();
+    await bob?.end();
+    gw?.proc.child.kill('SIGTERM');
+    srv?.close();
+  });
+
+  test("one principal's 256 questions waiting leave another's call to be asked", { timeout: ms(90000) }, async () => {
+    const run = (client, code) => client.callTool({ name: 'execute_python', arguments: { code } }, undefined, { timeout: ms(60000) })
+      .then((r) => r.structuredContent?.result ?? r);
+    const flood = run(alice, `out = gather(*[fake_echo(text="flood-%d" % i) for i in range(300)])
+result = {"ok": sum(1 for r in out if r["ok"]), "denied": [r["error"]["message"] for r in out if not r["ok"]][:1],
+          "n_denied": sum(1 for r in out if not r["ok"])}`);
+    // All 256 reach the engine at once, though it has answered none of them on its fresh
+    // connections (libcurl's PIPEWAIT held every question behind the first: 2 of 256 arrived).
+    assert.ok(await waitFor(() => held.length >= 256, ms(30000)), `the engine was asked ${held.length} times`);
+    const b = await run(bob, `try:
+    result = {"ok": fake_echo(text="hello-bob").result()}
+except ToolError as e:
+    result = {"kind": e.kind, "message": str(e)}`);
+    // bob has his own share: a cap for all principals together denied him.
+    assert.ok(b.ok, `bob's call: ${JSON.stringify(b)}`);
+    for (const f of held.splice(0)) f();
+    const a = await flood;
+    assert.equal(a.ok, 256, JSON.stringify(a));
+    assert.equal(a.n_denied, 44, JSON.stringify(a));
+    assert.match(a.denied[0], /256 calls of yours \(256 of everyone's\) are already waiting/);
   });
 });
