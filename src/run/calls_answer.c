@@ -182,8 +182,11 @@ void calls__reply_too_large(uint64_t conn_id, json_t *id, const char *what, size
 /* Results longer than this are learned from (shapes_learn_text parses them whole) only while
  * big results learned stay under 1/LEARN_BIG_SHARE of the big result bytes relayed, or when
  * the function has no shape yet: a shape is the same from one big result to the next, and
- * re-parsing each was a quarter of the gateway's time relaying 50 MB results. */
-#define LEARN_BIG_BYTES ((size_t)1 << 20)
+ * re-parsing each was a quarter of the gateway's time relaying 50 MB results. Texts longer
+ * than this are not learned at all (shapes.c); a structured result up to 1 MiB was hashed
+ * whole on every call, 1.4 ms of loop CPU for 1 MB, which made it 1.27x the same records as
+ * a text (bench/structured_text.mjs). */
+#define LEARN_BIG_BYTES ((size_t)256 << 10)
 #define LEARN_BIG_SHARE 16
 static uint64_t big_relayed, big_learned;
 
