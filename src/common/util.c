@@ -71,15 +71,6 @@ size_t fmt_i64(char out[24], int64_t v)
     return n;
 }
 
-uint64_t fnv1a(const void *data, size_t n, uint64_t seed)
-{
-    const unsigned char *p = data;
-    uint64_t h = 14695981039346656037ULL ^ seed;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 1099511628211ULL;
-    return h;
-}
-
 static void buf_reserve(struct buf *b, size_t extra)
 {
     if (b->len + extra + 1 <= b->cap)
