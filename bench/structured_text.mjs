@@ -11,7 +11,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LinePeer, ROOT, buildType, codemcpBin, cpuNs, fmt, stats } from './lib.mjs';
+import { LinePeer, ROOT, buildType, codemcpBin, cpuNs, fmt, stats, untilSdkReady } from './lib.mjs';
 
 const MB = Number(process.argv[2] || 10);
 const ROUNDS = Number(process.argv[3] || 40);
@@ -29,10 +29,7 @@ const run = async (code) => {
   if (!r || r.isError) throw new Error(JSON.stringify(r).slice(0, 500));
   return r.structuredContent.result;
 };
-for (let i = 0; ; i++) { // the upstream's tools are listed once it is up
-  try { await run('result = len(big_records(n=1))'); break; } catch (e) { if (i > 100) throw e; }
-  await new Promise((r) => setTimeout(r, 100));
-}
+await untilSdkReady(() => run('result = len(big_records(n=1))')); // its tools, once it is up
 const EXPR = { text: `len(big_records(n=${n}))`, structured: `len(big_records_structured(n=${n})["records"])` };
 const program = (kind) => `import time\nt = time.perf_counter()\nv = ${EXPR[kind]}\n` +
   'result = [v, (time.perf_counter() - t) * 1000]';
