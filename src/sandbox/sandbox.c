@@ -780,7 +780,7 @@ static size_t check_list(const char *knob, const char *list)
     char *copy = xstrdup(list), *save = NULL;
     for (char *p = strtok_r(copy, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
         struct stat st;
-        below_tmp += strncmp(p, "/tmp/", 5) == 0 && p[5];
+        below_tmp += sbx__below_tmp(p, strlen(p));
         if (p[0] != '/')
             log_warn("sandbox", "%s: %s is not an absolute path: ignored", knob, p);
         else if (stat(p, &st) < 0)

@@ -5,11 +5,18 @@
 
 #include "sandbox.h"
 
+#include <string.h>
+
 #define SBX_UID 1000 /* the worker's uid and gid inside */
 /* Paths below /tmp (CODEMCP_SANDBOX_RO, then _RW, then the dev path) a session keeps visible
  * over its own /tmp: sandbox_session.c holds a copy of each mount, sbx_check_paths warns past
  * it. */
 #define SBX_TMP_KEEP_MAX 16
+/* Whether path[0..len) names something below /tmp (one the session's own /tmp would hide). */
+static inline int sbx__below_tmp(const char *path, size_t len)
+{
+    return len > 5 && strncmp(path, "/tmp/", 5) == 0;
+}
 
 /* Writes "codemcp-worker: sandbox set-up failed: <step> <path>: <errno>" and exits. */
 __attribute__((noreturn)) void sbx__die_step(const char *step, const char *path);

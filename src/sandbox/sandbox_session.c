@@ -93,7 +93,7 @@ static size_t ss_keep_list(const char *list, struct ss_keep *k, size_t n)
     const char *p = list;
     while (*p && n < SBX_TMP_KEEP_MAX) {
         size_t len = strcspn(p, ":");
-        if (len > 5 && len < PATH_MAX && strncmp(p, "/tmp/", 5) == 0) {
+        if (len < PATH_MAX && sbx__below_tmp(p, len)) {
             struct stat st;
             memcpy(k[n].path, p, len);
             k[n].path[len] = '\0';
