@@ -68,7 +68,10 @@ int policy_engine_init(const char *engine_url, long engine_timeout_ms)
     if (url && !*url)
         url = NULL;
     timeout_ms = engine_timeout_ms; /* settings.def: its default, never below 1 */
-    if (url && ct_start(0) < 0) {
+    /* The connection cache keeps one for every question that may wait at once: a smaller one
+     * closed the connections a burst of questions opened as it ended, for the next to open
+     * them again. */
+    if (url && ct_start(AUTHZ_MAX_ASKING) < 0) {
         log_error(MOD, "CODEMCP_AUTHZ_URL is set but HTTP cannot start: every call is denied");
         return -1;
     }

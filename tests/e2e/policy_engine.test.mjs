@@ -197,22 +197,24 @@ result = {"ok": sum(1 for r in out if r["ok"]), "denied": [r["error"]["message"]
 describe('the questions waiting for the engine are shared between principals', () => {
   const TA = 'alice-token-0123456789abcdef', TB = 'bob-token-0123456789abcdef';
   let srv, gw, alice, bob;
-  const held = [];
+  const held = [], burstPorts = [];
   before(async () => {
     srv = http.createServer((req, res) => {
       let body = '';
       req.on('data', (d) => { body += d; });
       req.on('end', () => {
         const send = () => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{"result": true}'); };
-        if (String(JSON.parse(body).input?.arguments?.text).startsWith('flood-')) held.push(send);
+        const text = String(JSON.parse(body).input?.arguments?.text);
+        if (text.startsWith('burst-')) burstPorts.push(req.socket.remotePort);
+        if (text.startsWith('flood-') || text.startsWith('burst-')) held.push(send);
         else send();
       });
     });
     await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-    const dir = tempDir('codemcp-authz-share-');
+    const dir = tempDir('codemcp-authz-share-', { shared: true });
     const tools = path.join(dir, 'tools.json');
     fs.writeFileSync(tools, JSON.stringify({ tools: TOOLS }));
-    gw = await startHttpGateway({ mcp: { fake: servers.fake(['--tools-file', tools]) }, tokens: { alice: TA, bob: TB },
+    gw = await startHttpGateway({ shared: true, mcp: { fake: servers.fake(['--tools-file', tools]) }, tokens: { alice: TA, bob: TB },
       env: { CODEMCP_AUTHZ_URL: `http://127.0.0.1:${srv.address().port}/v1/data/codemcp/allow`,
         CODEMCP_AUTHZ_TIMEOUT_MS: String(ms(30000)) } });
     alice = await connectHttp(gw.url, TA);
@@ -248,5 +250,22 @@ except ToolError as e:
     assert.equal(a.ok, 256, JSON.stringify(a));
     assert.equal(a.n_denied, 44, JSON.stringify(a));
     assert.match(a.denied[0], /256 calls of yours \(256 of everyone's\) are already waiting/);
+  });
+
+  test('two bursts of 100 questions reuse the connections of the first', { timeout: ms(90000) }, async () => {
+    for (let burst = 0; burst < 2; burst++) {
+      const before = burstPorts.length;
+      const done = alice.callTool({ name: 'execute_python', arguments: { code:
+        `out = gather(*[fake_echo(text="burst-${burst}-%d" % i) for i in range(100)])\nresult = sum(1 for r in out if r["ok"])` } },
+      undefined, { timeout: ms(60000) });
+      // All 100 wait at the engine at once, so each holds a connection.
+      assert.ok(await waitFor(() => burstPorts.length - before >= 100, ms(30000)), `asked ${burstPorts.length - before} times`);
+      for (const f of held.splice(0)) f();
+      assert.equal((await done).structuredContent?.result, 100);
+    }
+    // A cache of libcurl's 64-connection floor closed 36 as the first burst ended, and the
+    // second opened them again (136 ports).
+    const ports = new Set(burstPorts).size;
+    assert.ok(ports <= 102, `two bursts of 100 questions used ${ports} connections`);
   });
 });
